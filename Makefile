@@ -1,0 +1,40 @@
+# kirolearn task runner. Every target creates and uses .venv itself.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BENCH_VENV ?= .venv-bench
+
+.DEFAULT_GOAL := help
+.PHONY: help install test demo bench clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+
+$(VENV)/.installed: setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed ## create .venv with kirolearn (editable) and the test tools
+
+test: $(VENV)/.installed ## run the test suite
+	$(PY) -m pytest -q
+
+demo: $(VENV)/.installed ## replay recorded Kiro sessions through the real hooks and show the result
+	$(PY) -m kirolearn.demo
+
+# The benchmark measures a regular (non-editable) install, as users get it:
+# an editable install adds an import hook to every interpreter start.
+$(BENCH_VENV)/.installed: setup.cfg pyproject.toml $(shell find kirolearn -name '*.py')
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps .
+	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check .
+	touch $@
+
+bench: $(BENCH_VENV)/.installed ## print speed figures (never fails the build)
+	$(BENCH_VENV)/bin/python bench/bench_hook.py --venv $(BENCH_VENV)
+
+clean: ## remove virtual environments and caches
+	rm -rf $(VENV) $(BENCH_VENV) build *.egg-info .pytest_cache .hypothesis

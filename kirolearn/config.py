@@ -1,0 +1,73 @@
+"""Where kirolearn keeps its state: one root, every other path derived from it.
+
+Standard library only (the hook imports it). Nothing here creates anything
+except `ensure_private_dir`, so read-only commands never litter a fresh machine.
+"""
+
+import os
+
+HOME_ENV = "KIROLEARN_HOME"
+
+
+class HomeNotFound(RuntimeError):
+    """Neither KIROLEARN_HOME nor a user home directory could be determined."""
+
+
+def home() -> str:
+    """Root of all kirolearn state: $KIROLEARN_HOME, else ~/.kirolearn."""
+    explicit = os.environ.get(HOME_ENV)
+    if explicit:
+        return os.path.abspath(os.path.expanduser(explicit))
+    user_home = user_home_dir()
+    if user_home is None:
+        raise HomeNotFound(
+            "cannot find a home directory for kirolearn's data: set KIROLEARN_HOME "
+            "(or HOME) to a writable directory"
+        )
+    return os.path.join(user_home, ".kirolearn")
+
+
+def user_home_dir() -> "str | None":
+    """The user's home directory, or None when it cannot be determined."""
+    found = os.path.expanduser("~")
+    if found == "~" or not found:
+        return None
+    return found
+
+
+def spool_dir() -> str:
+    """The durable event spool (see queue/README.md for its layout)."""
+    return os.path.join(home(), "spool")
+
+
+def logs_dir() -> str:
+    """Log files; nothing on the hook or MCP path logs anywhere else."""
+    return os.path.join(home(), "logs")
+
+
+def sessions_dir() -> str:
+    """Fallback session ids, one file per (surface, project)."""
+    return os.path.join(home(), "sessions")
+
+
+def db_path() -> str:
+    """The SQLite database."""
+    return os.path.join(home(), "kirolearn.db")
+
+
+def ensure_private_dir(path: str) -> str:
+    """Create `path` (and missing parents) as mode 0700 if missing; return it.
+
+    Existing directories are left as they are: tightening a directory the user
+    chose (e.g. KIROLEARN_HOME pointing at a shared folder) is not ours to do.
+    """
+    if os.path.isdir(path):
+        return path
+    parent = os.path.dirname(os.path.abspath(path))
+    if parent != path and not os.path.isdir(parent):
+        ensure_private_dir(parent)  # makedirs would give parents the umask's mode
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    return path

@@ -1,0 +1,73 @@
+"""`make demo`: the main job end to end on the embedded defaults, no API key.
+
+Replays the recorded Kiro sessions in queue/sessions/ through the real
+`kirolearn-hook` processes into a throw-away KIROLEARN_HOME and shows what was
+captured. Run: python -m kirolearn.demo [--keep] [RECORDING ...]
+"""
+
+import argparse
+import glob
+import json
+import os
+import sys
+import tempfile
+
+from . import replay, spool
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RECORDINGS = os.path.join(os.path.dirname(HERE), "queue", "sessions")
+
+
+def _short(event: dict) -> str:
+    text = (
+        event.get("prompt")
+        or event.get("assistant_response")
+        or (json.dumps(event["tool_input"]) if event.get("tool_input") else "")
+        or (event["tool_response"] if isinstance(event.get("tool_response"), str) else "")
+    )
+    text = " ".join(str(text).split())
+    return text[:70] + ("…" if len(text) > 70 else "")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kirolearn.demo", description=__doc__.splitlines()[0])
+    parser.add_argument("recordings", nargs="*", help="recorded sessions (default: queue/sessions/*.jsonl)")
+    parser.add_argument("--keep", action="store_true", help="keep the demo home directory and print its path")
+    args = parser.parse_args(argv)
+    recordings = args.recordings or sorted(glob.glob(os.path.join(RECORDINGS, "*.jsonl")))
+    if not recordings:
+        parser.error(f"no recordings found in {RECORDINGS}")
+
+    work = tempfile.mkdtemp(prefix="kirolearn-demo-")
+    home = os.path.join(work, "kirolearn home")  # a space, on purpose
+    os.environ["KIROLEARN_HOME"] = home
+    print(f"kirolearn demo: KIROLEARN_HOME={home}\n")
+    for path in recordings:
+        project = replay.make_project(os.path.join(work, "projects", os.path.basename(path)[:-6]))
+        calls = replay.load(path)
+        results = replay.replay(calls, project)
+        failures = [r for r in results if r.returncode != 0 or r.stdout or r.stderr]
+        print(f"== replayed {len(calls)} hook calls from {os.path.relpath(path)}"
+              f" ({len(failures)} with output or errors)")
+        for r in failures:
+            sys.stdout.write(r.stderr.decode("utf-8", "replace"))
+
+    files = spool.ready_files()
+    print(f"\n== spool: {len(files)} events in {os.path.join(spool.root(), 'ready')}")
+    print(f"{'kind':<16} {'trigger':<17} {'surface':<9} {'tool':<13} text")
+    for path in files:
+        with open(path, encoding="utf-8") as fh:
+            event = json.load(fh)
+        print(f"{event['kind']:<16} {event['trigger']:<17} {event['surface']:<9} "
+              f"{(event.get('tool_name') or '-'):<13} {_short(event)}")
+    if args.keep:
+        print(f"\nkept: {work}")
+    else:
+        import shutil
+
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

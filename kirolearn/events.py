@@ -1,0 +1,337 @@
+"""Turn one Kiro hook call into one kirolearn event dict (standard library only).
+
+Kiro has three hook generations and they disagree on almost everything:
+classic CLI agent hooks (camelCase `hook_event_name` on stdin), v3 / IDE 1.x
+hook files (PascalCase, `tool_response` often a string, `session_id` or
+`prompt` sometimes missing) and IDE 0.x `.kiro.hook` files (payload in the
+`USER_PROMPT` variable, stdin never closed). `build_event` accepts all of them
+and returns the one flat shape described in queue/README.md and validated by
+kirolearn.schema.Event. Invalid input raises `Rejected`; nothing here writes.
+"""
+
+import json
+import os
+import time
+
+from . import __version__
+from .ids import new_ulid, new_uuid4
+from .project import find_project_root
+
+SCHEMA_VERSION = 1
+KINDS = ("prompt", "tool_use", "session_summary", "note")
+
+# Canonical trigger names are the classic camelCase ones.
+TRIGGER_KIND = {
+    "agentSpawn": "note",
+    "userPromptSubmit": "prompt",
+    "preToolUse": "tool_use",
+    "postToolUse": "tool_use",
+    "stop": "session_summary",
+}
+V3_TRIGGERS = {
+    "SessionStart": "agentSpawn",
+    "UserPromptSubmit": "userPromptSubmit",
+    "PreToolUse": "preToolUse",
+    "PostToolUse": "postToolUse",
+    "Stop": "stop",
+}
+# v3 triggers with no classic twin: kept as lifecycle notes, payload in `extra`.
+V3_NOTE_TRIGGERS = (
+    "PreTaskExec",
+    "PostTaskExec",
+    "PostFileCreate",
+    "PostFileSave",
+    "PostFileDelete",
+    "Manual",
+)
+# `kirolearn-hook EVENT`: legacy IDE hooks (payload in USER_PROMPT) ...
+IDE_LEGACY_ARGS = {
+    "ide-prompt-submit": "userPromptSubmit",
+    "ide-post-tool": "postToolUse",
+    "ide-agent-stop": "stop",
+}
+# ... and the kebab-case names our generated hook configs pass (stdin JSON).
+HOOK_ARGS = {
+    "agent-spawn": "agentSpawn",
+    "session-start": "agentSpawn",
+    "prompt-submit": "userPromptSubmit",
+    "pre-tool": "preToolUse",
+    "post-tool": "postToolUse",
+    "stop": "stop",
+}
+SESSION_START_TRIGGERS = ("agentSpawn",)
+
+# Size caps (documented in queue/README.md). Strings longer than MAX_STRING_CHARS
+# keep their head and tail around a marker; containers keep MAX_ITEMS entries;
+# nesting below MAX_DEPTH is replaced by a marker; the whole event is shrunk
+# until it serialises to at most MAX_EVENT_BYTES.
+MAX_STRING_CHARS = 32 * 1024
+MAX_ITEMS = 500
+MAX_DEPTH = 32
+MAX_EVENT_BYTES = 512 * 1024
+MIN_STRING_CHARS = 256
+
+# Payload keys that are folded into named event fields (everything else goes to `extra`).
+_KNOWN_KEYS = frozenset(
+    (
+        "hook_event_name",
+        "cwd",
+        "session_id",
+        "prompt",
+        "tool_name",
+        "tool_input",
+        "tool_response",
+        "assistant_response",
+    )
+)
+
+
+class Rejected(ValueError):
+    """The hook input cannot become an event; the message says why."""
+
+
+def resolve_trigger(name: str) -> "tuple[str, str]":
+    """Map any spelling of a hook name to (canonical trigger, generation)."""
+    if name in TRIGGER_KIND:
+        return name, "classic"
+    if name in V3_TRIGGERS:
+        return V3_TRIGGERS[name], "v3"
+    if name in V3_NOTE_TRIGGERS:
+        return name, "v3"
+    if name in IDE_LEGACY_ARGS:
+        return IDE_LEGACY_ARGS[name], "ide-legacy"
+    if name in HOOK_ARGS:
+        return HOOK_ARGS[name], "unknown"
+    raise Rejected(
+        f"unknown hook event {name[:60]!r}; expected one of "
+        "agentSpawn, userPromptSubmit, preToolUse, postToolUse, stop, their v3 "
+        "PascalCase forms, or ide-prompt-submit / ide-post-tool / ide-agent-stop"
+    )
+
+
+def _surface(generation: str, env) -> str:
+    if generation == "ide-legacy":
+        return "kiro-ide"
+    if generation == "v3" and (env.get("VSCODE_PID") or env.get("VSCODE_IPC_HOOK")):
+        return "kiro-ide"
+    return "kiro-cli"
+
+
+def utc_iso(t: float) -> str:
+    ms = int(t * 1000) % 1000
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{ms:03d}Z"
+
+
+def _actor(env) -> str:
+    for key in ("USER", "LOGNAME", "USERNAME"):
+        if env.get(key):
+            return env[key][:128]
+    return "unknown"
+
+
+def _host(env) -> str:
+    try:
+        return os.uname().nodename or "unknown"
+    except AttributeError:  # Windows
+        return env.get("COMPUTERNAME", "unknown")
+
+
+def ide_legacy_payload(trigger: str, user_prompt: str) -> "dict | None":
+    """Decode the USER_PROMPT variable of an IDE 0.x hook into payload keys.
+
+    Returns None when there is nothing to record (the IDE fires agentStop with
+    an empty USER_PROMPT; the seed spec says the IDE path skips those).
+    """
+    if trigger == "userPromptSubmit":
+        return {"prompt": user_prompt}
+    if trigger == "stop":
+        return {"assistant_response": user_prompt} if user_prompt.strip() else None
+    # postToolUse: camelCase JSON {"toolName","toolArgs","toolResult","toolSuccess"}.
+    try:
+        data = json.loads(user_prompt) if user_prompt.strip() else None
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        return {"tool_name": "unknown", "tool_response": user_prompt}
+    response = {"result": data.get("toolResult")}
+    if "toolSuccess" in data:
+        response = {"success": data.get("toolSuccess"), "result": data.get("toolResult")}
+    payload = {
+        "tool_name": str(data.get("toolName") or "unknown"),
+        "tool_input": data.get("toolArgs"),
+        "tool_response": response,
+    }
+    rest = {k: v for k, v in data.items() if k not in ("toolName", "toolArgs", "toolResult", "toolSuccess")}
+    if rest:
+        payload["extra"] = rest
+    return payload
+
+
+def build_event(
+    name: str,
+    payload: dict,
+    *,
+    env=None,
+    cwd: "str | None" = None,
+    session_lookup=None,
+    now: "float | None" = None,
+) -> dict:
+    """Build the event dict for hook `name` with its decoded `payload`.
+
+    `session_lookup(surface, project_root, renew)` supplies a session id when
+    neither the payload nor KIRO_SESSION_ID has one (see hooks.session_file_id).
+    """
+    env = os.environ if env is None else env
+    now = time.time() if now is None else now
+    trigger, generation = resolve_trigger(name)
+    kind = TRIGGER_KIND.get(trigger, "note")
+    surface = _surface(generation, env)
+
+    event_cwd = payload.get("cwd")
+    if not isinstance(event_cwd, str) or not event_cwd:
+        event_cwd = cwd or os.getcwd()
+    project_root, is_global = find_project_root(event_cwd)
+
+    session_id = payload.get("session_id")
+    if isinstance(session_id, str) and session_id.strip():
+        session_source = "payload"
+    elif env.get("KIRO_SESSION_ID", "").strip():
+        session_id, session_source = env["KIRO_SESSION_ID"], "env"
+    else:
+        renew = trigger in SESSION_START_TRIGGERS
+        session_id = session_lookup(surface, project_root, renew) if session_lookup else new_uuid4()
+        session_source = "session-file"
+
+    event = {
+        "schema_version": SCHEMA_VERSION,
+        "event_id": new_ulid(int(now * 1000)),
+        "kind": kind,
+        "hook": name,
+        "trigger": trigger,
+        "generation": generation,
+        "surface": surface,
+        "session_id": session_id.strip()[:256],
+        "session_source": session_source,
+        "cwd": event_cwd,
+        "project_root": project_root,
+        "project_global": is_global,
+        "received_at": utc_iso(now),
+        "client_version": __version__,
+        "actor": _actor(env),
+        "host": _host(env),
+    }
+    _copy_fields(event, kind, payload, env)
+    extra = {k: v for k, v in payload.items() if k not in _KNOWN_KEYS and k != "extra"}
+    if isinstance(payload.get("extra"), dict):
+        extra.update(payload["extra"])
+    if extra:
+        event["extra"] = extra
+    return shrink_event(event)
+
+
+def _text(value) -> "str | None":
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _copy_fields(event: dict, kind: str, payload: dict, env) -> None:
+    if kind == "prompt":
+        prompt = _text(payload.get("prompt")) or ""
+        if not prompt.strip() and env.get("USER_PROMPT", "").strip():
+            # v3 builds sent "prompt": "" (Kiro #10308); the variable still has it.
+            prompt = env["USER_PROMPT"]
+        event["prompt"] = prompt
+    elif kind == "tool_use":
+        tool_name = payload.get("tool_name")
+        event["tool_name"] = tool_name if isinstance(tool_name, str) and tool_name else "unknown"
+        if "tool_input" in payload:
+            event["tool_input"] = payload["tool_input"]
+        if "tool_response" in payload:
+            event["tool_response"] = payload["tool_response"]
+    elif kind == "session_summary":
+        event["assistant_response"] = _text(payload.get("assistant_response"))
+    else:
+        # Notes keep whatever prompt agentSpawn carried under --no-interactive.
+        if isinstance(payload.get("prompt"), str) and payload["prompt"]:
+            event["prompt"] = payload["prompt"]
+
+
+# --- size caps -------------------------------------------------------------
+
+
+def cut_text(text: str, cap: int) -> str:
+    """Keep the head and the tail of `text` around a marker saying how much went."""
+    if len(text) <= cap:
+        return text
+    keep_head = cap * 3 // 4
+    keep_tail = cap - keep_head
+    dropped = len(text) - keep_head - keep_tail
+    return f"{text[:keep_head]}\n[... kirolearn cut {dropped} chars ...]\n{text[-keep_tail:]}"
+
+
+def _shrink(value, cap: int, depth: int, path: str, cut: list):
+    if isinstance(value, str):
+        if len(value) > cap:
+            cut.append(path)
+            return cut_text(value, cap)
+        return value
+    if isinstance(value, (bool, int, float)) or value is None:
+        return value
+    if depth >= MAX_DEPTH:
+        cut.append(path)
+        return "[... kirolearn cut nesting deeper than %d ...]" % MAX_DEPTH
+    if isinstance(value, dict):
+        items = list(value.items())
+        out = {}
+        for key, item in items[:MAX_ITEMS]:
+            key = cut_text(str(key), MIN_STRING_CHARS * 4)
+            out[key] = _shrink(item, cap, depth + 1, f"{path}.{key[:40]}", cut)
+        if len(items) > MAX_ITEMS:
+            cut.append(path)
+            out["[kirolearn]"] = f"cut {len(items) - MAX_ITEMS} more keys"
+        return out
+    if isinstance(value, (list, tuple)):
+        n = len(value)
+        if n > MAX_ITEMS:
+            cut.append(path)
+            head = MAX_ITEMS * 3 // 4
+            tail = MAX_ITEMS - head
+            kept = list(value[:head]) + [f"[... kirolearn cut {n - MAX_ITEMS} items ...]"] + list(value[-tail:])
+        else:
+            kept = value
+        return [_shrink(item, cap, depth + 1, f"{path}[]", cut) for item in kept]
+    return str(value)
+
+
+def serialize(event: dict) -> bytes:
+    """The event's spool bytes: compact UTF-8 JSON (lone surrogates replaced)."""
+    text = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace")
+
+
+def shrink_event(event: dict) -> dict:
+    """Apply the size caps; records what was cut in `event["truncated"]`."""
+    cap = MAX_STRING_CHARS
+    while True:
+        cut: list = []
+        shrunk = {k: _shrink(v, cap, 0, k, cut) for k, v in event.items()}
+        if cut:
+            shrunk["truncated"] = sorted(set(cut))
+        if len(serialize(shrunk)) <= MAX_EVENT_BYTES:
+            return shrunk
+        if cap <= MIN_STRING_CHARS:
+            break
+        cap //= 4
+    # Still too big at the smallest cap (e.g. thousands of keys): keep the
+    # envelope and replace each payload field by a cut text rendering of it.
+    for key in ("tool_input", "tool_response", "extra", "prompt", "assistant_response"):
+        if key in shrunk:
+            shrunk[key] = cut_text(_text(shrunk[key]) or "", MAX_STRING_CHARS // 4)
+            shrunk.setdefault("truncated", []).append(key)
+    return shrunk

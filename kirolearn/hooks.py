@@ -1,0 +1,244 @@
+"""`kirolearn-hook [EVENT]`: the one command behind every Kiro hook.
+
+Reads the hook payload (stdin JSON, or USER_PROMPT for IDE 0.x hooks), turns it
+into one event and publishes it to the spool. Standard library only, and it
+never breaks the agent: every error of its own ends in exit 0, one
+`[kirolearn] ...` line on stderr and a line in $KIROLEARN_HOME/logs/hook.log.
+Stdout is reserved for context meant for the agent (none yet).
+Set KIROLEARN_RAISE_ERRORS=1 to get tracebacks instead (tests do).
+"""
+
+import json
+import os
+import sys
+import time
+
+from . import __version__, config, events, spool
+
+USAGE = """\
+usage: kirolearn-hook [EVENT]
+
+Record one Kiro hook call in the kirolearn spool. Kiro runs this; you rarely do.
+
+With no EVENT the hook name is read from `hook_event_name` in the stdin JSON
+(agentSpawn, userPromptSubmit, preToolUse, postToolUse, stop, or the v3
+PascalCase forms). EVENT may be one of:
+  ide-prompt-submit | ide-post-tool | ide-agent-stop
+      Kiro IDE 0.x hooks: the payload comes in the USER_PROMPT variable and
+      stdin is not read.
+  agent-spawn | prompt-submit | pre-tool | post-tool | stop
+      a name for hook configs; `hook_event_name` on stdin wins when present.
+
+Always exits 0. Errors go to stderr and $KIROLEARN_HOME/logs/hook.log.
+"""
+
+STDIN_TIMEOUT = 2.0  # seconds to wait for the first byte (KIROLEARN_STDIN_TIMEOUT)
+STDIN_IDLE = 0.25  # once data flows, a pause this long with a complete-looking payload ends it
+STDIN_LIMIT = 64 * 1024 * 1024
+LOG_MAX_BYTES = 1024 * 1024
+
+
+def read_stdin(timeout: float = STDIN_TIMEOUT, limit: int = STDIN_LIMIT) -> bytes:
+    """Read stdin to EOF without ever hanging on a pipe that stays open.
+
+    IDE 0.x opens stdin and never writes or closes it; a plain read() would
+    block forever. POSIX uses select() on fd 0 (no thread, so nothing can
+    abort at interpreter exit); Windows falls back to a daemon-thread read.
+    """
+    stream = sys.stdin
+    if stream is None:
+        return b""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, ValueError, OSError):
+        return b""
+    if os.isatty(fd):
+        return b""
+    if os.name != "posix":
+        return _read_stdin_thread(stream, timeout)
+    import select
+
+    chunks: list = []
+    total = 0
+    deadline = time.monotonic() + timeout
+    while True:
+        now = time.monotonic()
+        wait = deadline - now
+        if chunks:
+            wait = min(wait, STDIN_IDLE) if _looks_complete(chunks[-1]) else wait
+        if wait <= 0:
+            break
+        ready, _, _ = select.select([fd], [], [], wait)
+        if not ready:
+            break
+        data = os.read(fd, 1 << 20)
+        if not data:
+            break
+        chunks.append(data)
+        total += len(data)
+        if total > limit:
+            raise events.Rejected(f"stdin payload larger than {limit} bytes")
+        # Data is flowing: give a large payload time to arrive in full.
+        deadline = max(deadline, time.monotonic() + STDIN_IDLE)
+    return b"".join(chunks)
+
+
+def _looks_complete(chunk: bytes) -> bool:
+    return chunk.rstrip().endswith(b"}")
+
+
+def _read_stdin_thread(stream, timeout: float) -> bytes:
+    import threading
+
+    box: list = []
+    done = threading.Event()
+
+    def _read():
+        try:
+            box.append(stream.read())  # text mode: a bytes read can abort at exit
+        finally:
+            done.set()
+
+    threading.Thread(target=_read, daemon=True).start()
+    done.wait(timeout)
+    return box[0].encode("utf-8", "replace") if box else b""
+
+
+def _stdin_timeout() -> float:
+    try:
+        return float(os.environ.get("KIROLEARN_STDIN_TIMEOUT", STDIN_TIMEOUT))
+    except ValueError:
+        return STDIN_TIMEOUT
+
+
+def session_file_id(surface: str, project_root: str, renew: bool) -> str:
+    """Session id for Kiro builds that send none: one file per (surface, project).
+
+    agentSpawn / SessionStart starts a new session; every other hook reuses the
+    current one (creating it if missing).
+    """
+    import hashlib  # only on this fallback path: ~3 ms of OpenSSL start-up
+
+    key = hashlib.sha256(f"{surface}\0{project_root}".encode("utf-8", "replace")).hexdigest()[:32]
+    directory = config.ensure_private_dir(config.sessions_dir())
+    path = os.path.join(directory, f"{surface}-{key}.json")
+    if not renew:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                found = json.load(fh).get("session_id")
+            if isinstance(found, str) and found:
+                return found
+        except (OSError, ValueError, AttributeError):
+            pass
+    session_id = events.new_uuid4()
+    record = {"session_id": session_id, "project_root": project_root, "surface": surface,
+              "started_at": events.utc_iso(time.time())}
+    spool.write_atomic(directory, os.path.basename(path),
+                       json.dumps(record).encode("utf-8", "replace"), directory)
+    return session_id
+
+
+def log(message: str) -> None:
+    """Append one line to $KIROLEARN_HOME/logs/hook.log (rotated at 1 MiB)."""
+    try:
+        directory = config.ensure_private_dir(config.logs_dir())
+        path = os.path.join(directory, "hook.log")
+        try:
+            if os.path.getsize(path) > LOG_MAX_BYTES:
+                os.replace(path, path + ".1")
+        except OSError:
+            pass
+        line = f"{events.utc_iso(time.time())} pid={os.getpid()} {message}\n"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.write(fd, line.encode("utf-8", "replace"))
+        finally:
+            os.close(fd)
+    except Exception:
+        pass  # logging must never be the reason a hook fails
+
+
+def report(message: str) -> None:
+    """Tell the user on stderr (one line) and keep a copy in the log."""
+    one_line = " ".join(message.split())
+    try:
+        sys.stderr.write(f"[kirolearn] {one_line}\n")
+        sys.stderr.flush()
+    except Exception:
+        pass
+    log(one_line)
+
+
+def _decode_payload(raw: bytes) -> dict:
+    text = raw.decode("utf-8", "replace").strip()
+    if not text:
+        return {}
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    try:
+        payload = json.loads(text)
+    except RecursionError:
+        raise events.Rejected("stdin JSON is nested too deeply") from None
+    except ValueError as exc:
+        raise events.Rejected(f"stdin is not valid JSON ({str(exc)[:80]})") from None
+    if not isinstance(payload, dict):
+        raise events.Rejected(f"stdin JSON is a {type(payload).__name__}, expected an object")
+    return payload
+
+
+def capture(argv: "list[str]", stdin: "bytes | None" = None) -> "str | None":
+    """Record one hook call; returns the spooled path (None if nothing to record).
+
+    `stdin` is the raw payload; None means read the process's stdin (with a deadline).
+    Raises events.Rejected for input that cannot become an event.
+    """
+    if len(argv) > 1:
+        raise events.Rejected(f"expected at most one EVENT argument, got {len(argv)}")
+    arg = argv[0] if argv else None
+    if arg in events.IDE_LEGACY_ARGS:
+        trigger = events.IDE_LEGACY_ARGS[arg]
+        payload = events.ide_legacy_payload(trigger, os.environ.get("USER_PROMPT", ""))
+        if payload is None:
+            return None
+        name = arg
+    else:
+        payload = _decode_payload(read_stdin(_stdin_timeout()) if stdin is None else stdin)
+        name = payload.get("hook_event_name") or arg
+        if not isinstance(name, str) or not name:
+            raise events.Rejected(
+                "no hook name: stdin JSON has no 'hook_event_name' and no EVENT argument was given"
+            )
+    event = events.build_event(name, payload, session_lookup=session_file_id)
+    return spool.append(event["event_id"], events.serialize(event))
+
+
+def handle(argv: "list[str]", stdin: "bytes | None" = None) -> int:
+    """Run one hook call the way Kiro sees it: errors reported, exit status 0."""
+    if os.environ.get("KIROLEARN_DISABLE") or os.environ.get("KIROLEARN_INTERNAL"):
+        return 0  # kirolearn's own LLM sessions must not capture themselves
+    label = argv[0] if argv else "hook"
+    try:
+        capture(argv, stdin)
+    except events.Rejected as exc:
+        report(f"{label}: {exc}; nothing recorded")
+    except Exception as exc:  # noqa: BLE001 - the agent must never see us fail
+        if os.environ.get("KIROLEARN_RAISE_ERRORS"):
+            raise
+        report(f"{label}: {type(exc).__name__}: {str(exc)[:200]}; nothing recorded")
+    return 0
+
+
+def main(argv: "list[str] | None" = None) -> int:
+    """Console-script entry point. Returns the exit status (always 0)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in ("-h", "--help"):
+        sys.stdout.write(USAGE)
+        return 0
+    if argv and argv[0] == "--version":
+        sys.stdout.write(f"kirolearn-hook {__version__}\n")
+        return 0
+    return handle(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,41 @@
+"""Time-ordered unique ids from the standard library alone.
+
+Event ids are ULIDs: 48 bits of Unix milliseconds then 80 random bits, in
+Crockford base32 (26 chars), so `sorted()` of ids or of spool file names is
+arrival order to the millisecond. uuid/secrets are avoided for import cost.
+"""
+
+import os
+import time
+
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+ULID_PATTERN = r"^[0-9A-HJKMNP-TV-Z]{26}$"
+
+
+def new_ulid(now_ms: "int | None" = None) -> str:
+    """A new ULID string; `now_ms` fixes the time part (for tests)."""
+    if now_ms is None:
+        now_ms = time.time_ns() // 1_000_000
+    value = (now_ms & 0xFFFFFFFFFFFF) << 80 | int.from_bytes(os.urandom(10), "big")
+    chars = []
+    for _ in range(26):
+        chars.append(_CROCKFORD[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
+
+
+def ulid_time_ms(ulid: str) -> int:
+    """The millisecond timestamp encoded in a ULID."""
+    value = 0
+    for ch in ulid[:10]:
+        value = value * 32 + _CROCKFORD.index(ch)
+    return value
+
+
+def new_uuid4() -> str:
+    """A random RFC 4122 version-4 UUID string (session ids we have to invent)."""
+    b = bytearray(os.urandom(16))
+    b[6] = (b[6] & 0x0F) | 0x40
+    b[8] = (b[8] & 0x3F) | 0x80
+    h = b.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"

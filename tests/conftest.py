@@ -1,0 +1,90 @@
+"""Shared fixtures: every test gets its own KIROLEARN_HOME and HOME under tmp_path."""
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+BIN = Path(sys.executable).parent
+
+
+def pytest_report_header(config):
+    return f"sqlite: {sqlite3.sqlite_version}; python: {sys.executable}"
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path, monkeypatch):
+    """An isolated $KIROLEARN_HOME (and a fake user HOME beside it)."""
+    kl_home = tmp_path / "kirolearn-home"
+    user_home = tmp_path / "user-home"
+    user_home.mkdir()
+    monkeypatch.setenv("KIROLEARN_HOME", str(kl_home))
+    monkeypatch.setenv("HOME", str(user_home))
+    monkeypatch.setenv("KIROLEARN_RAISE_ERRORS", "1")
+    for var in ("KIRO_SESSION_ID", "USER_PROMPT", "VSCODE_PID", "VSCODE_IPC_HOOK",
+                "KIROLEARN_DISABLE", "KIROLEARN_INTERNAL"):
+        monkeypatch.delenv(var, raising=False)
+    return kl_home
+
+
+@pytest.fixture
+def project(tmp_path):
+    """A project directory with a .git marker and a src/ subfolder."""
+    root = tmp_path / "my project"  # a space, on purpose (design.md rule 6)
+    (root / ".git").mkdir(parents=True)
+    (root / "src").mkdir()
+    return root
+
+
+@pytest.fixture
+def spooled(home):
+    """A function returning the parsed events in the spool, oldest first."""
+
+    def read():
+        ready = home / "spool" / "ready"
+        if not ready.exists():
+            return []
+        return [json.loads(p.read_text("utf-8")) for p in sorted(ready.iterdir())]
+
+    return read
+
+
+def load_cases():
+    return json.loads((FIXTURES / "payloads.json").read_text("utf-8"))
+
+
+def substitute(value, mapping):
+    """Replace ${NAME} placeholders anywhere inside a JSON value."""
+    if isinstance(value, str):
+        for key, repl in mapping.items():
+            value = value.replace("${%s}" % key, repl)
+        return value
+    if isinstance(value, list):
+        return [substitute(v, mapping) for v in value]
+    if isinstance(value, dict):
+        return {substitute(k, mapping): substitute(v, mapping) for k, v in value.items()}
+    return value
+
+
+def hook_env(**extra):
+    """Environment for a real `kirolearn-hook` subprocess (no RAISE_ERRORS: as Kiro runs it)."""
+    env = {k: v for k, v in os.environ.items() if k != "KIROLEARN_RAISE_ERRORS"}
+    env.update(extra)
+    return env
+
+
+def run_hook(argv=(), stdin=b"", env=None, cwd=None, timeout=20):
+    """Run the installed console script the way Kiro does."""
+    return subprocess.run(
+        [str(BIN / "kirolearn-hook"), *argv],
+        input=stdin,
+        env=env or hook_env(),
+        cwd=cwd,
+        capture_output=True,
+        timeout=timeout,
+    )

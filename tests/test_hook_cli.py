@@ -1,0 +1,176 @@
+"""The installed `kirolearn-hook` console script, run as Kiro runs it."""
+
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from kirolearn import config, hooks
+from kirolearn.schema import Event
+
+from conftest import BIN, hook_env, load_cases, run_hook, substitute
+
+CASES = [c for c in load_cases() if c["expect"] is not None]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_real_hook_process_spools_a_valid_event(case, project, spooled):
+    mapping = {"PROJECT": str(project), "CWD": str(project / "src")}
+    stdin = case["stdin"]
+    raw = b"" if stdin is None else (stdin if isinstance(stdin, str) else json.dumps(substitute(stdin, mapping))).encode()
+    result = run_hook(case["argv"], raw, env=hook_env(**case.get("env", {})), cwd=project / "src")
+    assert result.returncode == 0
+    assert result.stdout == b""
+    assert result.stderr == b""
+    (event,) = spooled()
+    Event.model_validate(event)
+    assert event["kind"] == case["expect"]["kind"]
+
+
+def _held_open(argv, env, write=b""):
+    """Start the hook with a stdin pipe that is never closed (IDE 0.x behaviour)."""
+    proc = subprocess.Popen([str(BIN / "kirolearn-hook"), *argv], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    if write:
+        proc.stdin.write(write)
+        proc.stdin.flush()
+    start = time.monotonic()
+    try:
+        proc.wait(timeout=10)
+        elapsed = time.monotonic() - start
+        out, err = proc.stdout.read(), proc.stderr.read()
+    finally:
+        proc.stdin.close()
+        proc.kill()
+        proc.wait()
+    return proc.returncode, out, err, elapsed
+
+
+def test_ide_legacy_hook_does_not_read_a_stdin_that_never_closes(spooled, project):
+    env = hook_env(USER_PROMPT="why is the cache cold?")
+    code, out, err, elapsed = _held_open(["ide-prompt-submit"], env)
+    assert (code, out, err) == (0, b"", b"")
+    assert elapsed < 5
+    assert spooled()[0]["prompt"] == "why is the cache cold?"
+
+
+def test_stdin_held_open_and_empty_gives_up_after_the_deadline(spooled):
+    env = hook_env(KIROLEARN_STDIN_TIMEOUT="0.3")
+    code, out, err, elapsed = _held_open([], env)
+    assert (code, out) == (0, b"")
+    assert b"[kirolearn] hook: no hook name" in err
+    assert elapsed < 5
+    assert spooled() == []
+
+
+def test_payload_written_but_stdin_never_closed_is_still_recorded(spooled, project):
+    payload = json.dumps({"hook_event_name": "postToolUse", "cwd": str(project), "tool_name": "shell"}).encode()
+    code, out, err, elapsed = _held_open([], hook_env(), write=payload)
+    assert (code, out, err) == (0, b"", b"")
+    assert elapsed < 1.9  # ended by the idle rule, not the 2 s deadline
+    assert spooled()[0]["tool_name"] == "shell"
+
+
+@pytest.mark.parametrize(
+    "argv, stdin, message",
+    [
+        ([], b"garbage", b"stdin is not valid JSON"),
+        ([], b"\xff\xfe\x00binary\x80", b"stdin is not valid JSON"),
+        ([], b"", b"no hook name"),
+        ([], b"[1, 2]", b"stdin JSON is a list, expected an object"),
+        ([], b'{"hook_event_name": "fileSave"}', b"unknown hook event 'fileSave'"),
+        (["what-is-this"], b"", b"unknown hook event 'what-is-this'"),
+        (["stop", "extra"], b"", b"expected at most one EVENT argument"),
+        ([], b"[" * 100_000, b"nested too deeply"),
+    ],
+)
+def test_bad_input_exits_0_with_one_stderr_line_and_a_log_line(home, argv, stdin, message, spooled):
+    result = run_hook(argv, stdin)
+    assert result.returncode == 0
+    assert result.stdout == b""
+    assert result.stderr.startswith(b"[kirolearn] ")
+    assert message in result.stderr
+    assert result.stderr.count(b"\n") == 1
+    log = (home / "logs" / "hook.log").read_text()
+    assert message.decode() in log
+    assert spooled() == []
+
+
+def test_unwritable_home_exits_0(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    payload = json.dumps({"hook_event_name": "stop", "cwd": str(tmp_path)}).encode()
+    result = run_hook([], payload, env=hook_env(KIROLEARN_HOME=str(blocker / "home")))
+    assert result.returncode == 0
+    assert result.stdout == b""
+    assert b"[kirolearn] hook: NotADirectoryError" in result.stderr
+
+
+def test_unset_home_with_kirolearn_home_still_records(project, spooled):
+    env = hook_env()
+    env.pop("HOME")
+    payload = json.dumps({"hook_event_name": "stop", "cwd": str(project)}).encode()
+    result = run_hook([], payload, env=env)
+    assert (result.returncode, result.stderr) == (0, b"")
+    assert spooled()[0]["project_root"] == str(project)
+
+
+def test_no_home_at_all_is_reported_not_raised(monkeypatch, capsys):
+    monkeypatch.delenv("KIROLEARN_HOME")
+    monkeypatch.delenv("KIROLEARN_RAISE_ERRORS")
+    monkeypatch.setattr(config, "user_home_dir", lambda: None)
+    assert hooks.handle(["stop"], b"") == 0
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "set KIROLEARN_HOME" in captured.err
+
+
+def test_full_disk_is_reported_not_raised(monkeypatch, capsys, project, home):
+    monkeypatch.delenv("KIROLEARN_RAISE_ERRORS")
+
+    def full(fd, data):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "write", full)
+    payload = json.dumps({"hook_event_name": "stop", "cwd": str(project), "session_id": "s"}).encode()
+    assert hooks.handle([], payload) == 0
+    assert "No space left on device" in capsys.readouterr().err
+    assert os.listdir(home / "spool" / "tmp") == []
+
+
+def test_session_file_fallback_renews_on_spawn(project, spooled):
+    def call(name, **fields):
+        body = {"hook_event_name": name, "cwd": str(project / "src"), **fields}
+        hooks.handle([], json.dumps(body).encode())
+        return spooled()[-1]
+
+    first = call("agentSpawn")
+    tool = call("postToolUse", tool_name="shell")
+    again = call("agentSpawn")
+    after = call("stop")
+    assert first["session_source"] == tool["session_source"] == "session-file"
+    assert first["session_id"] == tool["session_id"]
+    assert again["session_id"] != first["session_id"]
+    assert after["session_id"] == again["session_id"]
+
+
+def test_disable_variable_records_nothing(spooled):
+    result = run_hook([], b'{"hook_event_name":"stop","cwd":"/"}', env=hook_env(KIROLEARN_DISABLE="1"))
+    assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
+    assert spooled() == []
+
+
+def test_help_and_version(spooled):
+    assert b"usage: kirolearn-hook [EVENT]" in run_hook(["--help"]).stdout
+    assert run_hook(["--version"]).stdout.startswith(b"kirolearn-hook ")
+    assert spooled() == []
+
+
+def test_log_rotates(home, monkeypatch):
+    monkeypatch.setattr(hooks, "LOG_MAX_BYTES", 200)
+    for i in range(20):
+        hooks.log(f"line {i}")
+    assert (home / "logs" / "hook.log.1").exists()
+    assert (home / "logs" / "hook.log").stat().st_size < 400
