@@ -1,0 +1,949 @@
+"""Privacy scrubber run on every write path: no secret may reach the DB, a log, a prompt or an answer.
+
+Replaces `<private>…</private>` spans and credentials (provider key formats, private keys, JWTs,
+URL passwords, Authorization headers, values of secret-named assignments, high-entropy tokens next
+to a secret keyword) with `[REDACTED:<type>]`. Pure and standard-library only: no I/O, inputs are
+never mutated, and scrubbing is idempotent (a second pass changes and counts nothing).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+
+__all__ = ["DEFAULT", "TYPES", "Scrubber", "marker", "scrub_text", "scrub_value"]
+
+# Every built-in redaction type, as it appears in `[REDACTED:<type>]` and in `Scrubber.counts`.
+TYPES = (
+    "private", "private-key", "aws-access-key", "aws-secret-key", "github-token", "gitlab-token",
+    "slack-token", "slack-webhook", "stripe-key", "openai-key", "anthropic-key", "google-api-key",
+    "azure-storage-key", "azure-sas", "npm-token", "pypi-token", "huggingface-token", "sendgrid-key",
+    "twilio-key", "jwt", "url-password", "user-password", "authorization", "secret-assignment",
+    "high-entropy",
+)
+
+
+def marker(kind: str) -> str:
+    """The replacement text for one redaction of type `kind`."""
+    return f"[REDACTED:{kind}]"
+
+
+# Patterns are compiled on first use of a Scrubber, not at import: the hook imports this module.
+_SOURCES: dict = {}
+
+
+def _lazy(name: str, pattern: str, flags: int = 0) -> "re.Pattern[str]":
+    _SOURCES[name] = (pattern, flags)
+    return None  # type: ignore[return-value]  # compiled by _builtin_rules()
+
+
+_MARKER_RE = _lazy("_MARKER_RE", r"\[REDACTED:[A-Za-z0-9_\-]{1,40}\]")
+_TYPE_NAME_RE = _lazy("_TYPE_NAME_RE", r"[A-Za-z0-9][A-Za-z0-9_\-]{0,39}")
+
+# Allow-listed literals are swapped for one private-use code point each (plane 15, skipping any the
+# input already holds) while the rules run, so no rule can see them; none of these code points is
+# \w, \s or in any rule's character class.
+_SENTINEL_BASE = 0xF0000
+_SENTINEL_RANGE_RE = _lazy("_SENTINEL_RANGE_RE", "[\U000F0000-\U000FFFFF]")
+
+# --------------------------------------------------------------------------------------------------
+# Which names look secret
+# --------------------------------------------------------------------------------------------------
+
+# A name part (after splitting on _ - . and camelCase) that makes the name secret on its own.
+_SECRET_PARTS = frozenset(
+    "password passwords passwd passphrase secret secrets token apikey apitoken credential credentials "
+    "auth privatekey accesskey secretkey sessionkey signingkey masterkey clientsecret".split()
+)
+# Secret only as the last part of a longer name: DB_PASS, MYSQL_PWD (but not PASS:, PWD=).
+_WEAK_PARTS = frozenset("pass pwd pw".split())
+# `<qualifier>_key` / `<qualifier>Key` is secret: API_KEY, stripeApiKey, x-api-key, SESSION_KEY.
+_KEY_QUALIFIERS = frozenset(
+    "api access private secret session signing encryption master account client auth app license shared "
+    "service consumer admin webhook integration storage subscription deploy personal root".split()
+)
+# Trailing parts that still name the secret itself: SECRET_KEY_BASE, passwordHash, API_KEY_2, ...
+# Any other trailing part makes the name about something else: TOKEN_TYPE, token_count, auth_url.
+_VALUE_SUFFIXES = frozenset(
+    "value val str string b64 base64 hex raw plain plaintext encoded enc literal base hash digest salt "
+    "old new current prev previous next primary secondary backup main override live test prod production "
+    "dev staging local confirm confirmation again repeat verify v".split()
+)
+# Dict keys that carry a credential although no part says so.
+_SECRET_HEADER_KEYS = frozenset("authorization proxy-authorization cookie set-cookie".split())
+
+_PART_RE = _lazy("_PART_RE", r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def _name_parts(name: str) -> list[str]:
+    last = name.strip().lstrip("-$@").rstrip(".-").rsplit(".", 1)[-1]
+    return [p.lower() for p in _PART_RE.findall(last)]
+
+
+def _is_secret_name(name: str) -> bool:
+    """Whether an assignment target / flag / dict key names a secret (password, api_key, x-api-key, ...)."""
+    if len(name) > 64 or name.count(" ") > 3:
+        return False
+    parts = _name_parts(name)
+    if not parts or len(parts) > 8:
+        return False
+    while len(parts) > 1 and (parts[-1] in _VALUE_SUFFIXES or parts[-1].isdigit()):
+        parts.pop()
+    head, i = parts[-1], len(parts) - 1
+    if i > 0 and parts[i - 1] == "per":  # cost_per_token is a price
+        return False
+    return (
+        head in _SECRET_PARTS
+        or head.endswith(("password", "passwd", "secret", "token"))
+        or (head in _WEAK_PARTS and i > 0)
+        or (head == "key" and i > 0 and parts[i - 1] in _KEY_QUALIFIERS)
+        or (head.endswith("key") and head[:-3] in _KEY_QUALIFIERS)
+    )
+
+
+_NAME_CACHE: dict = {}
+
+
+def _secret_name_cached(name: str) -> bool:
+    hit = _NAME_CACHE.get(name)
+    if hit is None:
+        if len(_NAME_CACHE) >= 4096:
+            _NAME_CACHE.clear()
+        hit = _NAME_CACHE[name] = _is_secret_name(name)
+    return hit
+
+
+def _is_secret_key(key: str) -> bool:
+    """Whether a dict key names a secret: a secret-looking name or a credential-carrying header."""
+    return key.strip().lower() in _SECRET_HEADER_KEYS or _is_secret_name(key)
+
+
+# --------------------------------------------------------------------------------------------------
+# Which values are not secrets
+# --------------------------------------------------------------------------------------------------
+
+# Values that name a method, a type or nothing at all. Deliberately NOT here: words that are also
+# real (weak) default passwords — changeme, password, secret, admin, root, postgres, 123456 ...
+_PLACEHOLDER_WORDS = frozenset(
+    "none null nil true false yes no on off undefined redacted hidden masked empty unset required optional "
+    "example placeholder dummy fake sample todo tbd n/a na string str bytes int integer number float bool "
+    "boolean object any secretstr secretbytes default env environment keyring keychain prompt file "
+    "basic bearer digest oauth oauth2 jwt ntlm kerberos negotiate oidc saml sso iam value asc desc include "
+    "omit same-origin".split()
+)
+_PLACEHOLDER_RE = _lazy(
+    "_PLACEHOLDER_RE",
+    r"""[*.#_\-~•·]+|[xX]{3,}|…
+    |<[^<>\n]{1,80}>|\[[^\[\]\n]{1,80}\]|\{\{.{0,200}\}\}|\{%.{0,200}%\}
+    |\$\{.{0,200}\}|\$\(.{0,200}\)|\$\$?[A-Za-z_][A-Za-z0-9_]{0,80}|%[A-Za-z_][A-Za-z0-9_]{0,80}%
+    |%[sdrx]|%\([A-Za-z_]\w{0,40}\)[sdr]|\{[^{}\n]{0,200}\}
+    |\?|\$[0-9]{1,3}(?:::\w{1,30})?|[:@][A-Za-z_]\w{0,60}
+    |\#[0-9a-fA-F]{3,8}
+    |(?i:(?:your|my|some|dummy|fake|example|sample|test)[_\-\s].{0,60}|.{0,60}[_\-\s]here
+    |(?:op|vault|env|ssm|keyring|secretsmanager)://\S{1,200}|arn:aws[\w\-]{0,20}:\S{1,200}
+    |os\.environ/\S{1,200})""",
+    re.X | re.S,
+)
+_TYPE_NAMES = frozenset(
+    "str string int integer bytes bool boolean number float any object secretstr secretbytes optional "
+    "none null undefined char text buffer dict list tuple set mapping sequence callable".split()
+)
+_CODE_WORDS = frozenset(
+    "none true false null nil undefined self cls this super await async new yield lambda not and or is in "
+    "return raise pass continue break def del typeof instanceof function const let var if else elif "
+    "for while try except finally with import from".split()
+)
+_STOPWORDS = frozenset(
+    "a an the to of for and or in on at by as is it its be was are with from that this which when if "
+    "then than instead only must should will can may flag flags option options argument arguments args "
+    "parameter parameters params value values".split()
+)
+_FORMAT_RE = _lazy(  # '%s:%s' % (user, pw), '{0}:{1}'.format(...), f"{token}"
+    "_FORMAT_RE",
+    r"%(?![0-9A-Fa-f]{2})[-#0 +]?[0-9]*(?:\.[0-9]+)?[sdrxfi]|%\([A-Za-z_]\w{0,40}\)[sdr]|\{[^{}\n]{0,200}\}",
+)
+_VERSIONISH_RE = _lazy("_VERSIONISH_RE", r"v?[0-9]{1,9}(?:\.[0-9]{1,9}){1,12}")  # 1.2.3, OIDs
+_KEY_NAME_RE = _lazy("_KEY_NAME_RE", r"[A-Za-z][A-Za-z0-9]*(?:[_.\-][A-Za-z0-9]+)+")
+_DIGIT_PART_RE = _lazy("_DIGIT_PART_RE", r"(?:^|[_.\-])[0-9]+(?:$|[_.\-])")  # password_123
+_CONSTANT_RE = _lazy("_CONSTANT_RE", r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+_DOTTED_RE = _lazy("_DOTTED_RE", r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+")
+_IDENT_RE = _lazy("_IDENT_RE", r"[A-Za-z_$][\w$]*")
+_SMALL_NUMBER_RE = _lazy("_SMALL_NUMBER_RE", r"-?[0-9]{1,3}(?:\.[0-9]+)?")
+_PATHLIKE_RE = _lazy("_PATHLIKE_RE", r"(?:~|\.{1,2})?/|[A-Za-z]:[\\/]|[A-Za-z][A-Za-z0-9+.\-]{1,31}://")
+_EMAIL_RE = _lazy("_EMAIL_RE", r"[^@\s]{1,64}@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63})+")
+
+
+def _only_sentinels(s: str) -> bool:
+    return bool(s) and all(_SENTINEL_BASE <= ord(c) <= 0xFFFFF for c in s)
+
+
+def _is_placeholder(value: str) -> bool:
+    """True for values that cannot be a credential: empty, masks, templates, env references, markers."""
+    s = value.strip()
+    if not s:
+        return True
+    rest = _MARKER_RE.sub("", s).strip(" \t\"'`,;:")
+    if not rest or _only_sentinels(rest):
+        return True
+    if rest != s:  # judge what is left beside the markers
+        return _is_placeholder(rest)
+    if s.lower() in _PLACEHOLDER_WORDS or "***" in s or "..." in s or "…" in s or "xxxx" in s.lower():
+        return True
+    return _PLACEHOLDER_RE.fullmatch(s) is not None
+
+
+def _literal_is_secret(value: str, name: str = "") -> bool:
+    """A quoted (or otherwise literal) value under a secret name: secret unless a placeholder."""
+    s = value.strip()
+    if _is_placeholder(s) or _FORMAT_RE.search(s) or _VERSIONISH_RE.fullmatch(s):
+        return False
+    if name and _squash(s) in (_squash(name.rsplit(".", 1)[-1]), *_name_parts(name)):
+        return False  # AUTH = "auth", PASSWORD = "password": an enum constant
+    if _PATHLIKE_RE.match(s) or s.startswith("urn:"):
+        return False  # a URL (passwords in URLs have their own rule), a path, a URN
+    if _KEY_NAME_RE.fullmatch(s) and (s.isupper() or s.islower()) and not _DIGIT_PART_RE.search(s):
+        if "." in s or _is_secret_name(s) or _related(s, name):
+            return False  # a name, not a secret: "AZURE_CLIENT_SECRET", "llm.token_count"
+    # "Token: " + token + " ..." — the quotes we matched belong to two different string literals.
+    if s != value and (value[:1].isspace() and s[:1] in "+,." or value[-1:].isspace() and s[-1:] in "+,"):
+        return False
+    return True
+
+
+def _squash(name: str) -> str:
+    return "".join(c for c in name.lower() if c.isalnum())
+
+
+def _related(value: str, name: str) -> bool:
+    """Whether `value` and `name` contain one another once squashed (enum / field-name constants)."""
+    v, n = _squash(value), _squash(name.rsplit(".", 1)[-1])
+    return bool(v) and bool(n) and (v in n or n in v)
+
+
+def _bare_is_secret(value: str, name: str, op: str, spaced: bool, after: str, flag_space: bool) -> bool:
+    """An unquoted value after `name op`: decide between a literal secret and code / config syntax."""
+    if _is_placeholder(value) or _SMALL_NUMBER_RE.fullmatch(value) or _VERSIONISH_RE.fullmatch(value):
+        return False
+    if _FORMAT_RE.search(value):  # "server=%s"
+        return False
+    if value.isdigit() and len(value) < 8 and _name_parts(name)[-1:] == ["token"]:
+        return False  # token=11098 is a token id; a numeric password or PIN is still redacted
+    if _PATHLIKE_RE.match(value) or _EMAIL_RE.fullmatch(value):
+        return False
+    if after[:1] in ("(", "[", "{"):  # call, subscription, template: f(), os.environ["X"], ${{ x }}
+        return False
+    if after[:1] in ('"', "'") and value.endswith("."):  # SQL: sl."api_key" = vt."token"
+        return False
+    if (flag_space or op == ":") and value.lower() in _STOPWORDS:  # "use --token to pass the token"
+        return False
+    if _DOTTED_RE.fullmatch(value) or _CONSTANT_RE.fullmatch(value):  # self._token, DEFAULT_TOKEN
+        return False
+    if _IDENT_RE.fullmatch(value):
+        low = value.lower()
+        if low in _CODE_WORDS or (op == ":" and low in _TYPE_NAMES):
+            return False
+        has_digit = any(c.isdigit() for c in value)
+        if (not has_digit or "_" in value) and (
+            _is_secret_name(value) or _squash(value) == _squash(name.rsplit(".", 1)[-1])
+        ):
+            return False  # password=password, token=auth_token, api_key=apiKey, key=s3_api_key
+        if not has_digit and not flag_space:
+            if "_" in value.strip("_") and value == value.lower():  # token=key_hash, auth=jwt_claims
+                return False
+            if spaced and op != ":":  # `token = value` in code (INI files lose digit-less values here)
+                return False
+            if after[:1] in (",", ")", "}", ";"):  # f(password=pw), {token: tok}
+                return False
+    return True
+
+
+# --------------------------------------------------------------------------------------------------
+# Entropy
+# --------------------------------------------------------------------------------------------------
+
+_HEX_RE = _lazy("_HEX_RE", r"[0-9a-fA-F]+")
+_UUID_RE = _lazy("_UUID_RE", r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
+_NOT_RANDOM_RE = _lazy("_NOT_RANDOM_RE", r"~?/[^/]+/|sha(?:1|224|256|384|512)-")  # absolute paths, SRI hashes
+_DIGEST_HEX_LENGTHS = frozenset((40, 64, 96, 128))  # git SHA-1, SHA-256/384/512 digests
+ENTROPY_MIN_LENGTH = 20
+ENTROPY_THRESHOLD = 3.5  # bits per char for mixed base62/base64 tokens
+HEX_ENTROPY_THRESHOLD = 3.0  # hex has at most 4 bits per char
+LONG_ENTROPY_THRESHOLD = 4.8  # ≥ 32 chars: no identifier or prose word mix gets this high
+RUN_DENSITY_THRESHOLD = 0.3  # case/digit runs per char: random ≈ 0.4–0.6, identifiers ≈ 0.1–0.25
+
+
+def shannon_entropy(s: str) -> float:
+    """Shannon entropy of `s` in bits per character."""
+    if not s:
+        return 0.0
+    n = len(s)
+    return -sum(c / n * math.log2(c / n) for c in Counter(s).values())
+
+
+def _looks_random(tok: str) -> bool:
+    """Whether a token next to a secret keyword is random enough to be the secret itself."""
+    n = len(tok)
+    if n < ENTROPY_MIN_LENGTH:
+        return False
+    if _HEX_RE.fullmatch(tok):
+        return n not in _DIGEST_HEX_LENGTHS and shannon_entropy(tok) >= HEX_ENTROPY_THRESHOLD
+    if _UUID_RE.fullmatch(tok) or _NOT_RANDOM_RE.match(tok) or not any(c.isdigit() for c in tok):
+        return False
+    entropy = shannon_entropy(tok)
+    if n >= 32 and entropy >= LONG_ENTROPY_THRESHOLD:
+        return True
+    if entropy < ENTROPY_THRESHOLD:
+        return False
+    density = len(_PART_RE.findall(tok)) / n
+    if density >= RUN_DENSITY_THRESHOLD:
+        return True
+    # Single-case tokens (a1b2…, A1B2…) change class less often; tell them from identifiers by
+    # their unpronounceable letters and their share of digits.
+    letters = [c for c in tok if c.isalpha()]
+    if not letters or (any(c.isupper() for c in letters) and any(c.islower() for c in letters)):
+        return False
+    vowels = sum(c in "aeiouAEIOU" for c in letters) / len(letters)
+    digits = sum(c.isdigit() for c in tok) / n
+    return density >= 0.22 and vowels < 0.3 and digits >= 0.1
+
+
+# --------------------------------------------------------------------------------------------------
+# Pattern rules
+# --------------------------------------------------------------------------------------------------
+
+
+def _mixed_case_digit(s: str) -> bool:
+    return any(c.isdigit() for c in s) and any(c.isupper() for c in s) and any(c.islower() for c in s)
+
+
+def _has_digit(s: str) -> bool:
+    return any(c.isdigit() for c in s)
+
+
+def _mixed_case(s: str) -> bool:
+    return any(c.isupper() for c in s) and any(c.islower() for c in s)
+
+
+def _aws_secret_ok(s: str) -> bool:
+    return _mixed_case(s) and _looks_random(s)  # not docs.aws.amazon.com/AmazonS3/latest/dev/Uploading…
+
+
+def _auth_value_is_code(value: str, after: str) -> bool:
+    """An Authorization value that is an expression, a type or a constant name, not a credential."""
+    if after in ("(", "[", ".") or _CONSTANT_RE.fullmatch(value) or _DOTTED_RE.fullmatch(value):
+        return True  # headers.get(...), ReadOnly[...], Bearer LITELLM_VIRTUAL_KEY
+    if not _IDENT_RE.fullmatch(value) or _has_digit(value):
+        return False
+    return value.islower() or (value[0].isupper() and value[1:2].islower())  # auth, auth_header, MyAuth
+
+
+def _url_password_ok(s: str) -> bool:
+    # `scheme://user:TOKEN@host` in docs is a placeholder, as are templates and env references.
+    if s.lower() in ("pass", "password", "passwd", "pwd", "pw", "secret", "token"):
+        return False  # user:pass@host in documentation
+    return not _is_placeholder(s) and not (s.isupper() and s.replace("_", "").isalpha())
+
+
+def _user_password_ok(s: str) -> bool:
+    return not s.isdigit() and not _is_placeholder(s)  # `docker run -u 1000:1000` is uid:gid
+
+
+class _Rule:
+    """One pattern rule: `group` of each match of `regex` becomes `[REDACTED:kind]`."""
+
+    __slots__ = ("kind", "triggers", "regex", "group", "check", "lower")
+
+    def __init__(self, kind: str, triggers: tuple, regex: "re.Pattern[str]", group: "int | str",
+                 check: "Callable[[str], bool] | None", lower: bool) -> None:
+        self.kind = kind
+        self.triggers = triggers  # substrings one of which must be present (in the lowered text if `lower`)
+        self.regex = regex
+        self.group = group  # the replaced group; the rest of the match is kept
+        self.check = check  # veto on the replaced text
+        self.lower = lower
+
+
+_L = r"(?<![A-Za-z0-9])"  # left edge of a token
+_LU = r"(?<![A-Za-z0-9_\-])"
+_R = r"(?![A-Za-z0-9])"
+_NOMARK = r"(?:(?!\[REDACTED:)[^\s'\"<>])"  # a value character that does not start a marker
+_RU = r"(?![A-Za-z0-9_\-])"
+
+# (kind, triggers, pattern, group, check, lower-case triggers?, flags)
+_RULE_SPECS: tuple = (
+    ("aws-access-key", ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
+     _L + r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}" + _R, 0, None, False, 0),
+    ("aws-secret-key", ("aws", "secretaccesskey", "secret_access_key", "secret-access-key"),
+     r"(?i:aws|secret[_\-]?access[_\-]?key)[\w .\-:=>\"'\]]{0,40}?(?<![A-Za-z0-9/+])([A-Za-z0-9/+]{40})"
+     r"(?![A-Za-z0-9/+=])", 1, _aws_secret_ok, True, 0),
+    ("github-token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+     _L + r"(?:gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{22,246})" + _R, 0, None, False, 0),
+    ("gitlab-token", ("glpat-", "gldt-", "glrt-", "glptt-", "glft-", "glsoat-", "glcbt-"),
+     _L + r"gl(?:pat|dt|rt|ptt|ft|soat|cbt)-[A-Za-z0-9_\-]{20,250}", 0, None, False, 0),
+    ("slack-webhook", ("hooks.slack.com",),
+     r"https?://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/+\-]{10,300}", 0, None,
+     False, 0),
+    ("slack-token", ("xox", "xapp-"),
+     _L + r"(?:xox[abposre]-[A-Za-z0-9\-]{10,250}|xapp-[0-9]-[A-Za-z0-9\-]{10,250})", 0, _has_digit,
+     False, 0),
+    ("stripe-key", ("sk_live_", "rk_live_", "sk_test_", "rk_test_", "whsec_"),
+     _L + r"(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,247}|whsec_[A-Za-z0-9+/]{20,100})" + _R, 0, None,
+     False, 0),
+    ("anthropic-key", ("sk-ant-",), _L + r"sk-ant-[A-Za-z0-9_\-]{20,300}", 0, None, False, 0),
+    ("openai-key", ("sk-",),
+     _LU + r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,300}", 0, _mixed_case_digit, False, 0),
+    ("google-api-key", ("AIza",), _LU + r"AIza[0-9A-Za-z_\-]{35}" + _RU, 0, None, False, 0),
+    ("azure-storage-key", ("accountkey=", "sharedaccesskey="),
+     r"(?i)(?<![A-Za-z0-9])(?:AccountKey|SharedAccessKey)=([A-Za-z0-9+/]{20,200}={0,2})", 1, None, True, 0),
+    ("azure-sas", ("sig=",), r"[?&]sig=([A-Za-z0-9%+/=]{20,200})", 1, None, False, 0),
+    ("npm-token", ("npm_",), _L + r"npm_[A-Za-z0-9]{36}" + _R, 0, None, False, 0),
+    ("pypi-token", ("pypi-Ag",), _L + r"pypi-Ag[A-Za-z0-9_\-]{50,300}", 0, None, False, 0),
+    ("huggingface-token", ("hf_",), _LU + r"hf_[A-Za-z0-9]{30,64}" + _RU, 0, _mixed_case, False, 0),
+    ("sendgrid-key", ("SG.",), _L + r"SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64}", 0, None, False, 0),
+    ("twilio-key", ("SK",), _L + r"SK[0-9a-fA-F]{32}" + _R, 0, None, False, 0),
+    ("jwt", ("eyJ",),
+     _LU + r"eyJ[A-Za-z0-9_\-]{5,4096}\.[A-Za-z0-9_\-]{5,8192}\.[A-Za-z0-9_\-]{0,4096}"
+     r"(?:\.[A-Za-z0-9_\-]{1,8192}){0,2}={0,2}", 0, None, False, 0),
+    ("url-password", ("://",),
+     r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{1,31}://[^\s:/?#@\"'<>\[\]]{0,256}:"
+     r"([^\s/?#\"'<>]{1,256})@", 1, _url_password_ok, False, 0),
+    ("user-password", ("-u", "--user"),
+     r"(?<![\w\-])(?:-u|--user)[ \t]+([\"']?)[^\s:'\"]{1,128}:(" + _NOMARK + r"{1,256})\1", 2,
+     _user_password_ok, False, 0),
+    ("user-password", ("auth=(", "auth = (", "auth =(", "auth= (", "basicauth("),  # requests:
+     # auth=("user", "pw"), HTTPBasicAuth("user", "pw")
+     r"(?i)(?:\bauth[ \t]*=[ \t]*|basicauth)\([ \t]*([\"'])[^\"'\n]{0,128}\1[ \t]*,[ \t]*([\"'])"
+     r"([^\"'\n]{1,256})\2[ \t]*\)", 3, _url_password_ok, True, 0),
+)
+
+_PRIVATE_KEY_RE = _lazy(
+    "_PRIVATE_KEY_RE",
+    r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+    r"(?=(?:\s|\\[nr]){0,8}(?:[A-Za-z0-9+/=]{16}|[A-Za-z][A-Za-z\-]{1,30}:))"
+    r"(?:.*?-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----|.*)",
+    re.S,
+)
+# mysql -uroot -pS3cret: every -p<password> of the command line
+_MYSQL_CMD_RE = _lazy("_MYSQL_CMD_RE", r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n|;&]*")
+_MYSQL_P_RE = _lazy("_MYSQL_P_RE", r"(?<=[ \t])-p(" + _NOMARK + r"{1,128})")
+# docker login -u bob -p S3cret, sshpass -p S3cret ssh host: a spaced -p (elsewhere -p is a port or a path)
+_LOGIN_CMD_RE = _lazy(
+    "_LOGIN_CMD_RE",
+    r"\b(?:(?:docker|podman|buildah|skopeo|nerdctl|oc|helm[ \t]+registry)[ \t]+login|sshpass)\b[^\n|;&]*",
+)
+_SPACED_P_RE = _lazy("_SPACED_P_RE", r"(?<=[ \t])-p[ \t]+(?!-)(" + _NOMARK + r"{1,256})")
+_PRIVATE_TAG_RE = _lazy("_PRIVATE_TAG_RE", r"<(/?)private(?:\s[^<>]{0,256})?>", re.I)
+# Matched against the lowered text (a literal first is ~20x faster than a case-insensitive pattern);
+# the value is then copied from the original text at the same offsets.
+_AUTH_HEADER_RE = _lazy(
+    "_AUTH_HEADER_RE",
+    r"authorization(?<![a-z0-9_]authorization)([\"']?)[ \t]*(?::(?![:=])|=(?![=~>]))[ \t]*[\"']?"
+    r"(?:(bearer|basic|token|digest|negotiate|ntlm|apikey|api-key|sso-key)[ \t]+)?"
+    r"([^\s\"'<>,;(){}\[\]]{1,4096})",
+)
+_AUTH_SCHEMES = frozenset("bearer basic token digest negotiate ntlm apikey api-key sso-key".split())
+
+# Assignment / entropy pass: every hit of a secret-ish fragment is expanded to the name around it.
+_KEYWORD_RE = _lazy("_KEYWORD_RE", r"pass|pw|secret|token|auth|credential|key|bearer")  # run on lowered text
+_KEYWORD_TRIGGERS = ("pass", "pw", "secret", "token", "auth", "credential", "key", "bearer")
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-$@")
+_SEP_RE = _lazy("_SEP_RE", r"([ \t]*)(=>|:=|=(?![=~>])|:(?![:/\\=]))([ \t]*)")
+_FLAG_SEP_RE = _lazy("_FLAG_SEP_RE", r"=|[ \t]+")
+_VALUE_RE = _lazy(
+    "_VALUE_RE",
+    r"""(?P<marker>\[REDACTED:[A-Za-z0-9_\-]{1,40}\])
+    |\\"(?P<edq>(?:[^"\\\n]|\\[^"\n]){0,4096})\\"
+    |"(?P<dq>(?:[^"\\\n]|\\.){0,4096})"
+    |'(?P<sq>(?:[^'\\\n]|\\.){0,4096})'
+    |`(?P<bt>[^`\n]{0,4096})`
+    |(?P<bare>[^\s"'`,;&|<>(){}\[\]\\]{1,4096})""",
+    re.X,
+)
+_XML_VALUE_RE = _lazy("_XML_VALUE_RE", r"([^<\n]{1,4096})</")
+_STRING_PREFIXES = frozenset("f r b u rb br fr rf".split())
+_TYPE_EXPR_RE = _lazy(  # Token[Span | None], UserAPIKeyAuth | None
+    "_TYPE_EXPR_RE",
+    r"[A-Za-z_][\w.]*(?:\[[^\]\n]{0,200}\])?(?:[ \t]*\|[ \t]*[A-Za-z_][\w.]*(?:\[[^\]\n]{0,200}\])?)*",
+)
+_TYPED_REST_RE = _lazy("_TYPED_REST_RE", r"[ \t]*(=(?![=>])|\|)[ \t]*")
+_PREV_WORD_RE = _lazy("_PREV_WORD_RE", r"([A-Za-z]+)[ \t_\-]+$")
+_CANDIDATE_RE = _lazy(
+    "_CANDIDATE_RE", r"(?<![A-Za-z0-9+/_\-=])[A-Za-z0-9+/_\-]{20,1024}={0,2}(?![A-Za-z0-9+/_\-=])"
+)
+_ENTROPY_WINDOW = 40
+_MAX_PASSES = 4
+
+
+_COMPILED: "tuple | None" = None
+
+
+def _builtin_rules() -> tuple:
+    global _COMPILED
+    if _COMPILED is None:
+        g = globals()
+        for name, (pattern, flags) in _SOURCES.items():
+            g[name] = re.compile(pattern, flags)
+        _COMPILED = tuple(
+            _Rule(kind, triggers, re.compile(pattern, flags), group, check, lower)
+            for kind, triggers, pattern, group, check, lower, flags in _RULE_SPECS
+        )
+    return _COMPILED
+
+
+def _ci(regex: "re.Pattern[str]") -> "re.Pattern[str]":
+    """The case-insensitive twin of a pattern meant for lowered text (for when lower() changes lengths)."""
+    return re.compile(regex.pattern, regex.flags | re.I)  # re's own cache keeps this cheap
+
+
+def _cuts_marker(text: str, ms: int, me: int, gs: int, ge: int) -> bool:
+    """Whether a match [ms, me) touches a marker that is not wholly inside its replaced part [gs, ge)."""
+    if text.find("[REDACTED:", max(0, ms - 50), me) < 0:
+        return False
+    for mk in _MARKER_RE.finditer(text, max(0, ms - 50), me + 50):
+        a, b = mk.span()
+        if a < me and ms < b and not (gs <= a and b <= ge):
+            return True
+    return False
+
+
+def _after_key_qualifier(text: str, s: int) -> bool:
+    """Whether the word `key` at `s` follows a qualifier: "API key", "access key", "secret key"."""
+    prev = _PREV_WORD_RE.search(text, max(0, s - 24), s)
+    return bool(prev) and prev.group(1).lower() in _KEY_QUALIFIERS
+
+
+def _entropy_after(text: str, e: int) -> "tuple | None":
+    """The span of a random-looking token a few characters after a secret keyword ending at `e`."""
+    eol = text.find("\n", e)
+    if eol < 0:
+        eol = len(text)
+    limit = min(eol, e + _ENTROPY_WINDOW)
+    redacted = text.find("[REDACTED:", e, limit)
+    if redacted >= 0:  # already handled; looking past a marker would break idempotence
+        limit = redacted
+    for i, m in enumerate(_CANDIDATE_RE.finditer(text, e, min(eol, limit + 1100))):
+        if m.start() > limit or i >= 3:
+            break
+        if _looks_random(m.group(0)):
+            return m.span()
+    return None
+
+
+# --------------------------------------------------------------------------------------------------
+# The scrubber
+# --------------------------------------------------------------------------------------------------
+
+
+class Scrubber:
+    """Redacts private spans and credentials; `counts` accumulates redactions per type over calls."""
+
+    def __init__(self, extra_patterns: "dict[str, str] | None" = None, allow: "Iterable[str]" = ()) -> None:
+        self.counts: Counter = Counter()
+        self._rules = _builtin_rules()
+        self._extra: list = []
+        for kind, pattern in (extra_patterns or {}).items():
+            if not isinstance(kind, str) or not _TYPE_NAME_RE.fullmatch(kind):
+                raise ValueError(f"extra pattern type {kind!r}: type names are 1-40 of [A-Za-z0-9_-]")
+            try:
+                regex = re.compile(pattern)
+            except (re.error, TypeError) as err:
+                raise ValueError(f"extra pattern {kind!r}: invalid regex {pattern!r}: {err}") from None
+            self._extra.append((kind, regex))
+        self._allow = tuple(sorted({a for a in allow if isinstance(a, str) and a}, key=len, reverse=True))
+        self._allow_set = frozenset(self._allow)
+
+    # -- public -----------------------------------------------------------------------------------
+
+    def scrub_text(self, text: str) -> str:
+        """Return `text` with every private span and credential replaced by `[REDACTED:<type>]`."""
+        if not isinstance(text, str):
+            raise TypeError(f"scrub_text expects str, got {type(text).__name__}")
+        # Rules judge context, and a redaction can change the context another rule saw; repeating
+        # the pass until nothing changes makes the result a fixed point (idempotent by construction).
+        # Text without secrets, the common case, takes a single pass.
+        out = self._scrub_once(text)
+        for _ in range(_MAX_PASSES - 1):
+            if out == text:
+                break
+            text, out = out, self._scrub_once(out)
+        return out
+
+    def _scrub_once(self, text: str) -> str:
+        if not text:
+            return text
+        restore = None
+        if self._allow:
+            text, restore = self._mask_allowed(text)
+        text = self._scrub_private(text)
+        if "PRIVATE KEY" in text:
+            text = self._sub(text, "private-key", _PRIVATE_KEY_RE, 0, None)
+        for kind, regex in self._extra:
+            text = self._sub_extra(text, kind, regex)
+        low = text.lower()
+        for rule in self._rules:
+            hay = low if rule.lower else text
+            if any(t in hay for t in rule.triggers):
+                text = self._sub(text, rule.kind, rule.regex, rule.group, rule.check)
+        if "mysql" in low or "mariadb" in low:
+            text = _MYSQL_CMD_RE.sub(self._sub_password_flags, text)
+        if "login" in low or "sshpass" in low:
+            text = _LOGIN_CMD_RE.sub(self._sub_password_flags, text)
+        if "authorization" in low:
+            text = self._sub_auth_header(text)
+        if any(k in low for k in _KEYWORD_TRIGGERS):
+            text = self._keyword_pass(text)
+        if restore:
+            text = text.translate(restore)
+        return text
+
+    def scrub_value(self, value: object) -> object:
+        """Scrub a JSON-like value recursively (dict keys too), returning new objects."""
+        if isinstance(value, str):
+            return self.scrub_text(value)
+        if isinstance(value, dict):
+            # A string under a secret-named key is replaced whole (see _scrub_secret_field); nested
+            # containers under one are walked like any other. Keys that scrub to the same text
+            # (two private keys) collide and the later wins: nothing leaks, one entry is lost.
+            out = {}
+            for key, item in value.items():
+                new_key = self.scrub_text(key) if isinstance(key, str) else key
+                if isinstance(key, str) and isinstance(item, str) and _is_secret_key(key):
+                    out[new_key] = self._scrub_secret_field(item)
+                else:
+                    out[new_key] = self.scrub_value(item)
+            return out
+        if isinstance(value, list):
+            return [self.scrub_value(item) for item in value]
+        if isinstance(value, tuple):
+            return tuple(self.scrub_value(item) for item in value)
+        return value
+
+    # -- helpers ----------------------------------------------------------------------------------
+
+    def _scrub_secret_field(self, item: str) -> str:
+        # The value of a secret-named key is a secret whatever it looks like, unless it is a
+        # placeholder, an allowed literal, or already fully redacted (after the ordinary text pass).
+        if item.strip() in self._allow_set:
+            return item
+        scrubbed = self.scrub_text(item)
+        rest = _MARKER_RE.sub("", scrubbed).strip()
+        first, _, tail = rest.partition(" ")
+        if first.lower() in _AUTH_SCHEMES:  # "Bearer [REDACTED:jwt]"
+            rest = tail.strip()
+        if _is_placeholder(rest) or rest in self._allow_set:
+            return scrubbed
+        self.counts["secret-assignment"] += 1
+        return marker("secret-assignment")
+
+    def _mask_allowed(self, text: str) -> tuple:
+        table: dict = {}
+        taken = set(_SENTINEL_RANGE_RE.findall(text)) if _SENTINEL_RANGE_RE.search(text) else ()
+        code = _SENTINEL_BASE
+        for literal in self._allow:
+            if literal in text:
+                while chr(code) in taken:  # private-use characters already in the input stay theirs
+                    code += 1
+                if code > 0xFFFFD:
+                    break  # over 65,000 distinct literals in one text: the rest are not protected
+                text = text.replace(literal, chr(code))
+                table[code] = literal
+                code += 1
+        return text, table
+
+    def _scrub_private(self, text: str) -> str:
+        if "<" not in text or "private" not in text.lower():
+            return text
+        out = []
+        last = depth = start = 0
+        for m in _PRIVATE_TAG_RE.finditer(text):
+            if m.group(1):  # closing tag
+                if depth == 0:
+                    continue  # stray closing tag: left as is
+                depth -= 1
+                if depth == 0:
+                    out.append(text[last:start])
+                    out.append(marker("private"))
+                    self.counts["private"] += 1
+                    last = m.end()
+            elif not m.group(0).endswith("/>"):  # <private/> is empty: ignored
+                if depth == 0:
+                    start = m.start()
+                depth += 1
+        if depth:  # unclosed: over-redact to the end rather than leak
+            out.append(text[last:start])
+            out.append(marker("private"))
+            self.counts["private"] += 1
+            last = len(text)
+        if not out:
+            return text
+        out.append(text[last:])
+        return "".join(out)
+
+    def _sub(self, text: str, kind: str, regex: "re.Pattern[str]", group: object, check: object) -> str:
+        rep = marker(kind)
+
+        def replace(m: "re.Match[str]") -> str:
+            secret = m.group(group)
+            if not secret or _MARKER_RE.fullmatch(secret) or _only_sentinels(secret):
+                return m.group(0)
+            if check is not None and not check(secret):
+                return m.group(0)
+            s, e = m.span(group)
+            if _cuts_marker(text, m.start(), m.end(), s, e):
+                return m.group(0)
+            self.counts[kind] += 1
+            if group == 0:
+                return rep
+            base = m.start()
+            whole = m.group(0)
+            return whole[: s - base] + rep + whole[e - base:]
+
+        return regex.sub(replace, text)
+
+    def _sub_extra(self, text: str, kind: str, regex: "re.Pattern[str]") -> str:
+        markers = [m.span() for m in _MARKER_RE.finditer(text)]
+        group = "secret" if "secret" in regex.groupindex else 0
+        out = []
+        last = 0
+        for m in regex.finditer(text):
+            s, e = m.span(group)
+            if s < 0 or s == e or s < last:
+                continue
+            if any(ms < e and s < me for ms, me in markers):  # never rewrite a marker
+                continue
+            out.append(text[last:s])
+            out.append(marker(kind))
+            self.counts[kind] += 1
+            last = e
+        if not out:
+            return text
+        out.append(text[last:])
+        return "".join(out)
+
+    def _sub_password_flags(self, command: "re.Match[str]") -> str:
+        """Redact the -p password(s) of one mysql / login command line."""
+        def replace(m: "re.Match[str]") -> str:
+            if _is_placeholder(m.group(1)):
+                return m.group(0)
+            self.counts["user-password"] += 1
+            return m.group(0)[: m.start(1) - m.start()] + marker("user-password")
+
+        line = command.group(0)
+        return (_SPACED_P_RE if "login" in line or "sshpass" in line else _MYSQL_P_RE).sub(replace, line)
+
+    def _sub_auth_header(self, text: str) -> str:
+        low = text.lower()
+        same = len(low) == len(text)
+        matches = _AUTH_HEADER_RE.finditer(low) if same else _ci(_AUTH_HEADER_RE).finditer(text)
+        out = []
+        last = 0
+        for m in matches:
+            s, e = m.span(3)
+            value = text[s:e]
+            if value.rstrip(".,:").lower() in _AUTH_SCHEMES or _is_placeholder(value):
+                continue
+            if value.startswith("\\"):  # a regex source: r"(Authorization:\s*)…"
+                continue
+            if _auth_value_is_code(value, text[e: e + 1]):
+                continue  # authorization = headers.get("authorization"), {"Authorization": auth}
+            out.append(text[last:s])
+            out.append(marker("authorization"))
+            self.counts["authorization"] += 1
+            last = e
+        if not out:
+            return text
+        out.append(text[last:])
+        return "".join(out)
+
+    def _keyword_pass(self, text: str) -> str:
+        """Redact values of secret-named assignments, and random tokens right after a secret keyword."""
+        spans: list = []  # (start, end, kind)
+        done = 0  # hits before this offset are not looked at again
+        n = len(text)
+        names = _NAME_CHARS
+        low = text.lower()
+        hits = _KEYWORD_RE.finditer(low) if len(low) == len(text) else _ci(_KEYWORD_RE).finditer(text)
+        for hit in hits:
+            hs, he = hit.span()
+            if hs < done or any(ts <= hs < te for ts, te, _ in spans[-3:]):
+                continue
+            s = hs
+            floor = max(0, hs - 64)
+            while s > floor and text[s - 1] in names:
+                s -= 1
+            e = he
+            ceiling = min(n, s + 80)
+            while e < ceiling and text[e] in names:
+                e += 1
+            while e > he and text[e - 1] in ".-":
+                e -= 1
+            done = e
+            if s >= 10 and text[s - 10: s] == "[REDACTED:":  # the type inside a marker
+                continue
+            name = text[s:e]
+            if _secret_name_cached(name):
+                found = self._assignment_at(text, s, e, name)
+                if found is not None:
+                    vs, ve, secret = found
+                    done = max(done, ve)
+                    if secret:
+                        spans.append((vs, ve, "secret-assignment"))
+                    continue
+            else:
+                lowname = name.lower()
+                if lowname.endswith("key") and lowname != "key":  # STRIPE_KEY=…, mailgunKey: …
+                    found = self._assignment_at(text, s, e, name)
+                    if found is not None:
+                        vs, ve, secret = found
+                        done = max(done, ve)
+                        if secret and _looks_random(text[vs:ve]):
+                            spans.append((vs, ve, "high-entropy"))
+                        continue
+                if lowname != "bearer" and (lowname != "key" or not _after_key_qualifier(text, s)):
+                    continue
+            # A token after a keyword does not consume the text before it: a later name there
+            # (`token <password>…`) is still parsed, and overlapping spans are merged below.
+            tok = _entropy_after(text, e)
+            if tok is not None:
+                spans.append((tok[0], tok[1], "high-entropy"))
+        if not spans:
+            return text
+        spans.sort()
+        merged = [list(spans[0])]
+        for vs, ve, kind in spans[1:]:
+            cur = merged[-1]
+            if vs < cur[1]:
+                cur[1] = max(cur[1], ve)
+                if kind == "secret-assignment":
+                    cur[2] = kind
+            else:
+                merged.append([vs, ve, kind])
+        out = []
+        last = 0
+        for vs, ve, kind in merged:
+            out.append(text[last:vs])
+            out.append(marker(kind))
+            self.counts[kind] += 1
+            last = ve
+        out.append(text[last:])
+        return "".join(out)
+
+    def _assignment_at(self, text: str, s: int, e: int, name: str) -> "tuple | None":
+        """(value start, value end, is secret) if secret-named `name` at text[s:e] is assigned a value."""
+        flag = name.startswith("-")
+        if flag:
+            body = name.lstrip("-")
+            if not body[:1].isalpha() or len(name) - len(body) > 2:
+                return None
+            if s > 0 and not text[s - 1].isspace() and text[s - 1] not in "\"'=([{,":
+                return None
+        pos = e
+        quote = ""
+        if not flag:
+            if s >= 2 and text[s - 2: s] == '\\"':
+                quote = '\\"'
+            elif s >= 1 and text[s - 1] in "\"'<":
+                quote = text[s - 1]
+        if quote == "<":  # <password>value</password>
+            if text[e: e + 1] != ">":
+                return None
+            m = _XML_VALUE_RE.match(text, e + 1)
+            if not m:
+                return None
+            return m.start(1), m.end(1), _literal_is_secret(m.group(1), name)
+        if quote:
+            if text.startswith(quote, pos):
+                pos += len(quote)
+                if text[pos: pos + 1] == "]":  # os.environ["API_KEY"] = "..."
+                    pos += 1
+            else:
+                quote = ""
+        if flag:
+            sep = _FLAG_SEP_RE.match(text, pos)
+            if not sep:
+                return None
+            op, spaced_flag = "=", sep.group(0) != "="
+            if spaced_flag and text[sep.end(): sep.end() + 1] == "-":
+                return None
+            spaced = False
+        else:
+            sep = _SEP_RE.match(text, pos)
+            if not sep:
+                return None
+            op, spaced_flag = sep.group(2), False
+            spaced = bool(sep.group(1)) and bool(sep.group(3))
+        value = _VALUE_RE.match(text, sep.end())
+        if not value:
+            return None
+        kind = value.lastgroup
+        vs, ve = value.span(kind)
+        content = value.group(kind)
+        if kind == "marker":
+            return vs, ve, False
+        if kind == "bare" and content.lower() in _STRING_PREFIXES and text[ve: ve + 1] in "\"'":
+            value = _VALUE_RE.match(text, ve)  # f"Bearer {key}", b"…", r'…'
+            if not value or value.lastgroup not in ("dq", "sq"):
+                return vs, ve, False
+            kind = value.lastgroup
+            vs, ve = value.span(kind)
+            content = value.group(kind)
+        if kind != "bare":
+            if _only_sentinels(content.strip()):
+                return vs, ve, False
+            after = text[ve + 1: ve + 3].lstrip(" ")[:1]
+            if after == "+" or (op == ":" and _TYPE_EXPR_RE.fullmatch(content) and (
+                    "|" in content or "[" in content
+                    or (not quote and content[0].isupper() and not _has_digit(content) and after in ")=,"))):
+                return vs, ve, False  # "k" + var; def f(token: "Token[Span] | None", auth: "Auth") -> …
+            return vs, ve, _literal_is_secret(content, name)
+        if _only_sentinels(content):
+            return vs, ve, False
+        after = text[ve: ve + 1]
+        if op == ":" and _IDENT_RE.fullmatch(content):
+            typed = _TYPED_REST_RE.match(text, ve)
+            if typed:  # `password: str = "hunter2"`, `token: Final = f()`, `auth: AuthTypes | None`
+                lit = _VALUE_RE.match(text, typed.end()) if typed.group(1) == "=" else None
+                if lit and lit.lastgroup in ("dq", "sq", "edq", "bt"):
+                    ls, le = lit.span(lit.lastgroup)
+                    return ls, le, _literal_is_secret(lit.group(lit.lastgroup), name)
+                return vs, ve, False
+            if content[0].isupper() and content[1:2].islower() and not _has_digit(content):
+                return vs, ve, False  # a CapWords type: `token_cost: Histogram`
+        if op == ":" and content.rstrip(".,;!?").replace("-", "").isalpha():
+            eol = text.find("\n", ve, ve + 200)
+            rest = text[ve: eol if eol >= 0 else ve + 200].strip()
+            if rest and rest[0] != "#":  # "auth: refreshed session for …" is prose, not YAML
+                return vs, ve, False
+        return vs, ve, _bare_is_secret(content, name, op, spaced, after, spaced_flag)
+
+
+# --------------------------------------------------------------------------------------------------
+# Module-level conveniences
+# --------------------------------------------------------------------------------------------------
+
+_DEFAULT: "Scrubber | None" = None
+
+
+def _default() -> Scrubber:
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = Scrubber()
+    return _DEFAULT
+
+
+def __getattr__(name: str) -> object:
+    if name == "DEFAULT":  # built on first use: keeps `import kirolearn.scrub` cheap for the hook
+        return _default()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def scrub_text(text: str) -> str:
+    """Scrub `text` with the default Scrubber."""
+    return _default().scrub_text(text)
+
+
+def scrub_value(value: object) -> object:
+    """Scrub a JSON-like value with the default Scrubber."""
+    return _default().scrub_value(value)
