@@ -1,8 +1,10 @@
 """`make demo`: the main job end to end on the embedded defaults, no API key.
 
 Replays the recorded Kiro sessions in queue/sessions/ through the real
-`kirolearn-hook` processes into a throw-away KIROLEARN_HOME and shows what was
-captured. Run: python -m kirolearn.demo [--keep] [RECORDING ...]
+`kirolearn-hook` processes into a throw-away KIROLEARN_HOME, shows what was
+captured, drains it with the real `kirolearn drain` command (deterministic
+extractor unless KIROLEARN_MODEL is set) and prints the memory records.
+Run: python -m kirolearn.demo [--keep] [RECORDING ...]
 """
 
 import argparse
@@ -60,6 +62,11 @@ def main(argv=None) -> int:
             event = json.load(fh)
         print(f"{event['kind']:<16} {event['trigger']:<17} {event['surface']:<9} "
               f"{(event.get('tool_name') or '-'):<13} {_short(event)}")
+    drained = _drain()
+    if drained is None:
+        return 1
+    print(f"\n== kirolearn drain --flush: {drained.strip()}")
+    _show_records()
     if args.keep:
         print(f"\nkept: {work}")
     else:
@@ -67,6 +74,29 @@ def main(argv=None) -> int:
 
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def _drain() -> "str | None":
+    import subprocess
+
+    command = os.path.join(os.path.dirname(sys.executable), "kirolearn")
+    result = subprocess.run([command, "drain", "--flush"], capture_output=True, text=True, timeout=600)
+    if result.returncode != 0:
+        sys.stdout.write(result.stdout + result.stderr)
+        return None
+    return result.stdout
+
+
+def _show_records() -> None:
+    from .store import open_db
+
+    db = open_db()
+    rows = list(db.query("select * from memory_records order by created_at, record_id"))
+    print(f"\n== {len(rows)} memory records in {os.path.join(os.environ['KIROLEARN_HOME'], 'kirolearn.db')}")
+    for row in rows:
+        print(f"\n### [{row['observation_type']}] {row['title']}")
+        print(f"strategy {row['strategy']}, files {', '.join(json.loads(row['files_touched'])) or '-'}")
+        print(row["summary"])
 
 
 if __name__ == "__main__":

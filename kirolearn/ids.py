@@ -12,11 +12,22 @@ _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 ULID_PATTERN = r"^[0-9A-HJKMNP-TV-Z]{26}$"
 
 
+_last = 0
+
+
 def new_ulid(now_ms: "int | None" = None) -> str:
-    """A new ULID string; `now_ms` fixes the time part (for tests)."""
+    """A new ULID string; `now_ms` fixes the time part (for tests).
+
+    Monotonic within a process: two ids minted in the same millisecond still
+    sort in creation order (the second is the first plus one).
+    """
+    global _last
     if now_ms is None:
         now_ms = time.time_ns() // 1_000_000
     value = (now_ms & 0xFFFFFFFFFFFF) << 80 | int.from_bytes(os.urandom(10), "big")
+    if value >> 80 == _last >> 80 and value <= _last:
+        value = _last + 1
+    _last = value
     chars = []
     for _ in range(26):
         chars.append(_CROCKFORD[value & 31])

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
+from . import events as _events
 from .ids import ULID_PATTERN
 
 NonEmpty = Annotated[str, Field(min_length=1)]
@@ -24,8 +25,8 @@ class Event(BaseModel):
     schema_version: Literal[1]
     event_id: Annotated[str, Field(pattern=ULID_PATTERN)]
     kind: Literal["prompt", "tool_use", "session_summary", "note"]
-    hook: NonEmpty
-    trigger: NonEmpty
+    hook: NonEmpty  # one of the names kirolearn-hook accepts (checked below)
+    trigger: NonEmpty  # a canonical trigger (checked below)
     generation: Literal["classic", "v3", "ide-legacy", "unknown"]
     surface: Literal["kiro-cli", "kiro-ide"]
     session_id: Annotated[str, Field(min_length=1, max_length=256)]
@@ -48,6 +49,12 @@ class Event(BaseModel):
 
     @model_validator(mode="after")
     def _fields_match_kind(self) -> "Event":
+        try:
+            trigger, _ = _events.resolve_trigger(self.hook)
+        except _events.Rejected:
+            raise ValueError(f"unknown hook name {self.hook[:60]!r}") from None
+        if trigger != self.trigger:
+            raise ValueError(f"trigger {self.trigger[:60]!r} does not match hook {self.hook!r}")
         if self.kind == "prompt" and self.prompt is None:
             raise ValueError("a prompt event needs a 'prompt' string (it may be empty)")
         if self.kind == "tool_use" and not self.tool_name:
@@ -55,3 +62,49 @@ class Event(BaseModel):
         if self.kind != "tool_use" and (self.tool_name is not None or self.tool_response is not None):
             raise ValueError(f"a {self.kind} event cannot carry tool fields")
         return self
+
+
+OBSERVATION_TYPES = ("tool_use", "decision", "error", "discovery", "pattern", "session_summary")
+ObservationType = Literal["tool_use", "decision", "error", "discovery", "pattern", "session_summary"]
+TITLE_MAX, SUMMARY_MAX, FACT_MAX, CONCEPT_MAX, FILE_MAX = 200, 4000, 500, 100, 500
+
+
+class MemoryRecord(BaseModel):
+    """One distilled memory with its provenance (what the memory_records table holds)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    record_id: Annotated[str, Field(pattern=r"^mr_[0-9A-HJKMNP-TV-Z]{26}$")]
+    project_id: NonEmpty
+    project_root: NonEmpty
+    session_id: NonEmpty
+    title: Annotated[str, Field(min_length=1, max_length=TITLE_MAX)]
+    summary: Annotated[str, Field(min_length=1, max_length=SUMMARY_MAX)]
+    facts: list[Annotated[str, Field(min_length=1, max_length=FACT_MAX)]] = Field(default_factory=list, max_length=50)
+    concepts: list[Annotated[str, Field(min_length=1, max_length=CONCEPT_MAX)]] = Field(default_factory=list, max_length=50)
+    files_touched: list[Annotated[str, Field(min_length=1, max_length=FILE_MAX)]] = Field(
+        default_factory=list, max_length=100
+    )
+    observation_type: ObservationType
+    strategy: NonEmpty
+    source_event_ids: list[NonEmpty] = Field(min_length=1)
+    run_id: Optional[str] = None
+    created_at: AwareDatetime
+
+
+def clip(text: str, limit: int) -> str:
+    """Cut `text` to `limit` characters, ending with an ellipsis when cut."""
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def clip_list(items, item_limit: int, count_limit: int) -> "list[str]":
+    """Non-empty, de-duplicated (order kept), clipped strings, at most `count_limit`."""
+    out: list = []
+    for item in items or ():
+        text = clip(str(item), item_limit)
+        if text and text not in out:
+            out.append(text)
+        if len(out) == count_limit:
+            break
+    return out

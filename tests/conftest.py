@@ -88,3 +88,51 @@ def run_hook(argv=(), stdin=b"", env=None, cwd=None, timeout=20):
         capture_output=True,
         timeout=timeout,
     )
+
+
+@pytest.fixture
+def make_event(project):
+    """Spool one event built by the hook's own code; returns the event dict."""
+    from kirolearn import events as ev
+    from kirolearn import spool
+
+    def make(name="postToolUse", now=None, **payload):
+        payload.setdefault("cwd", str(project))
+        payload.setdefault("session_id", "sess-1")
+        event = ev.build_event(name, payload, now=now)
+        spool.append(event["event_id"], ev.serialize(event))
+        return event
+
+    return make
+
+
+@pytest.fixture
+def write_config(home):
+    """Write $KIROLEARN_HOME/config.toml from a TOML string."""
+
+    def write(text):
+        home.mkdir(parents=True, exist_ok=True)
+        (home / "config.toml").write_text(text, "utf-8")
+
+    return write
+
+
+@pytest.fixture
+def drain_now():
+    """Run one drain in-process with the effective settings; returns (stats, db)."""
+    from kirolearn import drain, settings, store
+
+    def run(flush=False, complete=None, sleep=lambda s: None, **overrides):
+        conf = settings.load()
+        for dotted, value in overrides.items():
+            table, key = dotted.split("__")
+            setattr(getattr(conf, table), key, value)
+        db = store.open_db()
+        held = drain.lock()
+        try:
+            stats = drain.Drainer(db, conf, complete=complete, sleep=sleep).run_once(flush=flush)
+        finally:
+            held.release()
+        return stats, db
+
+    return run

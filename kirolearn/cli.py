@@ -1,0 +1,163 @@
+"""`kirolearn`: the command line for people, cron jobs and scripts.
+
+Library errors become `click.ClickException`s with a fix-it hint (exit 1);
+bad flag combinations are usage errors (exit 2). `--json` output is stable:
+its keys are documented in README.md and only ever added to.
+"""
+
+import json
+import sys
+
+import click
+
+from . import __version__
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
+
+
+def json_option(func):
+    return click.option("json_", "--json", is_flag=True, help="Print machine-readable JSON.")(func)
+
+
+@click.group(context_settings=CONTEXT_SETTINGS)
+@click.version_option(__version__, prog_name="kirolearn")
+def cli():
+    """kirolearn: durable memory for Kiro agents.
+
+    Hooks capture each agent turn into a spool; `kirolearn drain` turns the
+    spool into searchable memory records in $KIROLEARN_HOME/kirolearn.db.
+    """
+
+
+def _load_settings():
+    from .settings import SettingsError, load
+
+    try:
+        return load()
+    except SettingsError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _open_db():
+    from .store import SchemaTooNew, open_db
+
+    try:
+        return open_db()
+    except SchemaTooNew as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@cli.command(name="drain")
+@click.option("--watch", is_flag=True, help="Keep draining as events arrive, until interrupted.")
+@click.option("--flush", is_flag=True, help="Extract every buffered session now, without waiting for turn end or idle.")
+@json_option
+def drain_command(watch, flush, json_):
+    """Store spooled events and extract memory records from them.
+
+    Takes the spool lock first: if another drain holds it, exits 0 saying so.
+
+    \b
+    Examples:
+        kirolearn drain                  # once, e.g. from cron
+        kirolearn drain --watch          # keep going as Kiro works
+        kirolearn drain --json           # summary as JSON
+    """
+    from dataclasses import asdict
+
+    from . import drain, spool, store
+    from .ids import new_ulid
+
+    if watch and flush:
+        raise click.UsageError("--flush applies to a single drain; drop it or --watch")
+    settings = _load_settings()
+    try:
+        held = drain.lock(wait=settings.drain.lock_wait_seconds)
+    except drain.DrainLocked as exc:
+        if json_:
+            click.echo(json.dumps({"locked": True, "message": str(exc)}))
+        else:
+            click.echo(f"kirolearn: {exc}", err=True)
+        return
+    try:
+        db = _open_db()
+        started = store.now_iso()
+        waiting = spool.size()
+        bar = None
+        progress = None
+        if waiting >= 1000 and sys.stderr.isatty() and not watch:
+            bar = click.progressbar(length=waiting, label="draining", file=sys.stderr)
+            bar.__enter__()
+            progress = lambda done: bar.update(done - bar.pos)  # noqa: E731
+        drainer = drain.Drainer(db, settings, progress=progress)
+        try:
+            if watch:
+                click.echo("kirolearn: watching the spool; Ctrl-C to stop", err=True)
+                on_pass = (lambda s: click.echo(json.dumps(asdict(s)))) if json_ else (
+                    lambda s: click.echo(_describe(s), err=True)
+                )
+                stats = drainer.watch(on_pass=on_pass)
+            else:
+                stats = drainer.run_once(flush=flush)
+        finally:
+            if bar is not None:
+                bar.__exit__(None, None, None)
+        store.record_drain(db, new_ulid(), started, asdict(stats))
+    finally:
+        held.release()
+    if json_ and not watch:
+        click.echo(json.dumps(asdict(stats), sort_keys=True))
+    elif not json_:
+        click.echo(_describe(stats))
+
+
+def _describe(stats) -> str:
+    parts = [
+        f"{stats.events_read} events read",
+        f"{stats.stored} stored",
+        f"{stats.duplicates} duplicates",
+        f"{stats.already_stored} already stored",
+        f"{stats.quarantined} quarantined",
+        f"{stats.batches_extracted} batches extracted ({stats.extractor})",
+        f"{stats.records_written} records written",
+        f"{stats.pending_events} events buffered",
+    ]
+    text = "drain: " + ", ".join(parts)
+    if stats.redactions:
+        text += "\nredacted: " + ", ".join(f"{n} {kind}" for kind, n in sorted(stats.redactions.items()))
+    if stats.llm_failures:
+        text += f"\nmodel failures: {stats.llm_failures} (batches kept, retried on the next drain)"
+    if stats.fallbacks:
+        text += f"\ndeterministic fallbacks: {stats.fallbacks} (model unset, over its daily limit, or failing)"
+    if stats.tokens_used:
+        text += f"\ntokens used: {stats.tokens_used} (${stats.cost_usd:.4f})"
+    return text
+
+
+@cli.command(name="export")
+@click.option("-o", "--output", type=click.File("w", encoding="utf-8"), default="-", help="File to write (default stdout).")
+def export_command(output):
+    """Write every stored object as JSON Lines, for backup and tests.
+
+    Each line is one object with a "type" field beside its own fields: "event"
+    (a stored, scrubbed event) or "record" (a memory record).
+    """
+    import os
+
+    from . import config
+
+    if not os.path.exists(config.db_path()):
+        raise click.ClickException(f"no database at {config.db_path()}: run `kirolearn drain` first")
+    db = _open_db()
+    for row in db.query("select body, extract_state, run_id from events order by event_id"):
+        item = json.loads(row["body"])
+        output.write(json.dumps({"type": "event", **item, "extract_state": row["extract_state"],
+                                 "extract_run_id": row["run_id"]}, ensure_ascii=False) + "\n")
+    for row in db.query("select * from memory_records order by created_at, record_id"):
+        item = dict(row)
+        for key in ("facts", "concepts", "files_touched", "source_event_ids"):
+            item[key] = json.loads(item[key])
+        output.write(json.dumps({"type": "record", **item}, ensure_ascii=False) + "\n")
+
+
+def main():  # pragma: no cover - console script
+    cli()

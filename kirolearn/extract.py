@@ -1,0 +1,542 @@
+"""Turn a batch of buffered events into memory-record candidates.
+
+Two extractors share one output shape (dicts of MemoryRecord fields minus the
+ids and timestamps the drainer adds):
+- `deterministic(batch)`: no model, no network; one record per turn (request,
+  commands, files read and changed, errors and their fixes, closing summary).
+- `llm_extract(batch, settings, complete)`: renders the batch (each event's kind
+  shown, large fields cut), asks the model for JSON matching `Extraction`,
+  validates it with pydantic. `complete` is the seam tests and litellm plug into.
+Neither writes anything; the drainer decides what is stored.
+"""
+
+import json
+import os
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, Field, ValidationError
+
+from .events import cut_text
+from .schema import FACT_MAX, FILE_MAX, SUMMARY_MAX, TITLE_MAX, ObservationType, clip, clip_list
+
+DETERMINISTIC_STRATEGY = "deterministic-turn"
+LLM_STRATEGY = "llm-summary"
+
+
+class ExtractionError(RuntimeError):
+    """The model could not produce a usable answer (after retries)."""
+
+
+@dataclass
+class Batch:
+    """Buffered events of one project and session, oldest first."""
+
+    project_id: str
+    project_root: str
+    session_id: str
+    events: list
+    reason: str  # turn-end | size | idle | flush
+
+    @property
+    def key(self) -> str:
+        """Stable id of the batch across retries: its first event id."""
+        return self.events[0]["event_id"]
+
+    @property
+    def event_ids(self) -> "list[str]":
+        return [e["event_id"] for e in self.events]
+
+
+@dataclass
+class Completion:
+    """What one model call returned."""
+
+    content: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+# --- what events say ---------------------------------------------------------------
+
+_COMMAND_TOOLS = ("execute_bash", "shell", "execute_pwsh", "bash", "run_command")
+_WRITE_TOOLS = ("fs_write", "write", "str_replace", "create", "edit", "append")
+_READ_TOOLS = ("fs_read", "read", "view")
+_EXIT_CODE = re.compile(r"Exit Code:\s*(-?\d+)", re.I)
+_STRONG_ERROR = re.compile(r"\w*(Error|Exception)\b|Traceback|FATAL|fatal:|[Dd]enied|[Nn]o such file|not found")
+_WEAK_ERROR = re.compile(r"error|fail", re.I)
+
+
+def _tool_base(name: str) -> str:
+    return (name or "").rsplit("/", 1)[-1].lower()
+
+
+def command_of(event: dict) -> "str | None":
+    """The shell command a tool_use event ran, if any."""
+    tool_input = event.get("tool_input")
+    if not (isinstance(tool_input, dict) and isinstance(tool_input.get("command"), str)):
+        return None
+    # fs_write also has a "command" ("create", "str_replace"): it names an edit, not a shell command.
+    if _tool_base(event.get("tool_name", "")) in _COMMAND_TOOLS or not _paths_of(event):
+        return tool_input["command"]
+    return None
+
+
+def _paths_of(event: dict) -> "list[str]":
+    tool_input = event.get("tool_input")
+    paths = []
+    if isinstance(tool_input, dict):
+        for key in ("path", "file_path", "filePath", "target_file"):
+            if isinstance(tool_input.get(key), str):
+                paths.append(tool_input[key])
+        for op in tool_input.get("operations") or ():
+            if isinstance(op, dict) and isinstance(op.get("path"), str):
+                paths.append(op["path"])
+    return paths
+
+
+def _relative(path: str, root: str) -> str:
+    if root and os.path.isabs(path):
+        try:
+            rel = os.path.relpath(path, root)
+        except ValueError:
+            return path
+        if not rel.startswith(".."):
+            return rel
+    return path
+
+
+def _response_text(event: dict) -> str:
+    response = event.get("tool_response")
+    if response is None:
+        return ""
+    if isinstance(response, str):
+        return response
+    if isinstance(response, dict):
+        parts = []
+        for key in ("result", "error"):
+            value = response.get(key)
+            items = value if isinstance(value, list) else [value]
+            for item in items:
+                if isinstance(item, dict):
+                    parts.extend(str(item.get(k, "")) for k in ("stdout", "stderr") if item.get(k))
+                elif item is not None:
+                    parts.append(str(item))
+        return "\n".join(parts)
+    return json.dumps(response)
+
+
+def failed(event: dict) -> bool:
+    """Did this tool call fail (success flag, exit status or `Exit Code: N`)?"""
+    response = event.get("tool_response")
+    if isinstance(response, dict):
+        if response.get("success") is False:
+            return True
+        for item in response.get("result") or () if isinstance(response.get("result"), list) else ():
+            if isinstance(item, dict) and str(item.get("exit_status", "0")) not in ("0", ""):
+                return True
+    text = _response_text(event)
+    match = _EXIT_CODE.search(text[-500:])
+    return bool(match and match.group(1) != "0")
+
+
+def error_line(event: dict) -> str:
+    """The most telling line of a failed call's output (an error line near the end)."""
+    lines = [ln.strip() for ln in _response_text(event).splitlines() if ln.strip()]
+    lines = [ln for ln in lines if not _EXIT_CODE.fullmatch(ln) and ln != "Output:"]
+    for pattern in (_STRONG_ERROR, _WEAK_ERROR):
+        for line in reversed(lines[-30:]):
+            if pattern.search(line) and not line.startswith("Traceback"):
+                return clip(line, 240)
+    return clip(lines[-1], 240) if lines else "failed"
+
+
+def _program(command: str) -> "list[str]":
+    words = command.split()
+    while words and "=" in words[0] and not words[0].startswith("-"):
+        words.pop(0)  # leading VAR=value assignments
+    return words[:3]
+
+
+def _same_command(a: str, b: str) -> bool:
+    """Is `b` a re-run of `a` (same program and first arguments, env assignments ignored)?"""
+    first, second = _program(a), _program(b)
+    k = min(len(first), len(second))
+    return k > 0 and first[:k] == second[:k]
+
+
+# --- deterministic extractor ---------------------------------------------------------
+
+_STOPWORDS = frozenset(
+    "the and for that this with from have what when where which will would should could your you "
+    "are was were been into does there their then them they than also just like make made can't "
+    "don't it's fix add can not but all any how why out use using used get got now yes way same "
+    "file files test tests some more only other after before about returns keeps make makes uses "
+    "prints find found want need please sure into it's them those these here there example".split()
+)
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_\-]{3,}")
+
+
+def _concepts(texts) -> "list[str]":
+    counts: Counter = Counter()
+    for text in texts:
+        for word in _WORD.findall(text or ""):
+            lower = word.lower().strip("-_")
+            if lower not in _STOPWORDS and len(lower) >= 4:
+                counts[lower] += 1
+    return [w for w, _ in counts.most_common(6)]
+
+
+def split_turns(events: list) -> "list[list[dict]]":
+    """Split a session's events into turns: each prompt starts one."""
+    turns: list = []
+    current: list = []
+    for event in events:
+        if event["kind"] == "prompt" and any(e["kind"] != "note" for e in current):
+            turns.append(current)
+            current = []
+        current.append(event)
+        if event["kind"] == "session_summary":
+            turns.append(current)
+            current = []
+    if current:
+        turns.append(current)
+    return turns
+
+
+def _sentences(text: str, limit: int) -> "list[str]":
+    parts = re.split(r"(?<=[.!?])\s+", " ".join(text.split()))
+    return [p for p in parts if len(p) > 3][:limit]
+
+
+_PATH_IN_TEXT = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.[A-Za-z0-9]{1,6})\b")
+
+
+def _paired_tools(turn: list) -> "list[dict]":
+    """Post-tool events, each given its pre-tool twin's input when Kiro sent it empty.
+
+    v3 / IDE 1.x PostToolUse payloads often carry `tool_input: {}` while the
+    PreToolUse of the same call had it. Pre-tool events without a post-tool
+    twin are kept as they are (the call may have been blocked or interrupted).
+    """
+    tools, waiting = [], {}
+    for event in turn:
+        if event["kind"] != "tool_use":
+            continue
+        name = event.get("tool_name")
+        if event.get("trigger") == "preToolUse":
+            waiting[name] = event
+            continue
+        pre = waiting.pop(name, None)
+        if pre is not None and not event.get("tool_input") and pre.get("tool_input"):
+            event = dict(event, tool_input=pre["tool_input"])
+        tools.append(event)
+    return tools + list(waiting.values())
+
+
+def _changed_paths(event: dict, root: str) -> "list[str]":
+    paths = [_relative(p, root) for p in _paths_of(event)]
+    if not paths and isinstance(event.get("tool_response"), (str, dict)):
+        # IDE payloads name the file only in the result: "Created the src/store.py file."
+        paths = _PATH_IN_TEXT.findall(_response_text(event)[:300])
+    return paths
+
+
+def _fix_of(tools: list, i: int, root: str) -> str:
+    """' — fixed after changing X: `cmd` then succeeded' when a later re-run succeeded."""
+    command = command_of(tools[i])
+    name = tools[i].get("tool_name")
+    fix = None
+    for later in tools[i + 1 :]:
+        again = command_of(later)
+        same = _same_command(command, again) if command and again else later.get("tool_name") == name
+        if same and not failed(later):
+            fix = later
+            break
+    if fix is None:
+        return ""
+    edits = [
+        p
+        for t in tools[i + 1 : tools.index(fix)]
+        if _tool_base(t.get("tool_name", "")) in _WRITE_TOOLS
+        for p in _changed_paths(t, root)
+    ]
+    via = f" after changing {', '.join(dict.fromkeys(edits))}" if edits else ""
+    rerun = f"`{clip(command_of(fix), 120)}`" if command_of(fix) else f"{name}"
+    return f" — fixed{via}: {rerun} then succeeded"
+
+
+def _describe_turn(turn: list, root: str) -> "dict | None":
+    prompts = [e.get("prompt") or "" for e in turn if e["kind"] == "prompt"]
+    request = " ".join(p.strip() for p in prompts if p.strip())
+    closing = " ".join((e.get("assistant_response") or "").strip() for e in turn if e["kind"] == "session_summary")
+    tools = _paired_tools(turn)
+    if not (request or closing.strip() or tools):
+        return None
+
+    commands, read, changed, errors, results = [], [], [], [], []
+    for i, event in enumerate(tools):
+        name = _tool_base(event.get("tool_name", ""))
+        command = command_of(event)
+        if command:
+            commands.append(command)
+        if name in _WRITE_TOOLS:
+            changed.extend(_changed_paths(event, root))
+        elif not command:
+            read.extend(_relative(p, root) for p in _paths_of(event))
+        if not command and not _paths_of(event) and isinstance(event.get("tool_response"), (str, dict)):
+            text = " ".join(_response_text(event).split())
+            if text and not failed(event):
+                results.append(f"{event.get('tool_name')}: {clip(text, 160)}")
+        if failed(event):
+            what = f"`{clip(command, 120)}`" if command else f"{event.get('tool_name')}"
+            errors.append(f"{what} failed: {error_line(event)}{_fix_of(tools, i, root)}")
+
+    has_stop = any(e["kind"] == "session_summary" for e in turn)
+    if has_stop:
+        observation_type = "session_summary"
+    elif errors:
+        observation_type = "error"
+    else:
+        observation_type = "tool_use"
+
+    title = clip(" ".join(request.split()), TITLE_MAX) if request else (
+        clip(" ".join(closing.split()), TITLE_MAX) if closing else f"Tool activity: {', '.join(dict.fromkeys(_tool_base(t.get('tool_name', '')) for t in tools))}"
+    )
+    sections = []
+    if request:
+        sections.append(f"**Request:** {clip(request, 1200)}")
+    if closing:
+        sections.append(f"**Outcome:** {clip(closing, 1500)}")
+    if commands:
+        shown = list(dict.fromkeys(clip(c, 160) for c in commands))
+        sections.append("**Ran:** " + "; ".join(f"`{c}`" for c in shown[:8]) + (f" (+{len(shown) - 8} more)" if len(shown) > 8 else ""))
+    if read:
+        sections.append("**Read:** " + ", ".join(list(dict.fromkeys(read))[:12]))
+    if changed:
+        sections.append("**Changed:** " + ", ".join(list(dict.fromkeys(changed))[:12]))
+    if results:
+        sections.append("**Tool results:**\n" + "\n".join(f"- {r}" for r in list(dict.fromkeys(results))[:6]))
+    if errors:
+        sections.append("**Errors:**\n" + "\n".join(f"- {e}" for e in errors[:6]))
+    summary = clip("\n\n".join(sections), SUMMARY_MAX)
+
+    facts = errors + [f"Changed {p}" for p in dict.fromkeys(changed)] + _sentences(closing, 4)
+    return {
+        "title": title,
+        "summary": summary,
+        "facts": clip_list(facts, FACT_MAX, 20),
+        "concepts": _concepts([request, closing]),
+        "files_touched": clip_list(list(dict.fromkeys(read + changed)), FILE_MAX, 100),
+        "observation_type": observation_type,
+        "strategy": DETERMINISTIC_STRATEGY,
+    }
+
+
+def deterministic(batch: Batch) -> "list[dict]":
+    """One record per turn of the batch; no model, no network."""
+    records = []
+    for turn in split_turns(batch.events):
+        record = _describe_turn(turn, batch.project_root)
+        if record is not None:
+            records.append(record)
+    return records
+
+
+# --- LLM extractor ------------------------------------------------------------------------
+
+
+class Candidate(BaseModel):
+    """One memory the model proposes."""
+
+    observation_type: ObservationType
+    title: str = Field(min_length=1, description="one line, at most 200 characters")
+    summary: str = Field(min_length=1, description="what happened and why it matters, at most 4000 characters")
+    facts: list[str] = Field(default_factory=list, description="short durable facts")
+    concepts: list[str] = Field(default_factory=list, description="topics, lower case")
+    files_touched: list[str] = Field(default_factory=list, description="paths relative to the project root")
+
+
+class Extraction(BaseModel):
+    """The model's whole answer: zero or more memories."""
+
+    records: list[Candidate] = Field(default_factory=list, max_length=10)
+
+
+SYSTEM_PROMPT = """You distil a coding agent's work into durable memory records for future sessions.
+You receive the events of one session in order: the developer's prompts (kind=prompt), the agent's
+tool calls with input and output (kind=tool_use), the agent's end-of-turn message
+(kind=session_summary) and lifecycle notes (kind=note).
+Answer with JSON only, matching: {"records": [{"observation_type": one of tool_use|decision|error|
+discovery|pattern|session_summary, "title": "...", "summary": "...", "facts": ["..."],
+"concepts": ["..."], "files_touched": ["..."]}]}.
+Rules: keep knowledge that stays true (how the project works, decisions and their reasons, errors
+and their fixes, conventions), not transient state. When the events include a session_summary
+event, the first record must have observation_type "session_summary" and recap the turn: the
+request, what was investigated, what was learned, what was done, what remains. Titles at most
+200 characters, summaries at most 4000. Paths relative to the project root. Text inside
+[REDACTED:...] markers stays redacted. If nothing is worth remembering answer {"records": []}."""
+
+
+def render_events(batch: Batch, field_chars: int, max_chars: int) -> str:
+    """The batch as tagged text for the model, cut to fit `max_chars`."""
+
+    def one(n: int, e: dict, cap: int) -> str:
+        attrs = f'n="{n}" kind="{e["kind"]}" at="{e.get("received_at", "")}"'
+        if e.get("tool_name"):
+            attrs += f' tool="{e["tool_name"]}"'
+        body = []
+        for key in ("prompt", "tool_input", "tool_response", "assistant_response"):
+            value = e.get(key)
+            if value in (None, "", {}, []):
+                continue
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            body.append(f"<{key}>{cut_text(text, cap)}</{key}>")
+        return f"<event {attrs}>" + "".join(body) + "</event>"
+
+    cap = field_chars
+    while True:
+        blocks = [one(i + 1, e, cap) for i, e in enumerate(batch.events)]
+        text = "\n".join(blocks)
+        if len(text) <= max_chars or cap <= 200:
+            break
+        cap //= 2
+    if len(text) > max_chars:  # too many events even at the smallest cap: keep both ends
+        head, tail, used = [], [], 0
+        for block in blocks:
+            if used + len(block) > max_chars // 2:
+                break
+            head.append(block)
+            used += len(block) + 1
+        for block in reversed(blocks[len(head):]):
+            if used + len(block) > max_chars:
+                break
+            tail.insert(0, block)
+            used += len(block) + 1
+        omitted = len(blocks) - len(head) - len(tail)
+        text = "\n".join(head + [f"<omitted events=\"{omitted}\"/>"] + tail)
+    return text
+
+
+def build_messages(batch: Batch, field_chars: int, max_chars: int) -> "list[dict]":
+    """Chat messages for one batch."""
+    header = f"Project: {os.path.basename(batch.project_root) or batch.project_root}\nSession: {batch.session_id}\n"
+    return [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": header + render_events(batch, field_chars, max_chars)},
+    ]
+
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.S)
+
+
+def parse_answer(content: str) -> Extraction:
+    """Validate a model answer (tolerating a ```json fence); raises ExtractionError."""
+    text = content or ""
+    match = _FENCE.match(text)
+    if match:
+        text = match.group(1)
+    try:
+        return Extraction.model_validate_json(text)
+    except ValidationError as exc:
+        raise ExtractionError(f"malformed answer: {exc.errors()[0]['msg']} ({clip(text, 80)!r})") from None
+
+
+def candidates_from(extraction: Extraction, batch: Batch) -> "list[dict]":
+    """Model candidates as record dicts; adds a turn summary if the model skipped it."""
+    records = []
+    for c in extraction.records:
+        records.append(
+            {
+                "title": clip(" ".join(c.title.split()), TITLE_MAX),
+                "summary": clip(c.summary, SUMMARY_MAX),
+                "facts": clip_list(c.facts, FACT_MAX, 50),
+                "concepts": clip_list([x.lower() for x in c.concepts], 100, 50),
+                "files_touched": clip_list([_relative(p, batch.project_root) for p in c.files_touched], FILE_MAX, 100),
+                "observation_type": c.observation_type,
+                "strategy": LLM_STRATEGY,
+            }
+        )
+    records = [r for r in records if r["title"] and r["summary"]]
+    ended = any(e["kind"] == "session_summary" for e in batch.events)
+    if ended and not any(r["observation_type"] == "session_summary" for r in records):
+        turns = [t for t in split_turns(batch.events) if any(e["kind"] == "session_summary" for e in t)]
+        summary = _describe_turn(turns[-1], batch.project_root) if turns else None
+        if summary:
+            records.insert(0, summary)
+    return records
+
+
+TRANSIENT = ("Timeout", "APIConnectionError", "RateLimitError", "InternalServerError",
+             "ServiceUnavailableError", "BadGatewayError", "APIError")
+
+
+@dataclass
+class LLMResult:
+    """Records plus what the call cost, for the extraction_runs row."""
+
+    records: list
+    request: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    errors: list = field(default_factory=list)
+
+
+def llm_extract(batch: Batch, settings, complete, sleep=time.sleep) -> LLMResult:
+    """Extract with a model: bounded retries with backoff; raises ExtractionError with usage attached."""
+    ex = settings.extract
+    messages = build_messages(batch, ex.max_field_chars, ex.max_prompt_chars)
+    result = LLMResult(records=[], request=messages[1]["content"])
+    delay = ex.retry_backoff_seconds
+    for attempt in range(ex.retries + 1):
+        try:
+            completion = complete(messages, settings)
+            result.prompt_tokens += completion.prompt_tokens
+            result.completion_tokens += completion.completion_tokens
+            result.cost_usd += completion.cost_usd
+            result.records = candidates_from(parse_answer(completion.content), batch)
+            return result
+        except ExtractionError as exc:
+            result.errors.append(str(exc))
+        except Exception as exc:  # provider errors: any litellm exception class
+            result.errors.append(f"{type(exc).__name__}: {clip(str(exc), 200)}")
+            if type(exc).__name__ not in TRANSIENT:
+                break
+        if attempt < ex.retries:
+            sleep(delay)
+            delay *= 2
+    error = ExtractionError("; ".join(result.errors))
+    error.result = result  # type: ignore[attr-defined]
+    raise error
+
+
+def litellm_complete(messages: "list[dict]", settings) -> Completion:
+    """One chat completion through litellm (imported here, lazily: it costs seconds)."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no price-map fetch at import
+    os.environ.setdefault("LITELLM_MODE", "PRODUCTION")  # do not load ./.env into our environment
+    import litellm
+
+    litellm.suppress_debug_info = True
+    ex = settings.extract
+    kwargs = {"model": ex.model, "messages": messages, "timeout": ex.timeout_seconds,
+              "response_format": Extraction, "temperature": 0.2}
+    if ex.api_base:
+        kwargs["api_base"] = ex.api_base
+    if ex.model.startswith("openai/"):
+        kwargs["max_retries"] = 0  # the OpenAI SDK retries on its own otherwise; we retry ourselves
+    response = litellm.completion(**kwargs)
+    usage = getattr(response, "usage", None)
+    try:
+        cost = float(litellm.completion_cost(completion_response=response) or 0.0)
+    except Exception:  # unknown model in the price map: tokens are still counted
+        cost = 0.0
+    return Completion(
+        content=response.choices[0].message.content or "",
+        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        cost_usd=cost,
+    )

@@ -1,0 +1,115 @@
+"""The database schema as named, append-only migrations (sqlite-utils Migrations).
+
+Never rename, reorder or edit a migration that has shipped: add a new one.
+Later issues add session summaries and embeddings here the same way.
+"""
+
+from sqlite_utils import Migrations
+
+migrations = Migrations("kirolearn")
+
+RECORD_FTS_COLUMNS = ["title", "summary", "facts", "concepts", "files_touched"]
+
+
+@migrations()
+def m001_events(db):
+    """Every stored hook event (scrubbed) and its extraction state."""
+    db["events"].create(
+        {
+            "event_id": str,
+            "content_hash": str,
+            "kind": str,
+            "trigger": str,
+            "hook": str,
+            "generation": str,
+            "surface": str,
+            "session_id": str,
+            "project_id": str,
+            "project_root": str,
+            "cwd": str,
+            "received_at": str,
+            "stored_at": str,
+            "actor": str,
+            "host": str,
+            "client_version": str,
+            "body": str,  # the whole scrubbed event, JSON
+            "extract_state": str,  # pending | done
+            "run_id": str,  # the extraction run that consumed it
+        },
+        pk="event_id",
+        not_null={"content_hash", "kind", "session_id", "project_id", "received_at", "body", "extract_state"},
+        defaults={"extract_state": "pending"},
+    )
+    db["events"].create_index(["content_hash", "received_at"], index_name="idx_events_content")
+    db["events"].create_index(["extract_state", "project_id", "session_id", "event_id"], index_name="idx_events_pending")
+    db["events"].create_index(["project_id", "session_id"], index_name="idx_events_session")
+
+
+@migrations()
+def m002_memory_records(db):
+    """Memory records with their provenance, and an FTS5 index kept in sync by triggers."""
+    db["memory_records"].create(
+        {
+            "record_id": str,
+            "project_id": str,
+            "project_root": str,
+            "session_id": str,
+            "title": str,
+            "summary": str,
+            "facts": str,  # JSON list
+            "concepts": str,  # JSON list
+            "files_touched": str,  # JSON list
+            "observation_type": str,
+            "strategy": str,
+            "source_event_ids": str,  # JSON list
+            "run_id": str,
+            "record_hash": str,
+            "created_at": str,
+        },
+        pk="record_id",
+        not_null={"project_id", "title", "summary", "observation_type", "strategy", "created_at", "record_hash"},
+    )
+    db["memory_records"].create_index(["project_id", "created_at"], index_name="idx_records_project")
+    db["memory_records"].create_index(["record_hash"], index_name="idx_records_hash", unique=True)
+    db["memory_records"].enable_fts(RECORD_FTS_COLUMNS, create_triggers=True, tokenize="porter")
+
+
+@migrations()
+def m003_extraction_runs(db):
+    """One row per extraction attempt: what was sent, what it cost, how it ended."""
+    db["extraction_runs"].create(
+        {
+            "run_id": str,
+            "batch_key": str,  # first event id of the batch: groups retries of one batch
+            "project_id": str,
+            "session_id": str,
+            "reason": str,  # turn-end | size | idle | flush
+            "extractor": str,  # deterministic | llm
+            "model": str,
+            "event_count": int,
+            "request": str,  # the prompt sent (scrubbed), or "" for deterministic
+            "prompt_tokens": int,
+            "completion_tokens": int,
+            "cost_usd": float,
+            "outcome": str,  # ok | failed
+            "error": str,
+            "fallback_reason": str,  # why the deterministic extractor ran instead of the model
+            "records_written": int,
+            "started_at": str,
+            "finished_at": str,
+        },
+        pk="run_id",
+        not_null={"batch_key", "extractor", "outcome", "started_at"},
+        defaults={"prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0, "records_written": 0},
+    )
+    db["extraction_runs"].create_index(["batch_key", "outcome"], index_name="idx_runs_batch")
+    db["extraction_runs"].create_index(["started_at"], index_name="idx_runs_started")
+
+
+@migrations()
+def m004_drain_runs(db):
+    """One row per drain: what `kirolearn status` reports as the last drain."""
+    db["drain_runs"].create(
+        {"drain_id": str, "started_at": str, "finished_at": str, "stats": str, "error": str},
+        pk="drain_id",
+    )

@@ -1,0 +1,124 @@
+"""Effective settings: defaults < $KIROLEARN_HOME/config.toml < KIROLEARN_* variables.
+
+Off the hook path (pydantic). A wrong key or value is a `SettingsError` naming
+the key, the file and what is allowed, never a silent default.
+"""
+
+import os
+import sys
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from . import config
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - 3.10
+    import tomli as tomllib
+
+
+class SettingsError(ValueError):
+    """config.toml or a KIROLEARN_* variable holds something invalid."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class Extract(_Section):
+    """How batches become memory records."""
+
+    model: str = Field("", description="litellm model string, e.g. 'bedrock/…', 'ollama_chat/qwen2.5'; empty = deterministic extractor")
+    api_base: str = Field("", description="override the provider's endpoint (e.g. a local Ollama)")
+    timeout_seconds: float = Field(60.0, gt=0, description="per LLM call")
+    retries: int = Field(2, ge=0, le=10, description="retries of a transient LLM error within one attempt")
+    retry_backoff_seconds: float = Field(1.0, ge=0, description="first backoff; doubles each retry")
+    max_attempts: int = Field(3, ge=1, le=20, description="failed LLM attempts on one batch before the deterministic fallback")
+    daily_token_limit: int = Field(200_000, ge=0, description="prompt+completion tokens per UTC day; 0 = no limit")
+    daily_cost_limit_usd: float = Field(1.0, ge=0, description="dollars per UTC day by litellm's price map; 0 = no limit")
+    max_field_chars: int = Field(2_000, ge=100, description="each event field is cut to this before it is sent")
+    max_prompt_chars: int = Field(24_000, ge=1_000, description="whole batch rendering sent to the model")
+
+
+class Batch(_Section):
+    """When buffered events of one project+session are extracted."""
+
+    max_events: int = Field(40, ge=1, description="extract when a session has this many buffered events")
+    idle_seconds: float = Field(300.0, ge=0, description="extract a session idle this long even without a stop")
+
+
+class Dedup(_Section):
+    """Content dedup of repeated hook calls."""
+
+    window_seconds: float = Field(120.0, ge=0, description="identical events in one session this close together are stored once")
+
+
+class Scrub(_Section):
+    """Additions to the built-in secret patterns."""
+
+    extra_patterns: dict[str, str] = Field(default_factory=dict, description="type name = regex; matches become [REDACTED:<type>]")
+    allow: list[str] = Field(default_factory=list, description="literal strings never redacted")
+
+
+class Drain(_Section):
+    """The drainer's own pacing."""
+
+    poll_seconds: float = Field(1.0, gt=0, description="--watch: how often the spool is checked")
+    chunk_size: int = Field(500, ge=1, le=50_000, description="events stored per transaction")
+    lock_wait_seconds: float = Field(2.0, ge=0, description="how long a second drainer waits for the lock before giving up")
+
+
+class Settings(_Section):
+    """All settings; one attribute per config.toml table."""
+
+    extract: Extract = Field(default_factory=Extract)
+    batch: Batch = Field(default_factory=Batch)
+    dedup: Dedup = Field(default_factory=Dedup)
+    scrub: Scrub = Field(default_factory=Scrub)
+    drain: Drain = Field(default_factory=Drain)
+
+
+# Environment overrides: variable -> (table, key).
+ENV_OVERRIDES = {
+    "KIROLEARN_MODEL": ("extract", "model"),
+    "KIROLEARN_API_BASE": ("extract", "api_base"),
+    "KIROLEARN_DAILY_TOKEN_LIMIT": ("extract", "daily_token_limit"),
+    "KIROLEARN_DAILY_COST_LIMIT_USD": ("extract", "daily_cost_limit_usd"),
+}
+
+
+def settings_path() -> str:
+    """$KIROLEARN_HOME/config.toml."""
+    return os.path.join(config.home(), "config.toml")
+
+
+def _describe(error: ValidationError, source: str) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(p) for p in first["loc"])
+    return f"{source}: invalid setting '{where}': {first['msg']}"
+
+
+def load(path: "str | None" = None, env=None) -> Settings:
+    """Read the effective settings. A missing config.toml means all defaults."""
+    path = path or settings_path()
+    env = os.environ if env is None else env
+    data: dict = {}
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        pass
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"{path}: not valid TOML ({exc})") from None
+    try:
+        settings = Settings.model_validate(data)
+    except ValidationError as exc:
+        raise SettingsError(_describe(exc, path)) from None
+    for var, (table, key) in ENV_OVERRIDES.items():
+        if var in env:
+            try:
+                setattr(getattr(settings, table), key, env[var])
+            except ValidationError as exc:
+                raise SettingsError(_describe(exc, f"${var}").replace(f"'{key}'", f"'{table}.{key}'")) from None
+    return settings

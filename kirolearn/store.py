@@ -1,0 +1,190 @@
+"""The SQLite store (sqlite-utils): open, migrate, and every write the drainer makes.
+
+Opening applies pending migrations, turns on WAL and a 30 s busy timeout, and
+keeps the file 0600. Writes that belong together (a chunk of events; an
+extraction's records, its run row and the events it consumed) happen inside
+one `db.atomic()` so a crash leaves either all of it or none.
+"""
+
+import json
+import os
+import sqlite3
+from datetime import datetime, timedelta, timezone
+
+import sqlite_utils
+
+from . import config
+from .migrations import migrations
+
+BUSY_TIMEOUT_SECONDS = 30
+
+
+class SchemaTooNew(RuntimeError):
+    """The database was migrated by a newer kirolearn than this one."""
+
+
+def now_iso() -> str:
+    """Current UTC time in the store's ISO format (milliseconds, Z)."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def open_db(path: "str | None" = None) -> sqlite_utils.Database:
+    """Open (creating if needed) and migrate the database."""
+    path = path or config.db_path()
+    config.ensure_private_dir(os.path.dirname(os.path.abspath(path)))
+    if not os.path.exists(path):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS)
+    db = sqlite_utils.Database(conn)
+    if db.journal_mode != "wal":
+        db.enable_wal()
+    db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_SECONDS * 1000}")
+    db.execute("PRAGMA synchronous = NORMAL")  # safe with WAL: a power cut may lose the last commit, never corrupt
+    known = {m.name for m in migrations._migrations} if hasattr(migrations, "_migrations") else None
+    if known is not None and "_sqlite_migrations" in db.table_names():
+        applied = {
+            row["name"]
+            for row in db.query("select name from _sqlite_migrations where migration_set = ?", ["kirolearn"])
+        }
+        if applied - known:
+            raise SchemaTooNew(
+                f"{path} was written by a newer kirolearn (unknown migrations: "
+                f"{', '.join(sorted(applied - known))}); upgrade kirolearn"
+            )
+    migrations.apply(db)
+    return db
+
+
+# --- events ----------------------------------------------------------------
+
+
+def existing_event_ids(db, event_ids) -> "set[str]":
+    """Which of `event_ids` are already stored."""
+    found: set = set()
+    ids = list(event_ids)
+    for i in range(0, len(ids), 500):
+        part = ids[i : i + 500]
+        marks = ",".join("?" * len(part))
+        found.update(r[0] for r in db.execute(f"select event_id from events where event_id in ({marks})", part))
+    return found
+
+
+def has_content_duplicate(db, content_hash: str, since: "str | None", until: "str | None") -> bool:
+    """Is an event with this content stored, received in [since, until] (None = any time)?"""
+    if since is None:
+        sql, args = "select 1 from events where content_hash = ? limit 1", [content_hash]
+    else:
+        sql = "select 1 from events where content_hash = ? and received_at between ? and ? limit 1"
+        args = [content_hash, since, until]
+    return db.execute(sql, args).fetchone() is not None
+
+
+def insert_events(db, rows: "list[dict]") -> None:
+    """Insert event rows (caller holds the transaction)."""
+    if rows:
+        db["events"].insert_all(rows, pk="event_id", ignore=True, batch_size=200)
+
+
+# --- extraction buffer -------------------------------------------------------
+
+
+def pending_sessions(db) -> "list[dict]":
+    """Buffered (project, session) groups with their size, age and whether a turn ended."""
+    sql = """
+        select project_id, session_id, count(*) as n, min(event_id) as first_event_id,
+               max(received_at) as last_received_at,
+               max(case when kind = 'session_summary' then event_id end) as last_stop_id
+        from events where extract_state = 'pending'
+        group by project_id, session_id order by min(event_id)
+    """
+    return [dict(r) for r in db.query(sql)]
+
+
+def pending_events(db, project_id: str, session_id: str, up_to: "str | None" = None) -> "list[dict]":
+    """Buffered events of one session, oldest first (bodies decoded), optionally up to an event id."""
+    sql = "select body from events where extract_state = 'pending' and project_id = ? and session_id = ?"
+    args = [project_id, session_id]
+    if up_to:
+        sql += " and event_id <= ?"
+        args.append(up_to)
+    sql += " order by event_id"
+    return [json.loads(r[0]) for r in db.execute(sql, args)]
+
+
+def failed_attempts(db, batch_key: str) -> int:
+    """How many LLM extraction attempts on this batch have failed."""
+    row = db.execute(
+        "select count(*) from extraction_runs where batch_key = ? and outcome = 'failed'", [batch_key]
+    ).fetchone()
+    return row[0]
+
+
+def spend_today(db, now: "datetime | None" = None) -> "tuple[int, float]":
+    """(tokens, dollars) spent on LLM extraction since 00:00 UTC today."""
+    now = now or datetime.now(timezone.utc)
+    start = now.replace(hour=0, minute=0, second=0, microsecond=0).isoformat(timespec="milliseconds")
+    start = start.replace("+00:00", "Z")
+    row = db.execute(
+        "select coalesce(sum(prompt_tokens + completion_tokens), 0), coalesce(sum(cost_usd), 0) "
+        "from extraction_runs where extractor = 'llm' and started_at >= ?",
+        [start],
+    ).fetchone()
+    return int(row[0]), float(row[1])
+
+
+def record_row(record) -> dict:
+    """A MemoryRecord as a memory_records row (lists as JSON text)."""
+    from .dedup import tagged_hash
+
+    data = record.model_dump(mode="json")
+    data["record_hash"] = tagged_hash(
+        [data["project_id"], data["observation_type"], data["title"], data["summary"], data["source_event_ids"]]
+    )
+    for key in ("facts", "concepts", "files_touched", "source_event_ids"):
+        data[key] = json.dumps(data[key], ensure_ascii=False)
+    return data
+
+
+def commit_extraction(db, run: dict, records: list, event_ids: "list[str]") -> int:
+    """Store an extraction's records and run row, and mark its events done, atomically.
+
+    Returns how many records were new (identical records are stored once).
+    """
+    with db.atomic():
+        before = db["memory_records"].count
+        if records:
+            db["memory_records"].insert_all([record_row(r) for r in records], pk="record_id", ignore=True)
+        written = db["memory_records"].count - before
+        run = dict(run, records_written=written)
+        db["extraction_runs"].insert(run, pk="run_id")
+        for i in range(0, len(event_ids), 500):
+            part = event_ids[i : i + 500]
+            marks = ",".join("?" * len(part))
+            db.execute(
+                f"update events set extract_state = 'done', run_id = ? where event_id in ({marks})",
+                [run["run_id"], *part],
+            )
+    return written
+
+
+def record_failed_run(db, run: dict) -> None:
+    """Keep a failed LLM attempt for the retry count, the spend total and `status`."""
+    with db.atomic():
+        db["extraction_runs"].insert(dict(run, outcome="failed"), pk="run_id")
+
+
+def record_drain(db, drain_id: str, started_at: str, stats: dict, error: str = "") -> None:
+    """Remember one drain run for `kirolearn status`."""
+    with db.atomic():
+        db["drain_runs"].insert(
+            {"drain_id": drain_id, "started_at": started_at, "finished_at": now_iso(),
+             "stats": json.dumps(stats), "error": error},
+            pk="drain_id",
+            replace=True,
+        )
+
+
+def iso_shift(iso: str, seconds: float) -> str:
+    """Shift a store timestamp by `seconds` (keeps the store's format)."""
+    dt = datetime.fromisoformat(iso.replace("Z", "+00:00")) + timedelta(seconds=seconds)
+    return dt.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -1,0 +1,50 @@
+"""config.toml and KIROLEARN_* overrides: defaults, precedence and errors that name the key."""
+
+import pytest
+
+from kirolearn import settings
+
+
+def test_defaults_without_a_file(home):
+    s = settings.load()
+    assert s.extract.model == "" and s.batch.max_events == 40 and s.dedup.window_seconds == 120
+
+
+def test_file_then_environment(write_config, monkeypatch):
+    write_config('[extract]\nmodel = "ollama_chat/qwen2.5"\ndaily_token_limit = 5000\n[batch]\nidle_seconds = 10\n')
+    s = settings.load()
+    assert (s.extract.model, s.extract.daily_token_limit, s.batch.idle_seconds) == ("ollama_chat/qwen2.5", 5000, 10)
+    monkeypatch.setenv("KIROLEARN_MODEL", "bedrock/anthropic.claude-3-haiku")
+    monkeypatch.setenv("KIROLEARN_DAILY_TOKEN_LIMIT", "0")
+    s = settings.load()
+    assert s.extract.model == "bedrock/anthropic.claude-3-haiku" and s.extract.daily_token_limit == 0
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[extract]\nmodle = 'x'\n", "invalid setting 'extract.modle': Extra inputs are not permitted"),
+    ("[batchh]\n", "invalid setting 'batchh'"),
+    ("[drain]\nchunk_size = -1\n", "invalid setting 'drain.chunk_size'"),
+    ("[scrub]\nallow = 'x'\n", "invalid setting 'scrub.allow'"),
+    ("[extract\n", "not valid TOML"),
+])
+def test_errors_name_the_file_and_key(write_config, home, text, message):
+    write_config(text)
+    with pytest.raises(settings.SettingsError) as info:
+        settings.load()
+    assert message in str(info.value)
+    assert str(home / "config.toml") in str(info.value)
+
+
+def test_bad_environment_value_names_the_variable(monkeypatch):
+    monkeypatch.setenv("KIROLEARN_DAILY_TOKEN_LIMIT", "lots")
+    with pytest.raises(settings.SettingsError, match=r"\$KIROLEARN_DAILY_TOKEN_LIMIT: invalid setting 'extract.daily_token_limit'"):
+        settings.load()
+
+
+def test_every_setting_is_documented_in_the_readme():
+    import pathlib
+
+    readme = (pathlib.Path(__file__).parent.parent / "README.md").read_text("utf-8")
+    for table, section in settings.Settings.model_fields.items():
+        for key in section.annotation.model_fields:
+            assert f"`{table}.{key}`" in readme, f"{table}.{key} missing from README"
