@@ -161,3 +161,89 @@ def export_command(output):
 
 def main():  # pragma: no cover - console script
     cli()
+
+
+@cli.command(name="status")
+@json_option
+def status_command(json_):
+    """Show the spool, the last drain, what is stored and today's model spend.
+
+    Creates nothing: on a fresh machine it reports an empty spool and no database.
+    """
+    import os
+    import time
+
+    from . import config, spool
+    from .ids import ulid_time_ms
+
+    settings = _load_settings()
+    files = spool.ready_files()
+    oldest_age = None
+    if files:
+        oldest_age = round(time.time() - ulid_time_ms(os.path.basename(files[0])[:26]) / 1000, 1)
+    quarantine_dir = os.path.join(spool.root(), spool.QUARANTINE)
+    quarantined = (
+        len([n for n in os.listdir(quarantine_dir) if not n.endswith(".reason")])
+        if os.path.isdir(quarantine_dir) else 0
+    )
+    info = {
+        "home": config.home(),
+        "spool": {"ready": len(files), "oldest_age_seconds": oldest_age, "quarantined": quarantined},
+        "database": None,
+        "extractor": {"model": settings.extract.model or None, "mode": "llm" if settings.extract.model else "deterministic",
+                      "daily_token_limit": settings.extract.daily_token_limit,
+                      "daily_cost_limit_usd": settings.extract.daily_cost_limit_usd},
+    }
+    if os.path.exists(config.db_path()):
+        from . import store
+
+        db = _open_db()
+        tokens, dollars = store.spend_today(db)
+        ex = settings.extract
+        over = (ex.daily_token_limit and tokens >= ex.daily_token_limit) or (
+            ex.daily_cost_limit_usd and dollars >= ex.daily_cost_limit_usd)
+        if ex.model and over:
+            info["extractor"]["mode"] = "deterministic (daily limit reached)"
+        last = next(iter(db.query("select * from drain_runs order by drain_id desc limit 1")), None)
+        projects = [dict(r) for r in db.query(
+            "select project_root, count(*) as events, sum(extract_state = 'pending') as pending "
+            "from events group by project_id order by project_root")]
+        record_counts = {r["project_root"]: r["n"] for r in db.query(
+            "select project_root, count(*) as n from memory_records group by project_id")}
+        for p in projects:
+            p["records"] = record_counts.get(p["project_root"], 0)
+        failures = db.execute(
+            "select count(*) from extraction_runs where outcome = 'failed' and started_at >= ?",
+            [store.iso_shift(store.now_iso(), -86400)]).fetchone()[0]
+        info["database"] = {
+            "path": config.db_path(),
+            "events": db["events"].count,
+            "records": db["memory_records"].count,
+            "projects": projects,
+            "last_drain": {"finished_at": last["finished_at"], **json.loads(last["stats"])} if last else None,
+            "extraction_failures_24h": failures,
+        }
+        info["extractor"].update(tokens_today=tokens, cost_usd_today=round(dollars, 6))
+    if json_:
+        click.echo(json.dumps(info, indent=2, sort_keys=True))
+        return
+    s = info["spool"]
+    age = f", oldest {s['oldest_age_seconds']:.0f} s old" if s["oldest_age_seconds"] is not None else ""
+    click.echo(f"home: {info['home']}")
+    click.echo(f"spool: {s['ready']} events waiting{age}; {s['quarantined']} quarantined")
+    ex = info["extractor"]
+    limit = f", {ex.get('tokens_today', 0)} of {ex['daily_token_limit']} tokens today" if ex["model"] else ""
+    click.echo(f"extractor: {ex['mode']}{' (' + ex['model'] + ')' if ex['model'] else ''}{limit}")
+    db_info = info["database"]
+    if db_info is None:
+        click.echo("database: none yet (run `kirolearn drain`)")
+        return
+    click.echo(f"database: {db_info['events']} events, {db_info['records']} records ({db_info['path']})")
+    last = db_info["last_drain"]
+    if last:
+        click.echo(f"last drain: {last['finished_at']}: {last['events_read']} read, {last['stored']} stored, "
+                   f"{last['records_written']} records")
+    if db_info["extraction_failures_24h"]:
+        click.echo(f"model failures in the last 24 h: {db_info['extraction_failures_24h']}")
+    for p in db_info["projects"]:
+        click.echo(f"  {p['project_root']}: {p['events']} events ({p['pending']} buffered), {p['records']} records")

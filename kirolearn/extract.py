@@ -66,7 +66,8 @@ _COMMAND_TOOLS = ("execute_bash", "shell", "execute_pwsh", "bash", "run_command"
 _WRITE_TOOLS = ("fs_write", "write", "str_replace", "create", "edit", "append")
 _READ_TOOLS = ("fs_read", "read", "view")
 _EXIT_CODE = re.compile(r"Exit Code:\s*(-?\d+)", re.I)
-_STRONG_ERROR = re.compile(r"\w*(Error|Exception)\b|Traceback|FATAL|fatal:|[Dd]enied|[Nn]o such file|not found")
+# No leading \w* here: on a long run of word characters it makes search() quadratic.
+_STRONG_ERROR = re.compile(r"(?:Error|Exception)\b|Traceback|FATAL|fatal:|[Dd]enied|[Nn]o such file|not found")
 _WEAK_ERROR = re.compile(r"error|fail", re.I)
 
 

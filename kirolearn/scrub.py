@@ -477,18 +477,29 @@ _MAX_PASSES = 4
 
 
 _COMPILED: "tuple | None" = None
+_TRIGGER_RE: "re.Pattern[str] | None" = None  # every rule trigger, lowered, in one alternation
+_TRIGGER_RULES: dict = {}  # lowered trigger -> rules to try when it occurs
+_SMALL_TEXT = 65536  # below this one alternation finds the rules to run; above, one `in` per trigger
 
 
 def _builtin_rules() -> tuple:
-    global _COMPILED
+    global _COMPILED, _TRIGGER_RE
     if _COMPILED is None:
         g = globals()
         for name, (pattern, flags) in _SOURCES.items():
             g[name] = re.compile(pattern, flags)
-        _COMPILED = tuple(
+        rules = tuple(
             _Rule(kind, triggers, re.compile(pattern, flags), group, check, lower)
             for kind, triggers, pattern, group, check, lower, flags in _RULE_SPECS
         )
+        lowered = {t.lower() for rule in rules for t in rule.triggers}
+        # findall() reports non-overlapping matches, so an occurrence of trigger u can hide inside a
+        # match of t ("sk-" in "sk-ant-") or start in its tail; finding t therefore also runs u's rules.
+        for trig in lowered:
+            hidden = {u for u in lowered if u in trig or any(trig.endswith(u[:k]) for k in range(1, len(u)))}
+            _TRIGGER_RULES[trig] = [r for r in rules if hidden & {t.lower() for t in r.triggers}]
+        _TRIGGER_RE = re.compile("|".join(re.escape(t) for t in sorted(lowered, key=len, reverse=True)))
+        _COMPILED = rules
     return _COMPILED
 
 
@@ -582,7 +593,12 @@ class Scrubber:
         for kind, regex in self._extra:
             text = self._sub_extra(text, kind, regex)
         low = text.lower()
-        for rule in self._rules:
+        if len(text) < _SMALL_TEXT:
+            found = {r for t in set(_TRIGGER_RE.findall(low)) for r in _TRIGGER_RULES[t]}
+            rules = [r for r in self._rules if r in found]
+        else:
+            rules = self._rules
+        for rule in rules:
             hay = low if rule.lower else text
             if any(t in hay for t in rule.triggers):
                 text = self._sub(text, rule.kind, rule.regex, rule.group, rule.check)

@@ -155,7 +155,8 @@ def test_secrets_are_scrubbed_from_every_field(make_event, drain_now):
     assert stats.redactions["private"] >= 2
 
 
-def test_second_drainer_exits_saying_another_runs(make_event, home):
+def test_second_drainer_exits_saying_another_runs(make_event, home, write_config):
+    write_config("[drain]\nlock_wait_seconds = 0.1\n")
     make_event(tool_name="shell")
     held = drain.lock()
     try:
@@ -194,3 +195,29 @@ def test_bad_config_is_a_clear_error(write_config):
     result = CliRunner().invoke(cli, ["drain"])
     assert result.exit_code == 1
     assert "invalid setting 'batch.max_events'" in result.output
+
+
+def test_status_on_a_fresh_home_creates_nothing(home):
+    result = CliRunner().invoke(cli, ["status", "--json"], catch_exceptions=False)
+    info = json.loads(result.output)
+    assert info["spool"] == {"ready": 0, "oldest_age_seconds": None, "quarantined": 0}
+    assert info["database"] is None
+    assert not home.exists()
+
+
+def test_status_reports_spool_drain_and_fallback(make_event, home, write_config, drain_now):
+    write_config('[extract]\nmodel = "openai/x"\ndaily_token_limit = 10\n')
+    make_event("userPromptSubmit", prompt="a")
+    make_event("stop", assistant_response="b")
+    from kirolearn.extract import Completion
+    drain_now(complete=lambda m, c: Completion('{"records": []}', 20, 5))
+    runner = CliRunner()
+    runner.invoke(cli, ["drain"], catch_exceptions=False)  # records the drain run
+    make_event(tool_name="shell")
+    info = json.loads(runner.invoke(cli, ["status", "--json"], catch_exceptions=False).output)
+    assert info["spool"]["ready"] == 1
+    assert info["extractor"]["mode"] == "deterministic (daily limit reached)"
+    assert info["extractor"]["tokens_today"] == 25
+    assert info["database"]["events"] == 2 and info["database"]["last_drain"]["events_read"] == 0
+    text = runner.invoke(cli, ["status"]).output
+    assert "spool: 1 events waiting" in text and "daily limit reached" in text
