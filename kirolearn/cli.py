@@ -6,6 +6,7 @@ its keys are documented in README.md and only ever added to.
 """
 
 import json
+import sqlite3
 import sys
 
 import click
@@ -159,8 +160,6 @@ def export_command(output):
         output.write(json.dumps({"type": "record", **item}, ensure_ascii=False) + "\n")
 
 
-def main():  # pragma: no cover - console script
-    cli()
 
 
 @cli.command(name="status")
@@ -247,3 +246,94 @@ def status_command(json_):
         click.echo(f"model failures in the last 24 h: {db_info['extraction_failures_24h']}")
     for p in db_info["projects"]:
         click.echo(f"  {p['project_root']}: {p['events']} events ({p['pending']} buffered), {p['records']} records")
+
+
+def _store_trouble(exc) -> str:
+    from . import config
+
+    return (f"cannot read {config.db_path()}: {exc}. If it is locked, a long write is running: try again; "
+            "if it is corrupt, `sqlite3 <path> .recover` can salvage its rows into a new file")
+
+
+def _project_root(project):
+    import os
+
+    from .project import find_project_root
+
+    root, _ = find_project_root(os.path.abspath(project or os.getcwd()))
+    return root
+
+
+@cli.command(name="search")
+@click.argument("query")
+@click.option("--project", type=click.Path(file_okay=False), help="Project directory (default: the current one).")
+@click.option("--all-projects", is_flag=True, help="Search every project.")
+@click.option("--type", "types", multiple=True,
+              type=click.Choice(["tool_use", "decision", "error", "discovery", "pattern", "session_summary"]),
+              help="Only records of this observation type (repeatable).")
+@click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True, help="Most records to show.")
+@json_option
+def search_command(query, project, all_projects, types, limit, json_):
+    """Search memory records of the current project.
+
+    Any text works: quotes, operators and code are searched as plain words.
+
+    \b
+    Examples:
+        kirolearn search "database is locked"
+        kirolearn search migration --type decision --json
+        kirolearn search WAL --all-projects
+    """
+    import time
+
+    from . import context, recall
+
+    if project and all_projects:
+        raise click.UsageError("--project and --all-projects cannot be combined")
+    root = _project_root(project)
+    try:
+        conn = recall.connect_readonly(budget=5.0)
+        hits = recall.search(conn, query, project_id=None if all_projects else context.project_id(root),
+                             types=list(types) or None, limit=limit)
+    except sqlite3.Error as exc:
+        raise click.ClickException(_store_trouble(exc)) from None
+    if json_:
+        click.echo(json.dumps([h.to_dict() for h in hits], ensure_ascii=False, indent=2))
+        return
+    if not hits:
+        where = "any project" if all_projects else root
+        click.echo(f"No memory records match {query!r} in {where}.", err=True)
+        return
+    now = time.time()
+    for hit in hits:
+        click.echo(f"{hit.record_id}  {hit.score:6.2f}  [{hit.observation_type}] {hit.title}")
+        click.echo(f"    {context.age(hit.created_at, now)}" + (f" · {hit.project_root}" if all_projects else ""))
+
+
+@cli.command(name="context")
+@click.option("--session-start", is_flag=True, help="What the session-start hook would print.")
+@click.option("--prompt", help="What the prompt-submit hook would print for this prompt.")
+@click.option("--project", type=click.Path(file_okay=False), help="Project directory (default: the current one).")
+def context_command(session_start, prompt, project):
+    """Print exactly what a hook would inject, for debugging.
+
+    Read-only: it does not mark anything as shown for any session.
+    """
+    from . import context, recall
+
+    if bool(session_start) == (prompt is not None):
+        raise click.UsageError("give exactly one of --session-start or --prompt TEXT")
+    root = _project_root(project)
+    conf = context.settings()
+    try:
+        conn = recall.connect_readonly(budget=5.0)
+        if session_start:
+            text, _ = context.session_start(conn, root, conf=conf)
+        else:
+            text, _ = context.for_prompt(conn, root, prompt, conf=conf)
+    except sqlite3.Error as exc:
+        raise click.ClickException(_store_trouble(exc)) from None
+    if text:
+        click.echo(text, nl=False)
+    else:
+        click.echo("(nothing would be injected)", err=True)

@@ -3,7 +3,9 @@
 Replays the recorded Kiro sessions in queue/sessions/ through the real
 `kirolearn-hook` processes into a throw-away KIROLEARN_HOME, shows what was
 captured, drains it with the real `kirolearn drain` command (deterministic
-extractor unless KIROLEARN_MODEL is set) and prints the memory records.
+extractor unless KIROLEARN_MODEL is set), prints the memory records, and shows
+what the next session would be told: the session-start block, and the block
+for a follow-up prompt, through the real hook command.
 Run: python -m kirolearn.demo [--keep] [RECORDING ...]
 """
 
@@ -44,8 +46,10 @@ def main(argv=None) -> int:
     home = os.path.join(work, "kirolearn home")  # a space, on purpose
     os.environ["KIROLEARN_HOME"] = home
     print(f"kirolearn demo: KIROLEARN_HOME={home}\n")
+    projects = []
     for path in recordings:
         project = replay.make_project(os.path.join(work, "projects", os.path.basename(path)[:-6]))
+        projects.append(project)
         calls = replay.load(path)
         results = replay.replay(calls, project)
         failures = [r for r in results if r.returncode != 0 or r.stdout or r.stderr]
@@ -67,6 +71,7 @@ def main(argv=None) -> int:
         return 1
     print(f"\n== kirolearn drain --flush: {drained.strip()}")
     _show_records()
+    _show_recall(projects[0])
     if args.keep:
         print(f"\nkept: {work}")
     else:
@@ -97,6 +102,24 @@ def _show_records() -> None:
         print(f"\n### [{row['observation_type']}] {row['title']}")
         print(f"strategy {row['strategy']}, files {', '.join(json.loads(row['files_touched'])) or '-'}")
         print(row["summary"])
+
+
+NEXT_PROMPT = "orders with a quote in the reference crash the lookup again, same SQL problem?"
+
+
+def _show_recall(project: str) -> None:
+    import subprocess
+
+    hook = replay.hook_command()
+    for title, payload in (
+        ("a new session starts (agentSpawn)", {"hook_event_name": "agentSpawn", "cwd": project, "session_id": "demo-next"}),
+        # Another session: within "demo-next" these records were shown at its start already.
+        (f"in another session, the developer asks: {NEXT_PROMPT!r}",
+         {"hook_event_name": "userPromptSubmit", "cwd": project, "session_id": "demo-other", "prompt": NEXT_PROMPT}),
+    ):
+        out = subprocess.run([hook], input=json.dumps(payload).encode(), capture_output=True, timeout=30)
+        print(f"\n== recall in {os.path.basename(project)}: {title}; the hook prints:\n")
+        print(out.stdout.decode("utf-8", "replace").rstrip() or "(nothing)")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ Reads the hook payload (stdin JSON, or USER_PROMPT for IDE 0.x hooks), turns it
 into one event and publishes it to the spool. Standard library only, and it
 never breaks the agent: every error of its own ends in exit 0, one
 `[kirolearn] ...` line on stderr and a line in $KIROLEARN_HOME/logs/hook.log.
-Stdout is reserved for context meant for the agent (none yet).
+Stdout carries only the recalled memory printed on session start and prompt
+submit (kirolearn.context), and nothing at all when there is none.
 Set KIROLEARN_RAISE_ERRORS=1 to get tracebacks instead (tests do).
 """
 
@@ -209,7 +210,26 @@ def capture(argv: "list[str]", stdin: "bytes | None" = None) -> "str | None":
                 "no hook name: stdin JSON has no 'hook_event_name' and no EVENT argument was given"
             )
     event = events.build_event(name, payload, session_lookup=session_file_id)
-    return spool.append(event["event_id"], events.serialize(event))
+    path = spool.append(event["event_id"], events.serialize(event))
+    if event["trigger"] in ("agentSpawn", "userPromptSubmit"):
+        inject_context(event)
+    return path
+
+
+def inject_context(event: dict) -> None:
+    """Print recalled memory for the agent. Any failure prints nothing (and is logged)."""
+    try:
+        from . import context  # sqlite3 and the recall code load only for these two hooks
+
+        text = context.for_event(event)
+    except Exception as exc:  # noqa: BLE001 - a broken recall must not cost the captured event
+        if os.environ.get("KIROLEARN_RAISE_ERRORS"):
+            raise
+        log(f"recall for {event.get('trigger')}: {type(exc).__name__}: {str(exc)[:200]}")
+        return
+    if text:
+        sys.stdout.write(text)
+        sys.stdout.flush()
 
 
 def handle(argv: "list[str]", stdin: "bytes | None" = None) -> int:

@@ -477,13 +477,12 @@ _MAX_PASSES = 4
 
 
 _COMPILED: "tuple | None" = None
-_TRIGGER_RE: "re.Pattern[str] | None" = None  # every rule trigger, lowered, in one alternation
-_TRIGGER_RULES: dict = {}  # lowered trigger -> rules to try when it occurs
-_SMALL_TEXT = 65536  # below this one alternation finds the rules to run; above, one `in` per trigger
+_CASED_TRIGGERS: tuple = ()  # (trigger, rule) pairs checked against the text as is
+_LOWER_TRIGGERS: tuple = ()  # (trigger, rule) pairs checked against the lowered text
 
 
 def _builtin_rules() -> tuple:
-    global _COMPILED, _TRIGGER_RE
+    global _COMPILED, _CASED_TRIGGERS, _LOWER_TRIGGERS
     if _COMPILED is None:
         g = globals()
         for name, (pattern, flags) in _SOURCES.items():
@@ -492,13 +491,8 @@ def _builtin_rules() -> tuple:
             _Rule(kind, triggers, re.compile(pattern, flags), group, check, lower)
             for kind, triggers, pattern, group, check, lower, flags in _RULE_SPECS
         )
-        lowered = {t.lower() for rule in rules for t in rule.triggers}
-        # findall() reports non-overlapping matches, so an occurrence of trigger u can hide inside a
-        # match of t ("sk-" in "sk-ant-") or start in its tail; finding t therefore also runs u's rules.
-        for trig in lowered:
-            hidden = {u for u in lowered if u in trig or any(trig.endswith(u[:k]) for k in range(1, len(u)))}
-            _TRIGGER_RULES[trig] = [r for r in rules if hidden & {t.lower() for t in r.triggers}]
-        _TRIGGER_RE = re.compile("|".join(re.escape(t) for t in sorted(lowered, key=len, reverse=True)))
+        _CASED_TRIGGERS = tuple((t, r) for r in rules if not r.lower for t in r.triggers)
+        _LOWER_TRIGGERS = tuple((t, r) for r in rules if r.lower for t in r.triggers)
         _COMPILED = rules
     return _COMPILED
 
@@ -593,14 +587,11 @@ class Scrubber:
         for kind, regex in self._extra:
             text = self._sub_extra(text, kind, regex)
         low = text.lower()
-        if len(text) < _SMALL_TEXT:
-            found = {r for t in set(_TRIGGER_RE.findall(low)) for r in _TRIGGER_RULES[t]}
-            rules = [r for r in self._rules if r in found]
-        else:
-            rules = self._rules
-        for rule in rules:
-            hay = low if rule.lower else text
-            if any(t in hay for t in rule.triggers):
+        # One flat scan of the triggers (a substring test each) picks the rules worth running.
+        found = {r for t, r in _CASED_TRIGGERS if t in text}
+        found.update(r for t, r in _LOWER_TRIGGERS if t in low)
+        for rule in self._rules:
+            if rule in found:
                 text = self._sub(text, rule.kind, rule.regex, rule.group, rule.check)
         if "mysql" in low or "mariadb" in low:
             text = _MYSQL_CMD_RE.sub(self._sub_password_flags, text)

@@ -69,6 +69,15 @@ class Drain(_Section):
     lock_wait_seconds: float = Field(2.0, ge=0, description="how long a second drainer waits for the lock before giving up")
 
 
+class Recall(_Section):
+    """What the hooks inject (read by the hook itself with tomllib; see kirolearn.context)."""
+
+    budget_tokens: int = Field(1500, ge=0, description="size cap of one injected block, estimated at 4 characters a token")
+    prompt_records: int = Field(5, ge=0, description="most records injected for one prompt")
+    session_start_records: int = Field(3, ge=0, description="recent notable records shown after the last turn summary")
+    time_budget_ms: int = Field(250, ge=0, description="a recall slower than this is abandoned and prints nothing")
+
+
 class Settings(_Section):
     """All settings; one attribute per config.toml table."""
 
@@ -77,6 +86,7 @@ class Settings(_Section):
     dedup: Dedup = Field(default_factory=Dedup)
     scrub: Scrub = Field(default_factory=Scrub)
     drain: Drain = Field(default_factory=Drain)
+    recall: Recall = Field(default_factory=Recall)
 
 
 # Environment overrides: variable -> (table, key).

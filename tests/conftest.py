@@ -136,3 +136,31 @@ def drain_now():
         return stats, db
 
     return run
+
+
+@pytest.fixture
+def add_record(home):
+    """Insert a memory record straight into the store (as the drainer would); returns its id."""
+    from datetime import datetime, timezone
+
+    from kirolearn import dedup, store
+    from kirolearn.ids import new_ulid
+    from kirolearn.schema import MemoryRecord
+
+    db = store.open_db()
+
+    def add(project_root, title, summary="s", *, observation_type="discovery", facts=(), concepts=(),
+            files=(), created_at=None, session_id="sess-1"):
+        record = MemoryRecord(
+            record_id="mr_" + new_ulid(), project_id=dedup.project_id(str(project_root)),
+            project_root=str(project_root), session_id=session_id, title=title, summary=summary,
+            facts=list(facts), concepts=list(concepts), files_touched=list(files),
+            observation_type=observation_type, strategy="test", source_event_ids=[new_ulid()],
+            created_at=created_at or datetime.now(timezone.utc),
+        )
+        with db.atomic():
+            db["memory_records"].insert(store.record_row(record), pk="record_id")
+        return record.record_id
+
+    add.db = db
+    return add

@@ -48,3 +48,11 @@ def test_every_setting_is_documented_in_the_readme():
     for table, section in settings.Settings.model_fields.items():
         for key in section.annotation.model_fields:
             assert f"`{table}.{key}`" in readme, f"{table}.{key} missing from README"
+
+
+def test_the_hooks_recall_defaults_match_the_settings_model(write_config):
+    from kirolearn import context
+
+    assert context.DEFAULTS == settings.Recall().model_dump()
+    write_config("[recall]\nbudget_tokens = 300\nprompt_records = 2\n")
+    assert context.settings()["budget_tokens"] == 300 == settings.load().recall.budget_tokens

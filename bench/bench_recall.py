@@ -1,0 +1,143 @@
+"""Recall speed: search latency at 1k/10k/100k records, and the prompt-submit hook over 100k.
+
+Records are synthetic but shaped like real ones (titles, multi-sentence
+summaries, facts, files), spread over 20 projects. Words follow a Zipf law
+over ~4,100 words (the 120 domain words below are the most frequent, then
+generated identifiers), as real text does; a uniform 120-word vocabulary would
+make every query term match half the corpus.
+Queries are developer prompts from tests/fixtures/relevance.json. Prints a
+table; never fails.
+
+    python bench/bench_recall.py [--venv DIR] [--sizes 1000,10000,100000]
+"""
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURE = os.path.join(os.path.dirname(HERE), "tests", "fixtures", "relevance.json")
+WORDS = ("database lock timeout export script migration alembic column index query login session token "
+         "refresh middleware cache redis expire queue worker email signup checkout discount total report "
+         "timezone docker image wheel arm64 postgres driver vite node npm workflow pagination cursor order "
+         "reference apostrophe quote parameter injection sqlite wal journal busy retry backoff rate limit "
+         "window structlog logging handler gunicorn request api endpoint test flaky ordering fixture mock "
+         "config setting environment variable deploy staging production rollback feature flag build "
+         "compile error exception traceback stack import module package version upgrade dependency").split()
+
+
+def pct(values, q):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+def vocabulary(rng):
+    syllables = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "pa", "do", "fi", "gu", "ha", "je"]
+    extra = {"".join(rng.choice(syllables) for _ in range(rng.randint(2, 4))) for _ in range(5000)}
+    vocab = WORDS + sorted(extra - set(WORDS))[:4000]
+    weights, total = [], 0.0
+    for rank in range(1, len(vocab) + 1):
+        total += 1.0 / rank
+        weights.append(total)
+    return vocab, weights
+
+
+def fill(db_path, n, projects, rng):
+    from kirolearn import store
+
+    db = store.open_db(db_path)
+    have = db["memory_records"].count
+    rows = []
+    vocab, cum = vocabulary(rng)
+    for i in range(have, n):
+        root = projects[i % len(projects)]
+        words = lambda k: " ".join(rng.choices(vocab, cum_weights=cum, k=k))  # noqa: E731
+        rows.append({
+            "record_id": f"mr_{i:026d}", "project_id": store_pid(root), "project_root": root,
+            "session_id": f"s{i // 10}", "title": words(8).capitalize(), "summary": ". ".join(words(14) for _ in range(4)),
+            "facts": json.dumps([words(9) for _ in range(2)]), "concepts": json.dumps(words(3).split()),
+            "files_touched": json.dumps([f"app/{rng.choice(WORDS)}.py"]),
+            "observation_type": rng.choice(["tool_use", "tool_use", "session_summary", "error", "decision", "discovery"]),
+            "strategy": "bench", "source_event_ids": "[]", "run_id": None, "record_hash": f"h{i}",
+            "created_at": f"2026-{1 + i % 11:02d}-{1 + i % 28:02d}T10:00:00.000Z",
+        })
+    with db.atomic():
+        db["memory_records"].insert_all(rows, batch_size=1000)
+    db.conn.close()
+
+
+def store_pid(root):
+    from kirolearn.context import project_id
+
+    return project_id(root)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--venv", default=os.path.join(os.path.dirname(HERE), ".venv"))
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--runs", type=int, default=30)
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    prompts = [q["prompt"] for q in json.load(open(FIXTURE))["queries"]]
+    rng = random.Random(3)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        home = os.path.join(tmp, "home")
+        os.environ["KIROLEARN_HOME"] = home
+        from kirolearn import config, context, recall
+
+        projects = [os.path.join(tmp, f"project{i}") for i in range(20)]
+        for p in projects:
+            os.makedirs(os.path.join(p, ".git"))
+        for n in sizes:
+            fill(config.db_path(), n, projects, rng)
+            conn = recall.connect_readonly(budget=5.0)
+            pid = context.project_id(projects[0])
+            times = []
+            for _ in range(3):
+                for prompt in prompts:
+                    start = time.perf_counter()
+                    recall.search(conn, prompt, project_id=pid, limit=15)
+                    times.append((time.perf_counter() - start) * 1000)
+            conn.close()
+            rows.append((f"search at {n:,} records: median / p95 (ms)",
+                         f"{statistics.median(times):.1f} / {pct(times, 0.95):.1f}", "p95 <= 20 at 100k"))
+        # whole-process prompt-submit hook with recall over the largest store
+        python = os.path.join(args.venv, "bin", "python")
+        hook = os.path.join(args.venv, "bin", "kirolearn-hook")
+        python3 = shutil.which("python3") or python
+        bare, py3, hooked, printed = [], [], [], 0
+        for i in range(args.runs):
+            payload = json.dumps({"hook_event_name": "userPromptSubmit", "cwd": projects[0], "session_id": f"b{i}",
+                                  "prompt": prompts[i % len(prompts)]}).encode()
+            for cmd, bucket in (([python, "-c", "pass"], bare), ([python3, "-c", "pass"], py3), ([hook], hooked)):
+                start = time.perf_counter()
+                out = subprocess.run(cmd, input=payload, capture_output=True, env=os.environ).stdout
+                bucket.append((time.perf_counter() - start) * 1000)
+                if cmd == [hook] and out:
+                    printed += 1
+        med_hook = statistics.median(hooked)
+        rows += [
+            ("prompt-submit hook over 100k: median / p90 (ms)", f"{med_hook:.1f} / {pct(hooked, 0.9):.1f}", ""),
+            ("  runs that printed memory", f"{printed}/{args.runs}", ""),
+            ("  ratio to `python3 -c pass` (PATH shim)", f"{med_hook / statistics.median(py3):.2f}", "<= 3.0"),
+            ("  ratio to venv `python -c pass`", f"{med_hook / statistics.median(bare):.2f}", ""),
+        ]
+    width = max(len(r[0]) for r in rows)
+    print("recall speed")
+    print(f"{'figure':<{width}}  {'value':>14}  target")
+    for name, value, target in rows:
+        print(f"{name:<{width}}  {value:>14}  {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

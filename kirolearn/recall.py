@@ -1,0 +1,268 @@
+"""Recall: read-only search over memory records and the context block Kiro gets.
+
+Standard library only: it runs inside the hook process (design.md rule 1), so
+it opens SQLite read-only through the stdlib driver, inside a time budget. No
+database means nothing to say; a locked, corrupt or slow one raises
+sqlite3.Error, which the hook logs and turns into silence. Used by the hook, `kirolearn search` / `kirolearn context`, and MCP.
+
+Ranking: FTS5 BM25 over title, summary, facts, concepts and files (column
+weights below), then weighted by record type (summaries and decisions outrank
+routine tool use) and recency; ties break on created_at, then record_id.
+"""
+
+import json
+import math
+import os
+import re
+import sqlite3
+import time
+
+from . import config
+
+# bm25() weights, in the FTS column order title, summary, facts, concepts, files_touched, project_id.
+COLUMN_WEIGHTS = (8.0, 1.0, 2.0, 4.0, 3.0, 0.0)
+TEXT_COLUMNS = "{title summary facts concepts files_touched}"
+TYPE_WEIGHTS = {"session_summary": 1.3, "decision": 1.3, "error": 1.15, "discovery": 1.1, "pattern": 1.1,
+                "tool_use": 1.0}
+RECENCY_HALF_LIFE_DAYS = 30.0
+MAX_TERMS = 24
+DEFAULT_BUDGET_TOKENS = 1500
+CHARS_PER_TOKEN = 4  # rough estimate for English and code, no tokenizer dependency
+DEFAULT_TIME_BUDGET = 0.25  # seconds for one recall inside a hook
+RELATIVE_FLOOR = 0.35  # a prompt match must score at least this share of the best match
+COMMON_SHARE = 0.5  # words in more than this share of records carry no BM25 weight: not searched
+KEEP_RAREST = 2  # ... but the rarest few words of a prompt are always kept
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_STOPWORDS = frozenset(
+    """a an and are as at be been but by can could did do does doing done for from get got had has have
+    how i if in into is it its it's just let me my no not now of on or our please should so some such
+    than that the their them then there these they this those to too up us was we were what when where
+    which while who why will with would you your yes ok okay thanks thank hi hello hey also again still
+    make sure want need like look see tell show give use using used one two new way any all more most
+    very really something anything everything here""".split()
+)
+
+
+class Hit:
+    """One ranked memory record (a plain class: dataclasses costs the hook ~5 ms of imports)."""
+
+    FIELDS = ("record_id", "project_root", "session_id", "title", "summary", "facts", "concepts",
+              "files_touched", "observation_type", "strategy", "created_at", "bm25", "score", "matched_terms")
+    __slots__ = FIELDS
+
+    def __init__(self, record_id, project_root, session_id, title, summary, facts, concepts, files_touched,
+                 observation_type, strategy, created_at, bm25=0.0):
+        self.record_id, self.project_root, self.session_id = record_id, project_root, session_id
+        self.title, self.summary, self.facts, self.concepts = title, summary, facts, concepts
+        self.files_touched, self.observation_type, self.strategy = files_touched, observation_type, strategy
+        self.created_at, self.bm25, self.score, self.matched_terms = created_at, bm25, 0.0, []
+
+    def to_dict(self) -> dict:
+        """Plain dict for --json output and MCP results."""
+        return {k: getattr(self, k) for k in self.FIELDS}
+
+
+def iso_epoch(iso: str) -> "float | None":
+    """Seconds since the epoch of a 'YYYY-MM-DDTHH:MM:SS…Z' UTC timestamp (None if unreadable).
+
+    By hand: time.strptime and datetime cost the hook several ms of imports.
+    """
+    try:
+        y, m, d = int(iso[0:4]), int(iso[5:7]), int(iso[8:10])
+        hh, mm, ss = int(iso[11:13]), int(iso[14:16]), int(iso[17:19])
+    except (ValueError, TypeError):
+        return None
+    if not (1 <= m <= 12 and 1 <= d <= 31):
+        return None
+    y -= m <= 2  # days_from_civil (H. Hinnant)
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    days = era * 146097 + doe - 719468
+    return days * 86400 + hh * 3600 + mm * 60 + ss
+
+
+# --- opening the store read-only ------------------------------------------------------
+
+
+class _Deadline:
+    def __init__(self, seconds: float):
+        self.until = time.monotonic() + seconds
+
+    def __call__(self) -> int:
+        return 1 if time.monotonic() > self.until else 0
+
+
+def connect_readonly(db_path: "str | None" = None, budget: float = DEFAULT_TIME_BUDGET):
+    """A read-only connection that gives up after `budget` seconds, or None if there is no database."""
+    path = db_path or config.db_path()
+    if not os.path.exists(path):
+        return None
+    # An SQLite URI path only needs '%', '?' and '#' escaped (urllib.parse costs an import).
+    escaped = os.path.abspath(path).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+    uri = "file:" + escaped + "?mode=ro"
+    conn = sqlite3.connect(uri, uri=True, timeout=min(budget, 0.2), check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    conn.set_progress_handler(_Deadline(budget), 2000)
+    return conn
+
+
+# --- query building --------------------------------------------------------------------
+
+
+def terms(text: str, limit: int = MAX_TERMS) -> "list[str]":
+    """The telling words of `text`: no stopwords, no duplicates, identifiers and long words first."""
+    seen: dict = {}
+    for position, word in enumerate(_WORD.findall(text or "")):
+        low = word.lower()
+        if low in _STOPWORDS or low in seen or len(low) > 60:
+            continue
+        if len(low) < 3 and not any(ch.isdigit() for ch in low) and low.isascii():
+            continue
+        # identifiers (digits, underscores, camelCase) say the most, then longer words; ties keep order
+        identifier = any(ch.isdigit() or ch == "_" for ch in word) or (word[:1].islower() and word.lower() != word)
+        seen[low] = (0 if identifier else 1, -min(len(low), 12), position)
+    ranked = sorted(seen, key=seen.get)[:limit]
+    return sorted(ranked, key=lambda t: seen[t][2])
+
+
+def _phrase(word: str) -> str:
+    return '"' + word.replace('"', '""') + '"'
+
+
+def fts_query(words: "list[str]", project_id: "str | None" = None) -> str:
+    """An FTS5 MATCH expression: each word a quoted phrase, OR-ed over the text columns,
+    AND-ed with the project when given (FTS5 then scores only that project's rows).
+    Safe for any input: nothing the user typed is parsed as FTS5 syntax."""
+    text = f"{TEXT_COLUMNS} : (" + " OR ".join(_phrase(w) for w in words) + ")"
+    return f"project_id : {_phrase(project_id)} AND {text}" if project_id else text
+
+
+def _stem_prefix(word: str) -> str:
+    return word if len(word) <= 4 else word[: max(4, len(word) - 3)]
+
+
+def _matched(words: "list[str]", text: str) -> "list[str]":
+    low = text.lower()
+    return [w for w in words if _stem_prefix(w) in low]
+
+
+def _recency(created_at: str, now: float) -> float:
+    t = iso_epoch(created_at)
+    if t is None:
+        return 0.5
+    age_days = max(0.0, (now - t) / 86400)
+    return 0.5 + 0.5 * math.exp(-age_days * math.log(2) / RECENCY_HALF_LIFE_DAYS)
+
+
+def _hit(row, bm25: float = 0.0) -> Hit:
+    def lst(value):
+        try:
+            found = json.loads(value or "[]")
+            return found if isinstance(found, list) else []
+        except ValueError:
+            return []
+
+    return Hit(row["record_id"], row["project_root"], row["session_id"], row["title"], row["summary"],
+               lst(row["facts"]), lst(row["concepts"]), lst(row["files_touched"]), row["observation_type"],
+               row["strategy"], row["created_at"], bm25=bm25)
+
+
+def _drop_common(conn, words: "list[str]") -> "list[str]":
+    """Drop words that most records contain: BM25 gives them ~0 weight, yet they cost the most.
+
+    Document counts come from the fts5vocab table; the index holds Porter stems,
+    so a word is looked up by its stem-like prefix (an upper bound of its count).
+    """
+    if len(words) <= KEEP_RAREST:
+        return words
+    try:
+        total = conn.execute("select count(*) from memory_records_fts_docsize").fetchone()[0]
+        if total < 1000:
+            return words
+        counts = {}
+        for word in words:
+            prefix = _stem_prefix(word)
+            counts[word] = conn.execute(
+                "select coalesce(sum(doc), 0) from memory_records_fts_vocab where term >= ? and term < ?",
+                [prefix, prefix + "\U0010ffff"],
+            ).fetchone()[0]
+    except sqlite3.OperationalError:  # an older store without the vocabulary table
+        return words
+    rarest = set(sorted(words, key=lambda w: counts[w])[:KEEP_RAREST])
+    return [w for w in words if w in rarest or counts[w] <= COMMON_SHARE * total]
+
+
+def search(conn, query: str, *, project_id: "str | None" = None, types=None, limit: int = 10,
+           now: "float | None" = None) -> "list[Hit]":
+    """Ranked records matching `query` (any text, never an SQL syntax error).
+
+    A missing store gives []; a locked, corrupt or too-slow one raises
+    sqlite3.Error, which the hook logs and the CLI reports.
+    """
+    words = terms(query)
+    if conn is None or not words or limit <= 0:
+        return []
+    now = time.time() if now is None else now
+    weights = ", ".join(str(w) for w in COLUMN_WEIGHTS)
+    words = _drop_common(conn, words)
+    depth = max(limit * 5, 25)
+    # Rank inside the FTS index first and join only the top rows: joining every match
+    # before sorting read thousands of full records per query at 100k records.
+    sql = (f"with top as (select rowid, bm25(memory_records_fts, {weights}) as bm25 from memory_records_fts "
+           "where memory_records_fts match ? order by bm25 limit ?) "
+           "select r.*, top.bm25 from top join memory_records r on r.rowid = top.rowid")
+    args: list = [fts_query(words, project_id), depth if not types else depth * 20]
+    conditions = []
+    if project_id:
+        conditions.append("r.project_id = ?")  # already in the MATCH; kept as the authoritative filter
+        args.append(project_id)
+    if types:
+        conditions.append(f"r.observation_type in ({','.join('?' * len(types))})")
+        args.extend(types)
+    if conditions:
+        sql += " where " + " and ".join(conditions)
+    sql += " order by top.bm25 limit ?"
+    args.append(depth)
+    rows = conn.execute(sql, args).fetchall()  # the query is always well-formed: errors mean a sick store
+    hits = []
+    for row in rows:
+        hit = _hit(row, bm25=-row["bm25"])
+        text = " ".join([hit.title, hit.summary, *map(str, hit.facts), *map(str, hit.concepts),
+                         *map(str, hit.files_touched)])
+        hit.matched_terms = _matched(words, text)
+        hit.score = hit.bm25 * TYPE_WEIGHTS.get(hit.observation_type, 1.0) * _recency(hit.created_at, now)
+        hits.append(hit)
+    hits.sort(key=lambda h: (-round(h.score, 9), _neg(h.created_at), h.record_id))
+    return hits[:limit]
+
+
+def _neg(text: str) -> "tuple":
+    return tuple(-ord(c) for c in text)
+
+
+def relevant(hits: "list[Hit]", query: str) -> "list[Hit]":
+    """Hits worth injecting for a prompt: enough of the prompt's words, near the best score."""
+    words = terms(query)
+    if not hits or not words:
+        return []
+    need = 1 if len(words) <= 2 else 2
+    best = max(h.score for h in hits)
+    return [h for h in hits if len(h.matched_terms) >= need and h.score >= RELATIVE_FLOOR * best]
+
+
+def latest(conn, project_id: str, *, types=None, limit: int = 5, exclude=()) -> "list[Hit]":
+    """Newest records of a project, optionally of some types."""
+    if conn is None:
+        return []
+    sql = "select * from memory_records where project_id = ?"
+    args: list = [project_id]
+    if types:
+        sql += f" and observation_type in ({','.join('?' * len(types))})"
+        args.extend(types)
+    sql += " order by created_at desc, record_id desc limit ?"
+    args.append(limit + len(exclude))
+    rows = conn.execute(sql, args).fetchall()
+    return [h for h in (_hit(r) for r in rows) if h.record_id not in exclude][:limit]
