@@ -337,3 +337,141 @@ def context_command(session_start, prompt, project):
         click.echo(text, nl=False)
     else:
         click.echo("(nothing would be injected)", err=True)
+
+
+def _summaries_call(func, **kwargs):
+    from .summaries import SummaryError
+
+    try:
+        return func(_open_db(), **kwargs)
+    except SummaryError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _here(project):
+    from .summaries import Project
+
+    return Project(_project_root(project))
+
+
+def _scrubber():
+    from .scrub import Scrubber
+
+    conf = _load_settings()
+    return Scrubber(conf.scrub.extra_patterns, conf.scrub.allow)
+
+
+@cli.command(name="save-summary")
+@click.option("--request", help="What the user asked for.")
+@click.option("--investigated", help="What was explored.")
+@click.option("--learned", help="Key findings.")
+@click.option("--completed", help="What was delivered.")
+@click.option("--next-steps", help="Suggested follow-ups.")
+@click.option("--file-read", "files_read", multiple=True, help="A file read (repeatable).")
+@click.option("--file-modified", "files_modified", multiple=True, help="A file modified (repeatable).")
+@click.option("--stdin", "from_stdin", is_flag=True,
+              help="Read one JSON object with the seven fields (files as lists) from standard input.")
+@click.option("--project", type=click.Path(file_okay=False), help="Project directory (default: the current one).")
+@json_option
+def save_summary_command(request, investigated, learned, completed, next_steps, files_read, files_modified,
+                         from_stdin, project, json_):
+    """Save a structured turn summary as a memory record (what the MCP tool does).
+
+    \b
+    Examples:
+        kirolearn save-summary --request "Fix login 500" --investigated "auth.py" \\
+            --learned "SQL built with %" --completed "parameterised" --next-steps "orders.py" \\
+            --file-read app/auth.py --file-modified app/auth.py
+        echo '{"request": "...", ...}' | kirolearn save-summary --stdin --json
+    """
+    from . import summaries
+
+    if from_stdin:
+        if any((request, investigated, learned, completed, next_steps, files_read, files_modified)):
+            raise click.UsageError("--stdin takes all fields from the JSON document; drop the field options")
+        try:
+            doc = json.loads(sys.stdin.read())
+        except ValueError as exc:
+            raise click.ClickException(f"standard input is not valid JSON: {exc}") from None
+        if not isinstance(doc, dict):
+            raise click.ClickException("standard input must be one JSON object with the seven summary fields")
+        unknown = set(doc) - set(summaries.TURN_FIELDS)
+        if unknown:
+            raise click.ClickException(f"unknown field(s) {', '.join(sorted(unknown))}; "
+                                       f"expected {', '.join(summaries.TURN_FIELDS)}")
+        fields = {k: doc.get(k) for k in summaries.TURN_FIELDS}
+    else:
+        fields = {"request": request, "investigated": investigated, "learned": learned, "completed": completed,
+                  "next_steps": next_steps, "files_read": list(files_read), "files_modified": list(files_modified)}
+        missing = [f"--{k.replace('_', '-')}" for k, v in fields.items() if v is None]
+        if missing:
+            raise click.UsageError(f"missing {', '.join(missing)} (or pass the JSON document with --stdin)")
+    record = _summaries_call(summaries.save_turn_summary, project=_here(project), scrubber=_scrubber(), **fields)
+    if json_:
+        click.echo(json.dumps({"record_id": record.record_id, "title": record.title,
+                               "message": f"Saved turn summary {record.record_id}"}))
+    else:
+        click.echo(f"Saved turn summary {record.record_id}")
+
+
+@cli.command(name="session-end")
+@click.option("--session-id", required=True, help="The session being ended.")
+@click.option("--summary", help="What was done (required unless --auto-compress).")
+@click.option("--highlight", "highlights", multiple=True, help="A highlight (repeatable).")
+@click.option("--pitfall", "pitfalls", multiple=True, help="A gotcha for the next session (repeatable).")
+@click.option("--next-step", "next_steps", multiple=True, help="A next step (repeatable).")
+@click.option("--open-question", "open_questions", multiple=True, help="An open question (repeatable).")
+@click.option("--label", default="general", show_default=True, help="Project label (the tool's `project`).")
+@click.option("--auto-compress", is_flag=True, help="Let the configured model draft what is missing.")
+@click.option("--transcript", type=click.File("r", encoding="utf-8"), help="Session log file for --auto-compress ('-' for stdin).")
+@click.option("--project", type=click.Path(file_okay=False), help="Project directory (default: the current one).")
+@json_option
+def session_end_command(session_id, summary, highlights, pitfalls, next_steps, open_questions, label,
+                        auto_compress, transcript, project, json_):
+    """Save an end-of-session summary that the next session-init (and session start) returns.
+
+    \b
+    Example:
+        kirolearn session-end --session-id s1 --summary "Moved JWT checks into middleware" \\
+            --next-step "Rate-limit /auth/refresh" --pitfall "Refresh tokens are UTC"
+    """
+    from . import summaries
+
+    result = _summaries_call(
+        summaries.session_end, project=_here(project), session_id=session_id, summary=summary,
+        highlights=list(highlights), pitfalls=list(pitfalls), next_steps=list(next_steps),
+        open_questions=list(open_questions), label=label, auto_compress=auto_compress,
+        transcript=transcript.read() if transcript else None, settings=_load_settings(), scrubber=_scrubber())
+    if json_:
+        click.echo(json.dumps(result))
+        return
+    click.echo(f"Saved session summary {result['id']} for {result['project']} "
+               f"({result['summary_len']} characters, {result['next_steps_count']} next steps)")
+    if result.get("auto_compress_error"):
+        click.echo(f"auto-compress did not help: {result['auto_compress_error']}", err=True)
+
+
+@cli.command(name="session-init")
+@click.option("--label", default="general", show_default=True, help="Project label used at session-end.")
+@click.option("--project", type=click.Path(file_okay=False), help="Project directory (default: the current one).")
+@json_option
+def session_init_command(label, project, json_):
+    """Show the latest session-end summary of this project (it stays until superseded)."""
+    from . import summaries
+
+    found = _summaries_call(summaries.session_init, project=_here(project), label=label)
+    if json_:
+        click.echo(json.dumps(found, ensure_ascii=False))
+        return
+    if not found["found"]:
+        click.echo(found["message"])
+        return
+    click.echo(f"Last session {found['session_id']} ended {found['ended_at']}"
+               + (f" on branch {found['branch']}" if found.get("branch") else ""))
+    click.echo(found["summary"])
+    for head, key in (("Next steps", "next_steps"), ("Pitfalls", "pitfalls"), ("Open questions", "open_questions"),
+                      ("Highlights", "highlights")):
+        if found[key]:
+            click.echo(f"{head}:")
+            for item in found[key]:
+                click.echo(f"  - {item}")

@@ -160,13 +160,53 @@ def session_start(conn, project_root: str, *, now: "float | None" = None, conf: 
     conf = conf or settings()
     now = time.time() if now is None else now
     pid = project_id(project_root)
-    last = recall.latest(conn, pid, types=["session_summary"], limit=1)
-    shown = [h.record_id for h in last]
+    ended = last_session_end(conn, pid)
+    blocks, ids = [], []
+    if ended:
+        blocks.append(render_session_end(ended, now))
+        ids.append(ended["record_id"])
+    last = recall.latest(conn, pid, types=["session_summary"], limit=1, exclude=ids)
+    shown = ids + [h.record_id for h in last]
     notable = recall.latest(conn, pid, types=["decision", "error", "discovery", "pattern", "session_summary"],
                             limit=conf["session_start_records"], exclude=shown)
     hits = last + notable
-    text, used = render(SESSION_START_HEADING, [render_hit(h, now) for h in hits], conf["budget_tokens"])
-    return _scrub(text), [h.record_id for h in hits[:used]]
+    blocks += [render_hit(h, now) for h in hits]
+    text, used = render(SESSION_START_HEADING, blocks, conf["budget_tokens"])
+    return _scrub(text), (ids + [h.record_id for h in hits])[:used]
+
+
+def last_session_end(conn, pid: str) -> "dict | None":
+    """The newest session_end summary of a project (None if there is none or no such table yet)."""
+    import sqlite3
+
+    try:
+        row = conn.execute("select * from session_summaries where project_id = ? order by ended_at desc, rowid desc "
+                           "limit 1", [pid]).fetchone()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return None
+        raise
+    if row is None:
+        return None
+    found = dict(row)
+    for key in ("highlights", "pitfalls", "next_steps", "open_questions"):
+        try:
+            found[key] = json.loads(found[key] or "[]")
+        except ValueError:
+            found[key] = []
+    return found
+
+
+def render_session_end(ended: dict, now: float) -> str:
+    """The last session_end summary, open next steps first after the summary itself."""
+    where = f"branch {ended['branch']}, " if ended.get("branch") else ""
+    lines = [f"**Last session ended {age(ended['ended_at'], now)}** ({where}session {ended['session_id']})",
+             ended["summary"].strip()]
+    for head, key in (("Next steps", "next_steps"), ("Pitfalls", "pitfalls"), ("Open questions", "open_questions")):
+        if ended[key]:
+            lines.append(f"{head}:")
+            lines.extend(f"- {' '.join(str(item).split())[:300]}" for item in ended[key][:8])
+    return _quote(lines)
 
 
 def for_prompt(conn, project_root: str, prompt: str, *, already=(), now: "float | None" = None,

@@ -515,8 +515,11 @@ def llm_extract(batch: Batch, settings, complete, sleep=time.sleep) -> LLMResult
     raise error
 
 
-def litellm_complete(messages: "list[dict]", settings) -> Completion:
-    """One chat completion through litellm (imported here, lazily: it costs seconds)."""
+def litellm_complete(messages: "list[dict]", settings, response_format=None) -> Completion:
+    """One chat completion through litellm (imported here, lazily: it costs seconds).
+
+    `response_format` is the pydantic model the answer must match (default: Extraction).
+    """
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no price-map fetch at import
     os.environ.setdefault("LITELLM_MODE", "PRODUCTION")  # do not load ./.env into our environment
     import litellm
@@ -524,7 +527,7 @@ def litellm_complete(messages: "list[dict]", settings) -> Completion:
     litellm.suppress_debug_info = True
     ex = settings.extract
     kwargs = {"model": ex.model, "messages": messages, "timeout": ex.timeout_seconds,
-              "response_format": Extraction, "temperature": 0.2}
+              "response_format": response_format or Extraction, "temperature": 0.2}
     if ex.api_base:
         kwargs["api_base"] = ex.api_base
     if ex.model.startswith("openai/"):

@@ -141,3 +141,32 @@ def m007_fts_vocabulary(db):
     db.execute(
         "create virtual table if not exists memory_records_fts_vocab using fts5vocab(memory_records_fts, 'row')"
     )
+
+
+@migrations()
+def m008_session_summaries(db):
+    """session_end summaries, returned by session_init and shown at session start until superseded."""
+    db["session_summaries"].create(
+        {
+            "id": str,
+            "session_id": str,
+            "project": str,  # the label the caller gave ("general" by default)
+            "project_id": str,  # the project root the server resolved (marker walk)
+            "project_root": str,
+            "branch": str,
+            "summary": str,
+            "highlights": str,  # JSON lists
+            "pitfalls": str,
+            "next_steps": str,
+            "open_questions": str,
+            "auto_compress": int,
+            "compressed_used": int,
+            "auto_compress_error": str,
+            "record_id": str,  # the searchable memory record made from it
+            "ended_at": str,
+        },
+        pk="id",
+        not_null={"session_id", "project", "project_id", "summary", "ended_at"},
+    )
+    db["session_summaries"].create_index(["project_id", "project", "ended_at"], index_name="idx_session_summaries")
+    db["session_summaries"].create_index(["session_id"], index_name="idx_session_summaries_session")

@@ -10,6 +10,11 @@ from pathlib import Path
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+# Tests never touch the network: litellm must not fetch its price map (or read a .env)
+# whichever test imports it first.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
 BIN = Path(sys.executable).parent
 
 

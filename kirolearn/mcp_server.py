@@ -1,0 +1,247 @@
+"""`kirolearn-mcp`: the MCP stdio server Kiro starts (official SDK, mcp 1.x FastMCP).
+
+Stdout carries only the protocol; logs go to stderr and $KIROLEARN_HOME/logs/mcp.log.
+The project is resolved once, by the same marker walk as the hooks, from
+`--project DIR`, else $KIROLEARN_PROJECT, else the directory Kiro starts us in.
+Every tool validates its input and answers errors as MCP error results; the
+server itself never dies on bad input.
+"""
+
+import argparse
+import json
+import logging
+import os
+import sys
+from typing import Annotated, Literal, Optional
+
+from mcp.server.fastmcp import FastMCP
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
+
+from . import __version__, config, context, recall, store, summaries
+from .project import find_project_root
+from .scrub import Scrubber
+
+log = logging.getLogger("kirolearn.mcp")
+
+INSTRUCTIONS = (
+    "kirolearn is this project's memory. Call session_init at the start of a session to resume where the last "
+    "one ended; search_memory before re-investigating something; save_session_summary at the end of a "
+    "substantive turn; session_end before you finish a session."
+)
+
+
+class SavedRecord(BaseModel):
+    """A record the tool stored."""
+
+    record_id: str
+    title: str
+    message: str
+
+
+class SessionEndResult(BaseModel):
+    """What session_end returns (the seed's result shape)."""
+
+    id: str
+    session_id: str
+    project: str
+    ended_at: str
+    summary_len: int
+    next_steps_count: int
+    auto_compress: Optional[bool] = None
+    compressed_used: Optional[bool] = None
+    auto_compress_error: Optional[str] = None
+
+
+class SessionInitResult(BaseModel):
+    """The latest session_end summary of a project, or found=false."""
+
+    found: bool
+    project: str
+    message: Optional[str] = None
+    id: Optional[str] = None
+    session_id: Optional[str] = None
+    project_root: Optional[str] = None
+    branch: Optional[str] = None
+    summary: Optional[str] = None
+    highlights: list[str] = Field(default_factory=list)
+    pitfalls: list[str] = Field(default_factory=list)
+    next_steps: list[str] = Field(default_factory=list)
+    open_questions: list[str] = Field(default_factory=list)
+    auto_compress: Optional[bool] = None
+    compressed_used: Optional[bool] = None
+    auto_compress_error: Optional[str] = None
+    record_id: Optional[str] = None
+    ended_at: Optional[str] = None
+
+
+class Memory(BaseModel):
+    """One search hit."""
+
+    record_id: str
+    title: str
+    summary: str
+    observation_type: str
+    concepts: list[str]
+    files_touched: list[str]
+    created_at: str
+    score: float
+
+
+class SearchResult(BaseModel):
+    """search_memory's structured answer."""
+
+    results: list[Memory]
+
+
+def _result(text: str, structured: BaseModel) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)],
+                          structuredContent=structured.model_dump(exclude_none=True))
+
+
+def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
+    """The FastMCP server bound to one project (tests call this directly)."""
+    # Tools take a `project` *label* argument (the seed's API); the resolved project is `here`.
+    here = summaries.Project(project_root)
+    mcp = FastMCP("kirolearn", instructions=INSTRUCTIONS)
+
+    def db():
+        return store.open_db()
+
+    def scrubber() -> Scrubber:
+        from .settings import load
+
+        conf = settings or load()
+        return Scrubber(conf.scrub.extra_patterns, conf.scrub.allow)
+
+    write = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
+    read = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+
+    @mcp.tool(annotations=write)
+    def save_session_summary(
+        request: Annotated[str, Field(description="What the user asked for")],
+        investigated: Annotated[str, Field(description="What the agent explored")],
+        learned: Annotated[str, Field(description="Key findings or discoveries")],
+        completed: Annotated[str, Field(description="What was delivered")],
+        next_steps: Annotated[str, Field(description="Suggested follow-ups")],
+        files_read: Annotated[list[str], Field(description="Files read during the turn")],
+        files_modified: Annotated[list[str], Field(description="Files modified during the turn")],
+    ) -> Annotated[CallToolResult, SavedRecord]:
+        """Save a structured summary of this turn as a memory record (no LLM involved).
+
+        Use it at the end of a substantive turn: the record is searchable and shown to later sessions.
+        """
+        record = summaries.save_turn_summary(
+            db(), here, request=request, investigated=investigated, learned=learned, completed=completed,
+            next_steps=next_steps, files_read=files_read, files_modified=files_modified, scrubber=scrubber())
+        message = f"Saved turn summary {record.record_id}"
+        return _result(message, SavedRecord(record_id=record.record_id, title=record.title, message=message))
+
+    @mcp.tool(annotations=write)
+    def session_end(
+        session_id: Annotated[str, Field(description="This session's id")],
+        summary: Annotated[Optional[str], Field(description="What was done; required unless auto_compress")] = None,
+        highlights: Optional[list[str]] = None,
+        pitfalls: Annotated[Optional[list[str]], Field(description="Gotchas the next session must know")] = None,
+        next_steps: Optional[list[str]] = None,
+        open_questions: Optional[list[str]] = None,
+        project: Annotated[str, Field(description="Project label")] = "general",
+        auto_compress: Annotated[bool, Field(description="Let the configured LLM draft what is missing")] = False,
+        transcript: Annotated[Optional[str], Field(description="Session log for auto_compress")] = None,
+    ) -> Annotated[CallToolResult, SessionEndResult]:
+        """End-of-session capture: summary + highlights + pitfalls + next_steps so the next session can resume cleanly.
+
+        Set auto_compress=true to have the LLM generate the missing summary/next_steps/pitfalls from stored
+        session artifacts (or from an optional `transcript`).
+        """
+        result = summaries.session_end(
+            db(), here, session_id=session_id, summary=summary, highlights=highlights, pitfalls=pitfalls,
+            next_steps=next_steps, open_questions=open_questions, label=project,
+            auto_compress=auto_compress, transcript=transcript, settings=settings, complete=complete,
+            scrubber=scrubber())
+        return _result(json.dumps(result), SessionEndResult(**result))
+
+    @mcp.tool(annotations=read)
+    def session_init(
+        project: Annotated[str, Field(description="Project label used at session_end")] = "general",
+    ) -> Annotated[CallToolResult, SessionInitResult]:
+        """Return the latest session_end summary of this project so this session resumes cleanly.
+
+        Not consumed: its next steps and open questions stay until a later session_end supersedes them.
+        """
+        found = summaries.session_init(db(), here, project)
+        return _result(json.dumps(found, ensure_ascii=False), SessionInitResult(**found))
+
+    @mcp.tool(annotations=read)
+    def search_memory(
+        query: Annotated[str, Field(min_length=1, max_length=1000, description="What to look for")],
+        limit: Annotated[int, Field(description="Most results (1-100)")] = 10,
+    ) -> Annotated[CallToolResult, SearchResult]:
+        """Search this project's memory records (titles, summaries, facts, concepts, files)."""
+        limit = max(1, min(100, int(round(limit))))
+        conn = recall.connect_readonly(budget=5.0)
+        hits = recall.search(conn, query, project_id=here.id, limit=limit)
+        if not hits:
+            return _result("No matching memories found for the current project.", SearchResult(results=[]))
+        blocks = []
+        for h in hits:
+            block = f"### {h.title}\n\n{h.summary}"
+            if h.concepts:
+                block += "\nConcepts: " + ", ".join(h.concepts)
+            if h.files_touched:
+                block += "\nFiles:\n" + "\n".join(f"  {f}" for f in h.files_touched)
+            blocks.append(block)
+        text = context._scrub("\n\n".join(blocks))
+        results = [Memory(record_id=h.record_id, title=h.title, summary=h.summary, observation_type=h.observation_type,
+                          concepts=[str(c) for c in h.concepts], files_touched=[str(f) for f in h.files_touched],
+                          created_at=h.created_at, score=round(h.score, 4)) for h in hits]
+        return _result(text, SearchResult(results=results))
+
+    @mcp.tool(annotations=write)
+    def save_observation(
+        title: Annotated[str, Field(description="One line, 1-200 characters")],
+        summary: Annotated[str, Field(description="What happened and why it matters, 1-4000 characters")],
+        observation_type: Literal["tool_use", "decision", "error", "discovery", "pattern"],
+        facts: Annotated[list[str], Field(description="Durable facts (at most 50, 500 characters each)")],
+        concepts: Annotated[list[str], Field(description="Topics (at most 50, 100 characters each)")],
+        files_touched: Annotated[list[str], Field(description="Paths (at most 100, 500 characters each)")],
+    ) -> Annotated[CallToolResult, SavedRecord]:
+        """Save one observation (a decision, error, discovery, pattern or tool use) to this project's memory."""
+        record = summaries.save_observation(
+            db(), here, title=title, summary=summary, observation_type=observation_type, facts=facts,
+            concepts=concepts, files_touched=files_touched, scrubber=scrubber())
+        message = f"Saved observation {record.record_id}"
+        return _result(message, SavedRecord(record_id=record.record_id, title=record.title, message=message))
+
+    return mcp
+
+
+def _setup_logging() -> None:
+    handlers: list = [logging.StreamHandler(sys.stderr)]
+    try:
+        directory = config.ensure_private_dir(config.logs_dir())
+        handlers.append(logging.FileHandler(os.path.join(directory, "mcp.log"), encoding="utf-8"))
+    except (OSError, config.HomeNotFound):
+        pass
+    logging.basicConfig(level=logging.WARNING, handlers=handlers,
+                        format="%(asctime)s kirolearn-mcp %(levelname)s %(message)s")
+
+
+def main(argv=None) -> int:
+    """Console-script entry point: serve MCP over stdio until the client hangs up."""
+    parser = argparse.ArgumentParser(prog="kirolearn-mcp", description="kirolearn's MCP stdio server for Kiro.")
+    parser.add_argument("--project", help="project directory (default: $KIROLEARN_PROJECT, else the current directory)")
+    parser.add_argument("--version", action="version", version=f"kirolearn-mcp {__version__}")
+    args = parser.parse_args(argv)
+    _setup_logging()
+    start = args.project or os.environ.get("KIROLEARN_PROJECT") or os.getcwd()
+    if not os.path.isdir(start):
+        log.error("project directory %s does not exist: pass an existing --project DIR", start)
+        return 1
+    root, _ = find_project_root(os.path.abspath(start))
+    build_server(root).run("stdio")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

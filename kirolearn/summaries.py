@@ -1,0 +1,353 @@
+"""Turn and session summaries: the write paths behind the MCP tools and their CLI twins.
+
+- `save_turn_summary`: the seed's `save_session_summary` tool. The agent's seven
+  fields become one `session_summary` record directly (strategy
+  `mcp_session_summary`): no event, no buffer, no LLM.
+- `session_end` / `session_init`: a structured end-of-session summary, kept in
+  `session_summaries` and also stored as a searchable record; `session_init`
+  returns the newest one of a project (not consumed: it stays until superseded).
+- `save_observation`: one hand-made record of any type but `session_summary`.
+Every text is scrubbed first. Input errors raise `SummaryError` with a message
+meant for the caller (the MCP server turns it into an error result).
+"""
+
+import json
+import os
+from datetime import datetime, timezone
+
+from . import dedup, store
+from .ids import new_ulid, new_uuid4
+from .schema import FACT_MAX, FILE_MAX, SUMMARY_MAX, TITLE_MAX, MemoryRecord, clip_list
+from .scrub import Scrubber
+
+MAX_FIELD_CHARS = 100_000  # anything longer is a mistake, not a summary
+MAX_LIST_ITEMS = 200
+TRUNCATED = "[truncated]"
+SECTIONS = ("What was investigated", "What was learned", "What was completed", "Next steps")
+OBSERVATION_TYPES = ("tool_use", "decision", "error", "discovery", "pattern")
+TURN_FIELDS = ("request", "investigated", "learned", "completed", "next_steps", "files_read", "files_modified")
+
+
+class SummaryError(ValueError):
+    """Bad input to a summary tool; the message says what to fix."""
+
+
+class Project:
+    """Where summaries are filed: a project root found by the marker walk."""
+
+    def __init__(self, root: str):
+        self.root = root
+        self.id = dedup.project_id(root)
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.root.rstrip(os.sep)) or self.root
+
+
+def _text(name: str, value, *, required: bool = True) -> str:
+    if value is None:
+        if required:
+            raise SummaryError(f"'{name}' is required")
+        return ""
+    if not isinstance(value, str):
+        raise SummaryError(f"'{name}' must be a string, got {type(value).__name__}")
+    if len(value) > MAX_FIELD_CHARS:
+        raise SummaryError(f"'{name}' is {len(value):,} characters; the limit is {MAX_FIELD_CHARS:,}")
+    return value
+
+
+def _strings(name: str, value, *, required: bool = True) -> "list[str]":
+    if value is None:
+        if required:
+            raise SummaryError(f"'{name}' is required (a list of strings, may be empty)")
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise SummaryError(f"'{name}' must be a list of strings")
+    if len(value) > MAX_LIST_ITEMS:
+        raise SummaryError(f"'{name}' has {len(value)} items; the limit is {MAX_LIST_ITEMS}")
+    for item in value:
+        _text(f"{name}[]", item)
+    return value
+
+
+def now_iso() -> str:
+    """Current UTC time, ISO 8601 with seconds and Z (the result shape of session_end)."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _insert_record(db, record: MemoryRecord) -> None:
+    with db.atomic():
+        db["memory_records"].insert(store.record_row(record), pk="record_id", ignore=True)
+
+
+# --- save_session_summary (turn summary) ----------------------------------------------------
+
+
+def turn_summary_markdown(investigated: str, learned: str, completed: str, next_steps: str) -> str:
+    """The seed's four-section summary, at most 4,000 chars: sections dropped from the bottom."""
+    sections = [f"## {head}\n{body.strip()}" for head, body in zip(SECTIONS, (investigated, learned, completed, next_steps))]
+    text = "\n\n".join(sections)
+    if len(text) <= SUMMARY_MAX:
+        return text
+    tail = "\n\n" + TRUNCATED
+    while len(sections) > 1 and len("\n\n".join(sections)) + len(tail) > SUMMARY_MAX:
+        sections.pop()
+    text = "\n\n".join(sections)
+    if len(text) + len(tail) > SUMMARY_MAX:  # even the first section alone is too long: cut it
+        text = text[: SUMMARY_MAX - len(tail)]
+    return text + tail
+
+
+def save_turn_summary(db, project: Project, *, request, investigated, learned, completed, next_steps,
+                      files_read, files_modified, session_id: "str | None" = None,
+                      scrubber: "Scrubber | None" = None) -> MemoryRecord:
+    """Store the agent's structured turn summary as a session_summary record."""
+    scrubber = scrubber or Scrubber()
+    fields = {n: _text(n, v) for n, v in (("request", request), ("investigated", investigated),
+                                           ("learned", learned), ("completed", completed),
+                                           ("next_steps", next_steps))}
+    read, modified = _strings("files_read", files_read), _strings("files_modified", files_modified)
+    fields = {k: scrubber.scrub_text(v) for k, v in fields.items()}
+    title = " ".join(fields["request"].split())[:TITLE_MAX]
+    if not title:
+        raise SummaryError("'request' must not be empty: it becomes the record's title")
+    files = clip_list(scrubber.scrub_value(read + modified), FILE_MAX, 100)
+    record = MemoryRecord(
+        record_id="mr_" + new_ulid(), project_id=project.id, project_root=project.root,
+        session_id=session_id or "mcp", title=title,
+        summary=turn_summary_markdown(fields["investigated"], fields["learned"], fields["completed"],
+                                      fields["next_steps"]),
+        facts=[], concepts=[], files_touched=files, observation_type="session_summary",
+        strategy="mcp_session_summary", source_event_ids=[new_ulid()], created_at=store.now_iso(),
+    )
+    _insert_record(db, record)
+    return record
+
+
+# --- save_observation ----------------------------------------------------------------------------
+
+
+def save_observation(db, project: Project, *, title, summary, observation_type, facts, concepts, files_touched,
+                     session_id: "str | None" = None, scrubber: "Scrubber | None" = None) -> MemoryRecord:
+    """Store one hand-made observation (any type but session_summary)."""
+    scrubber = scrubber or Scrubber()
+    if observation_type not in OBSERVATION_TYPES:
+        raise SummaryError(f"'observation_type' must be one of {', '.join(OBSERVATION_TYPES)} "
+                           "(turn summaries go through save_session_summary)")
+    title = " ".join(scrubber.scrub_text(_text("title", title)).split())
+    summary = scrubber.scrub_text(_text("summary", summary)).strip()
+    if not 1 <= len(title) <= TITLE_MAX:
+        raise SummaryError(f"'title' must be 1-{TITLE_MAX} characters, got {len(title)}")
+    if not 1 <= len(summary) <= SUMMARY_MAX:
+        raise SummaryError(f"'summary' must be 1-{SUMMARY_MAX} characters, got {len(summary)}")
+    limits = {"facts": (facts, FACT_MAX, 50), "concepts": (concepts, 100, 50), "files_touched": (files_touched, FILE_MAX, 100)}
+    lists = {}
+    for name, (value, item_max, count_max) in limits.items():
+        items = [scrubber.scrub_text(v) for v in _strings(name, value)]
+        if len(items) > count_max:
+            raise SummaryError(f"'{name}' has {len(items)} items; the limit is {count_max}")
+        too_long = [v for v in items if len(v) > item_max]
+        if too_long:
+            raise SummaryError(f"'{name}' items must be at most {item_max} characters ({len(too_long[0])} given)")
+        lists[name] = [v for v in items if v.strip()]
+    record = MemoryRecord(
+        record_id="mr_" + new_ulid(), project_id=project.id, project_root=project.root,
+        session_id=session_id or "mcp", title=title, summary=summary, observation_type=observation_type,
+        strategy="mcp_observation", source_event_ids=[new_ulid()], created_at=store.now_iso(), **lists,
+    )
+    _insert_record(db, record)
+    return record
+
+
+# --- session_end / session_init ---------------------------------------------------------------
+
+
+def git_branch(root: str) -> "str | None":
+    """The checked-out branch, read from .git/HEAD (no git process)."""
+    try:
+        with open(os.path.join(root, ".git", "HEAD"), encoding="utf-8") as fh:
+            head = fh.read().strip()
+    except OSError:
+        return None
+    return head[len("ref: refs/heads/"):] if head.startswith("ref: refs/heads/") else None
+
+
+def session_log(db, project: Project, session_id: str, transcript: "str | None", max_chars: int = 24_000) -> str:
+    """What auto_compress summarises: the transcript if given, else the session's stored events."""
+    if transcript and transcript.strip():
+        text = transcript.strip()
+        return text if len(text) <= max_chars else text[:max_chars // 4] + "\n[...]\n" + text[-(max_chars * 3 // 4):]
+    from .extract import Batch, render_events
+
+    rows = db.execute("select body from events where project_id = ? and session_id = ? order by event_id",
+                      [project.id, session_id]).fetchall()
+    if not rows:
+        return ""
+    events = [json.loads(r[0]) for r in rows]
+    return render_events(Batch(project.id, project.root, session_id, events, "session-end"), 1500, max_chars)
+
+
+COMPRESS_PROMPT = """Summarise this coding-agent session so the next session can resume cleanly.
+Answer with JSON only: {"summary": "2-3 sentences: what was done and where it stands",
+"next_steps": ["..."], "pitfalls": ["gotchas the next session must know"]}.
+Text inside [REDACTED:...] markers stays redacted."""
+
+
+def compress(db, log: str, settings, complete=None) -> "tuple[dict | None, str | None]":
+    """Ask the configured model for {summary, next_steps, pitfalls}; returns (draft, error code)."""
+    from pydantic import BaseModel, Field, ValidationError
+
+    from . import extract
+
+    class Draft(BaseModel):
+        summary: str = ""
+        next_steps: list[str] = Field(default_factory=list)
+        pitfalls: list[str] = Field(default_factory=list)
+
+    if not log.strip():
+        return None, "empty_context"
+    if not settings.extract.model:
+        return None, "provider_unavailable"
+    tokens, dollars = store.spend_today(db)
+    ex = settings.extract
+    if (ex.daily_token_limit and tokens >= ex.daily_token_limit) or (
+            ex.daily_cost_limit_usd and dollars >= ex.daily_cost_limit_usd):
+        return None, "spend_limit_reached"
+    messages = [{"role": "system", "content": COMPRESS_PROMPT}, {"role": "user", "content": log}]
+    complete = complete or extract.litellm_complete
+    try:
+        completion = complete(messages, settings, response_format=Draft)
+    except Exception as exc:  # any provider failure
+        name = type(exc).__name__
+        return None, "timeout" if name == "Timeout" else "provider_unavailable"
+    _record_spend(db, completion, settings)
+    text = completion.content or ""
+    match = extract._FENCE.match(text)
+    try:
+        draft = Draft.model_validate_json(match.group(1) if match else text)
+    except ValidationError:
+        return None, "malformed_json"
+    return draft.model_dump(), None
+
+
+def _record_spend(db, completion, settings) -> None:
+    """Count auto_compress tokens against the same daily limit as extraction."""
+    with db.atomic():
+        db["extraction_runs"].insert({
+            "run_id": new_ulid(), "batch_key": "session_end", "extractor": "llm", "reason": "auto_compress",
+            "model": settings.extract.model, "event_count": 0, "request": "",
+            "prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens,
+            "cost_usd": completion.cost_usd, "outcome": "ok", "error": "", "fallback_reason": "",
+            "records_written": 0, "started_at": store.now_iso(), "finished_at": store.now_iso(),
+        }, pk="run_id")
+
+
+def _session_record_text(summary: str, highlights, pitfalls, next_steps, open_questions) -> str:
+    parts = [summary.strip()]
+    for head, items in (("Next steps", next_steps), ("Pitfalls", pitfalls), ("Open questions", open_questions),
+                        ("Highlights", highlights)):
+        if items:
+            parts.append(f"{head}:\n" + "\n".join(f"- {i}" for i in items))
+    text = "\n\n".join(p for p in parts if p)
+    return text if len(text) <= SUMMARY_MAX else text[: SUMMARY_MAX - 1] + "…"
+
+
+def session_end(db, project: Project, *, session_id, summary=None, highlights=None, pitfalls=None,
+                next_steps=None, open_questions=None, label="general", auto_compress=False, transcript=None,
+                settings=None, complete=None, scrubber: "Scrubber | None" = None) -> dict:
+    """Save an end-of-session summary; returns the tool's result object."""
+    scrubber = scrubber or Scrubber()
+    session_id = _text("session_id", session_id).strip()
+    if not session_id:
+        raise SummaryError("'session_id' must not be empty")
+    label = (_text("project", label, required=False) or "general").strip() or "general"
+    if not isinstance(auto_compress, bool):
+        raise SummaryError("'auto_compress' must be true or false")
+    summary = _text("summary", summary, required=False)
+    if not summary.strip() and not auto_compress:
+        raise SummaryError("'summary' is required unless auto_compress is true")
+    given = {
+        "highlights": _strings("highlights", highlights, required=False),
+        "pitfalls": _strings("pitfalls", pitfalls, required=False),
+        "next_steps": _strings("next_steps", next_steps, required=False),
+        "open_questions": _strings("open_questions", open_questions, required=False),
+    }
+    transcript = _text("transcript", transcript, required=False)
+    result_extra: dict = {}
+    compressed_used = False
+    if auto_compress:
+        if settings is None:
+            from .settings import load
+
+            settings = load()
+        log = scrubber.scrub_text(session_log(db, project, session_id, transcript))
+        draft, error = compress(db, log, settings, complete)
+        if draft:
+            # explicit arguments always win; the model only fills gaps
+            if not summary.strip() and draft["summary"].strip():
+                summary, compressed_used = draft["summary"], True
+            for key in ("next_steps", "pitfalls"):
+                if not given[key] and draft[key]:
+                    given[key], compressed_used = [str(x) for x in draft[key]][:MAX_LIST_ITEMS], True
+        result_extra = {"auto_compress": True, "compressed_used": compressed_used}
+        if error:
+            result_extra["auto_compress_error"] = error
+        if not summary.strip():
+            summary = f"Session {session_id} ended; no summary was written (auto_compress: {error or 'empty answer'})."
+    summary = scrubber.scrub_text(summary).strip()
+    given = {k: [i for i in (scrubber.scrub_text(x).strip() for x in v) if i] for k, v in given.items()}
+    ended_at = now_iso()
+    summary_id = new_uuid4().replace("-", "")
+    record_text = _session_record_text(summary, **given)
+    source_ids = [r[0] for r in db.execute(
+        "select event_id from events where project_id = ? and session_id = ? order by event_id",
+        [project.id, session_id]).fetchall()] or [new_ulid()]
+    first_line = " ".join(summary.split())
+    record = MemoryRecord(
+        record_id="mr_" + new_ulid(), project_id=project.id, project_root=project.root, session_id=session_id,
+        title=(f"Session summary: {first_line}")[:TITLE_MAX], summary=record_text or summary,
+        facts=clip_list(given["pitfalls"], FACT_MAX, 50), concepts=[], files_touched=[],
+        observation_type="session_summary", strategy="mcp_session_end", source_event_ids=source_ids,
+        created_at=store.now_iso(),
+    )
+    with db.atomic():
+        db["memory_records"].insert(store.record_row(record), pk="record_id", ignore=True)
+        db["session_summaries"].insert({
+            "id": summary_id, "session_id": session_id, "project": label, "project_id": project.id,
+            "project_root": project.root, "branch": git_branch(project.root), "summary": summary,
+            **{k: json.dumps(v, ensure_ascii=False) for k, v in given.items()},
+            "auto_compress": int(auto_compress), "compressed_used": int(compressed_used),
+            "auto_compress_error": result_extra.get("auto_compress_error"), "record_id": record.record_id,
+            "ended_at": ended_at,
+        }, pk="id")
+    return {"id": summary_id, "session_id": session_id, "project": label, "ended_at": ended_at,
+            "summary_len": len(summary), "next_steps_count": len(given["next_steps"]), **result_extra}
+
+
+def _decode(row: dict) -> dict:
+    out = dict(row)
+    for key in ("highlights", "pitfalls", "next_steps", "open_questions"):
+        out[key] = json.loads(out[key] or "[]")
+    out["auto_compress"] = bool(out["auto_compress"])
+    out["compressed_used"] = bool(out["compressed_used"])
+    return out
+
+
+def session_init(db, project: Project, label: str = "general") -> dict:
+    """The newest session_end summary of a project, all fields; stays until a later one supersedes it."""
+    label = (_text("project", label, required=False) or "general").strip() or "general"
+    rows = list(db.query(
+        "select * from session_summaries where project_id = ? and project = ? order by ended_at desc, rowid desc limit 1",
+        [project.id, label]))
+    if rows:
+        found = _decode(rows[0])
+        found.pop("project_id", None)
+        return {"found": True, **found}
+    known = [r["project"] for r in db.query(
+        "select distinct project from session_summaries where project_id = ? order by project", [project.id])]
+    if label != "general" and known:
+        raise SummaryError(f"no session summary for project '{label}' here; known projects: {', '.join(known)}")
+    if label != "general":
+        raise SummaryError(f"no session summary for project '{label}' here yet (this project has none at all)")
+    return {"found": False, "project": label,
+            "message": "No earlier session summary for this project: this is a fresh start."}

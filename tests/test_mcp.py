@@ -1,0 +1,277 @@
+"""The MCP server through a real MCP client session (in memory), plus one real stdio subprocess."""
+
+import json
+import os
+import subprocess
+import sys
+
+import anyio
+import pytest
+from mcp.shared.memory import create_connected_server_and_client_session
+
+from kirolearn import context, mcp_server, recall, settings, summaries
+from kirolearn.extract import Completion
+
+pytestmark = pytest.mark.filterwarnings("ignore:Items? .* `ReadOnly` qualifier:UserWarning")
+
+TURN = {"request": "Why does login 500 on plus-sign emails?", "investigated": "app/auth.py find_user",
+        "learned": "find_user formats SQL with %", "completed": "Parameterised the query",
+        "next_steps": "Fix app/orders.py the same way", "files_read": ["app/auth.py", "tests/test_auth.py"],
+        "files_modified": ["app/auth.py"]}
+
+
+def call(project, tool, args, **server_kwargs):
+    """Call one tool through a real client session; returns the CallToolResult."""
+    server = mcp_server.build_server(str(project), **server_kwargs)
+
+    async def go():
+        async with create_connected_server_and_client_session(server._mcp_server) as client:
+            return await client.call_tool(tool, args)
+
+    return anyio.run(go)
+
+
+def list_tools(project):
+    server = mcp_server.build_server(str(project))
+
+    async def go():
+        async with create_connected_server_and_client_session(server._mcp_server) as client:
+            return (await client.list_tools()).tools
+
+    return anyio.run(go)
+
+
+def text(result):
+    return result.content[0].text
+
+
+def test_tools_schemas_and_annotations(project):
+    tools = {t.name: t for t in list_tools(project)}
+    assert set(tools) == {"save_session_summary", "session_end", "session_init", "search_memory", "save_observation"}
+    s = tools["save_session_summary"].inputSchema
+    assert sorted(s["required"]) == sorted(TURN)
+    assert s["properties"]["files_read"]["type"] == "array"
+    e = tools["session_end"].inputSchema
+    assert e["required"] == ["session_id"]
+    assert e["properties"]["project"]["default"] == "general" and e["properties"]["auto_compress"]["default"] is False
+    assert set(e["properties"]) == {"session_id", "summary", "highlights", "pitfalls", "next_steps",
+                                    "open_questions", "project", "auto_compress", "transcript"}
+    assert tools["search_memory"].annotations.readOnlyHint is True
+    assert tools["session_init"].annotations.readOnlyHint is True
+    assert tools["save_observation"].annotations.destructiveHint is False
+    assert tools["save_observation"].inputSchema["properties"]["observation_type"]["enum"] == [
+        "tool_use", "decision", "error", "discovery", "pattern"]
+    assert "resume cleanly" in tools["session_end"].description
+    assert all(t.outputSchema for t in tools.values())
+
+
+def test_save_session_summary_builds_the_seed_record(project):
+    result = call(project, "save_session_summary", TURN)
+    assert not result.isError
+    record_id = result.structuredContent["record_id"]
+    assert text(result) == f"Saved turn summary {record_id}"
+    (hit,) = recall.search(recall.connect_readonly(), "plus-sign login")
+    assert hit.record_id == record_id and hit.observation_type == "session_summary"
+    assert hit.strategy == "mcp_session_summary" and hit.concepts == []
+    assert hit.files_touched == ["app/auth.py", "tests/test_auth.py"]  # union, de-duplicated
+    assert hit.summary == ("## What was investigated\napp/auth.py find_user\n\n## What was learned\n"
+                           "find_user formats SQL with %\n\n## What was completed\nParameterised the query\n\n"
+                           "## Next steps\nFix app/orders.py the same way")
+
+
+def test_turn_summary_limits_are_exact():
+    def md(n):
+        return summaries.turn_summary_markdown("i" * n, "l" * n, "c" * n, "n" * n)
+
+    fits = summaries.turn_summary_markdown("a", "b", "c", "d" * (4000 - len(md(0)) - 3))
+    assert len(fits) == 4000 and "[truncated]" not in fits
+    over = summaries.turn_summary_markdown("a", "b", "c", "d" * (4000 - len(md(0)) - 2))
+    assert over.endswith("## What was completed\nc\n\n[truncated]") and "Next steps" not in over
+    two = summaries.turn_summary_markdown("i" * 1000, "l" * 2900, "c" * 100, "n")
+    assert two.endswith("l\n\n[truncated]") and "What was completed" not in two and len(two) <= 4000
+    huge = summaries.turn_summary_markdown("i" * 9000, "l", "c", "n")
+    assert len(huge) == 4000 and huge.endswith("i\n\n[truncated]")
+
+
+def test_title_is_the_request_cut_to_200(project):
+    long_request = "x" * 250
+    result = call(project, "save_session_summary", dict(TURN, request=long_request))
+    assert result.structuredContent["title"] == "x" * 200
+
+
+@pytest.mark.parametrize("args, message", [
+    (dict(TURN, request="   "), "'request' must not be empty"),
+    (dict(TURN, learned="x" * 10_000_000), "'learned' is 10,000,000 characters; the limit is 100,000"),
+    ({k: v for k, v in TURN.items() if k != "completed"}, "completed"),
+    (dict(TURN, files_read="app/auth.py"), "files_read"),
+])
+def test_bad_input_is_an_error_result_not_a_crash(project, args, message):
+    result = call(project, "save_session_summary", args)
+    assert result.isError
+    assert message in text(result)
+
+
+def test_secrets_are_scrubbed_on_every_tool(project):
+    key = "ghp_" + "Zq9" * 12
+    call(project, "save_session_summary", dict(TURN, learned=f"the token was {key} <private>home addr</private>",
+                                                 files_read=[f"/tmp/{key}"]))
+    call(project, "save_observation", {"title": f"token {key}", "summary": f"key {key}", "observation_type": "decision",
+                                       "facts": [key], "concepts": [], "files_touched": []})
+    call(project, "session_end", {"session_id": "s1", "summary": f"used {key}", "pitfalls": [f"never log {key}"]})
+    from kirolearn import store
+
+    db = store.open_db()
+    dump = "\n".join(str(tuple(r)) for t in ("memory_records", "session_summaries") for r in db.execute(f"select * from {t}"))
+    assert key not in dump and "home addr" not in dump and "[REDACTED:github-token]" in dump
+
+
+def test_session_end_then_session_init_and_session_start(project):
+    args = {"session_id": "sess-2026-09-24-a", "project": "my-api",
+            "summary": "Moved JWT validation into middleware and fixed refresh-token expiry.",
+            "pitfalls": ["Refresh tokens are stored in UTC; do not compare with local time"],
+            "next_steps": ["Add rate limiting to /auth/refresh"], "open_questions": ["Rotate signing keys?"]}
+    result = call(project, "session_end", args)
+    assert not result.isError
+    shape = result.structuredContent
+    assert set(shape) == {"id", "session_id", "project", "ended_at", "summary_len", "next_steps_count"}
+    assert (shape["project"], shape["summary_len"], shape["next_steps_count"]) == ("my-api", 68, 1)
+    assert len(shape["id"]) == 32 and shape["ended_at"].endswith("Z")
+    assert json.loads(text(result)) == shape
+
+    for _ in range(2):  # not consumed: a crash-restarted session sees it again
+        init = call(project, "session_init", {"project": "my-api"}).structuredContent
+        assert init["found"] is True and init["next_steps"] == ["Add rate limiting to /auth/refresh"]
+        assert init["open_questions"] == ["Rotate signing keys?"] and init["summary"] == args["summary"]
+    assert call(project, "session_init", {}).structuredContent["found"] is False  # "general" has none
+    unknown = call(project, "session_init", {"project": "nope"})
+    assert unknown.isError and "known projects: my-api" in text(unknown)
+
+    block, _ = context.session_start(recall.connect_readonly(), str(project))
+    assert block.index("Last session ended") < block.index("Next steps:") < block.index("Add rate limiting")
+    assert "Open questions:" in block
+    # and it is a searchable memory record too
+    assert recall.search(recall.connect_readonly(), "JWT middleware")[0].strategy == "mcp_session_end"
+
+
+def test_session_end_needs_a_summary_unless_auto_compress(project):
+    result = call(project, "session_end", {"session_id": "s"})
+    assert result.isError and "'summary' is required unless auto_compress is true" in text(result)
+
+
+def _conf(model="openai/fake"):
+    s = settings.Settings()
+    s.extract.model = model
+    return s
+
+
+def test_auto_compress_fills_only_the_gaps(project):
+    def complete(messages, conf, response_format=None):
+        assert "we fixed the cache" in messages[1]["content"]
+        return Completion(json.dumps({"summary": "Drafted summary.", "next_steps": ["drafted step"],
+                                      "pitfalls": ["drafted pitfall"]}), 30, 10)
+
+    result = call(project, "session_end", {"session_id": "s", "auto_compress": True, "pitfalls": ["mine"],
+                                           "transcript": "user: we fixed the cache"},
+                  settings=_conf(), complete=complete)
+    shape = result.structuredContent
+    assert shape["auto_compress"] is True and shape["compressed_used"] is True and "auto_compress_error" not in shape
+    init = call(project, "session_init", {}).structuredContent
+    assert init["summary"] == "Drafted summary." and init["next_steps"] == ["drafted step"]
+    assert init["pitfalls"] == ["mine"]  # explicit arguments win
+
+
+@pytest.mark.parametrize("answer, error", [
+    ("this is not json", "malformed_json"),
+    (RuntimeError("connection refused"), "provider_unavailable"),
+])
+def test_auto_compress_failures_still_save(project, answer, error):
+    def complete(messages, conf, response_format=None):
+        if isinstance(answer, Exception):
+            raise answer
+        return Completion(answer, 5, 5)
+
+    result = call(project, "session_end", {"session_id": "s", "auto_compress": True, "transcript": "t"},
+                  settings=_conf(), complete=complete)
+    assert not result.isError
+    assert result.structuredContent["auto_compress_error"] == error
+    assert result.structuredContent["compressed_used"] is False
+    assert call(project, "session_init", {}).structuredContent["found"] is True
+
+
+def test_auto_compress_without_a_model_or_context(project):
+    r = call(project, "session_end", {"session_id": "s", "auto_compress": True, "transcript": "x"}, settings=_conf(""))
+    assert r.structuredContent["auto_compress_error"] == "provider_unavailable"
+    r = call(project, "session_end", {"session_id": "empty", "auto_compress": True}, settings=_conf())
+    assert r.structuredContent["auto_compress_error"] == "empty_context"
+
+
+def test_auto_compress_through_litellm_with_a_mock_model(project):
+    import litellm
+
+    class Fake(litellm.CustomLLM):
+        def completion(self, *args, **kwargs):
+            return litellm.completion(model="gpt-4o-mini", messages=kwargs["messages"], mock_response=json.dumps(
+                {"summary": "Mock summary.", "next_steps": ["a"], "pitfalls": []}))
+
+    before = litellm.custom_provider_map
+    litellm.custom_provider_map = [{"provider": "kirofake", "custom_handler": Fake()}]
+    try:
+        r = call(project, "session_end", {"session_id": "s", "auto_compress": True, "transcript": "did things"},
+                 settings=_conf("kirofake/x"))
+    finally:
+        litellm.custom_provider_map = before
+    assert r.structuredContent["compressed_used"] is True
+    assert call(project, "session_init", {}).structuredContent["summary"] == "Mock summary."
+
+
+def test_search_memory_and_save_observation(project):
+    empty = call(project, "search_memory", {"query": "anything"})
+    assert text(empty) == "No matching memories found for the current project."
+    saved = call(project, "save_observation", {"title": "Use WAL for the export job", "summary": "busy timeout 30",
+                                               "observation_type": "decision", "facts": ["timeout=30"],
+                                               "concepts": ["sqlite"], "files_touched": ["scripts/export.py"]})
+    assert text(saved).startswith("Saved observation mr_")
+    found = call(project, "search_memory", {"query": "export WAL", "limit": 500})
+    assert text(found) == ("### Use WAL for the export job\n\nbusy timeout 30\nConcepts: sqlite\n"
+                           "Files:\n  scripts/export.py")
+    assert found.structuredContent["results"][0]["observation_type"] == "decision"
+    bad = call(project, "save_observation", {"title": "t", "summary": "s", "observation_type": "session_summary",
+                                             "facts": [], "concepts": [], "files_touched": []})
+    assert bad.isError
+
+
+def test_stdio_subprocess_initialize_list_call(project, home):
+    env = dict(os.environ, KIROLEARN_PROJECT=str(project / "src"))
+    proc = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "kirolearn-mcp")], env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "save_session_summary", "arguments": TURN}},
+    ]
+    replies = {}
+    try:
+        for message in messages:
+            proc.stdin.write((json.dumps(message) + "\n").encode())
+            proc.stdin.flush()
+            if "id" not in message:
+                continue
+            while message["id"] not in replies:  # stdout carries only protocol lines
+                line = proc.stdout.readline()
+                assert line, proc.stderr.read().decode()[-2000:]
+                reply = json.loads(line)
+                replies[reply.get("id")] = reply
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=20)  # the server exits when the client hangs up
+        finally:
+            proc.kill()
+    assert proc.returncode == 0
+    assert replies[1]["result"]["serverInfo"]["name"] == "kirolearn"
+    assert len(replies[2]["result"]["tools"]) == 5
+    assert replies[3]["result"]["content"][0]["text"].startswith("Saved turn summary mr_")
+    hit = recall.search(recall.connect_readonly(), "plus-sign login")[0]
+    assert hit.project_root == str(project)  # marker walk from the subdirectory Kiro started us in
