@@ -15,6 +15,8 @@ import sys
 import tempfile
 import time
 
+from benchtable import print_table
+
 
 def make_spool(n: int, project: str) -> int:
     from kirolearn import events, spool
@@ -86,11 +88,7 @@ def main() -> int:
         ("records written", f"{extract_stats.records_written}", ""),
         ("database size (MB)", f"{db_mb:.1f}", ""),
     ]
-    width = max(len(r[0]) for r in rows)
-    print(f"drain throughput, {args.events} events, no LLM")
-    print(f"{'figure':<{width}}  {'value':>12}  target")
-    for name, value, target in rows:
-        print(f"{name:<{width}}  {value:>12}  {target}")
+    print_table(f"drain throughput, {args.events} events, no LLM", rows)
     return 0
 
 

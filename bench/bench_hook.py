@@ -17,6 +17,8 @@ import sys
 import tempfile
 import time
 
+from benchtable import pct, print_table
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -40,10 +42,6 @@ def time_run(cmd, stdin: bytes, env) -> float:
     subprocess.run(cmd, input=stdin, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     return (time.perf_counter() - start) * 1000
 
-
-def pct(values, q):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
 def main() -> int:
@@ -79,11 +77,7 @@ def main() -> int:
         ("events spooled", f"{spooled}", f"{args.runs + 3}"),
         ("Node-based Kiro memory hook, for scale (ms)", "~215", "reference/libraries"),
     ]
-    width = max(len(r[0]) for r in rows)
-    print(f"hook latency, {args.runs} alternating runs each, venv {args.venv}")
-    print(f"{'figure':<{width}}  {'value':>8}  target")
-    for name, value, target in rows:
-        print(f"{name:<{width}}  {value:>8}  {target}")
+    print_table(f"hook latency, {args.runs} alternating runs each, venv {args.venv}", rows)
     return 0
 
 

@@ -22,6 +22,8 @@ import sys
 import tempfile
 import time
 
+from benchtable import pct, print_table
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURE = os.path.join(os.path.dirname(HERE), "tests", "fixtures", "relevance.json")
 WORDS = ("database lock timeout export script migration alembic column index query login session token "
@@ -32,10 +34,6 @@ WORDS = ("database lock timeout export script migration alembic column index que
          "config setting environment variable deploy staging production rollback feature flag build "
          "compile error exception traceback stack import module package version upgrade dependency").split()
 
-
-def pct(values, q):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
 def vocabulary(rng):
@@ -131,11 +129,7 @@ def main() -> int:
             ("  ratio to `python3 -c pass` (PATH shim)", f"{med_hook / statistics.median(py3):.2f}", "<= 3.0"),
             ("  ratio to venv `python -c pass`", f"{med_hook / statistics.median(bare):.2f}", ""),
         ]
-    width = max(len(r[0]) for r in rows)
-    print("recall speed")
-    print(f"{'figure':<{width}}  {'value':>14}  target")
-    for name, value, target in rows:
-        print(f"{name:<{width}}  {value:>14}  {target}")
+    print_table("recall speed", rows)
     return 0
 
 

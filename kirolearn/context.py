@@ -12,6 +12,7 @@ import os
 import time
 
 from . import config, recall
+from .dedup import project_id  # stdlib-only, like this module
 
 SESSION_START_HEADING = "## kirolearn memory: where this project left off"
 PROMPT_HEADING = "## kirolearn memory: notes from earlier sessions that match this prompt"
@@ -40,11 +41,6 @@ def settings() -> dict:
     return values
 
 
-def project_id(project_root: str) -> str:
-    """Same id the drainer stores (kirolearn.dedup.project_id), computed here without pydantic."""
-    import hashlib
-
-    return hashlib.sha256(project_root.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 # --- per-session injection state --------------------------------------------------------
