@@ -223,6 +223,11 @@ def status_command(json_):
             "extraction_failures_24h": failures,
         }
         info["extractor"].update(tokens_today=tokens, cost_usd_today=round(dollars, 6))
+    from .doctor import hook_errors_since
+    from .install import wiring
+
+    info["hook_errors_24h"] = hook_errors_since(86400)
+    info["kiro_wiring"] = wiring()
     if json_:
         click.echo(json.dumps(info, indent=2, sort_keys=True))
         return
@@ -233,6 +238,11 @@ def status_command(json_):
     ex = info["extractor"]
     limit = f", {ex.get('tokens_today', 0)} of {ex['daily_token_limit']} tokens today" if ex["model"] else ""
     click.echo(f"extractor: {ex['mode']}{' (' + ex['model'] + ')' if ex['model'] else ''}{limit}")
+    if info["hook_errors_24h"]:
+        click.echo(f"hook errors in the last 24 h: {info['hook_errors_24h']} (see logs/hook.log)")
+    wired = info["kiro_wiring"]
+    click.echo("kiro: " + (", ".join(("" if w["present"] and not w["missing_binaries"] else "BROKEN ") + w["path"]
+                                      for w in wired) if wired else "not wired (run `kirolearn install`)"))
     db_info = info["database"]
     if db_info is None:
         click.echo("database: none yet (run `kirolearn drain`)")
@@ -475,3 +485,155 @@ def session_init_command(label, project, json_):
             click.echo(f"{head}:")
             for item in found[key]:
                 click.echo(f"  - {item}")
+
+
+@cli.command(name="install")
+@click.option("--project", type=click.Path(file_okay=False, exists=True),
+              help="Also wire this project: .kiro/agents, .kiro/hooks (v3 and IDE 0.x files), .kiro/settings/mcp.json.")
+@click.option("--global", "global_", is_flag=True,
+              help="Wire ~/.kiro (agent config and MCP server); the default when --project is not given.")
+@click.option("--dry-run", is_flag=True, help="Print the diff of every file it would touch; write nothing.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask before writing.")
+@click.option("--set-default", is_flag=True, help="Also make `kirolearn` Kiro CLI's default agent.")
+def install_command(project, global_, dry_run, yes, set_default):
+    """Wire kirolearn's hooks and MCP server into Kiro (CLI and IDE).
+
+    Writes only its own entries, keeps everything else in shared files, and
+    records what it wrote so `kirolearn uninstall` can undo exactly that.
+    Running it again changes nothing.
+
+    \b
+    Examples:
+        kirolearn install                      # ~/.kiro: the kirolearn agent and the MCP server
+        kirolearn install --project . --yes    # and this project's .kiro/ files
+        kirolearn install --project . --dry-run
+    """
+    from . import install
+
+    try:
+        changes = install.plan_install(project, global_ or not project)
+    except install.InstallError as exc:
+        raise click.ClickException(str(exc)) from None
+    _apply_changes(changes, dry_run, yes, installing=True)
+    if set_default and not dry_run:
+        try:
+            click.echo(install.set_default_agent())
+        except install.InstallError as exc:
+            raise click.ClickException(str(exc)) from None
+    if not dry_run:
+        click.echo("next: `kirolearn schedule` to drain in the background; Kiro CLI users start "
+                   "`kiro-cli chat --agent kirolearn`")
+
+
+def _apply_changes(changes, dry_run, yes, *, installing):
+    from . import install
+
+    problems = [c for c in changes if c.problem]
+    todo = [c for c in changes if c.changed]
+    for c in changes:
+        if not c.problem and not c.changed:
+            click.echo(f"unchanged  {c.path}")
+    for c in todo:
+        verb = "create" if c.before is None else ("remove" if c.after is None else "update")
+        click.echo(f"{verb:<10} {c.path}")
+        if dry_run:
+            click.echo(c.diff())
+    for c in problems:
+        click.echo(f"skipped    {c.problem}", err=True)
+    if not dry_run and todo:
+        if not yes and sys.stdin.isatty() and not click.confirm(f"write {len(todo)} file(s)?", default=True):
+            raise click.Abort()
+    if not dry_run:
+        install.apply(changes, installing=installing)
+    if problems:
+        raise click.ClickException(f"{len(problems)} file(s) left untouched; see above")
+
+
+@cli.command(name="uninstall")
+@click.option("--project", type=click.Path(file_okay=False),
+              help="Only undo what was installed into this project (default: every recorded install).")
+@click.option("--purge", is_flag=True, help=f"Also delete all kirolearn data ($KIROLEARN_HOME).")
+@click.option("--dry-run", is_flag=True, help="Print what would change; write nothing.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask before writing or deleting.")
+def uninstall_command(project, purge, dry_run, yes):
+    """Remove exactly what `kirolearn install` added, from every project it recorded.
+
+    Your memory is kept unless --purge.
+    """
+    import os
+    import shutil
+
+    from . import config, install
+
+    _apply_changes(install.plan_uninstall(project), dry_run, yes, installing=False)
+    if purge and not dry_run:
+        home = config.home()
+        if os.path.isdir(home):
+            if not yes and sys.stdin.isatty() and not click.confirm(f"delete {home} and all memory in it?"):
+                raise click.Abort()
+            shutil.rmtree(home)
+            click.echo(f"removed    {home}")
+
+
+@cli.command(name="schedule")
+@click.option("--every", default="1m", show_default=True, help="Interval: 1m, 5m, 1h, …")
+@click.option("--systemd", "kind", flag_value="systemd", help="A systemd user timer.")
+@click.option("--cron", "kind", flag_value="cron", help="A crontab line.")
+@click.option("--launchd", "kind", flag_value="launchd", help="A launchd agent (macOS).")
+@click.option("--print", "print_only", is_flag=True, help="Print the job instead of installing it.")
+@click.option("--remove", is_flag=True, help="Remove the job.")
+def schedule_command(every, kind, print_only, remove):
+    """Run `kirolearn drain` periodically (default: launchd on macOS, systemd where it runs, else cron).
+
+    The drain's own lock keeps runs from overlapping.
+    """
+    from . import schedule
+
+    kind = kind or schedule.default_kind()
+    try:
+        seconds = schedule.parse_every(every)
+        if print_only:
+            if kind == "cron":
+                click.echo(schedule.cron_line(seconds))
+            else:
+                for job in (schedule.systemd_job(seconds) if kind == "systemd" else schedule.launchd_job(seconds)):
+                    click.echo(f"# {job.path}\n{job.content}")
+            return
+        click.echo(schedule.remove_job(kind) if remove else schedule.install_job(kind, seconds))
+    except schedule.ScheduleError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@cli.group(name="config", context_settings=CONTEXT_SETTINGS)
+def config_group():
+    """Inspect kirolearn's settings ($KIROLEARN_HOME/config.toml and KIROLEARN_* variables)."""
+
+
+@config_group.command(name="show")
+@json_option
+def config_show(json_):
+    """Print every effective setting and where it came from (default, file or environment)."""
+    from .settings import effective
+
+    try:
+        rows = effective()
+    except Exception as exc:  # SettingsError
+        raise click.ClickException(str(exc)) from None
+    if json_:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for row in rows:
+        click.echo(f"{row['key']} = {json.dumps(row['value'])}    # {row['source']}")
+
+
+@cli.command(name="doctor")
+def doctor_command():
+    """Check the installation and say what to fix; exit 1 when something is wrong."""
+    from .doctor import run_checks
+
+    problems = 0
+    for level, message in run_checks():
+        click.echo(f"{level:<5} {message}")
+        problems += level == "FAIL"
+    if problems:
+        raise SystemExit(1)

@@ -132,3 +132,28 @@ def load(path: "str | None" = None, env=None) -> Settings:
             except ValidationError as exc:
                 raise SettingsError(_describe(exc, f"${var}").replace(f"'{key}'", f"'{table}.{key}'")) from None
     return settings
+
+
+def effective(path: "str | None" = None, env=None) -> "list[dict]":
+    """Every setting with its value and source: 'default', the file, or the variable."""
+    path = path or settings_path()
+    env = os.environ if env is None else env
+    current = load(path, env)
+    try:
+        with open(path, "rb") as fh:
+            in_file = tomllib.load(fh)
+    except FileNotFoundError:
+        in_file = {}
+    by_var = {f"{table}.{key}": var for var, (table, key) in ENV_OVERRIDES.items() if var in env}
+    rows = []
+    for table, section in current:
+        for key, value in section:
+            dotted = f"{table}.{key}"
+            if dotted in by_var:
+                source = f"${by_var[dotted]}"
+            elif key in in_file.get(table, {}):
+                source = path
+            else:
+                source = "default"
+            rows.append({"key": dotted, "value": value, "source": source})
+    return rows

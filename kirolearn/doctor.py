@@ -1,0 +1,83 @@
+"""`kirolearn doctor`: every check `status` implies, each with what to do about it."""
+
+import os
+import time
+
+from . import config, install, spool
+from .ids import ulid_time_ms
+
+SPOOL_STALE_SECONDS = 3600
+
+
+def hook_errors_since(seconds: float) -> int:
+    """Lines logged by hooks in the last `seconds`."""
+    path = os.path.join(config.logs_dir(), "hook.log")
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            lines = fh.readlines()
+    except OSError:
+        return 0
+    cutoff = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() - seconds))
+    return sum(1 for line in lines if line[:19] >= cutoff)
+
+
+def run_checks():
+    """Yield (level, message) pairs; level is OK, WARN or FAIL."""
+    from .settings import SettingsError, load
+
+    try:
+        conf = load()
+        yield "OK", "config.toml is valid" if os.path.exists(os.path.join(config.home(), "config.toml")) else \
+            "no config.toml: all defaults"
+    except SettingsError as exc:
+        yield "FAIL", f"{exc}"
+        conf = None
+    home = config.home()
+    if os.path.isdir(home) and not os.access(home, os.W_OK):
+        yield "FAIL", f"{home} is not writable: hooks cannot record anything; fix its permissions"
+    files = spool.ready_files()
+    if files:
+        age = time.time() - ulid_time_ms(os.path.basename(files[0])[:26]) / 1000
+        if age > SPOOL_STALE_SECONDS:
+            yield "FAIL", (f"{len(files)} events waiting, the oldest {age / 3600:.1f} h old: no drain is running; "
+                           "run `kirolearn drain` and `kirolearn schedule`")
+        else:
+            yield "OK", f"{len(files)} events waiting to be drained"
+    else:
+        yield "OK", "spool is empty"
+    qdir = os.path.join(spool.root(), spool.QUARANTINE)
+    quarantined = [n for n in os.listdir(qdir) if not n.endswith(".reason")] if os.path.isdir(qdir) else []
+    if quarantined:
+        yield "WARN", f"{len(quarantined)} quarantined file(s) in {qdir}: read the .reason files beside them"
+    errors = hook_errors_since(86400)
+    if errors:
+        yield "WARN", f"{errors} hook error(s) in the last 24 h: see {os.path.join(config.logs_dir(), 'hook.log')}"
+    if os.path.exists(config.db_path()):
+        try:
+            from . import store
+
+            db = store.open_db()
+            failures = db.execute("select count(*) from extraction_runs where outcome = 'failed' and started_at >= ?",
+                                  [store.iso_shift(store.now_iso(), -86400)]).fetchone()[0]
+            yield "OK", f"database opens: {db['memory_records'].count} records"
+            if failures:
+                yield "WARN", f"{failures} failed model extraction(s) in the last 24 h: check extract.model and the key"
+            if conf and conf.extract.model:
+                tokens, _ = store.spend_today(db)
+                if conf.extract.daily_token_limit and tokens >= conf.extract.daily_token_limit:
+                    yield "WARN", "daily token limit reached: extraction is deterministic until tomorrow (UTC)"
+        except Exception as exc:  # a sick database
+            yield "FAIL", f"cannot open {config.db_path()}: {exc}"
+    else:
+        yield "OK", "no database yet (it is created by the first drain)"
+    wired = install.wiring()
+    if not wired:
+        yield "WARN", "Kiro is not wired: run `kirolearn install` (and `--project DIR` for a workspace)"
+    for entry in wired:
+        if not entry["present"]:
+            yield "FAIL", f"{entry['path']}: kirolearn's entries are gone; re-run `kirolearn install`"
+        elif entry["missing_binaries"]:
+            yield "FAIL", (f"{entry['path']} points at {', '.join(entry['missing_binaries'])}, which no longer exists; "
+                           "re-run `kirolearn install` from the current installation")
+        else:
+            yield "OK", f"wired: {entry['path']}"

@@ -1,0 +1,169 @@
+"""`kirolearn schedule`: run `kirolearn drain` periodically with the system's own scheduler.
+
+A systemd user timer, a crontab line or a launchd agent, each calling the
+absolute path of this installation's `kirolearn drain`; the drain's own file
+lock keeps runs from overlapping. Generation is pure (tested as text); only
+`install_job` / `remove_job` touch the system.
+"""
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from . import config
+
+UNIT = "kirolearn-drain"
+CRON_MARK = "# kirolearn drain (kirolearn schedule)"
+LAUNCHD_LABEL = "dev.kirolearn.drain"
+
+
+class ScheduleError(RuntimeError):
+    """The scheduler could not be set up; the message says what to do instead."""
+
+
+def parse_every(text: str) -> int:
+    """'90s', '1m', '15m', '2h' -> seconds (at least 60)."""
+    match = re.fullmatch(r"\s*(\d+)\s*([smh])\s*", text or "")
+    if not match:
+        raise ScheduleError(f"--every {text!r}: use a number with s, m or h, e.g. 1m, 5m, 1h")
+    seconds = int(match.group(1)) * {"s": 1, "m": 60, "h": 3600}[match.group(2)]
+    if seconds < 60:
+        raise ScheduleError(f"--every {text}: the shortest interval is 1m (use `kirolearn drain --watch` for less)")
+    return seconds
+
+
+def drain_argv() -> "list[str]":
+    """Absolute `kirolearn drain` command of this installation."""
+    beside = os.path.join(os.path.dirname(sys.executable), "kirolearn")
+    exe = beside if os.path.exists(beside) else (shutil.which("kirolearn") or beside)
+    return [os.path.abspath(exe), "drain"]
+
+
+def default_kind() -> str:
+    """launchd on macOS, systemd where a user manager runs, else cron."""
+    if sys.platform == "darwin":
+        return "launchd"
+    if shutil.which("systemctl") and os.environ.get("XDG_RUNTIME_DIR"):
+        return "systemd"
+    return "cron"
+
+
+@dataclass
+class Job:
+    """What one scheduler needs: file path and content (cron: the line)."""
+
+    kind: str
+    path: "str | None"
+    content: str
+
+
+def _env() -> dict:
+    return {config.HOME_ENV: config.home()} if os.environ.get(config.HOME_ENV) else {}
+
+
+def systemd_job(seconds: int) -> "list[Job]":
+    """The service and timer units."""
+    unit_dir = os.path.join(os.path.expanduser("~"), ".config", "systemd", "user")
+    env = "".join(f"Environment={k}={v}\n" for k, v in _env().items())
+    service = ("[Unit]\nDescription=kirolearn: drain the Kiro event spool into memory\n\n"
+               f"[Service]\nType=oneshot\n{env}ExecStart={' '.join(shlex.quote(a) for a in drain_argv())}\n")
+    timer = ("[Unit]\nDescription=Run kirolearn drain periodically\n\n"
+             f"[Timer]\nOnBootSec=1min\nOnUnitActiveSec={seconds}s\nPersistent=true\n\n"
+             "[Install]\nWantedBy=timers.target\n")
+    return [Job("systemd", os.path.join(unit_dir, f"{UNIT}.service"), service),
+            Job("systemd", os.path.join(unit_dir, f"{UNIT}.timer"), timer)]
+
+
+def cron_line(seconds: int) -> str:
+    """One crontab line (minute granularity)."""
+    minutes = max(1, seconds // 60)
+    when = "* * * * *" if minutes == 1 else (f"*/{minutes} * * * *" if minutes < 60 else f"0 */{max(1, minutes // 60)} * * *")
+    env = "".join(f"{k}={shlex.quote(v)} " for k, v in _env().items())
+    log = shlex.quote(os.path.join(config.logs_dir(), "drain.log"))
+    return f"{when} {env}{' '.join(shlex.quote(a) for a in drain_argv())} >>{log} 2>&1 {CRON_MARK}"
+
+
+def launchd_job(seconds: int) -> "list[Job]":
+    """The launchd agent plist."""
+    from xml.sax.saxutils import escape
+
+    args = "".join(f"    <string>{escape(a)}</string>\n" for a in drain_argv())
+    env = "".join(f"    <key>{escape(k)}</key><string>{escape(v)}</string>\n" for k, v in _env().items())
+    plist = ('<?xml version="1.0" encoding="UTF-8"?>\n'
+             '<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">\n'
+             '<plist version="1.0">\n<dict>\n'
+             f"  <key>Label</key><string>{LAUNCHD_LABEL}</string>\n"
+             f"  <key>ProgramArguments</key>\n  <array>\n{args}  </array>\n"
+             + (f"  <key>EnvironmentVariables</key>\n  <dict>\n{env}  </dict>\n" if env else "")
+             + f"  <key>StartInterval</key><integer>{seconds}</integer>\n"
+             "  <key>RunAtLoad</key><true/>\n</dict>\n</plist>\n")
+    path = os.path.join(os.path.expanduser("~"), "Library", "LaunchAgents", f"{LAUNCHD_LABEL}.plist")
+    return [Job("launchd", path, plist)]
+
+
+def _run(argv: "list[str]", stdin: "str | None" = None) -> str:
+    try:
+        result = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=30)
+    except FileNotFoundError:
+        raise ScheduleError(f"{argv[0]} is not installed; try another scheduler (--cron, --systemd, --launchd)") from None
+    if result.returncode != 0:
+        raise ScheduleError(f"`{' '.join(argv)}` failed: {(result.stderr or result.stdout).strip()}")
+    return result.stdout
+
+
+def _crontab_without_ours() -> "list[str]":
+    try:
+        current = _run(["crontab", "-l"])
+    except ScheduleError as exc:
+        if "no crontab" in str(exc).lower():
+            current = ""
+        else:
+            raise
+    return [line for line in current.splitlines() if CRON_MARK not in line]
+
+
+def install_job(kind: str, seconds: int) -> str:
+    """Install (or replace) the drain job; returns a one-line report."""
+    if kind == "cron":
+        lines = _crontab_without_ours() + [cron_line(seconds)]
+        _run(["crontab", "-"], "\n".join(lines) + "\n")
+        return "crontab: added " + lines[-1]
+    jobs = systemd_job(seconds) if kind == "systemd" else launchd_job(seconds)
+    for job in jobs:
+        os.makedirs(os.path.dirname(job.path), exist_ok=True)
+        with open(job.path, "w", encoding="utf-8") as fh:
+            fh.write(job.content)
+    if kind == "systemd":
+        _run(["systemctl", "--user", "daemon-reload"])
+        _run(["systemctl", "--user", "enable", "--now", f"{UNIT}.timer"])
+        return f"systemd: enabled {UNIT}.timer (every {seconds}s); see `systemctl --user list-timers`"
+    _run(["launchctl", "load", "-w", jobs[0].path])
+    return f"launchd: loaded {jobs[0].path}"
+
+
+def remove_job(kind: str) -> str:
+    """Remove the drain job; returns a one-line report."""
+    if kind == "cron":
+        _run(["crontab", "-"], "\n".join(_crontab_without_ours()) + "\n")
+        return "crontab: kirolearn line removed"
+    if kind == "systemd":
+        try:
+            _run(["systemctl", "--user", "disable", "--now", f"{UNIT}.timer"])
+        except ScheduleError:
+            pass  # not enabled: removing the files is enough
+        for job in systemd_job(60):
+            if os.path.exists(job.path):
+                os.remove(job.path)
+        return "systemd: kirolearn-drain units removed"
+    (job,) = launchd_job(60)
+    if os.path.exists(job.path):
+        try:
+            _run(["launchctl", "unload", "-w", job.path])
+        except ScheduleError:
+            pass
+        os.remove(job.path)
+    return "launchd: agent removed"

@@ -1,0 +1,202 @@
+"""install / uninstall against a temporary HOME seeded with realistic Kiro configs;
+schedule's generated jobs (and a fake crontab); config show; doctor and status."""
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kirolearn import install, schedule
+from kirolearn.cli import cli
+
+OTHER_AGENT = '{\n  "name": "reviewer",\n  "tools": ["read"],\n  "hooks": {"stop": [{"command": "notify-send done"}]}\n}\n'
+GLOBAL_MCP = '{\n    "mcpServers": {\n        "github": {"command": "gh-mcp", "args": [], "env": {"TOKEN": "${GH}"}}\n    }\n}\n'
+USER_HOOK = '{"version": "v1", "hooks": [{"name": "lint", "trigger": "PostFileSave", "action": {"type": "command", "command": "ruff"}}]}\n'
+
+
+@pytest.fixture
+def kiro(tmp_path, project):
+    """A user home with other agents, another MCP server, a user hook and a malformed file."""
+    home = Path(os.environ["HOME"])
+    (home / ".kiro" / "agents").mkdir(parents=True)
+    (home / ".kiro" / "settings").mkdir(parents=True)
+    (home / ".kiro" / "agents" / "reviewer.json").write_text(OTHER_AGENT)
+    (home / ".kiro" / "settings" / "mcp.json").write_text(GLOBAL_MCP)
+    (project / ".kiro" / "hooks").mkdir(parents=True)
+    (project / ".kiro" / "hooks" / "lint.json").write_text(USER_HOOK)
+    (project / ".kiro" / "settings").mkdir(parents=True)
+    (project / ".kiro" / "settings" / "mcp.json").write_text('{"mcpServers": {')  # malformed
+    return home
+
+
+def snapshot(*roots):
+    return {str(p): p.read_bytes() for root in roots for p in sorted(Path(root).rglob("*")) if p.is_file()
+            and ".git" not in p.parts}
+
+
+def run(*args):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def test_install_global_and_project_then_uninstall(kiro, project):
+    before = snapshot(kiro, project)
+    result = run("install", "--global", "--project", str(project), "--yes")
+    assert result.exit_code == 1  # the malformed file is reported ...
+    assert "is not valid JSON" in result.output and "left untouched" in result.output
+    assert (project / ".kiro" / "settings" / "mcp.json").read_text() == '{"mcpServers": {'  # ... and not touched
+
+    hook = f"KIROLEARN_HOME={os.environ['KIROLEARN_HOME']} " + install.command_path("kirolearn-hook")
+    assert install.hook_command("post-tool") == f"{hook} post-tool || true"  # KIROLEARN_HOME travels along
+    agent = json.loads((kiro / ".kiro" / "agents" / "kirolearn.json").read_text())
+    assert agent["name"] == "kirolearn" and agent["tools"] == ["*"] and agent["includeMcpJson"] is True
+    assert agent["mcpServers"]["kirolearn"]["command"] == install.command_path("kirolearn-mcp")
+    assert agent["hooks"]["postToolUse"] == [{"matcher": "*", "command": f"{hook} post-tool || true", "timeout_ms": 2000}]
+    assert set(agent["hooks"]) == {"agentSpawn", "userPromptSubmit", "postToolUse", "stop"}
+    mcp = json.loads((kiro / ".kiro" / "settings" / "mcp.json").read_text())
+    assert list(mcp["mcpServers"]) == ["github", "kirolearn"] and mcp["mcpServers"]["kirolearn"]["args"] == []
+    assert (kiro / ".kiro" / "settings" / "mcp.json").read_text().startswith('{\n    "mcpServers": {\n        "github"')
+    v3 = json.loads((project / ".kiro" / "hooks" / "kirolearn.json").read_text())
+    assert [h["trigger"] for h in v3["hooks"]] == ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"]
+    assert v3["hooks"][2]["matcher"] == ".*" and v3["hooks"][2]["action"]["type"] == "command"
+    legacy = json.loads((project / ".kiro" / "hooks" / "kirolearn-post-tool.kiro.hook").read_text())
+    assert legacy["when"] == {"type": "postToolUse", "toolTypes": ["*"]}
+    assert legacy["then"] == {"type": "runCommand", "command": f"{hook} ide-post-tool || true"}
+    # not ours: byte for byte
+    for path in (kiro / ".kiro" / "agents" / "reviewer.json", project / ".kiro" / "hooks" / "lint.json"):
+        assert path.read_bytes() == before[str(path)]
+
+    once = snapshot(kiro, project)
+    again = run("install", "--global", "--project", str(project), "--yes")
+    assert "create" not in again.output and "update" not in again.output
+    assert snapshot(kiro, project) == once  # idempotent
+
+    result = run("uninstall", "--yes")
+    assert result.exit_code == 0, result.output
+    assert snapshot(kiro, project) == before  # exactly what install added is gone
+    assert not (project / ".kiro" / "agents").exists()
+
+
+def test_dry_run_prints_diffs_and_writes_nothing(kiro, project):
+    before = snapshot(kiro, project)
+    result = run("install", "--global", "--dry-run")
+    assert result.exit_code == 0
+    assert "+++ " + str(kiro / ".kiro" / "agents" / "kirolearn.json") in result.output
+    assert '+        "kirolearn": {' in result.output  # the mcp.json diff, in the file's own indent
+    assert snapshot(kiro, project) == before
+    assert not Path(install.record_path()).exists()
+
+
+def test_uninstall_keeps_what_the_user_added_to_our_agent(kiro):
+    run("install", "--yes")
+    path = kiro / ".kiro" / "agents" / "kirolearn.json"
+    data = json.loads(path.read_text())
+    data["hooks"]["stop"].insert(0, {"command": "say done"})
+    data["model"] = "claude-sonnet"
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    run("uninstall", "--yes")
+    left = json.loads(path.read_text())
+    assert left["hooks"] == {"stop": [{"command": "say done"}]} and left["model"] == "claude-sonnet"
+    assert "mcpServers" not in left
+
+
+def test_uninstall_purge_removes_data_only_when_asked(kiro, home):
+    run("install", "--yes")
+    run("uninstall", "--yes")
+    assert home.exists()  # data kept
+    run("uninstall", "--purge", "--yes")
+    assert not home.exists()
+
+
+def test_a_foreign_file_with_our_name_is_left_alone(kiro, project):
+    theirs = project / ".kiro" / "hooks" / "kirolearn.json"
+    theirs.write_text('{"version": "v1", "hooks": []}\n')
+    result = run("install", "--project", str(project), "--yes")
+    assert result.exit_code == 1 and "is not kirolearn's" in result.output
+    assert theirs.read_text() == '{"version": "v1", "hooks": []}\n'
+
+
+def test_set_default_runs_kiro_cli(kiro, tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "kiro-cli"
+    fake.write_text(f'#!/bin/sh\necho "$@" > {tmp_path}/kiro-cli-args\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    result = run("install", "--yes", "--set-default")
+    assert "default agent set" in result.output
+    assert (tmp_path / "kiro-cli-args").read_text().strip() == "settings chat.defaultAgent kirolearn"
+
+
+# --- schedule ------------------------------------------------------------------------------------------
+
+
+def test_schedule_texts(home, monkeypatch):
+    assert schedule.parse_every("5m") == 300 and schedule.parse_every("2h") == 7200
+    with pytest.raises(schedule.ScheduleError, match="shortest interval is 1m"):
+        schedule.parse_every("30s")
+    with pytest.raises(schedule.ScheduleError, match="use a number with s, m or h"):
+        schedule.parse_every("often")
+    drain = " ".join(schedule.drain_argv())
+    assert schedule.cron_line(300).startswith(f"*/5 * * * * KIROLEARN_HOME={home} {drain} >>")
+    service, timer = schedule.systemd_job(120)
+    assert f"ExecStart={drain}" in service.content and "Type=oneshot" in service.content
+    assert "OnUnitActiveSec=120s" in timer.content and "WantedBy=timers.target" in timer.content
+    (plist,) = schedule.launchd_job(600)
+    assert "<integer>600</integer>" in plist.content and "<string>drain</string>" in plist.content
+    result = run("schedule", "--every", "10m", "--launchd", "--print")
+    assert "dev.kirolearn.drain" in result.output
+
+
+def test_schedule_cron_against_a_fake_crontab(tmp_path, monkeypatch):
+    store = tmp_path / "crontab.txt"
+    store.write_text("0 3 * * * backup.sh\n")
+    fake = tmp_path / "bin" / "crontab"
+    fake.parent.mkdir()
+    fake.write_text(f'#!/bin/sh\nif [ "$1" = "-l" ]; then cat {store}; else cat > {store}; fi\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    assert run("schedule", "--cron", "--every", "2m").exit_code == 0
+    assert run("schedule", "--cron", "--every", "5m").exit_code == 0  # replaces, never duplicates
+    lines = store.read_text().splitlines()
+    assert lines[0] == "0 3 * * * backup.sh" and len(lines) == 2 and lines[1].startswith("*/5 * * * * ")
+    assert run("schedule", "--cron", "--remove").exit_code == 0
+    assert store.read_text() == "0 3 * * * backup.sh\n"
+
+
+# --- config show, doctor, status ---------------------------------------------------------------------------
+
+
+def test_config_show_names_sources(write_config, monkeypatch, home):
+    write_config("[batch]\nmax_events = 7\n")
+    monkeypatch.setenv("KIROLEARN_MODEL", "ollama_chat/qwen2.5")
+    rows = {r["key"]: r for r in json.loads(run("config", "show", "--json").output)}
+    assert rows["batch.max_events"] == {"key": "batch.max_events", "value": 7, "source": str(home / "config.toml")}
+    assert rows["extract.model"]["source"] == "$KIROLEARN_MODEL"
+    assert rows["dedup.window_seconds"]["source"] == "default"
+    write_config("[batch]\nmax_event = 7\n")
+    bad = CliRunner().invoke(cli, ["config", "show"])
+    assert bad.exit_code == 1 and "invalid setting 'batch.max_event'" in bad.output
+
+
+def test_doctor_and_status_on_a_known_home(kiro, make_event, home, drain_now):
+    make_event(tool_name="shell")
+    drain_now()
+    old = make_event(tool_name="shell", now=1_000_000_000.0)  # waiting since 2001: no drain runs
+    (home / "logs").mkdir(exist_ok=True)
+    from kirolearn import hooks
+
+    hooks.log("hook: stdin is not valid JSON; nothing recorded")
+    result = CliRunner().invoke(cli, ["doctor"])
+    assert result.exit_code == 1
+    assert "no drain is running" in result.output and "1 hook error(s)" in result.output
+    assert "Kiro is not wired" in result.output
+    run("install", "--yes")
+    info = json.loads(run("status", "--json").output)
+    assert info["spool"]["ready"] == 1 and info["hook_errors_24h"] == 1
+    assert info["database"]["events"] == 1 and len(info["kiro_wiring"]) == 2
+    os.remove(home / "spool" / "ready" / (old["event_id"] + ".json"))
+    healthy = CliRunner().invoke(cli, ["doctor"])
+    assert "wired: " in healthy.output
