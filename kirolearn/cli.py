@@ -140,7 +140,8 @@ def export_command(output):
     """Write every stored object as JSON Lines, for backup and tests.
 
     Each line is one object with a "type" field beside its own fields: "event"
-    (a stored, scrubbed event) or "record" (a memory record).
+    (a stored, scrubbed event), "record" (a memory record) or "summary" (a
+    session_end summary).
     """
     import os
 
@@ -158,6 +159,11 @@ def export_command(output):
         for key in ("facts", "concepts", "files_touched", "source_event_ids"):
             item[key] = json.loads(item[key])
         output.write(json.dumps({"type": "record", **item}, ensure_ascii=False) + "\n")
+    for row in db.query("select * from session_summaries order by ended_at, id"):
+        item = dict(row)
+        for key in ("highlights", "pitfalls", "next_steps", "open_questions"):
+            item[key] = json.loads(item[key] or "[]")
+        output.write(json.dumps({"type": "summary", **item}, ensure_ascii=False) + "\n")
 
 
 

@@ -62,6 +62,7 @@ class DrainStats:
     tokens_used: int = 0
     cost_usd: float = 0.0
     pending_events: int = 0
+    expired_events: int = 0
     duration_ms: int = 0
 
     def add(self, other: "DrainStats") -> None:
@@ -325,6 +326,17 @@ class Drainer:
 
     # -- whole runs ---------------------------------------------------------------------------
 
+    def expire_events(self) -> int:
+        """Delete extracted events past `retention.events_days`; returns how many."""
+        days = self.settings.retention.events_days
+        if not days:
+            return 0
+        cutoff = store.iso_shift(store.now_iso(), -days * 86400)
+        with self.db.atomic():
+            cursor = self.db.execute(
+                "delete from events where extract_state = 'done' and received_at < ?", [cutoff])
+        return cursor.rowcount
+
     def run_once(self, flush: bool = False) -> DrainStats:
         """Drain everything in the spool once, then extract every ready batch."""
         start = time.monotonic()
@@ -339,6 +351,7 @@ class Drainer:
                 self.progress(min(i + chunk, len(files)))
         for batch in self.ready_batches(time.time(), flush=flush):
             self.extract_batch(batch, stats)
+        stats.expired_events = self.expire_events()
         stats.pending_events = self.db.execute(
             "select count(*) from events where extract_state = 'pending'"
         ).fetchone()[0]

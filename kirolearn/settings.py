@@ -78,6 +78,13 @@ class Recall(_Section):
     time_budget_ms: int = Field(250, ge=0, description="a recall slower than this is abandoned and prints nothing")
 
 
+class Retention(_Section):
+    """How long raw events are kept once memory records were made from them."""
+
+    events_days: float = Field(90.0, ge=0, description="delete extracted events older than this (records keep their "
+                                                       "source ids); 0 = keep forever")
+
+
 class Settings(_Section):
     """All settings; one attribute per config.toml table."""
 
@@ -87,6 +94,7 @@ class Settings(_Section):
     scrub: Scrub = Field(default_factory=Scrub)
     drain: Drain = Field(default_factory=Drain)
     recall: Recall = Field(default_factory=Recall)
+    retention: Retention = Field(default_factory=Retention)
 
 
 # Environment overrides: variable -> (table, key).

@@ -221,3 +221,23 @@ def test_status_reports_spool_drain_and_fallback(make_event, home, write_config,
     assert info["database"]["events"] == 2 and info["database"]["last_drain"]["events_read"] == 0
     text = runner.invoke(cli, ["status"]).output
     assert "spool: 1 events waiting" in text and "daily limit reached" in text
+
+
+def test_extracted_events_expire_after_retention(make_event, drain_now, write_config):
+    write_config("[retention]\nevents_days = 30\n[batch]\nidle_seconds = 1e12\n")
+    make_event("userPromptSubmit", prompt="old question", now=1_000_000_000.0, session_id="old")
+    make_event("stop", assistant_response="old answer", now=1_000_000_001.0, session_id="old")
+    make_event("userPromptSubmit", prompt="pending, old, not extracted", now=1_000_000_000.0, session_id="open")
+    stats, db = drain_now()
+    assert stats.records_written == 1 and stats.expired_events == 2
+    assert db["events"].count == 1  # the unextracted one stays, however old
+    assert db["memory_records"].count == 1  # records outlive their events
+
+
+def test_export_includes_session_summaries(project, home):
+    runner = CliRunner()
+    runner.invoke(cli, ["session-end", "--session-id", "s1", "--summary", "done", "--project", str(project)],
+                  catch_exceptions=False)
+    lines = [json.loads(x) for x in runner.invoke(cli, ["export"]).output.splitlines()]
+    assert [x["type"] for x in lines] == ["record", "summary"]
+    assert lines[1]["summary"] == "done" and lines[1]["next_steps"] == []

@@ -275,3 +275,28 @@ def test_stdio_subprocess_initialize_list_call(project, home):
     assert replies[3]["result"]["content"][0]["text"].startswith("Saved turn summary mr_")
     hit = recall.search(recall.connect_readonly(), "plus-sign login")[0]
     assert hit.project_root == str(project)  # marker walk from the subdirectory Kiro started us in
+
+
+@pytest.mark.parametrize("setup, error", [
+    ({"model": "kirofake/x", "mock": "not json at all"}, "malformed_json"),
+    ({"model": "openai/x", "api_base": "http://127.0.0.1:9/v1"}, "provider_unavailable"),
+])
+def test_auto_compress_failures_through_litellm(project, setup, error, monkeypatch):
+    import litellm
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-key-for-tests")
+
+    class Fake(litellm.CustomLLM):
+        def completion(self, *args, **kwargs):
+            return litellm.completion(model="gpt-4o-mini", messages=kwargs["messages"], mock_response=setup["mock"])
+
+    conf = _conf(setup["model"])
+    conf.extract.api_base = setup.get("api_base", "")
+    conf.extract.timeout_seconds = 2
+    before = litellm.custom_provider_map
+    litellm.custom_provider_map = [{"provider": "kirofake", "custom_handler": Fake()}]
+    try:
+        r = call(project, "session_end", {"session_id": "s", "auto_compress": True, "transcript": "t"}, settings=conf)
+    finally:
+        litellm.custom_provider_map = before
+    assert not r.isError and r.structuredContent["auto_compress_error"] == error
