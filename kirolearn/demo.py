@@ -17,6 +17,7 @@ import sys
 import tempfile
 
 from . import replay, spool
+from .scrub import scrub_text
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RECORDINGS = os.path.join(os.path.dirname(HERE), "queue", "sessions")
@@ -29,7 +30,7 @@ def _short(event: dict) -> str:
         or (json.dumps(event["tool_input"]) if event.get("tool_input") else "")
         or (event["tool_response"] if isinstance(event.get("tool_response"), str) else "")
     )
-    text = " ".join(str(text).split())
+    text = " ".join(scrub_text(str(text)).split())  # the spool holds raw text until the drain scrubs it
     return text[:70] + ("…" if len(text) > 70 else "")
 
 
@@ -59,7 +60,7 @@ def main(argv=None) -> int:
             sys.stdout.write(r.stderr.decode("utf-8", "replace"))
 
     files = spool.ready_files()
-    print(f"\n== spool: {len(files)} events in {os.path.join(spool.root(), 'ready')}")
+    print(f"\n== spool: {len(files)} events in {os.path.join(spool.root(), 'ready')} (files 0600; text shown scrubbed)")
     print(f"{'kind':<16} {'trigger':<17} {'surface':<9} {'tool':<13} text")
     for path in files:
         with open(path, encoding="utf-8") as fh:
