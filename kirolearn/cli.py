@@ -93,9 +93,10 @@ def drain_command(watch, flush, json_):
         try:
             if watch:
                 click.echo("kirolearn: watching the spool; Ctrl-C to stop", err=True)
-                on_pass = (lambda s: click.echo(json.dumps(asdict(s)))) if json_ else (
-                    lambda s: click.echo(_describe(s), err=True)
-                )
+                def on_pass(s):
+                    store.record_drain(db, new_ulid(), store.now_iso(), asdict(s))  # status sees each pass
+                    click.echo(json.dumps(asdict(s)) if json_ else _describe(s), err=not json_)
+
                 stats = drainer.watch(on_pass=on_pass)
             else:
                 stats = drainer.run_once(flush=flush)

@@ -24,20 +24,29 @@ TYPE_LABELS = {"session_summary": "turn summary", "tool_use": "tool use"}
 
 
 def settings() -> dict:
-    """The [recall] table of config.toml over DEFAULTS (stdlib tomllib; defaults on 3.10)."""
-    values = dict(DEFAULTS)
+    """The [recall] table of config.toml over DEFAULTS, plus the [scrub] extras (stdlib tomllib).
+
+    On Python 3.10 (no tomllib, and the hook stays stdlib-only) the defaults apply.
+    """
+    values = dict(DEFAULTS, scrub_extra={}, scrub_allow=[])
     try:
         import tomllib
-    except ImportError:  # Python 3.10: the hook stays stdlib-only, so defaults apply
+    except ImportError:
         return values
     try:
         with open(os.path.join(config.home(), "config.toml"), "rb") as fh:
-            table = tomllib.load(fh).get("recall", {})
+            data = tomllib.load(fh)
     except (OSError, ValueError):
         return values
-    for key, default in DEFAULTS.items():
+    table = data.get("recall", {}) if isinstance(data.get("recall"), dict) else {}
+    for key in DEFAULTS:
         if isinstance(table.get(key), int) and not isinstance(table.get(key), bool) and table[key] >= 0:
             values[key] = table[key]
+    scrub = data.get("scrub", {}) if isinstance(data.get("scrub"), dict) else {}
+    if isinstance(scrub.get("extra_patterns"), dict):
+        values["scrub_extra"] = {str(k): str(v) for k, v in scrub["extra_patterns"].items()}
+    if isinstance(scrub.get("allow"), list):
+        values["scrub_allow"] = [str(a) for a in scrub["allow"]]
     return values
 
 
@@ -140,12 +149,18 @@ def render(heading: str, blocks: "list[str]", budget_tokens: int) -> "tuple[str,
     return (text, used) if used else ("", 0)
 
 
-def _scrub(text: str) -> str:
+def scrub_out(text: str, conf: "dict | None" = None) -> str:
+    """Scrub text on its way to the agent, with the user's extra patterns and allow-list."""
     if not text:
         return text
-    from .scrub import scrub_text  # only when there is something to print: it compiles patterns
+    from .scrub import Scrubber  # only when there is something to print: it compiles patterns
 
-    return scrub_text(text)
+    conf = conf or {}
+    try:
+        scrubber = Scrubber(conf.get("scrub_extra") or None, conf.get("scrub_allow") or ())
+    except ValueError:  # a broken extra pattern: `kirolearn doctor` reports it; never skip the scrub
+        scrubber = Scrubber()
+    return scrubber.scrub_text(text)
 
 
 # --- the two moments ------------------------------------------------------------------------
@@ -155,6 +170,8 @@ def session_start(conn, project_root: str, *, now: "float | None" = None, conf: 
     """The block for a new session: the last turn summary first, then recent notable records."""
     conf = conf or settings()
     now = time.time() if now is None else now
+    if conn is None:
+        return "", []
     pid = project_id(project_root)
     ended = last_session_end(conn, pid)
     blocks, ids = [], []
@@ -168,7 +185,7 @@ def session_start(conn, project_root: str, *, now: "float | None" = None, conf: 
     hits = last + notable
     blocks += [render_hit(h, now) for h in hits]
     text, used = render(SESSION_START_HEADING, blocks, conf["budget_tokens"])
-    return _scrub(text), (ids + [h.record_id for h in hits])[:used]
+    return scrub_out(text, conf), (ids + [h.record_id for h in hits])[:used]
 
 
 def last_session_end(conn, pid: str) -> "dict | None":
@@ -210,11 +227,13 @@ def for_prompt(conn, project_root: str, prompt: str, *, already=(), now: "float 
     """The block for one prompt: relevant records not shown before in this session."""
     conf = conf or settings()
     now = time.time() if now is None else now
+    if conn is None:
+        return "", []
     hits = recall.search(conn, prompt, project_id=project_id(project_root), limit=conf["prompt_records"] * 3,
                          now=now)
     hits = [h for h in recall.relevant(hits, prompt) if h.record_id not in set(already)][: conf["prompt_records"]]
     text, used = render(PROMPT_HEADING, [render_hit(h, now) for h in hits], conf["budget_tokens"])
-    return _scrub(text), [h.record_id for h in hits[:used]]
+    return scrub_out(text, conf), [h.record_id for h in hits[:used]]
 
 
 def for_event(event: dict) -> str:

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from . import dedup, extract, spool, store
 from .ids import new_ulid
-from .schema import Event, MemoryRecord
+from .schema import FACT_MAX, FILE_MAX, SUMMARY_MAX, TITLE_MAX, Event, MemoryRecord, clip, clip_list
 from .scrub import Scrubber
 
 LOCK_NAME = ".drain.lock"
@@ -34,7 +34,7 @@ LOCK_NAME = ".drain.lock"
 # wrote can be in them, so the scrubber skips them (it is the drain's hot spot).
 GENERATED_FIELDS = frozenset(
     ("schema_version", "event_id", "kind", "hook", "trigger", "generation", "surface", "session_source",
-     "received_at", "client_version", "project_global", "truncated")
+     "received_at", "client_version", "project_global")
 )
 STALE_TMP_SECONDS = 600  # a tmp file this old belongs to a hook that died mid-write
 
@@ -175,6 +175,10 @@ class Drainer:
                     raw = fh.read()
             except FileNotFoundError:
                 continue
+            except OSError as exc:
+                spool.quarantine(path, f"unreadable: {exc}")
+                stats.quarantined += 1
+                continue
             stats.events_read += 1
             try:
                 data = json.loads(raw)
@@ -185,8 +189,8 @@ class Drainer:
                 spool.quarantine(path, f"not a valid event: {where}: {first['msg']}")
                 stats.quarantined += 1
                 continue
-            except ValueError as exc:
-                spool.quarantine(path, f"not valid JSON: {exc}")
+            except (ValueError, RecursionError) as exc:
+                spool.quarantine(path, f"not valid JSON: {type(exc).__name__}: {str(exc)[:200]}")
                 stats.quarantined += 1
                 continue
             if os.path.basename(path) != event.event_id + spool.SUFFIX:
@@ -211,7 +215,7 @@ class Drainer:
                 continue
             seen_hashes.setdefault(content_hash, []).append(clean["received_at"])
             rows.append(self._row(clean, content_hash))
-        with self.db.atomic():
+        with store.writing(self.db):
             store.insert_events(self.db, rows)
         stats.stored += len(rows)
         delta = Counter(self.scrubber.counts)
@@ -263,23 +267,31 @@ class Drainer:
             return f"model failed {failures} times on this batch"
         return ""
 
-    def _records(self, batch: extract.Batch, candidates: list, run_id: str, now_iso: str) -> list:
-        records = []
+    def _records(self, batch: extract.Batch, candidates: list, run_id: str, now_iso: str) -> "tuple[list, list]":
+        """Scrub, then clip (a redaction marker can be longer than what it replaced), then validate.
+
+        Returns (records, problems): a candidate that still fails validation is
+        dropped with a note instead of failing the whole batch.
+        """
+        records, problems = [], []
         for cand in candidates:
             cand = self.scrubber.scrub_value(cand)
-            records.append(
-                MemoryRecord(
-                    record_id="mr_" + new_ulid(),
-                    project_id=batch.project_id,
-                    project_root=batch.project_root,
-                    session_id=batch.session_id,
-                    source_event_ids=batch.event_ids,
-                    run_id=run_id,
-                    created_at=now_iso,
-                    **cand,
-                )
+            cand.update(
+                title=clip(" ".join(str(cand.get("title", "")).split()), TITLE_MAX),
+                summary=clip(str(cand.get("summary", "")), SUMMARY_MAX),
+                facts=clip_list(cand.get("facts"), FACT_MAX, 50),
+                concepts=clip_list(cand.get("concepts"), 100, 50),
+                files_touched=clip_list(cand.get("files_touched"), FILE_MAX, 100),
             )
-        return records
+            try:
+                records.append(MemoryRecord(
+                    record_id="mr_" + new_ulid(), project_id=batch.project_id, project_root=batch.project_root,
+                    session_id=batch.session_id, source_event_ids=batch.event_ids, run_id=run_id,
+                    created_at=now_iso, **cand))
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                problems.append(f"dropped a candidate: {'.'.join(map(str, first['loc']))}: {first['msg']}")
+        return records, problems
 
     def extract_batch(self, batch: extract.Batch, stats: DrainStats) -> None:
         """Extract one batch and commit its records, or leave it buffered on failure."""
@@ -319,8 +331,9 @@ class Drainer:
                 stats.fallbacks += 1
             candidates = extract.deterministic(batch)
             run.update(extractor="deterministic", request="")
-        records = self._records(batch, candidates, run_id, store.now_iso())
-        run.update(outcome="ok", finished_at=store.now_iso())
+        records, problems = self._records(batch, candidates, run_id, store.now_iso())
+        run.update(outcome="ok", finished_at=store.now_iso(),
+                   error="; ".join(filter(None, [run.get("error", ""), *problems]))[:2000])
         stats.records_written += store.commit_extraction(self.db, run, records, batch.event_ids)
         stats.batches_extracted += 1
 
@@ -332,7 +345,7 @@ class Drainer:
         if not days:
             return 0
         cutoff = store.iso_shift(store.now_iso(), -days * 86400)
-        with self.db.atomic():
+        with store.writing(self.db):
             cursor = self.db.execute(
                 "delete from events where extract_state = 'done' and received_at < ?", [cutoff])
         return cursor.rowcount

@@ -37,6 +37,7 @@ STDIN_TIMEOUT = 2.0  # seconds to wait for the first byte (KIROLEARN_STDIN_TIMEO
 STDIN_IDLE = 0.25  # once data flows, a pause this long with a complete-looking payload ends it
 STDIN_LIMIT = 64 * 1024 * 1024
 LOG_MAX_BYTES = 1024 * 1024
+SESSION_IDLE_SECONDS = 4 * 3600  # a fallback session with no hook call for this long is over
 
 
 def read_stdin(timeout: float = STDIN_TIMEOUT, limit: int = STDIN_LIMIT) -> bytes:
@@ -116,7 +117,7 @@ def session_file_id(surface: str, project_root: str, renew: bool) -> str:
     """Session id for Kiro builds that send none: one file per (surface, project).
 
     agentSpawn / SessionStart starts a new session; every other hook reuses the
-    current one (creating it if missing).
+    current one (creating it if missing, or if it was idle for 4 hours).
     """
     import hashlib  # only on this fallback path: ~3 ms of OpenSSL start-up
 
@@ -125,10 +126,13 @@ def session_file_id(surface: str, project_root: str, renew: bool) -> str:
     path = os.path.join(directory, f"{surface}-{key}.json")
     if not renew:
         try:
-            with open(path, encoding="utf-8") as fh:
-                found = json.load(fh).get("session_id")
-            if isinstance(found, str) and found:
-                return found
+            # IDE 0.x never fires a session-start hook: a long pause ends the session instead.
+            if time.time() - os.path.getmtime(path) < SESSION_IDLE_SECONDS:
+                with open(path, encoding="utf-8") as fh:
+                    found = json.load(fh).get("session_id")
+                if isinstance(found, str) and found:
+                    os.utime(path)  # still active
+                    return found
         except (OSError, ValueError, AttributeError):
             pass
     session_id = events.new_uuid4()

@@ -91,9 +91,19 @@ def _env_prefix() -> str:
     return f"{config.HOME_ENV}={shlex.quote(config.home())} " if home else ""
 
 
-def hook_command(event: str) -> str:
-    """The shell command a Kiro hook runs: absolute path, and `|| true` so a missing binary is harmless."""
-    return f"{_env_prefix()}{shlex.quote(command_path(MARK))} {event} || true"
+def hook_command(event: str, windows: "bool | None" = None) -> str:
+    """The shell command a Kiro hook runs: absolute path, and a no-op fallback so a missing binary is harmless.
+
+    Kiro runs hooks with `bash -c` on macOS and Linux and `cmd /C` on Windows.
+    """
+    windows = os.name == "nt" if windows is None else windows
+    path = command_path(MARK)
+    if windows:
+        import subprocess
+
+        home = f'set "{config.HOME_ENV}={config.home()}" && ' if os.environ.get(config.HOME_ENV) else ""
+        return f"{home}{subprocess.list2cmdline([path, event])} || exit /b 0"
+    return f"{_env_prefix()}{shlex.quote(path)} {event} || true"
 
 
 def mcp_entry() -> dict:

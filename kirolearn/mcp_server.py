@@ -99,11 +99,25 @@ def _result(text: str, structured: BaseModel) -> CallToolResult:
                           structuredContent=structured.model_dump(exclude_none=True))
 
 
+class ScrubbingFastMCP(FastMCP):
+    """FastMCP whose tool errors are scrubbed: a validation error quotes the rejected input."""
+
+    async def call_tool(self, name, arguments):
+        from mcp.server.fastmcp.exceptions import ToolError
+
+        from .scrub import scrub_text
+
+        try:
+            return await super().call_tool(name, arguments)
+        except Exception as exc:  # noqa: BLE001 - becomes the MCP error result
+            raise ToolError(scrub_text(str(exc))) from None
+
+
 def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
     """The FastMCP server bound to one project (tests call this directly)."""
     # Tools take a `project` *label* argument (the seed's API); the resolved project is `here`.
     here = summaries.Project(project_root)
-    mcp = FastMCP("kirolearn", instructions=INSTRUCTIONS)
+    mcp = ScrubbingFastMCP("kirolearn", instructions=INSTRUCTIONS)
 
     def db():
         return store.open_db()
@@ -191,7 +205,7 @@ def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
             if h.files_touched:
                 block += "\nFiles:\n" + "\n".join(f"  {f}" for f in h.files_touched)
             blocks.append(block)
-        text = context._scrub("\n\n".join(blocks))
+        text = context.scrub_out("\n\n".join(blocks), context.settings())
         results = [Memory(record_id=h.record_id, title=h.title, summary=h.summary, observation_type=h.observation_type,
                           concepts=[str(c) for c in h.concepts], files_touched=[str(f) for f in h.files_touched],
                           created_at=h.created_at, score=round(h.score, 4)) for h in hits]

@@ -65,10 +65,14 @@ def _env() -> dict:
     return {config.HOME_ENV: config.home()} if os.environ.get(config.HOME_ENV) else {}
 
 
+def _systemd_escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
+
+
 def systemd_job(seconds: int) -> "list[Job]":
     """The service and timer units."""
     unit_dir = os.path.join(os.path.expanduser("~"), ".config", "systemd", "user")
-    env = "".join(f"Environment={k}={v}\n" for k, v in _env().items())
+    env = "".join(f'Environment="{k}={_systemd_escape(v)}"\n' for k, v in _env().items())
     service = ("[Unit]\nDescription=kirolearn: drain the Kiro event spool into memory\n\n"
                f"[Service]\nType=oneshot\n{env}ExecStart={' '.join(shlex.quote(a) for a in drain_argv())}\n")
     timer = ("[Unit]\nDescription=Run kirolearn drain periodically\n\n"
@@ -129,6 +133,7 @@ def _crontab_without_ours() -> "list[str]":
 def install_job(kind: str, seconds: int) -> str:
     """Install (or replace) the drain job; returns a one-line report."""
     if kind == "cron":
+        config.ensure_private_dir(config.logs_dir())  # the line appends to logs/drain.log
         lines = _crontab_without_ours() + [cron_line(seconds)]
         _run(["crontab", "-"], "\n".join(lines) + "\n")
         return "crontab: added " + lines[-1]

@@ -51,7 +51,8 @@ class Batch(_Section):
 class Dedup(_Section):
     """Content dedup of repeated hook calls."""
 
-    window_seconds: float = Field(120.0, ge=0, description="identical events in one session this close together are stored once")
+    window_seconds: float = Field(3.0, ge=0, description="identical events of one session this close together are "
+                                                       "one call seen twice (a hook wired twice fires within ms)")
 
 
 class Scrub(_Section):

@@ -3,9 +3,11 @@
 Opening applies pending migrations, turns on WAL and a 30 s busy timeout, and
 keeps the file 0600. Writes that belong together (a chunk of events; an
 extraction's records, its run row and the events it consumed) happen inside
-one `db.atomic()` so a crash leaves either all of it or none.
+one write transaction (`writing`, BEGIN IMMEDIATE) so a crash leaves all of
+it or none, and concurrent writers wait for each other instead of failing.
 """
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -36,23 +38,52 @@ def open_db(path: "str | None" = None) -> sqlite_utils.Database:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
     conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS)
     db = sqlite_utils.Database(conn)
-    if db.journal_mode != "wal":
-        db.enable_wal()
     db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_SECONDS * 1000}")
+    _refuse_newer_schema(db, path)
+    if db.journal_mode != "wal" or migrations.pending(db):
+        # Several processes may open a fresh store at once (drainer, MCP server, CLI):
+        # one of them sets it up while the others wait, then finds nothing to do.
+        from filelock import FileLock
+
+        with FileLock(path + ".setup.lock", timeout=BUSY_TIMEOUT_SECONDS):
+            if db.journal_mode != "wal":
+                db.enable_wal()
+            migrations.apply(db)
     db.execute("PRAGMA synchronous = NORMAL")  # safe with WAL: a power cut may lose the last commit, never corrupt
-    known = {m.name for m in migrations._migrations} if hasattr(migrations, "_migrations") else None
-    if known is not None and "_sqlite_migrations" in db.table_names():
-        applied = {
-            row["name"]
-            for row in db.query("select name from _sqlite_migrations where migration_set = ?", ["kirolearn"])
-        }
-        if applied - known:
-            raise SchemaTooNew(
-                f"{path} was written by a newer kirolearn (unknown migrations: "
-                f"{', '.join(sorted(applied - known))}); upgrade kirolearn"
-            )
-    migrations.apply(db)
     return db
+
+
+def _refuse_newer_schema(db, path: str) -> None:
+    known = {m.name for m in getattr(migrations, "_migrations", ())}
+    if not known or "_sqlite_migrations" not in db.table_names():
+        return
+    applied = {row["name"] for row in db.query(
+        "select name from _sqlite_migrations where migration_set = ?", ["kirolearn"])}
+    if applied - known:
+        raise SchemaTooNew(f"{path} was written by a newer kirolearn (unknown migrations: "
+                           f"{', '.join(sorted(applied - known))}); upgrade kirolearn")
+
+
+@contextlib.contextmanager
+def writing(db):
+    """One write transaction that takes SQLite's write lock up front (BEGIN IMMEDIATE).
+
+    sqlite-utils' atomic() starts a deferred BEGIN: a transaction that read first
+    and then writes after another process committed fails at once with "database
+    is locked" instead of waiting out the busy timeout. Nested use is a savepoint.
+    """
+    if db.conn.in_transaction:
+        with writing(db):
+            yield db
+        return
+    db.conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+    except BaseException:
+        if db.conn.in_transaction:
+            db.conn.execute("ROLLBACK")
+        raise
+    db.conn.execute("COMMIT")
 
 
 # --- events ----------------------------------------------------------------
@@ -150,7 +181,7 @@ def commit_extraction(db, run: dict, records: list, event_ids: "list[str]") -> i
 
     Returns how many records were new (identical records are stored once).
     """
-    with db.atomic():
+    with writing(db):
         before = db["memory_records"].count
         if records:
             db["memory_records"].insert_all([record_row(r) for r in records], pk="record_id", ignore=True)
@@ -169,13 +200,13 @@ def commit_extraction(db, run: dict, records: list, event_ids: "list[str]") -> i
 
 def record_failed_run(db, run: dict) -> None:
     """Keep a failed LLM attempt for the retry count, the spend total and `status`."""
-    with db.atomic():
+    with writing(db):
         db["extraction_runs"].insert(dict(run, outcome="failed"), pk="run_id")
 
 
 def record_drain(db, drain_id: str, started_at: str, stats: dict, error: str = "") -> None:
     """Remember one drain run for `kirolearn status`."""
-    with db.atomic():
+    with writing(db):
         db["drain_runs"].insert(
             {"drain_id": drain_id, "started_at": started_at, "finished_at": now_iso(),
              "stats": json.dumps(stats), "error": error},

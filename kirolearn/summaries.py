@@ -76,7 +76,7 @@ def now_iso() -> str:
 
 
 def _insert_record(db, record: MemoryRecord) -> None:
-    with db.atomic():
+    with store.writing(db):
         db["memory_records"].insert(store.record_row(record), pk="record_id", ignore=True)
 
 
@@ -232,7 +232,7 @@ def compress(db, log: str, settings, complete=None) -> "tuple[dict | None, str |
 
 def _record_spend(db, completion, settings) -> None:
     """Count auto_compress tokens against the same daily limit as extraction."""
-    with db.atomic():
+    with store.writing(db):
         db["extraction_runs"].insert({
             "run_id": new_ulid(), "batch_key": "session_end", "extractor": "llm", "reason": "auto_compress",
             "model": settings.extract.model, "event_count": 0, "request": "",
@@ -257,10 +257,10 @@ def session_end(db, project: Project, *, session_id, summary=None, highlights=No
                 settings=None, complete=None, scrubber: "Scrubber | None" = None) -> dict:
     """Save an end-of-session summary; returns the tool's result object."""
     scrubber = scrubber or Scrubber()
-    session_id = _text("session_id", session_id).strip()
+    session_id = scrubber.scrub_text(_text("session_id", session_id)).strip()
     if not session_id:
         raise SummaryError("'session_id' must not be empty")
-    label = (_text("project", label, required=False) or "general").strip() or "general"
+    label = scrubber.scrub_text((_text("project", label, required=False) or "general").strip() or "general")
     if not isinstance(auto_compress, bool):
         raise SummaryError("'auto_compress' must be true or false")
     summary = _text("summary", summary, required=False)
@@ -310,7 +310,7 @@ def session_end(db, project: Project, *, session_id, summary=None, highlights=No
         observation_type="session_summary", strategy="mcp_session_end", source_event_ids=source_ids,
         created_at=store.now_iso(),
     )
-    with db.atomic():
+    with store.writing(db):
         db["memory_records"].insert(store.record_row(record), pk="record_id", ignore=True)
         db["session_summaries"].insert({
             "id": summary_id, "session_id": session_id, "project": label, "project_id": project.id,
@@ -335,7 +335,7 @@ def _decode(row: dict) -> dict:
 
 def session_init(db, project: Project, label: str = "general") -> dict:
     """The newest session_end summary of a project, all fields; stays until a later one supersedes it."""
-    label = (_text("project", label, required=False) or "general").strip() or "general"
+    label = Scrubber().scrub_text((_text("project", label, required=False) or "general").strip() or "general")
     rows = list(db.query(
         "select * from session_summaries where project_id = ? and project = ? order by ended_at desc, rowid desc limit 1",
         [project.id, label]))

@@ -241,3 +241,42 @@ def test_export_includes_session_summaries(project, home):
     lines = [json.loads(x) for x in runner.invoke(cli, ["export"]).output.splitlines()]
     assert [x["type"] for x in lines] == ["record", "summary"]
     assert lines[1]["summary"] == "done" and lines[1]["next_steps"] == []
+
+
+def test_a_scrubbed_model_answer_is_clipped_again_not_fatal(make_event, drain_now, write_config):
+    from kirolearn.extract import Completion
+
+    write_config('[extract]\nmodel = "openai/x"\n')
+    make_event("userPromptSubmit", prompt="q")
+    make_event("stop", assistant_response="a")
+    title = "x" * 185 + " password=hunter2abc"  # the marker is longer than the secret
+    answer = json.dumps({"records": [{"observation_type": "session_summary", "title": title, "summary": "s"}]})
+    stats, db = drain_now(complete=lambda m, c: Completion(answer, 10, 5))
+    (row,) = db.query("select title from memory_records")
+    assert len(row["title"]) <= 200 and "hunter2" not in row["title"]
+    assert stats.records_written == 1 and stats.pending_events == 0
+
+
+def test_deeply_nested_spool_file_is_quarantined(home, drain_now, make_event):
+    make_event(tool_name="shell")
+    ready = home / "spool" / "ready"
+    (ready / "01KB0000000000000000000000.json").write_text("[" * 200000 + "]" * 200000)
+    stats, _ = drain_now()
+    assert (stats.stored, stats.quarantined) == (1, 1)
+
+
+def test_truncated_paths_are_scrubbed(make_event, drain_now):
+    key = "AKIA" + "IOSFODNN7EXAMPL3"
+    make_event(tool_name="x", tool_input={"<private>hunter2</private>": "y" * 40000, key: "z" * 40000})
+    _, db = drain_now()
+    body = db.execute("select body from events").fetchone()[0]
+    assert "hunter2" not in body and key not in body
+
+
+def test_two_real_turns_with_identical_stops_are_both_kept(make_event, drain_now):
+    make_event("userPromptSubmit", prompt="continue", now=1_800_000_000.0)
+    make_event("Stop", now=1_800_000_030.0)
+    make_event("userPromptSubmit", prompt="go on", now=1_800_000_060.0)
+    make_event("Stop", now=1_800_000_090.0)  # identical to the first Stop: v3 sends no text
+    stats, _ = drain_now()
+    assert (stats.stored, stats.duplicates, stats.records_written) == (4, 0, 2)

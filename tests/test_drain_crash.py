@@ -116,3 +116,30 @@ def test_watch_cli_stops_cleanly_on_sigterm(home, project):
         out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert b"watching the spool" in err
+
+
+SAVER = r"""
+import sys
+from kirolearn import store, summaries
+here = summaries.Project(sys.argv[2])
+for i in range(50):
+    db = store.open_db()  # a fresh store opened by several processes at once, too
+    summaries.save_observation(db, here, title=f"note {sys.argv[1]}-{i}", summary="s", observation_type="discovery",
+                               facts=[], concepts=[], files_touched=[])
+    db.conn.close()
+"""
+
+
+def test_concurrent_writers_wait_instead_of_failing(home, project):
+    ids = fill_spool(project, 1500)
+    drainer = subprocess.Popen([KIROLEARN, "drain"], env=hook_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    savers = [subprocess.Popen([sys.executable, "-c", SAVER, str(w), str(project)], env=hook_env(),
+                               stderr=subprocess.PIPE) for w in range(4)]
+    for p in savers:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err.decode()[-2000:]
+    out, err = drainer.communicate(timeout=120)
+    assert drainer.returncode == 0, err.decode()[-2000:]
+    db = store.open_db()
+    assert db.execute("select count(*) from memory_records where strategy = 'mcp_observation'").fetchone()[0] == 200
+    assert sorted(stored_ids(db)) == sorted(ids)

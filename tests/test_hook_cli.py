@@ -174,3 +174,16 @@ def test_log_rotates(home, monkeypatch):
         hooks.log(f"line {i}")
     assert (home / "logs" / "hook.log.1").exists()
     assert (home / "logs" / "hook.log").stat().st_size < 400
+
+
+def test_fallback_session_ends_after_a_long_pause(project, spooled, home):
+    def call():
+        body = {"hook_event_name": "postToolUse", "cwd": str(project), "tool_name": "shell"}
+        hooks.handle([], json.dumps(body).encode())
+        return spooled()[-1]["session_id"]
+
+    first = call()
+    assert call() == first
+    (session_file,) = (home / "sessions").iterdir()
+    os.utime(session_file, (0, time.time() - hooks.SESSION_IDLE_SECONDS - 60))
+    assert call() != first

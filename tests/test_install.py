@@ -200,3 +200,26 @@ def test_doctor_and_status_on_a_known_home(kiro, make_event, home, drain_now):
     os.remove(home / "spool" / "ready" / (old["event_id"] + ".json"))
     healthy = CliRunner().invoke(cli, ["doctor"])
     assert "wired: " in healthy.output
+
+
+def test_windows_hook_commands_use_cmd_syntax(home):
+    command = install.hook_command("post-tool", windows=True)
+    assert command.startswith(f'set "KIROLEARN_HOME={home}" && ')
+    assert command.endswith(" post-tool || exit /b 0") and "'" not in command
+
+
+def test_systemd_quotes_environment_values(tmp_path, monkeypatch):
+    monkeypatch.setenv("KIROLEARN_HOME", str(tmp_path / "my home"))
+    service, _ = schedule.systemd_job(60)
+    assert f'Environment="KIROLEARN_HOME={tmp_path}/my home"' in service.content
+
+
+def test_cron_install_creates_the_log_folder(tmp_path, monkeypatch, home):
+    store = tmp_path / "crontab.txt"
+    fake = tmp_path / "bin" / "crontab"
+    fake.parent.mkdir()
+    fake.write_text(f'#!/bin/sh\nif [ "$1" = "-l" ]; then echo "no crontab for root" >&2; exit 1; else cat > {store}; fi\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    assert run("schedule", "--cron").exit_code == 0
+    assert (home / "logs").is_dir() and "drain.log" in store.read_text()

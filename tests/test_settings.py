@@ -7,7 +7,7 @@ from kirolearn import settings
 
 def test_defaults_without_a_file(home):
     s = settings.load()
-    assert s.extract.model == "" and s.batch.max_events == 40 and s.dedup.window_seconds == 120
+    assert s.extract.model == "" and s.batch.max_events == 40 and s.dedup.window_seconds == 3
 
 
 def test_file_then_environment(write_config, monkeypatch):
