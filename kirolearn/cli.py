@@ -160,10 +160,10 @@ def export_command(output):
         for key in ("facts", "concepts", "files_touched", "source_event_ids"):
             item[key] = json.loads(item[key])
         output.write(json.dumps({"type": "record", **item}, ensure_ascii=False) + "\n")
+    from .context import decode_session_summary
+
     for row in db.query("select * from session_summaries order by ended_at, id"):
-        item = dict(row)
-        for key in ("highlights", "pitfalls", "next_steps", "open_questions"):
-            item[key] = json.loads(item[key] or "[]")
+        item = decode_session_summary(row)
         output.write(json.dumps({"type": "summary", **item}, ensure_ascii=False) + "\n")
 
 
@@ -205,10 +205,7 @@ def status_command(json_):
 
         db = _open_db()
         tokens, dollars = store.spend_today(db)
-        ex = settings.extract
-        over = (ex.daily_token_limit and tokens >= ex.daily_token_limit) or (
-            ex.daily_cost_limit_usd and dollars >= ex.daily_cost_limit_usd)
-        if ex.model and over:
+        if settings.extract.model and store.daily_limit_reached(db, settings.extract):
             info["extractor"]["mode"] = "deterministic (daily limit reached)"
         last = next(iter(db.query("select * from drain_runs order by drain_id desc limit 1")), None)
         projects = [dict(r) for r in db.query(
@@ -559,7 +556,7 @@ def _apply_changes(changes, dry_run, yes, *, installing):
 @cli.command(name="uninstall")
 @click.option("--project", type=click.Path(file_okay=False),
               help="Only undo what was installed into this project (default: every recorded install).")
-@click.option("--purge", is_flag=True, help=f"Also delete all kirolearn data ($KIROLEARN_HOME).")
+@click.option("--purge", is_flag=True, help="Also delete all kirolearn data ($KIROLEARN_HOME).")
 @click.option("--dry-run", is_flag=True, help="Print what would change; write nothing.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before writing or deleting.")
 def uninstall_command(project, purge, dry_run, yes):

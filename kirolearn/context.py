@@ -201,10 +201,18 @@ def last_session_end(conn, pid: str) -> "dict | None":
         raise
     if row is None:
         return None
+    return decode_session_summary(row)
+
+
+SUMMARY_LISTS = ("highlights", "pitfalls", "next_steps", "open_questions")
+
+
+def decode_session_summary(row) -> dict:
+    """A session_summaries row with its JSON list columns decoded (unreadable ones as [])."""
     found = dict(row)
-    for key in ("highlights", "pitfalls", "next_steps", "open_questions"):
+    for key in SUMMARY_LISTS:
         try:
-            found[key] = json.loads(found[key] or "[]")
+            found[key] = json.loads(found.get(key) or "[]")
         except ValueError:
             found[key] = []
     return found

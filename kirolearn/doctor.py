@@ -63,9 +63,9 @@ def run_checks():
             if failures:
                 yield "WARN", f"{failures} failed model extraction(s) in the last 24 h: check extract.model and the key"
             if conf and conf.extract.model:
-                tokens, _ = store.spend_today(db)
-                if conf.extract.daily_token_limit and tokens >= conf.extract.daily_token_limit:
-                    yield "WARN", "daily token limit reached: extraction is deterministic until tomorrow (UTC)"
+                spent = store.daily_limit_reached(db, conf.extract)
+                if spent:
+                    yield "WARN", f"{spent}: extraction is deterministic until tomorrow (UTC)"
         except Exception as exc:  # a sick database
             yield "FAIL", f"cannot open {config.db_path()}: {exc}"
     else:

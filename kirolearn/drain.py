@@ -18,7 +18,7 @@ import signal
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 
 from filelock import FileLock, Timeout
 from pydantic import ValidationError
@@ -257,11 +257,9 @@ class Drainer:
         ex = self.settings.extract
         if not ex.model:
             return ""
-        tokens, dollars = store.spend_today(self.db)
-        if ex.daily_token_limit and tokens >= ex.daily_token_limit:
-            return f"daily token limit reached ({tokens} of {ex.daily_token_limit})"
-        if ex.daily_cost_limit_usd and dollars >= ex.daily_cost_limit_usd:
-            return f"daily cost limit reached (${dollars:.4f} of ${ex.daily_cost_limit_usd:.2f})"
+        spent = store.daily_limit_reached(self.db, ex)
+        if spent:
+            return spent
         failures = store.failed_attempts(self.db, batch.key)
         if failures >= ex.max_attempts:
             return f"model failed {failures} times on this batch"

@@ -6,8 +6,6 @@ the key, the file and what is allowed, never a silent default.
 
 import os
 import sys
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import config

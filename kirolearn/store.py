@@ -163,6 +163,18 @@ def spend_today(db, now: "datetime | None" = None) -> "tuple[int, float]":
     return int(row[0]), float(row[1])
 
 
+def daily_limit_reached(db, extract_settings) -> str:
+    """Why today's model budget is spent ('' if it is not): the one check extraction,
+    auto_compress, status and doctor share."""
+    ex = extract_settings
+    tokens, dollars = spend_today(db)
+    if ex.daily_token_limit and tokens >= ex.daily_token_limit:
+        return f"daily token limit reached ({tokens} of {ex.daily_token_limit})"
+    if ex.daily_cost_limit_usd and dollars >= ex.daily_cost_limit_usd:
+        return f"daily cost limit reached (${dollars:.4f} of ${ex.daily_cost_limit_usd:.2f})"
+    return ""
+
+
 def record_row(record) -> dict:
     """A MemoryRecord as a memory_records row (lists as JSON text)."""
     from .dedup import tagged_hash

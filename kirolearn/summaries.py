@@ -208,10 +208,7 @@ def compress(db, log: str, settings, complete=None) -> "tuple[dict | None, str |
         return None, "empty_context"
     if not settings.extract.model:
         return None, "provider_unavailable"
-    tokens, dollars = store.spend_today(db)
-    ex = settings.extract
-    if (ex.daily_token_limit and tokens >= ex.daily_token_limit) or (
-            ex.daily_cost_limit_usd and dollars >= ex.daily_cost_limit_usd):
+    if store.daily_limit_reached(db, settings.extract):
         return None, "spend_limit_reached"
     messages = [{"role": "system", "content": COMPRESS_PROMPT}, {"role": "user", "content": log}]
     complete = complete or extract.litellm_complete
@@ -325,9 +322,9 @@ def session_end(db, project: Project, *, session_id, summary=None, highlights=No
 
 
 def _decode(row: dict) -> dict:
-    out = dict(row)
-    for key in ("highlights", "pitfalls", "next_steps", "open_questions"):
-        out[key] = json.loads(out[key] or "[]")
+    from .context import decode_session_summary
+
+    out = decode_session_summary(row)
     out["auto_compress"] = bool(out["auto_compress"])
     out["compressed_used"] = bool(out["compressed_used"])
     return out

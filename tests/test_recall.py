@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from kirolearn import config, context, recall
 
-from conftest import hook_env, run_hook
+from conftest import run_hook
 
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "relevance.json").read_text("utf-8"))
 
