@@ -1,7 +1,8 @@
 """`kirolearn`: the command line for people, cron jobs and scripts.
 
-Library errors become `click.ClickException`s with a fix-it hint (exit 1);
-bad flag combinations are usage errors (exit 2). `--json` output is stable:
+Library errors are `kirolearn.errors.KirolearnError`s; `KirolearnGroup` turns
+them into one `Error:` line with a fix-it hint (exit 1, unless the error says
+otherwise); bad flag combinations are usage errors (exit 2). `--json` output is stable:
 its keys are documented in README.md and only ever added to.
 """
 
@@ -20,7 +21,69 @@ def json_option(func):
     return click.option("json_", "--json", is_flag=True, help="Print machine-readable JSON.")(func)
 
 
-@click.group(context_settings=CONTEXT_SETTINGS)
+class KirolearnGroup(click.Group):
+    """The one place where library errors become what a user sees.
+
+    A `KirolearnError` becomes one `Error: …` line with its fix and exit status.
+    A sqlite3 failure becomes the store error that names the file. Anything
+    else is a bug: its traceback goes to logs/cli.log and the user gets one
+    line pointing there (set KIROLEARN_DEBUG=1 to see the traceback instead).
+    """
+
+    def invoke(self, ctx):
+        import os
+
+        from .errors import KirolearnError, from_sqlite
+
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, KeyboardInterrupt):
+            raise
+        except KirolearnError as exc:
+            _fail(str(exc), exc.exit_code)
+        except sqlite3.Error as exc:
+            from . import config
+
+            err = from_sqlite(exc, config.db_path())
+            _fail(str(err), err.exit_code)
+        except Exception as exc:  # noqa: BLE001 - a bug: log it whole, tell the user one line
+            if os.environ.get("KIROLEARN_DEBUG"):
+                raise
+            where = _log_traceback()
+            _fail(f"unexpected {type(exc).__name__}: {exc}; this is a kirolearn bug, "
+                  f"the traceback is in {where}", 1)
+
+
+def _fail(message: str, code: int) -> None:
+    from .errors import one_line
+    from .scrub import scrub_text
+
+    if code:
+        click.echo(f"Error: {one_line(scrub_text(message))}", err=True)
+    else:
+        click.echo(f"kirolearn: {one_line(scrub_text(message))}", err=True)
+    raise click.exceptions.Exit(code)
+
+
+def _log_traceback() -> str:
+    import os
+    import traceback
+
+    from . import config
+    from .scrub import scrub_text
+
+    try:
+        directory = config.ensure_private_dir(config.logs_dir())
+        path = os.path.join(directory, "cli.log")
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with os.fdopen(fd, "a", encoding="utf-8") as fh:
+            fh.write(scrub_text(traceback.format_exc()) + "\n")
+        return path
+    except Exception:  # noqa: BLE001 - logging must not mask the original failure
+        return "(no log: the logs folder is not writable)"
+
+
+@click.group(cls=KirolearnGroup, context_settings=CONTEXT_SETTINGS)
 @click.version_option(__version__, prog_name="kirolearn")
 def cli():
     """kirolearn: durable memory for Kiro agents.
@@ -31,21 +94,15 @@ def cli():
 
 
 def _load_settings():
-    from .settings import SettingsError, load
+    from .settings import load
 
-    try:
-        return load()
-    except SettingsError as exc:
-        raise click.ClickException(str(exc)) from None
+    return load()
 
 
 def _open_db():
-    from .store import SchemaTooNew, open_db
+    from .store import open_db
 
-    try:
-        return open_db()
-    except SchemaTooNew as exc:
-        raise click.ClickException(str(exc)) from None
+    return open_db()
 
 
 @cli.command(name="drain")
@@ -262,13 +319,6 @@ def status_command(json_):
         click.echo(f"  {p['project_root']}: {p['events']} events ({p['pending']} buffered), {p['records']} records")
 
 
-def _store_trouble(exc) -> str:
-    from . import config
-
-    return (f"cannot read {config.db_path()}: {exc}. If it is locked, a long write is running: try again; "
-            "if it is corrupt, `sqlite3 <path> .recover` can salvage its rows into a new file")
-
-
 def _project_root(project):
     import os
 
@@ -305,12 +355,9 @@ def search_command(query, project, all_projects, types, limit, json_):
     if project and all_projects:
         raise click.UsageError("--project and --all-projects cannot be combined")
     root = _project_root(project)
-    try:
-        conn = recall.connect_readonly(budget=5.0)
-        hits = recall.search(conn, query, project_id=None if all_projects else context.project_id(root),
-                             types=list(types) or None, limit=limit)
-    except sqlite3.Error as exc:
-        raise click.ClickException(_store_trouble(exc)) from None
+    conn = recall.connect_readonly(budget=5.0)
+    hits = recall.search(conn, query, project_id=None if all_projects else context.project_id(root),
+                         types=list(types) or None, limit=limit)
     if json_:
         click.echo(json.dumps([h.to_dict() for h in hits], ensure_ascii=False, indent=2))
         return
@@ -339,14 +386,11 @@ def context_command(session_start, prompt, project):
         raise click.UsageError("give exactly one of --session-start or --prompt TEXT")
     root = _project_root(project)
     conf = context.settings()
-    try:
-        conn = recall.connect_readonly(budget=5.0)
-        if session_start:
-            text, _ = context.session_start(conn, root, conf=conf)
-        else:
-            text, _ = context.for_prompt(conn, root, prompt, conf=conf)
-    except sqlite3.Error as exc:
-        raise click.ClickException(_store_trouble(exc)) from None
+    conn = recall.connect_readonly(budget=5.0)
+    if session_start:
+        text, _ = context.session_start(conn, root, conf=conf)
+    else:
+        text, _ = context.for_prompt(conn, root, prompt, conf=conf)
     if text:
         click.echo(text, nl=False)
     else:
@@ -354,12 +398,7 @@ def context_command(session_start, prompt, project):
 
 
 def _summaries_call(func, **kwargs):
-    from .summaries import SummaryError
-
-    try:
-        return func(_open_db(), **kwargs)
-    except SummaryError as exc:
-        raise click.ClickException(str(exc)) from None
+    return func(_open_db(), **kwargs)
 
 
 def _here(project):
@@ -514,16 +553,10 @@ def install_command(project, global_, dry_run, yes, set_default):
     """
     from . import install
 
-    try:
-        changes = install.plan_install(project, global_ or not project)
-    except install.InstallError as exc:
-        raise click.ClickException(str(exc)) from None
+    changes = install.plan_install(project, global_ or not project)
     _apply_changes(changes, dry_run, yes, installing=True)
     if set_default and not dry_run:
-        try:
-            click.echo(install.set_default_agent())
-        except install.InstallError as exc:
-            raise click.ClickException(str(exc)) from None
+        click.echo(install.set_default_agent())
     if not dry_run:
         click.echo("next: `kirolearn schedule` to drain in the background; Kiro CLI users start "
                    "`kiro-cli chat --agent kirolearn`")
@@ -594,18 +627,15 @@ def schedule_command(every, kind, print_only, remove):
     from . import schedule
 
     kind = kind or schedule.default_kind()
-    try:
-        seconds = schedule.parse_every(every)
-        if print_only:
-            if kind == "cron":
-                click.echo(schedule.cron_line(seconds))
-            else:
-                for job in (schedule.systemd_job(seconds) if kind == "systemd" else schedule.launchd_job(seconds)):
-                    click.echo(f"# {job.path}\n{job.content}")
-            return
-        click.echo(schedule.remove_job(kind) if remove else schedule.install_job(kind, seconds))
-    except schedule.ScheduleError as exc:
-        raise click.ClickException(str(exc)) from None
+    seconds = schedule.parse_every(every)
+    if print_only:
+        if kind == "cron":
+            click.echo(schedule.cron_line(seconds))
+        else:
+            for job in (schedule.systemd_job(seconds) if kind == "systemd" else schedule.launchd_job(seconds)):
+                click.echo(f"# {job.path}\n{job.content}")
+        return
+    click.echo(schedule.remove_job(kind) if remove else schedule.install_job(kind, seconds))
 
 
 @cli.group(name="config", context_settings=CONTEXT_SETTINGS)
@@ -619,10 +649,7 @@ def config_show(json_):
     """Print every effective setting and where it came from (default, file or environment)."""
     from .settings import effective
 
-    try:
-        rows = effective()
-    except Exception as exc:  # SettingsError
-        raise click.ClickException(str(exc)) from None
+    rows = effective()
     if json_:
         click.echo(json.dumps(rows, indent=2))
         return

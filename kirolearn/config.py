@@ -6,10 +6,12 @@ except `ensure_private_dir`, so read-only commands never litter a fresh machine.
 
 import os
 
+from .errors import HomeError
+
 HOME_ENV = "KIROLEARN_HOME"
 
 
-class HomeNotFound(RuntimeError):
+class HomeNotFound(HomeError):
     """Neither KIROLEARN_HOME nor a user home directory could be determined."""
 
 

@@ -27,6 +27,7 @@ from . import dedup, extract, spool, store
 from .ids import new_ulid
 from .schema import FACT_MAX, FILE_MAX, SUMMARY_MAX, TITLE_MAX, Event, MemoryRecord, clip, clip_list
 from .scrub import Scrubber
+from .errors import DrainLocked  # noqa: F401 - re-exported for callers
 
 LOCK_NAME = ".drain.lock"
 # Envelope fields the hook generates itself and the Event model constrains to
@@ -37,10 +38,6 @@ GENERATED_FIELDS = frozenset(
      "received_at", "client_version", "project_global")
 )
 STALE_TMP_SECONDS = 600  # a tmp file this old belongs to a hook that died mid-write
-
-
-class DrainLocked(RuntimeError):
-    """Another drainer holds the spool lock."""
 
 
 @dataclass

@@ -21,13 +21,10 @@ from pydantic import BaseModel, Field, ValidationError
 
 from .events import cut_text
 from .schema import FACT_MAX, FILE_MAX, SUMMARY_MAX, TITLE_MAX, ObservationType, clip, clip_list
+from .errors import ExtractionError  # noqa: F401 - re-exported for callers
 
 DETERMINISTIC_STRATEGY = "deterministic-turn"
 LLM_STRATEGY = "llm-summary"
-
-
-class ExtractionError(RuntimeError):
-    """The model could not produce a usable answer (after retries)."""
 
 
 @dataclass

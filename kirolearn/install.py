@@ -19,6 +19,7 @@ import sys
 from dataclasses import dataclass, field
 
 from . import config
+from .errors import InstallError  # noqa: F401 - re-exported for callers
 
 AGENT_NAME = "kirolearn"
 MARK = "kirolearn-hook"
@@ -39,10 +40,6 @@ IDE_LEGACY_HOOKS = (  # file stem, when, EVENT argument
     ("kirolearn-post-tool", {"type": "postToolUse", "toolTypes": ["*"]}, "ide-post-tool"),
     ("kirolearn-agent-stop", {"type": "agentStop"}, "ide-agent-stop"),
 )
-
-
-class InstallError(RuntimeError):
-    """Something the user must fix before install can touch a file."""
 
 
 @dataclass

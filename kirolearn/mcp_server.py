@@ -107,10 +107,20 @@ class ScrubbingFastMCP(FastMCP):
 
         from .scrub import scrub_text
 
+        from .errors import KirolearnError, one_line
+
         try:
             return await super().call_tool(name, arguments)
-        except Exception as exc:  # noqa: BLE001 - becomes the MCP error result
+        except ToolError as exc:
+            cause = exc.__cause__ or exc.__context__
+            if isinstance(cause, KirolearnError):  # FastMCP wraps what a tool raised
+                raise ToolError(scrub_text(str(cause))) from None
+            raise ToolError(scrub_text(one_line(str(exc)))) from None
+        except KirolearnError as exc:
             raise ToolError(scrub_text(str(exc))) from None
+        except Exception as exc:  # noqa: BLE001 - becomes the MCP error result
+            log.error("tool %s failed: %s", name, scrub_text(one_line(f"{type(exc).__name__}: {exc}")))
+            raise ToolError(scrub_text(one_line(str(exc)))) from None
 
 
 def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:

@@ -15,14 +15,11 @@ import sys
 from dataclasses import dataclass
 
 from . import config
+from .errors import ScheduleError  # noqa: F401 - re-exported for callers
 
 UNIT = "kirolearn-drain"
 CRON_MARK = "# kirolearn drain (kirolearn schedule)"
 LAUNCHD_LABEL = "dev.kirolearn.drain"
-
-
-class ScheduleError(RuntimeError):
-    """The scheduler could not be set up; the message says what to do instead."""
 
 
 def parse_every(text: str) -> int:

@@ -9,6 +9,7 @@ import sys
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import config
+from .errors import ConfigError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -16,7 +17,7 @@ else:  # pragma: no cover - 3.10
     import tomli as tomllib
 
 
-class SettingsError(ValueError):
+class SettingsError(ConfigError):
     """config.toml or a KIROLEARN_* variable holds something invalid."""
 
 

@@ -17,12 +17,9 @@ import sqlite_utils
 
 from . import config
 from .migrations import migrations
+from .errors import SchemaTooNew  # noqa: F401 - re-exported for callers
 
 BUSY_TIMEOUT_SECONDS = 30
-
-
-class SchemaTooNew(RuntimeError):
-    """The database was migrated by a newer kirolearn than this one."""
 
 
 def now_iso() -> str:

@@ -19,6 +19,7 @@ from . import dedup, store
 from .ids import new_ulid, new_uuid4
 from .schema import FACT_MAX, FILE_MAX, SUMMARY_MAX, TITLE_MAX, MemoryRecord, clip_list
 from .scrub import Scrubber
+from .errors import SummaryError  # noqa: F401 - re-exported for callers
 
 MAX_FIELD_CHARS = 100_000  # anything longer is a mistake, not a summary
 MAX_LIST_ITEMS = 200
@@ -26,10 +27,6 @@ TRUNCATED = "[truncated]"
 SECTIONS = ("What was investigated", "What was learned", "What was completed", "Next steps")
 OBSERVATION_TYPES = ("tool_use", "decision", "error", "discovery", "pattern")
 TURN_FIELDS = ("request", "investigated", "learned", "completed", "next_steps", "files_read", "files_modified")
-
-
-class SummaryError(ValueError):
-    """Bad input to a summary tool; the message says what to fix."""
 
 
 class Project:
