@@ -350,13 +350,13 @@ def search_command(query, project, all_projects, types, limit, json_):
     """
     import time
 
-    from . import context, recall
+    from . import context, recall, semantic
 
     if project and all_projects:
         raise click.UsageError("--project and --all-projects cannot be combined")
     root = _project_root(project)
     conn = recall.connect_readonly(budget=5.0)
-    hits = recall.search(conn, query, project_id=None if all_projects else context.project_id(root),
+    hits = semantic.search(conn, query, project_id=None if all_projects else context.project_id(root),
                          types=list(types) or None, limit=limit)
     if json_:
         click.echo(json.dumps([h.to_dict() for h in hits], ensure_ascii=False, indent=2))
@@ -655,6 +655,38 @@ def config_show(json_):
         return
     for row in rows:
         click.echo(f"{row['key']} = {json.dumps(row['value'])}    # {row['source']}")
+
+
+@cli.command(name="reindex")
+@click.option("--all", "everything", is_flag=True, help="Re-embed every record, not only those without a vector.")
+@json_option
+def reindex_command(everything, json_):
+    """(Re)compute what semantic recall needs: session-neighbour text and record vectors.
+
+    Run it after changing embeddings.model; the drainer keeps both current otherwise.
+    """
+    from . import semantic
+
+    db = _open_db()
+    bar = click.progressbar(length=1, label="embedding", file=sys.stderr) if not json_ else None
+
+    def progress(done, total):
+        if bar is not None:
+            bar.length = max(total, 1)
+            bar.update(done - bar.pos)
+
+    try:
+        result = semantic.reindex(db, _load_settings(), everything=everything, progress=progress)
+    finally:
+        if bar is not None:
+            bar.render_finish()
+    if json_:
+        click.echo(json.dumps(result, sort_keys=True))
+    elif result["model"] is None:
+        click.echo(f"Embeddings are off; rebuilt neighbour text of {result['expanded']} records.")
+    else:
+        click.echo(f"Embedded {result['embedded']} records with {result['model']}; "
+                   f"rebuilt neighbour text of {result['expanded']}.")
 
 
 @cli.command(name="doctor")

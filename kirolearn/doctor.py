@@ -70,6 +70,8 @@ def run_checks():
             yield "FAIL", f"cannot open {config.db_path()}: {exc}"
     else:
         yield "OK", "no database yet (it is created by the first drain)"
+    if conf is not None:
+        yield from semantic_checks(conf)
     wired = install.wiring()
     if not wired:
         yield "WARN", "Kiro is not wired: run `kirolearn install` (and `--project DIR` for a workspace)"
@@ -81,3 +83,27 @@ def run_checks():
                            "re-run `kirolearn install` from the current installation")
         else:
             yield "OK", f"wired: {entry['path']}"
+
+
+def semantic_checks(conf):
+    """Can the embedding model load, and how many records have vectors of it (issue #11)."""
+    from . import embeddings
+
+    usable, message = embeddings.check(conf)
+    yield ("OK" if usable else "WARN"), message
+    if not usable or not os.path.exists(config.db_path()):
+        return
+    model = embeddings.from_settings(conf)
+    if model is None:
+        return
+    from . import recall, store
+
+    conn = recall.connect_readonly(budget=5.0)
+    try:
+        have = store.vector_counts(conn).get(model.model_id, 0)
+        total = conn.execute("select count(*) from memory_records").fetchone()[0]
+    finally:
+        conn.close()
+    if have < total:
+        yield "WARN", (f"{total - have} of {total} records have no {model.model_id} vector yet: "
+                       "the next drain adds them, or run `kirolearn reindex`")

@@ -60,6 +60,8 @@ class DrainStats:
     cost_usd: float = 0.0
     pending_events: int = 0
     expired_events: int = 0
+    records_embedded: int = 0
+    embedding_error: str = ""
     duration_ms: int = 0
 
     def add(self, other: "DrainStats") -> None:
@@ -69,7 +71,7 @@ class DrainStats:
                 merged = Counter(self.redactions)
                 merged.update(value)
                 self.redactions = dict(merged)
-            elif name in ("extractor", "pending_events"):
+            elif name in ("extractor", "pending_events", "embedding_error"):
                 setattr(self, name, value)
             else:
                 setattr(self, name, getattr(self, name) + value)
@@ -345,6 +347,14 @@ class Drainer:
                 "delete from events where extract_state = 'done' and received_at < ?", [cutoff])
         return cursor.rowcount
 
+    def embed_records(self, stats: DrainStats) -> None:
+        """Vectors for new records (semantic recall); a model that cannot load leaves search lexical."""
+        from . import semantic  # numpy and the model load only here, in the drainer
+
+        semantic.enrich_pending(self.db)  # plain text for the hook's index: no model needed
+        if self.settings.embeddings.model.strip().lower() not in ("", "none", "off"):
+            stats.records_embedded, stats.embedding_error = semantic.index_with_settings(self.db, self.settings)
+
     def run_once(self, flush: bool = False) -> DrainStats:
         """Drain everything in the spool once, then extract every ready batch."""
         start = time.monotonic()
@@ -360,6 +370,7 @@ class Drainer:
         for batch in self.ready_batches(time.time(), flush=flush):
             self.extract_batch(batch, stats)
         stats.expired_events = self.expire_events()
+        self.embed_records(stats)
         stats.pending_events = self.db.execute(
             "select count(*) from events where extract_state = 'pending'"
         ).fetchone()[0]

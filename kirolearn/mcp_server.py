@@ -18,7 +18,7 @@ from mcp.server.fastmcp import FastMCP
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from . import __version__, config, context, recall, store, summaries
+from . import __version__, config, context, recall, semantic, store, summaries
 from .project import find_project_root
 from .scrub import Scrubber
 
@@ -204,7 +204,7 @@ def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
         """Search this project's memory records (titles, summaries, facts, concepts, files)."""
         limit = max(1, min(100, int(round(limit))))
         conn = recall.connect_readonly(budget=5.0)
-        hits = recall.search(conn, query, project_id=here.id, limit=limit)
+        hits = semantic.search(conn, query, project_id=here.id, limit=limit)
         if not hits:
             return _result("No matching memories found for the current project.", SearchResult(results=[]))
         blocks = []

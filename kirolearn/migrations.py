@@ -170,3 +170,37 @@ def m008_session_summaries(db):
     )
     db["session_summaries"].create_index(["project_id", "project", "ended_at"], index_name="idx_session_summaries")
     db["session_summaries"].create_index(["session_id"], index_name="idx_session_summaries_session")
+
+
+@migrations()
+def m012_record_vectors(db):
+    """Embedding vectors of memory records (issue #11), one per record and model.
+
+    The model id is stored with every vector so vectors of two models never mix;
+    `kirolearn reindex` rewrites them when the configured model changes.
+    """
+    db["record_vectors"].create(
+        {"record_id": str, "project_id": str, "model_id": str, "dimensions": int, "vector": bytes,
+         "text_hash": str, "updated_at": str},
+        pk="record_id",
+        not_null={"project_id", "model_id", "dimensions", "vector"},
+    )
+    db["record_vectors"].create_index(["project_id", "model_id"], index_name="idx_record_vectors_project")
+
+
+@migrations()
+def m012_record_expansion(db):
+    """A hidden text column the drainer fills from semantics (issue #11), searched by the hook too.
+
+    `expansion` holds words a record should also be found by: the text of its session
+    neighbours for now (a follow-up rarely repeats the words of the turn it needs,
+    but the turn next to it often has them). It is indexed as the last FTS column with a
+    low weight, so the stdlib-only hook benefits with no model. NULL = not derived yet.
+    """
+    db["memory_records"].add_column("expansion", str)
+    db["memory_records"].create_index(["project_id", "session_id"], index_name="idx_records_session",
+                                      if_not_exists=True)
+    db["memory_records"].disable_fts()
+    db["memory_records"].enable_fts(RECORD_FTS_COLUMNS + ["project_id", "expansion"], create_triggers=True,
+                                    tokenize="porter")
+    db["memory_records"].rebuild_fts()

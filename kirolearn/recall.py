@@ -19,9 +19,11 @@ import time
 
 from . import config
 
-# bm25() weights, in the FTS column order title, summary, facts, concepts, files_touched, project_id.
-COLUMN_WEIGHTS = (8.0, 1.0, 2.0, 4.0, 3.0, 0.0)
-TEXT_COLUMNS = "{title summary facts concepts files_touched}"
+# bm25() weights, in the FTS column order title, summary, facts, concepts, files_touched, project_id,
+# expansion (words the drainer derived: session neighbours' text; see semantic.enrich_pending).
+COLUMN_WEIGHTS = (8.0, 1.0, 2.0, 4.0, 3.0, 0.0, 2.0)
+TEXT_COLUMNS = "{title summary facts concepts files_touched expansion}"
+_OLD_TEXT_COLUMNS = "{title summary facts concepts files_touched}"  # a store not yet migrated to m012
 TYPE_WEIGHTS = {"session_summary": 1.3, "decision": 1.3, "error": 1.15, "discovery": 1.1, "pattern": 1.1,
                 "tool_use": 1.0}
 RECENCY_HALF_LIFE_DAYS = 30.0
@@ -33,14 +35,17 @@ RELATIVE_FLOOR = 0.35  # a prompt match must score at least this share of the be
 COMMON_SHARE = 0.5  # words in more than this share of records carry no BM25 weight: not searched
 KEEP_RAREST = 2  # ... but the rarest few words of a prompt are always kept
 
-_WORD = re.compile(r"\w+", re.UNICODE)
+# Dotted acronyms ("U.S.", "e.g.") stay one token; everything else is a run of word characters.
+_WORD = re.compile(r"(?:[^\W\d_]\.){2,}|\w+", re.UNICODE)
 _STOPWORDS = frozenset(
     """a an and are as at be been but by can could did do does doing done for from get got had has have
     how i if in into is it its it's just let me my no not now of on or our please should so some such
     than that the their them then there these they this those to too up us was we were what when where
     which while who why will with would you your yes ok okay thanks thank hi hello hey also again still
     make sure want need like look see tell show give use using used one two new way any all more most
-    very really something anything everything here""".split()
+    very really something anything everything here
+    he him his she her hers herself himself i'm me mine myself ours yours yourself its about say said says
+    tell told kind kinds type types thing things ever much many lot lots""".split()
 )
 
 
@@ -119,7 +124,8 @@ def terms(text: str, limit: int = MAX_TERMS) -> "list[str]":
         low = word.lower()
         if low in _STOPWORDS or low in seen or len(low) > 60:
             continue
-        if len(low) < 3 and not any(ch.isdigit() for ch in low) and low.isascii():
+        short_ok = "." in low or (len(word) == 2 and word.isupper())  # "U.S.", "CI", "DB"
+        if len(low) < 3 and not short_ok and not any(ch.isdigit() for ch in low) and low.isascii():
             continue
         # identifiers (digits, underscores, camelCase) say the most, then longer words; ties keep order
         identifier = any(ch.isdigit() or ch == "_" for ch in word) or (word[:1].islower() and word.lower() != word)
@@ -132,11 +138,11 @@ def _phrase(word: str) -> str:
     return '"' + word.replace('"', '""') + '"'
 
 
-def fts_query(words: "list[str]", project_id: "str | None" = None) -> str:
+def fts_query(words: "list[str]", project_id: "str | None" = None, columns: str = TEXT_COLUMNS) -> str:
     """An FTS5 MATCH expression: each word a quoted phrase, OR-ed over the text columns,
     AND-ed with the project when given (FTS5 then scores only that project's rows).
     Safe for any input: nothing the user typed is parsed as FTS5 syntax."""
-    text = f"{TEXT_COLUMNS} : (" + " OR ".join(_phrase(w) for w in words) + ")"
+    text = f"{columns} : (" + " OR ".join(_phrase(w) for w in words) + ")"
     return f"project_id : {_phrase(project_id)} AND {text}" if project_id else text
 
 
@@ -226,7 +232,13 @@ def search(conn, query: str, *, project_id: "str | None" = None, types=None, lim
         sql += " where " + " and ".join(conditions)
     sql += " order by top.bm25 limit ?"
     args.append(depth)
-    rows = conn.execute(sql, args).fetchall()  # the query is always well-formed: errors mean a sick store
+    try:
+        rows = conn.execute(sql, args).fetchall()  # the query is always well-formed: errors mean a sick store
+    except sqlite3.OperationalError as exc:
+        if "expansion" not in str(exc):
+            raise
+        args[0] = fts_query(words, project_id, _OLD_TEXT_COLUMNS)  # the drainer has not migrated this store yet
+        rows = conn.execute(sql, args).fetchall()
     hits = []
     for row in rows:
         hit = _hit(row, bm25=-row["bm25"])

@@ -85,6 +85,14 @@ class Retention(_Section):
                                                        "source ids); 0 = keep forever")
 
 
+class Embeddings(_Section):
+    """Vectors for semantic recall, computed by the drainer (`kirolearn reindex` after a change)."""
+
+    model: str = Field("wordllama/l2_supercat_256", description="'wordllama/l2_supercat_256' (offline, shipped), "
+                       "'litellm/<provider model>' (e.g. litellm/ollama/nomic-embed-text), or 'none'")
+    api_base: str = Field("", description="endpoint for a litellm embedding model (e.g. a local Ollama)")
+
+
 class Settings(_Section):
     """All settings; one attribute per config.toml table."""
 
@@ -95,6 +103,7 @@ class Settings(_Section):
     drain: Drain = Field(default_factory=Drain)
     recall: Recall = Field(default_factory=Recall)
     retention: Retention = Field(default_factory=Retention)
+    embeddings: Embeddings = Field(default_factory=Embeddings)
 
 
 # Environment overrides: variable -> (table, key).
@@ -103,6 +112,7 @@ ENV_OVERRIDES = {
     "KIROLEARN_API_BASE": ("extract", "api_base"),
     "KIROLEARN_DAILY_TOKEN_LIMIT": ("extract", "daily_token_limit"),
     "KIROLEARN_DAILY_COST_LIMIT_USD": ("extract", "daily_cost_limit_usd"),
+    "KIROLEARN_EMBEDDING_MODEL": ("embeddings", "model"),
 }
 
 

@@ -228,3 +228,119 @@ def iso_shift(iso: str, seconds: float) -> str:
     """Shift a store timestamp by `seconds` (keeps the store's format)."""
     dt = datetime.fromisoformat(iso.replace("Z", "+00:00")) + timedelta(seconds=seconds)
     return dt.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# --- embeddings (issue #11) ---------------------------------------------------------------
+# Writes take a sqlite-utils Database; reads take any sqlite3 connection (the read-only
+# one of recall.connect_readonly too), so search needs no sqlite-utils.
+
+
+def records_to_embed(db, model_id: str, limit: int = 1000, after_rowid: int = 0) -> "list[dict]":
+    """Records (rowid > after_rowid) with no vector of `model_id`, oldest first."""
+    sql = ("select r.rowid, r.record_id, r.project_id, r.title, r.summary, r.facts, r.concepts "
+           "from memory_records r left join record_vectors v on v.record_id = r.record_id and v.model_id = ? "
+           "where v.record_id is null and r.rowid > ? order by r.rowid limit ?")
+    return [dict(zip(("rowid", "record_id", "project_id", "title", "summary", "facts", "concepts"), row))
+            for row in db.execute(sql, [model_id, after_rowid, limit])]
+
+
+def count_to_embed(db, model_id: str) -> int:
+    """How many records have no vector of `model_id`."""
+    return db.execute("select count(*) from memory_records r left join record_vectors v on v.record_id = r.record_id "
+                      "and v.model_id = ? where v.record_id is null", [model_id]).fetchone()[0]
+
+
+def save_vectors(db, rows: "list[dict]") -> None:
+    """Insert or replace vector rows (record_id, project_id, model_id, dimensions, vector, text_hash)."""
+    if rows:
+        stamp = now_iso()
+        with writing(db):
+            db["record_vectors"].insert_all([dict(r, updated_at=stamp) for r in rows], pk="record_id", replace=True)
+
+
+def drop_vectors(db, keep_model_id: "str | None" = None) -> int:
+    """Delete vectors of every model but `keep_model_id` (all when None); returns how many."""
+    with writing(db):
+        if keep_model_id is None:
+            cursor = db.execute("delete from record_vectors")
+        else:
+            cursor = db.execute("delete from record_vectors where model_id != ?", [keep_model_id])
+    return cursor.rowcount
+
+
+def vector_counts(conn) -> "dict[str, int]":
+    """Stored vectors per model id ({} before the migration ran)."""
+    try:
+        return {r[0]: r[1] for r in conn.execute("select model_id, count(*) from record_vectors group by model_id")}
+    except sqlite3.OperationalError:
+        return {}
+
+
+def load_vectors(conn, model_id: str, project_id: "str | None" = None) -> "list[tuple]":
+    """(rowid, record_id, session_id, vector bytes) of a project's records, in rowid order."""
+    sql = ("select r.rowid, r.record_id, r.session_id, v.vector from record_vectors v "
+           "join memory_records r on r.record_id = v.record_id where v.model_id = ?")
+    args = [model_id]
+    if project_id:
+        sql += " and v.project_id = ?"
+        args.append(project_id)
+    return conn.execute(sql + " order by r.rowid", args).fetchall()
+
+
+def session_order(conn, project_id: "str | None" = None) -> "list[tuple]":
+    """(rowid, record_id, session_id) of a project's records in rowid (creation) order."""
+    sql, args = "select rowid, record_id, session_id from memory_records", []
+    if project_id:
+        sql += " where project_id = ?"
+        args.append(project_id)
+    return conn.execute(sql + " order by rowid", args).fetchall()
+
+
+def records_by_id(conn, record_ids: "list[str]") -> list:
+    """memory_records rows for these ids (any order)."""
+    rows = []
+    for i in range(0, len(record_ids), 500):
+        part = record_ids[i : i + 500]
+        rows += conn.execute(f"select * from memory_records where record_id in ({','.join('?' * len(part))})",
+                             part).fetchall()
+    return rows
+
+
+def sessions_needing_expansion(db, limit: int = 500) -> "list[tuple[str, str]]":
+    """(project_id, session_id) of sessions holding records whose expansion is not derived yet."""
+    return [tuple(r) for r in db.execute(
+        "select distinct project_id, session_id from memory_records where expansion is null limit ?", [limit])]
+
+
+def session_records(db, project_id: str, session_id: str) -> "list[dict]":
+    """A session's records in creation order: rowid, record_id, title, summary, expansion."""
+    cols = ("rowid", "record_id", "title", "summary", "expansion")
+    return [dict(zip(cols, r)) for r in db.execute(
+        "select rowid, record_id, title, summary, expansion from memory_records "
+        "where project_id = ? and session_id is ? order by rowid", [project_id, session_id])]
+
+
+def set_expansions(db, values: "dict[str, str]") -> None:
+    """Write derived expansion text (the FTS triggers re-index those rows)."""
+    if values:
+        with writing(db):
+            db.conn.executemany("update memory_records set expansion = ? where record_id = ?",
+                                [(text, rid) for rid, text in values.items()])
+
+
+def clear_expansions(db) -> None:
+    """Mark every record's expansion as not derived (reindex)."""
+    with writing(db):
+        db.execute("update memory_records set expansion = null")
+
+
+def vector_stamp(conn, model_id: str, project_id: "str | None") -> tuple:
+    """Changes whenever a project's vectors of a model change (a search-side cache key)."""
+    sql, args = "select count(*), max(rowid) from record_vectors where model_id = ?", [model_id]
+    if project_id:
+        sql += " and project_id = ?"
+        args.append(project_id)
+    try:
+        return tuple(conn.execute(sql, args).fetchone())
+    except sqlite3.OperationalError:
+        return (0, None)

@@ -31,6 +31,9 @@ def home(tmp_path, monkeypatch):
     monkeypatch.setenv("KIROLEARN_HOME", str(kl_home))
     monkeypatch.setenv("HOME", str(user_home))
     monkeypatch.setenv("KIROLEARN_RAISE_ERRORS", "1")
+    # Loading the embedding model costs ~1 s per process: tests that need vectors turn it on
+    # (tests/test_semantic.py, fixture `wordllama`).
+    monkeypatch.setenv("KIROLEARN_EMBEDDING_MODEL", "none")
     for var in ("KIRO_SESSION_ID", "USER_PROMPT", "VSCODE_PID", "VSCODE_IPC_HOOK",
                 "KIROLEARN_DISABLE", "KIROLEARN_INTERNAL"):
         monkeypatch.delenv(var, raising=False)

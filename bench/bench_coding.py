@@ -1,0 +1,153 @@
+"""Coding-domain recall: 40 agent turns hidden among ~9,900 real commit messages, asked back in other words.
+
+Each turn of bench/data/coding_set.json (a developer prompt and the agent's answer)
+and each distractor (a commit message of flask, requests, click, httpx, sqlite-utils
+or llm, bench/data/coding_distractors.jsonl.gz) goes through the spool → drain path
+in process, in one project, sessions of 20 turns. Every turn is asked twice: an
+ordinary follow-up, and a hard one that shares no content word with the turn
+(checked below with the FTS5 porter tokenizer). Counts are top-3 hits, also given
+as the issue's 12/8-question equivalents. Prints a table; never fails.
+
+    python bench/bench_coding.py [--distractors N] [--keep DIR]
+"""
+
+import argparse
+import os
+import random
+import re
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchdata import coding_set, distractors, drain_all, make_project, spool_turn  # noqa: E402
+from benchtable import pct, print_table  # noqa: E402
+
+SESSION = 20
+
+
+def ingest(project: str, turns: list, noise: "list[str]", seed: int = 11) -> None:
+    """Spool distractors in sessions of SESSION turns, each target turn at a random place among them."""
+    rng = random.Random(seed)
+    items = [("noise", text) for text in noise]
+    for turn in turns:
+        items.insert(rng.randrange(len(items) + 1), ("turn", turn))
+    when = 1_700_000_000.0
+    for n, (kind, item) in enumerate(items):
+        sid = f"coding-s{n // SESSION}"
+        when += 60
+        if kind == "noise":
+            first, _, rest = item.partition(". ")
+            spool_turn(project, sid, first, when, rest or None)
+        else:
+            spool_turn(project, sid, item["prompt"], when, item["outcome"] + (
+                " Files: " + ", ".join(item["files"]) if item.get("files") else ""))
+    drain_all()
+
+
+def shared_words(question: str, turn: dict) -> "set[str]":
+    """Porter stems the question shares with the turn, stopwords aside (recall.terms)."""
+    from kirolearn import recall
+
+    db = sqlite3.connect(":memory:")
+    db.execute("create virtual table t using fts5(x, tokenize='porter')")
+    db.execute("insert into t values (?)", [" ".join([turn["prompt"], turn["outcome"], *turn.get("files", [])])])
+    db.execute("create virtual table v using fts5vocab(t, 'row')")
+    turn_terms = {r[0] for r in db.execute("select term from v")}
+    q = sqlite3.connect(":memory:")
+    q.execute("create virtual table t using fts5(x, tokenize='porter')")
+    q.execute("insert into t values (?)", [" ".join(recall.terms(question, limit=100))])
+    q.execute("create virtual table v using fts5vocab(t, 'row')")
+    return {r[0] for r in q.execute("select term from v")} & turn_terms
+
+
+def run(tmp: str, n_distractors: int):
+    data = coding_set()
+    turns = data["turns"]
+    noise = distractors(n_distractors)
+    os.environ["KIROLEARN_HOME"] = os.path.join(tmp, "home")
+    project = make_project(os.path.join(tmp, "app"))
+    marker = os.path.join(tmp, "ingested")
+    start = time.perf_counter()
+    if not os.path.exists(marker):
+        ingest(project, turns, noise)
+        open(marker, "w").close()
+    ingest_s = time.perf_counter() - start
+    from kirolearn import context, recall, semantic
+
+    conn = recall.connect_readonly(budget=1e9)
+    pid = context.project_id(project)
+    # a target turn's record: the one whose title is its prompt
+    record_of = {}
+    for rid, title in conn.execute("select record_id, title from memory_records"):
+        for t in turns:
+            if " ".join(title.split()) == " ".join(t["prompt"].split())[: len(" ".join(title.split()))] and title:
+                record_of.setdefault(t["id"], rid)
+    searcher = semantic.Searcher(conn)
+    methods = {
+        "plain BM25": lambda q: plain_bm25(conn, q, pid),
+        "embedding alone": lambda q: [h.record_id for h in searcher.vector_only(q, project_id=pid, limit=3)],
+        "hook (lexical, SQLite only)": lambda q: [h.record_id for h in recall.search(conn, q, project_id=pid, limit=3)],
+        "kirolearn search (hybrid)": lambda q: [h.record_id for h in searcher.search(q, project_id=pid, limit=3)],
+    }
+    overlap = [t["id"] for t in turns if shared_words(t["hard"], t)]
+    results = {}
+    for name, fn in methods.items():
+        found = {"ordinary": 0, "hard": 0}
+        ms = []
+        misses = []
+        for t in turns:
+            for kind in ("ordinary", "hard"):
+                t0 = time.perf_counter()
+                top = fn(t[kind])
+                ms.append((time.perf_counter() - t0) * 1000)
+                if record_of.get(t["id"]) in top[:3]:
+                    found[kind] += 1
+                else:
+                    misses.append(f"{kind}:{t['id']}")
+        results[name] = (found, ms, misses)
+    return turns, noise, results, overlap, record_of, ingest_s
+
+
+_WORD = re.compile(r"\w+")
+
+
+def plain_bm25(conn, question: str, pid: str) -> "list[str]":
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(question)))
+    if not words:
+        return []
+    match = f'project_id : "{pid}" AND ' + "{title summary} : (" + " OR ".join(f'"{w}"' for w in words) + ")"
+    return [r[0] for r in conn.execute(
+        "select r.record_id from memory_records_fts f join memory_records r on r.rowid = f.rowid "
+        "where memory_records_fts match ? order by bm25(memory_records_fts) limit 3", [match])]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--distractors", type=int, default=0, help="how many (default: all)")
+    parser.add_argument("--keep", help="reuse (or create) the ingested store in this folder")
+    parser.add_argument("--misses", action="store_true", help="list the missed questions")
+    args = parser.parse_args()
+    tmp = args.keep or tempfile.mkdtemp(prefix="kl-coding-")
+    turns, noise, results, overlap, record_of, ingest_s = run(tmp, args.distractors or None)
+    n = len(turns)
+    print(f"coding set: {n} turns among {len(noise):,} commit-message distractor turns (one project), "
+          f"{len(record_of)} turns mapped to records; hard questions sharing a content word with their turn: "
+          f"{len(overlap)} {overlap if overlap else ''}" + (f"; ingested in {ingest_s:.0f} s" if ingest_s > 1 else ""))
+    rows = []
+    for name, (found, ms, misses) in results.items():
+        o, h = found["ordinary"], found["hard"]
+        rows.append((f"{name}: top-3 ordinary / hard (of {n})",
+                     f"{o} / {h}  (= {12 * o / n:.1f}/12, {8 * h / n:.1f}/8)",
+                     ">= 11/12, >= 5/8" if name.startswith("kirolearn") else ""))
+        rows.append(("  per query p50 / p95 (ms)", f"{statistics.median(ms):.1f} / {pct(ms, 0.95):.1f}", ""))
+        if args.misses:
+            print(name, "misses:", " ".join(misses))
+    print_table("coding-domain recall (no model)", rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,154 @@
+"""LoCoMo retrieval: evidence R@5, hit@5, R@10 and latency of kirolearn beside its baselines.
+
+Every dialog turn of the public LoCoMo release (../shared/bench/locomo/) goes in
+as one prompt event of its session, one project per conversation, through the
+product's spool → drain path in process (see benchdata.py), with no model
+configured. Then the 1,540 questions of categories 1–4 are asked in their
+conversation's project. A question's evidence turns are its gold records.
+
+Methods, all over the same store:
+  plain BM25      FTS5 OR-of-terms over the record text, no expansion, no vectors
+  embedding alone cosine of the question's vector and each record's vector
+  hook (lexical)  recall.search: what the prompt hook runs (stdlib, SQLite only)
+  kirolearn       semantic.search: what `kirolearn search` / MCP run (hybrid)
+Prints a table; never fails.
+
+    python bench/bench_locomo.py [--keep DIR] [--zip PATH]
+"""
+
+import argparse
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchdata import LOCOMO_ZIP, drain_all, locomo_conversations, make_project, score, spool_turn, turn_text  # noqa: E402
+from benchtable import pct, print_table  # noqa: E402
+
+
+def _key(text: str) -> str:
+    return " ".join(text.split())[:100]
+
+
+def ingest(tmp: str, convs) -> "tuple[dict, dict]":
+    """Spool and drain every turn; returns ({conv: project_root}, {(session_id, key): [dia_ids]})."""
+    projects, by_text = {}, {}
+    for conv_id, sessions, _ in convs:
+        project = make_project(os.path.join(tmp, "projects", f"conv{conv_id}"))
+        projects[conv_id] = project
+        for number, when, turns in sessions:
+            sid = f"locomo-{conv_id}-s{number}"
+            for i, turn in enumerate(turns):
+                text = turn_text(turn)
+                spool_turn(project, sid, text, when + 30 * i)
+                by_text.setdefault((sid, _key(text)), []).append(turn["dia_id"])
+    drain_all()
+    return projects, by_text
+
+
+def dia_of_records(conn, by_text) -> "dict[str, str]":
+    out = {}
+    for record_id, session_id, title in conn.execute("select record_id, session_id, title from memory_records"):
+        dias = by_text.get((session_id, _key(title)))
+        if dias:
+            out[record_id] = dias.pop(0) if len(dias) > 1 else dias[0]
+    return out
+
+
+_WORD = re.compile(r"\w+")
+
+
+def plain_bm25(conn, question: str, pid: str, k: int) -> "list[str]":
+    """The baseline: every word of the question OR-ed, BM25 over title and summary."""
+    words = [w.lower() for w in _WORD.findall(question)]
+    if not words:
+        return []
+    match = "{title summary} : (" + " OR ".join('"' + w.replace('"', '""') + '"' for w in dict.fromkeys(words)) + ")"
+    match = f'project_id : "{pid}" AND ' + match
+    rows = conn.execute("select r.record_id from memory_records_fts f join memory_records r on r.rowid = f.rowid "
+                        "where memory_records_fts match ? order by bm25(memory_records_fts) limit ?", [match, k]).fetchall()
+    return [r[0] for r in rows]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--zip", default=LOCOMO_ZIP)
+    parser.add_argument("--keep", help="reuse (or create) the ingested store in this folder")
+    parser.add_argument("--methods", default="bm25,embedding,hook,kirolearn")
+    args = parser.parse_args()
+    if not os.path.exists(args.zip):
+        print(f"LoCoMo not found at {args.zip}: skipped")
+        return 0
+    convs = locomo_conversations(args.zip)
+    tmp = args.keep or tempfile.mkdtemp(prefix="kl-locomo-")
+    os.environ["KIROLEARN_HOME"] = os.path.join(tmp, "home")
+    from kirolearn import context, recall, semantic
+
+    marker = os.path.join(tmp, "ingested")
+    start = time.perf_counter()
+    if not os.path.exists(marker):
+        projects, by_text = ingest(tmp, convs)
+        import pickle
+
+        with open(marker, "wb") as fh:
+            pickle.dump((projects, by_text), fh)
+        ingest_s = time.perf_counter() - start
+    else:
+        import pickle
+
+        with open(marker, "rb") as fh:
+            projects, by_text = pickle.load(fh)
+        ingest_s = 0.0
+    conn = recall.connect_readonly(budget=1e9)
+    dia = dia_of_records(conn, {k: list(v) for k, v in by_text.items()})
+    searcher = semantic.Searcher(conn)
+    methods = {
+        "plain BM25": lambda q, pid, k: plain_bm25(conn, q, pid, k),
+        "embedding alone": lambda q, pid, k: [h.record_id for h in searcher.vector_only(q, project_id=pid, limit=k)],
+        "hook (lexical, SQLite only)": lambda q, pid, k: [h.record_id for h in recall.search(conn, q, project_id=pid, limit=k)],
+        "kirolearn search (hybrid)": lambda q, pid, k: [h.record_id for h in searcher.search(q, project_id=pid, limit=k)],
+    }
+    wanted = {"bm25": "plain BM25", "embedding": "embedding alone", "hook": "hook (lexical, SQLite only)",
+              "kirolearn": "kirolearn search (hybrid)"}
+    methods = {wanted[m]: methods[wanted[m]] for m in args.methods.split(",")}
+    results = {name: {"r5": [], "h5": [], "r10": [], "ms": [], "cat": {}} for name in methods}
+    asked = 0
+    for conv_id, _, qa in convs:
+        pid = context.project_id(projects[conv_id])
+        for q in qa:
+            if q.get("category") not in (1, 2, 3, 4):
+                continue
+            gold = {e.strip() for e in q.get("evidence", []) if re.fullmatch(r"D\d+:\d+", str(e).strip())}
+            if not gold:
+                continue
+            asked += 1
+            for name, fn in methods.items():
+                t0 = time.perf_counter()
+                ranked = fn(q["question"], pid, 10)
+                results[name]["ms"].append((time.perf_counter() - t0) * 1000)
+                dias = [dia.get(r, "?") for r in ranked]
+                r5, h5 = score(dias, gold, 5)
+                r10, _ = score(dias, gold, 10)
+                res = results[name]
+                res["r5"].append(r5), res["h5"].append(h5), res["r10"].append(r10)
+                res["cat"].setdefault(q["category"], []).append(h5)
+    print(f"LoCoMo: {sum(len(t) for _, s, _ in convs for _, _, t in s)} turns in {len(convs)} projects, "
+          f"{len(dia)} records mapped, {asked} questions (categories 1-4)"
+          + (f", ingested through spool+drain in {ingest_s:.0f} s" if ingest_s else ""))
+    rows = []
+    for name, res in results.items():
+        mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
+        cats = " ".join(f"{c}:{mean(v):.2f}" for c, v in sorted(res["cat"].items()))
+        rows.append((f"{name}: evidence R@5 / hit@5 / R@10", f"{mean(res['r5']):.3f} / {mean(res['h5']):.3f} / "
+                     f"{mean(res['r10']):.3f}", ">= 0.68 / 0.75 /" if name.startswith("kirolearn") else ""))
+        rows.append((f"  hit@5 by category / p50 / p95 ms", f"{cats} / {statistics.median(res['ms']):.1f} / "
+                     f"{pct(res['ms'], 0.95):.1f}", ""))
+    print_table("LoCoMo retrieval (no model)", rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,184 @@
+"""Embedding models behind one small interface, and the registry that names them.
+
+In the spirit of simonw/llm's EmbeddingModel: a model has an id (stored with
+every vector, so vectors of different models never mix), a dimension count, a
+batch size, and `embed_batch(texts)` returning L2-normalised float32 rows.
+Backends register a factory under a prefix; a model string is
+"<prefix>/<name>", e.g. "wordllama/l2_supercat_256" (the default: its weights
+ship inside the wordllama wheel, so it runs offline) or "litellm/ollama/nomic-embed-text".
+"none" turns embeddings off. Never imported by the hook (numpy, model weights).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable, Iterable
+
+from .errors import KirolearnError
+
+DEFAULT_MODEL = "wordllama/l2_supercat_256"
+OFF = ("", "none", "off")
+
+
+class EmbeddingUnavailable(KirolearnError, RuntimeError):
+    """The configured embedding model cannot be loaded or called; recall stays lexical."""
+
+    default_fix = "run `kirolearn doctor`; search keeps working on words alone (set embeddings.model = \"none\" to silence this)"
+
+
+class EmbeddingModel:
+    """One embedding model. Subclasses set model_id, dimensions and implement `_embed`."""
+
+    model_id: str = ""
+    dimensions: int = 0
+    batch_size: int = 256
+
+    def _embed(self, texts: "list[str]"):  # -> numpy array (n, dimensions)
+        raise NotImplementedError
+
+    def embed_batch(self, texts: Iterable[str]):
+        """float32 array (n, dimensions), each row unit length (zero rows stay zero)."""
+        import numpy as np
+
+        texts = [t if isinstance(t, str) else str(t) for t in texts]
+        parts = []
+        for i in range(0, len(texts), max(1, self.batch_size)):
+            chunk = texts[i : i + self.batch_size]
+            if chunk:
+                parts.append(np.asarray(self._embed(chunk), dtype=np.float32).reshape(len(chunk), -1))
+        if not parts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        vectors = np.vstack(parts)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors / np.where(norms == 0, 1.0, norms)
+
+    def embed(self, text: str):
+        """One text's unit vector."""
+        return self.embed_batch([text])[0]
+
+    def word_vectors(self, words: "list[str]"):
+        """Vectors for single words (term neighbours); the default embeds each word as a text."""
+        return self.embed_batch(words)
+
+
+class WordLlamaModel(EmbeddingModel):
+    """wordllama static token embeddings (256-d), loaded from the weights inside its wheel.
+
+    `WordLlama.load()` looks for its tokenizer under `tokenizer/` while the wheel ships
+    `tokenizers/`; pointing cache_dir at the package folder with downloads disabled
+    finds both files and never touches the network (reference/libraries.md §7.1).
+    """
+
+    batch_size = 512
+
+    def __init__(self, name: str = "l2_supercat_256"):
+        if name not in ("l2_supercat_256", ""):
+            raise EmbeddingUnavailable(f"wordllama model {name!r} is not shipped in the wheel",
+                                       "use wordllama/l2_supercat_256")
+        self.model_id = "wordllama/l2_supercat_256"
+        self.dimensions = 256
+        self._wl = None
+
+    def _load(self):
+        if self._wl is None:
+            try:
+                from pathlib import Path
+
+                import wordllama
+                from wordllama import WordLlama
+
+                self._wl = WordLlama.load(cache_dir=Path(wordllama.__file__).parent, disable_download=True)
+            except ImportError as exc:
+                raise EmbeddingUnavailable(f"wordllama is not installed ({exc})",
+                                           "pip install wordllama (no wheel for this platform? search stays lexical)") from None
+            except Exception as exc:  # noqa: BLE001 - any loader failure means: no vectors
+                raise EmbeddingUnavailable(f"wordllama could not load its weights: {type(exc).__name__}: {exc}") from None
+        return self._wl
+
+    def _embed(self, texts):
+        return self._load().embed(texts, norm=False)
+
+
+class LiteLLMEmbeddingModel(EmbeddingModel):
+    """Any provider litellm knows (openai/…, bedrock/…, ollama/…), for users who configure one.
+
+    Imported lazily with the drainer's offline-safe environment (design.md rule 5).
+    """
+
+    batch_size = 64
+
+    def __init__(self, name: str, api_base: str = "", timeout: float = 60.0):
+        if not name:
+            raise EmbeddingUnavailable("litellm embedding model string is empty", "e.g. litellm/ollama/nomic-embed-text")
+        self.model_id = "litellm/" + name
+        self.name, self.api_base, self.timeout = name, api_base, timeout
+        self.dimensions = 0
+
+    def _embed(self, texts):
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
+        import litellm
+
+        litellm.suppress_debug_info = True
+        kwargs = {"model": self.name, "input": list(texts), "timeout": self.timeout}
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        try:
+            response = litellm.embedding(**kwargs)
+        except Exception as exc:  # noqa: BLE001 - provider errors of every kind
+            raise EmbeddingUnavailable(f"embedding call to {self.name} failed: {type(exc).__name__}: {str(exc)[:200]}",
+                                       "check embeddings.model / embeddings.api_base; search stays lexical meanwhile") from None
+        rows = [item["embedding"] if isinstance(item, dict) else item.embedding for item in response.data]
+        if len(rows) != len(texts):
+            raise EmbeddingUnavailable(f"{self.name} returned {len(rows)} vectors for {len(texts)} texts")
+        self.dimensions = len(rows[0]) if rows else self.dimensions
+        return rows
+
+
+_REGISTRY: "dict[str, Callable[..., EmbeddingModel]]" = {}
+
+
+def register(prefix: str, factory: Callable[..., EmbeddingModel]) -> None:
+    """Make "<prefix>/<name>" model strings build models with `factory(name, **options)`."""
+    _REGISTRY[prefix] = factory
+
+
+register("wordllama", lambda name, **_: WordLlamaModel(name))
+register("litellm", lambda name, api_base="", timeout=60.0, **_: LiteLLMEmbeddingModel(name, api_base, timeout))
+
+_CACHE: "dict[tuple, EmbeddingModel]" = {}
+
+
+def get_model(spec: "str | None" = None, **options) -> "EmbeddingModel | None":
+    """The model a spec names (None when embeddings are off). Loaded models are cached per process."""
+    spec = DEFAULT_MODEL if spec is None else spec.strip()
+    if spec.lower() in OFF:
+        return None
+    prefix, _, name = spec.partition("/")
+    if prefix not in _REGISTRY:
+        raise EmbeddingUnavailable(f"unknown embedding backend {prefix!r} in {spec!r}",
+                                   f"use one of: {', '.join(sorted(_REGISTRY))}, or \"none\"")
+    key = (spec, tuple(sorted(options.items())))
+    if key not in _CACHE:
+        _CACHE[key] = _REGISTRY[prefix](name, **options)
+    return _CACHE[key]
+
+
+def from_settings(conf) -> "EmbeddingModel | None":
+    """The model the settings' [embeddings] table names."""
+    section = getattr(conf, "embeddings", None)
+    if section is None:
+        return get_model()
+    return get_model(section.model, api_base=section.api_base)
+
+
+def check(conf) -> "tuple[bool, str]":
+    """(usable, what doctor says): loads the model and embeds one word."""
+    try:
+        model = from_settings(conf)
+        if model is None:
+            return True, "embeddings are off (embeddings.model = \"none\"): recall is lexical"
+        model.embed_batch(["kirolearn"])
+    except EmbeddingUnavailable as exc:
+        return False, f"semantic recall is off, search falls back to words alone: {exc.message}"
+    return True, f"embedding model {model.model_id} loads ({model.dimensions}-d)"

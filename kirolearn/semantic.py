@@ -1,0 +1,306 @@
+"""Semantic recall: record vectors written by the drainer, hybrid search for `search`, `context` and MCP.
+
+Drain side (`index_pending`): records without a vector of the configured model
+are embedded in batches and stored through the store (record_vectors, with the
+model id). Read side (`Searcher`): lexical BM25 candidates (recall.search, the
+same ranking the hook uses) and vector candidates are fused by weighted,
+normalised scores, then each record borrows a share of its session neighbours'
+scores. If the model cannot load, search is the lexical ranking unchanged.
+Not on the hook path: it imports numpy and loads a model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+
+from . import recall, store
+from .embeddings import EmbeddingUnavailable, from_settings
+
+# Fusion weights, chosen on LoCoMo (bench/bench_locomo.py) and checked on the coding set.
+LEXICAL_WEIGHT = 0.8
+VECTOR_WEIGHT = 0.2
+NEIGHBOUR_WEIGHT = 0.2
+CANDIDATES = 60
+
+_MARKUP = re.compile(r"\*\*(Request|Outcome|Ran|Read|Changed|Tool results|Errors):\*\*")
+
+
+def record_text(row) -> str:
+    """The text a record is embedded from: title, summary (without section labels), facts, concepts."""
+
+    def listed(value):
+        try:
+            found = json.loads(value or "[]") if isinstance(value, str) else (value or [])
+        except ValueError:
+            return []
+        return [str(x) for x in found] if isinstance(found, list) else []
+
+    summary = _MARKUP.sub(" ", row["summary"] or "")
+    parts = [row["title"] or ""]
+    if " ".join(summary.split()) != " ".join(parts[0].split()):
+        parts.append(summary)
+    parts += listed(row["facts"]) + listed(row["concepts"])
+    return "\n".join(dict.fromkeys(p.strip() for p in parts if p and p.strip()))
+
+
+def _hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
+
+
+def index_pending(db, model, *, batch: int = 512, progress=None) -> int:
+    """Embed every record that has no vector of `model`; returns how many were embedded.
+
+    `progress(n_done, n_total)` is called after each batch (the reindex progress bar).
+    """
+    if model is None:
+        return 0
+    total = store.count_to_embed(db, model.model_id)
+    done, after = 0, 0
+    while True:
+        rows = store.records_to_embed(db, model.model_id, limit=batch, after_rowid=after)
+        if not rows:
+            break
+        texts = [record_text(r) for r in rows]
+        vectors = model.embed_batch(texts)
+        store.save_vectors(db, [
+            {"record_id": r["record_id"], "project_id": r["project_id"], "model_id": model.model_id,
+             "dimensions": int(vectors.shape[1]), "vector": vectors[i].tobytes(), "text_hash": _hash(texts[i])}
+            for i, r in enumerate(rows)])
+        after = rows[-1]["rowid"]
+        done += len(rows)
+        if progress:
+            progress(done, total)
+    return done
+
+
+class _ProjectIndex:
+    """One project's vectors as a matrix, and each record's session neighbours."""
+
+    def __init__(self, conn, model_id: str, project_id: "str | None"):
+        import numpy as np
+
+        rows = store.load_vectors(conn, model_id, project_id)
+        self.ids = [r[1] for r in rows]
+        self.position = {rid: i for i, rid in enumerate(self.ids)}
+        self.matrix = (np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+                       if rows else np.zeros((0, 1), dtype=np.float32))
+        self.neighbours: "dict[str, list[str]]" = {}
+        previous = (None, None)
+        for _, record_id, session_id in store.session_order(conn, project_id):
+            if previous[1] == session_id and previous[0] is not None:
+                self.neighbours.setdefault(record_id, []).append(previous[0])
+                self.neighbours.setdefault(previous[0], []).append(record_id)
+            previous = (record_id, session_id)
+
+
+_INDEXES: dict = {}  # (database file, model id, project id) -> (stamp, _ProjectIndex), kept between calls
+
+
+def _database_file(conn) -> str:
+    try:
+        return conn.execute("pragma database_list").fetchone()[2] or ""
+    except Exception:  # noqa: BLE001 - a cache key only
+        return ""
+
+
+class Searcher:
+    """Hybrid search over one read connection; each project's vectors stay in memory between calls
+    (in this process, until the project's vectors change)."""
+
+    def __init__(self, conn, model=None, *, settings=None):
+        self.conn = conn
+        self.error = ""
+        if model is None:
+            if settings is None:
+                from .settings import load
+
+                settings = load()
+            try:
+                model = from_settings(settings)
+                if model is not None:
+                    model.embed_batch(["warm up"])  # load now: a broken model shows here, not mid-search
+            except EmbeddingUnavailable as exc:
+                self.error, model = exc.message, None
+        self.model = model
+        self._file = _database_file(conn)
+
+    @property
+    def semantic(self) -> bool:
+        """Whether vectors take part (a model loaded and this store has vectors of it)."""
+        return self.model is not None and bool(store.vector_counts(self.conn).get(self.model.model_id))
+
+    def _index(self, project_id):
+        key = (self._file, self.model.model_id, project_id)
+        stamp = store.vector_stamp(self.conn, self.model.model_id, project_id)
+        cached = _INDEXES.get(key)
+        if cached is None or cached[0] != stamp or not self._file:
+            cached = (stamp, _ProjectIndex(self.conn, self.model.model_id, project_id))
+            _INDEXES[key] = cached
+        return cached[1]
+
+    def similarities(self, query: str, project_id: "str | None"):
+        """(index, cosine of the query with every record vector of the project)."""
+        index = self._index(project_id)
+        if not len(index.ids):
+            return index, None
+        q = self.model.embed_batch([query])[0]
+        return index, index.matrix @ q
+
+    def vector_only(self, query: str, *, project_id: "str | None" = None, limit: int = 10) -> "list[recall.Hit]":
+        """Records ranked by cosine similarity alone (the embedding baseline)."""
+        if self.model is None:
+            return []
+        index, sims = self.similarities(query, project_id)
+        if sims is None:
+            return []
+        import numpy as np
+
+        top = np.argsort(-sims)[:limit]
+        return self._hits([(index.ids[i], float(sims[i])) for i in top])
+
+    def _hits(self, scored: "list[tuple[str, float]]", lexical: "dict | None" = None) -> "list[recall.Hit]":
+        lexical = lexical or {}
+        rows = {r["record_id"]: r for r in store.records_by_id(self.conn, [rid for rid, _ in scored
+                                                                            if rid not in lexical])}
+        hits = []
+        for rid, value in scored:
+            hit = lexical.get(rid) or (recall._hit(rows[rid]) if rid in rows else None)
+            if hit is None:
+                continue
+            hit.score = value
+            hits.append(hit)
+        return hits
+
+    def search(self, query: str, *, project_id: "str | None" = None, types=None, limit: int = 10,
+               now: "float | None" = None, **filters) -> "list[recall.Hit]":
+        """Hybrid ranking; the lexical ranking alone when no vectors can take part.
+
+        Extra keyword filters are passed to recall.search; vector candidates are then
+        restricted to what the lexical side would admit (filters this module does not know).
+        """
+        lexical_hits = recall.search(self.conn, query, project_id=project_id, types=types,
+                                     limit=max(CANDIDATES, limit), now=now, **filters)
+        if self.model is None or not recall.terms(query) and not query.strip():
+            return lexical_hits[:limit]
+        index, sims = self.similarities(query, project_id)
+        if sims is None:
+            return lexical_hits[:limit]
+        return self._fuse(query, lexical_hits, index, sims, types=types, limit=limit, restrict=bool(filters))
+
+    def _fuse(self, query, lexical_hits, index, sims, *, types, limit, restrict):
+        import numpy as np
+
+        lexical = {h.record_id: h for h in lexical_hits}
+        best_lex = max((h.score for h in lexical_hits), default=0.0) or 1.0
+        # Vector scores: how far above the project's typical similarity, relative to the best.
+        order = np.argsort(-sims)
+        floor = float(np.median(sims))
+        top_sim = float(sims[order[0]])
+        span = (top_sim - floor) or 1.0
+        candidates = set(lexical)
+        if not restrict:
+            candidates.update(index.ids[i] for i in order[:CANDIDATES])
+        fused = {}
+        for rid in candidates:
+            lex = lexical[rid].score / best_lex if rid in lexical else 0.0
+            pos = index.position.get(rid)
+            vec = max(0.0, (float(sims[pos]) - floor) / span) if pos is not None else 0.0
+            fused[rid] = LEXICAL_WEIGHT * lex + VECTOR_WEIGHT * vec
+        if NEIGHBOUR_WEIGHT:
+            base = dict(fused)
+            for rid in list(fused):
+                near = [base.get(n, 0.0) for n in index.neighbours.get(rid, ())]
+                if near:
+                    fused[rid] += NEIGHBOUR_WEIGHT * max(near)
+        ranked = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
+        hits = self._hits(ranked[: max(limit * 3, limit + 10)], lexical)
+        if types:
+            hits = [h for h in hits if h.observation_type in types]
+        return hits[:limit]
+
+
+NEIGHBOUR_CHARS = 400  # of each neighbour's text copied into a record's expansion
+
+
+def _turn_text(rec: dict) -> str:
+    text = " ".join(rec["title"].split())
+    summary = " ".join(_MARKUP.sub(" ", rec["summary"] or "").split())
+    if summary.startswith(text[:60]):
+        summary = summary[len(text):] if summary.startswith(text) else summary
+    return (text + " " + summary).strip()[:NEIGHBOUR_CHARS]
+
+
+def expansions_for(records: "list[dict]") -> "dict[str, str]":
+    """Each record's expansion: the text of the records just before and after it in its session."""
+    out = {}
+    for i, rec in enumerate(records):
+        near = [records[j] for j in (i - 1, i + 1) if 0 <= j < len(records)]
+        out[rec["record_id"]] = "\n".join(_turn_text(r) for r in near)
+    return out
+
+
+def enrich_pending(db, *, progress=None) -> int:
+    """Derive the expansion column of new records (and of their neighbours, whose context changed).
+
+    Plain text in SQLite: the stdlib-only hook searches it with no model (design.md rule 8).
+    Returns how many records were updated.
+    """
+    updated = 0
+    while True:
+        sessions = store.sessions_needing_expansion(db)
+        if not sessions:
+            return updated
+        changes = {}
+        for project_id, session_id in sessions:
+            records = store.session_records(db, project_id, session_id)
+            old = {r["record_id"]: r["expansion"] for r in records}
+            for rid, text in expansions_for(records).items():
+                if old[rid] != text:
+                    changes[rid] = text
+        store.set_expansions(db, changes)
+        updated += len(changes)
+        if progress:
+            progress(updated)
+
+
+def search(conn, query: str, *, settings=None, **options) -> "list[recall.Hit]":
+    """Hybrid search with the configured model (lexical alone when it cannot load)."""
+    return Searcher(conn, settings=settings).search(query, **options)
+
+
+def index_with_settings(db, conf, *, progress=None) -> "tuple[int, str]":
+    """Embed pending records with the configured model: (embedded, '' or why not)."""
+    try:
+        model = from_settings(conf)
+    except EmbeddingUnavailable as exc:
+        return 0, exc.message
+    if model is None:
+        return 0, "embeddings are off"
+    try:
+        return index_pending(db, model, progress=progress), ""
+    except EmbeddingUnavailable as exc:
+        return 0, exc.message
+
+
+def reindex(db, conf, *, everything: bool = False, progress=None) -> dict:
+    """Re-derive expansions and (re)embed records with the configured model.
+
+    Vectors of other models are dropped; `everything` re-embeds records that already
+    have a vector of this model too. Raises EmbeddingUnavailable if the model cannot
+    load (expansions are still rebuilt first, so the hook's index is current).
+    """
+    store.clear_expansions(db)
+    expanded = enrich_pending(db)
+    model = from_settings(conf)
+    if model is None:
+        dropped = store.drop_vectors(db, None)
+        return {"model": None, "embedded": 0, "dropped": dropped, "expanded": expanded}
+    model.embed_batch(["kirolearn"])  # fail before touching any vector
+    dropped = store.drop_vectors(db, None if everything else model.model_id)
+    start = time.monotonic()
+    embedded = index_pending(db, model, progress=progress)
+    return {"model": model.model_id, "dimensions": model.dimensions, "embedded": embedded, "dropped": dropped,
+            "expanded": expanded, "seconds": round(time.monotonic() - start, 2)}

@@ -1,0 +1,265 @@
+"""Semantic recall (issue #11): the embedding seam and its registry, vectors and neighbour text
+written by the drainer, hybrid search, `kirolearn reindex`, the lexical fallback that `doctor`
+reports, and a small coding-recall set with a floor."""
+
+import gzip
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from kirolearn import context, embeddings, recall, semantic, store
+from kirolearn.cli import cli
+
+ROOT = Path(__file__).parent.parent
+DISTRACTORS = ROOT / "bench" / "data" / "coding_distractors.jsonl.gz"
+CODING_SET = ROOT / "bench" / "data" / "coding_set.json"
+
+
+@pytest.fixture
+def wordllama(monkeypatch):
+    """Turn the default (shipped, offline) embedding model on for this test."""
+    monkeypatch.setenv("KIROLEARN_EMBEDDING_MODEL", embeddings.DEFAULT_MODEL)
+
+
+def spool_turn(project, session_id, prompt, outcome=None, when=None):
+    """One turn through the real capture code (what kirolearn-hook runs), into the spool."""
+    from kirolearn import events, spool
+
+    payload = {"hook_event_name": "userPromptSubmit", "cwd": str(project), "session_id": session_id, "prompt": prompt}
+    event = events.build_event("userPromptSubmit", payload, now=when)
+    spool.append(event["event_id"], events.serialize(event))
+    if outcome is not None:
+        payload = {"hook_event_name": "stop", "cwd": str(project), "session_id": session_id,
+                   "assistant_response": outcome}
+        event = events.build_event("stop", payload, now=(when or 0) + 1 if when else None)
+        spool.append(event["event_id"], events.serialize(event))
+
+
+# --- the seam -------------------------------------------------------------------------------------
+
+
+def test_registry_names_models_and_rejects_unknown_backends():
+    assert embeddings.get_model("none") is None
+    with pytest.raises(embeddings.EmbeddingUnavailable, match="unknown embedding backend"):
+        embeddings.get_model("nosuch/model")
+    with pytest.raises(embeddings.EmbeddingUnavailable, match="not shipped"):
+        embeddings.get_model("wordllama/l3_supercat_1024")
+
+    class Fixed(embeddings.EmbeddingModel):
+        model_id, dimensions, batch_size = "fixed/3", 3, 2
+
+        def __init__(self, name):
+            self.calls = []
+
+        def _embed(self, texts):
+            self.calls.append(list(texts))
+            return [[len(t), 1.0, 0.0] for t in texts]
+
+    embeddings.register("fixed", lambda name, **_: Fixed(name))
+    model = embeddings.get_model("fixed/3")
+    vectors = model.embed_batch(["a", "bb", "ccc"])
+    assert model.calls == [["a", "bb"], ["ccc"]]  # batched by batch_size
+    assert vectors.shape == (3, 3) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
+
+
+def test_wordllama_loads_offline_from_its_wheel():
+    model = embeddings.get_model(embeddings.DEFAULT_MODEL)
+    vectors = model.embed_batch(["enable WAL journal mode", "the database is locked", "dyed my hair purple"])
+    assert model.model_id == "wordllama/l2_supercat_256" and vectors.shape == (3, 256)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+class _FakeEmbeddings(BaseHTTPRequestHandler):
+    """Just enough of OpenAI's POST /v1/embeddings: a vector from each input's letters."""
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.server.requests.append(body)
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        data = [{"object": "embedding", "index": i,
+                 "embedding": [float(t.count(c)) for c in "aeiou"] + [1.0]} for i, t in enumerate(texts)]
+        out = json.dumps({"object": "list", "data": data, "model": body["model"],
+                          "usage": {"prompt_tokens": 3, "total_tokens": 3}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+
+@pytest.fixture
+def fake_embedding_server():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeEmbeddings)
+    server.requests = []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    thread.join(timeout=5)
+
+
+def test_litellm_backend_through_a_local_server(fake_embedding_server, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-for-tests")
+    base = f"http://127.0.0.1:{fake_embedding_server.server_address[1]}/v1"
+    model = embeddings.get_model("litellm/openai/text-embedding-3-small", api_base=base)
+    vectors = model.embed_batch(["banana", "kiwi"])
+    assert model.model_id == "litellm/openai/text-embedding-3-small" and model.dimensions == 6
+    assert vectors.shape == (2, 6)
+    assert fake_embedding_server.requests[0]["input"] == ["banana", "kiwi"]
+
+
+def test_litellm_backend_failure_is_an_embedding_error(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-for-tests")
+    model = embeddings.get_model("litellm/openai/text-embedding-3-small", api_base="http://127.0.0.1:9/v1",
+                                 timeout=2.0)
+    with pytest.raises(embeddings.EmbeddingUnavailable, match="embedding call"):
+        model.embed_batch(["x"])
+
+
+# --- drain: vectors and neighbour text ---------------------------------------------------------------
+
+
+def test_drain_embeds_records_and_derives_neighbour_text(project, wordllama, drain_now):
+    spool_turn(project, "s1", "the export job fails with database is locked", "switched SQLite to WAL mode")
+    spool_turn(project, "s1", "thanks, and the invoice dates are a day early", "stored timestamps as UTC")
+    spool_turn(project, "s2", "a turn of another session")
+    stats, db = drain_now(flush=True)
+    assert stats.records_written == 3 and stats.records_embedded == 3 and stats.embedding_error == ""
+    rows = {r["title"]: r for r in db.query("select r.title, r.expansion, v.model_id, v.dimensions "
+                                             "from memory_records r join record_vectors v using (record_id)")}
+    assert {r["model_id"] for r in rows.values()} == {"wordllama/l2_supercat_256"}
+    assert {r["dimensions"] for r in rows.values()} == {256}
+    first = rows["the export job fails with database is locked"]
+    assert "invoice dates" in first["expansion"] and "another session" not in first["expansion"]
+    assert rows["a turn of another session"]["expansion"] == ""
+    # a second drain with nothing new embeds nothing
+    assert drain_now()[0].records_embedded == 0
+
+
+def test_the_hook_finds_a_turn_by_its_neighbours_words(project, drain_now):
+    """No model at all (embeddings off): the expansion column alone, read by the stdlib recall."""
+    spool_turn(project, "s1", "why does the nightly report crash", "the worker hit its memory limit")
+    spool_turn(project, "s1", "so the fix is to stream rows", "yes, use a server-side cursor with chunks")
+    spool_turn(project, "s2", "unrelated: rename the logo file", "renamed it")
+    drain_now(flush=True)
+    conn = recall.connect_readonly()
+    pid = context.project_id(str(project))
+    titles = [h.title for h in recall.search(conn, "server-side cursor", project_id=pid)]
+    assert titles[0] == "so the fix is to stream rows"
+    assert "why does the nightly report crash" in titles  # found through its neighbour's text
+    assert "unrelated: rename the logo file" not in titles
+
+
+# --- hybrid search ------------------------------------------------------------------------------------
+
+
+def _coding_store(project, n_turns, n_noise):
+    turns = json.loads(CODING_SET.read_text("utf-8"))["turns"][:n_turns]
+    with gzip.open(DISTRACTORS, "rt", encoding="utf-8") as fh:
+        noise = [json.loads(line)["text"] for _, line in zip(range(n_noise), fh)]
+    items = [("noise", t) for t in noise]
+    step = max(1, len(items) // (len(turns) + 1))
+    for i, turn in enumerate(turns):
+        items.insert((i + 1) * step + i, ("turn", turn))
+    for n, (kind, item) in enumerate(items):
+        if kind == "noise":
+            spool_turn(project, f"s{n // 20}", item)
+        else:
+            spool_turn(project, f"s{n // 20}", item["prompt"], item["outcome"])
+    return turns
+
+
+def test_coding_recall_floor(project, wordllama, drain_now):
+    """A small version of bench/bench_coding.py: 16 turns among 600 real commit messages."""
+    turns = _coding_store(project, 16, 600)
+    drain_now(flush=True)
+    conn = recall.connect_readonly(budget=60)
+    pid = context.project_id(str(project))
+    searcher = semantic.Searcher(conn)
+    assert searcher.semantic
+    found = {"ordinary": 0, "hard": 0}
+    for turn in turns:
+        for kind in found:
+            top = [h.title for h in searcher.search(turn[kind], project_id=pid, limit=3)]
+            found[kind] += turn["prompt"][:60] in [t[:60] for t in top]
+    lexical_hard = sum(turn["prompt"][:60] in [h.title[:60] for h in recall.search(conn, turn["hard"], project_id=pid,
+                                                                                  limit=3)] for turn in turns)
+    print(f"\ncoding recall floor: ordinary {found['ordinary']}/16, hard {found['hard']}/16, "
+          f"lexical hard {lexical_hard}/16")
+    assert found["ordinary"] >= 13
+    assert found["hard"] >= 5
+
+
+def test_search_falls_back_to_words_when_the_model_cannot_load(project, add_record, monkeypatch, write_config):
+    add_record(project, "database is locked during export", "use WAL")
+    write_config('[embeddings]\nmodel = "wordllama/missing_model"\n')
+    monkeypatch.delenv("KIROLEARN_EMBEDDING_MODEL", raising=False)
+    conn = recall.connect_readonly()
+    searcher = semantic.Searcher(conn)
+    assert searcher.model is None and "not shipped" in searcher.error
+    assert [h.title for h in searcher.search("locked export")] == ["database is locked during export"]
+    result = CliRunner().invoke(cli, ["doctor"], catch_exceptions=False)
+    assert "semantic recall is off, search falls back to words alone" in result.output
+
+
+def test_search_command_uses_vectors(project, wordllama, drain_now, monkeypatch):
+    spool_turn(project, "s1", "Users get logged out after exactly 15 minutes even while active",
+               "The access token expired; an interceptor now refreshes it on 401")
+    for i in range(30):
+        spool_turn(project, f"n{i // 10}", f"update the changelog for release 1.{i}")
+    drain_now(flush=True)
+    monkeypatch.chdir(project)
+    result = CliRunner().invoke(cli, ["search", "session dropped while people were working", "--json"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0
+    hits = json.loads(result.output)
+    assert hits and hits[0]["title"].startswith("Users get logged out")
+
+
+# --- reindex ----------------------------------------------------------------------------------------------
+
+
+def test_reindex_embeds_with_the_configured_model_and_drops_others(project, drain_now, monkeypatch):
+    for i in range(5):
+        spool_turn(project, "s1", f"turn number {i} about caching", f"answer {i}")
+    drain_now(flush=True)  # embeddings off (tests default): no vectors yet
+    db = store.open_db()
+    assert store.vector_counts(db.conn) == {}
+    db.execute("insert into record_vectors (record_id, project_id, model_id, dimensions, vector) "
+               "select record_id, project_id, 'old/model', 1, x'00000000' from memory_records")
+    db.conn.commit()
+    monkeypatch.setenv("KIROLEARN_EMBEDDING_MODEL", embeddings.DEFAULT_MODEL)
+    result = CliRunner().invoke(cli, ["reindex", "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert out["model"] == "wordllama/l2_supercat_256" and out["embedded"] == 5 and out["dropped"] == 5
+    assert store.vector_counts(db.conn) == {"wordllama/l2_supercat_256": 5}
+    again = json.loads(CliRunner().invoke(cli, ["reindex", "--json"]).output)
+    assert again["embedded"] == 0
+    everything = json.loads(CliRunner().invoke(cli, ["reindex", "--all", "--json"]).output)
+    assert everything["embedded"] == 5
+
+
+def test_reindex_with_a_broken_model_says_what_to_do(project, add_record, monkeypatch):
+    add_record(project, "a record", "text")
+    monkeypatch.setenv("KIROLEARN_EMBEDDING_MODEL", "nosuch/model")
+    result = CliRunner().invoke(cli, ["reindex"])
+    assert result.exit_code == 1
+    assert "unknown embedding backend" in result.output and "Traceback" not in result.output
+
+
+# --- query words ----------------------------------------------------------------------------------------
+
+
+def test_query_terms_drop_pronouns_and_keep_acronyms():
+    assert recall.terms("What did she say about her U.S. trip?") == ["u.s.", "trip"]
+    assert recall.terms("why is CI red on the DB job") == ["ci", "red", "db", "job"]
