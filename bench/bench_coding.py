@@ -14,7 +14,6 @@ as the issue's 12/8-question equivalents. Prints a table; never fails.
 import argparse
 import os
 import random
-import re
 import sqlite3
 import statistics
 import sys
@@ -22,7 +21,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchdata import coding_set, distractors, drain_all, make_project, spool_turn  # noqa: E402
+from benchdata import PlainBM25, coding_set, distractors, drain_all, make_project, spool_turn  # noqa: E402
 from benchtable import pct, print_table  # noqa: E402
 
 SESSION = 20
@@ -86,8 +85,9 @@ def run(tmp: str, n_distractors: int):
             if " ".join(title.split()) == " ".join(t["prompt"].split())[: len(" ".join(title.split()))] and title:
                 record_of.setdefault(t["id"], rid)
     searcher = semantic.Searcher(conn)
+    plain = PlainBM25(conn)
     methods = {
-        "plain BM25": lambda q: plain_bm25(conn, q, pid),
+        "plain BM25": lambda q: plain(q, pid, 3),
         "embedding alone": lambda q: [h.record_id for h in searcher.vector_only(q, project_id=pid, limit=3)],
         "hook (lexical, SQLite only)": lambda q: [h.record_id for h in recall.search(conn, q, project_id=pid, limit=3)],
         "kirolearn search (hybrid)": lambda q: [h.record_id for h in searcher.search(q, project_id=pid, limit=3)],
@@ -109,19 +109,6 @@ def run(tmp: str, n_distractors: int):
                     misses.append(f"{kind}:{t['id']}")
         results[name] = (found, ms, misses)
     return turns, noise, results, overlap, record_of, ingest_s
-
-
-_WORD = re.compile(r"\w+")
-
-
-def plain_bm25(conn, question: str, pid: str) -> "list[str]":
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(question)))
-    if not words:
-        return []
-    match = f'project_id : "{pid}" AND ' + "{title summary} : (" + " OR ".join(f'"{w}"' for w in words) + ")"
-    return [r[0] for r in conn.execute(
-        "select r.record_id from memory_records_fts f join memory_records r on r.rowid = f.rowid "
-        "where memory_records_fts match ? order by bm25(memory_records_fts) limit 3", [match])]
 
 
 def main() -> int:

@@ -25,7 +25,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchdata import LOCOMO_ZIP, drain_all, locomo_conversations, make_project, score, spool_turn, turn_text  # noqa: E402
+from benchdata import LOCOMO_ZIP, PlainBM25, drain_all, locomo_conversations, make_project, score, spool_turn, turn_text  # noqa: E402
 from benchtable import pct, print_table  # noqa: E402
 
 
@@ -56,21 +56,6 @@ def dia_of_records(conn, by_text) -> "dict[str, str]":
         if dias:
             out[record_id] = dias.pop(0) if len(dias) > 1 else dias[0]
     return out
-
-
-_WORD = re.compile(r"\w+")
-
-
-def plain_bm25(conn, question: str, pid: str, k: int) -> "list[str]":
-    """The baseline: every word of the question OR-ed, BM25 over title and summary."""
-    words = [w.lower() for w in _WORD.findall(question)]
-    if not words:
-        return []
-    match = "{title summary} : (" + " OR ".join('"' + w.replace('"', '""') + '"' for w in dict.fromkeys(words)) + ")"
-    match = f'project_id : "{pid}" AND ' + match
-    rows = conn.execute("select r.record_id from memory_records_fts f join memory_records r on r.rowid = f.rowid "
-                        "where memory_records_fts match ? order by bm25(memory_records_fts) limit ?", [match, k]).fetchall()
-    return [r[0] for r in rows]
 
 
 def main() -> int:
@@ -105,8 +90,9 @@ def main() -> int:
     conn = recall.connect_readonly(budget=1e9)
     dia = dia_of_records(conn, {k: list(v) for k, v in by_text.items()})
     searcher = semantic.Searcher(conn)
+    plain = PlainBM25(conn)
     methods = {
-        "plain BM25": lambda q, pid, k: plain_bm25(conn, q, pid, k),
+        "plain BM25": plain,
         "embedding alone": lambda q, pid, k: [h.record_id for h in searcher.vector_only(q, project_id=pid, limit=k)],
         "hook (lexical, SQLite only)": lambda q, pid, k: [h.record_id for h in recall.search(conn, q, project_id=pid, limit=k)],
         "kirolearn search (hybrid)": lambda q, pid, k: [h.record_id for h in searcher.search(q, project_id=pid, limit=k)],

@@ -109,3 +109,30 @@ def score(ranked: "list[str]", gold: "set[str]", k: int) -> "tuple[float, float]
     top = set(ranked[:k])
     found = len(top & gold)
     return found / len(gold), float(found > 0)
+
+
+class PlainBM25:
+    """The baseline: FTS5 BM25 over title and summary alone, every word of the question OR-ed.
+
+    Its own in-memory index, so kirolearn's hidden columns cannot change its length
+    normalisation (FTS5 BM25 counts every column of a row in the document length).
+    """
+
+    def __init__(self, conn):
+        import sqlite3
+
+        self.db = sqlite3.connect(":memory:")
+        self.db.execute("create virtual table f using fts5(title, summary, pid unindexed, rid unindexed, "
+                        "tokenize='porter')")
+        self.db.executemany("insert into f values (?, ?, ?, ?)", conn.execute(
+            "select title, summary, project_id, record_id from memory_records").fetchall())
+
+    def __call__(self, question: str, pid: str, k: int) -> "list[str]":
+        import re
+
+        words = list(dict.fromkeys(w.lower() for w in re.findall(r"\w+", question)))
+        if not words:
+            return []
+        match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+        return [r[0] for r in self.db.execute(
+            "select rid from f where f match ? and pid = ? order by bm25(f) limit ?", [match, pid, k])]

@@ -251,6 +251,36 @@ def search(conn, query: str, *, project_id: "str | None" = None, types=None, lim
     return hits[:limit]
 
 
+def scores(conn, query: str, *, project_id: "str | None" = None, types=None, limit: int = 60,
+           now: "float | None" = None) -> "list[tuple[str, float]]":
+    """(record_id, score) of the best `limit` matches, scored as search() scores them but
+    without building hits: the lexical half of semantic.Searcher's fusion."""
+    words = terms(query)
+    if conn is None or not words or limit <= 0:
+        return []
+    now = time.time() if now is None else now
+    weights = ", ".join(str(w) for w in COLUMN_WEIGHTS)
+    words = _drop_common(conn, words)
+    sql = (f"with top as (select rowid, bm25(memory_records_fts, {weights}) as bm25 from memory_records_fts "
+           "where memory_records_fts match ? order by bm25 limit ?) "
+           "select r.record_id, r.observation_type, r.created_at, top.bm25 from top "
+           "join memory_records r on r.rowid = top.rowid")
+    args: list = [fts_query(words, project_id), limit if not types else limit * 20]
+    if types:
+        sql += f" where r.observation_type in ({','.join('?' * len(types))})"
+        args.extend(types)
+    try:
+        rows = conn.execute(sql, args).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "expansion" not in str(exc):
+            raise
+        args[0] = fts_query(words, project_id, _OLD_TEXT_COLUMNS)
+        rows = conn.execute(sql, args).fetchall()
+    found = [(r[0], -r[3] * TYPE_WEIGHTS.get(r[1], 1.0) * _recency(r[2], now)) for r in rows]
+    found.sort(key=lambda kv: (-kv[1], kv[0]))
+    return found[:limit]
+
+
 def _neg(text: str) -> "tuple":
     return tuple(-ord(c) for c in text)
 

@@ -23,6 +23,7 @@ from .embeddings import EmbeddingUnavailable, from_settings
 LEXICAL_WEIGHT = 0.8
 VECTOR_WEIGHT = 0.2
 NEIGHBOUR_WEIGHT = 0.2
+QUESTION_WEIGHT = 0.3  # extra share a question passes to the turn right after it (its likely answer)
 CANDIDATES = 60
 
 _MARKUP = re.compile(r"\*\*(Request|Outcome|Ran|Read|Changed|Tool results|Errors):\*\*")
@@ -87,13 +88,16 @@ class _ProjectIndex:
         self.position = {rid: i for i, rid in enumerate(self.ids)}
         self.matrix = (np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(len(rows), -1)
                        if rows else np.zeros((0, 1), dtype=np.float32))
-        self.neighbours: "dict[str, list[str]]" = {}
-        previous = (None, None)
-        for _, record_id, session_id in store.session_order(conn, project_id):
+        # record -> [(neighbour, weight)]: both session neighbours pass NEIGHBOUR_WEIGHT of their
+        # score; a record that asks a question passes QUESTION_WEIGHT more to the one after it.
+        self.neighbours: "dict[str, list[tuple[str, float]]]" = {}
+        previous = (None, None, False)
+        for _, record_id, session_id, title in store.session_order(conn, project_id):
             if previous[1] == session_id and previous[0] is not None:
-                self.neighbours.setdefault(record_id, []).append(previous[0])
-                self.neighbours.setdefault(previous[0], []).append(record_id)
-            previous = (record_id, session_id)
+                self.neighbours.setdefault(record_id, []).append(
+                    (previous[0], NEIGHBOUR_WEIGHT + (QUESTION_WEIGHT if previous[2] else 0.0)))
+                self.neighbours.setdefault(previous[0], []).append((record_id, NEIGHBOUR_WEIGHT))
+            previous = (record_id, session_id, "?" in (title or ""))
 
 
 _INDEXES: dict = {}  # (database file, model id, project id) -> (stamp, _ProjectIndex), kept between calls
@@ -161,15 +165,13 @@ class Searcher:
         top = np.argsort(-sims)[:limit]
         return self._hits([(index.ids[i], float(sims[i])) for i in top])
 
-    def _hits(self, scored: "list[tuple[str, float]]", lexical: "dict | None" = None) -> "list[recall.Hit]":
-        lexical = lexical or {}
-        rows = {r["record_id"]: r for r in store.records_by_id(self.conn, [rid for rid, _ in scored
-                                                                            if rid not in lexical])}
+    def _hits(self, scored: "list[tuple[str, float]]") -> "list[recall.Hit]":
+        rows = {r["record_id"]: r for r in store.records_by_id(self.conn, [rid for rid, _ in scored])}
         hits = []
         for rid, value in scored:
-            hit = lexical.get(rid) or (recall._hit(rows[rid]) if rid in rows else None)
-            if hit is None:
+            if rid not in rows:
                 continue
+            hit = recall._hit(rows[rid])
             hit.score = value
             hits.append(hit)
         return hits
@@ -178,47 +180,52 @@ class Searcher:
                now: "float | None" = None, **filters) -> "list[recall.Hit]":
         """Hybrid ranking; the lexical ranking alone when no vectors can take part.
 
-        Extra keyword filters are passed to recall.search; vector candidates are then
-        restricted to what the lexical side would admit (filters this module does not know).
+        Keyword filters this module does not know (other issues add them to recall.search)
+        make it the lexical ranking, so a filter is never bypassed by a vector candidate.
         """
-        lexical_hits = recall.search(self.conn, query, project_id=project_id, types=types,
-                                     limit=max(CANDIDATES, limit), now=now, **filters)
-        if self.model is None or not recall.terms(query) and not query.strip():
-            return lexical_hits[:limit]
+        if self.model is None or filters:
+            return recall.search(self.conn, query, project_id=project_id, types=types, limit=limit, now=now,
+                                 **filters)
         index, sims = self.similarities(query, project_id)
         if sims is None:
-            return lexical_hits[:limit]
-        return self._fuse(query, lexical_hits, index, sims, types=types, limit=limit, restrict=bool(filters))
+            return recall.search(self.conn, query, project_id=project_id, types=types, limit=limit, now=now)
+        lexical = recall.scores(self.conn, query, project_id=project_id, types=types, limit=CANDIDATES, now=now)
+        return self._fuse(query, lexical, index, sims, types=types, limit=limit)
 
-    def _fuse(self, query, lexical_hits, index, sims, *, types, limit, restrict):
+    def _fuse(self, query, lexical_scores, index, sims, *, types, limit):
         import numpy as np
 
-        lexical = {h.record_id: h for h in lexical_hits}
-        best_lex = max((h.score for h in lexical_hits), default=0.0) or 1.0
+        lexical = dict(lexical_scores)
+        best_lex = max(lexical.values(), default=0.0) or 1.0
         # Vector scores: how far above the project's typical similarity, relative to the best.
         order = np.argsort(-sims)
         floor = float(np.median(sims))
         top_sim = float(sims[order[0]])
         span = (top_sim - floor) or 1.0
         candidates = set(lexical)
-        if not restrict:
-            candidates.update(index.ids[i] for i in order[:CANDIDATES])
-        fused = {}
-        for rid in candidates:
-            lex = lexical[rid].score / best_lex if rid in lexical else 0.0
+        candidates.update(index.ids[i] for i in order[:CANDIDATES])
+        # the turn next to a strong match is often the one that holds the answer
+        candidates.update(n for rid in lexical for n, _ in index.neighbours.get(rid, ()))
+
+        def vector_score(rid):
             pos = index.position.get(rid)
-            vec = max(0.0, (float(sims[pos]) - floor) / span) if pos is not None else 0.0
-            fused[rid] = LEXICAL_WEIGHT * lex + VECTOR_WEIGHT * vec
-        if NEIGHBOUR_WEIGHT:
-            base = dict(fused)
-            for rid in list(fused):
-                near = [base.get(n, 0.0) for n in index.neighbours.get(rid, ())]
-                if near:
-                    fused[rid] += NEIGHBOUR_WEIGHT * max(near)
+            return max(0.0, (float(sims[pos]) - floor) / span) if pos is not None else 0.0
+
+        fused = {rid: LEXICAL_WEIGHT * lexical.get(rid, 0.0) / best_lex
+                 + VECTOR_WEIGHT * vector_score(rid) for rid in candidates}
+        base = dict(fused)
+        for rid in list(fused):
+            near = [weight * base.get(n, VECTOR_WEIGHT * vector_score(n)) for n, weight in index.neighbours.get(rid, ())]
+            if near:
+                fused[rid] += max(near)
         ranked = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
-        hits = self._hits(ranked[: max(limit * 3, limit + 10)], lexical)
+        hits = self._hits(ranked[: max(limit * 3, limit + 10)] if types else ranked[:limit])
         if types:
             hits = [h for h in hits if h.observation_type in types]
+        words = recall.terms(query)
+        for hit in hits:
+            hit.matched_terms = recall._matched(words, " ".join([hit.title, hit.summary, *map(str, hit.facts),
+                                                                 *map(str, hit.concepts)]))
         return hits[:limit]
 
 
@@ -226,11 +233,11 @@ NEIGHBOUR_CHARS = 400  # of each neighbour's text copied into a record's expansi
 
 
 def _turn_text(rec: dict) -> str:
-    text = " ".join(rec["title"].split())
+    title = " ".join(rec["title"].split())
     summary = " ".join(_MARKUP.sub(" ", rec["summary"] or "").split())
-    if summary.startswith(text[:60]):
-        summary = summary[len(text):] if summary.startswith(text) else summary
-    return (text + " " + summary).strip()[:NEIGHBOUR_CHARS]
+    # deterministic records restate the (possibly clipped) title at the start of the summary
+    text = summary if summary.startswith(title[:60].rstrip("…")) else f"{title} {summary}"
+    return text.strip()[:NEIGHBOUR_CHARS]
 
 
 def expansions_for(records: "list[dict]") -> "dict[str, str]":

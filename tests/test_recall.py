@@ -32,7 +32,7 @@ def test_terms_drop_stopwords_and_keep_identifiers_first():
 
 
 def test_fts_query_quotes_every_word():
-    assert recall.fts_query(['a"b', "c"]) == '{title summary facts concepts files_touched} : ("a""b" OR "c")'
+    assert recall.fts_query(['a"b', "c"]) == '{title summary facts concepts files_touched expansion} : ("a""b" OR "c")'
     assert recall.fts_query(["c"], "ab12").startswith('project_id : "ab12" AND {')
 
 
