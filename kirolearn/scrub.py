@@ -13,7 +13,9 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-__all__ = ["DEFAULT", "TYPES", "Scrubber", "marker", "scrub_text", "scrub_value"]
+from . import scrub_table as _scrub_table
+
+__all__ = ["DEFAULT", "TYPES", "Scrubber", "marker", "rules_version", "rule_types", "scrub_text", "scrub_value"]
 
 # Every built-in redaction type, as it appears in `[REDACTED:<type>]` and in `Scrubber.counts`.
 TYPES = (
@@ -23,6 +25,18 @@ TYPES = (
     "twilio-key", "jwt", "url-password", "user-password", "authorization", "secret-assignment",
     "high-entropy",
 )
+
+
+def rules_version() -> int:
+    """The version of the scrubbing rules; stores remember the version their text was scrubbed with."""
+    from .secret_rules import RULES_VERSION
+
+    return RULES_VERSION
+
+
+def rule_types() -> tuple:
+    """Every redaction type: the built-in ones, then one per catalogue rule (its rule id)."""
+    return TYPES + tuple(t for t in _scrub_table.table().ids if t not in TYPES)
 
 
 def marker(kind: str) -> str:
@@ -39,7 +53,7 @@ def _lazy(name: str, pattern: str, flags: int = 0) -> "re.Pattern[str]":
     return None  # type: ignore[return-value]  # compiled by _builtin_rules()
 
 
-_MARKER_RE = _lazy("_MARKER_RE", r"\[REDACTED:[A-Za-z0-9_\-]{1,40}\]")
+_MARKER_RE = _lazy("_MARKER_RE", r"\[REDACTED:[A-Za-z0-9_\-]{1,64}\]")
 _TYPE_NAME_RE = _lazy("_TYPE_NAME_RE", r"[A-Za-z0-9][A-Za-z0-9_\-]{0,39}")
 
 # Allow-listed literals are swapped for one private-use code point each (plane 15, skipping any the
@@ -172,6 +186,8 @@ _DOTTED_RE = _lazy("_DOTTED_RE", r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+")
 _IDENT_RE = _lazy("_IDENT_RE", r"[A-Za-z_$][\w$]*")
 _SMALL_NUMBER_RE = _lazy("_SMALL_NUMBER_RE", r"-?[0-9]{1,3}(?:\.[0-9]+)?")
 _PATHLIKE_RE = _lazy("_PATHLIKE_RE", r"(?:~|\.{1,2})?/|[A-Za-z]:[\\/]|[A-Za-z][A-Za-z0-9+.\-]{1,31}://")
+_PORT_PATH_RE = _lazy("_PORT_PATH_RE", r"[0-9]{1,5}(?:/|$)")
+_INI_SECTION_RE = _lazy("_INI_SECTION_RE", r"(?m)^[ \t]*\[[^\[\]\n]{1,80}\][ \t]*$")
 _EMAIL_RE = _lazy("_EMAIL_RE", r"[^@\s]{1,64}@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63})+")
 
 
@@ -220,6 +236,26 @@ def _related(value: str, name: str) -> bool:
     """Whether `value` and `name` contain one another once squashed (enum / field-name constants)."""
     v, n = _squash(value), _squash(name.rsplit(".", 1)[-1])
     return bool(v) and bool(n) and (v in n or n in v)
+
+
+def _ini_value(text: str, s: int, ve: int, value: str, name: str) -> bool:
+    """`password = letmein` as an INI / .properties line: a bare word that is the whole line's value.
+
+    In code the same line assigns a variable, so a digit-less word counts only when the text has an
+    INI section header, or when it is long enough (6+) under a password-like name.
+    """
+    line_start = text.rfind("\n", 0, s) + 1
+    if text[line_start:s].strip() or text[ve:ve + 1] not in ("", "\n", "\r"):
+        return False
+    if not _IDENT_RE.fullmatch(value) or _has_digit(value) or "_" in value:
+        return False  # digits: _bare_is_secret already decides; FOO_BAR: a constant
+    low = value.lower()
+    if low in _CODE_WORDS or low in _PLACEHOLDER_WORDS or _is_secret_name(value) or _related(value, name):
+        return False
+    if _INI_SECTION_RE.search(text):
+        return True
+    parts = _name_parts(name)
+    return len(value) >= 6 and bool(parts) and parts[-1] in ("password", "passwd", "passphrase", "pwd", "pass")
 
 
 def _bare_is_secret(value: str, name: str, op: str, spaced: bool, after: str, flag_space: bool) -> bool:
@@ -340,6 +376,10 @@ def _auth_value_is_code(value: str, after: str) -> bool:
 
 
 def _url_password_ok(s: str) -> bool:
+    # A password may hold '/', but `http://host:8080/path@x` is a port and a path, and a match
+    # that reaches into a second URL is not one password.
+    if "/" in s and (_PORT_PATH_RE.match(s) or "://" in s):
+        return False
     # `scheme://user:TOKEN@host` in docs is a placeholder, as are templates and env references.
     if s.lower() in ("pass", "password", "passwd", "pwd", "pw", "secret", "token"):
         return False  # user:pass@host in documentation
@@ -408,7 +448,7 @@ _RULE_SPECS: tuple = (
      r"(?:\.[A-Za-z0-9_\-]{1,8192}){0,2}={0,2}", 0, None, False, 0),
     ("url-password", ("://",),
      r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{1,31}://[^\s:/?#@\"'<>\[\]]{0,256}:"
-     r"([^\s/?#\"'<>]{1,256})@", 1, _url_password_ok, False, 0),
+     r"([^\s?#\"'<>]{1,256})@", 1, _url_password_ok, False, 0),
     ("user-password", ("-u", "--user"),
      r"(?<![\w\-])(?:-u|--user)[ \t]+([\"']?)[^\s:'\"]{1,128}:(" + _NOMARK + r"{1,256})\1", 2,
      _user_password_ok, False, 0),
@@ -453,7 +493,7 @@ _SEP_RE = _lazy("_SEP_RE", r"([ \t]*)(=>|:=|=(?![=~>])|:(?![:/\\=]))([ \t]*)")
 _FLAG_SEP_RE = _lazy("_FLAG_SEP_RE", r"=|[ \t]+")
 _VALUE_RE = _lazy(
     "_VALUE_RE",
-    r"""(?P<marker>\[REDACTED:[A-Za-z0-9_\-]{1,40}\])
+    r"""(?P<marker>\[REDACTED:[A-Za-z0-9_\-]{1,64}\])
     |\\"(?P<edq>(?:[^"\\\n]|\\[^"\n]){0,4096})\\"
     |"(?P<dq>(?:[^"\\\n]|\\.){0,4096})"
     |'(?P<sq>(?:[^'\\\n]|\\.){0,4096})'
@@ -601,6 +641,7 @@ class Scrubber:
             text = self._sub_auth_header(text)
         if any(k in low for k in _KEYWORD_TRIGGERS):
             text = self._keyword_pass(text)
+        text = self._table_pass(text)
         if restore:
             text = text.translate(restore)
         return text
@@ -708,6 +749,38 @@ class Scrubber:
             return whole[: s - base] + rep + whole[e - base:]
 
         return regex.sub(replace, text)
+
+    def _table_pass(self, text: str) -> str:
+        """Every catalogue rule (secret_rules.py) whose keyword the text holds."""
+        for rule in _scrub_table.table().candidates(text.lower()):
+            text = self._sub_rule(text, rule)
+        return text
+
+    def _sub_rule(self, text: str, rule: "_scrub_table.Rule") -> str:
+        out = []
+        last = 0
+        for m in rule.regex.finditer(text):
+            s, e = rule.secret_span(m)
+            if s < last or s >= e:
+                continue
+            secret = text[s:e]
+            if "[REDACTED:" in secret and _MARKER_RE.fullmatch(secret.strip()):
+                continue
+            if _only_sentinels(secret) or (
+                    rule.entropy is not None and _scrub_table.entropy(secret) <= rule.entropy):
+                continue
+            if _scrub_table.globally_allowed(secret) or _is_placeholder(secret):
+                continue
+            if rule.allowed(secret, m.group(0)) or _cuts_marker(text, m.start(), m.end(), s, e):
+                continue
+            out.append(text[last:s])
+            out.append(marker(rule.id))
+            self.counts[rule.id] += 1
+            last = e
+        if not out:
+            return text
+        out.append(text[last:])
+        return "".join(out)
 
     def _sub_extra(self, text: str, kind: str, regex: "re.Pattern[str]") -> str:
         markers = [m.span() for m in _MARKER_RE.finditer(text)]
@@ -923,6 +996,8 @@ class Scrubber:
             rest = text[ve: eol if eol >= 0 else ve + 200].strip()
             if rest and rest[0] != "#":  # "auth: refreshed session for …" is prose, not YAML
                 return vs, ve, False
+        if spaced and op == "=" and _ini_value(text, s, ve, content, name):
+            return vs, ve, True
         return vs, ve, _bare_is_secret(content, name, op, spaced, after, spaced_flag)
 
 

@@ -1,0 +1,160 @@
+"""The catalogue rules (kirolearn/secret_rules.py) as the scrubber runs them: prefilter, frame, judge.
+
+Standard library only, and cheap to import: the table is loaded, indexed and compiled on first
+use, one rule's pattern at a time, when a text first holds one of its keywords (the prompt hook
+re-scrubs recalled text and must not pay for 400 patterns it never needs).
+
+Prefilter, as gitleaks does it: a rule runs only on text whose lowered form holds one of its
+keywords. Instead of testing 440 keywords against every text, each keyword is indexed by its
+longest alphanumeric run; the text is split into alphanumeric words once, and which runs each
+distinct word contains is cached per word (vocabularies repeat; random tokens are few). Every
+keyword occurrence lies inside one such word, so this finds exactly the keywords `kw in text` would.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+_WORD_RE = re.compile(r"[a-z0-9]+")
+_RUN_RE = re.compile(r"[a-z0-9]+")
+
+# Right edges. KV values end at a quote, space, separator, closing bracket, escape or a sentence
+# end; the catalogue's own edge (quote, space, `;`, escape, end) loses "key: abc123." in prose.
+_KV_RIGHT = r"(?=[\x60'\"\s;,)\]}&|<>]|\\[nrt]|[.!?:](?:\s|$)|$)"
+_KV_OPERATOR = r"(?:[ \t\w.-]{0,20})[\s'\"]{0,3}(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'\"\s=]{0,5}"
+_TOKEN_LEFT, _TOKEN_RIGHT = r"(?<![A-Za-z0-9])", r"(?![A-Za-z0-9_+=\-])"
+
+# The catalogues' global allowlist (placeholders, not credentials), aimed at the secret.
+_GLOBAL_ALLOW = re.compile(
+    r"(?i)^(?:true|false|null)$"
+    r"|^(?i:a+|b+|c+|d+|e+|f+|g+|h+|i+|j+|k+|l+|m+|n+|o+|p+|q+|r+|s+|t+|u+|v+|w+|x+|y+|z+|\*+|\.+|0+|1+)$"
+    r"|^\$(?:\d+|\{\d+\})$|^\$(?:[A-Z_]+|[a-z_]+)$|^\$\{(?:[A-Z_]+|[a-z_]+)\}$"
+    r"|^\{\{[ \t]*[\w ().|]+[ \t]*\}\}$|^%(?:[A-Z_]+|[a-z_]+)%$|^%[+\-# 0]?[bcdeEfFgGoOpqstTUvxX]$"
+    r"|^\{\d{0,2}\}$|^@(?:[A-Z_]+|[a-z_]+)@$|^/Users/[A-Za-z0-9]+/[\w ./-]+$"
+    r"|^/(?:bin|etc|home|opt|tmp|usr|var)/[\w ./-]+$"
+)
+_GLOBAL_STOPWORDS = ("abcdefghijklmnopqrstuvwxyz", "014df517-39d1-4453-b7b3-9930c563627c", "example",
+                     "xxxxxx", "your_", "your-", "<your", "placeholder", "redacted", "changeme")
+
+
+class Rule:
+    """One catalogue rule; its pattern is compiled on first use."""
+
+    __slots__ = ("id", "keywords", "form", "name", "secret", "group", "entropy", "allow", "stopwords",
+                 "order", "_regex")
+
+    def __init__(self, order: int, row: tuple) -> None:
+        (self.id, self.keywords, self.form, self.name, self.secret, self.group, self.entropy,
+         self.allow, self.stopwords) = row
+        self.order = order
+        self._regex = None
+
+    @property
+    def regex(self) -> "re.Pattern[str]":
+        if self._regex is None:
+            if self.form == "KV":
+                pattern = f"(?:{self.name}){_KV_OPERATOR}(?P<_kls>{self.secret}){_KV_RIGHT}"
+                self._regex = re.compile(pattern, re.ASCII | re.IGNORECASE)
+            elif self.form == "TOKEN":
+                pattern = f"{_TOKEN_LEFT}(?P<_kls>{self.secret}){_TOKEN_RIGHT}"
+                self._regex = re.compile(pattern, re.ASCII)
+            else:
+                self._regex = re.compile(self.secret, re.ASCII)
+            self.allow = tuple((target, re.compile(rx, re.ASCII)) for target, rx in self.allow)
+        return self._regex
+
+    def secret_span(self, m: "re.Match[str]") -> "tuple[int, int]":
+        """The span of the secret in a match (the catalogue's secret-group rules)."""
+        if self.form != "RAW":
+            return m.span("_kls")
+        if self.group > 0:
+            return m.span(self.group)
+        if self.group == 0 and m.re.groups:
+            for i in range(1, m.re.groups + 1):
+                if m.group(i):
+                    return m.span(i)
+        return m.span(0)
+
+    def allowed(self, secret: str, match: str) -> bool:
+        """Whether the rule's own allowlist or stopwords mark this finding as not a secret."""
+        for target, rx in self.allow:
+            if rx.search(match if target == "match" else secret):
+                return True
+        if self.stopwords:
+            low = secret.lower()
+            return any(w in low for w in self.stopwords)
+        return False
+
+
+def entropy(s: str) -> float:
+    """Shannon entropy in bits per character."""
+    n = len(s)
+    return -sum(c / n * math.log2(c / n) for c in Counter(s).values()) if n else 0.0
+
+
+def globally_allowed(secret: str) -> bool:
+    """The catalogues' global allowlist: booleans, runs of one character, templates, paths."""
+    low = secret.lower()
+    return bool(_GLOBAL_ALLOW.search(secret)) or any(w in low for w in _GLOBAL_STOPWORDS)
+
+
+class Table:
+    """The indexed rules table."""
+
+    def __init__(self) -> None:
+        from . import secret_rules
+
+        self.version = secret_rules.RULES_VERSION
+        self.catalogues = dict(secret_rules.CATALOGUES)
+        self.rules = tuple(Rule(i, row) for i, row in enumerate(secret_rules.RULES))
+        self.ids = tuple(r.id for r in self.rules)
+        by_run: dict = {}
+        for rule in self.rules:
+            for kw in rule.keywords:
+                runs = _RUN_RE.findall(kw)
+                run = max(runs, key=len) if runs else ""
+                by_run.setdefault(run, {}).setdefault(kw, []).append(rule)
+        # run -> ((keyword, rules, keyword is the run itself), ...)
+        self._by_run = {run: tuple((kw, tuple(rs), kw == run) for kw, rs in kws.items())
+                        for run, kws in by_run.items()}
+        self._runs = tuple(r for r in self._by_run if r)
+        self._always = self._by_run.get("", ())  # keywords without letters or digits (none today)
+        self._word_cache: dict = {}
+
+    def _runs_in(self, word: str) -> tuple:
+        hit = self._word_cache.get(word)
+        if hit is None:
+            if len(self._word_cache) >= 65536:
+                self._word_cache.clear()
+            hit = self._word_cache[word] = tuple(r for r in self._runs if r in word)
+        return hit
+
+    def candidates(self, low: str) -> "list[Rule]":
+        """The rules whose keyword occurs in `low` (the lowered text), in table order."""
+        found: set = set()
+        checked: set = set()
+        for word in set(_WORD_RE.findall(low)):
+            for run in self._runs_in(word):
+                if run in checked:
+                    continue
+                checked.add(run)
+                for kw, rules, exact in self._by_run[run]:
+                    if exact or kw in low:
+                        found.update(rules)
+        for kw, rules, _ in self._always:
+            if kw in low:
+                found.update(rules)
+        return sorted(found, key=lambda r: r.order)
+
+
+_TABLE: "Table | None" = None
+
+
+def table() -> Table:
+    """The process-wide indexed table (built on first use)."""
+    global _TABLE
+    if _TABLE is None:
+        _TABLE = Table()
+    return _TABLE
