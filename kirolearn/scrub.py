@@ -769,7 +769,7 @@ class Scrubber:
             if _only_sentinels(secret) or (
                     rule.entropy is not None and _scrub_table.entropy(secret) <= rule.entropy):
                 continue
-            if _scrub_table.globally_allowed(secret) or _is_placeholder(secret):
+            if _scrub_table.globally_allowed(secret):
                 continue
             if rule.allowed(secret, m.group(0)) or _cuts_marker(text, m.start(), m.end(), s, e):
                 continue
@@ -945,8 +945,8 @@ class Scrubber:
             if not sep:
                 return None
             op, spaced_flag = "=", sep.group(0) != "="
-            if spaced_flag and text[sep.end(): sep.end() + 1] == "-":
-                return None
+            if spaced_flag and text[sep.end(): sep.end() + 1] in ("-", "=", ":"):
+                return None  # `--token -v`; `-token_key = "…"` is an assignment, not a flag
             spaced = False
         else:
             sep = _SEP_RE.match(text, pos)

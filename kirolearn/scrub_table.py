@@ -23,10 +23,14 @@ _RUN_RE = re.compile(r"[a-z0-9]+")
 # Right edges. KV values end at a quote, space, separator, closing bracket, escape or a sentence
 # end; the catalogue's own edge (quote, space, `;`, escape, end) loses "key: abc123." in prose.
 _KV_RIGHT = r"(?=[\x60'\"\s;,)\]}&|<>]|\\[nrt]|[.!?:](?:\s|$)|$)"
-_KV_OPERATOR = r"(?:[ \t\w.-]{0,20})[\s'\"]{0,3}(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'\"\s=]{0,5}"
+# Name, operator and value stay on one line (the catalogues allow a line break, which lets a
+# generic rule take the next line's variable name for a secret).
+_KV_OPERATOR = r"(?:[ \t\w.-]{0,20})[ \t'\"\]]{0,4}(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'\" \t=]{0,5}"
 _TOKEN_LEFT, _TOKEN_RIGHT = r"(?<![A-Za-z0-9])", r"(?![A-Za-z0-9_+=\-])"
 
-# The catalogues' global allowlist (placeholders, not credentials), aimed at the secret.
+# The catalogues' global allowlist (placeholders, not credentials), aimed at the secret, plus
+# kirolearn's: templates, masks and elisions. (The scrubber's own placeholder test is not used
+# here: it takes `test_…` for a sample value, and `$aact_…` for a variable.)
 _GLOBAL_ALLOW = re.compile(
     r"(?i)^(?:true|false|null)$"
     r"|^(?i:a+|b+|c+|d+|e+|f+|g+|h+|i+|j+|k+|l+|m+|n+|o+|p+|q+|r+|s+|t+|u+|v+|w+|x+|y+|z+|\*+|\.+|0+|1+)$"
@@ -34,6 +38,7 @@ _GLOBAL_ALLOW = re.compile(
     r"|^\{\{[ \t]*[\w ().|]+[ \t]*\}\}$|^%(?:[A-Z_]+|[a-z_]+)%$|^%[+\-# 0]?[bcdeEfFgGoOpqstTUvxX]$"
     r"|^\{\d{0,2}\}$|^@(?:[A-Z_]+|[a-z_]+)@$|^/Users/[A-Za-z0-9]+/[\w ./-]+$"
     r"|^/(?:bin|etc|home|opt|tmp|usr|var)/[\w ./-]+$"
+    r"|^<[^<>]{1,80}>$|^\[[^\[\]]{1,80}\]$|^\{[^{}]{0,200}\}$|\$\{[^}]{0,200}\}|\{\{|\*\*\*|\.\.\.|\u2026"
 )
 _GLOBAL_STOPWORDS = ("abcdefghijklmnopqrstuvwxyz", "014df517-39d1-4453-b7b3-9930c563627c", "example",
                      "xxxxxx", "your_", "your-", "<your", "placeholder", "redacted", "changeme")

@@ -120,6 +120,15 @@ def go_to_python(rx: str) -> str:
     for name, chars in _POSIX.items():
         rx = rx.replace(f"[[:{name}:]]", f"[{chars}]").replace(f"[:{name}:]", chars)
     rx = rx.replace(r"\z", r"\Z")
+    # RE2 is linear whatever the pattern; Python backtracks. `(?:.|[\n\r])` (any character, as an
+    # alternation) explodes in a lazy repeat: a class says the same. A leading `[\w.-]{0,50}?`
+    # only widens the match before the secret: dropped, it stops costing a retry per position.
+    rx = rx.replace(r"(?:.|[\n\r])", r"[\s\S]")
+    for lead in (r"[\w.-]{0,50}?",):
+        if rx.startswith(lead):
+            rx = rx[len(lead):]
+        elif rx.startswith("(?i)" + lead):
+            rx = "(?i)" + rx[4 + len(lead):]
     # A flag group in mid-pattern, `X(?i)Y`, applies to the end of its enclosing group in RE2;
     # Python only allows global flags at the start, so it becomes `X(?i:Y)`.
     while True:
