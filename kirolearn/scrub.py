@@ -9,6 +9,7 @@ never mutated, and scrubbing is idempotent (a second pass changes and counts not
 from __future__ import annotations
 
 import math
+import operator
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -487,6 +488,21 @@ _AUTH_SCHEMES = frozenset("bearer basic token digest negotiate ntlm apikey api-k
 
 # Assignment / entropy pass: every hit of a secret-ish fragment is expanded to the name around it.
 _KEYWORD_RE = _lazy("_KEYWORD_RE", r"pass|pw|secret|token|auth|credential|key|bearer")  # run on lowered text
+_NAME_RUN_RE = _lazy("_NAME_RUN_RE", r"[A-Za-z0-9_.\-$@]+")  # runs of name characters (_NAME_CHARS)
+_RUN_CACHE: dict = {}
+
+
+def _run_matters(run: str) -> bool:
+    """Whether keyword hits inside this run of name characters can lead `_keyword_pass` anywhere."""
+    if not _KEYWORD_RE.search(run.lower()):
+        return False
+    if len(run) > 64:
+        return True  # the pass bounds its name expansion: judge such runs in context
+    name = run
+    while name[-1:] in (".", "-") and len(name) > 1:
+        name = name[:-1]
+    low = name.lower()
+    return _secret_name_cached(name) or low.endswith("key") or low == "bearer"
 _KEYWORD_TRIGGERS = ("pass", "pw", "secret", "token", "auth", "credential", "key", "bearer")
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-$@")
 _SEP_RE = _lazy("_SEP_RE", r"([ \t]*)(=>|:=|=(?![=~>])|:(?![:/\\=]))([ \t]*)")
@@ -517,12 +533,14 @@ _MAX_PASSES = 4
 
 
 _COMPILED: "tuple | None" = None
-_CASED_TRIGGERS: tuple = ()  # (trigger, rule) pairs checked against the text as is
-_LOWER_TRIGGERS: tuple = ()  # (trigger, rule) pairs checked against the lowered text
+_TRIGGER_INDEX: "_scrub_table.KeywordIndex | None" = None  # triggers of the rules above
+_RULE_ORDER = operator.attrgetter("order")
+_CLEAN_CACHE_TEXT = 256
+_CLEAN_CACHE_SIZE = 16384
 
 
 def _builtin_rules() -> tuple:
-    global _COMPILED, _CASED_TRIGGERS, _LOWER_TRIGGERS
+    global _COMPILED, _TRIGGER_INDEX
     if _COMPILED is None:
         g = globals()
         for name, (pattern, flags) in _SOURCES.items():
@@ -531,8 +549,11 @@ def _builtin_rules() -> tuple:
             _Rule(kind, triggers, re.compile(pattern, flags), group, check, lower)
             for kind, triggers, pattern, group, check, lower, flags in _RULE_SPECS
         )
-        _CASED_TRIGGERS = tuple((t, r) for r in rules if not r.lower for t in r.triggers)
-        _LOWER_TRIGGERS = tuple((t, r) for r in rules if r.lower for t in r.triggers)
+        # One index for the built-in rules' triggers and the catalogue rules' keywords: a text's
+        # words are looked up once for both.
+        _TRIGGER_INDEX = _scrub_table.KeywordIndex(
+            [(t, r, not r.lower) for r in rules for t in r.triggers]
+            + [(kw, rule, False) for rule in _scrub_table.table().rules for kw in rule.keywords])
         _COMPILED = rules
     return _COMPILED
 
@@ -598,6 +619,7 @@ class Scrubber:
             self._extra.append((kind, regex))
         self._allow = tuple(sorted({a for a in allow if isinstance(a, str) and a}, key=len, reverse=True))
         self._allow_set = frozenset(self._allow)
+        self._clean: set = set()
 
     # -- public -----------------------------------------------------------------------------------
 
@@ -605,14 +627,24 @@ class Scrubber:
         """Return `text` with every private span and credential replaced by `[REDACTED:<type>]`."""
         if not isinstance(text, str):
             raise TypeError(f"scrub_text expects str, got {type(text).__name__}")
+        # Short texts recur (paths, tool names, session ids, hook fields): one found clean is
+        # remembered as clean, so the next event pays a dict look-up for it.
+        short = len(text) <= _CLEAN_CACHE_TEXT
+        if short and text in self._clean:
+            return text
         # Rules judge context, and a redaction can change the context another rule saw; repeating
         # the pass until nothing changes makes the result a fixed point (idempotent by construction).
         # Text without secrets, the common case, takes a single pass.
+        original = text
         out = self._scrub_once(text)
         for _ in range(_MAX_PASSES - 1):
             if out == text:
                 break
             text, out = out, self._scrub_once(out)
+        if short and out == original:
+            if len(self._clean) >= _CLEAN_CACHE_SIZE:
+                self._clean.clear()
+            self._clean.add(original)
         return out
 
     def _scrub_once(self, text: str) -> str:
@@ -627,9 +659,9 @@ class Scrubber:
         for kind, regex in self._extra:
             text = self._sub_extra(text, kind, regex)
         low = text.lower()
-        # One flat scan of the triggers (a substring test each) picks the rules worth running.
-        found = {r for t, r in _CASED_TRIGGERS if t in text}
-        found.update(r for t, r in _LOWER_TRIGGERS if t in low)
+        # The text's words, looked up in a keyword index, pick the rules worth running.
+        found = _TRIGGER_INDEX.find(text, low, _scrub_table.words(low))
+        before = text
         for rule in self._rules:
             if rule in found:
                 text = self._sub(text, rule.kind, rule.regex, rule.group, rule.check)
@@ -641,7 +673,7 @@ class Scrubber:
             text = self._sub_auth_header(text)
         if any(k in low for k in _KEYWORD_TRIGGERS):
             text = self._keyword_pass(text)
-        text = self._table_pass(text)
+        text = self._table_pass(text, found if text is before else None)
         if restore:
             text = text.translate(restore)
         return text
@@ -750,9 +782,13 @@ class Scrubber:
 
         return regex.sub(replace, text)
 
-    def _table_pass(self, text: str) -> str:
+    def _table_pass(self, text: str, found: "set | None" = None) -> str:
         """Every catalogue rule (secret_rules.py) whose keyword the text holds."""
-        for rule in _scrub_table.table().candidates(text.lower()):
+        if found is None:  # the text changed since the triggers were looked up
+            low = text.lower()
+            found = _TRIGGER_INDEX.find(text, low, _scrub_table.words(low))
+        rules = sorted((r for r in found if type(r) is _scrub_table.Rule), key=_RULE_ORDER)
+        for rule in rules:
             text = self._sub_rule(text, rule)
         return text
 
@@ -844,8 +880,8 @@ class Scrubber:
         n = len(text)
         names = _NAME_CHARS
         low = text.lower()
-        hits = _KEYWORD_RE.finditer(low) if len(low) == len(text) else _ci(_KEYWORD_RE).finditer(text)
-        for hit in hits:
+        same = len(low) == len(text)
+        for hit in self._keyword_hits(text, low if same else None):
             hs, he = hit.span()
             if hs < done or any(ts <= hs < te for ts, te, _ in spans[-3:]):
                 continue
@@ -909,6 +945,27 @@ class Scrubber:
             last = ve
         out.append(text[last:])
         return "".join(out)
+
+    @staticmethod
+    def _keyword_hits(text: str, low: "str | None") -> "Iterable[re.Match[str]]":
+        """The keyword hits `_keyword_pass` must look at, in order: none when no run can matter.
+
+        A hit inside a run of name characters that is short (no expansion bound cuts it) and whose
+        name is neither secret nor `…key` nor `bearer` ends as `continue` in the pass whatever its
+        context. Runs are found in C and judged once per distinct run (cached), so text where every
+        keyword sits in such a run (`PASSED`, `tokenize`, `author`) skips the pass.
+        """
+        if low is None:
+            return _ci(_KEYWORD_RE).finditer(text)
+        for run in set(_NAME_RUN_RE.findall(text)):
+            hit = _RUN_CACHE.get(run)
+            if hit is None:
+                if len(_RUN_CACHE) >= 65536:
+                    _RUN_CACHE.clear()
+                hit = _RUN_CACHE[run] = _run_matters(run)
+            if hit:
+                return _KEYWORD_RE.finditer(low)
+        return ()
 
     def _assignment_at(self, text: str, s: int, e: int, name: str) -> "tuple | None":
         """(value start, value end, is secret) if secret-named `name` at text[s:e] is assigned a value."""

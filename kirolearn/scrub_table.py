@@ -105,27 +105,26 @@ def globally_allowed(secret: str) -> bool:
     return bool(_GLOBAL_ALLOW.search(secret)) or any(w in low for w in _GLOBAL_STOPWORDS)
 
 
-class Table:
-    """The indexed rules table."""
+class KeywordIndex:
+    """Which of many keywords occur in a text, at the cost of one split and a few dict look-ups.
 
-    def __init__(self) -> None:
-        from . import secret_rules
+    Each keyword is indexed by its longest alphanumeric run (lowered). A text's distinct words
+    are looked up in a per-word cache of the runs they contain; each candidate keyword is then
+    confirmed with one substring test (against the text itself for case-sensitive keywords).
+    """
 
-        self.version = secret_rules.RULES_VERSION
-        self.catalogues = dict(secret_rules.CATALOGUES)
-        self.rules = tuple(Rule(i, row) for i, row in enumerate(secret_rules.RULES))
-        self.ids = tuple(r.id for r in self.rules)
+    def __init__(self, pairs: "list[tuple]") -> None:
         by_run: dict = {}
-        for rule in self.rules:
-            for kw in rule.keywords:
-                runs = _RUN_RE.findall(kw)
-                run = max(runs, key=len) if runs else ""
-                by_run.setdefault(run, {}).setdefault(kw, []).append(rule)
-        # run -> ((keyword, rules, keyword is the run itself), ...)
-        self._by_run = {run: tuple((kw, tuple(rs), kw == run) for kw, rs in kws.items())
+        for keyword, item, cased in pairs:
+            runs = _RUN_RE.findall(keyword.lower())
+            run = max(runs, key=len) if runs else ""
+            by_run.setdefault(run, {}).setdefault((keyword, cased), []).append(item)
+        # run -> ((keyword, items, cased, keyword is the run itself), ...)
+        self._by_run = {run: tuple((kw, tuple(items), cased, kw == run and not cased)
+                                   for (kw, cased), items in kws.items())
                         for run, kws in by_run.items()}
         self._runs = tuple(r for r in self._by_run if r)
-        self._always = self._by_run.get("", ())  # keywords without letters or digits (none today)
+        self._always = self._by_run.get("", ())  # keywords without a letter or digit
         self._word_cache: dict = {}
 
     def _runs_in(self, word: str) -> tuple:
@@ -136,21 +135,50 @@ class Table:
             hit = self._word_cache[word] = tuple(r for r in self._runs if r in word)
         return hit
 
-    def candidates(self, low: str) -> "list[Rule]":
-        """The rules whose keyword occurs in `low` (the lowered text), in table order."""
+    def find(self, text: str, low: str, words: "set | frozenset") -> set:
+        """The items whose keyword occurs in `text` (`low` = text.lower(), `words` = words(low))."""
         found: set = set()
         checked: set = set()
-        for word in set(_WORD_RE.findall(low)):
-            for run in self._runs_in(word):
+        cached = self._word_cache.get
+        for word in words:
+            runs = cached(word)
+            if runs is None:
+                runs = self._runs_in(word)
+            if not runs:
+                continue
+            for run in runs:
                 if run in checked:
                     continue
                 checked.add(run)
-                for kw, rules, exact in self._by_run[run]:
-                    if exact or kw in low:
-                        found.update(rules)
-        for kw, rules, _ in self._always:
-            if kw in low:
-                found.update(rules)
+                for kw, items, cased, exact in self._by_run[run]:
+                    if exact or kw in (text if cased else low):
+                        found.update(items)
+        for kw, items, cased, _ in self._always:
+            if kw in (text if cased else low):
+                found.update(items)
+        return found
+
+
+def words(low: str) -> set:
+    """The distinct alphanumeric words of a lowered text (what KeywordIndex.find takes)."""
+    return set(_WORD_RE.findall(low))
+
+
+class Table:
+    """The indexed rules table."""
+
+    def __init__(self) -> None:
+        from . import secret_rules
+
+        self.version = secret_rules.RULES_VERSION
+        self.catalogues = dict(secret_rules.CATALOGUES)
+        self.rules = tuple(Rule(i, row) for i, row in enumerate(secret_rules.RULES))
+        self.ids = tuple(r.id for r in self.rules)
+        self.index = KeywordIndex([(kw, rule, False) for rule in self.rules for kw in rule.keywords])
+
+    def candidates(self, low: str, text_words: "set | None" = None) -> "list[Rule]":
+        """The rules whose keyword occurs in `low` (the lowered text), in table order."""
+        found = self.index.find(low, low, words(low) if text_words is None else text_words)
         return sorted(found, key=lambda r: r.order)
 
 
