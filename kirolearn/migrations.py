@@ -170,3 +170,17 @@ def m008_session_summaries(db):
     )
     db["session_summaries"].create_index(["project_id", "project", "ended_at"], index_name="idx_session_summaries")
     db["session_summaries"].create_index(["session_id"], index_name="idx_session_summaries_session")
+
+
+@migrations()
+def m009_scrub_state(db):
+    """Which scrub-rules version the stored text was scrubbed with (and where a rescrub stopped).
+
+    A new store holds nothing yet, so it is as clean as the current rules; a store that already
+    holds rows was scrubbed by the rules before this table existed, version 1.
+    """
+    from .scrub import rules_version
+
+    db["scrub_state"].create({"key": str, "value": str}, pk="key")
+    holds_rows = any(db[t].exists() and db[t].count for t in ("events", "memory_records", "session_summaries"))
+    db["scrub_state"].insert({"key": "scrubbed_with", "value": "1" if holds_rows else str(rules_version())})
