@@ -91,6 +91,9 @@ def cli():
     Hooks capture each agent turn into a spool; `kirolearn drain` turns the
     spool into searchable memory records in $KIROLEARN_HOME/kirolearn.db.
     """
+    from .logscrub import scrub_stderr_logging
+
+    scrub_stderr_logging()  # library warnings reach logs/drain.log under cron: scrub them too
 
 
 def _load_settings():

@@ -103,10 +103,27 @@ def resolve_trigger(name: str) -> "tuple[str, str]":
     if name in HOOK_ARGS:
         return HOOK_ARGS[name], "unknown"
     raise Rejected(
-        f"unknown hook event {name[:60]!r}; expected one of "
+        f"unknown hook event {_shape(name)}; expected one of "
         "agentSpawn, userPromptSubmit, preToolUse, postToolUse, stop, their v3 "
         "PascalCase forms, or ide-prompt-submit / ide-post-tool / ide-agent-stop"
     )
+
+
+def _shape(name: str) -> str:
+    """A safe description of an unknown hook name: the name itself is untrusted input (it may be a
+    pasted secret) and the hook cannot afford the scrubber, so only a known name it resembles, or
+    its length and character classes, reach the log."""
+    if len(name) <= 32 and name[:1].isalpha() and all(c.isalpha() or c in "-_" for c in name):
+        return repr(name)  # a word-like event name (fileSave, what-is-this): no digits, short
+    squashed = "".join(c for c in name.lower() if c.isalnum())
+    for known in (*TRIGGER_KIND, *V3_TRIGGERS, *V3_NOTE_TRIGGERS, *IDE_LEGACY_ARGS, *HOOK_ARGS):
+        if squashed and squashed == "".join(c for c in known.lower() if c.isalnum()):
+            return f"(did you mean {known!r}?)"
+    classes = [label for label, test in (("letters", str.isalpha), ("digits", str.isdigit))
+               if any(test(c) for c in name)]
+    if any(not c.isalnum() for c in name):
+        classes.append("other characters")
+    return f"(a {len(name)}-character name of {' and '.join(classes) or 'nothing'}, not shown)"
 
 
 def _surface(generation: str, env) -> str:

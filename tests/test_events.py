@@ -133,3 +133,13 @@ def test_schema_rejects_tool_fields_on_prompt():
     event["tool_name"] = "x"
     with pytest.raises(ValueError, match="cannot carry tool fields"):
         Event.model_validate(event)
+
+
+def test_unknown_event_name_is_described_not_echoed():
+    """The name is untrusted input the hook cannot scrub: a secret-shaped one never reaches the log."""
+    token = "ghp_" + "Ab1" * 12
+    with pytest.raises(events.Rejected) as err:
+        events.build_event(token, {"cwd": "/tmp"})
+    assert token not in str(err.value) and "40-character name of letters and digits and other" in str(err.value)
+    with pytest.raises(events.Rejected, match="did you mean 'userPromptSubmit'"):
+        events.build_event("user prompt submit ", {"cwd": "/tmp"})

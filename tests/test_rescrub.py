@@ -163,3 +163,18 @@ def test_scan_reports_by_type_without_printing_secrets(tmp_path):
     assert data["by_type"] == {"linear-api-key": 1, "shopify-access-token": 1}
     assert data["findings"] == [{"line": 1, "type": "linear-api-key"}, {"line": 2, "type": "shopify-access-token"}]
     assert data["total"] == 2 and data["rules_version"] == rules_version()
+
+
+def test_mcp_log_lines_are_scrubbed(home, tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    missing = tmp_path / f"LINEAR={LINEAR}"
+    env = {k: v for k, v in os.environ.items() if k != "KIROLEARN_RAISE_ERRORS"}
+    result = subprocess.run([str(Path(sys.executable).parent / "kirolearn-mcp"), "--project", str(missing)],
+                            env=env, capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert result.returncode == 1
+    log = (home / "logs" / "mcp.log").read_text("utf-8")
+    assert "does not exist" in log and "[REDACTED:linear-api-key]" in log
+    assert LINEAR not in log and LINEAR.encode() not in result.stderr and result.stdout == b""
