@@ -605,8 +605,11 @@ def _entropy_after(text: str, e: int) -> "tuple | None":
 class Scrubber:
     """Redacts private spans and credentials; `counts` accumulates redactions per type over calls."""
 
-    def __init__(self, extra_patterns: "dict[str, str] | None" = None, allow: "Iterable[str]" = ()) -> None:
+    def __init__(self, extra_patterns: "dict[str, str] | None" = None, allow: "Iterable[str]" = (),
+                 *, betterleaks: bool = False) -> None:
         self.counts: Counter = Counter()
+        # An optional extra layer (kirolearn[scan]): betterleaks' Go engine after our own rules.
+        self._betterleaks = _betterleaks_scan() if betterleaks else None
         self._rules = _builtin_rules()
         self._extra: list = []
         for kind, pattern in (extra_patterns or {}).items():
@@ -674,6 +677,8 @@ class Scrubber:
         if any(k in low for k in _KEYWORD_TRIGGERS):
             text = self._keyword_pass(text)
         text = self._table_pass(text, found if text is before else None)
+        if self._betterleaks is not None and len(text) >= 16:
+            text = self._betterleaks_pass(text)
         if restore:
             text = text.translate(restore)
         return text
@@ -790,6 +795,17 @@ class Scrubber:
         rules = sorted((r for r in found if type(r) is _scrub_table.Rule), key=_RULE_ORDER)
         for rule in rules:
             text = self._sub_rule(text, rule)
+        return text
+
+    def _betterleaks_pass(self, text: str) -> str:
+        for finding in self._betterleaks(text):
+            secret = finding.secret
+            if not secret or len(secret) < 6 or "[REDACTED:" in secret or secret not in text:
+                continue
+            kind = re.sub(r"[^A-Za-z0-9_\-]", "-", finding.rule_id or "betterleaks")[:64]
+            n = text.count(secret)
+            text = text.replace(secret, marker(kind))
+            self.counts[kind] += n
         return text
 
     def _sub_rule(self, text: str, rule: "_scrub_table.Rule") -> str:
@@ -1061,6 +1077,19 @@ class Scrubber:
 # --------------------------------------------------------------------------------------------------
 # Module-level conveniences
 # --------------------------------------------------------------------------------------------------
+
+def _betterleaks_scan():
+    """betterleaks.scan_string, or an error that says how to install it."""
+    try:
+        from betterleaks import scan_string
+    except ImportError:
+        from .errors import ConfigError
+
+        raise ConfigError("scrub.betterleaks is on but betterleaks is not installed",
+                             fix="pip install 'kirolearn[scan]' (Linux and Windows wheels only), "
+                                 "or set scrub.betterleaks = false") from None
+    return scan_string
+
 
 _DEFAULT: "Scrubber | None" = None
 

@@ -2,6 +2,8 @@
 
 import re
 
+import pytest
+
 from kirolearn import scrub_table
 from kirolearn.scrub import Scrubber, rule_types
 
@@ -66,3 +68,31 @@ def test_the_two_known_misses():
     # ... while code and ports stay.
     for text in ("password = get_password()", "    token = tokens[0]", "http://host:8080/path@x"):
         assert s.scrub_text(text) == text
+
+
+def test_betterleaks_layer_when_installed():
+    betterleaks = pytest.importorskip("betterleaks")
+    assert betterleaks.scan_string  # the optional extra (kirolearn[scan]) is importable here
+    s = Scrubber(betterleaks=True)
+    text = "note: " + "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc" + " end"
+    # The layer on its own (in a full scrub our rules redact this first, and the layer sees the rest).
+    assert s._betterleaks_pass(text) == "note: [REDACTED:stripe-access-token] end"
+    assert s.counts["stripe-access-token"] == 1
+    assert s.scrub_text(text) == "note: [REDACTED:stripe-key] end"
+
+
+def test_betterleaks_setting_without_the_package_says_how_to_install(monkeypatch):
+    import builtins
+
+    from kirolearn.errors import ConfigError
+
+    real_import = builtins.__import__
+
+    def no_betterleaks(name, *args, **kwargs):
+        if name == "betterleaks":
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_betterleaks)
+    with pytest.raises(ConfigError, match=r"kirolearn\[scan\]"):
+        Scrubber(betterleaks=True)
