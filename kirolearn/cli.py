@@ -207,23 +207,9 @@ def export_command(output):
 
     if not os.path.exists(config.db_path()):
         raise click.ClickException(f"no database at {config.db_path()}: run `kirolearn drain` first")
-    db = _open_db()
-    for row in db.query("select body, extract_state, run_id from events order by event_id"):
-        item = json.loads(row["body"])
-        output.write(json.dumps({"type": "event", **item, "extract_state": row["extract_state"],
-                                 "extract_run_id": row["run_id"]}, ensure_ascii=False) + "\n")
-    for row in db.query("select * from memory_records order by created_at, record_id"):
-        item = dict(row)
-        for key in ("facts", "concepts", "files_touched", "source_event_ids"):
-            item[key] = json.loads(item[key])
-        output.write(json.dumps({"type": "record", **item}, ensure_ascii=False) + "\n")
-    from .context import decode_session_summary
+    from .backup import export
 
-    for row in db.query("select * from session_summaries order by ended_at, id"):
-        item = decode_session_summary(row)
-        output.write(json.dumps({"type": "summary", **item}, ensure_ascii=False) + "\n")
-
-
+    export(_open_db(), output)
 
 
 @cli.command(name="status")
