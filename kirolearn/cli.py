@@ -524,7 +524,9 @@ def session_init_command(label, project, json_):
 @click.option("--dry-run", is_flag=True, help="Print the diff of every file it would touch; write nothing.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before writing.")
 @click.option("--set-default", is_flag=True, help="Also make `kirolearn` Kiro CLI's default agent.")
-def install_command(project, global_, dry_run, yes, set_default):
+@click.option("--agent", "agent", type=click.Choice(["kiro", "claude-code"]), default="kiro", show_default=True,
+              help="Which agent to wire: Kiro (CLI and IDE) or Claude Code (.claude/settings.json hooks).")
+def install_command(project, global_, dry_run, yes, set_default, agent):
     """Wire kirolearn's hooks and MCP server into Kiro (CLI and IDE).
 
     Writes only its own entries, keeps everything else in shared files, and
@@ -536,9 +538,18 @@ def install_command(project, global_, dry_run, yes, set_default):
         kirolearn install                      # ~/.kiro: the kirolearn agent and the MCP server
         kirolearn install --project . --yes    # and this project's .kiro/ files
         kirolearn install --project . --dry-run
+        kirolearn install --agent claude-code  # ~/.claude/settings.json hooks
     """
-    from . import install
+    from . import agents, install
 
+    if agent != "kiro":
+        if set_default:
+            raise click.UsageError("--set-default is a Kiro CLI setting; drop it with --agent claude-code")
+        _apply_changes(agents.get(agent).plan_install(project, global_ or not project), dry_run, yes, installing=True)
+        if not dry_run:
+            click.echo("next: `kirolearn schedule` to drain in the background; Claude Code picks the hooks up "
+                       "at its next start")
+        return
     changes = install.plan_install(project, global_ or not project)
     _apply_changes(changes, dry_run, yes, installing=True)
     if set_default and not dry_run:
@@ -578,7 +589,9 @@ def _apply_changes(changes, dry_run, yes, *, installing):
 @click.option("--purge", is_flag=True, help="Also delete all kirolearn data ($KIROLEARN_HOME).")
 @click.option("--dry-run", is_flag=True, help="Print what would change; write nothing.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before writing or deleting.")
-def uninstall_command(project, purge, dry_run, yes):
+@click.option("--agent", "agent", type=click.Choice(["kiro", "claude-code"]),
+              help="Only undo what was installed for this agent (default: every agent).")
+def uninstall_command(project, purge, dry_run, yes, agent):
     """Remove exactly what `kirolearn install` added, from every project it recorded.
 
     Your memory is kept unless --purge.
@@ -586,9 +599,10 @@ def uninstall_command(project, purge, dry_run, yes):
     import os
     import shutil
 
-    from . import config, install
+    from . import agents, config
 
-    _apply_changes(install.plan_uninstall(project), dry_run, yes, installing=False)
+    changes = [c for name in ([agent] if agent else agents.names()) for c in agents.get(name).plan_uninstall(project)]
+    _apply_changes(changes, dry_run, yes, installing=False)
     if purge and not dry_run:
         home = config.home()
         if os.path.isdir(home):
