@@ -11,6 +11,7 @@ old bytes are gone from the files, not only from the rows.
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections import Counter
 
 from .store import writing
@@ -80,6 +81,7 @@ def rescrub_rows(db, scrub_cell, version: int, on_chunk=None) -> "dict[str, int]
     value for a column derived from the text into `derived` (events.content_hash).
     """
     tables = text_tables(db)
+    virtual = _virtual_tables(db)
     start = progress(db)
     if start and start.get("version") != version:
         start = None  # rules changed again since: start over
@@ -91,8 +93,13 @@ def rescrub_rows(db, scrub_cell, version: int, on_chunk=None) -> "dict[str, int]
         start = None
         select = ", ".join(f"[{c}]" for c in cols)
         while True:
-            rows = db.execute(f"select rowid, {select} from [{name}] where rowid > ? order by rowid limit ?",
-                              [last, CHUNK_ROWS]).fetchall()
+            try:
+                rows = db.execute(f"select rowid, {select} from [{name}] where rowid > ? order by rowid limit ?",
+                                  [last, CHUNK_ROWS]).fetchall()
+            except sqlite3.OperationalError:
+                if name not in virtual:
+                    raise
+                break  # a virtual table whose module is not loaded here (it holds vectors, not text)
             if not rows:
                 break
             updates = []
