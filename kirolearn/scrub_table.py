@@ -67,7 +67,6 @@ class Rule:
                 self._regex = re.compile(pattern, re.ASCII)
             else:
                 self._regex = re.compile(self.secret, re.ASCII)
-            self.allow = tuple((target, re.compile(rx, re.ASCII)) for target, rx in self.allow)
         return self._regex
 
     def secret_span(self, m: "re.Match[str]") -> "tuple[int, int]":
@@ -84,6 +83,8 @@ class Rule:
 
     def allowed(self, secret: str, match: str) -> bool:
         """Whether the rule's own allowlist or stopwords mark this finding as not a secret."""
+        if self.allow and isinstance(self.allow[0][1], str):  # compiled on the first finding only
+            self.allow = tuple((target, re.compile(rx, re.ASCII)) for target, rx in self.allow)
         for target, rx in self.allow:
             if rx.search(match if target == "match" else secret):
                 return True
@@ -123,8 +124,14 @@ class KeywordIndex:
         self._by_run = {run: tuple((kw, tuple(items), cased, kw == run and not cased)
                                    for (kw, cased), items in kws.items())
                         for run, kws in by_run.items()}
-        self._runs = tuple(r for r in self._by_run if r)
         self._always = self._by_run.get("", ())  # keywords without a letter or digit
+        # Runs by their first two characters (one-character runs apart): a new word is matched
+        # against the few runs its own bigrams start, not against all of them.
+        self._short = tuple(r for r in self._by_run if len(r) == 1)
+        self._by_bigram: dict = {}
+        for run in self._by_run:
+            if len(run) >= 2:
+                self._by_bigram.setdefault(run[:2], []).append(run)
         self._word_cache: dict = {}
 
     def _runs_in(self, word: str) -> tuple:
@@ -132,7 +139,13 @@ class KeywordIndex:
         if hit is None:
             if len(self._word_cache) >= 65536:
                 self._word_cache.clear()
-            hit = self._word_cache[word] = tuple(r for r in self._runs if r in word)
+            found = [r for r in self._short if r in word]
+            by_bigram = self._by_bigram
+            for bigram in {word[i:i + 2] for i in range(len(word) - 1)}:
+                for run in by_bigram.get(bigram, ()):
+                    if run in word:
+                        found.append(run)
+            hit = self._word_cache[word] = tuple(found)
         return hit
 
     def find(self, text: str, low: str, words: "set | frozenset") -> set:
