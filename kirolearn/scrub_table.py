@@ -187,11 +187,13 @@ class Table:
         self.catalogues = dict(secret_rules.CATALOGUES)
         self.rules = tuple(Rule(i, row) for i, row in enumerate(secret_rules.RULES))
         self.ids = tuple(r.id for r in self.rules)
-        self.index = KeywordIndex([(kw, rule, False) for rule in self.rules for kw in rule.keywords])
+        self._index: "KeywordIndex | None" = None  # the scrubber indexes the keywords with its own triggers
 
     def candidates(self, low: str, text_words: "set | None" = None) -> "list[Rule]":
         """The rules whose keyword occurs in `low` (the lowered text), in table order."""
-        found = self.index.find(low, low, words(low) if text_words is None else text_words)
+        if self._index is None:
+            self._index = KeywordIndex([(kw, rule, False) for rule in self.rules for kw in rule.keywords])
+        found = self._index.find(low, low, words(low) if text_words is None else text_words)
         return sorted(found, key=lambda r: r.order)
 
 
