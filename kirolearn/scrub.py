@@ -821,7 +821,7 @@ class Scrubber:
             if _only_sentinels(secret) or (
                     rule.entropy is not None and _scrub_table.entropy(secret) <= rule.entropy):
                 continue
-            if _scrub_table.globally_allowed(secret):
+            if _scrub_table.globally_allowed(secret) or (rule.broad and _scrub_table.is_digest(secret)):
                 continue
             if rule.allowed(secret, m.group(0)) or _cuts_marker(text, m.start(), m.end(), s, e):
                 continue

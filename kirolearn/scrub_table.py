@@ -48,12 +48,15 @@ class Rule:
     """One catalogue rule; its pattern is compiled on first use."""
 
     __slots__ = ("id", "keywords", "form", "name", "secret", "group", "entropy", "allow", "stopwords",
-                 "order", "_regex")
+                 "order", "broad", "_regex")
 
     def __init__(self, order: int, row: tuple) -> None:
         (self.id, self.keywords, self.form, self.name, self.secret, self.group, self.entropy,
          self.allow, self.stopwords) = row
         self.order = order
+        # A rule triggered by a common word (key, token, secret, ...) names no provider: a git SHA
+        # or a SHA-256 under `cache_key` is a digest, not its secret.
+        self.broad = bool(_BROAD_KEYWORDS.intersection(self.keywords))
         self._regex = None
 
     @property
@@ -92,6 +95,16 @@ class Rule:
             low = secret.lower()
             return any(w in low for w in self.stopwords)
         return False
+
+
+_BROAD_KEYWORDS = frozenset("key secret token access api auth password passwd credential creds client".split())
+_DIGEST_RE = re.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64}|[0-9a-f]{96}|[0-9a-f]{128}|[0-9A-F]{40}|[0-9A-F]{64}"
+                        r"|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})")
+
+
+def is_digest(secret: str) -> bool:
+    """A hex digest of a standard length (SHA-1, SHA-256/384/512) or a UUID."""
+    return _DIGEST_RE.fullmatch(secret) is not None
 
 
 def entropy(s: str) -> float:

@@ -238,6 +238,8 @@ def _judged_secret(rule, secret: str) -> bool:
 
     if len(secret) < 4 or (rule.entropy is not None and scrub_table.entropy(secret) <= rule.entropy):
         return False
+    if rule.broad and scrub_table.is_digest(secret):
+        return False  # a generic rule's sample that is shaped like a SHA or a UUID: kept on purpose
     return not scrub_table.globally_allowed(secret) and not rule.allowed(secret, secret)
 
 
@@ -335,6 +337,23 @@ def ordinary_lines(n: int = 2000, seed: int = 11) -> "list[str]":
         lambda: f"image: ghcr.io/acme/api@sha256:{hx(64)}",
         lambda: f"ETag: \"{hx(32)}\"",
         lambda: f"Content-MD5: {digest('md5')}",
+        lambda: f"github.com/acme/lib v1.{rng.randint(0, 9)}.{rng.randint(0, 9)} h1:{digest('sha256')}",
+        lambda: f'checksum = "{hx(64)}"',
+        lambda: f'{{file = "pkg-{rng.randint(1, 9)}.0-py3-none-any.whl", hash = "sha256:{hx(64)}"}},',
+        lambda: f"Digest: sha256:{hx(64)}",
+        lambda: f"index {hx(7)}..{hx(7)} 100644",
+        lambda: f"Change-Id: I{hx(40)}",
+        lambda: f'uuid = "{uuid.UUID(int=rng.getrandbits(128), version=4)}"',
+        lambda: f"    id: {uuid.UUID(int=rng.getrandbits(128), version=4)}",
+        lambda: f'    "cache_key": "{hx(40)}",',
+        lambda: f"  access_log: /var/log/nginx/access-{rng.randint(1, 9)}.log",
+        lambda: "  api_base: https://api.openai.com/v1",
+        lambda: f"secret_ref: projects/{rng.randint(100, 999)}/secrets/db-password/versions/latest",
+        lambda: "const key = crypto.randomUUID();",
+        lambda: "token_hash = hashlib.sha256(token.encode()).hexdigest()",
+        lambda: f"keyid = {hx(16).upper()}",
+        lambda: f"Author: Jane Doe <jane@example.com>  Date: 2026-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}",
+        lambda: f"session_id={uuid.UUID(int=rng.getrandbits(128), version=4)}",
     ]
     return [rng.choice(makers)() for _ in range(n)]
 
