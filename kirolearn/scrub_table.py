@@ -31,7 +31,7 @@ _TOKEN_LEFT, _TOKEN_RIGHT = r"(?<![A-Za-z0-9])", r"(?![A-Za-z0-9_+=\-])"
 # The catalogues' global allowlist (placeholders, not credentials), aimed at the secret, plus
 # kirolearn's: templates, masks and elisions. (The scrubber's own placeholder test is not used
 # here: it takes `test_…` for a sample value, and `$aact_…` for a variable.)
-_GLOBAL_ALLOW = re.compile(
+_GLOBAL_ALLOW_SOURCE = (
     r"(?i)^(?:true|false|null)$"
     r"|^(?i:a+|b+|c+|d+|e+|f+|g+|h+|i+|j+|k+|l+|m+|n+|o+|p+|q+|r+|s+|t+|u+|v+|w+|x+|y+|z+|\*+|\.+|0+|1+)$"
     r"|^\$(?:\d+|\{\d+\})$|^\$(?:[A-Z_]+|[a-z_]+)$|^\$\{(?:[A-Z_]+|[a-z_]+)\}$"
@@ -98,13 +98,13 @@ class Rule:
 
 
 _BROAD_KEYWORDS = frozenset("key secret token access api auth password passwd credential creds client".split())
-_DIGEST_RE = re.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64}|[0-9a-f]{96}|[0-9a-f]{128}|[0-9A-F]{40}|[0-9A-F]{64}"
+_DIGEST_SOURCE = (r"(?:[0-9a-f]{40}|[0-9a-f]{64}|[0-9a-f]{96}|[0-9a-f]{128}|[0-9A-F]{40}|[0-9A-F]{64}"
                         r"|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})")
 
 
 def is_digest(secret: str) -> bool:
     """A hex digest of a standard length (SHA-1, SHA-256/384/512) or a UUID."""
-    return _DIGEST_RE.fullmatch(secret) is not None
+    return re.fullmatch(_DIGEST_SOURCE, secret) is not None  # re's cache compiles it once
 
 
 def entropy(s: str) -> float:
@@ -116,7 +116,7 @@ def entropy(s: str) -> float:
 def globally_allowed(secret: str) -> bool:
     """The catalogues' global allowlist: booleans, runs of one character, templates, paths."""
     low = secret.lower()
-    return bool(_GLOBAL_ALLOW.search(secret)) or any(w in low for w in _GLOBAL_STOPWORDS)
+    return bool(re.search(_GLOBAL_ALLOW_SOURCE, secret)) or any(w in low for w in _GLOBAL_STOPWORDS)
 
 
 class KeywordIndex:
