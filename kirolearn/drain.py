@@ -360,6 +360,9 @@ class Drainer:
         for batch in self.ready_batches(time.time(), flush=flush):
             self.extract_batch(batch, stats)
         stats.expired_events = self.expire_events()
+        from .manage import expire_forgotten  # forgotten records past retention.forgotten_days lose their bytes
+
+        expire_forgotten(self.db, self.settings.retention.forgotten_days)
         stats.pending_events = self.db.execute(
             "select count(*) from events where extract_state = 'pending'"
         ).fetchone()[0]
