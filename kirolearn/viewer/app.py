@@ -28,7 +28,7 @@ SECURITY_HEADERS = {
                                "frame-ancestors 'none'; base-uri 'none'",
     "x-content-type-options": "nosniff",
     "x-frame-options": "DENY",
-    "referrer-policy": "no-referrer",
+    "referrer-policy": "same-origin",  # no-referrer would make Chromium send `Origin: null` on our own forms
     "cache-control": "no-store",
 }
 FORBIDDEN = ("403 Forbidden: this kirolearn viewer needs its token. Open the URL that `kirolearn serve` printed "
@@ -113,10 +113,12 @@ def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
         pid = request.query_params.get("project") or (projects[0]["project_id"] if projects else None)
         current = next((p for p in projects if p["project_id"] == pid), None)
         before = request.query_params.get("before")
+        session = request.query_params.get("session") or None
         rows = []
         if db and current:
             key = tuple(before.split("|", 1)) if before and "|" in before else None
-            rows = manage.clean(recordstore.list_records(db, limit=PAGE_SIZE + 1, before=key, project_id=pid))
+            rows = manage.clean(recordstore.list_records(db, limit=PAGE_SIZE + 1, before=key, project_id=pid,
+                                                         session_id=session))
         more = len(rows) > PAGE_SIZE
         rows = rows[:PAGE_SIZE]
         groups = []
@@ -133,7 +135,7 @@ def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
             g["session_end"] = by_session.get(g["session_id"])
         next_cursor = f"{rows[-1]['created_at']}|{rows[-1]['record_id']}" if more else None
         return page("timeline.html", request, projects=projects, current=current, groups=groups,
-                    next_cursor=next_cursor, first_page=not before)
+                    next_cursor=next_cursor, first_page=not before, session=session)
 
     def search(request):
         q = request.query_params
@@ -246,6 +248,7 @@ def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
         Route("/sessions", sessions),
         Route("/forgotten", forgotten),
         Route("/health", health),
+        Route("/favicon.ico", lambda request: Response(status_code=204)),
         Mount("/static", StaticFiles(directory=os.path.join(HERE, "static")), name="static"),
     ]
     app = Starlette(routes=routes)
