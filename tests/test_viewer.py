@@ -153,13 +153,29 @@ def test_search_page_uses_the_cli_ranking_and_filters(client, add_record, projec
 
 
 def _browser():
+    # CI installs both (.ci/run): there a missing browser is a failure, not a skip
+    give_up = pytest.fail if os.environ.get("CI") else pytest.skip
     if not shutil.which(CHROMIUM) and not os.path.exists(CHROMIUM):
-        pytest.skip(f"no Chromium at {CHROMIUM}: `apt-get install chromium` (as .ci/run does) to run the browser test")
+        give_up(f"no Chromium at {CHROMIUM}: `apt-get install chromium` (as .ci/run does) to run the browser test")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        pytest.skip("Playwright for Python is not installed: `pip install -e '.[dev]'` (as .ci/run does)")
+        give_up("Playwright for Python is not installed: `pip install -e '.[dev]'` (as .ci/run does)")
     return sync_playwright
+
+
+def test_templates_and_static_files_ship_in_a_regular_install():
+    import configparser
+    import fnmatch
+
+    conf = configparser.ConfigParser()
+    conf.read(Path(__file__).parent.parent / "setup.cfg")
+    patterns = [p.strip() for p in conf["options.package_data"]["kirolearn.viewer"].split(",")]
+    viewer = Path(__file__).parent.parent / "kirolearn" / "viewer"
+    for path in viewer.rglob("*"):
+        if path.is_file() and path.suffix != ".py" and "__pycache__" not in path.parts:
+            rel = path.relative_to(viewer).as_posix()
+            assert any(fnmatch.fnmatch(rel, p) for p in patterns), f"{rel} is not in package_data"
 
 
 def test_viewer_in_headless_chromium(project, make_event, drain_now, add_record, tmp_path, monkeypatch):
