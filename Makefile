@@ -39,6 +39,8 @@ bench: $(BENCH_VENV)/.installed ## print speed figures (never fails the build)
 	$(BENCH_VENV)/bin/python bench/bench_drain.py --events 50000
 	@echo
 	$(BENCH_VENV)/bin/python bench/bench_recall.py --venv $(BENCH_VENV)
+	@echo
+	$(BENCH_VENV)/bin/python bench/bench_viewer.py
 
 clean: ## remove virtual environments and caches
 	rm -rf $(VENV) $(BENCH_VENV) build *.egg-info .pytest_cache .hypothesis

@@ -40,18 +40,56 @@ class NotFound(ManageError):
 # --- helpers shared by every medium -------------------------------------------------------------
 
 
-def scrubber():
-    """The scrubber with the user's extra patterns and allow-list (settings errors surface as they are)."""
-    from .scrub import Scrubber
-    from .settings import load
+_CACHE: dict = {}
+_CLEAN_CACHE_SIZE = 4096
 
-    conf = load()
-    return Scrubber(conf.scrub.extra_patterns, conf.scrub.allow)
+
+def scrubber(fresh: bool = False):
+    """The scrubber with the user's extra patterns and allow-list (settings errors surface as they are).
+
+    One per config.toml version, so the viewer does not load settings and
+    compile patterns on every request; `fresh` gives a new one (its counts start at zero).
+    """
+    from .scrub import Scrubber
+    from .settings import load, settings_path
+
+    try:
+        stamp = os.stat(settings_path()).st_mtime_ns
+    except OSError:
+        stamp = None
+    key = (settings_path(), stamp)
+    if fresh or _CACHE.get("key") != key:
+        conf = load()
+        made = Scrubber(conf.scrub.extra_patterns, conf.scrub.allow)
+        if fresh:
+            return made
+        _CACHE.clear()
+        _CACHE.update(key=key, scrubber=made, rows={})
+    return _CACHE["scrubber"]
 
 
 def clean(value, scrub=None):
-    """Re-scrub any JSON-like value on its way to a person or an agent."""
-    return (scrub or scrubber()).scrub_value(value)
+    """Re-scrub any JSON-like value on its way to a person or an agent.
+
+    A list is cleaned item by item, and each item's result is remembered (by its
+    JSON text) for the life of the current settings: paging back and forth in
+    the viewer scrubs each record once.
+    """
+    scrub = scrub or scrubber()
+    if not isinstance(value, list) or scrub is not _CACHE.get("scrubber"):
+        return scrub.scrub_value(value)
+    memo = _CACHE["rows"]
+    out = []
+    for item in value:
+        key = json.dumps(item, ensure_ascii=False, sort_keys=True, default=str)
+        found = memo.get(key)
+        if found is None:
+            found = scrub.scrub_value(item)
+            if len(memo) >= _CLEAN_CACHE_SIZE:
+                memo.pop(next(iter(memo)))
+            memo[key] = found
+        out.append(found)
+    return json.loads(json.dumps(out, ensure_ascii=False, default=str)) if out else out
 
 
 def terminal(text) -> str:
@@ -335,7 +373,7 @@ def import_lines(lines, *, db=None) -> dict:
     from .drain import GENERATED_FIELDS, Drainer
     from .schema import Event, MemoryRecord
 
-    scrub = scrubber()
+    scrub = scrubber(fresh=True)  # its counts are this import's redactions
     db = db or store.open_db()
     record_cols = set(recordstore.table_columns(db, "memory_records"))
     summary_cols = set(recordstore.table_columns(db, "session_summaries"))

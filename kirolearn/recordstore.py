@@ -8,7 +8,7 @@ writers take a sqlite-utils Database and run inside `store.writing`.
 Forgetting moves a record out of memory_records (so out of FTS and recall at
 once) into forgotten_records, with the session_end summary made from it, and
 writes an audit row. A purge drops what a tombstone keeps except the record's
-hash, with SQLite's secure_delete on, then rebuilds FTS and truncates the WAL so
+hash, with SQLite's secure_delete on, then rewrites FTS and truncates the WAL so
 the bytes are gone from the file, not just unlinked.
 """
 
@@ -65,8 +65,8 @@ def record_filters(*, project_id=None, types=None, since=None, session_id=None, 
 def list_records(conn, *, limit: int = 20, before=None, **filters) -> "list[dict]":
     """Records newest first (created_at, then record_id), after the keyset `before` = (created_at, record_id)."""
     conds, args = record_filters(**filters)
-    if before:
-        conds.append("(r.created_at < ? or (r.created_at = ? and r.record_id < ?))")
+    if before:  # the first condition alone is an index range; the second breaks ties
+        conds.append("r.created_at <= ? and (r.created_at < ? or r.record_id < ?)")
         args.extend([before[0], before[0], before[1]])
     sql = "select r.* from memory_records r"
     if conds:
@@ -205,9 +205,17 @@ def audit_for(conn, record_id: str) -> "list[dict]":
 
 
 def projects(conn) -> "list[dict]":
-    """Every project with records: id, root, record count, newest record time (newest first)."""
-    return _rows(conn, "select project_id, max(project_root) as project_root, count(*) as records, "
-                       "max(created_at) as last_at from memory_records group by project_id order by last_at desc")
+    """Every project with records: id, root, record count, newest record time (newest first).
+
+    Counted from the (project_id, created_at) index alone, then one lookup per
+    project for its root: grouping the table itself read every record (1.2 s at 100k).
+    """
+    rows = _rows(conn, "select project_id, count(*) as records, max(created_at) as last_at "
+                       "from memory_records indexed by idx_records_project group by project_id order by last_at desc")
+    for row in rows:
+        row["project_root"] = conn.execute("select project_root from memory_records where project_id = ? limit 1",
+                                           [row["project_id"]]).fetchone()[0]
+    return rows
 
 
 def list_session_summaries(conn, *, project_id=None, limit: int = 20, before=None) -> "list[dict]":
@@ -355,7 +363,7 @@ def purge(db, record_ids, *, actor: str) -> dict:
 
     Also deletes their source events that no other record (live or kept) cites,
     blanks the prompt of their extraction run when no live record came from it,
-    and drops the old text of their audit rows. Then rebuilds FTS (its index
+    and drops the old text of their audit rows. Then rewrites FTS (its index
     still held their words) and truncates the WAL, all with secure_delete on.
     """
     ids = list(dict.fromkeys(record_ids))
@@ -408,10 +416,16 @@ def purge(db, record_ids, *, actor: str) -> dict:
 
 
 def compact(db) -> None:
-    """Rebuild the FTS index from the live records (old segments held deleted words) with secure_delete on."""
+    """Merge the FTS index into one segment, with secure_delete on.
+
+    A deleted record's words stay in FTS5's old segments, beside a delete marker,
+    until a merge applies the marker; 'optimize' merges everything (0.8 s at 100k
+    records, against 3.3 s for a 'rebuild' that re-reads every record). SQLite
+    3.42's FTS5 'secure-delete' option would make this unnecessary; 3.40 is common.
+    """
     _secure(db)
     with store.writing(db):
-        db.execute("insert into memory_records_fts(memory_records_fts) values('rebuild')")
+        db.execute("insert into memory_records_fts(memory_records_fts) values('optimize')")
 
 
 def checkpoint(db) -> dict:

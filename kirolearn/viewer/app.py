@@ -22,6 +22,7 @@ from ..schema import OBSERVATION_TYPES
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PAGE_SIZE = 50
+SEARCH_LIMIT = 25  # best matches shown; the ranking is recall's (kirolearn search)
 MAX_FORM_BYTES = 64 * 1024
 SECURITY_HEADERS = {
     "content-security-policy": "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
@@ -89,6 +90,14 @@ class TokenGate:
         await response(scope, receive, send)
 
 
+def _brief(record: dict) -> dict:
+    """What a timeline row shows (scrubbing the rest would be wasted work): turn summaries in full."""
+    keep = ("record_id", "session_id", "title", "observation_type", "created_at", "project_root")
+    row = {k: record[k] for k in keep}
+    row["summary"] = record["summary"] if record["observation_type"] == "session_summary" else ""
+    return row
+
+
 def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
     """The viewer app for one run: `token` gates it, `port` names the hosts it answers to."""
     env = _env()
@@ -117,8 +126,8 @@ def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
         rows = []
         if db and current:
             key = tuple(before.split("|", 1)) if before and "|" in before else None
-            rows = manage.clean(recordstore.list_records(db, limit=PAGE_SIZE + 1, before=key, project_id=pid,
-                                                         session_id=session))
+            rows = manage.clean([_brief(r) for r in recordstore.list_records(
+                db, limit=PAGE_SIZE + 1, before=key, project_id=pid, session_id=session)])
         more = len(rows) > PAGE_SIZE
         rows = rows[:PAGE_SIZE]
         groups = []
@@ -153,7 +162,7 @@ def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
                 since = manage.parse_since(filters["since"]) if filters["since"] else None
                 hits = manage.search(query, project_root=root, types=[filters["type"]] if filters["type"] in OBSERVATION_TYPES else None,
                                      since=since, session_id=filters["session"] or None, file=filters["file"] or None,
-                                     limit=50)
+                                     limit=SEARCH_LIMIT)
             except manage.ManageError as exc:
                 error = str(exc)
         return page("search.html", request, query=query, filters=filters, hits=hits, projects=projects, error=error)
