@@ -11,6 +11,7 @@ kirolearn.recordstore.
 import json
 import os
 import re
+import threading
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 
@@ -42,6 +43,7 @@ class NotFound(ManageError):
 
 _CACHE: dict = {}
 _CLEAN_CACHE_SIZE = 4096
+_LOCK = threading.Lock()  # the viewer serves requests from a thread pool
 
 
 def scrubber(fresh: bool = False):
@@ -58,14 +60,16 @@ def scrubber(fresh: bool = False):
     except OSError:
         stamp = None
     key = (settings_path(), stamp)
-    if fresh or _CACHE.get("key") != key:
+    if fresh:
         conf = load()
-        made = Scrubber(conf.scrub.extra_patterns, conf.scrub.allow)
-        if fresh:
-            return made
-        _CACHE.clear()
-        _CACHE.update(key=key, scrubber=made, rows={})
-    return _CACHE["scrubber"]
+        return Scrubber(conf.scrub.extra_patterns, conf.scrub.allow)
+    with _LOCK:
+        if _CACHE.get("key") != key:
+            conf = load()
+            made = Scrubber(conf.scrub.extra_patterns, conf.scrub.allow)
+            _CACHE.clear()
+            _CACHE.update(key=key, scrubber=made, rows={})
+        return _CACHE["scrubber"]
 
 
 def clean(value, scrub=None):
@@ -76,19 +80,20 @@ def clean(value, scrub=None):
     the viewer scrubs each record once.
     """
     scrub = scrub or scrubber()
-    if not isinstance(value, list) or scrub is not _CACHE.get("scrubber"):
-        return scrub.scrub_value(value)
-    memo = _CACHE["rows"]
-    out = []
-    for item in value:
-        key = json.dumps(item, ensure_ascii=False, sort_keys=True, default=str)
-        found = memo.get(key)
-        if found is None:
-            found = scrub.scrub_value(item)
-            if len(memo) >= _CLEAN_CACHE_SIZE:
-                memo.pop(next(iter(memo)))
-            memo[key] = found
-        out.append(found)
+    with _LOCK:
+        if not isinstance(value, list) or scrub is not _CACHE.get("scrubber"):
+            return scrub.scrub_value(value)
+        memo = _CACHE["rows"]
+        out = []
+        for item in value:
+            key = json.dumps(item, ensure_ascii=False, sort_keys=True, default=str)
+            found = memo.get(key)
+            if found is None:
+                found = scrub.scrub_value(item)
+                if len(memo) >= _CLEAN_CACHE_SIZE:
+                    memo.pop(next(iter(memo)))
+                memo[key] = found
+            out.append(found)
     return json.loads(json.dumps(out, ensure_ascii=False, default=str)) if out else out
 
 

@@ -259,3 +259,41 @@ def test_viewer_in_headless_chromium(project, make_event, drain_now, add_record,
     finally:
         running.stop()
     assert manage.show(rid)["status"] == "forgotten"
+
+
+def test_serve_command_listens_on_loopback_behind_its_token(home, tmp_path):
+    """`kirolearn serve` as a user runs it: prints the token URL, 403 without it, stops on SIGINT."""
+    import signal
+    import subprocess
+    import sys
+    import threading
+
+    proc = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "kirolearn"), "serve", "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    timer = threading.Timer(60, proc.kill)  # bound the test whatever happens
+    timer.start()
+    try:
+        line = proc.stderr.readline()
+        match = re.search(r"(http://127\.0\.0\.1:(\d+))/\?token=([\w-]+)", line)
+        assert match, line
+        base, token = match.group(1), match.group(3)
+        assert len(token) >= 40
+        import http.cookiejar
+
+        browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+        with browser.open(f"{base}/health?token={token}", timeout=10) as page:  # token → cookie → page
+            assert page.status == 200 and "Spool: events waiting" in page.read().decode()
+            assert page.url == f"{base}/health"
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"{base}/health", timeout=10)
+        assert refused.value.code == 403
+        with pytest.raises(urllib.error.HTTPError) as wrong:
+            urllib.request.urlopen(f"{base}/health?token=guess", timeout=10)
+        assert wrong.value.code == 403
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=20)
+        finally:
+            timer.cancel()
+            proc.kill()
