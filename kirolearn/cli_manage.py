@@ -68,6 +68,8 @@ def list_command(project, all_projects, types, since, session_id, file, limit, f
     from . import manage, recordstore
 
     root = _scope(project, all_projects)
+    if forgotten and (types or since or session_id or file):
+        raise click.UsageError("--forgotten lists tombstones by project only: drop --type, --since, --session, --file")
     if forgotten:
         db = manage.open_existing()
         rows = manage.clean(recordstore.list_forgotten(db, project_id=manage.project_id_of(root), limit=limit)) if db else []
@@ -256,10 +258,11 @@ def edit_command(record_id, title, summary, reason, json_):
     if title is None and summary is None:
         if not (sys.stdin.isatty() and sys.stdout.isatty()):
             raise click.UsageError("give --title and/or --summary (or run on a terminal to edit in $EDITOR)")
-        current = manage.show(record_id)["record"]
-        if current is None or manage.show(record_id)["status"] != "live":
-            raise manage.ManageError(f"record {record_id!r} is not live", f"`kirolearn restore {record_id}` first")
-        edited = click.edit(manage.editor_text(current), extension=".md", require_save=True)
+        current = manage.show(record_id)
+        if current["status"] != "live":
+            raise manage.ManageError(f"record {record_id!r} is {current['status']}",
+                                     f"`kirolearn restore {record_id}` first" if current["record"] else None)
+        edited = click.edit(manage.editor_text(current["record"]), extension=".md", require_save=True)
         if edited is None:
             click.echo("unchanged: nothing saved", err=True)
             return

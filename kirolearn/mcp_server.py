@@ -236,9 +236,12 @@ def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
                 block += "\nFiles:\n" + "\n".join(f"  {f}" for f in h.files_touched)
             blocks.append(block)
         text = context.scrub_out("\n\n".join(blocks), context.settings())
-        results = [Memory(record_id=h.record_id, title=h.title, summary=h.summary, observation_type=h.observation_type,
-                          concepts=[str(c) for c in h.concepts], files_touched=[str(f) for f in h.files_touched],
-                          created_at=h.created_at, score=round(h.score, 4)) for h in hits]
+        from .manage import clean  # structured results are re-scrubbed like the text (design.md rule 9)
+
+        results = [Memory(record_id=h["record_id"], title=h["title"], summary=h["summary"],
+                          observation_type=h["observation_type"], concepts=[str(c) for c in h["concepts"]],
+                          files_touched=[str(f) for f in h["files_touched"]], created_at=h["created_at"],
+                          score=round(h["score"], 4)) for h in clean([h.to_dict() for h in hits])]
         return _result(text, SearchResult(results=results))
 
     @mcp.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True,

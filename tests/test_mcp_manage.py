@@ -65,3 +65,11 @@ def test_forget_memory_only_reaches_this_project(project, add_record, tmp_path):
     assert result.isError and "in this project" in text(result)
     assert call(project, "forget_memory", {"record_id": "mr_nope", "reason": "x"}).isError
     assert call(project, "forget_memory", {"record_id": other, "reason": ""}).isError
+
+
+def test_search_memory_rescrubs_text_and_structured_results(project, add_record):
+    add_record(project, "Deploy key for the export bucket", summary="uses AKIAIOSFODNN7EXAMPLE")  # stored raw
+    found = call(project, "search_memory", {"query": "deploy export bucket"})
+    assert "AKIAIOSFODNN7EXAMPLE" not in text(found)
+    assert "AKIAIOSFODNN7EXAMPLE" not in str(found.structuredContent)
+    assert "[REDACTED:aws-access-key]" in found.structuredContent["results"][0]["summary"]
