@@ -43,6 +43,8 @@ def test_every_page_needs_the_token(add_record, project):
     assert c.post("/record/x/forget", data={"csrf": "x"}).status_code == 403
     first = c.get("/search?q=record&token=secret-token", follow_redirects=False)
     assert first.status_code == 303 and first.headers["location"] == "/search?q=record"  # token leaves the URL
+    sneaky = c.get("http://127.0.0.1:8765//evil.example/x?token=secret-token", follow_redirects=False)
+    assert sneaky.headers["location"] == "/evil.example/x"  # never a "//host" redirect
     cookie = first.headers["set-cookie"]
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie
     assert c.get("/search?q=record").status_code == 200

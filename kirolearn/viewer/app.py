@@ -65,7 +65,8 @@ class TokenGate:
         if given is not None and hmac.compare_digest(given.encode(), self.token.encode()):
             # Trade the token in the URL for a cookie, and drop it from the address bar and history.
             rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
-            target = request.url.path + ("?" + urlencode(rest) if rest else "")
+            target = "/" + request.url.path.lstrip("/")  # never "//host": no redirect off this server
+            target += "?" + urlencode(rest) if rest else ""
             response = RedirectResponse(target, status_code=303)
             response.set_cookie(self.cookie, self.token, httponly=True, samesite="strict", path="/")
             return await self._send(response, scope, receive, send)
@@ -173,7 +174,8 @@ def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
             found = manage.show(rid)
         except manage.NotFound:
             return not_found(request, f"No record {rid}.")
-        return page("record.html", request, found=found, done=request.query_params.get("done", ""))
+        done = request.query_params.get("done", "")
+        return page("record.html", request, found=found, done=done if done in ("forget", "restore", "edit") else "")
 
     def sessions(request):
         from .. import recordstore
