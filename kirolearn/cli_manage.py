@@ -18,11 +18,13 @@ OBSERVATION_TYPES = ["tool_use", "decision", "error", "discovery", "pattern", "s
 def filter_options(func):
     """The filters `list` and `search` share."""
     for option in reversed([
-        click.option("--project", type=click.Path(file_okay=False), help="Project directory (default: the current one)."),
+        click.option("--project", type=click.Path(file_okay=False),
+                     help="Project directory (default: the current one)."),
         click.option("--all-projects", is_flag=True, help="Every project."),
         click.option("--type", "types", multiple=True, type=click.Choice(OBSERVATION_TYPES),
                      help="Only records of this observation type (repeatable)."),
-        click.option("--since", callback=lambda c, p, v: _since(v), help="Only records since an age (7d, 12h, 30m, 2w) or a date (2026-11-01)."),
+        click.option("--since", callback=lambda c, p, v: _since(v),
+                     help="Only records since an age (7d, 12h, 30m, 2w) or a date (2026-11-01)."),
         click.option("--session", "session_id", help="Only records of this session id."),
         click.option("--file", help="Only records that touched this file (a path, or its tail such as src/app.py)."),
     ]):
@@ -69,10 +71,12 @@ def list_command(project, all_projects, types, since, session_id, file, limit, f
 
     root = _scope(project, all_projects)
     if forgotten and (types or since or session_id or file):
-        raise click.UsageError("--forgotten lists tombstones by project only: drop --type, --since, --session, --file")
+        raise click.UsageError("--forgotten lists tombstones by project only: "
+                               "drop --type, --since, --session, --file")
     if forgotten:
         db = manage.open_existing()
-        rows = manage.clean(recordstore.list_forgotten(db, project_id=manage.project_id_of(root), limit=limit)) if db else []
+        rows = manage.clean(recordstore.list_forgotten(db, project_id=manage.project_id_of(root),
+                                                       limit=limit)) if db else []
         if json_:
             _echo_json(rows)
             return
@@ -154,7 +158,8 @@ def show_command(record_id, json_):
         click.echo("history:")
         for h in found["history"]:
             extra = f" v{h['version']}" if h["version"] else ""
-            click.echo(t(f"  {h['at']} {h['action']}{extra} by {h['actor']}" + (f": {h['reason']}" if h["reason"] else "")))
+            why = f": {h['reason']}" if h["reason"] else ""
+            click.echo(t(f"  {h['at']} {h['action']}{extra} by {h['actor']}{why}"))
 
 
 def _confirm(question: str, yes: bool) -> bool:
@@ -169,13 +174,17 @@ def _confirm(question: str, yes: bool) -> bool:
 @click.argument("record_ids", nargs=-1)
 @click.option("--session", "session_id", help="Forget every record of this session.")
 @click.option("--query", help="Forget the records a search for this text finds (at most --limit).")
-@click.option("--project", type=click.Path(file_okay=False), help="Project of --session / --query (default: the current one).")
+@click.option("--project", type=click.Path(file_okay=False),
+              help="Project of --session / --query (default: the current one).")
 @click.option("--all-projects", is_flag=True, help="--session / --query over every project.")
-@click.option("--limit", type=click.IntRange(1, 1000), default=100, show_default=True, help="Most records --query forgets.")
+@click.option("--limit", type=click.IntRange(1, 1000), default=100, show_default=True,
+              help="Most records --query forgets.")
 @click.option("--reason", default="", help="Why (kept in the audit trail).")
-@click.option("--purge", is_flag=True, help="Also remove the bytes for good: of these records, or with no others named, "
-                                            "of every forgotten record and the old text of edits.")
-@click.option("--yes", "-y", is_flag=True, help="Do not ask (needed for --session, --query and --purge off a terminal).")
+@click.option("--purge", is_flag=True,
+              help="Also remove the bytes for good: of these records, or with no others named, "
+                   "of every forgotten record and the old text of edits.")
+@click.option("--yes", "-y", is_flag=True,
+              help="Do not ask (needed for --session, --query and --purge off a terminal).")
 @json_option
 def forget_command(record_ids, session_id, query, project, all_projects, limit, reason, purge, yes, json_):
     """Forget records: gone from recall and search at once, never recreated by a drain.
@@ -216,7 +225,8 @@ def forget_command(record_ids, session_id, query, project, all_projects, limit, 
         click.echo(f"forgot   {_line(record)}")
     if purge:
         click.echo(f"purged {out['purged']} record(s) for good ({out['events_deleted']} source events deleted"
-                   + (f", {out['edit_versions_cleared']} old edit versions cleared" if out.get("edit_versions_cleared") else "")
+                   + (f", {out['edit_versions_cleared']} old edit versions cleared"
+                      if out.get("edit_versions_cleared") else "")
                    + ")")
         if out["wal_checkpoint"] and out["wal_checkpoint"]["busy"]:
             click.echo("warning: another process held the database: its write-ahead log is truncated on its "

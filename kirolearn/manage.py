@@ -185,7 +185,10 @@ def redaction_counts(*values) -> dict:
 
 
 def show(record_id: str, db=None) -> dict:
-    """A record (live or forgotten) with its provenance: source events, extraction run, redactions, session, history."""
+    """A record (live, forgotten or purged) with its provenance.
+
+    Source events, extraction run, redaction counts, session, history.
+    """
     db = db or open_existing()
     if db is None:
         raise NotFound(f"no record {record_id!r}: there is no database yet")
@@ -198,7 +201,8 @@ def show(record_id: str, db=None) -> dict:
         record = tomb["record"]
         status = "forgotten" if record is not None else "purged"
     out = {"record_id": record_id, "status": status, "record": record, "events": [], "run": None,
-           "redactions": {"record": {}, "events": {}}, "session": None, "history": recordstore.audit_for(db, record_id)}
+           "redactions": {"record": {}, "events": {}}, "session": None,
+           "history": recordstore.audit_for(db, record_id)}
     if tomb is not None:
         out["forgotten"] = {k: tomb[k] for k in ("forgotten_at", "reason", "actor", "purged_at")}
     if record is not None:
@@ -206,7 +210,8 @@ def show(record_id: str, db=None) -> dict:
         out["events"] = events
         out["missing_events"] = len(record["source_event_ids"]) - len(events)
         out["run"] = recordstore.run_by_id(db, record.get("run_id"))
-        out["redactions"] = {"record": redaction_counts(record), "events": redaction_counts([e["body"] for e in events])}
+        out["redactions"] = {"record": redaction_counts(record),
+                             "events": redaction_counts([e["body"] for e in events])}
         out["session"] = recordstore.session_info(db, record["project_id"], record["session_id"])
     return clean(out)
 
@@ -228,7 +233,8 @@ def event_line(event: dict) -> str:
 # --- forget, restore, purge ---------------------------------------------------------------------------
 
 
-def resolve_targets(*, record_ids=(), session_id=None, query=None, project_root=None, limit=100, db=None) -> "list[dict]":
+def resolve_targets(*, record_ids=(), session_id=None, query=None, project_root=None, limit=100,
+                    db=None) -> "list[dict]":
     """The live records a forget names: ids, every record of a session, or the search hits of a query."""
     db = db or open_existing()
     if db is None:

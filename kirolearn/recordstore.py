@@ -75,13 +75,6 @@ def list_records(conn, *, limit: int = 20, before=None, **filters) -> "list[dict
     return [decode_record(r) for r in _rows(conn, sql, [*args, limit])]
 
 
-def count_records(conn, project_id=None) -> int:
-    """How many live records (of a project)."""
-    if project_id:
-        return conn.execute("select count(*) from memory_records where project_id = ?", [project_id]).fetchone()[0]
-    return conn.execute("select count(*) from memory_records").fetchone()[0]
-
-
 def decode_record(row: dict) -> dict:
     """A memory_records row with its JSON list columns decoded."""
     out = dict(row)

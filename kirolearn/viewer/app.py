@@ -137,7 +137,8 @@ def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
                 groups[-1]["records"].append(row)
             else:
                 groups.append({"session_id": row["session_id"], "records": [row]})
-        summaries = manage.clean(recordstore.list_session_summaries(db, project_id=pid, limit=200)) if db and pid else []
+        summaries = (manage.clean(recordstore.list_session_summaries(db, project_id=pid, limit=200))
+                     if db and pid else [])
         by_session = {}
         for s in summaries:
             by_session.setdefault(s["session_id"], s)
@@ -161,8 +162,9 @@ def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
         if query.strip():
             try:
                 since = manage.parse_since(filters["since"]) if filters["since"] else None
-                hits = manage.search(query, project_root=root, types=[filters["type"]] if filters["type"] in OBSERVATION_TYPES else None,
-                                     since=since, session_id=filters["session"] or None, file=filters["file"] or None,
+                types = [filters["type"]] if filters["type"] in OBSERVATION_TYPES else None
+                hits = manage.search(query, project_root=root, types=types, since=since,
+                                     session_id=filters["session"] or None, file=filters["file"] or None,
                                      limit=SEARCH_LIMIT)
             except manage.ManageError as exc:
                 error = str(exc)
@@ -217,7 +219,8 @@ def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
             return PlainTextResponse("413 form too large\n", status_code=413)
         fields = {k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True).items()}
         if not hmac.compare_digest(fields.get("csrf", "").encode(), csrf.encode()):
-            return PlainTextResponse("403 Forbidden: missing or wrong CSRF token (reload the page)\n", status_code=403)
+            return PlainTextResponse("403 Forbidden: missing or wrong CSRF token (reload the page)\n",
+                                     status_code=403)
         return fields
 
     def _write(action):
