@@ -154,7 +154,8 @@ def test_relative_ages():
 
 
 def event(project, trigger, **fields):
-    return {"trigger": trigger, "session_id": "sess-x", "project_root": str(project), **fields}
+    return {"trigger": trigger, "session_id": "sess-x", "session_source": "payload", "project_root": str(project),
+            **fields}
 
 
 def test_session_start_once_and_prompts_never_repeat(project, add_record):
