@@ -9,6 +9,7 @@ import anyio
 import pytest
 from mcp.shared.memory import create_connected_server_and_client_session
 
+import kirolearn
 from kirolearn import context, mcp_server, recall, settings, summaries
 from kirolearn.extract import Completion
 
@@ -271,7 +272,7 @@ def test_stdio_subprocess_initialize_list_call(project, home):
         finally:
             proc.kill()
     assert proc.returncode == 0
-    assert replies[1]["result"]["serverInfo"]["name"] == "kirolearn"
+    assert replies[1]["result"]["serverInfo"] == {"name": "kirolearn", "version": kirolearn.__version__}
     assert len(replies[2]["result"]["tools"]) == 5
     assert replies[3]["result"]["content"][0]["text"].startswith("Saved turn summary mr_")
     hit = recall.search(recall.connect_readonly(), "plus-sign login")[0]
