@@ -313,3 +313,13 @@ def test_save_summary_reads_a_piped_json_document_without_stdin_flag(project):
     assert json.loads(result.output)["title"] == TURN["request"]
     empty = CliRunner().invoke(cli, ["save-summary", "--project", str(project)], input="")
     assert empty.exit_code == 2 and "missing --request" in empty.output
+
+
+def test_readme_configuration_table_is_one_table():
+    import pathlib
+
+    readme = (pathlib.Path(__file__).parent.parent / "README.md").read_text("utf-8")
+    section = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0].splitlines()
+    rows = [i for i, line in enumerate(section) if line.startswith("|")]
+    assert rows == list(range(rows[0], rows[-1] + 1))  # no row stranded outside the table
+    assert any("`retention.events_days`" in section[i] for i in rows)
