@@ -535,7 +535,10 @@ def session_init_command(label, project, json_):
         return
     click.echo(f"Last session {found['session_id']} ended {found['ended_at']}"
                + (f" on branch {found['branch']}" if found.get("branch") else ""))
-    click.echo(found["summary"])
+    click.echo(found["summary"] or "(it ended without a summary)")
+    for later in found.get("ended_without_summary") or []:
+        why = f" (auto_compress: {later['auto_compress_error']})" if later.get("auto_compress_error") else ""
+        click.echo(f"Since then session {later['session_id']} ended {later['ended_at']} without a summary{why}.")
     for head, key in (("Next steps", "next_steps"), ("Pitfalls", "pitfalls"), ("Open questions", "open_questions"),
                       ("Highlights", "highlights")):
         if found[key]:
