@@ -63,11 +63,11 @@ def claim_session_start(project_root: str, session_id: str, session_source: str,
                 return False
         except (OSError, ValueError, TypeError, AttributeError):
             pass  # no marker yet, or an unreadable one: claim it
-        from .spool import write_atomic
-
         body = json.dumps({"at": now, "session_id": session_id, "source": session_source})
-        write_atomic(os.path.dirname(marker), os.path.basename(marker), body.encode("utf-8"),
-                     os.path.dirname(marker))
+        tmp = f"{marker}.{os.getpid()}.tmp"  # no fsync: a marker lost in a crash costs one repeated block
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as fh:
+            fh.write(body)
+        os.replace(tmp, marker)
         return True
     finally:
         os.close(fd)

@@ -323,3 +323,20 @@ def test_readme_configuration_table_is_one_table():
     rows = [i for i, line in enumerate(section) if line.startswith("|")]
     assert rows == list(range(rows[0], rows[-1] + 1))  # no row stranded outside the table
     assert any("`retention.events_days`" in section[i] for i in rows)
+
+
+def test_an_older_store_s_placeholder_summaries_are_emptied(project):
+    from kirolearn import migrations, store
+
+    call(project, "session_end", {"session_id": "s-1", "summary": "Real work done."})
+    db = store.open_db()
+    placeholder = "Session s-2 ended; no summary was written (auto_compress: provider_unavailable)."
+    call(project, "session_end", {"session_id": "s-2", "summary": placeholder})  # as an old version stored it
+    db.execute("update session_summaries set auto_compress = 1 where session_id = 's-2'")
+    db.execute("delete from _sqlite_migrations where name = 'm014_placeholder_session_summaries'")
+    db.conn.commit()
+    migrations.migrations.apply(db)
+    (row,) = db.query("select summary, record_id from session_summaries where session_id = 's-2'")
+    assert row == {"summary": "", "record_id": None}
+    assert not recall.search(recall.connect_readonly(), "no summary was written")
+    assert call(project, "session_init", {}).structuredContent["summary"] == "Real work done."
