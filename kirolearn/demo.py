@@ -102,8 +102,10 @@ README.md has the details; `make test` runs the tests."""
 
 def _why_silent(call) -> str:
     """Why a replayed hook call left no event in the spool."""
-    name = call.argv[0] if call.argv else (call.stdin or {}).get("hook_event_name", "hook") \
-        if isinstance(call.stdin, dict) else "hook"
+    if call.argv:
+        name = call.argv[0]
+    else:
+        name = call.stdin.get("hook_event_name", "hook") if isinstance(call.stdin, dict) else "hook"
     if name == "ide-agent-stop" and not call.env.get("USER_PROMPT", "").strip():
         return ("1 call recorded nothing, by design: the IDE's agentStop came with an empty USER_PROMPT "
                 "(Kiro IDE often sends none), so there is no turn summary to keep")
