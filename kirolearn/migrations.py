@@ -173,6 +173,12 @@ def m008_session_summaries(db):
 
 
 @migrations()
+def m015_events_agent(db):
+    """Which agent an event came from (event schema 2); every earlier event was Kiro's."""
+    db["events"].add_column("agent", str, not_null_default="kiro")
+
+
+@migrations()
 def m014_placeholder_session_summaries(db):
     """Undo the placeholder summary older versions invented when auto_compress failed (issue #14).
 
