@@ -133,7 +133,7 @@ def render_hit(hit: recall.Hit, now: float, summary_chars: int = SUMMARY_CHARS) 
     # Facts the summary already states, or that only repeat a file name, add nothing.
     facts = [f for f in facts if f and f not in flat and f.removeprefix("Changed ") not in files]
     for fact in facts[:3]:
-        lines.append(f"- {fact[:240]}")
+        lines.append(f"- {textcut.cut(fact, 240)}")
     if hit.files_touched:
         lines.append("Files: " + ", ".join(str(f) for f in hit.files_touched[:8]))
     return _quote(lines)
