@@ -319,6 +319,7 @@ class Drainer:
                 return
             candidates = result.records
             run.update(extractor="llm", request=result.request, prompt_tokens=result.prompt_tokens,
+                       fallback_reason=result.note,
                        completion_tokens=result.completion_tokens, cost_usd=result.cost_usd,
                        error="; ".join(result.errors))
             stats.tokens_used += result.prompt_tokens + result.completion_tokens
@@ -362,6 +363,9 @@ class Drainer:
         for batch in self.ready_batches(time.time(), flush=flush):
             self.extract_batch(batch, stats)
         stats.expired_events = self.expire_events()
+        from .manage import expire_forgotten  # forgotten records past retention.forgotten_days lose their bytes
+
+        expire_forgotten(self.db, self.settings.retention.forgotten_days)
         stats.pending_events = self.db.execute(
             "select count(*) from events where extract_state = 'pending'"
         ).fetchone()[0]

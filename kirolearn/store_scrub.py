@@ -21,7 +21,7 @@ CHUNK_ROWS = 500
 # other rows refer to.
 _SKIP_SUFFIXES = ("_id", "_ids", "_hash", "_at")
 _SKIP_NAMES = frozenset(("id", "key", "kind", "trigger", "hook", "generation", "surface", "extract_state",
-                         "outcome", "extractor", "observation_type", "strategy", "reason"))
+                         "outcome", "extractor", "observation_type", "strategy"))
 
 
 def scrubbed_with(db) -> "int | None":
