@@ -61,6 +61,12 @@ def _build_old_store(make_event, drain_now, project):
     assert stats.stored == 3 and stats.records_written >= 1
     summaries.session_end(db, summaries.Project(str(project)), session_id="sess-1",
                           summary=f"used LINEAR={LINEAR}", highlights=[f"shop key {SHOPIFY}"])
+    # A forgotten record keeps its row (with the old text) in a tombstone until purge.
+    from kirolearn import manage
+
+    first = db.execute("select record_id from memory_records order by created_at limit 1").fetchone()[0]
+    manage.forget([first], reason="cleanup", db=db)
+    assert LINEAR in db.execute("select payload from forgotten_records").fetchone()[0]
     logs = config.ensure_private_dir(config.logs_dir())
     with open(os.path.join(logs, "hook.log"), "a", encoding="utf-8") as fh:
         fh.write(f"2026-01-01T00:00:00Z pid=1 unknown hook event {LINEAR!r}\n")
@@ -85,7 +91,7 @@ def _rescrub_and_check():
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     assert report["rows_changed"]["events"] == 3
-    assert report["rows_changed"]["memory_records"] >= 1 and report["rows_changed"]["session_summaries"] == 1
+    assert report["rows_changed"]["session_summaries"] == 1 and report["rows_changed"]["forgotten_records"] == 1
     assert report["redactions"]["linear-api-key"] >= 2 and report["redactions"]["shopify-access-token"] >= 2
     assert report["log_lines_changed"] == {os.path.join("logs", "hook.log"): 1}
     assert report["checkpoint_complete"] is True
