@@ -22,10 +22,11 @@ _RUN_RE = re.compile(r"[a-z0-9]+")
 
 # Right edges. KV values end at a quote, space, separator, closing bracket, escape or a sentence
 # end; the catalogue's own edge (quote, space, `;`, escape, end) loses "key: abc123." in prose.
-_KV_RIGHT = r"(?=[\x60'\"\s;,)\]}&|<>]|\\[nrt]|[.!?:](?:\s|$)|$)"
+_KV_RIGHT = r"(?=[\x60'\"\s;,)\]}&|<>\\]|[.!?:](?:\s|$)|$)"
 # Name, operator and value stay on one line (the catalogues allow a line break, which lets a
-# generic rule take the next line's variable name for a secret).
-_KV_OPERATOR = r"(?:[ \t\w.-]{0,20})[ \t'\"\]]{0,4}(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'\" \t=]{0,5}"
+# generic rule take the next line's variable name for a secret); quotes may be escaped (JSON
+# inside a JSON string: `{\"key\": \"value\"}`).
+_KV_OPERATOR = r"(?:[ \t\w.-]{0,20})[ \t'\"\\\]]{0,5}(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'\" \t=\\]{0,6}"
 _TOKEN_LEFT, _TOKEN_RIGHT = r"(?<![A-Za-z0-9])", r"(?![A-Za-z0-9_+=\-])"
 
 # The catalogues' global allowlist (placeholders, not credentials), aimed at the secret, plus

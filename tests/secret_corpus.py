@@ -137,6 +137,7 @@ def _kv_texts(rng: random.Random, names: list, secret: str) -> dict:
             f"# .env\nDEBUG=false\n{n_env}={secret}\nPORT=8080\n",
             f"settings:\n  {n_camel}: {secret}\n  retries: 3\n",
             f"$config['{n_snake}'] => '{secret}';",
+            f'"stdout": "{{\\"{n_snake}\\": \\"{secret}\\", \\"ok\\": true}}\\n"',
         ]),
     }
 
