@@ -823,7 +823,7 @@ class Scrubber:
                 continue
             if _scrub_table.globally_allowed(secret) or (rule.broad and _scrub_table.is_digest(secret)):
                 continue
-            if rule.allowed(secret, m.group(0)) or _cuts_marker(text, m.start(), m.end(), s, e):
+            if rule.allowed(secret, m.group(0), text[m.start():s]) or _cuts_marker(text, m.start(), m.end(), s, e):
                 continue
             out.append(text[last:s])
             out.append(marker(rule.id))

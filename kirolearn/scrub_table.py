@@ -85,8 +85,21 @@ class Rule:
                     return m.span(i)
         return m.span(0)
 
-    def allowed(self, secret: str, match: str) -> bool:
-        """Whether the rule's own allowlist or stopwords mark this finding as not a secret."""
+    def allowed(self, secret: str, match: str, before: str = "") -> bool:
+        """Whether the rule's own allowlist or stopwords mark this finding as not a secret.
+
+        `before` is the matched text ahead of the secret (name and operator). A rule triggered by
+        a common word also lets through what code says with such words: a comparison
+        (`auth_type == 'v4-unsigned-body'`), a word or a dotted name (`private_key: ed25519.Key`).
+        """
+        if self.broad:
+            if "==" in before or "!=" in before:
+                return True
+            bare = secret.strip("'\"` ")
+            if "=" in bare.rstrip("="):  # `key, default=_MISSING`: code's name=value, not a value
+                return True
+            if re.fullmatch(_WORDISH, bare) or re.fullmatch(_DOTTED_NAME, bare) or re.fullmatch(_CAMEL_NAME, bare):
+                return True
         if self.allow and isinstance(self.allow[0][1], str):  # compiled on the first finding only
             self.allow = tuple((target, re.compile(rx, re.ASCII)) for target, rx in self.allow)
         for target, rx in self.allow:
@@ -101,6 +114,11 @@ class Rule:
 _BROAD_KEYWORDS = frozenset("key secret token access api auth password passwd credential creds client".split())
 _DIGEST_SOURCE = (r"(?:[0-9a-f]{40}|[0-9a-f]{64}|[0-9a-f]{96}|[0-9a-f]{128}|[0-9A-F]{40}|[0-9A-F]{64}"
                         r"|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})")
+
+
+_WORDISH = r"[A-Za-z_.\-]+"  # gitleaks' generic rule allows these too
+_DOTTED_NAME = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+"
+_CAMEL_NAME = r"[A-Z][a-z]+(?:[0-9]+|[A-Z][a-z]{2,})+"  # a class name: Ed25519PrivateKey
 
 
 def is_digest(secret: str) -> bool:

@@ -147,3 +147,16 @@ def test_corpus_through_the_drain_and_export(make_event, drain_now):
     leaked = [c.rule for c in cases if c.secret in stored_text]
     assert leaked == [], leaked
     assert sum(stats.redactions.values()) >= len(cases)
+
+
+def test_generic_catalogue_rules_keep_code():
+    """Lines of real library code that gitleaks' generic rule (and betterleaks' broad ones) flag."""
+    s = Scrubber()
+    for line in ("if context.get('unsigned_payload') or auth_type == 'v4-unsigned-body':",
+                 "self, private_key: ed25519.Ed25519PrivateKey, f_priv: _FragList",
+                 "return OwnerRecord(pid=pid, hostname=hostname, mode=mode, token=token, lease_duration=duration)",
+                 "def pop(self, key, default=_MISSING):",
+                 "self, msg: str | bytes, key: Ed25519PrivateKey | Ed448PrivateKey",
+                 'class BasicAuth(namedtuple("BasicAuth", ["login", "password", "encoding"])):',
+                 '    "cache_key": "' + "3f2a9c" * 6 + '1b2c",'):
+        assert s.scrub_text(line) == line, line
