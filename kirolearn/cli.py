@@ -30,6 +30,14 @@ class KirolearnGroup(click.Group):
     line pointing there (set KIROLEARN_DEBUG=1 to see the traceback instead).
     """
 
+    def format_commands(self, ctx, formatter):
+        """The command list with each description's whole first sentence (click cuts it to fit one line)."""
+        rows = [(name, cmd.get_short_help_str(limit=200)) for name, cmd in
+                ((n, self.get_command(ctx, n)) for n in self.list_commands(ctx)) if cmd and not cmd.hidden]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
     def invoke(self, ctx):
         import os
 
@@ -91,6 +99,9 @@ def cli():
     Hooks capture each agent turn into a spool; `kirolearn drain` turns the
     spool into searchable memory records in $KIROLEARN_HOME/kirolearn.db.
     """
+    from .logscrub import scrub_stderr_logging
+
+    scrub_stderr_logging()  # library warnings reach logs/drain.log under cron: scrub them too
 
 
 def _load_settings():
@@ -167,6 +178,16 @@ def drain_command(watch, flush, json_):
         click.echo(json.dumps(asdict(stats), sort_keys=True))
     elif not json_:
         click.echo(_describe(stats))
+    _rescrub_note()
+
+
+def _rescrub_note(db=None) -> None:
+    """Say on stderr when the store's text predates the current scrubbing rules."""
+    from .rescrub import note
+
+    text = note(db or _open_db())
+    if text:
+        click.echo(f"kirolearn: {text}", err=True)
 
 
 def _describe(stats) -> str:
@@ -207,23 +228,9 @@ def export_command(output):
 
     if not os.path.exists(config.db_path()):
         raise click.ClickException(f"no database at {config.db_path()}: run `kirolearn drain` first")
-    db = _open_db()
-    for row in db.query("select body, extract_state, run_id from events order by event_id"):
-        item = json.loads(row["body"])
-        output.write(json.dumps({"type": "event", **item, "extract_state": row["extract_state"],
-                                 "extract_run_id": row["run_id"]}, ensure_ascii=False) + "\n")
-    for row in db.query("select * from memory_records order by created_at, record_id"):
-        item = dict(row)
-        for key in ("facts", "concepts", "files_touched", "source_event_ids"):
-            item[key] = json.loads(item[key])
-        output.write(json.dumps({"type": "record", **item}, ensure_ascii=False) + "\n")
-    from .context import decode_session_summary
+    from .backup import export
 
-    for row in db.query("select * from session_summaries order by ended_at, id"):
-        item = decode_session_summary(row)
-        output.write(json.dumps({"type": "summary", **item}, ensure_ascii=False) + "\n")
-
-
+    export(_open_db(), output)
 
 
 @cli.command(name="status")
@@ -284,6 +291,9 @@ def status_command(json_):
             "extraction_failures_24h": failures,
         }
         info["extractor"].update(tokens_today=tokens, cost_usd_today=round(dollars, 6))
+        from .rescrub import state as scrub_state
+
+        info["database"]["scrub"] = scrub_state(db)
     from .doctor import hook_errors_since
     from .install import wiring
 
@@ -315,6 +325,9 @@ def status_command(json_):
                    f"{last['records_written']} records")
     if db_info["extraction_failures_24h"]:
         click.echo(f"model failures in the last 24 h: {db_info['extraction_failures_24h']}")
+    sc = db_info["scrub"]
+    click.echo(f"scrub rules: v{sc['rules_version']}; stored text scrubbed with v{sc['store_scrubbed_with']}"
+               + (": run `kirolearn rescrub`" if sc["rescrub_needed"] else ""))
     for p in db_info["projects"]:
         click.echo(f"  {p['project_root']}: {p['events']} events ({p['pending']} buffered), {p['records']} records")
 
@@ -330,14 +343,17 @@ def _project_root(project):
 
 @cli.command(name="search")
 @click.argument("query")
-@click.option("--project", type=click.Path(file_okay=False), help="Project directory (default: the current one).")
+@click.option("--project", type=click.Path(file_okay=False, exists=True), help="Project directory (default: the current one).")
 @click.option("--all-projects", is_flag=True, help="Search every project.")
 @click.option("--type", "types", multiple=True,
               type=click.Choice(["tool_use", "decision", "error", "discovery", "pattern", "session_summary"]),
               help="Only records of this observation type (repeatable).")
+@click.option("--since", callback=lambda c, p, v: _since(v), help="Only records since an age (7d, 12h, 2w) or a date.")
+@click.option("--session", "session_id", help="Only records of this session id.")
+@click.option("--file", help="Only records that touched this file (a path, or its tail).")
 @click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True, help="Most records to show.")
 @json_option
-def search_command(query, project, all_projects, types, limit, json_):
+def search_command(query, project, all_projects, types, since, session_id, file, limit, json_):
     """Search memory records of the current project.
 
     Any text works: quotes, operators and code are searched as plain words.
@@ -357,24 +373,35 @@ def search_command(query, project, all_projects, types, limit, json_):
     root = _project_root(project)
     conn = recall.connect_readonly(budget=5.0)
     hits = semantic.search(conn, query, project_id=None if all_projects else context.project_id(root),
-                         types=list(types) or None, limit=limit)
+                           types=list(types) or None, limit=limit, since=since, session_id=session_id, file=file)
+    from .manage import clean, terminal
+
     if json_:
-        click.echo(json.dumps([h.to_dict() for h in hits], ensure_ascii=False, indent=2))
+        click.echo(json.dumps(clean([h.to_dict() for h in hits]), ensure_ascii=False, indent=2))
         return
     if not hits:
         where = "any project" if all_projects else root
         click.echo(f"No memory records match {query!r} in {where}.", err=True)
         return
     now = time.time()
-    for hit in hits:
-        click.echo(f"{hit.record_id}  {hit.score:6.2f}  [{hit.observation_type}] {hit.title}")
+    for hit in hits:  # BM25 of a small store is tiny: significant digits, not a fixed 0.00
+        click.echo(terminal(clean(f"{hit.record_id}  {hit.score:8.3g}  [{hit.observation_type}] {hit.title}")))
         click.echo(f"    {context.age(hit.created_at, now)}" + (f" · {hit.project_root}" if all_projects else ""))
+
+
+def _since(value):
+    from .manage import ManageError, parse_since
+
+    try:
+        return parse_since(value)
+    except ManageError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--since'") from None
 
 
 @cli.command(name="context")
 @click.option("--session-start", is_flag=True, help="What the session-start hook would print.")
 @click.option("--prompt", help="What the prompt-submit hook would print for this prompt.")
-@click.option("--project", type=click.Path(file_okay=False), help="Project directory (default: the current one).")
+@click.option("--project", type=click.Path(file_okay=False, exists=True), help="Project directory (default: the current one).")
 def context_command(session_start, prompt, project):
     """Print exactly what a hook would inject, for debugging.
 
@@ -424,7 +451,7 @@ def _scrubber():
 @click.option("--file-modified", "files_modified", multiple=True, help="A file modified (repeatable).")
 @click.option("--stdin", "from_stdin", is_flag=True,
               help="Read one JSON object with the seven fields (files as lists) from standard input.")
-@click.option("--project", type=click.Path(file_okay=False), help="Project directory (default: the current one).")
+@click.option("--project", type=click.Path(file_okay=False, exists=True), help="Project directory (default: the current one).")
 @json_option
 def save_summary_command(request, investigated, learned, completed, next_steps, files_read, files_modified,
                          from_stdin, project, json_):
@@ -435,15 +462,20 @@ def save_summary_command(request, investigated, learned, completed, next_steps, 
         kirolearn save-summary --request "Fix login 500" --investigated "auth.py" \\
             --learned "SQL built with %" --completed "parameterised" --next-steps "orders.py" \\
             --file-read app/auth.py --file-modified app/auth.py
-        echo '{"request": "...", ...}' | kirolearn save-summary --stdin --json
+        echo '{"request": "...", ...}' | kirolearn save-summary --json   # --stdin is implied
     """
     from . import summaries
 
+    given = (request, investigated, learned, completed, next_steps, files_read, files_modified)
+    piped = None
+    if not from_stdin and not any(given) and not sys.stdin.isatty():
+        piped = sys.stdin.read()  # `… | kirolearn save-summary`: the JSON document, without --stdin
+        from_stdin = bool(piped.strip())
     if from_stdin:
-        if any((request, investigated, learned, completed, next_steps, files_read, files_modified)):
+        if any(given):
             raise click.UsageError("--stdin takes all fields from the JSON document; drop the field options")
         try:
-            doc = json.loads(sys.stdin.read())
+            doc = json.loads(piped if piped is not None else sys.stdin.read())
         except ValueError as exc:
             raise click.ClickException(f"standard input is not valid JSON: {exc}") from None
         if not isinstance(doc, dict):
@@ -477,7 +509,7 @@ def save_summary_command(request, investigated, learned, completed, next_steps, 
 @click.option("--label", default="general", show_default=True, help="Project label (the tool's `project`).")
 @click.option("--auto-compress", is_flag=True, help="Let the configured model draft what is missing.")
 @click.option("--transcript", type=click.File("r", encoding="utf-8"), help="Session log file for --auto-compress ('-' for stdin).")
-@click.option("--project", type=click.Path(file_okay=False), help="Project directory (default: the current one).")
+@click.option("--project", type=click.Path(file_okay=False, exists=True), help="Project directory (default: the current one).")
 @json_option
 def session_end_command(session_id, summary, highlights, pitfalls, next_steps, open_questions, label,
                         auto_compress, transcript, project, json_):
@@ -492,8 +524,9 @@ def session_end_command(session_id, summary, highlights, pitfalls, next_steps, o
 
     result = _summaries_call(
         summaries.session_end, project=_here(project), session_id=session_id, summary=summary,
-        highlights=list(highlights), pitfalls=list(pitfalls), next_steps=list(next_steps),
-        open_questions=list(open_questions), label=label, auto_compress=auto_compress,
+        # an option not given is absent (None), so auto_compress may fill it
+        highlights=list(highlights) or None, pitfalls=list(pitfalls) or None, next_steps=list(next_steps) or None,
+        open_questions=list(open_questions) or None, label=label, auto_compress=auto_compress,
         transcript=transcript.read() if transcript else None, settings=_load_settings(), scrubber=_scrubber())
     if json_:
         click.echo(json.dumps(result))
@@ -506,7 +539,7 @@ def session_end_command(session_id, summary, highlights, pitfalls, next_steps, o
 
 @cli.command(name="session-init")
 @click.option("--label", default="general", show_default=True, help="Project label used at session-end.")
-@click.option("--project", type=click.Path(file_okay=False), help="Project directory (default: the current one).")
+@click.option("--project", type=click.Path(file_okay=False, exists=True), help="Project directory (default: the current one).")
 @json_option
 def session_init_command(label, project, json_):
     """Show the latest session-end summary of this project (it stays until superseded)."""
@@ -521,7 +554,10 @@ def session_init_command(label, project, json_):
         return
     click.echo(f"Last session {found['session_id']} ended {found['ended_at']}"
                + (f" on branch {found['branch']}" if found.get("branch") else ""))
-    click.echo(found["summary"])
+    click.echo(found["summary"] or "(it ended without a summary)")
+    for later in found.get("ended_without_summary") or []:
+        why = f" (auto_compress: {later['auto_compress_error']})" if later.get("auto_compress_error") else ""
+        click.echo(f"Since then session {later['session_id']} ended {later['ended_at']} without a summary{why}.")
     for head, key in (("Next steps", "next_steps"), ("Pitfalls", "pitfalls"), ("Open questions", "open_questions"),
                       ("Highlights", "highlights")):
         if found[key]:
@@ -538,7 +574,9 @@ def session_init_command(label, project, json_):
 @click.option("--dry-run", is_flag=True, help="Print the diff of every file it would touch; write nothing.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before writing.")
 @click.option("--set-default", is_flag=True, help="Also make `kirolearn` Kiro CLI's default agent.")
-def install_command(project, global_, dry_run, yes, set_default):
+@click.option("--agent", "agent", type=click.Choice(["kiro", "claude-code"]), default="kiro", show_default=True,
+              help="Which agent to wire: Kiro (CLI and IDE) or Claude Code (.claude/settings.json hooks).")
+def install_command(project, global_, dry_run, yes, set_default, agent):
     """Wire kirolearn's hooks and MCP server into Kiro (CLI and IDE).
 
     Writes only its own entries, keeps everything else in shared files, and
@@ -550,9 +588,18 @@ def install_command(project, global_, dry_run, yes, set_default):
         kirolearn install                      # ~/.kiro: the kirolearn agent and the MCP server
         kirolearn install --project . --yes    # and this project's .kiro/ files
         kirolearn install --project . --dry-run
+        kirolearn install --agent claude-code  # ~/.claude/settings.json hooks
     """
-    from . import install
+    from . import agents, install
 
+    if agent != "kiro":
+        if set_default:
+            raise click.UsageError("--set-default is a Kiro CLI setting; drop it with --agent claude-code")
+        _apply_changes(agents.get(agent).plan_install(project, global_ or not project), dry_run, yes, installing=True)
+        if not dry_run:
+            click.echo("next: `kirolearn schedule` to drain in the background; Claude Code picks the hooks up "
+                       "at its next start")
+        return
     changes = install.plan_install(project, global_ or not project)
     _apply_changes(changes, dry_run, yes, installing=True)
     if set_default and not dry_run:
@@ -592,7 +639,9 @@ def _apply_changes(changes, dry_run, yes, *, installing):
 @click.option("--purge", is_flag=True, help="Also delete all kirolearn data ($KIROLEARN_HOME).")
 @click.option("--dry-run", is_flag=True, help="Print what would change; write nothing.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before writing or deleting.")
-def uninstall_command(project, purge, dry_run, yes):
+@click.option("--agent", "agent", type=click.Choice(["kiro", "claude-code"]),
+              help="Only undo what was installed for this agent (default: every agent).")
+def uninstall_command(project, purge, dry_run, yes, agent):
     """Remove exactly what `kirolearn install` added, from every project it recorded.
 
     Your memory is kept unless --purge.
@@ -600,9 +649,10 @@ def uninstall_command(project, purge, dry_run, yes):
     import os
     import shutil
 
-    from . import config, install
+    from . import agents, config
 
-    _apply_changes(install.plan_uninstall(project), dry_run, yes, installing=False)
+    changes = [c for name in ([agent] if agent else agents.names()) for c in agents.get(name).plan_uninstall(project)]
+    _apply_changes(changes, dry_run, yes, installing=False)
     if purge and not dry_run:
         home = config.home()
         if os.path.isdir(home):
@@ -627,7 +677,7 @@ def schedule_command(every, kind, print_only, remove):
     from . import schedule
 
     kind = kind or schedule.default_kind()
-    seconds = schedule.parse_every(every)
+    seconds = schedule.parse_every(every, kind)
     if print_only:
         if kind == "cron":
             click.echo(schedule.cron_line(seconds))
@@ -636,6 +686,66 @@ def schedule_command(every, kind, print_only, remove):
                 click.echo(f"# {job.path}\n{job.content}")
         return
     click.echo(schedule.remove_job(kind) if remove else schedule.install_job(kind, seconds))
+
+
+@cli.command(name="scan")
+@click.argument("source", type=click.File("r", encoding="utf-8", errors="replace"), default="-")
+@json_option
+def scan_command(source, json_):
+    """Show what the scrubber would redact in FILE (or stdin), by type.
+
+    Check your own secrets before trusting kirolearn with them. Prints the count
+    per redaction type and each redacted line (the secrets themselves are never
+    printed). Line numbers are those of the scrubbed text.
+
+    
+    Examples:
+        kirolearn scan .env
+        env | kirolearn scan --json
+    """
+    from .rescrub import scan
+
+    result = scan(source.read(), _scrubber())
+    if json_:
+        click.echo(json.dumps({k: v for k, v in result.items() if k != "scrubbed"}, indent=2, sort_keys=True))
+        return
+    click.echo(f"{result['total']} redaction(s) with scrub rules v{result['rules_version']}")
+    for kind, n in result["by_type"].items():
+        click.echo(f"  {n:>4}  {kind}")
+    lines = result["scrubbed"].splitlines()
+    for number in sorted({f["line"] for f in result["findings"]}):
+        click.echo(f"{number:>5}: {lines[number - 1]}")
+
+
+@cli.command(name="rescrub")
+@json_option
+def rescrub_command(json_):
+    """Re-apply today's scrubbing rules to everything already stored and logged.
+
+    Run it after an upgrade that brings new rules (`status` and `drain` say so).
+    Scrubs every stored event, record, summary and run, rebuilds the full-text
+    index, scrubs the log files, then checkpoints the WAL and vacuums so the old
+    bytes leave the database files. Safe to interrupt and re-run.
+    """
+    from .rescrub import rescrub
+
+    result = rescrub(_open_db(), _scrubber())
+    if json_:
+        click.echo(json.dumps(result, indent=2, sort_keys=True))
+        return
+    rows = result["rows_changed"]
+    click.echo(f"rescrub with rules v{result['rules_version']}{' (resumed)' if result['resumed'] else ''}: "
+               f"{sum(rows.values())} rows changed" + (f" ({', '.join(f'{t}: {n}' for t, n in sorted(rows.items()))})"
+                                                       if rows else ""))
+    if result["redactions"]:
+        click.echo("redacted: " + ", ".join(f"{n} {k}" for k, n in sorted(result["redactions"].items())))
+    logs = result["log_lines_changed"]
+    click.echo(f"log lines changed: {sum(logs.values())}" + (f" ({', '.join(f'{p}: {n}' for p, n in sorted(logs.items()))})"
+                                                            if logs else ""))
+    click.echo(f"database: {result['bytes_before']:,} -> {result['bytes_after']:,} bytes (checkpointed and vacuumed)")
+    if not result["checkpoint_complete"]:
+        click.echo("kirolearn: another process still reads the database, so the WAL could not be emptied; "
+                   "stop `kirolearn drain --watch` and the MCP server, then run `kirolearn rescrub` again", err=True)
 
 
 @cli.group(name="config", context_settings=CONTEXT_SETTINGS)
@@ -700,3 +810,6 @@ def doctor_command():
         problems += level == "FAIL"
     if problems:
         raise SystemExit(1)
+
+
+from . import cli_manage  # noqa: E402,F401 - registers list, show, forget, restore, edit, import, serve

@@ -34,7 +34,7 @@ LOCK_NAME = ".drain.lock"
 # ids, enumerations, timestamps or known hook names: nothing a user or tool
 # wrote can be in them, so the scrubber skips them (it is the drain's hot spot).
 GENERATED_FIELDS = frozenset(
-    ("schema_version", "event_id", "kind", "hook", "trigger", "generation", "surface", "session_source",
+    ("schema_version", "agent", "event_id", "kind", "hook", "trigger", "generation", "surface", "session_source",
      "received_at", "client_version", "project_global")
 )
 STALE_TMP_SECONDS = 600  # a tmp file this old belongs to a hook that died mid-write
@@ -101,7 +101,8 @@ class Drainer:
     def __init__(self, db, settings, *, complete=None, sleep=time.sleep, progress=None):
         self.db = db
         self.settings = settings
-        self.scrubber = Scrubber(settings.scrub.extra_patterns, settings.scrub.allow)
+        self.scrubber = Scrubber(settings.scrub.extra_patterns, settings.scrub.allow,
+                                 betterleaks=settings.scrub.betterleaks)
         self.complete = complete or extract.litellm_complete
         self.sleep = sleep
         self.progress = progress  # callable(n_done) or None
@@ -140,6 +141,7 @@ class Drainer:
             "hook": event["hook"],
             "generation": event["generation"],
             "surface": event["surface"],
+            "agent": event.get("agent", "kiro"),
             "session_id": event["session_id"],
             "project_id": dedup.project_id(event["project_root"]),
             "project_root": event["project_root"],
@@ -319,6 +321,7 @@ class Drainer:
                 return
             candidates = result.records
             run.update(extractor="llm", request=result.request, prompt_tokens=result.prompt_tokens,
+                       fallback_reason=result.note,
                        completion_tokens=result.completion_tokens, cost_usd=result.cost_usd,
                        error="; ".join(result.errors))
             stats.tokens_used += result.prompt_tokens + result.completion_tokens
@@ -370,6 +373,9 @@ class Drainer:
         for batch in self.ready_batches(time.time(), flush=flush):
             self.extract_batch(batch, stats)
         stats.expired_events = self.expire_events()
+        from .manage import expire_forgotten  # forgotten records past retention.forgotten_days lose their bytes
+
+        expire_forgotten(self.db, self.settings.retention.forgotten_days)
         self.embed_records(stats)
         stats.pending_events = self.db.execute(
             "select count(*) from events where extract_state = 'pending'"

@@ -173,6 +173,89 @@ def m008_session_summaries(db):
 
 
 @migrations()
+def m015_events_agent(db):
+    """Which agent an event came from (event schema 2); every earlier event was Kiro's."""
+    db["events"].add_column("agent", str, not_null_default="kiro")
+
+
+@migrations()
+def m014_placeholder_session_summaries(db):
+    """Undo the placeholder summary older versions invented when auto_compress failed (issue #14).
+
+    The seed stores an empty summary; the placeholder also hid the previous real
+    summary at session start. Only rows whose text is exactly that placeholder
+    change; the searchable record made from it goes too.
+    """
+    placeholder = "summary glob 'Session * ended; no summary was written (auto_compress: *).' and auto_compress = 1"
+    ids = [r[0] for r in db.execute(f"select record_id from session_summaries where {placeholder} "
+                                    "and record_id is not null").fetchall()]
+    for record_id in ids:
+        db.execute("delete from memory_records where record_id = ? and strategy = 'mcp_session_end'", [record_id])
+    db.execute(f"update session_summaries set summary = '', record_id = null where {placeholder}")
+
+
+@migrations()
+def m011_forgotten_and_audit(db):
+    """Tombstones of forgotten records and the audit trail of forget / restore / edit / purge.
+
+    A forgotten record leaves memory_records (and so FTS and recall) at once; its
+    row waits in `payload` until a purge or the retention period, so `restore`
+    can bring it back. After a purge only the record_hash stays (a digest, no
+    text), which is enough to keep a later drain or import from recreating it.
+    """
+    db["forgotten_records"].create(
+        {
+            "record_id": str,
+            "record_hash": str,
+            "project_id": str,
+            "session_id": str,
+            "reason": str,
+            "actor": str,  # cli | mcp | viewer | retention
+            "forgotten_at": str,
+            "payload": str,  # JSON {"record": row, "session_summaries": [rows]}; NULL once purged
+            "purged_at": str,
+        },
+        pk="record_id",
+        not_null={"record_hash", "forgotten_at"},
+    )
+    db["forgotten_records"].create_index(["record_hash"], index_name="idx_forgotten_hash")
+    db["forgotten_records"].create_index(["forgotten_at"], index_name="idx_forgotten_at")
+    db["record_audit"].create(
+        {
+            "audit_id": str,  # ULID: time-ordered
+            "record_id": str,
+            "action": str,  # forget | restore | edit | purge
+            "actor": str,
+            "reason": str,
+            "at": str,
+            "version": int,  # edits: 1 for the first edit, ...
+            "before": str,  # JSON of the changed fields as they were; NULL once purged
+            "after": str,  # JSON of the changed fields as they became; NULL once purged
+        },
+        pk="audit_id",
+        not_null={"record_id", "action", "at"},
+    )
+    db["record_audit"].create_index(["record_id", "audit_id"], index_name="idx_audit_record")
+    # `list` / the viewer page through all projects, or one session, newest first at 100k records
+    db["memory_records"].create_index(["created_at", "record_id"], index_name="idx_records_created")
+    db["memory_records"].create_index(["session_id", "created_at"], index_name="idx_records_session")
+
+
+@migrations()
+def m009_scrub_state(db):
+    """Which scrub-rules version the stored text was scrubbed with (and where a rescrub stopped).
+
+    A new store holds nothing yet, so it is as clean as the current rules; a store that already
+    holds rows was scrubbed by the rules before this table existed, version 1.
+    """
+    from .scrub import rules_version
+
+    db["scrub_state"].create({"key": str, "value": str}, pk="key")
+    holds_rows = any(db[t].exists() and db[t].count for t in ("events", "memory_records", "session_summaries"))
+    db["scrub_state"].insert({"key": "scrubbed_with", "value": "1" if holds_rows else str(rules_version())})
+
+
+@migrations()
 def m012_record_vectors(db):
     """Embedding vectors of memory records (issue #11), one per record and model.
 
@@ -198,7 +281,7 @@ def m012_record_expansion(db):
     low weight, so the stdlib-only hook benefits with no model. NULL = not derived yet.
     """
     db["memory_records"].add_column("expansion", str)
-    db["memory_records"].create_index(["project_id", "session_id"], index_name="idx_records_session",
+    db["memory_records"].create_index(["project_id", "session_id"], index_name="idx_records_project_session",
                                       if_not_exists=True)
     db["memory_records"].disable_fts()
     db["memory_records"].enable_fts(RECORD_FTS_COLUMNS + ["project_id", "expansion"], create_triggers=True,

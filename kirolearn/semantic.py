@@ -183,6 +183,7 @@ class Searcher:
         Keyword filters this module does not know (other issues add them to recall.search)
         make it the lexical ranking, so a filter is never bypassed by a vector candidate.
         """
+        filters = {k: v for k, v in filters.items() if v not in (None, "", [], ())}
         if self.model is None or filters:
             return recall.search(self.conn, query, project_id=project_id, types=types, limit=limit, now=now,
                                  **filters)
