@@ -210,6 +210,10 @@ def _describe(stats) -> str:
         text += f"\ndeterministic fallbacks: {stats.fallbacks} (model unset, over its daily limit, or failing)"
     if stats.tokens_used:
         text += f"\ntokens used: {stats.tokens_used} (${stats.cost_usd:.4f})"
+    if stats.records_embedded:
+        text += f"\nembedded: {stats.records_embedded} records (semantic recall)"
+    if stats.embedding_error:
+        text += f"\nsemantic recall off: {stats.embedding_error} (search uses words alone; see `kirolearn doctor`)"
     return text
 
 
