@@ -355,6 +355,8 @@ class Drainer:
         from . import semantic  # numpy and the model load only here, in the drainer
 
         semantic.enrich_pending(self.db)  # plain text for the hook's index: no model needed
+        if stats.records_written:
+            store.refresh_term_docs(self.db)  # word counts the hook reads with one index range
         if self.settings.embeddings.model.strip().lower() not in ("", "none", "off"):
             stats.records_embedded, stats.embedding_error = semantic.index_with_settings(self.db, self.settings)
 

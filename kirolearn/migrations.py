@@ -287,3 +287,14 @@ def m012_record_expansion(db):
     db["memory_records"].enable_fts(RECORD_FTS_COLUMNS + ["project_id", "expansion"], create_triggers=True,
                                     tokenize="porter")
     db["memory_records"].rebuild_fts()
+
+
+@migrations()
+def m012_term_docs(db):
+    """Document counts of indexed terms, copied from fts5vocab by the drainer (issue #11).
+
+    The prompt hook skips words most records contain; reading the counts from fts5vocab
+    walks each term's whole doclist (~8 ms a word at 100k records), this table is one
+    index range. The row with term '' holds the record count the copy was made at.
+    """
+    db.execute("create table if not exists term_docs (term text primary key, docs integer not null) without rowid")

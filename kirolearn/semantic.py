@@ -302,6 +302,7 @@ def reindex(db, conf, *, everything: bool = False, progress=None) -> dict:
     """
     store.clear_expansions(db)
     expanded = enrich_pending(db)
+    store.refresh_term_docs(db, force=True)
     model = from_settings(conf)
     if model is None:
         dropped = store.drop_vectors(db, None)

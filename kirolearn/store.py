@@ -358,3 +358,21 @@ def vector_stamp(conn, model_id: str, project_id: "str | None") -> tuple:
         return tuple(conn.execute(sql, args).fetchone())
     except sqlite3.OperationalError:
         return (0, None)
+
+
+TERM_DOCS_DRIFT = 0.02  # refresh the copy once the record count moved this much
+
+
+def refresh_term_docs(db, force: bool = False) -> bool:
+    """Copy fts5vocab's document counts into term_docs when the store has changed enough."""
+    total = db.execute("select count(*) from memory_records").fetchone()[0]
+    row = db.execute("select docs from term_docs where term = ''").fetchone()
+    if not force and row is not None and abs(total - row[0]) <= TERM_DOCS_DRIFT * max(row[0], 1):
+        return False
+    if not force and row is None and total < 1000:
+        return False  # recall does not skip common words below 1,000 records
+    with writing(db):
+        db.execute("delete from term_docs")
+        db.execute("insert into term_docs (term, docs) select term, doc from memory_records_fts_vocab where term != ''")
+        db.execute("insert into term_docs (term, docs) values ('', ?)", [total])
+    return True

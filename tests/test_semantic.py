@@ -272,3 +272,20 @@ def test_reindex_with_a_broken_model_says_what_to_do(project, add_record, monkey
 def test_query_terms_drop_pronouns_and_keep_acronyms():
     assert recall.terms("What did she say about her U.S. trip?") == ["u.s.", "trip"]
     assert recall.terms("why is CI red on the DB job") == ["ci", "red", "db", "job"]
+
+
+def test_word_counts_for_the_hook_come_from_the_drainers_copy(project, add_record):
+    """term_docs: the drainer's copy of fts5vocab counts, so the hook skips common words with one index range."""
+    for i in range(1000):
+        add_record(project, f"deploy note {i}", "deploy went fine" + (" zanzibar" if i == 7 else ""))
+    db = add_record.db
+    assert store.refresh_term_docs(db) is True
+    assert db.execute("select docs from term_docs where term = ''").fetchone()[0] == 1000
+    assert db.execute("select docs from term_docs where term = 'deploi'").fetchone()[0] == 1000
+    add_record(project, "one more", "x")
+    assert store.refresh_term_docs(db) is False  # 0.1 % drift: the copy stays
+    conn = recall.connect_readonly()
+    # words in every record are skipped; the two rarest always stay
+    assert recall._drop_common(conn, ["deploy", "went", "zanzibar", "fine"]) == ["deploy", "zanzibar"]
+    hits = recall.search(conn, "deploy zanzibar went fine", project_id=context.project_id(str(project)))
+    assert hits[0].title == "deploy note 7"
