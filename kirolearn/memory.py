@@ -100,14 +100,15 @@ class Memory:
     def search(self, query: str, *, project=None, all_projects: bool = False, types: "Iterable[str] | None" = None,
                limit: int = 10) -> list:
         """Records matching `query`, best first (`recall.Hit` objects; `.to_dict()` for JSON)."""
-        from . import context, recall
+        from . import context, semantic
 
         with self._here():
             if not os.path.exists(config.db_path()):
                 return []
             project_id = None if all_projects else context.project_id(self._root(project))
-            with self._reader() as conn:
-                return recall.search(conn, query, project_id=project_id, types=list(types or []) or None, limit=limit)
+            with self._reader() as conn:  # hybrid (words + vectors) when the embedding model loads
+                return semantic.search(conn, query, project_id=project_id, types=list(types or []) or None,
+                                       limit=limit)
 
     def context(self, *, project=None, prompt: "str | None" = None) -> str:
         """What the hook would inject: the session-start block, or the block for `prompt`."""

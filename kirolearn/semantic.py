@@ -200,7 +200,7 @@ class Searcher:
         best_lex = max(lexical.values(), default=0.0) or 1.0
         # Vector scores: how far above the project's typical similarity, relative to the best.
         order = np.argsort(-sims)
-        floor = float(np.median(sims))
+        floor = float(np.median(sims)) if len(sims) >= 3 else float(sims.min()) - 1e-6
         top_sim = float(sims[order[0]])
         span = (top_sim - floor) or 1.0
         candidates = set(lexical)
