@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-HEAVY = ("pydantic", "click", "filelock", "sqlite_utils", "litellm", "mcp")
+HEAVY = ("pydantic", "click", "filelock", "sqlite_utils", "litellm", "mcp", "numpy", "wordllama")
 
 
 def test_hook_imports_only_the_standard_library():
