@@ -77,6 +77,7 @@ def derive(embed: bool) -> None:
 
     db = store.open_db()
     semantic.enrich_pending(db)
+    store.refresh_term_docs(db, force=True)
     if embed:
         semantic.index_pending(db, embeddings.get_model())
     db.conn.close()
