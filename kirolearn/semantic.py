@@ -230,7 +230,7 @@ class Searcher:
         return hits[:limit]
 
 
-NEIGHBOUR_CHARS = 400  # of each neighbour's text copied into a record's expansion
+NEIGHBOUR_CHARS = 200  # of each neighbour's text copied into a record's expansion
 
 
 def _turn_text(rec: dict) -> str:
