@@ -217,6 +217,9 @@ def export_command(output):
 
     from . import config
 
+    from .store import refuse_lost
+
+    refuse_lost(config.db_path())
     if not os.path.exists(config.db_path()):
         raise click.ClickException(f"no database at {config.db_path()}: run `kirolearn drain` first")
     db = _open_db()
@@ -280,6 +283,9 @@ def status_command(json_):
         info["extractor"]["mode"] = f"deterministic (the model failed {in_a_row} batches in a row)"
     drained = last_drain()
     info["last_drain_error"] = drained.get("error") or None
+    from .store import refuse_lost
+
+    refuse_lost(config.db_path())  # a lost database is an error to report, not "none yet"
     if os.path.exists(config.db_path()):
         from . import store
 

@@ -89,6 +89,7 @@ def lock(spool_root: "str | None" = None, wait: float = 2.0) -> FileLock:
     """Acquire the spool's drain lock or raise DrainLocked."""
     spool_root = spool.ensure_layout(spool_root)
     path = os.path.join(spool_root, LOCK_NAME)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))  # 0600 whatever the umask or filelock version
     file_lock = FileLock(path, timeout=wait, mode=0o600)
     try:
         file_lock.acquire()

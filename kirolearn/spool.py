@@ -179,6 +179,13 @@ def quarantine(path: str, reason: str, spool_root: "str | None" = None) -> str:
         n += 1  # never replace an earlier quarantined file (a directory cannot replace one anyway)
         target = os.path.join(qdir, f"{name}.{n}")
     os.replace(path, target)
+    try:
+        import stat
+
+        if stat.S_ISREG(os.lstat(target).st_mode):
+            os.chmod(target, 0o600)  # whatever it was, it may hold raw event text
+    except OSError:
+        pass
     fd = os.open(target + ".reason", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(reason.rstrip() + "\n")

@@ -20,6 +20,15 @@ from .migrations import migrations
 from .errors import SchemaTooNew  # noqa: F401 - re-exported for callers
 
 BUSY_TIMEOUT_SECONDS = 30
+BUSY_TIMEOUT_ENV = "KIROLEARN_BUSY_TIMEOUT"  # seconds; for slow shared disks (and tests)
+
+
+def busy_timeout() -> float:
+    """How long a command waits for another process's lock on the database."""
+    try:
+        return max(0.0, float(os.environ.get(BUSY_TIMEOUT_ENV, BUSY_TIMEOUT_SECONDS)))
+    except ValueError:
+        return float(BUSY_TIMEOUT_SECONDS)
 
 
 def now_iso() -> str:
@@ -39,16 +48,18 @@ def open_db(path: "str | None" = None, *, mark: bool = True) -> sqlite_utils.Dat
     creating = not os.path.exists(path)
     if creating:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
-    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS)
+    wait = busy_timeout()
+    conn = sqlite3.connect(path, timeout=wait)
     db = sqlite_utils.Database(conn)
-    db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_SECONDS * 1000}")
+    db.execute(f"PRAGMA busy_timeout = {int(wait * 1000)}")
     _refuse_newer_schema(db, path)
     if db.journal_mode != "wal" or migrations.pending(db):
         # Several processes may open a fresh store at once (drainer, MCP server, CLI):
         # one of them sets it up while the others wait, then finds nothing to do.
         from filelock import FileLock
 
-        with FileLock(path + ".setup.lock", timeout=BUSY_TIMEOUT_SECONDS, mode=0o600):
+        os.close(os.open(path + ".setup.lock", os.O_WRONLY | os.O_CREAT, 0o600))  # 0600 whatever the umask
+        with FileLock(path + ".setup.lock", timeout=wait, mode=0o600):
             if db.journal_mode != "wal":
                 db.enable_wal()
             migrations.apply(db)
