@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 BENCH_VENV ?= .venv-bench
 
 .DEFAULT_GOAL := help
-.PHONY: help install test demo bench clean
+.PHONY: help install test demo bench soak clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -39,6 +39,10 @@ bench: $(BENCH_VENV)/.installed ## print speed figures (never fails the build)
 	$(BENCH_VENV)/bin/python bench/bench_drain.py --events 50000
 	@echo
 	$(BENCH_VENV)/bin/python bench/bench_recall.py --venv $(BENCH_VENV)
+
+SOAK_SECONDS ?= 90
+soak: $(BENCH_VENV)/.installed ## hooks, drains, a watcher and SIGKILLs for SOAK_SECONDS; prints lost and duplicated events
+	$(BENCH_VENV)/bin/python bench/soak.py --seconds $(SOAK_SECONDS) --venv $(BENCH_VENV)
 
 clean: ## remove virtual environments and caches
 	rm -rf $(VENV) $(BENCH_VENV) build *.egg-info .pytest_cache .hypothesis
