@@ -25,9 +25,29 @@ KIROLEARN = str(BIN / "kirolearn")
 
 
 def kl(*args, env=None, preexec_fn=None, timeout=120):
-    """Run the installed `kirolearn` CLI; returns the CompletedProcess (text)."""
+    """Run the installed `kirolearn` console script in its own process (text output)."""
     return subprocess.run([KIROLEARN, *args], env=env or hook_env(), capture_output=True, text=True,
                           timeout=timeout, preexec_fn=preexec_fn)
+
+
+class Ran:
+    """A CliRunner result shaped like a CompletedProcess."""
+
+    def __init__(self, result):
+        self.returncode = result.exit_code
+        self.stdout = result.stdout
+        self.stderr = result.stderr
+        if result.exception is not None and not isinstance(result.exception, SystemExit):
+            self.stderr += "Traceback (in-process):" + repr(result.exception)
+
+
+def cli(*args):
+    """Run the real click command in this process (cheaper than a process start)."""
+    from click.testing import CliRunner
+
+    from kirolearn.cli import cli as group
+
+    return Ran(CliRunner().invoke(group, list(args)))
 
 
 def assert_one_error(result, *needles):
@@ -82,11 +102,12 @@ def corrupt(path, seed=1, size=8192):
 
 
 @pytest.fixture
-def filled(home, project):
+def filled(home, project, drain_now):
     """A home whose database holds 200 drained events (a corruptible size)."""
     ids = spool_events(project, 200)
-    result = kl("drain", "--flush")
-    assert result.returncode == 0, result.stderr
+    stats, db = drain_now(flush=True)
+    db.conn.close()
+    assert stats.stored == 200
     return ids
 
 
@@ -99,14 +120,14 @@ def test_a_corrupt_database_keeps_the_spool_and_repair_brings_it_back(home, proj
     assert_one_error(kl("drain"), "damaged", "kirolearn repair")
     assert ready(home) == sorted(i + ".json" for i in new)  # nothing was taken
     for command in (["status"], ["export"], ["status", "--json"]):
-        assert_one_error(kl(*command), "damaged")
-    doctor = kl("doctor", "--json")
+        assert_one_error(cli(*command), "damaged")
+    doctor = cli("doctor", "--json")
     assert doctor.returncode == 1
     checks = json.loads(doctor.stdout)["checks"]
     assert any(c["level"] == "FAIL" and "repair" in c["message"] for c in checks)
     assert any(c["level"] == "FAIL" and "last drain" in c["message"] and "damaged" in c["message"] for c in checks)
 
-    repaired = kl("repair", "--json")
+    repaired = cli("repair", "--json")
     assert repaired.returncode == 0, repaired.stderr
     report = json.loads(repaired.stdout)
     assert report["repaired"] and report["state_before"] == "damaged"
@@ -119,8 +140,8 @@ def test_a_corrupt_database_keeps_the_spool_and_repair_brings_it_back(home, proj
     assert report["events"] == recovered + 5
     ids = stored_ids(home)
     assert set(new) <= ids and ids <= set(filled) | set(new)
-    assert kl("doctor", "--json").stdout.count('"FAIL"') == 0
-    assert kl("export").returncode == 0
+    assert cli("doctor", "--json").stdout.count('"FAIL"') == 0
+    assert cli("export").returncode == 0
 
 
 def test_a_failing_step_after_the_commit_never_costs_a_spool_file(home, project, drain_now, monkeypatch):
@@ -142,7 +163,7 @@ def test_a_failing_step_after_the_commit_never_costs_a_spool_file(home, project,
 
 
 def test_a_healthy_database_needs_no_repair(home, filled):
-    result = kl("repair")
+    result = cli("repair")
     assert result.returncode == 0 and result.stdout.startswith("nothing to repair: quick_check ok")
 
 
@@ -202,7 +223,10 @@ def test_read_entry_refuses_a_file_that_grew_past_the_cap(tmp_path):
 
 
 def test_doctor_reports_schedule_and_last_drain(home, filled):
-    report = json.loads(kl("doctor", "--json").stdout)
+    from kirolearn import health
+
+    health.drain_finished(None)  # as `kirolearn drain` records it
+    report = json.loads(cli("doctor", "--json").stdout)
     messages = " | ".join(c["message"] for c in report["checks"])
     assert "quick_check ok: 200 events" in messages
     assert "last drain" in messages and "succeeded" in messages
@@ -213,7 +237,7 @@ def test_doctor_reports_schedule_and_last_drain(home, filled):
     os.makedirs(os.path.dirname(timer.path))
     with open(timer.path, "w") as fh:
         fh.write(timer.content)
-    report = json.loads(kl("doctor", "--json").stdout)
+    report = json.loads(cli("doctor", "--json").stdout)
     assert any("drain job installed (systemd" in c["message"] for c in report["checks"])
 
 
@@ -230,19 +254,20 @@ def test_a_lost_database_is_reported_not_recreated(home, project, filled, how):
             if os.path.exists(str(db) + suffix):
                 os.remove(str(db) + suffix)
     new = spool_events(project, 4, session="after")
-    assert_one_error(kl("drain"), "200 events", "kirolearn repair")
-    assert_one_error(kl("status"), "200 events")
+    assert_one_error(cli("drain"), "200 events", "kirolearn repair")
+    assert_one_error(cli("status"), "200 events")
+    assert_one_error(cli("export"), "200 events")
     assert len(ready(home)) == 4
     assert not db.exists() or db.stat().st_size == 0  # nothing silently recreated
-    report = json.loads(kl("repair", "--json").stdout)
+    report = json.loads(cli("repair", "--json").stdout)
     assert report["state_before"] == "lost" and report["reingested"] == 4 and report["lost_events"] == 200
     assert stored_ids(home) == set(new)
-    assert kl("drain").returncode == 0
+    assert cli("drain").returncode == 0
 
 
 def test_a_fresh_home_starts_a_database_silently(home, project):
     spool_events(project, 2)
-    assert kl("drain").returncode == 0 and len(stored_ids(home)) == 2
+    assert cli("drain").returncode == 0 and len(stored_ids(home)) == 2
 
 
 # --- 7. every expected failure is one Error: line --------------------------------------------------------
@@ -257,24 +282,26 @@ def test_a_drain_under_a_file_size_limit_fails_cleanly_and_loses_nothing(home, p
 
     assert_one_error(kl("drain", preexec_fn=small_files), "ulimit")
     assert set(new) <= {n[:-5] for n in ready(home)}  # every new event still waits
-    assert kl("drain").returncode == 0
+    assert cli("drain").returncode == 0
     assert set(new) | set(filled) == stored_ids(home) and ready(home) == []
 
 
-def test_a_database_lock_held_too_long_is_one_error_line(home, project, filled):
+def test_a_database_lock_held_too_long_is_one_error_line(home, project, filled, monkeypatch):
     holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(home / "kirolearn.db")],
                               stdout=subprocess.PIPE, stdin=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
         spool_events(project, 3, session="late")
-        env = hook_env(KIROLEARN_BUSY_TIMEOUT="0.5")
+        monkeypatch.setenv("KIROLEARN_BUSY_TIMEOUT", "0.5")
+        assert_one_error(kl("drain", env=hook_env()), "busy", "try again")  # a whole process, once
         for command in (["status"], ["drain"], ["export"]):
-            assert_one_error(kl(*command, env=env), "busy", "try again")
+            assert_one_error(cli(*command), "busy", "try again")
     finally:
         holder.stdin.close()
         holder.wait(timeout=30)
     assert len(ready(home)) == 3
-    assert kl("drain").returncode == 0 and ready(home) == []
+    monkeypatch.delenv("KIROLEARN_BUSY_TIMEOUT")
+    assert cli("drain").returncode == 0 and ready(home) == []
 
 
 HOLD_LOCK = """
@@ -322,7 +349,7 @@ def test_a_read_only_ready_folder_fails_cleanly_and_loses_nothing(home, project,
     assert_one_error(result, "cannot remove their spool files", "chmod")
     assert ready(home) == sorted(i + ".json" for i in ids)
     writable_again(home)
-    again = kl("drain", "--json")
+    again = cli("drain", "--json")
     assert again.returncode == 0, again.stderr
     stats = json.loads(again.stdout)
     assert (stats["already_stored"], stats["stored"], stats["released"]) == (4, 0, 4)
@@ -339,7 +366,7 @@ def test_the_hook_says_nothing_was_recorded_and_means_it(home, project, filled):
     assert "cannot move the event into" in message and "nothing recorded" in message, message
     assert os.listdir(home / "spool" / "tmp") == []  # no tmp file a later drain would store
     writable_again(home)
-    stats = json.loads(kl("drain", "--json").stdout)
+    stats = json.loads(cli("drain", "--json").stdout)
     assert stats["events_read"] == 0 and stats["recovered_tmp"] == 0
 
 
@@ -359,19 +386,19 @@ def test_a_hung_model_is_bounded_and_skipped_after_failures_in_a_row(home, proje
             body = {"hook_event_name": "stop", "cwd": str(project), "session_id": f"hung-{s}",
                     "assistant_response": f"finished part {s}"}
             assert run_hook([], json.dumps(body).encode()).returncode == 0
-        env = hook_env(OPENAI_API_KEY="sk-fake-key-for-tests")
-        result = kl("drain", "--json", env=env)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-key-for-tests")
+        result = cli("drain", "--json")
         assert result.returncode == 0, result.stderr
         stats = json.loads(result.stdout)
         assert stats["llm_failures"] == 2 and stats["fallbacks"] == 2 and stats["model_breaker_open"]
         assert stats["batches_extracted"] == 2 and stats["pending_events"] == 2
         asked = len(fake.chat_requests)
         assert asked <= 2 * 4  # each batch: attempts of 0.3 s within its 0.8 s budget, never all 6 tries
-        status = json.loads(kl("status", "--json", env=env).stdout)
+        status = json.loads(cli("status", "--json").stdout)
         assert status["extractor"]["breaker_open"] and status["extractor"]["failures_in_a_row"] == 2
         assert "failed 2 batches in a row" in status["extractor"]["mode"]
-        assert "model: not called" in kl("status", env=env).stdout
-        again = json.loads(kl("drain", "--json", "--flush", env=env).stdout)
+        assert "model: not called" in cli("status").stdout
+        again = json.loads(cli("drain", "--json", "--flush").stdout)
         assert len(fake.chat_requests) == asked  # breaker still open: the model is not called again
         assert again["fallbacks"] == 2 and again["pending_events"] == 0
 
@@ -460,8 +487,12 @@ def test_everything_kirolearn_creates_is_private_under_umask_000(home, project, 
     junk = home / "spool" / "ready" / "junk.json"
     junk.write_bytes(b"not json")  # quarantined, with a .reason file
     junk.chmod(0o666)  # whoever left it: a quarantined file is made private
-    for command in (["drain"], ["status"], ["doctor"], ["repair", "--force"], ["export"]):
-        kl(*command, preexec_fn=open_umask)
+    previous = os.umask(0)
+    try:
+        for command in (["drain"], ["status"], ["doctor"], ["repair", "--force"], ["export"]):
+            cli(*command)
+    finally:
+        os.umask(previous)
     subprocess.run([str(BIN / "kirolearn-mcp"), "--project", str(project / "missing")], env=env, timeout=60,
                    capture_output=True, preexec_fn=open_umask)
     assert (home / "logs" / "mcp.log").exists() and (home / ".." / "kirolearn-home" / "state").exists()
