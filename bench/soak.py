@@ -97,17 +97,23 @@ def main() -> int:
                 finish(proc, "watch")
 
         def killer() -> None:
-            gap = args.seconds / (args.kills + 1)
-            while len(kills) < args.kills and not stop.wait(gap * rng.uniform(0.5, 1.5)):
-                with lock:
-                    victims = [p for p in running if p.poll() is None]
-                if victims:
-                    victim = rng.choice(victims)
-                    try:
-                        victim.send_signal(signal.SIGKILL)
-                        kills.append(victim.pid)
-                    except ProcessLookupError:
-                        pass
+            began = time.monotonic()
+            moments = sorted(rng.uniform(0.02, 0.95) * args.seconds for _ in range(args.kills))
+            for moment in moments:
+                if stop.wait(max(0.0, began + moment - time.monotonic())):
+                    return
+                while not stop.is_set():  # the next running drain (or the watcher) dies
+                    with lock:
+                        victims = [p for p in running if p.poll() is None]
+                    if victims:
+                        victim = rng.choice(victims)
+                        try:
+                            victim.send_signal(signal.SIGKILL)
+                            kills.append(victim.pid)
+                        except ProcessLookupError:
+                            continue
+                        break
+                    stop.wait(0.02)
 
         threads = [threading.Thread(target=writer, args=(w,)) for w in range(args.writers)]
         threads += [threading.Thread(target=drainer) for _ in range(args.drains)]

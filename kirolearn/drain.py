@@ -259,11 +259,12 @@ class Drainer:
             raise SpoolError(f"cannot move {path} into the spool's quarantine folder ({exc.strerror or exc})",
                              f"make {os.path.dirname(path)} and {spool.root()} writable by you, then drain again") from None
 
-    def check_store(self) -> None:
+    def check_store(self, before: bool = True) -> None:
         """Raise StoreCorrupt when SQLite's quick_check finds the database damaged."""
         problem = store.quick_check(self.db)
         if problem:
-            raise StoreCorrupt(f"the database {self.db_path()} is damaged ({problem}); nothing was ingested",
+            what = "nothing was ingested" if before else "the spool files of this drain are kept"
+            raise StoreCorrupt(f"the database {self.db_path()} is damaged ({problem}); {what}",
                                "run `kirolearn repair`: it backs the file up, recovers what it can and re-ingests "
                                "the spool, which keeps every event until then")
         self.last_check = time.monotonic()
@@ -278,7 +279,7 @@ class Drainer:
         """Unlink spool files once the store passes quick_check after every step of the run."""
         if not done:
             return
-        self.check_store()  # rows were read back right after their commit (ingest); now the whole file
+        self.check_store(before=False)  # rows were read back right after their commit; now the whole file
         for path, _ in done:
             try:
                 os.unlink(path)
