@@ -222,23 +222,9 @@ def export_command(output):
     refuse_lost(config.db_path())
     if not os.path.exists(config.db_path()):
         raise click.ClickException(f"no database at {config.db_path()}: run `kirolearn drain` first")
-    db = _open_db()
-    for row in db.query("select body, extract_state, run_id from events order by event_id"):
-        item = json.loads(row["body"])
-        output.write(json.dumps({"type": "event", **item, "extract_state": row["extract_state"],
-                                 "extract_run_id": row["run_id"]}, ensure_ascii=False) + "\n")
-    for row in db.query("select * from memory_records order by created_at, record_id"):
-        item = dict(row)
-        for key in ("facts", "concepts", "files_touched", "source_event_ids"):
-            item[key] = json.loads(item[key])
-        output.write(json.dumps({"type": "record", **item}, ensure_ascii=False) + "\n")
-    from .context import decode_session_summary
+    from .backup import export
 
-    for row in db.query("select * from session_summaries order by ended_at, id"):
-        item = decode_session_summary(row)
-        output.write(json.dumps({"type": "summary", **item}, ensure_ascii=False) + "\n")
-
-
+    export(_open_db(), output)
 
 
 @cli.command(name="status")
@@ -571,7 +557,9 @@ def session_init_command(label, project, json_):
 @click.option("--dry-run", is_flag=True, help="Print the diff of every file it would touch; write nothing.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before writing.")
 @click.option("--set-default", is_flag=True, help="Also make `kirolearn` Kiro CLI's default agent.")
-def install_command(project, global_, dry_run, yes, set_default):
+@click.option("--agent", "agent", type=click.Choice(["kiro", "claude-code"]), default="kiro", show_default=True,
+              help="Which agent to wire: Kiro (CLI and IDE) or Claude Code (.claude/settings.json hooks).")
+def install_command(project, global_, dry_run, yes, set_default, agent):
     """Wire kirolearn's hooks and MCP server into Kiro (CLI and IDE).
 
     Writes only its own entries, keeps everything else in shared files, and
@@ -583,9 +571,18 @@ def install_command(project, global_, dry_run, yes, set_default):
         kirolearn install                      # ~/.kiro: the kirolearn agent and the MCP server
         kirolearn install --project . --yes    # and this project's .kiro/ files
         kirolearn install --project . --dry-run
+        kirolearn install --agent claude-code  # ~/.claude/settings.json hooks
     """
-    from . import install
+    from . import agents, install
 
+    if agent != "kiro":
+        if set_default:
+            raise click.UsageError("--set-default is a Kiro CLI setting; drop it with --agent claude-code")
+        _apply_changes(agents.get(agent).plan_install(project, global_ or not project), dry_run, yes, installing=True)
+        if not dry_run:
+            click.echo("next: `kirolearn schedule` to drain in the background; Claude Code picks the hooks up "
+                       "at its next start")
+        return
     changes = install.plan_install(project, global_ or not project)
     _apply_changes(changes, dry_run, yes, installing=True)
     if set_default and not dry_run:
@@ -625,7 +622,9 @@ def _apply_changes(changes, dry_run, yes, *, installing):
 @click.option("--purge", is_flag=True, help="Also delete all kirolearn data ($KIROLEARN_HOME).")
 @click.option("--dry-run", is_flag=True, help="Print what would change; write nothing.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before writing or deleting.")
-def uninstall_command(project, purge, dry_run, yes):
+@click.option("--agent", "agent", type=click.Choice(["kiro", "claude-code"]),
+              help="Only undo what was installed for this agent (default: every agent).")
+def uninstall_command(project, purge, dry_run, yes, agent):
     """Remove exactly what `kirolearn install` added, from every project it recorded.
 
     Your memory is kept unless --purge.
@@ -633,9 +632,10 @@ def uninstall_command(project, purge, dry_run, yes):
     import os
     import shutil
 
-    from . import config, install
+    from . import agents, config
 
-    _apply_changes(install.plan_uninstall(project), dry_run, yes, installing=False)
+    changes = [c for name in ([agent] if agent else agents.names()) for c in agents.get(name).plan_uninstall(project)]
+    _apply_changes(changes, dry_run, yes, installing=False)
     if purge and not dry_run:
         home = config.home()
         if os.path.isdir(home):

@@ -61,18 +61,21 @@ def main(argv=None) -> int:
 
     files = spool.ready_files()
     print(f"\n== spool: {len(files)} events in {os.path.join(spool.root(), 'ready')} (files 0600; text shown scrubbed)")
-    print(f"{'kind':<16} {'trigger':<17} {'surface':<9} {'tool':<13} text")
+    print(f"{'kind':<16} {'trigger':<17} {'surface':<11} {'tool':<13} text")
     for path in files:
         with open(path, encoding="utf-8") as fh:
             event = json.load(fh)
-        print(f"{event['kind']:<16} {event['trigger']:<17} {event['surface']:<9} "
+        print(f"{event['kind']:<16} {event['trigger']:<17} {event['surface']:<11} "
               f"{(event.get('tool_name') or '-'):<13} {_short(event)}")
     drained = _drain()
     if drained is None:
         return 1
     print(f"\n== kirolearn drain --flush: {drained.strip()}")
     _show_records()
-    _show_recall(projects[0])
+    by_name = {os.path.basename(p): p for p in projects}
+    _show_recall(by_name.get("cli-classic", projects[0]))
+    if "claude-code" in by_name:
+        _show_claude_recall(by_name["claude-code"])
     if args.keep:
         print(f"\nkept: {work}")
     else:
@@ -121,6 +124,18 @@ def _show_recall(project: str) -> None:
         out = subprocess.run([hook], input=json.dumps(payload).encode(), capture_output=True, timeout=30)
         print(f"\n== recall in {os.path.basename(project)}: {title}; the hook prints:\n")
         print(out.stdout.decode("utf-8", "replace").rstrip() or "(nothing)")
+
+
+def _show_claude_recall(project: str) -> None:
+    import subprocess
+
+    payload = {"hook_event_name": "SessionStart", "source": "startup", "cwd": project, "session_id": "demo-claude-next",
+               "transcript_path": os.path.join(project, ".claude", "next.jsonl")}
+    out = subprocess.run([replay.hook_command(), "--agent", "claude-code"], input=json.dumps(payload).encode(),
+                         capture_output=True, timeout=30)
+    print(f"\n== recall in {os.path.basename(project)}: a new Claude Code session starts "
+          "(kirolearn-hook --agent claude-code); the hook prints:\n")
+    print(out.stdout.decode("utf-8", "replace").rstrip() or "(nothing)")
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ LOCK_NAME = ".drain.lock"
 # ids, enumerations, timestamps or known hook names: nothing a user or tool
 # wrote can be in them, so the scrubber skips them (it is the drain's hot spot).
 GENERATED_FIELDS = frozenset(
-    ("schema_version", "event_id", "kind", "hook", "trigger", "generation", "surface", "session_source",
+    ("schema_version", "agent", "event_id", "kind", "hook", "trigger", "generation", "surface", "session_source",
      "received_at", "client_version", "project_global")
 )
 STALE_TMP_SECONDS = 600  # a tmp file this old belongs to a hook that died mid-write
@@ -154,6 +154,7 @@ class Drainer:
             "hook": event["hook"],
             "generation": event["generation"],
             "surface": event["surface"],
+            "agent": event.get("agent", "kiro"),
             "session_id": event["session_id"],
             "project_id": dedup.project_id(event["project_root"]),
             "project_root": event["project_root"],

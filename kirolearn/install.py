@@ -114,7 +114,7 @@ def mcp_entry() -> dict:
 
 def _read(path: str) -> "str | None":
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8", newline="") as fh:  # keep CRLF: the bytes are the user's
             return fh.read()
     except FileNotFoundError:
         return None
@@ -444,13 +444,16 @@ def apply(changes: "list[Change]", *, installing: bool) -> None:
             else:
                 os.makedirs(os.path.dirname(change.path), exist_ok=True)
                 tmp = change.path + ".kirolearn-tmp"
-                with open(tmp, "w", encoding="utf-8") as fh:
+                with open(tmp, "w", encoding="utf-8", newline="") as fh:
                     fh.write(change.after)
                 os.replace(tmp, change.path)
         if installing:
             previous = recorded.get(change.path, {})
-            recorded[change.path] = {"path": change.path, "kind": _kind(change.path),
-                                     "created": previous.get("created", change.before is None)}
+            entry = {**previous, "path": change.path, "kind": change.record.get("kind") or _kind(change.path),
+                     "created": previous.get("created", change.before is None)}
+            if change.changed:  # what an adapter needs to undo this write (agents.claude_code)
+                entry.update({k: v for k, v in change.record.items() if k != "kind"})
+            recorded[change.path] = entry
         else:
             recorded.pop(change.path, None)
     _save_record(list(recorded.values()))

@@ -170,3 +170,9 @@ def m008_session_summaries(db):
     )
     db["session_summaries"].create_index(["project_id", "project", "ended_at"], index_name="idx_session_summaries")
     db["session_summaries"].create_index(["session_id"], index_name="idx_session_summaries_session")
+
+
+@migrations()
+def m015_events_agent(db):
+    """Which agent an event came from (event schema 2); every earlier event was Kiro's."""
+    db["events"].add_column("agent", str, not_null_default="kiro")
