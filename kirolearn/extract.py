@@ -488,7 +488,7 @@ class CallTimeout(Exception):
     """A model call outlived its share of the time budget (the client's own timeout did not fire)."""
 
 
-HARD_CAP_GRACE = 1.0  # seconds past its timeout a call may take before it is abandoned
+HARD_CAP_GRACE = 5.0  # seconds past its timeout a call may take before it is abandoned (first calls load provider code)
 
 
 def call_bounded(complete, messages, settings, seconds: float, **kwargs):

@@ -403,6 +403,31 @@ def test_a_hung_model_is_bounded_and_skipped_after_failures_in_a_row(home, proje
         assert again["fallbacks"] == 2 and again["pending_events"] == 0
 
 
+def test_a_call_that_ignores_its_own_timeout_is_abandoned_within_the_budget(monkeypatch):
+    import threading
+
+    from kirolearn import extract, settings
+
+    monkeypatch.setattr(extract, "HARD_CAP_GRACE", 0.05)
+    conf = settings.Settings()
+    for key, value in dict(model="m", timeout_seconds=0.2, call_budget_seconds=0.5, retries=5,
+                           retry_backoff_seconds=0).items():
+        setattr(conf.extract, key, value)
+    batch = extract.Batch("p", "/p", "s", [{"event_id": "e1", "kind": "prompt", "prompt": "x"}], "flush")
+    release, timeouts = threading.Event(), []
+
+    def trickle(messages, conf):  # a client whose timeout never fires
+        timeouts.append(conf.extract.timeout_seconds)
+        release.wait(30)
+
+    try:
+        with pytest.raises(extract.ExtractionError, match="CallTimeout: no answer within 0.2 s"):
+            extract.llm_extract(batch, conf, trickle, sleep=lambda s: None)
+    finally:
+        release.set()
+    assert 1 <= len(timeouts) <= 3 and max(timeouts) <= 0.2  # never the six tries retries=5 allows
+
+
 def test_the_breaker_lets_one_call_through_after_its_cool_off(home, make_event, drain_now, write_config):
     from kirolearn import state
 
