@@ -33,6 +33,9 @@ class BadEntry(Exception):
 class PublishError(OSError):
     """The hook could not publish its event; the message says where the event is (if anywhere)."""
 
+    def __str__(self) -> str:
+        return str(self.strerror)
+
 
 def root() -> str:
     """The spool directory."""
