@@ -30,6 +30,14 @@ class KirolearnGroup(click.Group):
     line pointing there (set KIROLEARN_DEBUG=1 to see the traceback instead).
     """
 
+    def format_commands(self, ctx, formatter):
+        """The command list with each description's whole first sentence (click cuts it to fit one line)."""
+        rows = [(name, cmd.get_short_help_str(limit=200)) for name, cmd in
+                ((n, self.get_command(ctx, n)) for n in self.list_commands(ctx)) if cmd and not cmd.hidden]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
     def invoke(self, ctx):
         import os
 
@@ -349,7 +357,7 @@ def _project_root(project):
 
 @cli.command(name="search")
 @click.argument("query")
-@click.option("--project", type=click.Path(file_okay=False), help="Project directory (default: the current one).")
+@click.option("--project", type=click.Path(file_okay=False, exists=True), help="Project directory (default: the current one).")
 @click.option("--all-projects", is_flag=True, help="Search every project.")
 @click.option("--type", "types", multiple=True,
               type=click.Choice(["tool_use", "decision", "error", "discovery", "pattern", "session_summary"]),
@@ -393,7 +401,7 @@ def search_command(query, project, all_projects, types, limit, json_):
 @cli.command(name="context")
 @click.option("--session-start", is_flag=True, help="What the session-start hook would print.")
 @click.option("--prompt", help="What the prompt-submit hook would print for this prompt.")
-@click.option("--project", type=click.Path(file_okay=False), help="Project directory (default: the current one).")
+@click.option("--project", type=click.Path(file_okay=False, exists=True), help="Project directory (default: the current one).")
 def context_command(session_start, prompt, project):
     """Print exactly what a hook would inject, for debugging.
 
@@ -443,7 +451,7 @@ def _scrubber():
 @click.option("--file-modified", "files_modified", multiple=True, help="A file modified (repeatable).")
 @click.option("--stdin", "from_stdin", is_flag=True,
               help="Read one JSON object with the seven fields (files as lists) from standard input.")
-@click.option("--project", type=click.Path(file_okay=False), help="Project directory (default: the current one).")
+@click.option("--project", type=click.Path(file_okay=False, exists=True), help="Project directory (default: the current one).")
 @json_option
 def save_summary_command(request, investigated, learned, completed, next_steps, files_read, files_modified,
                          from_stdin, project, json_):
@@ -454,15 +462,20 @@ def save_summary_command(request, investigated, learned, completed, next_steps, 
         kirolearn save-summary --request "Fix login 500" --investigated "auth.py" \\
             --learned "SQL built with %" --completed "parameterised" --next-steps "orders.py" \\
             --file-read app/auth.py --file-modified app/auth.py
-        echo '{"request": "...", ...}' | kirolearn save-summary --stdin --json
+        echo '{"request": "...", ...}' | kirolearn save-summary --json   # --stdin is implied
     """
     from . import summaries
 
+    given = (request, investigated, learned, completed, next_steps, files_read, files_modified)
+    piped = None
+    if not from_stdin and not any(given) and not sys.stdin.isatty():
+        piped = sys.stdin.read()  # `… | kirolearn save-summary`: the JSON document, without --stdin
+        from_stdin = bool(piped.strip())
     if from_stdin:
-        if any((request, investigated, learned, completed, next_steps, files_read, files_modified)):
+        if any(given):
             raise click.UsageError("--stdin takes all fields from the JSON document; drop the field options")
         try:
-            doc = json.loads(sys.stdin.read())
+            doc = json.loads(piped if piped is not None else sys.stdin.read())
         except ValueError as exc:
             raise click.ClickException(f"standard input is not valid JSON: {exc}") from None
         if not isinstance(doc, dict):
@@ -496,7 +509,7 @@ def save_summary_command(request, investigated, learned, completed, next_steps, 
 @click.option("--label", default="general", show_default=True, help="Project label (the tool's `project`).")
 @click.option("--auto-compress", is_flag=True, help="Let the configured model draft what is missing.")
 @click.option("--transcript", type=click.File("r", encoding="utf-8"), help="Session log file for --auto-compress ('-' for stdin).")
-@click.option("--project", type=click.Path(file_okay=False), help="Project directory (default: the current one).")
+@click.option("--project", type=click.Path(file_okay=False, exists=True), help="Project directory (default: the current one).")
 @json_option
 def session_end_command(session_id, summary, highlights, pitfalls, next_steps, open_questions, label,
                         auto_compress, transcript, project, json_):
@@ -511,8 +524,9 @@ def session_end_command(session_id, summary, highlights, pitfalls, next_steps, o
 
     result = _summaries_call(
         summaries.session_end, project=_here(project), session_id=session_id, summary=summary,
-        highlights=list(highlights), pitfalls=list(pitfalls), next_steps=list(next_steps),
-        open_questions=list(open_questions), label=label, auto_compress=auto_compress,
+        # an option not given is absent (None), so auto_compress may fill it
+        highlights=list(highlights) or None, pitfalls=list(pitfalls) or None, next_steps=list(next_steps) or None,
+        open_questions=list(open_questions) or None, label=label, auto_compress=auto_compress,
         transcript=transcript.read() if transcript else None, settings=_load_settings(), scrubber=_scrubber())
     if json_:
         click.echo(json.dumps(result))
@@ -525,7 +539,7 @@ def session_end_command(session_id, summary, highlights, pitfalls, next_steps, o
 
 @cli.command(name="session-init")
 @click.option("--label", default="general", show_default=True, help="Project label used at session-end.")
-@click.option("--project", type=click.Path(file_okay=False), help="Project directory (default: the current one).")
+@click.option("--project", type=click.Path(file_okay=False, exists=True), help="Project directory (default: the current one).")
 @json_option
 def session_init_command(label, project, json_):
     """Show the latest session-end summary of this project (it stays until superseded)."""
@@ -540,7 +554,10 @@ def session_init_command(label, project, json_):
         return
     click.echo(f"Last session {found['session_id']} ended {found['ended_at']}"
                + (f" on branch {found['branch']}" if found.get("branch") else ""))
-    click.echo(found["summary"])
+    click.echo(found["summary"] or "(it ended without a summary)")
+    for later in found.get("ended_without_summary") or []:
+        why = f" (auto_compress: {later['auto_compress_error']})" if later.get("auto_compress_error") else ""
+        click.echo(f"Since then session {later['session_id']} ended {later['ended_at']} without a summary{why}.")
     for head, key in (("Next steps", "next_steps"), ("Pitfalls", "pitfalls"), ("Open questions", "open_questions"),
                       ("Highlights", "highlights")):
         if found[key]:
@@ -660,7 +677,7 @@ def schedule_command(every, kind, print_only, remove):
     from . import schedule
 
     kind = kind or schedule.default_kind()
-    seconds = schedule.parse_every(every)
+    seconds = schedule.parse_every(every, kind)
     if print_only:
         if kind == "cron":
             click.echo(schedule.cron_line(seconds))

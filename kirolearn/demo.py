@@ -52,10 +52,17 @@ def main(argv=None) -> int:
         project = replay.make_project(os.path.join(work, "projects", os.path.basename(path)[:-6]))
         projects.append(project)
         calls = replay.load(path)
-        results = replay.replay(calls, project)
+        results, silent = [], []
+        for call in calls:  # one by one, to see which calls recorded nothing
+            before = len(spool.ready_files())
+            results += replay.replay([call], project)
+            if len(spool.ready_files()) == before:
+                silent.append(call)
         failures = [r for r in results if r.returncode != 0 or r.stdout or r.stderr]
-        print(f"== replayed {len(calls)} hook calls from {os.path.relpath(path)}"
-              f" ({len(failures)} with output or errors)")
+        print(f"== replayed {len(calls)} hook calls from {os.path.relpath(path)}: "
+              f"{len(calls) - len(silent)} events recorded ({len(failures)} calls with output or errors)")
+        for call in silent:
+            print(f"   {_why_silent(call)}")
         for r in failures:
             sys.stdout.write(r.stderr.decode("utf-8", "replace"))
 
@@ -82,7 +89,30 @@ def main(argv=None) -> int:
         import shutil
 
         shutil.rmtree(work, ignore_errors=True)
+    print(WHAT_NEXT)
     return 0
+
+
+WHAT_NEXT = """
+== what next
+  kirolearn install                    wire the kirolearn agent and MCP server into ~/.kiro
+  kirolearn install --project DIR      also wire one project's .kiro/ files (hooks for every agent)
+  kirolearn schedule                   drain the spool in the background (or run `kirolearn drain --watch`)
+  kirolearn doctor                     check the wiring; `kirolearn status` shows what is stored
+  kirolearn context --session-start    what your next session will be told, from inside a project
+README.md has the details; `make test` runs the tests."""
+
+
+def _why_silent(call) -> str:
+    """Why a replayed hook call left no event in the spool."""
+    if call.argv:
+        name = call.argv[0]
+    else:
+        name = call.stdin.get("hook_event_name", "hook") if isinstance(call.stdin, dict) else "hook"
+    if name == "ide-agent-stop" and not call.env.get("USER_PROMPT", "").strip():
+        return ("1 call recorded nothing, by design: the IDE's agentStop came with an empty USER_PROMPT "
+                "(Kiro IDE often sends none), so there is no turn summary to keep")
+    return f"1 call ({name}) recorded nothing: see logs/hook.log in the demo home"
 
 
 def _drain() -> "str | None":

@@ -425,6 +425,7 @@ class Drainer:
             self._note_model(True)
             candidates = result.records
             run.update(extractor="llm", request=result.request, prompt_tokens=result.prompt_tokens,
+                       fallback_reason=result.note,
                        completion_tokens=result.completion_tokens, cost_usd=result.cost_usd,
                        error="; ".join(result.errors))
             stats.tokens_used += result.prompt_tokens + result.completion_tokens

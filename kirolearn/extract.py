@@ -482,6 +482,33 @@ class LLMResult:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     errors: list = field(default_factory=list)
+    note: str = ""  # for the run row's fallback_reason: a turn summary the model never gave
+
+
+SUMMARY_REQUEST = """Your answer has no record with observation_type "session_summary", yet these events end a
+turn (kind=session_summary). Answer again with JSON only: {"records": [one record with observation_type
+"session_summary" that recaps the turn: the request, what was investigated, what was learned, what was
+done, what remains]}."""
+NO_SUMMARY_NOTE = "turn summary: the model gave none, even when asked again; deterministic-turn record used"
+
+
+def _ends_turn(batch: Batch) -> bool:
+    return any(e["kind"] == "session_summary" for e in batch.events)
+
+
+def _ask_for_summary(messages: list, answer: str, settings, complete, result: LLMResult) -> "list[Candidate]":
+    """One follow-up call asking only for the turn's session_summary record (the seed's `llm-summary`)."""
+    follow_up = messages + [{"role": "assistant", "content": answer}, {"role": "user", "content": SUMMARY_REQUEST}]
+    try:
+        completion = complete(follow_up, settings)
+        result.prompt_tokens += completion.prompt_tokens
+        result.completion_tokens += completion.completion_tokens
+        result.cost_usd += completion.cost_usd
+        found = parse_answer(completion.content).records
+    except Exception as exc:  # noqa: BLE001 - the first answer's records still count
+        result.errors.append(f"asking for the turn summary: {type(exc).__name__}: {clip(str(exc), 200)}")
+        return []
+    return [c for c in found if c.observation_type == "session_summary"][:1]
 
 
 class CallTimeout(Exception):
@@ -549,7 +576,12 @@ def llm_extract(batch: Batch, settings, complete, sleep=time.sleep, deadline: "f
             result.prompt_tokens += completion.prompt_tokens
             result.completion_tokens += completion.completion_tokens
             result.cost_usd += completion.cost_usd
-            result.records = candidates_from(parse_answer(completion.content), batch)
+            extraction = parse_answer(completion.content)
+            if _ends_turn(batch) and not any(c.observation_type == "session_summary" for c in extraction.records):
+                asked = _ask_for_summary(messages, completion.content, settings, complete, result)
+                extraction = Extraction.model_construct(records=asked + list(extraction.records))
+                result.note = "" if asked else NO_SUMMARY_NOTE
+            result.records = candidates_from(extraction, batch)
             return result
         except ExtractionError as exc:
             result.errors.append(str(exc))

@@ -71,6 +71,8 @@ class Event(BaseModel):
 OBSERVATION_TYPES = ("tool_use", "decision", "error", "discovery", "pattern", "session_summary")
 ObservationType = Literal["tool_use", "decision", "error", "discovery", "pattern", "session_summary"]
 TITLE_MAX, SUMMARY_MAX, FACT_MAX, CONCEPT_MAX, FILE_MAX = 200, 4000, 500, 100, 500
+# A turn summary keeps the whole union of its two file lists (200 items each, read and modified).
+FILES_COUNT_MAX = 400
 
 
 class MemoryRecord(BaseModel):
@@ -87,7 +89,7 @@ class MemoryRecord(BaseModel):
     facts: list[Annotated[str, Field(min_length=1, max_length=FACT_MAX)]] = Field(default_factory=list, max_length=50)
     concepts: list[Annotated[str, Field(min_length=1, max_length=CONCEPT_MAX)]] = Field(default_factory=list, max_length=50)
     files_touched: list[Annotated[str, Field(min_length=1, max_length=FILE_MAX)]] = Field(
-        default_factory=list, max_length=100
+        default_factory=list, max_length=FILES_COUNT_MAX
     )
     observation_type: ObservationType
     strategy: NonEmpty
