@@ -101,13 +101,39 @@ def corrupt(path, seed=1, size=8192):
         fh.write(random.Random(seed).randbytes(size))
 
 
-@pytest.fixture
-def filled(home, project, drain_now):
-    """A home whose database holds 200 drained events (a corruptible size)."""
-    ids = spool_events(project, 200)
-    stats, db = drain_now(flush=True)
-    db.conn.close()
+@pytest.fixture(scope="module")
+def filled_template(tmp_path_factory):
+    """One database of 200 drained events (a corruptible size), built once per module."""
+    from kirolearn import drain, settings, store
+
+    base = tmp_path_factory.mktemp("filled")
+    project = base / "project"
+    (project / ".git").mkdir(parents=True)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("KIROLEARN_HOME", str(base / "home"))
+        ids = spool_events(project, 200)
+        db = store.open_db()
+        held = drain.lock()
+        try:
+            stats = drain.Drainer(db, settings.load()).run_once(flush=True)
+        finally:
+            held.release()
+        db.conn.close()
     assert stats.stored == 200
+    return base / "home", ids
+
+
+@pytest.fixture
+def filled(home, filled_template):
+    """This test's home holds a copy of the 200-event database (and the marker saying so)."""
+    source, ids = filled_template
+    home.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source / "kirolearn.db", home / "kirolearn.db")
+    os.chmod(home / "kirolearn.db", 0o600)
+    from kirolearn import state
+
+    marker = json.loads((source / "state" / "store.json").read_text())
+    state.write(state.STORE, dict(marker, path=str(home / "kirolearn.db")))
     return ids
 
 
@@ -328,6 +354,7 @@ def read_only_ready(home):
     A normal user gets chmod 0500; root ignores modes, so root runs the command in
     its own mount namespace with ready/ bind-mounted read-only.
     """
+    spool.ensure_layout()
     ready_dir = str(home / "spool" / "ready")
     if os.geteuid() != 0:
         os.chmod(ready_dir, 0o500)
