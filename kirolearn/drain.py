@@ -130,7 +130,7 @@ class Drainer:
         for name in names:
             path = os.path.join(tmp_dir, name)
             try:
-                if now - os.path.getmtime(path) < STALE_TMP_SECONDS:
+                if now - os.lstat(path).st_mtime < STALE_TMP_SECONDS:  # lstat: a link's target is not ours
                     continue
                 data = json.loads(spool.read_entry(path))
                 Event.model_validate(data)

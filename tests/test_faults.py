@@ -521,6 +521,17 @@ if given is not None:
         assert used == 1
         _assert_quoted(text)
 
+    @settings(max_examples=300, deadline=None)
+    @given(st.text())
+    def test_clean_text_leaves_only_plain_lines(text):
+        from kirolearn.sanitize import BIDI_CONTROLS, clean_text
+
+        out = clean_text(text)
+        rest = out.replace("\n", "")
+        assert rest.splitlines() == ([rest] if rest else [])  # "\n" is the only line break left
+        assert not any(ord(c) < 32 and c != "\n" or 0x7F <= ord(c) <= 0x9F or c in BIDI_CONTROLS for c in out)
+        out.encode("utf-8")  # no lone surrogates
+
 
 # --- 10. file modes under umask 000 -----------------------------------------------------------------------------
 
