@@ -266,19 +266,10 @@ def status_command(json_):
                       "daily_token_limit": settings.extract.daily_token_limit,
                       "daily_cost_limit_usd": settings.extract.daily_cost_limit_usd},
     }
-    from .health import last_drain, model_state
-
-    model = model_state()
-    in_a_row = int(model.get("consecutive_failures") or 0)
-    breaker = bool(settings.extract.model) and in_a_row >= settings.extract.breaker_failures
-    info["extractor"].update(failures_in_a_row=in_a_row if settings.extract.model else 0, breaker_open=breaker,
-                             last_model_error=model.get("last_error") if in_a_row else None)
-    if breaker:
-        info["extractor"]["mode"] = f"deterministic (the model failed {in_a_row} batches in a row)"
-    drained = last_drain()
-    info["last_drain_error"] = drained.get("error") or None
+    from .health import status_facts
     from .store import refuse_lost
 
+    status_facts(info, settings)  # the model breaker and the last drain's error
     refuse_lost(config.db_path())  # a lost database is an error to report, not "none yet"
     if os.path.exists(config.db_path()):
         from . import store

@@ -74,6 +74,18 @@ def model_state() -> dict:
     return state.read(state.MODEL)
 
 
+def status_facts(info: dict, settings) -> None:
+    """Add the model breaker and the last drain's error to `kirolearn status`'s `info`."""
+    model = model_state()
+    in_a_row = int(model.get("consecutive_failures") or 0) if settings.extract.model else 0
+    breaker = bool(settings.extract.model) and in_a_row >= settings.extract.breaker_failures
+    info["extractor"].update(failures_in_a_row=in_a_row, breaker_open=breaker,
+                             last_model_error=model.get("last_error") if in_a_row else None)
+    if breaker:
+        info["extractor"]["mode"] = f"deterministic (the model failed {in_a_row} batches in a row)"
+    info["last_drain_error"] = last_drain().get("error") or None
+
+
 def store_health(path: "str | None" = None) -> dict:
     """{"state": "none" | "ok" | "lost" | "damaged" | "unreadable", "detail": text} without changing anything."""
     from . import store

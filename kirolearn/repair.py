@@ -26,7 +26,7 @@ from . import config, state, store
 
 CLI_METHOD = "sqlite3 .recover"
 SALVAGE_METHOD = "row-by-row salvage (Python sqlite3)"
-PROBE_LIMIT = 1_000_000  # rowids probed one by one past the last readable one when max(rowid) is unreadable
+PROBE_LIMIT = 100_000  # rowids probed one by one past the last readable one when max(rowid) is unreadable
 
 
 @dataclass
