@@ -43,6 +43,8 @@ bench: $(BENCH_VENV)/.installed ## print speed figures (never fails the build)
 	$(BENCH_VENV)/bin/python bench/bench_drain.py --events 50000
 	@echo
 	$(BENCH_VENV)/bin/python bench/bench_recall.py --venv $(BENCH_VENV)
+	@echo
+	$(BENCH_VENV)/bin/python bench/bench_viewer.py
 
 SOAK_SECONDS ?= 90
 soak: $(BENCH_VENV)/.installed ## hooks, drains, a watcher and SIGKILLs for SOAK_SECONDS; prints lost and duplicated events

@@ -353,9 +353,12 @@ def _project_root(project):
 @click.option("--type", "types", multiple=True,
               type=click.Choice(["tool_use", "decision", "error", "discovery", "pattern", "session_summary"]),
               help="Only records of this observation type (repeatable).")
+@click.option("--since", callback=lambda c, p, v: _since(v), help="Only records since an age (7d, 12h, 2w) or a date.")
+@click.option("--session", "session_id", help="Only records of this session id.")
+@click.option("--file", help="Only records that touched this file (a path, or its tail).")
 @click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True, help="Most records to show.")
 @json_option
-def search_command(query, project, all_projects, types, limit, json_):
+def search_command(query, project, all_projects, types, since, session_id, file, limit, json_):
     """Search memory records of the current project.
 
     Any text works: quotes, operators and code are searched as plain words.
@@ -375,18 +378,29 @@ def search_command(query, project, all_projects, types, limit, json_):
     root = _project_root(project)
     conn = recall.connect_readonly(budget=5.0)
     hits = recall.search(conn, query, project_id=None if all_projects else context.project_id(root),
-                         types=list(types) or None, limit=limit)
+                         types=list(types) or None, limit=limit, since=since, session_id=session_id, file=file)
+    from .manage import clean, terminal
+
     if json_:
-        click.echo(json.dumps([h.to_dict() for h in hits], ensure_ascii=False, indent=2))
+        click.echo(json.dumps(clean([h.to_dict() for h in hits]), ensure_ascii=False, indent=2))
         return
     if not hits:
         where = "any project" if all_projects else root
         click.echo(f"No memory records match {query!r} in {where}.", err=True)
         return
     now = time.time()
-    for hit in hits:
-        click.echo(f"{hit.record_id}  {hit.score:6.2f}  [{hit.observation_type}] {hit.title}")
+    for hit in hits:  # BM25 of a small store is tiny: significant digits, not a fixed 0.00
+        click.echo(terminal(clean(f"{hit.record_id}  {hit.score:8.3g}  [{hit.observation_type}] {hit.title}")))
         click.echo(f"    {context.age(hit.created_at, now)}" + (f" · {hit.project_root}" if all_projects else ""))
+
+
+def _since(value):
+    from .manage import ManageError, parse_since
+
+    try:
+        return parse_since(value)
+    except ManageError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--since'") from None
 
 
 @cli.command(name="context")
@@ -760,3 +774,6 @@ def doctor_command(json_):
             click.echo(f"{c['level']:<5} {c['message']}")
     if problems:
         raise SystemExit(1)
+
+
+from . import cli_manage  # noqa: E402,F401 - registers list, show, forget, restore, edit, import, serve

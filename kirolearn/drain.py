@@ -481,6 +481,9 @@ class Drainer:
             self.extract_batch(batch, stats)
         stats.model_breaker_open = self.breaker_open()
         stats.expired_events = self.expire_events()
+        from .manage import expire_forgotten  # forgotten records past retention.forgotten_days lose their bytes
+
+        expire_forgotten(self.db, self.settings.retention.forgotten_days)
         stats.pending_events = self.db.execute(
             "select count(*) from events where extract_state = 'pending'"
         ).fetchone()[0]

@@ -90,6 +90,8 @@ class Retention(_Section):
 
     events_days: float = Field(90.0, ge=0, description="delete extracted events older than this (records keep their "
                                                        "source ids); 0 = keep forever")
+    forgotten_days: float = Field(30.0, ge=0, description="forgotten records stay restorable this long, then the "
+                                                          "drain purges their bytes; 0 = until `forget --purge`")
 
 
 class Settings(_Section):
