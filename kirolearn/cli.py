@@ -104,6 +104,9 @@ def cli():
     Hooks capture each agent turn into a spool; `kirolearn drain` turns the
     spool into searchable memory records in $KIROLEARN_HOME/kirolearn.db.
     """
+    from .logscrub import scrub_stderr_logging
+
+    scrub_stderr_logging()  # library warnings reach logs/drain.log under cron: scrub them too
 
 
 def _load_settings():
@@ -187,6 +190,16 @@ def drain_command(watch, flush, json_):
         click.echo(json.dumps(asdict(stats), sort_keys=True))
     elif not json_:
         click.echo(_describe(stats))
+    _rescrub_note()
+
+
+def _rescrub_note(db=None) -> None:
+    """Say on stderr when the store's text predates the current scrubbing rules."""
+    from .rescrub import note
+
+    text = note(db or _open_db())
+    if text:
+        click.echo(f"kirolearn: {text}", err=True)
 
 
 def _describe(stats) -> str:
@@ -298,6 +311,9 @@ def status_command(json_):
             "extraction_failures_24h": failures,
         }
         info["extractor"].update(tokens_today=tokens, cost_usd_today=round(dollars, 6))
+        from .rescrub import state as scrub_state
+
+        info["database"]["scrub"] = scrub_state(db)
     from .doctor import hook_errors_since
     from .install import wiring
 
@@ -333,6 +349,9 @@ def status_command(json_):
                    f"{last['records_written']} records")
     if db_info["extraction_failures_24h"]:
         click.echo(f"model failures in the last 24 h: {db_info['extraction_failures_24h']}")
+    sc = db_info["scrub"]
+    click.echo(f"scrub rules: v{sc['rules_version']}; stored text scrubbed with v{sc['store_scrubbed_with']}"
+               + (": run `kirolearn rescrub`" if sc["rescrub_needed"] else ""))
     for p in db_info["projects"]:
         click.echo(f"  {p['project_root']}: {p['events']} events ({p['pending']} buffered), {p['records']} records")
 
@@ -691,6 +710,66 @@ def schedule_command(every, kind, print_only, remove):
                 click.echo(f"# {job.path}\n{job.content}")
         return
     click.echo(schedule.remove_job(kind) if remove else schedule.install_job(kind, seconds))
+
+
+@cli.command(name="scan")
+@click.argument("source", type=click.File("r", encoding="utf-8", errors="replace"), default="-")
+@json_option
+def scan_command(source, json_):
+    """Show what the scrubber would redact in FILE (or stdin), by type.
+
+    Check your own secrets before trusting kirolearn with them. Prints the count
+    per redaction type and each redacted line (the secrets themselves are never
+    printed). Line numbers are those of the scrubbed text.
+
+    
+    Examples:
+        kirolearn scan .env
+        env | kirolearn scan --json
+    """
+    from .rescrub import scan
+
+    result = scan(source.read(), _scrubber())
+    if json_:
+        click.echo(json.dumps({k: v for k, v in result.items() if k != "scrubbed"}, indent=2, sort_keys=True))
+        return
+    click.echo(f"{result['total']} redaction(s) with scrub rules v{result['rules_version']}")
+    for kind, n in result["by_type"].items():
+        click.echo(f"  {n:>4}  {kind}")
+    lines = result["scrubbed"].splitlines()
+    for number in sorted({f["line"] for f in result["findings"]}):
+        click.echo(f"{number:>5}: {lines[number - 1]}")
+
+
+@cli.command(name="rescrub")
+@json_option
+def rescrub_command(json_):
+    """Re-apply today's scrubbing rules to everything already stored and logged.
+
+    Run it after an upgrade that brings new rules (`status` and `drain` say so).
+    Scrubs every stored event, record, summary and run, rebuilds the full-text
+    index, scrubs the log files, then checkpoints the WAL and vacuums so the old
+    bytes leave the database files. Safe to interrupt and re-run.
+    """
+    from .rescrub import rescrub
+
+    result = rescrub(_open_db(), _scrubber())
+    if json_:
+        click.echo(json.dumps(result, indent=2, sort_keys=True))
+        return
+    rows = result["rows_changed"]
+    click.echo(f"rescrub with rules v{result['rules_version']}{' (resumed)' if result['resumed'] else ''}: "
+               f"{sum(rows.values())} rows changed" + (f" ({', '.join(f'{t}: {n}' for t, n in sorted(rows.items()))})"
+                                                       if rows else ""))
+    if result["redactions"]:
+        click.echo("redacted: " + ", ".join(f"{n} {k}" for k, n in sorted(result["redactions"].items())))
+    logs = result["log_lines_changed"]
+    click.echo(f"log lines changed: {sum(logs.values())}" + (f" ({', '.join(f'{p}: {n}' for p, n in sorted(logs.items()))})"
+                                                            if logs else ""))
+    click.echo(f"database: {result['bytes_before']:,} -> {result['bytes_after']:,} bytes (checkpointed and vacuumed)")
+    if not result["checkpoint_complete"]:
+        click.echo("kirolearn: another process still reads the database, so the WAL could not be emptied; "
+                   "stop `kirolearn drain --watch` and the MCP server, then run `kirolearn rescrub` again", err=True)
 
 
 @cli.group(name="config", context_settings=CONTEXT_SETTINGS)

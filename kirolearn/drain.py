@@ -110,7 +110,8 @@ class Drainer:
     def __init__(self, db, settings, *, complete=None, sleep=time.sleep, progress=None):
         self.db = db
         self.settings = settings
-        self.scrubber = Scrubber(settings.scrub.extra_patterns, settings.scrub.allow)
+        self.scrubber = Scrubber(settings.scrub.extra_patterns, settings.scrub.allow,
+                                 betterleaks=settings.scrub.betterleaks)
         self.complete = complete or extract.litellm_complete
         self.sleep = sleep
         self.progress = progress  # callable(n_done) or None

@@ -360,8 +360,10 @@ def _setup_logging() -> None:
         handlers.append(logging.FileHandler(path, encoding="utf-8"))
     except (OSError, config.HomeNotFound):
         pass
-    logging.basicConfig(level=logging.WARNING, handlers=handlers,
-                        format="%(asctime)s kirolearn-mcp %(levelname)s %(message)s")
+    from .logscrub import use_scrubbing
+
+    use_scrubbing(handlers, "%(asctime)s kirolearn-mcp %(levelname)s %(message)s")  # no secret in a log line
+    logging.basicConfig(level=logging.WARNING, handlers=handlers)
 
 
 def main(argv=None) -> int:

@@ -239,3 +239,17 @@ def m011_forgotten_and_audit(db):
     # `list` / the viewer page through all projects, or one session, newest first at 100k records
     db["memory_records"].create_index(["created_at", "record_id"], index_name="idx_records_created")
     db["memory_records"].create_index(["session_id", "created_at"], index_name="idx_records_session")
+
+
+@migrations()
+def m009_scrub_state(db):
+    """Which scrub-rules version the stored text was scrubbed with (and where a rescrub stopped).
+
+    A new store holds nothing yet, so it is as clean as the current rules; a store that already
+    holds rows was scrubbed by the rules before this table existed, version 1.
+    """
+    from .scrub import rules_version
+
+    db["scrub_state"].create({"key": str, "value": str}, pk="key")
+    holds_rows = any(db[t].exists() and db[t].count for t in ("events", "memory_records", "session_summaries"))
+    db["scrub_state"].insert({"key": "scrubbed_with", "value": "1" if holds_rows else str(rules_version())})

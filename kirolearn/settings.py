@@ -65,6 +65,7 @@ class Scrub(_Section):
 
     extra_patterns: dict[str, str] = Field(default_factory=dict, description="type name = regex; matches become [REDACTED:<type>]")
     allow: list[str] = Field(default_factory=list, description="literal strings never redacted")
+    betterleaks: bool = Field(False, description="also run betterleaks (pip install 'kirolearn[scan]') in the drain")
 
 
 class Drain(_Section):
