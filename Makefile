@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 BENCH_VENV ?= .venv-bench
 
 .DEFAULT_GOAL := help
-.PHONY: help install test demo bench clean
+.PHONY: help install test demo bench soak clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -52,6 +52,10 @@ bench: $(BENCH_VENV)/.installed ## print speed figures (never fails the build)
 	nice $(BENCH_VENV)/bin/python bench/bench_coding.py
 	@echo
 	nice $(BENCH_VENV)/bin/python bench/bench_locomo.py
+
+SOAK_SECONDS ?= 90
+soak: $(BENCH_VENV)/.installed ## hooks, drains, a watcher and SIGKILLs for SOAK_SECONDS; prints lost and duplicated events
+	$(BENCH_VENV)/bin/python bench/soak.py --seconds $(SOAK_SECONDS) --venv $(BENCH_VENV)
 
 clean: ## remove virtual environments and caches
 	rm -rf $(VENV) $(BENCH_VENV) build *.egg-info .pytest_cache .hypothesis
