@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 BENCH_VENV ?= .venv-bench
 
 .DEFAULT_GOAL := help
-.PHONY: help install test demo bench clean
+.PHONY: help install test demo bench mutate clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -40,5 +40,11 @@ bench: $(BENCH_VENV)/.installed ## print speed figures (never fails the build)
 	@echo
 	$(BENCH_VENV)/bin/python bench/bench_recall.py --venv $(BENCH_VENV)
 
+# A check, not a timed test: prints the survivors and never fails the build. mutmut is
+# installed here only, not by `make install`: nothing else needs it.
+mutate: $(VENV)/.installed ## mutation-test dedup, drain order, recall, summaries, spend limit, scrubber (minutes)
+	$(PY) -m pip install --quiet --disable-pip-version-check 'mutmut==3.8.1'
+	nice $(PY) tools/mutate.py
+
 clean: ## remove virtual environments and caches
-	rm -rf $(VENV) $(BENCH_VENV) build *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) $(BENCH_VENV) build *.egg-info .pytest_cache .hypothesis mutants

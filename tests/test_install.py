@@ -407,3 +407,21 @@ def test_cron_install_creates_the_log_folder(tmp_path, monkeypatch, home):
     monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
     assert run("schedule", "--cron").exit_code == 0
     assert (home / "logs").is_dir() and "drain.log" in store.read_text()
+
+
+def test_doctor_warns_about_a_workspace_agent_named_like_ours(kiro, project, monkeypatch):
+    run("install", "--yes")
+    theirs = project / ".kiro" / "agents" / "kirolearn.json"
+    theirs.parent.mkdir(parents=True)
+    theirs.write_text('{"name": "kirolearn", "tools": ["*"]}\n')
+    monkeypatch.chdir(project / "src")  # doctor looks at the project it runs in, and at every recorded one
+    result = CliRunner().invoke(cli, ["doctor"])
+    assert f"WARN  {theirs} and ~/.kiro/agents/kirolearn.json are both named kirolearn" in result.output
+
+
+def test_doctor_warns_when_classic_and_v3_hooks_meet_in_one_project(kiro, project):
+    (project / ".kiro" / "settings" / "mcp.json").unlink()
+    run("install", "--global", "--project", str(project), "--yes")
+    result = CliRunner().invoke(cli, ["doctor"])
+    assert f"{project} has kirolearn's v3 hook file" in result.output
+    assert "without `--agent kirolearn`" in result.output
