@@ -472,6 +472,9 @@ def plan_install(project: "str | None", global_: bool, portable: bool = False) -
         scopes.append(kiro + os.sep)
     if project:
         dot = project_dot(project)
+        if os.path.realpath(dot) == os.path.realpath(kiro):
+            raise InstallError(f"{os.path.abspath(project)} is your home directory, whose .kiro is ~/.kiro",
+                               "wire it with `kirolearn install --global`, and a project with --project DIR")
         changes.append(_owned(os.path.join(dot, "hooks", f"{AGENT_NAME}.json"), v3_hook_file(portable)))
         for stem, when, event, description in IDE_LEGACY_HOOKS:
             changes.append(_owned(os.path.join(dot, "hooks", f"{stem}.kiro.hook"),

@@ -425,3 +425,9 @@ def test_doctor_warns_when_classic_and_v3_hooks_meet_in_one_project(kiro, projec
     result = CliRunner().invoke(cli, ["doctor"])
     assert f"{project} has kirolearn's v3 hook file" in result.output
     assert "without `--agent kirolearn`" in result.output
+
+
+def test_project_install_refuses_the_home_directory(kiro):
+    result = CliRunner().invoke(cli, ["install", "--project", str(kiro), "--yes"])
+    assert result.exit_code == 1 and "is your home directory" in result.stderr and "--global" in result.stderr
+    assert not (kiro / ".kiro" / "hooks").exists()
