@@ -13,8 +13,12 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
 
 $(VENV)/.installed: setup.cfg pyproject.toml
+	@echo "== creating $(VENV) and installing kirolearn with its dependencies (about 1-2 minutes, once)"
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@# pip's own lines as progress (one per package); the full log stays in $(VENV)/pip.log
+	$(PY) -m pip install --disable-pip-version-check -e '.[dev]' 2>&1 | tee $(VENV)/pip.log \
+		| { grep --line-buffered -E '^(Collecting|Successfully installed)' || true; } \
+		|| { tail -n 30 $(VENV)/pip.log; echo "pip install failed; full log: $(VENV)/pip.log"; exit 1; }
 	touch $@
 
 install: $(VENV)/.installed ## create .venv with kirolearn (editable) and the test tools

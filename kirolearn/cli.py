@@ -30,6 +30,14 @@ class KirolearnGroup(click.Group):
     line pointing there (set KIROLEARN_DEBUG=1 to see the traceback instead).
     """
 
+    def format_commands(self, ctx, formatter):
+        """The command list with each description's whole first sentence (click cuts it to fit one line)."""
+        rows = [(name, cmd.get_short_help_str(limit=200)) for name, cmd in
+                ((n, self.get_command(ctx, n)) for n in self.list_commands(ctx)) if cmd and not cmd.hidden]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
     def invoke(self, ctx):
         import os
 
@@ -207,23 +215,9 @@ def export_command(output):
 
     if not os.path.exists(config.db_path()):
         raise click.ClickException(f"no database at {config.db_path()}: run `kirolearn drain` first")
-    db = _open_db()
-    for row in db.query("select body, extract_state, run_id from events order by event_id"):
-        item = json.loads(row["body"])
-        output.write(json.dumps({"type": "event", **item, "extract_state": row["extract_state"],
-                                 "extract_run_id": row["run_id"]}, ensure_ascii=False) + "\n")
-    for row in db.query("select * from memory_records order by created_at, record_id"):
-        item = dict(row)
-        for key in ("facts", "concepts", "files_touched", "source_event_ids"):
-            item[key] = json.loads(item[key])
-        output.write(json.dumps({"type": "record", **item}, ensure_ascii=False) + "\n")
-    from .context import decode_session_summary
+    from .backup import export
 
-    for row in db.query("select * from session_summaries order by ended_at, id"):
-        item = decode_session_summary(row)
-        output.write(json.dumps({"type": "summary", **item}, ensure_ascii=False) + "\n")
-
-
+    export(_open_db(), output)
 
 
 @cli.command(name="status")
@@ -330,7 +324,7 @@ def _project_root(project):
 
 @cli.command(name="search")
 @click.argument("query")
-@click.option("--project", type=click.Path(file_okay=False), help="Project directory (default: the current one).")
+@click.option("--project", type=click.Path(file_okay=False, exists=True), help="Project directory (default: the current one).")
 @click.option("--all-projects", is_flag=True, help="Search every project.")
 @click.option("--type", "types", multiple=True,
               type=click.Choice(["tool_use", "decision", "error", "discovery", "pattern", "session_summary"]),
@@ -374,7 +368,7 @@ def search_command(query, project, all_projects, types, limit, json_):
 @cli.command(name="context")
 @click.option("--session-start", is_flag=True, help="What the session-start hook would print.")
 @click.option("--prompt", help="What the prompt-submit hook would print for this prompt.")
-@click.option("--project", type=click.Path(file_okay=False), help="Project directory (default: the current one).")
+@click.option("--project", type=click.Path(file_okay=False, exists=True), help="Project directory (default: the current one).")
 def context_command(session_start, prompt, project):
     """Print exactly what a hook would inject, for debugging.
 
@@ -424,7 +418,7 @@ def _scrubber():
 @click.option("--file-modified", "files_modified", multiple=True, help="A file modified (repeatable).")
 @click.option("--stdin", "from_stdin", is_flag=True,
               help="Read one JSON object with the seven fields (files as lists) from standard input.")
-@click.option("--project", type=click.Path(file_okay=False), help="Project directory (default: the current one).")
+@click.option("--project", type=click.Path(file_okay=False, exists=True), help="Project directory (default: the current one).")
 @json_option
 def save_summary_command(request, investigated, learned, completed, next_steps, files_read, files_modified,
                          from_stdin, project, json_):
@@ -435,15 +429,20 @@ def save_summary_command(request, investigated, learned, completed, next_steps, 
         kirolearn save-summary --request "Fix login 500" --investigated "auth.py" \\
             --learned "SQL built with %" --completed "parameterised" --next-steps "orders.py" \\
             --file-read app/auth.py --file-modified app/auth.py
-        echo '{"request": "...", ...}' | kirolearn save-summary --stdin --json
+        echo '{"request": "...", ...}' | kirolearn save-summary --json   # --stdin is implied
     """
     from . import summaries
 
+    given = (request, investigated, learned, completed, next_steps, files_read, files_modified)
+    piped = None
+    if not from_stdin and not any(given) and not sys.stdin.isatty():
+        piped = sys.stdin.read()  # `… | kirolearn save-summary`: the JSON document, without --stdin
+        from_stdin = bool(piped.strip())
     if from_stdin:
-        if any((request, investigated, learned, completed, next_steps, files_read, files_modified)):
+        if any(given):
             raise click.UsageError("--stdin takes all fields from the JSON document; drop the field options")
         try:
-            doc = json.loads(sys.stdin.read())
+            doc = json.loads(piped if piped is not None else sys.stdin.read())
         except ValueError as exc:
             raise click.ClickException(f"standard input is not valid JSON: {exc}") from None
         if not isinstance(doc, dict):
@@ -477,7 +476,7 @@ def save_summary_command(request, investigated, learned, completed, next_steps, 
 @click.option("--label", default="general", show_default=True, help="Project label (the tool's `project`).")
 @click.option("--auto-compress", is_flag=True, help="Let the configured model draft what is missing.")
 @click.option("--transcript", type=click.File("r", encoding="utf-8"), help="Session log file for --auto-compress ('-' for stdin).")
-@click.option("--project", type=click.Path(file_okay=False), help="Project directory (default: the current one).")
+@click.option("--project", type=click.Path(file_okay=False, exists=True), help="Project directory (default: the current one).")
 @json_option
 def session_end_command(session_id, summary, highlights, pitfalls, next_steps, open_questions, label,
                         auto_compress, transcript, project, json_):
@@ -492,8 +491,9 @@ def session_end_command(session_id, summary, highlights, pitfalls, next_steps, o
 
     result = _summaries_call(
         summaries.session_end, project=_here(project), session_id=session_id, summary=summary,
-        highlights=list(highlights), pitfalls=list(pitfalls), next_steps=list(next_steps),
-        open_questions=list(open_questions), label=label, auto_compress=auto_compress,
+        # an option not given is absent (None), so auto_compress may fill it
+        highlights=list(highlights) or None, pitfalls=list(pitfalls) or None, next_steps=list(next_steps) or None,
+        open_questions=list(open_questions) or None, label=label, auto_compress=auto_compress,
         transcript=transcript.read() if transcript else None, settings=_load_settings(), scrubber=_scrubber())
     if json_:
         click.echo(json.dumps(result))
@@ -506,7 +506,7 @@ def session_end_command(session_id, summary, highlights, pitfalls, next_steps, o
 
 @cli.command(name="session-init")
 @click.option("--label", default="general", show_default=True, help="Project label used at session-end.")
-@click.option("--project", type=click.Path(file_okay=False), help="Project directory (default: the current one).")
+@click.option("--project", type=click.Path(file_okay=False, exists=True), help="Project directory (default: the current one).")
 @json_option
 def session_init_command(label, project, json_):
     """Show the latest session-end summary of this project (it stays until superseded)."""
@@ -521,7 +521,10 @@ def session_init_command(label, project, json_):
         return
     click.echo(f"Last session {found['session_id']} ended {found['ended_at']}"
                + (f" on branch {found['branch']}" if found.get("branch") else ""))
-    click.echo(found["summary"])
+    click.echo(found["summary"] or "(it ended without a summary)")
+    for later in found.get("ended_without_summary") or []:
+        why = f" (auto_compress: {later['auto_compress_error']})" if later.get("auto_compress_error") else ""
+        click.echo(f"Since then session {later['session_id']} ended {later['ended_at']} without a summary{why}.")
     for head, key in (("Next steps", "next_steps"), ("Pitfalls", "pitfalls"), ("Open questions", "open_questions"),
                       ("Highlights", "highlights")):
         if found[key]:
@@ -542,7 +545,9 @@ def session_init_command(label, project, json_):
 @click.option("--dry-run", is_flag=True, help="Print the diff of every file it would touch; write nothing.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before writing.")
 @click.option("--set-default", is_flag=True, help="Also make `kirolearn` Kiro CLI's default agent.")
-def install_command(project, global_, portable, dry_run, yes, set_default):
+@click.option("--agent", "agent", type=click.Choice(["kiro", "claude-code"]), default="kiro", show_default=True,
+              help="Which agent to wire: Kiro (CLI and IDE) or Claude Code (.claude/settings.json hooks).")
+def install_command(project, global_, portable, dry_run, yes, set_default, agent):
     """Wire kirolearn's hooks and MCP server into Kiro (CLI and IDE).
 
     Writes only its own entries, keeps everything else in shared files byte
@@ -557,9 +562,18 @@ def install_command(project, global_, portable, dry_run, yes, set_default):
         kirolearn install --global --project . -y   # both
         kirolearn install --project . --portable    # .kiro/ files fit to commit
         kirolearn install --project . --dry-run
+        kirolearn install --agent claude-code       # ~/.claude/settings.json hooks
     """
-    from . import install
+    from . import agents, install
 
+    if agent != "kiro":
+        if set_default or portable:
+            raise click.UsageError("--set-default and --portable are Kiro options; drop them with --agent claude-code")
+        _apply_changes(agents.get(agent).plan_install(project, global_ or not project), dry_run, yes, installing=True)
+        if not dry_run:
+            click.echo("next: `kirolearn schedule` to drain in the background; Claude Code picks the hooks up "
+                       "at its next start")
+        return
     changes = install.plan_install(project, global_ or not project, portable)
     _apply_changes(changes, dry_run, yes, installing=True)
     for path in install.machine_paths(changes):
@@ -604,7 +618,9 @@ def _apply_changes(changes, dry_run, yes, *, installing):
                    "needs --yes.")
 @click.option("--dry-run", is_flag=True, help="Print what would change; write nothing.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before writing or deleting.")
-def uninstall_command(project, purge, dry_run, yes):
+@click.option("--agent", "agent", type=click.Choice(["kiro", "claude-code"]),
+              help="Only undo what was installed for this agent (default: every agent).")
+def uninstall_command(project, purge, dry_run, yes, agent):
     """Remove exactly what `kirolearn install` added, from every project it recorded.
 
     Shared files get their bytes back as they were before install (unless you
@@ -614,14 +630,15 @@ def uninstall_command(project, purge, dry_run, yes):
     import os
     import shutil
 
-    from . import config, install
+    from . import agents, config
     from .errors import KirolearnError
 
     home = config.home()
     if purge and not dry_run and not yes and not sys.stdin.isatty() and os.path.isdir(home):
         raise KirolearnError(f"refusing to delete {home} and all memory in it without a confirmation",
                              "run it in a terminal, or pass --yes", exit_code=2)
-    _apply_changes(install.plan_uninstall(project), dry_run, yes, installing=False)
+    changes = [c for name in ([agent] if agent else agents.names()) for c in agents.get(name).plan_uninstall(project)]
+    _apply_changes(changes, dry_run, yes, installing=False)
     if purge and not dry_run:
         if os.path.isdir(home):
             if not yes and not click.confirm(f"delete {home} and all memory in it?"):
@@ -645,7 +662,7 @@ def schedule_command(every, kind, print_only, remove):
     from . import schedule
 
     kind = kind or schedule.default_kind()
-    seconds = schedule.parse_every(every)
+    seconds = schedule.parse_every(every, kind)
     if print_only:
         if kind == "cron":
             click.echo(schedule.cron_line(seconds))

@@ -4,11 +4,17 @@ Standard library only (the hook imports it). Nothing here creates anything
 except `ensure_private_dir`, so read-only commands never litter a fresh machine.
 """
 
+import contextlib
+import contextvars
 import os
 
 from .errors import HomeError
 
 HOME_ENV = "KIROLEARN_HOME"
+
+# Set by `using_home` (the library facade, `kirolearn.Memory(home=...)`): wins over the
+# environment for the current thread or task only, so two Memory objects never mix homes.
+_home_override: "contextvars.ContextVar[str | None]" = contextvars.ContextVar("kirolearn_home", default=None)
 
 
 class HomeNotFound(HomeError):
@@ -16,8 +22,8 @@ class HomeNotFound(HomeError):
 
 
 def home() -> str:
-    """Root of all kirolearn state: $KIROLEARN_HOME, else ~/.kirolearn."""
-    explicit = os.environ.get(HOME_ENV)
+    """Root of all kirolearn state: `using_home`'s, else $KIROLEARN_HOME, else ~/.kirolearn."""
+    explicit = _home_override.get() or os.environ.get(HOME_ENV)
     if explicit:
         return os.path.abspath(os.path.expanduser(explicit))
     user_home = user_home_dir()
@@ -27,6 +33,19 @@ def home() -> str:
             "(or HOME) to a writable directory"
         )
     return os.path.join(user_home, ".kirolearn")
+
+
+@contextlib.contextmanager
+def using_home(path: "str | None"):
+    """Within the block, `home()` is `path` (None: leave it as the environment says)."""
+    if path is None:
+        yield
+        return
+    token = _home_override.set(os.path.abspath(os.path.expanduser(str(path))))
+    try:
+        yield
+    finally:
+        _home_override.reset(token)
 
 
 def user_home_dir() -> "str | None":

@@ -11,7 +11,7 @@ import json
 import os
 import time
 
-from . import config, recall
+from . import config, continuity, once, recall, textcut
 from .dedup import project_id  # stdlib-only, like this module
 
 SESSION_START_HEADING = "## kirolearn memory: where this project left off"
@@ -21,6 +21,12 @@ DEFAULTS = {"budget_tokens": recall.DEFAULT_BUDGET_TOKENS, "prompt_records": 5, 
             "time_budget_ms": int(recall.DEFAULT_TIME_BUDGET * 1000)}
 SUMMARY_CHARS = 700
 TYPE_LABELS = {"session_summary": "turn summary", "tool_use": "tool use"}
+STRATEGY_LABELS = {"mcp_session_end": "session end"}  # session_end records are not turn summaries
+SESSION_END_STRATEGIES = tuple(STRATEGY_LABELS)
+# Kiro CLI (like Q CLI) cuts hook output at max_output_size, 10,240 bytes by default:
+# the budget is capped below it (2,400 tokens ≈ 9,600 characters) and the block below 10,000 bytes.
+MAX_BUDGET_TOKENS = 2400
+MAX_OUTPUT_BYTES = 10_000
 
 
 def settings() -> dict:
@@ -42,6 +48,7 @@ def settings() -> dict:
     for key in DEFAULTS:
         if isinstance(table.get(key), int) and not isinstance(table.get(key), bool) and table[key] >= 0:
             values[key] = table[key]
+    values["budget_tokens"] = min(values["budget_tokens"], MAX_BUDGET_TOKENS)
     scrub = data.get("scrub", {}) if isinstance(data.get("scrub"), dict) else {}
     if isinstance(scrub.get("extra_patterns"), dict):
         values["scrub_extra"] = {str(k): str(v) for k, v in scrub["extra_patterns"].items()}
@@ -116,18 +123,17 @@ def _quote(lines) -> str:
 def render_hit(hit: recall.Hit, now: float, summary_chars: int = SUMMARY_CHARS) -> str:
     """One record as a quoted markdown block."""
     title = " ".join(hit.title.split())
-    label = TYPE_LABELS.get(hit.observation_type, hit.observation_type)
+    label = STRATEGY_LABELS.get(hit.strategy) or TYPE_LABELS.get(hit.observation_type, hit.observation_type)
     lines = [f"**{title}** · {label} · {age(hit.created_at, now)}"]
     full = hit.summary.strip()
-    summary = full if len(full) <= summary_chars else full[: summary_chars - 1].rstrip() + "…"
-    lines.append(summary)
+    lines.append(textcut.cut(full, summary_chars))
     flat = " ".join(full.split())
     files = {str(f) for f in hit.files_touched}
     facts = [" ".join(str(f).split()) for f in hit.facts]
     # Facts the summary already states, or that only repeat a file name, add nothing.
     facts = [f for f in facts if f and f not in flat and f.removeprefix("Changed ") not in files]
     for fact in facts[:3]:
-        lines.append(f"- {fact[:240]}")
+        lines.append(f"- {textcut.cut(fact, 240)}")
     if hit.files_touched:
         lines.append("Files: " + ", ".join(str(f) for f in hit.files_touched[:8]))
     return _quote(lines)
@@ -141,12 +147,12 @@ def render(heading: str, blocks: "list[str]", budget_tokens: int) -> "tuple[str,
     for block in blocks:
         if len(text) + len(block) + 2 > budget:
             if used == 0 and budget > len(text) + 200:  # always show the best one, shortened
-                block = block[: budget - len(text) - 3].rstrip() + "…"
+                block = textcut.cut(block, budget - len(text) - 2)
             else:
                 break
         text += "\n" + block + "\n"
         used += 1
-    return (text, used) if used else ("", 0)
+    return (textcut.cut_bytes(text, MAX_OUTPUT_BYTES), used) if used else ("", 0)
 
 
 def scrub_out(text: str, conf: "dict | None" = None) -> str:
@@ -177,11 +183,13 @@ def session_start(conn, project_root: str, *, now: "float | None" = None, conf: 
     blocks, ids = [], []
     if ended:
         blocks.append(render_session_end(ended, now))
-        ids.append(ended["record_id"])
-    last = recall.latest(conn, pid, types=["session_summary"], limit=1, exclude=ids)
+        ids.extend([ended["record_id"]] if ended.get("record_id") else [])
+    # session_end records are in the block above: they never take the turn-summary slot
+    skip = SESSION_END_STRATEGIES
+    last = recall.latest(conn, pid, types=["session_summary"], limit=1, exclude=ids, exclude_strategies=skip)
     shown = ids + [h.record_id for h in last]
     notable = recall.latest(conn, pid, types=["decision", "error", "discovery", "pattern", "session_summary"],
-                            limit=conf["session_start_records"], exclude=shown)
+                            limit=conf["session_start_records"], exclude=shown, exclude_strategies=skip)
     hits = last + notable
     blocks += [render_hit(h, now) for h in hits]
     text, used = render(SESSION_START_HEADING, blocks, conf["budget_tokens"])
@@ -189,44 +197,32 @@ def session_start(conn, project_root: str, *, now: "float | None" = None, conf: 
 
 
 def last_session_end(conn, pid: str) -> "dict | None":
-    """The newest session_end summary of a project (None if there is none or no such table yet)."""
-    import sqlite3
-
-    try:
-        row = conn.execute("select * from session_summaries where project_id = ? order by ended_at desc, rowid desc "
-                           "limit 1", [pid]).fetchone()
-    except sqlite3.OperationalError as exc:
-        if "no such table" in str(exc):
-            return None
-        raise
-    if row is None:
-        return None
-    return decode_session_summary(row)
+    """What a new session resumes from: the newest session_end with content (kirolearn.continuity)."""
+    return continuity.resume(conn, pid)
 
 
-SUMMARY_LISTS = ("highlights", "pitfalls", "next_steps", "open_questions")
-
-
-def decode_session_summary(row) -> dict:
-    """A session_summaries row with its JSON list columns decoded (unreadable ones as [])."""
-    found = dict(row)
-    for key in SUMMARY_LISTS:
-        try:
-            found[key] = json.loads(found.get(key) or "[]")
-        except ValueError:
-            found[key] = []
-    return found
+SUMMARY_LISTS = continuity.SUMMARY_LISTS
+decode_session_summary = continuity.decode
 
 
 def render_session_end(ended: dict, now: float) -> str:
     """The last session_end summary, open next steps first after the summary itself."""
     where = f"branch {ended['branch']}, " if ended.get("branch") else ""
-    lines = [f"**Last session ended {age(ended['ended_at'], now)}** ({where}session {ended['session_id']})",
-             ended["summary"].strip()]
+    summary = (ended.get("summary") or "").strip()
+    head = "Last session ended" if summary else "Last session ended without a summary"
+    lines = [f"**{head} {age(ended['ended_at'], now)}** ({where}session {ended['session_id']})"]
+    if summary:
+        lines.append(textcut.cut(summary, 2 * SUMMARY_CHARS))
     for head, key in (("Next steps", "next_steps"), ("Pitfalls", "pitfalls"), ("Open questions", "open_questions")):
         if ended[key]:
             lines.append(f"{head}:")
-            lines.extend(f"- {' '.join(str(item).split())[:300]}" for item in ended[key][:8])
+            lines.extend(f"- {textcut.cut(' '.join(str(item).split()), 300)}" for item in ended[key][:8])
+    later = ended.get("ended_without_summary") or []
+    if later:
+        newest = later[0]
+        why = f" (auto_compress: {newest['auto_compress_error']})" if newest.get("auto_compress_error") else ""
+        more = f" and {len(later) - 1} more" if len(later) > 1 else ""
+        lines.append(f"Since then session {newest['session_id']}{more} ended without a summary{why}.")
     return _quote(lines)
 
 
@@ -253,6 +249,9 @@ def for_event(event: dict) -> str:
     state = load_state(event["session_id"])
     if trigger == "agentSpawn" and state.get("session_start"):
         return ""  # Kiro may fire agentSpawn on every prompt: inject once per session
+    if trigger == "agentSpawn" and not once.claim_session_start(
+            event["project_root"], event["session_id"], event.get("session_source", "")):
+        return ""  # a twin hook (classic + v3 wiring) of this same session start already printed it
     conn = recall.connect_readonly(budget=conf["time_budget_ms"] / 1000)
     if conn is None:
         return ""

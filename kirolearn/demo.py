@@ -52,34 +52,67 @@ def main(argv=None) -> int:
         project = replay.make_project(os.path.join(work, "projects", os.path.basename(path)[:-6]))
         projects.append(project)
         calls = replay.load(path)
-        results = replay.replay(calls, project)
+        results, silent = [], []
+        for call in calls:  # one by one, to see which calls recorded nothing
+            before = len(spool.ready_files())
+            results += replay.replay([call], project)
+            if len(spool.ready_files()) == before:
+                silent.append(call)
         failures = [r for r in results if r.returncode != 0 or r.stdout or r.stderr]
-        print(f"== replayed {len(calls)} hook calls from {os.path.relpath(path)}"
-              f" ({len(failures)} with output or errors)")
+        print(f"== replayed {len(calls)} hook calls from {os.path.relpath(path)}: "
+              f"{len(calls) - len(silent)} events recorded ({len(failures)} calls with output or errors)")
+        for call in silent:
+            print(f"   {_why_silent(call)}")
         for r in failures:
             sys.stdout.write(r.stderr.decode("utf-8", "replace"))
 
     files = spool.ready_files()
     print(f"\n== spool: {len(files)} events in {os.path.join(spool.root(), 'ready')} (files 0600; text shown scrubbed)")
-    print(f"{'kind':<16} {'trigger':<17} {'surface':<9} {'tool':<13} text")
+    print(f"{'kind':<16} {'trigger':<17} {'surface':<11} {'tool':<13} text")
     for path in files:
         with open(path, encoding="utf-8") as fh:
             event = json.load(fh)
-        print(f"{event['kind']:<16} {event['trigger']:<17} {event['surface']:<9} "
+        print(f"{event['kind']:<16} {event['trigger']:<17} {event['surface']:<11} "
               f"{(event.get('tool_name') or '-'):<13} {_short(event)}")
     drained = _drain()
     if drained is None:
         return 1
     print(f"\n== kirolearn drain --flush: {drained.strip()}")
     _show_records()
-    _show_recall(projects[0])
+    by_name = {os.path.basename(p): p for p in projects}
+    _show_recall(by_name.get("cli-classic", projects[0]))
+    if "claude-code" in by_name:
+        _show_claude_recall(by_name["claude-code"])
     if args.keep:
         print(f"\nkept: {work}")
     else:
         import shutil
 
         shutil.rmtree(work, ignore_errors=True)
+    print(WHAT_NEXT)
     return 0
+
+
+WHAT_NEXT = """
+== what next
+  kirolearn install                    wire the kirolearn agent and MCP server into ~/.kiro
+  kirolearn install --project DIR      also wire one project's .kiro/ files (hooks for every agent)
+  kirolearn schedule                   drain the spool in the background (or run `kirolearn drain --watch`)
+  kirolearn doctor                     check the wiring; `kirolearn status` shows what is stored
+  kirolearn context --session-start    what your next session will be told, from inside a project
+README.md has the details; `make test` runs the tests."""
+
+
+def _why_silent(call) -> str:
+    """Why a replayed hook call left no event in the spool."""
+    if call.argv:
+        name = call.argv[0]
+    else:
+        name = call.stdin.get("hook_event_name", "hook") if isinstance(call.stdin, dict) else "hook"
+    if name == "ide-agent-stop" and not call.env.get("USER_PROMPT", "").strip():
+        return ("1 call recorded nothing, by design: the IDE's agentStop came with an empty USER_PROMPT "
+                "(Kiro IDE often sends none), so there is no turn summary to keep")
+    return f"1 call ({name}) recorded nothing: see logs/hook.log in the demo home"
 
 
 def _drain() -> "str | None":
@@ -121,6 +154,18 @@ def _show_recall(project: str) -> None:
         out = subprocess.run([hook], input=json.dumps(payload).encode(), capture_output=True, timeout=30)
         print(f"\n== recall in {os.path.basename(project)}: {title}; the hook prints:\n")
         print(out.stdout.decode("utf-8", "replace").rstrip() or "(nothing)")
+
+
+def _show_claude_recall(project: str) -> None:
+    import subprocess
+
+    payload = {"hook_event_name": "SessionStart", "source": "startup", "cwd": project, "session_id": "demo-claude-next",
+               "transcript_path": os.path.join(project, ".claude", "next.jsonl")}
+    out = subprocess.run([replay.hook_command(), "--agent", "claude-code"], input=json.dumps(payload).encode(),
+                         capture_output=True, timeout=30)
+    print(f"\n== recall in {os.path.basename(project)}: a new Claude Code session starts "
+          "(kirolearn-hook --agent claude-code); the hook prints:\n")
+    print(out.stdout.decode("utf-8", "replace").rstrip() or "(nothing)")
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ LOCK_NAME = ".drain.lock"
 # ids, enumerations, timestamps or known hook names: nothing a user or tool
 # wrote can be in them, so the scrubber skips them (it is the drain's hot spot).
 GENERATED_FIELDS = frozenset(
-    ("schema_version", "event_id", "kind", "hook", "trigger", "generation", "surface", "session_source",
+    ("schema_version", "agent", "event_id", "kind", "hook", "trigger", "generation", "surface", "session_source",
      "received_at", "client_version", "project_global")
 )
 STALE_TMP_SECONDS = 600  # a tmp file this old belongs to a hook that died mid-write
@@ -138,6 +138,7 @@ class Drainer:
             "hook": event["hook"],
             "generation": event["generation"],
             "surface": event["surface"],
+            "agent": event.get("agent", "kiro"),
             "session_id": event["session_id"],
             "project_id": dedup.project_id(event["project_root"]),
             "project_root": event["project_root"],
@@ -319,6 +320,7 @@ class Drainer:
                 return
             candidates = result.records
             run.update(extractor="llm", request=result.request, prompt_tokens=result.prompt_tokens,
+                       fallback_reason=result.note,
                        completion_tokens=result.completion_tokens, cost_usd=result.cost_usd,
                        error="; ".join(result.errors))
             stats.tokens_used += result.prompt_tokens + result.completion_tokens

@@ -1,65 +1,23 @@
-"""Turn one Kiro hook call into one kirolearn event dict (standard library only).
+"""Turn one agent hook call into one kirolearn event dict (standard library only).
 
-Kiro has three hook generations and they disagree on almost everything:
-classic CLI agent hooks (camelCase `hook_event_name` on stdin), v3 / IDE 1.x
-hook files (PascalCase, `tool_response` often a string, `session_id` or
-`prompt` sometimes missing) and IDE 0.x `.kiro.hook` files (payload in the
-`USER_PROMPT` variable, stdin never closed). `build_event` accepts all of them
-and returns the one flat shape described in queue/README.md and validated by
-kirolearn.schema.Event. Invalid input raises `Rejected`; nothing here writes.
+What differs between agents (hook names, payload shapes, environment hints)
+lives in their adapters, kirolearn.agents.kiro and kirolearn.agents.claude_code.
+`build_event` asks the adapter to map the hook name onto kirolearn's canonical
+triggers and returns the one flat shape described in queue/README.md and
+validated by kirolearn.schema.Event. Invalid input raises `Rejected`; nothing
+here writes.
 """
 
 import json
 import os
 import time
 
-from . import __version__
+from . import __version__, agents
+from .agents import SESSION_START_TRIGGERS, TRIGGER_KIND  # noqa: F401 - re-exported
 from .ids import new_ulid, new_uuid4
 from .project import find_project_root
 
-SCHEMA_VERSION = 1
-KINDS = ("prompt", "tool_use", "session_summary", "note")
-
-# Canonical trigger names are the classic camelCase ones.
-TRIGGER_KIND = {
-    "agentSpawn": "note",
-    "userPromptSubmit": "prompt",
-    "preToolUse": "tool_use",
-    "postToolUse": "tool_use",
-    "stop": "session_summary",
-}
-V3_TRIGGERS = {
-    "SessionStart": "agentSpawn",
-    "UserPromptSubmit": "userPromptSubmit",
-    "PreToolUse": "preToolUse",
-    "PostToolUse": "postToolUse",
-    "Stop": "stop",
-}
-# v3 triggers with no classic twin: kept as lifecycle notes, payload in `extra`.
-V3_NOTE_TRIGGERS = (
-    "PreTaskExec",
-    "PostTaskExec",
-    "PostFileCreate",
-    "PostFileSave",
-    "PostFileDelete",
-    "Manual",
-)
-# `kirolearn-hook EVENT`: legacy IDE hooks (payload in USER_PROMPT) ...
-IDE_LEGACY_ARGS = {
-    "ide-prompt-submit": "userPromptSubmit",
-    "ide-post-tool": "postToolUse",
-    "ide-agent-stop": "stop",
-}
-# ... and the kebab-case names our generated hook configs pass (stdin JSON).
-HOOK_ARGS = {
-    "agent-spawn": "agentSpawn",
-    "session-start": "agentSpawn",
-    "prompt-submit": "userPromptSubmit",
-    "pre-tool": "preToolUse",
-    "post-tool": "postToolUse",
-    "stop": "stop",
-}
-SESSION_START_TRIGGERS = ("agentSpawn",)
+SCHEMA_VERSION = 2  # 2 added `agent`; version 1 files (no agent) are Kiro's and still drain
 
 # Size caps (documented in queue/README.md). Strings longer than MAX_STRING_CHARS
 # keep their head and tail around a marker; containers keep MAX_ITEMS entries;
@@ -90,31 +48,13 @@ class Rejected(ValueError):
     """The hook input cannot become an event; the message says why."""
 
 
-def resolve_trigger(name: str) -> "tuple[str, str]":
-    """Map any spelling of a hook name to (canonical trigger, generation)."""
-    if name in TRIGGER_KIND:
-        return name, "classic"
-    if name in V3_TRIGGERS:
-        return V3_TRIGGERS[name], "v3"
-    if name in V3_NOTE_TRIGGERS:
-        return name, "v3"
-    if name in IDE_LEGACY_ARGS:
-        return IDE_LEGACY_ARGS[name], "ide-legacy"
-    if name in HOOK_ARGS:
-        return HOOK_ARGS[name], "unknown"
-    raise Rejected(
-        f"unknown hook event {name[:60]!r}; expected one of "
-        "agentSpawn, userPromptSubmit, preToolUse, postToolUse, stop, their v3 "
-        "PascalCase forms, or ide-prompt-submit / ide-post-tool / ide-agent-stop"
-    )
-
-
-def _surface(generation: str, env) -> str:
-    if generation == "ide-legacy":
-        return "kiro-ide"
-    if generation == "v3" and (env.get("VSCODE_PID") or env.get("VSCODE_IPC_HOOK")):
-        return "kiro-ide"
-    return "kiro-cli"
+def resolve_trigger(name: str, agent: "str | None" = None) -> "tuple[str, str]":
+    """Map `agent`'s spelling of a hook name to (canonical trigger, generation)."""
+    try:
+        adapter = agents.get(agent)
+    except agents.UnknownAgent as exc:
+        raise Rejected(str(exc)) from None
+    return adapter.resolve_trigger(name)
 
 
 def utc_iso(t: float) -> str:
@@ -137,34 +77,8 @@ def _host(env) -> str:
 
 
 def ide_legacy_payload(trigger: str, user_prompt: str) -> "dict | None":
-    """Decode the USER_PROMPT variable of an IDE 0.x hook into payload keys.
-
-    Returns None when there is nothing to record (the IDE fires agentStop with
-    an empty USER_PROMPT; the seed spec says the IDE path skips those).
-    """
-    if trigger == "userPromptSubmit":
-        return {"prompt": user_prompt}
-    if trigger == "stop":
-        return {"assistant_response": user_prompt} if user_prompt.strip() else None
-    # postToolUse: camelCase JSON {"toolName","toolArgs","toolResult","toolSuccess"}.
-    try:
-        data = json.loads(user_prompt) if user_prompt.strip() else None
-    except ValueError:
-        data = None
-    if not isinstance(data, dict):
-        return {"tool_name": "unknown", "tool_response": user_prompt}
-    response = {"result": data.get("toolResult")}
-    if "toolSuccess" in data:
-        response = {"success": data.get("toolSuccess"), "result": data.get("toolResult")}
-    payload = {
-        "tool_name": str(data.get("toolName") or "unknown"),
-        "tool_input": data.get("toolArgs"),
-        "tool_response": response,
-    }
-    rest = {k: v for k, v in data.items() if k not in ("toolName", "toolArgs", "toolResult", "toolSuccess")}
-    if rest:
-        payload["extra"] = rest
-    return payload
+    """Kiro IDE 0.x: the USER_PROMPT variable as payload keys (see agents.kiro)."""
+    return agents.get("kiro").ide_legacy_payload(trigger, user_prompt)
 
 
 def build_event(
@@ -175,17 +89,22 @@ def build_event(
     cwd: "str | None" = None,
     session_lookup=None,
     now: "float | None" = None,
+    agent: "str | None" = None,
 ) -> dict:
-    """Build the event dict for hook `name` with its decoded `payload`.
+    """Build the event dict for `agent`'s hook `name` with its decoded `payload`.
 
     `session_lookup(surface, project_root, renew)` supplies a session id when
-    neither the payload nor KIRO_SESSION_ID has one (see hooks.session_file_id).
+    neither the payload nor the agent's session variable has one (see
+    hooks.session_file_id).
     """
     env = os.environ if env is None else env
     now = time.time() if now is None else now
-    trigger, generation = resolve_trigger(name)
+    agent = agent or agents.DEFAULT
+    trigger, generation = resolve_trigger(name, agent)
+    adapter = agents.get(agent)
+    payload = adapter.normalise(trigger, payload, env)
     kind = TRIGGER_KIND.get(trigger, "note")
-    surface = _surface(generation, env)
+    surface = adapter.surface(generation, env)
 
     event_cwd = payload.get("cwd")
     if not isinstance(event_cwd, str) or not event_cwd:
@@ -195,8 +114,8 @@ def build_event(
     session_id = payload.get("session_id")
     if isinstance(session_id, str) and session_id.strip():
         session_source = "payload"
-    elif env.get("KIRO_SESSION_ID", "").strip():
-        session_id, session_source = env["KIRO_SESSION_ID"], "env"
+    elif adapter.SESSION_ENV and env.get(adapter.SESSION_ENV, "").strip():
+        session_id, session_source = env[adapter.SESSION_ENV], "env"
     else:
         renew = trigger in SESSION_START_TRIGGERS
         session_id = session_lookup(surface, project_root, renew) if session_lookup else new_uuid4()
@@ -204,6 +123,7 @@ def build_event(
 
     event = {
         "schema_version": SCHEMA_VERSION,
+        "agent": agent,
         "event_id": new_ulid(int(now * 1000)),
         "kind": kind,
         "hook": name,

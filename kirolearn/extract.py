@@ -60,8 +60,7 @@ class Completion:
 # --- what events say ---------------------------------------------------------------
 
 _COMMAND_TOOLS = ("execute_bash", "shell", "execute_pwsh", "bash", "run_command")
-_WRITE_TOOLS = ("fs_write", "write", "str_replace", "create", "edit", "append")
-_READ_TOOLS = ("fs_read", "read", "view")
+_WRITE_TOOLS = ("fs_write", "write", "str_replace", "create", "edit", "append", "multiedit", "notebookedit")
 _EXIT_CODE = re.compile(r"Exit Code:\s*(-?\d+)", re.I)
 # No leading \w* here: on a long run of word characters it makes search() quadratic.
 _STRONG_ERROR = re.compile(r"(?:Error|Exception)\b|Traceback|FATAL|fatal:|[Dd]enied|[Nn]o such file|not found")
@@ -114,7 +113,8 @@ def _response_text(event: dict) -> str:
     if isinstance(response, str):
         return response
     if isinstance(response, dict):
-        parts = []
+        # Claude Code's Bash answers {"stdout", "stderr", "interrupted"} at the top level.
+        parts = [str(response[k]) for k in ("stdout", "stderr") if isinstance(response.get(k), str) and response[k]]
         for key in ("result", "error"):
             value = response.get(key)
             items = value if isinstance(value, list) else [value]
@@ -482,6 +482,33 @@ class LLMResult:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     errors: list = field(default_factory=list)
+    note: str = ""  # for the run row's fallback_reason: a turn summary the model never gave
+
+
+SUMMARY_REQUEST = """Your answer has no record with observation_type "session_summary", yet these events end a
+turn (kind=session_summary). Answer again with JSON only: {"records": [one record with observation_type
+"session_summary" that recaps the turn: the request, what was investigated, what was learned, what was
+done, what remains]}."""
+NO_SUMMARY_NOTE = "turn summary: the model gave none, even when asked again; deterministic-turn record used"
+
+
+def _ends_turn(batch: Batch) -> bool:
+    return any(e["kind"] == "session_summary" for e in batch.events)
+
+
+def _ask_for_summary(messages: list, answer: str, settings, complete, result: LLMResult) -> "list[Candidate]":
+    """One follow-up call asking only for the turn's session_summary record (the seed's `llm-summary`)."""
+    follow_up = messages + [{"role": "assistant", "content": answer}, {"role": "user", "content": SUMMARY_REQUEST}]
+    try:
+        completion = complete(follow_up, settings)
+        result.prompt_tokens += completion.prompt_tokens
+        result.completion_tokens += completion.completion_tokens
+        result.cost_usd += completion.cost_usd
+        found = parse_answer(completion.content).records
+    except Exception as exc:  # noqa: BLE001 - the first answer's records still count
+        result.errors.append(f"asking for the turn summary: {type(exc).__name__}: {clip(str(exc), 200)}")
+        return []
+    return [c for c in found if c.observation_type == "session_summary"][:1]
 
 
 def llm_extract(batch: Batch, settings, complete, sleep=time.sleep) -> LLMResult:
@@ -496,7 +523,12 @@ def llm_extract(batch: Batch, settings, complete, sleep=time.sleep) -> LLMResult
             result.prompt_tokens += completion.prompt_tokens
             result.completion_tokens += completion.completion_tokens
             result.cost_usd += completion.cost_usd
-            result.records = candidates_from(parse_answer(completion.content), batch)
+            extraction = parse_answer(completion.content)
+            if _ends_turn(batch) and not any(c.observation_type == "session_summary" for c in extraction.records):
+                asked = _ask_for_summary(messages, completion.content, settings, complete, result)
+                extraction = Extraction.model_construct(records=asked + list(extraction.records))
+                result.note = "" if asked else NO_SUMMARY_NOTE
+            result.records = candidates_from(extraction, batch)
             return result
         except ExtractionError as exc:
             result.errors.append(str(exc))

@@ -1,4 +1,4 @@
-"""`kirolearn-hook [EVENT]`: the one command behind every Kiro hook.
+"""`kirolearn-hook [--agent NAME] [EVENT]`: the one command behind every agent hook.
 
 Reads the hook payload (stdin JSON, or USER_PROMPT for IDE 0.x hooks), turns it
 into one event and publishes it to the spool. Standard library only, and it
@@ -14,12 +14,15 @@ import os
 import sys
 import time
 
-from . import __version__, config, events, spool
+from . import __version__, agents, config, events, spool
 
 USAGE = """\
-usage: kirolearn-hook [EVENT]
+usage: kirolearn-hook [--agent kiro|claude-code] [EVENT]
 
-Record one Kiro hook call in the kirolearn spool. Kiro runs this; you rarely do.
+Record one agent hook call in the kirolearn spool. Kiro (or Claude Code) runs
+this; you rarely do. --agent says whose hook it is (default kiro): Kiro v3 and
+Claude Code use the same hook names, so `kirolearn install --agent ...` writes
+it explicitly.
 
 With no EVENT the hook name is read from `hook_event_name` in the stdin JSON
 (agentSpawn, userPromptSubmit, preToolUse, postToolUse, stop, or the v3
@@ -192,21 +195,43 @@ def _decode_payload(raw: bytes) -> dict:
     return payload
 
 
+def split_agent(argv: "list[str]") -> "tuple[str | None, list[str]]":
+    """(`--agent` value or None, the other arguments)."""
+    agent, rest, i = None, [], 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--agent":
+            if i + 1 >= len(argv):
+                raise events.Rejected("--agent needs a value: " + " or ".join(agents.names()))
+            agent, i = argv[i + 1], i + 2
+            continue
+        if arg.startswith("--agent="):
+            agent = arg.split("=", 1)[1]
+        else:
+            rest.append(arg)
+        i += 1
+    return agent, rest
+
+
 def capture(argv: "list[str]", stdin: "bytes | None" = None) -> "str | None":
     """Record one hook call; returns the spooled path (None if nothing to record).
 
     `stdin` is the raw payload; None means read the process's stdin (with a deadline).
     Raises events.Rejected for input that cannot become an event.
     """
+    agent, argv = split_agent(argv)
     if len(argv) > 1:
         raise events.Rejected(f"expected at most one EVENT argument, got {len(argv)}")
+    try:
+        adapter = agents.get(agent)
+    except agents.UnknownAgent as exc:
+        raise events.Rejected(str(exc)) from None
     arg = argv[0] if argv else None
-    if arg in events.IDE_LEGACY_ARGS:
-        trigger = events.IDE_LEGACY_ARGS[arg]
-        payload = events.ide_legacy_payload(trigger, os.environ.get("USER_PROMPT", ""))
+    from_env = adapter.payload_from_env(arg, os.environ)
+    if from_env is not None:
+        name, payload = from_env
         if payload is None:
             return None
-        name = arg
     else:
         payload = _decode_payload(read_stdin(_stdin_timeout()) if stdin is None else stdin)
         name = payload.get("hook_event_name") or arg
@@ -214,14 +239,18 @@ def capture(argv: "list[str]", stdin: "bytes | None" = None) -> "str | None":
             raise events.Rejected(
                 "no hook name: stdin JSON has no 'hook_event_name' and no EVENT argument was given"
             )
-    event = events.build_event(name, payload, session_lookup=session_file_id)
+        if agent is None and agents.get("claude-code").looks_like(payload):
+            # Same hook names as Kiro v3: never guess, but never be silent about it either.
+            log("a payload with transcript_path (a Claude Code field) came without --agent: stored as kiro; "
+                "run `kirolearn install --agent claude-code` to wire Claude Code properly")
+    event = events.build_event(name, payload, session_lookup=session_file_id, agent=adapter.NAME)
     path = spool.append(event["event_id"], events.serialize(event))
-    if event["trigger"] in ("agentSpawn", "userPromptSubmit"):
-        inject_context(event)
+    if event["trigger"] in agents.CONTEXT_TRIGGERS:
+        inject_context(event, adapter)
     return path
 
 
-def inject_context(event: dict) -> None:
+def inject_context(event: dict, adapter=None) -> None:
     """Print recalled memory for the agent. Any failure prints nothing (and is logged)."""
     try:
         from . import context  # sqlite3 and the recall code load only for these two hooks
@@ -233,7 +262,7 @@ def inject_context(event: dict) -> None:
         log(f"recall for {event.get('trigger')}: {type(exc).__name__}: {str(exc)[:200]}")
         return
     if text:
-        sys.stdout.write(text)
+        sys.stdout.write((adapter or agents.get()).context_output(event["trigger"], text))
         sys.stdout.flush()
 
 
@@ -241,7 +270,11 @@ def handle(argv: "list[str]", stdin: "bytes | None" = None) -> int:
     """Run one hook call the way Kiro sees it: errors reported, exit status 0."""
     if os.environ.get("KIROLEARN_DISABLE") or os.environ.get("KIROLEARN_INTERNAL"):
         return 0  # kirolearn's own LLM sessions must not capture themselves
-    label = argv[0] if argv else "hook"
+    try:
+        rest = split_agent(argv)[1]
+    except events.Rejected:
+        rest = argv
+    label = rest[0] if rest else "hook"
     try:
         capture(argv, stdin)
     except events.Rejected as exc:

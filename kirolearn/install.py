@@ -35,6 +35,7 @@ from . import config
 from .errors import InstallError
 
 AGENT_NAME = "kirolearn"
+KIRO_KINDS = ("owned", "agent", "mcp")  # installs.json kinds this module writes and undoes
 MARK = "kirolearn-hook"
 BOM = "\ufeff"
 # Agent fields, checked against Kiro's agent configuration reference for IDE 1.0 / CLI 3.0,
@@ -129,6 +130,11 @@ def _home_travels(portable: bool) -> bool:
     return bool(os.environ.get(config.HOME_ENV)) and not portable
 
 
+def _env_prefix(portable: bool = False) -> str:
+    """`KIROLEARN_HOME=... ` for a POSIX hook command when it is set (and the command is not portable)."""
+    return f"{config.HOME_ENV}={shlex.quote(config.home())} " if _home_travels(portable) else ""
+
+
 def hook_command(event: str, windows: "bool | None" = None, portable: bool = False) -> str:
     """The shell command a Kiro hook runs: absolute path, and a no-op fallback so a missing binary is harmless.
 
@@ -142,8 +148,7 @@ def hook_command(event: str, windows: "bool | None" = None, portable: bool = Fal
 
         home = f'set "{config.HOME_ENV}={config.home()}" && ' if _home_travels(portable) else ""
         return f"{home}{subprocess.list2cmdline([path, event])} || exit /b 0"
-    prefix = f"{config.HOME_ENV}={shlex.quote(config.home())} " if _home_travels(portable) else ""
-    return f"{prefix}{shlex.quote(path)} {event} || true"
+    return f"{_env_prefix(portable)}{shlex.quote(path)} {event} || true"
 
 
 def mcp_entry(portable: bool = False) -> dict:
@@ -161,7 +166,7 @@ _DECODER = json.JSONDecoder()
 def _read(path: str) -> "str | None":
     """The file's text exactly (BOM and CRLF kept), or None if it does not exist."""
     try:
-        with open(path, encoding="utf-8", newline="") as fh:
+        with open(path, encoding="utf-8", newline="") as fh:  # keep CRLF: the bytes are the user's
             return fh.read()
     except FileNotFoundError:
         return None
@@ -485,7 +490,7 @@ def plan_install(project: "str | None", global_: bool, portable: bool = False) -
         scopes.append(dot + os.sep)
     planned = {c.path for c in changes}
     for path, entry in recorded.items():
-        if path not in planned and any(path.startswith(s) for s in scopes) and os.path.exists(path):
+        if entry["kind"] in KIRO_KINDS and path not in planned and any(path.startswith(s) for s in scopes) and os.path.exists(path):
             stale = _undo(entry)
             stale.undo = True
             changes.append(stale)
@@ -562,6 +567,8 @@ def plan_uninstall(only_project: "str | None" = None) -> "list[Change]":
     changes = []
     for entry in load_record():
         path = entry["path"]
+        if entry["kind"] not in KIRO_KINDS:
+            continue  # another agent's adapter undoes its own records
         if only_project and not path.startswith(project_dot(only_project) + os.sep):
             continue
         if not os.path.exists(path):
@@ -649,7 +656,7 @@ def apply(changes: "list[Change]", *, installing: bool) -> None:
             continue
         if installing and not change.undo:
             previous = recorded.get(change.path, {})
-            entry = {**previous, **change.record, "path": change.path}
+            entry = {**previous, **change.record, "path": change.path}  # record: what undoing this write needs
             entry["created"] = previous.get("created", change.before is None)
             recorded[change.path] = entry
         else:

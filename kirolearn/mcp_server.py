@@ -8,6 +8,7 @@ server itself never dies on bad input.
 """
 
 import argparse
+import inspect
 import json
 import logging
 import os
@@ -23,6 +24,17 @@ from .project import find_project_root
 from .scrub import Scrubber
 
 log = logging.getLogger("kirolearn.mcp")
+
+# The seed's tools/list description of session_end, byte for byte (seeds/session_end.md).
+SESSION_END_DESCRIPTION = (
+    "End-of-session capture: summary + highlights + pitfalls + next_steps so the next session can resume cleanly. "
+    "Set auto_compress=true to have the LLM generate the missing summary/next_steps/pitfalls from stored session "
+    "artifacts (or from an optional `transcript`)."
+)
+MAX_TEXT = summaries.MAX_FIELD_CHARS
+MAX_ITEMS = summaries.MAX_LIST_ITEMS
+_JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "list": "array",
+               "dict": "object", "NoneType": "null"}
 
 INSTRUCTIONS = (
     "kirolearn is this project's memory. Call session_init at the start of a session to resume where the last "
@@ -73,6 +85,8 @@ class SessionInitResult(BaseModel):
     auto_compress_error: Optional[str] = None
     record_id: Optional[str] = None
     ended_at: Optional[str] = None
+    ended_without_summary: list[dict] = Field(default_factory=list)
+    known_projects: list[str] = Field(default_factory=list)
 
 
 class Memory(BaseModel):
@@ -99,6 +113,44 @@ def _result(text: str, structured: BaseModel) -> CallToolResult:
                           structuredContent=structured.model_dump(exclude_none=True))
 
 
+def describe_invalid(tool: str, error) -> str:
+    """A pydantic ValidationError of a tool's arguments as one plain line (no pydantic text, no links)."""
+    parts = []
+    for err in error.errors(include_url=False)[:3]:
+        loc = err.get("loc") or ()
+        name = str(loc[0]) if loc else "arguments"
+        name += "".join(f"[{p}]" for p in loc[1:])
+        kind = err.get("type", "")
+        ctx = {k: (f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else v)
+               for k, v in (err.get("ctx") or {}).items()}
+        got = _JSON_TYPES.get(type(err.get("input")).__name__, type(err.get("input")).__name__)
+        expected = {"string_type": "a string", "list_type": "a list", "int_type": "an integer",
+                    "int_parsing": "an integer", "int_from_float": "an integer", "bool_type": "true or false",
+                    "bool_parsing": "true or false", "float_type": "a number", "float_parsing": "a number",
+                    "dict_type": "an object", "model_type": "an object"}.get(kind)
+        if kind == "missing":
+            parts.append(f"'{name}' is required")
+        elif expected:
+            parts.append(f"'{name}' must be {expected}, got {got}")
+        elif kind == "string_too_long":
+            parts.append(f"'{name}' must be at most {ctx.get('max_length')} characters")
+        elif kind == "string_too_short":
+            parts.append(f"'{name}' must be at least {ctx.get('min_length')} character(s)")
+        elif kind == "too_long":
+            parts.append(f"'{name}' must have at most {ctx.get('max_length')} items")
+        elif kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
+            bound = next(iter(ctx.values()), "")
+            word = {"greater_than_equal": "at least", "less_than_equal": "at most",
+                    "greater_than": "more than", "less_than": "less than"}[kind]
+            parts.append(f"'{name}' must be {word} {bound}")
+        elif kind == "literal_error":
+            parts.append(f"'{name}' must be one of {ctx.get('expected', '')}")
+        else:
+            parts.append(f"'{name}': {err.get('msg', 'invalid value')}")
+    more = len(error.errors()) - len(parts)
+    return f"invalid arguments for {tool}: " + "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
+
+
 class ScrubbingFastMCP(FastMCP):
     """FastMCP whose tool errors are scrubbed: a validation error quotes the rejected input."""
 
@@ -109,12 +161,16 @@ class ScrubbingFastMCP(FastMCP):
 
         from .errors import KirolearnError, one_line
 
+        from pydantic import ValidationError
+
         try:
             return await super().call_tool(name, arguments)
         except ToolError as exc:
             cause = exc.__cause__ or exc.__context__
             if isinstance(cause, KirolearnError):  # FastMCP wraps what a tool raised
                 raise ToolError(scrub_text(str(cause))) from None
+            if isinstance(cause, ValidationError):  # wrong argument types or sizes
+                raise ToolError(scrub_text(describe_invalid(name, cause))) from None
             raise ToolError(scrub_text(one_line(str(exc)))) from None
         except KirolearnError as exc:
             raise ToolError(scrub_text(str(exc))) from None
@@ -128,6 +184,14 @@ def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
     # Tools take a `project` *label* argument (the seed's API); the resolved project is `here`.
     here = summaries.Project(project_root)
     mcp = ScrubbingFastMCP("kirolearn", instructions=INSTRUCTIONS)
+    mcp._mcp_server.version = __version__  # serverInfo.version: ours, not the MCP SDK's
+
+    def tool(annotations, description: "str | None" = None):
+        """Register a tool whose description is its docstring without the source indentation."""
+        def register(fn):
+            text = description if description is not None else inspect.cleandoc(fn.__doc__ or "")
+            return mcp.tool(annotations=annotations, description=text)(fn)
+        return register
 
     def db():
         return store.open_db()
@@ -141,15 +205,16 @@ def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
     write = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
     read = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 
-    @mcp.tool(annotations=write)
+    @tool(write)
     def save_session_summary(
-        request: Annotated[str, Field(description="What the user asked for")],
-        investigated: Annotated[str, Field(description="What the agent explored")],
-        learned: Annotated[str, Field(description="Key findings or discoveries")],
-        completed: Annotated[str, Field(description="What was delivered")],
-        next_steps: Annotated[str, Field(description="Suggested follow-ups")],
-        files_read: Annotated[list[str], Field(description="Files read during the turn")],
-        files_modified: Annotated[list[str], Field(description="Files modified during the turn")],
+        request: Annotated[str, Field(max_length=MAX_TEXT, description="What the user asked for")],
+        investigated: Annotated[str, Field(max_length=MAX_TEXT, description="What the agent explored")],
+        learned: Annotated[str, Field(max_length=MAX_TEXT, description="Key findings or discoveries")],
+        completed: Annotated[str, Field(max_length=MAX_TEXT, description="What was delivered")],
+        next_steps: Annotated[str, Field(max_length=MAX_TEXT, description="Suggested follow-ups")],
+        files_read: Annotated[list[str], Field(max_length=MAX_ITEMS, description="Files read during the turn")],
+        files_modified: Annotated[list[str], Field(max_length=MAX_ITEMS,
+                                                   description="Files modified during the turn")],
     ) -> Annotated[CallToolResult, SavedRecord]:
         """Save a structured summary of this turn as a memory record (no LLM involved).
 
@@ -161,23 +226,23 @@ def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
         message = f"Saved turn summary {record.record_id}"
         return _result(message, SavedRecord(record_id=record.record_id, title=record.title, message=message))
 
-    @mcp.tool(annotations=write)
+    @tool(write, description=SESSION_END_DESCRIPTION)
     def session_end(
-        session_id: Annotated[str, Field(description="This session's id")],
-        summary: Annotated[Optional[str], Field(description="What was done; required unless auto_compress")] = None,
-        highlights: Optional[list[str]] = None,
-        pitfalls: Annotated[Optional[list[str]], Field(description="Gotchas the next session must know")] = None,
-        next_steps: Optional[list[str]] = None,
-        open_questions: Optional[list[str]] = None,
-        project: Annotated[str, Field(description="Project label")] = "general",
+        session_id: Annotated[str, Field(min_length=1, max_length=256, description="This session's id")],
+        summary: Annotated[Optional[str], Field(max_length=MAX_TEXT,
+                                                description="What was done; required unless auto_compress")] = None,
+        highlights: Annotated[Optional[list[str]], Field(max_length=MAX_ITEMS)] = None,
+        pitfalls: Annotated[Optional[list[str]], Field(max_length=MAX_ITEMS,
+                                                       description="Gotchas the next session must know")] = None,
+        next_steps: Annotated[Optional[list[str]], Field(max_length=MAX_ITEMS)] = None,
+        open_questions: Annotated[Optional[list[str]], Field(max_length=MAX_ITEMS)] = None,
+        project: Annotated[str, Field(max_length=200, description="Project label")] = "general",
         auto_compress: Annotated[bool, Field(description="Let the configured LLM draft what is missing")] = False,
-        transcript: Annotated[Optional[str], Field(description="Session log for auto_compress")] = None,
+        transcript: Annotated[Optional[str], Field(max_length=MAX_TEXT,
+                                                   description="Session log for auto_compress; a blank one "
+                                                               "falls back to the session's stored events")] = None,
     ) -> Annotated[CallToolResult, SessionEndResult]:
-        """End-of-session capture: summary + highlights + pitfalls + next_steps so the next session can resume cleanly.
-
-        Set auto_compress=true to have the LLM generate the missing summary/next_steps/pitfalls from stored
-        session artifacts (or from an optional `transcript`).
-        """
+        # description: SESSION_END_DESCRIPTION, the seed's text byte for byte
         result = summaries.session_end(
             db(), here, session_id=session_id, summary=summary, highlights=highlights, pitfalls=pitfalls,
             next_steps=next_steps, open_questions=open_questions, label=project,
@@ -185,9 +250,9 @@ def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
             scrubber=scrubber())
         return _result(json.dumps(result), SessionEndResult(**result))
 
-    @mcp.tool(annotations=read)
+    @tool(read)
     def session_init(
-        project: Annotated[str, Field(description="Project label used at session_end")] = "general",
+        project: Annotated[str, Field(max_length=200, description="Project label used at session_end")] = "general",
     ) -> Annotated[CallToolResult, SessionInitResult]:
         """Return the latest session_end summary of this project so this session resumes cleanly.
 
@@ -196,7 +261,7 @@ def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
         found = summaries.session_init(db(), here, project)
         return _result(json.dumps(found, ensure_ascii=False), SessionInitResult(**found))
 
-    @mcp.tool(annotations=read)
+    @tool(read)
     def search_memory(
         query: Annotated[str, Field(min_length=1, max_length=1000, description="What to look for")],
         limit: Annotated[int, Field(description="Most results (1-100)")] = 10,
@@ -221,14 +286,15 @@ def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
                           created_at=h.created_at, score=round(h.score, 4)) for h in hits]
         return _result(text, SearchResult(results=results))
 
-    @mcp.tool(annotations=write)
+    @tool(write)
     def save_observation(
-        title: Annotated[str, Field(description="One line, 1-200 characters")],
-        summary: Annotated[str, Field(description="What happened and why it matters, 1-4000 characters")],
+        title: Annotated[str, Field(min_length=1, max_length=200, description="One line")],
+        summary: Annotated[str, Field(min_length=1, max_length=4000, description="What happened and why it matters")],
         observation_type: Literal["tool_use", "decision", "error", "discovery", "pattern"],
-        facts: Annotated[list[str], Field(description="Durable facts (at most 50, 500 characters each)")],
-        concepts: Annotated[list[str], Field(description="Topics (at most 50, 100 characters each)")],
-        files_touched: Annotated[list[str], Field(description="Paths (at most 100, 500 characters each)")],
+        facts: Annotated[list[Annotated[str, Field(max_length=500)]], Field(max_length=50, description="Durable facts")],
+        concepts: Annotated[list[Annotated[str, Field(max_length=100)]], Field(max_length=50, description="Topics")],
+        files_touched: Annotated[list[Annotated[str, Field(max_length=500)]], Field(max_length=100,
+                                                                                   description="Paths")],
     ) -> Annotated[CallToolResult, SavedRecord]:
         """Save one observation (a decision, error, discovery, pattern or tool use) to this project's memory."""
         record = summaries.save_observation(

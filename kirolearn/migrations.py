@@ -170,3 +170,25 @@ def m008_session_summaries(db):
     )
     db["session_summaries"].create_index(["project_id", "project", "ended_at"], index_name="idx_session_summaries")
     db["session_summaries"].create_index(["session_id"], index_name="idx_session_summaries_session")
+
+
+@migrations()
+def m015_events_agent(db):
+    """Which agent an event came from (event schema 2); every earlier event was Kiro's."""
+    db["events"].add_column("agent", str, not_null_default="kiro")
+
+
+@migrations()
+def m014_placeholder_session_summaries(db):
+    """Undo the placeholder summary older versions invented when auto_compress failed (issue #14).
+
+    The seed stores an empty summary; the placeholder also hid the previous real
+    summary at session start. Only rows whose text is exactly that placeholder
+    change; the searchable record made from it goes too.
+    """
+    placeholder = "summary glob 'Session * ended; no summary was written (auto_compress: *).' and auto_compress = 1"
+    ids = [r[0] for r in db.execute(f"select record_id from session_summaries where {placeholder} "
+                                    "and record_id is not null").fetchall()]
+    for record_id in ids:
+        db.execute("delete from memory_records where record_id = ? and strategy = 'mcp_session_end'", [record_id])
+    db.execute(f"update session_summaries set summary = '', record_id = null where {placeholder}")

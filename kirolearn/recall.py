@@ -253,8 +253,8 @@ def relevant(hits: "list[Hit]", query: str) -> "list[Hit]":
     return [h for h in hits if len(h.matched_terms) >= need and h.score >= RELATIVE_FLOOR * best]
 
 
-def latest(conn, project_id: str, *, types=None, limit: int = 5, exclude=()) -> "list[Hit]":
-    """Newest records of a project, optionally of some types."""
+def latest(conn, project_id: str, *, types=None, limit: int = 5, exclude=(), exclude_strategies=()) -> "list[Hit]":
+    """Newest records of a project, optionally of some types and not of some strategies."""
     if conn is None:
         return []
     sql = "select * from memory_records where project_id = ?"
@@ -262,6 +262,9 @@ def latest(conn, project_id: str, *, types=None, limit: int = 5, exclude=()) -> 
     if types:
         sql += f" and observation_type in ({','.join('?' * len(types))})"
         args.extend(types)
+    if exclude_strategies:
+        sql += f" and strategy not in ({','.join('?' * len(exclude_strategies))})"
+        args.extend(exclude_strategies)
     sql += " order by created_at desc, record_id desc limit ?"
     args.append(limit + len(exclude))
     rows = conn.execute(sql, args).fetchall()

@@ -1,9 +1,10 @@
-"""Replay a recorded Kiro session through the real `kirolearn-hook` command.
+"""Replay a recorded agent session through the real `kirolearn-hook` command.
 
 A recording (queue/sessions/*.jsonl) holds one hook call per line:
-    {"argv": [...], "env": {...}, "stdin": {...} | "text" | null}
+    {"argv": [...], "env": {...}, "stdin": {...} | "text" | null, "files": {...}}
 `${PROJECT}` anywhere in a line stands for the project directory the replay
-runs in. Used by `make demo` and by the tests, so both exercise the same
+runs in. The optional "files" maps paths under the project to the text the
+agent had written there before that call (Claude Code's transcript, say). Used by `make demo` and by the tests, so both exercise the same
 processes Kiro would start.
 """
 
@@ -22,6 +23,7 @@ class Call:
     argv: list
     env: dict
     stdin: object
+    files: dict
 
 
 def load(path: str) -> "list[Call]":
@@ -33,7 +35,8 @@ def load(path: str) -> "list[Call]":
                 continue
             try:
                 item = json.loads(line)
-                calls.append(Call(list(item.get("argv", [])), dict(item.get("env", {})), item.get("stdin")))
+                calls.append(Call(list(item.get("argv", [])), dict(item.get("env", {})), item.get("stdin"),
+                                 dict(item.get("files", {}))))
             except (ValueError, AttributeError, TypeError) as exc:
                 raise ValueError(f"{path}:{number}: not a recorded hook call ({exc})") from None
     return calls
@@ -72,6 +75,11 @@ def replay(calls: "list[Call]", project: str, env: "dict | None" = None) -> "lis
     command = hook_command()
     results = []
     for call in calls:
+        for relative, text in call.files.items():
+            path = os.path.join(project, _substitute(relative, project))
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(_substitute(text, project))
         stdin = _substitute(call.stdin, project)
         if stdin is None:
             data = b""

@@ -22,14 +22,36 @@ CRON_MARK = "# kirolearn drain (kirolearn schedule)"
 LAUNCHD_LABEL = "dev.kirolearn.drain"
 
 
-def parse_every(text: str) -> int:
-    """'90s', '1m', '15m', '2h' -> seconds (at least 60)."""
+CRON_MINUTES = (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30)  # */N that fires evenly every hour
+CRON_HOURS = (1, 2, 3, 4, 6, 8, 12, 24)  # 0 */N that fires evenly every day
+
+
+def _cron_intervals() -> "list[int]":
+    return [m * 60 for m in CRON_MINUTES] + [h * 3600 for h in CRON_HOURS]
+
+
+def _human(seconds: int) -> str:
+    return f"{seconds // 3600}h" if seconds % 3600 == 0 else (f"{seconds // 60}m" if seconds % 60 == 0 else f"{seconds}s")
+
+
+def parse_every(text: str, kind: "str | None" = None) -> int:
+    """'90s', '1m', '15m', '2h' -> seconds (at least 60).
+
+    With kind="cron", only intervals cron can express evenly are accepted: whole
+    minutes dividing an hour, or whole hours dividing a day. Nothing is rounded.
+    """
     match = re.fullmatch(r"\s*(\d+)\s*([smh])\s*", text or "")
     if not match:
         raise ScheduleError(f"--every {text!r}: use a number with s, m or h, e.g. 1m, 5m, 1h")
     seconds = int(match.group(1)) * {"s": 1, "m": 60, "h": 3600}[match.group(2)]
     if seconds < 60:
         raise ScheduleError(f"--every {text}: the shortest interval is 1m (use `kirolearn drain --watch` for less)")
+    if kind == "cron" and seconds not in _cron_intervals():
+        lower = max((s for s in _cron_intervals() if s < seconds), default=None)
+        higher = min((s for s in _cron_intervals() if s > seconds), default=None)
+        near = " or ".join(_human(s) for s in (lower, higher) if s)
+        raise ScheduleError(f"--every {text}: cron cannot run a job evenly every {_human(seconds)}",
+                            f"use {near}, or --systemd / --launchd, which take any interval")
     return seconds
 
 
@@ -81,8 +103,11 @@ def systemd_job(seconds: int) -> "list[Job]":
 
 def cron_line(seconds: int) -> str:
     """One crontab line (minute granularity)."""
-    minutes = max(1, seconds // 60)
-    when = "* * * * *" if minutes == 1 else (f"*/{minutes} * * * *" if minutes < 60 else f"0 */{max(1, minutes // 60)} * * *")
+    parse_every(_human(seconds), "cron")  # refuses what cron cannot express, rather than rounding it
+    minutes = seconds // 60
+    hours = minutes // 60
+    when = ("* * * * *" if minutes == 1 else f"*/{minutes} * * * *" if minutes < 60
+            else "0 0 * * *" if hours == 24 else "0 * * * *" if hours == 1 else f"0 */{hours} * * *")
     env = "".join(f"{k}={shlex.quote(v)} " for k, v in _env().items())
     log = shlex.quote(os.path.join(config.logs_dir(), "drain.log"))
     return f"{when} {env}{' '.join(shlex.quote(a) for a in drain_argv())} >>{log} 2>&1 {CRON_MARK}"
@@ -106,11 +131,16 @@ def launchd_job(seconds: int) -> "list[Job]":
     return [Job("launchd", path, plist)]
 
 
+OPTION_OF = {"crontab": "--cron", "systemctl": "--systemd", "launchctl": "--launchd"}
+
+
 def _run(argv: "list[str]", stdin: "str | None" = None) -> str:
     try:
         result = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=30)
     except FileNotFoundError:
-        raise ScheduleError(f"{argv[0]} is not installed; try another scheduler (--cron, --systemd, --launchd)") from None
+        others = [o for p, o in OPTION_OF.items() if p != argv[0] and shutil.which(p)]
+        fix = (f"try {' or '.join(others)}, " if others else "") + "or keep `kirolearn drain --watch` running"
+        raise ScheduleError(f"{argv[0]} is not installed", fix) from None
     if result.returncode != 0:
         raise ScheduleError(f"`{' '.join(argv)}` failed: {(result.stderr or result.stdout).strip()}")
     return result.stdout

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
+from . import agents as _agents
 from . import events as _events
 from .ids import ULID_PATTERN
 
@@ -18,17 +19,18 @@ Json = Any  # any value json.loads can produce
 
 
 class Event(BaseModel):
-    """One captured hook call (spool format version 1, see queue/README.md)."""
+    """One captured hook call (spool format version 2, see queue/README.md; version 1 had no `agent`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    schema_version: Literal[1]
+    schema_version: Literal[1, 2]
+    agent: Literal["kiro", "claude-code"] = "kiro"  # version 1 events are all Kiro's
     event_id: Annotated[str, Field(pattern=ULID_PATTERN)]
     kind: Literal["prompt", "tool_use", "session_summary", "note"]
     hook: NonEmpty  # one of the names kirolearn-hook accepts (checked below)
     trigger: NonEmpty  # a canonical trigger (checked below)
-    generation: Literal["classic", "v3", "ide-legacy", "unknown"]
-    surface: Literal["kiro-cli", "kiro-ide"]
+    generation: Literal["classic", "v3", "ide-legacy", "unknown", "claude"]
+    surface: Literal["kiro-cli", "kiro-ide", "claude-code"]
     session_id: Annotated[str, Field(min_length=1, max_length=256)]
     session_source: Literal["payload", "env", "session-file"]
     cwd: NonEmpty
@@ -50,11 +52,13 @@ class Event(BaseModel):
     @model_validator(mode="after")
     def _fields_match_kind(self) -> "Event":
         try:
-            trigger, _ = _events.resolve_trigger(self.hook)
+            trigger, generation = _events.resolve_trigger(self.hook, self.agent)
         except _events.Rejected:
             raise ValueError(f"unknown hook name {self.hook[:60]!r}") from None
         if trigger != self.trigger:
             raise ValueError(f"trigger {self.trigger[:60]!r} does not match hook {self.hook!r}")
+        if self.surface not in _agents.get(self.agent).SURFACES:
+            raise ValueError(f"surface {self.surface!r} is not one of agent {self.agent!r}'s")
         if self.kind == "prompt" and self.prompt is None:
             raise ValueError("a prompt event needs a 'prompt' string (it may be empty)")
         if self.kind == "tool_use" and not self.tool_name:
@@ -67,6 +71,8 @@ class Event(BaseModel):
 OBSERVATION_TYPES = ("tool_use", "decision", "error", "discovery", "pattern", "session_summary")
 ObservationType = Literal["tool_use", "decision", "error", "discovery", "pattern", "session_summary"]
 TITLE_MAX, SUMMARY_MAX, FACT_MAX, CONCEPT_MAX, FILE_MAX = 200, 4000, 500, 100, 500
+# A turn summary keeps the whole union of its two file lists (200 items each, read and modified).
+FILES_COUNT_MAX = 400
 
 
 class MemoryRecord(BaseModel):
@@ -83,7 +89,7 @@ class MemoryRecord(BaseModel):
     facts: list[Annotated[str, Field(min_length=1, max_length=FACT_MAX)]] = Field(default_factory=list, max_length=50)
     concepts: list[Annotated[str, Field(min_length=1, max_length=CONCEPT_MAX)]] = Field(default_factory=list, max_length=50)
     files_touched: list[Annotated[str, Field(min_length=1, max_length=FILE_MAX)]] = Field(
-        default_factory=list, max_length=100
+        default_factory=list, max_length=FILES_COUNT_MAX
     )
     observation_type: ObservationType
     strategy: NonEmpty

@@ -72,7 +72,8 @@ class Drain(_Section):
 class Recall(_Section):
     """What the hooks inject (read by the hook itself with tomllib; see kirolearn.context)."""
 
-    budget_tokens: int = Field(1500, ge=0, description="size cap of one injected block, estimated at 4 characters a token")
+    budget_tokens: int = Field(1500, ge=0, le=2400, description="size cap of one injected block, estimated at 4 "
+                               "characters a token; at most 2,400 because Kiro CLI cuts hook output at 10,240 bytes")
     prompt_records: int = Field(5, ge=0, description="most records injected for one prompt")
     session_start_records: int = Field(3, ge=0, description="recent notable records shown after the last turn summary")
     time_budget_ms: int = Field(250, ge=0, description="a recall slower than this is abandoned and prints nothing")
@@ -111,10 +112,54 @@ def settings_path() -> str:
     return os.path.join(config.home(), "config.toml")
 
 
+def _known_keys(loc: tuple) -> "list[str]":
+    """The valid keys at `loc` (a path of table names) of Settings."""
+    model = Settings
+    for part in loc:
+        field = model.model_fields.get(str(part))
+        if field is None or not (isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)):
+            return []
+        model = field.annotation
+    return list(model.model_fields)
+
+
 def _describe(error: ValidationError, source: str) -> str:
-    first = error.errors()[0]
-    where = ".".join(str(p) for p in first["loc"])
-    return f"{source}: invalid setting '{where}': {first['msg']}"
+    """The first problem as one line: which key, in which file or variable, and what would be valid."""
+    import difflib
+
+    first = error.errors(include_url=False)[0]
+    loc = tuple(str(p) for p in first["loc"])
+    where = ".".join(loc)
+    if first["type"] == "extra_forbidden":
+        valid = _known_keys(loc[:-1])
+        close = difflib.get_close_matches(loc[-1], valid, n=1, cutoff=0.6)
+        prefix = ".".join(loc[:-1] + (close[0],)) if close else ""
+        hint = f"did you mean '{prefix}'?" if close else (
+            f"valid keys here: {', '.join(valid)}" if valid else "")
+        return f"{source}: unknown setting '{where}'" + (f"; {hint}" if hint else "")
+    ctx = first.get("ctx") or {}
+    kind = first["type"]
+    bounds = {"greater_than_equal": "at least", "less_than_equal": "at most", "greater_than": "more than",
+              "less_than": "less than"}
+    if kind in bounds:
+        what = f"must be {bounds[kind]} {next(iter(ctx.values()), '')}"
+    elif kind in ("int_parsing", "int_type", "int_from_float"):
+        what = "must be a whole number"
+    elif kind in ("float_parsing", "float_type"):
+        what = "must be a number"
+    elif kind in ("string_type",):
+        what = "must be a string (in quotes)"
+    elif kind in ("list_type",):
+        what = "must be a list, e.g. ['a', 'b']"
+    elif kind in ("bool_type", "bool_parsing"):
+        what = "must be true or false"
+    elif kind in ("dict_type", "model_type"):
+        what = f"must be a table ([{where}])"
+    else:
+        what = first["msg"].lower()
+    got = first.get("input")
+    shown = f" (got {got!r})" if isinstance(got, (int, float)) and not isinstance(got, bool) else ""
+    return f"{source}: invalid setting '{where}': {what}{shown}"
 
 
 def load(path: "str | None" = None, env=None) -> Settings:

@@ -4,8 +4,11 @@
   fields become one `session_summary` record directly (strategy
   `mcp_session_summary`): no event, no buffer, no LLM.
 - `session_end` / `session_init`: a structured end-of-session summary, kept in
-  `session_summaries` and also stored as a searchable record; `session_init`
-  returns the newest one of a project (not consumed: it stays until superseded).
+  `session_summaries`; one with a summary is also a searchable record (strategy
+  `mcp_session_end`, labelled "session end", never in the turn-summary slot).
+  A failed auto_compress stores an empty summary, as the seed does. `session_init`
+  returns the newest one with content (not consumed: it stays until superseded),
+  see kirolearn.continuity.
 - `save_observation`: one hand-made record of any type but `session_summary`.
 Every text is scrubbed first. Input errors raise `SummaryError` with a message
 meant for the caller (the MCP server turns it into an error result).
@@ -26,6 +29,7 @@ MAX_LIST_ITEMS = 200
 TRUNCATED = "[truncated]"
 SECTIONS = ("What was investigated", "What was learned", "What was completed", "Next steps")
 OBSERVATION_TYPES = ("tool_use", "decision", "error", "discovery", "pattern")
+SESSION_END_STRATEGY = "mcp_session_end"  # kept apart from turn summaries in recall and labels
 TURN_FIELDS = ("request", "investigated", "learned", "completed", "next_steps", "files_read", "files_modified")
 
 
@@ -108,7 +112,9 @@ def save_turn_summary(db, project: Project, *, request, investigated, learned, c
     title = " ".join(fields["request"].split())[:TITLE_MAX]
     if not title:
         raise SummaryError("'request' must not be empty: it becomes the record's title")
-    files = clip_list(scrubber.scrub_value(read + modified), FILE_MAX, 100)
+    # The seed's "deduplicated union": nothing dropped (each list holds at most MAX_LIST_ITEMS),
+    # modified files first since they say the most about the turn.
+    files = clip_list(scrubber.scrub_value(modified + read), FILE_MAX, 2 * MAX_LIST_ITEMS)
     record = MemoryRecord(
         record_id="mr_" + new_ulid(), project_id=project.id, project_root=project.root,
         session_id=session_id or "mcp", title=title,
@@ -260,12 +266,8 @@ def session_end(db, project: Project, *, session_id, summary=None, highlights=No
     summary = _text("summary", summary, required=False)
     if not summary.strip() and not auto_compress:
         raise SummaryError("'summary' is required unless auto_compress is true")
-    given = {
-        "highlights": _strings("highlights", highlights, required=False),
-        "pitfalls": _strings("pitfalls", pitfalls, required=False),
-        "next_steps": _strings("next_steps", next_steps, required=False),
-        "open_questions": _strings("open_questions", open_questions, required=False),
-    }
+    raw = {"highlights": highlights, "pitfalls": pitfalls, "next_steps": next_steps, "open_questions": open_questions}
+    given = {k: _strings(k, v, required=False) for k, v in raw.items()}
     transcript = _text("transcript", transcript, required=False)
     result_extra: dict = {}
     compressed_used = False
@@ -281,67 +283,63 @@ def session_end(db, project: Project, *, session_id, summary=None, highlights=No
             if not summary.strip() and draft["summary"].strip():
                 summary, compressed_used = draft["summary"], True
             for key in ("next_steps", "pitfalls"):
-                if not given[key] and draft[key]:
+                if raw[key] is None and draft[key]:  # only absent values: an explicit [] stays empty
                     given[key], compressed_used = [str(x) for x in draft[key]][:MAX_LIST_ITEMS], True
         result_extra = {"auto_compress": True, "compressed_used": compressed_used}
         if error:
             result_extra["auto_compress_error"] = error
-        if not summary.strip():
-            summary = f"Session {session_id} ended; no summary was written (auto_compress: {error or 'empty answer'})."
     summary = scrubber.scrub_text(summary).strip()
     given = {k: [i for i in (scrubber.scrub_text(x).strip() for x in v) if i] for k, v in given.items()}
     ended_at = now_iso()
     summary_id = new_uuid4().replace("-", "")
-    record_text = _session_record_text(summary, **given)
-    source_ids = [r[0] for r in db.execute(
-        "select event_id from events where project_id = ? and session_id = ? order by event_id",
-        [project.id, session_id]).fetchall()] or [new_ulid()]
-    first_line = " ".join(summary.split())
-    record = MemoryRecord(
-        record_id="mr_" + new_ulid(), project_id=project.id, project_root=project.root, session_id=session_id,
-        title=(f"Session summary: {first_line}")[:TITLE_MAX], summary=record_text or summary,
-        facts=clip_list(given["pitfalls"], FACT_MAX, 50), concepts=[], files_touched=[],
-        observation_type="session_summary", strategy="mcp_session_end", source_event_ids=source_ids,
-        created_at=store.now_iso(),
-    )
+    record = None
+    if summary:  # an empty summary is stored as such (the seed), never as a searchable placeholder
+        source_ids = [r[0] for r in db.execute(
+            "select event_id from events where project_id = ? and session_id = ? order by event_id",
+            [project.id, session_id]).fetchall()] or [new_ulid()]
+        record = MemoryRecord(
+            record_id="mr_" + new_ulid(), project_id=project.id, project_root=project.root, session_id=session_id,
+            title=(f"Session end: {' '.join(summary.split())}")[:TITLE_MAX],
+            summary=_session_record_text(summary, **given),
+            facts=clip_list(given["pitfalls"], FACT_MAX, 50), concepts=[], files_touched=[],
+            observation_type="session_summary", strategy=SESSION_END_STRATEGY, source_event_ids=source_ids,
+            created_at=store.now_iso(),
+        )
     with store.writing(db):
-        db["memory_records"].insert(store.record_row(record), pk="record_id", ignore=True)
+        if record is not None:
+            db["memory_records"].insert(store.record_row(record), pk="record_id", ignore=True)
         db["session_summaries"].insert({
             "id": summary_id, "session_id": session_id, "project": label, "project_id": project.id,
             "project_root": project.root, "branch": git_branch(project.root), "summary": summary,
             **{k: json.dumps(v, ensure_ascii=False) for k, v in given.items()},
             "auto_compress": int(auto_compress), "compressed_used": int(compressed_used),
-            "auto_compress_error": result_extra.get("auto_compress_error"), "record_id": record.record_id,
+            "auto_compress_error": result_extra.get("auto_compress_error"),
+            "record_id": record.record_id if record is not None else None,
             "ended_at": ended_at,
         }, pk="id")
     return {"id": summary_id, "session_id": session_id, "project": label, "ended_at": ended_at,
             "summary_len": len(summary), "next_steps_count": len(given["next_steps"]), **result_extra}
 
 
-def _decode(row: dict) -> dict:
-    from .context import decode_session_summary
-
-    out = decode_session_summary(row)
-    out["auto_compress"] = bool(out["auto_compress"])
-    out["compressed_used"] = bool(out["compressed_used"])
-    return out
-
-
 def session_init(db, project: Project, label: str = "general") -> dict:
-    """The newest session_end summary of a project, all fields; stays until a later one supersedes it."""
+    """What this session resumes from: the newest session_end summary with content (kirolearn.continuity).
+
+    Not consumed: it stays until a later session_end supersedes it. A label this
+    project never used is `found: false`, with the labels it did use.
+    """
+    from . import continuity
+
     label = Scrubber().scrub_text((_text("project", label, required=False) or "general").strip() or "general")
-    rows = list(db.query(
-        "select * from session_summaries where project_id = ? and project = ? order by ended_at desc, rowid desc limit 1",
-        [project.id, label]))
-    if rows:
-        found = _decode(rows[0])
+    found = continuity.resume(db.conn, project.id, label)
+    if found:
         found.pop("project_id", None)
+        found["auto_compress"] = bool(found["auto_compress"])
+        found["compressed_used"] = bool(found["compressed_used"])
         return {"found": True, **found}
-    known = [r["project"] for r in db.query(
-        "select distinct project from session_summaries where project_id = ? order by project", [project.id])]
-    if label != "general" and known:
-        raise SummaryError(f"no session summary for project '{label}' here; known projects: {', '.join(known)}")
-    if label != "general":
-        raise SummaryError(f"no session summary for project '{label}' here yet (this project has none at all)")
-    return {"found": False, "project": label,
-            "message": "No earlier session summary for this project: this is a fresh start."}
+    known = continuity.labels(db.conn, project.id)
+    if known:
+        message = (f"No session summary under the label '{label}' in this project yet; "
+                   f"labels used here: {', '.join(known)}.")
+    else:
+        message = "No earlier session summary for this project: this is a fresh start."
+    return {"found": False, "project": label, "known_projects": known, "message": message}

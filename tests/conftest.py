@@ -22,6 +22,23 @@ def pytest_report_header(config):
     return f"sqlite: {sqlite3.sqlite_version}; python: {sys.executable}"
 
 
+FIGURES = pytest.StashKey[list]()
+
+
+@pytest.fixture
+def report_figure(pytestconfig):
+    """Record one line (a measured figure) for the end-of-run summary, not the progress line."""
+    return pytestconfig.stash.setdefault(FIGURES, []).append
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    figures = config.stash.get(FIGURES, [])
+    if figures:
+        terminalreporter.write_sep("-", "figures")
+        for line in figures:
+            terminalreporter.write_line(line)
+
+
 @pytest.fixture(autouse=True)
 def home(tmp_path, monkeypatch):
     """An isolated $KIROLEARN_HOME (and a fake user HOME beside it)."""

@@ -129,17 +129,18 @@ def test_auto_compress_tokens_count_toward_the_daily_limit(project, make_event, 
 KEY = "ghp_" + "Zq9" * 12
 
 
-@pytest.mark.parametrize("tool, args", [
-    ("session_end", {"session_id": "s", "summary": "x", "auto_compress": KEY}),  # wrong type: quoted back
+@pytest.mark.parametrize("tool, args, quoted", [
+    ("session_end", {"session_id": "s", "summary": "x", "auto_compress": KEY}, False),  # wrong types: named,
     ("save_observation", {"title": "t", "summary": "s", "observation_type": KEY, "facts": [], "concepts": [],
-                          "files_touched": []}),
-    ("search_memory", {"query": "q", "limit": KEY}),
-    (KEY, {}),  # an unknown tool, named by the secret
+                          "files_touched": []}, False),  # not quoted
+    ("search_memory", {"query": "q", "limit": KEY}, False),
+    (KEY, {}, True),  # an unknown tool, named by the secret: quoted, so scrubbed
 ])
-def test_mcp_error_results_never_quote_a_secret(project, tool, args):
+def test_mcp_error_results_never_quote_a_secret(project, tool, args, quoted):
     result = call(project, tool, args)
     assert result.isError
-    assert KEY not in text(result) and "[REDACTED" in text(result)
+    assert KEY not in text(result)
+    assert ("[REDACTED" in text(result)) is quoted
 
 
 def test_a_library_error_naming_a_secret_path_is_scrubbed_too(project, tmp_path, monkeypatch):

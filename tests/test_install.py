@@ -362,7 +362,7 @@ def test_config_show_names_sources(write_config, monkeypatch, home):
     assert rows["dedup.window_seconds"]["source"] == "default"
     write_config("[batch]\nmax_event = 7\n")
     bad = CliRunner().invoke(cli, ["config", "show"])
-    assert bad.exit_code == 1 and "invalid setting 'batch.max_event'" in bad.output
+    assert bad.exit_code == 1 and "unknown setting 'batch.max_event'; did you mean 'batch.max_events'?" in bad.output
 
 
 def test_doctor_and_status_on_a_known_home(kiro, make_event, home, drain_now):

@@ -9,6 +9,7 @@ import anyio
 import pytest
 from mcp.shared.memory import create_connected_server_and_client_session
 
+import kirolearn
 from kirolearn import context, mcp_server, recall, settings, summaries
 from kirolearn.extract import Completion
 
@@ -101,7 +102,7 @@ def test_title_is_the_request_cut_to_200(project):
 
 @pytest.mark.parametrize("args, message", [
     (dict(TURN, request="   "), "'request' must not be empty"),
-    (dict(TURN, learned="x" * 10_000_000), "'learned' is 10,000,000 characters; the limit is 100,000"),
+    (dict(TURN, learned="x" * 10_000_000), "'learned' must be at most 100,000 characters"),
     ({k: v for k, v in TURN.items() if k != "completed"}, "completed"),
     (dict(TURN, files_read="app/auth.py"), "files_read"),
 ])
@@ -143,8 +144,9 @@ def test_session_end_then_session_init_and_session_start(project):
         assert init["found"] is True and init["next_steps"] == ["Add rate limiting to /auth/refresh"]
         assert init["open_questions"] == ["Rotate signing keys?"] and init["summary"] == args["summary"]
     assert call(project, "session_init", {}).structuredContent["found"] is False  # "general" has none
-    unknown = call(project, "session_init", {"project": "nope"})
-    assert unknown.isError and "known projects: my-api" in text(unknown)
+    unknown = call(project, "session_init", {"project": "nope"})  # a label never used: not an error
+    assert not unknown.isError and unknown.structuredContent["found"] is False
+    assert unknown.structuredContent["known_projects"] == ["my-api"] and "my-api" in text(unknown)
 
     block, _ = context.session_start(recall.connect_readonly(), str(project))
     assert block.index("Last session ended") < block.index("Next steps:") < block.index("Add rate limiting")
@@ -270,7 +272,7 @@ def test_stdio_subprocess_initialize_list_call(project, home):
         finally:
             proc.kill()
     assert proc.returncode == 0
-    assert replies[1]["result"]["serverInfo"]["name"] == "kirolearn"
+    assert replies[1]["result"]["serverInfo"] == {"name": "kirolearn", "version": kirolearn.__version__}
     assert len(replies[2]["result"]["tools"]) == 5
     assert replies[3]["result"]["content"][0]["text"].startswith("Saved turn summary mr_")
     hit = recall.search(recall.connect_readonly(), "plus-sign login")[0]

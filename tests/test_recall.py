@@ -90,7 +90,7 @@ def test_projects_never_see_each_others_records(tmp_path, add_record):
 # --- the relevance set ------------------------------------------------------------------------------------
 
 
-def test_relevance_set_recall_at_5(project, add_record, capsys):
+def test_relevance_set_recall_at_5(project, add_record, report_figure):
     ids = {}
     for r in FIXTURE["records"]:
         ids[add_record(project, r["title"], r["summary"], observation_type=r["type"], facts=r["facts"],
@@ -105,8 +105,7 @@ def test_relevance_set_recall_at_5(project, add_record, capsys):
         else:
             misses.append((q["prompt"], top))
     score = found / len(FIXTURE["queries"])
-    with capsys.disabled():
-        print(f"\nrelevance set: recall@5 = {score:.2f} over {len(FIXTURE['queries'])} prompts; misses: {misses}")
+    report_figure(f"relevance set: recall@5 = {score:.2f} over {len(FIXTURE['queries'])} prompts; misses: {misses}")
     assert score >= 0.8, misses
     # and nothing at all for prompts that have nothing to do with the project
     for prompt in FIXTURE["unrelated"]:
@@ -157,7 +156,8 @@ def test_relative_ages():
 
 
 def event(project, trigger, **fields):
-    return {"trigger": trigger, "session_id": "sess-x", "project_root": str(project), **fields}
+    return {"trigger": trigger, "session_id": "sess-x", "session_source": "payload", "project_root": str(project),
+            **fields}
 
 
 def test_session_start_once_and_prompts_never_repeat(project, add_record):

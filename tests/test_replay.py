@@ -42,7 +42,11 @@ def test_bad_recording_names_file_and_line(tmp_path):
 def test_demo_runs_end_to_end(capsys):
     assert demo.main([]) == 0
     out = capsys.readouterr().out
-    assert "0 with output or errors" in out
+    assert "0 calls with output or errors" in out and "with output or errors)" in out
+    # 24 hook calls, 23 events: the one that recorded nothing is explained
+    assert "4 hook calls from queue/sessions/ide-legacy.jsonl: 3 events recorded" in out
+    assert "1 call recorded nothing, by design: the IDE's agentStop came with an empty USER_PROMPT" in out
+    assert out.rstrip().endswith("`make test` runs the tests.") and "== what next" in out
     assert "session_summary  stop" in out
 
 

@@ -1,0 +1,47 @@
+"""Agent adapters: everything that differs between the coding agents kirolearn serves.
+
+One module per agent owns its hook names and payload shapes, the environment
+hints it gives, the config files it reads (and so the installer's targets),
+and how recalled context is handed back to it. The rest of kirolearn speaks
+one vocabulary: the canonical triggers `agentSpawn`, `userPromptSubmit`,
+`preToolUse`, `postToolUse`, `stop` (plus lifecycle notes), and events with an
+`agent` field.
+
+Standard library only: the hook imports this package and the adapter it is
+told to use (`kirolearn-hook --agent NAME`, default `kiro`). Kiro v3 and
+Claude Code share hook names, so the hook never guesses between them: the
+installer writes `--agent` explicitly.
+"""
+
+import importlib
+
+DEFAULT = "kiro"
+_MODULES = {"kiro": "kiro", "claude-code": "claude_code"}
+
+# Canonical triggers and the event kind each one makes (shared by every adapter).
+TRIGGER_KIND = {
+    "agentSpawn": "note",
+    "userPromptSubmit": "prompt",
+    "preToolUse": "tool_use",
+    "postToolUse": "tool_use",
+    "stop": "session_summary",
+}
+SESSION_START_TRIGGERS = ("agentSpawn",)
+CONTEXT_TRIGGERS = ("agentSpawn", "userPromptSubmit")
+
+
+class UnknownAgent(ValueError):
+    """`--agent` names no adapter."""
+
+
+def names() -> "tuple[str, ...]":
+    """The agents kirolearn has adapters for."""
+    return tuple(_MODULES)
+
+
+def get(name: "str | None" = None):
+    """The adapter module for `name` (None: the default, Kiro)."""
+    key = DEFAULT if name is None else name
+    if key not in _MODULES:
+        raise UnknownAgent(f"unknown agent {str(key)[:40]!r}; expected one of {', '.join(_MODULES)}")
+    return importlib.import_module(f"{__name__}.{_MODULES[key]}")

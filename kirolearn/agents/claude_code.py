@@ -1,0 +1,271 @@
+"""The Claude Code adapter: its hooks, its settings files, its transcript.
+
+Facts: shared/reference/claude-code-hooks.md. Every payload is stdin JSON with
+`session_id`, `transcript_path`, `cwd` and `hook_event_name`, plus `prompt`,
+`tool_name` / `tool_input` / `tool_response` or `source` per event. Its `Stop`
+carries no assistant text: the turn's last assistant message is read from the
+transcript (a JSONL file Claude Code may still be writing), bounded in size.
+Stdout of SessionStart and UserPromptSubmit (exit 0) becomes context.
+
+Standard library only (the hook imports it); the installer part is used by the CLI.
+"""
+
+import json
+import os
+
+from ..events import Rejected
+
+NAME = "claude-code"
+GENERATIONS = ("claude",)
+SURFACES = ("claude-code",)
+SESSION_ENV = None  # Claude Code always sends session_id
+TRANSCRIPT_TAIL_BYTES = 256 * 1024  # how much of the transcript's end Stop reads
+
+TRIGGERS = {
+    "SessionStart": "agentSpawn",
+    "UserPromptSubmit": "userPromptSubmit",
+    "PreToolUse": "preToolUse",
+    "PostToolUse": "postToolUse",
+    "Stop": "stop",
+}
+# Lifecycle events with no Kiro twin: kept as notes, payload in `extra`.
+NOTE_TRIGGERS = ("SubagentStop", "SessionEnd", "PreCompact", "Notification")
+
+# What install wires: event, timeout in seconds (Claude Code's unit).
+HOOKS = (
+    ("SessionStart", 5),
+    ("UserPromptSubmit", 5),
+    ("PostToolUse", 2),
+    ("Stop", 5),
+)
+MARK = "kirolearn-hook"
+
+
+def resolve_trigger(name: str) -> "tuple[str, str]":
+    """Map a Claude Code hook name to (canonical trigger, generation)."""
+    if name in TRIGGERS:
+        return TRIGGERS[name], "claude"
+    if name in NOTE_TRIGGERS:
+        return name, "claude"
+    raise Rejected(
+        "unknown Claude Code hook event name; expected one of "
+        + ", ".join((*TRIGGERS, *NOTE_TRIGGERS))
+    )
+
+
+def surface(generation: str, env) -> str:
+    return "claude-code"
+
+
+def payload_from_env(arg, env):
+    """Claude Code always sends its payload on stdin."""
+    return None
+
+
+def normalise(trigger: str, payload: dict, env) -> dict:
+    """Fill the assistant's closing text of a Stop from the transcript."""
+    if trigger != "stop" or payload.get("assistant_response"):
+        return payload
+    path = payload.get("transcript_path")
+    text = last_assistant_text(path) if isinstance(path, str) and path else None
+    return {**payload, "assistant_response": text} if text else payload
+
+
+def last_assistant_text(path: str, tail_bytes: int = TRANSCRIPT_TAIL_BYTES) -> "str | None":
+    """The text of the newest assistant message in a transcript JSONL file (None if none is found).
+
+    Reads at most `tail_bytes` from the end; a partial first or last line (the
+    file may still be being written) is skipped, never an error.
+    """
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - tail_bytes))
+            data = fh.read(tail_bytes)
+    except OSError:
+        return None
+    lines = data.split(b"\n")
+    if size > tail_bytes:
+        lines = lines[1:]  # the first line is cut
+    for raw in reversed(lines):
+        try:
+            item = json.loads(raw.decode("utf-8", "replace"))
+        except ValueError:
+            continue
+        text = _assistant_text(item)
+        if text:
+            return text
+    return None
+
+
+def _assistant_text(item) -> "str | None":
+    if not isinstance(item, dict):
+        return None
+    message = item.get("message") if isinstance(item.get("message"), dict) else item
+    if item.get("type") != "assistant" and message.get("role") != "assistant":
+        return None
+    content = message.get("content")
+    if isinstance(content, str):
+        return content.strip() or None
+    if isinstance(content, list):
+        parts = [block.get("text", "") for block in content
+                 if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)]
+        text = "\n".join(p for p in parts if p.strip()).strip()
+        return text or None
+    return None
+
+
+def looks_like(payload: dict) -> bool:
+    """A payload only Claude Code sends (Kiro's have no transcript_path)."""
+    return isinstance(payload, dict) and "transcript_path" in payload
+
+
+def context_output(trigger: str, text: str) -> str:
+    """Plain stdout on exit 0 is added to the context of SessionStart and UserPromptSubmit."""
+    return text
+
+
+# --- installing: ~/.claude/settings.json or <project>/.claude/settings.json ------------------------
+
+
+def settings_path(project: "str | None") -> str:
+    """The settings file install edits: the project's shared one, else the user's."""
+    if project:
+        return os.path.join(os.path.abspath(project), ".claude", "settings.json")
+    from .. import config
+
+    return os.path.join(config.user_home_dir() or os.path.expanduser("~"), ".claude", "settings.json")
+
+
+def hook_command() -> str:
+    """The command Claude Code runs (through a POSIX shell, Git Bash on Windows); a missing binary is a no-op."""
+    import shlex
+
+    from .. import install
+
+    return f"{install._env_prefix()}{shlex.quote(install.command_path(MARK))} --agent {NAME} || true"
+
+
+def _is_ours(group) -> bool:
+    return isinstance(group, dict) and any(
+        isinstance(h, dict) and MARK in str(h.get("command", "")) for h in group.get("hooks", []) or [])
+
+
+def _wired(data: dict) -> dict:
+    data = json.loads(json.dumps(data))  # a copy
+    hooks = data.setdefault("hooks", {})
+    command = hook_command()
+    for event, timeout in HOOKS:
+        groups = [g for g in hooks.get(event, []) or [] if not _is_ours(g)]
+        hooks[event] = groups + [{"matcher": "", "hooks": [{"type": "command", "command": command,
+                                                             "timeout": timeout}]}]
+    return data
+
+
+def _unwired(data: dict) -> dict:
+    data = json.loads(json.dumps(data))
+    hooks = data.get("hooks")
+    if isinstance(hooks, dict):
+        for event in list(hooks):
+            if isinstance(hooks[event], list):
+                hooks[event] = [g for g in hooks[event] if not _is_ours(g)]
+                if not hooks[event]:
+                    del hooks[event]
+        if not hooks:
+            del data["hooks"]
+    return data
+
+
+def _sha(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _insert_as_text(before: str, data: dict) -> "tuple[str, list] | None":
+    """`before` with our hook groups added as text (and the insertions), or None if that cannot be done."""
+    from .. import jsontext
+
+    text, insertions = before, []
+    try:
+        for event, timeout in HOOKS:
+            group = {"matcher": "", "hooks": [{"type": "command", "command": hook_command(), "timeout": timeout}]}
+            root = jsontext.parse(text)
+            hooks = jsontext.find(root, "hooks")
+            if hooks is None:
+                text, ins = jsontext.append(text, root, {event: [group]}, key="hooks")
+            elif jsontext.find(root, "hooks", event) is None:
+                text, ins = jsontext.append(text, hooks, [group], key=event)
+            else:
+                text, ins = jsontext.append(text, jsontext.find(root, "hooks", event), group)
+            insertions.append(list(ins))
+    except jsontext.JSONTextError:
+        return None
+    return text, insertions
+
+
+def plan_install(project: "str | None", global_: bool = False, **options):
+    """The one settings file install would write, as an install.Change (nothing is written).
+
+    Our hook groups are added as text at the end of each list, so the user's
+    bytes stay as they were; the insertions are recorded so that uninstall can
+    take out exactly those bytes while the file is as install left it.
+    """
+    from .. import install
+
+    path = settings_path(project)
+    before = install._read(path)
+    try:
+        data = install._load(path, before.lstrip("\ufeff") if before else before)
+    except install.InstallError as exc:
+        return [install.Change(path, before, before, problem=str(exc))]
+    if not isinstance(data.get("hooks", {}), dict) or not all(
+            isinstance(v, list) for v in data.get("hooks", {}).values()):
+        return [install.Change(path, before, before,
+                               problem=f"{path}: 'hooks' is not an object of lists; left untouched")]
+    wired = _wired(data)
+    if before is not None and wired == data:
+        return [install.Change(path, before, before, record={"kind": "claude-settings"})]
+    record = {"kind": "claude-settings", "insertions": None}
+    as_text = None
+    if before is not None and not any(_is_ours(g) for groups in data.get("hooks", {}).values() for g in groups):
+        as_text = _insert_as_text(before, data)
+    if as_text and json.loads(as_text[0].lstrip("\ufeff")) == wired:
+        after, record["insertions"] = as_text
+    else:
+        after = install._dump(wired, before)
+    record["written_sha256"] = _sha(after)
+    return [install.Change(path, before, after, record=record)]
+
+
+def plan_uninstall(only_project: "str | None" = None):
+    """Undo each recorded Claude Code install: the user's exact bytes while the file is as install left it."""
+    from .. import install, jsontext
+
+    changes = []
+    for entry in install.load_record():
+        if entry.get("kind") != "claude-settings":
+            continue
+        path = entry["path"]
+        if only_project and not path.startswith(os.path.join(os.path.abspath(only_project), ".claude") + os.sep):
+            continue
+        before = install._read(path)
+        if before is None:
+            continue
+        untouched = entry.get("written_sha256") == _sha(before)
+        if untouched and entry.get("created"):
+            changes.append(install.Change(path, before, None, record={"kind": "claude-settings"}))
+            continue
+        restored = jsontext.remove(before, [tuple(i) for i in entry["insertions"]]) \
+            if untouched and entry.get("insertions") else None
+        if restored is None:
+            try:
+                data = install._load(path, before.lstrip("\ufeff"))
+            except install.InstallError as exc:
+                changes.append(install.Change(path, before, before, problem=str(exc)))
+                continue
+            rest = _unwired(data)
+            restored = None if (not rest and entry.get("created")) else install._dump(rest, before)
+        changes.append(install.Change(path, before, restored, record={"kind": "claude-settings"}))
+    return changes

@@ -1,0 +1,178 @@
+"""Edit a JSON file as text, so every byte of the user's own content stays theirs.
+
+`parse` finds where each value sits in the text; `append` adds one member to
+an object (or one item to an array) in the file's own style (indent unit,
+line ending, one-line or multi-line) and returns the insertion, so that
+`remove` can take exactly those bytes out again. An install that records its
+insertions can therefore be undone to the original bytes, without keeping a
+copy of a file that may hold the user's secrets.
+"""
+
+import json
+from dataclasses import dataclass, field
+
+_WS = " \t\r\n"
+
+
+@dataclass
+class Node:
+    """A JSON value's place in the text: [start, end), and its children."""
+
+    start: int
+    end: int
+    kind: str  # object | array | scalar
+    members: "dict[str, Node]" = field(default_factory=dict)  # object: key -> value node
+    items: "list[Node]" = field(default_factory=list)  # array items, object values in order
+
+
+class JSONTextError(ValueError):
+    """The text is not JSON this module can edit."""
+
+
+def parse(text: str) -> Node:
+    """The root value's node (a leading BOM and surrounding whitespace are allowed)."""
+    i = 1 if text.startswith("\ufeff") else 0
+    node, i = _value(text, _skip(text, i))
+    if _skip(text, i) != len(text):
+        raise JSONTextError(f"extra data at offset {_skip(text, i)}")
+    return node
+
+
+def _skip(text: str, i: int) -> int:
+    while i < len(text) and text[i] in _WS:
+        i += 1
+    return i
+
+
+def _value(text: str, i: int) -> "tuple[Node, int]":
+    if i >= len(text):
+        raise JSONTextError("unexpected end of text")
+    ch = text[i]
+    if ch == "{":
+        node = Node(i, i, "object")
+        j = _skip(text, i + 1)
+        if j < len(text) and text[j] == "}":
+            node.end = j + 1
+            return node, j + 1
+        while True:
+            if j >= len(text) or text[j] != '"':
+                raise JSONTextError(f"expected a key at offset {j}")
+            key_end = _string_end(text, j)
+            key = json.loads(text[j:key_end])
+            j = _skip(text, key_end)
+            if j >= len(text) or text[j] != ":":
+                raise JSONTextError(f"expected ':' at offset {j}")
+            child, j = _value(text, _skip(text, j + 1))
+            node.members[key] = child
+            node.items.append(child)
+            j = _skip(text, j)
+            if j < len(text) and text[j] == ",":
+                j = _skip(text, j + 1)
+                continue
+            if j < len(text) and text[j] == "}":
+                node.end = j + 1
+                return node, j + 1
+            raise JSONTextError(f"expected ',' or '}}' at offset {j}")
+    if ch == "[":
+        node = Node(i, i, "array")
+        j = _skip(text, i + 1)
+        if j < len(text) and text[j] == "]":
+            node.end = j + 1
+            return node, j + 1
+        while True:
+            child, j = _value(text, j)
+            node.items.append(child)
+            j = _skip(text, j)
+            if j < len(text) and text[j] == ",":
+                j = _skip(text, j + 1)
+                continue
+            if j < len(text) and text[j] == "]":
+                node.end = j + 1
+                return node, j + 1
+            raise JSONTextError(f"expected ',' or ']' at offset {j}")
+    if ch == '"':
+        end = _string_end(text, i)
+        return Node(i, end, "scalar"), end
+    try:
+        _, end = json.JSONDecoder().raw_decode(text, i)
+    except ValueError as exc:
+        raise JSONTextError(str(exc)) from None
+    return Node(i, end, "scalar"), end
+
+
+def _string_end(text: str, i: int) -> int:
+    j = i + 1
+    while j < len(text):
+        if text[j] == "\\":
+            j += 2
+            continue
+        if text[j] == '"':
+            return j + 1
+        j += 1
+    raise JSONTextError(f"unterminated string at offset {i}")
+
+
+def find(root: Node, *path: str) -> "Node | None":
+    """The node at `path` (object keys) or None."""
+    node = root
+    for key in path:
+        if node.kind != "object" or key not in node.members:
+            return None
+        node = node.members[key]
+    return node
+
+
+def _newline(text: str) -> str:
+    return "\r\n" if "\r\n" in text else "\n"
+
+
+def _unit(text: str) -> str:
+    for line in text.splitlines()[1:]:
+        stripped = line.lstrip(" \t")
+        if stripped and stripped != line:
+            ws = line[: len(line) - len(stripped)]
+            return "\t" if ws.startswith("\t") else ws
+    return "  "
+
+
+def _line_indent(text: str, offset: int) -> str:
+    start = text.rfind("\n", 0, offset) + 1
+    line = text[start:offset]
+    return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+def append(text: str, container: Node, value, key: "str | None" = None) -> "tuple[str, tuple[int, str]]":
+    """`text` with `value` added at the end of `container` (as member `key` of an object).
+
+    Returns the new text and the insertion (offset, inserted text) for `remove`.
+    """
+    if (container.kind == "object") != (key is not None) or container.kind == "scalar":
+        raise JSONTextError("append needs an object and a key, or an array and no key")
+    nl, unit = _newline(text), _unit(text)
+    close = container.end - 1
+    inner = text[container.start + 1:close]
+    one_line = "\n" not in inner and inner.strip() != ""
+    if one_line:
+        body = json.dumps(value, ensure_ascii=False)
+        fragment = (f"{json.dumps(key)}: " if key is not None else "") + body
+        last = container.items[-1]
+        insertion = (last.end, ", " + fragment)
+    else:
+        indent = _line_indent(text, container.start)
+        body = json.dumps(value, indent=unit, ensure_ascii=False).replace("\n", nl + indent + unit)
+        fragment = (f"{json.dumps(key)}: " if key is not None else "") + body
+        if container.items:
+            insertion = (container.items[-1].end, "," + nl + indent + unit + fragment)
+        else:  # empty: keep whatever whitespace was inside, put ours first
+            insertion = (container.start + 1, nl + indent + unit + fragment + (nl + indent if not inner else ""))
+    offset, inserted = insertion
+    return text[:offset] + inserted + text[offset:], insertion
+
+
+def remove(text: str, insertions: "list[tuple[int, str]]") -> "str | None":
+    """`text` without `insertions` (undone newest first); None if they are no longer where they were."""
+    for offset, inserted in reversed(insertions):
+        if text[offset:offset + len(inserted)] != inserted:
+            return None
+        text = text[:offset] + text[offset + len(inserted):]
+    return text

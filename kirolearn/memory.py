@@ -1,0 +1,187 @@
+"""`kirolearn.Memory`: the library facade over one kirolearn home.
+
+    >>> from kirolearn import Memory
+    >>> mem = Memory(home="/tmp/kl-home")          # default: $KIROLEARN_HOME or ~/.kirolearn
+    >>> mem.drain()                                 # spool → store, like `kirolearn drain`
+    >>> mem.search("login 500", project="/src/api")  # ranked hits, like `kirolearn search`
+
+Every method opens what it needs and closes it again, so a Memory object is
+cheap to keep and safe to share between calls; it never holds the drain lock
+between calls. The heavy libraries (sqlite-utils, pydantic, litellm) are
+imported on first use, never by `import kirolearn`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import IO, Iterable
+
+from . import config
+
+
+class Memory:
+    """Search, context, observations, summaries, drain and export for one home."""
+
+    def __init__(self, home: "str | os.PathLike | None" = None):
+        self.home = os.path.abspath(os.path.expanduser(os.fspath(home))) if home is not None else None
+
+    def __repr__(self) -> str:
+        return f"Memory(home={self.home or config.home()!r})"
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _here(self):
+        with config.using_home(self.home):
+            yield
+
+    @staticmethod
+    def _root(project: "str | os.PathLike | None") -> str:
+        from .project import find_project_root
+
+        root, _ = find_project_root(os.path.abspath(os.fspath(project) if project else os.getcwd()))
+        return root
+
+    @contextlib.contextmanager
+    def _db(self):
+        from .store import open_db
+
+        db = open_db()
+        try:
+            yield db
+        finally:
+            db.conn.close()
+
+    @contextlib.contextmanager
+    def _reader(self):
+        from . import recall
+
+        conn = recall.connect_readonly(budget=5.0)
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+    def _scrubber(self, settings=None):
+        from .scrub import Scrubber
+        from .settings import load
+
+        conf = settings or load()
+        return Scrubber(conf.scrub.extra_patterns, conf.scrub.allow)
+
+    # -- the pipeline ---------------------------------------------------------------------
+
+    def drain(self, *, flush: bool = False, wait: "float | None" = None, complete=None):
+        """Store what the spool holds and extract records, as `kirolearn drain`; returns DrainStats.
+
+        Raises `kirolearn.errors.DrainLocked` when another drain holds the lock.
+        """
+        from dataclasses import asdict
+
+        from . import drain, store
+        from .ids import new_ulid
+        from .settings import load
+
+        with self._here():
+            settings = load()
+            held = drain.lock(wait=settings.drain.lock_wait_seconds if wait is None else wait)
+            try:
+                with self._db() as db:
+                    started = store.now_iso()
+                    stats = drain.Drainer(db, settings, complete=complete).run_once(flush=flush)
+                    store.record_drain(db, new_ulid(), started, asdict(stats))
+            finally:
+                held.release()
+            return stats
+
+    # -- recall ---------------------------------------------------------------------------
+
+    def search(self, query: str, *, project=None, all_projects: bool = False, types: "Iterable[str] | None" = None,
+               limit: int = 10) -> list:
+        """Records matching `query`, best first (`recall.Hit` objects; `.to_dict()` for JSON)."""
+        from . import context, recall
+
+        with self._here():
+            if not os.path.exists(config.db_path()):
+                return []
+            project_id = None if all_projects else context.project_id(self._root(project))
+            with self._reader() as conn:
+                return recall.search(conn, query, project_id=project_id, types=list(types or []) or None, limit=limit)
+
+    def context(self, *, project=None, prompt: "str | None" = None) -> str:
+        """What the hook would inject: the session-start block, or the block for `prompt`."""
+        from . import context
+
+        with self._here():
+            if not os.path.exists(config.db_path()):
+                return ""
+            root = self._root(project)
+            conf = context.settings()
+            with self._reader() as conn:
+                if prompt is None:
+                    text, _ = context.session_start(conn, root, conf=conf)
+                else:
+                    text, _ = context.for_prompt(conn, root, prompt, conf=conf)
+            return text
+
+    def observations(self, *, project=None, all_projects: bool = False, types: "Iterable[str] | None" = None,
+                     limit: int = 20) -> list:
+        """The newest records of a project (or of all projects), newest first."""
+        from . import context, recall
+
+        with self._here():
+            if not os.path.exists(config.db_path()):
+                return []
+            with self._reader() as conn:
+                if all_projects:
+                    ids = [r[0] for r in conn.execute("select distinct project_id from memory_records")]
+                    hits = [h for pid in ids for h in recall.latest(conn, pid, types=list(types or []) or None,
+                                                                    limit=limit)]
+                    return sorted(hits, key=lambda h: h.created_at, reverse=True)[:limit]
+                pid = context.project_id(self._root(project))
+                return recall.latest(conn, pid, types=list(types or []) or None, limit=limit)
+
+    # -- summaries ------------------------------------------------------------------------
+
+    def save_turn_summary(self, *, request: str, investigated: str, learned: str, completed: str,
+                          next_steps: str, files_read=(), files_modified=(), project=None):
+        """Save a structured turn summary (the MCP tool's twin); returns the MemoryRecord."""
+        from . import summaries
+
+        with self._here(), self._db() as db:
+            return summaries.save_turn_summary(
+                db, summaries.Project(self._root(project)), request=request, investigated=investigated,
+                learned=learned, completed=completed, next_steps=next_steps, files_read=list(files_read),
+                files_modified=list(files_modified), scrubber=self._scrubber())
+
+    def end_session(self, session_id: str, *, summary: "str | None" = None, highlights=None, pitfalls=None,
+                    next_steps=None, open_questions=None, label: str = "general", auto_compress: bool = False,
+                    transcript: "str | None" = None, project=None, complete=None) -> dict:
+        """Save an end-of-session summary (the `session_end` tool); returns its result object."""
+        from . import summaries
+        from .settings import load
+
+        with self._here(), self._db() as db:
+            settings = load()
+            return summaries.session_end(
+                db, summaries.Project(self._root(project)), session_id=session_id, summary=summary,
+                highlights=highlights, pitfalls=pitfalls, next_steps=next_steps, open_questions=open_questions,
+                label=label, auto_compress=auto_compress, transcript=transcript, settings=settings,
+                complete=complete, scrubber=self._scrubber(settings))
+
+    def init_session(self, *, label: str = "general", project=None) -> dict:
+        """The newest end-of-session summary for the project (the `session_init` tool)."""
+        from . import summaries
+
+        with self._here(), self._db() as db:
+            return summaries.session_init(db, summaries.Project(self._root(project)), label)
+
+    # -- backup ---------------------------------------------------------------------------
+
+    def export(self, out: IO[str]) -> int:
+        """Write every stored object as JSON Lines (the `kirolearn export` format); returns the line count."""
+        from . import backup
+
+        with self._here(), self._db() as db:
+            return backup.export(db, out)

@@ -1,0 +1,55 @@
+"""The library facade: the README's example runs as written, and stays lazy."""
+
+import io
+import json
+import pathlib
+import re
+import subprocess
+import sys
+
+README = (pathlib.Path(__file__).parent.parent / "README.md").read_text("utf-8")
+
+
+def readme_example() -> str:
+    section = README.split("## Use it from Python: `kirolearn.Memory`", 1)[1]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+def test_readme_example_runs(tmp_path, project, capsys):
+    home = tmp_path / "facade-home"
+    exec(compile(readme_example(), "README.md", "exec"), {"home": str(home), "repo": str(project)})
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("Fix login 500")  # the saved summary is found by search
+    assert "Fix login 500" in "\n".join(out)  # and shown at the next session start
+    assert out[-1] == "True"  # init_session found the session summary
+    assert (home / "kirolearn.db").exists()
+
+
+def test_two_homes_do_not_mix(tmp_path, project):
+    from kirolearn import Memory
+
+    a, b = Memory(home=tmp_path / "a"), Memory(home=tmp_path / "b")
+    a.save_turn_summary(project=project, request="Only in A", investigated="x", learned="y",
+                        completed="z", next_steps="w")
+    assert [h.title for h in a.search("only", project=project)] == ["Only in A"]
+    assert b.search("only", project=project) == []
+    buf = io.StringIO()
+    assert a.export(buf) == 1
+    assert json.loads(buf.getvalue())["type"] == "record"
+    assert a.observations(project=project)[0].title == "Only in A"
+
+
+def test_drain_and_context_through_the_facade(home, project, make_event):
+    from kirolearn import Memory
+
+    make_event("userPromptSubmit", prompt="why does the nightly export time out")
+    make_event("stop", assistant_response="Added an index on orders.created_at; the export now takes 4 s")
+    stats = Memory().drain(flush=True)
+    assert stats.stored == 2 and stats.records_written >= 1
+    assert "orders.created_at" in Memory().context(project=project)
+
+
+def test_import_kirolearn_stays_cheap():
+    code = "import sys, kirolearn; print(sorted(m for m in sys.modules if m.startswith(('kirolearn', 'sqlite_utils', 'pydantic'))))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['kirolearn']"
