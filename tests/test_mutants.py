@@ -64,7 +64,7 @@ def _iso(dt):
 
 def test_spend_today_counts_model_runs_since_midnight_utc(home):
     db = store.open_db()
-    now = datetime(2026, 11, 30, 15, 0, tzinfo=timezone.utc)
+    now = datetime(2026, 11, 30, 15, 27, 41, 123456, tzinfo=timezone.utc)
     midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
     assert store.spend_today(db, now) == (0, 0.0)
     _run(db, _iso(midnight - timedelta(milliseconds=1)), tokens=(1000, 1000), cost=9.0)  # yesterday
@@ -188,3 +188,40 @@ def test_session_end_defaults_to_the_general_label_and_no_compression(home, proj
     result = summaries.session_end(store.open_db(), summaries.Project(str(project)), session_id=" s-1 ", summary="x")
     assert result["project"] == "general" and result["session_id"] == "s-1"
     assert "auto_compress" not in result
+
+
+def test_compress_says_why_it_did_not_ask(home):
+    db = store.open_db()
+
+    def complete(messages, conf, response_format=None):
+        raise AssertionError("not asked")
+
+    assert summaries.compress(db, "  \n", _model_conf(), complete) == (None, "empty_context")
+    assert summaries.compress(db, "log", settings.Settings(), complete) == (None, "provider_unavailable")
+
+
+def test_compress_passes_the_settings_and_defaults_a_missing_summary(home):
+    conf = _model_conf()
+
+    def complete(messages, given, response_format=None):
+        assert given is conf
+        return Completion('{"next_steps": ["run it"]}', 1, 1)
+
+    assert summaries.compress(store.open_db(), "log", conf, complete) == (
+        {"summary": "", "next_steps": ["run it"], "pitfalls": []}, None)
+
+
+def test_no_model_is_not_a_fallback(make_event, drain_now):
+    make_event("userPromptSubmit", prompt="hello")
+    make_event("stop", assistant_response="hi")
+    stats, db = drain_now()
+    assert stats.fallbacks == 0 and stats.batches_extracted == 1
+    assert [r["fallback_reason"] for r in db.query("select fallback_reason from extraction_runs")] == [""]
+
+
+def test_dedup_window_includes_exactly_3_seconds(make_event, drain_now):
+    call = dict(tool_name="shell", tool_input={"command": "make"}, tool_response="ok")
+    make_event(now=1_800_000_000.0, **call)
+    make_event(now=1_800_000_003.0, **call)
+    stats, _ = drain_now()
+    assert (stats.stored, stats.duplicates) == (1, 1)
