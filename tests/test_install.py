@@ -431,3 +431,9 @@ def test_project_install_refuses_the_home_directory(kiro):
     result = CliRunner().invoke(cli, ["install", "--project", str(kiro), "--yes"])
     assert result.exit_code == 1 and "is your home directory" in result.stderr and "--global" in result.stderr
     assert not (kiro / ".kiro" / "hooks").exists()
+
+
+def test_install_help_says_what_project_and_global_do():
+    text = " ".join(run("install", "--help").output.split())
+    assert "instead of ~/.kiro; add --global for both" in text
+    assert "--portable" in text and "# this project's .kiro/ only" in text
