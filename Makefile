@@ -34,7 +34,8 @@ demo: $(VENV)/.installed ## replay recorded Kiro sessions through the real hooks
 $(BENCH_VENV)/.installed: setup.cfg pyproject.toml $(shell find kirolearn -name '*.py')
 	$(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps .
-	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check .
+	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check '.[scan]' \
+		|| $(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check .  # betterleaks: no macOS wheel
 	touch $@
 
 bench: $(BENCH_VENV)/.installed ## print speed figures (never fails the build)
@@ -43,6 +44,10 @@ bench: $(BENCH_VENV)/.installed ## print speed figures (never fails the build)
 	$(BENCH_VENV)/bin/python bench/bench_drain.py --events 50000
 	@echo
 	$(BENCH_VENV)/bin/python bench/bench_recall.py --venv $(BENCH_VENV)
+	@echo
+	$(BENCH_VENV)/bin/python bench/bench_scrub.py
+	@echo
+	$(BENCH_VENV)/bin/python bench/bench_viewer.py
 
 # A check, not a timed test: prints the survivors and never fails the build. mutmut is
 # installed here only, not by `make install`: nothing else needs it.

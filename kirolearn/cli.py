@@ -99,6 +99,9 @@ def cli():
     Hooks capture each agent turn into a spool; `kirolearn drain` turns the
     spool into searchable memory records in $KIROLEARN_HOME/kirolearn.db.
     """
+    from .logscrub import scrub_stderr_logging
+
+    scrub_stderr_logging()  # library warnings reach logs/drain.log under cron: scrub them too
 
 
 def _load_settings():
@@ -175,6 +178,16 @@ def drain_command(watch, flush, json_):
         click.echo(json.dumps(asdict(stats), sort_keys=True))
     elif not json_:
         click.echo(_describe(stats))
+    _rescrub_note()
+
+
+def _rescrub_note(db=None) -> None:
+    """Say on stderr when the store's text predates the current scrubbing rules."""
+    from .rescrub import note
+
+    text = note(db or _open_db())
+    if text:
+        click.echo(f"kirolearn: {text}", err=True)
 
 
 def _describe(stats) -> str:
@@ -278,6 +291,9 @@ def status_command(json_):
             "extraction_failures_24h": failures,
         }
         info["extractor"].update(tokens_today=tokens, cost_usd_today=round(dollars, 6))
+        from .rescrub import state as scrub_state
+
+        info["database"]["scrub"] = scrub_state(db)
     from .doctor import hook_errors_since
     from .install import wiring
 
@@ -309,6 +325,9 @@ def status_command(json_):
                    f"{last['records_written']} records")
     if db_info["extraction_failures_24h"]:
         click.echo(f"model failures in the last 24 h: {db_info['extraction_failures_24h']}")
+    sc = db_info["scrub"]
+    click.echo(f"scrub rules: v{sc['rules_version']}; stored text scrubbed with v{sc['store_scrubbed_with']}"
+               + (": run `kirolearn rescrub`" if sc["rescrub_needed"] else ""))
     for p in db_info["projects"]:
         click.echo(f"  {p['project_root']}: {p['events']} events ({p['pending']} buffered), {p['records']} records")
 
@@ -329,9 +348,12 @@ def _project_root(project):
 @click.option("--type", "types", multiple=True,
               type=click.Choice(["tool_use", "decision", "error", "discovery", "pattern", "session_summary"]),
               help="Only records of this observation type (repeatable).")
+@click.option("--since", callback=lambda c, p, v: _since(v), help="Only records since an age (7d, 12h, 2w) or a date.")
+@click.option("--session", "session_id", help="Only records of this session id.")
+@click.option("--file", help="Only records that touched this file (a path, or its tail).")
 @click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True, help="Most records to show.")
 @json_option
-def search_command(query, project, all_projects, types, limit, json_):
+def search_command(query, project, all_projects, types, since, session_id, file, limit, json_):
     """Search memory records of the current project.
 
     Any text works: quotes, operators and code are searched as plain words.
@@ -351,18 +373,29 @@ def search_command(query, project, all_projects, types, limit, json_):
     root = _project_root(project)
     conn = recall.connect_readonly(budget=5.0)
     hits = recall.search(conn, query, project_id=None if all_projects else context.project_id(root),
-                         types=list(types) or None, limit=limit)
+                         types=list(types) or None, limit=limit, since=since, session_id=session_id, file=file)
+    from .manage import clean, terminal
+
     if json_:
-        click.echo(json.dumps([h.to_dict() for h in hits], ensure_ascii=False, indent=2))
+        click.echo(json.dumps(clean([h.to_dict() for h in hits]), ensure_ascii=False, indent=2))
         return
     if not hits:
         where = "any project" if all_projects else root
         click.echo(f"No memory records match {query!r} in {where}.", err=True)
         return
     now = time.time()
-    for hit in hits:
-        click.echo(f"{hit.record_id}  {hit.score:6.2f}  [{hit.observation_type}] {hit.title}")
+    for hit in hits:  # BM25 of a small store is tiny: significant digits, not a fixed 0.00
+        click.echo(terminal(clean(f"{hit.record_id}  {hit.score:8.3g}  [{hit.observation_type}] {hit.title}")))
         click.echo(f"    {context.age(hit.created_at, now)}" + (f" · {hit.project_root}" if all_projects else ""))
+
+
+def _since(value):
+    from .manage import ManageError, parse_since
+
+    try:
+        return parse_since(value)
+    except ManageError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--since'") from None
 
 
 @cli.command(name="context")
@@ -673,6 +706,66 @@ def schedule_command(every, kind, print_only, remove):
     click.echo(schedule.remove_job(kind) if remove else schedule.install_job(kind, seconds))
 
 
+@cli.command(name="scan")
+@click.argument("source", type=click.File("r", encoding="utf-8", errors="replace"), default="-")
+@json_option
+def scan_command(source, json_):
+    """Show what the scrubber would redact in FILE (or stdin), by type.
+
+    Check your own secrets before trusting kirolearn with them. Prints the count
+    per redaction type and each redacted line (the secrets themselves are never
+    printed). Line numbers are those of the scrubbed text.
+
+    
+    Examples:
+        kirolearn scan .env
+        env | kirolearn scan --json
+    """
+    from .rescrub import scan
+
+    result = scan(source.read(), _scrubber())
+    if json_:
+        click.echo(json.dumps({k: v for k, v in result.items() if k != "scrubbed"}, indent=2, sort_keys=True))
+        return
+    click.echo(f"{result['total']} redaction(s) with scrub rules v{result['rules_version']}")
+    for kind, n in result["by_type"].items():
+        click.echo(f"  {n:>4}  {kind}")
+    lines = result["scrubbed"].splitlines()
+    for number in sorted({f["line"] for f in result["findings"]}):
+        click.echo(f"{number:>5}: {lines[number - 1]}")
+
+
+@cli.command(name="rescrub")
+@json_option
+def rescrub_command(json_):
+    """Re-apply today's scrubbing rules to everything already stored and logged.
+
+    Run it after an upgrade that brings new rules (`status` and `drain` say so).
+    Scrubs every stored event, record, summary and run, rebuilds the full-text
+    index, scrubs the log files, then checkpoints the WAL and vacuums so the old
+    bytes leave the database files. Safe to interrupt and re-run.
+    """
+    from .rescrub import rescrub
+
+    result = rescrub(_open_db(), _scrubber())
+    if json_:
+        click.echo(json.dumps(result, indent=2, sort_keys=True))
+        return
+    rows = result["rows_changed"]
+    click.echo(f"rescrub with rules v{result['rules_version']}{' (resumed)' if result['resumed'] else ''}: "
+               f"{sum(rows.values())} rows changed" + (f" ({', '.join(f'{t}: {n}' for t, n in sorted(rows.items()))})"
+                                                       if rows else ""))
+    if result["redactions"]:
+        click.echo("redacted: " + ", ".join(f"{n} {k}" for k, n in sorted(result["redactions"].items())))
+    logs = result["log_lines_changed"]
+    click.echo(f"log lines changed: {sum(logs.values())}" + (f" ({', '.join(f'{p}: {n}' for p, n in sorted(logs.items()))})"
+                                                            if logs else ""))
+    click.echo(f"database: {result['bytes_before']:,} -> {result['bytes_after']:,} bytes (checkpointed and vacuumed)")
+    if not result["checkpoint_complete"]:
+        click.echo("kirolearn: another process still reads the database, so the WAL could not be emptied; "
+                   "stop `kirolearn drain --watch` and the MCP server, then run `kirolearn rescrub` again", err=True)
+
+
 @cli.group(name="config", context_settings=CONTEXT_SETTINGS)
 def config_group():
     """Inspect kirolearn's settings ($KIROLEARN_HOME/config.toml and KIROLEARN_* variables)."""
@@ -703,3 +796,6 @@ def doctor_command():
         problems += level == "FAIL"
     if problems:
         raise SystemExit(1)
+
+
+from . import cli_manage  # noqa: E402,F401 - registers list, show, forget, restore, edit, import, serve

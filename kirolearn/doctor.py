@@ -60,6 +60,11 @@ def run_checks():
             failures = db.execute("select count(*) from extraction_runs where outcome = 'failed' and started_at >= ?",
                                   [store.iso_shift(store.now_iso(), -86400)]).fetchone()[0]
             yield "OK", f"database opens: {db['memory_records'].count} records"
+            from .rescrub import note
+
+            stale = note(db)
+            if stale:
+                yield "WARN", stale
             if failures:
                 yield "WARN", f"{failures} failed model extraction(s) in the last 24 h: check extract.model and the key"
             if conf and conf.extract.model:

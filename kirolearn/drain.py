@@ -99,7 +99,8 @@ class Drainer:
     def __init__(self, db, settings, *, complete=None, sleep=time.sleep, progress=None):
         self.db = db
         self.settings = settings
-        self.scrubber = Scrubber(settings.scrub.extra_patterns, settings.scrub.allow)
+        self.scrubber = Scrubber(settings.scrub.extra_patterns, settings.scrub.allow,
+                                 betterleaks=settings.scrub.betterleaks)
         self.complete = complete or extract.litellm_complete
         self.sleep = sleep
         self.progress = progress  # callable(n_done) or None
@@ -365,6 +366,9 @@ class Drainer:
         for batch in self.ready_batches(time.time(), flush=flush):
             self.extract_batch(batch, stats)
         stats.expired_events = self.expire_events()
+        from .manage import expire_forgotten  # forgotten records past retention.forgotten_days lose their bytes
+
+        expire_forgotten(self.db, self.settings.retention.forgotten_days)
         stats.pending_events = self.db.execute(
             "select count(*) from events where extract_state = 'pending'"
         ).fetchone()[0]

@@ -102,6 +102,15 @@ class Memory(BaseModel):
     score: float
 
 
+class ForgetResult(BaseModel):
+    """forget_memory's answer."""
+
+    record_id: str
+    forgotten: bool
+    title: Optional[str] = None
+    message: str
+
+
 class SearchResult(BaseModel):
     """search_memory's structured answer."""
 
@@ -264,27 +273,63 @@ def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
     @tool(read)
     def search_memory(
         query: Annotated[str, Field(min_length=1, max_length=1000, description="What to look for")],
-        limit: Annotated[int, Field(description="Most results (1-100)")] = 10,
+        limit: Annotated[int, Field(ge=1, le=100, description="Most results (1-100)")] = 10,
+        observation_type: Annotated[
+            Optional[Literal["tool_use", "decision", "error", "discovery", "pattern", "session_summary"]],
+            Field(description="Only records of this type")] = None,
+        since: Annotated[Optional[str], Field(
+            max_length=40, pattern=r"^\s*(\d{1,6}\s*[smhdwSMHDW]|\d{4}-\d{2}-\d{2}([T ][0-9:.]+)?(Z|[+-]\d{2}:?\d{2})?)\s*$",
+            description="Only records since an age (7d, 12h, 30m, 2w) or an ISO date (2026-11-01)")] = None,
     ) -> Annotated[CallToolResult, SearchResult]:
-        """Search this project's memory records (titles, summaries, facts, concepts, files)."""
-        limit = max(1, min(100, int(round(limit))))
+        """Search this project's memory records (titles, summaries, facts, concepts, files).
+
+        Each result carries its record id and date; pass the id to forget_memory to retract a wrong memory.
+        """
+        from .manage import parse_since
+
         conn = recall.connect_readonly(budget=5.0)
-        hits = recall.search(conn, query, project_id=here.id, limit=limit)
+        hits = recall.search(conn, query, project_id=here.id, limit=limit,
+                             types=[observation_type] if observation_type else None, since=parse_since(since))
         if not hits:
             return _result("No matching memories found for the current project.", SearchResult(results=[]))
         blocks = []
         for h in hits:
-            block = f"### {h.title}\n\n{h.summary}"
+            block = f"### {h.title}\n({h.record_id}, {h.observation_type}, {h.created_at[:10]})\n\n{h.summary}"
             if h.concepts:
                 block += "\nConcepts: " + ", ".join(h.concepts)
             if h.files_touched:
                 block += "\nFiles:\n" + "\n".join(f"  {f}" for f in h.files_touched)
             blocks.append(block)
         text = context.scrub_out("\n\n".join(blocks), context.settings())
-        results = [Memory(record_id=h.record_id, title=h.title, summary=h.summary, observation_type=h.observation_type,
-                          concepts=[str(c) for c in h.concepts], files_touched=[str(f) for f in h.files_touched],
-                          created_at=h.created_at, score=round(h.score, 4)) for h in hits]
+        from .manage import clean  # structured results are re-scrubbed like the text (design.md rule 9)
+
+        results = [Memory(record_id=h["record_id"], title=h["title"], summary=h["summary"],
+                          observation_type=h["observation_type"], concepts=[str(c) for c in h["concepts"]],
+                          files_touched=[str(f) for f in h["files_touched"]], created_at=h["created_at"],
+                          score=round(h["score"], 4)) for h in clean([h.to_dict() for h in hits])]
         return _result(text, SearchResult(results=results))
+
+    @tool(ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False))
+    def forget_memory(
+        record_id: Annotated[str, Field(pattern=r"^mr_[0-9A-HJKMNP-TV-Z]{26}$", description="The record id "
+                                        "search_memory returned")],
+        reason: Annotated[str, Field(min_length=1, max_length=500, description="Why it is wrong or obsolete "
+                                     "(kept in the audit trail the user sees)")],
+    ) -> Annotated[CallToolResult, ForgetResult]:
+        """Retract a memory of this project that you know is wrong or obsolete: it leaves recall at once.
+
+        A soft forget: the user can undo it (`kirolearn restore ID`) until it is purged. Forgetting twice is harmless.
+        """
+        from . import manage
+
+        forgotten = manage.forget([record_id], reason=reason, actor="mcp", project_root=here.root, db=db())
+        if forgotten:
+            title = forgotten[0]["title"]
+            message = f"Forgot {record_id} ({title}); the user can undo it with `kirolearn restore {record_id}`"
+        else:
+            title, message = None, f"{record_id} was already forgotten"
+        return _result(context.scrub_out(message, context.settings()),
+                       ForgetResult(record_id=record_id, forgotten=True, title=title, message=message))
 
     @tool(write)
     def save_observation(
@@ -313,8 +358,10 @@ def _setup_logging() -> None:
         handlers.append(logging.FileHandler(os.path.join(directory, "mcp.log"), encoding="utf-8"))
     except (OSError, config.HomeNotFound):
         pass
-    logging.basicConfig(level=logging.WARNING, handlers=handlers,
-                        format="%(asctime)s kirolearn-mcp %(levelname)s %(message)s")
+    from .logscrub import use_scrubbing
+
+    use_scrubbing(handlers, "%(asctime)s kirolearn-mcp %(levelname)s %(message)s")  # no secret in a log line
+    logging.basicConfig(level=logging.WARNING, handlers=handlers)
 
 
 def main(argv=None) -> int:

@@ -21,7 +21,7 @@ from . import config
 
 
 class Memory:
-    """Search, context, observations, summaries, drain and export for one home."""
+    """Search, context, observations, summaries, drain, export/import and forget for one home."""
 
     def __init__(self, home: "str | os.PathLike | None" = None):
         self.home = os.path.abspath(os.path.expanduser(os.fspath(home))) if home is not None else None
@@ -185,3 +185,26 @@ class Memory:
 
         with self._here(), self._db() as db:
             return backup.export(db, out)
+
+    def import_(self, source: "IO[str] | Iterable[str]") -> dict:
+        """Restore an export (`kirolearn import`): idempotent, ids kept, everything scrubbed; returns counts."""
+        from . import manage
+
+        with self._here():
+            return manage.import_lines(source)
+
+    # -- managing records -----------------------------------------------------------------
+
+    def forget(self, record_ids: "Iterable[str]", *, reason: str = "") -> list:
+        """Take records out of recall for good (a tombstone; `restore` undoes it until a purge)."""
+        from . import manage
+
+        with self._here():
+            return manage.forget(list(record_ids), reason=reason, actor="library")
+
+    def restore(self, record_ids: "Iterable[str]") -> list:
+        """Bring forgotten records back."""
+        from . import manage
+
+        with self._here():
+            return manage.restore(list(record_ids), actor="library")

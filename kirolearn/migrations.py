@@ -192,3 +192,64 @@ def m014_placeholder_session_summaries(db):
     for record_id in ids:
         db.execute("delete from memory_records where record_id = ? and strategy = 'mcp_session_end'", [record_id])
     db.execute(f"update session_summaries set summary = '', record_id = null where {placeholder}")
+
+
+@migrations()
+def m011_forgotten_and_audit(db):
+    """Tombstones of forgotten records and the audit trail of forget / restore / edit / purge.
+
+    A forgotten record leaves memory_records (and so FTS and recall) at once; its
+    row waits in `payload` until a purge or the retention period, so `restore`
+    can bring it back. After a purge only the record_hash stays (a digest, no
+    text), which is enough to keep a later drain or import from recreating it.
+    """
+    db["forgotten_records"].create(
+        {
+            "record_id": str,
+            "record_hash": str,
+            "project_id": str,
+            "session_id": str,
+            "reason": str,
+            "actor": str,  # cli | mcp | viewer | retention
+            "forgotten_at": str,
+            "payload": str,  # JSON {"record": row, "session_summaries": [rows]}; NULL once purged
+            "purged_at": str,
+        },
+        pk="record_id",
+        not_null={"record_hash", "forgotten_at"},
+    )
+    db["forgotten_records"].create_index(["record_hash"], index_name="idx_forgotten_hash")
+    db["forgotten_records"].create_index(["forgotten_at"], index_name="idx_forgotten_at")
+    db["record_audit"].create(
+        {
+            "audit_id": str,  # ULID: time-ordered
+            "record_id": str,
+            "action": str,  # forget | restore | edit | purge
+            "actor": str,
+            "reason": str,
+            "at": str,
+            "version": int,  # edits: 1 for the first edit, ...
+            "before": str,  # JSON of the changed fields as they were; NULL once purged
+            "after": str,  # JSON of the changed fields as they became; NULL once purged
+        },
+        pk="audit_id",
+        not_null={"record_id", "action", "at"},
+    )
+    db["record_audit"].create_index(["record_id", "audit_id"], index_name="idx_audit_record")
+    # `list` / the viewer page through all projects, or one session, newest first at 100k records
+    db["memory_records"].create_index(["created_at", "record_id"], index_name="idx_records_created")
+    db["memory_records"].create_index(["session_id", "created_at"], index_name="idx_records_session")
+
+
+@migrations()
+def m009_scrub_state(db):
+    """Which scrub-rules version the stored text was scrubbed with (and where a rescrub stopped).
+
+    A new store holds nothing yet, so it is as clean as the current rules; a store that already
+    holds rows was scrubbed by the rules before this table existed, version 1.
+    """
+    from .scrub import rules_version
+
+    db["scrub_state"].create({"key": str, "value": str}, pk="key")
+    holds_rows = any(db[t].exists() and db[t].count for t in ("events", "memory_records", "session_summaries"))
+    db["scrub_state"].insert({"key": "scrubbed_with", "value": "1" if holds_rows else str(rules_version())})

@@ -196,11 +196,13 @@ def _drop_common(conn, words: "list[str]") -> "list[str]":
 
 
 def search(conn, query: str, *, project_id: "str | None" = None, types=None, limit: int = 10,
-           now: "float | None" = None) -> "list[Hit]":
+           now: "float | None" = None, since: "str | None" = None, session_id: "str | None" = None,
+           file: "str | None" = None) -> "list[Hit]":
     """Ranked records matching `query` (any text, never an SQL syntax error).
 
     A missing store gives []; a locked, corrupt or too-slow one raises
-    sqlite3.Error, which the hook logs and the CLI reports.
+    sqlite3.Error, which the hook logs and the CLI reports. `since` (a store
+    timestamp), `session_id` and `file` narrow it like `kirolearn list`.
     """
     words = terms(query)
     if conn is None or not words or limit <= 0:
@@ -214,7 +216,8 @@ def search(conn, query: str, *, project_id: "str | None" = None, types=None, lim
     sql = (f"with top as (select rowid, bm25(memory_records_fts, {weights}) as bm25 from memory_records_fts "
            "where memory_records_fts match ? order by bm25 limit ?) "
            "select r.*, top.bm25 from top join memory_records r on r.rowid = top.rowid")
-    args: list = [fts_query(words, project_id), depth if not types else depth * 20]
+    narrowed = bool(types or since or session_id or file)
+    args: list = [fts_query(words, project_id), depth if not narrowed else depth * 20]
     conditions = []
     if project_id:
         conditions.append("r.project_id = ?")  # already in the MATCH; kept as the authoritative filter
@@ -222,6 +225,12 @@ def search(conn, query: str, *, project_id: "str | None" = None, types=None, lim
     if types:
         conditions.append(f"r.observation_type in ({','.join('?' * len(types))})")
         args.extend(types)
+    if since or session_id or file:  # the filters `kirolearn list` shares (kirolearn.recordstore)
+        from .recordstore import record_filters
+
+        more, more_args = record_filters(since=since, session_id=session_id, file=file)
+        conditions.extend(more)
+        args.extend(more_args)
     if conditions:
         sql += " where " + " and ".join(conditions)
     sql += " order by top.bm25 limit ?"

@@ -9,11 +9,14 @@ never mutated, and scrubbing is idempotent (a second pass changes and counts not
 from __future__ import annotations
 
 import math
+import operator
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-__all__ = ["DEFAULT", "TYPES", "Scrubber", "marker", "scrub_text", "scrub_value"]
+from . import scrub_table as _scrub_table
+
+__all__ = ["DEFAULT", "TYPES", "Scrubber", "marker", "rules_version", "rule_types", "scrub_text", "scrub_value"]
 
 # Every built-in redaction type, as it appears in `[REDACTED:<type>]` and in `Scrubber.counts`.
 TYPES = (
@@ -23,6 +26,18 @@ TYPES = (
     "twilio-key", "jwt", "url-password", "user-password", "authorization", "secret-assignment",
     "high-entropy",
 )
+
+
+def rules_version() -> int:
+    """The version of the scrubbing rules; stores remember the version their text was scrubbed with."""
+    from .secret_rules import RULES_VERSION
+
+    return RULES_VERSION
+
+
+def rule_types() -> tuple:
+    """Every redaction type: the built-in ones, then one per catalogue rule (its rule id)."""
+    return TYPES + tuple(t for t in _scrub_table.table().ids if t not in TYPES)
 
 
 def marker(kind: str) -> str:
@@ -39,7 +54,7 @@ def _lazy(name: str, pattern: str, flags: int = 0) -> "re.Pattern[str]":
     return None  # type: ignore[return-value]  # compiled by _builtin_rules()
 
 
-_MARKER_RE = _lazy("_MARKER_RE", r"\[REDACTED:[A-Za-z0-9_\-]{1,40}\]")
+_MARKER_RE = _lazy("_MARKER_RE", r"\[REDACTED:[A-Za-z0-9_\-]{1,64}\]")
 _TYPE_NAME_RE = _lazy("_TYPE_NAME_RE", r"[A-Za-z0-9][A-Za-z0-9_\-]{0,39}")
 
 # Allow-listed literals are swapped for one private-use code point each (plane 15, skipping any the
@@ -172,6 +187,8 @@ _DOTTED_RE = _lazy("_DOTTED_RE", r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+")
 _IDENT_RE = _lazy("_IDENT_RE", r"[A-Za-z_$][\w$]*")
 _SMALL_NUMBER_RE = _lazy("_SMALL_NUMBER_RE", r"-?[0-9]{1,3}(?:\.[0-9]+)?")
 _PATHLIKE_RE = _lazy("_PATHLIKE_RE", r"(?:~|\.{1,2})?/|[A-Za-z]:[\\/]|[A-Za-z][A-Za-z0-9+.\-]{1,31}://")
+_PORT_PATH_RE = _lazy("_PORT_PATH_RE", r"[0-9]{1,5}(?:/|$)")
+_INI_SECTION_RE = _lazy("_INI_SECTION_RE", r"(?m)^[ \t]*\[[^\[\]\n]{1,80}\][ \t]*$")
 _EMAIL_RE = _lazy("_EMAIL_RE", r"[^@\s]{1,64}@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63})+")
 
 
@@ -220,6 +237,26 @@ def _related(value: str, name: str) -> bool:
     """Whether `value` and `name` contain one another once squashed (enum / field-name constants)."""
     v, n = _squash(value), _squash(name.rsplit(".", 1)[-1])
     return bool(v) and bool(n) and (v in n or n in v)
+
+
+def _ini_value(text: str, s: int, ve: int, value: str, name: str) -> bool:
+    """`password = letmein` as an INI / .properties line: a bare word that is the whole line's value.
+
+    In code the same line assigns a variable, so a digit-less word counts only when the text has an
+    INI section header, or when it is long enough (6+) under a password-like name.
+    """
+    line_start = text.rfind("\n", 0, s) + 1
+    if text[line_start:s].strip() or text[ve:ve + 1] not in ("", "\n", "\r"):
+        return False
+    if not _IDENT_RE.fullmatch(value) or _has_digit(value) or "_" in value:
+        return False  # digits: _bare_is_secret already decides; FOO_BAR: a constant
+    low = value.lower()
+    if low in _CODE_WORDS or low in _PLACEHOLDER_WORDS or _is_secret_name(value) or _related(value, name):
+        return False
+    if _INI_SECTION_RE.search(text):
+        return True
+    parts = _name_parts(name)
+    return len(value) >= 6 and bool(parts) and parts[-1] in ("password", "passwd", "passphrase", "pwd", "pass")
 
 
 def _bare_is_secret(value: str, name: str, op: str, spaced: bool, after: str, flag_space: bool) -> bool:
@@ -340,6 +377,10 @@ def _auth_value_is_code(value: str, after: str) -> bool:
 
 
 def _url_password_ok(s: str) -> bool:
+    # A password may hold '/', but `http://host:8080/path@x` is a port and a path, and a match
+    # that reaches into a second URL is not one password.
+    if "/" in s and (_PORT_PATH_RE.match(s) or "://" in s):
+        return False
     # `scheme://user:TOKEN@host` in docs is a placeholder, as are templates and env references.
     if s.lower() in ("pass", "password", "passwd", "pwd", "pw", "secret", "token"):
         return False  # user:pass@host in documentation
@@ -408,7 +449,7 @@ _RULE_SPECS: tuple = (
      r"(?:\.[A-Za-z0-9_\-]{1,8192}){0,2}={0,2}", 0, None, False, 0),
     ("url-password", ("://",),
      r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{1,31}://[^\s:/?#@\"'<>\[\]]{0,256}:"
-     r"([^\s/?#\"'<>]{1,256})@", 1, _url_password_ok, False, 0),
+     r"([^\s?#\"'<>]{1,256})@", 1, _url_password_ok, False, 0),
     ("user-password", ("-u", "--user"),
      r"(?<![\w\-])(?:-u|--user)[ \t]+([\"']?)[^\s:'\"]{1,128}:(" + _NOMARK + r"{1,256})\1", 2,
      _user_password_ok, False, 0),
@@ -447,13 +488,28 @@ _AUTH_SCHEMES = frozenset("bearer basic token digest negotiate ntlm apikey api-k
 
 # Assignment / entropy pass: every hit of a secret-ish fragment is expanded to the name around it.
 _KEYWORD_RE = _lazy("_KEYWORD_RE", r"pass|pw|secret|token|auth|credential|key|bearer")  # run on lowered text
+_NAME_RUN_RE = _lazy("_NAME_RUN_RE", r"[A-Za-z0-9_.\-$@]+")  # runs of name characters (_NAME_CHARS)
+_RUN_CACHE: dict = {}
+
+
+def _run_matters(run: str) -> bool:
+    """Whether keyword hits inside this run of name characters can lead `_keyword_pass` anywhere."""
+    if not _KEYWORD_RE.search(run.lower()):
+        return False
+    if len(run) > 64:
+        return True  # the pass bounds its name expansion: judge such runs in context
+    name = run
+    while name[-1:] in (".", "-") and len(name) > 1:
+        name = name[:-1]
+    low = name.lower()
+    return _secret_name_cached(name) or low.endswith("key") or low == "bearer"
 _KEYWORD_TRIGGERS = ("pass", "pw", "secret", "token", "auth", "credential", "key", "bearer")
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-$@")
 _SEP_RE = _lazy("_SEP_RE", r"([ \t]*)(=>|:=|=(?![=~>])|:(?![:/\\=]))([ \t]*)")
 _FLAG_SEP_RE = _lazy("_FLAG_SEP_RE", r"=|[ \t]+")
 _VALUE_RE = _lazy(
     "_VALUE_RE",
-    r"""(?P<marker>\[REDACTED:[A-Za-z0-9_\-]{1,40}\])
+    r"""(?P<marker>\[REDACTED:[A-Za-z0-9_\-]{1,64}\])
     |\\"(?P<edq>(?:[^"\\\n]|\\[^"\n]){0,4096})\\"
     |"(?P<dq>(?:[^"\\\n]|\\.){0,4096})"
     |'(?P<sq>(?:[^'\\\n]|\\.){0,4096})'
@@ -477,12 +533,14 @@ _MAX_PASSES = 4
 
 
 _COMPILED: "tuple | None" = None
-_CASED_TRIGGERS: tuple = ()  # (trigger, rule) pairs checked against the text as is
-_LOWER_TRIGGERS: tuple = ()  # (trigger, rule) pairs checked against the lowered text
+_TRIGGER_INDEX: "_scrub_table.KeywordIndex | None" = None  # triggers of the rules above
+_RULE_ORDER = operator.attrgetter("order")
+_CLEAN_CACHE_TEXT = 256
+_CLEAN_CACHE_SIZE = 16384
 
 
 def _builtin_rules() -> tuple:
-    global _COMPILED, _CASED_TRIGGERS, _LOWER_TRIGGERS
+    global _COMPILED, _TRIGGER_INDEX
     if _COMPILED is None:
         g = globals()
         for name, (pattern, flags) in _SOURCES.items():
@@ -491,8 +549,11 @@ def _builtin_rules() -> tuple:
             _Rule(kind, triggers, re.compile(pattern, flags), group, check, lower)
             for kind, triggers, pattern, group, check, lower, flags in _RULE_SPECS
         )
-        _CASED_TRIGGERS = tuple((t, r) for r in rules if not r.lower for t in r.triggers)
-        _LOWER_TRIGGERS = tuple((t, r) for r in rules if r.lower for t in r.triggers)
+        # One index for the built-in rules' triggers and the catalogue rules' keywords: a text's
+        # words are looked up once for both.
+        _TRIGGER_INDEX = _scrub_table.KeywordIndex(
+            [(t, r, not r.lower) for r in rules for t in r.triggers]
+            + [(kw, rule, False) for rule in _scrub_table.table().rules for kw in rule.keywords])
         _COMPILED = rules
     return _COMPILED
 
@@ -544,8 +605,11 @@ def _entropy_after(text: str, e: int) -> "tuple | None":
 class Scrubber:
     """Redacts private spans and credentials; `counts` accumulates redactions per type over calls."""
 
-    def __init__(self, extra_patterns: "dict[str, str] | None" = None, allow: "Iterable[str]" = ()) -> None:
+    def __init__(self, extra_patterns: "dict[str, str] | None" = None, allow: "Iterable[str]" = (),
+                 *, betterleaks: bool = False) -> None:
         self.counts: Counter = Counter()
+        # An optional extra layer (kirolearn[scan]): betterleaks' Go engine after our own rules.
+        self._betterleaks = _betterleaks_scan() if betterleaks else None
         self._rules = _builtin_rules()
         self._extra: list = []
         for kind, pattern in (extra_patterns or {}).items():
@@ -558,6 +622,7 @@ class Scrubber:
             self._extra.append((kind, regex))
         self._allow = tuple(sorted({a for a in allow if isinstance(a, str) and a}, key=len, reverse=True))
         self._allow_set = frozenset(self._allow)
+        self._clean: set = set()
 
     # -- public -----------------------------------------------------------------------------------
 
@@ -565,14 +630,24 @@ class Scrubber:
         """Return `text` with every private span and credential replaced by `[REDACTED:<type>]`."""
         if not isinstance(text, str):
             raise TypeError(f"scrub_text expects str, got {type(text).__name__}")
+        # Short texts recur (paths, tool names, session ids, hook fields): one found clean is
+        # remembered as clean, so the next event pays a dict look-up for it.
+        short = len(text) <= _CLEAN_CACHE_TEXT
+        if short and text in self._clean:
+            return text
         # Rules judge context, and a redaction can change the context another rule saw; repeating
         # the pass until nothing changes makes the result a fixed point (idempotent by construction).
         # Text without secrets, the common case, takes a single pass.
+        original = text
         out = self._scrub_once(text)
         for _ in range(_MAX_PASSES - 1):
             if out == text:
                 break
             text, out = out, self._scrub_once(out)
+        if short and out == original:
+            if len(self._clean) >= _CLEAN_CACHE_SIZE:
+                self._clean.clear()
+            self._clean.add(original)
         return out
 
     def _scrub_once(self, text: str) -> str:
@@ -587,9 +662,9 @@ class Scrubber:
         for kind, regex in self._extra:
             text = self._sub_extra(text, kind, regex)
         low = text.lower()
-        # One flat scan of the triggers (a substring test each) picks the rules worth running.
-        found = {r for t, r in _CASED_TRIGGERS if t in text}
-        found.update(r for t, r in _LOWER_TRIGGERS if t in low)
+        # The text's words, looked up in a keyword index, pick the rules worth running.
+        found = _TRIGGER_INDEX.find(text, low, _scrub_table.words(low))
+        before = text
         for rule in self._rules:
             if rule in found:
                 text = self._sub(text, rule.kind, rule.regex, rule.group, rule.check)
@@ -601,6 +676,9 @@ class Scrubber:
             text = self._sub_auth_header(text)
         if any(k in low for k in _KEYWORD_TRIGGERS):
             text = self._keyword_pass(text)
+        text = self._table_pass(text, found if text is before else None)
+        if self._betterleaks is not None and len(text) >= 16:
+            text = self._betterleaks_pass(text)
         if restore:
             text = text.translate(restore)
         return text
@@ -709,6 +787,53 @@ class Scrubber:
 
         return regex.sub(replace, text)
 
+    def _table_pass(self, text: str, found: "set | None" = None) -> str:
+        """Every catalogue rule (secret_rules.py) whose keyword the text holds."""
+        if found is None:  # the text changed since the triggers were looked up
+            low = text.lower()
+            found = _TRIGGER_INDEX.find(text, low, _scrub_table.words(low))
+        rules = sorted((r for r in found if type(r) is _scrub_table.Rule), key=_RULE_ORDER)
+        for rule in rules:
+            text = self._sub_rule(text, rule)
+        return text
+
+    def _betterleaks_pass(self, text: str) -> str:
+        for finding in self._betterleaks(text):
+            secret = finding.secret
+            if not secret or len(secret) < 6 or "[REDACTED:" in secret or secret not in text:
+                continue
+            kind = re.sub(r"[^A-Za-z0-9_\-]", "-", finding.rule_id or "betterleaks")[:64]
+            n = text.count(secret)
+            text = text.replace(secret, marker(kind))
+            self.counts[kind] += n
+        return text
+
+    def _sub_rule(self, text: str, rule: "_scrub_table.Rule") -> str:
+        out = []
+        last = 0
+        for m in rule.regex.finditer(text):
+            s, e = rule.secret_span(m)
+            if s < last or s >= e:
+                continue
+            secret = text[s:e]
+            if "[REDACTED:" in secret and _MARKER_RE.fullmatch(secret.strip()):
+                continue
+            if _only_sentinels(secret) or (
+                    rule.entropy is not None and _scrub_table.entropy(secret) <= rule.entropy):
+                continue
+            if _scrub_table.globally_allowed(secret) or (rule.broad and _scrub_table.is_digest(secret)):
+                continue
+            if rule.allowed(secret, m.group(0), text[m.start():s]) or _cuts_marker(text, m.start(), m.end(), s, e):
+                continue
+            out.append(text[last:s])
+            out.append(marker(rule.id))
+            self.counts[rule.id] += 1
+            last = e
+        if not out:
+            return text
+        out.append(text[last:])
+        return "".join(out)
+
     def _sub_extra(self, text: str, kind: str, regex: "re.Pattern[str]") -> str:
         markers = [m.span() for m in _MARKER_RE.finditer(text)]
         group = "secret" if "secret" in regex.groupindex else 0
@@ -771,8 +896,8 @@ class Scrubber:
         n = len(text)
         names = _NAME_CHARS
         low = text.lower()
-        hits = _KEYWORD_RE.finditer(low) if len(low) == len(text) else _ci(_KEYWORD_RE).finditer(text)
-        for hit in hits:
+        same = len(low) == len(text)
+        for hit in self._keyword_hits(text, low if same else None):
             hs, he = hit.span()
             if hs < done or any(ts <= hs < te for ts, te, _ in spans[-3:]):
                 continue
@@ -837,6 +962,27 @@ class Scrubber:
         out.append(text[last:])
         return "".join(out)
 
+    @staticmethod
+    def _keyword_hits(text: str, low: "str | None") -> "Iterable[re.Match[str]]":
+        """The keyword hits `_keyword_pass` must look at, in order: none when no run can matter.
+
+        A hit inside a run of name characters that is short (no expansion bound cuts it) and whose
+        name is neither secret nor `…key` nor `bearer` ends as `continue` in the pass whatever its
+        context. Runs are found in C and judged once per distinct run (cached), so text where every
+        keyword sits in such a run (`PASSED`, `tokenize`, `author`) skips the pass.
+        """
+        if low is None:
+            return _ci(_KEYWORD_RE).finditer(text)
+        for run in set(_NAME_RUN_RE.findall(text)):
+            hit = _RUN_CACHE.get(run)
+            if hit is None:
+                if len(_RUN_CACHE) >= 65536:
+                    _RUN_CACHE.clear()
+                hit = _RUN_CACHE[run] = _run_matters(run)
+            if hit:
+                return _KEYWORD_RE.finditer(low)
+        return ()
+
     def _assignment_at(self, text: str, s: int, e: int, name: str) -> "tuple | None":
         """(value start, value end, is secret) if secret-named `name` at text[s:e] is assigned a value."""
         flag = name.startswith("-")
@@ -872,8 +1018,8 @@ class Scrubber:
             if not sep:
                 return None
             op, spaced_flag = "=", sep.group(0) != "="
-            if spaced_flag and text[sep.end(): sep.end() + 1] == "-":
-                return None
+            if spaced_flag and text[sep.end(): sep.end() + 1] in ("-", "=", ":"):
+                return None  # `--token -v`; `-token_key = "…"` is an assignment, not a flag
             spaced = False
         else:
             sep = _SEP_RE.match(text, pos)
@@ -923,12 +1069,27 @@ class Scrubber:
             rest = text[ve: eol if eol >= 0 else ve + 200].strip()
             if rest and rest[0] != "#":  # "auth: refreshed session for …" is prose, not YAML
                 return vs, ve, False
+        if spaced and op == "=" and _ini_value(text, s, ve, content, name):
+            return vs, ve, True
         return vs, ve, _bare_is_secret(content, name, op, spaced, after, spaced_flag)
 
 
 # --------------------------------------------------------------------------------------------------
 # Module-level conveniences
 # --------------------------------------------------------------------------------------------------
+
+def _betterleaks_scan():
+    """betterleaks.scan_string, or an error that says how to install it."""
+    try:
+        from betterleaks import scan_string
+    except ImportError:
+        from .errors import ConfigError
+
+        raise ConfigError("scrub.betterleaks is on but betterleaks is not installed",
+                             fix="pip install 'kirolearn[scan]' (Linux and Windows wheels only), "
+                                 "or set scrub.betterleaks = false") from None
+    return scan_string
+
 
 _DEFAULT: "Scrubber | None" = None
 

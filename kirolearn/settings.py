@@ -59,6 +59,7 @@ class Scrub(_Section):
 
     extra_patterns: dict[str, str] = Field(default_factory=dict, description="type name = regex; matches become [REDACTED:<type>]")
     allow: list[str] = Field(default_factory=list, description="literal strings never redacted")
+    betterleaks: bool = Field(False, description="also run betterleaks (pip install 'kirolearn[scan]') in the drain")
 
 
 class Drain(_Section):
@@ -84,6 +85,8 @@ class Retention(_Section):
 
     events_days: float = Field(90.0, ge=0, description="delete extracted events older than this (records keep their "
                                                        "source ids); 0 = keep forever")
+    forgotten_days: float = Field(30.0, ge=0, description="forgotten records stay restorable this long, then the "
+                                                          "drain purges their bytes; 0 = until `forget --purge`")
 
 
 class Settings(_Section):

@@ -185,6 +185,17 @@ def record_row(record) -> dict:
     return data
 
 
+def forgotten_hashes(db, hashes) -> "set[str]":
+    """Which of these record hashes belong to forgotten records (kirolearn forget, purged or not)."""
+    found: set = set()
+    hashes = list(hashes)
+    for i in range(0, len(hashes), 500):
+        part = hashes[i : i + 500]
+        found.update(r[0] for r in db.execute(
+            f"select record_hash from forgotten_records where record_hash in ({','.join('?' * len(part))})", part))
+    return found
+
+
 def commit_extraction(db, run: dict, records: list, event_ids: "list[str]") -> int:
     """Store an extraction's records and run row, and mark its events done, atomically.
 
@@ -192,8 +203,11 @@ def commit_extraction(db, run: dict, records: list, event_ids: "list[str]") -> i
     """
     with writing(db):
         before = db["memory_records"].count
-        if records:
-            db["memory_records"].insert_all([record_row(r) for r in records], pk="record_id", ignore=True)
+        rows = [record_row(r) for r in records]
+        gone = forgotten_hashes(db, [r["record_hash"] for r in rows])  # a user forgot it: never recreate
+        rows = [r for r in rows if r["record_hash"] not in gone]
+        if rows:
+            db["memory_records"].insert_all(rows, pk="record_id", ignore=True)
         written = db["memory_records"].count - before
         run = dict(run, records_written=written)
         db["extraction_runs"].insert(run, pk="run_id")

@@ -133,3 +133,11 @@ def test_schema_rejects_tool_fields_on_prompt():
     event["tool_name"] = "x"
     with pytest.raises(ValueError, match="cannot carry tool fields"):
         Event.model_validate(event)
+
+
+def test_unknown_event_name_is_not_echoed():
+    """The name is untrusted input the hook cannot scrub: a secret-shaped one never reaches the log."""
+    token = "ghp_" + "Ab1" * 12
+    with pytest.raises(events.Rejected) as err:
+        events.build_event(token, {"cwd": "/tmp"})
+    assert token not in str(err.value) and "unknown hook event name" in str(err.value)

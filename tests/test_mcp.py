@@ -48,7 +48,8 @@ def text(result):
 
 def test_tools_schemas_and_annotations(project):
     tools = {t.name: t for t in list_tools(project)}
-    assert set(tools) == {"save_session_summary", "session_end", "session_init", "search_memory", "save_observation"}
+    assert set(tools) == {"save_session_summary", "session_end", "session_init", "search_memory", "save_observation",
+                          "forget_memory"}
     s = tools["save_session_summary"].inputSchema
     assert sorted(s["required"]) == sorted(TURN)
     assert s["properties"]["files_read"]["type"] == "array"
@@ -233,9 +234,11 @@ def test_search_memory_and_save_observation(project):
                                                "observation_type": "decision", "facts": ["timeout=30"],
                                                "concepts": ["sqlite"], "files_touched": ["scripts/export.py"]})
     assert text(saved).startswith("Saved observation mr_")
-    found = call(project, "search_memory", {"query": "export WAL", "limit": 500})
-    assert text(found) == ("### Use WAL for the export job\n\nbusy timeout 30\nConcepts: sqlite\n"
-                           "Files:\n  scripts/export.py")
+    found = call(project, "search_memory", {"query": "export WAL", "limit": 100})
+    rid, day = found.structuredContent["results"][0]["record_id"], found.structuredContent["results"][0]["created_at"][:10]
+    assert text(found) == (f"### Use WAL for the export job\n({rid}, decision, {day})\n\nbusy timeout 30\n"
+                           "Concepts: sqlite\nFiles:\n  scripts/export.py")
+    assert call(project, "search_memory", {"query": "export WAL", "limit": 500}).isError
     assert found.structuredContent["results"][0]["observation_type"] == "decision"
     bad = call(project, "save_observation", {"title": "t", "summary": "s", "observation_type": "session_summary",
                                              "facts": [], "concepts": [], "files_touched": []})
@@ -273,7 +276,7 @@ def test_stdio_subprocess_initialize_list_call(project, home):
             proc.kill()
     assert proc.returncode == 0
     assert replies[1]["result"]["serverInfo"] == {"name": "kirolearn", "version": kirolearn.__version__}
-    assert len(replies[2]["result"]["tools"]) == 5
+    assert len(replies[2]["result"]["tools"]) == 6
     assert replies[3]["result"]["content"][0]["text"].startswith("Saved turn summary mr_")
     hit = recall.search(recall.connect_readonly(), "plus-sign login")[0]
     assert hit.project_root == str(project)  # marker walk from the subdirectory Kiro started us in

@@ -53,3 +53,20 @@ def test_import_kirolearn_stays_cheap():
     code = "import sys, kirolearn; print(sorted(m for m in sys.modules if m.startswith(('kirolearn', 'sqlite_utils', 'pydantic'))))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "['kirolearn']"
+
+
+def test_import_and_forget_through_the_facade(tmp_path, project):
+    from kirolearn import Memory
+
+    a, b = Memory(home=tmp_path / "a"), Memory(home=tmp_path / "b")
+    record = a.save_turn_summary(project=project, request="Backup me", investigated="x", learned="y",
+                                 completed="z", next_steps="w")
+    buf = io.StringIO()
+    a.export(buf)
+    counts = b.import_(io.StringIO(buf.getvalue()))
+    assert counts["records"]["added"] == 1
+    assert b.import_(io.StringIO(buf.getvalue()))["records"]["added"] == 0  # idempotent
+    b.forget([record.record_id], reason="wrong")
+    assert b.search("backup", project=project) == []
+    b.restore([record.record_id])
+    assert [h.record_id for h in b.search("backup", project=project)] == [record.record_id]

@@ -1,0 +1,199 @@
+"""Secrets: recall and keep per carrier on the corpus generated from every rule, and scrub cost.
+
+The corpus (tests/secret_corpus.py) holds several secrets per rule of kirolearn's rules table
+(gitleaks' default catalogue plus betterleaks' extra rules), each in a prompt, a shell command and
+a tool output, and ordinary development text. Rows:
+- kirolearn: the scrubber as shipped;
+- built-in rules only: the same scrubber without the catalogue table (what earlier releases had);
+- betterleaks alone, and kirolearn + betterleaks: only when `betterleaks` is importable
+  (`pip install 'kirolearn[scan]'`).
+Then the scrubber's cost per drain-like event and the cold cost of a recall-time re-scrub (what
+the prompt hook pays). Prints tables; never fails.
+
+    python bench/bench_scrub.py [--examples 3] [--lines 2000]
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+from benchtable import print_table
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+
+import secret_corpus  # noqa: E402
+
+
+class _BetterleaksOnly:
+    """A scrubber-shaped wrapper around betterleaks alone."""
+
+    def __init__(self):
+        from kirolearn.scrub import Scrubber
+
+        self._s = Scrubber(betterleaks=True)
+
+    def scrub_text(self, text):
+        return self._s._betterleaks_pass(text)
+
+
+def _row(name, r):
+    by = r["recall_by_carrier"]
+    return (name, f"{r['recall']:.3f} ({by['prompt']:.3f} / {by['shell']:.3f} / {by['tool_output']:.3f})",
+            f"{r['keep']:.3f}", f"{len(r['missed'])}")
+
+
+def drain_like_events(n=2000):
+    import random
+
+    rng = random.Random(1)
+    lines = [f"tests/test_mod_{i}.py::test_{i} PASSED" for i in range(200)]
+    out = []
+    for i in range(n):
+        step = i % 40
+        if step == 0:
+            out.append({"prompt": f"Why does the export job fail when the table has {i} rows? Fix scripts/export.py."})
+        elif step == 39:
+            out.append({"assistant_response": "Fixed the export: it streams rows in batches of 500. " * 2})
+        else:
+            text = "\n".join(rng.sample(lines, rng.randint(5, 60)))
+            if rng.random() < 0.05:
+                text += f"\nexport API_TOKEN=tok_{rng.getrandbits(96):024x}"
+            out.append({"tool_name": "execute_bash", "tool_input": {"command": f"python -m pytest -q -k case_{i}"},
+                        "tool_response": {"success": True, "result": [{"exit_status": "0", "stdout": text}]}})
+    return out
+
+
+def per_event_us(scrubber, events, rounds=3):
+    best = None
+    for _ in range(rounds):
+        start = time.process_time()
+        for e in events:
+            scrubber.scrub_value(e)
+        took = (time.process_time() - start) / len(events) * 1e6
+        best = took if best is None else min(best, took)
+    return best
+
+
+COLD = """
+import time
+t = time.perf_counter()
+from kirolearn.scrub import Scrubber
+s = Scrubber()
+s.scrub_text('''## kirolearn memory
+- Fixed the export job: streams rows in batches of 500; tests pass (scripts/export.py)
+- Decided to keep the API token in the keychain, not in .env; auth moved to middleware
+''' * 6)
+print((time.perf_counter() - t) * 1000)
+"""
+
+
+def cold_ms(runs=15):
+    values = []
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, "-c", COLD], capture_output=True, text=True, check=True)
+        values.append(float(out.stdout))
+    values.sort()
+    return values[len(values) // 2]
+
+
+def code_lines(limit_files=600):
+    """Non-blank lines of the installed packages' own source (real code, no secrets expected)."""
+    import glob
+    import site
+
+    lines = []
+    for root in site.getsitepackages():
+        for path in sorted(glob.glob(os.path.join(root, "**", "*.py"), recursive=True))[:limit_files]:
+            if "/test" in path:
+                continue
+            try:
+                with open(path, encoding="utf-8") as fh:
+                    lines += [line for line in fh.read().splitlines() if line.strip()]
+            except (OSError, UnicodeDecodeError):
+                continue
+    return lines
+
+
+def code_keep(scrubber, lines):
+    return 1 - sum(scrubber.scrub_text(line) != line for line in lines) / max(1, len(lines))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--examples", type=int, default=3)
+    parser.add_argument("--lines", type=int, default=2000)
+    args = parser.parse_args()
+    from kirolearn import scrub_table
+    from kirolearn.scrub import Scrubber
+
+    table = scrub_table.table()
+    mine = secret_corpus.measure(Scrubber(), args.examples, args.lines)
+    rows = [_row("kirolearn", mine)]
+    original = Scrubber._table_pass
+    Scrubber._table_pass = lambda self, text, found=None: text
+    try:
+        rows.append(_row("built-in rules only (before the table)", secret_corpus.measure(Scrubber(), args.examples,
+                                                                                         args.lines)))
+    finally:
+        Scrubber._table_pass = original
+    try:
+        import betterleaks  # noqa: F401
+
+        have_bl = True
+    except ImportError:
+        have_bl = False
+    if have_bl:
+        rows.append(_row("betterleaks alone", secret_corpus.measure(_BetterleaksOnly(), args.examples, args.lines)))
+        rows.append(_row("kirolearn + betterleaks layer",
+                         secret_corpus.measure(Scrubber(betterleaks=True), args.examples, args.lines)))
+    else:
+        rows.append(("betterleaks", "not installed (pip install 'kirolearn[scan]')", "", ""))
+    catalogue = ", ".join(f"{k} {v}" for k, v in table.catalogues.items())
+    print(f"secrets: {mine['cases']} credentials from {mine['rules']} rules ({catalogue}), "
+          f"{mine['ordinary']} ordinary lines")
+    width = max(len(r[0]) for r in rows)
+    print(f"{'scrubber':<{width}}  {'recall (prompt / shell / tool output)':<38}  {'keep':>5}  rules missed")
+    for name, recall, keep, missed in rows:
+        print(f"{name:<{width}}  {recall:<38}  {keep:>5}  {missed}")
+    print(f"targets: recall >= 0.99 in every carrier, keep >= 0.99")
+    for rule, cases in sorted(mine["missed"].items())[:10]:
+        print(f"  missed: {rule} ({len(cases)})")
+    print()
+
+    code = code_lines()
+    mine_keep = code_keep(Scrubber(), code)
+    Scrubber._table_pass = lambda self, text, found=None: text
+    try:
+        old_keep = code_keep(Scrubber(), code)
+    finally:
+        Scrubber._table_pass = original
+    print(f"installed packages' source, {len(code):,} lines kept unchanged: {mine_keep:.5f} "
+          f"(built-in rules only: {old_keep:.5f})")
+    print()
+
+    events = drain_like_events()
+    full = per_event_us(Scrubber(), events)
+    Scrubber._table_pass = lambda self, text, found=None: text
+    try:
+        builtin = per_event_us(Scrubber(), events)
+    finally:
+        Scrubber._table_pass = original
+    cost = [
+        ("scrub per drain-like event, all rules (us CPU)", f"{full:.0f}", ""),
+        ("scrub per drain-like event, built-in rules only (us CPU)", f"{builtin:.0f}", ""),
+        ("catalogue table's share of the scrub", f"{(full - builtin) / full:.0%}", ""),
+    ]
+    if have_bl:
+        cost.append(("scrub per drain-like event with the betterleaks layer (us CPU)",
+                     f"{per_event_us(Scrubber(betterleaks=True), events[:500], 1):.0f}", ""))
+    cost.append(("recall-time re-scrub, cold process: import + Scrubber() + 1 KB (ms, median)",
+                 f"{cold_ms():.1f}", "within the prompt hook's budget"))
+    print_table("scrub cost", cost)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

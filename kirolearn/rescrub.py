@@ -1,0 +1,141 @@
+"""`kirolearn rescrub` and `kirolearn scan`: apply today's scrubbing rules to what is already kept.
+
+rescrub re-applies the scrubber to every stored event, record, summary, run and FTS index
+(store_scrub walks the tables), to every log file and to the quarantine's reason files, then
+checkpoints the WAL and vacuums so the old bytes leave the database files. It is safe to
+interrupt (progress is committed per chunk) and to re-run. The quarantined event files
+themselves stay raw, like the spool they came from: they wait for a person to repair them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+
+from . import config, store_scrub
+from .scrub import Scrubber, rules_version
+
+LOG_SUFFIXES = (".log",)
+
+
+def note(db) -> str:
+    """One line when the store's text predates the current rules ('' when it does not)."""
+    current = rules_version()
+    have = store_scrub.scrubbed_with(db)
+    if have is None or have >= current:
+        return ""
+    return (f"the scrubbing rules (v{current}) are newer than this store's last scrub (v{have}): "
+            "run `kirolearn rescrub` to clean what older versions stored")
+
+
+def state(db) -> dict:
+    """The scrub part of `status --json`."""
+    have = store_scrub.scrubbed_with(db)
+    return {"rules_version": rules_version(), "store_scrubbed_with": have,
+            "rescrub_needed": have is not None and have < rules_version()}
+
+
+def _scrub_cell(scrubber: Scrubber):
+    from .dedup import event_content_hash
+    from .drain import GENERATED_FIELDS
+
+    def scrub_cell(table: str, column: str, value, derived: dict):
+        if not isinstance(value, str) or not value:
+            return value
+        if value[:1] in "[{":
+            try:
+                data = json.loads(value)
+            except ValueError:
+                data = None
+            if isinstance(data, (dict, list)):
+                if table == "events" and column == "body" and isinstance(data, dict):
+                    clean = {k: v if k in GENERATED_FIELDS else scrubber.scrub_value(v) for k, v in data.items()}
+                    if clean != data:  # dedup compares new events with this hash
+                        derived["content_hash"] = event_content_hash(clean)
+                else:
+                    clean = scrubber.scrub_value(data)
+                return value if clean == data else json.dumps(clean, ensure_ascii=False)
+        return scrubber.scrub_text(value)
+
+    return scrub_cell
+
+
+def _log_files() -> "list[str]":
+    paths = []
+    logs = config.logs_dir()
+    if os.path.isdir(logs):
+        paths += [os.path.join(logs, n) for n in sorted(os.listdir(logs))
+                  if n.endswith(LOG_SUFFIXES) or ".log." in n]
+    quarantine = os.path.join(config.spool_dir(), "quarantine")
+    if os.path.isdir(quarantine):
+        paths += [os.path.join(quarantine, n) for n in sorted(os.listdir(quarantine)) if n.endswith(".reason")]
+    return paths
+
+
+def rescrub_file(path: str, scrubber: Scrubber) -> int:
+    """Scrub one text file in place (atomically, mode 0600); returns how many lines changed."""
+    with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+        lines = fh.readlines()
+    new = [scrubber.scrub_text(line) for line in lines]
+    changed = sum(a != b for a, b in zip(lines, new))
+    if changed:
+        tmp = path + ".rescrub.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.writelines(new)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    return changed
+
+
+def rescrub(db, scrubber: "Scrubber | None" = None, on_chunk=None) -> dict:
+    """Re-scrub the store and the logs with today's rules; returns the counts `rescrub` reports."""
+    scrubber = scrubber or Scrubber()
+    version = rules_version()
+    resumed = store_scrub.progress(db)
+    before = {p: os.path.getsize(p) for p in (db_file(db), db_file(db) + "-wal") if os.path.exists(p)}
+    rows = store_scrub.rescrub_rows(db, _scrub_cell(scrubber), version, on_chunk)
+    fts = store_scrub.rebuild_fts(db)
+    store_scrub.finish(db, version)
+    logs = {}
+    for path in _log_files():
+        try:
+            n = rescrub_file(path, scrubber)
+        except OSError:
+            continue
+        if n:
+            logs[os.path.relpath(path, config.home())] = n
+    compacted = store_scrub.compact(db)
+    after = {p: os.path.getsize(p) for p in before if os.path.exists(p)}
+    return {
+        "rules_version": version,
+        "resumed": bool(resumed and resumed.get("version") == version),
+        "rows_changed": rows,
+        "redactions": dict(Counter(scrubber.counts)),
+        "fts_rebuilt": fts,
+        "log_lines_changed": logs,
+        "checkpoint_complete": compacted["checkpoint_complete"],
+        "bytes_before": sum(before.values()),
+        "bytes_after": sum(after.values()),
+    }
+
+
+def db_file(db) -> str:
+    """The main database file of an open store."""
+    return db.execute("pragma database_list").fetchone()[2]
+
+
+def scan(text: str, scrubber: "Scrubber | None" = None) -> dict:
+    """What the scrubber would redact in `text`: counts by type and the redacted lines."""
+    import re
+
+    scrubber = scrubber or Scrubber()
+    out = scrubber.scrub_text(text)
+    findings = []
+    for number, line in enumerate(out.splitlines(), 1):
+        for m in re.finditer(r"\[REDACTED:([A-Za-z0-9_\-]{1,64})\]", line):
+            findings.append({"line": number, "type": m.group(1)})
+    return {"total": sum(scrubber.counts.values()), "by_type": dict(sorted(scrubber.counts.items())),
+            "findings": findings, "rules_version": rules_version(), "scrubbed": out}

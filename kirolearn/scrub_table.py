@@ -1,0 +1,240 @@
+"""The catalogue rules (kirolearn/secret_rules.py) as the scrubber runs them: prefilter, frame, judge.
+
+Standard library only, and cheap to import: the table is loaded, indexed and compiled on first
+use, one rule's pattern at a time, when a text first holds one of its keywords (the prompt hook
+re-scrubs recalled text and must not pay for 400 patterns it never needs).
+
+Prefilter, as gitleaks does it: a rule runs only on text whose lowered form holds one of its
+keywords. Instead of testing 440 keywords against every text, each keyword is indexed by its
+longest alphanumeric run; the text is split into alphanumeric words once, and which runs each
+distinct word contains is cached per word (vocabularies repeat; random tokens are few). Every
+keyword occurrence lies inside one such word, so this finds exactly the keywords `kw in text` would.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+_WORD_RE = re.compile(r"[a-z0-9]+")
+_RUN_RE = re.compile(r"[a-z0-9]+")
+
+# Right edges. KV values end at a quote, space, separator, closing bracket, escape or a sentence
+# end; the catalogue's own edge (quote, space, `;`, escape, end) loses "key: abc123." in prose.
+_KV_RIGHT = r"(?=[\x60'\"\s;,)\]}&|<>\\]|[.!?:](?:\s|$)|$)"
+# Name, operator and value stay on one line (the catalogues allow a line break, which lets a
+# generic rule take the next line's variable name for a secret); quotes may be escaped (JSON
+# inside a JSON string: `{\"key\": \"value\"}`).
+_KV_OPERATOR = r"(?:[ \t\w.-]{0,20})[ \t'\"\\\]]{0,5}(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'\" \t=\\]{0,6}"
+_TOKEN_LEFT, _TOKEN_RIGHT = r"(?<![A-Za-z0-9])", r"(?![A-Za-z0-9_+=\-])"
+
+# The catalogues' global allowlist (placeholders, not credentials), aimed at the secret, plus
+# kirolearn's: templates, masks and elisions. (The scrubber's own placeholder test is not used
+# here: it takes `test_…` for a sample value, and `$aact_…` for a variable.)
+_GLOBAL_ALLOW_SOURCE = (
+    r"(?i)^(?:true|false|null)$"
+    r"|^(?i:a+|b+|c+|d+|e+|f+|g+|h+|i+|j+|k+|l+|m+|n+|o+|p+|q+|r+|s+|t+|u+|v+|w+|x+|y+|z+|\*+|\.+|0+|1+)$"
+    r"|^\$(?:\d+|\{\d+\})$|^\$(?:[A-Z_]+|[a-z_]+)$|^\$\{(?:[A-Z_]+|[a-z_]+)\}$"
+    r"|^\{\{[ \t]*[\w ().|]+[ \t]*\}\}$|^%(?:[A-Z_]+|[a-z_]+)%$|^%[+\-# 0]?[bcdeEfFgGoOpqstTUvxX]$"
+    r"|^\{\d{0,2}\}$|^@(?:[A-Z_]+|[a-z_]+)@$|^/Users/[A-Za-z0-9]+/[\w ./-]+$"
+    r"|^/(?:bin|etc|home|opt|tmp|usr|var)/[\w ./-]+$"
+    r"|^<[^<>]{1,80}>$|^\[[^\[\]]{1,80}\]$|^\{[^{}]{0,200}\}$|\$\{[^}]{0,200}\}|\{\{|\*\*\*|\.\.\.|\u2026"
+)
+_GLOBAL_STOPWORDS = ("abcdefghijklmnopqrstuvwxyz", "014df517-39d1-4453-b7b3-9930c563627c", "example",
+                     "xxxxxx", "your_", "your-", "<your", "placeholder", "redacted", "changeme")
+
+
+class Rule:
+    """One catalogue rule; its pattern is compiled on first use."""
+
+    __slots__ = ("id", "keywords", "form", "name", "secret", "group", "entropy", "allow", "stopwords",
+                 "order", "broad", "_regex")
+
+    def __init__(self, order: int, row: tuple) -> None:
+        (self.id, self.keywords, self.form, self.name, self.secret, self.group, self.entropy,
+         self.allow, self.stopwords) = row
+        self.order = order
+        # A rule triggered by a common word (key, token, secret, ...) names no provider: a git SHA
+        # or a SHA-256 under `cache_key` is a digest, not its secret.
+        self.broad = bool(_BROAD_KEYWORDS.intersection(self.keywords))
+        self._regex = None
+
+    @property
+    def regex(self) -> "re.Pattern[str]":
+        if self._regex is None:
+            if self.form == "KV":
+                pattern = f"(?:{self.name}){_KV_OPERATOR}(?P<_kls>{self.secret}){_KV_RIGHT}"
+                self._regex = re.compile(pattern, re.ASCII | re.IGNORECASE)
+            elif self.form == "TOKEN":
+                pattern = f"{_TOKEN_LEFT}(?P<_kls>{self.secret}){_TOKEN_RIGHT}"
+                self._regex = re.compile(pattern, re.ASCII)
+            else:
+                self._regex = re.compile(self.secret, re.ASCII)
+        return self._regex
+
+    def secret_span(self, m: "re.Match[str]") -> "tuple[int, int]":
+        """The span of the secret in a match (the catalogue's secret-group rules)."""
+        if self.form != "RAW":
+            return m.span("_kls")
+        if self.group > 0:
+            return m.span(self.group)
+        if self.group == 0 and m.re.groups:
+            for i in range(1, m.re.groups + 1):
+                if m.group(i):
+                    return m.span(i)
+        return m.span(0)
+
+    def allowed(self, secret: str, match: str, before: str = "") -> bool:
+        """Whether the rule's own allowlist or stopwords mark this finding as not a secret.
+
+        `before` is the matched text ahead of the secret (name and operator). A rule triggered by
+        a common word also lets through what code says with such words: a comparison
+        (`auth_type == 'v4-unsigned-body'`), a word or a dotted name (`private_key: ed25519.Key`).
+        """
+        if self.broad:
+            if "==" in before or "!=" in before:
+                return True
+            bare = secret.strip("'\"` ")
+            if "=" in bare.rstrip("="):  # `key, default=_MISSING`: code's name=value, not a value
+                return True
+            if re.fullmatch(_WORDISH, bare) or re.fullmatch(_DOTTED_NAME, bare) or re.fullmatch(_CAMEL_NAME, bare):
+                return True
+        if self.allow and isinstance(self.allow[0][1], str):  # compiled on the first finding only
+            self.allow = tuple((target, re.compile(rx, re.ASCII)) for target, rx in self.allow)
+        for target, rx in self.allow:
+            if rx.search(match if target == "match" else secret):
+                return True
+        if self.stopwords:
+            low = secret.lower()
+            return any(w in low for w in self.stopwords)
+        return False
+
+
+_BROAD_KEYWORDS = frozenset("key secret token access api auth password passwd credential creds client".split())
+_DIGEST_SOURCE = (r"(?:[0-9a-f]{40}|[0-9a-f]{64}|[0-9a-f]{96}|[0-9a-f]{128}|[0-9A-F]{40}|[0-9A-F]{64}"
+                        r"|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})")
+
+
+_WORDISH = r"[A-Za-z_.\-]+"  # gitleaks' generic rule allows these too
+_DOTTED_NAME = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+"
+_CAMEL_NAME = r"[A-Z][a-z]+(?:[0-9]+|[A-Z][a-z]{2,})+"  # a class name: Ed25519PrivateKey
+
+
+def is_digest(secret: str) -> bool:
+    """A hex digest of a standard length (SHA-1, SHA-256/384/512) or a UUID."""
+    return re.fullmatch(_DIGEST_SOURCE, secret) is not None  # re's cache compiles it once
+
+
+def entropy(s: str) -> float:
+    """Shannon entropy in bits per character."""
+    n = len(s)
+    return -sum(c / n * math.log2(c / n) for c in Counter(s).values()) if n else 0.0
+
+
+def globally_allowed(secret: str) -> bool:
+    """The catalogues' global allowlist: booleans, runs of one character, templates, paths."""
+    low = secret.lower()
+    return bool(re.search(_GLOBAL_ALLOW_SOURCE, secret)) or any(w in low for w in _GLOBAL_STOPWORDS)
+
+
+class KeywordIndex:
+    """Which of many keywords occur in a text, at the cost of one split and a few dict look-ups.
+
+    Each keyword is indexed by its longest alphanumeric run (lowered). A text's distinct words
+    are looked up in a per-word cache of the runs they contain; each candidate keyword is then
+    confirmed with one substring test (against the text itself for case-sensitive keywords).
+    """
+
+    def __init__(self, pairs: "list[tuple]") -> None:
+        by_run: dict = {}
+        for keyword, item, cased in pairs:
+            runs = _RUN_RE.findall(keyword.lower())
+            run = max(runs, key=len) if runs else ""
+            by_run.setdefault(run, {}).setdefault((keyword, cased), []).append(item)
+        # run -> ((keyword, items, cased, keyword is the run itself), ...)
+        self._by_run = {run: tuple((kw, tuple(items), cased, kw == run and not cased)
+                                   for (kw, cased), items in kws.items())
+                        for run, kws in by_run.items()}
+        self._always = self._by_run.get("", ())  # keywords without a letter or digit
+        # Runs by their first two characters (one-character runs apart): a new word is matched
+        # against the few runs its own bigrams start, not against all of them.
+        self._short = tuple(r for r in self._by_run if len(r) == 1)
+        self._by_bigram: dict = {}
+        for run in self._by_run:
+            if len(run) >= 2:
+                self._by_bigram.setdefault(run[:2], []).append(run)
+        self._word_cache: dict = {}
+
+    def _runs_in(self, word: str) -> tuple:
+        hit = self._word_cache.get(word)
+        if hit is None:
+            if len(self._word_cache) >= 65536:
+                self._word_cache.clear()
+            found = [r for r in self._short if r in word]
+            by_bigram = self._by_bigram
+            for bigram in {word[i:i + 2] for i in range(len(word) - 1)}:
+                for run in by_bigram.get(bigram, ()):
+                    if run in word:
+                        found.append(run)
+            hit = self._word_cache[word] = tuple(found)
+        return hit
+
+    def find(self, text: str, low: str, words: "set | frozenset") -> set:
+        """The items whose keyword occurs in `text` (`low` = text.lower(), `words` = words(low))."""
+        found: set = set()
+        checked: set = set()
+        cached = self._word_cache.get
+        for word in words:
+            runs = cached(word)
+            if runs is None:
+                runs = self._runs_in(word)
+            if not runs:
+                continue
+            for run in runs:
+                if run in checked:
+                    continue
+                checked.add(run)
+                for kw, items, cased, exact in self._by_run[run]:
+                    if exact or kw in (text if cased else low):
+                        found.update(items)
+        for kw, items, cased, _ in self._always:
+            if kw in (text if cased else low):
+                found.update(items)
+        return found
+
+
+def words(low: str) -> set:
+    """The distinct alphanumeric words of a lowered text (what KeywordIndex.find takes)."""
+    return set(_WORD_RE.findall(low))
+
+
+class Table:
+    """The indexed rules table."""
+
+    def __init__(self) -> None:
+        from . import secret_rules
+
+        self.version = secret_rules.RULES_VERSION
+        self.catalogues = dict(secret_rules.CATALOGUES)
+        self.rules = tuple(Rule(i, row) for i, row in enumerate(secret_rules.RULES))
+        self.ids = tuple(r.id for r in self.rules)
+        self._index: "KeywordIndex | None" = None  # the scrubber indexes the keywords with its own triggers
+
+    def candidates(self, low: str, text_words: "set | None" = None) -> "list[Rule]":
+        """The rules whose keyword occurs in `low` (the lowered text), in table order."""
+        if self._index is None:
+            self._index = KeywordIndex([(kw, rule, False) for rule in self.rules for kw in rule.keywords])
+        found = self._index.find(low, low, words(low) if text_words is None else text_words)
+        return sorted(found, key=lambda r: r.order)
+
+
+_TABLE: "Table | None" = None
+
+
+def table() -> Table:
+    """The process-wide indexed table (built on first use)."""
+    global _TABLE
+    if _TABLE is None:
+        _TABLE = Table()
+    return _TABLE

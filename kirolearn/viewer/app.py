@@ -1,0 +1,270 @@
+"""The viewer's Starlette application: token gate, CSRF-checked forms, server-rendered pages.
+
+Every page reads through kirolearn.manage (re-scrubbed data) and renders with
+a Jinja2 environment that autoescapes everything; nothing here builds HTML by
+string concatenation. Pages page by keyset (created_at, record_id), never by
+OFFSET, so the last page of 100k records costs what the first does.
+"""
+
+import hashlib
+import hmac
+import os
+from urllib.parse import parse_qs, urlencode
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from .. import manage
+from ..schema import OBSERVATION_TYPES
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PAGE_SIZE = 50
+SEARCH_LIMIT = 25  # best matches shown; the ranking is recall's (kirolearn search)
+MAX_FORM_BYTES = 64 * 1024
+SECURITY_HEADERS = {
+    "content-security-policy": "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
+                               "frame-ancestors 'none'; base-uri 'none'",
+    "x-content-type-options": "nosniff",
+    "x-frame-options": "DENY",
+    "referrer-policy": "same-origin",  # no-referrer would make Chromium send `Origin: null` on our own forms
+    "cache-control": "no-store",
+}
+FORBIDDEN = ("403 Forbidden: this kirolearn viewer needs its token. Open the URL that `kirolearn serve` printed "
+             "(it ends in ?token=...).\n")
+
+
+def _env() -> Environment:
+    env = Environment(loader=FileSystemLoader(os.path.join(HERE, "templates")),
+                      autoescape=select_autoescape(default=True, default_for_string=True))
+    env.filters["when"] = lambda iso: (iso or "")[:19].replace("T", " ")
+    env.filters["score"] = lambda value: f"{value:.3g}"
+    env.filters["oneline"] = lambda text: " ".join(str(text or "").split())
+    env.globals["event_line"] = manage.event_line
+    env.globals["types"] = OBSERVATION_TYPES
+    return env
+
+
+class TokenGate:
+    """ASGI middleware: right Host, then the token (query or cookie), else 403; adds the security headers."""
+
+    def __init__(self, app, token: str, hosts: "set[str]", cookie: str):
+        self.app, self.token, self.hosts, self.cookie = app, token, hosts, cookie
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        from starlette.requests import Request
+
+        request = Request(scope)
+        if request.headers.get("host", "") not in self.hosts:
+            return await self._plain(403, "403 Forbidden: unknown Host header\n", scope, receive, send)
+        given = request.query_params.get("token")
+        if given is not None and hmac.compare_digest(given.encode(), self.token.encode()):
+            # Trade the token in the URL for a cookie, and drop it from the address bar and history.
+            rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
+            target = "/" + request.url.path.lstrip("/")  # never "//host": no redirect off this server
+            target += "?" + urlencode(rest) if rest else ""
+            response = RedirectResponse(target, status_code=303)
+            response.set_cookie(self.cookie, self.token, httponly=True, samesite="strict", path="/")
+            return await self._send(response, scope, receive, send)
+        cookie = request.cookies.get(self.cookie, "")
+        if not hmac.compare_digest(cookie.encode(), self.token.encode()):
+            return await self._plain(403, FORBIDDEN, scope, receive, send)
+
+        async def with_headers(message):
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                headers += [(k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]
+                message = dict(message, headers=headers)
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+    async def _plain(self, status, text, scope, receive, send):
+        await self._send(PlainTextResponse(text, status_code=status), scope, receive, send)
+
+    async def _send(self, response: Response, scope, receive, send):
+        response.headers.update(SECURITY_HEADERS)
+        await response(scope, receive, send)
+
+
+def _brief(record: dict) -> dict:
+    """What a timeline row shows (scrubbing the rest would be wasted work): turn summaries in full."""
+    keep = ("record_id", "session_id", "title", "observation_type", "created_at", "project_root")
+    row = {k: record[k] for k in keep}
+    row["summary"] = record["summary"] if record["observation_type"] == "session_summary" else ""
+    return row
+
+
+def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
+    """The viewer app for one run: `token` gates it, `port` names the hosts it answers to."""
+    env = _env()
+    csrf = hmac.new(token.encode(), b"kirolearn-viewer-csrf", hashlib.sha256).hexdigest()
+    origins = {f"http://127.0.0.1:{port}", f"http://localhost:{port}"}
+    hosts = {f"127.0.0.1:{port}", f"localhost:{port}", *extra_hosts}
+
+    def page(name: str, request, status: int = 200, **context) -> HTMLResponse:
+        html = env.get_template(name).render(request=request, csrf=csrf, nav=name, **context)
+        return HTMLResponse(html, status_code=status)
+
+    def not_found(request, message: str) -> HTMLResponse:
+        return page("error.html", request, status=404, message=message)
+
+    # --- pages ------------------------------------------------------------------------------------
+
+    def timeline(request):
+        from .. import recordstore
+
+        db = manage.open_existing()
+        projects = manage.clean(recordstore.projects(db)) if db else []
+        pid = request.query_params.get("project") or (projects[0]["project_id"] if projects else None)
+        current = next((p for p in projects if p["project_id"] == pid), None)
+        before = request.query_params.get("before")
+        session = request.query_params.get("session") or None
+        rows = []
+        if db and current:
+            key = tuple(before.split("|", 1)) if before and "|" in before else None
+            rows = manage.clean([_brief(r) for r in recordstore.list_records(
+                db, limit=PAGE_SIZE + 1, before=key, project_id=pid, session_id=session)])
+        more = len(rows) > PAGE_SIZE
+        rows = rows[:PAGE_SIZE]
+        groups = []
+        for row in rows:  # consecutive records of one session form one block
+            if groups and groups[-1]["session_id"] == row["session_id"]:
+                groups[-1]["records"].append(row)
+            else:
+                groups.append({"session_id": row["session_id"], "records": [row]})
+        summaries = (manage.clean(recordstore.list_session_summaries(db, project_id=pid, limit=200))
+                     if db and pid else [])
+        by_session = {}
+        for s in summaries:
+            by_session.setdefault(s["session_id"], s)
+        for g in groups:
+            g["session_end"] = by_session.get(g["session_id"])
+        next_cursor = f"{rows[-1]['created_at']}|{rows[-1]['record_id']}" if more else None
+        return page("timeline.html", request, projects=projects, current=current, groups=groups,
+                    next_cursor=next_cursor, first_page=not before, session=session)
+
+    def search(request):
+        q = request.query_params
+        query = q.get("q", "")
+        filters = {"type": q.get("type", ""), "since": q.get("since", ""), "session": q.get("session", ""),
+                   "file": q.get("file", ""), "project": q.get("project", "")}
+        from .. import recordstore
+
+        db = manage.open_existing()
+        projects = manage.clean(recordstore.projects(db)) if db else []
+        root = next((p["project_root"] for p in projects if p["project_id"] == filters["project"]), None)
+        error, hits = "", []
+        if query.strip():
+            try:
+                since = manage.parse_since(filters["since"]) if filters["since"] else None
+                types = [filters["type"]] if filters["type"] in OBSERVATION_TYPES else None
+                hits = manage.search(query, project_root=root, types=types, since=since,
+                                     session_id=filters["session"] or None, file=filters["file"] or None,
+                                     limit=SEARCH_LIMIT)
+            except manage.ManageError as exc:
+                error = str(exc)
+        return page("search.html", request, query=query, filters=filters, hits=hits, projects=projects, error=error)
+
+    def record(request):
+        rid = request.path_params["record_id"]
+        try:
+            found = manage.show(rid)
+        except manage.NotFound:
+            return not_found(request, f"No record {rid}.")
+        done = request.query_params.get("done", "")
+        return page("record.html", request, found=found, done=done if done in ("forget", "restore", "edit") else "")
+
+    def sessions(request):
+        from .. import recordstore
+
+        db = manage.open_existing()
+        pid = request.query_params.get("project") or None
+        before = request.query_params.get("before")
+        key = tuple(before.split("|", 1)) if before and "|" in before else None
+        rows = manage.clean(recordstore.list_session_summaries(db, project_id=pid, limit=PAGE_SIZE + 1,
+                                                               before=key)) if db else []
+        more = len(rows) > PAGE_SIZE
+        rows = rows[:PAGE_SIZE]
+        next_cursor = f"{rows[-1]['ended_at']}|{rows[-1]['id']}" if more else None
+        return page("sessions.html", request, summaries=rows, next_cursor=next_cursor, project=pid)
+
+    def forgotten(request):
+        from .. import recordstore
+
+        db = manage.open_existing()
+        before = request.query_params.get("before")
+        rows = manage.clean(recordstore.list_forgotten(db, limit=PAGE_SIZE + 1, before=before)) if db else []
+        more = len(rows) > PAGE_SIZE
+        rows = rows[:PAGE_SIZE]
+        next_cursor = f"{rows[-1]['forgotten_at']}|{rows[-1]['record_id']}" if more else None
+        return page("forgotten.html", request, rows=rows, next_cursor=next_cursor)
+
+    def health(request):
+        return page("health.html", request, h=manage.health())
+
+    # --- writes: POST only, CSRF token and same origin -----------------------------------------------
+
+    async def _form(request) -> "dict | Response":
+        site = request.headers.get("sec-fetch-site")
+        origin = request.headers.get("origin")
+        if (site and site not in ("same-origin", "none")) or (origin and origin not in origins):
+            return PlainTextResponse("403 Forbidden: cross-site request\n", status_code=403)
+        body = await request.body()
+        if len(body) > MAX_FORM_BYTES:
+            return PlainTextResponse("413 form too large\n", status_code=413)
+        fields = {k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True).items()}
+        if not hmac.compare_digest(fields.get("csrf", "").encode(), csrf.encode()):
+            return PlainTextResponse("403 Forbidden: missing or wrong CSRF token (reload the page)\n",
+                                     status_code=403)
+        return fields
+
+    def _write(action):
+        async def endpoint(request):
+            from starlette.concurrency import run_in_threadpool
+
+            fields = await _form(request)
+            if isinstance(fields, Response):
+                return fields
+            rid = request.path_params["record_id"]
+            try:
+                await run_in_threadpool(action, rid, fields)
+            except manage.NotFound:
+                return not_found(request, f"No record {rid}.")
+            except manage.ManageError as exc:
+                found = await run_in_threadpool(manage.show, rid)
+                return page("record.html", request, status=400, found=found, error=str(exc))
+            return RedirectResponse(f"/record/{rid}?done={action.__name__}", status_code=303)
+
+        return endpoint
+
+    def forget(rid, fields):
+        manage.forget([rid], reason=fields.get("reason", ""), actor="viewer")
+
+    def restore(rid, fields):
+        manage.restore([rid], actor="viewer")
+
+    def edit(rid, fields):
+        manage.edit(rid, title=fields.get("title"), summary=fields.get("summary"), actor="viewer",
+                    reason=fields.get("reason", ""))
+
+    routes = [
+        Route("/", timeline),
+        Route("/search", search),
+        Route("/record/{record_id}", record),
+        Route("/record/{record_id}/forget", _write(forget), methods=["POST"]),
+        Route("/record/{record_id}/restore", _write(restore), methods=["POST"]),
+        Route("/record/{record_id}/edit", _write(edit), methods=["POST"]),
+        Route("/sessions", sessions),
+        Route("/forgotten", forgotten),
+        Route("/health", health),
+        Route("/favicon.ico", lambda request: Response(status_code=204)),
+        Mount("/static", StaticFiles(directory=os.path.join(HERE, "static")), name="static"),
+    ]
+    app = Starlette(routes=routes)
+    app.add_middleware(TokenGate, token=token, hosts=hosts, cookie=f"kirolearn_token_{port}")
+    return app
