@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 BENCH_VENV ?= .venv-bench
 
 .DEFAULT_GOAL := help
-.PHONY: help install test demo bench mutate clean
+.PHONY: help install test demo bench soak mutate clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -48,6 +48,10 @@ bench: $(BENCH_VENV)/.installed ## print speed figures (never fails the build)
 	$(BENCH_VENV)/bin/python bench/bench_scrub.py
 	@echo
 	$(BENCH_VENV)/bin/python bench/bench_viewer.py
+
+SOAK_SECONDS ?= 90
+soak: $(BENCH_VENV)/.installed ## hooks, drains, a watcher and SIGKILLs for SOAK_SECONDS; prints lost and duplicated events
+	$(BENCH_VENV)/bin/python bench/soak.py --seconds $(SOAK_SECONDS) --venv $(BENCH_VENV)
 
 # A check, not a timed test: prints the survivors and never fails the build. mutmut is
 # installed here only, not by `make install`: nothing else needs it.

@@ -54,6 +54,11 @@ class KirolearnGroup(click.Group):
 
             err = from_sqlite(exc, config.db_path())
             _fail(str(err), err.exit_code)
+        except OSError as exc:  # a full disk, a file-size limit, a read-only folder: not a bug
+            from .errors import from_oserror
+
+            err = from_oserror(exc)
+            _fail(str(err), err.exit_code)
         except Exception as exc:  # noqa: BLE001 - a bug: log it whole, tell the user one line
             if os.environ.get("KIROLEARN_DEBUG"):
                 raise
@@ -138,6 +143,8 @@ def drain_command(watch, flush, json_):
 
     if watch and flush:
         raise click.UsageError("--flush applies to a single drain; drop it or --watch")
+    from .health import drain_finished, drain_started
+
     settings = _load_settings()
     try:
         held = drain.lock(wait=settings.drain.lock_wait_seconds)
@@ -147,6 +154,7 @@ def drain_command(watch, flush, json_):
         else:
             click.echo(f"kirolearn: {exc}", err=True)
         return
+    drain_started()
     try:
         db = _open_db()
         started = store.now_iso()
@@ -172,8 +180,12 @@ def drain_command(watch, flush, json_):
             if bar is not None:
                 bar.__exit__(None, None, None)
         store.record_drain(db, new_ulid(), started, asdict(stats))
+    except BaseException as exc:
+        drain_finished(exc)  # for `doctor` and `status`, even when the database is what failed
+        raise
     finally:
         held.release()
+    drain_finished(None)
     if json_ and not watch:
         click.echo(json.dumps(asdict(stats), sort_keys=True))
     elif not json_:
@@ -226,6 +238,9 @@ def export_command(output):
 
     from . import config
 
+    from .store import refuse_lost
+
+    refuse_lost(config.db_path())
     if not os.path.exists(config.db_path()):
         raise click.ClickException(f"no database at {config.db_path()}: run `kirolearn drain` first")
     from .backup import export
@@ -264,6 +279,11 @@ def status_command(json_):
                       "daily_token_limit": settings.extract.daily_token_limit,
                       "daily_cost_limit_usd": settings.extract.daily_cost_limit_usd},
     }
+    from .health import status_facts
+    from .store import refuse_lost
+
+    status_facts(info, settings)  # the model breaker and the last drain's error
+    refuse_lost(config.db_path())  # a lost database is an error to report, not "none yet"
     if os.path.exists(config.db_path()):
         from . import store
 
@@ -309,6 +329,10 @@ def status_command(json_):
     ex = info["extractor"]
     limit = f", {ex.get('tokens_today', 0)} of {ex['daily_token_limit']} tokens today" if ex["model"] else ""
     click.echo(f"extractor: {ex['mode']}{' (' + ex['model'] + ')' if ex['model'] else ''}{limit}")
+    if ex["breaker_open"]:
+        click.echo(f"model: not called until it answers again; last error: {ex['last_model_error']}")
+    if info["last_drain_error"]:
+        click.echo(f"last drain failed: {info['last_drain_error']}")
     if info["hook_errors_24h"]:
         click.echo(f"hook errors in the last 24 h: {info['hook_errors_24h']} (see logs/hook.log)")
     wired = info["kiro_wiring"]
@@ -785,15 +809,66 @@ def config_show(json_):
         click.echo(f"{row['key']} = {json.dumps(row['value'])}    # {row['source']}")
 
 
+@cli.command(name="repair")
+@click.option("--force", is_flag=True, help="Rebuild even when quick_check finds nothing wrong.")
+@json_option
+def repair_command(force, json_):
+    """Rebuild a damaged or lost database: back it up, recover what SQLite can, re-ingest the spool.
+
+    The damaged file (and its -wal/-shm) is copied to $KIROLEARN_HOME/backups/
+    first. Rows are recovered with the `sqlite3` command's `.recover` when it
+    is installed, else row by row through Python's sqlite3; the report says
+    which. Holds the drain lock while it works.
+    """
+    from . import drain, repair
+
+    settings = _load_settings()
+    held = drain.lock(wait=settings.drain.lock_wait_seconds)
+    try:
+        report = repair.repair(settings, force=force)
+    finally:
+        held.release()
+    if json_:
+        click.echo(json.dumps(report.to_dict(), indent=2, sort_keys=True))
+        return
+    if not report.repaired:
+        click.echo(f"nothing to repair: {report.detail}")
+        return
+    click.echo(f"database was {report.state_before}: {report.detail}")
+    for path in report.backups:
+        click.echo(f"backed up: {path}")
+    click.echo(f"recovered with {report.method}: "
+               + (", ".join(f"{n} {table}" for table, n in sorted(report.recovered.items())) or "nothing"))
+    if report.unreadable_tables:
+        click.echo(f"unreadable: {', '.join(report.unreadable_tables)}")
+    if report.held_before:
+        click.echo(f"held at the last drain: {report.held_before.get('events', 0)} events, "
+                   f"{report.held_before.get('records', 0)} records")
+    if report.lost_events:
+        click.echo(f"not recoverable: {report.lost_events} of the events stored at the last drain "
+                   f"(the backups above keep the damaged file)")
+    click.echo(f"re-ingested from the spool: {report.reingested} events ({report.already_stored} already recovered, "
+               f"{report.quarantined} quarantined)")
+    click.echo(f"database now: {report.events} events, {report.records} records")
+
+
 @cli.command(name="doctor")
-def doctor_command():
-    """Check the installation and say what to fix; exit 1 when something is wrong."""
+@json_option
+def doctor_command(json_):
+    """Check the installation and say what to fix; exit 1 when something is wrong.
+
+    Runs SQLite's quick_check on the database, checks that a drain job is
+    installed and has run recently, and shows the last drain's error.
+    """
     from .doctor import run_checks
 
-    problems = 0
-    for level, message in run_checks():
-        click.echo(f"{level:<5} {message}")
-        problems += level == "FAIL"
+    checks = [{"level": level, "message": message} for level, message in run_checks()]
+    problems = sum(c["level"] == "FAIL" for c in checks)
+    if json_:
+        click.echo(json.dumps({"ok": not problems, "checks": checks}, indent=2))
+    else:
+        for c in checks:
+            click.echo(f"{c['level']:<5} {c['message']}")
     if problems:
         raise SystemExit(1)
 

@@ -113,9 +113,11 @@ def _defuse(text: str) -> str:
 
 
 def _quote(lines) -> str:
+    from .sanitize import clean_text  # the one place memory text is made printable
+
     out = []
     for line in lines:
-        for part in _defuse(str(line)).split("\n"):
+        for part in _defuse(clean_text(str(line))).split("\n"):
             out.append("> " + part if part.strip() else ">")
     return "\n".join(out)
 

@@ -52,14 +52,22 @@ def run_checks():
     errors = hook_errors_since(86400)
     if errors:
         yield "WARN", f"{errors} hook error(s) in the last 24 h: see {os.path.join(config.logs_dir(), 'hook.log')}"
-    if os.path.exists(config.db_path()):
+    from . import health
+
+    found = health.store_health()
+    if found["state"] == "lost":
+        yield "FAIL", f"{found['detail']}: run `kirolearn repair` (the spool keeps new events until then)"
+    elif found["state"] in ("damaged", "unreadable"):
+        yield "FAIL", (f"the database {config.db_path()} is {found['state']} ({found['detail']}): run "
+                       "`kirolearn repair` (it backs the file up first; the spool keeps new events until then)")
+    elif found["state"] == "ok":
         try:
             from . import store
 
             db = store.open_db()
             failures = db.execute("select count(*) from extraction_runs where outcome = 'failed' and started_at >= ?",
                                   [store.iso_shift(store.now_iso(), -86400)]).fetchone()[0]
-            yield "OK", f"database opens: {db['memory_records'].count} records"
+            yield "OK", f"database {found['detail']}"
             from .rescrub import note
 
             stale = note(db)
@@ -75,6 +83,11 @@ def run_checks():
             yield "FAIL", f"cannot open {config.db_path()}: {exc}"
     else:
         yield "OK", "no database yet (it is created by the first drain)"
+    model = health.model_state()
+    if conf and conf.extract.model and int(model.get("consecutive_failures") or 0) >= conf.extract.breaker_failures:
+        yield "WARN", (f"the model failed {model['consecutive_failures']} batches in a row (last: "
+                       f"{model.get('last_error', '?')[:200]}): drains use the deterministic extractor until it answers")
+    yield from health.drain_checks()
     wired = install.wiring()
     if not wired:
         yield "WARN", "Kiro is not wired: run `kirolearn install` (and `--project DIR` for a workspace)"

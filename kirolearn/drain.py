@@ -2,9 +2,14 @@
 
 Holds the spool's file lock for its whole run, so a cron job, a watcher and a
 manual run never process the same file twice. Invariants:
-- a spool file is unlinked only after the transaction that stored it (or
-  proved it a duplicate) committed; re-draining after a crash stores nothing
-  twice (inserts are keyed by event id);
+- a spool file is unlinked only at the end of a run, after the transaction
+  that stored it (or proved it a duplicate) committed, its rows were read
+  back, every later step (extraction, retention) finished and SQLite's
+  quick_check passed; any failure before that keeps every spool file, and
+  re-draining stores nothing twice (inserts are keyed by event id);
+- a damaged database stops the run before anything is ingested;
+- spool entries are opened without following links or waiting on FIFOs, and
+  anything but a regular file of at most 512 KiB is quarantined unread;
 - a file that does not parse or validate is moved to quarantine/ with the
   reason, never dropped;
 - a batch stays buffered until an extraction of it commits; a failing model
@@ -23,11 +28,11 @@ from datetime import datetime
 from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
-from . import crashpoint, dedup, extract, spool, store
+from . import crashpoint, dedup, extract, spool, state, store
 from .ids import new_ulid
 from .schema import FACT_MAX, FILE_MAX, SUMMARY_MAX, TITLE_MAX, Event, MemoryRecord, clip, clip_list
 from .scrub import Scrubber
-from .errors import DrainLocked  # noqa: F401 - re-exported for callers
+from .errors import DrainLocked, SpoolError, StoreCorrupt, StoreError  # noqa: F401 - re-exported for callers
 
 LOCK_NAME = ".drain.lock"
 # Envelope fields the hook generates itself and the Event model constrains to
@@ -38,6 +43,8 @@ GENERATED_FIELDS = frozenset(
      "received_at", "client_version", "project_global")
 )
 STALE_TMP_SECONDS = 600  # a tmp file this old belongs to a hook that died mid-write
+RECHECK_SECONDS = 60.0  # --watch: how often a pass re-runs quick_check before it ingests
+BREAKER_COOL_OFF_SECONDS = 300.0  # an open breaker lets one call through again after this long
 
 
 @dataclass
@@ -60,6 +67,9 @@ class DrainStats:
     cost_usd: float = 0.0
     pending_events: int = 0
     expired_events: int = 0
+    released: int = 0
+    llm_seconds: float = 0.0
+    model_breaker_open: bool = False
     duration_ms: int = 0
 
     def add(self, other: "DrainStats") -> None:
@@ -69,7 +79,7 @@ class DrainStats:
                 merged = Counter(self.redactions)
                 merged.update(value)
                 self.redactions = dict(merged)
-            elif name in ("extractor", "pending_events"):
+            elif name in ("extractor", "pending_events", "model_breaker_open"):
                 setattr(self, name, value)
             else:
                 setattr(self, name, getattr(self, name) + value)
@@ -79,7 +89,8 @@ def lock(spool_root: "str | None" = None, wait: float = 2.0) -> FileLock:
     """Acquire the spool's drain lock or raise DrainLocked."""
     spool_root = spool.ensure_layout(spool_root)
     path = os.path.join(spool_root, LOCK_NAME)
-    file_lock = FileLock(path, timeout=wait)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))  # 0600 whatever the umask or filelock version
+    file_lock = FileLock(path, timeout=wait, mode=0o600)
     try:
         file_lock.acquire()
     except Timeout:
@@ -104,6 +115,9 @@ class Drainer:
         self.complete = complete or extract.litellm_complete
         self.sleep = sleep
         self.progress = progress  # callable(n_done) or None
+        self.last_check = None  # monotonic time of the last quick_check that passed
+        self.model_failures = int(state.read(state.MODEL).get("consecutive_failures", 0) or 0)
+        self.llm_deadline = None
 
     # -- ingest ----------------------------------------------------------------------------
 
@@ -117,15 +131,17 @@ class Drainer:
         for name in names:
             path = os.path.join(tmp_dir, name)
             try:
-                if now - os.path.getmtime(path) < STALE_TMP_SECONDS:
+                if now - os.lstat(path).st_mtime < STALE_TMP_SECONDS:  # lstat: a link's target is not ours
                     continue
-                with open(path, "rb") as fh:
-                    data = json.loads(fh.read())
+                data = json.loads(spool.read_entry(path))
                 Event.model_validate(data)
                 os.replace(path, os.path.join(spool.root(), spool.READY, data["event_id"] + spool.SUFFIX))
                 stats.recovered_tmp += 1
             except FileNotFoundError:
                 continue
+            except spool.BadEntry as exc:
+                spool.quarantine(path, f"left in tmp/: {exc}")
+                stats.quarantined += 1
             except (ValueError, ValidationError, KeyError, TypeError) as exc:
                 spool.quarantine(path, f"incomplete write left in tmp/: {type(exc).__name__}")
                 stats.quarantined += 1
@@ -165,17 +181,20 @@ class Drainer:
                 return True
         return store.has_content_duplicate(self.db, content_hash, since, until)
 
-    def ingest(self, paths: "list[str]", stats: DrainStats) -> None:
-        """Store one chunk of spool files in one transaction, then unlink them."""
+    def ingest(self, paths: "list[str]", stats: DrainStats) -> "list[tuple[str, str | None]]":
+        """Store one chunk of spool files in one transaction.
+
+        Returns (path, event_id) for every file the commit holds (event_id None for
+        a duplicate, which is not stored by design): the caller verifies and unlinks.
+        """
         parsed = []
         for path in paths:
             try:
-                with open(path, "rb") as fh:
-                    raw = fh.read()
+                raw = spool.read_entry(path)
             except FileNotFoundError:
                 continue
-            except OSError as exc:
-                spool.quarantine(path, f"unreadable: {exc}")
+            except spool.BadEntry as exc:
+                self._quarantine(path, str(exc))
                 stats.quarantined += 1
                 continue
             stats.events_read += 1
@@ -185,15 +204,15 @@ class Drainer:
             except ValidationError as exc:
                 first = exc.errors()[0]
                 where = ".".join(str(p) for p in first["loc"]) or "event"
-                spool.quarantine(path, f"not a valid event: {where}: {first['msg']}")
+                self._quarantine(path, f"not a valid event: {where}: {first['msg']}")
                 stats.quarantined += 1
                 continue
             except (ValueError, RecursionError) as exc:
-                spool.quarantine(path, f"not valid JSON: {type(exc).__name__}: {str(exc)[:200]}")
+                self._quarantine(path, f"not valid JSON: {type(exc).__name__}: {str(exc)[:200]}")
                 stats.quarantined += 1
                 continue
             if os.path.basename(path) != event.event_id + spool.SUFFIX:
-                spool.quarantine(path, f"file name does not match event_id {event.event_id}")
+                self._quarantine(path, f"file name does not match event_id {event.event_id}")
                 stats.quarantined += 1
                 continue
             parsed.append((path, data))
@@ -202,16 +221,18 @@ class Drainer:
         rows, done, seen_hashes = [], [], {}
         before = Counter(self.scrubber.counts)
         for path, data in parsed:
-            done.append(path)
             if data["event_id"] in known:
+                done.append((path, data["event_id"]))
                 stats.already_stored += 1
                 continue
             known.add(data["event_id"])
             clean = {k: v if k in GENERATED_FIELDS else self.scrubber.scrub_value(v) for k, v in data.items()}
             content_hash = dedup.event_content_hash(clean)
             if self._is_duplicate(clean, content_hash, seen_hashes):
+                done.append((path, None))
                 stats.duplicates += 1
                 continue
+            done.append((path, data["event_id"]))
             seen_hashes.setdefault(content_hash, []).append(clean["received_at"])
             rows.append(self._row(clean, content_hash))
         with store.writing(self.db):
@@ -224,11 +245,58 @@ class Drainer:
         merged = Counter(stats.redactions)
         merged.update({k: v for k, v in delta.items() if v > 0})
         stats.redactions = dict(merged)
-        for path in done:  # only now: the commit above holds them
+        wanted = {event_id for _, event_id in done if event_id}
+        missing = wanted - store.existing_event_ids(self.db, wanted)
+        if missing:  # the commit said yes, but the rows are not there: keep every file
+            raise StoreCorrupt(f"{len(missing)} committed events do not read back from {self.db_path()}; "
+                               "their spool files are kept",
+                               "run `kirolearn repair`: it backs the file up, recovers what it can and re-ingests "
+                               "the spool")
+        return done
+
+    def _quarantine(self, path: str, reason: str) -> None:
+        try:
+            spool.quarantine(path, reason)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise SpoolError(f"cannot move {path} into the spool's quarantine folder ({exc.strerror or exc})",
+                             f"make {os.path.dirname(path)} and {spool.root()} writable by you, then drain again") from None
+
+    def check_store(self, before: bool = True) -> None:
+        """Raise StoreCorrupt when SQLite's quick_check finds the database damaged."""
+        problem = store.quick_check(self.db)
+        if problem:
+            what = "nothing was ingested" if before else "the spool files of this drain are kept"
+            raise StoreCorrupt(f"the database {self.db_path()} is damaged ({problem}); {what}",
+                               "run `kirolearn repair`: it backs the file up, recovers what it can and re-ingests "
+                               "the spool, which keeps every event until then")
+        self.last_check = time.monotonic()
+
+    def db_path(self) -> str:
+        try:
+            return self.db.execute("PRAGMA database_list").fetchone()[2] or "kirolearn.db"
+        except Exception:  # noqa: BLE001 - only for a message
+            return "kirolearn.db"
+
+    def release(self, done: "list[tuple[str, str | None]]", stats: DrainStats) -> None:
+        """Unlink spool files once the store passes quick_check after every step of the run."""
+        if not done:
+            return
+        self.check_store(before=False)  # rows were read back right after their commit; now the whole file
+        for path, _ in done:
             try:
                 os.unlink(path)
             except FileNotFoundError:
                 pass
+            except OSError as exc:
+                left = len(done) - stats.released
+                raise SpoolError(
+                    f"stored {left} events but cannot remove their spool files from {os.path.dirname(path)} "
+                    f"({exc.strerror or exc})",
+                    f"make that folder writable by you (chmod u+w); the next drain recognises them as stored "
+                    f"and removes them") from None
+            stats.released += 1
 
     # -- extraction -------------------------------------------------------------------------
 
@@ -254,10 +322,41 @@ class Drainer:
                 )
         return batches
 
+    def _half_open(self) -> None:
+        """Failures in a row survive across drains; once the breaker has cooled off, one call may go through."""
+        limit = self.settings.extract.breaker_failures
+        if self.model_failures < limit:
+            return
+        last = state.read(state.MODEL).get("last_failure_at")
+        try:
+            age = time.time() - _iso_to_dt(last).timestamp()
+        except (TypeError, ValueError, AttributeError):
+            age = BREAKER_COOL_OFF_SECONDS
+        if age >= BREAKER_COOL_OFF_SECONDS:
+            self.model_failures = limit - 1
+
+    def breaker_open(self) -> bool:
+        """Has the model failed `extract.breaker_failures` batches in a row (so this run stops calling it)?"""
+        return bool(self.settings.extract.model) and self.model_failures >= self.settings.extract.breaker_failures
+
+    def _note_model(self, ok: bool, error: str = "") -> None:
+        if ok:
+            if self.model_failures or state.read(state.MODEL).get("consecutive_failures"):
+                state.try_update(state.MODEL, consecutive_failures=0, last_success_at=store.now_iso())
+            self.model_failures = 0
+            return
+        self.model_failures += 1
+        previous = int(state.read(state.MODEL).get("consecutive_failures", 0) or 0)
+        state.try_update(state.MODEL, consecutive_failures=max(previous + 1, self.model_failures),
+                         model=self.settings.extract.model, last_error=error[:500],
+                         last_failure_at=store.now_iso())
+
     def _fallback_reason(self, batch: extract.Batch) -> str:
         ex = self.settings.extract
         if not ex.model:
             return ""
+        if self.breaker_open():
+            return f"model failed {self.model_failures} batches in a row: not called again in this drain"
         spent = store.daily_limit_reached(self.db, ex)
         if spent:
             return spent
@@ -302,10 +401,16 @@ class Drainer:
                "started_at": started, "model": self.settings.extract.model, "fallback_reason": fallback,
                "error": ""}
         if self.settings.extract.model and not fallback:
+            if self.llm_deadline is not None and time.monotonic() >= self.llm_deadline:
+                return  # this drain spent its model time: the batch waits for the next one
             stats.extractor = "llm"
+            began = time.monotonic()
             try:
-                result = extract.llm_extract(batch, self.settings, self.complete, sleep=self.sleep)
+                result = extract.llm_extract(batch, self.settings, self.complete, sleep=self.sleep,
+                                             deadline=self.llm_deadline)
             except extract.ExtractionError as exc:
+                stats.llm_seconds = round(stats.llm_seconds + time.monotonic() - began, 3)
+                self._note_model(False, str(exc))
                 partial = getattr(exc, "result", None)
                 stats.llm_failures += 1
                 store.record_failed_run(self.db, dict(
@@ -319,6 +424,8 @@ class Drainer:
                     stats.tokens_used += partial.prompt_tokens + partial.completion_tokens
                     stats.cost_usd += partial.cost_usd
                 return
+            stats.llm_seconds = round(stats.llm_seconds + time.monotonic() - began, 3)
+            self._note_model(True)
             candidates = result.records
             run.update(extractor="llm", request=result.request, prompt_tokens=result.prompt_tokens,
                        fallback_reason=result.note,
@@ -352,19 +459,31 @@ class Drainer:
         return cursor.rowcount
 
     def run_once(self, flush: bool = False) -> DrainStats:
-        """Drain everything in the spool once, then extract every ready batch."""
+        """Drain everything in the spool once, extract every ready batch, then release the spool files.
+
+        Spool files are unlinked last (see `release`): if extraction, retention
+        or the store fails on the way, every one of them stays for the next run.
+        """
         start = time.monotonic()
         stats = DrainStats(extractor="llm" if self.settings.extract.model else "deterministic")
         now = time.time()
+        files = spool.ready_files()
+        if self.last_check is None or files and time.monotonic() - self.last_check >= RECHECK_SECONDS:
+            self.check_store()  # a damaged store takes nothing in: the spool keeps it all
         self.recover_tmp(stats, now)
         files = spool.ready_files()
         chunk = self.settings.drain.chunk_size
+        done = []
         for i in range(0, len(files), chunk):
-            self.ingest(files[i : i + chunk], stats)
+            done += self.ingest(files[i : i + chunk], stats)
             if self.progress:
                 self.progress(min(i + chunk, len(files)))
+        self._half_open()
+        budget = self.settings.extract.drain_llm_budget_seconds
+        self.llm_deadline = time.monotonic() + budget if budget else None
         for batch in self.ready_batches(time.time(), flush=flush):
             self.extract_batch(batch, stats)
+        stats.model_breaker_open = self.breaker_open()
         stats.expired_events = self.expire_events()
         from .manage import expire_forgotten  # forgotten records past retention.forgotten_days lose their bytes
 
@@ -372,6 +491,9 @@ class Drainer:
         stats.pending_events = self.db.execute(
             "select count(*) from events where extract_state = 'pending'"
         ).fetchone()[0]
+        self.release(done, stats)
+        if stats.stored or stats.records_written:
+            store.mark_created(self.db_path(), **store.counts(self.db))
         stats.duration_ms = int((time.monotonic() - start) * 1000)
         return stats
 

@@ -468,7 +468,7 @@ def candidates_from(extraction: Extraction, batch: Batch) -> "list[dict]":
     return records
 
 
-TRANSIENT = ("Timeout", "APIConnectionError", "RateLimitError", "InternalServerError",
+TRANSIENT = ("Timeout", "CallTimeout", "APIConnectionError", "RateLimitError", "InternalServerError",
              "ServiceUnavailableError", "BadGatewayError", "APIError")
 
 
@@ -511,15 +511,68 @@ def _ask_for_summary(messages: list, answer: str, settings, complete, result: LL
     return [c for c in found if c.observation_type == "session_summary"][:1]
 
 
-def llm_extract(batch: Batch, settings, complete, sleep=time.sleep) -> LLMResult:
-    """Extract with a model: bounded retries with backoff; raises ExtractionError with usage attached."""
+class CallTimeout(Exception):
+    """A model call outlived its share of the time budget (the client's own timeout did not fire)."""
+
+
+HARD_CAP_GRACE = 5.0  # seconds past its timeout a call may take before it is abandoned (first calls load provider code)
+
+
+def call_bounded(complete, messages, settings, seconds: float, **kwargs):
+    """`complete(messages, settings)` with `extract.timeout_seconds` = `seconds`, abandoned after that.
+
+    The client's timeout bounds connect and each read, not a server that trickles
+    bytes: the call runs in a daemon thread and is given up (CallTimeout) a
+    little after `seconds`; the abandoned thread ends at its own timeout.
+    """
+    import threading
+
+    seconds = max(0.05, seconds)
+    if settings.extract.timeout_seconds != seconds:
+        settings = settings.model_copy(deep=True)
+        settings.extract.timeout_seconds = seconds
+    box: dict = {}
+
+    def run():
+        try:
+            box["value"] = complete(messages, settings, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="kirolearn-llm-call", daemon=True)
+    worker.start()
+    worker.join(seconds + HARD_CAP_GRACE)
+    if worker.is_alive():
+        raise CallTimeout(f"no answer within {seconds:.1f} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def llm_extract(batch: Batch, settings, complete, sleep=time.sleep, deadline: "float | None" = None) -> LLMResult:
+    """Extract with a model: bounded retries with backoff; raises ExtractionError with usage attached.
+
+    The whole extraction (every attempt, retry and backoff) ends within
+    `extract.call_budget_seconds`, and by `deadline` (time.monotonic()) if given;
+    each attempt waits at most `extract.timeout_seconds`.
+    """
     ex = settings.extract
     messages = build_messages(batch, ex.max_field_chars, ex.max_prompt_chars)
     result = LLMResult(records=[], request=messages[1]["content"])
     delay = ex.retry_backoff_seconds
+    if complete is litellm_complete:
+        load_litellm()  # its import takes seconds: not out of the call's time
+    until = time.monotonic() + ex.call_budget_seconds
+    if deadline is not None:
+        until = min(until, deadline)
     for attempt in range(ex.retries + 1):
+        left = until - time.monotonic()
+        if left <= 0:
+            result.errors.append(f"out of time: {ex.call_budget_seconds:g} s per batch"
+                                 if deadline is None or until < deadline else "out of the drain's model time")
+            break
         try:
-            completion = complete(messages, settings)
+            completion = call_bounded(complete, messages, settings, min(ex.timeout_seconds, left))
             result.prompt_tokens += completion.prompt_tokens
             result.completion_tokens += completion.completion_tokens
             result.cost_usd += completion.cost_usd
@@ -537,6 +590,8 @@ def llm_extract(batch: Batch, settings, complete, sleep=time.sleep) -> LLMResult
             if type(exc).__name__ not in TRANSIENT:
                 break
         if attempt < ex.retries:
+            if time.monotonic() + delay >= until:
+                break  # no time left to wait for another try
             sleep(delay)
             delay *= 2
     error = ExtractionError("; ".join(result.errors))
@@ -544,16 +599,22 @@ def llm_extract(batch: Batch, settings, complete, sleep=time.sleep) -> LLMResult
     raise error
 
 
-def litellm_complete(messages: "list[dict]", settings, response_format=None) -> Completion:
-    """One chat completion through litellm (imported here, lazily: it costs seconds).
-
-    `response_format` is the pydantic model the answer must match (default: Extraction).
-    """
+def load_litellm():
+    """Import litellm (seconds, once per process) with no network fetch and no ./.env."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no price-map fetch at import
     os.environ.setdefault("LITELLM_MODE", "PRODUCTION")  # do not load ./.env into our environment
     import litellm
 
     litellm.suppress_debug_info = True
+    return litellm
+
+
+def litellm_complete(messages: "list[dict]", settings, response_format=None) -> Completion:
+    """One chat completion through litellm (imported here, lazily: it costs seconds).
+
+    `response_format` is the pydantic model the answer must match (default: Extraction).
+    """
+    litellm = load_litellm()
     ex = settings.extract
     kwargs = {"model": ex.model, "messages": messages, "timeout": ex.timeout_seconds,
               "response_format": response_format or Extraction, "temperature": 0.2}

@@ -279,6 +279,8 @@ def handle(argv: "list[str]", stdin: "bytes | None" = None) -> int:
         capture(argv, stdin)
     except events.Rejected as exc:
         report(f"{label}: {exc}; nothing recorded")
+    except spool.PublishError as exc:  # its message says whether the event was kept
+        report(f"{label}: {exc}")
     except Exception as exc:  # noqa: BLE001 - the agent must never see us fail
         if os.environ.get("KIROLEARN_RAISE_ERRORS"):
             raise

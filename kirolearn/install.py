@@ -598,7 +598,8 @@ def load_record() -> "list[dict]":
 def _save_record(entries: "list[dict]") -> None:
     config.ensure_private_dir(config.home())
     tmp = record_path() + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # 0600 whatever the umask
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
         json.dump({"installs": entries}, fh, indent=2)
     os.replace(tmp, record_path())
 

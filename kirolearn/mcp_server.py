@@ -355,7 +355,9 @@ def _setup_logging() -> None:
     handlers: list = [logging.StreamHandler(sys.stderr)]
     try:
         directory = config.ensure_private_dir(config.logs_dir())
-        handlers.append(logging.FileHandler(os.path.join(directory, "mcp.log"), encoding="utf-8"))
+        path = os.path.join(directory, "mcp.log")
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))  # 0600 whatever the umask
+        handlers.append(logging.FileHandler(path, encoding="utf-8"))
     except (OSError, config.HomeNotFound):
         pass
     from .logscrub import use_scrubbing

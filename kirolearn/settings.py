@@ -30,7 +30,13 @@ class Extract(_Section):
 
     model: str = Field("", description="litellm model string, e.g. 'bedrock/…', 'ollama_chat/qwen2.5'; empty = deterministic extractor")
     api_base: str = Field("", description="override the provider's endpoint (e.g. a local Ollama)")
-    timeout_seconds: float = Field(60.0, gt=0, description="per LLM call")
+    timeout_seconds: float = Field(60.0, gt=0, description="one model call: connect, send and wait for the answer")
+    call_budget_seconds: float = Field(120.0, gt=0, description="one batch's extraction in all: every call, retry "
+                                                               "and backoff")
+    drain_llm_budget_seconds: float = Field(300.0, ge=0, description="model time of one drain run; later batches "
+                                                                    "wait for the next drain; 0 = no limit")
+    breaker_failures: int = Field(3, ge=1, le=100, description="failed batches in a row after which a drain stops "
+                                                               "calling the model and uses the deterministic extractor")
     retries: int = Field(2, ge=0, le=10, description="retries of a transient LLM error within one attempt")
     retry_backoff_seconds: float = Field(1.0, ge=0, description="first backoff; doubles each retry")
     max_attempts: int = Field(3, ge=1, le=20, description="failed LLM attempts on one batch before the deterministic fallback")

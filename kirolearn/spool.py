@@ -19,8 +19,22 @@ TMP = "tmp"
 READY = "ready"
 QUARANTINE = "quarantine"
 SUFFIX = ".json"
+MAX_ENTRY_BYTES = 512 * 1024  # = events.MAX_EVENT_BYTES: the hook never writes more, so a bigger file is not ours
 
 _O_BINARY = getattr(os, "O_BINARY", 0)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+
+class BadEntry(Exception):
+    """A spool entry that is not a regular file of a sane size; `str()` is the quarantine reason."""
+
+
+class PublishError(OSError):
+    """The hook could not publish its event; the message says where the event is (if anywhere)."""
+
+    def __str__(self) -> str:
+        return str(self.strerror)
 
 
 def root() -> str:
@@ -67,9 +81,68 @@ def write_atomic(directory: str, name: str, data: bytes, tmp_dir: str) -> str:
         raise
     os.close(fd)
     final = os.path.join(directory, name)
-    os.replace(tmp_path, final)
+    try:
+        os.replace(tmp_path, final)
+    except OSError as exc:
+        # Never leave a complete event in tmp/ after telling the caller it failed: a later
+        # drain would store what the hook reported as not recorded.
+        try:
+            os.unlink(tmp_path)
+            where = "nothing recorded"
+        except OSError:
+            where = f"the event stays in {tmp_dir} and a later drain stores it"
+        raise PublishError(exc.errno, f"cannot move the event into {directory}: {exc.strerror or exc}; {where}") from None
     _fsync_dir(directory)
     return final
+
+
+def read_entry(path: str, limit: int = MAX_ENTRY_BYTES) -> bytes:
+    """The bytes of one spool file, read safely; raises BadEntry (or FileNotFoundError).
+
+    Opened with O_NOFOLLOW | O_NONBLOCK and checked with fstat before reading:
+    a symlink, FIFO, socket, device or directory is never followed, waited on
+    or read, and a file over `limit` is refused without being read whole.
+    """
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_BINARY)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:  # ELOOP for a link under O_NOFOLLOW, EISDIR on some systems
+        if os.path.islink(path):
+            raise BadEntry("a symbolic link, not a file the hook wrote: not followed") from None
+        if os.path.isdir(path):
+            raise BadEntry("a directory, not an event file") from None
+        raise BadEntry(f"cannot open: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISLNK(info.st_mode):
+            raise BadEntry("a symbolic link, not a file the hook wrote: not followed")
+        if stat.S_ISDIR(info.st_mode):
+            raise BadEntry("a directory, not an event file")
+        if stat.S_ISFIFO(info.st_mode):
+            raise BadEntry("a FIFO (named pipe), not an event file: not read")
+        if stat.S_ISSOCK(info.st_mode):
+            raise BadEntry("a socket, not an event file: not read")
+        if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode):
+            raise BadEntry("a device, not an event file: not read")
+        if not stat.S_ISREG(info.st_mode):
+            raise BadEntry("not a regular file")
+        if info.st_size > limit:
+            raise BadEntry(f"{info.st_size} bytes, more than the {limit} a hook ever writes: not read")
+        chunks, total = [], 0
+        while True:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > limit:  # grew after fstat
+                raise BadEntry(f"more than the {limit} bytes a hook ever writes: not read")
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def append(event_id: str, data: bytes, spool_root: "str | None" = None) -> str:
@@ -104,7 +177,18 @@ def quarantine(path: str, reason: str, spool_root: "str | None" = None) -> str:
     qdir = config.ensure_private_dir(os.path.join(spool_root, QUARANTINE))
     name = os.path.basename(path)
     target = os.path.join(qdir, name)
+    n = 0
+    while os.path.lexists(target) or os.path.lexists(target + ".reason"):
+        n += 1  # never replace an earlier quarantined file (a directory cannot replace one anyway)
+        target = os.path.join(qdir, f"{name}.{n}")
     os.replace(path, target)
+    try:
+        import stat
+
+        if stat.S_ISREG(os.lstat(target).st_mode):
+            os.chmod(target, 0o600)  # whatever it was, it may hold raw event text
+    except OSError:
+        pass
     fd = os.open(target + ".reason", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(reason.rstrip() + "\n")

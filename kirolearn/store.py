@@ -20,6 +20,15 @@ from .migrations import migrations
 from .errors import SchemaTooNew  # noqa: F401 - re-exported for callers
 
 BUSY_TIMEOUT_SECONDS = 30
+BUSY_TIMEOUT_ENV = "KIROLEARN_BUSY_TIMEOUT"  # seconds; for slow shared disks (and tests)
+
+
+def busy_timeout() -> float:
+    """How long a command waits for another process's lock on the database."""
+    try:
+        return max(0.0, float(os.environ.get(BUSY_TIMEOUT_ENV, BUSY_TIMEOUT_SECONDS)))
+    except ValueError:
+        return float(BUSY_TIMEOUT_SECONDS)
 
 
 def now_iso() -> str:
@@ -27,27 +36,104 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def open_db(path: "str | None" = None) -> sqlite_utils.Database:
-    """Open (creating if needed) and migrate the database."""
+def open_db(path: "str | None" = None, *, mark: bool = True) -> sqlite_utils.Database:
+    """Open (creating if needed) and migrate the database.
+
+    Refuses (StoreLost) to start an empty database where one was lost; a new
+    one is remembered outside itself (kirolearn.state) unless `mark` is False.
+    """
     path = path or config.db_path()
+    refuse_lost(path)
     config.ensure_private_dir(os.path.dirname(os.path.abspath(path)))
-    if not os.path.exists(path):
+    creating = not os.path.exists(path)
+    if creating:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
-    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS)
+    wait = busy_timeout()
+    conn = sqlite3.connect(path, timeout=wait)
     db = sqlite_utils.Database(conn)
-    db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_SECONDS * 1000}")
+    db.execute(f"PRAGMA busy_timeout = {int(wait * 1000)}")
     _refuse_newer_schema(db, path)
     if db.journal_mode != "wal" or migrations.pending(db):
         # Several processes may open a fresh store at once (drainer, MCP server, CLI):
         # one of them sets it up while the others wait, then finds nothing to do.
         from filelock import FileLock
 
-        with FileLock(path + ".setup.lock", timeout=BUSY_TIMEOUT_SECONDS):
+        os.close(os.open(path + ".setup.lock", os.O_WRONLY | os.O_CREAT, 0o600))  # 0600 whatever the umask
+        with FileLock(path + ".setup.lock", timeout=wait, mode=0o600):
             if db.journal_mode != "wal":
                 db.enable_wal()
             migrations.apply(db)
     db.execute("PRAGMA synchronous = NORMAL")  # safe with WAL: a power cut may lose the last commit, never corrupt
+    if creating and mark:
+        mark_created(path)
     return db
+
+
+# --- health: telling "never created" from "lost", and "damaged" from "fine" ----------------
+
+
+def _marker_matches(marker: dict, path: str) -> bool:
+    return bool(marker) and marker.get("path", path) == os.path.abspath(path)
+
+
+def mark_created(path: str, **counts) -> None:
+    """Remember, outside the database, that it exists here (and what it held at the last drain)."""
+    from . import state
+
+    marker = state.read(state.STORE)
+    if not _marker_matches(marker, path):
+        marker = {"path": os.path.abspath(path), "created_at": now_iso(), "events": 0, "records": 0}
+    marker.update(counts)
+    state.write(state.STORE, marker)
+
+
+def lost_reason(path: str) -> str:
+    """Why the database at `path` counts as lost ('' when it is present or was never created)."""
+    from . import state
+
+    marker = state.read(state.STORE)
+    if not _marker_matches(marker, path):
+        return ""
+    try:
+        size = os.path.getsize(path)
+    except FileNotFoundError:
+        what = "is missing"
+    else:
+        if size:
+            return ""
+        what = "is empty (0 bytes)"
+    held = f"{marker.get('events', 0)} events and {marker.get('records', 0)} records"
+    return (f"the database {path} {what}, but it was created on {marker.get('created_at', '?')} and held "
+            f"{held} at the last drain")
+
+
+def refuse_lost(path: str) -> None:
+    """Raise StoreLost instead of silently starting an empty database where one was lost."""
+    reason = lost_reason(path)
+    if reason:
+        from .errors import StoreLost
+
+        raise StoreLost(reason)
+
+
+def quick_check(db) -> str:
+    """SQLite's PRAGMA quick_check: '' when the file is sound, else the first problems found."""
+    try:
+        rows = [r[0] for r in db.execute("PRAGMA quick_check(5)").fetchall()]
+    except sqlite3.DatabaseError as exc:
+        return str(exc) or type(exc).__name__
+    if rows == ["ok"]:
+        return ""
+    from .errors import one_line
+
+    text = one_line("; ".join(str(r) for r in rows[:2]))
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
+def counts(db) -> dict:
+    """How many events and memory records the store holds."""
+    return {"events": db.execute("select count(*) from events").fetchone()[0],
+            "records": db.execute("select count(*) from memory_records").fetchone()[0]}
 
 
 def _refuse_newer_schema(db, path: str) -> None:

@@ -216,10 +216,13 @@ def compress(db, log: str, settings, complete=None) -> "tuple[dict | None, str |
     messages = [{"role": "system", "content": COMPRESS_PROMPT}, {"role": "user", "content": log}]
     complete = complete or extract.litellm_complete
     try:
-        completion = complete(messages, settings, response_format=Draft)
+        if complete is extract.litellm_complete:
+            extract.load_litellm()  # its import takes seconds: not out of the call's time
+        seconds = min(settings.extract.timeout_seconds, settings.extract.call_budget_seconds)
+        completion = extract.call_bounded(complete, messages, settings, seconds, response_format=Draft)
     except Exception as exc:  # any provider failure
         name = type(exc).__name__
-        return None, "timeout" if name == "Timeout" else "provider_unavailable"
+        return None, "timeout" if name in ("Timeout", "CallTimeout") else "provider_unavailable"
     _record_spend(db, completion, settings)
     text = completion.content or ""
     match = extract._FENCE.match(text)

@@ -31,7 +31,7 @@ def test_sqlite_messages_become_store_errors_that_name_the_file():
 
     corrupt = errors.from_sqlite(sqlite3.DatabaseError("database disk image is malformed"), "/h/kirolearn.db")
     assert isinstance(corrupt, errors.StoreCorrupt)
-    assert "/h/kirolearn.db" in str(corrupt) and "doctor" in str(corrupt)
+    assert "/h/kirolearn.db" in str(corrupt) and "kirolearn repair" in str(corrupt)
     assert "try again" in str(errors.from_sqlite(sqlite3.OperationalError("database is locked"), "/x"))
 
 

@@ -1,0 +1,173 @@
+"""Health facts for `doctor` and `status`: the store's integrity, the drain's record, the schedule.
+
+Everything here works when the database is damaged or gone: it reads
+$KIROLEARN_HOME/state/ (kirolearn.state) and SQLite's own checks, never
+anything that needs a healthy store. It changes nothing.
+"""
+
+import os
+import sqlite3
+import time
+
+from . import config, state
+
+DRAIN_STALE_SECONDS = 3600  # no drain for this long while events wait: the schedule is not running
+
+
+def drain_started() -> None:
+    """Note that a drain began (called with the drain lock held)."""
+    state.try_update(state.DRAIN, started_at=state.utc_now())
+
+
+def drain_finished(exc: "BaseException | None") -> None:
+    """Note how the drain ended: the error line a user saw, or none."""
+    if exc is None:
+        state.try_update(state.DRAIN, finished_at=state.utc_now(), error="", ok=True)
+        return
+    if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+        state.try_update(state.DRAIN, finished_at=state.utc_now(), error="interrupted", ok=False)
+        return
+    state.try_update(state.DRAIN, finished_at=state.utc_now(), error=describe(exc), ok=False)
+
+
+def describe(exc: BaseException) -> str:
+    """One line for an exception, as the CLI would show it."""
+    from .errors import KirolearnError, from_oserror, from_sqlite, one_line
+
+    if isinstance(exc, KirolearnError):
+        return str(exc)
+    if isinstance(exc, sqlite3.Error):
+        return str(from_sqlite(exc, config.db_path()))
+    if isinstance(exc, OSError):
+        return str(from_oserror(exc))
+    return one_line(f"{type(exc).__name__}: {exc}")
+
+
+def last_drain() -> dict:
+    """{started_at, finished_at, error, ok} of the last drain that got the lock ({} if none yet)."""
+    return state.read(state.DRAIN)
+
+
+def drain_running() -> bool:
+    """Is a drain holding the spool lock right now (e.g. `drain --watch`)?"""
+    from filelock import FileLock, Timeout
+
+    from . import spool
+    from .drain import LOCK_NAME
+
+    path = os.path.join(spool.root(), LOCK_NAME)
+    if not os.path.exists(path):
+        return False
+    probe = FileLock(path, timeout=0, mode=0o600)
+    try:
+        probe.acquire()
+    except Timeout:
+        return True
+    except OSError:
+        return False
+    probe.release()
+    return False
+
+
+def model_state() -> dict:
+    """The model breaker's record: consecutive_failures, last_error, last_failure_at, …"""
+    return state.read(state.MODEL)
+
+
+def status_facts(info: dict, settings) -> None:
+    """Add the model breaker and the last drain's error to `kirolearn status`'s `info`."""
+    model = model_state()
+    in_a_row = int(model.get("consecutive_failures") or 0) if settings.extract.model else 0
+    breaker = bool(settings.extract.model) and in_a_row >= settings.extract.breaker_failures
+    info["extractor"].update(failures_in_a_row=in_a_row, breaker_open=breaker,
+                             last_model_error=model.get("last_error") if in_a_row else None)
+    if breaker:
+        info["extractor"]["mode"] = f"deterministic (the model failed {in_a_row} batches in a row)"
+    info["last_drain_error"] = last_drain().get("error") or None
+
+
+def store_health(path: "str | None" = None) -> dict:
+    """{"state": "none" | "ok" | "lost" | "damaged" | "unreadable", "detail": text} without changing anything."""
+    from . import store
+
+    path = path or config.db_path()
+    lost = store.lost_reason(path)
+    if lost:
+        return {"state": "lost", "detail": lost}
+    if not os.path.exists(path):
+        return {"state": "none", "detail": "no database yet (the first drain creates it)"}
+    try:
+        conn = sqlite3.connect(f"file:{_uri_path(path)}?mode=ro", uri=True, timeout=5)
+    except sqlite3.Error as exc:
+        return {"state": "unreadable", "detail": str(exc)}
+    try:
+        problem = store.quick_check(conn)
+        if problem:
+            return {"state": "damaged", "detail": problem}
+        try:
+            records = conn.execute("select count(*) from memory_records").fetchone()[0]
+            events = conn.execute("select count(*) from events").fetchone()[0]
+        except sqlite3.Error as exc:
+            return {"state": "unreadable", "detail": str(exc)}
+        return {"state": "ok", "detail": f"quick_check ok: {events} events, {records} records",
+                "events": events, "records": records}
+    finally:
+        conn.close()
+
+
+def _uri_path(path: str) -> str:
+    return os.path.abspath(path).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+
+
+def schedule_status() -> dict:
+    """Which drain job is installed: {"installed": bool | None, "kind": str | None, "detail": str}.
+
+    `installed` is None when it cannot be told (no crontab command, say).
+    """
+    import shutil
+    import subprocess
+
+    from . import schedule
+
+    for job in schedule.systemd_job(60)[1:] + schedule.launchd_job(60):
+        if os.path.exists(job.path):
+            return {"installed": True, "kind": job.kind, "detail": job.path}
+    if shutil.which("crontab"):
+        try:
+            listing = subprocess.run(["crontab", "-l"], capture_output=True, text=True, timeout=10).stdout
+        except (OSError, subprocess.SubprocessError):
+            listing = None
+        if listing is not None:
+            if schedule.CRON_MARK in listing:
+                return {"installed": True, "kind": "cron", "detail": "crontab line"}
+            return {"installed": False, "kind": None, "detail": "no drain job (systemd, launchd or cron) found"}
+    return {"installed": False, "kind": None,
+            "detail": "no systemd or launchd drain job found (and no crontab command to check cron)"}
+
+
+def drain_checks(now: "float | None" = None):
+    """Yield (level, message) about the schedule and the last drain."""
+    from .recall import iso_epoch
+
+    now = time.time() if now is None else now
+    sched = schedule_status()
+    running = drain_running()
+    if sched["installed"]:
+        yield "OK", f"drain job installed ({sched['kind']}: {sched['detail']})"
+    elif running:
+        yield "OK", "no drain job installed, but a drain is running now (e.g. `kirolearn drain --watch`)"
+    else:
+        yield "WARN", f"{sched['detail']}: run `kirolearn schedule` (or keep `kirolearn drain --watch` running)"
+    last = last_drain()
+    finished = iso_epoch(last.get("finished_at") or "")
+    if last.get("error"):
+        yield "FAIL", f"the last drain ({last.get('finished_at')}) failed: {last['error']}"
+    if running:
+        yield "OK", "a drain is running now"
+    elif finished is None:
+        yield "WARN", "no drain has run yet: run `kirolearn drain`"
+    elif now - finished > DRAIN_STALE_SECONDS:
+        yield "WARN", (f"the last drain ran {(now - finished) / 3600:.1f} h ago: "
+                       "check the schedule (`kirolearn schedule`)")
+    elif not last.get("error"):
+        yield "OK", f"last drain {last.get('finished_at')} succeeded"

@@ -1,0 +1,47 @@
+"""Make stored text safe to print as quoted lines (standard library only: the hook uses it).
+
+Memory text is untrusted (design.md rule 9). Before it is quoted line by line
+into the context an agent reads, `clean_lines` turns it into plain lines:
+- every line break Python or a terminal honours (CR, CR LF, VT, FF, FS, GS,
+  RS, NEL, U+2028, U+2029) becomes "\n", so each resulting line can be quoted
+  and `str.splitlines()` finds no line that escaped its quote;
+- terminal escape sequences (ESC/CSI/OSC/DCS/APC/PM/SOS, 7-bit and 8-bit forms)
+  are removed whole, then every other C0 and C1 control character and DEL;
+  a tab becomes four spaces;
+- bidirectional overrides and isolates (U+202A–U+202E, U+2066–U+2069, U+200E,
+  U+200F, U+061C) are removed, so a line cannot be displayed reordered;
+- lone surrogates become U+FFFD, so the text can always be encoded.
+"""
+
+import re
+
+LINE_BREAKS = "\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+
+# ESC-introduced sequences first (so their parameters go with them), then 8-bit C1 forms.
+_ESCAPES = re.compile(
+    r"\x1b\][^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"  # OSC ... BEL / ST (never past a line end)
+    r"|\x1b[P^_X][^\x1b\x9c\n]*(?:\x1b\\|\x9c)?"  # DCS, PM, APC, SOS ... ST
+    r"|\x1b\[[0-?]*[ -/]*[@-~]?"  # CSI
+    r"|\x1b[ -/]*[0-~]?"  # other two-byte and nF escapes
+    r"|\x9d[^\x07\x1b\x9c\n]*(?:\x07|\x9c)?"  # 8-bit OSC
+    r"|[\x90\x98\x9e\x9f][^\x1b\x9c\n]*\x9c?"  # 8-bit DCS, SOS, PM, APC
+    r"|\x9b[0-?]*[ -/]*[@-~]?"  # 8-bit CSI
+)
+_BREAKS = re.compile(r"\r\n|[" + LINE_BREAKS.replace("\n", "") + "]")
+_CONTROLS = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f" + BIDI_CONTROLS + "]")
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """`text` with line breaks normalised to "\\n" and escapes, controls and bidi overrides removed."""
+    text = _SURROGATES.sub("\ufffd", str(text))
+    text = _ESCAPES.sub("", text)
+    text = _BREAKS.sub("\n", text)
+    text = text.replace("\t", "    ")
+    return _CONTROLS.sub("", text)
+
+
+def clean_lines(text: str) -> "list[str]":
+    """`clean_text(text)` split into lines; none of them contains a line break of any kind."""
+    return clean_text(text).split("\n")
