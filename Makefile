@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 BENCH_VENV ?= .venv-bench
 
 .DEFAULT_GOAL := help
-.PHONY: help install test demo bench soak clean
+.PHONY: help install test demo bench soak mutate clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -57,5 +57,11 @@ SOAK_SECONDS ?= 90
 soak: $(BENCH_VENV)/.installed ## hooks, drains, a watcher and SIGKILLs for SOAK_SECONDS; prints lost and duplicated events
 	$(BENCH_VENV)/bin/python bench/soak.py --seconds $(SOAK_SECONDS) --venv $(BENCH_VENV)
 
+# A check, not a timed test: prints the survivors and never fails the build. mutmut is
+# installed here only, not by `make install`: nothing else needs it.
+mutate: $(VENV)/.installed ## mutation-test dedup, drain order, recall, summaries, spend limit, scrubber (minutes)
+	$(PY) -m pip install --quiet --disable-pip-version-check 'mutmut==3.8.1'
+	nice $(PY) tools/mutate.py
+
 clean: ## remove virtual environments and caches
-	rm -rf $(VENV) $(BENCH_VENV) build *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) $(BENCH_VENV) build *.egg-info .pytest_cache .hypothesis mutants

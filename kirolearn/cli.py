@@ -596,45 +596,55 @@ def session_init_command(label, project, json_):
 
 @cli.command(name="install")
 @click.option("--project", type=click.Path(file_okay=False, exists=True),
-              help="Also wire this project: .kiro/agents, .kiro/hooks (v3 and IDE 0.x files), .kiro/settings/mcp.json.")
+              help="Wire this project's .kiro/ (v3 / IDE 1.x hook file, IDE 0.x .kiro.hook files, and the MCP "
+                   "server unless ~/.kiro has it) instead of ~/.kiro; add --global for both.")
 @click.option("--global", "global_", is_flag=True,
-              help="Wire ~/.kiro (agent config and MCP server); the default when --project is not given.")
+              help="Wire ~/.kiro (the kirolearn agent and the MCP server); the default when --project is not given.")
+@click.option("--portable", is_flag=True,
+              help="Write commands found on PATH (kirolearn-hook, kirolearn-mcp) instead of this machine's "
+                   "absolute paths: for .kiro/ files a team commits.")
 @click.option("--dry-run", is_flag=True, help="Print the diff of every file it would touch; write nothing.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before writing.")
 @click.option("--set-default", is_flag=True, help="Also make `kirolearn` Kiro CLI's default agent.")
 @click.option("--agent", "agent", type=click.Choice(["kiro", "claude-code"]), default="kiro", show_default=True,
               help="Which agent to wire: Kiro (CLI and IDE) or Claude Code (.claude/settings.json hooks).")
-def install_command(project, global_, dry_run, yes, set_default, agent):
+def install_command(project, global_, portable, dry_run, yes, set_default, agent):
     """Wire kirolearn's hooks and MCP server into Kiro (CLI and IDE).
 
-    Writes only its own entries, keeps everything else in shared files, and
-    records what it wrote so `kirolearn uninstall` can undo exactly that.
-    Running it again changes nothing.
+    Writes only its own entries, keeps everything else in shared files byte
+    for byte, and records what it wrote so `kirolearn uninstall` can undo
+    exactly that. Every target is checked first: if one cannot be changed
+    safely, nothing is written. Running it again changes nothing.
 
     \b
     Examples:
-        kirolearn install                      # ~/.kiro: the kirolearn agent and the MCP server
-        kirolearn install --project . --yes    # and this project's .kiro/ files
+        kirolearn install                           # ~/.kiro only: the kirolearn agent, the MCP server
+        kirolearn install --project . --yes         # this project's .kiro/ only
+        kirolearn install --global --project . -y   # both
+        kirolearn install --project . --portable    # .kiro/ files fit to commit
         kirolearn install --project . --dry-run
-        kirolearn install --agent claude-code  # ~/.claude/settings.json hooks
+        kirolearn install --agent claude-code       # ~/.claude/settings.json hooks
     """
     from . import agents, install
 
     if agent != "kiro":
-        if set_default:
-            raise click.UsageError("--set-default is a Kiro CLI setting; drop it with --agent claude-code")
+        if set_default or portable:
+            raise click.UsageError("--set-default and --portable are Kiro options; drop them with --agent claude-code")
         _apply_changes(agents.get(agent).plan_install(project, global_ or not project), dry_run, yes, installing=True)
         if not dry_run:
             click.echo("next: `kirolearn schedule` to drain in the background; Claude Code picks the hooks up "
                        "at its next start")
         return
-    changes = install.plan_install(project, global_ or not project)
+    changes = install.plan_install(project, global_ or not project, portable)
     _apply_changes(changes, dry_run, yes, installing=True)
+    for path in install.machine_paths(changes):
+        click.echo(f"note       {path} holds absolute paths of this machine; "
+                   "if your team commits .kiro/, re-run with --portable", err=True)
     if set_default and not dry_run:
         click.echo(install.set_default_agent())
     if not dry_run:
         click.echo("next: `kirolearn schedule` to drain in the background; Kiro CLI users start "
-                   "`kiro-cli chat --agent kirolearn`")
+                   + ("`kiro-cli chat --agent kirolearn`" if global_ or not project else "`kiro-cli chat` here"))
 
 
 def _apply_changes(changes, dry_run, yes, *, installing):
@@ -652,7 +662,7 @@ def _apply_changes(changes, dry_run, yes, *, installing):
             click.echo(c.diff())
     for c in problems:
         click.echo(f"skipped    {c.problem}", err=True)
-    if not dry_run and todo:
+    if not dry_run and todo and not (installing and problems):
         if not yes and sys.stdin.isatty() and not click.confirm(f"write {len(todo)} file(s)?", default=True):
             raise click.Abort()
     if not dry_run:
@@ -664,7 +674,9 @@ def _apply_changes(changes, dry_run, yes, *, installing):
 @cli.command(name="uninstall")
 @click.option("--project", type=click.Path(file_okay=False),
               help="Only undo what was installed into this project (default: every recorded install).")
-@click.option("--purge", is_flag=True, help="Also delete all kirolearn data ($KIROLEARN_HOME).")
+@click.option("--purge", is_flag=True,
+              help="Also delete all kirolearn data ($KIROLEARN_HOME); asks first, and without a terminal "
+                   "needs --yes.")
 @click.option("--dry-run", is_flag=True, help="Print what would change; write nothing.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before writing or deleting.")
 @click.option("--agent", "agent", type=click.Choice(["kiro", "claude-code"]),
@@ -672,19 +684,25 @@ def _apply_changes(changes, dry_run, yes, *, installing):
 def uninstall_command(project, purge, dry_run, yes, agent):
     """Remove exactly what `kirolearn install` added, from every project it recorded.
 
-    Your memory is kept unless --purge.
+    Shared files get their bytes back as they were before install (unless you
+    edited them since: then only kirolearn's entry is taken out). Your memory
+    is kept unless --purge.
     """
     import os
     import shutil
 
     from . import agents, config
+    from .errors import KirolearnError
 
+    home = config.home()
+    if purge and not dry_run and not yes and not sys.stdin.isatty() and os.path.isdir(home):
+        raise KirolearnError(f"refusing to delete {home} and all memory in it without a confirmation",
+                             "run it in a terminal, or pass --yes", exit_code=2)
     changes = [c for name in ([agent] if agent else agents.names()) for c in agents.get(name).plan_uninstall(project)]
     _apply_changes(changes, dry_run, yes, installing=False)
     if purge and not dry_run:
-        home = config.home()
         if os.path.isdir(home):
-            if not yes and sys.stdin.isatty() and not click.confirm(f"delete {home} and all memory in it?"):
+            if not yes and not click.confirm(f"delete {home} and all memory in it?"):
                 raise click.Abort()
             shutil.rmtree(home)
             click.echo(f"removed    {home}")

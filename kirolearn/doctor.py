@@ -101,6 +101,22 @@ def run_checks():
                            "re-run `kirolearn install` from the current installation")
         else:
             yield "OK", f"wired: {entry['path']}"
+    yield from _wiring_clashes()
+
+
+def _wiring_clashes():
+    """Kiro-side clashes: a workspace agent named like ours, and classic + v3 hooks for one session."""
+    from .project import find_project_root
+
+    here, is_global = find_project_root(os.getcwd())
+    extra = [] if is_global else [here]
+    for path in install.agent_conflicts(extra):
+        yield "WARN", (f"{path} and ~/.kiro/agents/kirolearn.json are both named kirolearn: Kiro warns about the "
+                       "conflict; run `kirolearn uninstall --project` for that project and re-run "
+                       "`kirolearn install --project` (it no longer writes a workspace agent)")
+    for project in install.double_wiring(extra):
+        yield "WARN", (f"{project} has kirolearn's v3 hook file, which Kiro CLI >= 3 runs for every agent: start "
+                       "`kiro-cli chat` there without `--agent kirolearn`, or each hook runs twice")
 
 
 def semantic_checks(conf):

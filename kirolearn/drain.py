@@ -28,7 +28,7 @@ from datetime import datetime
 from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
-from . import dedup, extract, spool, state, store
+from . import crashpoint, dedup, extract, spool, state, store
 from .ids import new_ulid
 from .schema import FACT_MAX, FILE_MAX, SUMMARY_MAX, TITLE_MAX, Event, MemoryRecord, clip, clip_list
 from .scrub import Scrubber
@@ -239,6 +239,8 @@ class Drainer:
             rows.append(self._row(clean, content_hash))
         with store.writing(self.db):
             store.insert_events(self.db, rows)
+            crashpoint.reached("ingest-in-transaction")
+        crashpoint.reached("ingest-after-commit")
         stats.stored += len(rows)
         delta = Counter(self.scrubber.counts)
         delta.subtract(before)
@@ -439,6 +441,7 @@ class Drainer:
             candidates = extract.deterministic(batch)
             run.update(extractor="deterministic", request="")
         records, problems = self._records(batch, candidates, run_id, store.now_iso())
+        crashpoint.reached("extract-before-commit")
         run.update(outcome="ok", finished_at=store.now_iso(),
                    error="; ".join(filter(None, [run.get("error", ""), *problems]))[:2000])
         stats.records_written += store.commit_extraction(self.db, run, records, batch.event_ids)

@@ -36,7 +36,7 @@ PascalCase forms). EVENT may be one of:
 Always exits 0. Errors go to stderr and $KIROLEARN_HOME/logs/hook.log.
 """
 
-STDIN_TIMEOUT = 2.0  # seconds to wait for the first byte (KIROLEARN_STDIN_TIMEOUT)
+STDIN_TIMEOUT = 2.0  # seconds stdin is read for, in all, whatever the trickle (KIROLEARN_STDIN_TIMEOUT)
 STDIN_IDLE = 0.25  # once data flows, a pause this long with a complete-looking payload ends it
 STDIN_LIMIT = 64 * 1024 * 1024
 LOG_MAX_BYTES = 1024 * 1024
@@ -47,8 +47,11 @@ def read_stdin(timeout: float = STDIN_TIMEOUT, limit: int = STDIN_LIMIT) -> byte
     """Read stdin to EOF without ever hanging on a pipe that stays open.
 
     IDE 0.x opens stdin and never writes or closes it; a plain read() would
-    block forever. POSIX uses select() on fd 0 (no thread, so nothing can
-    abort at interpreter exit); Windows falls back to a daemon-thread read.
+    block forever. `timeout` caps the whole read, not the wait between chunks:
+    a writer trickling a byte at a time cannot keep the hook past it (what has
+    arrived by then is all there is). POSIX uses select() on fd 0 (no thread,
+    so nothing can abort at interpreter exit); Windows falls back to a
+    daemon-thread read.
     """
     stream = sys.stdin
     if stream is None:
@@ -83,8 +86,6 @@ def read_stdin(timeout: float = STDIN_TIMEOUT, limit: int = STDIN_LIMIT) -> byte
         total += len(data)
         if total > limit:
             raise events.Rejected(f"stdin payload larger than {limit} bytes")
-        # Data is flowing: give a large payload time to arrive in full.
-        deadline = max(deadline, time.monotonic() + STDIN_IDLE)
     return b"".join(chunks)
 
 

@@ -1,28 +1,60 @@
 """`kirolearn install` / `uninstall`: wire kirolearn into Kiro's config files, and unwire it.
 
 Writes only what it owns and preserves everything else: whole files that are
-ours (the v3 hook file, the IDE 0.x `.kiro.hook` files) and single entries in
-shared JSON files (our hooks and MCP server in an agent config, our server in
-mcp.json), keeping the file's indentation and key order. A file that is not
-valid JSON is reported and left alone. Every change is recorded in
-$KIROLEARN_HOME/installs.json, so `uninstall` removes exactly that, from every
-project it was installed into. Commands are absolute paths ending in `|| true`,
-so a removed binary never blocks the agent.
+ours (the v3 hook file, the IDE 0.x `.kiro.hook` files, the `kirolearn` agent)
+and one entry in shared `mcp.json` files. That entry is added as text, in the
+file's own indentation, line endings and BOM, and the exact text inserted (only
+our own entry, never the user's content) is recorded in
+$KIROLEARN_HOME/installs.json, so `uninstall` gives back the user's bytes
+exactly; a file edited since is unwired structurally instead. Install checks
+every target before writing any: one unreadable or foreign file and nothing is
+written. Commands are absolute paths ending in `|| true` (or, with
+`--portable`, names resolved on PATH), so a removed binary never blocks the agent.
+
+What goes where (one wiring per surface, one MCP definition per scope):
+- global (`~/.kiro`): the `kirolearn` agent with classic hooks (Kiro CLI), and
+  the MCP server in `~/.kiro/settings/mcp.json` (Kiro IDE, the default CLI
+  agent, and the `kirolearn` agent through `includeMcpJson`);
+- project (`<dir>/.kiro`): the v3 hook file (Kiro CLI >= 3 and IDE >= 1.0, for
+  every agent), the IDE 0.x `.kiro.hook` files, and the MCP server in the
+  project's mcp.json only when the global mcp.json does not already define it.
+  No workspace agent: a workspace `kirolearn` agent would carry classic hooks
+  next to the v3 file (every hook twice) and clash with the global agent's name.
 """
 
 import difflib
 import json
 import os
+import re
 import shlex
 import shutil
 import sys
 from dataclasses import dataclass, field
 
 from . import config
-from .errors import InstallError  # noqa: F401 - re-exported for callers
+from .errors import InstallError
 
 AGENT_NAME = "kirolearn"
+KIRO_KINDS = ("owned", "agent", "mcp")  # installs.json kinds this module writes and undoes
 MARK = "kirolearn-hook"
+BOM = "\ufeff"
+# Agent fields, checked against Kiro's agent configuration reference for IDE 1.0 / CLI 3.0,
+# https://kiro.dev/docs/custom-agents/configuration-reference/ : `name`, `description`,
+# `tools` (["*"]: every tool; omitting it means none), `allowedTools` ("@server" allows one
+# MCP server's tools; a bare "*" is not accepted there), `includeMcpJson` (the agent also gets the
+# servers of ~/.kiro/settings/mcp.json and <cwd>/.kiro/settings/mcp.json; Q CLI / Kiro CLI 2.x
+# called it `useLegacyMcpJson`), `hooks` (CLI only; the IDE ignores it). Each hook entry is
+# `command` plus `matcher` (pre/postToolUse only) from that page, and `timeout_ms` from
+# https://kiro.dev/docs/cli/hooks (default 30000). The agent has no `mcpServers` of its own:
+# includeMcpJson brings in the one definition in mcp.json (agent > project > global would
+# otherwise define it up to three times).
+AGENT_SKELETON = {
+    "name": AGENT_NAME,
+    "description": "Kiro's default tools plus kirolearn memory (capture and recall)",
+    "tools": ["*"],
+    "allowedTools": [f"@{AGENT_NAME}"],
+    "includeMcpJson": True,
+}
 CLASSIC_HOOKS = (  # trigger, EVENT argument, timeout_ms
     ("agentSpawn", "agent-spawn", 5000),
     ("userPromptSubmit", "prompt-submit", 5000),
@@ -35,22 +67,31 @@ V3_HOOKS = (  # name, trigger, EVENT argument, timeout seconds
     ("kirolearn-post-tool", "PostToolUse", "post-tool", 2),
     ("kirolearn-stop", "Stop", "stop", 5),
 )
-IDE_LEGACY_HOOKS = (  # file stem, when, EVENT argument
-    ("kirolearn-prompt-submit", {"type": "promptSubmit"}, "ide-prompt-submit"),
-    ("kirolearn-post-tool", {"type": "postToolUse", "toolTypes": ["*"]}, "ide-post-tool"),
-    ("kirolearn-agent-stop", {"type": "agentStop"}, "ide-agent-stop"),
+IDE_LEGACY_HOOKS = (  # file stem, when, EVENT argument, description
+    ("kirolearn-prompt-submit", {"type": "promptSubmit"}, "ide-prompt-submit",
+     "kirolearn: record your prompt and add recalled project memory to it"),
+    ("kirolearn-post-tool", {"type": "postToolUse", "toolTypes": ["*"]}, "ide-post-tool",
+     "kirolearn: record what each tool call did"),
+    ("kirolearn-agent-stop", {"type": "agentStop"}, "ide-agent-stop",
+     "kirolearn: record the end of the agent's turn"),
 )
 
 
 @dataclass
 class Change:
-    """One file install would write (after=None: delete)."""
+    """One file install or uninstall would write (after=None: delete).
+
+    `record` is what installs.json keeps about the file (kind, created, and for
+    mcp.json the text inserted and the text it replaced); `undo` marks the
+    removal of an older install's entry during an install.
+    """
 
     path: str
     before: "str | None"
     after: "str | None"
     record: dict = field(default_factory=dict)
     problem: str = ""
+    undo: bool = False
 
     @property
     def changed(self) -> bool:
@@ -68,222 +109,322 @@ def kiro_home() -> str:
     """~/.kiro of the user."""
     home = config.user_home_dir()
     if home is None:
-        raise InstallError("cannot find your home directory: set HOME")
+        raise InstallError("cannot find your home directory", "set HOME")
     return os.path.join(home, ".kiro")
 
 
-def command_path(name: str) -> str:
-    """Absolute path of one of our console scripts (next to this Python first)."""
+def command_path(name: str, portable: bool = False) -> str:
+    """Absolute path of one of our console scripts (next to this Python first); just `name` if portable."""
+    if portable:
+        return name
     beside = os.path.join(os.path.dirname(sys.executable), name)
     if os.path.exists(beside):
         return beside
     found = shutil.which(name)
     if not found:
-        raise InstallError(f"{name} is not installed next to {sys.executable} or on PATH: reinstall kirolearn")
+        raise InstallError(f"{name} is not installed next to {sys.executable} or on PATH", "reinstall kirolearn")
     return os.path.abspath(found)
 
 
-def _env_prefix() -> str:
-    home = os.environ.get(config.HOME_ENV)
-    return f"{config.HOME_ENV}={shlex.quote(config.home())} " if home else ""
+def _home_travels(portable: bool) -> bool:
+    return bool(os.environ.get(config.HOME_ENV)) and not portable
 
 
-def hook_command(event: str, windows: "bool | None" = None) -> str:
+def _env_prefix(portable: bool = False) -> str:
+    """`KIROLEARN_HOME=... ` for a POSIX hook command when it is set (and the command is not portable)."""
+    return f"{config.HOME_ENV}={shlex.quote(config.home())} " if _home_travels(portable) else ""
+
+
+def hook_command(event: str, windows: "bool | None" = None, portable: bool = False) -> str:
     """The shell command a Kiro hook runs: absolute path, and a no-op fallback so a missing binary is harmless.
 
     Kiro runs hooks with `bash -c` on macOS and Linux and `cmd /C` on Windows.
+    A portable command names `kirolearn-hook` on PATH and carries no KIROLEARN_HOME.
     """
     windows = os.name == "nt" if windows is None else windows
-    path = command_path(MARK)
+    path = command_path(MARK, portable)
     if windows:
         import subprocess
 
-        home = f'set "{config.HOME_ENV}={config.home()}" && ' if os.environ.get(config.HOME_ENV) else ""
+        home = f'set "{config.HOME_ENV}={config.home()}" && ' if _home_travels(portable) else ""
         return f"{home}{subprocess.list2cmdline([path, event])} || exit /b 0"
-    return f"{_env_prefix()}{shlex.quote(path)} {event} || true"
+    return f"{_env_prefix(portable)}{shlex.quote(path)} {event} || true"
 
 
-def mcp_entry() -> dict:
+def mcp_entry(portable: bool = False) -> dict:
     """Our MCP server entry (command, args, env)."""
-    env = {config.HOME_ENV: config.home()} if os.environ.get(config.HOME_ENV) else {}
-    return {"command": command_path("kirolearn-mcp"), "args": [], "env": env}
+    env = {config.HOME_ENV: config.home()} if _home_travels(portable) else {}
+    return {"command": command_path("kirolearn-mcp", portable), "args": [], "env": env}
 
 
-# --- JSON files that keep their look ----------------------------------------------------
+# --- JSON text that keeps the user's bytes ---------------------------------------------------------
+
+_WS = re.compile(r"[ \t\r\n]*")
+_DECODER = json.JSONDecoder()
 
 
 def _read(path: str) -> "str | None":
+    """The file's text exactly (BOM and CRLF kept), or None if it does not exist."""
     try:
         with open(path, encoding="utf-8", newline="") as fh:  # keep CRLF: the bytes are the user's
             return fh.read()
     except FileNotFoundError:
         return None
+    except UnicodeDecodeError:
+        raise InstallError(f"{path} is not UTF-8 text; left untouched", "fix it or move it aside, then re-run")
 
 
-def _indent_of(text: str):
-    for line in text.splitlines()[1:]:
-        stripped = line.lstrip(" \t")
-        if stripped and stripped != line:
-            ws = line[: len(line) - len(stripped)]
-            return "\t" if ws.startswith("\t") else len(ws)
-    return 2
-
-
-def _dump(data, like: "str | None") -> str:
-    indent = _indent_of(like) if like else 2
-    text = json.dumps(data, indent=indent, ensure_ascii=False)
-    return text + ("\n" if like is None or like.endswith("\n") else "")
+def _strip_bom(text: str) -> str:
+    return text[1:] if text.startswith(BOM) else text
 
 
 def _load(path: str, text: "str | None") -> dict:
-    if text is None or not text.strip():
+    if text is None or not _strip_bom(text).strip():
         return {}
     try:
-        data = json.loads(text)
+        data = json.loads(_strip_bom(text))
     except ValueError as exc:
-        raise InstallError(f"{path} is not valid JSON ({exc}); left untouched: fix it or move it aside, then re-run")
+        raise InstallError(f"{path} is not valid JSON ({exc}); left untouched",
+                           "fix it or move it aside, then re-run")
     if not isinstance(data, dict):
-        raise InstallError(f"{path} holds a JSON {type(data).__name__}, not an object; left untouched")
+        raise InstallError(f"{path} holds a JSON {type(data).__name__}, not an object; left untouched",
+                           "fix it or move it aside, then re-run")
     return data
 
 
-def _members_end(text: str, key: str) -> "tuple[int, int] | None":
-    """(index of the closing brace, nesting level) of top-level object `key`, found by a tiny scanner.
+def _newline(text: str) -> str:
+    return "\r\n" if "\r\n" in text else "\n"
 
-    Used to add or remove one member of a shared JSON file as text, so every
-    byte of the user's own content stays as they wrote it.
+
+def _indent_unit(text: str) -> str:
+    """The file's indentation step: a tab or N spaces (2 when nothing is indented)."""
+    for line in _strip_bom(text).splitlines()[1:]:
+        stripped = line.lstrip(" \t")
+        if stripped and stripped != line:
+            ws = line[: len(line) - len(stripped)]
+            return "\t" if ws.startswith("\t") else ws
+    return "  "
+
+
+def _dump(data, like: "str | None") -> str:
+    """`data` as JSON text in the look of `like` (indent, line ending, BOM, final newline)."""
+    if like is None or not _strip_bom(like).strip():
+        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    text = json.dumps(data, indent=_indent_unit(like), ensure_ascii=False).replace("\n", _newline(like))
+    if like.endswith("\n"):
+        text += _newline(like)
+    return (BOM if like.startswith(BOM) else "") + text
+
+
+def _members(text: str, open_at: int) -> "tuple[list[tuple[str, int, int, int]], int]":
+    """Members of the JSON object whose `{` is at `open_at`: [(key, key start, value start, value end)], and its `}`."""
+    if text[open_at] != "{":
+        raise ValueError("not an object")
+    i = _WS.match(text, open_at + 1).end()
+    members: list = []
+    if text[i] == "}":
+        return members, i
+    while True:
+        key_start = i
+        key, i = json.decoder.scanstring(text, i + 1)
+        i = _WS.match(text, i).end()
+        if text[i] != ":":
+            raise ValueError("expected ':'")
+        i = _WS.match(text, i + 1).end()
+        _, end = _DECODER.raw_decode(text, i)
+        members.append((key, key_start, i, end))
+        i = _WS.match(text, end).end()
+        if text[i] == "}":
+            return members, i
+        if text[i] != ",":
+            raise ValueError("expected ','")
+        i = _WS.match(text, i + 1).end()
+
+
+def _top(text: str) -> int:
+    return _WS.match(text, 1 if text.startswith(BOM) else 0).end()
+
+
+def _line_indent(text: str, pos: int) -> str:
+    start = text.rfind("\n", 0, pos) + 1
+    return text[start:start + len(text[start:pos]) - len(text[start:pos].lstrip(" \t"))]
+
+
+def _own_line(text: str, pos: int) -> bool:
+    start = text.rfind("\n", 0, pos) + 1
+    return start > 0 and not text[start:pos].strip()
+
+
+def _insert(text: str, open_at: int, name: str, value) -> "tuple[str, str, str]":
+    """Add `"name": value` at the end of the object at `open_at`, as the file would have it.
+
+    Returns (new text, the text inserted, the text it replaced). Replacing the
+    inserted text by the replaced text gives `text` back exactly.
     """
-    depth, i, n, in_string, target_open = 0, 0, len(text), False, None
-    last_key = None
-    while i < n:
-        ch = text[i]
-        if in_string:
-            if ch == "\\":
-                i += 2
-                continue
-            if ch == '"':
-                in_string = False
-            i += 1
-            continue
-        if ch == '"':
-            end = i + 1
-            while end < n and text[end] != '"':
-                end += 2 if text[end] == "\\" else 1
-            last_key = text[i + 1:end]
-            in_string = True
-        elif ch in "{[":
-            depth += 1
-            if ch == "{" and depth == 2 and last_key == key and target_open is None:
-                target_open = depth
-        elif ch in "}]":
-            if target_open is not None and depth == target_open and ch == "}":
-                return i, depth
-            depth -= 1
-        i += 1
-    return None
-
-
-def _insert_member(text: str, key: str, member: str, value) -> "str | None":
-    """`text` with `"member": value` added at the end of top-level object `key` (None if not found)."""
-    found = _members_end(text, key)
-    if not found:
-        return None
-    close, level = found
-    unit = _indent_of(text)
-    unit = "\t" if unit == "\t" else " " * unit
-    body = json.dumps(value, indent=len(unit) if unit != "\t" else "\t", ensure_ascii=False)
-    body = body.replace("\n", "\n" + unit * level)
-    before = text[:close].rstrip()
-    comma = "" if before.endswith("{") else ","
-    return f"{before}{comma}\n{unit * level}{json.dumps(member)}: {body}\n{unit * (level - 1)}{text[close:]}"
-
-
-def _remove_member(text: str, key: str, member: str, parsed_without: dict) -> "str | None":
-    """`text` without the member install added (None if it cannot be done as text)."""
-    marker = f'{json.dumps(member)}: '
-    start = text.find(marker)
-    if start < 0 or text.count(marker) != 1:
-        return None
-    head = text[:start].rstrip()
-    try:
-        _, end = json.JSONDecoder().raw_decode(text, start + len(marker))
-    except ValueError:
-        return None
-    if head.endswith(","):
-        candidate = head[:-1] + text[end:]
+    members, close = _members(text, open_at)
+    nl = _newline(text)
+    if "\n" not in text.strip():  # a one-line file stays one line
+        member = f"{json.dumps(name, ensure_ascii=False)}: {json.dumps(value, ensure_ascii=False)}"
+        at, snippet = (members[-1][3], ", " + member) if members else (open_at + 1, member)
+        return text[:at] + snippet + text[at:], snippet, ""
+    unit = _indent_unit(text)
+    if members:
+        last_key = members[-1][1]
+        indent = _line_indent(text, last_key) if _own_line(text, last_key) else _line_indent(text, open_at) + unit
     else:
-        rest = text[end:].lstrip()
-        candidate = head + (text[end:] if not rest.startswith(",") else "\n" + rest[1:].lstrip(" \t"))
-    try:
-        return candidate if json.loads(candidate) == parsed_without else None
-    except ValueError:
+        indent = _line_indent(text, open_at) + unit
+    body = json.dumps(value, indent=unit, ensure_ascii=False).replace("\n", nl + indent)
+    member = f"{json.dumps(name, ensure_ascii=False)}: {body}"
+    if members:
+        at = members[-1][3]
+        snippet = "," + nl + indent + member
+        return text[:at] + snippet + text[at:], snippet, ""
+    replaced = text[open_at + 1:close]
+    snippet = nl + indent + member + nl + _line_indent(text, open_at)
+    return text[:open_at + 1] + snippet + text[close:], snippet, replaced
+
+
+def _remove_member_text(text: str, name: str) -> "str | None":
+    """`text` without member `name` of its `mcpServers` object, by text (None if it is not there)."""
+    top_members, _ = _members(text, _top(text))
+    servers = [m for m in top_members if m[0] == "mcpServers"]
+    if not servers:
         return None
+    open_at = servers[0][2]
+    members, close = _members(text, open_at)
+    index = [m[0] for m in members].index(name) if name in [m[0] for m in members] else -1
+    if index < 0:
+        return None
+    if index > 0:  # from the end of the member before it
+        return text[:members[index - 1][3]] + text[members[index][3]:]
+    if len(members) > 1:  # the first: up to the member after it
+        return text[:members[0][1]] + text[members[1][1]:]
+    return text[:open_at + 1] + text[close:]
+
+
+def _without_ours(text: str, record: dict) -> str:
+    """The mcp.json text with our server taken out: the recorded insertion undone when it is still there."""
+    snippet = record.get("snippet")
+    if snippet and text.count(snippet) == 1:
+        candidate = text.replace(snippet, record.get("replaced", ""))
+        try:
+            data = _load("", candidate)
+            if AGENT_NAME not in (data.get("mcpServers") or {}):
+                return candidate
+        except InstallError:
+            pass
+    try:
+        removed = _remove_member_text(text, AGENT_NAME)
+    except (ValueError, IndexError):
+        removed = None
+    if removed is not None:
+        return removed
+    data = _load("", text)
+    if AGENT_NAME not in (data.get("mcpServers") or {}):
+        return text
+    del data["mcpServers"][AGENT_NAME]
+    return _dump(data, text)
+
+
+def _has_our_server(path: str) -> bool:
+    try:
+        servers = _load(path, _read(path)).get("mcpServers")
+    except InstallError:
+        return False
+    return isinstance(servers, dict) and AGENT_NAME in servers
 
 
 def _is_ours(entry) -> bool:
     return isinstance(entry, dict) and MARK in str(entry.get("command", ""))
 
 
-def _edit(path: str, edit) -> Change:
-    """Apply `edit(data) -> data` to a JSON file, as a Change (problem set when unreadable)."""
-    before = _read(path)
-    try:
-        data = _load(path, before)
-    except InstallError as exc:
-        return Change(path, before, before, problem=str(exc))
-    new = edit(json.loads(json.dumps(data)))  # edit a copy
-    if new is None:
-        return Change(path, before, None)
-    after = _dump(new, before) if (new != data or before is None) else before
-    return Change(path, before, after)
-
-
 # --- what install writes ---------------------------------------------------------------------
 
 
-def _agent_edit(data: dict) -> dict:
-    if not data:
-        data = {"name": AGENT_NAME, "description": "Kiro's default tools plus kirolearn memory (capture and recall)",
-                "tools": ["*"], "allowedTools": ["@kirolearn"], "includeMcpJson": True}
-    data.setdefault("mcpServers", {})[AGENT_NAME] = dict(mcp_entry(), timeout=120000)
-    hooks = data.setdefault("hooks", {})
-    for trigger, event, timeout in CLASSIC_HOOKS:
-        kept = [h for h in hooks.get(trigger, []) if not _is_ours(h)]
-        entry = {"command": hook_command(event), "timeout_ms": timeout}
-        if trigger == "postToolUse":
-            entry = {"matcher": "*", **entry}
-        hooks[trigger] = kept + [entry]
-    return data
+def _edit(path: str, edit, kind: str) -> Change:
+    """Apply `edit(data) -> data` to a JSON file, as a Change (problem set when unreadable)."""
+    try:
+        before = _read(path)
+        data = _load(path, before)
+    except InstallError as exc:
+        return Change(path, None, None, problem=str(exc))
+    new = edit(json.loads(json.dumps(data)))  # edit a copy
+    if new is None:
+        return Change(path, before, None, record={"kind": kind})
+    after = _dump(new, before) if (new != data or before is None) else before
+    return Change(path, before, after, record={"kind": kind})
 
 
-def _mcp_edit(data: dict) -> dict:
-    data.setdefault("mcpServers", {})[AGENT_NAME] = mcp_entry()
-    return data
+def _agent_edit(portable: bool):
+    def edit(data: dict) -> dict:
+        if not data:
+            data = dict(AGENT_SKELETON)
+        servers = data.get("mcpServers")
+        if isinstance(servers, dict) and _is_ours_server(servers.get(AGENT_NAME)):
+            del servers[AGENT_NAME]  # an older install defined it here too: mcp.json holds it now
+            if not servers:
+                del data["mcpServers"]
+        hooks = data.setdefault("hooks", {})
+        for trigger, event, timeout in CLASSIC_HOOKS:
+            kept = [h for h in hooks.get(trigger, []) if not _is_ours(h)]
+            entry = {"command": hook_command(event, portable=portable), "timeout_ms": timeout}
+            if trigger == "postToolUse":
+                entry = {"matcher": "*", **entry}
+            hooks[trigger] = kept + [entry]
+        return data
+
+    return edit
 
 
-def _edit_mcp(path: str) -> Change:
-    """Add our server to an mcp.json, as text when the file exists (its bytes stay the user's)."""
-    change = _edit(path, _mcp_edit)
-    if change.problem or not change.changed or change.before is None:
-        return change
-    data = json.loads(change.before)
-    if AGENT_NAME in data.get("mcpServers", {}):  # an older entry of ours: replace it
-        without = json.loads(change.before)
-        del without["mcpServers"][AGENT_NAME]
-        text = _remove_member(change.before, "mcpServers", AGENT_NAME, without)
-    else:
-        text = change.before
-    inserted = _insert_member(text, "mcpServers", AGENT_NAME, mcp_entry()) if text else None
-    if inserted and json.loads(inserted) == json.loads(change.after):
-        change.after = inserted
-    return change
+def _is_ours_server(entry) -> bool:
+    return isinstance(entry, dict) and str(entry.get("command", "")).endswith("kirolearn-mcp")
 
 
-def v3_hook_file() -> dict:
+def _mcp_install(path: str, entry: dict, previous: dict) -> Change:
+    """Add (or update) our server in an mcp.json as text: the user's bytes stay theirs."""
+    try:
+        before = _read(path)
+        data = _load(path, before)
+    except InstallError as exc:
+        return Change(path, None, None, problem=str(exc))
+    servers = data.get("mcpServers", {})
+    if not isinstance(servers, dict):
+        return Change(path, before, before, problem=f"{path}: mcpServers is not an object; left untouched")
+    if servers.get(AGENT_NAME) == entry:
+        return Change(path, before, before, record={"kind": "mcp"})
+    if AGENT_NAME in servers and not _is_ours_server(servers[AGENT_NAME]):
+        return Change(path, before, before,
+                      problem=f"{path} already has an MCP server named {AGENT_NAME!r} that is not ours; left untouched")
+    if before is None or not _strip_bom(before).strip():
+        after = json.dumps({"mcpServers": {AGENT_NAME: entry}}, indent=2) + "\n"
+        return Change(path, before, after, record={"kind": "mcp", "created": before is None,
+                                                   "snippet": after, "replaced": before or ""})
+    base = _without_ours(before, previous) if AGENT_NAME in servers else before
+    if not _strip_bom(base).strip():  # what is left was ours alone
+        after = json.dumps({"mcpServers": {AGENT_NAME: entry}}, indent=2) + "\n"
+        return Change(path, before, after, record={"kind": "mcp", "snippet": after, "replaced": base})
+    wanted = _load(path, base)
+    wanted.setdefault("mcpServers", {})[AGENT_NAME] = entry
+    try:
+        top = _members(base, _top(base))[0]
+        found = [m for m in top if m[0] == "mcpServers"]
+        if found:
+            after, snippet, replaced = _insert(base, found[0][2], AGENT_NAME, entry)
+        else:
+            after, snippet, replaced = _insert(base, _top(base), "mcpServers", {AGENT_NAME: entry})
+        if json.loads(_strip_bom(after)) != wanted:
+            raise ValueError("text edit disagrees with the structure")
+    except (ValueError, IndexError):
+        after, snippet, replaced = _dump(wanted, base), None, None
+    return Change(path, before, after, record={"kind": "mcp", "snippet": snippet, "replaced": replaced})
+
+
+def v3_hook_file(portable: bool = False) -> dict:
     """The v3 / IDE 1.x hook file, all ours."""
     hooks = []
     for name, trigger, event, timeout in V3_HOOKS:
-        hook = {"name": name, "trigger": trigger, "action": {"type": "command", "command": hook_command(event)},
+        hook = {"name": name, "trigger": trigger,
+                "action": {"type": "command", "command": hook_command(event, portable=portable)},
                 "timeout": timeout, "enabled": True}
         if trigger == "PostToolUse":
             hook["matcher"] = ".*"
@@ -291,41 +432,87 @@ def v3_hook_file() -> dict:
     return {"version": "v1", "hooks": hooks}
 
 
-def legacy_hook_file(stem: str, when: dict, event: str) -> dict:
+def legacy_hook_file(stem: str, when: dict, event: str, description: str, portable: bool = False) -> dict:
     """One IDE 0.x `.kiro.hook` file, all ours."""
     return {"enabled": True, "name": f"kirolearn {event[4:].replace('-', ' ')}",
-            "description": "kirolearn memory: capture (and recall on prompt submit)", "version": "1",
-            "when": when, "then": {"type": "runCommand", "command": hook_command(event)}}
+            "description": description, "version": "1",
+            "when": when, "then": {"type": "runCommand", "command": hook_command(event, portable=portable)}}
 
 
 def _owned(path: str, data: dict) -> Change:
-    before = _read(path)
+    try:
+        before = _read(path)
+    except InstallError as exc:
+        return Change(path, None, None, problem=str(exc))
     after = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     if before is not None and before != after:
         try:
-            theirs = json.loads(before)
+            theirs = json.loads(_strip_bom(before))
         except ValueError:
             theirs = None
         if not (isinstance(theirs, dict) and MARK in before):
             return Change(path, before, before, problem=f"{path} exists and is not kirolearn's; left untouched")
-    return Change(path, before, after)
+    return Change(path, before, after, record={"kind": "owned"})
 
 
-def plan_install(project: "str | None", global_: bool) -> "list[Change]":
-    """Every change install would make (nothing is written)."""
+def project_dot(project: str) -> str:
+    """The .kiro folder of a project directory."""
+    return os.path.join(os.path.abspath(project), ".kiro")
+
+
+def plan_install(project: "str | None", global_: bool, portable: bool = False) -> "list[Change]":
+    """Every change install would make (nothing is written).
+
+    Entries an older install left in the same scope that this layout no longer
+    uses (a workspace agent, a second MCP definition) are planned for removal.
+    """
     changes = []
     kiro = kiro_home()
+    recorded = {e["path"]: e for e in load_record()}
+    global_mcp = os.path.join(kiro, "settings", "mcp.json")
+    scopes = []
     if global_:
-        changes.append(_edit(os.path.join(kiro, "agents", f"{AGENT_NAME}.json"), _agent_edit))
-        changes.append(_edit_mcp(os.path.join(kiro, "settings", "mcp.json")))
+        changes.append(_edit(os.path.join(kiro, "agents", f"{AGENT_NAME}.json"), _agent_edit(portable), "agent"))
+        changes.append(_mcp_install(global_mcp, mcp_entry(portable), recorded.get(global_mcp, {})))
+        scopes.append(kiro + os.sep)
     if project:
-        dot = os.path.join(os.path.abspath(project), ".kiro")
-        changes.append(_edit(os.path.join(dot, "agents", f"{AGENT_NAME}.json"), _agent_edit))
-        changes.append(_owned(os.path.join(dot, "hooks", f"{AGENT_NAME}.json"), v3_hook_file()))
-        for stem, when, event in IDE_LEGACY_HOOKS:
-            changes.append(_owned(os.path.join(dot, "hooks", f"{stem}.kiro.hook"), legacy_hook_file(stem, when, event)))
-        changes.append(_edit_mcp(os.path.join(dot, "settings", "mcp.json")))
+        dot = project_dot(project)
+        if os.path.realpath(dot) == os.path.realpath(kiro):
+            raise InstallError(f"{os.path.abspath(project)} is your home directory, whose .kiro is ~/.kiro",
+                               "wire it with `kirolearn install --global`, and a project with --project DIR")
+        changes.append(_owned(os.path.join(dot, "hooks", f"{AGENT_NAME}.json"), v3_hook_file(portable)))
+        for stem, when, event, description in IDE_LEGACY_HOOKS:
+            changes.append(_owned(os.path.join(dot, "hooks", f"{stem}.kiro.hook"),
+                                  legacy_hook_file(stem, when, event, description, portable)))
+        if not (global_ or _has_our_server(global_mcp)):
+            path = os.path.join(dot, "settings", "mcp.json")
+            changes.append(_mcp_install(path, mcp_entry(portable), recorded.get(path, {})))
+        scopes.append(dot + os.sep)
+    planned = {c.path for c in changes}
+    for path, entry in recorded.items():
+        if entry["kind"] in KIRO_KINDS and path not in planned and any(path.startswith(s) for s in scopes) and os.path.exists(path):
+            stale = _undo(entry)
+            stale.undo = True
+            changes.append(stale)
     return changes
+
+
+def machine_paths(changes: "list[Change]") -> "list[str]":
+    """Project files this install would write with absolute paths of this machine."""
+    home = config.user_home_dir() or ""
+    found = []
+    for c in changes:
+        if c.changed and c.after and not c.undo and os.sep + ".kiro" + os.sep in c.path \
+                and not c.path.startswith(os.path.join(home, ".kiro") + os.sep) and os.sep in _first_command(c.after):
+            found.append(c.path)
+    return found
+
+
+def _first_command(text: str) -> str:
+    try:
+        return next(_commands(json.loads(_strip_bom(text))), "")
+    except ValueError:
+        return ""
 
 
 # --- what uninstall removes ------------------------------------------------------------------------
@@ -333,9 +520,10 @@ def plan_install(project: "str | None", global_: bool) -> "list[Change]":
 
 def _agent_unedit(data: dict) -> "dict | None":
     servers = data.get("mcpServers", {})
-    servers.pop(AGENT_NAME, None)
-    if not servers:
-        data.pop("mcpServers", None)
+    if isinstance(servers, dict):
+        servers.pop(AGENT_NAME, None)
+        if not servers:
+            data.pop("mcpServers", None)
     hooks = data.get("hooks", {})
     for trigger in list(hooks):
         hooks[trigger] = [h for h in hooks[trigger] if not _is_ours(h)]
@@ -343,21 +531,35 @@ def _agent_unedit(data: dict) -> "dict | None":
             del hooks[trigger]
     if not hooks:
         data.pop("hooks", None)
-    skeleton = {"name", "description", "tools", "allowedTools", "includeMcpJson"}
-    if data.get("name") == AGENT_NAME and set(data) <= skeleton:
+    if data.get("name") == AGENT_NAME and set(data) <= set(AGENT_SKELETON):
         return None  # only what install created is left: remove the file
     return data
 
 
-def _mcp_unedit(created: bool):
-    def edit(data: dict) -> "dict | None":
-        servers = data.get("mcpServers", {})
-        servers.pop(AGENT_NAME, None)
-        if created and not servers and set(data) <= {"mcpServers"}:
-            return None
-        return data
-
-    return edit
+def _undo(entry: dict) -> Change:
+    """The change that takes out what one recorded install put in a file."""
+    path = entry["path"]
+    try:
+        text = _read(path)
+    except InstallError as exc:
+        return Change(path, None, None, problem=str(exc))
+    if entry["kind"] == "owned":
+        if text and MARK in text:
+            return Change(path, text, None, record=entry)
+        return Change(path, text, text, problem=f"{path} no longer looks like kirolearn's; left alone")
+    if entry["kind"] == "agent":
+        return _edit(path, _agent_unedit, "agent")
+    try:
+        data = _load(path, text)
+    except InstallError as exc:
+        return Change(path, text, text, problem=str(exc))
+    if AGENT_NAME not in (data.get("mcpServers") or {}):
+        return Change(path, text, text, record=entry)
+    after = _without_ours(text, entry)
+    left = _load(path, after)
+    if entry.get("created") and not left.get("mcpServers") and set(left) <= {"mcpServers"}:
+        after = None  # the file was ours alone
+    return Change(path, text, after, record=entry)
 
 
 def plan_uninstall(only_project: "str | None" = None) -> "list[Change]":
@@ -365,23 +567,13 @@ def plan_uninstall(only_project: "str | None" = None) -> "list[Change]":
     changes = []
     for entry in load_record():
         path = entry["path"]
-        if only_project and not path.startswith(os.path.join(os.path.abspath(only_project), ".kiro") + os.sep):
+        if entry["kind"] not in KIRO_KINDS:
+            continue  # another agent's adapter undoes its own records
+        if only_project and not path.startswith(project_dot(only_project) + os.sep):
             continue
         if not os.path.exists(path):
             continue
-        if entry["kind"] == "owned":
-            text = _read(path)
-            changes.append(Change(path, text, None) if text and MARK in text else
-                           Change(path, text, text, problem=f"{path} no longer looks like kirolearn's; left alone"))
-        elif entry["kind"] == "agent":
-            changes.append(_edit(path, _agent_unedit))
-        elif entry["kind"] == "mcp":
-            change = _edit(path, _mcp_unedit(entry.get("created", False)))
-            if change.changed and change.after is not None:
-                text = _remove_member(change.before, "mcpServers", AGENT_NAME, json.loads(change.after))
-                if text is not None:
-                    change.after = text
-            changes.append(change)
+        changes.append(_undo(entry))
     return changes
 
 
@@ -394,12 +586,13 @@ def record_path() -> str:
 
 
 def load_record() -> "list[dict]":
-    """The recorded installs: [{path, kind, created}]."""
+    """The recorded installs: [{path, kind, created, snippet?, replaced?}]."""
     try:
         with open(record_path(), encoding="utf-8") as fh:
-            return json.load(fh).get("installs", [])
+            entries = json.load(fh).get("installs", [])
     except (OSError, ValueError, AttributeError):
         return []
+    return [e for e in entries if isinstance(e, dict) and "path" in e and "kind" in e]
 
 
 def _save_record(entries: "list[dict]") -> None:
@@ -409,14 +602,6 @@ def _save_record(entries: "list[dict]") -> None:
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         json.dump({"installs": entries}, fh, indent=2)
     os.replace(tmp, record_path())
-
-
-def _kind(path: str) -> str:
-    if path.endswith(os.path.join("settings", "mcp.json")):
-        return "mcp"
-    if os.sep + "agents" + os.sep in path:
-        return "agent"
-    return "owned"
 
 
 def _prune_empty_dirs(directory: str) -> None:
@@ -432,27 +617,48 @@ def _prune_empty_dirs(directory: str) -> None:
 
 
 def apply(changes: "list[Change]", *, installing: bool) -> None:
-    """Write the changes and update the install record."""
+    """Write the changes and update the install record.
+
+    An install is all or nothing: any change with a problem and nothing is
+    written. Every new text is written to a temporary file beside its target
+    before the first target is replaced.
+    """
+    problems = [c for c in changes if c.problem]
+    if installing and problems:
+        raise InstallError(f"{len(problems)} file(s) cannot be changed safely, so nothing was written: "
+                           + "; ".join(c.problem for c in problems))
+    todo = [c for c in changes if c.changed]
+    staged = []
+    try:
+        for change in todo:
+            if change.after is None:
+                continue
+            os.makedirs(os.path.dirname(change.path), exist_ok=True)
+            tmp = change.path + ".kirolearn-tmp"
+            with open(tmp, "w", encoding="utf-8", newline="") as fh:
+                fh.write(change.after)
+            if change.before is not None:
+                shutil.copymode(change.path, tmp)
+            staged.append((tmp, change.path))
+    except OSError as exc:
+        for tmp, _ in staged:
+            os.unlink(tmp)
+        raise InstallError(f"cannot write {exc.filename}: {exc.strerror}; nothing was changed",
+                           "check the folder's permissions")
+    for tmp, path in staged:
+        os.replace(tmp, path)
+    for change in todo:
+        if change.after is None:
+            os.remove(change.path)
+            _prune_empty_dirs(os.path.dirname(change.path))
     recorded = {e["path"]: e for e in load_record()}
     for change in changes:
         if change.problem:
             continue
-        if change.changed:
-            if change.after is None:
-                os.remove(change.path)
-                _prune_empty_dirs(os.path.dirname(change.path))
-            else:
-                os.makedirs(os.path.dirname(change.path), exist_ok=True)
-                tmp = change.path + ".kirolearn-tmp"
-                with open(tmp, "w", encoding="utf-8", newline="") as fh:
-                    fh.write(change.after)
-                os.replace(tmp, change.path)
-        if installing:
+        if installing and not change.undo:
             previous = recorded.get(change.path, {})
-            entry = {**previous, "path": change.path, "kind": change.record.get("kind") or _kind(change.path),
-                     "created": previous.get("created", change.before is None)}
-            if change.changed:  # what an adapter needs to undo this write (agents.claude_code)
-                entry.update({k: v for k, v in change.record.items() if k != "kind"})
+            entry = {**previous, **change.record, "path": change.path}  # record: what undoing this write needs
+            entry["created"] = previous.get("created", change.before is None)
             recorded[change.path] = entry
         else:
             recorded.pop(change.path, None)
@@ -490,19 +696,57 @@ def _binaries(command: str) -> "list[str]":
         words = shlex.split(command)
     except ValueError:
         words = command.split()
-    return [w for w in words if w.endswith((os.sep + MARK, os.sep + "kirolearn-mcp"))]
+    return [w for w in words if os.path.basename(w) in (MARK, "kirolearn-mcp")]
 
 
 def wiring() -> "list[dict]":
-    """Each recorded file: is it there with our entries, and do they point at existing binaries?"""
+    """Each recorded file: is it there with our entries, and do they point at existing binaries?
+
+    A portable command (a bare name) counts as present when PATH finds it.
+    """
     report = []
     for entry in load_record():
-        text = _read(entry["path"])
         try:
-            data = json.loads(text) if text else None
-        except ValueError:
+            text = _read(entry["path"])
+            data = json.loads(_strip_bom(text)) if text else None
+        except (ValueError, InstallError):
             data = None
-        paths = [b for c in _commands(data) for b in _binaries(c)] if data is not None else []
-        report.append({"path": entry["path"], "present": bool(paths),
-                       "missing_binaries": sorted({p for p in paths if not os.path.exists(p)})})
+        words = [b for c in _commands(data) for b in _binaries(c)] if data is not None else []
+        missing = {w for w in words if (not os.path.exists(w) if os.sep in w else shutil.which(w) is None)}
+        report.append({"path": entry["path"], "present": bool(words), "missing_binaries": sorted(missing)})
     return report
+
+
+def _recorded_projects() -> "list[str]":
+    dots = {e["path"].split(os.sep + ".kiro" + os.sep)[0] for e in load_record()
+            if os.sep + ".kiro" + os.sep in e["path"]}
+    home = config.user_home_dir()
+    return sorted(d for d in dots if d and d != home)
+
+
+def agent_conflicts(extra_projects: "list[str]" = ()) -> "list[str]":
+    """Workspace agent files named like the global `kirolearn` agent (Kiro warns about the clash)."""
+    try:
+        global_agent = os.path.join(kiro_home(), "agents", f"{AGENT_NAME}.json")
+    except InstallError:
+        return []
+    if not os.path.exists(global_agent):
+        return []
+    found = []
+    for project in sorted({*_recorded_projects(), *extra_projects}):
+        path = os.path.join(project_dot(project), "agents", f"{AGENT_NAME}.json")
+        if os.path.exists(path) and path != global_agent:
+            found.append(path)
+    return found
+
+
+def double_wiring(extra_projects: "list[str]" = ()) -> "list[str]":
+    """Projects whose v3 hook file fires next to the global agent's classic hooks (Kiro CLI >= 3, --agent kirolearn)."""
+    try:
+        agent = _load("", _read(os.path.join(kiro_home(), "agents", f"{AGENT_NAME}.json")))
+    except InstallError:
+        return []
+    if not any(_is_ours(h) for hooks in (agent.get("hooks") or {}).values() if isinstance(hooks, list) for h in hooks):
+        return []
+    return [p for p in sorted({*_recorded_projects(), *extra_projects})
+            if os.path.exists(os.path.join(project_dot(p), "hooks", f"{AGENT_NAME}.json"))]

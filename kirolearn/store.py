@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 
 import sqlite_utils
 
-from . import config
+from . import config, crashpoint
 from .migrations import migrations
 from .errors import SchemaTooNew  # noqa: F401 - re-exported for callers
 
@@ -304,6 +304,7 @@ def commit_extraction(db, run: dict, records: list, event_ids: "list[str]") -> i
                 f"update events set extract_state = 'done', run_id = ? where event_id in ({marks})",
                 [run["run_id"], *part],
             )
+        crashpoint.reached("extract-in-transaction")
     return written
 
 

@@ -62,12 +62,11 @@ def _strip_tail(rx: str) -> "str | None":
     return None
 
 
-def _balanced(s: str) -> bool:
-    depth = 0
-    in_class = False
-    i = 0
-    while i < len(s):
-        c = s[i]
+def _parens(rx: str, start: int = 0):
+    """(index, '(' or ')') of each group bracket of `rx` from `start`, outside escapes and classes."""
+    i, in_class = start, False
+    while i < len(rx):
+        c = rx[i]
         if c == "\\":
             i += 2
             continue
@@ -76,18 +75,26 @@ def _balanced(s: str) -> bool:
                 in_class = False
         elif c == "[":
             in_class = True
-            if s[i + 1: i + 2] == "^":
+            if rx[i + 1: i + 2] == "^":
                 i += 1
-            if s[i + 1: i + 2] == "]":
+            if rx[i + 1: i + 2] == "]":
                 i += 1
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth < 0:
-                return False
+        elif c in "()":
+            yield i, c
         i += 1
-    return depth == 0 and not in_class
+    if in_class:
+        yield len(rx), "["  # an unclosed class
+
+
+def _balanced(s: str) -> bool:
+    depth = 0
+    for _, c in _parens(s):
+        if c == "[":
+            return False
+        depth += 1 if c == "(" else -1
+        if depth < 0:
+            return False
+    return depth == 0
 
 
 def classify(rx: str) -> tuple:
@@ -153,29 +160,13 @@ def _mid_flag(rx: str) -> int:
 def _group_end(rx: str, pos: int) -> int:
     """Index of the ')' closing the group that contains `pos` (or len(rx))."""
     depth = 0
-    i = pos
-    in_class = False
-    while i < len(rx):
-        c = rx[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            if c == "]":
-                in_class = False
-        elif c == "[":
-            in_class = True
-            if rx[i + 1: i + 2] == "^":
-                i += 1
-            if rx[i + 1: i + 2] == "]":
-                i += 1
-        elif c == "(":
+    for i, c in _parens(rx, pos):
+        if c == "(":
             depth += 1
         elif c == ")":
             if depth == 0:
                 return i
             depth -= 1
-        i += 1
     return len(rx)
 
 

@@ -3,6 +3,7 @@
 import json
 import os
 import subprocess
+import sys
 import time
 
 import pytest
@@ -49,28 +50,66 @@ def _held_open(argv, env, write=b""):
 
 
 def test_ide_legacy_hook_does_not_read_a_stdin_that_never_closes(spooled, project):
-    env = hook_env(USER_PROMPT="why is the cache cold?")
-    code, out, err, elapsed = _held_open(["ide-prompt-submit"], env)
+    # a 60 s stdin cap: _held_open's 10 s wait only passes if stdin is not read at all
+    env = hook_env(USER_PROMPT="why is the cache cold?", KIROLEARN_STDIN_TIMEOUT="60")
+    code, out, err, _ = _held_open(["ide-prompt-submit"], env)
     assert (code, out, err) == (0, b"", b"")
-    assert elapsed < 5
     assert spooled()[0]["prompt"] == "why is the cache cold?"
 
 
 def test_stdin_held_open_and_empty_gives_up_after_the_deadline(spooled):
     env = hook_env(KIROLEARN_STDIN_TIMEOUT="0.3")
-    code, out, err, elapsed = _held_open([], env)
+    code, out, err, _ = _held_open([], env)  # bounded by the 10 s wait
     assert (code, out) == (0, b"")
     assert b"[kirolearn] hook: no hook name" in err
-    assert elapsed < 5
     assert spooled() == []
 
 
 def test_payload_written_but_stdin_never_closed_is_still_recorded(spooled, project):
     payload = json.dumps({"hook_event_name": "postToolUse", "cwd": str(project), "tool_name": "shell"}).encode()
-    code, out, err, elapsed = _held_open([], hook_env(), write=payload)
+    # a 60 s stdin cap: ending within _held_open's 10 s wait means the idle rule ended the read
+    code, out, err, _ = _held_open([], hook_env(KIROLEARN_STDIN_TIMEOUT="60"), write=payload)
     assert (code, out, err) == (0, b"", b"")
-    assert elapsed < 1.9  # ended by the idle rule, not the 2 s deadline
     assert spooled()[0]["tool_name"] == "shell"
+
+
+TRICKLE = """
+import sys, time
+half = sys.argv[1].encode()
+out = sys.stdout.buffer
+for i in range(len(half)):  # half a payload, one byte at a time ...
+    out.write(half[i:i + 1]); out.flush(); time.sleep(0.01)
+while True:  # ... then one space at a time, for ever: the payload never completes
+    out.write(b" "); out.flush(); time.sleep(0.01)
+"""
+
+
+def test_a_trickling_stdin_ends_the_hook_within_its_cap(spooled, project):
+    """Each arriving byte used to push the deadline out: a trickle kept the hook alive for ever."""
+    cap = 1.0
+    env = hook_env(KIROLEARN_STDIN_TIMEOUT=str(cap))
+    payload = json.dumps({"hook_event_name": "postToolUse", "cwd": str(project), "tool_name": "shell",
+                          "tool_response": {"success": True, "result": ["x" * 200]}})
+    # Baseline, same test, same machine load: the hook on a payload that is all there and closed.
+    start = time.monotonic()
+    assert run_hook([], payload.encode(), env=env).returncode == 0
+    baseline = time.monotonic() - start
+    writer = subprocess.Popen([sys.executable, "-c", TRICKLE, payload[: len(payload) // 2]], stdout=subprocess.PIPE)
+    try:
+        start = time.monotonic()
+        hook = subprocess.Popen([str(BIN / "kirolearn-hook")], stdin=writer.stdout,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        writer.stdout.close()  # the hook holds the only read end
+        out, err = hook.communicate(timeout=cap + 10 * baseline + 10)
+        elapsed = time.monotonic() - start
+        assert writer.poll() is None  # still trickling when the hook gave up
+    finally:
+        writer.kill()
+        writer.wait()
+    assert hook.returncode == 0 and out == b""
+    assert b"stdin is not valid JSON" in err  # half a payload: reported, nothing recorded
+    assert len(spooled()) == 1  # only the baseline's event
+    assert elapsed < cap + 2 * baseline + 0.5, (elapsed, baseline)
 
 
 @pytest.mark.parametrize(

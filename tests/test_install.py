@@ -42,22 +42,27 @@ def run(*args):
 
 
 def test_install_global_and_project_then_uninstall(kiro, project):
+    (project / ".kiro" / "settings" / "mcp.json").unlink()  # the malformed file has its own test
     before = snapshot(kiro, project)
     result = run("install", "--global", "--project", str(project), "--yes")
-    assert result.exit_code == 1  # the malformed file is reported ...
-    assert "is not valid JSON" in result.output and "left untouched" in result.output
-    assert (project / ".kiro" / "settings" / "mcp.json").read_text() == '{"mcpServers": {'  # ... and not touched
+    assert result.exit_code == 0, result.output
 
     hook = f"KIROLEARN_HOME={os.environ['KIROLEARN_HOME']} " + install.command_path("kirolearn-hook")
     assert install.hook_command("post-tool") == f"{hook} post-tool || true"  # KIROLEARN_HOME travels along
     agent = json.loads((kiro / ".kiro" / "agents" / "kirolearn.json").read_text())
+    # exactly the fields of Kiro's current agent reference that install means to set
+    assert set(agent) == {"name", "description", "tools", "allowedTools", "includeMcpJson", "hooks"}
     assert agent["name"] == "kirolearn" and agent["tools"] == ["*"] and agent["includeMcpJson"] is True
-    assert agent["mcpServers"]["kirolearn"]["command"] == install.command_path("kirolearn-mcp")
+    assert agent["allowedTools"] == ["@kirolearn"]
     assert agent["hooks"]["postToolUse"] == [{"matcher": "*", "command": f"{hook} post-tool || true", "timeout_ms": 2000}]
     assert set(agent["hooks"]) == {"agentSpawn", "userPromptSubmit", "postToolUse", "stop"}
     mcp = json.loads((kiro / ".kiro" / "settings" / "mcp.json").read_text())
     assert list(mcp["mcpServers"]) == ["github", "kirolearn"] and mcp["mcpServers"]["kirolearn"]["args"] == []
+    assert mcp["mcpServers"]["kirolearn"]["command"] == install.command_path("kirolearn-mcp")
     assert (kiro / ".kiro" / "settings" / "mcp.json").read_text().startswith('{\n    "mcpServers": {\n        "github"')
+    # one MCP definition: the global mcp.json; no project mcp.json, no workspace agent
+    assert not (project / ".kiro" / "settings" / "mcp.json").exists()
+    assert not (project / ".kiro" / "agents").exists()
     v3 = json.loads((project / ".kiro" / "hooks" / "kirolearn.json").read_text())
     assert [h["trigger"] for h in v3["hooks"]] == ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"]
     assert v3["hooks"][2]["matcher"] == ".*" and v3["hooks"][2]["action"]["type"] == "command"
@@ -79,6 +84,67 @@ def test_install_global_and_project_then_uninstall(kiro, project):
     assert not (project / ".kiro" / "agents").exists()
 
 
+def test_one_malformed_target_and_nothing_is_written(kiro, project, home):
+    before = snapshot(kiro, project)
+    result = run("install", "--project", str(project), "--yes")  # ~/.kiro has no server: the project's mcp.json is a target
+    assert result.exit_code == 1
+    assert "is not valid JSON" in result.output and "nothing was written" in result.output
+    assert snapshot(kiro, project) == before  # not even the hook files that were fine
+    assert not Path(install.record_path()).exists()
+
+
+def test_the_three_ide_hook_files_say_what_each_does(kiro, project):
+    (project / ".kiro" / "settings" / "mcp.json").unlink()
+    run("install", "--project", str(project), "--yes")
+    descriptions = [json.loads(p.read_text())["description"]
+                    for p in sorted((project / ".kiro" / "hooks").glob("kirolearn-*.kiro.hook"))]
+    assert len(descriptions) == 3 and len(set(descriptions)) == 3
+    assert all(d.startswith("kirolearn: ") for d in descriptions)
+
+
+def test_project_mcp_json_only_when_the_global_one_lacks_our_server(tmp_path, project):
+    assert run("install", "--project", str(project), "--yes").exit_code == 0  # no ~/.kiro at all
+    assert "kirolearn" in json.loads((project / ".kiro" / "settings" / "mcp.json").read_text())["mcpServers"]
+    assert not (Path(os.environ["HOME"]) / ".kiro").exists()  # --project alone leaves ~/.kiro alone
+    # then wiring ~/.kiro moves the one definition there, on the next project install
+    assert run("install", "--yes").exit_code == 0
+    result = run("install", "--project", str(project), "--yes")
+    assert result.exit_code == 0 and "remove" in result.output
+    assert not (project / ".kiro" / "settings").exists()
+
+
+def test_reinstall_removes_an_older_workspace_agent(project, home):
+    """Older versions wrote <project>/.kiro/agents/kirolearn.json: its classic hooks doubled the v3 file."""
+    agent = project / ".kiro" / "agents" / "kirolearn.json"
+    agent.parent.mkdir(parents=True)
+    agent.write_text(json.dumps({**install.AGENT_SKELETON, "hooks": {"stop": [
+        {"command": install.hook_command("stop"), "timeout_ms": 5000}]}}, indent=2) + "\n")
+    home.mkdir()
+    Path(install.record_path()).write_text(json.dumps({"installs": [
+        {"path": str(agent), "kind": "agent", "created": True}]}))
+    assert run("install", "--global", "--project", str(project), "--yes").exit_code == 0
+    assert not agent.exists()
+    assert str(agent) not in [e["path"] for e in install.load_record()]
+
+
+def test_portable_install_names_commands_on_path(project, tmp_path, monkeypatch):
+    result = run("install", "--project", str(project), "--portable", "--yes")
+    assert result.exit_code == 0 and "absolute paths" not in result.output
+    v3 = json.loads((project / ".kiro" / "hooks" / "kirolearn.json").read_text())
+    assert v3["hooks"][0]["action"]["command"] == "kirolearn-hook agent-spawn || true"  # no venv, no KIROLEARN_HOME
+    mcp = json.loads((project / ".kiro" / "settings" / "mcp.json").read_text())
+    assert mcp["mcpServers"]["kirolearn"] == {"command": "kirolearn-mcp", "args": [], "env": {}}
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))  # kirolearn-hook no longer found on PATH
+    broken = [w for w in install.wiring() if w["missing_binaries"]]
+    assert broken and broken[0]["missing_binaries"] == ["kirolearn-hook"]
+
+
+def test_a_non_portable_project_install_warns_about_machine_paths(project):
+    result = CliRunner().invoke(cli, ["install", "--project", str(project), "--yes"])
+    assert result.exit_code == 0
+    assert "holds absolute paths of this machine" in result.stderr and "--portable" in result.stderr
+
+
 def test_dry_run_prints_diffs_and_writes_nothing(kiro, project):
     before = snapshot(kiro, project)
     result = run("install", "--global", "--dry-run")
@@ -87,6 +153,32 @@ def test_dry_run_prints_diffs_and_writes_nothing(kiro, project):
     assert '+        "kirolearn": {' in result.output  # the mcp.json diff, in the file's own indent
     assert snapshot(kiro, project) == before
     assert not Path(install.record_path()).exists()
+
+
+def test_uninstall_dry_run_prints_the_removal_and_writes_nothing(kiro, project):
+    run("install", "--yes")
+    installed = snapshot(kiro, project)
+    record = Path(install.record_path()).read_bytes()
+    result = run("uninstall", "--dry-run")
+    assert result.exit_code == 0
+    assert "remove     " + str(kiro / ".kiro" / "agents" / "kirolearn.json") in result.output
+    assert '-        "kirolearn": {' in result.output
+    assert snapshot(kiro, project) == installed and Path(install.record_path()).read_bytes() == record
+
+
+def test_uninstall_project_leaves_the_other_installs(kiro, project, tmp_path):
+    other = tmp_path / "other project"
+    (other / ".git").mkdir(parents=True)
+    (project / ".kiro" / "settings" / "mcp.json").write_text('{\r\n\t"mcpServers": {}\r\n}')
+    before = snapshot(project)
+    for target in (project, other):
+        assert run("install", "--project", str(target), "--yes").exit_code == 0  # ~/.kiro is not wired
+    assert "kirolearn" in (project / ".kiro" / "settings" / "mcp.json").read_text()
+    result = run("uninstall", "--project", str(project), "--yes")
+    assert result.exit_code == 0, result.output
+    assert snapshot(project) == before  # this project's bytes back, CRLF and tabs included
+    assert (other / ".kiro" / "hooks" / "kirolearn.json").exists()
+    assert {e["path"] for e in install.load_record()} == {str(p) for p in (other / ".kiro").rglob("*") if p.is_file()}
 
 
 def test_uninstall_keeps_what_the_user_added_to_our_agent(kiro):
@@ -102,6 +194,17 @@ def test_uninstall_keeps_what_the_user_added_to_our_agent(kiro):
     assert "mcpServers" not in left
 
 
+def test_uninstall_of_an_mcp_json_edited_since_takes_out_only_our_entry(kiro):
+    path = kiro / ".kiro" / "settings" / "mcp.json"
+    run("install", "--yes")
+    data = json.loads(path.read_text())
+    data["mcpServers"]["notes"] = {"command": "notes-mcp", "args": []}
+    path.write_text(json.dumps(data, indent=4) + "\n")
+    assert run("uninstall", "--yes").exit_code == 0
+    assert json.loads(path.read_text()) == {"mcpServers": {"github": json.loads(GLOBAL_MCP)["mcpServers"]["github"],
+                                                           "notes": {"command": "notes-mcp", "args": []}}}
+
+
 def test_uninstall_purge_removes_data_only_when_asked(kiro, home):
     run("install", "--yes")
     run("uninstall", "--yes")
@@ -110,12 +213,93 @@ def test_uninstall_purge_removes_data_only_when_asked(kiro, home):
     assert not home.exists()
 
 
+def test_purge_without_a_terminal_and_without_yes_refuses(kiro, home):
+    run("install", "--yes")
+    result = CliRunner().invoke(cli, ["uninstall", "--purge"], input="y\n")  # stdin is not a terminal
+    assert result.exit_code == 2
+    assert "refusing to delete" in result.stderr and "--yes" in result.stderr
+    assert home.exists() and (kiro / ".kiro" / "agents" / "kirolearn.json").exists()  # nothing done at all
+
+
 def test_a_foreign_file_with_our_name_is_left_alone(kiro, project):
     theirs = project / ".kiro" / "hooks" / "kirolearn.json"
     theirs.write_text('{"version": "v1", "hooks": []}\n')
     result = run("install", "--project", str(project), "--yes")
     assert result.exit_code == 1 and "is not kirolearn's" in result.output
     assert theirs.read_text() == '{"version": "v1", "hooks": []}\n'
+
+
+def test_a_foreign_mcp_server_named_kirolearn_is_left_alone(kiro):
+    path = kiro / ".kiro" / "settings" / "mcp.json"
+    path.write_text('{"mcpServers": {"kirolearn": {"command": "something-else"}}}\n')
+    result = run("install", "--yes")
+    assert result.exit_code == 1 and "not ours" in result.output
+    assert path.read_text() == '{"mcpServers": {"kirolearn": {"command": "something-else"}}}\n'
+    assert not (kiro / ".kiro" / "agents" / "kirolearn.json").exists()
+
+
+# --- mcp.json byte round trips -------------------------------------------------------------------------
+
+GITHUB = '{"command": "gh-mcp", "args": [], "env": {"TOKEN": "${GH}"}}'
+LAYOUTS = {
+    "one-line": '{"mcpServers": {"github": %s}}' % GITHUB,
+    "one-line-spaced": '{ "mcpServers" : { "github" : %s } }' % GITHUB,
+    "tabs": '{\n\t"mcpServers": {\n\t\t"github": {\n\t\t\t"command": "gh-mcp",\n\t\t\t"args": []\n\t\t}\n\t}\n}',
+    "two-spaces": '{\n  "mcpServers": {\n    "github": {\n      "command": "gh-mcp",\n      "args": []\n    }\n  }\n}',
+    "four-spaces": '{\n    "mcpServers": {\n        "github": {"command": "gh-mcp", "args": []}\n    }\n}',
+    "empty-servers": '{"mcpServers": {}}',
+    "empty-servers-multiline": '{\n  "mcpServers": {}\n}',
+    "empty-servers-spread": '{\n  "mcpServers": {\n  }\n}',
+    "servers-last": '{\n  "theme": "dark",\n  "mcpServers": {\n    "github": %s\n  }\n}' % GITHUB,
+    "servers-first": '{\n  "mcpServers": {\n    "github": %s\n  },\n  "theme": "dark"\n}' % GITHUB,
+    "no-servers-key": '{\n  "theme": "dark"\n}',
+    "empty-object": '{}',
+    "non-ascii": '{\n  "mcpServers": {\n    "café": {"command": "ça-mcp", "args": ["ü"]}\n  }\n}',
+}
+VARIANTS = {
+    "lf": lambda t: t + "\n",
+    "crlf": lambda t: t.replace("\n", "\r\n") + "\r\n",
+    "bom": lambda t: "\ufeff" + t + "\n",
+    "bom-crlf-no-final-newline": lambda t: "\ufeff" + t.replace("\n", "\r\n"),
+    "no-final-newline": lambda t: t,
+}
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_install_then_uninstall_gives_back_the_exact_bytes(layout, variant, tmp_path):
+    path = Path(os.environ["HOME"]) / ".kiro" / "settings" / "mcp.json"
+    path.parent.mkdir(parents=True)
+    original = VARIANTS[variant](LAYOUTS[layout]).encode("utf-8")
+    path.write_bytes(original)
+    assert run("install", "--yes").exit_code == 0
+    installed = path.read_bytes()
+    text = installed.decode("utf-8")
+    data = json.loads(text.lstrip("\ufeff"))
+    assert data["mcpServers"]["kirolearn"] == install.mcp_entry()
+    theirs = json.loads(original.decode().lstrip("\ufeff"))
+    assert {k: v for k, v in data.items() if k != "mcpServers"} == {k: v for k, v in theirs.items() if k != "mcpServers"}
+    assert installed.startswith(b"\xef\xbb\xbf") == original.startswith(b"\xef\xbb\xbf")
+    if b"\r\n" in original:
+        assert text.count("\n") == text.count("\r\n")  # no bare LF slipped in
+    if b"\n" not in original.strip():
+        assert "\n" not in text.strip()  # a one-line file stays one line
+    assert run("install", "--yes").output.count("update") == 0  # idempotent
+    assert run("uninstall", "--yes").exit_code == 0
+    assert path.read_bytes() == original
+
+
+def test_an_mcp_json_install_created_is_removed_and_an_empty_one_restored(tmp_path):
+    path = Path(os.environ["HOME"]) / ".kiro" / "settings" / "mcp.json"
+    run("install", "--yes")
+    assert json.loads(path.read_text()) == {"mcpServers": {"kirolearn": install.mcp_entry()}}
+    run("uninstall", "--yes")
+    assert not (Path(os.environ["HOME"]) / ".kiro").exists()
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"")
+    run("install", "--yes")
+    run("uninstall", "--yes")
+    assert path.read_bytes() == b""
 
 
 def test_set_default_runs_kiro_cli(kiro, tmp_path, monkeypatch):
@@ -223,3 +407,33 @@ def test_cron_install_creates_the_log_folder(tmp_path, monkeypatch, home):
     monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
     assert run("schedule", "--cron").exit_code == 0
     assert (home / "logs").is_dir() and "drain.log" in store.read_text()
+
+
+def test_doctor_warns_about_a_workspace_agent_named_like_ours(kiro, project, monkeypatch):
+    run("install", "--yes")
+    theirs = project / ".kiro" / "agents" / "kirolearn.json"
+    theirs.parent.mkdir(parents=True)
+    theirs.write_text('{"name": "kirolearn", "tools": ["*"]}\n')
+    monkeypatch.chdir(project / "src")  # doctor looks at the project it runs in, and at every recorded one
+    result = CliRunner().invoke(cli, ["doctor"])
+    assert f"WARN  {theirs} and ~/.kiro/agents/kirolearn.json are both named kirolearn" in result.output
+
+
+def test_doctor_warns_when_classic_and_v3_hooks_meet_in_one_project(kiro, project):
+    (project / ".kiro" / "settings" / "mcp.json").unlink()
+    run("install", "--global", "--project", str(project), "--yes")
+    result = CliRunner().invoke(cli, ["doctor"])
+    assert f"{project} has kirolearn's v3 hook file" in result.output
+    assert "without `--agent kirolearn`" in result.output
+
+
+def test_project_install_refuses_the_home_directory(kiro):
+    result = CliRunner().invoke(cli, ["install", "--project", str(kiro), "--yes"])
+    assert result.exit_code == 1 and "is your home directory" in result.stderr and "--global" in result.stderr
+    assert not (kiro / ".kiro" / "hooks").exists()
+
+
+def test_install_help_says_what_project_and_global_do():
+    text = " ".join(run("install", "--help").output.split())
+    assert "instead of ~/.kiro; add --global for both" in text
+    assert "--portable" in text and "# this project's .kiro/ only" in text

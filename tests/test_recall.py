@@ -64,14 +64,17 @@ def test_hostile_queries_against_real_records(project, add_record):
 
 
 def test_type_and_recency_weigh_in_and_ties_are_deterministic(project, add_record):
-    old = datetime.now(timezone.utc) - timedelta(days=200)
+    now = datetime.now(timezone.utc)
     routine = add_record(project, "cache warmup script", "ran the cache warmup", observation_type="tool_use")
     summary = add_record(project, "cache warmup script", "ran the cache warmup", observation_type="session_summary")
+    # Same text, so the same BM25: type weight x recency decides. A summary 20 days old still beats
+    # fresh routine output (1.3 x 0.81 > 1.0); one 200 days old does not (1.3 x 0.50 < 1.0).
+    recent = add_record(project, "cache warmup script", "ran the cache warmup", observation_type="session_summary",
+                        created_at=now - timedelta(days=20))
     stale = add_record(project, "cache warmup script", "ran the cache warmup", observation_type="session_summary",
-                       created_at=old)
+                       created_at=now - timedelta(days=200))
     ids = [h.record_id for h in recall.search(conn(), "cache warmup")]
-    assert ids == [summary, routine, stale] or ids == [summary, stale, routine]
-    assert ids[0] == summary
+    assert ids == [summary, recent, routine, stale]
     assert ids == [h.record_id for h in recall.search(conn(), "cache warmup")]  # stable
 
 
