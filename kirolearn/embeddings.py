@@ -158,6 +158,11 @@ def get_model(spec: "str | None" = None, **options) -> "EmbeddingModel | None":
     if prefix not in _REGISTRY:
         raise EmbeddingUnavailable(f"unknown embedding backend {prefix!r} in {spec!r}",
                                    f"use one of: {', '.join(sorted(_REGISTRY))}, or \"none\"")
+    try:
+        import numpy  # noqa: F401 - every backend's vectors are numpy arrays
+    except ImportError as exc:
+        raise EmbeddingUnavailable(f"numpy cannot be imported ({exc})",
+                                   "reinstall kirolearn (`pip install .`) to bring it back") from None
     key = (spec, tuple(sorted(options.items())))
     if key not in _CACHE:
         _CACHE[key] = _REGISTRY[prefix](name, **options)

@@ -4,6 +4,7 @@ reports, and a small coding-recall set with a floor."""
 
 import gzip
 import json
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -289,3 +290,18 @@ def test_word_counts_for_the_hook_come_from_the_drainers_copy(project, add_recor
     assert recall._drop_common(conn, ["deploy", "went", "zanzibar", "fine"]) == ["deploy", "zanzibar"]
     hits = recall.search(conn, "deploy zanzibar went fine", project_id=context.project_id(str(project)))
     assert hits[0].title == "deploy note 7"
+
+
+def test_a_platform_without_numpy_drains_and_searches_on_words(project, make_event, drain_now, monkeypatch):
+    # Where the default backend's wheels are missing, capture and drain must go on (issue #11).
+    monkeypatch.setitem(sys.modules, "numpy", None)  # `import numpy` now raises ImportError
+    monkeypatch.setattr(embeddings, "_CACHE", {})
+    monkeypatch.delenv("KIROLEARN_EMBEDDING_MODEL", raising=False)
+    make_event("userPromptSubmit", prompt="why is the export locked")
+    make_event("stop", assistant_response="switched the export to WAL mode")
+    stats, _ = drain_now(flush=True)
+    assert stats.stored == 2 and stats.records_written == 1
+    assert stats.records_embedded == 0 and "numpy" in stats.embedding_error
+    searcher = semantic.Searcher(recall.connect_readonly())
+    assert searcher.model is None
+    assert [h.title for h in searcher.search("export locked")] == ["why is the export locked"]
