@@ -1,4 +1,4 @@
-"""The drainer: spool → validate → dedup → scrub → store → extract.
+"""The drainer: spool → validate → id dedup → scrub → content dedup → store → extract.
 
 Holds the spool's file lock for its whole run, so a cron job, a watcher and a
 manual run never process the same file twice. Invariants:
@@ -454,11 +454,7 @@ class Drainer:
         days = self.settings.retention.events_days
         if not days:
             return 0
-        cutoff = store.iso_shift(store.now_iso(), -days * 86400)
-        with store.writing(self.db):
-            cursor = self.db.execute(
-                "delete from events where extract_state = 'done' and received_at < ?", [cutoff])
-        return cursor.rowcount
+        return store.expire_events(self.db, store.iso_shift(store.now_iso(), -days * 86400))
 
     def embed_records(self, stats: DrainStats) -> None:
         """Vectors for new records (semantic recall); a model that cannot load leaves search lexical."""

@@ -1,7 +1,7 @@
 """The database schema as named, append-only migrations (sqlite-utils Migrations).
 
 Never rename, reorder or edit a migration that has shipped: add a new one.
-Later issues add session summaries and embeddings here the same way.
+Session summaries (m008), tombstones (m011), vectors (m012) and the rest came the same way.
 """
 
 from sqlite_utils import Migrations

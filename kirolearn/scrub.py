@@ -45,7 +45,8 @@ def marker(kind: str) -> str:
     return f"[REDACTED:{kind}]"
 
 
-# Patterns are compiled on first use of a Scrubber, not at import: the hook imports this module.
+# Patterns are compiled on first use, not at import: the prompt hook's recall imports this module only
+# when it has a block to print (context.scrub_out), and then needs only the few rules its text names.
 _SOURCES: dict = {}
 
 
@@ -635,9 +636,10 @@ class Scrubber:
         short = len(text) <= _CLEAN_CACHE_TEXT
         if short and text in self._clean:
             return text
-        # Rules judge context, and a redaction can change the context another rule saw; repeating
-        # the pass until nothing changes makes the result a fixed point (idempotent by construction).
-        # Text without secrets, the common case, takes a single pass.
+        # Rules judge context, and a redaction can change the context another rule saw (two tokens
+        # written without a gap: see test_glued_secrets_need_the_second_pass), so the pass repeats
+        # until nothing changes, at most _MAX_PASSES times; every text we know of is stable after
+        # two. Text without secrets, the common case, takes a single pass.
         original = text
         out = self._scrub_once(text)
         for _ in range(_MAX_PASSES - 1):

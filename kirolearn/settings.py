@@ -1,7 +1,9 @@
 """Effective settings: defaults < $KIROLEARN_HOME/config.toml < KIROLEARN_* variables.
 
 Off the hook path (pydantic). A wrong key or value is a `SettingsError` naming
-the key, the file and what is allowed, never a silent default.
+the key, the file and what is allowed, never a silent default. (The hook cannot
+afford pydantic: context.settings() reads [recall] with tomllib and skips a value
+it cannot use; `kirolearn config show` and every other command report it.)
 """
 
 import os

@@ -314,6 +314,13 @@ def record_failed_run(db, run: dict) -> None:
         db["extraction_runs"].insert(dict(run, outcome="failed"), pk="run_id")
 
 
+def expire_events(db, before: str) -> int:
+    """Delete extracted events received before `before` (ISO); returns how many."""
+    with writing(db):
+        cursor = db.execute("delete from events where extract_state = 'done' and received_at < ?", [before])
+    return cursor.rowcount
+
+
 def record_drain(db, drain_id: str, started_at: str, stats: dict, error: str = "") -> None:
     """Remember one drain run for `kirolearn status`."""
     with writing(db):
