@@ -18,7 +18,7 @@ OBSERVATION_TYPES = ["tool_use", "decision", "error", "discovery", "pattern", "s
 def filter_options(func):
     """The filters `list` and `search` share."""
     for option in reversed([
-        click.option("--project", type=click.Path(file_okay=False),
+        click.option("--project", type=click.Path(file_okay=False, exists=True),
                      help="Project directory (default: the current one)."),
         click.option("--all-projects", is_flag=True, help="Every project."),
         click.option("--type", "types", multiple=True, type=click.Choice(OBSERVATION_TYPES),
@@ -174,7 +174,7 @@ def _confirm(question: str, yes: bool) -> bool:
 @click.argument("record_ids", nargs=-1)
 @click.option("--session", "session_id", help="Forget every record of this session.")
 @click.option("--query", help="Forget the records a search for this text finds (at most --limit).")
-@click.option("--project", type=click.Path(file_okay=False),
+@click.option("--project", type=click.Path(file_okay=False, exists=True),
               help="Project of --session / --query (default: the current one).")
 @click.option("--all-projects", is_flag=True, help="--session / --query over every project.")
 @click.option("--limit", type=click.IntRange(1, 1000), default=100, show_default=True,

@@ -408,3 +408,10 @@ def test_forget_and_restore_are_one_transaction_each(here, add_record):
     assert sorted(ids(forgotten)) == sorted([a, b])
     assert spool.size() == 0 and js("list") == []
     assert sorted(ids(manage.restore([a, b]))) == sorted([a, b])
+
+
+@pytest.mark.parametrize("args", [["list"], ["list", "--forgotten"], ["forget", "--session", "s1", "--yes"]])
+def test_list_and_forget_with_a_missing_project_are_errors(home, tmp_path, args):
+    """README: `--project DIR` must be an existing directory, never a silent fall-back to another project."""
+    result = run(*args, "--project", str(tmp_path / "nonexistent"), ok=False)
+    assert result.exit_code == 2 and "does not exist" in result.stderr
