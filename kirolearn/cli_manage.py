@@ -206,7 +206,7 @@ def forget_command(record_ids, session_id, query, project, all_projects, limit, 
     root = _scope(project, all_projects) if (session_id or query) else None
     targets = manage.resolve_targets(record_ids=record_ids, session_id=session_id, query=query, project_root=root,
                                      limit=limit)
-    if (session_id or query) and not _confirm(f"forget {len(targets)} record(s)?", yes):
+    if (session_id or query) and targets and not _confirm(f"forget {len(targets)} record(s)?", yes):
         for record in targets:
             click.echo(_line(record), err=True)
         raise click.UsageError(f"--session / --query match {len(targets)} record(s); add --yes to forget them "

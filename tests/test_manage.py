@@ -415,3 +415,11 @@ def test_list_and_forget_with_a_missing_project_are_errors(home, tmp_path, args)
     """README: `--project DIR` must be an existing directory, never a silent fall-back to another project."""
     result = run(*args, "--project", str(tmp_path / "nonexistent"), ok=False)
     assert result.exit_code == 2 and "does not exist" in result.stderr
+
+
+def test_forget_by_a_session_that_matches_nothing_says_so(here, add_record):
+    """Not "match 0 record(s); add --yes to forget them": there is nothing to confirm."""
+    add_record(here, "Staging password rotated", session_id="s1")
+    result = run("forget", "--session", "no-such-session")
+    assert "nothing to forget" in result.stderr and "add --yes" not in result.stderr
+    assert len(js("list")) == 1
