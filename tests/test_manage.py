@@ -423,3 +423,11 @@ def test_forget_by_a_session_that_matches_nothing_says_so(here, add_record):
     result = run("forget", "--session", "no-such-session")
     assert "nothing to forget" in result.stderr and "add --yes" not in result.stderr
     assert len(js("list")) == 1
+
+
+def test_search_on_a_fresh_machine_finds_nothing(home, monkeypatch):
+    """With the default embedding model, not only with embeddings off: no database yet is no hit, not a bug."""
+    monkeypatch.delenv("KIROLEARN_EMBEDDING_MODEL")
+    assert js("search", "database is locked") == []
+    assert "No memory records match" in run("search", "anything").stderr
+    assert not os.path.exists(home / "kirolearn.db")
