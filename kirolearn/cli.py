@@ -49,6 +49,10 @@ class KirolearnGroup(click.Group):
             raise
         except KirolearnError as exc:
             _fail(str(exc), exc.exit_code)
+        except BrokenPipeError:  # the reader went away (`kirolearn export | head`): not a disk problem
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush does not fail again
+            raise click.exceptions.Exit(141) from None
         except sqlite3.Error as exc:
             from . import config
 
