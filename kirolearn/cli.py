@@ -703,6 +703,11 @@ def uninstall_command(project, purge, dry_run, yes, agent):
         raise KirolearnError(f"refusing to delete {home} and all memory in it without a confirmation",
                              "run it in a terminal, or pass --yes", exit_code=2)
     changes = [c for name in ([agent] if agent else agents.names()) for c in agents.get(name).plan_uninstall(project)]
+    if not changes:
+        from . import install
+
+        click.echo(f"nothing to uninstall: {install.record_path()} records no install"
+                   + (f" into {project}" if project else "") + (f" for {agent}" if agent else ""))
     _apply_changes(changes, dry_run, yes, installing=False)
     if purge and not dry_run:
         if os.path.isdir(home):
