@@ -707,7 +707,7 @@ def uninstall_command(project, purge, dry_run, yes, agent):
         from . import install
 
         click.echo(f"nothing to uninstall: {install.record_path()} records no install"
-                   + (f" into {project}" if project else "") + (f" for {agent}" if agent else ""))
+                   + (f" into {os.path.abspath(project)}" if project else "") + (f" for {agent}" if agent else ""))
     _apply_changes(changes, dry_run, yes, installing=False)
     if purge and not dry_run:
         if os.path.isdir(home):
