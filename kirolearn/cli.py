@@ -49,6 +49,10 @@ class KirolearnGroup(click.Group):
             raise
         except KirolearnError as exc:
             _fail(str(exc), exc.exit_code)
+        except BrokenPipeError:  # the reader went away (`kirolearn export | head`): not a disk problem
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush does not fail again
+            raise click.exceptions.Exit(141) from None
         except sqlite3.Error as exc:
             from . import config
 
@@ -699,6 +703,11 @@ def uninstall_command(project, purge, dry_run, yes, agent):
         raise KirolearnError(f"refusing to delete {home} and all memory in it without a confirmation",
                              "run it in a terminal, or pass --yes", exit_code=2)
     changes = [c for name in ([agent] if agent else agents.names()) for c in agents.get(name).plan_uninstall(project)]
+    if not changes:
+        from . import install
+
+        click.echo(f"nothing to uninstall: {install.record_path()} records no install"
+                   + (f" into {os.path.abspath(project)}" if project else "") + (f" for {agent}" if agent else ""))
     _apply_changes(changes, dry_run, yes, installing=False)
     if purge and not dry_run:
         if os.path.isdir(home):

@@ -18,7 +18,7 @@ OBSERVATION_TYPES = ["tool_use", "decision", "error", "discovery", "pattern", "s
 def filter_options(func):
     """The filters `list` and `search` share."""
     for option in reversed([
-        click.option("--project", type=click.Path(file_okay=False),
+        click.option("--project", type=click.Path(file_okay=False, exists=True),
                      help="Project directory (default: the current one)."),
         click.option("--all-projects", is_flag=True, help="Every project."),
         click.option("--type", "types", multiple=True, type=click.Choice(OBSERVATION_TYPES),
@@ -174,7 +174,7 @@ def _confirm(question: str, yes: bool) -> bool:
 @click.argument("record_ids", nargs=-1)
 @click.option("--session", "session_id", help="Forget every record of this session.")
 @click.option("--query", help="Forget the records a search for this text finds (at most --limit).")
-@click.option("--project", type=click.Path(file_okay=False),
+@click.option("--project", type=click.Path(file_okay=False, exists=True),
               help="Project of --session / --query (default: the current one).")
 @click.option("--all-projects", is_flag=True, help="--session / --query over every project.")
 @click.option("--limit", type=click.IntRange(1, 1000), default=100, show_default=True,
@@ -206,7 +206,7 @@ def forget_command(record_ids, session_id, query, project, all_projects, limit, 
     root = _scope(project, all_projects) if (session_id or query) else None
     targets = manage.resolve_targets(record_ids=record_ids, session_id=session_id, query=query, project_root=root,
                                      limit=limit)
-    if (session_id or query) and not _confirm(f"forget {len(targets)} record(s)?", yes):
+    if (session_id or query) and targets and not _confirm(f"forget {len(targets)} record(s)?", yes):
         for record in targets:
             click.echo(_line(record), err=True)
         raise click.UsageError(f"--session / --query match {len(targets)} record(s); add --yes to forget them "

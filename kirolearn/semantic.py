@@ -184,7 +184,7 @@ class Searcher:
         make it the lexical ranking, so a filter is never bypassed by a vector candidate.
         """
         filters = {k: v for k, v in filters.items() if v not in (None, "", [], ())}
-        if self.model is None or filters:
+        if self.conn is None or self.model is None or filters:  # no database yet: recall.search gives []
             return recall.search(self.conn, query, project_id=project_id, types=types, limit=limit, now=now,
                                  **filters)
         index, sims = self.similarities(query, project_id)

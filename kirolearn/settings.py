@@ -8,7 +8,7 @@ it cannot use; `kirolearn config show` and every other command report it.)
 
 import os
 import sys
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from . import config
 from .errors import ConfigError
@@ -68,6 +68,21 @@ class Scrub(_Section):
     extra_patterns: dict[str, str] = Field(default_factory=dict, description="type name = regex; matches become [REDACTED:<type>]")
     allow: list[str] = Field(default_factory=list, description="literal strings never redacted")
     betterleaks: bool = Field(False, description="also run betterleaks (pip install 'kirolearn[scan]') in the drain")
+
+    @field_validator("extra_patterns")
+    @classmethod
+    def _valid_patterns(cls, value: "dict[str, str]") -> "dict[str, str]":
+        """A bad name or regex is a config error here, not an unexpected error in the first scrub."""
+        import re
+
+        for kind, pattern in value.items():
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_\-]{0,39}", kind):
+                raise ValueError(f"type name {kind!r}: use 1-40 of [A-Za-z0-9_-]")
+            try:
+                re.compile(pattern)
+            except re.error as err:
+                raise ValueError(f"{kind!r}: invalid regex {pattern!r}: {err}") from None
+        return value
 
 
 class Drain(_Section):
@@ -176,6 +191,8 @@ def _describe(error: ValidationError, source: str) -> str:
         what = "must be true or false"
     elif kind in ("dict_type", "model_type"):
         what = f"must be a table ([{where}])"
+    elif kind == "value_error" and ctx.get("error") is not None:
+        what = str(ctx["error"])
     else:
         what = first["msg"].lower()
     got = first.get("input")

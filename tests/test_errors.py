@@ -79,3 +79,13 @@ def test_mcp_server_turns_library_errors_into_one_line():
 
     message = asyncio.run(call())
     assert message and "\n" not in message
+
+
+def test_a_closed_pipe_is_not_reported_as_a_disk_error(home):
+    """`kirolearn config show | head -1`: the reader leaving is not "file system error …; check the disk"."""
+    proc = subprocess.Popen([str(BIN / "kirolearn"), "config", "show"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader is gone before anything is written
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141
+    assert stderr == "", stderr

@@ -437,3 +437,10 @@ def test_install_help_says_what_project_and_global_do():
     text = " ".join(run("install", "--help").output.split())
     assert "instead of ~/.kiro; add --global for both" in text
     assert "--portable" in text and "# this project's .kiro/ only" in text
+
+
+def test_uninstall_with_nothing_recorded_says_so(kiro, tmp_path):
+    """Not a silent exit 0 for a project that was never wired (or a mistyped path)."""
+    result = run("uninstall", "--project", str(tmp_path / "never-wired"), "--yes")
+    assert result.exit_code == 0 and "nothing to uninstall" in result.output and "never-wired" in result.output
+    assert "nothing to uninstall" in run("uninstall", "--yes").output

@@ -408,3 +408,26 @@ def test_forget_and_restore_are_one_transaction_each(here, add_record):
     assert sorted(ids(forgotten)) == sorted([a, b])
     assert spool.size() == 0 and js("list") == []
     assert sorted(ids(manage.restore([a, b]))) == sorted([a, b])
+
+
+@pytest.mark.parametrize("args", [["list"], ["list", "--forgotten"], ["forget", "--session", "s1", "--yes"]])
+def test_list_and_forget_with_a_missing_project_are_errors(home, tmp_path, args):
+    """README: `--project DIR` must be an existing directory, never a silent fall-back to another project."""
+    result = run(*args, "--project", str(tmp_path / "nonexistent"), ok=False)
+    assert result.exit_code == 2 and "does not exist" in result.stderr
+
+
+def test_forget_by_a_session_that_matches_nothing_says_so(here, add_record):
+    """Not "match 0 record(s); add --yes to forget them": there is nothing to confirm."""
+    add_record(here, "Staging password rotated", session_id="s1")
+    result = run("forget", "--session", "no-such-session")
+    assert "nothing to forget" in result.stderr and "add --yes" not in result.stderr
+    assert len(js("list")) == 1
+
+
+def test_search_on_a_fresh_machine_finds_nothing(home, monkeypatch):
+    """With the default embedding model, not only with embeddings off: no database yet is no hit, not a bug."""
+    monkeypatch.delenv("KIROLEARN_EMBEDDING_MODEL")
+    assert js("search", "database is locked") == []
+    assert "No memory records match" in run("search", "anything").stderr
+    assert not os.path.exists(home / "kirolearn.db")

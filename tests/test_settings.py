@@ -30,6 +30,9 @@ def test_file_then_environment(write_config, monkeypatch):
     ("[scrub]\nallow = 'x'\n", "invalid setting 'scrub.allow': must be a list"),
     ("[recall]\nbudget_tokens = 5000\n", "invalid setting 'recall.budget_tokens': must be at most 2400 (got 5000)"),
     ("[extract\n", "not valid TOML"),
+    ("[scrub.extra_patterns]\nbad = '([a-z'\n",
+     "invalid setting 'scrub.extra_patterns': 'bad': invalid regex '([a-z': unterminated character set"),
+    ("[scrub.extra_patterns]\n'my key' = 'x'\n", "invalid setting 'scrub.extra_patterns': type name 'my key'"),
 ])
 def test_errors_name_the_file_and_key(write_config, home, text, message):
     write_config(text)
