@@ -501,10 +501,21 @@ class Drainer:
             "select count(*) from events where extract_state = 'pending'"
         ).fetchone()[0]
         self.release(done, stats)
-        if stats.stored or stats.records_written:
-            store.mark_created(self.db_path(), **store.counts(self.db))
+        self.note_counts()
         stats.duration_ms = int((time.monotonic() - start) * 1000)
         return stats
+
+    def note_counts(self) -> None:
+        """Keep the marker outside the database (kirolearn.state) at what the store holds now.
+
+        Every drain counts, not only one that read events: records written
+        directly (save-summary, session-end, import, the MCP server) must count
+        too if the file is later lost. The file is rewritten only when a count changed.
+        """
+        counted = store.counts(self.db)
+        marker = state.read(state.STORE)
+        if any(marker.get(k) != v for k, v in counted.items()) or "counted_at" not in marker:
+            store.mark_created(self.db_path(), counted_at=store.now_iso(), **counted)
 
     def watch(self, on_pass=None, should_stop=None) -> DrainStats:
         """Drain, then keep draining as files arrive, until SIGINT/SIGTERM (or should_stop())."""

@@ -102,9 +102,12 @@ def lost_reason(path: str) -> str:
         if size:
             return ""
         what = "is empty (0 bytes)"
-    held = f"{marker.get('events', 0)} events and {marker.get('records', 0)} records"
+    events, records = int(marker.get("events") or 0), int(marker.get("records") or 0)
+    held = f"{events} event{'s' * (events != 1)} and {records} record{'s' * (records != 1)}"
+    when = f" ({marker['counted_at']})" if marker.get("counted_at") else ""
+    # Writes since that drain (save-summary, session-end, import, MCP) are not counted yet.
     return (f"the database {path} {what}, but it was created on {marker.get('created_at', '?')} and held "
-            f"{held} at the last drain")
+            f"at least {held} at the last drain{when}")
 
 
 def refuse_lost(path: str) -> None:

@@ -305,6 +305,18 @@ def test_a_lost_database_is_reported_not_recreated(home, project, filled, how):
     assert cli("drain").returncode == 0
 
 
+def test_a_lost_database_counts_records_written_between_drains(home, project):
+    # save-summary writes a record directly; the drain after it reads no event but must still count it.
+    summary = ["save-summary", "--project", str(project), "--request", "Fix login", "--investigated", "auth.py",
+               "--learned", "SQL built with %", "--completed", "parameterised", "--next-steps", "orders.py"]
+    assert cli(*summary).returncode == 0
+    assert cli("drain").returncode == 0
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(str(home / "kirolearn.db") + suffix):
+            os.remove(str(home / "kirolearn.db") + suffix)
+    assert_one_error(cli("drain"), "held at least 0 events and 1 record at the last drain", "kirolearn repair")
+
+
 def test_a_fresh_home_starts_a_database_silently(home, project):
     spool_events(project, 2)
     assert cli("drain").returncode == 0 and len(stored_ids(home)) == 2
