@@ -59,9 +59,15 @@ class KirolearnGroup(click.Group):
             err = from_sqlite(exc, config.db_path())
             _fail(str(err), err.exit_code)
         except OSError as exc:  # a full disk, a file-size limit, a read-only folder: not a bug
-            from .errors import from_oserror
+            from . import config
+            from .errors import HomeError, from_oserror
 
             err = from_oserror(exc)
+            if isinstance(exc, NotADirectoryError):
+                try:
+                    config.check_home()  # KIROLEARN_HOME is a file: say so, not "check the disk"
+                except HomeError as home_err:
+                    err = home_err
             _fail(str(err), err.exit_code)
         except Exception as exc:  # noqa: BLE001 - a bug: log it whole, tell the user one line
             if os.environ.get("KIROLEARN_DEBUG"):

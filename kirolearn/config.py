@@ -48,6 +48,36 @@ def using_home(path: "str | None"):
         _home_override.reset(token)
 
 
+def check_home() -> str:
+    """`home()`, or HomeError when it (or a folder above it) is a file: nothing could be kept there."""
+    root = home()
+    here = root
+    while not os.path.exists(here):
+        parent = os.path.dirname(here)
+        if parent == here:
+            return root
+        here = parent
+    if not os.path.isdir(here):
+        where = "is a file" if here == root else f"is below {here}, which is a file"
+        raise HomeError(f"kirolearn's home {root} {where}, not a directory",
+                        "set KIROLEARN_HOME (or Memory(home=...)) to a directory, or move that file away")
+    return root
+
+
+def check_project(path) -> str:
+    """The absolute path of an existing project directory, or ProjectError (as the CLI's --project says)."""
+    from .errors import ProjectError
+
+    text = os.fspath(path)
+    if not os.path.exists(text):
+        raise ProjectError(f"Invalid value for 'project': Directory {text!r} does not exist.",
+                           "pass an existing project directory")
+    if not os.path.isdir(text):
+        raise ProjectError(f"Invalid value for 'project': Directory {text!r} is a file.",
+                           "pass the project's directory, not a file in it")
+    return os.path.abspath(text)
+
+
 def user_home_dir() -> "str | None":
     """The user's home directory, or None when it cannot be determined."""
     found = os.path.expanduser("~")

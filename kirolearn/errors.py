@@ -35,6 +35,12 @@ class HomeError(KirolearnError, RuntimeError):
     """kirolearn's home directory cannot be found or used."""
 
 
+class ProjectError(KirolearnError, ValueError):
+    """A project directory given by the caller does not exist or is not a directory (a usage error)."""
+
+    exit_code = 2
+
+
 class StoreError(KirolearnError, RuntimeError):
     """The database cannot be opened, read or written."""
 

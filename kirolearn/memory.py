@@ -34,13 +34,14 @@ class Memory:
     @contextlib.contextmanager
     def _here(self):
         with config.using_home(self.home):
+            config.check_home()  # a home that is a file: HomeError, as the CLI says, not NotADirectoryError
             yield
 
     @staticmethod
     def _root(project: "str | os.PathLike | None") -> str:
         from .project import find_project_root
 
-        root, _ = find_project_root(os.path.abspath(os.fspath(project) if project else os.getcwd()))
+        root, _ = find_project_root(config.check_project(project) if project else os.getcwd())
         return root
 
     @contextlib.contextmanager
@@ -103,9 +104,9 @@ class Memory:
         from . import context, semantic
 
         with self._here():
+            project_id = None if all_projects else context.project_id(self._root(project))
             if not os.path.exists(config.db_path()):
                 return []
-            project_id = None if all_projects else context.project_id(self._root(project))
             with self._reader() as conn:  # hybrid (words + vectors) when the embedding model loads
                 return semantic.search(conn, query, project_id=project_id, types=list(types or []) or None,
                                        limit=limit)
@@ -115,9 +116,9 @@ class Memory:
         from . import context
 
         with self._here():
+            root = self._root(project)
             if not os.path.exists(config.db_path()):
                 return ""
-            root = self._root(project)
             conf = context.settings()
             with self._reader() as conn:
                 if prompt is None:
@@ -132,6 +133,7 @@ class Memory:
         from . import context, recall
 
         with self._here():
+            pid = None if all_projects else context.project_id(self._root(project))
             if not os.path.exists(config.db_path()):
                 return []
             with self._reader() as conn:
@@ -140,7 +142,6 @@ class Memory:
                     hits = [h for pid in ids for h in recall.latest(conn, pid, types=list(types or []) or None,
                                                                     limit=limit)]
                     return sorted(hits, key=lambda h: h.created_at, reverse=True)[:limit]
-                pid = context.project_id(self._root(project))
                 return recall.latest(conn, pid, types=list(types or []) or None, limit=limit)
 
     # -- summaries ------------------------------------------------------------------------
@@ -198,10 +199,23 @@ class Memory:
 
     def forget(self, record_ids: "Iterable[str]", *, reason: str = "") -> list:
         """Take records out of recall for good (a tombstone; `restore` undoes it until a purge)."""
-        from . import manage
+        from . import manage, store
 
+        ids = list(record_ids)
         with self._here():
-            return manage.forget(list(record_ids), reason=reason, actor="library")
+            store.refuse_lost(config.db_path())  # a lost database is reported as such, as by the CLI
+            db = manage.open_existing()
+            if db is None:
+                if ids:
+                    raise manage.NotFound(f"no record {ids[0]!r}: there is no database yet")
+                return []
+            try:
+                targets = manage.resolve_targets(record_ids=ids, db=db)  # NotFound for an unknown id, as the CLI
+                if not targets:  # every one already forgotten: a no-op, as in the CLI
+                    return []
+                return manage.forget([r["record_id"] for r in targets], reason=reason, actor="library", db=db)
+            finally:
+                db.conn.close()
 
     def restore(self, record_ids: "Iterable[str]") -> list:
         """Bring forgotten records back."""

@@ -7,6 +7,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 README = (pathlib.Path(__file__).parent.parent / "README.md").read_text("utf-8")
 
 
@@ -70,3 +72,41 @@ def test_import_and_forget_through_the_facade(tmp_path, project):
     assert b.search("backup", project=project) == []
     b.restore([record.record_id])
     assert [h.record_id for h in b.search("backup", project=project)] == [record.record_id]
+
+
+def test_the_facade_fails_on_bad_input_as_the_cli_does(tmp_path, project):
+    from click.testing import CliRunner
+
+    from kirolearn.cli import cli
+    from kirolearn import Memory
+    from kirolearn.config import HomeError
+    from kirolearn.errors import KirolearnError, ProjectError
+    from kirolearn.manage import NotFound
+
+    missing = str(tmp_path / "nonexistent")
+    said = CliRunner().invoke(cli, ["search", "x", "--project", missing])
+    assert said.exit_code == 2 and f"Directory {missing!r} does not exist" in said.output
+    with pytest.raises(ProjectError, match=f"Directory {re.escape(repr(missing))} does not exist") as err:
+        Memory().search("x", project=missing)
+    assert err.value.exit_code == said.exit_code
+    for call in (lambda m: m.context(project=missing), lambda m: m.observations(project=missing)):
+        with pytest.raises(ProjectError):
+            call(Memory())
+
+    # forgetting an unknown id: the CLI's "no record", with and without a database
+    with pytest.raises(NotFound, match="no record 'mr_nope'"):
+        Memory().forget(["mr_nope"])
+    Memory().save_turn_summary(project=project, request="r", investigated="i", learned="l", completed="c",
+                               next_steps="n")
+    said = CliRunner().invoke(cli, ["forget", "mr_nope"])
+    assert said.exit_code == 1 and "no record 'mr_nope'" in said.output
+    with pytest.raises(NotFound, match="no record 'mr_nope'"):
+        Memory().forget(["mr_nope"])
+
+    a_file = tmp_path / "not-a-home"
+    a_file.write_text("x")
+    with pytest.raises(HomeError, match=re.escape(str(a_file))) as err:
+        Memory(home=a_file).drain()
+    assert isinstance(err.value, KirolearnError) and "KIROLEARN_HOME" in err.value.fix
+    said = CliRunner(env={"KIROLEARN_HOME": str(a_file)}).invoke(cli, ["drain"])
+    assert said.exit_code == 1 and "is a file, not a directory" in said.output
