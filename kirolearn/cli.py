@@ -131,6 +131,17 @@ def _open_db():
     return open_db()
 
 
+def _existing_db():
+    """The store, or None on a fresh home: read-only commands create no database (a lost one is StoreLost)."""
+    import os
+
+    from . import config, store
+
+    path = config.db_path()
+    store.refuse_lost(path)
+    return store.open_db(path) if os.path.exists(path) else None
+
+
 @cli.command(name="drain")
 @click.option("--watch", is_flag=True, help="Keep draining as events arrive, until interrupted.")
 @click.option("--flush", is_flag=True, help="Extract every buffered session now, without waiting for turn end or idle.")
@@ -583,7 +594,15 @@ def session_init_command(label, project, json_):
     """Show the latest session-end summary of this project (it stays until superseded)."""
     from . import summaries
 
-    found = _summaries_call(summaries.session_init, project=_here(project), label=label)
+    db = _existing_db()
+    if db is None:  # a fresh home: nothing to resume, and nothing to create for it
+        import sqlite_utils
+
+        from .migrations import migrations
+
+        db = sqlite_utils.Database(memory=True)  # an empty store answers exactly as a fresh one would
+        migrations.apply(db)
+    found = summaries.session_init(db, project=_here(project), label=label)
     if json_:
         click.echo(json.dumps(found, ensure_ascii=False))
         return
@@ -788,9 +807,22 @@ def rescrub_command(json_):
     index, scrubs the log files, then checkpoints the WAL and vacuums so the old
     bytes leave the database files. Safe to interrupt and re-run.
     """
-    from .rescrub import rescrub
+    from .rescrub import rescrub, rescrub_logs, rules_version
 
-    result = rescrub(_open_db(), _scrubber())
+    db = _existing_db()
+    if db is None:  # nothing stored yet: only the logs can hold old text
+        scrubber = _scrubber()
+        logs = rescrub_logs(scrubber)
+        if json_:
+            click.echo(json.dumps({"rules_version": rules_version(), "resumed": False, "rows_changed": {},
+                                   "redactions": dict(scrubber.counts), "fts_rebuilt": [],
+                                   "log_lines_changed": logs, "checkpoint_complete": True,
+                                   "bytes_before": 0, "bytes_after": 0}, indent=2, sort_keys=True))
+            return
+        click.echo("Nothing to rescrub: there is no database yet"
+                   + (f"; log lines changed: {sum(logs.values())}" if logs else "") + ".")
+        return
+    result = rescrub(db, _scrubber())
     if json_:
         click.echo(json.dumps(result, indent=2, sort_keys=True))
         return
@@ -838,7 +870,13 @@ def reindex_command(everything, json_):
     """
     from . import semantic
 
-    db = _open_db()
+    db = _existing_db()
+    if db is None:
+        if json_:
+            click.echo(json.dumps({"model": None, "embedded": 0, "dropped": 0, "expanded": 0}, sort_keys=True))
+        else:
+            click.echo("Nothing to reindex: there is no database yet (`kirolearn drain` creates it).")
+        return
     bar = click.progressbar(length=1, label="embedding", file=sys.stderr) if not json_ else None
 
     def progress(done, total):

@@ -90,6 +90,19 @@ def rescrub_file(path: str, scrubber: Scrubber) -> int:
     return changed
 
 
+def rescrub_logs(scrubber: Scrubber) -> "dict[str, int]":
+    """Scrub every log and quarantine reason file in place; lines changed per file (relative to the home)."""
+    logs = {}
+    for path in _log_files():
+        try:
+            n = rescrub_file(path, scrubber)
+        except OSError:
+            continue
+        if n:
+            logs[os.path.relpath(path, config.home())] = n
+    return logs
+
+
 def rescrub(db, scrubber: "Scrubber | None" = None, on_chunk=None) -> dict:
     """Re-scrub the store and the logs with today's rules; returns the counts `rescrub` reports."""
     scrubber = scrubber or Scrubber()
@@ -99,14 +112,7 @@ def rescrub(db, scrubber: "Scrubber | None" = None, on_chunk=None) -> dict:
     rows = store_scrub.rescrub_rows(db, _scrub_cell(scrubber), version, on_chunk)
     fts = store_scrub.rebuild_fts(db)
     store_scrub.finish(db, version)
-    logs = {}
-    for path in _log_files():
-        try:
-            n = rescrub_file(path, scrubber)
-        except OSError:
-            continue
-        if n:
-            logs[os.path.relpath(path, config.home())] = n
+    logs = rescrub_logs(scrubber)
     compacted = store_scrub.compact(db)
     after = {p: os.path.getsize(p) for p in before if os.path.exists(p)}
     return {

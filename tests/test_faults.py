@@ -317,6 +317,22 @@ def test_a_lost_database_counts_records_written_between_drains(home, project):
     assert_one_error(cli("drain"), "held at least 0 events and 1 record at the last drain", "kirolearn repair")
 
 
+def test_read_only_commands_create_no_database_on_a_fresh_home(home, project):
+    (home / "logs").mkdir(parents=True)
+    (home / "logs" / "drain.log").write_text("password=hunter2hunter2\n")
+    rescrub = cli("rescrub")
+    assert rescrub.returncode == 0 and "Nothing to rescrub: there is no database yet" in rescrub.stdout
+    assert "hunter2" not in (home / "logs" / "drain.log").read_text()  # the logs are still cleaned
+    assert json.loads(cli("rescrub", "--json").stdout)["rows_changed"] == {}
+    reindex = cli("reindex")
+    assert reindex.returncode == 0 and "Nothing to reindex" in reindex.stdout
+    assert json.loads(cli("reindex", "--json").stdout)["embedded"] == 0
+    init = cli("session-init", "--json", "--project", str(project))
+    assert init.returncode == 0 and json.loads(init.stdout)["found"] is False
+    assert "fresh start" in cli("session-init", "--project", str(project)).stdout
+    assert not (home / "kirolearn.db").exists() and not (home / "state" / "store.json").exists()
+
+
 def test_a_fresh_home_starts_a_database_silently(home, project):
     spool_events(project, 2)
     assert cli("drain").returncode == 0 and len(stored_ids(home)) == 2
