@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from .cli import _project_root, _since, cli, json_option
+from .cli import _existing_db, _project_root, _since, cli, json_option
 
 OBSERVATION_TYPES = ["tool_use", "decision", "error", "discovery", "pattern", "session_summary"]
 
@@ -36,6 +36,19 @@ def _scope(project, all_projects):
     if project and all_projects:
         raise click.UsageError("--project and --all-projects cannot be combined")
     return None if all_projects else _project_root(project)
+
+
+def _refuse_lost() -> None:
+    """A lost database (the marker says it existed) is StoreLost here too, as in drain, status and export."""
+    from . import config, store
+
+    store.refuse_lost(config.db_path())
+
+
+def _no_database(record_id: str):
+    from .manage import NotFound
+
+    return NotFound(f"no record {record_id!r}: there is no database yet (`kirolearn drain` creates it)")
 
 
 def _echo_json(value):
@@ -73,10 +86,10 @@ def list_command(project, all_projects, types, since, session_id, file, limit, f
     if forgotten and (types or since or session_id or file):
         raise click.UsageError("--forgotten lists tombstones by project only: "
                                "drop --type, --since, --session, --file")
+    db = _existing_db()  # None on a fresh home; StoreLost when it was lost
     if forgotten:
-        db = manage.open_existing()
         rows = manage.clean(recordstore.list_forgotten(db, project_id=manage.project_id_of(root),
-                                                       limit=limit)) if db else []
+                                                       limit=limit)) if db is not None else []
         if json_:
             _echo_json(rows)
             return
@@ -89,7 +102,7 @@ def list_command(project, all_projects, types, since, session_id, file, limit, f
             click.echo("No forgotten records.", err=True)
         return
     rows = manage.list_records(project_root=root, types=types, since=since, session_id=session_id, file=file,
-                               limit=limit)
+                               limit=limit, db=db) if db is not None else []
     if json_:
         _echo_json(rows)
         return
@@ -106,7 +119,10 @@ def show_command(record_id, json_):
     """Show one record with its provenance: source events, extraction run, redactions, session, history."""
     from . import manage
 
-    found = manage.show(record_id)
+    db = _existing_db()  # StoreLost when it was lost, not "there is no database yet"
+    if db is None:
+        raise _no_database(record_id)
+    found = manage.show(record_id, db=db)
     if json_:
         _echo_json(found)
         return
@@ -204,8 +220,11 @@ def forget_command(record_ids, session_id, query, project, all_projects, limit, 
     if not (record_ids or session_id or query or purge):
         raise click.UsageError("name records to forget: IDs, --session ID or --query TEXT (or --purge)")
     root = _scope(project, all_projects) if (session_id or query) else None
+    db = _existing_db()  # StoreLost when it was lost
+    if db is None and record_ids:  # as with a database: an id that is not there is an error
+        raise _no_database(record_ids[0])
     targets = manage.resolve_targets(record_ids=record_ids, session_id=session_id, query=query, project_root=root,
-                                     limit=limit)
+                                     limit=limit, db=db) if db is not None else []
     if (session_id or query) and targets and not _confirm(f"forget {len(targets)} record(s)?", yes):
         for record in targets:
             click.echo(_line(record), err=True)
@@ -213,7 +232,7 @@ def forget_command(record_ids, session_id, query, project, all_projects, limit, 
                                "(nothing was forgotten)")
     if purge and not _confirm("purge for good (no restore possible)?", yes):
         raise click.UsageError("--purge cannot be undone: add --yes (nothing was changed)")
-    forgotten = manage.forget([r["record_id"] for r in targets], reason=reason, actor="cli") if targets else []
+    forgotten = manage.forget([r["record_id"] for r in targets], reason=reason, actor="cli", db=db) if targets else []
     out = {"forgotten": [r["record_id"] for r in forgotten]}
     if purge:
         named = list(record_ids) + out["forgotten"] if (record_ids or session_id or query) else None
@@ -244,6 +263,7 @@ def restore_command(record_ids, json_):
     """Bring forgotten records back into recall (until they are purged)."""
     from . import manage
 
+    _refuse_lost()
     restored = manage.restore(list(record_ids), actor="cli")
     if json_:
         _echo_json({"restored": [r["record_id"] for r in restored]})
@@ -265,6 +285,7 @@ def edit_command(record_id, title, summary, reason, json_):
     """
     from . import manage
 
+    _refuse_lost()
     if title is None and summary is None:
         if not (sys.stdin.isatty() and sys.stdout.isatty()):
             raise click.UsageError("give --title and/or --summary (or run on a terminal to edit in $EDITOR)")

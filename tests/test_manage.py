@@ -103,6 +103,29 @@ def test_fresh_machine_list_and_show_create_nothing(home):
     assert not os.path.exists(home / "kirolearn.db")
 
 
+def test_forget_without_a_database_is_the_same_error_as_with_one(home, here, request):
+    before = run("forget", "mr_x", ok=False)
+    assert before.exit_code == 1 and "no record 'mr_x': there is no database yet" in before.stderr
+    assert not os.path.exists(home / "kirolearn.db")
+    request.getfixturevalue("add_record")(here, "Something stored")  # the fixture opens the store
+    after = run("forget", "mr_x", ok=False)
+    assert after.exit_code == 1 and "no record 'mr_x'" in after.stderr
+
+
+def test_a_lost_database_is_reported_by_show_list_and_forget(home, here, add_record):
+    add_record(here, "Something stored")
+    assert run("drain").exit_code == 0
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(str(home / "kirolearn.db") + suffix):
+            os.remove(str(home / "kirolearn.db") + suffix)
+    for args in (["show", "mr_x"], ["list"], ["list", "--forgotten"], ["forget", "mr_x"],
+                 ["forget", "--session", "s1", "--yes"], ["restore", "mr_x"], ["edit", "mr_x", "--title", "t"]):
+        result = run(*args, ok=False)
+        assert result.exit_code == 1, (args, result.output)
+        assert "is missing, but it was created on" in result.stderr and "kirolearn repair" in result.stderr, args
+    assert not os.path.exists(home / "kirolearn.db")
+
+
 def test_show_gives_provenance(here, make_event, drain_now):
     turn(make_event, "Why does the export job fail? token=ghp_" + "a" * 36)
     drain_now()
