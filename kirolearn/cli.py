@@ -925,8 +925,11 @@ def repair_command(force, json_):
     click.echo(f"database was {report.state_before}: {report.detail}")
     for path in report.backups:
         click.echo(f"backed up: {path}")
-    click.echo(f"recovered with {report.method}: "
-               + (", ".join(f"{n} {table}" for table, n in sorted(report.recovered.items())) or "nothing"))
+    recovered = ", ".join(f"{n} {table}" for table, n in sorted(report.recovered.items()))
+    if report.method == repair.NO_CONTENT_METHOD:
+        click.echo("recovered: nothing (the database file was missing or empty)")
+    else:
+        click.echo(f"recovered with {report.method}: {recovered or 'nothing'}")
     if report.unreadable_tables:
         click.echo(f"unreadable: {', '.join(report.unreadable_tables)}")
     if report.held_before:

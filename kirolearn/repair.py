@@ -26,6 +26,7 @@ from . import config, state, store
 
 CLI_METHOD = "sqlite3 .recover"
 SALVAGE_METHOD = "row-by-row salvage (Python sqlite3)"
+NO_CONTENT_METHOD = "none: no database content to recover"  # the file was missing or empty
 PROBE_LIMIT = 100_000  # rowids probed one by one past the last readable one when max(rowid) is unreadable
 
 
@@ -232,7 +233,7 @@ def repair(settings, *, force: bool = False) -> RepairReport:
         if source is None:
             report.method, source = SALVAGE_METHOD, damaged
     else:
-        report.method = "none: no database content to recover"
+        report.method = NO_CONTENT_METHOD
     db = store.open_db(new_path, mark=False)
     if source is not None:
         try:

@@ -317,6 +317,16 @@ def test_a_lost_database_counts_records_written_between_drains(home, project):
     assert_one_error(cli("drain"), "held at least 0 events and 1 record at the last drain", "kirolearn repair")
 
 
+def test_repair_of_a_lost_database_reads_as_sentences(home, project):
+    spool_events(project, 2)
+    assert cli("drain").returncode == 0
+    (home / "kirolearn.db").write_bytes(b"")
+    repaired = cli("repair")
+    assert repaired.returncode == 0, repaired.stderr
+    assert "recovered: nothing (the database file was missing or empty)" in repaired.stdout
+    assert "recovered with none" not in repaired.stdout
+
+
 def test_read_only_commands_create_no_database_on_a_fresh_home(home, project):
     (home / "logs").mkdir(parents=True)
     (home / "logs" / "drain.log").write_text("password=hunter2hunter2\n")
