@@ -571,6 +571,8 @@ def session_end_command(session_id, summary, highlights, pitfalls, next_steps, o
     """
     from . import summaries
 
+    if not (summary or "").strip() and not auto_compress:  # the tool's own message names MCP fields
+        raise click.UsageError("give --summary, or --auto-compress to draft it with the configured model")
     result = _summaries_call(
         summaries.session_end, project=_here(project), session_id=session_id, summary=summary,
         # an option not given is absent (None), so auto_compress may fill it
