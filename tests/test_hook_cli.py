@@ -121,6 +121,8 @@ def test_a_trickling_stdin_ends_the_hook_within_its_cap(spooled, project):
         ([], b"[1, 2]", b"stdin JSON is a list, expected an object"),
         ([], b'{"hook_event_name": "fileSave"}', b"unknown hook event name"),
         (["what-is-this"], b"", b"unknown hook event name"),
+        (["nosuch-event"], b"", b"as the EVENT argument one of agent-spawn | prompt-submit | pre-tool | post-tool | "
+                                b"stop | ide-prompt-submit | ide-post-tool | ide-agent-stop"),
         (["stop", "extra"], b"", b"expected at most one EVENT argument"),
         ([], b"[" * 100_000, b"nested too deeply"),
     ],

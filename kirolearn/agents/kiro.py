@@ -53,6 +53,10 @@ HOOK_ARGS = {
 }
 
 
+# The EVENT argument names `kirolearn-hook --help` and errors list (session-start is an alias of agent-spawn).
+EVENT_ARGS = [name for name in HOOK_ARGS if name != "session-start"] + list(IDE_LEGACY_ARGS)
+
+
 def resolve_trigger(name: str) -> "tuple[str, str]":
     """Map any Kiro spelling of a hook name to (canonical trigger, generation)."""
     if name in CLASSIC_TRIGGERS:
@@ -66,8 +70,9 @@ def resolve_trigger(name: str) -> "tuple[str, str]":
     if name in HOOK_ARGS:
         return HOOK_ARGS[name], "unknown"
     raise Rejected(
-        "unknown hook event name; expected one of agentSpawn, userPromptSubmit, preToolUse, "
-        "postToolUse, stop, their v3 PascalCase forms, or ide-prompt-submit / ide-post-tool / ide-agent-stop"
+        "unknown hook event name; expected in the payload one of agentSpawn, userPromptSubmit, preToolUse, "
+        "postToolUse, stop or their v3 PascalCase forms, or as the EVENT argument one of "
+        + " | ".join(EVENT_ARGS)
     )
 
 
