@@ -360,9 +360,12 @@ def status_command(json_):
         click.echo(f"last drain failed: {info['last_drain_error']}")
     if info["hook_errors_24h"]:
         click.echo(f"hook errors in the last 24 h: {info['hook_errors_24h']} (see logs/hook.log)")
-    wired = info["kiro_wiring"]
-    click.echo("kiro: " + (", ".join(("" if w["present"] and not w["missing_binaries"] else "BROKEN ") + w["path"]
-                                      for w in wired) if wired else "not wired (run `kirolearn install`)"))
+    wired = info["kiro_wiring"]  # every agent's files, despite the key's name (kept: --json is stable)
+    if not wired:
+        click.echo("kiro: not wired (run `kirolearn install`)")
+    for agent in dict.fromkeys(w["agent"] for w in wired):  # one line per agent, in install order
+        click.echo(f"{agent}: " + ", ".join(("" if w["present"] and not w["missing_binaries"] else "BROKEN ")
+                                            + w["path"] for w in wired if w["agent"] == agent))
     db_info = info["database"]
     if db_info is None:
         click.echo("database: none yet (run `kirolearn drain`)")

@@ -713,8 +713,16 @@ def wiring() -> "list[dict]":
             data = None
         words = [b for c in _commands(data) for b in _binaries(c)] if data is not None else []
         missing = {w for w in words if (not os.path.exists(w) if os.sep in w else shutil.which(w) is None)}
-        report.append({"path": entry["path"], "present": bool(words), "missing_binaries": sorted(missing)})
+        report.append({"path": entry["path"], "agent": agent_of(entry), "present": bool(words),
+                       "missing_binaries": sorted(missing)})
     return report
+
+
+def agent_of(entry: dict) -> str:
+    """Which agent a recorded install wires: 'kiro', 'claude-code' (its settings file), else the kind."""
+    if entry.get("kind") in KIRO_KINDS:
+        return "kiro"
+    return "claude-code" if entry.get("kind") == "claude-settings" else str(entry.get("kind"))
 
 
 def _recorded_projects() -> "list[str]":

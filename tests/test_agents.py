@@ -145,6 +145,19 @@ def test_claude_uninstall_after_the_user_edited_the_file_removes_only_ours(home,
     assert json.loads(settings.read_text()) == {"model": "sonnet"}
 
 
+def test_status_labels_each_wired_file_by_its_agent(home, project):
+    runner = CliRunner()
+    assert runner.invoke(cli, ["install", "--project", str(project), "--yes"]).exit_code == 0
+    assert runner.invoke(cli, ["install", "--agent", "claude-code", "--project", str(project), "--yes"]).exit_code == 0
+    lines = runner.invoke(cli, ["status"]).stdout.splitlines()
+    kiro = [line for line in lines if line.startswith("kiro: ")]
+    claude = [line for line in lines if line.startswith("claude-code: ")]
+    assert len(kiro) == 1 and ".claude" not in kiro[0] and ".kiro" in kiro[0]
+    assert len(claude) == 1 and claude[0].endswith(str(project / ".claude" / "settings.json"))
+    agents_of = {w["agent"] for w in json.loads(runner.invoke(cli, ["status", "--json"]).stdout)["kiro_wiring"]}
+    assert agents_of == {"kiro", "claude-code"}
+
+
 def test_kiro_install_is_unchanged_by_the_adapter(home, project):
     runner = CliRunner()
     result = runner.invoke(cli, ["install", "--project", str(project), "--yes"])
