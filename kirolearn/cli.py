@@ -422,6 +422,8 @@ def search_command(query, project, all_projects, types, since, session_id, file,
 
     if project and all_projects:
         raise click.UsageError("--project and --all-projects cannot be combined")
+    if not query.strip():  # would match nothing: say so, not "No memory records match ''"
+        raise click.UsageError("QUERY is empty: give words to search for (`kirolearn list` shows the newest records)")
     root = _project_root(project)
     conn = recall.connect_readonly(budget=5.0)
     hits = semantic.search(conn, query, project_id=None if all_projects else context.project_id(root),

@@ -448,6 +448,12 @@ def test_forget_by_a_session_that_matches_nothing_says_so(here, add_record):
     assert len(js("list")) == 1
 
 
+@pytest.mark.parametrize("query", ["", "   ", "\t\n"])
+def test_search_with_an_empty_query_is_a_usage_error(home, query):
+    result = run("search", query, ok=False)
+    assert result.exit_code == 2 and "QUERY is empty" in result.stderr
+
+
 def test_search_on_a_fresh_machine_finds_nothing(home, monkeypatch):
     """With the default embedding model, not only with embeddings off: no database yet is no hit, not a bug."""
     monkeypatch.delenv("KIROLEARN_EMBEDDING_MODEL")
