@@ -375,6 +375,7 @@ class Drainer:
         """
         records, problems = [], []
         for cand in candidates:
+            source = cand.pop("source_event_ids", None) or batch.event_ids  # per turn when the extractor knows
             cand = self.scrubber.scrub_value(cand)
             cand.update(
                 title=clip(" ".join(str(cand.get("title", "")).split()), TITLE_MAX),
@@ -386,7 +387,7 @@ class Drainer:
             try:
                 records.append(MemoryRecord(
                     record_id="mr_" + new_ulid(), project_id=batch.project_id, project_root=batch.project_root,
-                    session_id=batch.session_id, source_event_ids=batch.event_ids, run_id=run_id,
+                    session_id=batch.session_id, source_event_ids=source, run_id=run_id,
                     created_at=now_iso, **cand))
             except ValidationError as exc:
                 first = exc.errors()[0]

@@ -340,6 +340,9 @@ def deterministic(batch: Batch) -> "list[dict]":
     for turn in split_turns(batch.events):
         record = _describe_turn(turn, batch.project_root)
         if record is not None:
+            # Provenance is the turn, not the whole batch: forgetting and purging one turn's
+            # record must not leave its events cited by the next turn's record.
+            record["source_event_ids"] = [e["event_id"] for e in turn]
             records.append(record)
     return records
 

@@ -251,10 +251,22 @@ def resolve_targets(*, record_ids=(), session_id=None, query=None, project_root=
         found += [recordstore.get_record(db, rid)
                   for rid in recordstore.record_ids_of_session(db, session_id, project_id_of(project_root))]
     if query:
-        found += [recordstore.get_record(db, h["record_id"])
-                  for h in search(query, project_root=project_root, limit=limit)]
+        # Search also matches a record through its neighbours' text (the hidden expansion
+        # column): forget only records whose own text holds a word of the query.
+        from .recall import _matched, terms
+
+        words = terms(query)
+        for hit in search(query, project_root=project_root, limit=limit):
+            record = recordstore.get_record(db, hit["record_id"])
+            if record and _matched(words, _own_text(record)):
+                found.append(record)
     unique = {r["record_id"]: r for r in found if r}
     return clean(list(unique.values()))
+
+
+def _own_text(record: dict) -> str:
+    return " ".join([record.get("title") or "", record.get("summary") or "",
+                     *(str(v) for key in ("facts", "concepts", "files_touched") for v in record.get(key) or ())])
 
 
 def forget(record_ids, *, reason: str = "", actor: str = "cli", project_root=None, db=None) -> "list[dict]":
@@ -269,7 +281,9 @@ def forget(record_ids, *, reason: str = "", actor: str = "cli", project_root=Non
             if record is None and not recordstore.get_forgotten(db, rid):
                 raise NotFound(f"no record {rid!r} in this project")
     reason = " ".join(clean(reason or "").split())[:500]
-    return clean(recordstore.forget(db, record_ids, reason=reason, actor=actor))
+    forgotten = recordstore.forget(db, record_ids, reason=reason, actor=actor)
+    _rederive(db)
+    return clean(forgotten)
 
 
 def restore(record_ids, *, actor: str = "cli", db=None) -> "list[dict]":
@@ -281,6 +295,7 @@ def restore(record_ids, *, actor: str = "cli", db=None) -> "list[dict]":
                 raise ManageError(f"record {rid!r} is not forgotten: nothing to restore")
             raise NotFound(f"no forgotten record {rid!r}")
     restored, purged = recordstore.restore(db, record_ids, actor=actor)
+    _rederive(db)
     if purged:
         raise ManageError(f"record(s) {', '.join(purged)} were purged: their text is gone for good",
                           "nothing can restore a purged record" + (
@@ -288,10 +303,19 @@ def restore(record_ids, *, actor: str = "cli", db=None) -> "list[dict]":
     return clean(restored)
 
 
+def _rederive(db) -> None:
+    """Derive the expansions that forget, restore or edit marked stale, so no old text stays searchable."""
+    from .semantic import enrich_pending
+
+    enrich_pending(db)
+
+
 def purge(record_ids=None, *, older_than: "str | None" = None, actor: str = "cli", db=None) -> dict:
     """Remove the bytes of forgotten records (all, some, or those forgotten before a time) for good."""
     db = db or _writable()
     ids = recordstore.purgeable(db, record_ids=record_ids, older_than=older_than)
+    if ids:
+        store.forget_terms(db)  # the hook's word counts may name words only the purged records had
     result = recordstore.purge(db, ids, actor=actor)
     if record_ids is None and older_than is None:
         result["edit_versions_cleared"] = recordstore.purge_edit_history(db)
@@ -342,7 +366,9 @@ def edit(record_id: str, *, title: "str | None" = None, summary: "str | None" = 
         changes["summary"] = clip(text, SUMMARY_MAX)
     if not changes:
         raise ManageError("nothing to change", "give --title and/or --summary")
-    return clean(recordstore.edit(db, record_id, changes, actor=actor, reason=reason))
+    edited = recordstore.edit(db, record_id, changes, actor=actor, reason=reason)
+    _rederive(db)
+    return clean(edited)
 
 
 EDIT_TEMPLATE = """{title}

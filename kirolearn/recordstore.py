@@ -271,6 +271,20 @@ def _secure(db) -> None:
     db.execute("PRAGMA secure_delete = ON")
 
 
+def _forget_derived(db, record_id: str, row: dict) -> None:
+    """Drop what was derived from a record's old text: its vector, and its session's expansions.
+
+    Each record's hidden `expansion` column holds its session neighbours' text, so
+    forgetting, restoring or editing one record changes its neighbours' too; they
+    are marked underived here and derived again (semantic.enrich_pending) by the caller.
+    """
+    if has_table(db, "record_vectors"):
+        db.execute("delete from record_vectors where record_id = ?", [record_id])
+    if "expansion" in table_columns(db, "memory_records"):
+        db.execute("update memory_records set expansion = null where project_id = ? and session_id is ?",
+                   [row["project_id"], row["session_id"]])
+
+
 def forget(db, record_ids, *, reason: str, actor: str) -> "list[dict]":
     """Move live records to tombstones (with their session_end summaries); returns what was forgotten."""
     _secure(db)
@@ -291,6 +305,7 @@ def forget(db, record_ids, *, reason: str, actor: str) -> "list[dict]":
             }, pk="record_id", replace=True)
             db.execute("delete from session_summaries where record_id = ?", [record_id])
             db.execute("delete from memory_records where record_id = ?", [record_id])
+            _forget_derived(db, record_id, row)
             _audit(db, record_id, "forget", actor, reason, at=at)
             done.append(decode_record(row))
     return done
@@ -312,6 +327,7 @@ def restore(db, record_ids, *, actor: str) -> "tuple[list[dict], list[str]]":
             for summary in payload.get("session_summaries", []):
                 db["session_summaries"].insert(summary, pk="id", ignore=True)
             db.execute("delete from forgotten_records where record_id = ?", [record_id])
+            _forget_derived(db, record_id, payload["record"])
             _audit(db, record_id, "restore", actor)
             restored.append(decode_record(payload["record"]))
     return restored, purged
@@ -334,6 +350,7 @@ def edit(db, record_id: str, changes: dict, *, actor: str, reason: str = "") -> 
         version = db.execute("select count(*) from record_audit where record_id = ? and action = 'edit'",
                              [record_id]).fetchone()[0] + 1
         db["memory_records"].update(record_id, changes)
+        _forget_derived(db, record_id, row)
         _audit(db, record_id, "edit", actor, reason, before=before, after=changes, version=version)
         return decode_record({**row, **changes})
 

@@ -110,6 +110,13 @@ def _database_file(conn) -> str:
         return ""
 
 
+# Cosine similarity a record needs to be returned on meaning alone (no query word reaches it).
+# wordllama, measured: an ordinary follow-up's turn scores 0.50-0.89; a paraphrase that shares no
+# word ("session dropped while people were working" for "users get logged out…") 0.25-0.30;
+# the nearest record for an unrelated question 0.02-0.10 in a small project, 0.18-0.30 among
+# 2,000 commit messages, where the floor cannot tell them apart.
+VECTOR_ONLY_MIN_SIMILARITY = 0.20
+
 class Searcher:
     """Hybrid search over one read connection; each project's vectors stay in memory between calls
     (in this process, until the project's vectors change)."""
@@ -212,6 +219,16 @@ class Searcher:
             pos = index.position.get(rid)
             return max(0.0, (float(sims[pos]) - floor) / span) if pos is not None else 0.0
 
+        # A record no query word reaches (itself or a session neighbour) must be close in meaning on
+        # its own: the vector score above is relative, so without this every query, even an empty or
+        # unrelated one, would return the project's nearest records.
+        reached = set(lexical) | {n for rid in lexical for n, _ in index.neighbours.get(rid, ())}
+
+        def close_enough(rid):
+            pos = index.position.get(rid)
+            return pos is not None and float(sims[pos]) >= VECTOR_ONLY_MIN_SIMILARITY
+
+        candidates = {rid for rid in candidates if rid in reached or close_enough(rid)}
         fused = {rid: LEXICAL_WEIGHT * lexical.get(rid, 0.0) / best_lex
                  + VECTOR_WEIGHT * vector_score(rid) for rid in candidates}
         base = dict(fused)
@@ -219,7 +236,7 @@ class Searcher:
             near = [weight * base.get(n, VECTOR_WEIGHT * vector_score(n)) for n, weight in index.neighbours.get(rid, ())]
             if near:
                 fused[rid] += max(near)
-        ranked = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
+        ranked = sorted(((rid, s) for rid, s in fused.items() if s > 0), key=lambda kv: (-kv[1], kv[0]))
         hits = self._hits(ranked[: max(limit * 3, limit + 10)] if types else ranked[:limit])
         if types:
             hits = [h for h in hits if h.observation_type in types]

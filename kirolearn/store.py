@@ -460,6 +460,14 @@ def vector_stamp(conn, model_id: str, project_id: "str | None") -> tuple:
 TERM_DOCS_DRIFT = 0.02  # refresh the copy once the record count moved this much
 
 
+def forget_terms(db) -> None:
+    """Re-derive the hook's word counts now (if it keeps any), so no word of a purged record stays in them."""
+    if "term_docs" not in db.table_names() or db.execute("select count(*) from term_docs").fetchone()[0] == 0:
+        return
+    db.execute("PRAGMA secure_delete = ON")
+    refresh_term_docs(db, force=True)
+
+
 def refresh_term_docs(db, force: bool = False) -> bool:
     """Copy fts5vocab's document counts into term_docs when the store has changed enough."""
     total = db.execute("select count(*) from memory_records").fetchone()[0]

@@ -39,7 +39,9 @@ def test_recorded_cli_session_becomes_turn_summaries(tmp_path, drain_now, home):
     assert any("failed: test_login_plus_address" in f and "fixed after changing app/auth.py" in f
                for f in first["facts"]), first["facts"]
     assert "app/orders.py" in second["files_touched"] and "tests/test_orders.py" in second["files_touched"]
-    assert len(first["source_event_ids"]) == 13  # the whole batch is the provenance
+    # Each turn's record cites that turn's events: together the whole batch, none twice.
+    assert len(first["source_event_ids"]) + len(second["source_event_ids"]) == 13
+    assert not set(first["source_event_ids"]) & set(second["source_event_ids"])
     # The password in the DATABASE_URL never reached the database.
     dump = "\n".join(str(tuple(r)) for t in ("events", "memory_records") for r in db.execute(f"select * from {t}"))
     assert "s3cr3t-pw" not in dump

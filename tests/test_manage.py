@@ -460,3 +460,35 @@ def test_search_on_a_fresh_machine_finds_nothing(home, monkeypatch):
     assert js("search", "database is locked") == []
     assert "No memory records match" in run("search", "anything").stderr
     assert not os.path.exists(home / "kirolearn.db")
+
+
+def test_forget_and_purge_take_the_text_out_of_the_neighbours_too(here, make_event, drain_now, home):
+    # Each record's hidden `expansion` column carries its session neighbours' text (semantic recall):
+    # forgetting one record must re-derive its neighbours, or its words stay searchable and exported.
+    marker = "zebracornfluxwidget"
+    turn(make_event, f"Rotated the {marker} staging password", outcome=f"{marker} rotated in the vault.")
+    turn(make_event, "Fix the flaky CSV export test", command="pytest tests/test_csv.py", path="src/csv.py",
+         outcome="The CSV test sorted rows by a non-unique key; it sorts by id now.")
+    drain_now(flush=True)
+    rows = js("list")
+    assert len(rows) == 2 and len({r["session_id"] for r in rows}) == 1
+    secret = next(r["record_id"] for r in rows if marker in r["title"])
+    other = next(r["record_id"] for r in rows if r["record_id"] != secret)
+    assert ids(js("search", marker)) and marker in js("show", other)["record"]["expansion"]
+    db = store.open_db()
+    store.save_vectors(db, [{"record_id": secret, "project_id": rows[0]["project_id"], "model_id": "test/m",
+                             "dimensions": 1, "vector": b"\0\0\0\0", "text_hash": "x"}])
+
+    # --query forgets the record whose own text matches, not its neighbour that matches through expansion
+    assert js("forget", "--query", marker, "--yes")["forgotten"] == [secret]
+    assert ids(js("list")) == [other]
+    assert js("search", marker) == []
+    assert marker not in (js("show", other)["record"]["expansion"] or "")
+    assert db.execute("select count(*) from record_vectors where record_id = ?", [secret]).fetchone()[0] == 0
+
+    js("restore", secret)  # back: the neighbour's expansion is derived again with it
+    assert marker in js("show", other)["record"]["expansion"]
+    js("forget", secret)
+    js("forget", "--purge", "--yes")
+    assert marker.encode() not in _file_bytes(home)
+    assert marker not in run("export").stdout

@@ -305,3 +305,20 @@ def test_a_platform_without_numpy_drains_and_searches_on_words(project, make_eve
     searcher = semantic.Searcher(recall.connect_readonly())
     assert searcher.model is None
     assert [h.title for h in searcher.search("export locked")] == ["why is the export locked"]
+
+
+def test_an_unrelated_or_empty_query_finds_nothing_through_vectors(project, wordllama, drain_now, monkeypatch):
+    spool_turn(project, "s1", "Users get logged out after exactly 15 minutes even while active",
+               "The access token expired; an interceptor now refreshes it on 401")
+    spool_turn(project, "s2", "The nightly export job fails with database is locked",
+               "Opened the database with a 30 s busy timeout and WAL mode")
+    drain_now(flush=True)
+    monkeypatch.chdir(project)
+    for query in ("what is for lunch today", "tell me a joke about cats"):
+        result = CliRunner().invoke(cli, ["search", query, "--json"], catch_exceptions=False)
+        assert result.exit_code == 0 and json.loads(result.output or "[]") == [], (query, result.output)
+    # a paraphrase close in meaning still comes back through its vector
+    result = CliRunner().invoke(cli, ["search", "session dropped while people were working", "--json"],
+                                catch_exceptions=False)
+    assert [h["title"] for h in json.loads(result.output)][:1] == [
+        "Users get logged out after exactly 15 minutes even while active"]
