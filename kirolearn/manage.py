@@ -123,7 +123,11 @@ def parse_since(text: "str | None", now: "datetime | None" = None) -> "str | Non
 
 
 def open_existing():
-    """The store if it exists (migrated), else None: reading commands create nothing on a fresh machine."""
+    """The store if it exists (migrated), else None: reading commands create nothing on a fresh machine.
+
+    A store that existed and is gone (or emptied) is StoreLost, never "nothing yet".
+    """
+    store.refuse_lost(config.db_path())
     if not os.path.exists(config.db_path()):
         return None
     return store.open_db()

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from kirolearn import manage, spool, store
 from kirolearn.cli import cli
+from kirolearn.errors import StoreLost
 
 BIN = os.path.dirname(sys.executable)
 
@@ -123,6 +124,10 @@ def test_a_lost_database_is_reported_by_show_list_and_forget(home, here, add_rec
         result = run(*args, ok=False)
         assert result.exit_code == 1, (args, result.output)
         assert "is missing, but it was created on" in result.stderr and "kirolearn repair" in result.stderr, args
+    # the layer the MCP server and the viewer use says the same, instead of "no database yet"
+    for call in (manage.list_records, lambda: manage.show("mr_x"), lambda: manage.forget(["mr_x"])):
+        with pytest.raises(StoreLost):
+            call()
     assert not os.path.exists(home / "kirolearn.db")
 
 
