@@ -22,6 +22,7 @@ from . import config
 # bm25() weights, in the FTS column order title, summary, facts, concepts, files_touched, project_id,
 # expansion (words the drainer derived: session neighbours' text; see semantic.enrich_pending).
 COLUMN_WEIGHTS = (8.0, 1.0, 2.0, 4.0, 3.0, 0.0, 2.0)
+_WEIGHTS = ", ".join(str(w) for w in COLUMN_WEIGHTS)  # bm25() arguments, in FTS column order
 TEXT_COLUMNS = "{title summary facts concepts files_touched expansion}"
 _OLD_TEXT_COLUMNS = "{title summary facts concepts files_touched}"  # a store not yet migrated to m012
 TYPE_WEIGHTS = {"session_summary": 1.3, "decision": 1.3, "error": 1.15, "discovery": 1.1, "pattern": 1.1,
@@ -216,6 +217,14 @@ def _drop_common(conn, words: "list[str]") -> "list[str]":
     return [w for w in words if w in rarest or counts[w] <= COMMON_SHARE * total]
 
 
+def _query_words(conn, query: str, limit: int) -> "list[str] | None":
+    """The words to search `query` with, or None when there is nothing to search."""
+    words = terms(query)
+    if conn is None or not words or limit <= 0:
+        return None
+    return _drop_common(conn, words)
+
+
 def search(conn, query: str, *, project_id: "str | None" = None, types=None, limit: int = 10,
            now: "float | None" = None, since: "str | None" = None, session_id: "str | None" = None,
            file: "str | None" = None) -> "list[Hit]":
@@ -225,12 +234,11 @@ def search(conn, query: str, *, project_id: "str | None" = None, types=None, lim
     sqlite3.Error, which the hook logs and the CLI reports. `since` (a store
     timestamp), `session_id` and `file` narrow it like `kirolearn list`.
     """
-    words = terms(query)
-    if conn is None or not words or limit <= 0:
+    words = _query_words(conn, query, limit)
+    if words is None:
         return []
     now = time.time() if now is None else now
-    weights = ", ".join(str(w) for w in COLUMN_WEIGHTS)
-    words = _drop_common(conn, words)
+    weights = _WEIGHTS
     depth = max(limit * 5, 25)
     # Rank inside the FTS index first and join only the top rows: joining every match
     # before sorting read thousands of full records per query at 100k records.
@@ -279,12 +287,11 @@ def scores(conn, query: str, *, project_id: "str | None" = None, types=None, lim
            now: "float | None" = None) -> "list[tuple[str, float]]":
     """(record_id, score) of the best `limit` matches, scored as search() scores them but
     without building hits: the lexical half of semantic.Searcher's fusion."""
-    words = terms(query)
-    if conn is None or not words or limit <= 0:
+    words = _query_words(conn, query, limit)
+    if words is None:
         return []
     now = time.time() if now is None else now
-    weights = ", ".join(str(w) for w in COLUMN_WEIGHTS)
-    words = _drop_common(conn, words)
+    weights = _WEIGHTS
     sql = (f"with top as (select rowid, bm25(memory_records_fts, {weights}) as bm25 from memory_records_fts "
            "where memory_records_fts match ? order by bm25 limit ?) "
            "select r.record_id, r.observation_type, r.created_at, top.bm25 from top "
