@@ -286,7 +286,7 @@ def forget(record_ids, *, reason: str = "", actor: str = "cli", project_root=Non
                 raise NotFound(f"no record {rid!r} in this project")
     reason = " ".join(clean(reason or "").split())[:500]
     forgotten = recordstore.forget(db, record_ids, reason=reason, actor=actor)
-    _rederive(db)
+    _rederive(db, forgotten)
     return clean(forgotten)
 
 
@@ -299,7 +299,7 @@ def restore(record_ids, *, actor: str = "cli", db=None) -> "list[dict]":
                 raise ManageError(f"record {rid!r} is not forgotten: nothing to restore")
             raise NotFound(f"no forgotten record {rid!r}")
     restored, purged = recordstore.restore(db, record_ids, actor=actor)
-    _rederive(db)
+    _rederive(db, restored)
     if purged:
         raise ManageError(f"record(s) {', '.join(purged)} were purged: their text is gone for good",
                           "nothing can restore a purged record" + (
@@ -307,11 +307,12 @@ def restore(record_ids, *, actor: str = "cli", db=None) -> "list[dict]":
     return clean(restored)
 
 
-def _rederive(db) -> None:
-    """Derive the expansions that forget, restore or edit marked stale, so no old text stays searchable."""
-    from .semantic import enrich_pending
+def _rederive(db, records) -> None:
+    """Derive again the expansions of the sessions that forget, restore or edit touched, so no old
+    text stays searchable (only those sessions: a store with other underived rows waits for the drain)."""
+    from .semantic import enrich_sessions
 
-    enrich_pending(db)
+    enrich_sessions(db, [(r["project_id"], r["session_id"]) for r in records])
 
 
 def purge(record_ids=None, *, older_than: "str | None" = None, actor: str = "cli", db=None) -> dict:
@@ -371,7 +372,7 @@ def edit(record_id: str, *, title: "str | None" = None, summary: "str | None" = 
     if not changes:
         raise ManageError("nothing to change", "give --title and/or --summary")
     edited = recordstore.edit(db, record_id, changes, actor=actor, reason=reason)
-    _rederive(db)
+    _rederive(db, [edited] if edited else [])
     return clean(edited)
 
 

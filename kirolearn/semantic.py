@@ -278,17 +278,22 @@ def enrich_pending(db, *, progress=None) -> int:
         sessions = store.sessions_needing_expansion(db)
         if not sessions:
             return updated
-        changes = {}
-        for project_id, session_id in sessions:
-            records = store.session_records(db, project_id, session_id)
-            old = {r["record_id"]: r["expansion"] for r in records}
-            for rid, text in expansions_for(records).items():
-                if old[rid] != text:
-                    changes[rid] = text
-        store.set_expansions(db, changes)
-        updated += len(changes)
+        updated += enrich_sessions(db, sessions)
         if progress:
             progress(updated)
+
+
+def enrich_sessions(db, sessions) -> int:
+    """Derive the expansion column of every record of these (project_id, session_id) sessions."""
+    changes = {}
+    for project_id, session_id in dict.fromkeys(map(tuple, sessions)):
+        records = store.session_records(db, project_id, session_id)
+        old = {r["record_id"]: r["expansion"] for r in records}
+        for rid, text in expansions_for(records).items():
+            if old[rid] != text:
+                changes[rid] = text
+    store.set_expansions(db, changes)
+    return len(changes)
 
 
 def search(conn, query: str, *, settings=None, **options) -> "list[recall.Hit]":
