@@ -133,13 +133,9 @@ def _open_db():
 
 def _existing_db():
     """The store, or None on a fresh home: read-only commands create no database (a lost one is StoreLost)."""
-    import os
+    from .store import open_existing
 
-    from . import config, store
-
-    path = config.db_path()
-    store.refuse_lost(path)
-    return store.open_db(path) if os.path.exists(path) else None
+    return open_existing()
 
 
 @cli.command(name="drain")

@@ -122,15 +122,7 @@ def parse_since(text: "str | None", now: "datetime | None" = None) -> "str | Non
     return at.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def open_existing():
-    """The store if it exists (migrated), else None: reading commands create nothing on a fresh machine.
-
-    A store that existed and is gone (or emptied) is StoreLost, never "nothing yet".
-    """
-    store.refuse_lost(config.db_path())
-    if not os.path.exists(config.db_path()):
-        return None
-    return store.open_db()
+open_existing = store.open_existing  # the store, None on a fresh home, StoreLost when it was lost
 
 
 def _writable():

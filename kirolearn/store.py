@@ -119,6 +119,16 @@ def refuse_lost(path: str) -> None:
         raise StoreLost(reason)
 
 
+def open_existing(path: "str | None" = None):
+    """The store if it exists (migrated), else None: reading commands create nothing on a fresh machine.
+
+    A store that existed and is gone (or emptied) is StoreLost, never "nothing yet".
+    """
+    path = path or config.db_path()
+    refuse_lost(path)
+    return open_db(path) if os.path.exists(path) else None
+
+
 def quick_check(db) -> str:
     """SQLite's PRAGMA quick_check: '' when the file is sound, else the first problems found."""
     try:
