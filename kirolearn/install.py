@@ -32,6 +32,7 @@ import sys
 from dataclasses import dataclass, field
 
 from . import config
+from .jsontext import indent_unit, line_indent, newline
 from .errors import InstallError
 
 AGENT_NAME = "kirolearn"
@@ -192,27 +193,13 @@ def _load(path: str, text: "str | None") -> dict:
     return data
 
 
-def _newline(text: str) -> str:
-    return "\r\n" if "\r\n" in text else "\n"
-
-
-def _indent_unit(text: str) -> str:
-    """The file's indentation step: a tab or N spaces (2 when nothing is indented)."""
-    for line in _strip_bom(text).splitlines()[1:]:
-        stripped = line.lstrip(" \t")
-        if stripped and stripped != line:
-            ws = line[: len(line) - len(stripped)]
-            return "\t" if ws.startswith("\t") else ws
-    return "  "
-
-
 def _dump(data, like: "str | None") -> str:
     """`data` as JSON text in the look of `like` (indent, line ending, BOM, final newline)."""
     if like is None or not _strip_bom(like).strip():
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    text = json.dumps(data, indent=_indent_unit(like), ensure_ascii=False).replace("\n", _newline(like))
+    text = json.dumps(data, indent=indent_unit(like), ensure_ascii=False).replace("\n", newline(like))
     if like.endswith("\n"):
-        text += _newline(like)
+        text += newline(like)
     return (BOM if like.startswith(BOM) else "") + text
 
 
@@ -245,11 +232,6 @@ def _top(text: str) -> int:
     return _WS.match(text, 1 if text.startswith(BOM) else 0).end()
 
 
-def _line_indent(text: str, pos: int) -> str:
-    start = text.rfind("\n", 0, pos) + 1
-    return text[start:start + len(text[start:pos]) - len(text[start:pos].lstrip(" \t"))]
-
-
 def _own_line(text: str, pos: int) -> bool:
     start = text.rfind("\n", 0, pos) + 1
     return start > 0 and not text[start:pos].strip()
@@ -262,17 +244,17 @@ def _insert(text: str, open_at: int, name: str, value) -> "tuple[str, str, str]"
     inserted text by the replaced text gives `text` back exactly.
     """
     members, close = _members(text, open_at)
-    nl = _newline(text)
+    nl = newline(text)
     if "\n" not in text.strip():  # a one-line file stays one line
         member = f"{json.dumps(name, ensure_ascii=False)}: {json.dumps(value, ensure_ascii=False)}"
         at, snippet = (members[-1][3], ", " + member) if members else (open_at + 1, member)
         return text[:at] + snippet + text[at:], snippet, ""
-    unit = _indent_unit(text)
+    unit = indent_unit(text)
     if members:
         last_key = members[-1][1]
-        indent = _line_indent(text, last_key) if _own_line(text, last_key) else _line_indent(text, open_at) + unit
+        indent = line_indent(text, last_key) if _own_line(text, last_key) else line_indent(text, open_at) + unit
     else:
-        indent = _line_indent(text, open_at) + unit
+        indent = line_indent(text, open_at) + unit
     body = json.dumps(value, indent=unit, ensure_ascii=False).replace("\n", nl + indent)
     member = f"{json.dumps(name, ensure_ascii=False)}: {body}"
     if members:
@@ -280,7 +262,7 @@ def _insert(text: str, open_at: int, name: str, value) -> "tuple[str, str, str]"
         snippet = "," + nl + indent + member
         return text[:at] + snippet + text[at:], snippet, ""
     replaced = text[open_at + 1:close]
-    snippet = nl + indent + member + nl + _line_indent(text, open_at)
+    snippet = nl + indent + member + nl + line_indent(text, open_at)
     return text[:open_at + 1] + snippet + text[close:], snippet, replaced
 
 

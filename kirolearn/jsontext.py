@@ -122,11 +122,13 @@ def find(root: Node, *path: str) -> "Node | None":
     return node
 
 
-def _newline(text: str) -> str:
+def newline(text: str) -> str:
+    """The file's line ending: CRLF if it has one, else LF."""
     return "\r\n" if "\r\n" in text else "\n"
 
 
-def _unit(text: str) -> str:
+def indent_unit(text: str) -> str:
+    """The file's indentation step: a tab or N spaces (2 when nothing is indented)."""
     for line in text.splitlines()[1:]:
         stripped = line.lstrip(" \t")
         if stripped and stripped != line:
@@ -135,7 +137,8 @@ def _unit(text: str) -> str:
     return "  "
 
 
-def _line_indent(text: str, offset: int) -> str:
+def line_indent(text: str, offset: int) -> str:
+    """The leading white space of the line that holds `offset`."""
     start = text.rfind("\n", 0, offset) + 1
     line = text[start:offset]
     return line[: len(line) - len(line.lstrip(" \t"))]
@@ -148,7 +151,7 @@ def append(text: str, container: Node, value, key: "str | None" = None) -> "tupl
     """
     if (container.kind == "object") != (key is not None) or container.kind == "scalar":
         raise JSONTextError("append needs an object and a key, or an array and no key")
-    nl, unit = _newline(text), _unit(text)
+    nl, unit = newline(text), indent_unit(text)
     close = container.end - 1
     inner = text[container.start + 1:close]
     one_line = "\n" not in inner and inner.strip() != ""
@@ -158,7 +161,7 @@ def append(text: str, container: Node, value, key: "str | None" = None) -> "tupl
         last = container.items[-1]
         insertion = (last.end, ", " + fragment)
     else:
-        indent = _line_indent(text, container.start)
+        indent = line_indent(text, container.start)
         body = json.dumps(value, indent=unit, ensure_ascii=False).replace("\n", nl + indent + unit)
         fragment = (f"{json.dumps(key)}: " if key is not None else "") + body
         if container.items:
