@@ -11,7 +11,7 @@ import json
 import os
 import time
 
-from . import config, continuity, once, recall, textcut
+from . import agents, config, continuity, once, recall, textcut
 from .dedup import project_id  # stdlib-only, like this module
 
 SESSION_START_HEADING = "## kirolearn memory: where this project left off"
@@ -245,7 +245,7 @@ def for_prompt(conn, project_root: str, prompt: str, *, already=(), now: "float 
 def for_event(event: dict) -> str:
     """What the hook prints for this event ('' for nothing): session start once, prompts each time."""
     trigger = event.get("trigger")
-    if trigger not in ("agentSpawn", "userPromptSubmit"):
+    if trigger not in agents.CONTEXT_TRIGGERS:
         return ""
     conf = settings()
     state = load_state(event["session_id"])

@@ -48,13 +48,16 @@ class Rejected(ValueError):
     """The hook input cannot become an event; the message says why."""
 
 
-def resolve_trigger(name: str, agent: "str | None" = None) -> "tuple[str, str]":
-    """Map `agent`'s spelling of a hook name to (canonical trigger, generation)."""
+def _adapter(agent: "str | None"):
     try:
-        adapter = agents.get(agent)
+        return agents.get(agent)
     except agents.UnknownAgent as exc:
         raise Rejected(str(exc)) from None
-    return adapter.resolve_trigger(name)
+
+
+def resolve_trigger(name: str, agent: "str | None" = None) -> "tuple[str, str]":
+    """Map `agent`'s spelling of a hook name to (canonical trigger, generation)."""
+    return _adapter(agent).resolve_trigger(name)
 
 
 def utc_iso(t: float) -> str:
@@ -100,8 +103,8 @@ def build_event(
     env = os.environ if env is None else env
     now = time.time() if now is None else now
     agent = agent or agents.DEFAULT
-    trigger, generation = resolve_trigger(name, agent)
-    adapter = agents.get(agent)
+    adapter = _adapter(agent)
+    trigger, generation = adapter.resolve_trigger(name)
     payload = adapter.normalise(trigger, payload, env)
     kind = TRIGGER_KIND.get(trigger, "note")
     surface = adapter.surface(generation, env)

@@ -239,7 +239,7 @@ def capture(argv: "list[str]", stdin: "bytes | None" = None) -> "str | None":
             raise events.Rejected(
                 "no hook name: stdin JSON has no 'hook_event_name' and no EVENT argument was given"
             )
-        if agent is None and agents.get("claude-code").looks_like(payload):
+        if agent is None and agents.sent_by(payload) == "claude-code":
             # Same hook names as Kiro v3: never guess, but never be silent about it either.
             log("a payload with transcript_path (a Claude Code field) came without --agent: stored as kiro; "
                 "run `kirolearn install --agent claude-code` to wire Claude Code properly")

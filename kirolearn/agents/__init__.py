@@ -30,6 +30,19 @@ SESSION_START_TRIGGERS = ("agentSpawn",)
 CONTEXT_TRIGGERS = ("agentSpawn", "userPromptSubmit")
 
 
+# Payload keys only one agent sends. A hint for a hook run without --agent, never a guess:
+# checking it must not import every adapter on each Kiro hook call.
+ONLY_KEYS = {"claude-code": ("transcript_path",)}
+
+
+def sent_by(payload: dict) -> "str | None":
+    """The agent whose own keys `payload` carries, if any."""
+    for name, keys in ONLY_KEYS.items():
+        if any(key in payload for key in keys):
+            return name
+    return None
+
+
 class UnknownAgent(ValueError):
     """`--agent` names no adapter."""
 

@@ -116,11 +116,6 @@ def _assistant_text(item) -> "str | None":
     return None
 
 
-def looks_like(payload: dict) -> bool:
-    """A payload only Claude Code sends (Kiro's have no transcript_path)."""
-    return isinstance(payload, dict) and "transcript_path" in payload
-
-
 def context_output(trigger: str, text: str) -> str:
     """Plain stdout on exit 0 is added to the context of SessionStart and UserPromptSubmit."""
     return text
