@@ -48,48 +48,35 @@ def _value(text: str, i: int) -> "tuple[Node, int]":
     if i >= len(text):
         raise JSONTextError("unexpected end of text")
     ch = text[i]
-    if ch == "{":
-        node = Node(i, i, "object")
+    if ch in "{[":
+        close = "}" if ch == "{" else "]"
+        node = Node(i, i, "object" if ch == "{" else "array")
         j = _skip(text, i + 1)
-        if j < len(text) and text[j] == "}":
+        if j < len(text) and text[j] == close:
             node.end = j + 1
             return node, j + 1
         while True:
-            if j >= len(text) or text[j] != '"':
-                raise JSONTextError(f"expected a key at offset {j}")
-            key_end = _string_end(text, j)
-            key = json.loads(text[j:key_end])
-            j = _skip(text, key_end)
-            if j >= len(text) or text[j] != ":":
-                raise JSONTextError(f"expected ':' at offset {j}")
-            child, j = _value(text, _skip(text, j + 1))
-            node.members[key] = child
+            if ch == "{":
+                if j >= len(text) or text[j] != '"':
+                    raise JSONTextError(f"expected a key at offset {j}")
+                key_end = _string_end(text, j)
+                key = json.loads(text[j:key_end])
+                j = _skip(text, key_end)
+                if j >= len(text) or text[j] != ":":
+                    raise JSONTextError(f"expected ':' at offset {j}")
+                child, j = _value(text, _skip(text, j + 1))
+                node.members[key] = child
+            else:
+                child, j = _value(text, j)
             node.items.append(child)
             j = _skip(text, j)
             if j < len(text) and text[j] == ",":
                 j = _skip(text, j + 1)
                 continue
-            if j < len(text) and text[j] == "}":
+            if j < len(text) and text[j] == close:
                 node.end = j + 1
                 return node, j + 1
-            raise JSONTextError(f"expected ',' or '}}' at offset {j}")
-    if ch == "[":
-        node = Node(i, i, "array")
-        j = _skip(text, i + 1)
-        if j < len(text) and text[j] == "]":
-            node.end = j + 1
-            return node, j + 1
-        while True:
-            child, j = _value(text, j)
-            node.items.append(child)
-            j = _skip(text, j)
-            if j < len(text) and text[j] == ",":
-                j = _skip(text, j + 1)
-                continue
-            if j < len(text) and text[j] == "]":
-                node.end = j + 1
-                return node, j + 1
-            raise JSONTextError(f"expected ',' or ']' at offset {j}")
+            raise JSONTextError(f"expected ',' or '{close}' at offset {j}")
     if ch == '"':
         end = _string_end(text, i)
         return Node(i, end, "scalar"), end
