@@ -154,7 +154,7 @@ class Drainer:
                 spool.quarantine(path, f"incomplete write left in tmp/: {type(exc).__name__}")
                 stats.quarantined += 1
 
-    def _row(self, event: dict, content_hash: str) -> dict:
+    def _row(self, event: dict, content_hash: str, stored_at: str) -> dict:
         return {
             "event_id": event["event_id"],
             "content_hash": content_hash,
@@ -169,7 +169,7 @@ class Drainer:
             "project_root": event["project_root"],
             "cwd": event["cwd"],
             "received_at": event["received_at"],
-            "stored_at": store.now_iso(),
+            "stored_at": stored_at,
             "actor": event["actor"],
             "host": event["host"],
             "client_version": event["client_version"],
@@ -177,7 +177,11 @@ class Drainer:
             "extract_state": "pending",
         }
 
-    def _is_duplicate(self, event: dict, content_hash: str, seen: dict) -> bool:
+    def _is_duplicate(self, event: dict, content_hash: str, seen: dict, stored: set) -> bool:
+        """Same content as an event of this chunk (`seen`: hash -> received_at list) or a stored one
+        (`stored`: the chunk's hashes that some stored event has), within the dedup window."""
+        if content_hash not in seen and content_hash not in stored:
+            return False  # the common case: new content, no window to compute
         window = self.settings.dedup.window_seconds
         if event["kind"] == "note" and event["trigger"] == "agentSpawn":
             since = until = None  # a session starts once: Kiro may repeat the hook on every prompt
@@ -187,7 +191,7 @@ class Drainer:
         for earlier in seen.get(content_hash, ()):
             if since is None or since <= earlier <= until:
                 return True
-        return store.has_content_duplicate(self.db, content_hash, since, until)
+        return content_hash in stored and store.has_content_duplicate(self.db, content_hash, since, until)
 
     def ingest(self, paths: "list[str]", stats: DrainStats) -> "list[tuple[str, str | None]]":
         """Store one chunk of spool files in one transaction.
@@ -226,7 +230,7 @@ class Drainer:
             parsed.append((path, data))
 
         known = store.existing_event_ids(self.db, [d["event_id"] for _, d in parsed])
-        rows, done, seen_hashes = [], [], {}
+        rows, done, seen_hashes, fresh = [], [], {}, []
         before = Counter(self.scrubber.counts)
         for path, data in parsed:
             if data["event_id"] in known:
@@ -235,14 +239,17 @@ class Drainer:
                 continue
             known.add(data["event_id"])
             clean = {k: v if k in GENERATED_FIELDS else self.scrubber.scrub_value(v) for k, v in data.items()}
-            content_hash = dedup.event_content_hash(clean)
-            if self._is_duplicate(clean, content_hash, seen_hashes):
+            fresh.append((path, clean, dedup.event_content_hash(clean)))
+        stored_hashes = store.stored_content_hashes(self.db, {h for _, _, h in fresh})
+        stored_at = store.now_iso()
+        for path, clean, content_hash in fresh:
+            if self._is_duplicate(clean, content_hash, seen_hashes, stored_hashes):
                 done.append((path, None))
                 stats.duplicates += 1
                 continue
-            done.append((path, data["event_id"]))
+            done.append((path, clean["event_id"]))
             seen_hashes.setdefault(content_hash, []).append(clean["received_at"])
-            rows.append(self._row(clean, content_hash))
+            rows.append(self._row(clean, content_hash, stored_at))
         with store.writing(self.db):
             store.insert_events(self.db, rows)
             crashpoint.reached("ingest-in-transaction")

@@ -229,10 +229,31 @@ def has_content_duplicate(db, content_hash: str, since: "str | None", until: "st
     return db.execute(sql, args).fetchone() is not None
 
 
+def stored_content_hashes(db, content_hashes) -> "set[str]":
+    """Which of `content_hashes` any stored event has (one query per 500, whatever their times)."""
+    found: set = set()
+    hashes = list(content_hashes)
+    for i in range(0, len(hashes), 500):
+        part = hashes[i : i + 500]
+        marks = ",".join("?" * len(part))
+        found.update(r[0] for r in db.execute(
+            f"select distinct content_hash from events where content_hash in ({marks})", part))
+    return found
+
+
 def insert_events(db, rows: "list[dict]") -> None:
-    """Insert event rows (caller holds the transaction)."""
-    if rows:
-        db["events"].insert_all(rows, pk="event_id", ignore=True, batch_size=200)
+    """Insert event rows that all have the same keys; an event id already stored is skipped.
+
+    The caller holds the transaction. One executemany: sqlite-utils' insert_all would
+    inspect every value of every row for JSON conversion, and rows here hold only text
+    and numbers.
+    """
+    if not rows:
+        return
+    columns = tuple(rows[0])
+    sql = "insert or ignore into events ({}) values ({})".format(
+        ", ".join(f"[{c}]" for c in columns), ", ".join("?" * len(columns)))
+    db.conn.executemany(sql, [tuple(row[c] for c in columns) for row in rows])
 
 
 # --- extraction buffer -------------------------------------------------------
