@@ -585,36 +585,42 @@ _RUN_CACHE_SIZE = 65536
 _RUN_CACHE_MAX_LEN = 128  # longer runs (random blobs) are judged each time they occur, not remembered
 
 
-def _learn(runs: set) -> "tuple[set, set, bool]":
+def _learn(runs: set) -> "tuple[set, set, set]":
     """Judge runs not seen before: (rules triggered inside them, index runs to confirm in the
-    whole text, whether any of them matters to the assignment pass); remember short runs."""
+    whole text, those of them that matter to the assignment pass); remember short runs."""
     found: set = set()
     rest: set = set()
-    matters = False
+    matter: set = set()
     for run in runs:
         rules, run_rest = _TRIGGER_INDEX.in_segment(run)
-        hit = _run_matters(run)
         found.update(rules)
         rest.update(run_rest)
-        matters = matters or hit
+        if _run_matters(run):
+            matter.add(run)
         if len(run) <= _RUN_CACHE_MAX_LEN:
             _RUN_RULES[run] = rules
             if run_rest:
                 _RUN_REST[run] = run_rest
-            if hit:
+            if run in matter:
                 _MATTERING.add(run)
-    return found, rest, matters
+    return found, rest, matter
 
 
-def _scan(text: str, low: str) -> "tuple[set, bool]":
-    """What the text's words say: (the rules whose keyword or trigger occurs, whether to run the
-    assignment pass). `low` is text.lower().
+def _scan(text: str, low: str) -> "tuple[set, set | None]":
+    """What the text's words say: (the rules whose keyword or trigger occurs, the runs of name
+    characters whose keyword hits the assignment pass must judge; None: all hits). `low` is
+    text.lower().
 
     Keywords made of name characters (all but a few), and every hit of the assignment pass, lie
     inside one run of name characters: the text is split into its distinct runs once, and each
     run is judged once and remembered. lower() can turn a non-ASCII character into an ASCII
     letter (the Kelvin sign into k): the rules of such text are looked up in its lowered words.
+    A marker's type is the scrubber's word, not the text's: `[REDACTED:secret-assignment]` does
+    not make the rules keyed on `secret` run again over what it already redacted.
     """
+    if "[REDACTED:" in text:
+        text = _MARKER_RE.sub(" ", text)
+        low = text.lower()
     ascii_text = text.isascii()
     if ascii_text:
         runs = set(text.encode("ascii").translate(_NAME_BYTES).decode("ascii").split())
@@ -625,15 +631,30 @@ def _scan(text: str, low: str) -> "tuple[set, bool]":
         _RUN_REST.clear()
         _MATTERING.clear()
     new = runs.difference(_RUN_RULES)
-    found, rest, matters = _learn(new) if new else (set(), set(), False)
-    matters = matters or not _MATTERING.isdisjoint(runs)
+    found, rest, matter = _learn(new) if new else (set(), set(), set())
+    matter.update(_MATTERING.intersection(runs))
     if not ascii_text:
         if len(low) != len(text):  # the pass matches case-insensitively on the text itself
-            matters = any(k in low for k in _KEYWORD_TRIGGERS)
-        return _TRIGGER_INDEX.find(text, low, _scrub_table.words(low)), matters
+            matter = None if any(k in low for k in _KEYWORD_TRIGGERS) else set()
+        return _TRIGGER_INDEX.find(text, low, _scrub_table.words(low)), matter
     found = found.union(*map(_RUN_RULES.get, runs, repeat(())))
     rest = rest.union(*map(_RUN_REST.get, runs, repeat(())))
-    return found | _TRIGGER_INDEX.confirm_rest(text, low, rest), matters
+    return found | _TRIGGER_INDEX.confirm_rest(text, low, rest), matter
+
+
+def _run_spans(text: str, runs: set) -> list:
+    """The spans of every occurrence of these runs in text as whole runs of name characters, in order."""
+    spans = []
+    for run in runs:
+        n = len(run)
+        i = text.find(run)
+        while i >= 0:
+            e = i + n
+            if (i == 0 or text[i - 1] not in _NAME_CHARS) and (e == len(text) or text[e] not in _NAME_CHARS):
+                spans.append((i, e))
+            i = text.find(run, i + 1)
+    spans.sort()
+    return spans
 
 
 def _cuts_marker(text: str, ms: int, me: int, gs: int, ge: int) -> bool:
@@ -737,7 +758,7 @@ class Scrubber:
             text = self._sub_extra(text, kind, regex)
         low = text.lower()
         # The text's words pick the rules worth running, and whether the assignment pass is.
-        found, keyword_pass = _scan(text, low)
+        found, matter = _scan(text, low)
         before = text
         for rule in self._rules:
             if rule in found:
@@ -750,14 +771,11 @@ class Scrubber:
             text = self._sub_auth_header(text)
         if text is not before:  # a redaction changed the words: look again
             low = text.lower()
-            found, keyword_pass = _scan(text, low)
+            found, matter = _scan(text, low)
             before = text
-        if keyword_pass:
-            text = self._keyword_pass(text)
-        if text is before:
-            text = self._table_pass(text, found, low)
-        else:
-            text = self._table_pass(text)
+        if matter is None or matter:
+            text = self._keyword_pass(text, matter)
+        text = self._table_pass(text, found if text is before else None)
         if self._betterleaks is not None and len(text) >= 16:
             text = self._betterleaks_pass(text)
         if restore:
@@ -868,13 +886,13 @@ class Scrubber:
 
         return regex.sub(replace, text)
 
-    def _table_pass(self, text: str, found: "set | None" = None, low: str = "") -> str:
-        """Every catalogue rule (secret_rules.py) whose keyword the text holds and that may match it.
+    def _table_pass(self, text: str, found: "set | None" = None) -> str:
+        """Every catalogue rule (rules.py) whose keyword the text holds and that may match it.
 
-        `found` and `low` are what `_scan` and lower() gave for this very text, if known.
+        `found` is what `_scan` gave for this very text, if known.
         """
+        low = text.lower()
         if found is None:
-            low = text.lower()
             found, _ = _scan(text, low)
         rules = sorted((r for r in found if type(r) is _scrub_table.Rule and r.may_match(low)), key=_RULE_ORDER)
         for rule in rules:
@@ -973,15 +991,19 @@ class Scrubber:
         out.append(text[last:])
         return "".join(out)
 
-    def _keyword_pass(self, text: str) -> str:
-        """Redact values of secret-named assignments, and random tokens right after a secret keyword."""
+    def _keyword_pass(self, text: str, runs: "set | None" = None) -> str:
+        """Redact values of secret-named assignments, and random tokens right after a secret keyword.
+
+        `runs`: the runs of name characters whose keyword hits can matter (see `_keyword_hits`);
+        None: judge every hit.
+        """
         spans: list = []  # (start, end, kind)
         done = 0  # hits before this offset are not looked at again
         n = len(text)
         names = _NAME_CHARS
         low = text.lower()
         same = len(low) == len(text)
-        for hit in self._keyword_hits(text, low if same else None):
+        for hit in self._keyword_hits(text, low if same else None, runs):
             hs, he = hit.span()
             if hs < done or any(ts <= hs < te for ts, te, _ in spans[-3:]):
                 continue
@@ -1047,17 +1069,21 @@ class Scrubber:
         return "".join(out)
 
     @staticmethod
-    def _keyword_hits(text: str, low: "str | None") -> "Iterable[re.Match[str]]":
+    def _keyword_hits(text: str, low: "str | None", runs: "set | None") -> "Iterable[re.Match[str]]":
         """The keyword hits `_keyword_pass` looks at, in order (`low` None: lower() changed lengths).
 
-        `_scan` runs the pass only when a hit can matter: a hit inside a run of name characters
-        that is short (no expansion bound cuts it) and whose name is neither secret nor `…key` nor
-        `bearer` ends as `continue` in the pass whatever its context, so text where every keyword
-        sits in such a run (`PASSED`, `tokenize`, `author`) skips the pass.
+        Only hits inside `runs` (None: every hit). A hit inside a run of name characters that is
+        short (no expansion bound cuts it) and whose name is neither secret nor `…key` nor
+        `bearer` ends as `continue` in the pass whatever its context, and sets nothing a later
+        hit depends on: `_scan` leaves such runs out (`PASSED`, `tokenize`, `author`), and text
+        where every keyword sits in one skips the pass.
         """
         if low is None:
             return _ci(_KEYWORD_RE).finditer(text)
-        return _KEYWORD_RE.finditer(low)
+        if runs is None:
+            return _KEYWORD_RE.finditer(low)
+        finditer = _KEYWORD_RE.finditer
+        return (hit for s, e in _run_spans(text, runs) for hit in finditer(low, s, e))
 
     def _assignment_at(self, text: str, s: int, e: int, name: str) -> "tuple | None":
         """(value start, value end, is secret) if secret-named `name` at text[s:e] is assigned a value."""
