@@ -894,7 +894,7 @@ class Scrubber:
         low = text.lower()
         if found is None:
             found, _ = _scan(text, low)
-        rules = sorted((r for r in found if type(r) is _scrub_table.Rule and r.may_match(low)), key=_RULE_ORDER)
+        rules = sorted((r for r in found if type(r) is _scrub_table.Rule and r.may_match(text, low)), key=_RULE_ORDER)
         for rule in rules:
             text = self._sub_rule(text, rule)
         return text

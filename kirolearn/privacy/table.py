@@ -5,7 +5,7 @@ use, one rule's pattern at a time, when a text first holds one of its keywords (
 re-scrubs recalled text and must not pay for 400 patterns it never needs).
 
 Prefilter, as gitleaks does it: a rule runs only on text whose lowered form holds one of its
-keywords; a KV rule, only if the text also holds the literal start of its name (Rule.may_match:
+keywords, and only if the text also holds the literal start of its matches (Rule.may_match:
 lob-api-key's keyword `test_` is in every test log, its name `lob` rarely). Instead of testing 440
 keywords against every text, each keyword is indexed by its longest alphanumeric run; the text is
 split into alphanumeric words once, and which runs each distinct word contains is cached per word
@@ -52,7 +52,7 @@ class Rule:
     """One catalogue rule; its pattern is compiled on first use."""
 
     __slots__ = ("id", "keywords", "form", "name", "secret", "group", "entropy", "allow", "stopwords",
-                 "order", "broad", "names", "_regex")
+                 "order", "broad", "starts", "cased", "_regex")
 
     def __init__(self, order: int, row: tuple) -> None:
         (self.id, self.keywords, self.form, self.name, self.secret, self.group, self.entropy,
@@ -61,14 +61,19 @@ class Rule:
         # A rule triggered by a common word (key, token, secret, ...) names no provider: a git SHA
         # or a SHA-256 under `cache_key` is a digest, not its secret.
         self.broad = bool(_BROAD_KEYWORDS.intersection(self.keywords))
-        # A KV match starts with its name: text without the name's literal start cannot match, though
-        # it holds a keyword (lob-api-key's `test_` is in every test log; `lob` is rarely there).
-        self.names = _leading_literals(self.name) if self.form == "KV" else ()
+        # Literals one of which starts every match: a KV rule's name (matched ignoring case), a
+        # TOKEN or RAW rule's secret (matched as written). Text with a keyword but without any of
+        # them cannot match: lob-api-key's keyword `test_` is in every test log, its name `lob` is
+        # rarely there; twilio-api-key's keyword `sk` is in "task", its tokens start with `SK`.
+        if self.form == "KV":
+            self.starts, self.cased = tuple(s.lower() for s in _leading_literals(self.name)), False
+        else:
+            self.starts, self.cased = _leading_literals(self.secret), True
         self._regex = None
 
-    def may_match(self, low: str) -> bool:
-        """False when the lowered text cannot hold a match (a KV rule's name is absent); else True."""
-        return not self.names or any(name in low for name in self.names)
+    def may_match(self, text: str, low: str) -> bool:
+        """False when the text (`low` = text.lower()) cannot hold a match; else True."""
+        return not self.starts or any(s in (text if self.cased else low) for s in self.starts)
 
     @property
     def regex(self) -> "re.Pattern[str]":
@@ -124,13 +129,15 @@ class Rule:
 _LITERAL_RE = re.compile(r"[A-Za-z0-9_\-]*")
 
 
-def _leading_literals(name: str) -> tuple:
-    """Lowered literals one of which starts every match of the regex `name`; () if a branch has none.
+def _leading_literals(pattern: str) -> tuple:
+    """Literals one of which starts every match of `pattern` (as written, before any flag); () if a
+    top-level branch starts with none.
 
-    KV names are compiled with re.ASCII | re.IGNORECASE, so a match of `name` leaves one of these
-    in the lowered text: `new-relic|newrelic|new_relic` -> all three, `linked[_-]?in` -> `linked`,
-    `(?-i:[Oo]kta|OKTA)` -> none.
+    `new-relic|newrelic|new_relic` -> all three, `linked[_-]?in` -> `linked`, `\\bAKCp[A-Za-z0-9]{69}`
+    -> `AKCp`, `(?-i:[Oo]kta|OKTA)` -> none. Patterns are compiled with re.ASCII, so a match holds
+    the literal as written, or lowered as the text is when IGNORECASE applies.
     """
+    name = pattern
     branches, start, depth, in_class, i = [], 0, 0, False, 0
     while i < len(name):  # split at the top-level |
         c = name[i]
@@ -149,12 +156,14 @@ def _leading_literals(name: str) -> tuple:
     branches.append(name[start:])
     literals = []
     for branch in branches:
+        while branch.startswith("\\b"):  # a word boundary matches no character
+            branch = branch[2:]
         literal = _LITERAL_RE.match(branch).group(0)
         if branch[len(literal):len(literal) + 1] in ("?", "*", "{"):  # the last character is optional
             literal = literal[:-1]
         if not literal:
             return ()
-        literals.append(literal.lower())
+        literals.append(literal)
     return tuple(literals)
 
 
