@@ -231,11 +231,16 @@ class KeywordIndex:
             if len(run) >= 2:
                 self._by_bigram.setdefault(run[:2], []).append(run)
         self._word_cache: dict = {}
+        # No keyword's run is all digits (in today's table): a number, the commonest new word in
+        # tool output, then holds none, and is neither searched nor remembered.
+        self._digit_runs = any(run.isdigit() for run in self._by_run)
 
     def runs_in(self, word: str) -> tuple:
         """The indexed runs that occur in one lowered alphanumeric word (cached per word)."""
         hit = self._word_cache.get(word)
         if hit is None:
+            if not self._digit_runs and word.isdigit():
+                return ()
             if len(self._word_cache) >= 65536:
                 self._word_cache.clear()
             found = [r for r in self._short if r in word]
