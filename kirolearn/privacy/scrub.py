@@ -13,7 +13,9 @@ import operator
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
+from functools import reduce
 from itertools import repeat
+from operator import or_
 
 from kirolearn.privacy import table as _scrub_table
 
@@ -574,36 +576,31 @@ def _ci(regex: "re.Pattern[str]") -> "re.Pattern[str]":
 # Which rules a text needs
 # --------------------------------------------------------------------------------------------------
 
-# What each run of name characters seen so far says (see _scan): the rules whose keyword it holds
-# (_RUN_RULES), the index runs of keywords that must be looked for in the whole text (_RUN_REST,
-# sparse), and, by membership in _MATTERING, whether its keyword hits matter to the assignment
-# pass (_run_matters). A whole text's runs are looked up at once, in C: map(dict.get), set.union.
-_RUN_RULES: dict = {}
-_RUN_REST: dict = {}
+# What each run of name characters seen so far says (see _scan): its keyword-index mask
+# (KeywordIndex.in_segment), and, by membership in _MATTERING, whether its keyword hits matter to
+# the assignment pass (_run_matters). A whole text's runs are looked up at once, in C:
+# set.difference, map(dict.get), set.intersection.
+_RUN_MASKS: dict = {}
 _MATTERING: set = set()
 _RUN_CACHE_SIZE = 65536
 _RUN_CACHE_MAX_LEN = 128  # longer runs (random blobs) are judged each time they occur, not remembered
 
 
-def _learn(runs: set) -> "tuple[set, set, set]":
-    """Judge runs not seen before: (rules triggered inside them, index runs to confirm in the
-    whole text, those of them that matter to the assignment pass); remember short runs."""
-    found: set = set()
-    rest: set = set()
+def _learn(runs: set) -> "tuple[int, set]":
+    """Judge runs not seen before: (the OR of their masks, those that matter to the assignment
+    pass); remember the short ones."""
+    mask = 0
     matter: set = set()
     for run in runs:
-        rules, run_rest = _TRIGGER_INDEX.in_segment(run)
-        found.update(rules)
-        rest.update(run_rest)
+        run_mask = _TRIGGER_INDEX.in_segment(run)
+        mask |= run_mask
         if _run_matters(run):
             matter.add(run)
         if len(run) <= _RUN_CACHE_MAX_LEN:
-            _RUN_RULES[run] = rules
-            if run_rest:
-                _RUN_REST[run] = run_rest
+            _RUN_MASKS[run] = run_mask
             if run in matter:
                 _MATTERING.add(run)
-    return found, rest, matter
+    return mask, matter
 
 
 def _scan(text: str, low: str) -> "tuple[set, set | None]":
@@ -626,20 +623,19 @@ def _scan(text: str, low: str) -> "tuple[set, set | None]":
         runs = set(text.encode("ascii").translate(_NAME_BYTES).decode("ascii").split())
     else:
         runs = set(_NAME_RUN_RE.findall(text))
-    if len(_RUN_RULES) >= _RUN_CACHE_SIZE:
-        _RUN_RULES.clear()
-        _RUN_REST.clear()
+    if len(_RUN_MASKS) >= _RUN_CACHE_SIZE:
+        _RUN_MASKS.clear()
         _MATTERING.clear()
-    new = runs.difference(_RUN_RULES)
-    found, rest, matter = _learn(new) if new else (set(), set(), set())
+    new = runs.difference(_RUN_MASKS)
+    mask, matter = _learn(new) if new else (0, set())
     matter.update(_MATTERING.intersection(runs))
     if not ascii_text:
         if len(low) != len(text):  # the pass matches case-insensitively on the text itself
             matter = None if any(k in low for k in _KEYWORD_TRIGGERS) else set()
         return _TRIGGER_INDEX.find(text, low, _scrub_table.words(low)), matter
-    found = found.union(*map(_RUN_RULES.get, runs, repeat(())))
-    rest = rest.union(*map(_RUN_REST.get, runs, repeat(())))
-    return found | _TRIGGER_INDEX.confirm_rest(text, low, rest), matter
+    # Most runs share a few masks (0, or the same rule): OR each distinct mask once.
+    mask = reduce(or_, set(map(_RUN_MASKS.get, runs, repeat(0))), mask)
+    return _TRIGGER_INDEX.resolve(text, low, mask), matter
 
 
 def _run_spans(text: str, runs: set) -> list:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Iterator
 
 _WORD_RE = re.compile(r"[a-z0-9]+")
 _RUN_RE = re.compile(r"[a-z0-9]+")
@@ -203,9 +204,10 @@ class KeywordIndex:
 
     With `segment_chars` (a set of characters that holds every letter and digit), a keyword made
     only of those characters occurs in a text exactly when it occurs in one of the text's
-    segments, its maximal runs of those characters: `in_segment` judges one segment (the caller
-    remembers the answer per segment), and only the other keywords are confirmed in the whole
-    text (`confirm_rest`).
+    segments, its maximal runs of those characters. `in_segment` judges one segment as an int
+    mask (the caller remembers it per segment and ORs the masks of a text's segments): a bit per
+    item whose keyword the segment holds, and a bit per indexed run whose other keywords must be
+    looked for in the whole text, which `resolve` does.
     """
 
     def __init__(self, pairs: "list[tuple]", segment_chars: "frozenset | None" = None) -> None:
@@ -230,6 +232,12 @@ class KeywordIndex:
         for run in self._by_run:
             if len(run) >= 2:
                 self._by_bigram.setdefault(run[:2], []).append(run)
+        # Mask bits: one per item, then one per run that has keywords to confirm in the whole text.
+        self._items = tuple(dict.fromkeys(
+            item for entries in self._by_run.values() for _, items, _, _ in entries for item in items))
+        self._item_bit = {item: 1 << i for i, item in enumerate(self._items)}
+        self._text_runs = tuple(run for run, entries in self._in_text.items() if run and entries)
+        self._run_bit = {run: 1 << (len(self._items) + i) for i, run in enumerate(self._text_runs)}
         self._word_cache: dict = {}
         # No keyword's run is all digits (in today's table): a number, the commonest new word in
         # tool output, then holds none, and is neither searched nor remembered.
@@ -257,18 +265,26 @@ class KeywordIndex:
         runs_in = self.runs_in
         return self._confirm(text, low, {run for word in words for run in runs_in(word)}, self._by_run)
 
-    def in_segment(self, segment: str) -> "tuple[frozenset, tuple]":
-        """For one segment of a text: (the items whose segment-only keyword occurs in it, the
-        indexed runs in it whose other keywords `confirm_rest` must look for in the whole text)."""
+    def in_segment(self, segment: str) -> int:
+        """The mask of one segment of a text: the items whose segment-only keyword occurs in it,
+        and the indexed runs in it whose other keywords `resolve` must look for in the whole text."""
         low = segment.lower()
         runs = {run for word in words(low) for run in self.runs_in(word)}
-        found = self._confirm(segment, low, runs, self._in_segment, always=False)
-        return frozenset(found), tuple(run for run in runs if self._in_text[run])
+        if not runs:
+            return 0
+        mask = 0
+        for item in self._confirm(segment, low, runs, self._in_segment, always=False):
+            mask |= self._item_bit[item]
+        for run in runs:
+            mask |= self._run_bit.get(run, 0)
+        return mask
 
-    def confirm_rest(self, text: str, low: str, runs: "set | frozenset") -> set:
-        """The items whose keyword has a character outside the segments and occurs in `text`,
-        among those indexed by `runs` (as `in_segment` returned them)."""
-        return self._confirm(text, low, runs, self._in_text)
+    def resolve(self, text: str, low: str, mask: int) -> set:
+        """The items whose keyword occurs in `text`, given the OR of its segments' masks."""
+        n = len(self._items)
+        found = {self._items[i] for i in _bits(mask & ((1 << n) - 1))}
+        runs = [self._text_runs[i] for i in _bits(mask >> n)]
+        return found | self._confirm(text, low, runs, self._in_text)
 
     def _confirm(self, text: str, low: str, runs: "set | frozenset", by_run: dict, always: bool = True) -> set:
         found: set = set()
@@ -281,6 +297,14 @@ class KeywordIndex:
                 if kw in (text if cased else low):
                     found.update(items)
         return found
+
+
+def _bits(mask: int) -> "Iterator[int]":
+    """The positions of the set bits of a mask, lowest first."""
+    while mask:
+        lowest = mask & -mask
+        yield lowest.bit_length() - 1
+        mask ^= lowest
 
 
 # Every byte but a-z and 0-9 becomes a space: splitting ASCII text with one C translate is ~3x
