@@ -603,6 +603,11 @@ def _learn(runs: set) -> "tuple[int, set]":
     return mask, matter
 
 
+# The only characters whose lower() holds an ASCII letter (İ -> i̇, the Kelvin sign -> k): in text
+# with one, a keyword hit of `low` can span a run boundary of the text.
+_LOWERS_TO_ASCII = ("\u0130", "\u212a")
+
+
 def _scan(text: str, low: str) -> "tuple[set, set | None]":
     """What the text's words say: (the rules whose keyword or trigger occurs, the runs of name
     characters whose keyword hits the assignment pass must judge; None: all hits). `low` is
@@ -630,7 +635,7 @@ def _scan(text: str, low: str) -> "tuple[set, set | None]":
     mask, matter = _learn(new) if new else (0, set())
     matter.update(_MATTERING.intersection(runs))
     if not ascii_text:
-        if len(low) != len(text):  # the pass matches case-insensitively on the text itself
+        if any(c in text for c in _LOWERS_TO_ASCII):  # the pass must look at every hit in `low`
             matter = None if any(k in low for k in _KEYWORD_TRIGGERS) else set()
         return _TRIGGER_INDEX.find(text, low, _scrub_table.words(low)), matter
     # Most runs share a few masks (0, or the same rule): OR each distinct mask once.
