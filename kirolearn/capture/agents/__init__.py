@@ -52,9 +52,15 @@ def names() -> "tuple[str, ...]":
     return tuple(_MODULES)
 
 
+_LOADED: dict = {}  # agent name -> its adapter module, once imported
+
+
 def get(name: "str | None" = None):
     """The adapter module for `name` (None: the default, Kiro)."""
     key = DEFAULT if name is None else name
-    if key not in _MODULES:
-        raise UnknownAgent(f"unknown agent {str(key)[:40]!r}; expected one of {', '.join(_MODULES)}")
-    return importlib.import_module(f"{__name__}.{_MODULES[key]}")
+    module = _LOADED.get(key)
+    if module is None:  # import_module costs ~1 us even when loaded; the drain asks twice per event
+        if key not in _MODULES:
+            raise UnknownAgent(f"unknown agent {str(key)[:40]!r}; expected one of {', '.join(_MODULES)}")
+        module = _LOADED[key] = importlib.import_module(f"{__name__}.{_MODULES[key]}")
+    return module
