@@ -236,6 +236,7 @@ class KeywordIndex:
         self._items = tuple(dict.fromkeys(
             item for entries in self._by_run.values() for _, items, _, _ in entries for item in items))
         self._item_bit = {item: 1 << i for i, item in enumerate(self._items)}
+        self._item_mask = (1 << len(self._items)) - 1
         self._text_runs = tuple(run for run, entries in self._in_text.items() if run and entries)
         self._run_bit = {run: 1 << (len(self._items) + i) for i, run in enumerate(self._text_runs)}
         self._word_cache: dict = {}
@@ -281,10 +282,9 @@ class KeywordIndex:
 
     def resolve(self, text: str, low: str, mask: int) -> set:
         """The items whose keyword occurs in `text`, given the OR of its segments' masks."""
-        n = len(self._items)
-        found = {self._items[i] for i in _bits(mask & ((1 << n) - 1))}
-        runs = [self._text_runs[i] for i in _bits(mask >> n)]
-        return found | self._confirm(text, low, runs, self._in_text)
+        found = self._confirm(text, low, [self._text_runs[i] for i in _bits(mask >> len(self._items))], self._in_text)
+        found.update(self._items[i] for i in _bits(mask & self._item_mask))
+        return found
 
     def _confirm(self, text: str, low: str, runs: "set | frozenset", by_run: dict, always: bool = True) -> set:
         found: set = set()

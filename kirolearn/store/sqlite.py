@@ -12,6 +12,8 @@ import json
 import os
 import sqlite3
 from datetime import datetime, timedelta, timezone
+from itertools import chain
+from operator import itemgetter
 
 import sqlite_utils
 
@@ -250,10 +252,14 @@ def insert_events(db, rows: "list[dict]") -> None:
     """
     if not rows:
         return
-    columns = tuple(dict.fromkeys(key for row in rows for key in row))
+    columns = tuple(dict.fromkeys(chain.from_iterable(rows)))
     sql = "insert or ignore into events ({}) values ({})".format(
         ", ".join(f"[{c}]" for c in columns), ", ".join("?" * len(columns)))
-    db.conn.executemany(sql, [tuple(row.get(c) for c in columns) for row in rows])
+    if len(columns) > 1 and all(len(row) == len(columns) for row in rows):  # each row has each column
+        values = map(itemgetter(*columns), rows)  # picked in C
+    else:
+        values = (tuple(row.get(c) for c in columns) for row in rows)
+    db.conn.executemany(sql, values)
 
 
 # --- extraction buffer -------------------------------------------------------
