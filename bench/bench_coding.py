@@ -48,7 +48,7 @@ def ingest(project: str, turns: list, noise: "list[str]", seed: int = 11) -> Non
 
 def shared_words(question: str, turn: dict) -> "set[str]":
     """Porter stems the question shares with the turn, stopwords aside (recall.terms)."""
-    from kirolearn import recall
+    from kirolearn.recall import lexical as recall
 
     db = sqlite3.connect(":memory:")
     db.execute("create virtual table t using fts5(x, tokenize='porter')")
@@ -74,7 +74,9 @@ def run(tmp: str, n_distractors: int):
         ingest(project, turns, noise)
         open(marker, "w").close()
     ingest_s = time.perf_counter() - start
-    from kirolearn import context, recall, semantic
+    from kirolearn.recall import context
+    from kirolearn.recall import lexical as recall
+    from kirolearn.recall import semantic
 
     conn = recall.connect_readonly(budget=1e9)
     pid = context.project_id(project)

@@ -19,7 +19,8 @@ from benchtable import print_table
 
 
 def make_spool(n: int, project: str) -> int:
-    from kirolearn import events, spool
+    from kirolearn.capture import events
+    from kirolearn.capture import spool
 
     rng = random.Random(1)
     ready = os.path.join(spool.ensure_layout(), spool.READY)
@@ -58,8 +59,11 @@ def main() -> int:
         os.environ["KIROLEARN_HOME"] = os.path.join(tmp, "home")
         project = os.path.join(tmp, "project")
         os.makedirs(os.path.join(project, ".git"))
-        from kirolearn import drain, settings, spool, store
-        from kirolearn.drain import DrainStats
+        from kirolearn import settings
+        from kirolearn.pipeline import drain
+        from kirolearn.capture import spool
+        from kirolearn.store import sqlite as store
+        from kirolearn.pipeline.drain import DrainStats
 
         size = make_spool(args.events, project)
         conf = settings.load()

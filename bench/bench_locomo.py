@@ -70,7 +70,9 @@ def main() -> int:
     convs = locomo_conversations(args.zip)
     tmp = args.keep or tempfile.mkdtemp(prefix="kl-locomo-")
     os.environ["KIROLEARN_HOME"] = os.path.join(tmp, "home")
-    from kirolearn import context, recall, semantic
+    from kirolearn.recall import context
+    from kirolearn.recall import lexical as recall
+    from kirolearn.recall import semantic
 
     marker = os.path.join(tmp, "ingested")
     start = time.perf_counter()

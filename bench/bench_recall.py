@@ -48,7 +48,7 @@ def vocabulary(rng):
 
 
 def fill(db_path, n, projects, rng):
-    from kirolearn import store
+    from kirolearn.store import sqlite as store
 
     db = store.open_db(db_path)
     have = db["memory_records"].count
@@ -73,7 +73,9 @@ def fill(db_path, n, projects, rng):
 
 def derive(embed: bool) -> None:
     """What the drainer adds for semantic recall: neighbour text always, vectors for the largest store."""
-    from kirolearn import embeddings, semantic, store
+    from kirolearn.recall import embeddings
+    from kirolearn.recall import semantic
+    from kirolearn.store import sqlite as store
 
     db = store.open_db()
     semantic.enrich_pending(db)
@@ -85,7 +87,8 @@ def derive(embed: bool) -> None:
 
 def hybrid_row(n, prompts, pid):
     """`kirolearn search` / MCP search in process: BM25 + vectors + neighbours (semantic.Searcher)."""
-    from kirolearn import recall, semantic
+    from kirolearn.recall import lexical as recall
+    from kirolearn.recall import semantic
 
     conn = recall.connect_readonly(budget=60.0)
     searcher = semantic.Searcher(conn)
@@ -102,7 +105,7 @@ def hybrid_row(n, prompts, pid):
 
 
 def store_pid(root):
-    from kirolearn.context import project_id
+    from kirolearn.recall.context import project_id
 
     return project_id(root)
 
@@ -120,7 +123,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         home = os.path.join(tmp, "home")
         os.environ["KIROLEARN_HOME"] = home
-        from kirolearn import config, context, recall
+        from kirolearn import config
+        from kirolearn.recall import context
+        from kirolearn.recall import lexical as recall
 
         projects = [os.path.join(tmp, f"project{i}") for i in range(20)]
         for p in projects:

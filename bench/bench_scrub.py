@@ -31,7 +31,7 @@ class _BetterleaksOnly:
     """A scrubber-shaped wrapper around betterleaks alone."""
 
     def __init__(self):
-        from kirolearn.scrub import Scrubber
+        from kirolearn.privacy.scrub import Scrubber
 
         self._s = Scrubber(betterleaks=True)
 
@@ -80,7 +80,7 @@ def per_event_us(scrubber, events, rounds=3):
 COLD = """
 import time
 t = time.perf_counter()
-from kirolearn.scrub import Scrubber
+from kirolearn.privacy.scrub import Scrubber
 s = Scrubber()
 s.scrub_text('''## kirolearn memory
 - Fixed the export job: streams rows in batches of 500; tests pass (scripts/export.py)
@@ -126,8 +126,8 @@ def main() -> int:
     parser.add_argument("--examples", type=int, default=3)
     parser.add_argument("--lines", type=int, default=2000)
     args = parser.parse_args()
-    from kirolearn import scrub_table
-    from kirolearn.scrub import Scrubber
+    from kirolearn.privacy import table as scrub_table
+    from kirolearn.privacy.scrub import Scrubber
 
     table = scrub_table.table()
     mine = secret_corpus.measure(Scrubber(), args.examples, args.lines)

@@ -37,7 +37,9 @@ def main() -> int:
         os.environ["KIROLEARN_HOME"] = os.path.join(tmp, "home")
         from starlette.testclient import TestClient
 
-        from kirolearn import config, manage, recordstore, store
+        from kirolearn import config, manage
+        from kirolearn.store import records as recordstore
+        from kirolearn.store import sqlite as store
         from kirolearn.viewer.app import create_app
 
         projects = [os.path.join(tmp, f"project{i}") for i in range(20)]

@@ -68,7 +68,8 @@ def make_project(path: str) -> str:
 
 def spool_turn(project: str, session_id: str, prompt: str, when: float, outcome: "str | None" = None) -> "list[str]":
     """Write one turn (a prompt, optionally a stop with the agent's answer) to the spool; returns event ids."""
-    from kirolearn import events, spool
+    from kirolearn.capture import events
+    from kirolearn.capture import spool
 
     ids = []
     payload = {"hook_event_name": "userPromptSubmit", "cwd": project, "session_id": session_id, "prompt": prompt}
@@ -86,7 +87,9 @@ def spool_turn(project: str, session_id: str, prompt: str, when: float, outcome:
 
 def drain_all(progress=None) -> dict:
     """Drain the spool completely (flush every buffered session) and return the stats."""
-    from kirolearn import drain, settings, store
+    from kirolearn import settings
+    from kirolearn.pipeline import drain
+    from kirolearn.store import sqlite as store
 
     db = store.open_db()
     conf = settings.load()

@@ -11,7 +11,7 @@ __all__ = ["Memory", "__version__"]
 
 def __getattr__(name):
     if name == "Memory":
-        from .memory import Memory
+        from kirolearn.memory import Memory
 
         return Memory
     raise AttributeError(f"module 'kirolearn' has no attribute {name!r}")

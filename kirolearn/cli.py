@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from . import __version__
+from kirolearn import __version__
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
 
@@ -41,7 +41,7 @@ class KirolearnGroup(click.Group):
     def invoke(self, ctx):
         import os
 
-        from .errors import KirolearnError, from_sqlite
+        from kirolearn.errors import KirolearnError, from_sqlite
 
         try:
             return super().invoke(ctx)
@@ -54,13 +54,13 @@ class KirolearnGroup(click.Group):
             os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush does not fail again
             raise click.exceptions.Exit(141) from None
         except sqlite3.Error as exc:
-            from . import config
+            from kirolearn import config
 
             err = from_sqlite(exc, config.db_path())
             _fail(str(err), err.exit_code)
         except OSError as exc:  # a full disk, a file-size limit, a read-only folder: not a bug
-            from . import config
-            from .errors import HomeError, from_oserror
+            from kirolearn import config
+            from kirolearn.errors import HomeError, from_oserror
 
             err = from_oserror(exc)
             if isinstance(exc, NotADirectoryError):
@@ -78,8 +78,8 @@ class KirolearnGroup(click.Group):
 
 
 def _fail(message: str, code: int) -> None:
-    from .errors import one_line
-    from .scrub import scrub_text
+    from kirolearn.errors import one_line
+    from kirolearn.privacy.scrub import scrub_text
 
     if code:
         click.echo(f"Error: {one_line(scrub_text(message))}", err=True)
@@ -92,8 +92,8 @@ def _log_traceback() -> str:
     import os
     import traceback
 
-    from . import config
-    from .scrub import scrub_text
+    from kirolearn import config
+    from kirolearn.privacy.scrub import scrub_text
 
     try:
         directory = config.ensure_private_dir(config.logs_dir())
@@ -114,26 +114,26 @@ def cli():
     Hooks capture each agent turn into a spool; `kirolearn drain` turns the
     spool into searchable memory records in $KIROLEARN_HOME/kirolearn.db.
     """
-    from .logscrub import scrub_stderr_logging
+    from kirolearn.privacy.logscrub import scrub_stderr_logging
 
     scrub_stderr_logging()  # library warnings reach logs/drain.log under cron: scrub them too
 
 
 def _load_settings():
-    from .settings import load
+    from kirolearn.settings import load
 
     return load()
 
 
 def _open_db():
-    from .store import open_db
+    from kirolearn.store.sqlite import open_db
 
     return open_db()
 
 
 def _existing_db():
     """The store, or None on a fresh home: read-only commands create no database (a lost one is StoreLost)."""
-    from .store import open_existing
+    from kirolearn.store.sqlite import open_existing
 
     return open_existing()
 
@@ -155,12 +155,14 @@ def drain_command(watch, flush, json_):
     """
     from dataclasses import asdict
 
-    from . import drain, spool, store
-    from .ids import new_ulid
+    from kirolearn.pipeline import drain
+    from kirolearn.capture import spool
+    from kirolearn.store import sqlite as store
+    from kirolearn.capture.ids import new_ulid
 
     if watch and flush:
         raise click.UsageError("--flush applies to a single drain; drop it or --watch")
-    from .health import drain_finished, drain_started
+    from kirolearn.health import drain_finished, drain_started
 
     settings = _load_settings()
     try:
@@ -212,7 +214,7 @@ def drain_command(watch, flush, json_):
 
 def _rescrub_note(db=None) -> None:
     """Say on stderr when the store's text predates the current scrubbing rules."""
-    from .rescrub import note
+    from kirolearn.privacy.rescrub import note
 
     text = note(db or _open_db())
     if text:
@@ -257,14 +259,14 @@ def export_command(output):
     """
     import os
 
-    from . import config
+    from kirolearn import config
 
-    from .store import refuse_lost
+    from kirolearn.store.sqlite import refuse_lost
 
     refuse_lost(config.db_path())
     if not os.path.exists(config.db_path()):
         raise click.ClickException(f"no database at {config.db_path()}: run `kirolearn drain` first")
-    from .backup import export
+    from kirolearn.store.backup import export
 
     export(_open_db(), output)
 
@@ -279,8 +281,9 @@ def status_command(json_):
     import os
     import time
 
-    from . import config, spool
-    from .ids import ulid_time_ms
+    from kirolearn import config
+    from kirolearn.capture import spool
+    from kirolearn.capture.ids import ulid_time_ms
 
     settings = _load_settings()
     files = spool.ready_files()
@@ -300,13 +303,13 @@ def status_command(json_):
                       "daily_token_limit": settings.extract.daily_token_limit,
                       "daily_cost_limit_usd": settings.extract.daily_cost_limit_usd},
     }
-    from .health import status_facts
-    from .store import refuse_lost
+    from kirolearn.health import status_facts
+    from kirolearn.store.sqlite import refuse_lost
 
     status_facts(info, settings)  # the model breaker and the last drain's error
     refuse_lost(config.db_path())  # a lost database is an error to report, not "none yet"
     if os.path.exists(config.db_path()):
-        from . import store
+        from kirolearn.store import sqlite as store
 
         db = _open_db()
         tokens, dollars = store.spend_today(db)
@@ -332,11 +335,11 @@ def status_command(json_):
             "extraction_failures_24h": failures,
         }
         info["extractor"].update(tokens_today=tokens, cost_usd_today=round(dollars, 6))
-        from .rescrub import state as scrub_state
+        from kirolearn.privacy.rescrub import state as scrub_state
 
         info["database"]["scrub"] = scrub_state(db)
-    from .doctor import hook_errors_since
-    from .install import wiring
+    from kirolearn.doctor import hook_errors_since
+    from kirolearn.install import wiring
 
     info["hook_errors_24h"] = hook_errors_since(86400)
     info["kiro_wiring"] = wiring()
@@ -383,7 +386,7 @@ def status_command(json_):
 def _project_root(project):
     import os
 
-    from .project import find_project_root
+    from kirolearn.project import find_project_root
 
     root, _ = find_project_root(os.path.abspath(project or os.getcwd()))
     return root
@@ -414,7 +417,9 @@ def search_command(query, project, all_projects, types, since, session_id, file,
     """
     import time
 
-    from . import context, recall, semantic
+    from kirolearn.recall import context
+    from kirolearn.recall import lexical as recall
+    from kirolearn.recall import semantic
 
     if project and all_projects:
         raise click.UsageError("--project and --all-projects cannot be combined")
@@ -424,7 +429,7 @@ def search_command(query, project, all_projects, types, since, session_id, file,
     conn = recall.connect_readonly(budget=5.0)
     hits = semantic.search(conn, query, project_id=None if all_projects else context.project_id(root),
                            types=list(types) or None, limit=limit, since=since, session_id=session_id, file=file)
-    from .manage import clean, terminal
+    from kirolearn.manage import clean, terminal
 
     if json_:
         click.echo(json.dumps(clean([h.to_dict() for h in hits]), ensure_ascii=False, indent=2))
@@ -440,7 +445,7 @@ def search_command(query, project, all_projects, types, since, session_id, file,
 
 
 def _since(value):
-    from .manage import ManageError, parse_since
+    from kirolearn.manage import ManageError, parse_since
 
     try:
         return parse_since(value)
@@ -457,7 +462,8 @@ def context_command(session_start, prompt, project):
 
     Read-only: it does not mark anything as shown for any session.
     """
-    from . import context, recall
+    from kirolearn.recall import context
+    from kirolearn.recall import lexical as recall
 
     if bool(session_start) == (prompt is not None):
         raise click.UsageError("give exactly one of --session-start or --prompt TEXT")
@@ -479,13 +485,13 @@ def _summaries_call(func, **kwargs):
 
 
 def _here(project):
-    from .summaries import Project
+    from kirolearn.pipeline.summaries import Project
 
     return Project(_project_root(project))
 
 
 def _scrubber():
-    from .scrub import Scrubber
+    from kirolearn.privacy.scrub import Scrubber
 
     conf = _load_settings()
     return Scrubber(conf.scrub.extra_patterns, conf.scrub.allow)
@@ -514,7 +520,7 @@ def save_summary_command(request, investigated, learned, completed, next_steps, 
             --file-read app/auth.py --file-modified app/auth.py
         echo '{"request": "...", ...}' | kirolearn save-summary --json   # --stdin is implied
     """
-    from . import summaries
+    from kirolearn.pipeline import summaries
 
     given = (request, investigated, learned, completed, next_steps, files_read, files_modified)
     piped = None
@@ -570,7 +576,7 @@ def session_end_command(session_id, summary, highlights, pitfalls, next_steps, o
         kirolearn session-end --session-id s1 --summary "Moved JWT checks into middleware" \\
             --next-step "Rate-limit /auth/refresh" --pitfall "Refresh tokens are UTC"
     """
-    from . import summaries
+    from kirolearn.pipeline import summaries
 
     if not (summary or "").strip() and not auto_compress:  # the tool's own message names MCP fields
         raise click.UsageError("give --summary, or --auto-compress to draft it with the configured model")
@@ -595,13 +601,13 @@ def session_end_command(session_id, summary, highlights, pitfalls, next_steps, o
 @json_option
 def session_init_command(label, project, json_):
     """Show the latest session-end summary of this project (it stays until superseded)."""
-    from . import summaries
+    from kirolearn.pipeline import summaries
 
     db = _existing_db()
     if db is None:  # a fresh home: nothing to resume, and nothing to create for it
         import sqlite_utils
 
-        from .migrations import migrations
+        from kirolearn.store.migrations import migrations
 
         db = sqlite_utils.Database(memory=True)  # an empty store answers exactly as a fresh one would
         migrations.apply(db)
@@ -657,7 +663,8 @@ def install_command(project, global_, portable, dry_run, yes, set_default, agent
         kirolearn install --project . --dry-run
         kirolearn install --agent claude-code       # ~/.claude/settings.json hooks
     """
-    from . import agents, install
+    from kirolearn import install
+    from kirolearn.capture import agents
 
     if agent != "kiro":
         if set_default or portable:
@@ -680,7 +687,7 @@ def install_command(project, global_, portable, dry_run, yes, set_default, agent
 
 
 def _apply_changes(changes, dry_run, yes, *, installing):
-    from . import install
+    from kirolearn import install
 
     problems = [c for c in changes if c.problem]
     todo = [c for c in changes if c.changed]
@@ -723,8 +730,9 @@ def uninstall_command(project, purge, dry_run, yes, agent):
     import os
     import shutil
 
-    from . import agents, config
-    from .errors import KirolearnError
+    from kirolearn import config
+    from kirolearn.capture import agents
+    from kirolearn.errors import KirolearnError
 
     home = config.home()
     if purge and not dry_run and not yes and not sys.stdin.isatty() and os.path.isdir(home):
@@ -732,7 +740,7 @@ def uninstall_command(project, purge, dry_run, yes, agent):
                              "run it in a terminal, or pass --yes", exit_code=2)
     changes = [c for name in ([agent] if agent else agents.names()) for c in agents.get(name).plan_uninstall(project)]
     if not changes:
-        from . import install
+        from kirolearn import install
 
         click.echo(f"nothing to uninstall: {install.record_path()} records no install"
                    + (f" into {os.path.abspath(project)}" if project else "") + (f" for {agent}" if agent else ""))
@@ -757,7 +765,7 @@ def schedule_command(every, kind, print_only, remove):
 
     The drain's own lock keeps runs from overlapping.
     """
-    from . import schedule
+    from kirolearn import schedule
 
     kind = kind or schedule.default_kind()
     seconds = schedule.parse_every(every, kind)
@@ -786,7 +794,7 @@ def scan_command(source, json_):
         kirolearn scan .env
         env | kirolearn scan --json
     """
-    from .rescrub import scan
+    from kirolearn.privacy.rescrub import scan
 
     result = scan(source.read(), _scrubber())
     if json_:
@@ -810,7 +818,7 @@ def rescrub_command(json_):
     index, scrubs the log files, then checkpoints the WAL and vacuums so the old
     bytes leave the database files. Safe to interrupt and re-run.
     """
-    from .rescrub import rescrub, rescrub_logs, rules_version
+    from kirolearn.privacy.rescrub import rescrub, rescrub_logs, rules_version
 
     db = _existing_db()
     if db is None:  # nothing stored yet: only the logs can hold old text
@@ -853,7 +861,7 @@ def config_group():
 @json_option
 def config_show(json_):
     """Print every effective setting and where it came from (default, file or environment)."""
-    from .settings import effective
+    from kirolearn.settings import effective
 
     rows = effective()
     if json_:
@@ -871,7 +879,7 @@ def reindex_command(everything, json_):
 
     Run it after changing embeddings.model; the drainer keeps both current otherwise.
     """
-    from . import semantic
+    from kirolearn.recall import semantic
 
     db = _existing_db()
     if db is None:
@@ -911,7 +919,8 @@ def repair_command(force, json_):
     is installed, else row by row through Python's sqlite3; the report says
     which. Holds the drain lock while it works.
     """
-    from . import drain, repair
+    from kirolearn.pipeline import drain
+    from kirolearn.pipeline import repair
 
     settings = _load_settings()
     held = drain.lock(wait=settings.drain.lock_wait_seconds)
@@ -954,7 +963,7 @@ def doctor_command(json_):
     Runs SQLite's quick_check on the database, checks that a drain job is
     installed and has run recently, and shows the last drain's error.
     """
-    from .doctor import run_checks
+    from kirolearn.doctor import run_checks
 
     checks = [{"level": level, "message": message} for level, message in run_checks()]
     problems = sum(c["level"] == "FAIL" for c in checks)
@@ -967,4 +976,4 @@ def doctor_command(json_):
         raise SystemExit(1)
 
 
-from . import cli_manage  # noqa: E402,F401 - registers list, show, forget, restore, edit, import, serve
+from kirolearn import cli_manage  # noqa: E402,F401 - registers list, show, forget, restore, edit, import, serve

@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from .cli import _existing_db, _project_root, _since, cli, json_option
+from kirolearn.cli import _existing_db, _project_root, _since, cli, json_option
 
 OBSERVATION_TYPES = ["tool_use", "decision", "error", "discovery", "pattern", "session_summary"]
 
@@ -40,13 +40,14 @@ def _scope(project, all_projects):
 
 def _refuse_lost() -> None:
     """A lost database (the marker says it existed) is StoreLost here too, as in drain, status and export."""
-    from . import config, store
+    from kirolearn import config
+    from kirolearn.store import sqlite as store
 
     store.refuse_lost(config.db_path())
 
 
 def _no_database(record_id: str):
-    from .manage import NotFound
+    from kirolearn.manage import NotFound
 
     return NotFound(f"no record {record_id!r}: there is no database yet (`kirolearn drain` creates it)")
 
@@ -56,7 +57,7 @@ def _echo_json(value):
 
 
 def _line(record, *, with_project=False) -> str:
-    from .manage import terminal
+    from kirolearn.manage import terminal
 
     when = (record.get("created_at") or "")[:16].replace("T", " ")
     text = f"{record['record_id']}  {when}  [{record['observation_type']}] {' '.join(record['title'].split())}"
@@ -80,7 +81,8 @@ def list_command(project, all_projects, types, since, session_id, file, limit, f
         kirolearn list --all-projects --session 5f0c… --limit 100
         kirolearn list --forgotten
     """
-    from . import manage, recordstore
+    from kirolearn import manage
+    from kirolearn.store import records as recordstore
 
     root = _scope(project, all_projects)
     if forgotten and (types or since or session_id or file):
@@ -117,7 +119,7 @@ def list_command(project, all_projects, types, since, session_id, file, limit, f
 @json_option
 def show_command(record_id, json_):
     """Show one record with its provenance: source events, extraction run, redactions, session, history."""
-    from . import manage
+    from kirolearn import manage
 
     db = _existing_db()  # StoreLost when it was lost, not "there is no database yet"
     if db is None:
@@ -215,7 +217,7 @@ def forget_command(record_ids, session_id, query, project, all_projects, limit, 
         kirolearn forget --query "staging password" --yes
         kirolearn forget --purge --yes        # erase every forgotten record for good
     """
-    from . import manage
+    from kirolearn import manage
 
     if not (record_ids or session_id or query or purge):
         raise click.UsageError("name records to forget: IDs, --session ID or --query TEXT (or --purge)")
@@ -261,7 +263,7 @@ def forget_command(record_ids, session_id, query, project, all_projects, limit, 
 @json_option
 def restore_command(record_ids, json_):
     """Bring forgotten records back into recall (until they are purged)."""
-    from . import manage
+    from kirolearn import manage
 
     _refuse_lost()
     restored = manage.restore(list(record_ids), actor="cli")
@@ -283,7 +285,7 @@ def edit_command(record_id, title, summary, reason, json_):
 
     The text is scrubbed and re-indexed; the old version is kept in the audit trail.
     """
-    from . import manage
+    from kirolearn import manage
 
     _refuse_lost()
     if title is None and summary is None:
@@ -314,7 +316,7 @@ def import_command(source, json_):
     Idempotent: what is already there is kept as it is. Ids and provenance are
     kept; every text is scrubbed on the way in; forgotten records stay forgotten.
     """
-    from . import manage
+    from kirolearn import manage
 
     counts = manage.import_lines(source)
     if json_:
@@ -337,7 +339,7 @@ def serve_command(port, open_browser):
     Timeline, search, record detail with forget / edit / restore, session
     summaries and health. Stops with Ctrl-C.
     """
-    from .viewer.server import serve
+    from kirolearn.viewer.server import serve
 
     serve(port=port, open_browser=open_browser,
           announce=lambda url: click.echo(f"kirolearn viewer: {url}\n(Ctrl-C to stop)", err=True))

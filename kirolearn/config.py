@@ -8,7 +8,7 @@ import contextlib
 import contextvars
 import os
 
-from .errors import HomeError
+from kirolearn.errors import HomeError
 
 HOME_ENV = "KIROLEARN_HOME"
 
@@ -66,7 +66,7 @@ def check_home() -> str:
 
 def check_project(path) -> str:
     """The absolute path of an existing project directory, or ProjectError (as the CLI's --project says)."""
-    from .errors import ProjectError
+    from kirolearn.errors import ProjectError
 
     text = os.fspath(path)
     if not os.path.exists(text):

@@ -16,8 +16,9 @@ import os
 import sys
 import tempfile
 
-from . import replay, spool
-from .scrub import scrub_text
+from kirolearn import replay
+from kirolearn.capture import spool
+from kirolearn.privacy.scrub import scrub_text
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RECORDINGS = os.path.join(os.path.dirname(HERE), "queue", "sessions")
@@ -127,7 +128,7 @@ def _drain() -> "str | None":
 
 
 def _show_records() -> None:
-    from .store import open_db
+    from kirolearn.store.sqlite import open_db
 
     db = open_db()
     rows = list(db.query("select * from memory_records order by created_at, record_id"))

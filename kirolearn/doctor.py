@@ -3,8 +3,9 @@
 import os
 import time
 
-from . import config, install, spool
-from .ids import ulid_time_ms
+from kirolearn import config, install
+from kirolearn.capture import spool
+from kirolearn.capture.ids import ulid_time_ms
 
 SPOOL_STALE_SECONDS = 3600
 
@@ -23,7 +24,7 @@ def hook_errors_since(seconds: float) -> int:
 
 def run_checks():
     """Yield (level, message) pairs; level is OK, WARN or FAIL."""
-    from .settings import SettingsError, load
+    from kirolearn.settings import SettingsError, load
 
     try:
         conf = load()
@@ -52,7 +53,7 @@ def run_checks():
     errors = hook_errors_since(86400)
     if errors:
         yield "WARN", f"{errors} hook error(s) in the last 24 h: see {os.path.join(config.logs_dir(), 'hook.log')}"
-    from . import health
+    from kirolearn import health
 
     found = health.store_health()
     if found["state"] == "lost":
@@ -62,13 +63,13 @@ def run_checks():
                        "`kirolearn repair` (it backs the file up first; the spool keeps new events until then)")
     elif found["state"] == "ok":
         try:
-            from . import store
+            from kirolearn.store import sqlite as store
 
             db = store.open_db()
             failures = db.execute("select count(*) from extraction_runs where outcome = 'failed' and started_at >= ?",
                                   [store.iso_shift(store.now_iso(), -86400)]).fetchone()[0]
             yield "OK", f"database {found['detail']}"
-            from .rescrub import note
+            from kirolearn.privacy.rescrub import note
 
             stale = note(db)
             if stale:
@@ -106,7 +107,7 @@ def run_checks():
 
 def _wiring_clashes():
     """Kiro-side clashes: a workspace agent named like ours, and classic + v3 hooks for one session."""
-    from .project import find_project_root
+    from kirolearn.project import find_project_root
 
     here, is_global = find_project_root(os.getcwd())
     extra = [] if is_global else [here]
@@ -121,7 +122,7 @@ def _wiring_clashes():
 
 def semantic_checks(conf):
     """Can the embedding model load, and how many records have vectors of it (issue #11)."""
-    from . import embeddings
+    from kirolearn.recall import embeddings
 
     usable, message = embeddings.check(conf)
     yield ("OK" if usable else "WARN"), message
@@ -130,7 +131,8 @@ def semantic_checks(conf):
     model = embeddings.from_settings(conf)
     if model is None:
         return
-    from . import recall, store
+    from kirolearn.recall import lexical as recall
+    from kirolearn.store import sqlite as store
 
     conn = recall.connect_readonly(budget=5.0)
     try:

@@ -1,7 +1,7 @@
 """Health facts for `doctor` and `status`: the store's integrity, the drain's record, the schedule.
 
 Everything here works when the database is damaged or gone: it reads
-$KIROLEARN_HOME/state/ (kirolearn.state) and SQLite's own checks, never
+$KIROLEARN_HOME/state/ (kirolearn.store.state) and SQLite's own checks, never
 anything that needs a healthy store. It changes nothing.
 """
 
@@ -9,7 +9,8 @@ import os
 import sqlite3
 import time
 
-from . import config, state
+from kirolearn import config
+from kirolearn.store import state
 
 DRAIN_STALE_SECONDS = 3600  # no drain for this long while events wait: the schedule is not running
 
@@ -32,7 +33,7 @@ def drain_finished(exc: "BaseException | None") -> None:
 
 def describe(exc: BaseException) -> str:
     """One line for an exception, as the CLI would show it."""
-    from .errors import KirolearnError, from_oserror, from_sqlite, one_line
+    from kirolearn.errors import KirolearnError, from_oserror, from_sqlite, one_line
 
     if isinstance(exc, KirolearnError):
         return str(exc)
@@ -52,8 +53,8 @@ def drain_running() -> bool:
     """Is a drain holding the spool lock right now (e.g. `drain --watch`)?"""
     from filelock import FileLock, Timeout
 
-    from . import spool
-    from .drain import LOCK_NAME
+    from kirolearn.capture import spool
+    from kirolearn.pipeline.drain import LOCK_NAME
 
     path = os.path.join(spool.root(), LOCK_NAME)
     if not os.path.exists(path):
@@ -88,7 +89,7 @@ def status_facts(info: dict, settings) -> None:
 
 def store_health(path: "str | None" = None) -> dict:
     """{"state": "none" | "ok" | "lost" | "damaged" | "unreadable", "detail": text} without changing anything."""
-    from . import store
+    from kirolearn.store import sqlite as store
 
     path = path or config.db_path()
     lost = store.lost_reason(path)
@@ -127,7 +128,7 @@ def schedule_status() -> dict:
     import shutil
     import subprocess
 
-    from . import schedule
+    from kirolearn import schedule
 
     for job in schedule.systemd_job(60)[1:] + schedule.launchd_job(60):
         if os.path.exists(job.path):
@@ -147,7 +148,7 @@ def schedule_status() -> dict:
 
 def drain_checks(now: "float | None" = None):
     """Yield (level, message) about the schedule and the last drain."""
-    from .recall import iso_epoch
+    from kirolearn.recall.lexical import iso_epoch
 
     now = time.time() if now is None else now
     sched = schedule_status()

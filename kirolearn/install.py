@@ -31,9 +31,9 @@ import shutil
 import sys
 from dataclasses import dataclass, field
 
-from . import config
-from .jsontext import indent_unit, line_indent, newline
-from .errors import InstallError
+from kirolearn import config
+from kirolearn.jsontext import indent_unit, line_indent, newline
+from kirolearn.errors import InstallError
 
 AGENT_NAME = "kirolearn"
 KIRO_KINDS = ("owned", "agent", "mcp")  # installs.json kinds this module writes and undoes

@@ -5,7 +5,7 @@ forget from any of them is the same tombstone and the same audit row. Memory
 is untrusted text (design.md rule 9): everything returned for display is
 re-scrubbed here; each medium escapes it for itself (`terminal()` for a
 terminal, Jinja2's autoescape for HTML, JSON for JSON). SQL lives in
-kirolearn.recordstore.
+kirolearn.store.records.
 """
 
 import json
@@ -15,9 +15,11 @@ import threading
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 
-from . import config, recordstore, store
-from .errors import KirolearnError
-from .schema import OBSERVATION_TYPES, SUMMARY_MAX, TITLE_MAX, clip
+from kirolearn import config
+from kirolearn.store import records as recordstore
+from kirolearn.store import sqlite as store
+from kirolearn.errors import KirolearnError
+from kirolearn.pipeline.schema import OBSERVATION_TYPES, SUMMARY_MAX, TITLE_MAX, clip
 
 ACTORS = ("cli", "mcp", "viewer", "retention")
 DEFAULT_FORGOTTEN_DAYS = 30
@@ -52,8 +54,8 @@ def scrubber(fresh: bool = False):
     One per config.toml version, so the viewer does not load settings and
     compile patterns on every request; `fresh` gives a new one (its counts start at zero).
     """
-    from .scrub import Scrubber
-    from .settings import load, settings_path
+    from kirolearn.privacy.scrub import Scrubber
+    from kirolearn.settings import load, settings_path
 
     try:
         stamp = os.stat(settings_path()).st_mtime_ns
@@ -134,7 +136,7 @@ def _writable():
 
 def project_id_of(root: "str | None") -> "str | None":
     """The project id of a project root (None for all projects)."""
-    from .dedup import project_id
+    from kirolearn.pipeline.dedup import project_id
 
     return project_id(root) if root else None
 
@@ -156,8 +158,8 @@ def list_records(*, project_root=None, types=None, since=None, session_id=None, 
 
 def search(query: str, *, project_root=None, types=None, since=None, session_id=None, file=None,
            limit: int = 10) -> "list[dict]":
-    """The recall ranking (kirolearn.recall.search) with the shared filters; hits as dicts, re-scrubbed."""
-    from . import recall
+    """The recall ranking (kirolearn.recall.lexical.search) with the shared filters; hits as dicts, re-scrubbed."""
+    from kirolearn.recall import lexical as recall
 
     conn = recall.connect_readonly(budget=5.0)
     try:
@@ -249,7 +251,7 @@ def resolve_targets(*, record_ids=(), session_id=None, query=None, project_root=
     if query:
         # Search also matches a record through its neighbours' text (the hidden expansion
         # column): forget only records whose own text holds a word of the query.
-        from .recall import _matched, terms
+        from kirolearn.recall.lexical import _matched, terms
 
         words = terms(query)
         for hit in search(query, project_root=project_root, limit=limit):
@@ -302,7 +304,7 @@ def restore(record_ids, *, actor: str = "cli", db=None) -> "list[dict]":
 def _rederive(db, records) -> None:
     """Derive again the expansions of the sessions that forget, restore or edit touched, so no old
     text stays searchable (only those sessions: a store with other underived rows waits for the drain)."""
-    from .semantic import enrich_sessions
+    from kirolearn.recall.semantic import enrich_sessions
 
     enrich_sessions(db, [(r["project_id"], r["session_id"]) for r in records])
 
@@ -403,9 +405,9 @@ def import_lines(lines, *, db=None) -> dict:
     """
     from pydantic import ValidationError
 
-    from . import dedup
-    from .drain import GENERATED_FIELDS, Drainer
-    from .schema import Event, MemoryRecord
+    from kirolearn.pipeline import dedup
+    from kirolearn.pipeline.drain import GENERATED_FIELDS, Drainer
+    from kirolearn.pipeline.schema import Event, MemoryRecord
 
     scrub = scrubber(fresh=True)  # its counts are this import's redactions
     db = db or store.open_db()
@@ -470,8 +472,8 @@ def import_lines(lines, *, db=None) -> dict:
 
 def health(db=None) -> dict:
     """What the viewer's health page shows: spool, quarantine, last drain, failures, spend vs limit, counts."""
-    from . import spool
-    from .settings import load
+    from kirolearn.capture import spool
+    from kirolearn.settings import load
 
     conf = load()
     files = spool.ready_files()

@@ -19,9 +19,14 @@ from mcp.server.fastmcp import FastMCP
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from . import __version__, config, context, recall, semantic, store, summaries
-from .project import find_project_root
-from .scrub import Scrubber
+from kirolearn import __version__, config
+from kirolearn.recall import context
+from kirolearn.recall import lexical as recall
+from kirolearn.recall import semantic
+from kirolearn.store import sqlite as store
+from kirolearn.pipeline import summaries
+from kirolearn.project import find_project_root
+from kirolearn.privacy.scrub import Scrubber
 
 log = logging.getLogger("kirolearn.mcp")
 
@@ -166,9 +171,9 @@ class ScrubbingFastMCP(FastMCP):
     async def call_tool(self, name, arguments):
         from mcp.server.fastmcp.exceptions import ToolError
 
-        from .scrub import scrub_text
+        from kirolearn.privacy.scrub import scrub_text
 
-        from .errors import KirolearnError, one_line
+        from kirolearn.errors import KirolearnError, one_line
 
         from pydantic import ValidationError
 
@@ -206,7 +211,7 @@ def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
         return store.open_db()
 
     def scrubber() -> Scrubber:
-        from .settings import load
+        from kirolearn.settings import load
 
         conf = settings or load()
         return Scrubber(conf.scrub.extra_patterns, conf.scrub.allow)
@@ -285,7 +290,7 @@ def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
 
         Each result carries its record id and date; pass the id to forget_memory to retract a wrong memory.
         """
-        from .manage import parse_since
+        from kirolearn.manage import parse_since
 
         conn = recall.connect_readonly(budget=5.0)
         hits = semantic.search(conn, query, project_id=here.id, limit=limit,
@@ -301,7 +306,7 @@ def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
                 block += "\nFiles:\n" + "\n".join(f"  {f}" for f in h.files_touched)
             blocks.append(block)
         text = context.scrub_out("\n\n".join(blocks), context.settings())
-        from .manage import clean  # structured results are re-scrubbed like the text (design.md rule 9)
+        from kirolearn.manage import clean  # structured results are re-scrubbed like the text (design.md rule 9)
 
         results = [Memory(record_id=h["record_id"], title=h["title"], summary=h["summary"],
                           observation_type=h["observation_type"], concepts=[str(c) for c in h["concepts"]],
@@ -320,7 +325,7 @@ def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
 
         A soft forget: the user can undo it (`kirolearn restore ID`) until it is purged. Forgetting twice is harmless.
         """
-        from . import manage
+        from kirolearn import manage
 
         forgotten = manage.forget([record_id], reason=reason, actor="mcp", project_root=here.root, db=db())
         if forgotten:
@@ -360,7 +365,7 @@ def _setup_logging() -> None:
         handlers.append(logging.FileHandler(path, encoding="utf-8"))
     except (OSError, config.HomeNotFound):
         pass
-    from .logscrub import use_scrubbing
+    from kirolearn.privacy.logscrub import use_scrubbing
 
     use_scrubbing(handlers, "%(asctime)s kirolearn-mcp %(levelname)s %(message)s")  # no secret in a log line
     logging.basicConfig(level=logging.WARNING, handlers=handlers)

@@ -17,7 +17,7 @@ import contextlib
 import os
 from typing import IO, Iterable
 
-from . import config
+from kirolearn import config
 
 
 class Memory:
@@ -39,14 +39,14 @@ class Memory:
 
     @staticmethod
     def _root(project: "str | os.PathLike | None") -> str:
-        from .project import find_project_root
+        from kirolearn.project import find_project_root
 
         root, _ = find_project_root(config.check_project(project) if project else os.getcwd())
         return root
 
     @contextlib.contextmanager
     def _db(self):
-        from .store import open_db
+        from kirolearn.store.sqlite import open_db
 
         db = open_db()
         try:
@@ -56,7 +56,7 @@ class Memory:
 
     @contextlib.contextmanager
     def _reader(self):
-        from . import recall
+        from kirolearn.recall import lexical as recall
 
         conn = recall.connect_readonly(budget=5.0)
         try:
@@ -65,8 +65,8 @@ class Memory:
             conn.close()
 
     def _scrubber(self, settings=None):
-        from .scrub import Scrubber
-        from .settings import load
+        from kirolearn.privacy.scrub import Scrubber
+        from kirolearn.settings import load
 
         conf = settings or load()
         return Scrubber(conf.scrub.extra_patterns, conf.scrub.allow)
@@ -80,9 +80,10 @@ class Memory:
         """
         from dataclasses import asdict
 
-        from . import drain, store
-        from .ids import new_ulid
-        from .settings import load
+        from kirolearn.pipeline import drain
+        from kirolearn.store import sqlite as store
+        from kirolearn.capture.ids import new_ulid
+        from kirolearn.settings import load
 
         with self._here():
             settings = load()
@@ -101,7 +102,8 @@ class Memory:
     def search(self, query: str, *, project=None, all_projects: bool = False, types: "Iterable[str] | None" = None,
                limit: int = 10) -> list:
         """Records matching `query`, best first (`recall.Hit` objects; `.to_dict()` for JSON)."""
-        from . import context, semantic
+        from kirolearn.recall import context
+        from kirolearn.recall import semantic
 
         with self._here():
             project_id = None if all_projects else context.project_id(self._root(project))
@@ -113,7 +115,7 @@ class Memory:
 
     def context(self, *, project=None, prompt: "str | None" = None) -> str:
         """What the hook would inject: the session-start block, or the block for `prompt`."""
-        from . import context
+        from kirolearn.recall import context
 
         with self._here():
             root = self._root(project)
@@ -130,7 +132,8 @@ class Memory:
     def observations(self, *, project=None, all_projects: bool = False, types: "Iterable[str] | None" = None,
                      limit: int = 20) -> list:
         """The newest records of a project (or of all projects), newest first."""
-        from . import context, recall
+        from kirolearn.recall import context
+        from kirolearn.recall import lexical as recall
 
         with self._here():
             pid = None if all_projects else context.project_id(self._root(project))
@@ -149,7 +152,7 @@ class Memory:
     def save_turn_summary(self, *, request: str, investigated: str, learned: str, completed: str,
                           next_steps: str, files_read=(), files_modified=(), project=None):
         """Save a structured turn summary (the MCP tool's twin); returns the MemoryRecord."""
-        from . import summaries
+        from kirolearn.pipeline import summaries
 
         with self._here(), self._db() as db:
             return summaries.save_turn_summary(
@@ -161,8 +164,8 @@ class Memory:
                     next_steps=None, open_questions=None, label: str = "general", auto_compress: bool = False,
                     transcript: "str | None" = None, project=None, complete=None) -> dict:
         """Save an end-of-session summary (the `session_end` tool); returns its result object."""
-        from . import summaries
-        from .settings import load
+        from kirolearn.pipeline import summaries
+        from kirolearn.settings import load
 
         with self._here(), self._db() as db:
             settings = load()
@@ -174,7 +177,7 @@ class Memory:
 
     def init_session(self, *, label: str = "general", project=None) -> dict:
         """The newest end-of-session summary for the project (the `session_init` tool)."""
-        from . import summaries
+        from kirolearn.pipeline import summaries
 
         with self._here(), self._db() as db:
             return summaries.session_init(db, summaries.Project(self._root(project)), label)
@@ -183,14 +186,14 @@ class Memory:
 
     def export(self, out: IO[str]) -> int:
         """Write every stored object as JSON Lines (the `kirolearn export` format); returns the line count."""
-        from . import backup
+        from kirolearn.store import backup
 
         with self._here(), self._db() as db:
             return backup.export(db, out)
 
     def import_(self, source: "IO[str] | Iterable[str]") -> dict:
         """Restore an export (`kirolearn import`): idempotent, ids kept, everything scrubbed; returns counts."""
-        from . import manage
+        from kirolearn import manage
 
         with self._here():
             return manage.import_lines(source)
@@ -199,7 +202,8 @@ class Memory:
 
     def forget(self, record_ids: "Iterable[str]", *, reason: str = "") -> list:
         """Take records out of recall for good (a tombstone; `restore` undoes it until a purge)."""
-        from . import manage, store
+        from kirolearn import manage
+        from kirolearn.store import sqlite as store
 
         ids = list(record_ids)
         with self._here():
@@ -219,7 +223,7 @@ class Memory:
 
     def restore(self, record_ids: "Iterable[str]") -> list:
         """Bring forgotten records back."""
-        from . import manage
+        from kirolearn import manage
 
         with self._here():
             return manage.restore(list(record_ids), actor="library")

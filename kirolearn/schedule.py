@@ -14,12 +14,12 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from . import config
-from .errors import ScheduleError  # noqa: F401 - re-exported for callers
+from kirolearn import config
+from kirolearn.errors import ScheduleError  # noqa: F401 - re-exported for callers
 
 UNIT = "kirolearn-drain"
 CRON_MARK = "# kirolearn drain (kirolearn schedule)"
-LAUNCHD_LABEL = "dev.kirolearn.drain"
+LAUNCHD_LABEL = "dev.kirolearn.pipeline.drain"
 
 
 CRON_MINUTES = (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30)  # */N that fires evenly every hour

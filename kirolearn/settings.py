@@ -10,8 +10,8 @@ import os
 import sys
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from . import config
-from .errors import ConfigError
+from kirolearn import config
+from kirolearn.errors import ConfigError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -94,7 +94,7 @@ class Drain(_Section):
 
 
 class Recall(_Section):
-    """What the hooks inject (read by the hook itself with tomllib; see kirolearn.context)."""
+    """What the hooks inject (read by the hook itself with tomllib; see kirolearn.recall.context)."""
 
     budget_tokens: int = Field(1500, ge=0, le=2400, description="size cap of one injected block, estimated at 4 "
                                "characters a token; at most 2,400 because Kiro CLI cuts hook output at 10,240 bytes")

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Regenerate kirolearn/secret_rules.py from the public secret-scanner catalogues.
+"""Regenerate kirolearn/privacy/rules.py from the public secret-scanner catalogues.
 
     python scripts/refresh_secret_rules.py GITLEAKS_TOML [BETTERLEAKS_TOML] \
-        --gitleaks-version v8.30.0-27-gb58d3f10 --betterleaks-version v1.7.0 > kirolearn/secret_rules.py
+        --gitleaks-version v8.30.0-27-gb58d3f10 --betterleaks-version v1.7.0 > kirolearn/privacy/rules.py
 
 GITLEAKS_TOML is `config/gitleaks.toml` of github.com/gitleaks/gitleaks (the yardstick: every
 rule is taken); BETTERLEAKS_TOML is `config/betterleaks.toml` of github.com/betterleaks/betterleaks

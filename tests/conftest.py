@@ -118,8 +118,8 @@ def run_hook(argv=(), stdin=b"", env=None, cwd=None, timeout=20):
 @pytest.fixture
 def make_event(project):
     """Spool one event built by the hook's own code; returns the event dict."""
-    from kirolearn import events as ev
-    from kirolearn import spool
+    from kirolearn.capture import events as ev
+    from kirolearn.capture import spool
 
     def make(name="postToolUse", now=None, **payload):
         payload.setdefault("cwd", str(project))
@@ -145,7 +145,9 @@ def write_config(home):
 @pytest.fixture
 def drain_now():
     """Run one drain in-process with the effective settings; returns (stats, db)."""
-    from kirolearn import drain, settings, store
+    from kirolearn import settings
+    from kirolearn.pipeline import drain
+    from kirolearn.store import sqlite as store
 
     def run(flush=False, complete=None, sleep=lambda s: None, **overrides):
         conf = settings.load()
@@ -168,9 +170,10 @@ def add_record(home):
     """Insert a memory record straight into the store (as the drainer would); returns its id."""
     from datetime import datetime, timezone
 
-    from kirolearn import dedup, store
-    from kirolearn.ids import new_ulid
-    from kirolearn.schema import MemoryRecord
+    from kirolearn.pipeline import dedup
+    from kirolearn.store import sqlite as store
+    from kirolearn.capture.ids import new_ulid
+    from kirolearn.pipeline.schema import MemoryRecord
 
     db = store.open_db()
 

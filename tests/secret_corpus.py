@@ -2,7 +2,7 @@
 
 Shared by tests/test_secret_corpus.py (floors) and bench/bench_scrub.py (figures).
 
-- Credentials: for every rule of kirolearn/secret_rules.py, `examples` secrets sampled from the
+- Credentials: for every rule of kirolearn/privacy/rules.py, `examples` secrets sampled from the
   rule's own pattern (a small sampler over Python's regex parse tree, seeded: the corpus is the
   same on every run), each placed in the shapes the rule describes (`NAME_KEY = "…"`,
   `name: …`, `NAME||…`, a bare token) inside three carriers: a prompt, a shell command and a
@@ -193,7 +193,7 @@ _EXAMPLES = {
 
 def credential_cases(examples: int = 3, seed: int = 7) -> "list[Case]":
     """`examples` secrets per rule, each in every carrier."""
-    from kirolearn import scrub_table
+    from kirolearn.privacy import table as scrub_table
 
     rng = random.Random(seed)
     sampler = _Sampler(rng)
@@ -235,7 +235,7 @@ def credential_cases(examples: int = 3, seed: int = 7) -> "list[Case]":
 
 
 def _judged_secret(rule, secret: str) -> bool:
-    from kirolearn import scrub_table
+    from kirolearn.privacy import table as scrub_table
 
     if len(secret) < 4 or (rule.entropy is not None and scrub_table.entropy(secret) <= rule.entropy):
         return False
@@ -361,7 +361,7 @@ def ordinary_lines(n: int = 2000, seed: int = 11) -> "list[str]":
 
 def measure(scrubber=None, examples: int = 3, lines: int = 2000) -> dict:
     """Recall per carrier (and overall), keep, and the rules with a miss."""
-    from kirolearn.scrub import Scrubber
+    from kirolearn.privacy.scrub import Scrubber
 
     scrubber = scrubber or Scrubber()
     cases = credential_cases(examples)

@@ -7,8 +7,12 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import run_hook
-from kirolearn import agents, demo, events, replay, spool, store
-from kirolearn.agents import claude_code
+from kirolearn import demo, replay
+from kirolearn.capture import agents
+from kirolearn.capture import events
+from kirolearn.capture import spool
+from kirolearn.store import sqlite as store
+from kirolearn.capture.agents import claude_code
 from kirolearn.cli import cli
 
 RECORDING = os.path.join(demo.RECORDINGS, "claude-code.jsonl")

@@ -5,13 +5,13 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
-from kirolearn.schema import Event
+from kirolearn.pipeline.schema import Event
 
 from conftest import hook_env, run_hook
 
 WORKER = r"""
 import json, sys
-from kirolearn import hooks
+from kirolearn.capture import hook as hooks
 worker, calls, cwd = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 for i in range(calls):
     body = {"hook_event_name": "postToolUse", "cwd": cwd, "session_id": f"w{worker}",

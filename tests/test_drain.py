@@ -6,7 +6,9 @@ import shutil
 
 from click.testing import CliRunner
 
-from kirolearn import drain, replay, spool
+from kirolearn import replay
+from kirolearn.pipeline import drain
+from kirolearn.capture import spool
 from kirolearn.cli import cli
 from kirolearn.demo import RECORDINGS
 
@@ -211,7 +213,7 @@ def test_status_reports_spool_drain_and_fallback(make_event, home, write_config,
     write_config('[extract]\nmodel = "openai/x"\ndaily_token_limit = 10\n')
     make_event("userPromptSubmit", prompt="a")
     make_event("stop", assistant_response="b")
-    from kirolearn.extract import Completion
+    from kirolearn.pipeline.extract import Completion
     drain_now(complete=lambda m, c: Completion('{"records": []}', 20, 5))
     runner = CliRunner()
     runner.invoke(cli, ["drain"], catch_exceptions=False)  # records the drain run
@@ -246,7 +248,7 @@ def test_export_includes_session_summaries(project, home):
 
 
 def test_a_scrubbed_model_answer_is_clipped_again_not_fatal(make_event, drain_now, write_config):
-    from kirolearn.extract import Completion
+    from kirolearn.pipeline.extract import Completion
 
     write_config('[extract]\nmodel = "openai/x"\n')
     make_event("userPromptSubmit", prompt="q")

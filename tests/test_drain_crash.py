@@ -9,7 +9,11 @@ import sys
 import threading
 import time
 
-from kirolearn import drain, events, settings, spool, store
+from kirolearn import settings
+from kirolearn.pipeline import drain
+from kirolearn.capture import events
+from kirolearn.capture import spool
+from kirolearn.store import sqlite as store
 
 from conftest import hook_env, run_hook
 
@@ -64,8 +68,10 @@ def test_killed_drainers_never_lose_or_duplicate_events(home, project, write_con
 
 DRAINER = r"""
 import dataclasses, itertools, json, os, sys
-from kirolearn import drain, settings, store
-from kirolearn.extract import Completion
+from kirolearn import settings
+from kirolearn.pipeline import drain
+from kirolearn.store import sqlite as store
+from kirolearn.pipeline.extract import Completion
 calls = itertools.count()
 
 def complete(messages, conf):
@@ -202,7 +208,7 @@ def test_hooks_keep_writing_while_a_watcher_drains(home, project):
 
 WRITER = r"""
 import json, sys
-from kirolearn import hooks
+from kirolearn.capture import hook as hooks
 w, cwd = sys.argv[1], sys.argv[2]
 for i in range(100):
     body = {"hook_event_name": "postToolUse", "cwd": cwd, "session_id": "w" + w,
@@ -228,7 +234,8 @@ def test_watch_cli_stops_cleanly_on_sigterm(home, project):
 
 SAVER = r"""
 import sys
-from kirolearn import store, summaries
+from kirolearn.store import sqlite as store
+from kirolearn.pipeline import summaries
 here = summaries.Project(sys.argv[2])
 for i in range(50):
     db = store.open_db()  # a fresh store opened by several processes at once, too

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from kirolearn.extract import Completion
+from kirolearn.pipeline.extract import Completion
 
 from fakellm import FakeLLM
 from test_extract import GOOD

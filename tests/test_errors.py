@@ -19,7 +19,11 @@ def test_error_carries_message_fix_and_exit_code():
 
 
 def test_every_library_error_is_in_the_family():
-    from kirolearn import config, drain, extract, install, schedule, settings, store, summaries
+    from kirolearn import config, install, schedule, settings
+    from kirolearn.pipeline import drain
+    from kirolearn.pipeline import extract
+    from kirolearn.store import sqlite as store
+    from kirolearn.pipeline import summaries
 
     for cls in (config.HomeNotFound, drain.DrainLocked, extract.ExtractionError, install.InstallError,
                 schedule.ScheduleError, settings.SettingsError, store.SchemaTooNew, summaries.SummaryError):

@@ -4,8 +4,9 @@ import json
 
 import pytest
 
-from kirolearn import events, hooks
-from kirolearn.schema import Event
+from kirolearn.capture import events
+from kirolearn.capture import hook as hooks
+from kirolearn.pipeline.schema import Event
 
 from conftest import load_cases, substitute
 

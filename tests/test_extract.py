@@ -6,8 +6,9 @@ import os
 
 import pytest
 
-from kirolearn import extract, settings
-from kirolearn.extract import Batch, Completion
+from kirolearn import settings
+from kirolearn.pipeline import extract
+from kirolearn.pipeline.extract import Batch, Completion
 
 from fakellm import FakeLLM
 
@@ -244,7 +245,7 @@ def test_litellm_import_does_not_load_dotenv(tmp_path, monkeypatch):
     import sys
 
     (tmp_path / ".env").write_text("KIROLEARN_LEAK_CHECK=leaked\n")
-    code = ("import os; from kirolearn import extract, settings; "
+    code = ("import os; from kirolearn import settings; from kirolearn.pipeline import extract; "
             "s = settings.Settings(); s.extract.model = 'openai/x'; s.extract.api_base = 'http://127.0.0.1:9'; "
             "s.extract.timeout_seconds = 0.5\n"
             "try: extract.litellm_complete([{'role': 'user', 'content': 'x'}], s)\n"

@@ -17,7 +17,8 @@ import time
 
 import pytest
 
-from kirolearn import events, spool
+from kirolearn.capture import events
+from kirolearn.capture import spool
 
 from conftest import BIN, hook_env, run_hook
 
@@ -118,7 +119,9 @@ def corrupt(path, seed=1, size=8192):
 @pytest.fixture(scope="module")
 def filled_template(tmp_path_factory):
     """One database of 200 drained events (a corruptible size), built once per module."""
-    from kirolearn import drain, settings, store
+    from kirolearn import settings
+    from kirolearn.pipeline import drain
+    from kirolearn.store import sqlite as store
 
     base = tmp_path_factory.mktemp("filled")
     project = base / "project"
@@ -144,7 +147,7 @@ def filled(home, filled_template):
     home.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source / "kirolearn.db", home / "kirolearn.db")
     os.chmod(home / "kirolearn.db", 0o600)
-    from kirolearn import state
+    from kirolearn.store import state
 
     marker = json.loads((source / "state" / "store.json").read_text())
     state.write(state.STORE, dict(marker, path=str(home / "kirolearn.db")))
@@ -185,7 +188,7 @@ def test_a_corrupt_database_keeps_the_spool_and_repair_brings_it_back(home, proj
 
 
 def test_a_failing_step_after_the_commit_never_costs_a_spool_file(home, project, drain_now, monkeypatch):
-    from kirolearn import drain
+    from kirolearn.pipeline import drain
 
     ids = spool_events(project, 30)
 
@@ -211,7 +214,7 @@ def test_a_healthy_database_needs_no_repair(home, filled):
 
 
 def _name():
-    from kirolearn.ids import new_ulid
+    from kirolearn.capture.ids import new_ulid
 
     return new_ulid() + ".json"
 
@@ -485,7 +488,8 @@ def test_a_hung_model_is_bounded_and_skipped_after_failures_in_a_row(home, proje
 def test_a_call_that_ignores_its_own_timeout_is_abandoned_within_the_budget(monkeypatch):
     import threading
 
-    from kirolearn import extract, settings
+    from kirolearn import settings
+    from kirolearn.pipeline import extract
 
     monkeypatch.setattr(extract, "HARD_CAP_GRACE", 0.05)
     conf = settings.Settings()
@@ -508,14 +512,14 @@ def test_a_call_that_ignores_its_own_timeout_is_abandoned_within_the_budget(monk
 
 
 def test_the_breaker_lets_one_call_through_after_its_cool_off(home, make_event, drain_now, write_config):
-    from kirolearn import state
+    from kirolearn.store import state
 
     from test_drain_llm import GOOD
 
     calls = []
 
     def complete(messages, conf):
-        from kirolearn.extract import Completion
+        from kirolearn.pipeline.extract import Completion
 
         calls.append(1)
         return Completion(GOOD)
@@ -546,7 +550,7 @@ def test_hostile_memory_text_stays_quoted_through_the_real_hook(home, project, a
 
 
 def _assert_quoted(out):
-    from kirolearn import context
+    from kirolearn.recall import context
 
     for line in out.splitlines():
         assert (line in ("", context.PROMPT_HEADING, context.SESSION_START_HEADING, context.PREAMBLE)
@@ -565,7 +569,8 @@ if given is not None:
     @given(title=st.text(min_size=1, max_size=80), summary=st.text(max_size=300),
            facts=st.lists(st.text(max_size=60), max_size=3), files=st.lists(st.text(max_size=30), max_size=3))
     def test_any_unicode_in_a_record_stays_quoted(title, summary, facts, files):
-        from kirolearn import context, recall
+        from kirolearn.recall import context
+        from kirolearn.recall import lexical as recall
 
         hit = recall.Hit("mr_1", "/p", "s", title, summary, facts, [], files, "decision", "t",
                          "2026-01-01T00:00:00.000Z")
@@ -576,7 +581,7 @@ if given is not None:
     @settings(max_examples=300, deadline=None)
     @given(st.text())
     def test_clean_text_leaves_only_plain_lines(text):
-        from kirolearn.sanitize import BIDI_CONTROLS, clean_text
+        from kirolearn.privacy.sanitize import BIDI_CONTROLS, clean_text
 
         out = clean_text(text)
         rest = out.replace("\n", "")

@@ -11,7 +11,9 @@ import subprocess
 import pytest
 from click.testing import CliRunner
 
-from kirolearn import __version__, context, recall, textcut
+from kirolearn import __version__, textcut
+from kirolearn.recall import context
+from kirolearn.recall import lexical as recall
 from kirolearn.cli import cli
 
 from conftest import BIN, hook_env, run_hook
@@ -46,7 +48,7 @@ def test_failed_auto_compress_stores_an_empty_summary_and_keeps_the_previous_one
     assert shape["summary_len"] == 0 and shape["auto_compress_error"] == "provider_unavailable"
     assert shape["compressed_used"] is False and shape["next_steps_count"] == 0
 
-    from kirolearn import store
+    from kirolearn.store import sqlite as store
 
     db = store.open_db()
     (row,) = db.query("select summary, record_id from session_summaries where session_id = 's-2'")
@@ -156,7 +158,7 @@ def test_the_model_is_asked_for_the_missing_turn_summary(make_event, drain_now, 
 
 
 def test_auto_compress_fills_only_absent_values(project):
-    from kirolearn.extract import Completion
+    from kirolearn.pipeline.extract import Completion
 
     def complete(messages, conf, response_format=None):
         return Completion(json.dumps({"summary": "Drafted.", "next_steps": ["drafted"], "pitfalls": ["drafted"]}))
@@ -326,7 +328,8 @@ def test_readme_configuration_table_is_one_table():
 
 
 def test_an_older_store_s_placeholder_summaries_are_emptied(project):
-    from kirolearn import migrations, store
+    from kirolearn.store import migrations
+    from kirolearn.store import sqlite as store
 
     call(project, "session_end", {"session_id": "s-1", "summary": "Real work done."})
     db = store.open_db()

@@ -8,8 +8,11 @@ import json
 
 import pytest
 
-from kirolearn import context, recall, settings, store
-from kirolearn.extract import Completion
+from kirolearn import settings
+from kirolearn.recall import context
+from kirolearn.recall import lexical as recall
+from kirolearn.store import sqlite as store
+from kirolearn.pipeline.extract import Completion
 
 from test_drain_llm import complete_with, runs, turn
 from test_extract import GOOD

@@ -8,8 +8,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kirolearn import hooks
-from kirolearn.schema import Event
+from kirolearn.capture import hook as hooks
+from kirolearn.pipeline.schema import Event
 
 from conftest import hook_env, run_hook
 

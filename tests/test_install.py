@@ -331,7 +331,7 @@ def test_schedule_texts(home, monkeypatch):
     (plist,) = schedule.launchd_job(600)
     assert "<integer>600</integer>" in plist.content and "<string>drain</string>" in plist.content
     result = run("schedule", "--every", "10m", "--launchd", "--print")
-    assert "dev.kirolearn.drain" in result.output
+    assert "dev.kirolearn.pipeline.drain" in result.output
 
 
 def test_schedule_cron_against_a_fake_crontab(tmp_path, monkeypatch):
@@ -370,7 +370,7 @@ def test_doctor_and_status_on_a_known_home(kiro, make_event, home, drain_now):
     drain_now()
     old = make_event(tool_name="shell", now=1_000_000_000.0)  # waiting since 2001: no drain runs
     (home / "logs").mkdir(exist_ok=True)
-    from kirolearn import hooks
+    from kirolearn.capture import hook as hooks
 
     hooks.log("hook: stdin is not valid JSON; nothing recorded")
     result = CliRunner().invoke(cli, ["doctor"])

@@ -11,7 +11,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from click.testing import CliRunner
 
-from kirolearn import manage, spool, store
+from kirolearn import manage
+from kirolearn.capture import spool
+from kirolearn.store import sqlite as store
 from kirolearn.cli import cli
 from kirolearn.errors import StoreLost
 

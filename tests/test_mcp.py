@@ -10,8 +10,11 @@ import pytest
 from mcp.shared.memory import create_connected_server_and_client_session
 
 import kirolearn
-from kirolearn import context, mcp_server, recall, settings, summaries
-from kirolearn.extract import Completion
+from kirolearn import mcp_server, settings
+from kirolearn.recall import context
+from kirolearn.recall import lexical as recall
+from kirolearn.pipeline import summaries
+from kirolearn.pipeline.extract import Completion
 
 pytestmark = pytest.mark.filterwarnings("ignore:Items? .* `ReadOnly` qualifier:UserWarning")
 
@@ -120,7 +123,7 @@ def test_secrets_are_scrubbed_on_every_tool(project):
     call(project, "save_observation", {"title": f"token {key}", "summary": f"key {key}", "observation_type": "decision",
                                        "facts": [key], "concepts": [], "files_touched": []})
     call(project, "session_end", {"session_id": "s1", "summary": f"used {key}", "pitfalls": [f"never log {key}"]})
-    from kirolearn import store
+    from kirolearn.store import sqlite as store
 
     db = store.open_db()
     dump = "\n".join(str(tuple(r)) for t in ("memory_records", "session_summaries") for r in db.execute(f"select * from {t}"))

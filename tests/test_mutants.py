@@ -8,8 +8,11 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from kirolearn import dedup, recall, settings, store
-from kirolearn.ids import new_ulid
+from kirolearn import settings
+from kirolearn.pipeline import dedup
+from kirolearn.recall import lexical as recall
+from kirolearn.store import sqlite as store
+from kirolearn.capture.ids import new_ulid
 
 # --- dedup: the canonical form and the hashes are a contract -------------------------------------------------
 
@@ -132,8 +135,8 @@ def test_relevant_keeps_a_hit_exactly_at_the_floor():
 
 # --- auto_compress: what the model is asked, what its answers become, what is counted -----------------------------
 
-from kirolearn import summaries  # noqa: E402
-from kirolearn.extract import Completion  # noqa: E402
+from kirolearn.pipeline import summaries  # noqa: E402
+from kirolearn.pipeline.extract import Completion  # noqa: E402
 
 
 def _model_conf():
@@ -229,7 +232,8 @@ def test_dedup_window_includes_exactly_3_seconds(make_event, drain_now):
 
 def test_only_a_session_start_is_stored_once_per_session(project, drain_now):
     """Other lifecycle notes (Claude Code's PreCompact, SessionEnd, ...) repeat for real: the 3 s window applies."""
-    from kirolearn import events, spool
+    from kirolearn.capture import events
+    from kirolearn.capture import spool
 
     for now in (1_800_000_000.0, 1_800_000_060.0):  # the context compacted twice, a minute apart
         event = events.build_event("PreCompact", {"cwd": str(project), "session_id": "c1", "trigger": "auto"},

@@ -11,7 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kirolearn import config, context, recall
+from kirolearn import config
+from kirolearn.recall import context
+from kirolearn.recall import lexical as recall
 
 from conftest import run_hook
 
@@ -45,7 +47,7 @@ FTS_SYNTAX = st.sampled_from(['"', "'", "*", "(", ")", "AND", "OR", "NOT", "NEAR
 def test_any_text_searches_without_raising(tmp_path_factory, text):
     db_path = tmp_path_factory.mktemp("q") / "k.db"
     if not db_path.exists():
-        from kirolearn import store
+        from kirolearn.store import sqlite as store
 
         store.open_db(str(db_path))
     c = recall.connect_readonly(str(db_path))

@@ -7,8 +7,9 @@ import subprocess
 
 import pytest
 
-from kirolearn import demo, replay, spool
-from kirolearn.schema import Event
+from kirolearn import demo, replay
+from kirolearn.capture import spool
+from kirolearn.pipeline.schema import Event
 
 RECORDINGS = sorted(glob.glob(os.path.join(demo.RECORDINGS, "*.jsonl")))
 

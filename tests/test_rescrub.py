@@ -12,9 +12,13 @@ import os
 import pytest
 from click.testing import CliRunner
 
-from kirolearn import config, rescrub, store, store_scrub, summaries
+from kirolearn import config
+from kirolearn.privacy import rescrub
+from kirolearn.store import sqlite as store
+from kirolearn.store import scrubbing as store_scrub
+from kirolearn.pipeline import summaries
 from kirolearn.cli import cli
-from kirolearn.scrub import Scrubber, rules_version
+from kirolearn.privacy.scrub import Scrubber, rules_version
 
 # Formats only the catalogue table knows (fake, assembled at run time).
 LINEAR = "lin_api_" + "Q7w" * 13 + "x"
@@ -27,7 +31,7 @@ def old_rules():
     """Scrub like the rules before the catalogue table (and before the INI fix)."""
     with pytest.MonkeyPatch.context() as m:
         m.setattr(Scrubber, "_table_pass", lambda self, text, found=None: text)
-        m.setattr("kirolearn.scrub._ini_value", lambda *a: False)
+        m.setattr("kirolearn.privacy.scrub._ini_value", lambda *a: False)
         yield
 
 
@@ -106,8 +110,8 @@ def _rescrub_and_check():
     assert db.execute("select count(*) from memory_records_fts where memory_records_fts match ?",
                       ['"' + LINEAR + '"']).fetchone()[0] == 0
     # Content hashes follow the scrubbed bodies, so dedup still recognises a repeat.
-    from kirolearn.dedup import event_content_hash
-    from kirolearn.drain import GENERATED_FIELDS
+    from kirolearn.pipeline.dedup import event_content_hash
+    from kirolearn.pipeline.drain import GENERATED_FIELDS
 
     for row in db.query("select body, content_hash from events"):
         body = json.loads(row["body"])

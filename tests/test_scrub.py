@@ -1,4 +1,4 @@
-"""kirolearn.scrub: secrets removed, look-alikes kept, private spans, JSON values, counts, properties.
+"""kirolearn.privacy.scrub: secrets removed, look-alikes kept, private spans, JSON values, counts, properties.
 
 Every secret-shaped string here is fake and assembled at run time, so no literal in the repository
 looks like a live credential (push protection and secret scanners stay quiet).
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kirolearn import scrub
-from kirolearn.scrub import Scrubber
+from kirolearn.privacy import scrub
+from kirolearn.privacy.scrub import Scrubber
 
 
 def R(kind):

@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from kirolearn import scrub_table
-from kirolearn.scrub import Scrubber, rule_types
+from kirolearn.privacy import table as scrub_table
+from kirolearn.privacy.scrub import Scrubber, rule_types
 
 import secret_corpus
 
@@ -21,7 +21,7 @@ def test_every_rule_has_cases_and_the_floors_hold():
 
 
 def test_table_covers_the_gitleaks_catalogue():
-    from kirolearn import secret_rules
+    from kirolearn.privacy import rules as secret_rules
 
     ids = set(scrub_table.table().ids)
     assert len(ids) == len(secret_rules.RULES), "rule ids are unique"

@@ -13,7 +13,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from kirolearn import context, embeddings, recall, semantic, store
+from kirolearn.recall import context
+from kirolearn.recall import embeddings
+from kirolearn.recall import lexical as recall
+from kirolearn.recall import semantic
+from kirolearn.store import sqlite as store
 from kirolearn.cli import cli
 
 ROOT = Path(__file__).parent.parent
@@ -29,7 +33,8 @@ def wordllama(monkeypatch):
 
 def spool_turn(project, session_id, prompt, outcome=None, when=None):
     """One turn through the real capture code (what kirolearn-hook runs), into the spool."""
-    from kirolearn import events, spool
+    from kirolearn.capture import events
+    from kirolearn.capture import spool
 
     payload = {"hook_event_name": "userPromptSubmit", "cwd": str(project), "session_id": session_id, "prompt": prompt}
     event = events.build_event("userPromptSubmit", payload, now=when)

@@ -59,7 +59,7 @@ def test_every_setting_is_documented_in_the_readme():
 
 
 def test_the_hooks_recall_defaults_match_the_settings_model(write_config):
-    from kirolearn import context
+    from kirolearn.recall import context
 
     assert context.DEFAULTS == settings.Recall().model_dump()
     write_config("[recall]\nbudget_tokens = 300\nprompt_records = 2\n")

@@ -6,7 +6,8 @@ import stat
 
 import pytest
 
-from kirolearn import events, spool
+from kirolearn.capture import events
+from kirolearn.capture import spool
 
 
 def mode(path):

@@ -4,7 +4,8 @@ import json
 
 from click.testing import CliRunner
 
-from kirolearn import context, recall
+from kirolearn.recall import context
+from kirolearn.recall import lexical as recall
 from kirolearn.cli import cli
 
 from test_mcp import TURN

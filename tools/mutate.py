@@ -20,20 +20,20 @@ import sys
 import time
 
 AREAS = {
-    "dedup": ["kirolearn.dedup.x_*"],
-    "drain order": ["kirolearn.drain.x*Drainer*_is_duplicate__mutmut_*"],
-    "recall ranking": ["kirolearn.recall.x_relevant__mutmut_*", "kirolearn.recall.x__recency__mutmut_*"],
-    "summaries": ["kirolearn.summaries.x_compress__mutmut_*", "kirolearn.summaries.x__record_spend__mutmut_*"],
-    "spend limit": ["kirolearn.store.x_daily_limit_reached__mutmut_*", "kirolearn.store.x_spend_today__mutmut_*",
-                    "kirolearn.drain.x*Drainer*_fallback_reason__mutmut_*"],
-    "scrubber": ["kirolearn.scrub.x*Scrubber*scrub_text__mutmut_*", "kirolearn.scrub.x*Scrubber*scrub_value__mutmut_*"],
+    "dedup": ["kirolearn.pipeline.dedup.x_*"],
+    "drain order": ["kirolearn.pipeline.drain.x*Drainer*_is_duplicate__mutmut_*"],
+    "recall ranking": ["kirolearn.recall.lexical.x_relevant__mutmut_*", "kirolearn.recall.lexical.x__recency__mutmut_*"],
+    "summaries": ["kirolearn.pipeline.summaries.x_compress__mutmut_*", "kirolearn.pipeline.summaries.x__record_spend__mutmut_*"],
+    "spend limit": ["kirolearn.store.sqlite.x_daily_limit_reached__mutmut_*", "kirolearn.store.sqlite.x_spend_today__mutmut_*",
+                    "kirolearn.pipeline.drain.x*Drainer*_fallback_reason__mutmut_*"],
+    "scrubber": ["kirolearn.privacy.scrub.x*Scrubber*scrub_text__mutmut_*", "kirolearn.privacy.scrub.x*Scrubber*scrub_value__mutmut_*"],
 }
 # The big functions around them: ~540 more mutants, most of them in message and bookkeeping strings.
 # `python tools/mutate.py --long` (or MUTATE_LONG=1 make mutate) adds them; it takes an hour on 2 cores.
 LONG = {
-    "drain ingest": ["kirolearn.drain.x*Drainer*ingest__mutmut_*"],
-    "recall search": ["kirolearn.recall.x_search__mutmut_*"],
-    "session_end": ["kirolearn.summaries.x_session_end__mutmut_*"],
+    "drain ingest": ["kirolearn.pipeline.drain.x*Drainer*ingest__mutmut_*"],
+    "recall search": ["kirolearn.recall.lexical.x_search__mutmut_*"],
+    "session_end": ["kirolearn.pipeline.summaries.x_session_end__mutmut_*"],
 }
 MUTMUT = os.path.join(os.path.dirname(sys.executable), "mutmut")
 LINE = re.compile(r"^\s*(\S+): (.+)$")

@@ -17,8 +17,8 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from .. import manage
-from ..schema import OBSERVATION_TYPES
+from kirolearn import manage
+from kirolearn.pipeline.schema import OBSERVATION_TYPES
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PAGE_SIZE = 50
@@ -116,7 +116,7 @@ def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
     # --- pages ------------------------------------------------------------------------------------
 
     def timeline(request):
-        from .. import recordstore
+        from kirolearn.store import records as recordstore
 
         db = manage.open_existing()
         projects = manage.clean(recordstore.projects(db)) if db else []
@@ -153,7 +153,7 @@ def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
         query = q.get("q", "")
         filters = {"type": q.get("type", ""), "since": q.get("since", ""), "session": q.get("session", ""),
                    "file": q.get("file", ""), "project": q.get("project", "")}
-        from .. import recordstore
+        from kirolearn.store import records as recordstore
 
         db = manage.open_existing()
         projects = manage.clean(recordstore.projects(db)) if db else []
@@ -180,7 +180,7 @@ def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
         return page("record.html", request, found=found, done=done if done in ("forget", "restore", "edit") else "")
 
     def sessions(request):
-        from .. import recordstore
+        from kirolearn.store import records as recordstore
 
         db = manage.open_existing()
         pid = request.query_params.get("project") or None
@@ -194,7 +194,7 @@ def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
         return page("sessions.html", request, summaries=rows, next_cursor=next_cursor, project=pid)
 
     def forgotten(request):
-        from .. import recordstore
+        from kirolearn.store import records as recordstore
 
         db = manage.open_existing()
         before = request.query_params.get("before")

@@ -27,7 +27,7 @@ def bind(port: int = 0) -> socket.socket:
         sock.bind(("127.0.0.1", port))
     except OSError as exc:
         sock.close()
-        from ..errors import KirolearnError
+        from kirolearn.errors import KirolearnError
 
         raise KirolearnError(f"cannot listen on 127.0.0.1:{port} ({exc.strerror or exc})",
                              "choose another --port, or --port 0 for any free one") from None
@@ -53,8 +53,8 @@ class Running:
 def _server(port: int, token: "str | None"):
     import uvicorn
 
-    from .app import create_app
-    from ..store import open_db
+    from kirolearn.viewer.app import create_app
+    from kirolearn.store.sqlite import open_db
 
     open_db().close()  # migrate once up front; requests then open the store as it is
     sock = bind(port)

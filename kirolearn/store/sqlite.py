@@ -15,9 +15,9 @@ from datetime import datetime, timedelta, timezone
 
 import sqlite_utils
 
-from . import config, crashpoint
-from .migrations import migrations
-from .errors import SchemaTooNew  # noqa: F401 - re-exported for callers
+from kirolearn import config, crashpoint
+from kirolearn.store.migrations import migrations
+from kirolearn.errors import SchemaTooNew  # noqa: F401 - re-exported for callers
 
 BUSY_TIMEOUT_SECONDS = 30
 BUSY_TIMEOUT_ENV = "KIROLEARN_BUSY_TIMEOUT"  # seconds; for slow shared disks (and tests)
@@ -40,7 +40,7 @@ def open_db(path: "str | None" = None, *, mark: bool = True) -> sqlite_utils.Dat
     """Open (creating if needed) and migrate the database.
 
     Refuses (StoreLost) to start an empty database where one was lost; a new
-    one is remembered outside itself (kirolearn.state) unless `mark` is False.
+    one is remembered outside itself (kirolearn.store.state) unless `mark` is False.
     """
     path = path or config.db_path()
     refuse_lost(path)
@@ -78,7 +78,7 @@ def _marker_matches(marker: dict, path: str) -> bool:
 
 def mark_created(path: str, **counts) -> None:
     """Remember, outside the database, that it exists here (and what it held at the last drain)."""
-    from . import state
+    from kirolearn.store import state
 
     marker = state.read(state.STORE)
     if not _marker_matches(marker, path):
@@ -89,7 +89,7 @@ def mark_created(path: str, **counts) -> None:
 
 def lost_reason(path: str) -> str:
     """Why the database at `path` counts as lost ('' when it is present or was never created)."""
-    from . import state
+    from kirolearn.store import state
 
     marker = state.read(state.STORE)
     if not _marker_matches(marker, path):
@@ -114,7 +114,7 @@ def refuse_lost(path: str) -> None:
     """Raise StoreLost instead of silently starting an empty database where one was lost."""
     reason = lost_reason(path)
     if reason:
-        from .errors import StoreLost
+        from kirolearn.errors import StoreLost
 
         raise StoreLost(reason)
 
@@ -137,7 +137,7 @@ def quick_check(db) -> str:
         return str(exc) or type(exc).__name__
     if rows == ["ok"]:
         return ""
-    from .errors import one_line
+    from kirolearn.errors import one_line
 
     text = one_line("; ".join(str(r) for r in rows[:2]))
     return text if len(text) <= 200 else text[:199] + "…"
@@ -273,7 +273,7 @@ def daily_limit_reached(db, extract_settings) -> str:
 
 def record_row(record) -> dict:
     """A MemoryRecord as a memory_records row (lists as JSON text)."""
-    from .dedup import tagged_hash
+    from kirolearn.pipeline.dedup import tagged_hash
 
     data = record.model_dump(mode="json")
     data["record_hash"] = tagged_hash(

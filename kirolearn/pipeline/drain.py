@@ -28,11 +28,16 @@ from datetime import datetime
 from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
-from . import crashpoint, dedup, extract, spool, state, store
-from .ids import new_ulid
-from .schema import FACT_MAX, FILE_MAX, SUMMARY_MAX, TITLE_MAX, Event, MemoryRecord, clip, clip_list
-from .scrub import Scrubber
-from .errors import DrainLocked, SpoolError, StoreCorrupt, StoreError  # noqa: F401 - re-exported for callers
+from kirolearn import crashpoint
+from kirolearn.pipeline import dedup
+from kirolearn.pipeline import extract
+from kirolearn.capture import spool
+from kirolearn.store import state
+from kirolearn.store import sqlite as store
+from kirolearn.capture.ids import new_ulid
+from kirolearn.pipeline.schema import FACT_MAX, FILE_MAX, SUMMARY_MAX, TITLE_MAX, Event, MemoryRecord, clip, clip_list
+from kirolearn.privacy.scrub import Scrubber
+from kirolearn.errors import DrainLocked, SpoolError, StoreCorrupt, StoreError  # noqa: F401 - re-exported for callers
 
 LOCK_NAME = ".drain.lock"
 # Envelope fields the hook generates itself and the Event model constrains to
@@ -459,7 +464,7 @@ class Drainer:
 
     def embed_records(self, stats: DrainStats) -> None:
         """Vectors for new records (semantic recall); a model that cannot load leaves search lexical."""
-        from . import semantic  # numpy and the model load only here, in the drainer
+        from kirolearn.recall import semantic  # numpy and the model load only here, in the drainer
 
         semantic.enrich_pending(self.db)  # plain text for the hook's index: no model needed
         if stats.records_written:
@@ -494,7 +499,7 @@ class Drainer:
             self.extract_batch(batch, stats)
         stats.model_breaker_open = self.breaker_open()
         stats.expired_events = self.expire_events()
-        from .manage import expire_forgotten  # forgotten records past retention.forgotten_days lose their bytes
+        from kirolearn.manage import expire_forgotten  # forgotten records past retention.forgotten_days lose their bytes
 
         expire_forgotten(self.db, self.settings.retention.forgotten_days)
         self.embed_records(stats)
@@ -507,7 +512,7 @@ class Drainer:
         return stats
 
     def note_counts(self) -> None:
-        """Keep the marker outside the database (kirolearn.state) at what the store holds now.
+        """Keep the marker outside the database (kirolearn.store.state) at what the store holds now.
 
         Every drain counts, not only one that read events: records written
         directly (save-summary, session-end, import, the MCP server) must count

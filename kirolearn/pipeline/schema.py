@@ -1,6 +1,6 @@
 """The pydantic model of a spooled event: the drainer's gate.
 
-The hook writes events with the standard library (kirolearn.events); this model
+The hook writes events with the standard library (kirolearn.capture.events); this model
 is the contract those files must meet. It lives off the hook path (pydantic
 costs ~300 ms per process there) and is what the drainer validates against
 before anything reaches the database; a file that fails goes to quarantine.
@@ -10,9 +10,9 @@ from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
-from . import agents as _agents
-from . import events as _events
-from .ids import ULID_PATTERN
+from kirolearn.capture import agents as _agents
+from kirolearn.capture import events as _events
+from kirolearn.capture.ids import ULID_PATTERN
 
 NonEmpty = Annotated[str, Field(min_length=1)]
 Json = Any  # any value json.loads can produce

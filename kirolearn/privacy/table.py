@@ -1,4 +1,4 @@
-"""The catalogue rules (kirolearn/secret_rules.py) as the scrubber runs them: prefilter, frame, judge.
+"""The catalogue rules (kirolearn/privacy/rules.py) as the scrubber runs them: prefilter, frame, judge.
 
 Standard library only, and cheap to import: the table is loaded, indexed and compiled on first
 use, one rule's pattern at a time, when a text first holds one of its keywords (the prompt hook
@@ -213,7 +213,7 @@ class Table:
     """The indexed rules table."""
 
     def __init__(self) -> None:
-        from . import secret_rules
+        from kirolearn.privacy import rules as secret_rules
 
         self.version = secret_rules.RULES_VERSION
         self.catalogues = dict(secret_rules.CATALOGUES)

@@ -16,7 +16,7 @@ class ScrubbingFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         text = super().format(record)
         if ScrubbingFormatter._scrubber is None:
-            from .scrub import Scrubber
+            from kirolearn.privacy.scrub import Scrubber
 
             ScrubbingFormatter._scrubber = Scrubber()
         return ScrubbingFormatter._scrubber.scrub_text(text)

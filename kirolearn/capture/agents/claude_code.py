@@ -13,7 +13,7 @@ Standard library only (the hook imports it); the installer part is used by the C
 import json
 import os
 
-from ..events import Rejected
+from kirolearn.capture.events import Rejected
 
 NAME = "claude-code"
 GENERATIONS = ("claude",)
@@ -128,7 +128,7 @@ def settings_path(project: "str | None") -> str:
     """The settings file install edits: the project's shared one, else the user's."""
     if project:
         return os.path.join(os.path.abspath(project), ".claude", "settings.json")
-    from .. import config
+    from kirolearn import config
 
     return os.path.join(config.user_home_dir() or os.path.expanduser("~"), ".claude", "settings.json")
 
@@ -137,7 +137,7 @@ def hook_command() -> str:
     """The command Claude Code runs (through a POSIX shell, Git Bash on Windows); a missing binary is a no-op."""
     import shlex
 
-    from .. import install
+    from kirolearn import install
 
     return f"{install._env_prefix()}{shlex.quote(install.command_path(MARK))} --agent {NAME} || true"
 
@@ -180,7 +180,7 @@ def _sha(text: str) -> str:
 
 def _insert_as_text(before: str, data: dict) -> "tuple[str, list] | None":
     """`before` with our hook groups added as text (and the insertions), or None if that cannot be done."""
-    from .. import jsontext
+    from kirolearn import jsontext
 
     text, insertions = before, []
     try:
@@ -207,7 +207,7 @@ def plan_install(project: "str | None", global_: bool = False, **options):
     bytes stay as they were; the insertions are recorded so that uninstall can
     take out exactly those bytes while the file is as install left it.
     """
-    from .. import install
+    from kirolearn import install
 
     path = settings_path(project)
     before = install._read(path)
@@ -236,7 +236,7 @@ def plan_install(project: "str | None", global_: bool = False, **options):
 
 def plan_uninstall(only_project: "str | None" = None):
     """Undo each recorded Claude Code install: the user's exact bytes while the file is as install left it."""
-    from .. import install, jsontext
+    from kirolearn import install, jsontext
 
     changes = []
     for entry in install.load_record():

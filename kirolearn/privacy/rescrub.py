@@ -13,8 +13,9 @@ import json
 import os
 from collections import Counter
 
-from . import config, store_scrub
-from .scrub import Scrubber, rules_version
+from kirolearn import config
+from kirolearn.store import scrubbing as store_scrub
+from kirolearn.privacy.scrub import Scrubber, rules_version
 
 LOG_SUFFIXES = (".log",)
 
@@ -37,8 +38,8 @@ def state(db) -> dict:
 
 
 def _scrub_cell(scrubber: Scrubber):
-    from .dedup import event_content_hash
-    from .drain import GENERATED_FIELDS
+    from kirolearn.pipeline.dedup import event_content_hash
+    from kirolearn.pipeline.drain import GENERATED_FIELDS
 
     def scrub_cell(table: str, column: str, value, derived: dict):
         if not isinstance(value, str) or not value:

@@ -13,7 +13,7 @@ import json
 import os
 import time
 
-from . import config
+from kirolearn import config
 
 STORE = "store"
 DRAIN = "drain"
@@ -47,7 +47,7 @@ def read(name: str) -> dict:
 
 def write(name: str, data: dict) -> None:
     """Replace the state file `name` atomically (0600 in a 0700 folder)."""
-    from .spool import write_atomic
+    from kirolearn.capture.spool import write_atomic
 
     directory = config.ensure_private_dir(state_dir())
     write_atomic(directory, name + ".json", json.dumps(data, sort_keys=True).encode("utf-8"), directory)

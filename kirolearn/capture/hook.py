@@ -5,7 +5,7 @@ into one event and publishes it to the spool. Standard library only, and it
 never breaks the agent: every error of its own ends in exit 0, one
 `[kirolearn] ...` line on stderr and a line in $KIROLEARN_HOME/logs/hook.log.
 Stdout carries only the recalled memory printed on session start and prompt
-submit (kirolearn.context), and nothing at all when there is none.
+submit (kirolearn.recall.context), and nothing at all when there is none.
 Set KIROLEARN_RAISE_ERRORS=1 to get tracebacks instead (tests do).
 """
 
@@ -14,7 +14,10 @@ import os
 import sys
 import time
 
-from . import __version__, agents, config, events, spool
+from kirolearn import __version__, config
+from kirolearn.capture import agents
+from kirolearn.capture import events
+from kirolearn.capture import spool
 
 USAGE = """\
 usage: kirolearn-hook [--agent kiro|claude-code] [EVENT]
@@ -253,7 +256,7 @@ def capture(argv: "list[str]", stdin: "bytes | None" = None) -> "str | None":
 def inject_context(event: dict, adapter=None) -> None:
     """Print recalled memory for the agent. Any failure prints nothing (and is logged)."""
     try:
-        from . import context  # sqlite3 and the recall code load only for these two hooks
+        from kirolearn.recall import context  # sqlite3 and the recall code load only for these two hooks
 
         text = context.for_event(event)
     except Exception as exc:  # noqa: BLE001 - a broken recall must not cost the captured event

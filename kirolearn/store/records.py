@@ -14,8 +14,8 @@ the bytes are gone from the file, not just unlinked.
 
 import json
 
-from . import store
-from .ids import new_ulid
+from kirolearn.store import sqlite as store
+from kirolearn.capture.ids import new_ulid
 
 RECORD_LISTS = ("facts", "concepts", "files_touched", "source_event_ids")
 SUMMARY_LISTS = ("highlights", "pitfalls", "next_steps", "open_questions")

@@ -1,10 +1,10 @@
 """Turn one agent hook call into one kirolearn event dict (standard library only).
 
 What differs between agents (hook names, payload shapes, environment hints)
-lives in their adapters, kirolearn.agents.kiro and kirolearn.agents.claude_code.
+lives in their adapters, kirolearn.capture.agents.kiro and kirolearn.capture.agents.claude_code.
 `build_event` asks the adapter to map the hook name onto kirolearn's canonical
 triggers and returns the one flat shape described in queue/README.md and
-validated by kirolearn.schema.Event. Invalid input raises `Rejected`; nothing
+validated by kirolearn.pipeline.schema.Event. Invalid input raises `Rejected`; nothing
 here writes.
 """
 
@@ -12,10 +12,11 @@ import json
 import os
 import time
 
-from . import __version__, agents
-from .agents import SESSION_START_TRIGGERS, TRIGGER_KIND  # noqa: F401 - re-exported
-from .ids import new_ulid, new_uuid4
-from .project import find_project_root
+from kirolearn import __version__
+from kirolearn.capture import agents
+from kirolearn.capture.agents import SESSION_START_TRIGGERS, TRIGGER_KIND  # noqa: F401 - re-exported
+from kirolearn.capture.ids import new_ulid, new_uuid4
+from kirolearn.project import find_project_root
 
 SCHEMA_VERSION = 2  # 2 added `agent`; version 1 files (no agent) are Kiro's and still drain
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field, ValidationError
 
-from .events import cut_text
-from .schema import FACT_MAX, FILE_MAX, SUMMARY_MAX, TITLE_MAX, ObservationType, clip, clip_list
-from .errors import ExtractionError  # noqa: F401 - re-exported for callers
+from kirolearn.capture.events import cut_text
+from kirolearn.pipeline.schema import FACT_MAX, FILE_MAX, SUMMARY_MAX, TITLE_MAX, ObservationType, clip, clip_list
+from kirolearn.errors import ExtractionError  # noqa: F401 - re-exported for callers
 
 DETERMINISTIC_STRATEGY = "deterministic-turn"
 LLM_STRATEGY = "llm-summary"

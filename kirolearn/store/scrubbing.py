@@ -14,7 +14,7 @@ import json
 import sqlite3
 from collections import Counter
 
-from .store import writing
+from kirolearn.store.sqlite import writing
 
 CHUNK_ROWS = 500
 # Columns that hold identifiers, digests or times: never text a secret could be in, and keys

@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-from . import scrub_table as _scrub_table
+from kirolearn.privacy import table as _scrub_table
 
 __all__ = ["DEFAULT", "TYPES", "Scrubber", "marker", "rules_version", "rule_types", "scrub_text", "scrub_value"]
 
@@ -30,7 +30,7 @@ TYPES = (
 
 def rules_version() -> int:
     """The version of the scrubbing rules; stores remember the version their text was scrubbed with."""
-    from .secret_rules import RULES_VERSION
+    from kirolearn.privacy.rules import RULES_VERSION
 
     return RULES_VERSION
 
@@ -1085,7 +1085,7 @@ def _betterleaks_scan():
     try:
         from betterleaks import scan_string
     except ImportError:
-        from .errors import ConfigError
+        from kirolearn.errors import ConfigError
 
         raise ConfigError("scrub.betterleaks is on but betterleaks is not installed",
                              fix="pip install 'kirolearn[scan]' (Linux and Windows wheels only), "
@@ -1104,7 +1104,7 @@ def _default() -> Scrubber:
 
 
 def __getattr__(name: str) -> object:
-    if name == "DEFAULT":  # built on first use: keeps `import kirolearn.scrub` cheap for the hook
+    if name == "DEFAULT":  # built on first use: keeps `import kirolearn.privacy.scrub` cheap for the hook
         return _default()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

@@ -17,7 +17,7 @@ import re
 import sqlite3
 import time
 
-from . import config
+from kirolearn import config
 
 # bm25() weights, in the FTS column order title, summary, facts, concepts, files_touched, project_id,
 # expansion (words the drainer derived: session neighbours' text; see semantic.enrich_pending).
@@ -254,8 +254,8 @@ def search(conn, query: str, *, project_id: "str | None" = None, types=None, lim
     if types:
         conditions.append(f"r.observation_type in ({','.join('?' * len(types))})")
         args.extend(types)
-    if since or session_id or file:  # the filters `kirolearn list` shares (kirolearn.recordstore)
-        from .recordstore import record_filters
+    if since or session_id or file:  # the filters `kirolearn list` shares (kirolearn.store.records)
+        from kirolearn.store.records import record_filters
 
         more, more_args = record_filters(since=since, session_id=session_id, file=file)
         conditions.extend(more)

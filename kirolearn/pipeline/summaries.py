@@ -8,7 +8,7 @@
   `mcp_session_end`, labelled "session end", never in the turn-summary slot).
   A failed auto_compress stores an empty summary, as the seed does. `session_init`
   returns the newest one with content (not consumed: it stays until superseded),
-  see kirolearn.continuity.
+  see kirolearn.recall.continuity.
 - `save_observation`: one hand-made record of any type but `session_summary`.
 Every text is scrubbed first. Input errors raise `SummaryError` with a message
 meant for the caller (the MCP server turns it into an error result).
@@ -18,11 +18,12 @@ import json
 import os
 from datetime import datetime, timezone
 
-from . import dedup, store
-from .ids import new_ulid, new_uuid4
-from .schema import FACT_MAX, FILE_MAX, SUMMARY_MAX, TITLE_MAX, MemoryRecord, clip_list
-from .scrub import Scrubber
-from .errors import SummaryError  # noqa: F401 - re-exported for callers
+from kirolearn.pipeline import dedup
+from kirolearn.store import sqlite as store
+from kirolearn.capture.ids import new_ulid, new_uuid4
+from kirolearn.pipeline.schema import FACT_MAX, FILE_MAX, SUMMARY_MAX, TITLE_MAX, MemoryRecord, clip_list
+from kirolearn.privacy.scrub import Scrubber
+from kirolearn.errors import SummaryError  # noqa: F401 - re-exported for callers
 
 MAX_FIELD_CHARS = 100_000  # anything longer is a mistake, not a summary
 MAX_LIST_ITEMS = 200
@@ -180,7 +181,7 @@ def session_log(db, project: Project, session_id: str, transcript: "str | None",
     if transcript and transcript.strip():
         text = transcript.strip()
         return text if len(text) <= max_chars else text[:max_chars // 4] + "\n[...]\n" + text[-(max_chars * 3 // 4):]
-    from .extract import Batch, render_events
+    from kirolearn.pipeline.extract import Batch, render_events
 
     rows = db.execute("select body from events where project_id = ? and session_id = ? order by event_id",
                       [project.id, session_id]).fetchall()
@@ -200,7 +201,7 @@ def compress(db, log: str, settings, complete=None) -> "tuple[dict | None, str |
     """Ask the configured model for {summary, next_steps, pitfalls}; returns (draft, error code)."""
     from pydantic import BaseModel, Field, ValidationError
 
-    from . import extract
+    from kirolearn.pipeline import extract
 
     class Draft(BaseModel):
         summary: str = ""
@@ -276,7 +277,7 @@ def session_end(db, project: Project, *, session_id, summary=None, highlights=No
     compressed_used = False
     if auto_compress:
         if settings is None:
-            from .settings import load
+            from kirolearn.settings import load
 
             settings = load()
         log = scrubber.scrub_text(session_log(db, project, session_id, transcript))
@@ -325,12 +326,12 @@ def session_end(db, project: Project, *, session_id, summary=None, highlights=No
 
 
 def session_init(db, project: Project, label: str = "general") -> dict:
-    """What this session resumes from: the newest session_end summary with content (kirolearn.continuity).
+    """What this session resumes from: the newest session_end summary with content (kirolearn.recall.continuity).
 
     Not consumed: it stays until a later session_end supersedes it. A label this
     project never used is `found: false`, with the labels it did use.
     """
-    from . import continuity
+    from kirolearn.recall import continuity
 
     label = Scrubber().scrub_text((_text("project", label, required=False) or "general").strip() or "general")
     found = continuity.resume(db.conn, project.id, label)

@@ -14,7 +14,7 @@ import json
 import os
 import time
 
-from . import config
+from kirolearn import config
 
 WINDOW_SECONDS = 5.0
 KIRO_SOURCES = ("payload", "env")  # session ids Kiro gave us (not our own fallback)

@@ -22,7 +22,9 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 
-from . import config, state, store
+from kirolearn import config
+from kirolearn.store import state
+from kirolearn.store import sqlite as store
 
 CLI_METHOD = "sqlite3 .recover"
 SALVAGE_METHOD = "row-by-row salvage (Python sqlite3)"
@@ -208,7 +210,8 @@ def _remove(path: str) -> None:
 
 def repair(settings, *, force: bool = False) -> RepairReport:
     """Back up, recover, rebuild and re-ingest (see the module docstring). Hold the drain lock around it."""
-    from . import drain, health
+    from kirolearn import health
+    from kirolearn.pipeline import drain
 
     path = config.db_path()
     found = health.store_health(path)

@@ -1,6 +1,6 @@
 """Which session_end summary the next session resumes from.
 
-Standard library only: the session-start hook uses it (through kirolearn.context),
+Standard library only: the session-start hook uses it (through kirolearn.recall.context),
 and so do `session_init` (MCP and CLI). One rule for both:
 
 - The newest summary *with content* is the one shown. A later session that

@@ -12,7 +12,7 @@ from typing import IO
 
 def export(db, out: IO[str]) -> int:
     """Write the store `db` to `out`; returns the number of lines written."""
-    from .context import decode_session_summary
+    from kirolearn.recall.context import decode_session_summary
 
     lines = 0
     for row in db.query("select body, extract_state, run_id from events order by event_id"):

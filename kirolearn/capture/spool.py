@@ -13,7 +13,7 @@ SQLite or LLMs; locking between drainers lives with the drainer.
 
 import os
 
-from . import config
+from kirolearn import config
 
 TMP = "tmp"
 READY = "ready"

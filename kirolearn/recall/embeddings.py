@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from typing import Callable, Iterable
 
-from .errors import KirolearnError
+from kirolearn.errors import KirolearnError
 
 DEFAULT_MODEL = "wordllama/l2_supercat_256"
 OFF = ("", "none", "off")

@@ -12,7 +12,7 @@ job; `plan_install` / `plan_uninstall` here hand over to it.
 
 import json
 
-from ..events import Rejected
+from kirolearn.capture.events import Rejected
 
 NAME = "kiro"
 GENERATIONS = ("classic", "v3", "ide-legacy", "unknown")
@@ -140,12 +140,12 @@ def context_output(trigger: str, text: str) -> str:
 
 
 def plan_install(project: "str | None", global_: bool, **options):
-    from .. import install
+    from kirolearn import install
 
     return install.plan_install(project, global_, **options)
 
 
 def plan_uninstall(only_project: "str | None" = None):
-    from .. import install
+    from kirolearn import install
 
     return install.plan_uninstall(only_project)  # it undoes only Kiro's kinds of record

@@ -16,8 +16,9 @@ import json
 import re
 import time
 
-from . import recall, store
-from .embeddings import EmbeddingUnavailable, from_settings
+from kirolearn.recall import lexical as recall
+from kirolearn.store import sqlite as store
+from kirolearn.recall.embeddings import EmbeddingUnavailable, from_settings
 
 # Fusion weights, chosen on LoCoMo (bench/bench_locomo.py) and checked on the coding set.
 LEXICAL_WEIGHT = 0.8
@@ -126,7 +127,7 @@ class Searcher:
         self.error = ""
         if model is None:
             if settings is None:
-                from .settings import load
+                from kirolearn.settings import load
 
                 settings = load()
             try:

@@ -11,8 +11,12 @@ import json
 import os
 import time
 
-from . import agents, config, continuity, once, recall, textcut
-from .dedup import project_id  # stdlib-only, like this module
+from kirolearn import config, textcut
+from kirolearn.capture import agents
+from kirolearn.recall import continuity
+from kirolearn.capture import once
+from kirolearn.recall import lexical as recall
+from kirolearn.pipeline.dedup import project_id  # stdlib-only, like this module
 
 SESSION_START_HEADING = "## kirolearn memory: where this project left off"
 PROMPT_HEADING = "## kirolearn memory: notes from earlier sessions that match this prompt"
@@ -83,7 +87,7 @@ def load_state(session_id: str) -> dict:
 
 def save_state(session_id: str, state: dict) -> None:
     """Remember what was injected (atomic replace; 0600 in a 0700 folder)."""
-    from .spool import write_atomic
+    from kirolearn.capture.spool import write_atomic
 
     directory = config.ensure_private_dir(config.sessions_dir())
     path = _state_path(session_id)
@@ -113,7 +117,7 @@ def _defuse(text: str) -> str:
 
 
 def _quote(lines) -> str:
-    from .sanitize import clean_text  # the one place memory text is made printable
+    from kirolearn.privacy.sanitize import clean_text  # the one place memory text is made printable
 
     out = []
     for line in lines:
@@ -161,7 +165,7 @@ def scrub_out(text: str, conf: "dict | None" = None) -> str:
     """Scrub text on its way to the agent, with the user's extra patterns and allow-list."""
     if not text:
         return text
-    from .scrub import Scrubber  # only when there is something to print: it compiles patterns
+    from kirolearn.privacy.scrub import Scrubber  # only when there is something to print: it compiles patterns
 
     conf = conf or {}
     try:
@@ -199,7 +203,7 @@ def session_start(conn, project_root: str, *, now: "float | None" = None, conf: 
 
 
 def last_session_end(conn, pid: str) -> "dict | None":
-    """What a new session resumes from: the newest session_end with content (kirolearn.continuity)."""
+    """What a new session resumes from: the newest session_end with content (kirolearn.recall.continuity)."""
     return continuity.resume(conn, pid)
 
 
