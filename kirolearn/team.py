@@ -17,7 +17,8 @@ from __future__ import annotations
 import os
 import urllib.parse
 
-from . import config, state
+from . import config
+from .store import state
 from .errors import ConfigError, KirolearnError
 
 STATE_NAME = "team"  # $KIROLEARN_HOME/state/team.json
@@ -81,12 +82,16 @@ def redact_url(url: str) -> str:
     if at and ":" in userinfo:
         netloc = f"{userinfo.split(':', 1)[0]}:***@{hostport}"
     pairs = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
-    if any(k.lower() in SECRET_PARAMS for k, _ in pairs):
+    secret_query = any(k.lower() in SECRET_PARAMS for k, _ in pairs)
+    if netloc == parts.netloc and not secret_query:
+        return url  # nothing to hide: show it exactly as written
+    query = parts.query
+    if secret_query:
         query = "&".join(f"{k}=***" if k.lower() in SECRET_PARAMS else f"{k}={urllib.parse.quote(v, safe='/')}"
                          for k, v in pairs)
-    else:
-        query = parts.query
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    # built by hand: urlunsplit drops the '//' of an empty host (postgresql:///db means the local socket)
+    return (f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
+            + (f"#{parts.fragment}" if parts.fragment else ""))
 
 
 # --- attribution ---------------------------------------------------------------------------------
@@ -181,7 +186,26 @@ def join(project_dir) -> dict:
         projects[found["project_id"]] = entry
         data["projects"] = projects
         state.write(STATE_NAME, data)
-    return {"project_id": found["project_id"], **entry, "already": bool(previous and previous.get("shared"))}
+    moved = rekey_local_store()
+    return {"project_id": found["project_id"], **entry, "already": bool(previous and previous.get("shared")),
+            "rekeyed": moved}
+
+
+def rekey_local_store() -> "dict[str, str]":
+    """Move local rows of projects whose id changed (a remote added since the store was migrated).
+
+    Returns {old id: new id}; {} when there is no local store yet.
+    """
+    from . import project
+    from .store import sqlite as store
+    from .store.team import rekey_projects
+
+    db = store.open_existing()
+    if db is None:
+        return {}
+    project.forget_cached_ids()
+    with store.writing(db):
+        return rekey_projects(db, project.project_id)
 
 
 def leave(project_dir) -> dict:
