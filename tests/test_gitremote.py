@@ -84,6 +84,13 @@ def test_config_parsing_finds_each_remotes_first_url_in_file_order():
     ]
 
 
+def test_odd_but_valid_headers_and_broken_ones():
+    text = ('[ remote  "a]b" ]\n url = https://h/a-b\n'
+            '[remote "broken\n url = https://h/broken\n'
+            '[Remote "MixedCase"]\n url = https://h/mixed\n')
+    assert gitremote.remote_urls(text) == [("a]b", "https://h/a-b"), ("MixedCase", "https://h/mixed")]
+
+
 def test_origin_first_else_the_first_remote():
     remotes = gitremote.remote_urls(CONFIG)
     assert gitremote.pick_remote(remotes) == ("origin", "git@github.com:org/repo.git")
