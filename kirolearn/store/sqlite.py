@@ -143,6 +143,28 @@ def quick_check(db) -> str:
     return text if len(text) <= 200 else text[:199] + "…"
 
 
+def session_event_rows(db, project_id: str, session_id: str) -> "list[tuple[str, str]]":
+    """(event_id, body) of a session's stored events, in arrival order."""
+    return [tuple(r) for r in db.execute(
+        "select event_id, body from events where project_id = ? and session_id = ? order by event_id",
+        [project_id, session_id]).fetchall()]
+
+
+def insert_record(db, row: dict) -> None:
+    """One memory record (a row from record_row); a record id already stored is left as it is."""
+    db["memory_records"].insert(row, pk="record_id", ignore=True)
+
+
+def insert_run(db, run: dict) -> None:
+    """One extraction_runs row (a model call that was not a drain batch, e.g. auto_compress)."""
+    db["extraction_runs"].insert(run, pk="run_id")
+
+
+def insert_session_summary(db, row: dict) -> None:
+    """One session_summaries row (session_end)."""
+    db["session_summaries"].insert(row, pk="id")
+
+
 def counts(db) -> dict:
     """How many events and memory records the store holds."""
     return {"events": db.execute("select count(*) from events").fetchone()[0],
