@@ -349,3 +349,28 @@ def test_joining_after_adding_a_remote_moves_the_local_memory(tmp_path, make_eve
     out = json.loads(run("team", "join", "--project", str(shop), "--json").output)
     assert out["rekeyed"] == {path_id(shop): projects.project_id(str(shop))}
     assert {r["project_id"] for r in db.query("select project_id from events")} == {projects.project_id(str(shop))}
+
+
+# --- costs ----------------------------------------------------------------------------------------------------
+
+
+def test_identity_stays_standard_library_and_psycopg_stays_lazy(tmp_path):
+    """The prompt hook resolves the remote-based id with the standard library; psycopg loads only on use."""
+    import subprocess
+    import sys
+
+    repo = clone(tmp_path / "shop", "git@github.com:acme/shop.git")
+    code = (
+        "import sys, json; before = set(sys.modules)\n"
+        "import kirolearn.capture.hook\n"
+        "from kirolearn.recall.context import project_id\n"
+        f"pid = project_id({str(repo)!r})\n"
+        "hook = sorted(m for m in set(sys.modules) - before if m.split('.')[0] not in sys.stdlib_module_names"
+        " and m.split('.')[0] != 'kirolearn')\n"
+        "import kirolearn.cli, kirolearn.team, kirolearn.store.pgprobe\n"
+        "print(json.dumps([pid, hook, 'psycopg' in sys.modules, 'kirolearn.gitremote' in sys.modules]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60).stdout
+    pid, third_party, psycopg_loaded, gitremote_loaded = json.loads(out)
+    assert pid == projects.project_id(str(repo)) and third_party == [] and gitremote_loaded
+    assert psycopg_loaded is False
