@@ -88,3 +88,6 @@ def team_status(json_):
     click.echo("shared projects:")
     for p in out["projects"]:
         click.echo(f"  {p['identity']}  {p['root']}  (since {p['joined_at']})")
+        if p["stale"]:
+            click.echo(f"    its git remote changed since: new memory there is not shared; "
+                       f"run `kirolearn team join --project {p['root']}` again", err=True)

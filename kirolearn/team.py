@@ -228,10 +228,17 @@ def status() -> dict:
     settings = settings_mod.load()
     url = settings.store.url
     shared = shared_project_ids()
-    projects = [{"project_id": pid, "identity": entry.get("identity"), "root": entry.get("root"),
-                 "joined_at": entry.get("joined_at")}
-                for pid, entry in sorted(_projects().items(), key=lambda kv: str(kv[1].get("identity")))
-                if pid in shared]
+    from . import project
+
+    projects = []
+    for pid, entry in sorted(_projects().items(), key=lambda kv: str(kv[1].get("identity"))):
+        if pid not in shared:
+            continue
+        root = entry.get("root")
+        # the clone's remote changed since it joined: its memory now has another id, which is not shared
+        stale = bool(isinstance(root, str) and os.path.isdir(root) and project.project_id(root) != pid)
+        projects.append({"project_id": pid, "identity": entry.get("identity"), "root": root,
+                         "joined_at": entry.get("joined_at"), "stale": stale})
     return {"store_url": redact_url(url) or None, "configured": bool(url),
             "actor": settings.team.actor or os_user(), "host": this_host(),
             "state_file": os.path.join(state.state_dir(), STATE_NAME + ".json"), "projects": projects}

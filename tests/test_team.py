@@ -337,8 +337,15 @@ def test_team_status(tmp_path, monkeypatch):
     assert out["configured"] is True and out["store_url"] == "postgresql://dana@db.example.com/team"
     assert out["actor"] == "dana" and out["host"] == team.this_host()
     assert [(p["identity"], p["root"]) for p in out["projects"]] == [("git:github.com/acme/shop", str(shop))]
+    assert out["projects"][0]["stale"] is False
     text = run("team", "status").output
     assert "team store: postgresql://dana@db.example.com/team" in text and "git:github.com/acme/shop" in text
+    (shop / ".git" / "config").write_text('[remote "origin"]\n\turl = git@github.com:acme/shop-renamed.git\n')
+    projects.forget_cached_ids()
+    assert json.loads(run("team", "status", "--json").output)["projects"][0]["stale"] is True
+    assert "its git remote changed since" in run("team", "status").output
+    assert team.shared_project_ids() == {out["projects"][0]["project_id"]}  # the new id is not shared
+    assert projects.project_id(str(shop)) not in team.shared_project_ids()
 
 
 def test_joining_after_adding_a_remote_moves_the_local_memory(tmp_path, make_event, drain_now):
