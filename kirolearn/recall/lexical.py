@@ -19,11 +19,6 @@ import time
 from kirolearn import config
 from kirolearn.store import reader
 
-# bm25() weights, in the FTS column order title, summary, facts, concepts, files_touched, project_id,
-# expansion (words the drainer derived: session neighbours' text; see semantic.enrich_pending).
-COLUMN_WEIGHTS = (8.0, 1.0, 2.0, 4.0, 3.0, 0.0, 2.0)
-_WEIGHTS = ", ".join(str(w) for w in COLUMN_WEIGHTS)  # bm25() arguments, in FTS column order
-TEXT_COLUMNS = reader.TEXT_COLUMNS
 TYPE_WEIGHTS = {"session_summary": 1.3, "decision": 1.3, "error": 1.15, "discovery": 1.1, "pattern": 1.1,
                 "tool_use": 1.0}
 RECENCY_HALF_LIFE_DAYS = 30.0
@@ -117,18 +112,6 @@ def terms(text: str, limit: int = MAX_TERMS) -> "list[str]":
     return sorted(ranked, key=lambda t: seen[t][2])
 
 
-def _phrase(word: str) -> str:
-    return '"' + word.replace('"', '""') + '"'
-
-
-def fts_query(words: "list[str]", project_id: "str | None" = None, columns: str = TEXT_COLUMNS) -> str:
-    """An FTS5 MATCH expression: each word a quoted phrase, OR-ed over the text columns,
-    AND-ed with the project when given (FTS5 then scores only that project's rows).
-    Safe for any input: nothing the user typed is parsed as FTS5 syntax."""
-    text = f"{columns} : (" + " OR ".join(_phrase(w) for w in words) + ")"
-    return f"project_id : {_phrase(project_id)} AND {text}" if project_id else text
-
-
 def _stem_prefix(word: str) -> str:
     return word if len(word) <= 4 else word[: max(4, len(word) - 3)]
 
@@ -195,9 +178,8 @@ def search(conn, query: str, *, project_id: "str | None" = None, types=None, lim
     now = time.time() if now is None else now
     depth = max(limit * 5, 25)
     narrowed = bool(types or since or session_id or file)
-    rows = reader.fts_matches(conn, lambda columns: fts_query(words, project_id, columns), weights=_WEIGHTS,
-                              depth=depth * 20 if narrowed else depth, limit=depth, project_id=project_id,
-                              types=types, since=since, session_id=session_id, file=file)
+    rows = reader.fts_matches(conn, words, depth=depth * 20 if narrowed else depth, limit=depth,
+                              project_id=project_id, types=types, since=since, session_id=session_id, file=file)
     hits = []
     for row in rows:
         hit = _hit(row, bm25=-row["bm25"])
@@ -218,10 +200,11 @@ def scores(conn, query: str, *, project_id: "str | None" = None, types=None, lim
     if words is None:
         return []
     now = time.time() if now is None else now
-    rows = reader.fts_matches(conn, lambda columns: fts_query(words, project_id, columns), weights=_WEIGHTS,
-                              depth=limit * 20 if types else limit, limit=limit * 20 if types else limit,
-                              types=types, columns=reader.SCORE_COLUMNS)
-    found = [(r[0], -r[3] * TYPE_WEIGHTS.get(r[1], 1.0) * _recency(r[2], now)) for r in rows]
+    depth = limit * 20 if types else limit
+    rows = reader.fts_matches(conn, words, depth=depth, limit=depth, project_id=project_id, types=types,
+                              columns=reader.SCORE_COLUMNS)
+    found = [(r["record_id"], -r["bm25"] * TYPE_WEIGHTS.get(r["observation_type"], 1.0)
+              * _recency(r["created_at"], now)) for r in rows]
     found.sort(key=lambda kv: (-kv[1], kv[0]))
     return found[:limit]
 

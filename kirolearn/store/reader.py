@@ -14,8 +14,14 @@ import os
 import sqlite3
 import time
 
-# FTS5 column sets, in the index's column order: title, summary, facts, concepts,
-# files_touched, project_id, expansion (m012). A store not yet migrated has no expansion.
+# The FTS5 index's columns, in order; `expansion` holds words the drainer derived (session
+# neighbours' text, see recall.semantic.enrich_pending); a store before m012 has no expansion.
+FTS_COLUMNS = ("title", "summary", "facts", "concepts", "files_touched", "project_id", "expansion")
+# How much a word found in each text field counts (a title match outweighs a summary match);
+# every backend weighs its text search by these.
+FIELD_WEIGHTS = {"title": 8.0, "concepts": 4.0, "files_touched": 3.0, "facts": 2.0, "expansion": 2.0,
+                 "summary": 1.0}
+BM25_WEIGHTS = ", ".join(str(FIELD_WEIGHTS.get(c, 0.0)) for c in FTS_COLUMNS)  # bm25() arguments
 TEXT_COLUMNS = "{title summary facts concepts files_touched expansion}"
 OLD_TEXT_COLUMNS = "{title summary facts concepts files_touched}"
 
@@ -44,6 +50,11 @@ def connect_readonly(db_path: str, budget: float):
 def database_file(conn) -> str:
     """The file behind a connection ('' for an in-memory database)."""
     return conn.execute("pragma database_list").fetchone()[2] or ""
+
+
+def _dicts(cursor) -> "list[dict]":
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row)) for row in cursor.fetchall()]
 
 
 def _like(text: str) -> str:
@@ -109,6 +120,18 @@ def term_doc_counts(conn, prefixes: "list[str]") -> "tuple[int, list[int]] | Non
 # --- full-text search ----------------------------------------------------------------------
 
 
+def _phrase(word: str) -> str:
+    return '"' + word.replace('"', '""') + '"'
+
+
+def fts_query(words: "list[str]", project_id: "str | None" = None, columns: str = TEXT_COLUMNS) -> str:
+    """An FTS5 MATCH expression: each word a quoted phrase, OR-ed over the text columns,
+    AND-ed with the project when given (FTS5 then scores only that project's rows).
+    Safe for any input: nothing the user typed is parsed as FTS5 syntax."""
+    text = f"{columns} : (" + " OR ".join(_phrase(w) for w in words) + ")"
+    return f"project_id : {_phrase(project_id)} AND {text}" if project_id else text
+
+
 def _fts_top(conn, columns: str, match: str, depth: int, weights: str, conds: list, args: list, limit: int):
     # Rank inside the FTS index first and join only the top rows: joining every match
     # before sorting read thousands of full records per query at 100k records.
@@ -118,33 +141,36 @@ def _fts_top(conn, columns: str, match: str, depth: int, weights: str, conds: li
     if conds:
         sql += " where " + " and ".join(conds)
     sql += " order by top.bm25 limit ?"
-    return conn.execute(sql, [match, depth, *args, limit]).fetchall()
+    return _dicts(conn.execute(sql, [match, depth, *args, limit]))
 
 
-def fts_matches(conn, match_for, *, weights: str, depth: int, limit: int, project_id=None, types=None,
-                since=None, session_id=None, file=None, columns: str = "r.*") -> list:
-    """Rows of memory_records matching an FTS5 expression, best BM25 first, with a `bm25` column.
+def fts_matches(conn, words: "list[str]", *, depth: int, limit: int, project_id=None, types=None,
+                since=None, session_id=None, file=None, columns: str = "r.*", weights: str = BM25_WEIGHTS) -> list:
+    """Rows (dicts) of memory_records containing any of `words`, best BM25 first, with a `bm25` column
+    (lower is better, as SQLite gives it).
 
-    `match_for(text_columns)` builds the MATCH expression for a column set, so a
-    store not yet migrated to m012 (no `expansion` column) is searched too.
-    `depth` is how many index matches are ranked before the filters apply.
-    The query is always well-formed: any other error means a sick store.
+    `depth` is how many index matches are ranked before the filters apply. The
+    project narrows the MATCH itself (so FTS5 scores only its rows). A store not
+    yet migrated to m012 (no `expansion` column) is searched too. The query is
+    always well-formed: any other error means a sick store.
     """
     conds, args = record_filters(project_id=project_id, types=types, since=since, session_id=session_id,
                                  file=file)
     try:
-        return _fts_top(conn, columns, match_for(TEXT_COLUMNS), depth, weights, conds, args, limit)
+        return _fts_top(conn, columns, fts_query(words, project_id, TEXT_COLUMNS), depth, weights, conds, args,
+                        limit)
     except sqlite3.OperationalError as exc:
         if "expansion" not in str(exc):
             raise
-        return _fts_top(conn, columns, match_for(OLD_TEXT_COLUMNS), depth, weights, conds, args, limit)
+        return _fts_top(conn, columns, fts_query(words, project_id, OLD_TEXT_COLUMNS), depth, weights, conds,
+                        args, limit)
 
 
 SCORE_COLUMNS = "r.record_id, r.observation_type, r.created_at"  # what fusion needs of a match
 
 
 def latest_records(conn, project_id: str, *, types=None, exclude_strategies=(), limit: int = 5) -> list:
-    """A project's newest records, optionally of some types and not of some strategies."""
+    """A project's newest records (dicts), optionally of some types and not of some strategies."""
     sql = "select * from memory_records where project_id = ?"
     args: list = [project_id]
     if types:
@@ -155,7 +181,7 @@ def latest_records(conn, project_id: str, *, types=None, exclude_strategies=(), 
         args.extend(exclude_strategies)
     sql += " order by created_at desc, record_id desc limit ?"
     args.append(limit)
-    return conn.execute(sql, args).fetchall()
+    return _dicts(conn.execute(sql, args))
 
 
 # --- session summaries (what a new session resumes from) -----------------------------------
@@ -195,9 +221,7 @@ def project_ids(conn) -> "list[str]":
 
 def all_records(conn) -> "list[dict]":
     """Every record, oldest first (created_at, then record_id), as dicts."""
-    cursor = conn.execute("select * from memory_records order by created_at, record_id")
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row)) for row in cursor.fetchall()]
+    return _dicts(conn.execute("select * from memory_records order by created_at, record_id"))
 
 
 def record_count(conn) -> int:

@@ -14,12 +14,11 @@ the bytes are gone from the file, not just unlinked.
 
 import json
 
-from kirolearn.store import sqlite as store
-from kirolearn.store.reader import record_filters
 from kirolearn.capture.ids import new_ulid
+from kirolearn.store import sqlite as store
+from kirolearn.store.base import RECORD_LISTS, SUMMARY_LISTS  # noqa: F401 - re-exported
+from kirolearn.store.reader import record_filters
 
-RECORD_LISTS = ("facts", "concepts", "files_touched", "source_event_ids")
-SUMMARY_LISTS = ("highlights", "pitfalls", "next_steps", "open_questions")
 
 
 def _rows(conn, sql: str, args=()) -> "list[dict]":
