@@ -246,40 +246,19 @@ def status() -> dict:
 
 # --- doctor --------------------------------------------------------------------------------------
 
-MIN_SERVER_VERSION = 150000  # PostgreSQL 15: what the team store is built and tested on
-
 
 def doctor_checks(settings):
-    """Yield (level, message) about the team store for `kirolearn doctor`; nothing without one."""
-    from .errors import StoreError
-    from .store import pgprobe
+    """Yield (level, message) about sharing for `kirolearn doctor`; nothing without a team store.
 
-    url = settings.store.url
-    if not url:
+    Only what sharing adds: the connection, schema and permissions of the server are the team
+    store's own checks (kirolearn.store.postgres).
+    """
+    if not settings.store.url:
         return
-    shown = redact_url(url)
-    try:
-        facts = pgprobe.probe(url)
-    except StoreError as exc:
-        yield "FAIL", f"team store {shown}: {exc}"
-        return
-    yield "OK", (f"team store {shown} reachable: PostgreSQL {facts['server_version']}, "
-                 f"database {facts['database']} as {facts['user']}")
-    if facts["server_version_num"] < MIN_SERVER_VERSION:
-        yield "FAIL", f"the team store runs PostgreSQL {facts['server_version']}: kirolearn needs 15 or newer"
-    if facts["read_only_replica"]:
-        yield "FAIL", "the team store URL names a read-only replica: uploads need the primary server"
-    if facts["can_create_tables"]:
-        yield "OK", f"your role may create tables in schema {facts['schema']} (`kirolearn migrate` can run as you)"
-    else:
-        yield "OK", (f"your role cannot create tables in schema {facts['schema'] or '(none on search_path)'}: "
-                     "`kirolearn migrate` must be run by the schema's owner")
-    if facts["pgvector_installed"]:
-        yield "OK", "pgvector is installed: vector search runs on the server"
-    elif facts["pgvector_available"]:
-        yield "WARN", ("pgvector is available but not installed: vectors are ranked on this machine; "
-                       "the server's owner can run CREATE EXTENSION vector")
-    else:
-        yield "OK", "pgvector is not on the server: vectors are ranked on this machine, as with SQLite"
-    if not shared_project_ids():
+    current = status()
+    if not current["projects"]:
         yield "WARN", "a team store is configured but no project is shared: kirolearn team join --project DIR"
+    for entry in current["projects"]:
+        if entry["stale"]:
+            yield "WARN", (f"{entry['root']} was shared as {entry['identity']}, but its git remote changed since: "
+                           f"its new memory is not shared; run `kirolearn team join --project {entry['root']}` again")

@@ -374,10 +374,29 @@ def test_identity_stays_standard_library_and_psycopg_stays_lazy(tmp_path):
         f"pid = project_id({str(repo)!r})\n"
         "hook = sorted(m for m in set(sys.modules) - before if m.split('.')[0] not in sys.stdlib_module_names"
         " and m.split('.')[0] != 'kirolearn')\n"
-        "import kirolearn.cli, kirolearn.team, kirolearn.store.pgprobe\n"
+        "import kirolearn.cli, kirolearn.team\n"
         "print(json.dumps([pid, hook, 'psycopg' in sys.modules, 'kirolearn.gitremote' in sys.modules]))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60).stdout
     pid, third_party, psycopg_loaded, gitremote_loaded = json.loads(out)
     assert pid == projects.project_id(str(repo)) and third_party == [] and gitremote_loaded
     assert psycopg_loaded is False
+
+
+def test_doctor_warns_about_sharing_only_with_a_team_store(tmp_path, monkeypatch):
+    from kirolearn import doctor
+
+    def team_lines():
+        return [(level, msg) for level, msg in doctor.run_checks() if "shared" in msg]
+
+    assert team_lines() == []  # no team store: nothing about sharing
+    monkeypatch.setenv("KIROLEARN_STORE_URL", "postgresql://dev@db.example.com/team")
+    assert team_lines() == [("WARN", "a team store is configured but no project is shared: "
+                                     "kirolearn team join --project DIR")]
+    shop = clone(tmp_path / "shop", "git@github.com:acme/shop.git")
+    team.join(str(shop))
+    assert team_lines() == []
+    (shop / ".git" / "config").write_text('[remote "origin"]\n\turl = git@github.com:acme/renamed.git\n')
+    projects.forget_cached_ids()
+    ((level, message),) = team_lines()
+    assert level == "WARN" and "its git remote changed since" in message and str(shop) in message
