@@ -272,14 +272,23 @@ def test_older_records_get_attribution_from_their_events(make_event, drain_now, 
     summaries.save_observation(db, summaries.Project(str(project)), title="no events behind this",
                                summary="hand-made", observation_type="pattern", facts=[], concepts=[],
                                files_touched=[])
-    for table in ("memory_records", "session_summaries"):
-        db.execute(f"update {table} set actor = null, host = null, agent = null")
+    summaries.session_end(db, summaries.Project(str(project)), session_id="sess-1", summary="Wrapped up.")
+    summaries.session_end(db, summaries.Project(str(project)), session_id="no-events", summary="Hand-made.")
+    for table in ("memory_records", "session_summaries"):  # the schema before m016_team_attribution
+        for column in ("actor", "host", "agent"):
+            db.execute(f"alter table {table} drop column {column}")
+    assert "actor" not in db["memory_records"].columns_dict
     db.execute("update events set actor = 'captured-user', agent = 'claude-code'")
     monkeypatch.setenv("USER", "today-user")
     _reapply(db, "m016_team_attribution")
-    rows = {r["strategy"]: (r["actor"], r["agent"]) for r in db.query("select strategy, actor, agent from memory_records")}
-    assert rows.pop("mcp_observation") == ("today-user", "kiro")  # no source event: this machine's user
-    assert set(rows.values()) == {("captured-user", "claude-code")}
+    rows = {(r["strategy"], r["session_id"]): (r["actor"], r["agent"])
+            for r in db.query("select strategy, session_id, actor, agent from memory_records")}
+    assert rows.pop(("mcp_observation", "mcp")) == ("today-user", "kiro")  # no source event: this machine's user
+    assert rows.pop(("mcp_session_end", "no-events")) == ("today-user", "kiro")
+    assert rows and set(rows.values()) == {("captured-user", "claude-code")}
+    by_session = {r["session_id"]: (r["actor"], r["agent"]) for r in db.query(
+        "select session_id, actor, agent from session_summaries")}
+    assert by_session == {"sess-1": ("captured-user", "claude-code"), "no-events": ("today-user", "kiro")}
 
 
 # --- opt-in sharing -----------------------------------------------------------------------------------------
