@@ -130,6 +130,13 @@ def open_existing(path: "str | None" = None):
     return open_db(path) if os.path.exists(path) else None
 
 
+def open_memory() -> sqlite_utils.Database:
+    """An empty, migrated, in-memory store: what a fresh home reads as, without creating a file."""
+    db = sqlite_utils.Database(memory=True)
+    migrations.apply(db)
+    return db
+
+
 def quick_check(db) -> str:
     """SQLite's PRAGMA quick_check: '' when the file is sound, else the first problems found."""
     try:
