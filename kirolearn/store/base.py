@@ -160,7 +160,8 @@ class Store(abc.ABC):
         """What happened to these projects' records after change number `after`, oldest first.
 
         Returns {"records": [records that arrived and are still live], "forgotten":
-        [{record_id, record_hash, project_id, actor, forgotten_at} of tombstones that
+        [{record_id, record_hash, project_id, actor (who forgot it), forgotten_at,
+        record_actor (who made the record; None when unknown)} of tombstones that
         arrived], "after": the number to pass next time}. Numbers only grow and are
         never reused; at most `limit` changes are read per call; calling again with
         the returned `after` until both lists are empty reads everything once.

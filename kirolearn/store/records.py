@@ -257,7 +257,8 @@ def changes(conn, project_ids: "list[str]", after: int, limit: int) -> dict:
             live[row["record_id"]] = row
     for i in range(0, len(gone_ids), 500):
         part = gone_ids[i:i + 500]
-        for row in _rows(conn, "select record_id, record_hash, project_id, actor, forgotten_at from forgotten_records "
+        for row in _rows(conn, "select record_id, record_hash, project_id, actor, forgotten_at, "
+                               "json_extract(payload, '$.record.actor') as record_actor from forgotten_records "
                                f"where record_id in ({','.join('?' * len(part))}) and project_id in ({marks})",
                          [*part, *project_ids]):
             gone[row["record_id"]] = row
