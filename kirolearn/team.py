@@ -6,7 +6,7 @@
 - Attribution: who made a record (actor: KIROLEARN_ACTOR > `[team] actor` > the OS user the hook
   saw), on which host, with which agent.
 - Sharing is opt-in per project: `kirolearn team join --project DIR` records the project's id in
-  $KIROLEARN_HOME/state/team.json (0600); `shared_project_ids()` is the only way the uploader learns
+  $KIROLEARN_HOME/state/sharing.json (0600); `shared_project_ids()` is the only way the uploader learns
   what may leave the machine. A project not in that file never does.
 
 Not on the hook path (filelock).
@@ -21,7 +21,9 @@ from . import config
 from .store import state
 from .errors import ConfigError, KirolearnError
 
-STATE_NAME = "team"  # $KIROLEARN_HOME/state/team.json
+# $KIROLEARN_HOME/state/sharing.json: its own file, never shared with the sync's cursors (team.json),
+# so a `team leave` can never be lost to a drain rewriting that file at the same moment
+STATE_NAME = "sharing"
 SCHEMES = ("postgresql", "postgres")
 # libpq connection parameters that carry a secret: never accepted in a URL kirolearn stores
 SECRET_PARAMS = ("password", "sslpassword")

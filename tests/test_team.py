@@ -326,7 +326,7 @@ def test_a_project_without_a_remote_or_the_global_memory_cannot_be_shared(tmp_pa
 def test_the_sharing_state_is_private_and_a_damaged_one_shares_nothing(tmp_path, home):
     shop = clone(tmp_path / "shop", "git@github.com:acme/shop.git")
     assert run("team", "join", "--project", str(shop)).exit_code == 0
-    path = home / "state" / "team.json"
+    path = home / "state" / "sharing.json"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     path.write_text("{not json")
     assert team.shared_project_ids() == frozenset()
