@@ -86,8 +86,14 @@ def test_what_ana_learns_in_her_clone_reaches_bens_clone_and_nothing_else(world,
     # ben's clone (another path, another URL form) is the same project: ana's memory is there, by ana
     listed = json.loads(cli_as(ben, "list", "--project", str(ben["shop"]), "--json"))
     assert listed and {(r["actor"], r["agent"]) for r in listed} == {("ana", "kiro")}
-    assert "orders.created_at has no index" in cli_as(ben, "context", "--prompt", "nightly export timeout",
-                                                      "--project", str(ben["shop"]))
+    shown = cli_as(ben, "context", "--prompt", "nightly export timeout", "--project", str(ben["shop"]))
+    assert "orders.created_at has no index" in shown and " · by ana" in shown  # attributed to ana
+    start = cli_as(ben, "context", "--session-start", "--project", str(ben["shop"]))
+    assert "export" in start and " · by ana" in start
+    monkeypatch.setenv("USER", "ana")  # ana's own memory never says "by ana" to her
+    own = cli_as(ana, "context", "--prompt", "nightly export timeout", "--project", str(ana["shop"]))
+    assert "orders.created_at has no index" in own and " · by " not in own
+    monkeypatch.setenv("USER", "ben")
     # ben's other project shows nothing of ana's, and nothing of it reached the team store
     assert "(nothing would be injected)" in cli_as(ben, "context", "--prompt", "nightly export timeout",
                                                    "--project", str(ben["side"]))
