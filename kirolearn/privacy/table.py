@@ -138,10 +138,9 @@ def _leading_literals(pattern: str) -> tuple:
     -> `AKCp`, `(?-i:[Oo]kta|OKTA)` -> none. Patterns are compiled with re.ASCII, so a match holds
     the literal as written, or lowered as the text is when IGNORECASE applies.
     """
-    name = pattern
     branches, start, depth, in_class, i = [], 0, 0, False, 0
-    while i < len(name):  # split at the top-level |
-        c = name[i]
+    while i < len(pattern):  # split at the top-level |
+        c = pattern[i]
         if c == "\\":
             i += 1
         elif in_class:
@@ -151,10 +150,10 @@ def _leading_literals(pattern: str) -> tuple:
         elif c in "()":
             depth += 1 if c == "(" else -1
         elif c == "|" and depth == 0:
-            branches.append(name[start:i])
+            branches.append(pattern[start:i])
             start = i + 1
         i += 1
-    branches.append(name[start:])
+    branches.append(pattern[start:])
     literals = []
     for branch in branches:
         while branch.startswith("\\b"):  # a word boundary matches no character
