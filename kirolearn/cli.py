@@ -962,4 +962,22 @@ def doctor_command(json_):
         raise SystemExit(1)
 
 
+@cli.command(name="migrate")
+@json_option
+def migrate_command(json_):
+    """Apply the configured store's schema and say what was applied.
+
+    The store is the team store `[store] url` (or KIROLEARN_STORE_URL) names, else this
+    home's SQLite file. A team store is migrated only by this command, run by a role
+    that may create tables on the server.
+    """
+    from kirolearn import migrate
+
+    result = migrate.migrate(_load_settings())
+    if json_:
+        click.echo(json.dumps(result, indent=2))
+    else:
+        click.echo(migrate.describe(result))
+
+
 from kirolearn import cli_manage  # noqa: E402,F401 - registers list, show, forget, restore, edit, import, serve

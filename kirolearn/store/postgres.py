@@ -93,6 +93,10 @@ _FIXES = (
      "service file or PGPASSWORD; kirolearn keeps no password"),
     (("permission denied", "must be owner"),
      "ask the server's owner to grant your role the privilege, or to run `kirolearn migrate` themselves"),
+    (("no schema has been selected",),
+     "the URL's search_path (options=-csearch_path=...) or the server's default names no schema your role may use: "
+     "ask the server's owner for USAGE and CREATE on one, or name one you own"),
+    (('relation "',), "the team store's tables are not there: run `kirolearn migrate`"),
     (("does not exist",), "check the database and user names in the store URL; the server's owner creates them"),
     (("connection refused", "no such file or directory", "could not translate host name", "timeout expired",
       "could not connect", "network is unreachable", "no route to host", "name or service not known",
@@ -602,8 +606,9 @@ class _Transaction:
     def _translate(self, exc: BaseException) -> None:
         import psycopg
 
-        if isinstance(exc, psycopg.errors.InsufficientPrivilege) or (
-                isinstance(exc, psycopg.Error) and not isinstance(exc, psycopg.ProgrammingError)):
+        # Of the programming errors, these come from the server's set-up, not from our SQL.
+        setup = (psycopg.errors.InsufficientPrivilege, psycopg.errors.InvalidSchemaName, psycopg.errors.UndefinedTable)
+        if isinstance(exc, setup) or (isinstance(exc, psycopg.Error) and not isinstance(exc, psycopg.ProgrammingError)):
             raise store_error(exc, self.store.url, self.doing) from None
 
 

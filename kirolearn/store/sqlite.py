@@ -666,3 +666,18 @@ class SqliteStore(Store):
                     row[key] = json.dumps(row.get(key) or [], ensure_ascii=False)
             rows[kind].append({k: v for k, v in row.items() if k in columns[kind]})
         return records.import_rows(self.db, rows["event"], rows["record"], rows["summary"])
+
+
+def migrate_file(path: "str | None" = None) -> dict:
+    """Apply the file's pending migrations (`kirolearn migrate`): {"applied": names now, "schema": schema()}."""
+    path = path or config.db_path()
+    pending = [m.name for m in getattr(migrations, "_migrations", ())]  # a new file gets every migration
+    if os.path.exists(path) and os.path.getsize(path):
+        probe = sqlite_utils.Database(sqlite3.connect(path, timeout=busy_timeout()))
+        try:
+            _refuse_newer_schema(probe, path)
+            pending = [m.name for m in migrations.pending(probe)]
+        finally:
+            probe.conn.close()
+    with SqliteStore(path) as st:  # opening applies them (under the setup lock)
+        return {"applied": pending, "schema": st.schema()}

@@ -1,0 +1,117 @@
+"""`kirolearn migrate` and doctor's team-store checks, on a real SQLite file and a real PostgreSQL server."""
+
+import itertools
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from kirolearn.cli import cli
+from pgserver import pg_database, pg_server  # noqa: F401 - fixtures
+from test_store_postgres import schema_url
+
+_names = itertools.count(1)
+
+
+def run(*args, env=None):
+    return CliRunner().invoke(cli, list(args), env=env or {}, catch_exceptions=False)
+
+
+@pytest.fixture
+def admin(pg_database):
+    import psycopg
+
+    with psycopg.connect(pg_database, autocommit=True) as conn:
+        yield conn
+
+
+@pytest.fixture
+def schema(admin, pg_database):
+    """An empty schema; yields (name, URL using it as the superuser)."""
+    name = f"m_{next(_names)}"
+    admin.execute(f'create schema "{name}"')
+    yield name, schema_url(pg_database, name)
+    admin.execute(f'drop schema "{name}" cascade')
+
+
+@pytest.fixture
+def role(admin):
+    """A login role with no privileges of its own; yields its name."""
+    name = f"dev_{next(_names)}"
+    admin.execute(f'create role "{name}" login')
+    yield name
+    admin.execute(f'drop owned by "{name}"')
+    admin.execute(f'drop role "{name}"')
+
+
+def as_role(url: str, role: str) -> str:
+    return url.replace("user=postgres", f"user={role}")
+
+
+def test_migrate_applies_the_local_sqlite_schema_once(home):
+    first = run("migrate", "--json")
+    assert first.exit_code == 0, first.output
+    data = json.loads(first.stdout)
+    assert data["backend"] == "sqlite" and data["store"] == str(home / "kirolearn.db")
+    assert "m001_events" in data["applied"] and data["schema"]["pending"] == []
+    again = run("migrate")
+    assert again.exit_code == 0 and "is up to date" in again.stdout
+
+
+def test_migrate_applies_the_team_store_schema_once(schema):
+    _, url = schema
+    first = run("migrate", "--json", env={"KIROLEARN_STORE_URL": url})
+    assert first.exit_code == 0, first.output
+    data = json.loads(first.stdout)
+    assert data["backend"] == "postgresql" and data["applied"] == ["pg001_tables"]
+    assert data["schema"] == {"applied": ["pg001_tables"], "pending": []}
+    again = run("migrate", env={"KIROLEARN_STORE_URL": url})
+    assert again.exit_code == 0 and "is up to date" in again.stdout and "team store" in again.stdout
+
+
+def test_migrate_says_when_the_server_is_unreachable(tmp_path):
+    url = f"postgresql://dev@/kl?host={tmp_path}&port=5999"
+    result = run("migrate", env={"KIROLEARN_STORE_URL": url})
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: connecting to the team store postgresql://dev@/kl")
+    assert "check that the PostgreSQL server runs" in result.stderr and "Traceback" not in result.output
+
+
+def test_migrate_without_create_permission_says_who_can(schema, role, admin):
+    name, url = schema
+    hidden = run("migrate", env={"KIROLEARN_STORE_URL": as_role(url, role)})  # no USAGE: the schema is not seen
+    assert hidden.exit_code == 1
+    assert "Error: migrating the team store" in hidden.stderr and "no schema has been selected" in hidden.stderr
+    assert "ask the server's owner for USAGE and CREATE" in hidden.stderr
+    admin.execute(f'grant usage on schema "{name}" to "{role}"')
+    denied = run("migrate", env={"KIROLEARN_STORE_URL": as_role(url, role)})
+    assert denied.exit_code == 1
+    assert "Error: migrating the team store" in denied.stderr and "permission denied for schema" in denied.stderr
+    assert "run `kirolearn migrate` themselves" in denied.stderr
+
+
+def test_doctor_checks_a_team_store(schema, role, admin):
+    name, url = schema
+    behind = run("doctor", "--json", env={"KIROLEARN_STORE_URL": url})
+    checks = {c["message"].split(" (")[0]: c["level"] for c in json.loads(behind.stdout)["checks"]}
+    assert behind.exit_code == 1
+    assert any(m.startswith("team store postgresql://") and level == "OK" for m, level in checks.items())
+    assert checks.get("the team store's schema is behind") == "FAIL"
+
+    assert run("migrate", env={"KIROLEARN_STORE_URL": url}).exit_code == 0
+    current = json.loads(run("doctor", "--json", env={"KIROLEARN_STORE_URL": url}).stdout)["checks"]
+    messages = {c["message"]: c["level"] for c in current}
+    assert messages["team store schema is current (1 migration(s))"] == "OK"
+    assert messages["your role may write to the team store (an insert, rolled back)"] == "OK"
+    assert any("pgvector" in m for m in messages)
+
+    admin.execute(f'grant usage on schema "{name}" to "{role}"')
+    admin.execute(f'grant select on all tables in schema "{name}" to "{role}"')
+    reader = json.loads(run("doctor", "--json", env={"KIROLEARN_STORE_URL": as_role(url, role)}).stdout)["checks"]
+    (write,) = [c for c in reader if "write to the team store" in c["message"]]
+    assert write["level"] == "FAIL" and "permission denied for table drain_runs" in write["message"]
+
+
+def test_doctor_says_nothing_of_a_team_store_without_one():
+    checks = json.loads(run("doctor", "--json").stdout)["checks"]
+    assert not [c for c in checks if "team store" in c["message"]]
