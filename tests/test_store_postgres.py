@@ -249,3 +249,32 @@ def test_a_restarted_connection_is_reopened(new_schema, pg_server):
             store.add_events([event(2)])
         assert store.add_events([event(2)]) == 1  # the next call connects again
         assert store.event_ids_present(["ev0001", "ev0002"]) == {"ev0001", "ev0002"}
+
+
+def test_a_sqlite_store_moves_to_postgresql_and_back_unchanged(new_schema, tmp_path):
+    """What the team upload needs: export objects of one backend import into the other as they were."""
+    from kirolearn.store.postgres import PostgresStore
+    from kirolearn.store.sqlite import SqliteStore
+    from store_contract import run as a_run, summary
+
+    lite = SqliteStore(str(tmp_path / "local.db"))
+    lite.add_events([event(1), event(2, state="done")])
+    lite.commit_extraction(a_run(1), [record(1, facts=["a fact"], concepts=["c"], files=["x.py"]),
+                                      record(2, summary="naïve café ✓")], ["ev0002"])
+    lite.add_session_summary(summary(1, next_steps=["next"], record_id="mr_0003"),
+                             record(3, kind="session_summary"))
+    exported = list(lite.export_objects())
+    with PostgresStore(new_schema(), migrate=True) as pg:
+        assert pg.import_objects(exported)["records"] == {"added": 3, "present": 0}
+        back = list(pg.export_objects())
+        assert [{k: o[k] for k in mine} for o, mine in zip(back, exported)] == exported
+        assert ids_of(pg.search(["café"])) == ["mr_0002"]
+    other = SqliteStore(str(tmp_path / "other.db"))
+    other.import_objects(back)
+    assert list(other.export_objects()) == exported
+    lite.close()
+    other.close()
+
+
+def ids_of(rows) -> "list[str]":
+    return [r["record_id"] for r in rows]
