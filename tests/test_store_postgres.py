@@ -73,7 +73,7 @@ class TestPostgresStore(StoreContract):
             return PostgresStore(url, migrate=True)
         store = PostgresStore(url)
         for table in ("events", "memory_records", "extraction_runs", "drain_runs", "session_summaries",
-                      "forgotten_records", "record_audit"):
+                      "forgotten_records", "record_audit", "record_changes"):
             store.conn.execute(f"delete from {table}")  # a few rows: cheaper than TRUNCATE's new files
         store.conn.commit()
         return store
@@ -278,3 +278,26 @@ def test_a_sqlite_store_moves_to_postgresql_and_back_unchanged(new_schema, tmp_p
 
 def ids_of(rows) -> "list[str]":
     return [r["record_id"] for r in rows]
+
+
+def test_the_change_feed_never_skips_a_number_still_in_flight(new_schema):
+    """Feed numbers are taken one writing transaction at a time, so a reader that moved past a number
+    can never see a lower one commit later (a bare sequence would allow that, and lose the record)."""
+    import threading
+
+    from kirolearn.store.postgres import PostgresStore
+
+    url = new_schema()
+    with PostgresStore(url, migrate=True) as a, PostgresStore(url) as b, PostgresStore(url) as reader:
+        with a._tx() as cur:  # a's record takes its number first and stays uncommitted
+            from kirolearn.store.postgres import _insert_many, _record_row, RECORD_COLUMNS
+
+            _insert_many(cur, "memory_records", RECORD_COLUMNS, [_record_row(record(1))], "record_id")
+            worker = threading.Thread(target=lambda: b.add_records([record(2)]))
+            worker.start()
+            wait_until_blocked(a, b.conn.info.backend_pid)  # b waits: it cannot take a later number yet
+            assert reader.changes(["p1"]) == {"records": [], "forgotten": [], "after": 0}
+        worker.join(timeout=30)
+        first = reader.changes(["p1"])
+        assert ids_of(first["records"]) == ["mr_0001", "mr_0002"]
+        assert reader.changes(["p1"], after=first["after"])["records"] == []

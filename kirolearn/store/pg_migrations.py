@@ -185,9 +185,41 @@ create table record_audit (
 create index idx_audit_record on record_audit (record_id, audit_id);
 """
 
+# The change feed (Store.changes; SQLite's m017): a number for each record that arrives and each
+# tombstone, written by triggers so every writer feeds it. PostgreSQL hands out sequence numbers at
+# insert, not at commit: a reader could see number 11 committed while 10 is still in flight, move
+# past it and never read 10. So the trigger first takes a transaction-level advisory lock: writers of
+# feed rows take their numbers one transaction at a time, in commit order, and what a reader sees
+# is always every number up to the last it saw (gaps are only rolled-back numbers, gone for good).
+PG002_RECORD_CHANGES = """
+create table record_changes (
+    seq bigint generated always as identity primary key,
+    record_id text collate "C" not null,
+    project_id text collate "C" not null,
+    change text collate "C" not null
+);
+create index idx_record_changes_project on record_changes (project_id, seq);
+insert into record_changes (record_id, project_id, change)
+    select record_id, project_id, 'record' from memory_records order by created_at, record_id;
+insert into record_changes (record_id, project_id, change)
+    select record_id, coalesce(project_id, ''), 'forgotten' from forgotten_records order by forgotten_at, record_id;
+create function kirolearn_feed() returns trigger language plpgsql as $$
+begin
+    perform pg_advisory_xact_lock(hashtext(TG_TABLE_SCHEMA || ':kirolearn:feed'));
+    insert into record_changes (record_id, project_id, change)
+        values (new.record_id, coalesce(new.project_id, ''), TG_ARGV[0]);
+    return null;
+end $$;
+create trigger record_changes_record after insert on memory_records
+    for each row execute function kirolearn_feed('record');
+create trigger record_changes_forgotten after insert on forgotten_records
+    for each row execute function kirolearn_feed('forgotten');
+"""
+
 # (name, SQL) in the order they apply. Append only.
 MIGRATIONS: "list[tuple[str, str]]" = [
     ("pg001_tables", PG001_TABLES),
+    ("pg002_record_changes", PG002_RECORD_CHANGES),
 ]
 
 LEDGER = """

@@ -329,6 +329,14 @@ class PostgresStore(Store):
                             [run["run_id"], list(event_ids)])
         return written
 
+    def add_records(self, records: "list[dict]") -> int:
+        rows = [_record_row({k: v for k, v in r.items() if k in RECORD_COLUMNS}) for r in records]
+        if not rows:
+            return 0
+        with self._tx("storing records in") as cur:
+            self._shared_forget_lock(cur)
+            return len(self._insert_records(cur, rows))
+
     def get_record(self, record_id: str) -> "dict | None":
         with self._tx("reading") as cur:
             cur.execute(_select_records("where r.record_id = %s"), [record_id])
@@ -451,13 +459,11 @@ class PostgresStore(Store):
                             "order by s.id", [record_id])
                 summaries = [_decode_summary(s) for s in cur.fetchall()]
                 at = _now()
+                # replaced whole (as SQLite's insert-or-replace), so the change feed's trigger sees it
+                cur.execute("delete from forgotten_records where record_id = %s", [record_id])
                 cur.execute(
                     "insert into forgotten_records (record_id, record_hash, project_id, session_id, reason, actor, "
-                    "forgotten_at, payload, purged_at) values (%s, %s, %s, %s, %s, %s, %s, %s, null) "
-                    "on conflict (record_id) do update set record_hash = excluded.record_hash, "
-                    "project_id = excluded.project_id, session_id = excluded.session_id, reason = excluded.reason, "
-                    "actor = excluded.actor, forgotten_at = excluded.forgotten_at, payload = excluded.payload, "
-                    "purged_at = null",
+                    "forgotten_at, payload, purged_at) values (%s, %s, %s, %s, %s, %s, %s, %s, null)",
                     [record_id, record["record_hash"], record["project_id"], record["session_id"], reason or "",
                      actor, at, Jsonb({"record": record, "session_summaries": summaries})])
                 cur.execute("delete from session_summaries where record_id = %s", [record_id])
@@ -498,6 +504,54 @@ class PostgresStore(Store):
     def forgotten_hashes(self, record_hashes) -> "set[str]":
         with self._tx("reading") as cur:
             return self._forgotten_hashes(cur, record_hashes)
+
+    # -- change feed ------------------------------------------------------------------------------
+
+    def changes(self, project_ids: "list[str]", *, after: int = 0, limit: int = 500) -> dict:
+        """The record_changes feed (pg_migrations.PG002_RECORD_CHANGES) of these projects after `after`.
+
+        The feed keeps each change's project, so a team server with many projects reads only
+        the asked ones' numbers; `after` comes back as the last number read.
+        """
+        empty = {"records": [], "forgotten": [], "after": after}
+        if not project_ids:
+            return empty
+        with self._tx("reading") as cur:
+            cur.execute("select seq, record_id, change from record_changes where project_id = any(%s::text[]) "
+                        "and seq > %s order by seq limit %s", [list(project_ids), after, limit])
+            feed = cur.fetchall()
+            if not feed:
+                return empty
+            new_ids = [c["record_id"] for c in feed if c["change"] == "record"]
+            gone_ids = [c["record_id"] for c in feed if c["change"] == "forgotten"]
+            cur.execute(_select_records("where r.record_id = any(%s::text[]) and r.project_id = any(%s::text[])"),
+                        [new_ids, list(project_ids)])
+            live = {r["record_id"]: _decode_record(r) for r in cur.fetchall()}
+            cur.execute("select record_id, record_hash, project_id, actor, forgotten_at, "
+                        "payload -> 'record' ->> 'actor' as record_actor from forgotten_records "
+                        "where record_id = any(%s::text[]) and project_id = any(%s::text[])",
+                        [gone_ids, list(project_ids)])
+            gone = {r["record_id"]: r for r in cur.fetchall()}
+        records, forgotten = [], []
+        for c in feed:  # in feed order; a record forgotten since it arrived is not live, so not sent
+            if c["change"] == "record" and c["record_id"] in live:
+                records.append(live.pop(c["record_id"]))
+            elif c["change"] == "forgotten" and c["record_id"] in gone:
+                forgotten.append(gone.pop(c["record_id"]))
+        return {"records": records, "forgotten": forgotten, "after": feed[-1]["seq"]}
+
+    def events_since(self, project_ids: "list[str]", stored_since: "str | None", *,
+                     limit: int = 1000) -> "list[dict]":
+        if not project_ids:
+            return []
+        query = "select " + ", ".join(EVENT_COLUMNS) + " from events where project_id = any(%s::text[])"
+        args: list = [list(project_ids)]
+        if stored_since is not None:
+            query += " and stored_at >= %s"
+            args.append(stored_since)
+        with self._tx("reading") as cur:
+            cur.execute(query + " order by stored_at, event_id limit %s", [*args, limit])
+            return cur.fetchall()
 
     # -- figures, export and import ------------------------------------------------------------
 
