@@ -49,6 +49,8 @@ bench: $(BENCH_VENV)/.installed ## print speed figures (never fails the build)
 	@echo
 	$(BENCH_VENV)/bin/python bench/bench_viewer.py
 	@echo
+	$(BENCH_VENV)/bin/python bench/bench_pgstore.py
+	@echo
 	nice $(BENCH_VENV)/bin/python bench/bench_coding.py
 	@echo
 	nice $(BENCH_VENV)/bin/python bench/bench_locomo.py

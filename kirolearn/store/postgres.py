@@ -147,10 +147,14 @@ class PostgresStore(Store):
         self.connect_timeout = connect_timeout
         self.conn = None
         self._connect()
-        if migrate:
-            self.migrate()
-        elif check:
-            self._check_schema()
+        try:
+            if migrate:
+                self.migrate()
+            elif check:
+                self._check_schema()
+        except BaseException:
+            self.close()
+            raise
 
     # -- connection and transactions -------------------------------------------------------------
 
@@ -686,10 +690,6 @@ def _now() -> str:
     from datetime import datetime, timezone
 
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _text(value) -> "str | None":
-    return None if value is None else str(value)
 
 
 def _refuse_unknown(rows: "list[dict]", columns, table: str) -> None:
