@@ -72,9 +72,11 @@ class TestPostgresStore(StoreContract):
             url = self.schemas[name] = schema_url(self.database, schema)
             return PostgresStore(url, migrate=True)
         store = PostgresStore(url)
-        for table in ("events", "memory_records", "extraction_runs", "drain_runs", "session_summaries",
-                      "forgotten_records", "record_audit", "record_changes"):
-            store.conn.execute(f"delete from {table}")  # a few rows: cheaper than TRUNCATE's new files
+        tables = store.conn.execute("select table_name from information_schema.tables where table_schema = "
+                                    "current_schema() and table_type = 'BASE TABLE' "
+                                    "and table_name != 'kirolearn_migrations'").fetchall()
+        for row in tables:  # a few rows each: cheaper than TRUNCATE's new files
+            store.conn.execute(f'delete from "{row["table_name"]}"')
         store.conn.commit()
         return store
 
