@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 
 STORE_URL_ENV = "KIROLEARN_STORE_URL"
+MIN_SERVER_VERSION = 150000  # PostgreSQL 15: what the team store is built and tested on
 
 
 def store_url(settings=None) -> str:
@@ -92,14 +93,19 @@ def _checks(store, shown: str):
     """The checks on an open team store."""
     caps = store.capabilities()
     yield "OK", f"team store {shown} reachable (PostgreSQL {caps['server_version']})"
+    if caps["server_version_num"] < MIN_SERVER_VERSION:
+        yield "FAIL", f"the team store runs PostgreSQL {caps['server_version']}: kirolearn needs 15 or newer"
+    if caps["read_only"]:
+        yield "FAIL", "the team store URL names a read-only replica: drains upload to the primary server"
     schema = store.schema()
     if schema["unknown"]:
         yield "FAIL", (f"the team store's schema is newer than this kirolearn (unknown migrations: "
                        f"{', '.join(schema['unknown'])}): upgrade kirolearn")
     elif schema["pending"]:
+        who = ("you may run it" if caps["can_create"] else
+               f"as a role that may create tables in schema {caps['schema'] or '(none on the search_path)'}")
         yield "FAIL", (f"the team store's schema is behind ({len(schema['pending'])} pending: "
-                       f"{', '.join(schema['pending'])}): run `kirolearn migrate` as a role that may create "
-                       "tables there")
+                       f"{', '.join(schema['pending'])}): run `kirolearn migrate` ({who})")
     else:
         yield "OK", f"team store schema is current ({len(schema['applied'])} migration(s))"
     if not schema["pending"] and not schema["unknown"]:

@@ -100,6 +100,7 @@ def test_doctor_checks_a_team_store(schema, role, admin):
     assert behind.exit_code == 1
     assert any(m.startswith("team store postgresql://") and level == "OK" for m, level in checks.items())
     assert checks.get("the team store's schema is behind") == "FAIL"
+    assert any("(you may run it)" in c["message"] for c in json.loads(behind.stdout)["checks"])
 
     assert run("migrate", env={"KIROLEARN_STORE_URL": url}).exit_code == 0
     current = json.loads(run("doctor", "--json", env={"KIROLEARN_STORE_URL": url}).stdout)["checks"]
@@ -110,9 +111,14 @@ def test_doctor_checks_a_team_store(schema, role, admin):
 
     admin.execute(f'grant usage on schema "{name}" to "{role}"')
     admin.execute(f'grant select on all tables in schema "{name}" to "{role}"')
-    reader = json.loads(run("doctor", "--json", env={"KIROLEARN_STORE_URL": as_role(url, role)}).stdout)["checks"]
+    assert not [c for c in reader_checks(url, role) if "replica" in c["message"] or "15 or newer" in c["message"]]
+    reader = reader_checks(url, role)
     (write,) = [c for c in reader if "write to the team store" in c["message"]]
     assert write["level"] == "FAIL" and "permission denied for table drain_runs" in write["message"]
+
+
+def reader_checks(url: str, role: str) -> "list[dict]":
+    return json.loads(run("doctor", "--json", env={"KIROLEARN_STORE_URL": as_role(url, role)}).stdout)["checks"]
 
 
 def test_doctor_says_nothing_of_a_team_store_without_one():

@@ -235,16 +235,23 @@ class PostgresStore(Store):
 
     def capabilities(self) -> dict:
         """What this server offers beyond the contract: {"vectors": bool, "pgvector": "installed" |
-        "available" | "absent", "server_version": str}. Vectors are stored only with pgvector; without it
+        "available" | "absent", "server_version": str, "server_version_num": int, "read_only": bool (a
+        replica), "schema": the schema in use, "can_create": bool (this role may create tables in it)}.
+        Vectors are stored only with pgvector; without it
         the store keeps none and recall ranks by text alone, as SQLite does without an embedding model."""
         with self._tx("reading the capabilities of") as cur:
-            cur.execute("select current_setting('server_version') as version")
-            version = cur.fetchone()["version"]
+            cur.execute("select current_setting('server_version') as version, "
+                        "current_setting('server_version_num')::int as version_num, "
+                        "pg_is_in_recovery() as read_only, current_schema() as schema, "
+                        "coalesce(has_schema_privilege(current_schema(), 'CREATE'), false) as can_create")
+            server = cur.fetchone()
             cur.execute("select installed_version from pg_available_extensions where name = 'vector'")
             row = cur.fetchone()
         pgvector = "absent" if row is None else "installed" if row["installed_version"] else "available"
         # No migration stores vectors yet: even with pgvector installed, this version keeps none.
-        return {"vectors": False, "pgvector": pgvector, "server_version": version}
+        return {"vectors": False, "pgvector": pgvector, "server_version": server["version"],
+                "server_version_num": server["version_num"], "read_only": server["read_only"],
+                "schema": server["schema"], "can_create": server["can_create"]}
 
     def can_write(self) -> "tuple[bool, str]":
         """(True, "") if this role may insert into the store's tables; tried with a rolled-back insert."""
