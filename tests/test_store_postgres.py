@@ -303,3 +303,36 @@ def test_the_change_feed_never_skips_a_number_still_in_flight(new_schema):
         first = reader.changes(["p1"])
         assert ids_of(first["records"]) == ["mr_0001", "mr_0002"]
         assert reader.changes(["p1"], after=first["after"])["records"] == []
+
+
+def test_concurrent_uploads_store_each_event_and_record_once(new_schema):
+    """Four laptops re-sending overlapping pages at once: every event and record lands exactly once."""
+    import threading
+
+    from kirolearn.store.postgres import PostgresStore
+
+    url = new_schema()
+    PostgresStore(url, migrate=True).close()
+    pages = [[event(n) for n in range(start, start + 300)] for start in (0, 100, 200, 0)]
+    made = [[record(n) for n in range(start, start + 30)] for start in (0, 10, 20, 0)]
+    added, errors = [], []
+
+    def upload(events, records):
+        try:
+            with PostgresStore(url) as store:
+                added.append((store.add_events(events), store.add_records(records)))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=upload, args=pair) for pair in zip(pages, made)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert errors == [] and len(added) == 4
+    assert sum(a[0] for a in added) == 500 and sum(a[1] for a in added) == 50
+    with PostgresStore(url) as store:
+        figures = store.figures(T0)
+        assert (figures["events"], figures["records"]) == (500, 50)
+        feed = store.changes(["p1"], limit=1000)
+        assert sorted(ids_of(feed["records"])) == [f"mr_{n:04d}" for n in range(50)]  # each fed once

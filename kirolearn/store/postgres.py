@@ -269,7 +269,8 @@ class PostgresStore(Store):
 
     def add_events(self, events: "list[dict]") -> int:
         """COPY into a temporary table (emptied at commit), then one `insert … on conflict do nothing`:
-        psycopg formats COPY rows in C, where a list parameter is formatted in Python (3x slower)."""
+        psycopg formats COPY rows in C, where a list parameter is formatted in Python (3x slower).
+        Rows go in in event_id order, so overlapping uploads wait for each other, never deadlock."""
         if not events:
             return 0
         _refuse_unknown(events, EVENT_COLUMNS, "events")
@@ -280,7 +281,7 @@ class PostgresStore(Store):
                 for e in events:
                     copy.write_row([e.get(c, EVENT_DEFAULTS.get(c)) for c in EVENT_COLUMNS])
             cur.execute("insert into events (" + ", ".join(EVENT_COLUMNS) + ") select " + ", ".join(EVENT_COLUMNS)
-                        + " from kirolearn_events_in on conflict (event_id) do nothing")
+                        + " from kirolearn_events_in order by event_id on conflict (event_id) do nothing")
             return cur.rowcount
 
     def event_ids_present(self, event_ids) -> "set[str]":
@@ -744,7 +745,8 @@ def _insert_many(cur, table: str, columns, rows: "list[dict]", key: str) -> "lis
     nothing`); returns the keys of the rows written. A column a row lacks takes its default."""
     if not rows:
         return []
-    rows = [_with_defaults(table, row) for row in rows]
+    # in key order: two uploads of overlapping rows then wait for each other, never deadlock
+    rows = sorted((_with_defaults(table, row) for row in rows), key=lambda r: str(r.get(key)))
     from psycopg import sql
     from psycopg.types.json import Jsonb
 
