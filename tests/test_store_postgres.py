@@ -336,3 +336,15 @@ def test_concurrent_uploads_store_each_event_and_record_once(new_schema):
         assert (figures["events"], figures["records"]) == (500, 50)
         feed = store.changes(["p1"], limit=1000)
         assert sorted(ids_of(feed["records"])) == [f"mr_{n:04d}" for n in range(50)]  # each fed once
+
+
+def test_common_words_are_searched_as_in_sqlite(new_schema):
+    """No stop-word list: `about` or `not` finds what SQLite's porter index finds."""
+    from kirolearn.store.postgres import PostgresStore
+
+    with PostgresStore(new_schema(), migrate=True) as store:
+        store.commit_extraction({"run_id": "r1", "batch_key": "b", "extractor": "deterministic", "outcome": "ok",
+                                 "started_at": T0},
+                                [record(1, summary="it is not about the cache"), record(2, summary="cache only")], [])
+        assert ids_of(store.search(["about"])) == ["mr_0001"]
+        assert ids_of(store.search(["not", "about"])) == ["mr_0001"]

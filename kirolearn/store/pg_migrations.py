@@ -21,6 +21,9 @@ The tables mirror the SQLite store's (kirolearn.store.migrations), with these ch
   add records a few at a time, and GIN's pending list of such inserts is read linearly by every
   search and priced so by the planner, which then chose a sequential scan (p50 26 ms -> 4 ms at
   10,000 records).
+- The text search configuration `kirolearn` is PostgreSQL's `english` with its Snowball stemmer
+  and no stop-word list: SQLite's porter tokenizer drops no word either, so a search for `about`
+  or `not` finds the same records on both backends (rarity, not a list, weighs common words).
 - Attribution (actor, host, agent) is on records and summaries from the start (issue #16).
 - No vector table: pgvector is not assumed (PostgresStore.capabilities says what the server has).
 """
@@ -33,7 +36,7 @@ _TEXT = "regexp_replace(({expr}) collate \"C\", '[[:punct:]]+', ' ', 'g')"
 
 
 def _field(expr: str, weight: str) -> str:
-    return f"setweight(to_tsvector('english'::regconfig, {_TEXT.format(expr=expr)}), '{weight}')"
+    return f"setweight(to_tsvector('kirolearn'::regconfig, {_TEXT.format(expr=expr)}), '{weight}')"
 
 
 SEARCH_VECTOR = " || ".join([
@@ -46,6 +49,11 @@ SEARCH_VECTOR = " || ".join([
 ])
 
 PG001_TABLES = f"""
+create text search dictionary kirolearn_stem (template = snowball, language = english);
+create text search configuration kirolearn (copy = english);
+alter text search configuration kirolearn
+    alter mapping for asciiword, asciihword, hword_asciipart, word, hword, hword_part with kirolearn_stem;
+
 create table events (
     event_id text collate "C" primary key,
     content_hash text collate "C" not null,

@@ -373,9 +373,10 @@ class PostgresStore(Store):
     def search(self, words: "list[str]", *, project_id=None, types=None, limit: int = 10) -> "list[dict]":
         """Records holding any of `words` (each a phrase of its stems), best first.
 
-        Each word becomes its own tsquery with phraseto_tsquery: whatever it holds is text to
-        parse into lexemes, never tsquery syntax (no &, |, !, :*, quotes to escape), and a word
-        that is only punctuation or a stop word matches nothing. The match is those queries OR-ed
+        Each word becomes its own tsquery with phraseto_tsquery in the store's `kirolearn` text
+        search configuration (English stems, no stop words): whatever it holds is text to parse
+        into lexemes, never tsquery syntax (no &, |, !, :*, quotes to escape), and a word that is
+        only punctuation matches nothing. The match is those queries OR-ed
         (GIN index). Relevance sums, over the words, ts_rank with the field weights
         (RANK_WEIGHTS) times the word's inverse document frequency, as BM25 weighs a rare word
         above a common one. Document frequencies are counted (one GIN lookup a word, done once:
@@ -390,7 +391,7 @@ class PostgresStore(Store):
         extra = "".join(" and " + c for c in conds)
         query = f"""
             with words as (
-                select phraseto_tsquery('english'::regconfig,
+                select phraseto_tsquery('kirolearn'::regconfig,
                                         regexp_replace(w collate "C", '[[:punct:]]+', ' ', 'g')) as q
                 from unnest(%s::text[]) as t(w)
             ), useful as (
