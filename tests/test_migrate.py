@@ -124,3 +124,41 @@ def reader_checks(url: str, role: str) -> "list[dict]":
 def test_doctor_says_nothing_of_a_team_store_without_one():
     checks = json.loads(run("doctor", "--json").stdout)["checks"]
     assert not [c for c in checks if "team store" in c["message"]]
+
+
+def test_a_failed_login_says_where_credentials_come_from(pg_server, pg_database, role, admin):
+    """A role that must give a password (scram) and gives a wrong one, or none: one Error line, no password."""
+    import pathlib
+    import time
+
+    import psycopg
+
+    admin.execute(f"alter role \"{role}\" password 'right-pw'")
+    hba = pathlib.Path(pg_server.data_dir) / "pg_hba.conf"
+    before = hba.read_text()
+    hba.write_text(f"local all {role} scram-sha-256\n" + before)  # only this role: other tests keep trust
+    try:
+        admin.execute("select pg_reload_conf()")
+        url = as_role(pg_database, role)
+        deadline = time.monotonic() + 30
+        while True:  # the reload is asynchronous: wait until the server asks this role for a password
+            try:
+                psycopg.connect(url, connect_timeout=5).close()
+            except psycopg.OperationalError:
+                break
+            assert time.monotonic() < deadline, "the server never asked for a password"
+            time.sleep(0.05)
+        result = run("migrate", env={"KIROLEARN_STORE_URL": url, "PGPASSWORD": "wrong-pw"})
+        assert result.exit_code == 1
+        assert "password authentication failed" in result.stderr and "~/.pgpass" in result.stderr
+        assert "wrong-pw" not in result.output and "Traceback" not in result.output
+        from kirolearn.errors import StoreError
+        from kirolearn.store.postgres import PostgresStore
+
+        with_password = url.replace("postgresql://", f"postgresql://{role}:wrong-pw@", 1)
+        with pytest.raises(StoreError) as caught:
+            PostgresStore(with_password)
+        assert "wrong-pw" not in str(caught.value) and f"{role}@" in str(caught.value)
+    finally:
+        hba.write_text(before)
+        admin.execute("select pg_reload_conf()")
