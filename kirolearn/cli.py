@@ -932,3 +932,4 @@ def migrate_command(json_):
 
 
 from kirolearn import cli_manage  # noqa: E402,F401 - registers list, show, forget, restore, edit, import, serve
+from kirolearn import cli_team  # noqa: E402,F401 - registers team join, leave, status

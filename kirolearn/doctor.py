@@ -86,9 +86,11 @@ def run_checks():
         yield "OK", "no database yet (it is created by the first drain)"
     if conf is not None:
         yield from semantic_checks(conf)
+        from kirolearn import team
         from kirolearn.migrate import store_checks
 
-        yield from store_checks(conf)  # nothing unless a team store is configured
+        yield from store_checks(conf)  # the server: nothing unless [store] url names a team store
+        yield from team.doctor_checks(conf)  # what sharing adds
     model = health.model_state()
     if conf and conf.extract.model and int(model.get("consecutive_failures") or 0) >= conf.extract.breaker_failures:
         yield "WARN", (f"the model failed {model['consecutive_failures']} batches in a row (last: "

@@ -28,7 +28,7 @@ from datetime import datetime
 from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
-from kirolearn import crashpoint
+from kirolearn import crashpoint, team
 from kirolearn.pipeline import dedup
 from kirolearn.pipeline import extract
 from kirolearn.capture import spool
@@ -170,7 +170,8 @@ class Drainer:
             "cwd": event["cwd"],
             "received_at": event["received_at"],
             "stored_at": store.now_iso(),
-            "actor": event["actor"],
+            # [team] actor / KIROLEARN_ACTOR win over the OS user; an import (self None) keeps what it reads
+            "actor": (self.settings.team.actor if self is not None else "") or event["actor"],
             "host": event["host"],
             "client_version": event["client_version"],
             "body": json.dumps(event, ensure_ascii=False),
@@ -380,8 +381,12 @@ class Drainer:
         dropped with a note instead of failing the whole batch.
         """
         records, problems = [], []
+        by_id = {e["event_id"]: e for e in batch.events}
         for cand in candidates:
             source = cand.pop("source_event_ids", None) or batch.event_ids  # per turn when the extractor knows
+            first = by_id.get(source[0], batch.events[0])
+            who = team.attribution(self.settings, actor=first.get("actor"), host=first.get("host"),
+                                   agent=first.get("agent"))
             cand = self.scrubber.scrub_value(cand)
             cand.update(
                 title=clip(" ".join(str(cand.get("title", "")).split()), TITLE_MAX),
@@ -394,7 +399,7 @@ class Drainer:
                 records.append(MemoryRecord(
                     record_id="mr_" + new_ulid(), project_id=batch.project_id, project_root=batch.project_root,
                     session_id=batch.session_id, source_event_ids=source, run_id=run_id,
-                    created_at=now_iso, **cand))
+                    created_at=now_iso, **who, **cand))
             except ValidationError as exc:
                 first = exc.errors()[0]
                 problems.append(f"dropped a candidate: {'.'.join(map(str, first['loc']))}: {first['msg']}")
