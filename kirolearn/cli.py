@@ -914,8 +914,11 @@ def doctor_command(json_):
 
 
 @cli.command(name="migrate")
+@click.option("--grant", "grant", multiple=True, metavar="ROLE",
+              help="Also let this PostgreSQL role (a developer, or a group role) read and write the team store's "
+                   "tables (repeatable).")
 @json_option
-def migrate_command(json_):
+def migrate_command(grant, json_):
     """Apply the configured store's schema and say what was applied.
 
     The store is the team store `[store] url` (or KIROLEARN_STORE_URL) names, else this
@@ -924,7 +927,7 @@ def migrate_command(json_):
     """
     from kirolearn import migrate
 
-    result = migrate.migrate(_load_settings())
+    result = migrate.migrate(_load_settings(), grant=grant)
     if json_:
         click.echo(json.dumps(result, indent=2))
     else:

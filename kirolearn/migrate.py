@@ -31,12 +31,12 @@ def store_url(settings=None) -> str:
     return os.environ.get(STORE_URL_ENV, "").strip()
 
 
-def migrate(settings=None) -> dict:
-    """Apply the configured store's pending migrations.
+def migrate(settings=None, grant=()) -> dict:
+    """Apply the configured store's pending migrations, then grant a team store's tables to `grant` roles.
 
     Returns {"backend", "store" (a path, or the URL without any password), "applied" (names applied
-    now), "schema": {"applied", "pending"}}. Failures are StoreError (SchemaTooNew for a store
-    written by a newer kirolearn) with a fix-it hint.
+    now), "schema": {"applied", "pending"}, "granted" (roles)}. Failures are StoreError
+    (SchemaTooNew for a store written by a newer kirolearn) with a fix-it hint.
     """
     url = store_url(settings)
     if url:
@@ -44,14 +44,21 @@ def migrate(settings=None) -> dict:
 
         with PostgresStore(url, check=False) as store:
             applied = store.migrate()
+            granted = store.grant(grant) if grant else []
             schema = store.schema()
         return {"backend": "postgresql", "store": shown_url(url), "applied": applied,
-                "schema": {"applied": schema["applied"], "pending": schema["pending"]}}
+                "schema": {"applied": schema["applied"], "pending": schema["pending"]}, "granted": granted}
+    if grant:
+        from kirolearn.errors import ConfigError
+
+        raise ConfigError("--grant gives roles of a PostgreSQL team store its tables; no team store is configured",
+                          "set [store] url (or KIROLEARN_STORE_URL), or leave --grant out", exit_code=2)
     from kirolearn import config
     from kirolearn.store.sqlite import migrate_file
 
     done = migrate_file(config.db_path())
-    return {"backend": "sqlite", "store": config.db_path(), "applied": done["applied"], "schema": done["schema"]}
+    return {"backend": "sqlite", "store": config.db_path(), "applied": done["applied"], "schema": done["schema"],
+            "granted": []}
 
 
 def describe(result: dict) -> str:
@@ -59,9 +66,13 @@ def describe(result: dict) -> str:
     where = "team store" if result["backend"] == "postgresql" else "database"
     total = len(result["schema"]["applied"])
     if result["applied"]:
-        return (f"applied {len(result['applied'])} migration(s) to the {where} {result['store']}: "
+        text = (f"applied {len(result['applied'])} migration(s) to the {where} {result['store']}: "
                 f"{', '.join(result['applied'])}")
-    return f"the {where} {result['store']} is up to date ({total} migration(s) applied)"
+    else:
+        text = f"the {where} {result['store']} is up to date ({total} migration(s) applied)"
+    if result.get("granted"):
+        text += f"\ngranted its tables to {', '.join(result['granted'])} (read and write; no schema changes)"
+    return text
 
 
 def store_checks(settings):

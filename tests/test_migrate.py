@@ -58,7 +58,7 @@ def test_migrate_applies_the_local_sqlite_schema_once(home):
     assert data["backend"] == "sqlite" and data["store"] == str(home / "kirolearn.db")
     assert "m001_events" in data["applied"] and data["schema"]["pending"] == []
     again = run("migrate")
-    assert again.exit_code == 0 and "is up to date" in again.stdout
+    assert again.exit_code == 0 and "is up to date" in again.stdout, again.output
 
 
 def test_migrate_applies_the_team_store_schema_once(schema):
@@ -69,7 +69,7 @@ def test_migrate_applies_the_team_store_schema_once(schema):
     assert data["backend"] == "postgresql" and data["applied"] == ALL
     assert data["schema"] == {"applied": ALL, "pending": []}
     again = run("migrate", env={"KIROLEARN_STORE_URL": url})
-    assert again.exit_code == 0 and "is up to date" in again.stdout and "team store" in again.stdout
+    assert again.exit_code == 0 and "is up to date" in again.stdout, again.output and "team store" in again.stdout
 
 
 def test_migrate_says_when_the_server_is_unreachable(tmp_path):
@@ -162,3 +162,29 @@ def test_a_failed_login_says_where_credentials_come_from(pg_server, pg_database,
     finally:
         hba.write_text(before)
         admin.execute("select pg_reload_conf()")
+
+
+def test_migrate_grants_a_developer_role_what_a_drainer_needs(schema, role):
+    from kirolearn.store.postgres import PostgresStore
+    from store_contract import T0, event, record
+
+    _, url = schema
+    result = run("migrate", "--grant", role, "--json", env={"KIROLEARN_STORE_URL": url})
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["granted"] == [role]
+    with PostgresStore(as_role(url, role)) as store:  # upload, sync down, forget: as a drainer does
+        assert store.add_events([event(1)]) == 1
+        assert store.add_records([record(1), record(2)]) == 2
+        assert store.forget(["mr_0002"], reason="", actor=role)[0]["record_id"] == "mr_0002"
+        assert [r["record_id"] for r in store.changes(["p1"])["records"]] == ["mr_0001"]
+        assert store.can_write() == (True, "") and store.figures(T0)["forgotten"] == 1
+    again = run("migrate", env={"KIROLEARN_STORE_URL": as_role(url, role)})  # nothing to apply: fine as them
+    assert again.exit_code == 0 and "is up to date" in again.stdout, again.output
+
+
+def test_migrate_grant_names_a_missing_role_and_needs_a_team_store(schema):
+    _, url = schema
+    missing = run("migrate", "--grant", "nobody_here", env={"KIROLEARN_STORE_URL": url})
+    assert missing.exit_code == 1 and "'nobody_here': no such role" in missing.stderr
+    local = run("migrate", "--grant", "dev")
+    assert local.exit_code == 2 and "no team store is configured" in local.stderr

@@ -230,6 +230,11 @@ MIGRATIONS: "list[tuple[str, str]]" = [
     ("pg002_record_changes", PG002_RECORD_CHANGES),
 ]
 
+# The tables a drainer reads and writes (`kirolearn migrate --grant ROLE` grants them; the ledger
+# of migrations only to read). Append when a migration adds one.
+TABLES = ("events", "memory_records", "extraction_runs", "drain_runs", "session_summaries", "forgotten_records",
+          "record_audit", "record_changes")
+
 LEDGER = """
 create table if not exists kirolearn_migrations (
     name text collate "C" primary key,

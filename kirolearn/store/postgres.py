@@ -26,7 +26,7 @@ from typing import Iterator
 
 from kirolearn.errors import SchemaTooNew, StoreError, one_line
 from kirolearn.store.base import RECORD_LISTS, SUMMARY_LISTS, Store
-from kirolearn.store.pg_migrations import LEDGER, MIGRATIONS
+from kirolearn.store.pg_migrations import LEDGER, MIGRATIONS, TABLES
 from kirolearn.store.reader import FIELD_WEIGHTS
 
 CONNECT_TIMEOUT_SECONDS = 5
@@ -219,8 +219,9 @@ class PostgresStore(Store):
         done = []
         with self._tx("migrating") as cur:
             cur.execute("select pg_advisory_xact_lock(hashtext(current_schema() || ':kirolearn:migrate'))")
-            cur.execute(LEDGER)
             applied = set(self._applied(cur))
+            if not applied:  # only then: `create … if not exists` still needs CREATE, which drainers lack
+                cur.execute(LEDGER)
             unknown = applied - {name for name, _ in MIGRATIONS}
             if unknown:
                 raise SchemaTooNew(f"the team store {shown_url(self.url)} was migrated by a newer kirolearn "
@@ -232,6 +233,30 @@ class PostgresStore(Store):
                 cur.execute("insert into kirolearn_migrations (name) values (%s)", [name])
                 done.append(name)
         return done
+
+    def grant(self, roles) -> "list[str]":
+        """Let these roles use the store as drainers do (read and write kirolearn's tables, read the
+        migrations ledger; never create or alter anything). One transaction; returns the roles."""
+        from psycopg import errors, sql
+
+        roles = list(dict.fromkeys(roles))
+        with self._tx("granting privileges on") as cur:
+            cur.execute("select current_schema() as schema")
+            schema = cur.fetchone()["schema"]
+            tables = sql.SQL(", ").join(sql.Identifier(schema, t) for t in TABLES)
+            for role in roles:
+                who = sql.Identifier(role)
+                try:
+                    with self.conn.transaction():  # a savepoint: name the role that failed
+                        cur.execute(sql.SQL("grant usage on schema {} to {}").format(sql.Identifier(schema), who))
+                        cur.execute(sql.SQL("grant select, insert, update, delete on {} to {}").format(tables, who))
+                        cur.execute(sql.SQL("grant select on {} to {}").format(
+                            sql.Identifier(schema, "kirolearn_migrations"), who))
+                except errors.UndefinedObject:
+                    raise StoreError(f"cannot grant the team store's tables to {role!r}: no such role",
+                                     f"create it first (CREATE ROLE \"{role}\" LOGIN, or a group role its "
+                                     "members are IN), or check the name") from None
+        return roles
 
     def capabilities(self) -> dict:
         """What this server offers beyond the contract: {"vectors": bool, "pgvector": "installed" |
