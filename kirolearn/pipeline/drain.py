@@ -51,6 +51,7 @@ GENERATED_FIELDS = frozenset(
 STALE_TMP_SECONDS = 600  # a tmp file this old belongs to a hook that died mid-write
 RECHECK_SECONDS = 60.0  # --watch: how often a pass re-runs quick_check before it ingests
 BREAKER_COOL_OFF_SECONDS = 300.0  # an open breaker lets one call through again after this long
+TEAM_SYNC_SECONDS = 15.0  # --watch: the team store is synced at most this often (every run of a single drain)
 
 
 @dataclass
@@ -78,6 +79,7 @@ class DrainStats:
     model_breaker_open: bool = False
     records_embedded: int = 0
     embedding_error: str = ""
+    team: dict = field(default_factory=dict)  # the team store sync of this drain ({} without one)
     duration_ms: int = 0
 
     def add(self, other: "DrainStats") -> None:
@@ -87,7 +89,7 @@ class DrainStats:
                 merged = Counter(self.redactions)
                 merged.update(value)
                 self.redactions = dict(merged)
-            elif name in ("extractor", "pending_events", "model_breaker_open", "embedding_error"):
+            elif name in ("extractor", "pending_events", "model_breaker_open", "embedding_error", "team"):
                 setattr(self, name, value)
             else:
                 setattr(self, name, getattr(self, name) + value)
@@ -126,6 +128,7 @@ class Drainer:
         self.last_check = None  # monotonic time of the last quick_check that passed
         self.model_failures = int(state.read(state.MODEL).get("consecutive_failures", 0) or 0)
         self.llm_deadline = None
+        self.last_team_sync = None  # monotonic time of the last team store sync
 
     # -- ingest ----------------------------------------------------------------------------
 
@@ -512,6 +515,7 @@ class Drainer:
         stats.pending_events = records.pending_event_count(self.db)
         self.release(done, stats)
         self.note_counts()
+        stats.team = self.sync_team()
         stats.duration_ms = int((time.monotonic() - start) * 1000)
         return stats
 
@@ -526,6 +530,23 @@ class Drainer:
         marker = state.read(state.STORE)
         if any(marker.get(k) != v for k, v in counted.items()) or "counted_at" not in marker:
             store.mark_created(self.db_path(), counted_at=store.now_iso(), **counted)
+
+    def sync_team(self) -> dict:
+        """Send the shared projects to the team store and fetch the team's records (kirolearn.pipeline.team_sync).
+
+        After the spool files are released: the team store never holds up the local
+        drain, and a server that is down loses nothing (the local store has it all).
+        """
+        if not self.settings.store.url:
+            return {}
+        now = time.monotonic()
+        if self.last_team_sync is not None and now - self.last_team_sync < TEAM_SYNC_SECONDS:
+            return {}
+        self.last_team_sync = now
+        from kirolearn.pipeline import team_sync
+
+        found = team_sync.run(self.settings, self.db)
+        return found.to_dict() if found is not None else {}
 
     def watch(self, on_pass=None, should_stop=None) -> DrainStats:
         """Drain, then keep draining as files arrive, until SIGINT/SIGTERM (or should_stop())."""
@@ -544,7 +565,8 @@ class Drainer:
                     stats = self.run_once()
                     last_idle_check = time.monotonic()
                     total.add(stats)
-                    if on_pass and (stats.events_read or stats.batches_extracted or stats.quarantined):
+                    if on_pass and (stats.events_read or stats.batches_extracted or stats.quarantined
+                                    or stats.team.get("records_received")):
                         on_pass(stats)
                     continue
                 self.sleep(self.settings.drain.poll_seconds)
