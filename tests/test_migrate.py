@@ -188,3 +188,35 @@ def test_migrate_grant_names_a_missing_role_and_needs_a_team_store(schema):
     assert missing.exit_code == 1 and "'nobody_here': no such role" in missing.stderr
     local = run("migrate", "--grant", "dev")
     assert local.exit_code == 2 and "no team store is configured" in local.stderr
+
+
+def test_drain_uploads_a_shared_project_to_a_postgresql_team_store(schema, tmp_path):
+    """The whole path: hook code spools a turn, `kirolearn drain` stores it and syncs it to the server."""
+    from kirolearn import project as projects
+    from kirolearn.capture import events as ev
+    from kirolearn.capture import spool
+    from kirolearn.store.postgres import PostgresStore
+
+    _, url = schema
+    shop = tmp_path / "src" / "shop"
+    (shop / ".git").mkdir(parents=True)
+    (shop / ".git" / "config").write_text('[remote "origin"]\n\turl = git@github.com:acme/shop.git\n')
+    projects.forget_cached_ids()
+    for name, payload in (("userPromptSubmit", {"prompt": "why does the nightly export time out"}),
+                          ("stop", {"assistant_response": "orders.created_at has no index: add one."})):
+        event = ev.build_event(name, {"cwd": str(shop), "session_id": "s1", **payload})
+        spool.append(event["event_id"], ev.serialize(event))
+    assert run("team", "join", "--project", str(shop)).exit_code == 0
+    env = {"KIROLEARN_STORE_URL": url}
+
+    behind = json.loads(run("drain", "--flush", "--json", env=env).stdout)  # schema not applied yet
+    assert "kirolearn migrate" in behind["team"]["error"]
+    assert run("migrate", env=env).exit_code == 0
+    drained = json.loads(run("drain", "--json", env=env).stdout)
+    assert drained["team"]["error"] == "" and drained["team"]["events_sent"] == 2
+    assert drained["team"]["records_sent"] >= 1
+    shop_id = projects.project_id(str(shop))
+    with PostgresStore(url) as team_store:
+        assert [r["project_id"] for r in team_store.list_records()] == [shop_id] * drained["team"]["records_sent"]
+        assert team_store.figures("")["events"] == 2
+    projects.forget_cached_ids()
