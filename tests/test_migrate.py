@@ -191,7 +191,8 @@ def test_migrate_grant_names_a_missing_role_and_needs_a_team_store(schema):
 
 
 def test_drain_uploads_a_shared_project_to_a_postgresql_team_store(schema, tmp_path):
-    """The whole path: hook code spools a turn, `kirolearn drain` stores it and syncs it to the server."""
+    """The whole path: hook code spools a turn, `kirolearn drain` stores it and syncs it to the server;
+    with the server down or its schema behind, the drain still stores locally and the sync catches up once."""
     from kirolearn import project as projects
     from kirolearn.capture import events as ev
     from kirolearn.capture import spool
@@ -209,13 +210,18 @@ def test_drain_uploads_a_shared_project_to_a_postgresql_team_store(schema, tmp_p
     assert run("team", "join", "--project", str(shop)).exit_code == 0
     env = {"KIROLEARN_STORE_URL": url}
 
-    behind = json.loads(run("drain", "--flush", "--json", env=env).stdout)  # schema not applied yet
+    down = {"KIROLEARN_STORE_URL": f"postgresql://dev@/kl?host={tmp_path}&port=5999"}  # no server there
+    offline = json.loads(run("drain", "--flush", "--json", env=down).stdout)
+    assert offline["records_written"] >= 1 and "connecting to the team store" in offline["team"]["error"]
+    behind = json.loads(run("drain", "--json", env=env).stdout)  # schema not applied yet
     assert "kirolearn migrate" in behind["team"]["error"]
     assert run("migrate", env=env).exit_code == 0
     drained = json.loads(run("drain", "--json", env=env).stdout)
     assert drained["team"]["error"] == "" and drained["team"]["events_sent"] == 2
     assert drained["team"]["records_sent"] >= 1
     shop_id = projects.project_id(str(shop))
+    again = json.loads(run("drain", "--json", env=env).stdout)  # a re-run re-sends the overlap: stored once
+    assert again["team"]["error"] == "" and again["team"]["events_sent"] == 0 and again["team"]["records_sent"] == 0
     with PostgresStore(url) as team_store:
         assert [r["project_id"] for r in team_store.list_records()] == [shop_id] * drained["team"]["records_sent"]
         assert team_store.figures("")["events"] == 2
