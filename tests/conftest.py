@@ -22,17 +22,22 @@ def pytest_report_header(config):
     return f"sqlite: {sqlite3.sqlite_version}; python: {sys.executable}"
 
 
-FIGURES = pytest.StashKey[list]()
+FIGURES: list = []  # filled from test reports, so lines from pytest-xdist workers arrive too
 
 
 @pytest.fixture
-def report_figure(pytestconfig):
+def report_figure(request):
     """Record one line (a measured figure) for the end-of-run summary, not the progress line."""
-    return pytestconfig.stash.setdefault(FIGURES, []).append
+    return lambda line: request.node.user_properties.append(("figure", line))
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call":
+        FIGURES.extend(value for key, value in report.user_properties if key == "figure")
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    figures = config.stash.get(FIGURES, [])
+    figures = FIGURES
     if figures:
         terminalreporter.write_sep("-", "figures")
         for line in figures:

@@ -593,6 +593,7 @@ if given is not None:
 # --- 10. file modes under umask 000 -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_everything_kirolearn_creates_is_private_under_umask_000(home, project, filled):
     def open_umask():
         os.umask(0)

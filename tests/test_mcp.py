@@ -248,6 +248,7 @@ def test_search_memory_and_save_observation(project):
     assert bad.isError
 
 
+@pytest.mark.slow
 def test_stdio_subprocess_initialize_list_call(project, home):
     env = dict(os.environ, KIROLEARN_PROJECT=str(project / "src"))
     proc = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "kirolearn-mcp")], env=env,
