@@ -309,31 +309,17 @@ def status_command(json_):
     status_facts(info, settings)  # the model breaker and the last drain's error
     refuse_lost(config.db_path())  # a lost database is an error to report, not "none yet"
     if os.path.exists(config.db_path()):
+        from kirolearn.store import records
         from kirolearn.store import sqlite as store
 
         db = _open_db()
         tokens, dollars = store.spend_today(db)
         if settings.extract.model and store.daily_limit_reached(db, settings.extract):
             info["extractor"]["mode"] = "deterministic (daily limit reached)"
-        last = next(iter(db.query("select * from drain_runs order by drain_id desc limit 1")), None)
-        projects = [dict(r) for r in db.query(
-            "select project_root, count(*) as events, sum(extract_state = 'pending') as pending "
-            "from events group by project_id order by project_root")]
-        record_counts = {r["project_root"]: r["n"] for r in db.query(
-            "select project_root, count(*) as n from memory_records group by project_id")}
-        for p in projects:
-            p["records"] = record_counts.get(p["project_root"], 0)
-        failures = db.execute(
-            "select count(*) from extraction_runs where outcome = 'failed' and started_at >= ?",
-            [store.iso_shift(store.now_iso(), -86400)]).fetchone()[0]
-        info["database"] = {
-            "path": config.db_path(),
-            "events": db["events"].count,
-            "records": db["memory_records"].count,
-            "projects": projects,
-            "last_drain": {"finished_at": last["finished_at"], **json.loads(last["stats"])} if last else None,
-            "extraction_failures_24h": failures,
-        }
+        found = records.figures(db, store.iso_shift(store.now_iso(), -86400))
+        info["database"] = {"path": config.db_path(),
+                            **{k: found[k] for k in ("events", "records", "projects", "last_drain",
+                                                      "extraction_failures_24h")}}
         info["extractor"].update(tokens_today=tokens, cost_usd_today=round(dollars, 6))
         from kirolearn.privacy.rescrub import state as scrub_state
 

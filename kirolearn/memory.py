@@ -134,6 +134,7 @@ class Memory:
         """The newest records of a project (or of all projects), newest first."""
         from kirolearn.recall import context
         from kirolearn.recall import lexical as recall
+        from kirolearn.store import reader
 
         with self._here():
             pid = None if all_projects else context.project_id(self._root(project))
@@ -141,7 +142,7 @@ class Memory:
                 return []
             with self._reader() as conn:
                 if all_projects:
-                    ids = [r[0] for r in conn.execute("select distinct project_id from memory_records")]
+                    ids = reader.project_ids(conn)
                     hits = [h for pid in ids for h in recall.latest(conn, pid, types=list(types or []) or None,
                                                                     limit=limit)]
                     return sorted(hits, key=lambda h: h.created_at, reverse=True)[:limit]
