@@ -149,23 +149,13 @@ def write_config(home):
 
 @pytest.fixture
 def drain_now():
-    """Run one drain in-process with the effective settings; returns (stats, db)."""
-    from kirolearn import settings
-    from kirolearn.pipeline import drain
+    """Run one drain in-process through the library facade (`Memory.drain`); returns (stats, db)."""
+    from kirolearn import Memory
     from kirolearn.store import sqlite as store
 
-    def run(flush=False, complete=None, sleep=lambda s: None, **overrides):
-        conf = settings.load()
-        for dotted, value in overrides.items():
-            table, key = dotted.split("__")
-            setattr(getattr(conf, table), key, value)
-        db = store.open_db()
-        held = drain.lock()
-        try:
-            stats = drain.Drainer(db, conf, complete=complete, sleep=sleep).run_once(flush=flush)
-        finally:
-            held.release()
-        return stats, db
+    def run(flush=False, complete=None):
+        stats = Memory().drain(flush=flush, complete=complete, wait=0)
+        return stats, store.open_db()
 
     return run
 
@@ -191,8 +181,8 @@ def add_record(home):
             observation_type=observation_type, strategy="test", source_event_ids=[new_ulid()],
             created_at=created_at or datetime.now(timezone.utc),
         )
-        with db.atomic():
-            db["memory_records"].insert(store.record_row(record), pk="record_id")
+        with store.writing(db):
+            store.insert_record(db, store.record_row(record))
         return record.record_id
 
     add.db = db

@@ -192,7 +192,7 @@ def writing(db):
     is locked" instead of waiting out the busy timeout. Nested use is a savepoint.
     """
     if db.conn.in_transaction:
-        with writing(db):
+        with db.atomic():  # a savepoint inside the open transaction
             yield db
         return
     db.conn.execute("BEGIN IMMEDIATE")
