@@ -13,6 +13,7 @@ import sys
 import click
 
 from kirolearn import __version__
+from kirolearn.pipeline.observation_types import OBSERVATION_TYPES
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
 
@@ -383,7 +384,7 @@ def _project_root(project):
 @click.option("--project", type=click.Path(file_okay=False, exists=True), help="Project directory (default: the current one).")
 @click.option("--all-projects", is_flag=True, help="Search every project.")
 @click.option("--type", "types", multiple=True,
-              type=click.Choice(["tool_use", "decision", "error", "discovery", "pattern", "session_summary"]),
+              type=click.Choice(OBSERVATION_TYPES),
               help="Only records of this observation type (repeatable).")
 @click.option("--since", callback=lambda c, p, v: _since(v), help="Only records since an age (7d, 12h, 2w) or a date.")
 @click.option("--session", "session_id", help="Only records of this session id.")

@@ -12,7 +12,7 @@ import json
 import os
 import time
 
-from kirolearn import __version__
+from kirolearn import __version__, isotime
 from kirolearn.capture import agents
 from kirolearn.capture.agents import SESSION_START_TRIGGERS, TRIGGER_KIND  # noqa: F401 - re-exported
 from kirolearn.capture.ids import new_ulid, new_uuid4
@@ -61,9 +61,7 @@ def resolve_trigger(name: str, agent: "str | None" = None) -> "tuple[str, str]":
     return _adapter(agent).resolve_trigger(name)
 
 
-def utc_iso(t: float) -> str:
-    ms = int(t * 1000) % 1000
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{ms:03d}Z"
+utc_iso = isotime.utc_iso  # the stored timestamp format, defined once
 
 
 def _actor(env) -> str:

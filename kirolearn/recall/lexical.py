@@ -19,6 +19,7 @@ import time
 from kirolearn import config
 from kirolearn.store import reader
 
+# One weight per observation type (kirolearn.pipeline.observation_types; tests/test_constants.py checks).
 TYPE_WEIGHTS = {"session_summary": 1.3, "decision": 1.3, "error": 1.15, "discovery": 1.1, "pattern": 1.1,
                 "tool_use": 1.0}
 RECENCY_HALF_LIFE_DAYS = 30.0

@@ -298,3 +298,15 @@ def m012_term_docs(db):
     index range. The row with term '' holds the record count the copy was made at.
     """
     db.execute("create table if not exists term_docs (term text primary key, docs integer not null) without rowid")
+
+
+@migrations()
+def m017_session_end_milliseconds(db):
+    """Session ends stored to the second ("…:11Z") get the store's one format ("…:11.000Z").
+
+    Every other stored time has milliseconds (kirolearn.isotime), and "…:11Z" sorts after
+    "…:11.500Z" as text: without this a session that ended in the same second as an
+    older one could read as the older of the two.
+    """
+    db.execute("update session_summaries set ended_at = substr(ended_at, 1, 19) || '.000Z' "
+               "where ended_at glob '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]Z'")
