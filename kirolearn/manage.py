@@ -19,7 +19,7 @@ from kirolearn import config, isotime
 from kirolearn.store import records as recordstore
 from kirolearn.store import sqlite as store
 from kirolearn.errors import KirolearnError
-from kirolearn.pipeline.schema import OBSERVATION_TYPES, SUMMARY_MAX, TITLE_MAX, clip
+from kirolearn.pipeline.schema import FORGET_REASON_MAX, OBSERVATION_TYPES, SUMMARY_MAX, TITLE_MAX, clip
 
 ACTORS = ("cli", "mcp", "viewer", "retention")
 DEFAULT_FORGOTTEN_DAYS = 30
@@ -276,7 +276,7 @@ def forget(record_ids, *, reason: str = "", actor: str = "cli", project_root=Non
                 raise NotFound(f"no record {rid!r} in this project")
             if record is None and not recordstore.get_forgotten(db, rid):
                 raise NotFound(f"no record {rid!r} in this project")
-    reason = " ".join(clean(reason or "").split())[:500]
+    reason = " ".join(clean(reason or "").split())[:FORGET_REASON_MAX]
     forgotten = recordstore.forget(db, record_ids, reason=reason, actor=actor)
     _rederive(db, forgotten)
     return clean(forgotten)

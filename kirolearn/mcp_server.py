@@ -27,7 +27,7 @@ from kirolearn.store import sqlite as store
 from kirolearn.pipeline import summaries
 from kirolearn.pipeline.observation_types import HAND_MADE_TYPES, OBSERVATION_TYPES
 from kirolearn.pipeline.schema import (CONCEPT_MAX, CONCEPTS_COUNT_MAX, FACT_MAX, FACTS_COUNT_MAX, FILE_MAX, FILES_KEPT,
-                                       SUMMARY_MAX, TITLE_MAX)
+                                       FORGET_REASON_MAX, RECORD_ID_PATTERN, SUMMARY_MAX, TITLE_MAX)
 from kirolearn.project import find_project_root
 from kirolearn.privacy.scrub import Scrubber
 
@@ -281,7 +281,8 @@ def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
     @tool(read)
     def search_memory(
         query: Annotated[str, Field(min_length=1, max_length=1000, description="What to look for")],
-        limit: Annotated[int, Field(ge=1, le=100, description="Most results (1-100)")] = 10,
+        limit: Annotated[int, Field(ge=1, le=recall.SEARCH_LIMIT_MAX,
+                                    description=f"Most results (1-{recall.SEARCH_LIMIT_MAX})")] = 10,
         observation_type: Annotated[
             Optional[Literal[OBSERVATION_TYPES]],
             Field(description="Only records of this type")] = None,
@@ -319,9 +320,9 @@ def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
 
     @tool(ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False))
     def forget_memory(
-        record_id: Annotated[str, Field(pattern=r"^mr_[0-9A-HJKMNP-TV-Z]{26}$", description="The record id "
+        record_id: Annotated[str, Field(pattern=RECORD_ID_PATTERN, description="The record id "
                                         "search_memory returned")],
-        reason: Annotated[str, Field(min_length=1, max_length=500, description="Why it is wrong or obsolete "
+        reason: Annotated[str, Field(min_length=1, max_length=FORGET_REASON_MAX, description="Why it is wrong or obsolete "
                                      "(kept in the audit trail the user sees)")],
     ) -> Annotated[CallToolResult, ForgetResult]:
         """Retract a memory of this project that you know is wrong or obsolete: it leaves recall at once.

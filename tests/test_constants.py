@@ -186,3 +186,33 @@ def test_session_end_reports_the_stored_format(project):
 
     ended = Memory().end_session("s1", summary="done", project=project)["ended_at"]
     assert isotime.normalize(ended) == ended
+
+
+def test_the_hook_reads_recall_settings_with_the_same_defaults_and_cap():
+    from kirolearn import settings
+    from kirolearn.recall import context
+
+    defaults = settings.Settings().recall.model_dump()
+    assert defaults == {k: context.DEFAULTS[k] for k in defaults} and set(defaults) == set(context.DEFAULTS)
+    assert context.settings() == dict(context.DEFAULTS, scrub_extra={}, scrub_allow=[])  # no config.toml here
+    cap = [m.le for m in settings.Recall.model_fields["budget_tokens"].metadata if hasattr(m, "le")]
+    assert cap == [context.MAX_BUDGET_TOKENS]
+
+
+def test_the_hook_never_writes_an_event_the_spool_would_refuse():
+    from kirolearn.capture import events, spool
+
+    assert events.MAX_EVENT_BYTES == spool.MAX_ENTRY_BYTES
+
+
+def test_the_cli_and_the_mcp_server_share_their_bounds(project):
+    from kirolearn.cli import cli
+    from kirolearn.recall import lexical
+    from test_mcp import list_tools
+
+    (limit,) = [p for p in cli.commands["search"].params if p.name == "limit"]
+    assert limit.type.max == lexical.SEARCH_LIMIT_MAX
+    tools = {t.name: t.inputSchema["properties"] for t in list_tools(project)}
+    assert tools["search_memory"]["limit"]["maximum"] == lexical.SEARCH_LIMIT_MAX
+    assert tools["forget_memory"]["reason"]["maxLength"] == schema.FORGET_REASON_MAX
+    assert tools["forget_memory"]["record_id"]["pattern"] == schema.RECORD_ID_PATTERN

@@ -356,8 +356,8 @@ class Candidate(BaseModel):
     """One memory the model proposes."""
 
     observation_type: ObservationType
-    title: str = Field(min_length=1, description="one line, at most 200 characters")
-    summary: str = Field(min_length=1, description="what happened and why it matters, at most 4000 characters")
+    title: str = Field(min_length=1, description=f"one line, at most {TITLE_MAX} characters")
+    summary: str = Field(min_length=1, description=f"what happened and why it matters, at most {SUMMARY_MAX} characters")
     facts: list[str] = Field(default_factory=list, description="short durable facts")
     concepts: list[str] = Field(default_factory=list, description="topics, lower case")
     files_touched: list[str] = Field(default_factory=list, description="paths relative to the project root")

@@ -75,6 +75,8 @@ FACTS_COUNT_MAX = CONCEPTS_COUNT_MAX = 50
 # A turn summary keeps the whole union of its two file lists (200 items each, read and modified);
 # an extracted or hand-made record keeps FILES_KEPT.
 FILES_COUNT_MAX, FILES_KEPT = 400, 100
+RECORD_ID_PATTERN = "^mr_" + ULID_PATTERN.lstrip("^")
+FORGET_REASON_MAX = 500  # a forget's reason is kept (and shown) up to this many characters
 
 
 class MemoryRecord(BaseModel):
@@ -82,7 +84,7 @@ class MemoryRecord(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    record_id: Annotated[str, Field(pattern=r"^mr_[0-9A-HJKMNP-TV-Z]{26}$")]
+    record_id: Annotated[str, Field(pattern=RECORD_ID_PATTERN)]
     project_id: NonEmpty
     project_root: NonEmpty
     session_id: NonEmpty

@@ -1,4 +1,7 @@
-"""The SQLite store (sqlite-utils): open, migrate, and every write the drainer makes.
+"""The SQLite store (sqlite-utils): open, migrate, and the pipeline's writes.
+
+Events, records, extraction runs, drains, retention and vectors are written here;
+managing records (forget, restore, purge, edit, import) is kirolearn.store.records.
 
 Opening applies pending migrations, turns on WAL and a 30 s busy timeout, and
 keeps the file 0600. Writes that belong together (a chunk of events; an
