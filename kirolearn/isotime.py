@@ -6,7 +6,7 @@ Every stored time (an event's received_at, a record's created_at, extraction
 runs, drains, session ends, the state files) has this one fixed width, so two
 of them compare as text (in SQL and in Python) as they do in time. Session ends
 were once stored to the second ("…:11Z" sorts after "…:11.500Z"); migration
-m017_session_end_milliseconds rewrote them and `normalize` fixes imported ones.
+m018_session_end_milliseconds rewrote them and `normalize` fixes imported ones.
 Standard library only: the hook stamps its events with `utc_iso` (datetime is
 imported only by the functions that parse).
 """

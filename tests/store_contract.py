@@ -316,3 +316,63 @@ class StoreContract:
         counts = store.import_objects(exported)
         assert counts["forgotten_skipped"] == 1
         assert store.get_record("mr_0001") is None
+
+    # --- change feed (team upload and cache sync) -------------------------------------------
+
+    def test_records_made_elsewhere_keep_their_ids_and_hash(self, store):
+        other = self.make_store("elsewhere")
+        try:
+            self.extract(other, 1, [record(1, facts=["f"]), record(2, project="p2")])
+            made = other.list_records()
+            assert store.add_records(made) == 2
+            assert store.add_records(made) == 0  # idempotent: a re-run after a network cut
+            got = store.get_record("mr_0001")
+            assert got["record_hash"] == other.get_record("mr_0001")["record_hash"] and got["facts"] == ["f"]
+            (gone,) = store.forget(["mr_0002"], reason="", actor="dev")
+            assert store.add_records([other.get_record("mr_0002")]) == 0  # forgotten stays forgotten
+        finally:
+            other.close()
+
+    def test_changes_feed_every_record_once_in_order(self, store):
+        self.extract(store, 1, [record(n, project="p2" if n == 3 else "p1") for n in range(1, 6)])
+        first = store.changes(["p1"], limit=2)
+        assert ids(first["records"]) == ["mr_0001", "mr_0002"]
+        rest, seen = first, list(ids(first["records"]))
+        while rest["records"] or rest["forgotten"]:
+            rest = store.changes(["p1"], after=rest["after"], limit=2)
+            seen += ids(rest["records"])
+        assert seen == ["mr_0001", "mr_0002", "mr_0004", "mr_0005"]  # only the projects asked for
+        assert store.changes(["p1"], after=rest["after"]) == {"records": [], "forgotten": [], "after": rest["after"]}
+        assert store.changes([], after=0)["records"] == []
+
+    def test_changes_feed_tombstones_and_numbers_are_never_reused(self, store):
+        self.extract(store, 1, [record(1), record(2)])
+        start = store.changes(["p1"])["after"]
+        store.forget(["mr_0002"], reason="wrong", actor="ana")  # the newest record
+        self.extract(store, 2, [record(3)])
+        later = store.changes(["p1"], after=start)
+        assert [(t["record_id"], t["actor"]) for t in later["forgotten"]] == [("mr_0002", "ana")]
+        assert later["forgotten"][0]["record_hash"] and later["forgotten"][0]["forgotten_at"]
+        assert ids(later["records"]) == ["mr_0003"]
+        assert later["after"] > start
+        store.restore(["mr_0002"], actor="ana")  # back again: it arrives once more
+        assert ids(store.changes(["p1"], after=later["after"])["records"]) == ["mr_0002"]
+
+    def test_a_record_forgotten_before_it_was_read_is_not_fed(self, store):
+        self.extract(store, 1, [record(1)])
+        store.forget(["mr_0001"], reason="", actor="dev")
+        got = store.changes(["p1"])
+        assert got["records"] == [] and [t["record_id"] for t in got["forgotten"]] == ["mr_0001"]
+
+    def test_events_since(self, store):
+        store.add_events([event(1, received=at(1)), event(2, received=at(2)), event(3, project="p2")])
+        assert [e["event_id"] for e in store.events_since(["p1"], None)] == ["ev0001", "ev0002"]
+        assert [e["event_id"] for e in store.events_since(["p1"], at(2))] == ["ev0002"]
+        assert [e["event_id"] for e in store.events_since(["p1"], None, limit=1)] == ["ev0001"]
+        assert store.events_since([], None) == []
+        sent = store.events_since(["p1", "p2"], None)
+        other = self.make_store("team")
+        try:
+            assert other.add_events(sent) == 3 and other.add_events(sent) == 0
+        finally:
+            other.close()

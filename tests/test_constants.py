@@ -161,7 +161,7 @@ def test_session_ends_stored_to_the_second_are_migrated_and_sort_right(home):
     with store.writing(db):
         store.insert_session_summary(db, _summary("old", "2026-09-24T18:02:11Z"))  # as before one format
         store.insert_session_summary(db, _summary("new", "2026-09-24T18:02:11.500Z"))
-    db.execute("delete from _sqlite_migrations where name = 'm017_session_end_milliseconds'")
+    db.execute("delete from _sqlite_migrations where name = 'm018_session_end_milliseconds'")
     db.conn.commit()
     migrations.migrations.apply(db)
     rows = [tuple(r) for r in db.execute("select session_id, ended_at from session_summaries order by ended_at desc")]

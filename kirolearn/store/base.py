@@ -95,6 +95,14 @@ class Store(abc.ABC):
         """
 
     @abc.abstractmethod
+    def add_records(self, records: "list[dict]") -> int:
+        """Store records made elsewhere (another store's, an upload), keeping their ids and record_hash.
+
+        Skips one whose record_id or record_hash is present or whose record_hash was
+        forgotten. Returns how many were new.
+        """
+
+    @abc.abstractmethod
     def get_record(self, record_id: str) -> "dict | None":
         """One live record, or None (never stored, or forgotten)."""
 
@@ -144,6 +152,26 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def forgotten_hashes(self, record_hashes) -> "set[str]":
         """Which of these record hashes were forgotten (so must never be stored again)."""
+
+    # --- change feed (what the team store uploads and the cache pulls) -----------------------
+
+    @abc.abstractmethod
+    def changes(self, project_ids: "list[str]", *, after: int = 0, limit: int = 500) -> dict:
+        """What happened to these projects' records after change number `after`, oldest first.
+
+        Returns {"records": [records that arrived and are still live], "forgotten":
+        [{record_id, record_hash, project_id, actor (who forgot it), forgotten_at,
+        record_actor (who made the record; None when unknown)} of tombstones that
+        arrived], "after": the number to pass next time}. Numbers only grow and are
+        never reused; at most `limit` changes are read per call; calling again with
+        the returned `after` until both lists are empty reads everything once.
+        """
+
+    @abc.abstractmethod
+    def events_since(self, project_ids: "list[str]", stored_since: "str | None", *,
+                     limit: int = 1000) -> "list[dict]":
+        """These projects' events stored at or after `stored_since` (None: all), in (stored_at, event_id)
+        order: the events an upload has not sent yet (a resend is harmless, add_events is idempotent)."""
 
     # --- figures, export and import ----------------------------------------------------------
 

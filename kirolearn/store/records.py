@@ -238,6 +238,51 @@ def project_figures(conn) -> "list[dict]":
     return projects
 
 
+def changes(conn, project_ids: "list[str]", after: int, limit: int) -> dict:
+    """Store.changes on SQLite: the record_changes feed (m017), joined to what each change names."""
+    if not project_ids:
+        return {"records": [], "forgotten": [], "after": after}
+    marks = ",".join("?" * len(project_ids))
+    feed = _rows(conn, "select seq, record_id, change from record_changes where seq > ? order by seq limit ?",
+                 [after, limit])
+    if not feed:
+        return {"records": [], "forgotten": [], "after": after}
+    new_ids = [c["record_id"] for c in feed if c["change"] == "record"]
+    gone_ids = [c["record_id"] for c in feed if c["change"] == "forgotten"]
+    live, gone = {}, {}
+    for i in range(0, len(new_ids), 500):
+        part = new_ids[i:i + 500]
+        for row in _rows(conn, f"select * from memory_records where record_id in ({','.join('?' * len(part))}) "
+                               f"and project_id in ({marks})", [*part, *project_ids]):
+            live[row["record_id"]] = row
+    for i in range(0, len(gone_ids), 500):
+        part = gone_ids[i:i + 500]
+        for row in _rows(conn, "select record_id, record_hash, project_id, actor, forgotten_at, "
+                               "json_extract(payload, '$.record.actor') as record_actor from forgotten_records "
+                               f"where record_id in ({','.join('?' * len(part))}) and project_id in ({marks})",
+                         [*part, *project_ids]):
+            gone[row["record_id"]] = row
+    records, forgotten = [], []
+    for c in feed:  # in feed order; a record forgotten since it arrived is no longer live, so not sent
+        if c["change"] == "record" and c["record_id"] in live:
+            records.append(live.pop(c["record_id"]))
+        elif c["change"] == "forgotten" and c["record_id"] in gone:
+            forgotten.append(gone.pop(c["record_id"]))
+    return {"records": records, "forgotten": forgotten, "after": feed[-1]["seq"]}
+
+
+def events_since(conn, project_ids: "list[str]", stored_since: "str | None", limit: int) -> "list[dict]":
+    """Store.events_since on SQLite."""
+    if not project_ids:
+        return []
+    sql = f"select * from events where project_id in ({','.join('?' * len(project_ids))})"
+    args = list(project_ids)
+    if stored_since is not None:
+        sql += " and stored_at >= ?"
+        args.append(stored_since)
+    return _rows(conn, sql + " order by stored_at, event_id limit ?", [*args, limit])
+
+
 def figures(conn, since_iso: str) -> dict:
     """The status figures `status`, `doctor`, the viewer and Memory.health share: one query each."""
     forgotten = (conn.execute("select count(*) from forgotten_records").fetchone()[0]

@@ -131,6 +131,13 @@ def open_existing(path: "str | None" = None):
     return open_db(path) if os.path.exists(path) else None
 
 
+def open_memory() -> sqlite_utils.Database:
+    """An empty, migrated, in-memory store: what a fresh home reads as, without creating a file."""
+    db = sqlite_utils.Database(memory=True)
+    migrations.apply(db)
+    return db
+
+
 def quick_check(db) -> str:
     """SQLite's PRAGMA quick_check: '' when the file is sound, else the first problems found."""
     try:
@@ -571,6 +578,32 @@ class SqliteStore(Store):
     # records
     def commit_extraction(self, run: dict, records: "list[dict]", event_ids: "list[str]") -> int:
         return commit_extraction(self.db, run, records, event_ids)
+
+    def add_records(self, records: "list[dict]") -> int:
+        from kirolearn.store import records as recordstore
+
+        columns = set(recordstore.table_columns(self.db, "memory_records"))
+        rows = [{k: v for k, v in record_row(r).items() if k in columns} for r in records]
+        with writing(self.db):
+            before = counts(self.db)["records"]
+            gone = forgotten_hashes(self.db, [r["record_hash"] for r in rows])
+            for row in rows:
+                if row["record_hash"] not in gone:
+                    insert_record(self.db, row)
+            return counts(self.db)["records"] - before
+
+    def changes(self, project_ids: "list[str]", *, after: int = 0, limit: int = 500) -> dict:
+        from kirolearn.store import records as recordstore
+
+        found = recordstore.changes(self.db, project_ids, after, limit)
+        found["records"] = [recordstore.decode_record(r) for r in found["records"]]
+        return found
+
+    def events_since(self, project_ids: "list[str]", stored_since: "str | None", *,
+                     limit: int = 1000) -> "list[dict]":
+        from kirolearn.store import records as recordstore
+
+        return recordstore.events_since(self.db, project_ids, stored_since, limit)
 
     def get_record(self, record_id: str) -> "dict | None":
         from kirolearn.store import records
