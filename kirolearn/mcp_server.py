@@ -27,6 +27,7 @@ from kirolearn.pipeline.observation_types import HAND_MADE_TYPES, OBSERVATION_TY
 from kirolearn.pipeline.schema import (CONCEPT_MAX, CONCEPTS_COUNT_MAX, FACT_MAX, FACTS_COUNT_MAX, FILE_MAX, FILES_KEPT,
                                        FORGET_REASON_MAX, RECORD_ID_PATTERN, SUMMARY_MAX, TITLE_MAX)
 from kirolearn.project import find_project_root
+from kirolearn.recall.lexical import SEARCH_LIMIT_MAX
 
 log = logging.getLogger("kirolearn.mcp")
 
@@ -272,8 +273,8 @@ def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
     @tool(read)
     def search_memory(
         query: Annotated[str, Field(min_length=1, max_length=1000, description="What to look for")],
-        limit: Annotated[int, Field(ge=1, le=recall.SEARCH_LIMIT_MAX,
-                                    description=f"Most results (1-{recall.SEARCH_LIMIT_MAX})")] = 10,
+        limit: Annotated[int, Field(ge=1, le=SEARCH_LIMIT_MAX,
+                                    description=f"Most results (1-{SEARCH_LIMIT_MAX})")] = 10,
         observation_type: Annotated[
             Optional[Literal[OBSERVATION_TYPES]],
             Field(description="Only records of this type")] = None,
