@@ -23,19 +23,20 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 
 install: $(VENV)/.installed ## create .venv with kirolearn (editable) and the test tools
 
-# Tests run on every core (pytest-xdist; each test has its own KIROLEARN_HOME under tmp_path).
-# TEST_WORKERS=0 runs them in this one process, e.g. to use a debugger.
+# The fast tests run on every core (pytest-xdist; each test has its own KIROLEARN_HOME under
+# tmp_path). TEST_WORKERS=0 runs them in this one process, e.g. to use a debugger. The slow
+# tests start many processes of their own and are few: one pytest process runs them (two
+# workers, each collecting the whole suite, measured slower).
 TEST_WORKERS ?= auto
-PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS)
 
 test: $(VENV)/.installed ## run the fast tests: everything not marked slow (under a minute)
-	$(PYTEST) -m "not slow"
+	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not slow"
 
 test-slow: $(VENV)/.installed ## run only the slow tests: many processes, kills, the browser (CI runs both sets)
-	$(PYTEST) -m slow
+	$(PY) -m pytest -q -n 0 -m slow
 
 test-all: $(VENV)/.installed ## run every test, fast and slow
-	$(PYTEST)
+	$(PY) -m pytest -q -n $(TEST_WORKERS)
 
 demo: $(VENV)/.installed ## replay recorded Kiro sessions through the real hooks and show the result
 	$(PY) -m kirolearn.demo
