@@ -8,6 +8,8 @@ change of either is visible in the data.
 import hashlib
 import json
 
+from kirolearn.project import project_id  # noqa: F401  (re-exported: one definition, git remote else path)
+
 HASH_PREFIX = "sha256:"
 
 # What makes two events "the same hook call": everything Kiro sent, not when or
@@ -40,8 +42,3 @@ def tagged_hash(value) -> str:
 def event_content_hash(event: dict) -> str:
     """Content hash of an event (see EVENT_CONTENT_FIELDS)."""
     return tagged_hash({k: event.get(k) for k in EVENT_CONTENT_FIELDS})
-
-
-def project_id(project_root: str) -> str:
-    """Stable short id of a project root (first 16 hex digits of its sha256)."""
-    return hashlib.sha256(project_root.encode("utf-8", "surrogatepass")).hexdigest()[:16]
