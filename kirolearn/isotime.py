@@ -25,6 +25,14 @@ def now_iso() -> str:
     return utc_iso()
 
 
+def to_seconds(iso: "str | None") -> "str | None":
+    """A stored timestamp cut to whole seconds ("2026-09-24T18:02:11Z"): the shape the session_end
+    seed shows for `ended_at`, which the session_end and session_init results keep."""
+    if not iso or len(iso) < 20 or iso[19] != ".":
+        return iso
+    return iso[:19] + "Z"
+
+
 def parse(iso: str):
     """A stored (or any ISO 8601) timestamp as an aware datetime; no offset means UTC."""
     from datetime import datetime, timezone

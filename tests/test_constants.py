@@ -181,11 +181,18 @@ def test_an_older_export_s_session_end_is_imported_in_the_one_format(home):
     assert stamp == "2026-09-24T18:02:11.000Z"
 
 
-def test_session_end_reports_the_stored_format(project):
+def test_session_end_reports_the_seeds_shape_and_stores_milliseconds(project):
+    """The seed shows `"ended_at": "2026-09-24T18:02:11Z"`; the store keeps the one sortable format."""
+    import re
+
     from kirolearn import Memory
+    from kirolearn.store import sqlite as store
 
     ended = Memory().end_session("s1", summary="done", project=project)["ended_at"]
-    assert isotime.normalize(ended) == ended
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", ended)
+    (stamp,) = store.open_db().execute("select ended_at from session_summaries").fetchone()
+    assert isotime.normalize(stamp) == stamp and isotime.to_seconds(stamp) == ended
+    assert Memory().init_session(project=project)["ended_at"] == ended
 
 
 def test_the_hook_reads_recall_settings_with_the_same_defaults_and_cap():

@@ -17,6 +17,7 @@ meant for the caller (the MCP server turns it into an error result).
 import json
 import os
 
+from kirolearn import isotime
 from kirolearn.pipeline import dedup
 from kirolearn.store import sqlite as store
 from kirolearn.capture.ids import new_ulid, new_uuid4
@@ -326,7 +327,8 @@ def session_end(db, project: Project, *, session_id, summary=None, highlights=No
             "record_id": record.record_id if record is not None else None,
             "ended_at": ended_at, **who,
         })
-    return {"id": summary_id, "session_id": session_id, "project": label, "ended_at": ended_at,
+    return {"id": summary_id, "session_id": session_id, "project": label,
+            "ended_at": isotime.to_seconds(ended_at),  # stored to the ms; the seed shows whole seconds
             "summary_len": len(summary), "next_steps_count": len(given["next_steps"]), **result_extra}
 
 
@@ -344,6 +346,9 @@ def session_init(db, project: Project, label: str = "general") -> dict:
         found.pop("project_id", None)
         found["auto_compress"] = bool(found["auto_compress"])
         found["compressed_used"] = bool(found["compressed_used"])
+        found["ended_at"] = isotime.to_seconds(found.get("ended_at"))  # stored to the ms; the seed's shape
+        for later in found.get("ended_without_summary") or []:
+            later["ended_at"] = isotime.to_seconds(later.get("ended_at"))
         return {"found": True, **found}
     known = continuity.labels(db.conn, project.id)
     if known:
