@@ -3,7 +3,7 @@
 import os
 import time
 
-from kirolearn import config, install
+from kirolearn import config, install, isotime
 from kirolearn.capture import spool
 from kirolearn.capture.ids import ulid_time_ms
 
@@ -18,7 +18,7 @@ def hook_errors_since(seconds: float) -> int:
             lines = fh.readlines()
     except OSError:
         return 0
-    cutoff = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() - seconds))
+    cutoff = isotime.utc_iso(time.time() - seconds)[:19]  # log lines start with a stored timestamp
     return sum(1 for line in lines if line[:19] >= cutoff)
 
 
@@ -87,8 +87,10 @@ def run_checks():
     if conf is not None:
         yield from semantic_checks(conf)
         from kirolearn import team
+        from kirolearn.migrate import store_checks
 
-        yield from team.doctor_checks(conf)  # nothing unless [store] url names a team store
+        yield from store_checks(conf)  # the server: nothing unless [store] url names a team store
+        yield from team.doctor_checks(conf)  # what sharing adds
     model = health.model_state()
     if conf and conf.extract.model and int(model.get("consecutive_failures") or 0) >= conf.extract.breaker_failures:
         yield "WARN", (f"the model failed {model['consecutive_failures']} batches in a row (last: "

@@ -204,6 +204,11 @@ class StoreContract:
                                 record(3, summary="policy")])
         assert ids(store.search(["redis", "eviction", "policy"]))[0] == "mr_0002"
 
+    def test_search_ranks_a_rare_word_above_a_common_one(self, store):
+        self.extract(store, 1, [record(n, summary="the cache layer") for n in range(1, 7)] +
+                     [record(7, summary="the eviction layer")])
+        assert ids(store.search(["cache", "eviction"]))[0] == "mr_0007"
+
     def test_search_narrows_by_project_and_type_and_limit(self, store):
         self.extract(store, 1, [record(n, summary="shared deploy word", project="p2" if n > 3 else "p1",
                                        kind="error" if n % 2 else "tool_use") for n in range(1, 7)])

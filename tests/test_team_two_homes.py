@@ -1,8 +1,8 @@
 """Two developers, two homes, one repository cloned at two paths: identity, sharing, attribution and sync together.
 
 The real hook code spools the events, the real drain stores them, `kirolearn team join` chooses what
-is shared, and kirolearn.pipeline.team_sync carries it through a team store, here a SQLite store
-(sync is written against the store contract; the PostgreSQL store passes the same contract).
+is shared, and kirolearn.pipeline.team_sync carries it through a team store: a real PostgreSQL
+server (tests/pgserver.py), and a SQLite store too (sync is written against the store contract).
 """
 
 import json
@@ -15,6 +15,7 @@ from kirolearn import project as projects
 from kirolearn.cli import cli
 from kirolearn.pipeline import team_sync
 from kirolearn.store.sqlite import SqliteStore
+from pgserver import pg_database, pg_server, pg_url  # noqa: F401 - fixtures
 
 
 def clone(path, url):
@@ -23,8 +24,21 @@ def clone(path, url):
     return path
 
 
+@pytest.fixture(params=["postgresql", "sqlite"])
+def team_store(request, tmp_path):
+    """The team store both homes sync with."""
+    if request.param == "sqlite":
+        store = SqliteStore(str(tmp_path / "team.db"))
+    else:
+        from kirolearn.store.postgres import PostgresStore
+
+        store = PostgresStore(request.getfixturevalue("pg_url"), migrate=True)
+    yield store
+    store.close()
+
+
 @pytest.fixture
-def world(tmp_path):
+def world(tmp_path, team_store):
     projects.forget_cached_ids()
     devs = {
         "ana": {"home": tmp_path / "ana" / ".kirolearn",
@@ -33,9 +47,7 @@ def world(tmp_path):
                 "shop": clone(tmp_path / "ben" / "work" / "shop-clone", "https://ben:tok@github.com/Acme/shop"),
                 "side": clone(tmp_path / "ben" / "side", "git@github.com:ben/side.git")},
     }
-    team_store = SqliteStore(str(tmp_path / "team.db"))
     yield devs, team_store
-    team_store.close()
     projects.forget_cached_ids()
 
 

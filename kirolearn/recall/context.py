@@ -17,6 +17,7 @@ from kirolearn.recall import continuity
 from kirolearn.capture import once
 from kirolearn.recall import lexical as recall
 from kirolearn.pipeline.dedup import project_id  # stdlib-only, like this module
+from kirolearn.pipeline.observation_types import NOTABLE_TYPES
 
 SESSION_START_HEADING = "## kirolearn memory: where this project left off"
 PROMPT_HEADING = "## kirolearn memory: notes from earlier sessions that match this prompt"
@@ -214,7 +215,7 @@ def session_start(conn, project_root: str, *, now: "float | None" = None, conf: 
     skip = SESSION_END_STRATEGIES
     last = recall.latest(conn, pid, types=["session_summary"], limit=1, exclude=ids, exclude_strategies=skip)
     shown = ids + [h.record_id for h in last]
-    notable = recall.latest(conn, pid, types=["decision", "error", "discovery", "pattern", "session_summary"],
+    notable = recall.latest(conn, pid, types=list(NOTABLE_TYPES),
                             limit=conf["session_start_records"], exclude=shown, exclude_strategies=skip)
     hits = last + notable
     blocks += [render_hit(h, now, reader=reader) for h in hits]
