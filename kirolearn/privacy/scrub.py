@@ -16,7 +16,6 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from functools import reduce
-from itertools import repeat
 from operator import or_
 
 from kirolearn.privacy import table as _scrub_table
@@ -578,31 +577,24 @@ def _ci(regex: "re.Pattern[str]") -> "re.Pattern[str]":
 # Which rules a text needs
 # --------------------------------------------------------------------------------------------------
 
-# What each run of name characters seen so far says (see _scan): its keyword-index mask
-# (KeywordIndex.in_segment), and, by membership in _MATTERING, whether its keyword hits matter to
-# the assignment pass (_run_matters). A whole text's runs are looked up at once, in C:
-# set.difference, map(dict.get), set.intersection.
-_RUN_MASKS: dict = {}
-_MATTERING: set = set()
+# What each run of name characters seen so far says (see _scan), as one int: its keyword-index
+# mask (KeywordIndex.in_segment) shifted left once, plus 1 if its keyword hits matter to the
+# assignment pass (_run_matters). ORing a text's verdicts ORs both parts at once. A text reads the
+# verdicts of its runs once (map(dict.get), in C) and works from that snapshot only, so a thread
+# that clears the cache meanwhile cannot make it miss a rule.
+_RUN_VERDICTS: dict = {}
 _RUN_CACHE_SIZE = 65536
 _RUN_CACHE_MAX_LEN = 128  # longer runs (random blobs) are judged each time they occur, not remembered
 
 
-def _learn(runs: set) -> "tuple[int, set]":
-    """Judge runs not seen before: (the OR of their masks, those that matter to the assignment
-    pass); remember the short ones."""
-    mask = 0
-    matter: set = set()
-    for run in runs:
-        run_mask = _TRIGGER_INDEX.in_segment(run)
-        mask |= run_mask
-        if _run_matters(run):
-            matter.add(run)
-        if len(run) <= _RUN_CACHE_MAX_LEN:
-            _RUN_MASKS[run] = run_mask
-            if run in matter:
-                _MATTERING.add(run)
-    return mask, matter
+def _verdict(run: str) -> int:
+    """Judge a run not seen before, and remember the verdict if the run is short."""
+    verdict = _TRIGGER_INDEX.in_segment(run) << 1 | _run_matters(run)
+    if len(run) <= _RUN_CACHE_MAX_LEN:
+        if len(_RUN_VERDICTS) >= _RUN_CACHE_SIZE:
+            _RUN_VERDICTS.clear()
+        _RUN_VERDICTS[run] = verdict
+    return verdict
 
 
 # The only characters whose lower() holds an ASCII letter (İ -> i̇, the Kelvin sign -> k): in text
@@ -627,22 +619,20 @@ def _scan(text: str, low: str) -> "tuple[set, set | None]":
         low = text.lower()
     ascii_text = text.isascii()
     if ascii_text:
-        runs = set(text.encode("ascii").translate(_NAME_BYTES).decode("ascii").split())
+        runs = tuple(set(text.encode("ascii").translate(_NAME_BYTES).decode("ascii").split()))
     else:
-        runs = set(_NAME_RUN_RE.findall(text))
-    if len(_RUN_MASKS) >= _RUN_CACHE_SIZE:
-        _RUN_MASKS.clear()
-        _MATTERING.clear()
-    new = runs.difference(_RUN_MASKS)
-    mask, matter = _learn(new) if new else (0, set())
-    matter.update(_MATTERING.intersection(runs))
+        runs = tuple(set(_NAME_RUN_RE.findall(text)))
+    verdicts = list(map(_RUN_VERDICTS.get, runs))
+    if None in verdicts:
+        verdicts = [_verdict(run) if v is None else v for run, v in zip(runs, verdicts)]
+    # Most runs share a few verdicts (0, or the same rule): OR each distinct one once.
+    total = reduce(or_, set(verdicts), 0)
+    matter = {run for run, v in zip(runs, verdicts) if v & 1} if total & 1 else set()
     if not ascii_text:
         if any(c in text for c in _LOWERS_TO_ASCII):  # the pass must look at every hit in `low`
             matter = None if any(k in low for k in _KEYWORD_TRIGGERS) else set()
         return _TRIGGER_INDEX.find(text, low, _scrub_table.words(low)), matter
-    # Most runs share a few masks (0, or the same rule): OR each distinct mask once.
-    mask = reduce(or_, set(map(_RUN_MASKS.get, runs, repeat(0))), mask)
-    return _TRIGGER_INDEX.resolve(text, low, mask), matter
+    return _TRIGGER_INDEX.resolve(text, low, total >> 1), matter
 
 
 def _run_spans(text: str, runs: set) -> list:
