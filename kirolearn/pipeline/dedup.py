@@ -8,6 +8,8 @@ change of either is visible in the data.
 import hashlib
 import json
 
+from kirolearn.capture import ids as _ids
+
 HASH_PREFIX = "sha256:"
 
 # What makes two events "the same hook call": everything Kiro sent, not when or
@@ -43,5 +45,5 @@ def event_content_hash(event: dict) -> str:
 
 
 def project_id(project_root: str) -> str:
-    """Stable short id of a project root (first 16 hex digits of its sha256)."""
-    return hashlib.sha256(project_root.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    """Stable short id of a project root (first 16 hex digits of its sha256; kirolearn.capture.ids)."""
+    return _ids.project_id(project_root)

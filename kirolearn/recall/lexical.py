@@ -33,7 +33,7 @@ DEFAULT_BUDGET_TOKENS = 1500
 CHARS_PER_TOKEN = 4  # rough estimate for English and code, no tokenizer dependency
 DEFAULT_TIME_BUDGET = 0.25  # seconds for one recall inside a hook
 RELATIVE_FLOOR = 0.35  # a prompt match must score at least this share of the best match
-COMMON_SHARE = 0.5  # words in more than this share of records carry no BM25 weight: not searched
+COMMON_SHARE = 0.2  # words in more than this share of records carry little BM25 weight (idf < log 4): not searched
 KEEP_RAREST = 2  # ... but the rarest few words of a prompt are always kept
 
 # Dotted acronyms ("U.S.", "e.g.") stay one token; everything else is a run of word characters.
@@ -342,3 +342,12 @@ def latest(conn, project_id: str, *, types=None, limit: int = 5, exclude=(), exc
     args.append(limit + len(exclude))
     rows = conn.execute(sql, args).fetchall()
     return [h for h in (_hit(r) for r in rows) if h.record_id not in exclude][:limit]
+
+
+def scrubbed_with(conn) -> "int | None":
+    """The scrub-rules version the store's text was scrubbed with (None: unknown or no mark)."""
+    try:
+        row = conn.execute("select value from scrub_state where key = 'scrubbed_with'").fetchone()
+        return int(row[0]) if row else None
+    except (sqlite3.OperationalError, ValueError, TypeError):
+        return None
