@@ -96,3 +96,12 @@ def test_lines_are_still_sanitised_when_the_catalogue_is_skipped(project, add_re
 
 def test_the_cheap_rules_version_read_matches_the_module():
     assert context.installed_rules_version() == rules.RULES_VERSION
+
+
+def test_sanitising_skips_only_text_it_would_not_change():
+    from kirolearn.privacy import sanitize
+
+    printable = "".join(ch for ch in map(chr, range(0x110000)) if ch.isprintable())
+    assert sanitize._clean(printable + "\n" + printable) == printable + "\n" + printable
+    for hostile in ("\x1b[31mred", "a\u202eb", "a\rb", "a\u2028b", "a\tb", "a\x85b", "a\ud800b", "a\x9b2Jb"):
+        assert sanitize.clean_text(hostile) == sanitize._clean(hostile) != hostile

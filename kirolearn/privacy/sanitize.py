@@ -28,7 +28,7 @@ _ESCAPES_SOURCE = (
     r"|[\x90\x98\x9e\x9f][^\x1b\x9c\n]*\x9c?"  # 8-bit DCS, SOS, PM, APC
     r"|\x9b[0-?]*[ -/]*[@-~]?"  # 8-bit CSI
 )
-_PATTERNS: list = []  # compiled on first use: plain ASCII text, the common case, never needs them
+_PATTERNS: list = []  # compiled on first use: printable text, the common case, never needs them
 
 
 def _compiled() -> list:
@@ -45,10 +45,15 @@ def _compiled() -> list:
 def clean_text(text: str) -> str:
     """`text` with line breaks normalised to "\\n" and escapes, controls and bidi overrides removed."""
     text = str(text)
-    # Printable ASCII (and "\n") holds no escape, control, other line break, bidi mark or surrogate:
-    # nothing below would change it (isprintable() is False for every C0 control, TAB and DEL).
-    if text.isascii() and text.replace("\n", "").isprintable():
+    # Printable text (and "\n") holds nothing the patterns below change: isprintable() is False for
+    # every control character (Cc: C0, C1, TAB, DEL, NEL), format character (Cf: the bidi marks),
+    # line or paragraph separator (Zl, Zp) and surrogate (Cs).
+    if text.replace("\n", "").isprintable():
         return text
+    return _clean(text)
+
+
+def _clean(text: str) -> str:
     surrogates, escapes, breaks, controls = _compiled()
     text = surrogates.sub("\ufffd", text)
     text = escapes.sub("", text)

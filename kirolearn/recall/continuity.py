@@ -12,7 +12,10 @@ and so do `session_init` (MCP and CLI). One rule for both:
 """
 
 import json
-import sqlite3
+try:  # the C module alone: the sqlite3 package adds datetime adapters we never use (~3 ms of the hook)
+    import _sqlite3 as sqlite3
+except ImportError:  # not CPython
+    import sqlite3
 
 SUMMARY_LISTS = ("highlights", "pitfalls", "next_steps", "open_questions")
 SCAN = 50  # session ends looked at, newest first: enough to find the last one with content
