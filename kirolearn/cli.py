@@ -155,56 +155,41 @@ def drain_command(watch, flush, json_):
     """
     from dataclasses import asdict
 
-    from kirolearn.pipeline import drain
+    from kirolearn import Memory
     from kirolearn.capture import spool
-    from kirolearn.store import sqlite as store
-    from kirolearn.capture.ids import new_ulid
+    from kirolearn.errors import DrainLocked
 
     if watch and flush:
         raise click.UsageError("--flush applies to a single drain; drop it or --watch")
-    from kirolearn.health import drain_finished, drain_started
+    bar = None
 
-    settings = _load_settings()
+    def start():  # the lock is held: show progress for a big spool, or say we are watching
+        nonlocal bar
+        waiting = spool.size()
+        if waiting >= 1000 and sys.stderr.isatty() and not watch:
+            bar = click.progressbar(length=waiting, label="draining", file=sys.stderr)
+            bar.__enter__()
+        if watch:
+            click.echo("kirolearn: watching the spool; Ctrl-C to stop", err=True)
+
+    def progress(done):
+        if bar is not None:
+            bar.update(done - bar.pos)
+
+    def on_pass(s):
+        click.echo(json.dumps(asdict(s)) if json_ else _describe(s), err=not json_)
+
     try:
-        held = drain.lock(wait=settings.drain.lock_wait_seconds)
-    except drain.DrainLocked as exc:
+        stats = Memory().drain(flush=flush, watch=watch, progress=progress, on_pass=on_pass, on_start=start)
+    except DrainLocked as exc:
         if json_:
             click.echo(json.dumps({"locked": True, "message": str(exc)}))
         else:
             click.echo(f"kirolearn: {exc}", err=True)
         return
-    drain_started()
-    try:
-        db = _open_db()
-        started = store.now_iso()
-        waiting = spool.size()
-        bar = None
-        progress = None
-        if waiting >= 1000 and sys.stderr.isatty() and not watch:
-            bar = click.progressbar(length=waiting, label="draining", file=sys.stderr)
-            bar.__enter__()
-            progress = lambda done: bar.update(done - bar.pos)  # noqa: E731
-        drainer = drain.Drainer(db, settings, progress=progress)
-        try:
-            if watch:
-                click.echo("kirolearn: watching the spool; Ctrl-C to stop", err=True)
-                def on_pass(s):
-                    store.record_drain(db, new_ulid(), store.now_iso(), asdict(s))  # status sees each pass
-                    click.echo(json.dumps(asdict(s)) if json_ else _describe(s), err=not json_)
-
-                stats = drainer.watch(on_pass=on_pass)
-            else:
-                stats = drainer.run_once(flush=flush)
-        finally:
-            if bar is not None:
-                bar.__exit__(None, None, None)
-        store.record_drain(db, new_ulid(), started, asdict(stats))
-    except BaseException as exc:
-        drain_finished(exc)  # for `doctor` and `status`, even when the database is what failed
-        raise
     finally:
-        held.release()
-    drain_finished(None)
+        if bar is not None:
+            bar.__exit__(None, None, None)
     if json_ and not watch:
         click.echo(json.dumps(asdict(stats), sort_keys=True))
     elif not json_:
@@ -257,18 +242,9 @@ def export_command(output):
     (a stored, scrubbed event), "record" (a memory record) or "summary" (a
     session_end summary).
     """
-    import os
+    from kirolearn import Memory
 
-    from kirolearn import config
-
-    from kirolearn.store.sqlite import refuse_lost
-
-    refuse_lost(config.db_path())
-    if not os.path.exists(config.db_path()):
-        raise click.ClickException(f"no database at {config.db_path()}: run `kirolearn drain` first")
-    from kirolearn.store.backup import export
-
-    export(_open_db(), output)
+    Memory().export(output)
 
 
 @cli.command(name="status")
@@ -309,31 +285,17 @@ def status_command(json_):
     status_facts(info, settings)  # the model breaker and the last drain's error
     refuse_lost(config.db_path())  # a lost database is an error to report, not "none yet"
     if os.path.exists(config.db_path()):
+        from kirolearn.store import records
         from kirolearn.store import sqlite as store
 
         db = _open_db()
         tokens, dollars = store.spend_today(db)
         if settings.extract.model and store.daily_limit_reached(db, settings.extract):
             info["extractor"]["mode"] = "deterministic (daily limit reached)"
-        last = next(iter(db.query("select * from drain_runs order by drain_id desc limit 1")), None)
-        projects = [dict(r) for r in db.query(
-            "select project_root, count(*) as events, sum(extract_state = 'pending') as pending "
-            "from events group by project_id order by project_root")]
-        record_counts = {r["project_root"]: r["n"] for r in db.query(
-            "select project_root, count(*) as n from memory_records group by project_id")}
-        for p in projects:
-            p["records"] = record_counts.get(p["project_root"], 0)
-        failures = db.execute(
-            "select count(*) from extraction_runs where outcome = 'failed' and started_at >= ?",
-            [store.iso_shift(store.now_iso(), -86400)]).fetchone()[0]
-        info["database"] = {
-            "path": config.db_path(),
-            "events": db["events"].count,
-            "records": db["memory_records"].count,
-            "projects": projects,
-            "last_drain": {"finished_at": last["finished_at"], **json.loads(last["stats"])} if last else None,
-            "extraction_failures_24h": failures,
-        }
+        found = records.figures(db, store.iso_shift(store.now_iso(), -86400))
+        info["database"] = {"path": config.db_path(),
+                            **{k: found[k] for k in ("events", "records", "projects", "last_drain",
+                                                      "extraction_failures_24h")}}
         info["extractor"].update(tokens_today=tokens, cost_usd_today=round(dollars, 6))
         from kirolearn.privacy.rescrub import state as scrub_state
 
@@ -417,19 +379,17 @@ def search_command(query, project, all_projects, types, since, session_id, file,
     """
     import time
 
+    from kirolearn import Memory
+    from kirolearn.manage import clean, terminal
     from kirolearn.recall import context
-    from kirolearn.recall import lexical as recall
-    from kirolearn.recall import semantic
 
     if project and all_projects:
         raise click.UsageError("--project and --all-projects cannot be combined")
     if not query.strip():  # would match nothing: say so, not "No memory records match ''"
         raise click.UsageError("QUERY is empty: give words to search for (`kirolearn list` shows the newest records)")
     root = _project_root(project)
-    conn = recall.connect_readonly(budget=5.0)
-    hits = semantic.search(conn, query, project_id=None if all_projects else context.project_id(root),
-                           types=list(types) or None, limit=limit, since=since, session_id=session_id, file=file)
-    from kirolearn.manage import clean, terminal
+    hits = Memory().search(query, project=root, all_projects=all_projects, types=types, limit=limit, since=since,
+                           session_id=session_id, file=file)
 
     if json_:
         click.echo(json.dumps(clean([h.to_dict() for h in hits]), ensure_ascii=False, indent=2))
@@ -462,32 +422,15 @@ def context_command(session_start, prompt, project):
 
     Read-only: it does not mark anything as shown for any session.
     """
-    from kirolearn.recall import context
-    from kirolearn.recall import lexical as recall
+    from kirolearn import Memory
 
     if bool(session_start) == (prompt is not None):
         raise click.UsageError("give exactly one of --session-start or --prompt TEXT")
-    root = _project_root(project)
-    conf = context.settings()
-    conn = recall.connect_readonly(budget=5.0)
-    if session_start:
-        text, _ = context.session_start(conn, root, conf=conf)
-    else:
-        text, _ = context.for_prompt(conn, root, prompt, conf=conf)
+    text = Memory().context(project=_project_root(project), prompt=None if session_start else prompt)
     if text:
         click.echo(text, nl=False)
     else:
         click.echo("(nothing would be injected)", err=True)
-
-
-def _summaries_call(func, **kwargs):
-    return func(_open_db(), **kwargs)
-
-
-def _here(project):
-    from kirolearn.pipeline.summaries import Project
-
-    return Project(_project_root(project))
 
 
 def _scrubber():
@@ -547,7 +490,9 @@ def save_summary_command(request, investigated, learned, completed, next_steps, 
         missing = [f"--{k.replace('_', '-')}" for k, v in fields.items() if v is None]
         if missing:
             raise click.UsageError(f"missing {', '.join(missing)} (or pass the JSON document with --stdin)")
-    record = _summaries_call(summaries.save_turn_summary, project=_here(project), scrubber=_scrubber(), **fields)
+    from kirolearn import Memory
+
+    record = Memory().save_turn_summary(project=_project_root(project), **fields)
     if json_:
         click.echo(json.dumps({"record_id": record.record_id, "title": record.title,
                                "message": f"Saved turn summary {record.record_id}"}))
@@ -576,16 +521,16 @@ def session_end_command(session_id, summary, highlights, pitfalls, next_steps, o
         kirolearn session-end --session-id s1 --summary "Moved JWT checks into middleware" \\
             --next-step "Rate-limit /auth/refresh" --pitfall "Refresh tokens are UTC"
     """
-    from kirolearn.pipeline import summaries
+    from kirolearn import Memory
 
     if not (summary or "").strip() and not auto_compress:  # the tool's own message names MCP fields
         raise click.UsageError("give --summary, or --auto-compress to draft it with the configured model")
-    result = _summaries_call(
-        summaries.session_end, project=_here(project), session_id=session_id, summary=summary,
+    result = Memory().end_session(
+        session_id, project=_project_root(project), summary=summary,
         # an option not given is absent (None), so auto_compress may fill it
         highlights=list(highlights) or None, pitfalls=list(pitfalls) or None, next_steps=list(next_steps) or None,
         open_questions=list(open_questions) or None, label=label, auto_compress=auto_compress,
-        transcript=transcript.read() if transcript else None, settings=_load_settings(), scrubber=_scrubber())
+        transcript=transcript.read() if transcript else None)
     if json_:
         click.echo(json.dumps(result))
         return
@@ -601,17 +546,9 @@ def session_end_command(session_id, summary, highlights, pitfalls, next_steps, o
 @json_option
 def session_init_command(label, project, json_):
     """Show the latest session-end summary of this project (it stays until superseded)."""
-    from kirolearn.pipeline import summaries
+    from kirolearn import Memory
 
-    db = _existing_db()
-    if db is None:  # a fresh home: nothing to resume, and nothing to create for it
-        import sqlite_utils
-
-        from kirolearn.store.migrations import migrations
-
-        db = sqlite_utils.Database(memory=True)  # an empty store answers exactly as a fresh one would
-        migrations.apply(db)
-    found = summaries.session_init(db, project=_here(project), label=label)
+    found = Memory().init_session(label=label, project=_project_root(project))
     if json_:
         click.echo(json.dumps(found, ensure_ascii=False))
         return

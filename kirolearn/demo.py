@@ -128,10 +128,11 @@ def _drain() -> "str | None":
 
 
 def _show_records() -> None:
+    from kirolearn.store import reader
     from kirolearn.store.sqlite import open_db
 
     db = open_db()
-    rows = list(db.query("select * from memory_records order by created_at, record_id"))
+    rows = reader.all_records(db)
     print(f"\n== {len(rows)} memory records in {os.path.join(os.environ['KIROLEARN_HOME'], 'kirolearn.db')}")
     for row in rows:
         print(f"\n### [{row['observation_type']}] {row['title']}")

@@ -63,11 +63,11 @@ def run_checks():
                        "`kirolearn repair` (it backs the file up first; the spool keeps new events until then)")
     elif found["state"] == "ok":
         try:
+            from kirolearn.store import records
             from kirolearn.store import sqlite as store
 
             db = store.open_db()
-            failures = db.execute("select count(*) from extraction_runs where outcome = 'failed' and started_at >= ?",
-                                  [store.iso_shift(store.now_iso(), -86400)]).fetchone()[0]
+            failures = records.extraction_failures_since(db, store.iso_shift(store.now_iso(), -86400))
             yield "OK", f"database {found['detail']}"
             from kirolearn.privacy.rescrub import note
 
@@ -132,12 +132,13 @@ def semantic_checks(conf):
     if model is None:
         return
     from kirolearn.recall import lexical as recall
+    from kirolearn.store import reader
     from kirolearn.store import sqlite as store
 
     conn = recall.connect_readonly(budget=5.0)
     try:
         have = store.vector_counts(conn).get(model.model_id, 0)
-        total = conn.execute("select count(*) from memory_records").fetchone()[0]
+        total = reader.record_count(conn)
     finally:
         conn.close()
     if have < total:

@@ -45,6 +45,12 @@ class StoreError(KirolearnError, RuntimeError):
     """The database cannot be opened, read or written."""
 
 
+class NoStore(StoreError):
+    """A command that reads the store ran before any store exists."""
+
+    default_fix = "run `kirolearn drain` first (it creates the database from the spool)"
+
+
 class SchemaTooNew(StoreError):
     """The database was migrated by a newer kirolearn than this one."""
 

@@ -106,8 +106,8 @@ def store_health(path: "str | None" = None) -> dict:
         if problem:
             return {"state": "damaged", "detail": problem}
         try:
-            records = conn.execute("select count(*) from memory_records").fetchone()[0]
-            events = conn.execute("select count(*) from events").fetchone()[0]
+            found = store.counts(conn)
+            records, events = found["records"], found["events"]
         except sqlite3.Error as exc:
             return {"state": "unreadable", "detail": str(exc)}
         return {"state": "ok", "detail": f"quick_check ok: {events} events, {records} records",

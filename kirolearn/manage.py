@@ -489,15 +489,10 @@ def health(db=None) -> dict:
     if db is None:
         return out
     tokens, dollars = store.spend_today(db)
-    out.update(
-        last_drain=recordstore.last_drain(db),
-        extraction_failures_24h=recordstore.extraction_failures_since(db, store.iso_shift(store.now_iso(), -86400)),
-        tokens_today=tokens, cost_usd_today=round(dollars, 6),
-        limit_reached=store.daily_limit_reached(db, ex) if ex.model else "",
-        events=db["events"].count, records=db["memory_records"].count,
-        pending_events=recordstore.pending_event_count(db),
-        forgotten=db["forgotten_records"].count,
-    )
+    found = recordstore.figures(db, store.iso_shift(store.now_iso(), -86400))
+    found.pop("projects")
+    out.update(found, tokens_today=tokens, cost_usd_today=round(dollars, 6),
+               limit_reached=store.daily_limit_reached(db, ex) if ex.model else "")
     return clean(out)
 
 

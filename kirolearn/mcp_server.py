@@ -21,12 +21,9 @@ from pydantic import BaseModel, Field
 
 from kirolearn import __version__, config
 from kirolearn.recall import context
-from kirolearn.recall import lexical as recall
-from kirolearn.recall import semantic
 from kirolearn.store import sqlite as store
 from kirolearn.pipeline import summaries
 from kirolearn.project import find_project_root
-from kirolearn.privacy.scrub import Scrubber
 
 log = logging.getLogger("kirolearn.mcp")
 
@@ -207,14 +204,9 @@ def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
             return mcp.tool(annotations=annotations, description=text)(fn)
         return register
 
-    def db():
-        return store.open_db()
+    from kirolearn.memory import Memory as Facade  # the MCP tools are the facade's calls, over MCP
 
-    def scrubber() -> Scrubber:
-        from kirolearn.settings import load
-
-        conf = settings or load()
-        return Scrubber(conf.scrub.extra_patterns, conf.scrub.allow)
+    memory = Facade(settings=settings)
 
     write = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
     read = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
@@ -234,9 +226,9 @@ def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
 
         Use it at the end of a substantive turn: the record is searchable and shown to later sessions.
         """
-        record = summaries.save_turn_summary(
-            db(), here, request=request, investigated=investigated, learned=learned, completed=completed,
-            next_steps=next_steps, files_read=files_read, files_modified=files_modified, scrubber=scrubber())
+        record = memory.save_turn_summary(
+            project=here.root, request=request, investigated=investigated, learned=learned, completed=completed,
+            next_steps=next_steps, files_read=files_read, files_modified=files_modified)
         message = f"Saved turn summary {record.record_id}"
         return _result(message, SavedRecord(record_id=record.record_id, title=record.title, message=message))
 
@@ -257,11 +249,10 @@ def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
                                                                "falls back to the session's stored events")] = None,
     ) -> Annotated[CallToolResult, SessionEndResult]:
         # description: SESSION_END_DESCRIPTION, the seed's text byte for byte
-        result = summaries.session_end(
-            db(), here, session_id=session_id, summary=summary, highlights=highlights, pitfalls=pitfalls,
-            next_steps=next_steps, open_questions=open_questions, label=project,
-            auto_compress=auto_compress, transcript=transcript, settings=settings, complete=complete,
-            scrubber=scrubber())
+        result = memory.end_session(
+            session_id, project=here.root, summary=summary, highlights=highlights, pitfalls=pitfalls,
+            next_steps=next_steps, open_questions=open_questions, label=project, auto_compress=auto_compress,
+            transcript=transcript, complete=complete)
         return _result(json.dumps(result), SessionEndResult(**result))
 
     @tool(read)
@@ -272,7 +263,7 @@ def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
 
         Not consumed: its next steps and open questions stay until a later session_end supersedes them.
         """
-        found = summaries.session_init(db(), here, project)
+        found = memory.init_session(label=project, project=here.root)
         return _result(json.dumps(found, ensure_ascii=False), SessionInitResult(**found))
 
     @tool(read)
@@ -292,9 +283,8 @@ def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
         """
         from kirolearn.manage import parse_since
 
-        conn = recall.connect_readonly(budget=5.0)
-        hits = semantic.search(conn, query, project_id=here.id, limit=limit,
-                               types=[observation_type] if observation_type else None, since=parse_since(since))
+        hits = memory.search(query, project=here.root, limit=limit,
+                             types=[observation_type] if observation_type else None, since=parse_since(since))
         if not hits:
             return _result("No matching memories found for the current project.", SearchResult(results=[]))
         blocks = []
@@ -327,7 +317,11 @@ def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
         """
         from kirolearn import manage
 
-        forgotten = manage.forget([record_id], reason=reason, actor="mcp", project_root=here.root, db=db())
+        db = store.open_db()
+        try:
+            forgotten = manage.forget([record_id], reason=reason, actor="mcp", project_root=here.root, db=db)
+        finally:
+            db.conn.close()
         if forgotten:
             title = forgotten[0]["title"]
             message = f"Forgot {record_id} ({title}); the user can undo it with `kirolearn restore {record_id}`"
@@ -347,9 +341,9 @@ def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
                                                                                    description="Paths")],
     ) -> Annotated[CallToolResult, SavedRecord]:
         """Save one observation (a decision, error, discovery, pattern or tool use) to this project's memory."""
-        record = summaries.save_observation(
-            db(), here, title=title, summary=summary, observation_type=observation_type, facts=facts,
-            concepts=concepts, files_touched=files_touched, scrubber=scrubber())
+        record = memory.save_observation(
+            project=here.root, title=title, summary=summary, observation_type=observation_type, facts=facts,
+            concepts=concepts, files_touched=files_touched)
         message = f"Saved observation {record.record_id}"
         return _result(message, SavedRecord(record_id=record.record_id, title=record.title, message=message))
 

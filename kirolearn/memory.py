@@ -23,8 +23,14 @@ from kirolearn import config
 class Memory:
     """Search, context, observations, summaries, drain, export/import and forget for one home."""
 
-    def __init__(self, home: "str | os.PathLike | None" = None):
+    def __init__(self, home: "str | os.PathLike | None" = None, *, settings=None):
         self.home = os.path.abspath(os.path.expanduser(os.fspath(home))) if home is not None else None
+        self.settings = settings  # None: read config.toml and KIROLEARN_* on each call
+
+    def _settings(self):
+        from kirolearn.settings import load
+
+        return self.settings if self.settings is not None else load()
 
     def __repr__(self) -> str:
         return f"Memory(home={self.home or config.home()!r})"
@@ -66,42 +72,66 @@ class Memory:
 
     def _scrubber(self, settings=None):
         from kirolearn.privacy.scrub import Scrubber
-        from kirolearn.settings import load
 
-        conf = settings or load()
+        conf = settings or self._settings()
         return Scrubber(conf.scrub.extra_patterns, conf.scrub.allow)
 
     # -- the pipeline ---------------------------------------------------------------------
 
-    def drain(self, *, flush: bool = False, wait: "float | None" = None, complete=None):
+    def drain(self, *, flush: bool = False, wait: "float | None" = None, complete=None, progress=None,
+              watch: bool = False, on_pass=None, on_start=None):
         """Store what the spool holds and extract records, as `kirolearn drain`; returns DrainStats.
 
-        Raises `kirolearn.errors.DrainLocked` when another drain holds the lock.
+        `progress(done)` is called as spool files are stored. With `watch`, it keeps
+        draining as events arrive until interrupted, calling `on_pass(stats)` after
+        each pass (each pass is recorded for `status`). `on_start()` runs once the
+        drain lock is held. Raises `kirolearn.errors.DrainLocked` when another drain
+        holds the lock; any failure is recorded for `status` and `doctor`.
         """
         from dataclasses import asdict
 
+        from kirolearn.capture.ids import new_ulid
+        from kirolearn.health import drain_finished, drain_started
         from kirolearn.pipeline import drain
         from kirolearn.store import sqlite as store
-        from kirolearn.capture.ids import new_ulid
-        from kirolearn.settings import load
 
         with self._here():
-            settings = load()
+            settings = self._settings()
             held = drain.lock(wait=settings.drain.lock_wait_seconds if wait is None else wait)
+            drain_started()
             try:
                 with self._db() as db:
                     started = store.now_iso()
-                    stats = drain.Drainer(db, settings, complete=complete).run_once(flush=flush)
+                    if on_start is not None:
+                        on_start()
+                    drainer = drain.Drainer(db, settings, complete=complete, progress=progress)
+                    if watch:
+                        def each_pass(stats):
+                            store.record_drain(db, new_ulid(), store.now_iso(), asdict(stats))  # status sees it
+                            if on_pass is not None:
+                                on_pass(stats)
+
+                        stats = drainer.watch(on_pass=each_pass)
+                    else:
+                        stats = drainer.run_once(flush=flush)
                     store.record_drain(db, new_ulid(), started, asdict(stats))
+            except BaseException as exc:
+                drain_finished(exc)  # for `doctor` and `status`, even when the database is what failed
+                raise
             finally:
                 held.release()
+            drain_finished(None)
             return stats
 
     # -- recall ---------------------------------------------------------------------------
 
     def search(self, query: str, *, project=None, all_projects: bool = False, types: "Iterable[str] | None" = None,
-               limit: int = 10) -> list:
-        """Records matching `query`, best first (`recall.Hit` objects; `.to_dict()` for JSON)."""
+               limit: int = 10, since: "str | None" = None, session_id: "str | None" = None,
+               file: "str | None" = None) -> list:
+        """Records matching `query`, best first (`recall.Hit` objects; `.to_dict()` for JSON).
+
+        `since` (a store timestamp), `session_id` and `file` narrow it as `kirolearn search` does.
+        """
         from kirolearn.recall import context
         from kirolearn.recall import semantic
 
@@ -111,7 +141,7 @@ class Memory:
                 return []
             with self._reader() as conn:  # hybrid (words + vectors) when the embedding model loads
                 return semantic.search(conn, query, project_id=project_id, types=list(types or []) or None,
-                                       limit=limit)
+                                       limit=limit, since=since, session_id=session_id, file=file)
 
     def context(self, *, project=None, prompt: "str | None" = None) -> str:
         """What the hook would inject: the session-start block, or the block for `prompt`."""
@@ -134,6 +164,7 @@ class Memory:
         """The newest records of a project (or of all projects), newest first."""
         from kirolearn.recall import context
         from kirolearn.recall import lexical as recall
+        from kirolearn.store import reader
 
         with self._here():
             pid = None if all_projects else context.project_id(self._root(project))
@@ -141,7 +172,7 @@ class Memory:
                 return []
             with self._reader() as conn:
                 if all_projects:
-                    ids = [r[0] for r in conn.execute("select distinct project_id from memory_records")]
+                    ids = reader.project_ids(conn)
                     hits = [h for pid in ids for h in recall.latest(conn, pid, types=list(types or []) or None,
                                                                     limit=limit)]
                     return sorted(hits, key=lambda h: h.created_at, reverse=True)[:limit]
@@ -160,15 +191,25 @@ class Memory:
                 learned=learned, completed=completed, next_steps=next_steps, files_read=list(files_read),
                 files_modified=list(files_modified), scrubber=self._scrubber())
 
+    def save_observation(self, *, title: str, summary: str, observation_type: str, facts=(), concepts=(),
+                         files_touched=(), project=None):
+        """Save one hand-made observation (the MCP tool's twin); returns the MemoryRecord."""
+        from kirolearn.pipeline import summaries
+
+        with self._here(), self._db() as db:
+            return summaries.save_observation(
+                db, summaries.Project(self._root(project)), title=title, summary=summary,
+                observation_type=observation_type, facts=list(facts), concepts=list(concepts),
+                files_touched=list(files_touched), scrubber=self._scrubber())
+
     def end_session(self, session_id: str, *, summary: "str | None" = None, highlights=None, pitfalls=None,
                     next_steps=None, open_questions=None, label: str = "general", auto_compress: bool = False,
                     transcript: "str | None" = None, project=None, complete=None) -> dict:
         """Save an end-of-session summary (the `session_end` tool); returns its result object."""
         from kirolearn.pipeline import summaries
-        from kirolearn.settings import load
 
         with self._here(), self._db() as db:
-            settings = load()
+            settings = self._settings()
             return summaries.session_end(
                 db, summaries.Project(self._root(project)), session_id=session_id, summary=summary,
                 highlights=highlights, pitfalls=pitfalls, next_steps=next_steps, open_questions=open_questions,
@@ -176,20 +217,39 @@ class Memory:
                 complete=complete, scrubber=self._scrubber(settings))
 
     def init_session(self, *, label: str = "general", project=None) -> dict:
-        """The newest end-of-session summary for the project (the `session_init` tool)."""
-        from kirolearn.pipeline import summaries
+        """The newest end-of-session summary for the project (the `session_init` tool).
 
-        with self._here(), self._db() as db:
-            return summaries.session_init(db, summaries.Project(self._root(project)), label)
+        Reading only: a fresh home answers "nothing yet" and gets no database.
+        """
+        from kirolearn.pipeline import summaries
+        from kirolearn.store.sqlite import open_existing, open_memory
+
+        with self._here():
+            db = open_existing() or open_memory()  # an empty store answers exactly as a fresh one would
+            try:
+                return summaries.session_init(db, summaries.Project(self._root(project)), label)
+            finally:
+                db.conn.close()
 
     # -- backup ---------------------------------------------------------------------------
 
     def export(self, out: IO[str]) -> int:
-        """Write every stored object as JSON Lines (the `kirolearn export` format); returns the line count."""
-        from kirolearn.store import backup
+        """Write every stored object as JSON Lines (the `kirolearn export` format); returns the line count.
 
-        with self._here(), self._db() as db:
-            return backup.export(db, out)
+        Raises `kirolearn.errors.NoStore` on a home with no database yet (it creates none).
+        """
+        from kirolearn.errors import NoStore
+        from kirolearn.store import backup
+        from kirolearn.store.sqlite import open_existing
+
+        with self._here():
+            db = open_existing()
+            if db is None:
+                raise NoStore(f"no database at {config.db_path()}")
+            try:
+                return backup.export(db, out)
+            finally:
+                db.conn.close()
 
     def import_(self, source: "IO[str] | Iterable[str]") -> dict:
         """Restore an export (`kirolearn import`): idempotent, ids kept, everything scrubbed; returns counts."""

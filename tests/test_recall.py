@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from kirolearn import config
 from kirolearn.recall import context
 from kirolearn.recall import lexical as recall
+from kirolearn.store import reader
 
 from conftest import run_hook
 
@@ -34,8 +35,8 @@ def test_terms_drop_stopwords_and_keep_identifiers_first():
 
 
 def test_fts_query_quotes_every_word():
-    assert recall.fts_query(['a"b', "c"]) == '{title summary facts concepts files_touched expansion} : ("a""b" OR "c")'
-    assert recall.fts_query(["c"], "ab12").startswith('project_id : "ab12" AND {')
+    assert reader.fts_query(['a"b', "c"]) == '{title summary facts concepts files_touched expansion} : ("a""b" OR "c")'
+    assert reader.fts_query(["c"], "ab12").startswith('project_id : "ab12" AND {')
 
 
 FTS_SYNTAX = st.sampled_from(['"', "'", "*", "(", ")", "AND", "OR", "NOT", "NEAR", "^", ":", "-", "+", "{", "}",

@@ -33,6 +33,7 @@ from kirolearn.pipeline import dedup
 from kirolearn.pipeline import extract
 from kirolearn.capture import spool
 from kirolearn.store import state
+from kirolearn.store import reader, records
 from kirolearn.store import sqlite as store
 from kirolearn.capture.ids import new_ulid
 from kirolearn.pipeline.schema import FACT_MAX, FILE_MAX, SUMMARY_MAX, TITLE_MAX, Event, MemoryRecord, clip, clip_list
@@ -282,7 +283,7 @@ class Drainer:
 
     def db_path(self) -> str:
         try:
-            return self.db.execute("PRAGMA database_list").fetchone()[2] or "kirolearn.db"
+            return reader.database_file(self.db) or "kirolearn.db"
         except Exception:  # noqa: BLE001 - only for a message
             return "kirolearn.db"
 
@@ -503,9 +504,7 @@ class Drainer:
 
         expire_forgotten(self.db, self.settings.retention.forgotten_days)
         self.embed_records(stats)
-        stats.pending_events = self.db.execute(
-            "select count(*) from events where extract_state = 'pending'"
-        ).fetchone()[0]
+        stats.pending_events = records.pending_event_count(self.db)
         self.release(done, stats)
         self.note_counts()
         stats.duration_ms = int((time.monotonic() - start) * 1000)

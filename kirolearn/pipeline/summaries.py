@@ -79,7 +79,7 @@ def now_iso() -> str:
 
 def _insert_record(db, record: MemoryRecord) -> None:
     with store.writing(db):
-        db["memory_records"].insert(store.record_row(record), pk="record_id", ignore=True)
+        store.insert_record(db, store.record_row(record))
 
 
 # --- save_session_summary (turn summary) ----------------------------------------------------
@@ -183,11 +183,10 @@ def session_log(db, project: Project, session_id: str, transcript: "str | None",
         return text if len(text) <= max_chars else text[:max_chars // 4] + "\n[...]\n" + text[-(max_chars * 3 // 4):]
     from kirolearn.pipeline.extract import Batch, render_events
 
-    rows = db.execute("select body from events where project_id = ? and session_id = ? order by event_id",
-                      [project.id, session_id]).fetchall()
+    rows = store.session_event_rows(db, project.id, session_id)
     if not rows:
         return ""
-    events = [json.loads(r[0]) for r in rows]
+    events = [json.loads(body) for _, body in rows]
     return render_events(Batch(project.id, project.root, session_id, events, "session-end"), 1500, max_chars)
 
 
@@ -237,13 +236,13 @@ def compress(db, log: str, settings, complete=None) -> "tuple[dict | None, str |
 def _record_spend(db, completion, settings) -> None:
     """Count auto_compress tokens against the same daily limit as extraction."""
     with store.writing(db):
-        db["extraction_runs"].insert({
+        store.insert_run(db, {
             "run_id": new_ulid(), "batch_key": "session_end", "extractor": "llm", "reason": "auto_compress",
             "model": settings.extract.model, "event_count": 0, "request": "",
             "prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens,
             "cost_usd": completion.cost_usd, "outcome": "ok", "error": "", "fallback_reason": "",
             "records_written": 0, "started_at": store.now_iso(), "finished_at": store.now_iso(),
-        }, pk="run_id")
+        })
 
 
 def _session_record_text(summary: str, highlights, pitfalls, next_steps, open_questions) -> str:
@@ -298,9 +297,8 @@ def session_end(db, project: Project, *, session_id, summary=None, highlights=No
     summary_id = new_uuid4().replace("-", "")
     record = None
     if summary:  # an empty summary is stored as such (the seed), never as a searchable placeholder
-        source_ids = [r[0] for r in db.execute(
-            "select event_id from events where project_id = ? and session_id = ? order by event_id",
-            [project.id, session_id]).fetchall()] or [new_ulid()]
+        source_ids = [event_id for event_id, _ in store.session_event_rows(db, project.id, session_id)] \
+            or [new_ulid()]
         record = MemoryRecord(
             record_id="mr_" + new_ulid(), project_id=project.id, project_root=project.root, session_id=session_id,
             title=(f"Session end: {' '.join(summary.split())}")[:TITLE_MAX],
@@ -311,8 +309,8 @@ def session_end(db, project: Project, *, session_id, summary=None, highlights=No
         )
     with store.writing(db):
         if record is not None:
-            db["memory_records"].insert(store.record_row(record), pk="record_id", ignore=True)
-        db["session_summaries"].insert({
+            store.insert_record(db, store.record_row(record))
+        store.insert_session_summary(db, {
             "id": summary_id, "session_id": session_id, "project": label, "project_id": project.id,
             "project_root": project.root, "branch": git_branch(project.root), "summary": summary,
             **{k: json.dumps(v, ensure_ascii=False) for k, v in given.items()},
@@ -320,7 +318,7 @@ def session_end(db, project: Project, *, session_id, summary=None, highlights=No
             "auto_compress_error": result_extra.get("auto_compress_error"),
             "record_id": record.record_id if record is not None else None,
             "ended_at": ended_at,
-        }, pk="id")
+        })
     return {"id": summary_id, "session_id": session_id, "project": label, "ended_at": ended_at,
             "summary_len": len(summary), "next_steps_count": len(given["next_steps"]), **result_extra}
 

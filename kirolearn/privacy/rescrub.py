@@ -14,6 +14,7 @@ import os
 from collections import Counter
 
 from kirolearn import config
+from kirolearn.store import reader
 from kirolearn.store import scrubbing as store_scrub
 from kirolearn.privacy.scrub import Scrubber, rules_version
 
@@ -131,7 +132,7 @@ def rescrub(db, scrubber: "Scrubber | None" = None, on_chunk=None) -> dict:
 
 def db_file(db) -> str:
     """The main database file of an open store."""
-    return db.execute("pragma database_list").fetchone()[2]
+    return reader.database_file(db)
 
 
 def scan(text: str, scrubber: "Scrubber | None" = None) -> dict:

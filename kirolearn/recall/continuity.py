@@ -12,10 +12,8 @@ and so do `session_init` (MCP and CLI). One rule for both:
 """
 
 import json
-try:  # the C module alone: the sqlite3 package adds datetime adapters we never use (~3 ms of the hook)
-    import _sqlite3 as sqlite3
-except ImportError:  # not CPython
-    import sqlite3
+
+from kirolearn.store import reader
 
 SUMMARY_LISTS = ("highlights", "pitfalls", "next_steps", "open_questions")
 SCAN = 50  # session ends looked at, newest first: enough to find the last one with content
@@ -34,21 +32,8 @@ def decode(row, columns=None) -> dict:
 
 
 def _rows(conn, project_id: str, label: "str | None") -> "list[dict]":
-    sql = "select * from session_summaries where project_id = ?"
-    args: list = [project_id]
-    if label is not None:
-        sql += " and project = ?"
-        args.append(label)
-    sql += " order by ended_at desc, rowid desc limit ?"
-    args.append(SCAN)
-    try:
-        cursor = conn.execute(sql, args)
-    except sqlite3.OperationalError as exc:
-        if "no such table" in str(exc):  # a store from before session_end existed
-            return []
-        raise
-    columns = [d[0] for d in cursor.description]
-    return [decode(tuple(r), columns) for r in cursor.fetchall()]
+    rows, columns = reader.session_end_rows(conn, project_id, label, SCAN)
+    return [decode(r, columns) for r in rows]
 
 
 def resume(conn, project_id: str, label: "str | None" = None) -> "dict | None":
@@ -72,8 +57,4 @@ def resume(conn, project_id: str, label: "str | None" = None) -> "dict | None":
 
 def labels(conn, project_id: str) -> "list[str]":
     """The labels (`project` arguments) this project's session ends used."""
-    try:
-        return [r[0] for r in conn.execute(
-            "select distinct project from session_summaries where project_id = ? order by project", [project_id])]
-    except sqlite3.OperationalError:
-        return []
+    return reader.session_end_labels(conn, project_id)

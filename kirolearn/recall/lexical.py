@@ -14,20 +14,11 @@ import json
 import math
 import os
 import re
-try:  # the C module alone: the sqlite3 package adds datetime adapters we never use (~3 ms of the hook)
-    import _sqlite3 as sqlite3
-except ImportError:  # not CPython
-    import sqlite3
 import time
 
 from kirolearn import config
+from kirolearn.store import reader
 
-# bm25() weights, in the FTS column order title, summary, facts, concepts, files_touched, project_id,
-# expansion (words the drainer derived: session neighbours' text; see semantic.enrich_pending).
-COLUMN_WEIGHTS = (8.0, 1.0, 2.0, 4.0, 3.0, 0.0, 2.0)
-_WEIGHTS = ", ".join(str(w) for w in COLUMN_WEIGHTS)  # bm25() arguments, in FTS column order
-TEXT_COLUMNS = "{title summary facts concepts files_touched expansion}"
-_OLD_TEXT_COLUMNS = "{title summary facts concepts files_touched}"  # a store not yet migrated to m012
 TYPE_WEIGHTS = {"session_summary": 1.3, "decision": 1.3, "error": 1.15, "discovery": 1.1, "pattern": 1.1,
                 "tool_use": 1.0}
 RECENCY_HALF_LIFE_DAYS = 30.0
@@ -96,26 +87,9 @@ def iso_epoch(iso: str) -> "float | None":
 # --- opening the store read-only ------------------------------------------------------
 
 
-class _Deadline:
-    def __init__(self, seconds: float):
-        self.until = time.monotonic() + seconds
-
-    def __call__(self) -> int:
-        return 1 if time.monotonic() > self.until else 0
-
-
 def connect_readonly(db_path: "str | None" = None, budget: float = DEFAULT_TIME_BUDGET):
-    """A read-only connection that gives up after `budget` seconds, or None if there is no database."""
-    path = db_path or config.db_path()
-    if not os.path.exists(path):
-        return None
-    # An SQLite URI path only needs '%', '?' and '#' escaped (urllib.parse costs an import).
-    escaped = os.path.abspath(path).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
-    uri = "file:" + escaped + "?mode=ro"
-    conn = sqlite3.connect(uri, uri=True, timeout=min(budget, 0.2), check_same_thread=False)
-    conn.row_factory = sqlite3.Row
-    conn.set_progress_handler(_Deadline(budget), 2000)
-    return conn
+    """A read-only connection to the store that gives up after `budget` seconds, or None if there is none."""
+    return reader.connect_readonly(db_path or config.db_path(), budget)
 
 
 # --- query building --------------------------------------------------------------------
@@ -136,18 +110,6 @@ def terms(text: str, limit: int = MAX_TERMS) -> "list[str]":
         seen[low] = (0 if identifier else 1, -min(len(low), 12), position)
     ranked = sorted(seen, key=seen.get)[:limit]
     return sorted(ranked, key=lambda t: seen[t][2])
-
-
-def _phrase(word: str) -> str:
-    return '"' + word.replace('"', '""') + '"'
-
-
-def fts_query(words: "list[str]", project_id: "str | None" = None, columns: str = TEXT_COLUMNS) -> str:
-    """An FTS5 MATCH expression: each word a quoted phrase, OR-ed over the text columns,
-    AND-ed with the project when given (FTS5 then scores only that project's rows).
-    Safe for any input: nothing the user typed is parsed as FTS5 syntax."""
-    text = f"{columns} : (" + " OR ".join(_phrase(w) for w in words) + ")"
-    return f"project_id : {_phrase(project_id)} AND {text}" if project_id else text
 
 
 def _stem_prefix(word: str) -> str:
@@ -181,41 +143,14 @@ def _hit(row, bm25: float = 0.0) -> Hit:
 
 
 def _drop_common(conn, words: "list[str]") -> "list[str]":
-    """Drop words that most records contain: BM25 gives them ~0 weight, yet they cost the most.
-
-    Document counts come from the fts5vocab table; the index holds Porter stems,
-    so a word is looked up by its stem-like prefix (an upper bound of its count).
-    """
+    """Drop words that most records contain: BM25 gives them ~0 weight, yet they cost the most."""
     if len(words) <= KEEP_RAREST:
         return words
-    try:
-        # The drainer's copy of the counts (term_docs, an indexed table): one index range per
-        # word. Reading fts5vocab itself walks each term's whole doclist, ~8 ms a word at 100k.
-        row = conn.execute("select docs from term_docs where term = ''").fetchone()
-    except sqlite3.OperationalError:  # a store not migrated to m012 yet
-        row = None
-    try:
-        if row is not None:
-            total = row[0]
-            if total < 1000:
-                return words
-            counts = {w: conn.execute("select coalesce(sum(docs), 0) from term_docs where term >= ? and term < ?",
-                                      [_stem_prefix(w), _stem_prefix(w) + "\U0010ffff"]).fetchone()[0]
-                      for w in words}
-            rarest = set(sorted(words, key=lambda w: counts[w])[:KEEP_RAREST])
-            return [w for w in words if w in rarest or counts[w] <= COMMON_SHARE * total]
-        total = conn.execute("select count(*) from memory_records_fts_docsize").fetchone()[0]
-        if total < 1000:
-            return words
-        counts = {}
-        for word in words:
-            prefix = _stem_prefix(word)
-            counts[word] = conn.execute(
-                "select coalesce(sum(doc), 0) from memory_records_fts_vocab where term >= ? and term < ?",
-                [prefix, prefix + "\U0010ffff"],
-            ).fetchone()[0]
-    except sqlite3.OperationalError:  # an older store without the vocabulary table
+    found = reader.term_doc_counts(conn, [_stem_prefix(w) for w in words])
+    if not found or not found[1]:  # counts unknown, or too few records for them to matter
         return words
+    total, docs = found
+    counts = dict(zip(words, docs))
     rarest = set(sorted(words, key=lambda w: counts[w])[:KEEP_RAREST])
     return [w for w in words if w in rarest or counts[w] <= COMMON_SHARE * total]
 
@@ -241,52 +176,19 @@ def search(conn, query: str, *, project_id: "str | None" = None, types=None, lim
     if words is None:
         return []
     now = time.time() if now is None else now
-    weights = _WEIGHTS
     depth = max(limit * 5, 25)
-    # Rank inside the FTS index first and join only the top rows: joining every match
-    # before sorting read thousands of full records per query at 100k records.
-    # Only the columns the ranking needs: the full rows are read for the best `limit` alone.
-    sql = (f"with top as (select rowid, bm25(memory_records_fts, {weights}) as bm25 from memory_records_fts "
-           "where memory_records_fts match ? order by bm25 limit ?) "
-           "select r.rowid, r.record_id, r.observation_type, r.created_at, top.bm25 from top "
-           "join memory_records r on r.rowid = top.rowid")
     narrowed = bool(types or since or session_id or file)
-    args: list = [fts_query(words, project_id), depth if not narrowed else depth * 20]
-    conditions = []
-    if project_id:
-        conditions.append("r.project_id = ?")  # already in the MATCH; kept as the authoritative filter
-        args.append(project_id)
-    if types:
-        conditions.append(f"r.observation_type in ({','.join('?' * len(types))})")
-        args.extend(types)
-    if since or session_id or file:  # the filters `kirolearn list` shares (kirolearn.store.records)
-        from kirolearn.store.records import record_filters
-
-        more, more_args = record_filters(since=since, session_id=session_id, file=file)
-        conditions.extend(more)
-        args.extend(more_args)
-    if conditions:
-        sql += " where " + " and ".join(conditions)
-    sql += " order by top.bm25 limit ?"
-    args.append(depth)
-    try:
-        rows = conn.execute(sql, args).fetchall()  # the query is always well-formed: errors mean a sick store
-    except sqlite3.OperationalError as exc:
-        if "expansion" not in str(exc):
-            raise
-        args[0] = fts_query(words, project_id, _OLD_TEXT_COLUMNS)  # the drainer has not migrated this store yet
-        rows = conn.execute(sql, args).fetchall()
+    # Rank on the columns the score needs; the full rows are read for the best `limit` alone.
+    rows = reader.fts_matches(conn, words, depth=depth * 20 if narrowed else depth, limit=depth,
+                              project_id=project_id, types=types, since=since, session_id=session_id, file=file,
+                              columns=reader.RANK_COLUMNS)
     ranked = []
-    for rowid, record_id, observation_type, created_at, bm25 in rows:
-        score = -bm25 * TYPE_WEIGHTS.get(observation_type, 1.0) * _recency(created_at, now)
-        ranked.append(((-round(score, 9), _neg(created_at), record_id), rowid, -bm25, score))
+    for row in rows:
+        score = -row["bm25"] * TYPE_WEIGHTS.get(row["observation_type"], 1.0) * _recency(row["created_at"], now)
+        ranked.append(((-round(score, 9), _neg(row["created_at"]), row["record_id"]), row["rowid"], -row["bm25"], score))
     ranked.sort()
     ranked = ranked[:limit]
-    if not ranked:
-        return []
-    full = {r["rowid"]: r for r in conn.execute(
-        f"select rowid, * from memory_records where rowid in ({','.join('?' * len(ranked))})",
-        [rowid for _, rowid, _, _ in ranked])}
+    full = {r["rowid"]: r for r in reader.records_by_rowid(conn, [rowid for _, rowid, _, _ in ranked])}
     hits = []
     for _, rowid, bm25, score in ranked:
         hit = _hit(full[rowid], bm25=bm25)
@@ -306,23 +208,11 @@ def scores(conn, query: str, *, project_id: "str | None" = None, types=None, lim
     if words is None:
         return []
     now = time.time() if now is None else now
-    weights = _WEIGHTS
-    sql = (f"with top as (select rowid, bm25(memory_records_fts, {weights}) as bm25 from memory_records_fts "
-           "where memory_records_fts match ? order by bm25 limit ?) "
-           "select r.record_id, r.observation_type, r.created_at, top.bm25 from top "
-           "join memory_records r on r.rowid = top.rowid")
-    args: list = [fts_query(words, project_id), limit if not types else limit * 20]
-    if types:
-        sql += f" where r.observation_type in ({','.join('?' * len(types))})"
-        args.extend(types)
-    try:
-        rows = conn.execute(sql, args).fetchall()
-    except sqlite3.OperationalError as exc:
-        if "expansion" not in str(exc):
-            raise
-        args[0] = fts_query(words, project_id, _OLD_TEXT_COLUMNS)
-        rows = conn.execute(sql, args).fetchall()
-    found = [(r[0], -r[3] * TYPE_WEIGHTS.get(r[1], 1.0) * _recency(r[2], now)) for r in rows]
+    depth = limit * 20 if types else limit
+    rows = reader.fts_matches(conn, words, depth=depth, limit=depth, project_id=project_id, types=types,
+                              columns=reader.SCORE_COLUMNS)
+    found = [(r["record_id"], -r["bm25"] * TYPE_WEIGHTS.get(r["observation_type"], 1.0)
+              * _recency(r["created_at"], now)) for r in rows]
     found.sort(key=lambda kv: (-kv[1], kv[0]))
     return found[:limit]
 
@@ -345,24 +235,6 @@ def latest(conn, project_id: str, *, types=None, limit: int = 5, exclude=(), exc
     """Newest records of a project, optionally of some types and not of some strategies."""
     if conn is None:
         return []
-    sql = "select * from memory_records where project_id = ?"
-    args: list = [project_id]
-    if types:
-        sql += f" and observation_type in ({','.join('?' * len(types))})"
-        args.extend(types)
-    if exclude_strategies:
-        sql += f" and strategy not in ({','.join('?' * len(exclude_strategies))})"
-        args.extend(exclude_strategies)
-    sql += " order by created_at desc, record_id desc limit ?"
-    args.append(limit + len(exclude))
-    rows = conn.execute(sql, args).fetchall()
+    rows = reader.latest_records(conn, project_id, types=types, exclude_strategies=exclude_strategies,
+                                 limit=limit + len(exclude))
     return [h for h in (_hit(r) for r in rows) if h.record_id not in exclude][:limit]
-
-
-def scrubbed_with(conn) -> "int | None":
-    """The scrub-rules version the store's text was scrubbed with (None: unknown or no mark)."""
-    try:
-        row = conn.execute("select value from scrub_state where key = 'scrubbed_with'").fetchone()
-        return int(row[0]) if row else None
-    except (sqlite3.OperationalError, ValueError, TypeError):
-        return None

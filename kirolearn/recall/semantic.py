@@ -17,6 +17,7 @@ import re
 import time
 
 from kirolearn.recall import lexical as recall
+from kirolearn.store import reader
 from kirolearn.store import sqlite as store
 from kirolearn.recall.embeddings import EmbeddingUnavailable, from_settings
 
@@ -106,7 +107,7 @@ _INDEXES: dict = {}  # (database file, model id, project id) -> (stamp, _Project
 
 def _database_file(conn) -> str:
     try:
-        return conn.execute("pragma database_list").fetchone()[2] or ""
+        return reader.database_file(conn)
     except Exception:  # noqa: BLE001 - a cache key only
         return ""
 

@@ -7,26 +7,33 @@ summaries by end time), so two exports of one store are byte-identical.
 """
 
 import json
-from typing import IO
+from typing import IO, Iterator
+
+from kirolearn.store.records import decode_record, decode_summary
+
+
+def objects(db, kinds=("event", "record", "summary")) -> "Iterator[dict]":
+    """Every stored row of these kinds as a store-contract object (kirolearn.store.base.Store.export_objects)."""
+    if "event" in kinds:
+        for row in db.query("select * from events order by event_id"):
+            yield {"type": "event", **row}
+    if "record" in kinds:
+        for row in db.query("select * from memory_records order by created_at, record_id"):
+            yield {"type": "record", **decode_record(row)}
+    if "summary" in kinds:
+        for row in db.query("select * from session_summaries order by ended_at, id"):
+            yield {"type": "summary", **decode_summary(row)}
 
 
 def export(db, out: IO[str]) -> int:
-    """Write the store `db` to `out`; returns the number of lines written."""
-    from kirolearn.recall.context import decode_session_summary
-
+    """Write the store `db` to `out` as `kirolearn export` lines; returns the number of lines written."""
     lines = 0
     for row in db.query("select body, extract_state, run_id from events order by event_id"):
         item = json.loads(row["body"])
         out.write(json.dumps({"type": "event", **item, "extract_state": row["extract_state"],
                               "extract_run_id": row["run_id"]}, ensure_ascii=False) + "\n")
         lines += 1
-    for row in db.query("select * from memory_records order by created_at, record_id"):
-        item = dict(row)
-        for key in ("facts", "concepts", "files_touched", "source_event_ids"):
-            item[key] = json.loads(item[key])
-        out.write(json.dumps({"type": "record", **item}, ensure_ascii=False) + "\n")
-        lines += 1
-    for row in db.query("select * from session_summaries order by ended_at, id"):
-        out.write(json.dumps({"type": "summary", **decode_session_summary(row)}, ensure_ascii=False) + "\n")
+    for item in objects(db, kinds=("record", "summary")):
+        out.write(json.dumps(item, ensure_ascii=False) + "\n")
         lines += 1
     return lines

@@ -298,3 +298,24 @@ def m012_term_docs(db):
     index range. The row with term '' holds the record count the copy was made at.
     """
     db.execute("create table if not exists term_docs (term text primary key, docs integer not null) without rowid")
+
+
+@migrations()
+def m017_record_changes(db):
+    """A change feed of records: each insert into memory_records and each tombstone gets a sequence number.
+
+    `Store.changes` reads it (the team store's upload and cache sync, issue #16).
+    AUTOINCREMENT, so a number is never reused, not even after the newest record is
+    forgotten; triggers, so every writer feeds it without knowing. Existing records
+    and tombstones are fed in creation order.
+    """
+    db.execute("create table if not exists record_changes (seq integer primary key autoincrement, "
+               "record_id text not null, change text not null)")
+    db.execute("insert into record_changes (record_id, change) "
+               "select record_id, 'record' from memory_records order by created_at, record_id")
+    db.execute("insert into record_changes (record_id, change) "
+               "select record_id, 'forgotten' from forgotten_records order by forgotten_at, record_id")
+    db.execute("create trigger if not exists record_changes_record after insert on memory_records begin "
+               "insert into record_changes (record_id, change) values (new.record_id, 'record'); end")
+    db.execute("create trigger if not exists record_changes_forgotten after insert on forgotten_records begin "
+               "insert into record_changes (record_id, change) values (new.record_id, 'forgotten'); end")

@@ -14,11 +14,11 @@ the bytes are gone from the file, not just unlinked.
 
 import json
 
-from kirolearn.store import sqlite as store
 from kirolearn.capture.ids import new_ulid
+from kirolearn.store import sqlite as store
+from kirolearn.store.base import RECORD_LISTS, SUMMARY_LISTS  # noqa: F401 - re-exported
+from kirolearn.store.reader import record_filters
 
-RECORD_LISTS = ("facts", "concepts", "files_touched", "source_event_ids")
-SUMMARY_LISTS = ("highlights", "pitfalls", "next_steps", "open_questions")
 
 
 def _rows(conn, sql: str, args=()) -> "list[dict]":
@@ -27,39 +27,12 @@ def _rows(conn, sql: str, args=()) -> "list[dict]":
     return [dict(zip(names, row)) for row in cursor.fetchall()]
 
 
-def _like(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
 def has_table(conn, name: str) -> bool:
     """Is there a table (or view) of this name? (A store older than the management migration has none.)"""
     return conn.execute("select 1 from sqlite_master where name = ?", [name]).fetchone() is not None
 
 
 # --- reading ---------------------------------------------------------------------------------
-
-
-def record_filters(*, project_id=None, types=None, since=None, session_id=None, file=None, alias="r"):
-    """SQL conditions and arguments for the filters `list` and `search` share."""
-    conds, args = [], []
-    if project_id:
-        conds.append(f"{alias}.project_id = ?")
-        args.append(project_id)
-    if types:
-        conds.append(f"{alias}.observation_type in ({','.join('?' * len(types))})")
-        args.extend(types)
-    if since:
-        conds.append(f"{alias}.created_at >= ?")
-        args.append(since)
-    if session_id:
-        conds.append(f"{alias}.session_id = ?")
-        args.append(session_id)
-    if file:
-        # a stored path equal to FILE, or ending in /FILE (records keep paths as the agent wrote them)
-        conds.append(f"exists (select 1 from json_each({alias}.files_touched) j "
-                     "where j.value = ? or j.value like ? escape '\\')")
-        args.extend([file, "%/" + _like(file.lstrip("/"))])
-    return conds, args
 
 
 def list_records(conn, *, limit: int = 20, before=None, **filters) -> "list[dict]":
@@ -252,6 +225,71 @@ def last_drain(conn) -> "dict | None":
     if not rows:
         return None
     return {"finished_at": rows[0]["finished_at"], **json.loads(rows[0]["stats"] or "{}")}
+
+
+def project_figures(conn) -> "list[dict]":
+    """Per project: its root, events stored, events still buffered for extraction, and records."""
+    projects = _rows(conn, "select project_root, count(*) as events, sum(extract_state = 'pending') as pending "
+                           "from events group by project_id order by project_root")
+    records = {r["project_root"]: r["n"] for r in _rows(
+        conn, "select project_root, count(*) as n from memory_records group by project_id")}
+    for p in projects:
+        p["records"] = records.get(p["project_root"], 0)
+    return projects
+
+
+def changes(conn, project_ids: "list[str]", after: int, limit: int) -> dict:
+    """Store.changes on SQLite: the record_changes feed (m017), joined to what each change names."""
+    if not project_ids:
+        return {"records": [], "forgotten": [], "after": after}
+    marks = ",".join("?" * len(project_ids))
+    feed = _rows(conn, "select seq, record_id, change from record_changes where seq > ? order by seq limit ?",
+                 [after, limit])
+    if not feed:
+        return {"records": [], "forgotten": [], "after": after}
+    new_ids = [c["record_id"] for c in feed if c["change"] == "record"]
+    gone_ids = [c["record_id"] for c in feed if c["change"] == "forgotten"]
+    live, gone = {}, {}
+    for i in range(0, len(new_ids), 500):
+        part = new_ids[i:i + 500]
+        for row in _rows(conn, f"select * from memory_records where record_id in ({','.join('?' * len(part))}) "
+                               f"and project_id in ({marks})", [*part, *project_ids]):
+            live[row["record_id"]] = row
+    for i in range(0, len(gone_ids), 500):
+        part = gone_ids[i:i + 500]
+        for row in _rows(conn, "select record_id, record_hash, project_id, actor, forgotten_at, "
+                               "json_extract(payload, '$.record.actor') as record_actor from forgotten_records "
+                               f"where record_id in ({','.join('?' * len(part))}) and project_id in ({marks})",
+                         [*part, *project_ids]):
+            gone[row["record_id"]] = row
+    records, forgotten = [], []
+    for c in feed:  # in feed order; a record forgotten since it arrived is no longer live, so not sent
+        if c["change"] == "record" and c["record_id"] in live:
+            records.append(live.pop(c["record_id"]))
+        elif c["change"] == "forgotten" and c["record_id"] in gone:
+            forgotten.append(gone.pop(c["record_id"]))
+    return {"records": records, "forgotten": forgotten, "after": feed[-1]["seq"]}
+
+
+def events_since(conn, project_ids: "list[str]", stored_since: "str | None", limit: int) -> "list[dict]":
+    """Store.events_since on SQLite."""
+    if not project_ids:
+        return []
+    sql = f"select * from events where project_id in ({','.join('?' * len(project_ids))})"
+    args = list(project_ids)
+    if stored_since is not None:
+        sql += " and stored_at >= ?"
+        args.append(stored_since)
+    return _rows(conn, sql + " order by stored_at, event_id limit ?", [*args, limit])
+
+
+def figures(conn, since_iso: str) -> dict:
+    """The status figures `status`, `doctor`, the viewer and Memory.health share: one query each."""
+    forgotten = (conn.execute("select count(*) from forgotten_records").fetchone()[0]
+                 if has_table(conn, "forgotten_records") else 0)
+    return {**store.counts(conn), "forgotten": forgotten, "pending_events": pending_event_count(conn),
+            "projects": project_figures(conn), "last_drain": last_drain(conn),
+            "extraction_failures_24h": extraction_failures_since(conn, since_iso)}
 
 
 # --- writing ----------------------------------------------------------------------------------

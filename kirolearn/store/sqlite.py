@@ -16,6 +16,7 @@ from datetime import datetime, timedelta, timezone
 import sqlite_utils
 
 from kirolearn import config, crashpoint
+from kirolearn.store.base import Store
 from kirolearn.store.migrations import migrations
 from kirolearn.errors import SchemaTooNew  # noqa: F401 - re-exported for callers
 
@@ -129,6 +130,13 @@ def open_existing(path: "str | None" = None):
     return open_db(path) if os.path.exists(path) else None
 
 
+def open_memory() -> sqlite_utils.Database:
+    """An empty, migrated, in-memory store: what a fresh home reads as, without creating a file."""
+    db = sqlite_utils.Database(memory=True)
+    migrations.apply(db)
+    return db
+
+
 def quick_check(db) -> str:
     """SQLite's PRAGMA quick_check: '' when the file is sound, else the first problems found."""
     try:
@@ -141,6 +149,28 @@ def quick_check(db) -> str:
 
     text = one_line("; ".join(str(r) for r in rows[:2]))
     return text if len(text) <= 200 else text[:199] + "…"
+
+
+def session_event_rows(db, project_id: str, session_id: str) -> "list[tuple[str, str]]":
+    """(event_id, body) of a session's stored events, in arrival order."""
+    return [tuple(r) for r in db.execute(
+        "select event_id, body from events where project_id = ? and session_id = ? order by event_id",
+        [project_id, session_id]).fetchall()]
+
+
+def insert_record(db, row: dict) -> None:
+    """One memory record (a row from record_row); a record id already stored is left as it is."""
+    db["memory_records"].insert(row, pk="record_id", ignore=True)
+
+
+def insert_run(db, run: dict) -> None:
+    """One extraction_runs row (a model call that was not a drain batch, e.g. auto_compress)."""
+    db["extraction_runs"].insert(run, pk="run_id")
+
+
+def insert_session_summary(db, row: dict) -> None:
+    """One session_summaries row (session_end)."""
+    db["session_summaries"].insert(row, pk="id")
 
 
 def counts(db) -> dict:
@@ -271,16 +301,20 @@ def daily_limit_reached(db, extract_settings) -> str:
     return ""
 
 
-def record_row(record) -> dict:
-    """A MemoryRecord as a memory_records row (lists as JSON text)."""
+def record_hash(data: dict) -> str:
+    """The content hash that says two records are the same memory (and that a forgotten one stays gone)."""
     from kirolearn.pipeline.dedup import tagged_hash
 
-    data = record.model_dump(mode="json")
-    data["record_hash"] = tagged_hash(
-        [data["project_id"], data["observation_type"], data["title"], data["summary"], data["source_event_ids"]]
-    )
+    return tagged_hash([data["project_id"], data["observation_type"], data["title"], data["summary"],
+                        data["source_event_ids"]])
+
+
+def record_row(record) -> dict:
+    """A MemoryRecord (or a record dict with list fields) as a memory_records row (lists as JSON text)."""
+    data = record.model_dump(mode="json") if hasattr(record, "model_dump") else dict(record)
+    data["record_hash"] = data.get("record_hash") or record_hash(data)
     for key in ("facts", "concepts", "files_touched", "source_event_ids"):
-        data[key] = json.dumps(data[key], ensure_ascii=False)
+        data[key] = json.dumps(data.get(key) or [], ensure_ascii=False)
     return data
 
 
@@ -491,3 +525,177 @@ def refresh_term_docs(db, force: bool = False) -> bool:
         db.execute("insert into term_docs (term, docs) select term, doc from memory_records_fts_vocab where term != ''")
         db.execute("insert into term_docs (term, docs) values ('', ?)", [total])
     return True
+
+
+# --- the store contract (kirolearn.store.base.Store) over the functions above -------------------
+
+
+class SqliteStore(Store):
+    """The embedded store: one SQLite file per home, through sqlite-utils (kirolearn.store.base.Store).
+
+    The drainer, the CLI and MCP call this module's functions on `self.db`
+    directly where SQLite has more to offer than the contract (vectors, term
+    counts, secure delete); the contract suite holds both ways to the same rows.
+    """
+
+    backend = "sqlite"
+
+    def __init__(self, path: "str | None" = None, *, db: "sqlite_utils.Database | None" = None):
+        self.db = db if db is not None else open_db(path)
+
+    # schema
+    def migrate(self) -> "list[str]":
+        names = [m.name for m in migrations.pending(self.db)]
+        if names:
+            migrations.apply(self.db)
+        return names
+
+    def schema(self) -> dict:
+        return {"applied": [m.name for m in migrations.applied(self.db)],
+                "pending": [m.name for m in migrations.pending(self.db)]}
+
+    def close(self) -> None:
+        self.db.conn.close()
+
+    # events
+    def add_events(self, events: "list[dict]") -> int:
+        with writing(self.db):
+            before = counts(self.db)["events"]
+            insert_events(self.db, events)
+            return counts(self.db)["events"] - before
+
+    def event_ids_present(self, event_ids) -> "set[str]":
+        return existing_event_ids(self.db, event_ids)
+
+    def pending_sessions(self) -> "list[dict]":
+        return pending_sessions(self.db)
+
+    def pending_events(self, project_id: str, session_id: str, up_to: "str | None" = None) -> "list[dict]":
+        return pending_events(self.db, project_id, session_id, up_to)
+
+    def expire_events(self, before: str) -> int:
+        return expire_events(self.db, before)
+
+    # records
+    def commit_extraction(self, run: dict, records: "list[dict]", event_ids: "list[str]") -> int:
+        return commit_extraction(self.db, run, records, event_ids)
+
+    def add_records(self, records: "list[dict]") -> int:
+        from kirolearn.store import records as recordstore
+
+        columns = set(recordstore.table_columns(self.db, "memory_records"))
+        rows = [{k: v for k, v in record_row(r).items() if k in columns} for r in records]
+        with writing(self.db):
+            before = counts(self.db)["records"]
+            gone = forgotten_hashes(self.db, [r["record_hash"] for r in rows])
+            for row in rows:
+                if row["record_hash"] not in gone:
+                    insert_record(self.db, row)
+            return counts(self.db)["records"] - before
+
+    def changes(self, project_ids: "list[str]", *, after: int = 0, limit: int = 500) -> dict:
+        from kirolearn.store import records as recordstore
+
+        found = recordstore.changes(self.db, project_ids, after, limit)
+        found["records"] = [recordstore.decode_record(r) for r in found["records"]]
+        return found
+
+    def events_since(self, project_ids: "list[str]", stored_since: "str | None", *,
+                     limit: int = 1000) -> "list[dict]":
+        from kirolearn.store import records as recordstore
+
+        return recordstore.events_since(self.db, project_ids, stored_since, limit)
+
+    def get_record(self, record_id: str) -> "dict | None":
+        from kirolearn.store import records
+
+        return records.get_record(self.db, record_id)
+
+    def list_records(self, *, project_id=None, types=None, since=None, session_id=None, limit: int = 20,
+                     before=None) -> "list[dict]":
+        from kirolearn.store import records
+
+        return records.list_records(self.db, project_id=project_id, types=types, since=since,
+                                    session_id=session_id, limit=limit, before=before)
+
+    def search(self, words: "list[str]", *, project_id=None, types=None, limit: int = 10) -> "list[dict]":
+        from kirolearn.store import reader, records
+
+        if not words or limit <= 0:
+            return []
+        rows = reader.fts_matches(self.db.conn, words, depth=max(limit * 5, 25) * (20 if types else 1),
+                                  limit=limit, project_id=project_id, types=types)
+        out = []
+        for row in rows:
+            found = records.decode_record(row)
+            found["relevance"] = -found.pop("bm25")
+            out.append(found)
+        return out
+
+    def latest(self, project_id: str, *, types=None, limit: int = 5) -> "list[dict]":
+        from kirolearn.store import reader, records
+
+        return [records.decode_record(r) for r in reader.latest_records(self.db.conn, project_id, types=types,
+                                                                       limit=limit)]
+
+    # session summaries
+    def add_session_summary(self, summary: dict, record: "dict | None" = None) -> None:
+        from kirolearn.store import records
+
+        row = dict(summary)
+        for key in records.SUMMARY_LISTS:
+            row[key] = json.dumps(row.get(key) or [], ensure_ascii=False)
+        with writing(self.db):
+            if record is not None:
+                insert_record(self.db, record_row(record))
+            insert_session_summary(self.db, row)
+
+    def session_summaries(self, project_id: str, *, label: "str | None" = None, limit: int = 50) -> "list[dict]":
+        from kirolearn.store import reader, records
+
+        rows, columns = reader.session_end_rows(self.db.conn, project_id, label, limit)
+        return [records.decode_summary(dict(zip(columns, r))) for r in rows]
+
+    # forgetting
+    def forget(self, record_ids, *, reason: str, actor: str) -> "list[dict]":
+        from kirolearn.store import records
+
+        return records.forget(self.db, record_ids, reason=reason, actor=actor)
+
+    def restore(self, record_ids, *, actor: str) -> "tuple[list[dict], list[str]]":
+        from kirolearn.store import records
+
+        return records.restore(self.db, record_ids, actor=actor)
+
+    def forgotten_hashes(self, record_hashes) -> "set[str]":
+        return forgotten_hashes(self.db, record_hashes)
+
+    # figures, export and import
+    def figures(self, since: str) -> dict:
+        from kirolearn.store import records
+
+        return records.figures(self.db, since)
+
+    def export_objects(self):
+        from kirolearn.store import backup
+
+        return backup.objects(self.db)
+
+    def import_objects(self, objects: "list[dict]") -> dict:
+        from kirolearn.store import records
+
+        columns = {kind: set(records.table_columns(self.db, table)) for kind, table in
+                   (("event", "events"), ("record", "memory_records"), ("summary", "session_summaries"))}
+        rows: dict = {"event": [], "record": [], "summary": []}
+        for obj in objects:
+            kind = obj["type"]
+            if kind == "record":
+                row = record_row({k: v for k, v in obj.items() if k in columns["record"]})
+            elif kind == "event":
+                row = dict(obj)
+            else:
+                row = {k: v for k, v in obj.items() if k in columns["summary"]}
+                for key in records.SUMMARY_LISTS:
+                    row[key] = json.dumps(row.get(key) or [], ensure_ascii=False)
+            rows[kind].append({k: v for k, v in row.items() if k in columns[kind]})
+        return records.import_rows(self.db, rows["event"], rows["record"], rows["summary"])

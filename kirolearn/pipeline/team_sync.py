@@ -1,0 +1,153 @@
+"""Team sync: send this home's shared projects to the team store, and bring the team's records home.
+
+The drainer runs it after each drain when a team store is configured (issue
+#16). The local SQLite file stays the only thing the hook reads: for a shared
+project it is the cache of the team's memory.
+
+Per shared project, in this order:
+1. **events up**: the project's events stored since the last upload (less a
+   safety overlap) go to the team store, page by page. `add_events` is
+   idempotent by event id, so a resend after a crash or a network cut stores
+   nothing twice.
+2. **records up**: the local change feed (Store.changes) after the last number
+   sent: new records go up with their ids and hashes (`add_records`, idempotent
+   by id and hash); a tombstone goes up as a team-wide forget only when the
+   forgotten record was made by this user (a user forgets their own records
+   team-wide; forgetting a teammate's record stays local).
+3. **records down**: the team store's change feed after the last number read:
+   teammates' records land in the local store (idempotent), their tombstones
+   forget the record here too, so a forgotten record never comes back.
+
+Each cursor is saved in $KIROLEARN_HOME/state/team.json after the page it
+covers is stored on both sides, so a crash repeats at most one page. A team
+store that is down costs one failed connection: the spool and the local store
+already hold everything, the cursors do not move, and `status` says so.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass, field
+
+from kirolearn.store import sqlite as store
+from kirolearn.store import state
+
+log = logging.getLogger("kirolearn.team")
+
+STATE = "team"
+PAGE = 500
+EVENT_OVERLAP_SECONDS = 120  # events stored slightly out of order (two drains racing) are still sent
+
+
+@dataclass
+class SyncStats:
+    """What one sync did (`kirolearn drain --json` prints it under "team")."""
+
+    projects: int = 0
+    events_sent: int = 0
+    records_sent: int = 0
+    forgets_sent: int = 0
+    records_received: int = 0
+    forgets_received: int = 0
+    error: str = ""
+    per_project: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _cursor(saved: dict, project_id: str) -> dict:
+    return dict(saved.get("cursors", {}).get(project_id) or {"up": 0, "down": 0, "events": None})
+
+
+def _save(project_id: str, cursor: dict) -> None:
+    saved = state.read(STATE)
+    saved.setdefault("cursors", {})[project_id] = cursor
+    state.write(STATE, saved)
+
+
+def _events_up(local, team, project_id: str, cursor: dict, stats: SyncStats) -> None:
+    since = cursor["events"]
+    since = store.iso_shift(since, -EVENT_OVERLAP_SECONDS) if since else None
+    while True:
+        page = local.events_since([project_id], since, limit=PAGE)
+        if not page:
+            return
+        stats.events_sent += team.add_events(page)
+        last = page[-1]["stored_at"]
+        cursor["events"] = max(cursor["events"] or "", last)
+        _save(project_id, cursor)
+        if len(page) < PAGE:
+            return
+        if last == since:  # a whole page stored in one millisecond: step past it by id
+            rest = [e for e in local.events_since([project_id], since, limit=PAGE * 20)
+                    if e["event_id"] > page[-1]["event_id"]]
+            stats.events_sent += team.add_events(rest)
+            return
+        since = last
+
+
+def _records_up(local, team, project_id: str, cursor: dict, me: str, stats: SyncStats) -> None:
+    while True:
+        found = local.changes([project_id], after=cursor["up"], limit=PAGE)
+        if found["after"] == cursor["up"]:
+            return
+        if found["records"]:
+            stats.records_sent += team.add_records(found["records"])
+        mine = [t["record_id"] for t in found["forgotten"] if t.get("record_actor") == me]
+        if mine:
+            stats.forgets_sent += len(team.forget(mine, reason="forgotten by its author", actor=me))
+        cursor["up"] = found["after"]
+        _save(project_id, cursor)
+
+
+def _records_down(local, team, project_id: str, cursor: dict, stats: SyncStats) -> None:
+    while True:
+        found = team.changes([project_id], after=cursor["down"], limit=PAGE)
+        if found["after"] == cursor["down"]:
+            return
+        if found["records"]:
+            stats.records_received += local.add_records(found["records"])
+        gone = [t["record_id"] for t in found["forgotten"]]
+        if gone:
+            stats.forgets_received += len(local.forget(gone, reason="forgotten team-wide",
+                                                       actor=f"team:{found['forgotten'][0].get('actor') or '?'}"))
+        cursor["down"] = found["after"]
+        _save(project_id, cursor)
+
+
+def sync(local, team, project_ids, *, me: str) -> SyncStats:
+    """Send and fetch every shared project's changes (see the module docstring); never raises for the server.
+
+    `local` is this home's store, `team` the team store (both kirolearn.store.base.Store);
+    `me` is this user's actor name (attribution). A failure is logged and kept in
+    state/team.json with the time of the last good sync (the cache's age in `status`).
+    """
+    stats = SyncStats(projects=len(project_ids))
+    saved = state.read(STATE)
+    try:
+        for project_id in project_ids:
+            cursor = _cursor(saved, project_id)
+            before = (stats.events_sent, stats.records_sent, stats.records_received)
+            _events_up(local, team, project_id, cursor, stats)
+            _records_up(local, team, project_id, cursor, me, stats)
+            _records_down(local, team, project_id, cursor, stats)
+            stats.per_project[project_id] = {
+                "events_sent": stats.events_sent - before[0], "records_sent": stats.records_sent - before[1],
+                "records_received": stats.records_received - before[2]}
+    except Exception as exc:  # noqa: BLE001 - a team store that is down or refuses must never fail the drain
+        from kirolearn.errors import one_line
+
+        stats.error = one_line(f"{type(exc).__name__}: {exc}")[:300]
+        log.warning("team sync failed: %s", stats.error)
+        state.try_update(STATE, last_sync_at=state.utc_now(), last_error=stats.error)
+        return stats
+    state.try_update(STATE, last_sync_at=state.utc_now(), last_ok_at=state.utc_now(), last_error="")
+    return stats
+
+
+def cache_state() -> dict:
+    """For `status`: when the cache last synced, and the last error ('' when it worked)."""
+    found = state.read(STATE)
+    return {"last_ok_at": found.get("last_ok_at"), "last_sync_at": found.get("last_sync_at"),
+            "last_error": found.get("last_error", "")}

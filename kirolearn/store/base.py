@@ -1,0 +1,203 @@
+"""The store contract: what every kirolearn store backend does, whatever its database.
+
+Two backends implement it: SQLite through sqlite-utils (kirolearn.store.sqlite,
+the embedded default, one file per home) and PostgreSQL (kirolearn.store.postgres,
+a team's shared store). tests/store_contract.py is one suite of tests written
+against this class only; each backend runs all of it, as huey runs one storage
+test class over each of its backends.
+
+The contract speaks in plain dicts, never in a backend's rows:
+
+- an **event** is the drain's row (kirolearn.pipeline.drain.Drainer._row): ids,
+  `project_id`, `session_id`, `kind`, `received_at`, `content_hash`, `body` (the
+  scrubbed event as JSON text), `extract_state` ('pending' or 'done'), `run_id`, …
+- a **record** has the fields of kirolearn.pipeline.schema.MemoryRecord, its list
+  fields (`facts`, `concepts`, `files_touched`, `source_event_ids`) as lists, plus
+  `record_hash` (kirolearn.store.sqlite.record_hash); what a backend returns may
+  carry more columns (`run_id`, `expansion`, attribution), never fewer.
+- a **session summary** is a session_end row, its lists (`highlights`, `pitfalls`,
+  `next_steps`, `open_questions`) as lists.
+- timestamps are the store's ISO text (kirolearn.store.sqlite.now_iso), so they
+  compare as strings in every backend.
+
+Nothing here scrubs: every caller hands the store text that is already scrubbed
+(design.md rule 3), and the store keeps it as given.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Iterator
+
+from kirolearn.store.reader import FIELD_WEIGHTS  # noqa: F401 - part of the contract: how search weighs fields
+
+RECORD_LISTS = ("facts", "concepts", "files_touched", "source_event_ids")
+SUMMARY_LISTS = ("highlights", "pitfalls", "next_steps", "open_questions")
+
+
+class Store(abc.ABC):
+    """One kirolearn store. Every method is one transaction: it happens whole or not at all."""
+
+    #: "sqlite" or "postgresql"; shown by `status` and `doctor`.
+    backend: str = ""
+
+    # --- schema ---------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def migrate(self) -> "list[str]":
+        """Apply pending schema migrations; returns the names applied (none: [])."""
+
+    @abc.abstractmethod
+    def schema(self) -> dict:
+        """{"applied": [names], "pending": [names]}: where this store's schema stands."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release the connection. The store is not used after this."""
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # --- events ---------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def add_events(self, events: "list[dict]") -> int:
+        """Store events; one whose event_id is present is left as it is. Returns how many were new."""
+
+    @abc.abstractmethod
+    def event_ids_present(self, event_ids) -> "set[str]":
+        """Which of these event ids are stored."""
+
+    @abc.abstractmethod
+    def pending_sessions(self) -> "list[dict]":
+        """Sessions with events waiting for extraction, oldest first:
+        {project_id, session_id, n, first_event_id, last_received_at, last_stop_id}."""
+
+    @abc.abstractmethod
+    def pending_events(self, project_id: str, session_id: str, up_to: "str | None" = None) -> "list[dict]":
+        """A session's waiting events (their decoded bodies), oldest first, up to an event id if given."""
+
+    @abc.abstractmethod
+    def expire_events(self, before: str) -> int:
+        """Delete extracted events received before `before`; waiting ones are kept. Returns how many."""
+
+    # --- records --------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def commit_extraction(self, run: dict, records: "list[dict]", event_ids: "list[str]") -> int:
+        """Store an extraction's records and its run, and mark its events done, all at once.
+
+        A record whose record_hash was forgotten is never stored again; one whose
+        record_id or record_hash is present is left as it is. Returns how many were new.
+        """
+
+    @abc.abstractmethod
+    def add_records(self, records: "list[dict]") -> int:
+        """Store records made elsewhere (another store's, an upload), keeping their ids and record_hash.
+
+        Skips one whose record_id or record_hash is present or whose record_hash was
+        forgotten. Returns how many were new.
+        """
+
+    @abc.abstractmethod
+    def get_record(self, record_id: str) -> "dict | None":
+        """One live record, or None (never stored, or forgotten)."""
+
+    @abc.abstractmethod
+    def list_records(self, *, project_id: "str | None" = None, types=None, since: "str | None" = None,
+                     session_id: "str | None" = None, limit: int = 20,
+                     before: "tuple[str, str] | None" = None) -> "list[dict]":
+        """Live records, newest first (created_at, then record_id), after the keyset `before`."""
+
+    @abc.abstractmethod
+    def search(self, words: "list[str]", *, project_id: "str | None" = None, types=None,
+               limit: int = 10) -> "list[dict]":
+        """Records containing any of `words` in their text fields, most relevant first.
+
+        Words are plain words, matched on their stems; none of them is ever read
+        as query syntax. Relevance weighs the field a word is found in
+        (FIELD_WEIGHTS) and how rare the word is. Each result carries
+        `relevance` (> 0, higher is better); ranking across backends need not be
+        identical, only sensible: a title match beats a summary-only match.
+        """
+
+    @abc.abstractmethod
+    def latest(self, project_id: str, *, types=None, limit: int = 5) -> "list[dict]":
+        """A project's newest live records, optionally of some observation types."""
+
+    # --- session summaries -----------------------------------------------------------------
+
+    @abc.abstractmethod
+    def add_session_summary(self, summary: dict, record: "dict | None" = None) -> None:
+        """Store a session_end summary, and the record made from it (if any), at once."""
+
+    @abc.abstractmethod
+    def session_summaries(self, project_id: str, *, label: "str | None" = None,
+                          limit: int = 50) -> "list[dict]":
+        """A project's session summaries (of one label, if given), newest first."""
+
+    # --- forgetting ------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def forget(self, record_ids, *, reason: str, actor: str) -> "list[dict]":
+        """Take live records out of memory and search, leaving tombstones; returns the records forgotten."""
+
+    @abc.abstractmethod
+    def restore(self, record_ids, *, actor: str) -> "tuple[list[dict], list[str]]":
+        """Bring tombstoned records back: (records restored, ids purged for good)."""
+
+    @abc.abstractmethod
+    def forgotten_hashes(self, record_hashes) -> "set[str]":
+        """Which of these record hashes were forgotten (so must never be stored again)."""
+
+    # --- change feed (what the team store uploads and the cache pulls) -----------------------
+
+    @abc.abstractmethod
+    def changes(self, project_ids: "list[str]", *, after: int = 0, limit: int = 500) -> dict:
+        """What happened to these projects' records after change number `after`, oldest first.
+
+        Returns {"records": [records that arrived and are still live], "forgotten":
+        [{record_id, record_hash, project_id, actor (who forgot it), forgotten_at,
+        record_actor (who made the record; None when unknown)} of tombstones that
+        arrived], "after": the number to pass next time}. Numbers only grow and are
+        never reused; at most `limit` changes are read per call; calling again with
+        the returned `after` until both lists are empty reads everything once.
+        """
+
+    @abc.abstractmethod
+    def events_since(self, project_ids: "list[str]", stored_since: "str | None", *,
+                     limit: int = 1000) -> "list[dict]":
+        """These projects' events stored at or after `stored_since` (None: all), in (stored_at, event_id)
+        order: the events an upload has not sent yet (a resend is harmless, add_events is idempotent)."""
+
+    # --- figures, export and import ----------------------------------------------------------
+
+    @abc.abstractmethod
+    def figures(self, since: str) -> dict:
+        """What `status` shows: {events, records, forgotten, pending_events, projects: [{project_root,
+        events, pending, records}], last_drain, extraction_failures_24h (failed model runs since `since`)}."""
+
+    @abc.abstractmethod
+    def export_objects(self) -> "Iterator[dict]":
+        """Every stored object with its "type" ("event", "record", "summary") beside its fields, in a
+        stable order: events by id, records by (created_at, record_id), summaries by (ended_at, id).
+        Events come as the event dicts above (body as JSON text), not as `kirolearn export` lines."""
+
+    @abc.abstractmethod
+    def import_objects(self, objects: "list[dict]") -> dict:
+        """Store exported objects that are not there yet (forgotten records stay forgotten), at once.
+        Returns {"events"|"records"|"summaries": {"added": n, "present": n}, "forgotten_skipped": n}."""
+
+
+def open_store(url: "str | None" = None) -> Store:
+    """The store a URL names: None or a path is this home's SQLite file; postgresql://… a team store."""
+    if url and url.startswith(("postgresql://", "postgres://")):
+        from kirolearn.store.postgres import PostgresStore
+
+        return PostgresStore(url)
+    from kirolearn.store.sqlite import SqliteStore
+
+    return SqliteStore(url)

@@ -1,0 +1,378 @@
+"""The store contract suite: one set of tests every kirolearn store backend passes.
+
+Written against kirolearn.store.base.Store only. A backend's test module
+subclasses StoreContract and provides `make_store(name)`, which returns a fresh,
+migrated, empty store each time it is called with a new name (as huey runs one
+storage test class over each backend). tests/test_store_sqlite.py runs it on
+SQLite; the PostgreSQL backend runs the same class.
+"""
+
+import json
+
+import pytest
+
+from kirolearn.store.base import Store
+
+T0 = "2026-11-01T10:00:00.000Z"
+
+
+def at(minute: int, second: int = 0) -> str:
+    return f"2026-11-01T10:{minute:02d}:{second:02d}.000Z"
+
+
+def event(n: int, *, project="p1", session="s1", kind="tool_use", received=None, state="pending") -> dict:
+    """An event as the drain stores it."""
+    received = received or at(n // 60, n % 60)
+    body = {"event_id": f"ev{n:04d}", "kind": kind, "session_id": session, "project_root": f"/src/{project}",
+            "received_at": received, "payload": {"n": n, "text": f"event {n}"}}
+    return {"event_id": f"ev{n:04d}", "content_hash": f"h{n:04d}", "kind": kind, "trigger": "postToolUse",
+            "hook": "postToolUse", "generation": "classic", "surface": "kiro-cli", "agent": "kiro",
+            "session_id": session, "project_id": project, "project_root": f"/src/{project}", "cwd": f"/src/{project}",
+            "received_at": received, "stored_at": received, "actor": "dev", "host": "laptop",
+            "client_version": "1", "body": json.dumps(body), "extract_state": state, "run_id": None}
+
+
+def record(n: int, *, project="p1", session="s1", title=None, summary=None, kind="tool_use", created=None,
+           facts=(), concepts=(), files=(), events=None) -> dict:
+    """A record as extraction makes it (lists as lists)."""
+    return {"record_id": f"mr_{n:04d}", "project_id": project, "project_root": f"/src/{project}",
+            "session_id": session, "title": title or f"record {n}", "summary": summary or f"summary of record {n}",
+            "facts": list(facts), "concepts": list(concepts), "files_touched": list(files),
+            "observation_type": kind, "strategy": "deterministic",
+            "source_event_ids": list(events if events is not None else [f"ev{n:04d}"]),
+            "created_at": created or at(n // 60, n % 60)}
+
+
+def run(n: int, **extra) -> dict:
+    return {"run_id": f"run{n:04d}", "batch_key": f"p1/s1/{n}", "extractor": "deterministic", "reason": "stop",
+            "model": "", "event_count": 1, "request": "", "prompt_tokens": 0, "completion_tokens": 0,
+            "cost_usd": 0.0, "outcome": "ok", "error": "", "fallback_reason": "", "records_written": 0,
+            "started_at": T0, "finished_at": T0, **extra}
+
+
+def summary(n: int, *, project="p1", label="general", ended=None, text="", record_id=None, **lists) -> dict:
+    return {"id": f"sum{n:04d}", "session_id": f"s{n}", "project": label, "project_id": project,
+            "project_root": f"/src/{project}", "branch": "main", "summary": text or f"session {n} ended",
+            "highlights": [], "pitfalls": [], "next_steps": [], "open_questions": [], "auto_compress": 0,
+            "compressed_used": 0, "auto_compress_error": None, "record_id": record_id,
+            "ended_at": ended or at(n), **lists}
+
+
+def ids(rows) -> "list[str]":
+    return [r["record_id"] for r in rows]
+
+
+class StoreContract:
+    """Subclasses provide make_store(name) -> Store (fresh, migrated, empty)."""
+
+    def make_store(self, name: str) -> Store:  # pragma: no cover - every backend overrides it
+        raise NotImplementedError
+
+    @pytest.fixture
+    def store(self):
+        st = self.make_store("main")
+        yield st
+        st.close()
+
+    def extract(self, store: Store, n: int, records: "list[dict]", event_ids=None) -> int:
+        return store.commit_extraction(run(n), records, event_ids or [])
+
+    # --- schema -------------------------------------------------------------------------
+
+    def test_is_a_store_with_its_schema_applied(self, store):
+        assert isinstance(store, Store)
+        assert store.backend in ("sqlite", "postgresql")
+        schema = store.schema()
+        assert schema["applied"] and schema["pending"] == []
+        assert store.migrate() == []  # applying twice changes nothing
+
+    # --- events -------------------------------------------------------------------------
+
+    def test_events_are_stored_once_by_id(self, store):
+        assert store.add_events([event(1), event(2)]) == 2
+        assert store.add_events([event(2), event(3)]) == 1  # a re-run after a crash inserts nothing twice
+        assert store.event_ids_present(["ev0001", "ev0003", "ev0009"]) == {"ev0001", "ev0003"}
+        assert store.figures(T0)["events"] == 3
+
+    def test_many_event_ids_are_checked_at_once(self, store):
+        store.add_events([event(n) for n in range(1200)])
+        wanted = [f"ev{n:04d}" for n in range(0, 2400, 2)]
+        assert len(store.event_ids_present(wanted)) == 600
+
+    def test_pending_sessions_and_events(self, store):
+        store.add_events([event(1), event(2, kind="session_summary"), event(3, session="s2"),
+                          event(4, state="done")])
+        sessions = {(s["project_id"], s["session_id"]): s for s in store.pending_sessions()}
+        assert set(sessions) == {("p1", "s1"), ("p1", "s2")}
+        s1 = sessions[("p1", "s1")]
+        assert s1["n"] == 2 and s1["first_event_id"] == "ev0001" and s1["last_stop_id"] == "ev0002"
+        assert sessions[("p1", "s2")]["last_stop_id"] is None
+        assert [e["event_id"] for e in store.pending_events("p1", "s1")] == ["ev0001", "ev0002"]
+        assert [e["event_id"] for e in store.pending_events("p1", "s1", up_to="ev0001")] == ["ev0001"]
+        assert store.pending_events("p1", "s1")[0]["payload"] == {"n": 1, "text": "event 1"}  # bodies decoded
+
+    def test_extraction_marks_its_events_done_with_its_records(self, store):
+        store.add_events([event(1), event(2)])
+        assert self.extract(store, 1, [record(1, events=["ev0001", "ev0002"])], ["ev0001", "ev0002"]) == 1
+        assert store.pending_sessions() == []
+        assert store.figures(T0)["pending_events"] == 0
+        assert store.get_record("mr_0001")["source_event_ids"] == ["ev0001", "ev0002"]
+
+    def test_expiry_removes_only_extracted_old_events(self, store):
+        store.add_events([event(1, state="done"), event(2), event(3, state="done", received=at(30))])
+        assert store.expire_events(at(10)) == 1
+        assert store.event_ids_present(["ev0001", "ev0002", "ev0003"]) == {"ev0002", "ev0003"}
+
+    # --- records ------------------------------------------------------------------------
+
+    def test_records_are_stored_once_by_id_and_by_content(self, store):
+        assert self.extract(store, 1, [record(1)]) == 1
+        assert self.extract(store, 2, [record(1)]) == 0  # same id
+        twin = dict(record(1), record_id="mr_twin")  # same content, new id: one memory
+        assert self.extract(store, 3, [twin]) == 0
+        assert store.figures(T0)["records"] == 1
+
+    def test_a_record_reads_back_as_written(self, store):
+        rec = record(7, title="Lock order", summary="Take the spool lock before the store lock.",
+                     facts=["deadlock when reversed"], concepts=["locking"], files=["kirolearn/drain.py"],
+                     kind="decision")
+        self.extract(store, 1, [rec])
+        got = store.get_record("mr_0007")
+        assert {k: got[k] for k in rec} == rec
+        assert got["record_hash"]
+        assert store.get_record("mr_nope") is None
+
+    def test_unicode_and_long_text_survive(self, store):
+        text = "naïve café ✓ 日本語 " + "x" * 20_000
+        self.extract(store, 1, [record(1, summary=text)])
+        assert store.get_record("mr_0001")["summary"] == text
+
+    def test_list_is_newest_first_with_filters_and_keyset(self, store):
+        recs = [record(n, created=at(n), kind="decision" if n % 2 else "tool_use",
+                       project="p2" if n == 5 else "p1") for n in range(1, 7)]
+        self.extract(store, 1, recs)
+        assert ids(store.list_records()) == ["mr_0006", "mr_0005", "mr_0004", "mr_0003", "mr_0002", "mr_0001"]
+        assert ids(store.list_records(project_id="p1", types=["decision"])) == ["mr_0003", "mr_0001"]
+        assert ids(store.list_records(since=at(4))) == ["mr_0006", "mr_0005", "mr_0004"]
+        page = store.list_records(limit=2)
+        after = store.list_records(limit=2, before=(page[-1]["created_at"], page[-1]["record_id"]))
+        assert ids(after) == ["mr_0004", "mr_0003"]
+
+    def test_list_breaks_ties_on_record_id(self, store):
+        self.extract(store, 1, [record(n, created=T0) for n in (3, 1, 2)])
+        assert ids(store.list_records()) == ["mr_0003", "mr_0002", "mr_0001"]
+        assert ids(store.list_records(limit=1, before=(T0, "mr_0003"))) == ["mr_0002"]
+
+    def test_latest_of_a_project(self, store):
+        self.extract(store, 1, [record(1, created=at(1)), record(2, created=at(2), kind="decision"),
+                                record(3, created=at(3), project="p2")])
+        assert ids(store.latest("p1")) == ["mr_0002", "mr_0001"]
+        assert ids(store.latest("p1", types=["decision"])) == ["mr_0002"]
+        assert ids(store.latest("p1", limit=1)) == ["mr_0002"]
+
+    # --- search -------------------------------------------------------------------------
+
+    def test_search_finds_words_in_every_text_field(self, store):
+        self.extract(store, 1, [
+            record(1, title="Flaky retry in the uploader"),
+            record(2, summary="The nightly job times out: orders.created_at has no index"),
+            record(3, facts=["never run migrations against the replica"]),
+            record(4, concepts=["idempotency"]),
+            record(5, files=["kirolearn/pipeline/drain.py"]),
+        ])
+        assert ids(store.search(["uploader"])) == ["mr_0001"]
+        assert ids(store.search(["nightly"])) == ["mr_0002"]
+        assert ids(store.search(["replica"])) == ["mr_0003"]
+        assert ids(store.search(["idempotency"])) == ["mr_0004"]
+        assert ids(store.search(["drain"])) == ["mr_0005"]
+        assert all(r["relevance"] > 0 for r in store.search(["uploader", "replica"]))
+
+    def test_search_matches_stems(self, store):
+        self.extract(store, 1, [record(1, summary="the migrations were running slowly")])
+        assert ids(store.search(["migration"])) == ["mr_0001"]
+        assert ids(store.search(["runs"])) == ["mr_0001"]
+
+    def test_search_ranks_a_title_match_above_a_summary_match(self, store):
+        self.extract(store, 1, [
+            record(1, title="notes", summary="we talked about the websocket reconnect a while"),
+            record(2, title="websocket reconnect backoff", summary="notes"),
+        ])
+        assert ids(store.search(["websocket"])) == ["mr_0002", "mr_0001"]
+
+    def test_search_prefers_more_of_the_words(self, store):
+        self.extract(store, 1, [record(1, summary="redis cache"), record(2, summary="redis cache eviction policy"),
+                                record(3, summary="policy")])
+        assert ids(store.search(["redis", "eviction", "policy"]))[0] == "mr_0002"
+
+    def test_search_narrows_by_project_and_type_and_limit(self, store):
+        self.extract(store, 1, [record(n, summary="shared deploy word", project="p2" if n > 3 else "p1",
+                                       kind="error" if n % 2 else "tool_use") for n in range(1, 7)])
+        assert sorted(ids(store.search(["deploy"], project_id="p1"))) == ["mr_0001", "mr_0002", "mr_0003"]
+        assert sorted(ids(store.search(["deploy"], project_id="p2", types=["error"]))) == ["mr_0005"]
+        assert len(store.search(["deploy"], limit=2)) == 2
+        assert store.search(["deploy"], project_id="p9") == []
+
+    @pytest.mark.parametrize("word", ['"', "AND", "OR", "NOT", "a*", "col:umn", "(x", "'; drop table x; --",
+                                      "NEAR(a b)", "\\", "%", "_", "^start", "ünïcödé"])
+    def test_search_never_reads_words_as_syntax(self, store, word):
+        self.extract(store, 1, [record(1, summary=f"text with {word} in it")])
+        store.search([word])  # no error, whatever it finds
+        store.search([word, "text"])
+
+    def test_search_of_nothing_finds_nothing(self, store):
+        self.extract(store, 1, [record(1)])
+        assert store.search([]) == []
+        assert store.search(["absent"]) == []
+
+    # --- session summaries ----------------------------------------------------------------
+
+    def test_session_summaries_newest_first_by_label(self, store):
+        store.add_session_summary(summary(1, ended=at(1), next_steps=["ship it"]))
+        store.add_session_summary(summary(2, ended=at(2), label="infra"))
+        rec = record(3, kind="session_summary", title="Session end: wired the cache")
+        store.add_session_summary(summary(3, ended=at(3), record_id="mr_0003"), rec)
+        got = store.session_summaries("p1")
+        assert [s["id"] for s in got] == ["sum0003", "sum0002", "sum0001"]
+        assert got[-1]["next_steps"] == ["ship it"]
+        assert [s["id"] for s in store.session_summaries("p1", label="infra")] == ["sum0002"]
+        assert store.session_summaries("p2") == []
+        assert store.get_record("mr_0003")["observation_type"] == "session_summary"
+        assert store.session_summaries("p1", limit=1)[0]["id"] == "sum0003"
+
+    # --- forgetting ---------------------------------------------------------------------
+
+    def test_a_forgotten_record_leaves_memory_and_search(self, store):
+        self.extract(store, 1, [record(1, summary="rotate the staging token"), record(2)])
+        gone = store.forget(["mr_0001", "mr_missing"], reason="wrong", actor="dev")
+        assert ids(gone) == ["mr_0001"]
+        assert store.get_record("mr_0001") is None
+        assert store.search(["staging"]) == []
+        assert ids(store.list_records()) == ["mr_0002"]
+        assert store.figures(T0)["forgotten"] == 1
+
+    def test_a_forgotten_record_is_never_stored_again(self, store):
+        rec = record(1, summary="rotate the staging token")
+        self.extract(store, 1, [rec])
+        (gone,) = store.forget(["mr_0001"], reason="", actor="dev")
+        assert store.forgotten_hashes([gone["record_hash"], "other"]) == {gone["record_hash"]}
+        assert self.extract(store, 2, [rec]) == 0  # a later drain re-extracting the turn
+        assert self.extract(store, 3, [dict(rec, record_id="mr_new")]) == 0
+        assert store.get_record("mr_0001") is None and store.get_record("mr_new") is None
+
+    def test_forgetting_takes_the_session_summary_made_from_the_record(self, store):
+        rec = record(1, kind="session_summary")
+        store.add_session_summary(summary(1, record_id="mr_0001"), rec)
+        store.forget(["mr_0001"], reason="", actor="dev")
+        assert store.session_summaries("p1") == []
+        restored, purged = store.restore(["mr_0001"], actor="dev")
+        assert ids(restored) == ["mr_0001"] and purged == []
+        assert [s["id"] for s in store.session_summaries("p1")] == ["sum0001"]
+
+    def test_restore_brings_a_record_back(self, store):
+        self.extract(store, 1, [record(1, summary="rotate the staging token")])
+        store.forget(["mr_0001"], reason="", actor="dev")
+        restored, purged = store.restore(["mr_0001", "mr_never"], actor="dev")
+        assert ids(restored) == ["mr_0001"] and purged == []
+        assert ids(store.search(["staging"])) == ["mr_0001"]
+        assert store.figures(T0)["forgotten"] == 0
+
+    # --- figures, export and import -------------------------------------------------------
+
+    def test_figures(self, store):
+        assert store.figures(T0)["records"] == 0
+        store.add_events([event(1), event(2, project="p2", state="done")])
+        self.extract(store, 1, [record(1), record(2, project="p2")])
+        store.commit_extraction(run(9, outcome="failed", started_at=at(5)), [], [])
+        f = store.figures(at(1))
+        assert (f["events"], f["records"], f["pending_events"], f["forgotten"]) == (2, 2, 1, 0)
+        assert f["extraction_failures_24h"] == 1
+        assert store.figures(at(6))["extraction_failures_24h"] == 0
+        by_root = {p["project_root"]: p for p in f["projects"]}
+        assert by_root["/src/p1"]["events"] == 1 and by_root["/src/p1"]["pending"] == 1
+        assert by_root["/src/p2"]["records"] == 1
+
+    def test_export_then_import_into_an_empty_store_is_the_same_store(self, store):
+        store.add_events([event(1), event(2, state="done")])
+        self.extract(store, 1, [record(1, facts=["a fact"], files=["x.py"])])
+        store.add_session_summary(summary(1, next_steps=["next"], highlights=["h"]))
+        exported = list(store.export_objects())
+        assert [o["type"] for o in exported] == ["event", "event", "record", "summary"]
+        other = self.make_store("copy")
+        try:
+            counts = other.import_objects(exported)
+            assert counts["events"]["added"] == 2 and counts["records"]["added"] == 1
+            assert counts["summaries"]["added"] == 1 and counts["forgotten_skipped"] == 0
+            assert list(other.export_objects()) == exported
+            again = other.import_objects(exported)  # idempotent
+            assert again["events"] == {"added": 0, "present": 2} and again["records"]["present"] == 1
+            assert ids(other.search(["fact"])) == ["mr_0001"]
+        finally:
+            other.close()
+
+    def test_import_keeps_forgotten_records_forgotten(self, store):
+        self.extract(store, 1, [record(1)])
+        exported = list(store.export_objects())
+        store.forget(["mr_0001"], reason="", actor="dev")
+        counts = store.import_objects(exported)
+        assert counts["forgotten_skipped"] == 1
+        assert store.get_record("mr_0001") is None
+
+    # --- change feed (team upload and cache sync) -------------------------------------------
+
+    def test_records_made_elsewhere_keep_their_ids_and_hash(self, store):
+        other = self.make_store("elsewhere")
+        try:
+            self.extract(other, 1, [record(1, facts=["f"]), record(2, project="p2")])
+            made = other.list_records()
+            assert store.add_records(made) == 2
+            assert store.add_records(made) == 0  # idempotent: a re-run after a network cut
+            got = store.get_record("mr_0001")
+            assert got["record_hash"] == other.get_record("mr_0001")["record_hash"] and got["facts"] == ["f"]
+            (gone,) = store.forget(["mr_0002"], reason="", actor="dev")
+            assert store.add_records([other.get_record("mr_0002")]) == 0  # forgotten stays forgotten
+        finally:
+            other.close()
+
+    def test_changes_feed_every_record_once_in_order(self, store):
+        self.extract(store, 1, [record(n, project="p2" if n == 3 else "p1") for n in range(1, 6)])
+        first = store.changes(["p1"], limit=2)
+        assert ids(first["records"]) == ["mr_0001", "mr_0002"]
+        rest, seen = first, list(ids(first["records"]))
+        while rest["records"] or rest["forgotten"]:
+            rest = store.changes(["p1"], after=rest["after"], limit=2)
+            seen += ids(rest["records"])
+        assert seen == ["mr_0001", "mr_0002", "mr_0004", "mr_0005"]  # only the projects asked for
+        assert store.changes(["p1"], after=rest["after"]) == {"records": [], "forgotten": [], "after": rest["after"]}
+        assert store.changes([], after=0)["records"] == []
+
+    def test_changes_feed_tombstones_and_numbers_are_never_reused(self, store):
+        self.extract(store, 1, [record(1), record(2)])
+        start = store.changes(["p1"])["after"]
+        store.forget(["mr_0002"], reason="wrong", actor="ana")  # the newest record
+        self.extract(store, 2, [record(3)])
+        later = store.changes(["p1"], after=start)
+        assert [(t["record_id"], t["actor"]) for t in later["forgotten"]] == [("mr_0002", "ana")]
+        assert later["forgotten"][0]["record_hash"] and later["forgotten"][0]["forgotten_at"]
+        assert ids(later["records"]) == ["mr_0003"]
+        assert later["after"] > start
+        store.restore(["mr_0002"], actor="ana")  # back again: it arrives once more
+        assert ids(store.changes(["p1"], after=later["after"])["records"]) == ["mr_0002"]
+
+    def test_a_record_forgotten_before_it_was_read_is_not_fed(self, store):
+        self.extract(store, 1, [record(1)])
+        store.forget(["mr_0001"], reason="", actor="dev")
+        got = store.changes(["p1"])
+        assert got["records"] == [] and [t["record_id"] for t in got["forgotten"]] == ["mr_0001"]
+
+    def test_events_since(self, store):
+        store.add_events([event(1, received=at(1)), event(2, received=at(2)), event(3, project="p2")])
+        assert [e["event_id"] for e in store.events_since(["p1"], None)] == ["ev0001", "ev0002"]
+        assert [e["event_id"] for e in store.events_since(["p1"], at(2))] == ["ev0002"]
+        assert [e["event_id"] for e in store.events_since(["p1"], None, limit=1)] == ["ev0001"]
+        assert store.events_since([], None) == []
+        sent = store.events_since(["p1", "p2"], None)
+        other = self.make_store("team")
+        try:
+            assert other.add_events(sent) == 3 and other.add_events(sent) == 0
+        finally:
+            other.close()

@@ -1,0 +1,122 @@
+"""Team sync (kirolearn.pipeline.team_sync) over the store contract: two homes, one team store.
+
+The team store here is a second SQLite store: sync is written against
+kirolearn.store.base.Store only, so what holds for it holds for PostgreSQL,
+which passes the same contract suite (the two-developer test runs it there).
+"""
+
+import pytest
+
+from kirolearn import config
+from kirolearn.pipeline import team_sync
+from kirolearn.store import state
+from kirolearn.store.sqlite import SqliteStore
+from store_contract import event, record, run
+
+
+@pytest.fixture
+def team(tmp_path):
+    st = SqliteStore(str(tmp_path / "team.db"))
+    yield st
+    st.close()
+
+
+@pytest.fixture
+def homes(tmp_path):
+    """Two developers' homes, each with its own local store."""
+    made = {}
+    for name in ("ana", "ben"):
+        home = tmp_path / f"home-{name}"
+        with config.using_home(str(home)):
+            made[name] = (str(home), SqliteStore(str(home / "kirolearn.db")))
+    yield made
+    for _, st in made.values():
+        st.close()
+
+
+def sync(homes, who, team, projects=("shared",)):
+    home, local = homes[who]
+    with config.using_home(home):
+        return team_sync.sync(local, team, list(projects), me=who)
+
+
+def drained(local, n, *, project="shared", **fields):
+    local.add_events([event(n, project=project)])
+    local.commit_extraction(run(n), [record(n, project=project, events=[f"ev{n:04d}"], **fields)], [f"ev{n:04d}"])
+
+
+def test_a_shared_record_reaches_the_other_developer(homes, team):
+    _, ana = homes["ana"]
+    _, ben = homes["ben"]
+    drained(ana, 1, summary="the nightly job times out: orders.created_at has no index")
+    drained(ana, 2, project="private", summary="my own side project")
+    sent = sync(homes, "ana", team)
+    assert (sent.events_sent, sent.records_sent, sent.error) == (1, 1, "")
+    assert team.event_ids_present(["ev0001", "ev0002"]) == {"ev0001"}  # nothing of an unshared project leaves
+    got = sync(homes, "ben", team)
+    assert got.records_received == 1 and got.error == ""
+    (hit,) = ben.search(["nightly"], project_id="shared")
+    assert hit["record_id"] == "mr_0001"
+    assert ben.search(["side"]) == [] and ben.get_record("mr_0002") is None
+
+
+def test_sync_again_moves_nothing_twice(homes, team):
+    _, ana = homes["ana"]
+    for n in range(1, 4):
+        drained(ana, n)
+    first = sync(homes, "ana", team)
+    again = sync(homes, "ana", team)
+    assert (first.events_sent, first.records_sent) == (3, 3)
+    assert (again.events_sent, again.records_sent, again.records_received) == (0, 0, 0)
+    with config.using_home(homes["ana"][0]):
+        state.write(team_sync.STATE, {})  # a lost state file: everything is sent again, nothing stored twice
+    resent = sync(homes, "ana", team)
+    assert (resent.events_sent, resent.records_sent, resent.error) == (0, 0, "")
+    assert team.figures("2026-01-01T00:00:00.000Z")["events"] == 3
+    assert team.figures("2026-01-01T00:00:00.000Z")["records"] == 3
+
+
+def test_many_pages_of_events_and_records(homes, team, monkeypatch):
+    monkeypatch.setattr(team_sync, "PAGE", 7)
+    _, ana = homes["ana"]
+    for n in range(1, 31):
+        drained(ana, n)
+    sent = sync(homes, "ana", team)
+    assert (sent.events_sent, sent.records_sent) == (30, 30)
+    assert sync(homes, "ben", team).records_received == 30
+
+
+def test_forgetting_a_teammates_record_stays_local(homes, team):
+    _, ana = homes["ana"]
+    _, ben = homes["ben"]
+    drained(ana, 1, summary="rotate the staging token monthly")
+    sync(homes, "ana", team)
+    sync(homes, "ben", team)
+    ben.forget(["mr_0001"], reason="not for me", actor="cli")
+    out = sync(homes, "ben", team)
+    assert out.forgets_sent == 0
+    assert team.get_record("mr_0001") is not None  # still the team's memory
+    assert ben.get_record("mr_0001") is None  # and still forgotten here, even after another pull
+    sync(homes, "ben", team)
+    assert ben.get_record("mr_0001") is None
+
+
+def test_a_team_store_that_is_down_costs_nothing(homes, team):
+    _, ana = homes["ana"]
+    drained(ana, 1)
+
+    class Down:
+        def __getattr__(self, name):
+            def fail(*args, **kwargs):
+                raise ConnectionError("connection refused (team store at postgresql://db.example/team)")
+            return fail
+
+    out = sync(homes, "ana", Down())
+    assert "ConnectionError" in out.error and "refused" in out.error
+    with config.using_home(homes["ana"][0]):
+        found = team_sync.cache_state()
+        assert found["last_error"] == out.error and found["last_ok_at"] is None
+    ok = sync(homes, "ana", team)  # the server is back: what waited goes up
+    assert (ok.events_sent, ok.records_sent, ok.error) == (1, 1, "")
+    with config.using_home(homes["ana"][0]):
+        assert team_sync.cache_state()["last_ok_at"] and team_sync.cache_state()["last_error"] == ""
