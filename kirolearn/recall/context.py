@@ -17,6 +17,7 @@ from kirolearn.recall import continuity
 from kirolearn.capture import once
 from kirolearn.recall import lexical as recall
 from kirolearn.capture.ids import project_id, sha256_hex  # no hashlib: it loads OpenSSL (~3 ms)
+from kirolearn.store import reader
 
 SESSION_START_HEADING = "## kirolearn memory: where this project left off"
 PROMPT_HEADING = "## kirolearn memory: notes from earlier sessions that match this prompt"
@@ -206,7 +207,7 @@ def rules_current(conn) -> bool:
     rules, and after `kirolearn rescrub`; a store that holds text from older rules keeps an older
     number until then, so its records are re-scrubbed in full on the way out.
     """
-    version = recall.scrubbed_with(conn)
+    version = reader.scrubbed_with(conn)
     return version is not None and version == installed_rules_version()
 
 

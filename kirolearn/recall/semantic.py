@@ -16,7 +16,9 @@ import json
 import re
 import time
 
+from kirolearn.capture.ids import ulid_time_ms
 from kirolearn.recall import lexical as recall
+from kirolearn.recall import when
 from kirolearn.store import reader
 from kirolearn.store import sqlite as store
 from kirolearn.recall.embeddings import EmbeddingUnavailable, from_settings
@@ -26,6 +28,7 @@ LEXICAL_WEIGHT = 0.8
 VECTOR_WEIGHT = 0.2
 NEIGHBOUR_WEIGHT = 0.2
 QUESTION_WEIGHT = 0.3  # extra share a question passes to the turn right after it (its likely answer)
+DATE_WEIGHT = 0.5  # share of the best score a record gets for happening on a date the query names
 CANDIDATES = 60
 
 _MARKUP = re.compile(r"\*\*(Request|Outcome|Ran|Read|Changed|Tool results|Errors):\*\*")
@@ -93,13 +96,25 @@ class _ProjectIndex:
         # record -> [(neighbour, weight)]: both session neighbours pass NEIGHBOUR_WEIGHT of their
         # score; a record that asks a question passes QUESTION_WEIGHT more to the one after it.
         self.neighbours: "dict[str, list[tuple[str, float]]]" = {}
+        self.times: "dict[str, float | None]" = {}  # when each record's turn happened (its first event)
         previous = (None, None, False)
-        for _, record_id, session_id, title in store.session_order(conn, project_id):
+        for _, record_id, session_id, title, sources, created_at in store.session_order(conn, project_id):
+            self.times[record_id] = _happened(sources, created_at)
             if previous[1] == session_id and previous[0] is not None:
                 self.neighbours.setdefault(record_id, []).append(
                     (previous[0], NEIGHBOUR_WEIGHT + (QUESTION_WEIGHT if previous[2] else 0.0)))
                 self.neighbours.setdefault(previous[0], []).append((record_id, NEIGHBOUR_WEIGHT))
             previous = (record_id, session_id, "?" in (title or ""))
+
+
+def _happened(source_event_ids, created_at) -> "float | None":
+    """When a record's turn happened: its first source event's time (event ids are ULIDs), else
+    when the record was made (an import or a summary may carry no event)."""
+    try:
+        first = json.loads(source_event_ids or "[]")[0]
+        return ulid_time_ms(first) / 1000.0
+    except (ValueError, IndexError, TypeError, KeyError, AttributeError):
+        return recall.iso_epoch(created_at or "")
 
 
 _INDEXES: dict = {}  # (database file, model id, project id) -> (stamp, _ProjectIndex), kept between calls
@@ -196,13 +211,16 @@ class Searcher:
         if self.conn is None or self.model is None or filters:  # no database yet: recall.search gives []
             return recall.search(self.conn, query, project_id=project_id, types=types, limit=limit, now=now,
                                  **filters)
-        index, sims = self.similarities(query, project_id)
+        # Dates the query names rank the records of those days; their words are not searched.
+        dates, words_query = when.windows(query)
+        index, sims = self.similarities(words_query, project_id)
         if sims is None:
             return recall.search(self.conn, query, project_id=project_id, types=types, limit=limit, now=now)
-        lexical = recall.scores(self.conn, query, project_id=project_id, types=types, limit=CANDIDATES, now=now)
-        return self._fuse(query, lexical, index, sims, types=types, limit=limit)
+        lexical = recall.scores(self.conn, words_query, project_id=project_id, types=types, limit=CANDIDATES,
+                                now=now)
+        return self._fuse(words_query, lexical, index, sims, types=types, limit=limit, dates=dates)
 
-    def _fuse(self, query, lexical_scores, index, sims, *, types, limit):
+    def _fuse(self, query, lexical_scores, index, sims, *, types, limit, dates=()):
         import numpy as np
 
         lexical = dict(lexical_scores)
@@ -231,6 +249,8 @@ class Searcher:
             return pos is not None and float(sims[pos]) >= VECTOR_ONLY_MIN_SIMILARITY
 
         candidates = {rid for rid in candidates if rid in reached or close_enough(rid)}
+        if dates and when.narrow(dates):  # a named day or month: its records are candidates on their own
+            candidates.update(rid for rid, t in index.times.items() if when.closeness(t, dates) > 0)
         fused = {rid: LEXICAL_WEIGHT * lexical.get(rid, 0.0) / best_lex
                  + VECTOR_WEIGHT * vector_score(rid) for rid in candidates}
         base = dict(fused)
@@ -238,6 +258,10 @@ class Searcher:
             near = [weight * base.get(n, VECTOR_WEIGHT * vector_score(n)) for n, weight in index.neighbours.get(rid, ())]
             if near:
                 fused[rid] += max(near)
+        if dates:
+            best = max(fused.values(), default=0.0) or 1.0
+            for rid in fused:
+                fused[rid] += DATE_WEIGHT * best * when.closeness(index.times.get(rid), dates)
         ranked = sorted(((rid, s) for rid, s in fused.items() if s > 0), key=lambda kv: (-kv[1], kv[0]))
         hits = self._hits(ranked[: max(limit * 3, limit + 10)] if types else ranked[:limit])
         if types:
@@ -250,6 +274,10 @@ class Searcher:
 
 
 NEIGHBOUR_CHARS = 200  # of each neighbour's text copied into a record's expansion
+# How many turns on each side of a record lend it their text. Measured on LoCoMo (hit@5, hook /
+# hybrid): one each side 0.676 / 0.742, two 0.691 / 0.750, three (the farthest cut to 100 or 200
+# characters) at most 0.684 / 0.745.
+NEIGHBOUR_SPAN = 2
 
 
 def _turn_text(rec: dict) -> str:
@@ -261,10 +289,11 @@ def _turn_text(rec: dict) -> str:
 
 
 def expansions_for(records: "list[dict]") -> "dict[str, str]":
-    """Each record's expansion: the text of the records just before and after it in its session."""
+    """Each record's expansion: the text of the NEIGHBOUR_SPAN records before and after it in its session."""
     out = {}
     for i, rec in enumerate(records):
-        near = [records[j] for j in (i - 1, i + 1) if 0 <= j < len(records)]
+        near = [records[j] for j in range(i - NEIGHBOUR_SPAN, i + NEIGHBOUR_SPAN + 1)
+                if j != i and 0 <= j < len(records)]
         out[rec["record_id"]] = "\n".join(_turn_text(r) for r in near)
     return out
 
