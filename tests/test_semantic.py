@@ -372,3 +372,18 @@ def test_hybrid_search_ranks_the_turn_of_the_named_day(project, wordllama, drain
     assert len(top) == 3  # the others still match by words
     dated_only = searcher.search("what did we do on May 3, 2023", project_id=pid, limit=3)
     assert [h.title for h in dated_only][:1] == ["went to the climbing gym again, new route"]
+
+
+def test_the_hook_ranks_the_turn_of_the_named_day_too(project, drain_now):
+    """The stdlib lexical ranking the prompt hook runs: dates are not searched as words, they rank."""
+    from kirolearn.recall import when
+
+    may3 = when._epoch(2023, 5, 3) + 3600
+    spool_turn(project, "s1", "deployed the billing service to staging", when=may3 - 20 * 86400)
+    spool_turn(project, "s2", "deployed the billing service, rollback needed", when=may3)
+    spool_turn(project, "s3", "deployed the billing service with the new flag", when=may3 + 20 * 86400)
+    drain_now(flush=True)
+    conn = recall.connect_readonly()
+    hits = recall.search(conn, "billing service deployed on 3rd May 2023", project_id=context.project_id(str(project)))
+    assert [h.title for h in hits][0] == "deployed the billing service, rollback needed"
+    assert len(hits) == 3 and all("2023" not in h.matched_terms for h in hits)

@@ -17,6 +17,7 @@ import re
 import time
 
 from kirolearn import config
+from kirolearn.recall import when
 from kirolearn.store import reader
 
 TYPE_WEIGHTS = {"session_summary": 1.3, "decision": 1.3, "error": 1.15, "discovery": 1.1, "pattern": 1.1,
@@ -172,6 +173,9 @@ def search(conn, query: str, *, project_id: "str | None" = None, types=None, lim
     sqlite3.Error, which the hook logs and the CLI reports. `since` (a store
     timestamp), `session_id` and `file` narrow it like `kirolearn list`.
     """
+    # Dates the query names ("on 3 May 2023") are not searched as words; the matches that happened
+    # then rank higher (kirolearn.recall.when).
+    dates, query = when.windows(query)
     words = _query_words(conn, query, limit)
     if words is None:
         return []
@@ -181,10 +185,15 @@ def search(conn, query: str, *, project_id: "str | None" = None, types=None, lim
     # Rank on the columns the score needs; the full rows are read for the best `limit` alone.
     rows = reader.fts_matches(conn, words, depth=depth * 20 if narrowed else depth, limit=depth,
                               project_id=project_id, types=types, since=since, session_id=session_id, file=file,
-                              columns=reader.RANK_COLUMNS)
+                              columns=reader.RANK_COLUMNS + (", r.source_event_ids" if dates else ""))
+    scored = [(row, -row["bm25"] * TYPE_WEIGHTS.get(row["observation_type"], 1.0) * _recency(row["created_at"], now))
+              for row in rows]
+    if dates:
+        best = max((score for _, score in scored), default=0.0) or 1.0
+        scored = [(row, score + when.DATE_WEIGHT * best * when.closeness(
+            when.record_time(row["source_event_ids"], row["created_at"]), dates)) for row, score in scored]
     ranked = []
-    for row in rows:
-        score = -row["bm25"] * TYPE_WEIGHTS.get(row["observation_type"], 1.0) * _recency(row["created_at"], now)
+    for row, score in scored:
         ranked.append(((-round(score, 9), _neg(row["created_at"]), row["record_id"]), row["rowid"], -row["bm25"], score))
     ranked.sort()
     ranked = ranked[:limit]

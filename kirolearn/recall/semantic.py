@@ -16,7 +16,6 @@ import json
 import re
 import time
 
-from kirolearn.capture.ids import ulid_time_ms
 from kirolearn.recall import lexical as recall
 from kirolearn.recall import when
 from kirolearn.store import reader
@@ -28,7 +27,6 @@ LEXICAL_WEIGHT = 0.8
 VECTOR_WEIGHT = 0.2
 NEIGHBOUR_WEIGHT = 0.2
 QUESTION_WEIGHT = 0.3  # extra share a question passes to the turn right after it (its likely answer)
-DATE_WEIGHT = 0.5  # share of the best score a record gets for happening on a date the query names
 CANDIDATES = 60
 
 _MARKUP = re.compile(r"\*\*(Request|Outcome|Ran|Read|Changed|Tool results|Errors):\*\*")
@@ -99,22 +97,12 @@ class _ProjectIndex:
         self.times: "dict[str, float | None]" = {}  # when each record's turn happened (its first event)
         previous = (None, None, False)
         for _, record_id, session_id, title, sources, created_at in store.session_order(conn, project_id):
-            self.times[record_id] = _happened(sources, created_at)
+            self.times[record_id] = when.record_time(sources, created_at)
             if previous[1] == session_id and previous[0] is not None:
                 self.neighbours.setdefault(record_id, []).append(
                     (previous[0], NEIGHBOUR_WEIGHT + (QUESTION_WEIGHT if previous[2] else 0.0)))
                 self.neighbours.setdefault(previous[0], []).append((record_id, NEIGHBOUR_WEIGHT))
             previous = (record_id, session_id, "?" in (title or ""))
-
-
-def _happened(source_event_ids, created_at) -> "float | None":
-    """When a record's turn happened: its first source event's time (event ids are ULIDs), else
-    when the record was made (an import or a summary may carry no event)."""
-    try:
-        first = json.loads(source_event_ids or "[]")[0]
-        return ulid_time_ms(first) / 1000.0
-    except (ValueError, IndexError, TypeError, KeyError, AttributeError):
-        return recall.iso_epoch(created_at or "")
 
 
 _INDEXES: dict = {}  # (database file, model id, project id) -> (stamp, _ProjectIndex), kept between calls
@@ -261,7 +249,7 @@ class Searcher:
         if dates:
             best = max(fused.values(), default=0.0) or 1.0
             for rid in fused:
-                fused[rid] += DATE_WEIGHT * best * when.closeness(index.times.get(rid), dates)
+                fused[rid] += when.DATE_WEIGHT * best * when.closeness(index.times.get(rid), dates)
         ranked = sorted(((rid, s) for rid, s in fused.items() if s > 0), key=lambda kv: (-kv[1], kv[0]))
         hits = self._hits(ranked[: max(limit * 3, limit + 10)] if types else ranked[:limit])
         if types:

@@ -26,15 +26,27 @@ DAY, MONTH, YEAR, ANY_YEAR_MONTH = "day", "month", "year", "month-of-any-year"
 GRACE_SECONDS = 7 * 86400  # a turn often tells what happened in the days before it
 ANY_YEAR_MONTH_CLOSENESS = 0.5
 
-_PATTERNS = (
-    (DAY, re.compile(rf"\b{_DAY}\s+({_MONTH})\.?,?\s+{_YEAR}\b", re.I), lambda m: (m[3], m[2], m[1])),
-    (DAY, re.compile(rf"\b({_MONTH})\.?\s+{_DAY},?\s+{_YEAR}\b", re.I), lambda m: (m[3], m[1], m[2])),
-    (DAY, re.compile(r"\b((?:19|20)\d\d)-(\d\d)-(\d\d)\b"), lambda m: (m[1], m[2], m[3])),
-    (MONTH, re.compile(rf"\b({_MONTH})\.?,?\s+{_YEAR}\b", re.I), lambda m: (m[2], m[1], None)),
-    (YEAR, re.compile(rf"\b(?:in|during|since|throughout|of)\s+{_YEAR}\b", re.I), lambda m: (m[1], None, None)),
-    (ANY_YEAR_MONTH, re.compile(rf"\b(?:in|during|since|throughout|of)\s+({_MONTH})\b(?!\s*\d)", re.I),
-     lambda m: (None, m[1], None)),
+DATE_WEIGHT = 0.5  # share of the best score a record gains for happening on a date the query names
+_SOURCES = (
+    (DAY, rf"\b{_DAY}\s+({_MONTH})\.?,?\s+{_YEAR}\b", lambda m: (m[3], m[2], m[1])),
+    (DAY, rf"\b({_MONTH})\.?\s+{_DAY},?\s+{_YEAR}\b", lambda m: (m[3], m[1], m[2])),
+    (DAY, r"\b((?:19|20)\d\d)-(\d\d)-(\d\d)\b", lambda m: (m[1], m[2], m[3])),
+    (MONTH, rf"\b({_MONTH})\.?,?\s+{_YEAR}\b", lambda m: (m[2], m[1], None)),
+    (YEAR, rf"\b(?:in|during|since|throughout|of)\s+{_YEAR}\b", lambda m: (m[1], None, None)),
+    (ANY_YEAR_MONTH, rf"\b(?:in|during|since|throughout|of)\s+({_MONTH})\b(?!\s*\d)", lambda m: (None, m[1], None)),
 )
+_PATTERNS: list = []  # compiled on the first query that may name a date (the prompt hook rarely sees one)
+_WORDS = re.compile(r"[a-z]+")
+
+
+def _patterns() -> list:
+    if not _PATTERNS:
+        _PATTERNS.extend((kind, re.compile(source, re.I), parts) for kind, source, parts in _SOURCES)
+    return _PATTERNS
+
+
+def _may_name_a_date(text: str) -> bool:
+    return any(ch.isdigit() for ch in text) or not MONTHS.keys().isdisjoint(_WORDS.findall(text.lower()))
 
 
 def _epoch(year: int, month: int, day: int) -> int:
@@ -76,9 +88,11 @@ def _span(kind: str, year, month, day) -> "tuple[int, int]":
 
 def windows(text: str) -> "tuple[list[tuple[str, int, int]], str]":
     """([(kind, start, end)], `text` with every date it names blanked out); ([], text) if it names none."""
+    if not text or not _may_name_a_date(text):
+        return [], text
     found, spans = [], []
-    for kind, pattern, parts in _PATTERNS:
-        for m in pattern.finditer(text or ""):
+    for kind, pattern, parts in _patterns():
+        for m in pattern.finditer(text):
             if any(a < m.end() and m.start() < b for a, b in spans):
                 continue  # already part of a longer date ("3 May 2023" is not also "May 2023")
             year, month, day = parts(m)
@@ -112,6 +126,20 @@ def closeness(seconds: "float | None", found: "list[tuple[str, int, int]]") -> f
         elif end <= seconds < end + GRACE_SECONDS:
             best = max(best, 1.0 - (seconds - end) / GRACE_SECONDS)
     return best
+
+
+def record_time(source_event_ids, created_at) -> "float | None":
+    """When a record's turn happened: its first source event's time (event ids are ULIDs, see
+    kirolearn.capture.ids), else when the record was made (an import or a summary may carry no event)."""
+    import json
+
+    from kirolearn.capture.ids import ulid_time_ms
+    from kirolearn.recall.lexical import iso_epoch
+
+    try:
+        return ulid_time_ms(json.loads(source_event_ids or "[]")[0]) / 1000.0
+    except (ValueError, IndexError, TypeError, KeyError, AttributeError):
+        return iso_epoch(created_at or "")
 
 
 def narrow(found: "list[tuple[str, int, int]]") -> bool:
