@@ -13,8 +13,6 @@ import time
 
 from kirolearn import config, textcut
 from kirolearn.capture import agents
-from kirolearn.recall import continuity
-from kirolearn.capture import once
 from kirolearn.recall import lexical as recall
 from kirolearn.capture.ids import project_id, sha256_hex  # no hashlib: it loads OpenSSL (~3 ms)
 from kirolearn.store import reader
@@ -261,11 +259,18 @@ def session_start(conn, project_root: str, *, now: "float | None" = None, conf: 
 
 def last_session_end(conn, pid: str) -> "dict | None":
     """What a new session resumes from: the newest session_end with content (kirolearn.recall.continuity)."""
+    from kirolearn.recall import continuity  # session starts only: prompts never need it
+
     return continuity.resume(conn, pid)
 
 
-SUMMARY_LISTS = continuity.SUMMARY_LISTS
-decode_session_summary = continuity.decode
+def __getattr__(name: str):
+    # continuity's names, kept here for callers of this module; imported on first use
+    if name in ("SUMMARY_LISTS", "decode_session_summary"):
+        from kirolearn.recall import continuity
+
+        return continuity.SUMMARY_LISTS if name == "SUMMARY_LISTS" else continuity.decode
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def render_session_end(ended: dict, now: float) -> str:
@@ -303,6 +308,12 @@ def for_prompt(conn, project_root: str, prompt: str, *, already=(), now: "float 
     return scrub_out(text, conf, store_current=bool(text) and rules_current(conn)), [h.record_id for h in hits[:used]]
 
 
+def _claim_session_start(*args) -> bool:
+    from kirolearn.capture import once  # session starts only
+
+    return once.claim_session_start(*args)
+
+
 def for_event(event: dict) -> str:
     """What the hook prints for this event ('' for nothing): session start once, prompts each time."""
     trigger = event.get("trigger")
@@ -312,7 +323,7 @@ def for_event(event: dict) -> str:
     state = load_state(event["session_id"])
     if trigger == "agentSpawn" and state.get("session_start"):
         return ""  # Kiro may fire agentSpawn on every prompt: inject once per session
-    if trigger == "agentSpawn" and not once.claim_session_start(
+    if trigger == "agentSpawn" and not _claim_session_start(
             event["project_root"], event["session_id"], event.get("session_source", "")):
         return ""  # a twin hook (classic + v3 wiring) of this same session start already printed it
     conn = recall.connect_readonly(budget=conf["time_budget_ms"] / 1000)
