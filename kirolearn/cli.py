@@ -230,6 +230,13 @@ def _describe(stats) -> str:
         text += f"\nembedded: {stats.records_embedded} records (semantic recall)"
     if stats.embedding_error:
         text += f"\nsemantic recall off: {stats.embedding_error} (search uses words alone; see `kirolearn doctor`)"
+    team = stats.team
+    if team.get("error"):
+        text += (f"\nteam store not synced: {team['error']} (nothing is lost: it is sent at the next drain; "
+                 "see `kirolearn status`)")
+    elif team:
+        text += (f"\nteam: sent {team['events_sent']} events and {team['records_sent']} records, received "
+                 f"{team['records_received']} records ({team['projects']} shared projects)")
     return text
 
 
@@ -303,6 +310,9 @@ def status_command(json_):
     from kirolearn.doctor import hook_errors_since
     from kirolearn.install import wiring
 
+    from kirolearn.pipeline.team_sync import status_facts as team_facts
+
+    info["team"] = team_facts(settings)
     info["hook_errors_24h"] = hook_errors_since(86400)
     info["kiro_wiring"] = wiring()
     if json_:
@@ -327,6 +337,13 @@ def status_command(json_):
     for agent in dict.fromkeys(w["agent"] for w in wired):  # one line per agent, in install order
         click.echo(f"{agent}: " + ", ".join(("" if w["present"] and not w["missing_binaries"] else "BROKEN ")
                                             + w["path"] for w in wired if w["agent"] == agent))
+    tm = info["team"]
+    if tm["store"]:
+        age = (f"synced {tm['cache_age_seconds']:.0f} s ago" if tm["cache_age_seconds"] is not None
+               else "never synced")
+        click.echo(f"team store: {tm['store']}; {tm['shared_projects']} shared projects; cache {age}"
+                   + (f"; last sync failed: {tm['last_error']} (the spool and the local store keep everything)"
+                      if tm["last_error"] else ""))
     db_info = info["database"]
     if db_info is None:
         click.echo("database: none yet (run `kirolearn drain`)")
@@ -914,3 +931,4 @@ def doctor_command(json_):
 
 
 from kirolearn import cli_manage  # noqa: E402,F401 - registers list, show, forget, restore, edit, import, serve
+from kirolearn import cli_team  # noqa: E402,F401 - registers team join, leave, status

@@ -141,6 +141,8 @@ def show_command(record_id, json_):
     click.echo(t(f"{rec['record_id']}  [{rec['observation_type']}] {' '.join(rec['title'].split())}{status}"))
     click.echo(t(f"project {rec['project_root']} · session {rec['session_id']} · {rec['created_at']} · "
                  f"strategy {rec['strategy']}"))
+    if rec.get("actor"):
+        click.echo(t(f"by {rec['actor']} on {rec.get('host') or '?'} with {rec.get('agent') or '?'}"))
     click.echo("")
     click.echo(t(rec["summary"]))
     for head, key in (("facts", "facts"), ("concepts", "concepts"), ("files", "files_touched")):

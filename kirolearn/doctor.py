@@ -86,6 +86,9 @@ def run_checks():
         yield "OK", "no database yet (it is created by the first drain)"
     if conf is not None:
         yield from semantic_checks(conf)
+        from kirolearn import team
+
+        yield from team.doctor_checks(conf)  # nothing unless [store] url names a team store
     model = health.model_state()
     if conf and conf.extract.model and int(model.get("consecutive_failures") or 0) >= conf.extract.breaker_failures:
         yield "WARN", (f"the model failed {model['consecutive_failures']} batches in a row (last: "

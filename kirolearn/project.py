@@ -4,9 +4,15 @@ One function, used by every component (design.md rule 4), so that hooks, MCP
 and CLI agree. Standard library only. Walks up from the working directory to
 the nearest directory holding a project marker; the user's home directory is
 never inspected itself (~/.kiro is Kiro's global config, not a project).
+
+A project's id is the same on every machine when it has a git remote (kirolearn.gitremote:
+`git:<normalised remote>[//<subpath>]`), else it is derived from its path as before (#16).
 """
 
 import os
+import time
+
+from kirolearn.capture.ids import sha256_hex  # not hashlib: it loads OpenSSL on every hook call (~3 ms)
 
 # Order matters only for documentation: any marker makes a directory a project root.
 MARKERS = (
@@ -72,3 +78,45 @@ def find_project_root(cwd: str, home: "str | None" = None) -> "tuple[str, bool]"
         if _has_marker(current):
             return current, False
         current = parent
+
+
+# Resolved ids are kept a short while: the drainer asks once per event (50,000 in a drain) and a
+# git config read costs ~0.1 ms; a remote added or changed is seen within this many seconds.
+_ID_TTL_SECONDS = 30.0
+_ID_CACHE_MAX = 4096
+_key_cache: "dict[tuple[str, str | None], tuple[float, str]]" = {}
+
+
+def project_key(project_root: str, home: "str | None" = None) -> str:
+    """What identifies a project: `git:<normalised remote>[//<subpath>]` when its repository has a
+    remote (so clones on other machines and paths agree), else its root path as given."""
+    now = time.monotonic()
+    cache_key = (project_root, home)
+    hit = _key_cache.get(cache_key)
+    if hit is not None and hit[0] > now:
+        return hit[1]
+    from . import gitremote  # only when an id is needed: it compiles a few patterns
+
+    try:
+        key = gitremote.identity(project_root, home) or project_root
+    except (OSError, ValueError):  # identity must never break the caller: fall back to the path
+        key = project_root
+    if len(_key_cache) >= _ID_CACHE_MAX:
+        _key_cache.clear()
+    _key_cache[cache_key] = (now + _ID_TTL_SECONDS, key)
+    return key
+
+
+def path_id(project_root: str) -> str:
+    """The path-derived id every project had before #16 (first 16 hex digits of the root's sha256)."""
+    return sha256_hex(project_root.encode("utf-8", "surrogatepass"))[:16]
+
+
+def project_id(project_root: str, home: "str | None" = None) -> str:
+    """Stable short id of a project: of its git remote when it has one, else of its path."""
+    return path_id(project_key(project_root, home))
+
+
+def forget_cached_ids() -> None:
+    """Drop the resolved ids (a test, or a command that just changed a remote)."""
+    _key_cache.clear()

@@ -120,6 +120,39 @@ class Embeddings(_Section):
     api_base: str = Field("", description="endpoint for a litellm embedding model (e.g. a local Ollama)")
 
 
+class Store(_Section):
+    """Where memory is kept: the local SQLite file, or a shared PostgreSQL team store (docs/team.md)."""
+
+    url: str = Field("", description="postgresql://[user@]host[:port]/dbname (or postgresql:///?service=NAME) of "
+                     "a team store; empty = local SQLite only. Never a password: libpq reads it from "
+                     "~/.pgpass, a service file or PGPASSWORD")
+
+    @field_validator("url")
+    @classmethod
+    def _valid_url(cls, value: str) -> str:
+        from .team import check_store_url
+
+        try:
+            return check_store_url(value)
+        except ConfigError as exc:  # message + fix as one line; never the URL itself
+            raise ValueError(str(exc)) from None
+
+
+class Team(_Section):
+    """Who you are in a team store's records (docs/team.md)."""
+
+    actor: str = Field("", max_length=128, description="your name on the records you share; empty = the OS user "
+                       "that ran the hook")
+
+    @field_validator("actor")
+    @classmethod
+    def _printable(cls, value: str) -> str:
+        value = value.strip()
+        if any(ord(c) < 32 or ord(c) == 127 for c in value):
+            raise ValueError("must be printable text (no control characters)")
+        return value
+
+
 class Settings(_Section):
     """All settings; one attribute per config.toml table."""
 
@@ -131,6 +164,8 @@ class Settings(_Section):
     recall: Recall = Field(default_factory=Recall)
     retention: Retention = Field(default_factory=Retention)
     embeddings: Embeddings = Field(default_factory=Embeddings)
+    store: Store = Field(default_factory=Store)
+    team: Team = Field(default_factory=Team)
 
 
 # Environment overrides: variable -> (table, key).
@@ -140,6 +175,8 @@ ENV_OVERRIDES = {
     "KIROLEARN_DAILY_TOKEN_LIMIT": ("extract", "daily_token_limit"),
     "KIROLEARN_DAILY_COST_LIMIT_USD": ("extract", "daily_cost_limit_usd"),
     "KIROLEARN_EMBEDDING_MODEL": ("embeddings", "model"),
+    "KIROLEARN_STORE_URL": ("store", "url"),
+    "KIROLEARN_ACTOR": ("team", "actor"),
 }
 
 
@@ -246,5 +283,9 @@ def effective(path: "str | None" = None, env=None) -> "list[dict]":
                 source = path
             else:
                 source = "default"
+            if dotted == "store.url":  # validation refuses a password; never print one all the same
+                from .team import redact_url
+
+                value = redact_url(value)
             rows.append({"key": dotted, "value": value, "source": source})
     return rows

@@ -67,8 +67,3 @@ def sha256_hex(data: bytes) -> str:
         except ImportError:
             from hashlib import sha256
     return sha256(data).hexdigest()
-
-
-def project_id(project_root: str) -> str:
-    """Stable short id of a project root (first 16 hex digits of its sha256)."""
-    return sha256_hex(project_root.encode("utf-8", "surrogatepass"))[:16]

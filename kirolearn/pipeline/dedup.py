@@ -8,7 +8,7 @@ change of either is visible in the data.
 import hashlib
 import json
 
-from kirolearn.capture import ids as _ids
+from kirolearn.project import project_id  # noqa: F401  (re-exported: one definition, git remote else path)
 
 HASH_PREFIX = "sha256:"
 
@@ -42,8 +42,3 @@ def tagged_hash(value) -> str:
 def event_content_hash(event: dict) -> str:
     """Content hash of an event (see EVENT_CONTENT_FIELDS)."""
     return tagged_hash({k: event.get(k) for k in EVENT_CONTENT_FIELDS})
-
-
-def project_id(project_root: str) -> str:
-    """Stable short id of a project root (first 16 hex digits of its sha256; kirolearn.capture.ids)."""
-    return _ids.project_id(project_root)

@@ -28,7 +28,7 @@ from datetime import datetime
 from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
-from kirolearn import crashpoint
+from kirolearn import crashpoint, team
 from kirolearn.pipeline import dedup
 from kirolearn.pipeline import extract
 from kirolearn.capture import spool
@@ -51,6 +51,7 @@ GENERATED_FIELDS = frozenset(
 STALE_TMP_SECONDS = 600  # a tmp file this old belongs to a hook that died mid-write
 RECHECK_SECONDS = 60.0  # --watch: how often a pass re-runs quick_check before it ingests
 BREAKER_COOL_OFF_SECONDS = 300.0  # an open breaker lets one call through again after this long
+TEAM_SYNC_SECONDS = 15.0  # --watch: the team store is synced at most this often (every run of a single drain)
 
 
 @dataclass
@@ -78,6 +79,7 @@ class DrainStats:
     model_breaker_open: bool = False
     records_embedded: int = 0
     embedding_error: str = ""
+    team: dict = field(default_factory=dict)  # the team store sync of this drain ({} without one)
     duration_ms: int = 0
 
     def add(self, other: "DrainStats") -> None:
@@ -87,7 +89,7 @@ class DrainStats:
                 merged = Counter(self.redactions)
                 merged.update(value)
                 self.redactions = dict(merged)
-            elif name in ("extractor", "pending_events", "model_breaker_open", "embedding_error"):
+            elif name in ("extractor", "pending_events", "model_breaker_open", "embedding_error", "team"):
                 setattr(self, name, value)
             else:
                 setattr(self, name, getattr(self, name) + value)
@@ -126,6 +128,7 @@ class Drainer:
         self.last_check = None  # monotonic time of the last quick_check that passed
         self.model_failures = int(state.read(state.MODEL).get("consecutive_failures", 0) or 0)
         self.llm_deadline = None
+        self.last_team_sync = None  # monotonic time of the last team store sync
 
     # -- ingest ----------------------------------------------------------------------------
 
@@ -170,7 +173,8 @@ class Drainer:
             "cwd": event["cwd"],
             "received_at": event["received_at"],
             "stored_at": store.now_iso(),
-            "actor": event["actor"],
+            # [team] actor / KIROLEARN_ACTOR win over the OS user; an import (self None) keeps what it reads
+            "actor": (self.settings.team.actor if self is not None else "") or event["actor"],
             "host": event["host"],
             "client_version": event["client_version"],
             "body": json.dumps(event, ensure_ascii=False),
@@ -380,8 +384,12 @@ class Drainer:
         dropped with a note instead of failing the whole batch.
         """
         records, problems = [], []
+        by_id = {e["event_id"]: e for e in batch.events}
         for cand in candidates:
             source = cand.pop("source_event_ids", None) or batch.event_ids  # per turn when the extractor knows
+            first = by_id.get(source[0], batch.events[0])
+            who = team.attribution(self.settings, actor=first.get("actor"), host=first.get("host"),
+                                   agent=first.get("agent"))
             cand = self.scrubber.scrub_value(cand)
             cand.update(
                 title=clip(" ".join(str(cand.get("title", "")).split()), TITLE_MAX),
@@ -394,7 +402,7 @@ class Drainer:
                 records.append(MemoryRecord(
                     record_id="mr_" + new_ulid(), project_id=batch.project_id, project_root=batch.project_root,
                     session_id=batch.session_id, source_event_ids=source, run_id=run_id,
-                    created_at=now_iso, **cand))
+                    created_at=now_iso, **who, **cand))
             except ValidationError as exc:
                 first = exc.errors()[0]
                 problems.append(f"dropped a candidate: {'.'.join(map(str, first['loc']))}: {first['msg']}")
@@ -507,6 +515,7 @@ class Drainer:
         stats.pending_events = records.pending_event_count(self.db)
         self.release(done, stats)
         self.note_counts()
+        stats.team = self.sync_team()
         stats.duration_ms = int((time.monotonic() - start) * 1000)
         return stats
 
@@ -521,6 +530,23 @@ class Drainer:
         marker = state.read(state.STORE)
         if any(marker.get(k) != v for k, v in counted.items()) or "counted_at" not in marker:
             store.mark_created(self.db_path(), counted_at=store.now_iso(), **counted)
+
+    def sync_team(self) -> dict:
+        """Send the shared projects to the team store and fetch the team's records (kirolearn.pipeline.team_sync).
+
+        After the spool files are released: the team store never holds up the local
+        drain, and a server that is down loses nothing (the local store has it all).
+        """
+        if not self.settings.store.url:
+            return {}
+        now = time.monotonic()
+        if self.last_team_sync is not None and now - self.last_team_sync < TEAM_SYNC_SECONDS:
+            return {}
+        self.last_team_sync = now
+        from kirolearn.pipeline import team_sync
+
+        found = team_sync.run(self.settings, self.db)
+        return found.to_dict() if found is not None else {}
 
     def watch(self, on_pass=None, should_stop=None) -> DrainStats:
         """Drain, then keep draining as files arrive, until SIGINT/SIGTERM (or should_stop())."""
@@ -539,7 +565,8 @@ class Drainer:
                     stats = self.run_once()
                     last_idle_check = time.monotonic()
                     total.add(stats)
-                    if on_pass and (stats.events_read or stats.batches_extracted or stats.quarantined):
+                    if on_pass and (stats.events_read or stats.batches_extracted or stats.quarantined
+                                    or stats.team.get("records_received")):
                         on_pass(stats)
                     continue
                 self.sleep(self.settings.drain.poll_seconds)

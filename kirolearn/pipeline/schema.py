@@ -96,6 +96,10 @@ class MemoryRecord(BaseModel):
     source_event_ids: list[NonEmpty] = Field(min_length=1)
     run_id: Optional[str] = None
     created_at: AwareDatetime
+    # who made it (#16): the person, the machine, the agent (kiro | claude-code)
+    actor: Optional[str] = None
+    host: Optional[str] = None
+    agent: Optional[str] = None
 
 
 def clip(text: str, limit: int) -> str:

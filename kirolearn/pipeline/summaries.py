@@ -46,6 +46,14 @@ class Project:
         return os.path.basename(self.root.rstrip(os.sep)) or self.root
 
 
+def _who(db, project: Project, session_id: "str | None", settings=None) -> dict:
+    """Attribution of a summary written now: the configured actor or OS user, this host, the session's agent."""
+    from kirolearn import team
+    from kirolearn.store.team import session_agent
+
+    return team.attribution(settings, agent=session_agent(db, project.id, session_id) if session_id else None)
+
+
 def _text(name: str, value, *, required: bool = True) -> str:
     if value is None:
         if required:
@@ -123,6 +131,7 @@ def save_turn_summary(db, project: Project, *, request, investigated, learned, c
                                       fields["next_steps"]),
         facts=[], concepts=[], files_touched=files, observation_type="session_summary",
         strategy="mcp_session_summary", source_event_ids=[new_ulid()], created_at=store.now_iso(),
+        **_who(db, project, session_id),
     )
     _insert_record(db, record)
     return record
@@ -158,6 +167,7 @@ def save_observation(db, project: Project, *, title, summary, observation_type, 
         record_id="mr_" + new_ulid(), project_id=project.id, project_root=project.root,
         session_id=session_id or "mcp", title=title, summary=summary, observation_type=observation_type,
         strategy="mcp_observation", source_event_ids=[new_ulid()], created_at=store.now_iso(), **lists,
+        **_who(db, project, session_id),
     )
     _insert_record(db, record)
     return record
@@ -296,6 +306,7 @@ def session_end(db, project: Project, *, session_id, summary=None, highlights=No
     ended_at = now_iso()
     summary_id = new_uuid4().replace("-", "")
     record = None
+    who = _who(db, project, session_id, settings)
     if summary:  # an empty summary is stored as such (the seed), never as a searchable placeholder
         source_ids = [event_id for event_id, _ in store.session_event_rows(db, project.id, session_id)] \
             or [new_ulid()]
@@ -305,7 +316,7 @@ def session_end(db, project: Project, *, session_id, summary=None, highlights=No
             summary=_session_record_text(summary, **given),
             facts=clip_list(given["pitfalls"], FACT_MAX, 50), concepts=[], files_touched=[],
             observation_type="session_summary", strategy=SESSION_END_STRATEGY, source_event_ids=source_ids,
-            created_at=store.now_iso(),
+            created_at=store.now_iso(), **who,
         )
     with store.writing(db):
         if record is not None:
@@ -317,7 +328,7 @@ def session_end(db, project: Project, *, session_id, summary=None, highlights=No
             "auto_compress": int(auto_compress), "compressed_used": int(compressed_used),
             "auto_compress_error": result_extra.get("auto_compress_error"),
             "record_id": record.record_id if record is not None else None,
-            "ended_at": ended_at,
+            "ended_at": ended_at, **who,
         })
     return {"id": summary_id, "session_id": session_id, "project": label, "ended_at": ended_at,
             "summary_len": len(summary), "next_steps_count": len(given["next_steps"]), **result_extra}

@@ -146,8 +146,58 @@ def sync(local, team, project_ids, *, me: str) -> SyncStats:
     return stats
 
 
+def run(settings, db) -> "SyncStats | None":
+    """Sync this home's shared projects with the configured team store; None when there is nothing to do.
+
+    `db` is the drainer's open local store. Opening the team store can fail
+    (server down, credentials, schema); that is one error in the result and in
+    state/team.json, never an exception: the drain it follows already succeeded.
+    """
+    from kirolearn import team
+    from kirolearn.store.sqlite import SqliteStore
+
+    ids = sorted(team.shared_project_ids())
+    if not settings.store.url or not ids:
+        return None
+    me = team.attribution(settings)["actor"]
+    try:
+        from kirolearn.store.base import open_store
+
+        remote = open_store(settings.store.url)
+    except Exception as exc:  # noqa: BLE001 - see the docstring
+        from kirolearn.errors import one_line
+
+        stats = SyncStats(projects=len(ids), error=one_line(f"{type(exc).__name__}: {exc}")[:300])
+        log.warning("team store unavailable: %s", stats.error)
+        state.try_update(STATE, last_sync_at=state.utc_now(), last_error=stats.error)
+        return stats
+    try:
+        return sync(SqliteStore(db=db), remote, ids, me=me)
+    finally:
+        try:
+            remote.close()
+        except Exception:  # noqa: BLE001 - closing a broken connection
+            pass
+
+
 def cache_state() -> dict:
-    """For `status`: when the cache last synced, and the last error ('' when it worked)."""
+    """When the cache last synced, and the last error ('' when it worked)."""
     found = state.read(STATE)
     return {"last_ok_at": found.get("last_ok_at"), "last_sync_at": found.get("last_sync_at"),
             "last_error": found.get("last_error", "")}
+
+
+def status_facts(settings) -> dict:
+    """`kirolearn status`'s "team" object: the store (no password), shared projects, the cache's age."""
+    import time
+
+    from kirolearn import team
+    from kirolearn.recall.lexical import iso_epoch
+
+    found = cache_state()
+    ok = iso_epoch(found["last_ok_at"]) if found["last_ok_at"] else None
+    return {"store": team.redact_url(settings.store.url) if settings.store.url else None,
+            "shared_projects": len(team.shared_project_ids()),
+            "cache_synced_at": found["last_ok_at"], "last_sync_at": found["last_sync_at"],
+            "cache_age_seconds": round(time.time() - ok, 1) if ok is not None else None,
+            "last_error": found["last_error"] or None}

@@ -14,8 +14,9 @@ import time
 from kirolearn import config, textcut
 from kirolearn.capture import agents
 from kirolearn.recall import lexical as recall
-from kirolearn.capture.ids import project_id, sha256_hex  # no hashlib: it loads OpenSSL (~3 ms)
-from kirolearn.store import reader
+from kirolearn.capture.ids import sha256_hex  # no hashlib: it loads OpenSSL (~3 ms)
+from kirolearn.project import project_id
+from kirolearn.store import reader as store_reader
 
 SESSION_START_HEADING = "## kirolearn memory: where this project left off"
 PROMPT_HEADING = "## kirolearn memory: notes from earlier sessions that match this prompt"
@@ -35,7 +36,7 @@ MAX_OUTPUT_BYTES = 10_000
 def settings() -> dict:
     """The [recall] table of config.toml over DEFAULTS, plus the [scrub] extras (stdlib tomllib).
 
-    tomllib (~3 ms of imports) loads only when the file names one of those tables; on
+    tomllib (~3 ms of imports) loads only when the file names one of those tables (or [team]); on
     Python 3.10 (no tomllib, and the hook stays stdlib-only) the defaults apply.
     """
     values = dict(DEFAULTS, scrub_extra={}, scrub_allow=[])
@@ -44,7 +45,7 @@ def settings() -> dict:
             raw = fh.read()
     except OSError:
         return values
-    if b"recall" not in raw and b"scrub" not in raw:
+    if b"recall" not in raw and b"scrub" not in raw and b"team" not in raw:
         return values
     try:
         import tomllib
@@ -62,7 +63,26 @@ def settings() -> dict:
         values["scrub_extra"] = {str(k): str(v) for k, v in scrub["extra_patterns"].items()}
     if isinstance(scrub.get("allow"), list):
         values["scrub_allow"] = [str(a) for a in scrub["allow"]]
+    team = data.get("team", {}) if isinstance(data.get("team"), dict) else {}
+    if isinstance(team.get("actor"), str) and team["actor"].strip():
+        values["actor"] = team["actor"].strip()
     return values
+
+
+def me(conf: "dict | None" = None) -> str:
+    """Who reads this block, as attribution names them: KIROLEARN_ACTOR, [team] actor, else the OS user."""
+    for value in (os.environ.get("KIROLEARN_ACTOR"), (conf or {}).get("actor"), os.environ.get("USER"),
+                  os.environ.get("LOGNAME"), os.environ.get("USERNAME")):
+        if value and value.strip():
+            return value.strip()[:128]
+    return ""
+
+
+def _by(actor, reader: "str | None") -> str:
+    """' · by ana' for a teammate's memory; '' for the reader's own (a solo store never shows it)."""
+    if not actor or reader is None or actor == reader:
+        return ""
+    return f" · by {' '.join(str(actor).split())[:80]}"
 
 
 # --- per-session injection state --------------------------------------------------------
@@ -141,11 +161,11 @@ def _quote(lines) -> str:
     return "\n".join(out)
 
 
-def render_hit(hit: recall.Hit, now: float, summary_chars: int = SUMMARY_CHARS) -> str:
-    """One record as a quoted markdown block."""
+def render_hit(hit: recall.Hit, now: float, summary_chars: int = SUMMARY_CHARS, reader: "str | None" = None) -> str:
+    """One record as a quoted markdown block (naming its author when that is not `reader`)."""
     title = " ".join(hit.title.split())
     label = STRATEGY_LABELS.get(hit.strategy) or TYPE_LABELS.get(hit.observation_type, hit.observation_type)
-    lines = [f"**{title}** · {label} · {age(hit.created_at, now)}"]
+    lines = [f"**{title}** · {label} · {age(hit.created_at, now)}{_by(getattr(hit, 'actor', None), reader)}"]
     full = hit.summary.strip()
     lines.append(textcut.cut(full, summary_chars))
     flat = " ".join(full.split())
@@ -205,7 +225,7 @@ def rules_current(conn) -> bool:
     rules, and after `kirolearn rescrub`; a store that holds text from older rules keeps an older
     number until then, so its records are re-scrubbed in full on the way out.
     """
-    version = reader.scrubbed_with(conn)
+    version = store_reader.scrubbed_with(conn)
     return version is not None and version == installed_rules_version()
 
 
@@ -242,8 +262,9 @@ def session_start(conn, project_root: str, *, now: "float | None" = None, conf: 
     pid = project_id(project_root)
     ended = last_session_end(conn, pid)
     blocks, ids = [], []
+    reader = me(conf)
     if ended:
-        blocks.append(render_session_end(ended, now))
+        blocks.append(render_session_end(ended, now, reader))
         ids.extend([ended["record_id"]] if ended.get("record_id") else [])
     # session_end records are in the block above: they never take the turn-summary slot
     skip = SESSION_END_STRATEGIES
@@ -252,7 +273,7 @@ def session_start(conn, project_root: str, *, now: "float | None" = None, conf: 
     notable = recall.latest(conn, pid, types=["decision", "error", "discovery", "pattern", "session_summary"],
                             limit=conf["session_start_records"], exclude=shown, exclude_strategies=skip)
     hits = last + notable
-    blocks += [render_hit(h, now) for h in hits]
+    blocks += [render_hit(h, now, reader=reader) for h in hits]
     text, used = render(SESSION_START_HEADING, blocks, conf["budget_tokens"])
     return scrub_out(text, conf, store_current=bool(text) and rules_current(conn)), (ids + [h.record_id for h in hits])[:used]
 
@@ -273,12 +294,13 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def render_session_end(ended: dict, now: float) -> str:
+def render_session_end(ended: dict, now: float, reader: "str | None" = None) -> str:
     """The last session_end summary, open next steps first after the summary itself."""
     where = f"branch {ended['branch']}, " if ended.get("branch") else ""
     summary = (ended.get("summary") or "").strip()
     head = "Last session ended" if summary else "Last session ended without a summary"
-    lines = [f"**{head} {age(ended['ended_at'], now)}** ({where}session {ended['session_id']})"]
+    lines = [f"**{head} {age(ended['ended_at'], now)}** ({where}session {ended['session_id']})"
+             f"{_by(ended.get('actor'), reader)}"]
     if summary:
         lines.append(textcut.cut(summary, 2 * SUMMARY_CHARS))
     for head, key in (("Next steps", "next_steps"), ("Pitfalls", "pitfalls"), ("Open questions", "open_questions")):
@@ -304,7 +326,8 @@ def for_prompt(conn, project_root: str, prompt: str, *, already=(), now: "float 
     hits = recall.search(conn, prompt, project_id=project_id(project_root), limit=conf["prompt_records"] * 3,
                          now=now)
     hits = [h for h in recall.relevant(hits, prompt) if h.record_id not in set(already)][: conf["prompt_records"]]
-    text, used = render(PROMPT_HEADING, [render_hit(h, now) for h in hits], conf["budget_tokens"])
+    reader = me(conf)
+    text, used = render(PROMPT_HEADING, [render_hit(h, now, reader=reader) for h in hits], conf["budget_tokens"])
     return scrub_out(text, conf, store_current=bool(text) and rules_current(conn)), [h.record_id for h in hits[:used]]
 
 

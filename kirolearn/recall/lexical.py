@@ -49,15 +49,17 @@ class Hit:
     """One ranked memory record (a plain class: dataclasses costs the hook ~5 ms of imports)."""
 
     FIELDS = ("record_id", "project_root", "session_id", "title", "summary", "facts", "concepts",
-              "files_touched", "observation_type", "strategy", "created_at", "bm25", "score", "matched_terms")
+              "files_touched", "observation_type", "strategy", "created_at", "bm25", "score", "matched_terms",
+              "actor")
     __slots__ = FIELDS
 
     def __init__(self, record_id, project_root, session_id, title, summary, facts, concepts, files_touched,
-                 observation_type, strategy, created_at, bm25=0.0):
+                 observation_type, strategy, created_at, bm25=0.0, actor=None):
         self.record_id, self.project_root, self.session_id = record_id, project_root, session_id
         self.title, self.summary, self.facts, self.concepts = title, summary, facts, concepts
         self.files_touched, self.observation_type, self.strategy = files_touched, observation_type, strategy
         self.created_at, self.bm25, self.score, self.matched_terms = created_at, bm25, 0.0, []
+        self.actor = actor  # who made it (#16): a teammate's records say so in the context block
 
     def to_dict(self) -> dict:
         """Plain dict for --json output and MCP results."""
@@ -140,7 +142,8 @@ def _hit(row, bm25: float = 0.0) -> Hit:
 
     return Hit(row["record_id"], row["project_root"], row["session_id"], row["title"], row["summary"],
                lst(row["facts"]), lst(row["concepts"]), lst(row["files_touched"]), row["observation_type"],
-               row["strategy"], row["created_at"], bm25=bm25)
+               row["strategy"], row["created_at"], bm25=bm25,
+               actor=row["actor"] if "actor" in row.keys() else None)
 
 
 def _drop_common(conn, words: "list[str]") -> "list[str]":

@@ -28,8 +28,10 @@ def objects(db, kinds=("event", "record", "summary")) -> "Iterator[dict]":
 def export(db, out: IO[str]) -> int:
     """Write the store `db` to `out` as `kirolearn export` lines; returns the number of lines written."""
     lines = 0
-    for row in db.query("select body, extract_state, run_id from events order by event_id"):
+    for row in db.query("select body, extract_state, run_id, actor, host from events order by event_id"):
         item = json.loads(row["body"])
+        # the stored attribution (a configured actor replaces the OS user the hook saw)
+        item.update({k: row[k] for k in ("actor", "host") if row[k]})
         out.write(json.dumps({"type": "event", **item, "extract_state": row["extract_state"],
                               "extract_run_id": row["run_id"]}, ensure_ascii=False) + "\n")
         lines += 1

@@ -319,3 +319,31 @@ def m017_record_changes(db):
                "insert into record_changes (record_id, change) values (new.record_id, 'record'); end")
     db.execute("create trigger if not exists record_changes_forgotten after insert on forgotten_records begin "
                "insert into record_changes (record_id, change) values (new.record_id, 'forgotten'); end")
+
+
+@migrations()
+def m016_team_project_ids(db):
+    """A project whose repository has a git remote is identified by that remote (#16).
+
+    Two clones of one repository, on two machines or at two paths, now share one project id.
+    Rows stored under the old path-derived id of such a project move to the new id (the
+    project roots are read from disk now: a root that is gone, or has no remote, keeps its id).
+    """
+    from kirolearn.project import project_id
+    from kirolearn.store.team import rekey_projects
+
+    rekey_projects(db, project_id)
+
+
+@migrations()
+def m016_team_attribution(db):
+    """Who made a record: actor, host and agent on records and session summaries (#16).
+
+    Older rows take them from the events they were made from, else from this machine (its OS
+    user and host) and Kiro, the only agent before event schema 2.
+    """
+    from kirolearn.store.team import add_attribution_columns, backfill_attribution
+    from kirolearn.team import os_user, this_host
+
+    add_attribution_columns(db)
+    backfill_attribution(db, os_user(), this_host())

@@ -1,0 +1,266 @@
+"""Team memory, the parts that live on this machine: the store URL rule, attribution, opt-in sharing.
+
+- The team store's URL (`[store] url`, KIROLEARN_STORE_URL) names a PostgreSQL server and never a
+  password: credentials come from libpq (PGPASSFILE / ~/.pgpass, a service file, PGPASSWORD in the
+  drainer's environment), so kirolearn keeps none in plain text.
+- Attribution: who made a record (actor: KIROLEARN_ACTOR > `[team] actor` > the OS user the hook
+  saw), on which host, with which agent.
+- Sharing is opt-in per project: `kirolearn team join --project DIR` records the project's id in
+  $KIROLEARN_HOME/state/sharing.json (0600); `shared_project_ids()` is the only way the uploader learns
+  what may leave the machine. A project not in that file never does.
+
+Not on the hook path (filelock).
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+
+from . import config
+from .store import state
+from .errors import ConfigError, KirolearnError
+
+# $KIROLEARN_HOME/state/sharing.json: its own file, never shared with the sync's cursors (team.json),
+# so a `team leave` can never be lost to a drain rewriting that file at the same moment
+STATE_NAME = "sharing"
+SCHEMES = ("postgresql", "postgres")
+# libpq connection parameters that carry a secret: never accepted in a URL kirolearn stores
+SECRET_PARAMS = ("password", "sslpassword")
+
+PASSWORD_FIX = ("leave the password out of the URL and let libpq find it: a line in ~/.pgpass (or the file "
+                "PGPASSFILE names, mode 0600), a service in ~/.pg_service.conf used as "
+                "postgresql:///?service=NAME, or PGPASSWORD in the drainer's environment; see docs/team.md")
+
+
+class TeamError(KirolearnError):
+    """A team command cannot do what was asked (the message says why)."""
+
+
+def _split(url: str) -> urllib.parse.SplitResult:
+    try:
+        return urllib.parse.urlsplit(url)
+    except ValueError as exc:  # e.g. an unclosed [ipv6 bracket
+        raise ConfigError(f"the team store URL is not a valid URL ({exc})",
+                          "write it as postgresql://[user@]host[:port]/dbname[?param=value]") from None
+
+
+def check_store_url(url: str) -> str:
+    """`url` stripped if it is an acceptable team store URL ('' = no team store); else ConfigError.
+
+    The message never repeats the URL: it may hold the very password it refuses.
+    """
+    url = (url or "").strip()
+    if not url:
+        return ""
+    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+    if scheme not in SCHEMES:
+        shown = f"'{scheme}://'" if scheme and scheme.isascii() and scheme.replace("+", "").isalnum() else "none"
+        raise ConfigError(f"the team store URL must start with postgresql:// (scheme: {shown})",
+                          "only a PostgreSQL server can be a team store; leave [store] url empty for the "
+                          "local SQLite store")
+    parts = _split(url)
+    if parts.password is not None or ":" in parts.netloc.rpartition("@")[0]:
+        raise ConfigError("the team store URL holds a password, which kirolearn will not keep in plain text",
+                          PASSWORD_FIX)
+    params = {k.lower() for k, _ in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)}
+    secret = sorted(params & set(SECRET_PARAMS))
+    if secret:
+        raise ConfigError(f"the team store URL holds a '{secret[0]}' parameter, which kirolearn will not keep "
+                          "in plain text", PASSWORD_FIX)
+    return url
+
+
+def redact_url(url: str) -> str:
+    """`url` safe to print: any password or secret parameter replaced by '***' (defence in depth)."""
+    if not url:
+        return url
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return "(invalid URL)"
+    netloc = parts.netloc
+    userinfo, at, hostport = netloc.rpartition("@")
+    if at and ":" in userinfo:
+        netloc = f"{userinfo.split(':', 1)[0]}:***@{hostport}"
+    pairs = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    secret_query = any(k.lower() in SECRET_PARAMS for k, _ in pairs)
+    if netloc == parts.netloc and not secret_query:
+        return url  # nothing to hide: show it exactly as written
+    query = parts.query
+    if secret_query:
+        query = "&".join(f"{k}=***" if k.lower() in SECRET_PARAMS else f"{k}={urllib.parse.quote(v, safe='/')}"
+                         for k, v in pairs)
+    # built by hand: urlunsplit drops the '//' of an empty host (postgresql:///db means the local socket)
+    return (f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
+            + (f"#{parts.fragment}" if parts.fragment else ""))
+
+
+# --- attribution ---------------------------------------------------------------------------------
+
+def os_user() -> str:
+    """The OS user running this process, as the hook records it (USER, LOGNAME, USERNAME)."""
+    for key in ("USER", "LOGNAME", "USERNAME"):
+        if os.environ.get(key):
+            return os.environ[key][:128]
+    try:
+        import getpass
+
+        return getpass.getuser()[:128]
+    except Exception:  # no such variable and no passwd entry (a container's random uid)
+        return "unknown"
+
+
+def this_host() -> str:
+    """This machine's name, as the hook records it."""
+    try:
+        return os.uname().nodename or "unknown"
+    except AttributeError:  # Windows
+        return os.environ.get("COMPUTERNAME", "unknown")
+
+
+def attribution(settings=None, *, actor: "str | None" = None, host: "str | None" = None,
+                agent: "str | None" = None) -> dict:
+    """{"actor", "host", "agent"} of something written now.
+
+    `actor`/`host`/`agent` are what the event said (the hook saw the OS user and the host); a
+    configured actor (KIROLEARN_ACTOR or `[team] actor`) wins over the OS user.
+    """
+    if settings is None:
+        from . import settings as settings_mod
+
+        settings = settings_mod.load()
+    configured = settings.team.actor
+    return {"actor": configured or actor or os_user(), "host": host or this_host(), "agent": agent or "kiro"}
+
+
+# --- opt-in sharing --------------------------------------------------------------------------------
+
+def _lock():
+    from filelock import FileLock
+
+    directory = config.ensure_private_dir(state.state_dir())
+    return FileLock(os.path.join(directory, STATE_NAME + ".lock"), timeout=10)
+
+
+def _projects() -> dict:
+    projects = state.read(STATE_NAME).get("projects")
+    return projects if isinstance(projects, dict) else {}
+
+
+def shared_project_ids() -> "frozenset[str]":
+    """The project ids whose records and events may be uploaded to the team store.
+
+    The one function the uploader asks. Only `team join` adds to it; an unreadable or missing
+    state file means nothing is shared.
+    """
+    return frozenset(pid for pid, entry in _projects().items()
+                     if isinstance(pid, str) and isinstance(entry, dict) and entry.get("shared") is True)
+
+
+def _resolve(project_dir) -> dict:
+    """The project that `project_dir` belongs to: root, id, identity key, remote."""
+    from . import gitremote, project
+
+    root, is_global = project.find_project_root(config.check_project(project_dir))
+    if is_global:
+        raise TeamError(f"{project_dir} is not inside a project (no marker such as .git or .kiro up to your home)",
+                        "pass the project's directory; the global memory is never shared", exit_code=2)
+    remote = gitremote.remote_of(root)
+    return {"root": root, "project_id": project.project_id(root), "identity": project.project_key(root),
+            "remote": remote["normalised"] if remote else None}
+
+
+def join(project_dir) -> dict:
+    """Share a project's memory with the team from now on; returns the project's entry."""
+    found = _resolve(project_dir)
+    if found["remote"] is None:
+        raise TeamError(f"project {found['root']} has no git remote, so teammates' clones cannot be matched to it",
+                        "add one (git remote add origin URL) and run `kirolearn team join` again", exit_code=2)
+    with _lock():
+        data = state.read(STATE_NAME)
+        projects = data.get("projects") if isinstance(data.get("projects"), dict) else {}
+        entry = {"shared": True, "identity": found["identity"], "root": found["root"],
+                 "joined_at": state.utc_now()}
+        previous = projects.get(found["project_id"])
+        if isinstance(previous, dict) and previous.get("shared") is True:
+            entry["joined_at"] = previous.get("joined_at", entry["joined_at"])
+        projects[found["project_id"]] = entry
+        data["projects"] = projects
+        state.write(STATE_NAME, data)
+    moved = rekey_local_store()
+    return {"project_id": found["project_id"], **entry, "already": bool(previous and previous.get("shared")),
+            "rekeyed": moved}
+
+
+def rekey_local_store() -> "dict[str, str]":
+    """Move local rows of projects whose id changed (a remote added since the store was migrated).
+
+    Returns {old id: new id}; {} when there is no local store yet.
+    """
+    from . import project
+    from .store import sqlite as store
+    from .store.team import rekey_projects
+
+    db = store.open_existing()
+    if db is None:
+        return {}
+    project.forget_cached_ids()
+    with store.writing(db):
+        return rekey_projects(db, project.project_id)
+
+
+def leave(project_dir) -> dict:
+    """Stop sharing a project: nothing more of it is uploaded (what was uploaded stays until forgotten)."""
+    found = _resolve(project_dir)
+    with _lock():
+        data = state.read(STATE_NAME)
+        projects = data.get("projects") if isinstance(data.get("projects"), dict) else {}
+        was = projects.pop(found["project_id"], None)
+        data["projects"] = projects
+        state.write(STATE_NAME, data)
+    return {"project_id": found["project_id"], "identity": found["identity"], "root": found["root"],
+            "was_shared": bool(isinstance(was, dict) and was.get("shared"))}
+
+
+def status() -> dict:
+    """What `kirolearn team status` shows: the store (URL without secrets), actor, host, shared projects."""
+    from . import settings as settings_mod
+
+    settings = settings_mod.load()
+    url = settings.store.url
+    shared = shared_project_ids()
+    from . import project
+
+    projects = []
+    for pid, entry in sorted(_projects().items(), key=lambda kv: str(kv[1].get("identity"))):
+        if pid not in shared:
+            continue
+        root = entry.get("root")
+        # the clone's remote changed since it joined: its memory now has another id, which is not shared
+        stale = bool(isinstance(root, str) and os.path.isdir(root) and project.project_id(root) != pid)
+        projects.append({"project_id": pid, "identity": entry.get("identity"), "root": root,
+                         "joined_at": entry.get("joined_at"), "stale": stale})
+    return {"store_url": redact_url(url) or None, "configured": bool(url),
+            "actor": settings.team.actor or os_user(), "host": this_host(),
+            "state_file": os.path.join(state.state_dir(), STATE_NAME + ".json"), "projects": projects}
+
+
+# --- doctor --------------------------------------------------------------------------------------
+
+
+def doctor_checks(settings):
+    """Yield (level, message) about sharing for `kirolearn doctor`; nothing without a team store.
+
+    Only what sharing adds: the connection, schema and permissions of the server are the team
+    store's own checks (kirolearn.store.postgres).
+    """
+    if not settings.store.url:
+        return
+    current = status()
+    if not current["projects"]:
+        yield "WARN", "a team store is configured but no project is shared: kirolearn team join --project DIR"
+    for entry in current["projects"]:
+        if entry["stale"]:
+            yield "WARN", (f"{entry['root']} was shared as {entry['identity']}, but its git remote changed since: "
+                           f"its new memory is not shared; run `kirolearn team join --project {entry['root']}` again")
