@@ -7,10 +7,10 @@ PY := $(VENV)/bin/python
 BENCH_VENV ?= .venv-bench
 
 .DEFAULT_GOAL := help
-.PHONY: help install test demo bench soak mutate clean
+.PHONY: help install test test-slow test-all demo bench soak mutate clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	@echo "== creating $(VENV) and installing kirolearn with its dependencies (about 1-2 minutes, once)"
@@ -23,8 +23,20 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 
 install: $(VENV)/.installed ## create .venv with kirolearn (editable) and the test tools
 
-test: $(VENV)/.installed ## run the test suite
-	$(PY) -m pytest -q
+# The fast tests run on every core (pytest-xdist; each test has its own KIROLEARN_HOME under
+# tmp_path). TEST_WORKERS=0 runs them in this one process, e.g. to use a debugger. The slow
+# tests start many processes of their own and are few: one pytest process runs them (two
+# workers, each collecting the whole suite, measured slower).
+TEST_WORKERS ?= auto
+
+test: $(VENV)/.installed ## run the fast tests: everything not marked slow (under a minute)
+	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not slow"
+
+test-slow: $(VENV)/.installed ## run only the slow tests: many processes, kills, the browser (CI runs both sets)
+	$(PY) -m pytest -q -n 0 -m slow
+
+test-all: $(VENV)/.installed ## run every test, fast and slow
+	$(PY) -m pytest -q -n $(TEST_WORKERS)
 
 demo: $(VENV)/.installed ## replay recorded Kiro sessions through the real hooks and show the result
 	$(PY) -m kirolearn.demo

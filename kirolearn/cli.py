@@ -13,6 +13,8 @@ import sys
 import click
 
 from kirolearn import __version__
+from kirolearn.pipeline.observation_types import OBSERVATION_TYPES
+from kirolearn.recall.lexical import SEARCH_LIMIT_MAX
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
 
@@ -376,12 +378,13 @@ def _project_root(project):
 @click.option("--project", type=click.Path(file_okay=False, exists=True), help="Project directory (default: the current one).")
 @click.option("--all-projects", is_flag=True, help="Search every project.")
 @click.option("--type", "types", multiple=True,
-              type=click.Choice(["tool_use", "decision", "error", "discovery", "pattern", "session_summary"]),
+              type=click.Choice(OBSERVATION_TYPES),
               help="Only records of this observation type (repeatable).")
 @click.option("--since", callback=lambda c, p, v: _since(v), help="Only records since an age (7d, 12h, 2w) or a date.")
 @click.option("--session", "session_id", help="Only records of this session id.")
 @click.option("--file", help="Only records that touched this file (a path, or its tail).")
-@click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True, help="Most records to show.")
+@click.option("--limit", type=click.IntRange(1, SEARCH_LIMIT_MAX), default=10, show_default=True,
+              help="Most records to show.")
 @json_option
 def search_command(query, project, all_projects, types, since, session_id, file, limit, json_):
     """Search memory records of the current project.

@@ -11,8 +11,7 @@ import sys
 import click
 
 from kirolearn.cli import _existing_db, _project_root, _since, cli, json_option
-
-OBSERVATION_TYPES = ["tool_use", "decision", "error", "discovery", "pattern", "session_summary"]
+from kirolearn.pipeline.observation_types import OBSERVATION_TYPES
 
 
 def filter_options(func):

@@ -3,7 +3,7 @@
 import os
 import time
 
-from kirolearn import config, install
+from kirolearn import config, install, isotime
 from kirolearn.capture import spool
 from kirolearn.capture.ids import ulid_time_ms
 
@@ -18,7 +18,7 @@ def hook_errors_since(seconds: float) -> int:
             lines = fh.readlines()
     except OSError:
         return 0
-    cutoff = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() - seconds))
+    cutoff = isotime.utc_iso(time.time() - seconds)[:19]  # log lines start with a stored timestamp
     return sum(1 for line in lines if line[:19] >= cutoff)
 
 

@@ -15,11 +15,11 @@ import threading
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 
-from kirolearn import config
+from kirolearn import config, isotime
 from kirolearn.store import records as recordstore
 from kirolearn.store import sqlite as store
 from kirolearn.errors import KirolearnError
-from kirolearn.pipeline.schema import OBSERVATION_TYPES, SUMMARY_MAX, TITLE_MAX, clip
+from kirolearn.pipeline.schema import FORGET_REASON_MAX, OBSERVATION_TYPES, SUMMARY_MAX, TITLE_MAX, clip
 
 ACTORS = ("cli", "mcp", "viewer", "retention")
 DEFAULT_FORGOTTEN_DAYS = 30
@@ -115,13 +115,11 @@ def parse_since(text: "str | None", now: "datetime | None" = None) -> "str | Non
         at = now - timedelta(seconds=int(match.group(1)) * _UNITS[match.group(2).lower()])
     else:
         try:
-            at = datetime.fromisoformat(str(text).strip().replace("Z", "+00:00"))
+            at = isotime.parse(str(text))
         except ValueError:
             raise ManageError(f"cannot read --since {text!r}",
                               "give an age such as 7d, 12h, 30m, 2w or a date such as 2026-11-01") from None
-        if at.tzinfo is None:
-            at = at.replace(tzinfo=timezone.utc)
-    return at.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return isotime.from_datetime(at)
 
 
 open_existing = store.open_existing  # the store, None on a fresh home, StoreLost when it was lost
@@ -278,7 +276,7 @@ def forget(record_ids, *, reason: str = "", actor: str = "cli", project_root=Non
                 raise NotFound(f"no record {rid!r} in this project")
             if record is None and not recordstore.get_forgotten(db, rid):
                 raise NotFound(f"no record {rid!r} in this project")
-    reason = " ".join(clean(reason or "").split())[:500]
+    reason = " ".join(clean(reason or "").split())[:FORGET_REASON_MAX]
     forgotten = recordstore.forget(db, record_ids, reason=reason, actor=actor)
     _rederive(db, forgotten)
     return clean(forgotten)
@@ -449,6 +447,10 @@ def import_lines(lines, *, db=None) -> dict:
                         raise ManageError(f"a summary needs '{key}'")
                 keep = ("id", "project_id", "record_id", "ended_at", "auto_compress", "compressed_used")
                 row = {k: v if k in keep else scrub.scrub_value(v) for k, v in item.items() if k in summary_cols}
+                try:  # an older export's "…:11Z" must sort among "…:11.500Z" (kirolearn.isotime)
+                    row["ended_at"] = isotime.normalize(item["ended_at"])
+                except ValueError:
+                    raise ManageError(f"a summary's ended_at is not an ISO 8601 time: {item['ended_at'][:40]!r}") from None
                 for key in recordstore.SUMMARY_LISTS:
                     row[key] = json.dumps(row.get(key) or [], ensure_ascii=False)
                 summaries.append(row)

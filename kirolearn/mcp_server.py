@@ -23,7 +23,11 @@ from kirolearn import __version__, config
 from kirolearn.recall import context
 from kirolearn.store import sqlite as store
 from kirolearn.pipeline import summaries
+from kirolearn.pipeline.observation_types import HAND_MADE_TYPES, OBSERVATION_TYPES
+from kirolearn.pipeline.schema import (CONCEPT_MAX, CONCEPTS_COUNT_MAX, FACT_MAX, FACTS_COUNT_MAX, FILE_MAX, FILES_KEPT,
+                                       FORGET_REASON_MAX, RECORD_ID_PATTERN, SUMMARY_MAX, TITLE_MAX)
 from kirolearn.project import find_project_root
+from kirolearn.recall.lexical import SEARCH_LIMIT_MAX
 
 log = logging.getLogger("kirolearn.mcp")
 
@@ -269,9 +273,10 @@ def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
     @tool(read)
     def search_memory(
         query: Annotated[str, Field(min_length=1, max_length=1000, description="What to look for")],
-        limit: Annotated[int, Field(ge=1, le=100, description="Most results (1-100)")] = 10,
+        limit: Annotated[int, Field(ge=1, le=SEARCH_LIMIT_MAX,
+                                    description=f"Most results (1-{SEARCH_LIMIT_MAX})")] = 10,
         observation_type: Annotated[
-            Optional[Literal["tool_use", "decision", "error", "discovery", "pattern", "session_summary"]],
+            Optional[Literal[OBSERVATION_TYPES]],
             Field(description="Only records of this type")] = None,
         since: Annotated[Optional[str], Field(
             max_length=40, pattern=r"^\s*(\d{1,6}\s*[smhdwSMHDW]|\d{4}-\d{2}-\d{2}([T ][0-9:.]+)?(Z|[+-]\d{2}:?\d{2})?)\s*$",
@@ -306,9 +311,9 @@ def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
 
     @tool(ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False))
     def forget_memory(
-        record_id: Annotated[str, Field(pattern=r"^mr_[0-9A-HJKMNP-TV-Z]{26}$", description="The record id "
+        record_id: Annotated[str, Field(pattern=RECORD_ID_PATTERN, description="The record id "
                                         "search_memory returned")],
-        reason: Annotated[str, Field(min_length=1, max_length=500, description="Why it is wrong or obsolete "
+        reason: Annotated[str, Field(min_length=1, max_length=FORGET_REASON_MAX, description="Why it is wrong or obsolete "
                                      "(kept in the audit trail the user sees)")],
     ) -> Annotated[CallToolResult, ForgetResult]:
         """Retract a memory of this project that you know is wrong or obsolete: it leaves recall at once.
@@ -332,13 +337,16 @@ def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
 
     @tool(write)
     def save_observation(
-        title: Annotated[str, Field(min_length=1, max_length=200, description="One line")],
-        summary: Annotated[str, Field(min_length=1, max_length=4000, description="What happened and why it matters")],
-        observation_type: Literal["tool_use", "decision", "error", "discovery", "pattern"],
-        facts: Annotated[list[Annotated[str, Field(max_length=500)]], Field(max_length=50, description="Durable facts")],
-        concepts: Annotated[list[Annotated[str, Field(max_length=100)]], Field(max_length=50, description="Topics")],
-        files_touched: Annotated[list[Annotated[str, Field(max_length=500)]], Field(max_length=100,
-                                                                                   description="Paths")],
+        title: Annotated[str, Field(min_length=1, max_length=TITLE_MAX, description="One line")],
+        summary: Annotated[str, Field(min_length=1, max_length=SUMMARY_MAX,
+                                      description="What happened and why it matters")],
+        observation_type: Literal[HAND_MADE_TYPES],
+        facts: Annotated[list[Annotated[str, Field(max_length=FACT_MAX)]],
+                         Field(max_length=FACTS_COUNT_MAX, description="Durable facts")],
+        concepts: Annotated[list[Annotated[str, Field(max_length=CONCEPT_MAX)]],
+                            Field(max_length=CONCEPTS_COUNT_MAX, description="Topics")],
+        files_touched: Annotated[list[Annotated[str, Field(max_length=FILE_MAX)]],
+                                 Field(max_length=FILES_KEPT, description="Paths")],
     ) -> Annotated[CallToolResult, SavedRecord]:
         """Save one observation (a decision, error, discovery, pattern or tool use) to this project's memory."""
         record = memory.save_observation(

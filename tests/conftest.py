@@ -22,17 +22,22 @@ def pytest_report_header(config):
     return f"sqlite: {sqlite3.sqlite_version}; python: {sys.executable}"
 
 
-FIGURES = pytest.StashKey[list]()
+FIGURES: list = []  # filled from test reports, so lines from pytest-xdist workers arrive too
 
 
 @pytest.fixture
-def report_figure(pytestconfig):
+def report_figure(request):
     """Record one line (a measured figure) for the end-of-run summary, not the progress line."""
-    return pytestconfig.stash.setdefault(FIGURES, []).append
+    return lambda line: request.node.user_properties.append(("figure", line))
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call":
+        FIGURES.extend(value for key, value in report.user_properties if key == "figure")
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    figures = config.stash.get(FIGURES, [])
+    figures = FIGURES
     if figures:
         terminalreporter.write_sep("-", "figures")
         for line in figures:
@@ -143,30 +148,56 @@ def write_config(home):
 
 
 @pytest.fixture
-def drain_now():
-    """Run one drain in-process with the effective settings; returns (stats, db)."""
-    from kirolearn import settings
-    from kirolearn.pipeline import drain
-    from kirolearn.store import sqlite as store
+def drain_now(new_store):
+    """Run one drain in-process through the library facade (`Memory.drain`); returns (stats, db).
 
-    def run(flush=False, complete=None, sleep=lambda s: None, **overrides):
-        conf = settings.load()
-        for dotted, value in overrides.items():
-            table, key = dotted.split("__")
-            setattr(getattr(conf, table), key, value)
-        db = store.open_db()
-        held = drain.lock()
-        try:
-            stats = drain.Drainer(db, conf, complete=complete, sleep=sleep).run_once(flush=flush)
-        finally:
-            held.release()
-        return stats, db
+    The store starts as a copy of a migrated one (`new_store`): how a drain creates
+    its store is tested through the CLI on an empty home (test_faults).
+    """
+    from kirolearn import Memory
+
+    def run(flush=False, complete=None):
+        new_store().conn.close()
+        stats = Memory().drain(flush=flush, complete=complete, wait=0)
+        return stats, new_store()
 
     return run
 
 
+@pytest.fixture(scope="session")
+def migrated_store(tmp_path_factory):
+    """A freshly migrated, empty store file, made once (a new store costs ~50 ms CPU and its fsyncs)."""
+    from kirolearn.store import sqlite as store
+
+    path = tmp_path_factory.mktemp("migrated") / "kirolearn.db"
+    db = store.open_db(str(path), mark=False)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # everything in the main file: a copy is complete
+    db.conn.close()
+    return path
+
+
 @pytest.fixture
-def add_record(home):
+def new_store(home, migrated_store):
+    """Put a copy of the migrated empty store in this test's home (as the first open would make it)."""
+    import shutil
+
+    from kirolearn import config
+    from kirolearn.store import sqlite as store
+
+    def make():
+        path = config.db_path()
+        if not os.path.exists(path):
+            config.ensure_private_dir(os.path.dirname(path))
+            shutil.copyfile(migrated_store, path)
+            os.chmod(path, 0o600)
+            store.mark_created(path)
+        return store.open_db()
+
+    return make
+
+
+@pytest.fixture
+def add_record(new_store):
     """Insert a memory record straight into the store (as the drainer would); returns its id."""
     from datetime import datetime, timezone
 
@@ -175,7 +206,7 @@ def add_record(home):
     from kirolearn.capture.ids import new_ulid
     from kirolearn.pipeline.schema import MemoryRecord
 
-    db = store.open_db()
+    db = new_store()
 
     def add(project_root, title, summary="s", *, observation_type="discovery", facts=(), concepts=(),
             files=(), created_at=None, session_id="sess-1"):
@@ -186,8 +217,8 @@ def add_record(home):
             observation_type=observation_type, strategy="test", source_event_ids=[new_ulid()],
             created_at=created_at or datetime.now(timezone.utc),
         )
-        with db.atomic():
-            db["memory_records"].insert(store.record_row(record), pk="record_id")
+        with store.writing(db):
+            store.insert_record(db, store.record_row(record))
         return record.record_id
 
     add.db = db

@@ -5,9 +5,13 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
 from kirolearn.pipeline.schema import Event
 
 from conftest import hook_env, run_hook
+
+pytestmark = pytest.mark.slow  # thousands of hook calls from many processes: `make test-slow`
 
 WORKER = r"""
 import json, sys

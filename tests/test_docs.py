@@ -20,6 +20,16 @@ def test_every_command_has_help_and_is_in_the_readme():
 
 def test_readme_setup_commands_are_make_targets():
     makefile = (pathlib.Path(__file__).parent.parent / "Makefile").read_text("utf-8")
-    for target in ("demo", "test", "bench"):
+    for target in ("demo", "test", "test-slow", "test-all", "bench"):
         assert f"make {target}" in README
         assert f"\n{target}:" in makefile
+
+
+def test_ci_runs_the_readme_test_command_and_then_the_slow_tests():
+    root = pathlib.Path(__file__).parent.parent
+    steps = [line.strip() for line in (root / ".ci" / "run").read_text("utf-8").splitlines()
+             if line.strip().startswith("make ")]
+    assert steps == ["make test", "make test-slow"]  # together: every test, each once
+    makefile = (root / "Makefile").read_text("utf-8")
+    assert '-m "not slow"' in makefile.split("\ntest:")[1].split("\n\n")[0]
+    assert "-m slow" in makefile.split("\ntest-slow:")[1].split("\n\n")[0]

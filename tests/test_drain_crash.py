@@ -9,6 +9,8 @@ import sys
 import threading
 import time
 
+import pytest
+
 from kirolearn import settings
 from kirolearn.pipeline import drain
 from kirolearn.capture import events
@@ -35,6 +37,7 @@ def stored_ids(db):
     return [r[0] for r in db.execute("select event_id from events")]
 
 
+@pytest.mark.slow
 def test_killed_drainers_never_lose_or_duplicate_events(home, project, write_config):
     write_config("[drain]\nchunk_size = 25\n")
     ids = fill_spool(project, 2000)
@@ -122,6 +125,7 @@ def check_nothing_lost(ids):
     return db, stored
 
 
+@pytest.mark.slow
 def test_kills_at_named_points_never_lose_or_store_twice(home, project, write_config):
     write_config('[drain]\nchunk_size = 10\n[extract]\nmodel = "fake/model"\nretries = 0\n')
     ids = fill_turns(project, [f"s{i}" for i in range(8)])  # 72 events, 8 batches that end a turn
@@ -245,6 +249,7 @@ for i in range(50):
 """
 
 
+@pytest.mark.slow
 def test_concurrent_writers_wait_instead_of_failing(home, project):
     ids = fill_spool(project, 1500)
     drainer = subprocess.Popen([KIROLEARN, "drain"], env=hook_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)

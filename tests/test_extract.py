@@ -239,6 +239,7 @@ def test_litellm_errors_surface_as_provider_exceptions(fake_llm):
         extract.litellm_complete([{"role": "user", "content": "hi"}], s)
 
 
+@pytest.mark.slow
 def test_litellm_import_does_not_load_dotenv(tmp_path, monkeypatch):
     # The drainer runs in the user's project: a .env there must not leak into our environment.
     import subprocess

@@ -119,9 +119,7 @@ def corrupt(path, seed=1, size=8192):
 @pytest.fixture(scope="module")
 def filled_template(tmp_path_factory):
     """One database of 200 drained events (a corruptible size), built once per module."""
-    from kirolearn import settings
-    from kirolearn.pipeline import drain
-    from kirolearn.store import sqlite as store
+    from kirolearn import Memory
 
     base = tmp_path_factory.mktemp("filled")
     project = base / "project"
@@ -129,13 +127,7 @@ def filled_template(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("KIROLEARN_HOME", str(base / "home"))
         ids = spool_events(project, 200)
-        db = store.open_db()
-        held = drain.lock()
-        try:
-            stats = drain.Drainer(db, settings.load()).run_once(flush=True)
-        finally:
-            held.release()
-        db.conn.close()
+        stats = Memory().drain(flush=True)
     assert stats.stored == 200
     return base / "home", ids
 
@@ -593,6 +585,7 @@ if given is not None:
 # --- 10. file modes under umask 000 -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_everything_kirolearn_creates_is_private_under_umask_000(home, project, filled):
     def open_umask():
         os.umask(0)

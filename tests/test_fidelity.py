@@ -11,9 +11,8 @@ import subprocess
 import pytest
 from click.testing import CliRunner
 
-from kirolearn import __version__, textcut
+from kirolearn import Memory, __version__, textcut
 from kirolearn.recall import context
-from kirolearn.recall import lexical as recall
 from kirolearn.cli import cli
 
 from conftest import BIN, hook_env, run_hook
@@ -53,14 +52,14 @@ def test_failed_auto_compress_stores_an_empty_summary_and_keeps_the_previous_one
     db = store.open_db()
     (row,) = db.query("select summary, record_id from session_summaries where session_id = 's-2'")
     assert row == {"summary": "", "record_id": None}  # the seed's empty summary; no placeholder record
-    assert not recall.search(recall.connect_readonly(), "no summary was written auto_compress")
+    assert not Memory().search("no summary was written auto_compress", project=project)
 
     init = call(project, "session_init", {}).structuredContent
     assert init["found"] and init["session_id"] == "s-1" and init["summary"] == "Moved JWT checks into middleware."
     assert init["next_steps"] == ["Rate-limit /auth/refresh"]  # carried forward
     assert init["ended_without_summary"] == [{"session_id": "s-2", "ended_at": shape["ended_at"],
                                               "auto_compress_error": "provider_unavailable"}]
-    block, _ = context.session_start(recall.connect_readonly(), str(project))
+    block = Memory().context(project=project)
     assert "Moved JWT checks into middleware." in block and "Rate-limit /auth/refresh" in block
     assert "Since then session s-2 ended without a summary (auto_compress: provider_unavailable)." in block
 
@@ -82,7 +81,7 @@ def test_only_empty_summaries_so_far_is_found_with_an_empty_summary(project):
          settings=_no_model())
     init = call(project, "session_init", {}).structuredContent
     assert init["found"] and init["summary"] == "" and init["pitfalls"] == ["UTC"]
-    block, _ = context.session_start(recall.connect_readonly(), str(project))
+    block = Memory().context(project=project)
     assert "Last session ended without a summary" in block and "UTC" in block
 
 
@@ -105,7 +104,7 @@ def test_files_touched_is_the_whole_union_modified_first(project):
     modified = [f"src/changed_{i}.py" for i in range(10)] + ["src/read_0.py"]
     result = call(project, "save_session_summary", dict(TURN, files_read=read, files_modified=modified))
     assert not result.isError
-    (hit,) = recall.search(recall.connect_readonly(), "plus-sign login")
+    (hit,) = Memory().search("plus-sign login", project=project)
     assert len(hit.files_touched) == 160
     assert hit.files_touched[:11] == modified and set(read) <= set(hit.files_touched)
 
@@ -116,11 +115,11 @@ def test_files_touched_is_the_whole_union_modified_first(project):
 def test_session_end_records_do_not_take_the_turn_summary_slot(project):
     call(project, "save_session_summary", TURN)
     call(project, "session_end", {"session_id": "s-1", "summary": "Wrapped up the login work for today."})
-    block, ids = context.session_start(recall.connect_readonly(), str(project))
+    block = Memory().context(project=project)
     assert "Why does login 500 on plus-sign emails?** · turn summary" in block
     assert "Session end:" not in block  # shown once, in the session-end block
     assert block.count("Wrapped up the login work") == 1
-    prompt, _ = context.for_prompt(recall.connect_readonly(), str(project), "wrapped up the login work today")
+    prompt = Memory().context(project=project, prompt="wrapped up the login work today")
     assert "· session end ·" in prompt and "Session end: Wrapped up" in prompt
 
 
@@ -232,7 +231,7 @@ def test_cut_lands_on_a_boundary_and_never_inside_code():
 def test_a_long_summary_is_cut_outside_its_code_span_in_the_block(project, add_record):
     summary = "We changed the query. " * 30 + "Then `" + "x" * 200 + "` fixed it."
     add_record(project, "Long record", summary, observation_type="decision")
-    block, _ = context.session_start(recall.connect_readonly(), str(project))
+    block = Memory().context(project=project)
     (line,) = [ln for ln in block.splitlines() if "We changed the query" in ln]
     assert line.endswith("We changed the query." + textcut.MARKER) and "`" not in line
 
@@ -341,5 +340,5 @@ def test_an_older_store_s_placeholder_summaries_are_emptied(project):
     migrations.migrations.apply(db)
     (row,) = db.query("select summary, record_id from session_summaries where session_id = 's-2'")
     assert row == {"summary": "", "record_id": None}
-    assert not recall.search(recall.connect_readonly(), "no summary was written")
+    assert not Memory().search("no summary was written", project=project)
     assert call(project, "session_init", {}).structuredContent["summary"] == "Real work done."

@@ -10,9 +10,7 @@ import pytest
 from mcp.shared.memory import create_connected_server_and_client_session
 
 import kirolearn
-from kirolearn import mcp_server, settings
-from kirolearn.recall import context
-from kirolearn.recall import lexical as recall
+from kirolearn import Memory, mcp_server, settings
 from kirolearn.pipeline import summaries
 from kirolearn.pipeline.extract import Completion
 
@@ -75,7 +73,7 @@ def test_save_session_summary_builds_the_seed_record(project):
     assert not result.isError
     record_id = result.structuredContent["record_id"]
     assert text(result) == f"Saved turn summary {record_id}"
-    (hit,) = recall.search(recall.connect_readonly(), "plus-sign login")
+    (hit,) = Memory().search("plus-sign login", project=project)
     assert hit.record_id == record_id and hit.observation_type == "session_summary"
     assert hit.strategy == "mcp_session_summary" and hit.concepts == []
     assert hit.files_touched == ["app/auth.py", "tests/test_auth.py"]  # union, de-duplicated
@@ -152,11 +150,11 @@ def test_session_end_then_session_init_and_session_start(project):
     assert not unknown.isError and unknown.structuredContent["found"] is False
     assert unknown.structuredContent["known_projects"] == ["my-api"] and "my-api" in text(unknown)
 
-    block, _ = context.session_start(recall.connect_readonly(), str(project))
+    block = Memory().context(project=project)
     assert block.index("Last session ended") < block.index("Next steps:") < block.index("Add rate limiting")
     assert "Open questions:" in block
     # and it is a searchable memory record too
-    assert recall.search(recall.connect_readonly(), "JWT middleware")[0].strategy == "mcp_session_end"
+    assert Memory().search("JWT middleware", project=project)[0].strategy == "mcp_session_end"
 
 
 def test_session_end_needs_a_summary_unless_auto_compress(project):
@@ -248,6 +246,7 @@ def test_search_memory_and_save_observation(project):
     assert bad.isError
 
 
+@pytest.mark.slow
 def test_stdio_subprocess_initialize_list_call(project, home):
     env = dict(os.environ, KIROLEARN_PROJECT=str(project / "src"))
     proc = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "kirolearn-mcp")], env=env,
@@ -281,7 +280,7 @@ def test_stdio_subprocess_initialize_list_call(project, home):
     assert replies[1]["result"]["serverInfo"] == {"name": "kirolearn", "version": kirolearn.__version__}
     assert len(replies[2]["result"]["tools"]) == 6
     assert replies[3]["result"]["content"][0]["text"].startswith("Saved turn summary mr_")
-    hit = recall.search(recall.connect_readonly(), "plus-sign login")[0]
+    hit = Memory().search("plus-sign login", all_projects=True)[0]
     assert hit.project_root == str(project)  # marker walk from the subdirectory Kiro started us in
 
 

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kirolearn import config
@@ -43,16 +43,23 @@ FTS_SYNTAX = st.sampled_from(['"', "'", "*", "(", ")", "AND", "OR", "NOT", "NEAR
                               "title:", "NEAR(a b)", "\x00", "\\", "%", "_", "🙂", "дб", "数据库", "\u200b"])
 
 
-@settings(max_examples=150, deadline=None)
-@given(st.lists(st.one_of(st.text(max_size=20), FTS_SYNTAX), max_size=12).map(" ".join))
-def test_any_text_searches_without_raising(tmp_path_factory, text):
-    db_path = tmp_path_factory.mktemp("q") / "k.db"
-    if not db_path.exists():
-        from kirolearn.store import sqlite as store
+@pytest.fixture
+def searchable(project, add_record):
+    """A store with a few records (FTS rows to match), built once per test, not once per example."""
+    add_record(project, "Database is locked in the export job", "Use WAL. 数据库 locked.", concepts=["sqlite"])
+    add_record(project, "NEAR AND OR NOT title: \"quoted\" (parens)", "* ^ : - + { } % _ 🙂 дб \\ \u200b",
+               facts=["AND OR"], files=["src/a b.py"])
 
-        store.open_db(str(db_path))
-    c = recall.connect_readonly(str(db_path))
-    assert isinstance(recall.search(c, text), list)
+
+# The store is only read, so one per test is enough (a fresh one per example cost ~0.1 s each).
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(st.text(max_size=20), FTS_SYNTAX), max_size=12).map(" ".join))
+def test_any_text_searches_without_raising(searchable, text):
+    c = conn()  # a connection per query: each has its own time budget
+    try:
+        assert isinstance(recall.search(c, text), list)
+    finally:
+        c.close()
 
 
 def test_hostile_queries_against_real_records(project, add_record):

@@ -40,6 +40,7 @@ def test_bad_recording_names_file_and_line(tmp_path):
         replay.load(str(bad))
 
 
+@pytest.mark.slow
 def test_demo_runs_end_to_end(capsys):
     assert demo.main([]) == 0
     out = capsys.readouterr().out

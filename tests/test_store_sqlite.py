@@ -29,3 +29,16 @@ class TestSqliteStore(StoreContract):
         shutil.copyfile(self.template, path)
         path.chmod(0o600)
         return open_store(str(path))
+
+
+def test_nested_writing_is_a_savepoint(tmp_path):
+    from kirolearn.store import sqlite as store
+
+    db = store.open_db(str(tmp_path / "k.db"), mark=False)
+    with store.writing(db):
+        db.execute("create table t (x)")
+        with pytest.raises(ValueError), store.writing(db):  # the inner block rolls back alone
+            db.execute("insert into t values (1)")
+            raise ValueError
+        db.execute("insert into t values (2)")
+    assert [r[0] for r in db.execute("select x from t")] == [2]

@@ -4,8 +4,7 @@ import json
 
 from click.testing import CliRunner
 
-from kirolearn.recall import context
-from kirolearn.recall import lexical as recall
+from kirolearn import Memory
 from kirolearn.cli import cli
 
 from test_mcp import TURN
@@ -23,7 +22,7 @@ def test_save_summary_from_options_and_from_stdin(project):
     result = run(["save-summary", "--stdin", "--json"], input=json.dumps(TURN), project=project)
     saved = json.loads(result.output)
     assert saved["title"] == TURN["request"]
-    assert len(recall.search(recall.connect_readonly(), "plus-sign login")) == 2
+    assert len(Memory().search("plus-sign login", project=project)) == 2
 
 
 def test_save_summary_errors(project):
@@ -46,7 +45,7 @@ def test_session_end_then_init_then_session_start(project):
     assert init["found"] and init["pitfalls"] == ["RQ needs Redis 6"]
     text = run(["session-init"], project=project).output
     assert "Next steps:\n  - Monitor the mail worker" in text
-    block, _ = context.session_start(recall.connect_readonly(), str(project))
+    block = Memory().context(project=project)
     assert "Monitor the mail worker" in block
 
 

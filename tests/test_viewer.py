@@ -180,6 +180,7 @@ def test_templates_and_static_files_ship_in_a_regular_install():
             assert any(fnmatch.fnmatch(rel, p) for p in patterns), f"{rel} is not in package_data"
 
 
+@pytest.mark.slow
 def test_viewer_in_headless_chromium(project, make_event, drain_now, add_record, tmp_path, monkeypatch):
     sync_playwright = _browser()
     from kirolearn.viewer.server import start

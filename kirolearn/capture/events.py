@@ -12,8 +12,8 @@ import json
 import os
 import time
 
-from kirolearn import __version__
-from kirolearn.capture import agents
+from kirolearn import __version__, isotime
+from kirolearn.capture import agents, spool
 from kirolearn.capture.agents import SESSION_START_TRIGGERS, TRIGGER_KIND  # noqa: F401 - re-exported
 from kirolearn.capture.ids import new_ulid, new_uuid4
 from kirolearn.project import find_project_root
@@ -27,7 +27,7 @@ SCHEMA_VERSION = 2  # 2 added `agent`; version 1 files (no agent) are Kiro's and
 MAX_STRING_CHARS = 32 * 1024
 MAX_ITEMS = 500
 MAX_DEPTH = 32
-MAX_EVENT_BYTES = 512 * 1024
+MAX_EVENT_BYTES = spool.MAX_ENTRY_BYTES  # the most the spool accepts as one entry
 MIN_STRING_CHARS = 256
 
 # Payload keys that are folded into named event fields (everything else goes to `extra`).
@@ -61,9 +61,7 @@ def resolve_trigger(name: str, agent: "str | None" = None) -> "tuple[str, str]":
     return _adapter(agent).resolve_trigger(name)
 
 
-def utc_iso(t: float) -> str:
-    ms = int(t * 1000) % 1000
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{ms:03d}Z"
+utc_iso = isotime.utc_iso  # the stored timestamp format, defined once
 
 
 def _actor(env) -> str:

@@ -19,7 +19,7 @@ TMP = "tmp"
 READY = "ready"
 QUARANTINE = "quarantine"
 SUFFIX = ".json"
-MAX_ENTRY_BYTES = 512 * 1024  # = events.MAX_EVENT_BYTES: the hook never writes more, so a bigger file is not ours
+MAX_ENTRY_BYTES = 512 * 1024  # the hook shrinks every event below this (events.MAX_EVENT_BYTES): a bigger file is not ours
 
 _O_BINARY = getattr(os, "O_BINARY", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)

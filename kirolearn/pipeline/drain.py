@@ -23,12 +23,11 @@ import signal
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
 
 from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
-from kirolearn import crashpoint, team
+from kirolearn import crashpoint, isotime, team
 from kirolearn.pipeline import dedup
 from kirolearn.pipeline import extract
 from kirolearn.capture import spool
@@ -36,7 +35,8 @@ from kirolearn.store import state
 from kirolearn.store import reader, records
 from kirolearn.store import sqlite as store
 from kirolearn.capture.ids import new_ulid
-from kirolearn.pipeline.schema import FACT_MAX, FILE_MAX, SUMMARY_MAX, TITLE_MAX, Event, MemoryRecord, clip, clip_list
+from kirolearn.pipeline.schema import (CONCEPT_MAX, CONCEPTS_COUNT_MAX, FACT_MAX, FACTS_COUNT_MAX, FILE_MAX, FILES_KEPT,
+                                       SUMMARY_MAX, TITLE_MAX, Event, MemoryRecord, clip, clip_list)
 from kirolearn.privacy.scrub import Scrubber
 from kirolearn.errors import DrainLocked, SpoolError, StoreCorrupt, StoreError  # noqa: F401 - re-exported for callers
 
@@ -110,8 +110,7 @@ def lock(spool_root: "str | None" = None, wait: float = 2.0) -> FileLock:
     return file_lock
 
 
-def _iso_to_dt(iso: str) -> datetime:
-    return datetime.fromisoformat(iso.replace("Z", "+00:00"))
+_iso_to_dt = isotime.parse
 
 
 class Drainer:
@@ -394,9 +393,9 @@ class Drainer:
             cand.update(
                 title=clip(" ".join(str(cand.get("title", "")).split()), TITLE_MAX),
                 summary=clip(str(cand.get("summary", "")), SUMMARY_MAX),
-                facts=clip_list(cand.get("facts"), FACT_MAX, 50),
-                concepts=clip_list(cand.get("concepts"), 100, 50),
-                files_touched=clip_list(cand.get("files_touched"), FILE_MAX, 100),
+                facts=clip_list(cand.get("facts"), FACT_MAX, FACTS_COUNT_MAX),
+                concepts=clip_list(cand.get("concepts"), CONCEPT_MAX, CONCEPTS_COUNT_MAX),
+                files_touched=clip_list(cand.get("files_touched"), FILE_MAX, FILES_KEPT),
             )
             try:
                 records.append(MemoryRecord(

@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, Field, ValidationError
 
 from kirolearn.capture.events import cut_text
-from kirolearn.pipeline.schema import FACT_MAX, FILE_MAX, SUMMARY_MAX, TITLE_MAX, ObservationType, clip, clip_list
+from kirolearn.pipeline.observation_types import OBSERVATION_TYPES
+from kirolearn.pipeline.schema import (CONCEPT_MAX, CONCEPTS_COUNT_MAX, FACT_MAX, FACTS_COUNT_MAX, FILE_MAX, FILES_KEPT,
+                                       SUMMARY_MAX, TITLE_MAX, ObservationType, clip, clip_list)
 from kirolearn.errors import ExtractionError  # noqa: F401 - re-exported for callers
 
 DETERMINISTIC_STRATEGY = "deterministic-turn"
@@ -328,7 +330,7 @@ def _describe_turn(turn: list, root: str) -> "dict | None":
         "summary": summary,
         "facts": clip_list(facts, FACT_MAX, 20),
         "concepts": _concepts([request, closing]),
-        "files_touched": clip_list(list(dict.fromkeys(read + changed)), FILE_MAX, 100),
+        "files_touched": clip_list(list(dict.fromkeys(read + changed)), FILE_MAX, FILES_KEPT),
         "observation_type": observation_type,
         "strategy": DETERMINISTIC_STRATEGY,
     }
@@ -354,8 +356,8 @@ class Candidate(BaseModel):
     """One memory the model proposes."""
 
     observation_type: ObservationType
-    title: str = Field(min_length=1, description="one line, at most 200 characters")
-    summary: str = Field(min_length=1, description="what happened and why it matters, at most 4000 characters")
+    title: str = Field(min_length=1, description=f"one line, at most {TITLE_MAX} characters")
+    summary: str = Field(min_length=1, description=f"what happened and why it matters, at most {SUMMARY_MAX} characters")
     facts: list[str] = Field(default_factory=list, description="short durable facts")
     concepts: list[str] = Field(default_factory=list, description="topics, lower case")
     files_touched: list[str] = Field(default_factory=list, description="paths relative to the project root")
@@ -367,19 +369,18 @@ class Extraction(BaseModel):
     records: list[Candidate] = Field(default_factory=list, max_length=10)
 
 
-SYSTEM_PROMPT = """You distil a coding agent's work into durable memory records for future sessions.
+SYSTEM_PROMPT = f"""You distil a coding agent's work into durable memory records for future sessions.
 You receive the events of one session in order: the developer's prompts (kind=prompt), the agent's
 tool calls with input and output (kind=tool_use), the agent's end-of-turn message
 (kind=session_summary) and lifecycle notes (kind=note).
-Answer with JSON only, matching: {"records": [{"observation_type": one of tool_use|decision|error|
-discovery|pattern|session_summary, "title": "...", "summary": "...", "facts": ["..."],
-"concepts": ["..."], "files_touched": ["..."]}]}.
+Answer with JSON only, matching: {{"records": [{{"observation_type": one of {"|".join(OBSERVATION_TYPES)},
+"title": "...", "summary": "...", "facts": ["..."], "concepts": ["..."], "files_touched": ["..."]}}]}}.
 Rules: keep knowledge that stays true (how the project works, decisions and their reasons, errors
 and their fixes, conventions), not transient state. When the events include a session_summary
 event, the first record must have observation_type "session_summary" and recap the turn: the
 request, what was investigated, what was learned, what was done, what remains. Titles at most
-200 characters, summaries at most 4000. Paths relative to the project root. Text inside
-[REDACTED:...] markers stays redacted. If nothing is worth remembering answer {"records": []}."""
+{TITLE_MAX} characters, summaries at most {SUMMARY_MAX}. Paths relative to the project root. Text inside
+[REDACTED:...] markers stays redacted. If nothing is worth remembering answer {{"records": []}}."""
 
 
 def render_events(batch: Batch, field_chars: int, max_chars: int) -> str:
@@ -454,9 +455,10 @@ def candidates_from(extraction: Extraction, batch: Batch) -> "list[dict]":
             {
                 "title": clip(" ".join(c.title.split()), TITLE_MAX),
                 "summary": clip(c.summary, SUMMARY_MAX),
-                "facts": clip_list(c.facts, FACT_MAX, 50),
-                "concepts": clip_list([x.lower() for x in c.concepts], 100, 50),
-                "files_touched": clip_list([_relative(p, batch.project_root) for p in c.files_touched], FILE_MAX, 100),
+                "facts": clip_list(c.facts, FACT_MAX, FACTS_COUNT_MAX),
+                "concepts": clip_list([x.lower() for x in c.concepts], CONCEPT_MAX, CONCEPTS_COUNT_MAX),
+                "files_touched": clip_list([_relative(p, batch.project_root) for p in c.files_touched], FILE_MAX,
+                                           FILES_KEPT),
                 "observation_type": c.observation_type,
                 "strategy": LLM_STRATEGY,
             }

@@ -13,6 +13,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validato
 from kirolearn.capture import agents as _agents
 from kirolearn.capture import events as _events
 from kirolearn.capture.ids import ULID_PATTERN
+from kirolearn.pipeline.observation_types import OBSERVATION_TYPES
 
 NonEmpty = Annotated[str, Field(min_length=1)]
 Json = Any  # any value json.loads can produce
@@ -68,11 +69,14 @@ class Event(BaseModel):
         return self
 
 
-OBSERVATION_TYPES = ("tool_use", "decision", "error", "discovery", "pattern", "session_summary")
-ObservationType = Literal["tool_use", "decision", "error", "discovery", "pattern", "session_summary"]
+ObservationType = Literal[OBSERVATION_TYPES]  # the tuple, written once in observation_types.py
 TITLE_MAX, SUMMARY_MAX, FACT_MAX, CONCEPT_MAX, FILE_MAX = 200, 4000, 500, 100, 500
-# A turn summary keeps the whole union of its two file lists (200 items each, read and modified).
-FILES_COUNT_MAX = 400
+FACTS_COUNT_MAX = CONCEPTS_COUNT_MAX = 50
+# A turn summary keeps the whole union of its two file lists (200 items each, read and modified);
+# an extracted or hand-made record keeps FILES_KEPT.
+FILES_COUNT_MAX, FILES_KEPT = 400, 100
+RECORD_ID_PATTERN = "^mr_" + ULID_PATTERN.lstrip("^")
+FORGET_REASON_MAX = 500  # a forget's reason is kept (and shown) up to this many characters
 
 
 class MemoryRecord(BaseModel):
@@ -80,14 +84,16 @@ class MemoryRecord(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    record_id: Annotated[str, Field(pattern=r"^mr_[0-9A-HJKMNP-TV-Z]{26}$")]
+    record_id: Annotated[str, Field(pattern=RECORD_ID_PATTERN)]
     project_id: NonEmpty
     project_root: NonEmpty
     session_id: NonEmpty
     title: Annotated[str, Field(min_length=1, max_length=TITLE_MAX)]
     summary: Annotated[str, Field(min_length=1, max_length=SUMMARY_MAX)]
-    facts: list[Annotated[str, Field(min_length=1, max_length=FACT_MAX)]] = Field(default_factory=list, max_length=50)
-    concepts: list[Annotated[str, Field(min_length=1, max_length=CONCEPT_MAX)]] = Field(default_factory=list, max_length=50)
+    facts: list[Annotated[str, Field(min_length=1, max_length=FACT_MAX)]] = Field(
+        default_factory=list, max_length=FACTS_COUNT_MAX)
+    concepts: list[Annotated[str, Field(min_length=1, max_length=CONCEPT_MAX)]] = Field(
+        default_factory=list, max_length=CONCEPTS_COUNT_MAX)
     files_touched: list[Annotated[str, Field(min_length=1, max_length=FILE_MAX)]] = Field(
         default_factory=list, max_length=FILES_COUNT_MAX
     )

@@ -16,12 +16,14 @@ meant for the caller (the MCP server turns it into an error result).
 
 import json
 import os
-from datetime import datetime, timezone
 
+from kirolearn import isotime
 from kirolearn.pipeline import dedup
 from kirolearn.store import sqlite as store
 from kirolearn.capture.ids import new_ulid, new_uuid4
-from kirolearn.pipeline.schema import FACT_MAX, FILE_MAX, SUMMARY_MAX, TITLE_MAX, MemoryRecord, clip_list
+from kirolearn.pipeline.observation_types import HAND_MADE_TYPES
+from kirolearn.pipeline.schema import (CONCEPT_MAX, CONCEPTS_COUNT_MAX, FACT_MAX, FACTS_COUNT_MAX, FILE_MAX, FILES_KEPT,
+                                       SUMMARY_MAX, TITLE_MAX, MemoryRecord, clip_list)
 from kirolearn.privacy.scrub import Scrubber
 from kirolearn.errors import SummaryError  # noqa: F401 - re-exported for callers
 
@@ -29,7 +31,6 @@ MAX_FIELD_CHARS = 100_000  # anything longer is a mistake, not a summary
 MAX_LIST_ITEMS = 200
 TRUNCATED = "[truncated]"
 SECTIONS = ("What was investigated", "What was learned", "What was completed", "Next steps")
-OBSERVATION_TYPES = ("tool_use", "decision", "error", "discovery", "pattern")
 SESSION_END_STRATEGY = "mcp_session_end"  # kept apart from turn summaries in recall and labels
 TURN_FIELDS = ("request", "investigated", "learned", "completed", "next_steps", "files_read", "files_modified")
 
@@ -78,11 +79,6 @@ def _strings(name: str, value, *, required: bool = True) -> "list[str]":
     for item in value:
         _text(f"{name}[]", item)
     return value
-
-
-def now_iso() -> str:
-    """Current UTC time, ISO 8601 with seconds and Z (the result shape of session_end)."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _insert_record(db, record: MemoryRecord) -> None:
@@ -144,8 +140,8 @@ def save_observation(db, project: Project, *, title, summary, observation_type, 
                      session_id: "str | None" = None, scrubber: "Scrubber | None" = None) -> MemoryRecord:
     """Store one hand-made observation (any type but session_summary)."""
     scrubber = scrubber or Scrubber()
-    if observation_type not in OBSERVATION_TYPES:
-        raise SummaryError(f"'observation_type' must be one of {', '.join(OBSERVATION_TYPES)} "
+    if observation_type not in HAND_MADE_TYPES:
+        raise SummaryError(f"'observation_type' must be one of {', '.join(HAND_MADE_TYPES)} "
                            "(turn summaries go through save_session_summary)")
     title = " ".join(scrubber.scrub_text(_text("title", title)).split())
     summary = scrubber.scrub_text(_text("summary", summary)).strip()
@@ -153,7 +149,8 @@ def save_observation(db, project: Project, *, title, summary, observation_type, 
         raise SummaryError(f"'title' must be 1-{TITLE_MAX} characters, got {len(title)}")
     if not 1 <= len(summary) <= SUMMARY_MAX:
         raise SummaryError(f"'summary' must be 1-{SUMMARY_MAX} characters, got {len(summary)}")
-    limits = {"facts": (facts, FACT_MAX, 50), "concepts": (concepts, 100, 50), "files_touched": (files_touched, FILE_MAX, 100)}
+    limits = {"facts": (facts, FACT_MAX, FACTS_COUNT_MAX), "concepts": (concepts, CONCEPT_MAX, CONCEPTS_COUNT_MAX),
+              "files_touched": (files_touched, FILE_MAX, FILES_KEPT)}
     lists = {}
     for name, (value, item_max, count_max) in limits.items():
         items = [scrubber.scrub_text(v) for v in _strings(name, value)]
@@ -303,7 +300,7 @@ def session_end(db, project: Project, *, session_id, summary=None, highlights=No
             result_extra["auto_compress_error"] = error
     summary = scrubber.scrub_text(summary).strip()
     given = {k: [i for i in (scrubber.scrub_text(x).strip() for x in v) if i] for k, v in given.items()}
-    ended_at = now_iso()
+    ended_at = store.now_iso()
     summary_id = new_uuid4().replace("-", "")
     record = None
     who = _who(db, project, session_id, settings)
@@ -314,7 +311,7 @@ def session_end(db, project: Project, *, session_id, summary=None, highlights=No
             record_id="mr_" + new_ulid(), project_id=project.id, project_root=project.root, session_id=session_id,
             title=(f"Session end: {' '.join(summary.split())}")[:TITLE_MAX],
             summary=_session_record_text(summary, **given),
-            facts=clip_list(given["pitfalls"], FACT_MAX, 50), concepts=[], files_touched=[],
+            facts=clip_list(given["pitfalls"], FACT_MAX, FACTS_COUNT_MAX), concepts=[], files_touched=[],
             observation_type="session_summary", strategy=SESSION_END_STRATEGY, source_event_ids=source_ids,
             created_at=store.now_iso(), **who,
         )
@@ -330,7 +327,8 @@ def session_end(db, project: Project, *, session_id, summary=None, highlights=No
             "record_id": record.record_id if record is not None else None,
             "ended_at": ended_at, **who,
         })
-    return {"id": summary_id, "session_id": session_id, "project": label, "ended_at": ended_at,
+    return {"id": summary_id, "session_id": session_id, "project": label,
+            "ended_at": isotime.to_seconds(ended_at),  # stored to the ms; the seed shows whole seconds
             "summary_len": len(summary), "next_steps_count": len(given["next_steps"]), **result_extra}
 
 
@@ -348,6 +346,9 @@ def session_init(db, project: Project, label: str = "general") -> dict:
         found.pop("project_id", None)
         found["auto_compress"] = bool(found["auto_compress"])
         found["compressed_used"] = bool(found["compressed_used"])
+        found["ended_at"] = isotime.to_seconds(found.get("ended_at"))  # stored to the ms; the seed's shape
+        for later in found.get("ended_without_summary") or []:
+            later["ended_at"] = isotime.to_seconds(later.get("ended_at"))
         return {"found": True, **found}
     known = continuity.labels(db.conn, project.id)
     if known:

@@ -3,7 +3,9 @@
 Replaces `<private>…</private>` spans and credentials (provider key formats, private keys, JWTs,
 URL passwords, Authorization headers, values of secret-named assignments, high-entropy tokens next
 to a secret keyword) with `[REDACTED:<type>]`. Pure and standard-library only: no I/O, inputs are
-never mutated, and scrubbing is idempotent (a second pass changes and counts nothing).
+never mutated, and scrubbing is idempotent (a second call changes and counts nothing): one redaction can
+change the context another rule saw, so `scrub_text` repeats its pass until the text stops changing
+(at most _MAX_PASSES; every text we know of settles after two).
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from kirolearn import config, textcut
 from kirolearn.capture import agents
 from kirolearn.recall import lexical as recall
 from kirolearn.capture.ids import sha256_hex  # no hashlib: it loads OpenSSL (~3 ms)
+from kirolearn.pipeline.observation_types import NOTABLE_TYPES
 from kirolearn.project import project_id
 from kirolearn.store import reader as store_reader
 
@@ -270,7 +271,7 @@ def session_start(conn, project_root: str, *, now: "float | None" = None, conf: 
     skip = SESSION_END_STRATEGIES
     last = recall.latest(conn, pid, types=["session_summary"], limit=1, exclude=ids, exclude_strategies=skip)
     shown = ids + [h.record_id for h in last]
-    notable = recall.latest(conn, pid, types=["decision", "error", "discovery", "pattern", "session_summary"],
+    notable = recall.latest(conn, pid, types=list(NOTABLE_TYPES),
                             limit=conf["session_start_records"], exclude=shown, exclude_strategies=skip)
     hits = last + notable
     blocks += [render_hit(h, now, reader=reader) for h in hits]

@@ -20,10 +20,12 @@ from kirolearn import config
 from kirolearn.recall import when
 from kirolearn.store import reader
 
+# One weight per observation type (kirolearn.pipeline.observation_types; tests/test_constants.py checks).
 TYPE_WEIGHTS = {"session_summary": 1.3, "decision": 1.3, "error": 1.15, "discovery": 1.1, "pattern": 1.1,
                 "tool_use": 1.0}
 RECENCY_HALF_LIFE_DAYS = 30.0
 MAX_TERMS = 24
+SEARCH_LIMIT_MAX = 100  # the most hits one search returns (CLI --limit, MCP limit)
 DEFAULT_BUDGET_TOKENS = 1500
 CHARS_PER_TOKEN = 4  # rough estimate for English and code, no tokenizer dependency
 DEFAULT_TIME_BUDGET = 0.25  # seconds for one recall inside a hook

@@ -347,3 +347,15 @@ def m016_team_attribution(db):
 
     add_attribution_columns(db)
     backfill_attribution(db, os_user(), this_host())
+
+
+@migrations()
+def m018_session_end_milliseconds(db):
+    """Session ends stored to the second ("…:11Z") get the store's one format ("…:11.000Z").
+
+    Every other stored time has milliseconds (kirolearn.isotime), and "…:11Z" sorts after
+    "…:11.500Z" as text: without this a session that ended in the same second as an
+    older one could read as the older of the two.
+    """
+    db.execute("update session_summaries set ended_at = substr(ended_at, 1, 19) || '.000Z' "
+               "where ended_at glob '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]Z'")

@@ -1,4 +1,7 @@
-"""The SQLite store (sqlite-utils): open, migrate, and every write the drainer makes.
+"""The SQLite store (sqlite-utils): open, migrate, and the pipeline's writes.
+
+Events, records, extraction runs, drains, retention and vectors are written here;
+managing records (forget, restore, purge, edit, import) is kirolearn.store.records.
 
 Opening applies pending migrations, turns on WAL and a 30 s busy timeout, and
 keeps the file 0600. Writes that belong together (a chunk of events; an
@@ -11,11 +14,11 @@ import contextlib
 import json
 import os
 import sqlite3
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 import sqlite_utils
 
-from kirolearn import config, crashpoint
+from kirolearn import config, crashpoint, isotime
 from kirolearn.store.base import Store
 from kirolearn.store.migrations import migrations
 from kirolearn.errors import SchemaTooNew  # noqa: F401 - re-exported for callers
@@ -32,9 +35,7 @@ def busy_timeout() -> float:
         return float(BUSY_TIMEOUT_SECONDS)
 
 
-def now_iso() -> str:
-    """Current UTC time in the store's ISO format (milliseconds, Z)."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+now_iso = isotime.now_iso  # current UTC time in the store's one format (kirolearn.isotime)
 
 
 def open_db(path: "str | None" = None, *, mark: bool = True) -> sqlite_utils.Database:
@@ -199,7 +200,7 @@ def writing(db):
     is locked" instead of waiting out the busy timeout. Nested use is a savepoint.
     """
     if db.conn.in_transaction:
-        with writing(db):
+        with db.atomic():  # a savepoint inside the open transaction
             yield db
         return
     db.conn.execute("BEGIN IMMEDIATE")
@@ -279,8 +280,7 @@ def failed_attempts(db, batch_key: str) -> int:
 def spend_today(db, now: "datetime | None" = None) -> "tuple[int, float]":
     """(tokens, dollars) spent on LLM extraction since 00:00 UTC today."""
     now = now or datetime.now(timezone.utc)
-    start = now.replace(hour=0, minute=0, second=0, microsecond=0).isoformat(timespec="milliseconds")
-    start = start.replace("+00:00", "Z")
+    start = isotime.from_datetime(now.replace(hour=0, minute=0, second=0, microsecond=0))
     row = db.execute(
         "select coalesce(sum(prompt_tokens + completion_tokens), 0), coalesce(sum(cost_usd), 0) "
         "from extraction_runs where extractor = 'llm' and started_at >= ?",
@@ -381,8 +381,7 @@ def record_drain(db, drain_id: str, started_at: str, stats: dict, error: str = "
 
 def iso_shift(iso: str, seconds: float) -> str:
     """Shift a store timestamp by `seconds` (keeps the store's format)."""
-    dt = datetime.fromisoformat(iso.replace("Z", "+00:00")) + timedelta(seconds=seconds)
-    return dt.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return isotime.shift(iso, seconds)
 
 
 # --- embeddings (issue #11) ---------------------------------------------------------------

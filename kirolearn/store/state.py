@@ -11,9 +11,8 @@ An unreadable file counts as absent: these files inform, they never block.
 
 import json
 import os
-import time
 
-from kirolearn import config
+from kirolearn import config, isotime
 
 STORE = "store"
 DRAIN = "drain"
@@ -29,10 +28,7 @@ def _path(name: str) -> str:
     return os.path.join(state_dir(), name + ".json")
 
 
-def utc_now() -> str:
-    """UTC time as the store writes it (ISO 8601, milliseconds, Z)."""
-    now = time.time()
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
+utc_now = isotime.now_iso  # UTC time as the store writes it (ISO 8601, milliseconds, Z)
 
 
 def read(name: str) -> dict:

@@ -1,0 +1,61 @@
+"""Timestamps as kirolearn writes them: ISO 8601, UTC, milliseconds and a "Z".
+
+    2026-11-30T13:20:00.123Z
+
+Every stored time (an event's received_at, a record's created_at, extraction
+runs, drains, session ends, the state files) has this one fixed width, so two
+of them compare as text (in SQL and in Python) as they do in time. Session ends
+were once stored to the second ("…:11Z" sorts after "…:11.500Z"); migration
+m018_session_end_milliseconds rewrote them and `normalize` fixes imported ones.
+Standard library only: the hook stamps its events with `utc_iso` (datetime is
+imported only by the functions that parse).
+"""
+
+import time
+
+
+def utc_iso(t: "float | None" = None) -> str:
+    """`t` (seconds since the epoch; default now) in the stored format."""
+    whole, ms = divmod(int((time.time() if t is None else t) * 1000), 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{ms:03d}Z"
+
+
+def now_iso() -> str:
+    """Now, in the stored format."""
+    return utc_iso()
+
+
+def to_seconds(iso: "str | None") -> "str | None":
+    """A stored timestamp cut to whole seconds ("2026-09-24T18:02:11Z"): the shape the session_end
+    seed shows for `ended_at`, which the session_end and session_init results keep."""
+    if not iso or len(iso) < 20 or iso[19] != ".":
+        return iso
+    return iso[:19] + "Z"
+
+
+def parse(iso: str):
+    """A stored (or any ISO 8601) timestamp as an aware datetime; no offset means UTC."""
+    from datetime import datetime, timezone
+
+    dt = datetime.fromisoformat(iso.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
+def from_datetime(dt) -> str:
+    """A datetime in the stored format (a naive one is taken as UTC)."""
+    from datetime import timezone
+
+    dt = dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+    return dt.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def normalize(iso: str) -> str:
+    """Any ISO 8601 timestamp in the stored format; raises ValueError if it is not one."""
+    return from_datetime(parse(iso))
+
+
+def shift(iso: str, seconds: float) -> str:
+    """A stored timestamp moved by `seconds`, in the stored format."""
+    from datetime import timedelta
+
+    return from_datetime(parse(iso) + timedelta(seconds=seconds))

@@ -1,0 +1,15 @@
+"""The observation types of a memory record, written out once.
+
+Standard library only, so the hook's recall (kirolearn.recall.lexical weighs by
+type, kirolearn.recall.context picks the notable ones) can import it; schema.py
+(pydantic) cannot be on that path. Everything else derives from these tuples:
+schema.ObservationType, the CLI's `--type` choices, the MCP tools' Literal types,
+the extraction prompt and recall's TYPE_WEIGHTS keys. tests/test_constants.py
+fails if one of them drifts.
+"""
+
+OBSERVATION_TYPES = ("tool_use", "decision", "error", "discovery", "pattern", "session_summary")
+# What an agent may save as one observation (save_observation): turn summaries have their own tool.
+HAND_MADE_TYPES = tuple(t for t in OBSERVATION_TYPES if t != "session_summary")
+# What a session start lists beside the last turn summary: everything but routine tool use.
+NOTABLE_TYPES = tuple(t for t in OBSERVATION_TYPES if t != "tool_use")
