@@ -11,7 +11,6 @@ routine tool use) and recency; ties break on created_at, then record_id.
 """
 
 import json
-import math
 import os
 import re
 import time
@@ -131,7 +130,7 @@ def _recency(created_at: str, now: float) -> float:
     if t is None:
         return 0.5
     age_days = max(0.0, (now - t) / 86400)
-    return 0.5 + 0.5 * math.exp(-age_days * math.log(2) / RECENCY_HALF_LIFE_DAYS)
+    return 0.5 + 0.5 * 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)  # halves every half-life (no math import)
 
 
 def _hit(row, bm25: float = 0.0) -> Hit:
