@@ -102,9 +102,9 @@ def main() -> int:
     wanted = {"bm25": "plain BM25", "embedding": "embedding alone", "hook": "hook (lexical, SQLite only)",
               "kirolearn": "kirolearn search (hybrid)"}
     methods = {wanted[m]: methods[wanted[m]] for m in args.methods.split(",")}
-    results = {name: {"r5": [], "h5": [], "r10": [], "ms": [], "cat": {}} for name in methods}
+    results = {name: {"r5": [], "h5": [], "r10": [], "ms": [], "cat": {}, "half": {0: [], 1: []}} for name in methods}
     asked = 0
-    for conv_id, _, qa in convs:
+    for n_conv, (conv_id, _, qa) in enumerate(convs):
         pid = context.project_id(projects[conv_id])
         for q in qa:
             if q.get("category") not in (1, 2, 3, 4):
@@ -123,6 +123,7 @@ def main() -> int:
                 res = results[name]
                 res["r5"].append(r5), res["h5"].append(h5), res["r10"].append(r10)
                 res["cat"].setdefault(q["category"], []).append(h5)
+                res["half"][n_conv % 2].append((r5, h5))
     print(f"LoCoMo: {sum(len(t) for _, s, _ in convs for _, _, t in s)} turns in {len(convs)} projects, "
           f"{len(dia)} records mapped, {asked} questions (categories 1-4)"
           + (f", ingested through spool+drain in {ingest_s:.0f} s" if ingest_s else ""))
@@ -134,6 +135,9 @@ def main() -> int:
                      f"{mean(res['r10']):.3f}", ">= 0.68 / 0.75 /" if name.startswith("kirolearn") else ""))
         rows.append((f"  hit@5 by category / p50 / p95 ms", f"{cats} / {statistics.median(res['ms']):.1f} / "
                      f"{pct(res['ms'], 0.95):.1f}", ""))
+        halves = [(mean([r for r, _ in res["half"][h]]), mean([x for _, x in res["half"][h]])) for h in (0, 1)]
+        rows.append(("  R@5 / hit@5 on odd / even conversations", f"{halves[0][0]:.3f} / {halves[0][1]:.3f}, "
+                     f"{halves[1][0]:.3f} / {halves[1][1]:.3f}", ""))
     print_table("LoCoMo retrieval (no model)", rows)
     return 0
 

@@ -4,7 +4,6 @@ Standard library only (the hook imports it). Nothing here creates anything
 except `ensure_private_dir`, so read-only commands never litter a fresh machine.
 """
 
-import contextlib
 import contextvars
 import os
 
@@ -35,17 +34,23 @@ def home() -> str:
     return os.path.join(user_home, ".kirolearn")
 
 
-@contextlib.contextmanager
-def using_home(path: "str | None"):
-    """Within the block, `home()` is `path` (None: leave it as the environment says)."""
-    if path is None:
-        yield
-        return
-    token = _home_override.set(os.path.abspath(os.path.expanduser(str(path))))
-    try:
-        yield
-    finally:
-        _home_override.reset(token)
+class using_home:
+    """Within the block, `home()` is `path` (None: leave it as the environment says).
+
+    A class, not contextlib.contextmanager: contextlib costs every hook call ~1 ms of imports.
+    """
+
+    def __init__(self, path: "str | None"):
+        self.path, self.token = path, None
+
+    def __enter__(self):
+        if self.path is not None:
+            self.token = _home_override.set(os.path.abspath(os.path.expanduser(str(self.path))))
+
+    def __exit__(self, *exc) -> None:
+        if self.token is not None:
+            _home_override.reset(self.token)
+            self.token = None
 
 
 def check_home() -> str:

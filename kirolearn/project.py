@@ -9,9 +9,10 @@ A project's id is the same on every machine when it has a git remote (kirolearn.
 `git:<normalised remote>[//<subpath>]`), else it is derived from its path as before (#16).
 """
 
-import hashlib
 import os
 import time
+
+from kirolearn.capture.ids import sha256_hex  # not hashlib: it loads OpenSSL on every hook call (~3 ms)
 
 # Order matters only for documentation: any marker makes a directory a project root.
 MARKERS = (
@@ -108,7 +109,7 @@ def project_key(project_root: str, home: "str | None" = None) -> str:
 
 def path_id(project_root: str) -> str:
     """The path-derived id every project had before #16 (first 16 hex digits of the root's sha256)."""
-    return hashlib.sha256(project_root.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return sha256_hex(project_root.encode("utf-8", "surrogatepass"))[:16]
 
 
 def project_id(project_root: str, home: "str | None" = None) -> str:

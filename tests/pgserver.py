@@ -143,19 +143,33 @@ class PgCluster:
                 "logging_collector": "off",
                 "log_min_messages": "warning",
             }
-            args = [self._tool("postgres"), "-D", self.data_dir]
+            self._args = [self._tool("postgres"), "-D", self.data_dir]
             for key, value in settings.items():
-                args += ["-c", f"{key}={value}"]
-            log = open(self.log_path, "ab")
-            try:
-                self.proc = self._sub(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-            finally:
-                log.close()
-            self._wait_ready()
+                self._args += ["-c", f"{key}={value}"]
+            self._launch()
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _launch(self) -> None:
+        log = open(self.log_path, "ab")
+        try:
+            self.proc = self._sub(self._args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        finally:
+            log.close()
+        self._wait_ready()
+
+    def pause(self) -> None:
+        """Stop the server (fast shutdown) and keep its data: a team server that is down."""
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=60)
+
+    def resume(self) -> None:
+        """Start the paused server again on the same data and socket."""
+        self._launch()
 
     def _wait_ready(self) -> None:
         """Poll pg_isready until the server accepts connections; fail early if it exited."""

@@ -141,6 +141,9 @@ def test_memory_is_fenced_as_data_and_defused(project, add_record):
 def test_secrets_are_scrubbed_on_the_way_out(project, add_record):
     key = "AKIA" + "Z7VQ3K9XW2ML4PTB"
     add_record(project, "AWS deploy credentials", f"the deploy used {key} from the vault", observation_type="decision")
+    # text kept by older rules (a current store is trusted: tests/test_outbound_scrub.py)
+    add_record.db.execute("update scrub_state set value = '1' where key = 'scrubbed_with'")
+    add_record.db.conn.commit()
     text, _ = context.for_prompt(conn(), str(project), "aws deploy credentials")
     assert "AWS deploy credentials" in text and key not in text and "[REDACTED:aws-access-key]" in text
 

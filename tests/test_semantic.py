@@ -327,3 +327,63 @@ def test_an_unrelated_or_empty_query_finds_nothing_through_vectors(project, word
                                 catch_exceptions=False)
     assert [h["title"] for h in json.loads(result.output)][:1] == [
         "Users get logged out after exactly 15 minutes even while active"]
+
+
+# --- neighbours and dates ---------------------------------------------------------------------------
+
+
+def test_expansion_holds_two_turns_each_side():
+    records = [{"record_id": f"r{i}", "title": f"turn {i} word{i}", "summary": ""} for i in range(6)]
+    out = semantic.expansions_for(records)
+    assert out["r0"].split("\n") == ["turn 1 word1", "turn 2 word2"]
+    assert out["r3"].split("\n") == ["turn 1 word1", "turn 2 word2", "turn 4 word4", "turn 5 word5"]
+    assert "word3" not in out["r3"]
+
+
+def test_dates_in_a_query_name_spans_and_leave_the_words():
+    from kirolearn.recall import when
+
+    found, rest = when.windows("What did Dave open on 1 May, 2023 and in March 2023?")
+    assert [kind for kind, _, _ in found] == [when.DAY, when.MONTH]
+    assert "May" not in rest and "2023" not in rest and "open" in rest
+    day = found[0]
+    assert day[2] - day[1] == 86400 and when.closeness(day[1] + 3600, found[:1]) == 1.0
+    assert 0 < when.closeness(day[2] + 3 * 86400, found[:1]) < 1.0  # told a few days later
+    assert when.closeness(day[1] - 86400, found[:1]) == 0.0
+    assert when.windows("may I ask about 2023-02-30?") == ([], "may I ask about 2023-02-30?")
+    assert [k for k, _, _ in when.windows("which band in October?")[0]] == [when.ANY_YEAR_MONTH]
+
+
+def test_hybrid_search_ranks_the_turn_of_the_named_day(project, wordllama, drain_now):
+    """Records know when their turn happened (the first event's ULID), not only when they were stored."""
+    from kirolearn.recall import when
+
+    may3 = when._epoch(2023, 5, 3) + 3600
+    spool_turn(project, "s1", "went to the climbing gym with the team", when=may3 - 40 * 86400)
+    spool_turn(project, "s2", "went to the climbing gym again, new route", when=may3)
+    spool_turn(project, "s3", "the climbing gym was closed, so we ran instead", when=may3 + 30 * 86400)
+    drain_now(flush=True)
+    conn = recall.connect_readonly()
+    pid = context.project_id(str(project))
+    searcher = semantic.Searcher(conn)
+    assert searcher.semantic
+    top = searcher.search("what happened at the climbing gym on 3 May 2023?", project_id=pid, limit=3)
+    assert top[0].title == "went to the climbing gym again, new route"
+    assert len(top) == 3  # the others still match by words
+    dated_only = searcher.search("what did we do on May 3, 2023", project_id=pid, limit=3)
+    assert [h.title for h in dated_only][:1] == ["went to the climbing gym again, new route"]
+
+
+def test_the_hook_ranks_the_turn_of_the_named_day_too(project, drain_now):
+    """The stdlib lexical ranking the prompt hook runs: dates are not searched as words, they rank."""
+    from kirolearn.recall import when
+
+    may3 = when._epoch(2023, 5, 3) + 3600
+    spool_turn(project, "s1", "deployed the billing service to staging", when=may3 - 20 * 86400)
+    spool_turn(project, "s2", "deployed the billing service, rollback needed", when=may3)
+    spool_turn(project, "s3", "deployed the billing service with the new flag", when=may3 + 20 * 86400)
+    drain_now(flush=True)
+    conn = recall.connect_readonly()
+    hits = recall.search(conn, "billing service deployed on 3rd May 2023", project_id=context.project_id(str(project)))
+    assert [h.title for h in hits][0] == "deployed the billing service, rollback needed"
+    assert len(hits) == 3 and all("2023" not in h.matched_terms for h in hits)

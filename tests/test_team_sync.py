@@ -5,6 +5,8 @@ kirolearn.store.base.Store only, so what holds for it holds for PostgreSQL,
 which passes the same contract suite (the two-developer test runs it there).
 """
 
+import json
+
 import pytest
 
 from kirolearn import config
@@ -120,3 +122,32 @@ def test_a_team_store_that_is_down_costs_nothing(homes, team):
     assert (ok.events_sent, ok.records_sent, ok.error) == (1, 1, "")
     with config.using_home(homes["ana"][0]):
         assert team_sync.cache_state()["last_ok_at"] and team_sync.cache_state()["last_error"] == ""
+
+
+def test_text_scrubbed_with_older_rules_is_scrubbed_again_on_its_way_out(homes, team):
+    from kirolearn.settings import Settings
+    from kirolearn.store import scrubbing
+
+    home, ana = homes["ana"]
+    leaked = "AKIA" + "QW3RTY7UIOPA5SDF"  # an AWS access key id the current rules catch
+    ana.add_events([dict(event(1, project="shared"), body=json.dumps({"prompt": f"use {leaked} for s3"}))])
+    ana.add_records([record(1, project="shared", summary=f"the deploy uses {leaked}")])
+    scrubbing.finish(ana.db, 1)  # stored under rules version 1: older than the installed ones
+    with config.using_home(home):
+        scrub = team_sync.outbound_scrubber(Settings(), ana.db)
+        assert scrub is not None
+        sent = team_sync.sync(ana, team, ["shared"], me="ana", scrub=scrub)
+    assert (sent.events_sent, sent.records_sent) == (1, 1)
+    assert leaked not in json.dumps(list(team.export_objects()))
+    assert leaked in ana.get_record("mr_0001")["summary"]  # the local store is rescrub's job, not the sync's
+
+
+def test_text_scrubbed_with_the_current_rules_goes_out_as_it_is(homes):
+    from kirolearn.privacy.scrub import rules_version
+    from kirolearn.settings import Settings
+    from kirolearn.store import scrubbing
+
+    home, ana = homes["ana"]
+    scrubbing.finish(ana.db, rules_version())
+    with config.using_home(home):
+        assert team_sync.outbound_scrubber(Settings(), ana.db) is None

@@ -6,6 +6,7 @@ server (tests/pgserver.py), and a SQLite store too (sync is written against the 
 """
 
 import json
+import os
 
 import pytest
 from click.testing import CliRunner
@@ -120,3 +121,94 @@ def test_what_ana_learns_in_her_clone_reaches_bens_clone_and_nothing_else(world,
     assert sync_as(ana, "ana", team_store).forgets_sent == 1
     assert sync_as(ben, "ben", team_store).forgets_received == 1
     assert record_id not in {r["record_id"] for r in json.loads(cli_as(ben, "list", "--all-projects", "--json"))}
+
+
+@pytest.fixture
+def own_server():
+    """A team server of this test's own, so it can be stopped and started again."""
+    from pgserver import PgCluster, PostgresUnavailable
+
+    try:
+        cluster = PgCluster().start()
+    except PostgresUnavailable as exc:
+        if os.environ.get("KIROLEARN_REQUIRE_POSTGRES") != "1":
+            pytest.skip(str(exc))
+        raise
+    try:
+        url = cluster.url(cluster.create_database("team"))
+        from kirolearn.store.postgres import PostgresStore
+
+        PostgresStore(url, migrate=True).close()
+        yield cluster, url
+    finally:
+        cluster.stop()
+
+
+def test_the_drain_syncs_and_a_server_that_was_down_gets_everything_once(tmp_path, own_server, monkeypatch):
+    """The issue's two-developer test, through `kirolearn drain` with KIROLEARN_STORE_URL set."""
+    cluster, url = own_server
+    projects.forget_cached_ids()
+    ana = {"home": tmp_path / "ana" / ".kirolearn",
+           "shop": clone(tmp_path / "ana" / "shop", "git@github.com:acme/shop.git")}
+    ben = {"home": tmp_path / "ben" / ".kirolearn",
+           "shop": clone(tmp_path / "ben" / "co" / "shop", "https://github.com/acme/shop.git"),
+           "side": clone(tmp_path / "ben" / "side", "git@github.com:ben/side.git")}
+
+    def run(dev, who, *args):
+        monkeypatch.setenv("USER", who)
+        result = CliRunner().invoke(cli, list(args), env={"KIROLEARN_HOME": str(dev["home"]),
+                                                          "KIROLEARN_STORE_URL": url, "KIROLEARN_ACTOR": None})
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    def spool(dev, who, *args):  # the hook runs as its developer's OS user
+        monkeypatch.setenv("USER", who)
+        turn(dev, *args)
+
+    def drain(dev, who):
+        return json.loads(run(dev, who, "drain", "--flush", "--json"))
+
+    run(ana, "ana", "team", "join", "--project", str(ana["shop"]))
+    run(ben, "ben", "team", "join", "--project", str(ben["shop"]))
+    spool(ana, "ana", "shop", "s-a1", "why does the nightly export job time out",
+         "The nightly export scans orders: orders.created_at has no index, so add one.")
+    spool(ben, "ben", "side", "s-b0", "plans for the side project", "Nothing to share here.")
+    sent = drain(ana, "ana")["team"]
+    assert sent["error"] == "" and sent["events_sent"] == 2 and sent["records_sent"] >= 1
+    got = drain(ben, "ben")["team"]
+    assert got["error"] == "" and got["records_received"] == sent["records_sent"]
+    assert got["events_sent"] == 0  # ben's side project is not shared: nothing of it left his machine
+    start = run(ben, "ben", "context", "--session-start", "--project", str(ben["shop"]))
+    assert "orders.created_at has no index" in start and " · by ana" in start  # ana's turn, attributed
+    side = run(ben, "ben", "context", "--prompt", "nightly export timeout", "--project", str(ben["side"]))
+    assert "orders.created_at" not in side
+
+    cluster.pause()  # the team server goes down: both keep capturing and draining
+    spool(ana, "ana", "shop", "s-a2", "the export retries forever on a deadlock", "Cap export retries at three.")
+    spool(ben, "ben", "shop", "s-b1", "replica lag breaks the report", "Never run the report against the replica.")
+    down_a, down_b = drain(ana, "ana"), drain(ben, "ben")
+    assert down_a["stored"] == 2 and down_a["team"]["error"] and down_b["stored"] == 2 and down_b["team"]["error"]
+    status = json.loads(run(ben, "ben", "status", "--json"))["team"]
+    assert status["last_error"] and status["cache_synced_at"] and status["shared_projects"] == 1
+
+    cluster.resume()  # back: what waited arrives, once
+    up_a = drain(ana, "ana")["team"]
+    up_b = drain(ben, "ben")["team"]
+    again_a = drain(ana, "ana")["team"]
+    assert up_a["error"] == up_b["error"] == again_a["error"] == ""
+    assert up_a["events_sent"] == 2 and up_b["events_sent"] == 2 and up_b["records_received"] >= 1
+    assert again_a["records_received"] >= 1 and again_a["events_sent"] == 0
+
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        total, distinct = conn.execute("select count(*), count(distinct event_id) from events").fetchone()
+        hashes, distinct_hashes = conn.execute(
+            "select count(*), count(distinct record_hash) from memory_records").fetchone()
+    assert total == distinct == 6  # ana's 2 + 2, ben's 2 of the shared project; none of his side project
+    assert hashes == distinct_hashes
+    for dev, who in ((ana, "ana"), (ben, "ben")):
+        found = run(dev, who, "context", "--prompt", "replica report export retries deadlock",
+                    "--project", str(dev["shop"]))
+        assert "replica" in found and "retries" in found.lower()
+    projects.forget_cached_ids()

@@ -18,6 +18,12 @@ Per shared project, in this order:
    teammates' records land in the local store (idempotent), their tombstones
    forget the record here too, so a forgotten record never comes back.
 
+Text goes out as the local store holds it, which the drain scrubbed; when the
+store's text was scrubbed with older rules than the installed ones (see
+`kirolearn rescrub`), every event body and record is scrubbed again with the
+current rules on its way out, so the server never holds what today's rules
+catch.
+
 Each cursor is saved in $KIROLEARN_HOME/state/team.json after the page it
 covers is stored on both sides, so a crash repeats at most one page. A team
 store that is down costs one failed connection: the spool and the local store
@@ -66,14 +72,38 @@ def _save(project_id: str, cursor: dict) -> None:
     state.write(STATE, saved)
 
 
-def _events_up(local, team, project_id: str, cursor: dict, stats: SyncStats) -> None:
+RECORD_TEXT = ("title", "summary", "facts", "concepts", "files_touched")
+
+
+def _clean_events(page: "list[dict]", scrub) -> "list[dict]":
+    if scrub is None:
+        return page
+    import json
+
+    from kirolearn.pipeline.drain import GENERATED_FIELDS
+
+    out = []
+    for row in page:
+        body = json.loads(row["body"])
+        body = {k: v if k in GENERATED_FIELDS else scrub.scrub_value(v) for k, v in body.items()}
+        out.append(dict(row, body=json.dumps(body, ensure_ascii=False)))
+    return out
+
+
+def _clean_records(records: "list[dict]", scrub) -> "list[dict]":
+    if scrub is None:
+        return records
+    return [dict(r, **{k: scrub.scrub_value(r[k]) for k in RECORD_TEXT if k in r}) for r in records]
+
+
+def _events_up(local, team, project_id: str, cursor: dict, stats: SyncStats, scrub=None) -> None:
     since = cursor["events"]
     since = store.iso_shift(since, -EVENT_OVERLAP_SECONDS) if since else None
     while True:
         page = local.events_since([project_id], since, limit=PAGE)
         if not page:
             return
-        stats.events_sent += team.add_events(page)
+        stats.events_sent += team.add_events(_clean_events(page, scrub))
         last = page[-1]["stored_at"]
         cursor["events"] = max(cursor["events"] or "", last)
         _save(project_id, cursor)
@@ -82,18 +112,18 @@ def _events_up(local, team, project_id: str, cursor: dict, stats: SyncStats) -> 
         if last == since:  # a whole page stored in one millisecond: step past it by id
             rest = [e for e in local.events_since([project_id], since, limit=PAGE * 20)
                     if e["event_id"] > page[-1]["event_id"]]
-            stats.events_sent += team.add_events(rest)
+            stats.events_sent += team.add_events(_clean_events(rest, scrub))
             return
         since = last
 
 
-def _records_up(local, team, project_id: str, cursor: dict, me: str, stats: SyncStats) -> None:
+def _records_up(local, team, project_id: str, cursor: dict, me: str, stats: SyncStats, scrub=None) -> None:
     while True:
         found = local.changes([project_id], after=cursor["up"], limit=PAGE)
         if found["after"] == cursor["up"]:
             return
         if found["records"]:
-            stats.records_sent += team.add_records(found["records"])
+            stats.records_sent += team.add_records(_clean_records(found["records"], scrub))
         mine = [t["record_id"] for t in found["forgotten"] if t.get("record_actor") == me]
         if mine:
             stats.forgets_sent += len(team.forget(mine, reason="forgotten by its author", actor=me))
@@ -116,11 +146,12 @@ def _records_down(local, team, project_id: str, cursor: dict, stats: SyncStats) 
         _save(project_id, cursor)
 
 
-def sync(local, team, project_ids, *, me: str) -> SyncStats:
+def sync(local, team, project_ids, *, me: str, scrub=None) -> SyncStats:
     """Send and fetch every shared project's changes (see the module docstring); never raises for the server.
 
     `local` is this home's store, `team` the team store (both kirolearn.store.base.Store);
-    `me` is this user's actor name (attribution). A failure is logged and kept in
+    `me` is this user's actor name (attribution); `scrub`, a Scrubber, cleans what goes
+    out again (None: the local text is already scrubbed with the current rules). A failure is logged and kept in
     state/team.json with the time of the last good sync (the cache's age in `status`).
     """
     stats = SyncStats(projects=len(project_ids))
@@ -129,8 +160,8 @@ def sync(local, team, project_ids, *, me: str) -> SyncStats:
         for project_id in project_ids:
             cursor = _cursor(saved, project_id)
             before = (stats.events_sent, stats.records_sent, stats.records_received)
-            _events_up(local, team, project_id, cursor, stats)
-            _records_up(local, team, project_id, cursor, me, stats)
+            _events_up(local, team, project_id, cursor, stats, scrub)
+            _records_up(local, team, project_id, cursor, me, stats, scrub)
             _records_down(local, team, project_id, cursor, stats)
             stats.per_project[project_id] = {
                 "events_sent": stats.events_sent - before[0], "records_sent": stats.records_sent - before[1],
@@ -172,12 +203,22 @@ def run(settings, db) -> "SyncStats | None":
         state.try_update(STATE, last_sync_at=state.utc_now(), last_error=stats.error)
         return stats
     try:
-        return sync(SqliteStore(db=db), remote, ids, me=me)
+        return sync(SqliteStore(db=db), remote, ids, me=me, scrub=outbound_scrubber(settings, db))
     finally:
         try:
             remote.close()
         except Exception:  # noqa: BLE001 - closing a broken connection
             pass
+
+
+def outbound_scrubber(settings, db):
+    """A Scrubber when the local store's text predates the installed rules (or extra patterns are set), else None."""
+    from kirolearn.privacy.scrub import Scrubber, rules_version
+    from kirolearn.store import reader
+
+    if reader.scrubbed_with(db) == rules_version() and not settings.scrub.extra_patterns:
+        return None
+    return Scrubber(settings.scrub.extra_patterns, settings.scrub.allow)
 
 
 def cache_state() -> dict:

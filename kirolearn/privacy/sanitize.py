@@ -19,7 +19,7 @@ LINE_BREAKS = "\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
 
 # ESC-introduced sequences first (so their parameters go with them), then 8-bit C1 forms.
-_ESCAPES = re.compile(
+_ESCAPES_SOURCE = (
     r"\x1b\][^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"  # OSC ... BEL / ST (never past a line end)
     r"|\x1b[P^_X][^\x1b\x9c\n]*(?:\x1b\\|\x9c)?"  # DCS, PM, APC, SOS ... ST
     r"|\x1b\[[0-?]*[ -/]*[@-~]?"  # CSI
@@ -28,18 +28,38 @@ _ESCAPES = re.compile(
     r"|[\x90\x98\x9e\x9f][^\x1b\x9c\n]*\x9c?"  # 8-bit DCS, SOS, PM, APC
     r"|\x9b[0-?]*[ -/]*[@-~]?"  # 8-bit CSI
 )
-_BREAKS = re.compile(r"\r\n|[" + LINE_BREAKS.replace("\n", "") + "]")
-_CONTROLS = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f" + BIDI_CONTROLS + "]")
-_SURROGATES = re.compile("[\ud800-\udfff]")
+_PATTERNS: list = []  # compiled on first use: printable text, the common case, never needs them
+
+
+def _compiled() -> list:
+    if not _PATTERNS:
+        _PATTERNS.extend((
+            re.compile("[\ud800-\udfff]"),  # lone surrogates
+            re.compile(_ESCAPES_SOURCE),
+            re.compile(r"\r\n|[" + LINE_BREAKS.replace("\n", "") + "]"),
+            re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f" + BIDI_CONTROLS + "]"),
+        ))
+    return _PATTERNS
 
 
 def clean_text(text: str) -> str:
     """`text` with line breaks normalised to "\\n" and escapes, controls and bidi overrides removed."""
-    text = _SURROGATES.sub("\ufffd", str(text))
-    text = _ESCAPES.sub("", text)
-    text = _BREAKS.sub("\n", text)
+    text = str(text)
+    # Printable text (and "\n") holds nothing the patterns below change: isprintable() is False for
+    # every control character (Cc: C0, C1, TAB, DEL, NEL), format character (Cf: the bidi marks),
+    # line or paragraph separator (Zl, Zp) and surrogate (Cs).
+    if text.replace("\n", "").isprintable():
+        return text
+    return _clean(text)
+
+
+def _clean(text: str) -> str:
+    surrogates, escapes, breaks, controls = _compiled()
+    text = surrogates.sub("\ufffd", text)
+    text = escapes.sub("", text)
+    text = breaks.sub("\n", text)
     text = text.replace("\t", "    ")
-    return _CONTROLS.sub("", text)
+    return controls.sub("", text)
 
 
 def clean_lines(text: str) -> "list[str]":

@@ -13,11 +13,11 @@ import time
 
 from kirolearn import config, textcut
 from kirolearn.capture import agents
-from kirolearn.recall import continuity
-from kirolearn.capture import once
 from kirolearn.recall import lexical as recall
-from kirolearn.pipeline.dedup import project_id  # stdlib-only, like this module
+from kirolearn.capture.ids import sha256_hex  # no hashlib: it loads OpenSSL (~3 ms)
 from kirolearn.pipeline.observation_types import NOTABLE_TYPES
+from kirolearn.project import project_id
+from kirolearn.store import reader as store_reader
 
 SESSION_START_HEADING = "## kirolearn memory: where this project left off"
 PROMPT_HEADING = "## kirolearn memory: notes from earlier sessions that match this prompt"
@@ -37,17 +37,22 @@ MAX_OUTPUT_BYTES = 10_000
 def settings() -> dict:
     """The [recall] table of config.toml over DEFAULTS, plus the [scrub] extras (stdlib tomllib).
 
-    On Python 3.10 (no tomllib, and the hook stays stdlib-only) the defaults apply.
+    tomllib (~3 ms of imports) loads only when the file names one of those tables (or [team]); on
+    Python 3.10 (no tomllib, and the hook stays stdlib-only) the defaults apply.
     """
     values = dict(DEFAULTS, scrub_extra={}, scrub_allow=[])
     try:
-        import tomllib
-    except ImportError:
+        with open(os.path.join(config.home(), "config.toml"), "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return values
+    if b"recall" not in raw and b"scrub" not in raw and b"team" not in raw:
         return values
     try:
-        with open(os.path.join(config.home(), "config.toml"), "rb") as fh:
-            data = tomllib.load(fh)
-    except (OSError, ValueError):
+        import tomllib
+
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (ImportError, ValueError):
         return values
     table = data.get("recall", {}) if isinstance(data.get("recall"), dict) else {}
     for key in DEFAULTS:
@@ -81,15 +86,11 @@ def _by(actor, reader: "str | None") -> str:
     return f" · by {' '.join(str(actor).split())[:80]}"
 
 
-
-
 # --- per-session injection state --------------------------------------------------------
 
 
 def _state_path(session_id: str) -> str:
-    import hashlib
-
-    key = hashlib.sha256(session_id.encode("utf-8", "replace")).hexdigest()[:32]
+    key = sha256_hex(session_id.encode("utf-8", "replace"))[:32]
     return os.path.join(config.sessions_dir(), f"recall-{key}.json")
 
 
@@ -106,12 +107,27 @@ def load_state(session_id: str) -> dict:
 
 
 def save_state(session_id: str, state: dict) -> None:
-    """Remember what was injected (atomic replace; 0600 in a 0700 folder)."""
-    from kirolearn.capture.spool import write_atomic
+    """Remember what was injected (atomic replace; 0600 in a 0700 folder).
 
-    directory = config.ensure_private_dir(config.sessions_dir())
+    Not fsynced (two fsyncs cost the prompt hook ~5 ms): after a power cut the file is the old
+    state or the new one, and an old one only means a record may be shown to the session again.
+    """
+    config.ensure_private_dir(config.sessions_dir())
     path = _state_path(session_id)
-    write_atomic(directory, os.path.basename(path), json.dumps(state).encode("utf-8"), directory)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o600)
+    try:
+        os.write(fd, json.dumps(state).encode("utf-8"))
+    finally:
+        os.close(fd)
+    try:
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 # --- rendering ------------------------------------------------------------------------------
@@ -181,18 +197,58 @@ def render(heading: str, blocks: "list[str]", budget_tokens: int) -> "tuple[str,
     return (textcut.cut_bytes(text, MAX_OUTPUT_BYTES), used) if used else ("", 0)
 
 
-def scrub_out(text: str, conf: "dict | None" = None) -> str:
-    """Scrub text on its way to the agent, with the user's extra patterns and allow-list."""
+def scrub_out(text: str, conf: "dict | None" = None, *, store_current: bool = False) -> str:
+    """Scrub text on its way to the agent, with the user's extra patterns and allow-list.
+
+    `store_current`: every stored text was scrubbed with the installed rules (the store's
+    scrubbed_with mark, see rules_current) and no extra pattern is configured. Scrubbing is
+    idempotent, so the catalogue pass (~30 ms cold in the hook: imports and first compiles)
+    would change nothing and is skipped; _quote's sanitising (clean_text) has already run.
+    """
     if not text:
+        return text
+    conf = conf or {}
+    if store_current and not conf.get("scrub_extra"):
         return text
     from kirolearn.privacy.scrub import Scrubber  # only when there is something to print: it compiles patterns
 
-    conf = conf or {}
     try:
         scrubber = Scrubber(conf.get("scrub_extra") or None, conf.get("scrub_allow") or ())
     except ValueError:  # a broken extra pattern: `kirolearn doctor` reports it; never skip the scrub
         scrubber = Scrubber()
     return scrubber.scrub_text(text)
+
+
+def rules_current(conn) -> bool:
+    """Whether the store says every text in it was scrubbed with the installed rules version.
+
+    The mark (scrub_state.scrubbed_with) is the current version in a store created under these
+    rules, and after `kirolearn rescrub`; a store that holds text from older rules keeps an older
+    number until then, so its records are re-scrubbed in full on the way out.
+    """
+    version = store_reader.scrubbed_with(conn)
+    return version is not None and version == installed_rules_version()
+
+
+def installed_rules_version() -> int:
+    """kirolearn.privacy.rules.RULES_VERSION, read from the generated file's header line.
+
+    Importing the module unmarshals its whole table (~1.3 ms of the prompt hook); the generator
+    (scripts/refresh_secret_rules.py) writes `RULES_VERSION = N` near the top. Without the
+    source file (a bytecode-only install) the module is imported after all.
+    """
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "privacy", "rules.py")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+        for line in head.splitlines():
+            if line.startswith(b"RULES_VERSION = "):
+                return int(line.split(b"=", 1)[1])
+    except (OSError, ValueError):
+        pass
+    from kirolearn.privacy.rules import RULES_VERSION
+
+    return RULES_VERSION
 
 
 # --- the two moments ------------------------------------------------------------------------
@@ -220,16 +276,23 @@ def session_start(conn, project_root: str, *, now: "float | None" = None, conf: 
     hits = last + notable
     blocks += [render_hit(h, now, reader=reader) for h in hits]
     text, used = render(SESSION_START_HEADING, blocks, conf["budget_tokens"])
-    return scrub_out(text, conf), (ids + [h.record_id for h in hits])[:used]
+    return scrub_out(text, conf, store_current=bool(text) and rules_current(conn)), (ids + [h.record_id for h in hits])[:used]
 
 
 def last_session_end(conn, pid: str) -> "dict | None":
     """What a new session resumes from: the newest session_end with content (kirolearn.recall.continuity)."""
+    from kirolearn.recall import continuity  # session starts only: prompts never need it
+
     return continuity.resume(conn, pid)
 
 
-SUMMARY_LISTS = continuity.SUMMARY_LISTS
-decode_session_summary = continuity.decode
+def __getattr__(name: str):
+    # continuity's names, kept here for callers of this module; imported on first use
+    if name in ("SUMMARY_LISTS", "decode_session_summary"):
+        from kirolearn.recall import continuity
+
+        return continuity.SUMMARY_LISTS if name == "SUMMARY_LISTS" else continuity.decode
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def render_session_end(ended: dict, now: float, reader: "str | None" = None) -> str:
@@ -266,7 +329,13 @@ def for_prompt(conn, project_root: str, prompt: str, *, already=(), now: "float 
     hits = [h for h in recall.relevant(hits, prompt) if h.record_id not in set(already)][: conf["prompt_records"]]
     reader = me(conf)
     text, used = render(PROMPT_HEADING, [render_hit(h, now, reader=reader) for h in hits], conf["budget_tokens"])
-    return scrub_out(text, conf), [h.record_id for h in hits[:used]]
+    return scrub_out(text, conf, store_current=bool(text) and rules_current(conn)), [h.record_id for h in hits[:used]]
+
+
+def _claim_session_start(*args) -> bool:
+    from kirolearn.capture import once  # session starts only
+
+    return once.claim_session_start(*args)
 
 
 def for_event(event: dict) -> str:
@@ -278,7 +347,7 @@ def for_event(event: dict) -> str:
     state = load_state(event["session_id"])
     if trigger == "agentSpawn" and state.get("session_start"):
         return ""  # Kiro may fire agentSpawn on every prompt: inject once per session
-    if trigger == "agentSpawn" and not once.claim_session_start(
+    if trigger == "agentSpawn" and not _claim_session_start(
             event["project_root"], event["session_id"], event.get("session_source", "")):
         return ""  # a twin hook (classic + v3 wiring) of this same session start already printed it
     conn = recall.connect_readonly(budget=conf["time_budget_ms"] / 1000)

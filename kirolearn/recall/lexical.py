@@ -11,12 +11,12 @@ routine tool use) and recency; ties break on created_at, then record_id.
 """
 
 import json
-import math
 import os
 import re
 import time
 
 from kirolearn import config
+from kirolearn.recall import when
 from kirolearn.store import reader
 
 # One weight per observation type (kirolearn.pipeline.observation_types; tests/test_constants.py checks).
@@ -29,7 +29,7 @@ DEFAULT_BUDGET_TOKENS = 1500
 CHARS_PER_TOKEN = 4  # rough estimate for English and code, no tokenizer dependency
 DEFAULT_TIME_BUDGET = 0.25  # seconds for one recall inside a hook
 RELATIVE_FLOOR = 0.35  # a prompt match must score at least this share of the best match
-COMMON_SHARE = 0.5  # words in more than this share of records carry no BM25 weight: not searched
+COMMON_SHARE = 0.2  # words in more than this share of records carry little BM25 weight (idf < log 4): not searched
 KEEP_RAREST = 2  # ... but the rarest few words of a prompt are always kept
 
 # Dotted acronyms ("U.S.", "e.g.") stay one token; everything else is a run of word characters.
@@ -130,7 +130,7 @@ def _recency(created_at: str, now: float) -> float:
     if t is None:
         return 0.5
     age_days = max(0.0, (now - t) / 86400)
-    return 0.5 + 0.5 * math.exp(-age_days * math.log(2) / RECENCY_HALF_LIFE_DAYS)
+    return 0.5 + 0.5 * 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)  # halves every half-life (no math import)
 
 
 def _hit(row, bm25: float = 0.0) -> Hit:
@@ -177,24 +177,40 @@ def search(conn, query: str, *, project_id: "str | None" = None, types=None, lim
     sqlite3.Error, which the hook logs and the CLI reports. `since` (a store
     timestamp), `session_id` and `file` narrow it like `kirolearn list`.
     """
+    # Dates the query names ("on 3 May 2023") are not searched as words; the matches that happened
+    # then rank higher (kirolearn.recall.when).
+    dates, query = when.windows(query)
     words = _query_words(conn, query, limit)
     if words is None:
         return []
     now = time.time() if now is None else now
     depth = max(limit * 5, 25)
     narrowed = bool(types or since or session_id or file)
+    # Rank on the columns the score needs; the full rows are read for the best `limit` alone.
     rows = reader.fts_matches(conn, words, depth=depth * 20 if narrowed else depth, limit=depth,
-                              project_id=project_id, types=types, since=since, session_id=session_id, file=file)
+                              project_id=project_id, types=types, since=since, session_id=session_id, file=file,
+                              columns=reader.RANK_COLUMNS + (", r.source_event_ids" if dates else ""))
+    scored = [(row, -row["bm25"] * TYPE_WEIGHTS.get(row["observation_type"], 1.0) * _recency(row["created_at"], now))
+              for row in rows]
+    if dates:
+        best = max((score for _, score in scored), default=0.0) or 1.0
+        scored = [(row, score + when.DATE_WEIGHT * best * when.closeness(
+            when.record_time(row["source_event_ids"], row["created_at"]), dates)) for row, score in scored]
+    ranked = []
+    for row, score in scored:
+        ranked.append(((-round(score, 9), _neg(row["created_at"]), row["record_id"]), row["rowid"], -row["bm25"], score))
+    ranked.sort()
+    ranked = ranked[:limit]
+    full = {r["rowid"]: r for r in reader.records_by_rowid(conn, [rowid for _, rowid, _, _ in ranked])}
     hits = []
-    for row in rows:
-        hit = _hit(row, bm25=-row["bm25"])
+    for _, rowid, bm25, score in ranked:
+        hit = _hit(full[rowid], bm25=bm25)
         text = " ".join([hit.title, hit.summary, *map(str, hit.facts), *map(str, hit.concepts),
                          *map(str, hit.files_touched)])
         hit.matched_terms = _matched(words, text)
-        hit.score = hit.bm25 * TYPE_WEIGHTS.get(hit.observation_type, 1.0) * _recency(hit.created_at, now)
+        hit.score = score
         hits.append(hit)
-    hits.sort(key=lambda h: (-round(h.score, 9), _neg(h.created_at), h.record_id))
-    return hits[:limit]
+    return hits
 
 
 def scores(conn, query: str, *, project_id: "str | None" = None, types=None, limit: int = 60,

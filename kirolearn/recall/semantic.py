@@ -17,6 +17,7 @@ import re
 import time
 
 from kirolearn.recall import lexical as recall
+from kirolearn.recall import when
 from kirolearn.store import reader
 from kirolearn.store import sqlite as store
 from kirolearn.recall.embeddings import EmbeddingUnavailable, from_settings
@@ -93,8 +94,10 @@ class _ProjectIndex:
         # record -> [(neighbour, weight)]: both session neighbours pass NEIGHBOUR_WEIGHT of their
         # score; a record that asks a question passes QUESTION_WEIGHT more to the one after it.
         self.neighbours: "dict[str, list[tuple[str, float]]]" = {}
+        self.times: "dict[str, float | None]" = {}  # when each record's turn happened (its first event)
         previous = (None, None, False)
-        for _, record_id, session_id, title in store.session_order(conn, project_id):
+        for _, record_id, session_id, title, sources, created_at in store.session_order(conn, project_id):
+            self.times[record_id] = when.record_time(sources, created_at)
             if previous[1] == session_id and previous[0] is not None:
                 self.neighbours.setdefault(record_id, []).append(
                     (previous[0], NEIGHBOUR_WEIGHT + (QUESTION_WEIGHT if previous[2] else 0.0)))
@@ -196,13 +199,16 @@ class Searcher:
         if self.conn is None or self.model is None or filters:  # no database yet: recall.search gives []
             return recall.search(self.conn, query, project_id=project_id, types=types, limit=limit, now=now,
                                  **filters)
-        index, sims = self.similarities(query, project_id)
+        # Dates the query names rank the records of those days; their words are not searched.
+        dates, words_query = when.windows(query)
+        index, sims = self.similarities(words_query, project_id)
         if sims is None:
             return recall.search(self.conn, query, project_id=project_id, types=types, limit=limit, now=now)
-        lexical = recall.scores(self.conn, query, project_id=project_id, types=types, limit=CANDIDATES, now=now)
-        return self._fuse(query, lexical, index, sims, types=types, limit=limit)
+        lexical = recall.scores(self.conn, words_query, project_id=project_id, types=types, limit=CANDIDATES,
+                                now=now)
+        return self._fuse(words_query, lexical, index, sims, types=types, limit=limit, dates=dates)
 
-    def _fuse(self, query, lexical_scores, index, sims, *, types, limit):
+    def _fuse(self, query, lexical_scores, index, sims, *, types, limit, dates=()):
         import numpy as np
 
         lexical = dict(lexical_scores)
@@ -231,6 +237,8 @@ class Searcher:
             return pos is not None and float(sims[pos]) >= VECTOR_ONLY_MIN_SIMILARITY
 
         candidates = {rid for rid in candidates if rid in reached or close_enough(rid)}
+        if dates and when.narrow(dates):  # a named day or month: its records are candidates on their own
+            candidates.update(rid for rid, t in index.times.items() if when.closeness(t, dates) > 0)
         fused = {rid: LEXICAL_WEIGHT * lexical.get(rid, 0.0) / best_lex
                  + VECTOR_WEIGHT * vector_score(rid) for rid in candidates}
         base = dict(fused)
@@ -238,6 +246,10 @@ class Searcher:
             near = [weight * base.get(n, VECTOR_WEIGHT * vector_score(n)) for n, weight in index.neighbours.get(rid, ())]
             if near:
                 fused[rid] += max(near)
+        if dates:
+            best = max(fused.values(), default=0.0) or 1.0
+            for rid in fused:
+                fused[rid] += when.DATE_WEIGHT * best * when.closeness(index.times.get(rid), dates)
         ranked = sorted(((rid, s) for rid, s in fused.items() if s > 0), key=lambda kv: (-kv[1], kv[0]))
         hits = self._hits(ranked[: max(limit * 3, limit + 10)] if types else ranked[:limit])
         if types:
@@ -250,6 +262,10 @@ class Searcher:
 
 
 NEIGHBOUR_CHARS = 200  # of each neighbour's text copied into a record's expansion
+# How many turns on each side of a record lend it their text. Measured on LoCoMo (hit@5, hook /
+# hybrid): one each side 0.676 / 0.742, two 0.691 / 0.750, three (the farthest cut to 100 or 200
+# characters) at most 0.684 / 0.745.
+NEIGHBOUR_SPAN = 2
 
 
 def _turn_text(rec: dict) -> str:
@@ -261,10 +277,11 @@ def _turn_text(rec: dict) -> str:
 
 
 def expansions_for(records: "list[dict]") -> "dict[str, str]":
-    """Each record's expansion: the text of the records just before and after it in its session."""
+    """Each record's expansion: the text of the NEIGHBOUR_SPAN records before and after it in its session."""
     out = {}
     for i, rec in enumerate(records):
-        near = [records[j] for j in (i - 1, i + 1) if 0 <= j < len(records)]
+        near = [records[j] for j in range(i - NEIGHBOUR_SPAN, i + NEIGHBOUR_SPAN + 1)
+                if j != i and 0 <= j < len(records)]
         out[rec["record_id"]] = "\n".join(_turn_text(r) for r in near)
     return out
 

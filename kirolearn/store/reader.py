@@ -11,8 +11,12 @@ A store older than a migration gives what it can: no table means no rows.
 """
 
 import os
-import sqlite3
 import time
+
+try:  # the C module alone: the sqlite3 package adds datetime adapters nothing here uses (~3 ms of the hook)
+    import _sqlite3 as sqlite3
+except ImportError:  # not CPython
+    import sqlite3
 
 # The FTS5 index's columns, in order; `expansion` holds words the drainer derived (session
 # neighbours' text, see recall.semantic.enrich_pending); a store before m012 has no expansion.
@@ -167,6 +171,24 @@ def fts_matches(conn, words: "list[str]", *, depth: int, limit: int, project_id=
 
 
 SCORE_COLUMNS = "r.record_id, r.observation_type, r.created_at"  # what fusion needs of a match
+RANK_COLUMNS = "r.rowid, " + SCORE_COLUMNS  # what ranking needs, and where to read the rest
+
+
+def records_by_rowid(conn, rowids: "list[int]") -> list:
+    """memory_records rows (dicts, with `rowid`) of these rowids, in any order."""
+    if not rowids:
+        return []
+    return _dicts(conn.execute(f"select rowid, * from memory_records where rowid in ({_placeholders(rowids)})",
+                               list(rowids)))
+
+
+def scrubbed_with(conn) -> "int | None":
+    """The scrub-rules version the store's text was scrubbed with (None: unknown or no mark)."""
+    try:
+        row = conn.execute("select value from scrub_state where key = 'scrubbed_with'").fetchone()
+        return int(row[0]) if row else None
+    except (sqlite3.OperationalError, ValueError, TypeError):
+        return None
 
 
 def latest_records(conn, project_id: str, *, types=None, exclude_strategies=(), limit: int = 5) -> list:

@@ -26,10 +26,9 @@ _SKIP_NAMES = frozenset(("id", "key", "kind", "trigger", "hook", "generation", "
 
 def scrubbed_with(db) -> "int | None":
     """The rules version the stored text was last scrubbed with (None: the store predates it)."""
-    if not db["scrub_state"].exists():
-        return None
-    row = db.execute("select value from scrub_state where key = 'scrubbed_with'").fetchone()
-    return int(row[0]) if row else None
+    from kirolearn.store import reader
+
+    return reader.scrubbed_with(db)
 
 
 def _set(db, key: str, value: "str | None") -> None:

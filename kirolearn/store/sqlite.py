@@ -469,8 +469,9 @@ def load_vectors(conn, model_id: str, project_id: "str | None" = None) -> "list[
 
 
 def session_order(conn, project_id: "str | None" = None) -> "list[tuple]":
-    """(rowid, record_id, session_id, title) of a project's records in rowid (creation) order."""
-    sql, args = "select rowid, record_id, session_id, title from memory_records", []
+    """(rowid, record_id, session_id, title, source_event_ids, created_at) of a project's records in
+    rowid (creation) order."""
+    sql, args = "select rowid, record_id, session_id, title, source_event_ids, created_at from memory_records", []
     if project_id:
         sql += " where project_id = ?"
         args.append(project_id)
