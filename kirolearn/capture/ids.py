@@ -52,18 +52,25 @@ def new_uuid4() -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
+_SHA256 = None  # the constructor sha256_hex found, looked for once per process
+
+
 def sha256_hex(data: bytes) -> str:
     """The sha256 hex digest of `data`, without hashlib where CPython has its own sha256.
 
     `import hashlib` loads OpenSSL's libcrypto (~3 ms of the prompt hook's recall); CPython's
     built-in module (`_sha2` from 3.12, `_sha256` before) gives the same digest and loads in
-    ~0.1 ms. Any other interpreter gets hashlib.
+    ~0.1 ms. Any other interpreter gets hashlib. The search runs once: a failed import walks
+    sys.path again every time (~0.1 ms), and the drain hashes a project path per event.
     """
-    try:
-        from _sha2 import sha256  # CPython 3.12+
-    except ImportError:
+    global _SHA256
+    if _SHA256 is None:
         try:
-            from _sha256 import sha256  # CPython 3.10-3.11
+            from _sha2 import sha256  # CPython 3.12+
         except ImportError:
-            from hashlib import sha256
-    return sha256(data).hexdigest()
+            try:
+                from _sha256 import sha256  # CPython 3.10-3.11
+            except ImportError:
+                from hashlib import sha256
+        _SHA256 = sha256
+    return _SHA256(data).hexdigest()
