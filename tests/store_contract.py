@@ -281,6 +281,49 @@ class StoreContract:
         assert ids(store.search(["staging"])) == ["mr_0001"]
         assert store.figures(T0)["forgotten"] == 0
 
+    def test_tombstones_by_id(self, store):
+        self.extract(store, 1, [dict(record(1), actor="ana"), record(2)])
+        assert store.tombstones(["mr_0001", "mr_0002", "mr_never"]) == {}
+        start = store.changes(["p1"])["after"]
+        (gone,) = store.forget(["mr_0001"], reason="wrong", actor="cli")
+        got = store.tombstones(["mr_0001", "mr_0002", "mr_never"])
+        assert list(got) == ["mr_0001"]
+        t = got["mr_0001"]
+        assert (t["record_hash"], t["project_id"], t["actor"], t["record_actor"], t["purged"]) == (
+            gone["record_hash"], "p1", "cli", "ana", False)
+        assert t["forgotten_at"] and t["seq"] > start
+        assert store.changes(["p1"], after=t["seq"] - 1)["forgotten"][0]["record_id"] == "mr_0001"
+        store.restore(["mr_0001"], actor="cli")
+        assert store.tombstones(["mr_0001"]) == {}
+
+    def test_purge_keeps_only_the_hash(self, store):
+        store.add_events([event(1), event(2, state="done")])
+        self.extract(store, 1, [record(1, summary="the staging token is hunter2", events=["ev0001"]),
+                                record(2, events=["ev0002"])], ["ev0001", "ev0002"])
+        (gone,) = store.forget(["mr_0001"], reason="secret", actor="ana")
+        assert store.purge(["mr_0001", "mr_0002", "mr_never"], actor="ana") == 1  # a live record is not purged
+        assert store.purge(["mr_0001"], actor="ana") == 0  # twice is harmless
+        t = store.tombstones(["mr_0001"])["mr_0001"]
+        assert t["purged"] and t["record_actor"] is None and t["record_hash"] == gone["record_hash"]
+        assert "hunter2" not in json.dumps(list(store.export_objects()))
+        assert store.event_ids_present(["ev0001", "ev0002"]) == {"ev0002"}  # its source event went with it
+        assert store.forgotten_hashes([gone["record_hash"]]) == {gone["record_hash"]}
+        assert self.extract(store, 2, [record(1, summary="the staging token is hunter2", events=["ev0001"])]) == 0
+        restored, purged = store.restore(["mr_0001"], actor="ana")
+        assert restored == [] and purged == ["mr_0001"]
+        assert store.get_record("mr_0002") is not None
+
+    def test_changes_feed_purges(self, store):
+        self.extract(store, 1, [record(1), record(2, project="p2")])
+        store.forget(["mr_0001", "mr_0002"], reason="", actor="ana")
+        start = store.changes(["p1", "p2"], limit=100)["after"]
+        store.purge(["mr_0001", "mr_0002"], actor="ana")
+        got = store.changes(["p1"], after=start)
+        assert [p["record_id"] for p in got["purged"]] == ["mr_0001"]  # only the projects asked for
+        assert got["purged"][0]["record_hash"] and got["purged"][0]["purged_at"] and got["after"] > start
+        assert got["records"] == [] and got["forgotten"] == []
+        assert store.changes(["p1"], after=got["after"])["purged"] == []
+
     # --- figures, export and import -------------------------------------------------------
 
     def test_figures(self, store):
@@ -347,7 +390,8 @@ class StoreContract:
             rest = store.changes(["p1"], after=rest["after"], limit=2)
             seen += ids(rest["records"])
         assert seen == ["mr_0001", "mr_0002", "mr_0004", "mr_0005"]  # only the projects asked for
-        assert store.changes(["p1"], after=rest["after"]) == {"records": [], "forgotten": [], "after": rest["after"]}
+        assert store.changes(["p1"], after=rest["after"]) == {"records": [], "forgotten": [], "purged": [],
+                                                              "after": rest["after"]}
         assert store.changes([], after=0)["records"] == []
 
     def test_changes_feed_tombstones_and_numbers_are_never_reused(self, store):

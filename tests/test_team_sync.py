@@ -151,3 +151,136 @@ def test_text_scrubbed_with_the_current_rules_goes_out_as_it_is(homes):
     scrubbing.finish(ana.db, rules_version())
     with config.using_home(home):
         assert team_sync.outbound_scrubber(Settings(), ana.db) is None
+
+
+def authored(local, n, who, *, project="shared", **fields):
+    """A turn drained by `who` (the record carries its author, as attribution does)."""
+    local.add_events([event(n, project=project)])
+    made = dict(record(n, project=project, events=[f"ev{n:04d}"], **fields), actor=who)
+    local.commit_extraction(run(n), [made], [f"ev{n:04d}"])
+
+
+def test_restoring_my_own_record_restores_it_team_wide(homes, team):
+    _, ana = homes["ana"]
+    _, ben = homes["ben"]
+    authored(ana, 1, "ana", summary="cap the export retries at three")
+    sync(homes, "ana", team)
+    sync(homes, "ben", team)
+    ana.forget(["mr_0001"], reason="wrong", actor="cli")
+    assert sync(homes, "ana", team).forgets_sent == 1
+    assert sync(homes, "ben", team).forgets_received == 1
+    assert team.get_record("mr_0001") is None and ben.get_record("mr_0001") is None
+    assert ben.tombstones(["mr_0001"])["mr_0001"]["actor"] == "team:ana"
+
+    ana.restore(["mr_0001"], actor="cli")
+    out = sync(homes, "ana", team)
+    assert (out.restores_sent, out.error) == (1, "")
+    assert team.get_record("mr_0001")["summary"] == "cap the export retries at three"
+    got = sync(homes, "ben", team)
+    assert (got.restores_received, got.error) == (1, "")
+    assert [h["record_id"] for h in ben.search(["retries"], project_id="shared")] == ["mr_0001"]
+    again = (sync(homes, "ana", team), sync(homes, "ben", team))  # nothing moves twice
+    assert [(s.restores_sent, s.restores_received, s.forgets_sent, s.forgets_received) for s in again] == [
+        (0, 0, 0, 0), (0, 0, 0, 0)]
+
+
+def test_a_teammates_own_forget_stays_after_the_author_restores(homes, team):
+    _, ana = homes["ana"]
+    _, ben = homes["ben"]
+    authored(ana, 1, "ana", summary="rotate the staging token monthly")
+    sync(homes, "ana", team)
+    sync(homes, "ben", team)
+    ben.forget(["mr_0001"], reason="not for me", actor="cli")  # ben's own, local forget
+    ana.forget(["mr_0001"], reason="wrong", actor="cli")
+    sync(homes, "ana", team)
+    sync(homes, "ben", team)
+    ana.restore(["mr_0001"], actor="cli")
+    assert sync(homes, "ana", team).restores_sent == 1
+    got = sync(homes, "ben", team)
+    assert got.restores_received == 0 and got.error == ""
+    assert ben.get_record("mr_0001") is None  # ben forgot it himself: it stays forgotten for him
+    assert ben.tombstones(["mr_0001"])["mr_0001"]["actor"] == "cli"
+    assert team.get_record("mr_0001") is not None
+
+
+def test_restoring_a_teammates_record_stays_local(homes, team):
+    _, ana = homes["ana"]
+    _, ben = homes["ben"]
+    authored(ana, 1, "ana")
+    sync(homes, "ana", team)
+    sync(homes, "ben", team)
+    ana.forget(["mr_0001"], reason="wrong", actor="cli")
+    sync(homes, "ana", team)
+    sync(homes, "ben", team)
+    ben.restore(["mr_0001"], actor="cli")  # ben brings ana's forgotten record back for himself only
+    assert sync(homes, "ben", team).restores_sent == 0
+    assert team.get_record("mr_0001") is None and ben.get_record("mr_0001") is not None
+
+
+def test_a_forget_from_my_other_machine_is_not_undone_by_a_record_this_home_pulled(homes, team):
+    """ana on two laptops: laptop 1 pulled her record made on laptop 2, then laptop 2 forgot it team-wide."""
+    home1, laptop1 = homes["ana"]
+    home2, laptop2 = homes["ben"]  # ana's second home
+
+    def sync_on(home, local):
+        with config.using_home(home):
+            return team_sync.sync(local, team, ["shared"], me="ana")
+
+    authored(laptop2, 1, "ana", summary="cap the export retries at three")
+    sync_on(home2, laptop2)
+    assert sync_on(home1, laptop1).records_received == 1  # in laptop 1's feed now, not sent up yet
+    laptop2.forget(["mr_0001"], reason="wrong", actor="cli")
+    assert sync_on(home2, laptop2).forgets_sent == 1
+    out = sync_on(home1, laptop1)  # its upload sees a record of ana's, live here, tombstoned on the team
+    assert (out.restores_sent, out.forgets_received, out.error) == (0, 1, "")
+    assert team.get_record("mr_0001") is None and laptop1.get_record("mr_0001") is None
+
+
+def test_purging_my_forgotten_record_purges_it_team_wide(homes, team):
+    _, ana = homes["ana"]
+    _, ben = homes["ben"]
+    secret = "the staging db password is in vault path ops/stg-7"
+    authored(ana, 1, "ana", summary=secret)
+    sync(homes, "ana", team)
+    sync(homes, "ben", team)
+    ana.forget(["mr_0001"], reason="leaked", actor="cli")
+    sync(homes, "ana", team)
+    sync(homes, "ben", team)
+    assert secret in ben.db.execute("select payload from forgotten_records").fetchone()[0]  # the cache's tombstone
+    assert ana.purge(["mr_0001"], actor="cli") == 1
+    out = sync(homes, "ana", team)
+    assert (out.purges_sent, out.error) == (1, "")
+    tomb = team.tombstones(["mr_0001"])["mr_0001"]
+    assert tomb["purged"] and tomb["record_hash"]
+    assert secret not in json.dumps(list(team.export_objects()))
+    assert team.event_ids_present(["ev0001"]) == set()  # its source event left the team store too
+    got = sync(homes, "ben", team)
+    assert (got.purges_received, got.error) == (1, "")
+    assert ben.tombstones(["mr_0001"])["mr_0001"]["purged"]
+    assert ben.db.execute("select count(*) from forgotten_records where payload like ?",
+                          [f"%{secret}%"]).fetchone()[0] == 0
+    assert team.add_records([dict(record(1, project="shared", summary=secret), actor="ana")]) == 0  # never back
+
+
+def test_forgetting_and_purging_before_a_sync_still_reaches_the_team(homes, team):
+    _, ana = homes["ana"]
+    authored(ana, 1, "ana", summary="a token that leaked")
+    sync(homes, "ana", team)
+    ana.forget(["mr_0001"], reason="leaked", actor="cli")
+    ana.purge(["mr_0001"], actor="cli")  # the local tombstone no longer says who made the record
+    out = sync(homes, "ana", team)
+    assert (out.forgets_sent, out.purges_sent, out.error) == (1, 1, "")
+    assert team.tombstones(["mr_0001"])["mr_0001"]["purged"]
+
+
+def test_purging_a_teammates_record_stays_local(homes, team):
+    _, ana = homes["ana"]
+    _, ben = homes["ben"]
+    authored(ana, 1, "ana", summary="rotate the staging token monthly")
+    sync(homes, "ana", team)
+    sync(homes, "ben", team)
+    ben.forget(["mr_0001"], reason="not for me", actor="cli")
+    ben.purge(["mr_0001"], actor="cli")
+    out = sync(homes, "ben", team)
+    assert (out.forgets_sent, out.purges_sent) == (0, 0)
+    assert team.get_record("mr_0001")["summary"] == "rotate the staging token monthly"

@@ -122,6 +122,23 @@ def test_what_ana_learns_in_her_clone_reaches_bens_clone_and_nothing_else(world,
     assert sync_as(ben, "ben", team_store).forgets_received == 1
     assert record_id not in {r["record_id"] for r in json.loads(cli_as(ben, "list", "--all-projects", "--json"))}
 
+    # she restores it: team-wide too, so it is back in ben's cache
+    cli_as(ana, "restore", record_id)
+    assert sync_as(ana, "ana", team_store).restores_sent == 1
+    assert sync_as(ben, "ben", team_store).restores_received == 1
+    assert record_id in {r["record_id"] for r in json.loads(cli_as(ben, "list", "--all-projects", "--json"))}
+
+    # she forgets it for good (--purge): its text leaves the team store and ben's cache, its hash stays
+    cli_as(ana, "forget", record_id, "--purge", "--yes")
+    sent = sync_as(ana, "ana", team_store)
+    assert (sent.forgets_sent, sent.purges_sent) == (1, 1)
+    exported = json.dumps(list(team_store.export_objects()))
+    assert "orders.created_at has no index" not in exported and "nightly export" not in exported
+    assert team_store.tombstones([record_id])[record_id]["purged"]
+    assert sync_as(ben, "ben", team_store).purges_received == 1
+    shown = json.loads(cli_as(ben, "show", record_id, "--json"))
+    assert shown["status"] == "purged" and "orders.created_at" not in json.dumps(shown)
+
 
 @pytest.fixture
 def own_server():

@@ -13,10 +13,16 @@ Per shared project, in this order:
    sent: new records go up with their ids and hashes (`add_records`, idempotent
    by id and hash); a tombstone goes up as a team-wide forget only when the
    forgotten record was made by this user (a user forgets their own records
-   team-wide; forgetting a teammate's record stays local).
+   team-wide; forgetting a teammate's record stays local). The same for a
+   restore (a record of this user, live here, that the team store holds a
+   tombstone for, is restored there) and a purge (the team store's tombstone
+   of this user's record loses its text too).
 3. **records down**: the team store's change feed after the last number read:
    teammates' records land in the local store (idempotent), their tombstones
-   forget the record here too, so a forgotten record never comes back.
+   forget the record here too, so a forgotten record never comes back. A record
+   the team restored comes back here when this cache forgot it only because the
+   team did (actor `team:…`), never when this user forgot it; a team purge
+   purges this cache's tombstone of it.
 
 Text goes out as the local store holds it, which the drain scrubbed; when the
 store's text was scrubbed with older rules than the installed ones (see
@@ -55,6 +61,10 @@ class SyncStats:
     forgets_sent: int = 0
     records_received: int = 0
     forgets_received: int = 0
+    restores_sent: int = 0
+    restores_received: int = 0
+    purges_sent: int = 0
+    purges_received: int = 0
     error: str = ""
     per_project: dict = field(default_factory=dict)
 
@@ -117,6 +127,16 @@ def _events_up(local, team, project_id: str, cursor: dict, stats: SyncStats, scr
         since = last
 
 
+def _team_authors(team, record_ids: "list[str]") -> "dict[str, str | None]":
+    """Who made these records, as the team store knows it (its live copy, else its kept tombstone)."""
+    authors = {rid: t.get("record_actor") for rid, t in team.tombstones(record_ids).items()}
+    for rid in record_ids:
+        if not authors.get(rid):
+            live = team.get_record(rid)
+            authors[rid] = live.get("actor") if live else None
+    return authors
+
+
 def _records_up(local, team, project_id: str, cursor: dict, me: str, stats: SyncStats, scrub=None) -> None:
     while True:
         found = local.changes([project_id], after=cursor["up"], limit=PAGE)
@@ -124,11 +144,39 @@ def _records_up(local, team, project_id: str, cursor: dict, me: str, stats: Sync
             return
         if found["records"]:
             stats.records_sent += team.add_records(_clean_records(found["records"], scrub))
-        mine = [t["record_id"] for t in found["forgotten"] if t.get("record_actor") == me]
+            _restores_up(team, found["records"], cursor, me, stats)
+        unknown = [t["record_id"] for t in found["forgotten"] if not t.get("record_actor")]  # purged here already
+        authors = _team_authors(team, unknown) if unknown else {}
+        mine = [t["record_id"] for t in found["forgotten"]
+                if (t.get("record_actor") or authors.get(t["record_id"])) == me]
         if mine:
             stats.forgets_sent += len(team.forget(mine, reason="forgotten by its author", actor=me))
+        purged = [p["record_id"] for p in found.get("purged", [])]
+        if purged:
+            authors = _team_authors(team, purged)
+            mine = [rid for rid in purged if authors.get(rid) == me]
+            if mine:
+                stats.purges_sent += team.purge(mine, actor=me)
         cursor["up"] = found["after"]
         _save(project_id, cursor)
+
+
+def _restores_up(team, records: "list[dict]", cursor: dict, me: str, stats: SyncStats) -> None:
+    """My records live here that the team store holds a tombstone for: I restored them, so the team does.
+
+    Only a tombstone this home has already read from the team's feed (its number is at or below
+    the down cursor) counts: one that arrived since is a forget from another of my machines, which
+    the pull that follows applies here, never undone by a record this home merely had not dropped yet.
+    """
+    mine = [r["record_id"] for r in records if r.get("actor") == me]
+    if not mine:
+        return
+    held = team.tombstones(mine)
+    wanted = [rid for rid, t in held.items() if not t["purged"] and t.get("seq") is not None
+              and t["seq"] <= cursor["down"]]
+    if wanted:
+        restored, _ = team.restore(wanted, actor=me)
+        stats.restores_sent += len(restored)
 
 
 def _records_down(local, team, project_id: str, cursor: dict, stats: SyncStats) -> None:
@@ -138,10 +186,20 @@ def _records_down(local, team, project_id: str, cursor: dict, stats: SyncStats) 
             return
         if found["records"]:
             stats.records_received += local.add_records(found["records"])
-        gone = [t["record_id"] for t in found["forgotten"]]
-        if gone:
-            stats.forgets_received += len(local.forget(gone, reason="forgotten team-wide",
-                                                       actor=f"team:{found['forgotten'][0].get('actor') or '?'}"))
+            # a record the team forgot, and restored since: back here too, unless this user forgot it himself
+            held = local.tombstones([r["record_id"] for r in found["records"]])
+            back = [rid for rid, t in held.items() if str(t.get("actor") or "").startswith("team:")]
+            if back:
+                restored, _ = local.restore(back, actor="team")
+                stats.restores_received += len(restored)
+        by_actor: dict = {}
+        for t in found["forgotten"]:
+            by_actor.setdefault(t.get("actor") or "?", []).append(t["record_id"])
+        for actor, gone in by_actor.items():
+            stats.forgets_received += len(local.forget(gone, reason="forgotten team-wide", actor=f"team:{actor}"))
+        purged = [p["record_id"] for p in found.get("purged", [])]
+        if purged:  # the author erased its text team-wide: whatever tombstone this cache keeps of it goes too
+            stats.purges_received += local.purge(purged, actor="team")
         cursor["down"] = found["after"]
         _save(project_id, cursor)
 

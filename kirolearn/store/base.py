@@ -153,6 +153,18 @@ class Store(abc.ABC):
     def forgotten_hashes(self, record_hashes) -> "set[str]":
         """Which of these record hashes were forgotten (so must never be stored again)."""
 
+    @abc.abstractmethod
+    def tombstones(self, record_ids) -> "dict[str, dict]":
+        """The tombstones of these record ids: {record_id: {record_hash, project_id, actor (who forgot it),
+        forgotten_at, purged (bool), record_actor (who made the record; None once purged), seq (the
+        tombstone's number in this store's change feed; None if it has none)}}. Ids not forgotten are absent."""
+
+    @abc.abstractmethod
+    def purge(self, record_ids, *, actor: str) -> int:
+        """Drop what these tombstones keep (the record's text, its session summaries, its source events no
+        other record cites, old audit text) except their hash and ids, so it never comes back. Live or
+        unknown ids and tombstones already purged are left alone. Returns how many were purged."""
+
     # --- change feed (what the team store uploads and the cache pulls) -----------------------
 
     @abc.abstractmethod
@@ -162,9 +174,11 @@ class Store(abc.ABC):
         Returns {"records": [records that arrived and are still live], "forgotten":
         [{record_id, record_hash, project_id, actor (who forgot it), forgotten_at,
         record_actor (who made the record; None when unknown)} of tombstones that
-        arrived], "after": the number to pass next time}. Numbers only grow and are
-        never reused; at most `limit` changes are read per call; calling again with
-        the returned `after` until both lists are empty reads everything once.
+        arrived], "purged": [{record_id, record_hash, project_id, purged_at} of
+        tombstones purged], "after": the number to pass next time}. Numbers only
+        grow and are never reused; at most `limit` changes are read per call;
+        calling again with the returned `after` until "after" stops moving reads
+        everything once.
         """
 
     @abc.abstractmethod

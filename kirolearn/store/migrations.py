@@ -359,3 +359,19 @@ def m018_session_end_milliseconds(db):
     """
     db.execute("update session_summaries set ended_at = substr(ended_at, 1, 19) || '.000Z' "
                "where ended_at glob '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]Z'")
+
+
+@migrations()
+def m019_purge_changes(db):
+    """The change feed also numbers purges ('purged'), so a team sync can carry a purge (#16).
+
+    A trigger on forgotten_records.purged_at going from NULL to a time; tombstones purged
+    before this migration are fed once, in purge order. An index on record_id lets a sync
+    read a tombstone's feed number (Store.tombstones).
+    """
+    db.execute("insert into record_changes (record_id, change) select record_id, 'purged' from forgotten_records "
+               "where purged_at is not null order by purged_at, record_id")
+    db.execute("create trigger if not exists record_changes_purged after update of purged_at on forgotten_records "
+               "when old.purged_at is null and new.purged_at is not null begin "
+               "insert into record_changes (record_id, change) values (new.record_id, 'purged'); end")
+    db.execute("create index if not exists idx_record_changes_record on record_changes (record_id, seq)")

@@ -224,10 +224,24 @@ create trigger record_changes_forgotten after insert on forgotten_records
     for each row execute function kirolearn_feed('forgotten');
 """
 
+# Purges join the change feed ('purged'), so a team-wide purge reaches every cache (SQLite's m019):
+# the same trigger function, on purged_at going from null to a time. Tombstones purged before are
+# fed once. An index on record_id serves PostgresStore.tombstones' feed number.
+PG003_PURGE_CHANGES = """
+insert into record_changes (record_id, project_id, change)
+    select record_id, coalesce(project_id, ''), 'purged' from forgotten_records where purged_at is not null
+    order by purged_at, record_id;
+create trigger record_changes_purged after update of purged_at on forgotten_records
+    for each row when (old.purged_at is null and new.purged_at is not null)
+    execute function kirolearn_feed('purged');
+create index idx_record_changes_record on record_changes (record_id, seq);
+"""
+
 # (name, SQL) in the order they apply. Append only.
 MIGRATIONS: "list[tuple[str, str]]" = [
     ("pg001_tables", PG001_TABLES),
     ("pg002_record_changes", PG002_RECORD_CHANGES),
+    ("pg003_purge_changes", PG003_PURGE_CHANGES),
 ]
 
 # The tables a drainer reads and writes (`kirolearn migrate --grant ROLE` grants them; the ledger

@@ -543,6 +543,51 @@ class PostgresStore(Store):
         with self._tx("reading") as cur:
             return self._forgotten_hashes(cur, record_hashes)
 
+    def tombstones(self, record_ids) -> "dict[str, dict]":
+        ids = list(dict.fromkeys(record_ids))
+        if not ids:
+            return {}
+        with self._tx("reading") as cur:
+            cur.execute("select f.record_id, f.record_hash, f.project_id, f.actor, f.forgotten_at, "
+                        "f.purged_at is not null as purged, f.payload -> 'record' ->> 'actor' as record_actor, "
+                        "(select max(c.seq) from record_changes c where c.record_id = f.record_id "
+                        "and c.change = 'forgotten') as seq "
+                        "from forgotten_records f where f.record_id = any(%s::text[])", [ids])
+            return {r.pop("record_id"): r for r in cur.fetchall()}
+
+    def purge(self, record_ids, *, actor: str) -> int:
+        """What SQLite's purge drops, in one transaction: the tombstone's payload, the old text of its
+        audit rows, its source events no live or kept record cites, and the prompt of its extraction
+        run when no live record came from it. (The server's own storage reclaims the bytes at VACUUM.)"""
+        ids = list(dict.fromkeys(record_ids))
+        if not ids:
+            return 0
+        with self._tx("purging records in") as cur:
+            cur.execute("select record_id, payload -> 'record' as record from forgotten_records "
+                        "where record_id = any(%s::text[]) and payload is not null for update", [ids])
+            found = cur.fetchall()
+            if not found:
+                return 0
+            done = [r["record_id"] for r in found]
+            events = sorted({e for r in found for e in (r["record"] or {}).get("source_event_ids") or []})
+            runs = sorted({r["record"]["run_id"] for r in found if (r["record"] or {}).get("run_id")})
+            at = _now()
+            cur.execute("update forgotten_records set payload = null, purged_at = %s "
+                        "where record_id = any(%s::text[])", [at, done])
+            cur.execute("update record_audit set before = null, after = null where record_id = any(%s::text[])",
+                        [done])
+            if events:
+                cur.execute("delete from events e where e.event_id = any(%s::text[]) "
+                            "and not exists (select 1 from memory_records r where r.source_event_ids ? e.event_id) "
+                            "and not exists (select 1 from forgotten_records f where f.payload is not null "
+                            "and f.payload -> 'record' -> 'source_event_ids' ? e.event_id)", [events])
+            if runs:
+                cur.execute("update extraction_runs x set request = '' where x.run_id = any(%s::text[]) "
+                            "and not exists (select 1 from memory_records r where r.run_id = x.run_id)", [runs])
+            for record_id in done:
+                self._audit(cur, record_id, "purge", actor, at=at)
+        return len(done)
+
     # -- change feed ------------------------------------------------------------------------------
 
     def changes(self, project_ids: "list[str]", *, after: int = 0, limit: int = 500) -> dict:
@@ -551,7 +596,7 @@ class PostgresStore(Store):
         The feed keeps each change's project, so a team server with many projects reads only
         the asked ones' numbers; `after` comes back as the last number read.
         """
-        empty = {"records": [], "forgotten": [], "after": after}
+        empty = {"records": [], "forgotten": [], "purged": [], "after": after}
         if not project_ids:
             return empty
         with self._tx("reading") as cur:
@@ -570,13 +615,20 @@ class PostgresStore(Store):
                         "where record_id = any(%s::text[]) and project_id = any(%s::text[])",
                         [gone_ids, list(project_ids)])
             gone = {r["record_id"]: r for r in cur.fetchall()}
-        records, forgotten = [], []
+            purged_ids = [c["record_id"] for c in feed if c["change"] == "purged"]
+            cur.execute("select record_id, record_hash, project_id, purged_at from forgotten_records "
+                        "where record_id = any(%s::text[]) and project_id = any(%s::text[]) "
+                        "and purged_at is not null", [purged_ids, list(project_ids)])
+            purged = {r["record_id"]: r for r in cur.fetchall()}
+        records, forgotten, purges = [], [], []
         for c in feed:  # in feed order; a record forgotten since it arrived is not live, so not sent
             if c["change"] == "record" and c["record_id"] in live:
                 records.append(live.pop(c["record_id"]))
             elif c["change"] == "forgotten" and c["record_id"] in gone:
                 forgotten.append(gone.pop(c["record_id"]))
-        return {"records": records, "forgotten": forgotten, "after": feed[-1]["seq"]}
+            elif c["change"] == "purged" and c["record_id"] in purged:
+                purges.append(purged.pop(c["record_id"]))
+        return {"records": records, "forgotten": forgotten, "purged": purges, "after": feed[-1]["seq"]}
 
     def events_since(self, project_ids: "list[str]", stored_since: "str | None", *,
                      limit: int = 1000) -> "list[dict]":

@@ -241,15 +241,16 @@ def project_figures(conn) -> "list[dict]":
 def changes(conn, project_ids: "list[str]", after: int, limit: int) -> dict:
     """Store.changes on SQLite: the record_changes feed (m017), joined to what each change names."""
     if not project_ids:
-        return {"records": [], "forgotten": [], "after": after}
+        return {"records": [], "forgotten": [], "purged": [], "after": after}
     marks = ",".join("?" * len(project_ids))
     feed = _rows(conn, "select seq, record_id, change from record_changes where seq > ? order by seq limit ?",
                  [after, limit])
     if not feed:
-        return {"records": [], "forgotten": [], "after": after}
+        return {"records": [], "forgotten": [], "purged": [], "after": after}
     new_ids = [c["record_id"] for c in feed if c["change"] == "record"]
     gone_ids = [c["record_id"] for c in feed if c["change"] == "forgotten"]
-    live, gone = {}, {}
+    purged_ids = [c["record_id"] for c in feed if c["change"] == "purged"]
+    live, gone, purged = {}, {}, {}
     for i in range(0, len(new_ids), 500):
         part = new_ids[i:i + 500]
         for row in _rows(conn, f"select * from memory_records where record_id in ({','.join('?' * len(part))}) "
@@ -262,13 +263,41 @@ def changes(conn, project_ids: "list[str]", after: int, limit: int) -> dict:
                                f"where record_id in ({','.join('?' * len(part))}) and project_id in ({marks})",
                          [*part, *project_ids]):
             gone[row["record_id"]] = row
-    records, forgotten = [], []
+    for i in range(0, len(purged_ids), 500):
+        part = purged_ids[i:i + 500]
+        for row in _rows(conn, "select record_id, record_hash, project_id, purged_at from forgotten_records "
+                               f"where record_id in ({','.join('?' * len(part))}) and project_id in ({marks}) "
+                               "and purged_at is not null", [*part, *project_ids]):
+            purged[row["record_id"]] = row
+    records, forgotten, purges = [], [], []
     for c in feed:  # in feed order; a record forgotten since it arrived is no longer live, so not sent
         if c["change"] == "record" and c["record_id"] in live:
             records.append(live.pop(c["record_id"]))
         elif c["change"] == "forgotten" and c["record_id"] in gone:
             forgotten.append(gone.pop(c["record_id"]))
-    return {"records": records, "forgotten": forgotten, "after": feed[-1]["seq"]}
+        elif c["change"] == "purged" and c["record_id"] in purged:
+            purges.append(purged.pop(c["record_id"]))
+    return {"records": records, "forgotten": forgotten, "purged": purges, "after": feed[-1]["seq"]}
+
+
+def tombstones(conn, record_ids) -> "dict[str, dict]":
+    """Store.tombstones on SQLite: each forgotten id's tombstone facts and its latest feed number."""
+    ids = list(dict.fromkeys(record_ids))
+    out: dict = {}
+    if not ids or not has_table(conn, "forgotten_records"):
+        return out
+    feed = has_table(conn, "record_changes")
+    seq = ("(select max(c.seq) from record_changes c where c.record_id = f.record_id and c.change = 'forgotten')"
+           if feed else "null")
+    for i in range(0, len(ids), 500):
+        part = ids[i:i + 500]
+        for row in _rows(conn, "select f.record_id, f.record_hash, f.project_id, f.actor, f.forgotten_at, "
+                               "f.purged_at is not null as purged, json_extract(f.payload, '$.record.actor') "
+                               f"as record_actor, {seq} as seq from forgotten_records f "
+                               f"where f.record_id in ({','.join('?' * len(part))})", part):
+            row["purged"] = bool(row["purged"])
+            out[row.pop("record_id")] = row
+    return out
 
 
 def events_since(conn, project_ids: "list[str]", stored_since: "str | None", limit: int) -> "list[dict]":

@@ -697,6 +697,20 @@ class SqliteStore(Store):
     def forgotten_hashes(self, record_hashes) -> "set[str]":
         return forgotten_hashes(self.db, record_hashes)
 
+    def tombstones(self, record_ids) -> "dict[str, dict]":
+        from kirolearn.store import records
+
+        return records.tombstones(self.db, record_ids)
+
+    def purge(self, record_ids, *, actor: str) -> int:
+        from kirolearn.store import records
+
+        ids = records.purgeable(self.db, record_ids=list(record_ids))
+        if not ids:
+            return 0
+        forget_terms(self.db)  # the hook's word counts may name words only the purged records had
+        return records.purge(self.db, ids, actor=actor)["purged"]
+
     # figures, export and import
     def figures(self, since: str) -> dict:
         from kirolearn.store import records
