@@ -158,7 +158,7 @@ def test_a_failed_login_says_where_credentials_come_from(pg_server, pg_database,
         with_password = url.replace("postgresql://", f"postgresql://{role}:wrong-pw@", 1)
         with pytest.raises(StoreError) as caught:
             PostgresStore(with_password)
-        assert "wrong-pw" not in str(caught.value) and f"{role}@" in str(caught.value)
+        assert "wrong-pw" not in str(caught.value) and f"{role}:***@" in str(caught.value)
     finally:
         hba.write_text(before)
         admin.execute("select pg_reload_conf()")

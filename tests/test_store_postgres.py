@@ -236,7 +236,7 @@ def test_an_unreachable_server_is_a_store_error_without_the_password(tmp_path):
     with pytest.raises(KirolearnError) as caught:
         PostgresStore(url, connect_timeout=2)
     text = str(caught.value)
-    assert "s3cret-pw" not in text and "alice@" in text and "PostgreSQL server runs" in text
+    assert "s3cret-pw" not in text and "alice:***@" in text and "PostgreSQL server runs" in text
 
 
 def test_a_restarted_connection_is_reopened(new_schema, pg_server):

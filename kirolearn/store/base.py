@@ -206,6 +206,21 @@ class Store(abc.ABC):
         Returns {"events"|"records"|"summaries": {"added": n, "present": n}, "forgotten_skipped": n}."""
 
 
+def assemble_changes(feed: "list[dict]", live: dict, gone: dict, purged: dict) -> dict:
+    """Store.changes' answer from a read of the change feed (dicts with seq, record_id, change) and
+    what each change names, by record id: live records, tombstones, purged tombstones. In feed
+    order; a record forgotten since it arrived is no longer live, so it is not sent."""
+    records, forgotten, purges = [], [], []
+    for c in feed:
+        if c["change"] == "record" and c["record_id"] in live:
+            records.append(live.pop(c["record_id"]))
+        elif c["change"] == "forgotten" and c["record_id"] in gone:
+            forgotten.append(gone.pop(c["record_id"]))
+        elif c["change"] == "purged" and c["record_id"] in purged:
+            purges.append(purged.pop(c["record_id"]))
+    return {"records": records, "forgotten": forgotten, "purged": purges, "after": feed[-1]["seq"]}
+
+
 def open_store(url: "str | None" = None) -> Store:
     """The store a URL names: None or a path is this home's SQLite file; postgresql://… a team store."""
     if url and url.startswith(("postgresql://", "postgres://")):

@@ -25,7 +25,7 @@ import urllib.parse
 from typing import Iterator
 
 from kirolearn.errors import SchemaTooNew, StoreError, one_line
-from kirolearn.store.base import RECORD_LISTS, SUMMARY_LISTS, Store
+from kirolearn.store.base import RECORD_LISTS, SUMMARY_LISTS, Store, assemble_changes
 from kirolearn.store.pg_migrations import LEDGER, MIGRATIONS, TABLES
 from kirolearn.store.reader import FIELD_WEIGHTS
 
@@ -70,21 +70,10 @@ RANK_NORMALIZATION = 1  # divide by 1 + log(document length): a long record does
 
 
 def shown_url(url: str) -> str:
-    """`url` fit to print: any password (in the user part or a password parameter) left out."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-    except ValueError:
-        return "(an invalid URL)"
-    netloc = parts.netloc
-    userinfo, at, hostport = netloc.rpartition("@")
-    if at and ":" in userinfo:
-        netloc = f"{userinfo.split(':', 1)[0]}@{hostport}"
-    pairs = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
-    kept = [(k, v) for k, v in pairs if k.lower() not in ("password", "sslpassword")]
-    if netloc == parts.netloc and len(kept) == len(pairs):
-        return url
-    query = urllib.parse.urlencode(kept, quote_via=urllib.parse.quote)
-    return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
+    """`url` fit to print: any password (in the user part or a password parameter) hidden."""
+    from kirolearn.team import redact_url
+
+    return redact_url(url)
 
 
 _FIXES = (
@@ -620,15 +609,7 @@ class PostgresStore(Store):
                         "where record_id = any(%s::text[]) and project_id = any(%s::text[]) "
                         "and purged_at is not null", [purged_ids, list(project_ids)])
             purged = {r["record_id"]: r for r in cur.fetchall()}
-        records, forgotten, purges = [], [], []
-        for c in feed:  # in feed order; a record forgotten since it arrived is not live, so not sent
-            if c["change"] == "record" and c["record_id"] in live:
-                records.append(live.pop(c["record_id"]))
-            elif c["change"] == "forgotten" and c["record_id"] in gone:
-                forgotten.append(gone.pop(c["record_id"]))
-            elif c["change"] == "purged" and c["record_id"] in purged:
-                purges.append(purged.pop(c["record_id"]))
-        return {"records": records, "forgotten": forgotten, "purged": purges, "after": feed[-1]["seq"]}
+        return assemble_changes(feed, live, gone, purged)
 
     def events_since(self, project_ids: "list[str]", stored_since: "str | None", *,
                      limit: int = 1000) -> "list[dict]":

@@ -269,15 +269,9 @@ def changes(conn, project_ids: "list[str]", after: int, limit: int) -> dict:
                                f"where record_id in ({','.join('?' * len(part))}) and project_id in ({marks}) "
                                "and purged_at is not null", [*part, *project_ids]):
             purged[row["record_id"]] = row
-    records, forgotten, purges = [], [], []
-    for c in feed:  # in feed order; a record forgotten since it arrived is no longer live, so not sent
-        if c["change"] == "record" and c["record_id"] in live:
-            records.append(live.pop(c["record_id"]))
-        elif c["change"] == "forgotten" and c["record_id"] in gone:
-            forgotten.append(gone.pop(c["record_id"]))
-        elif c["change"] == "purged" and c["record_id"] in purged:
-            purges.append(purged.pop(c["record_id"]))
-    return {"records": records, "forgotten": forgotten, "purged": purges, "after": feed[-1]["seq"]}
+    from kirolearn.store.base import assemble_changes
+
+    return assemble_changes(feed, live, gone, purged)
 
 
 def tombstones(conn, record_ids) -> "dict[str, dict]":
