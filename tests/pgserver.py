@@ -209,7 +209,7 @@ class PgCluster:
             self.base = ""
 
     def __enter__(self) -> "PgCluster":
-        return self.start()
+        return self if self.proc is not None else self.start()  # `with PgCluster().start():` starts one
 
     def __exit__(self, *exc) -> None:
         self.stop()
