@@ -9,26 +9,17 @@ URL shown goes through kirolearn.store.postgres.shown_url.
 
 from __future__ import annotations
 
-import os
 
-STORE_URL_ENV = "KIROLEARN_STORE_URL"
 MIN_SERVER_VERSION = 150000  # PostgreSQL 15: what the team store is built and tested on
 
 
 def store_url(settings=None) -> str:
-    """The team store's URL, or '' when memory stays in the local SQLite file.
-
-    `[store] url` in config.toml (KIROLEARN_STORE_URL overrides it) once the settings have that
-    table; until then the environment variable alone.
-    """
+    """The team store's URL (`[store] url`, or KIROLEARN_STORE_URL), or '' when memory stays in the local file."""
     if settings is None:
         from kirolearn.settings import load
 
         settings = load()
-    section = getattr(settings, "store", None)
-    if section is not None and hasattr(section, "url"):
-        return (section.url or "").strip()
-    return os.environ.get(STORE_URL_ENV, "").strip()
+    return (settings.store.url or "").strip()
 
 
 def migrate(settings=None, grant=()) -> dict:
