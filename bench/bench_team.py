@@ -31,7 +31,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))  # pgserver: the tests' throw-away cluster
 
-from benchtable import print_table  # noqa: E402
+from benchtable import pct, print_table  # noqa: E402
 
 REMOTE = "git@github.com:acme/shop.git"
 
@@ -123,13 +123,6 @@ def reader(args) -> int:
     with open(args.out, "w") as fh:
         json.dump({"seen": seen, "latencies": latencies}, fh)
     return 0
-
-
-def pct(values, q):
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
 def main() -> int:

@@ -2,7 +2,9 @@
 
 
 def pct(values, q):
-    """The q-quantile (0..1) of values, nearest rank."""
+    """The q-quantile (0..1) of values, nearest rank (NaN for none)."""
+    if not values:
+        return float("nan")
     values = sorted(values)
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 

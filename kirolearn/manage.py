@@ -491,8 +491,7 @@ def health(db=None) -> dict:
     if db is None:
         return out
     tokens, dollars = store.spend_today(db)
-    found = recordstore.figures(db, store.iso_shift(store.now_iso(), -86400))
-    found.pop("projects")
+    found = recordstore.figures(db, store.iso_shift(store.now_iso(), -86400), projects=False)
     out.update(found, tokens_today=tokens, cost_usd_today=round(dollars, 6),
                limit_reached=store.daily_limit_reached(db, ex) if ex.model else "")
     return clean(out)

@@ -418,6 +418,7 @@ class StoreContract:
         assert [e["event_id"] for e in store.events_since(["p1"], None)] == ["ev0001", "ev0002"]
         assert [e["event_id"] for e in store.events_since(["p1"], at(2))] == ["ev0002"]
         assert [e["event_id"] for e in store.events_since(["p1"], None, limit=1)] == ["ev0001"]
+        assert [e["event_id"] for e in store.events_since(["p1"], None, after=(at(1), "ev0001"))] == ["ev0002"]
         assert store.events_since([], None) == []
         sent = store.events_since(["p1", "p2"], None)
         other = self.make_store("team")

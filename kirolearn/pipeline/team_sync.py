@@ -109,22 +109,17 @@ def _clean_records(records: "list[dict]", scrub) -> "list[dict]":
 def _events_up(local, team, project_id: str, cursor: dict, stats: SyncStats, scrub=None) -> None:
     since = cursor["events"]
     since = store.iso_shift(since, -EVENT_OVERLAP_SECONDS) if since else None
+    key = None  # (stored_at, event_id) of the last event sent in this sync: pages never overlap
     while True:
-        page = local.events_since([project_id], since, limit=PAGE)
+        page = local.events_since([project_id], since, after=key, limit=PAGE)
         if not page:
             return
         stats.events_sent += team.add_events(_clean_events(page, scrub))
-        last = page[-1]["stored_at"]
-        cursor["events"] = max(cursor["events"] or "", last)
+        key = (page[-1]["stored_at"], page[-1]["event_id"])
+        cursor["events"] = max(cursor["events"] or "", key[0])
         _save(project_id, cursor)
         if len(page) < PAGE:
             return
-        if last == since:  # a whole page stored in one millisecond: step past it by id
-            rest = [e for e in local.events_since([project_id], since, limit=PAGE * 20)
-                    if e["event_id"] > page[-1]["event_id"]]
-            stats.events_sent += team.add_events(_clean_events(rest, scrub))
-            return
-        since = last
 
 
 def _team_authors(team, record_ids: "list[str]") -> "dict[str, str | None]":

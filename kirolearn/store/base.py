@@ -183,9 +183,10 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def events_since(self, project_ids: "list[str]", stored_since: "str | None", *,
-                     limit: int = 1000) -> "list[dict]":
+                     after: "tuple[str, str] | None" = None, limit: int = 1000) -> "list[dict]":
         """These projects' events stored at or after `stored_since` (None: all), in (stored_at, event_id)
-        order: the events an upload has not sent yet (a resend is harmless, add_events is idempotent)."""
+        order, after the keyset `after` = (stored_at, event_id) of the last one read: the events an
+        upload has not sent yet (a resend is harmless, add_events is idempotent)."""
 
     # --- figures, export and import ----------------------------------------------------------
 

@@ -612,7 +612,7 @@ class PostgresStore(Store):
         return assemble_changes(feed, live, gone, purged)
 
     def events_since(self, project_ids: "list[str]", stored_since: "str | None", *,
-                     limit: int = 1000) -> "list[dict]":
+                     after: "tuple[str, str] | None" = None, limit: int = 1000) -> "list[dict]":
         if not project_ids:
             return []
         query = "select " + ", ".join(EVENT_COLUMNS) + " from events where project_id = any(%s::text[])"
@@ -620,6 +620,9 @@ class PostgresStore(Store):
         if stored_since is not None:
             query += " and stored_at >= %s"
             args.append(stored_since)
+        if after is not None:
+            query += " and (stored_at, event_id) > (%s, %s)"
+            args.extend(after)
         with self._tx("reading") as cur:
             cur.execute(query + " order by stored_at, event_id limit %s", [*args, limit])
             return cur.fetchall()

@@ -294,7 +294,8 @@ def tombstones(conn, record_ids) -> "dict[str, dict]":
     return out
 
 
-def events_since(conn, project_ids: "list[str]", stored_since: "str | None", limit: int) -> "list[dict]":
+def events_since(conn, project_ids: "list[str]", stored_since: "str | None", limit: int,
+                 after: "tuple[str, str] | None" = None) -> "list[dict]":
     """Store.events_since on SQLite."""
     if not project_ids:
         return []
@@ -303,16 +304,23 @@ def events_since(conn, project_ids: "list[str]", stored_since: "str | None", lim
     if stored_since is not None:
         sql += " and stored_at >= ?"
         args.append(stored_since)
+    if after is not None:
+        sql += " and (stored_at, event_id) > (?, ?)"
+        args.extend(after)
     return _rows(conn, sql + " order by stored_at, event_id limit ?", [*args, limit])
 
 
-def figures(conn, since_iso: str) -> dict:
-    """The status figures `status`, `doctor`, the viewer and Memory.health share: one query each."""
+def figures(conn, since_iso: str, *, projects: bool = True) -> dict:
+    """The status figures `status`, `doctor`, the viewer and Memory.health share: one query each.
+
+    `projects=False` leaves out the per-project figures (a group-by over every event)."""
     forgotten = (conn.execute("select count(*) from forgotten_records").fetchone()[0]
                  if has_table(conn, "forgotten_records") else 0)
-    return {**store.counts(conn), "forgotten": forgotten, "pending_events": pending_event_count(conn),
-            "projects": project_figures(conn), "last_drain": last_drain(conn),
-            "extraction_failures_24h": extraction_failures_since(conn, since_iso)}
+    found = {**store.counts(conn), "forgotten": forgotten, "pending_events": pending_event_count(conn),
+             "last_drain": last_drain(conn), "extraction_failures_24h": extraction_failures_since(conn, since_iso)}
+    if projects:
+        found["projects"] = project_figures(conn)
+    return found
 
 
 # --- writing ----------------------------------------------------------------------------------

@@ -587,9 +587,9 @@ class SqliteStore(Store):
     # events
     def add_events(self, events: "list[dict]") -> int:
         with writing(self.db):
-            before = counts(self.db)["events"]
+            before = self.db.conn.total_changes  # rows inserted; an id already stored adds none
             insert_events(self.db, events)
-            return counts(self.db)["events"] - before
+            return self.db.conn.total_changes - before
 
     def event_ids_present(self, event_ids) -> "set[str]":
         return existing_event_ids(self.db, event_ids)
@@ -628,10 +628,10 @@ class SqliteStore(Store):
         return found
 
     def events_since(self, project_ids: "list[str]", stored_since: "str | None", *,
-                     limit: int = 1000) -> "list[dict]":
+                     after: "tuple[str, str] | None" = None, limit: int = 1000) -> "list[dict]":
         from kirolearn.store import records as recordstore
 
-        return recordstore.events_since(self.db, project_ids, stored_since, limit)
+        return recordstore.events_since(self.db, project_ids, stored_since, limit, after)
 
     def get_record(self, record_id: str) -> "dict | None":
         from kirolearn.store import records
