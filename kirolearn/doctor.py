@@ -142,10 +142,14 @@ def semantic_checks(conf):
 
     conn = recall.connect_readonly(budget=5.0)
     try:
-        have = store.vector_counts(conn).get(model.model_id, 0)
+        counts = store.vector_counts(conn)
         total = reader.record_count(conn)
     finally:
         conn.close()
+    have = counts.get(model.model_id, 0)
+    # vectors of a model configured before (embeddings.model changed, or a new default)
+    others = ", ".join(f"{n} have vectors of {m}" for m, n in sorted(counts.items()) if m != model.model_id)
     if have < total:
-        yield "WARN", (f"{total - have} of {total} records have no {model.model_id} vector yet: "
-                       "the next drain adds them, or run `kirolearn reindex`")
+        yield "WARN", (f"{total - have} of {total} records have no {model.model_id} vector yet"
+                       + (f" ({others}, which search no longer uses)" if others else "")
+                       + ": the next drain adds them, or run `kirolearn reindex`")

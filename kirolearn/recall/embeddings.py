@@ -146,6 +146,15 @@ def register(prefix: str, factory: Callable[..., EmbeddingModel]) -> None:
 register("wordllama", lambda name, **_: WordLlamaModel(name))
 register("litellm", lambda name, api_base="", timeout=60.0, **_: LiteLLMEmbeddingModel(name, api_base, timeout))
 
+
+def _static(name, **_):
+    from kirolearn.recall.static_model import StaticModel  # its own module: kirolearn's shipped tables
+
+    return StaticModel(name)
+
+
+register("static", _static)
+
 _CACHE: "dict[tuple, EmbeddingModel]" = {}
 
 
