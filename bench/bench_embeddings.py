@@ -7,7 +7,7 @@ store (each row carries its model id), so each model is measured on identical
 records. Also prints each model's load time (a fresh process: import, load, one
 text), throughput (record texts per second) and size on disk. Prints; never fails.
 
-    python bench/bench_embeddings.py [--models wordllama/l2_supercat_256,static/minilm-l6-w20k-256]
+    python bench/bench_embeddings.py [--models wordllama/l2_supercat_256,static/minilm-l6-w30k]
                                      [--keep DIR] [--only coding|locomo]
 """
 
@@ -22,7 +22,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchtable import print_table  # noqa: E402
 
-DEFAULT_MODELS = "wordllama/l2_supercat_256,static/minilm-l6-w20k-256"
+DEFAULT_MODELS = "wordllama/l2_supercat_256,static/minilm-l6-w30k"
 
 
 def model_size(model) -> str:
