@@ -32,6 +32,12 @@ class EmbeddingModel:
     model_id: str = ""
     dimensions: int = 0
     batch_size: int = 256
+    # How search fuses this model's cosine with BM25 (recall/semantic.py), measured per model:
+    # a stronger model carries more weight. These defaults are wordllama's (chosen on LoCoMo).
+    lexical_weight: float = 0.8
+    vector_weight: float = 0.2
+    vector_only_min_similarity: float = 0.20  # cosine a record needs to be found on meaning alone
+    lexical_coverage_power: float = 0.0  # > 0: a lexical match counts by (share of query words it holds) ** this
 
     def _embed(self, texts: "list[str]"):  # -> numpy array (n, dimensions)
         raise NotImplementedError
@@ -145,6 +151,15 @@ def register(prefix: str, factory: Callable[..., EmbeddingModel]) -> None:
 
 register("wordllama", lambda name, **_: WordLlamaModel(name))
 register("litellm", lambda name, api_base="", timeout=60.0, **_: LiteLLMEmbeddingModel(name, api_base, timeout))
+
+
+def _local(name, **options):  # "local/<name>": a real sentence model on the CPU, extra kirolearn[model]
+    from kirolearn.recall.backends_local import local_model
+
+    return local_model(name, **options)
+
+
+register("local", _local)
 
 _CACHE: "dict[tuple, EmbeddingModel]" = {}
 
