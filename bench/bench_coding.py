@@ -6,7 +6,8 @@ or llm, bench/data/coding_distractors.jsonl.gz) goes through the spool → drain
 in process, in one project, sessions of 20 turns. Every turn is asked twice: an
 ordinary follow-up, and a hard one that shares no content word with the turn
 (checked below with the FTS5 porter tokenizer). Counts are top-3 hits, also given
-as the issue's 12/8-question equivalents. Prints a table; never fails.
+as the issue's 12/8-question equivalents. With the `model` extra installed, two more rows
+use all-MiniLM-L6-v2 (bench/benchlocal.py). Prints a table; never fails.
 
     python bench/bench_coding.py [--distractors N] [--keep DIR]
 """
@@ -96,7 +97,7 @@ def run(tmp: str, n_distractors: int, local: bool = True):
         "kirolearn search (hybrid)": lambda q: [h.record_id for h in searcher.search(q, project_id=pid, limit=3)],
     }
     notes = []
-    if local:  # the same store, with all-MiniLM-L6-v2 vectors added beside the default model's
+    if local:  # a copy of the store, embedded with all-MiniLM-L6-v2 (bench/benchlocal.py)
         model, note = benchlocal.load()
         notes.append(note)
         if model is not None:

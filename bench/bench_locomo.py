@@ -11,6 +11,7 @@ Methods, all over the same store:
   embedding alone cosine of the question's vector and each record's vector
   hook (lexical)  recall.search: what the prompt hook runs (stdlib, SQLite only)
   kirolearn       semantic.search: what `kirolearn search` / MCP run (hybrid)
+  local model     all-MiniLM-L6-v2 alone and in the hybrid, with the `model` extra (benchlocal.py)
 Prints a table; never fails.
 
     python bench/bench_locomo.py [--keep DIR] [--zip PATH]
