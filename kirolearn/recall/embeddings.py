@@ -189,6 +189,8 @@ def from_settings(conf) -> "EmbeddingModel | None":
     section = getattr(conf, "embeddings", None)
     if section is None:
         return get_model()
+    if section.model.strip().startswith("local/"):
+        return get_model(section.model, model_dir=getattr(section, "model_dir", ""))
     return get_model(section.model, api_base=section.api_base)
 
 
@@ -200,5 +202,6 @@ def check(conf) -> "tuple[bool, str]":
             return True, "embeddings are off (embeddings.model = \"none\"): recall is lexical"
         model.embed_batch(["kirolearn"])
     except EmbeddingUnavailable as exc:
-        return False, f"semantic recall is off, search falls back to words alone: {exc.message}"
+        fix = f" ({exc.fix})" if exc.fix and exc.fix != EmbeddingUnavailable.default_fix else ""
+        return False, f"semantic recall is off, search falls back to words alone: {exc.message}{fix}"
     return True, f"embedding model {model.model_id} loads ({model.dimensions}-d)"
