@@ -297,6 +297,21 @@ def test_word_counts_for_the_hook_come_from_the_drainers_copy(project, add_recor
     assert hits[0].title == "deploy note 7"
 
 
+def test_the_term_docs_refresh_merges_the_fts_index_into_one_segment(project, add_record):
+    """Each write adds an FTS5 segment; the drainer's refresh merges them, and search finds the same."""
+    for i in range(1000):
+        add_record(project, f"deploy note {i}", "deploy went fine" + (" zanzibar" if i % 97 == 0 else ""))
+    db = add_record.db
+    assert store.fts_segments(db) > 1
+    pid = context.project_id(str(project))
+    before = [h.record_id for h in recall.search(db.conn, "zanzibar deploy", project_id=pid)]
+    assert store.refresh_term_docs(db) is True
+    assert store.fts_segments(db) == 1
+    assert store.compact_fts(db) is False  # already one segment: nothing to do
+    assert [h.record_id for h in recall.search(db.conn, "zanzibar deploy", project_id=pid)] == before
+    assert len(before) == 10
+
+
 def test_a_platform_without_numpy_drains_and_searches_on_words(project, make_event, drain_now, monkeypatch):
     # Where the default backend's wheels are missing, capture and drain must go on (issue #11).
     monkeypatch.setitem(sys.modules, "numpy", None)  # `import numpy` now raises ImportError
