@@ -31,6 +31,9 @@ DEFAULT_TIME_BUDGET = 0.25  # seconds for one recall inside a hook
 RELATIVE_FLOOR = 0.35  # a prompt match must score at least this share of the best match
 COMMON_SHARE = 0.2  # words in more than this share of records carry little BM25 weight (idf < log 4): not searched
 KEEP_RAREST = 2  # ... but the rarest few words of a prompt are always kept
+# A project holding at least this share of the store is filtered after BM25 ranks the matches, not in
+# the MATCH: BM25 reads every MATCH phrase's whole doclist, and the project's is most of the store.
+PROJECT_IN_MATCH_BELOW = 0.75
 
 # Dotted acronyms ("U.S.", "e.g.") stay one token; everything else is a run of word characters.
 _WORD = re.compile(r"(?:[^\W\d_]\.){2,}|\w+", re.UNICODE)
@@ -160,6 +163,24 @@ def _drop_common(conn, words: "list[str]") -> "list[str]":
     return [w for w in words if w in rarest or counts[w] <= COMMON_SHARE * total]
 
 
+def _project_in_match(conn, project_id: "str | None") -> "tuple[bool, float]":
+    """(narrow the MATCH by the project?, the share of ranked matches expected to be the project's).
+
+    A project holding most of the store (the one-project user) is cheaper to filter after ranking:
+    the scores are the same either way (the project column weighs 0), and the ranking depth grows
+    by 1/share so about as many of the project's matches are ranked."""
+    if not project_id:
+        return True, 1.0
+    share = reader.project_share(conn, project_id)
+    if share is None or share < PROJECT_IN_MATCH_BELOW:
+        return True, 1.0
+    return False, share
+
+
+def _ceil(x: float) -> int:
+    return int(-(-x // 1))
+
+
 def _query_words(conn, query: str, limit: int) -> "list[str] | None":
     """The words to search `query` with, or None when there is nothing to search."""
     words = terms(query)
@@ -186,10 +207,12 @@ def search(conn, query: str, *, project_id: "str | None" = None, types=None, lim
     now = time.time() if now is None else now
     depth = max(limit * 5, 25)
     narrowed = bool(types or since or session_id or file)
+    in_match, share = _project_in_match(conn, project_id)
     # Rank on the columns the score needs; the full rows are read for the best `limit` alone.
-    rows = reader.fts_matches(conn, words, depth=depth * 20 if narrowed else depth, limit=depth,
+    rows = reader.fts_matches(conn, words, depth=_ceil((depth * 20 if narrowed else depth) / share), limit=depth,
                               project_id=project_id, types=types, since=since, session_id=session_id, file=file,
-                              columns=reader.RANK_COLUMNS + (", r.source_event_ids" if dates else ""))
+                              columns=reader.RANK_COLUMNS + (", r.source_event_ids" if dates else ""),
+                              project_in_match=in_match)
     scored = [(row, -row["bm25"] * TYPE_WEIGHTS.get(row["observation_type"], 1.0) * _recency(row["created_at"], now))
               for row in rows]
     if dates:
@@ -222,8 +245,9 @@ def scores(conn, query: str, *, project_id: "str | None" = None, types=None, lim
         return []
     now = time.time() if now is None else now
     depth = limit * 20 if types else limit
-    rows = reader.fts_matches(conn, words, depth=depth, limit=depth, project_id=project_id, types=types,
-                              columns=reader.SCORE_COLUMNS)
+    in_match, share = _project_in_match(conn, project_id)
+    rows = reader.fts_matches(conn, words, depth=_ceil(depth / share), limit=depth, project_id=project_id,
+                              types=types, columns=reader.SCORE_COLUMNS, project_in_match=in_match)
     found = [(r["record_id"], -r["bm25"] * TYPE_WEIGHTS.get(r["observation_type"], 1.0)
               * _recency(r["created_at"], now)) for r in rows]
     found.sort(key=lambda kv: (-kv[1], kv[0]))
