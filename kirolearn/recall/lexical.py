@@ -10,7 +10,6 @@ weights below), then weighted by record type (summaries and decisions outrank
 routine tool use) and recency; ties break on created_at, then record_id.
 """
 
-import json
 import os
 import re
 import time
@@ -18,6 +17,7 @@ import time
 from kirolearn import config
 from kirolearn.recall import when
 from kirolearn.store import reader
+from kirolearn import jsonfast  # not json: it imports re (~30M instructions a hook call)
 
 # One weight per observation type (kirolearn.pipeline.observation_types; tests/test_constants.py checks).
 TYPE_WEIGHTS = {"session_summary": 1.3, "decision": 1.3, "error": 1.15, "discovery": 1.1, "pattern": 1.1,
@@ -139,7 +139,7 @@ def _recency(created_at: str, now: float) -> float:
 def _hit(row, bm25: float = 0.0) -> Hit:
     def lst(value):
         try:
-            found = json.loads(value or "[]")
+            found = jsonfast.loads(value or "[]")
             return found if isinstance(found, list) else []
         except ValueError:
             return []

@@ -131,13 +131,12 @@ def closeness(seconds: "float | None", found: "list[tuple[str, int, int]]") -> f
 def record_time(source_event_ids, created_at) -> "float | None":
     """When a record's turn happened: its first source event's time (event ids are ULIDs, see
     kirolearn.capture.ids), else when the record was made (an import or a summary may carry no event)."""
-    import json
-
+    from kirolearn import jsonfast
     from kirolearn.capture.ids import ulid_time_ms
     from kirolearn.recall.lexical import iso_epoch
 
     try:
-        return ulid_time_ms(json.loads(source_event_ids or "[]")[0]) / 1000.0
+        return ulid_time_ms(jsonfast.loads(source_event_ids or "[]")[0]) / 1000.0
     except (ValueError, IndexError, TypeError, KeyError, AttributeError):
         return iso_epoch(created_at or "")
 
