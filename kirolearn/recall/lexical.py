@@ -11,7 +11,6 @@ routine tool use) and recency; ties break on created_at, then record_id.
 """
 
 import os
-import re
 import time
 
 from kirolearn import config
@@ -35,8 +34,8 @@ KEEP_RAREST = 2  # ... but the rarest few words of a prompt are always kept
 # the MATCH: BM25 reads every MATCH phrase's whole doclist, and the project's is most of the store.
 PROJECT_IN_MATCH_BELOW = 0.75
 
-# Dotted acronyms ("U.S.", "e.g.") stay one token; everything else is a run of word characters.
-_WORD = re.compile(r"(?:[^\W\d_]\.){2,}|\w+", re.UNICODE)
+# Dotted acronyms ("U.S.", "e.g.") stay one token; everything else is a run of word characters:
+# the regex (?:[^\W\d_]\.){2,}|\w+, read by hand in words() (re costs the hook ~25M instructions).
 _STOPWORDS = frozenset(
     """a an and are as at be been but by can could did do does doing done for from get got had has have
     how i if in into is it its it's just let me my no not now of on or our please should so some such
@@ -102,10 +101,52 @@ def connect_readonly(db_path: "str | None" = None, budget: float = DEFAULT_TIME_
 # --- query building --------------------------------------------------------------------
 
 
+def _is_word_char(ch: str) -> bool:  # regex \w
+    return ch.isalnum() or ch == "_"
+
+
+def _is_letter(ch: str) -> bool:  # regex [^\W\d_]
+    return ch.isalnum() and not ch.isdecimal()
+
+
+def _scan(chunk: str, out: list) -> None:
+    i, n = 0, len(chunk)
+    while i < n:
+        if not _is_word_char(chunk[i]):
+            i += 1
+            continue
+        j = i
+        while j + 1 < n and chunk[j + 1] == "." and _is_letter(chunk[j]):
+            j += 2
+        if j - i >= 4:  # two or more "letter." pairs: a dotted acronym
+            out.append(chunk[i:j])
+            i = j
+            continue
+        j = i + 1
+        while j < n and _is_word_char(chunk[j]):
+            j += 1
+        out.append(chunk[i:j])
+        i = j
+
+
+def words(text: str) -> "list[str]":
+    r"""The tokens of `text`, as re.findall(r"(?:[^\W\d_]\.){2,}|\w+", text) finds them.
+
+    No token spans white space, so each white-space-separated chunk is read alone, and one made
+    of word characters only (most of them) is a token as it is."""
+    out: list = []
+    for chunk in text.split():
+        if chunk.replace("_", "a").isalnum():  # word characters only
+            out.append(chunk)
+        else:
+            _scan(chunk, out)
+    return out
+
+
 def terms(text: str, limit: int = MAX_TERMS) -> "list[str]":
     """The telling words of `text`: no stopwords, no duplicates, identifiers and long words first."""
     seen: dict = {}
-    for position, word in enumerate(_WORD.findall(text or "")):
+    for position, word in enumerate(words(text or "")):
         low = word.lower()
         if low in _STOPWORDS or low in seen or len(low) > 60:
             continue
