@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 
-from benchtable import pct, print_table
+from benchtable import installed_hook, pct, print_table
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURE = os.path.join(os.path.dirname(HERE), "tests", "fixtures", "relevance.json")
@@ -151,7 +151,7 @@ def main() -> int:
         # the fixture's developer prompts (most name only words that most synthetic records hold,
         # so little is printed) and prompts naming rarer words of the store (recall prints).
         python = os.path.join(args.venv, "bin", "python")
-        hook = os.path.join(args.venv, "bin", "kirolearn-hook")
+        hook = installed_hook(args.venv) + ["prompt-submit"]  # what `kirolearn install` writes for it
         python3 = shutil.which("python3") or python
         conn = recall.connect_readonly(budget=5.0)
         total = conn.execute("select docs from term_docs where term = ''").fetchone()[0]
@@ -167,7 +167,7 @@ def main() -> int:
         for i in range(args.runs):
             runs = [("bare", [python, "-c", "pass"], b""), ("py3", [python3, "-c", "pass"], b"")]
             for key, chosen in (("fixture", prompts), ("rare", printing)):
-                runs.append((key, [hook], json.dumps({"hook_event_name": "userPromptSubmit", "cwd": projects[0],
+                runs.append((key, hook, json.dumps({"hook_event_name": "userPromptSubmit", "cwd": projects[0],
                                                       "session_id": f"b{key}{i}",
                                                       "prompt": chosen[i % len(chosen)]}).encode()))
             for key, cmd, payload in (runs if i % 2 else runs[::-1]):  # alternate the order too

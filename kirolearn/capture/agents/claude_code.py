@@ -139,7 +139,7 @@ def hook_command() -> str:
 
     from kirolearn import install
 
-    return f"{install._env_prefix()}{shlex.quote(install.command_path(MARK))} --agent {NAME} || true"
+    return f"{install._env_prefix()}{' '.join(shlex.quote(a) for a in install.hook_argv())} --agent {NAME} || true"
 
 
 def _is_ours(group) -> bool:
