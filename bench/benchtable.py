@@ -10,7 +10,8 @@ def installed_hook(venv: str) -> "list[str]":
     (kirolearn.install.hook_argv, asked of the venv's own Python, so the benchmark runs exactly it)."""
     python = os.path.join(venv, "bin", "python")
     code = "import json; from kirolearn import install; print(json.dumps(install.hook_argv()))"
-    return json.loads(subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout)
+    # -I: not the source tree in the current folder, the installed package, as `kirolearn install` sees it
+    return json.loads(subprocess.run([python, "-I", "-c", code], capture_output=True, text=True, check=True).stdout)
 
 
 def pct(values, q):

@@ -389,10 +389,11 @@ def test_doctor_and_status_on_a_known_home(kiro, make_event, home, drain_now):
     assert "wired: " in healthy.output
 
 
-def test_the_written_hook_command_records_and_recalls(home, project):
-    """What install writes runs through a shell, as the agent runs it, and spools the event; with the
-    launcher gone it is a no-op."""
+def test_the_written_hook_command_records_and_recalls(home, project, add_record):
+    """What install writes runs through a shell, as the agent runs it, spools the event and prints the
+    memory (the launcher leaves with os._exit after flushing); with the launcher gone it is a no-op."""
     assert os.path.basename(install.LAUNCHER) == "kirolearn-hook" and os.path.isfile(install.LAUNCHER)
+    add_record(project, "Export job: database is locked", "use timeout=30 and WAL", observation_type="error")
     command = install.hook_command("prompt-submit")
     payload = json.dumps({"hook_event_name": "userPromptSubmit", "cwd": str(project), "session_id": "l1",
                           "prompt": "why is the export job locked"})
@@ -400,6 +401,7 @@ def test_the_written_hook_command_records_and_recalls(home, project):
     result = subprocess.run(["bash", "-c", command], input=payload.encode(), capture_output=True, env=env,
                             cwd=str(project), timeout=60)
     assert (result.returncode, result.stderr) == (0, b"")
+    assert b"> **Export job: database is locked**" in result.stdout
     assert len(os.listdir(os.path.join(str(home), "spool", "ready"))) == 1
     broken = install.hook_command("prompt-submit").replace(install.LAUNCHER, install.LAUNCHER + "-gone")
     assert subprocess.run(["bash", "-c", broken], capture_output=True, timeout=60).returncode == 0  # `|| true`
