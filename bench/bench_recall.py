@@ -209,8 +209,10 @@ def main() -> int:
             os.environ["KIROLEARN_HOME"] = os.path.join(tmp, "home-one")
             solo = os.path.join(tmp, "solo")
             os.makedirs(os.path.join(solo, ".git"))
-            fill(config.db_path(), sizes[-1], [solo], random.Random(3))
-            derive(False)
+            same = random.Random(3)  # the same fills from the same seed: the same records, in one project
+            for n in sizes:
+                fill(config.db_path(), n, [solo], same)
+                derive(False)
             rows += hook_rows(f"over {sizes[-1]:,} records of one project", python, hook,
                               {"fixture": prompts, "rare": printing}, solo, args.runs)
     print_table("recall speed", rows)
