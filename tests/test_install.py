@@ -4,6 +4,8 @@ schedule's generated jobs (and a fake crontab); config show; doctor and status."
 import json
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -47,7 +49,8 @@ def test_install_global_and_project_then_uninstall(kiro, project):
     result = run("install", "--global", "--project", str(project), "--yes")
     assert result.exit_code == 0, result.output
 
-    hook = f"KIROLEARN_HOME={os.environ['KIROLEARN_HOME']} " + install.command_path("kirolearn-hook")
+    # this Python and the launcher file (not pip's console script, which imports re first)
+    hook = f"KIROLEARN_HOME={os.environ['KIROLEARN_HOME']} {sys.executable} {install.LAUNCHER}"
     assert install.hook_command("post-tool") == f"{hook} post-tool || true"  # KIROLEARN_HOME travels along
     agent = json.loads((kiro / ".kiro" / "agents" / "kirolearn.json").read_text())
     # exactly the fields of Kiro's current agent reference that install means to set
@@ -384,6 +387,24 @@ def test_doctor_and_status_on_a_known_home(kiro, make_event, home, drain_now):
     os.remove(home / "spool" / "ready" / (old["event_id"] + ".json"))
     healthy = CliRunner().invoke(cli, ["doctor"])
     assert "wired: " in healthy.output
+
+
+def test_the_written_hook_command_records_and_recalls(home, project, add_record):
+    """What install writes runs through a shell, as the agent runs it, spools the event and prints the
+    memory (the launcher leaves with os._exit after flushing); with the launcher gone it is a no-op."""
+    assert os.path.basename(install.LAUNCHER) == "kirolearn-hook" and os.path.isfile(install.LAUNCHER)
+    add_record(project, "Export job: database is locked", "use timeout=30 and WAL", observation_type="error")
+    command = install.hook_command("prompt-submit")
+    payload = json.dumps({"hook_event_name": "userPromptSubmit", "cwd": str(project), "session_id": "l1",
+                          "prompt": "why is the export job locked"})
+    env = {k: v for k, v in os.environ.items() if k != "KIROLEARN_RAISE_ERRORS"}
+    result = subprocess.run(["bash", "-c", command], input=payload.encode(), capture_output=True, env=env,
+                            cwd=str(project), timeout=60)
+    assert (result.returncode, result.stderr) == (0, b"")
+    assert b"> **Export job: database is locked**" in result.stdout
+    assert len(os.listdir(os.path.join(str(home), "spool", "ready"))) == 1
+    broken = install.hook_command("prompt-submit").replace(install.LAUNCHER, install.LAUNCHER + "-gone")
+    assert subprocess.run(["bash", "-c", broken], capture_output=True, timeout=60).returncode == 0  # `|| true`
 
 
 def test_windows_hook_commands_use_cmd_syntax(home):

@@ -297,6 +297,54 @@ def test_word_counts_for_the_hook_come_from_the_drainers_copy(project, add_recor
     assert hits[0].title == "deploy note 7"
 
 
+def test_the_term_docs_refresh_merges_the_fts_index_into_one_segment(project, add_record):
+    """Each write adds an FTS5 segment; the drainer's refresh merges them, and search finds the same."""
+    for i in range(1000):
+        add_record(project, f"deploy note {i}", "deploy went fine" + (" zanzibar" if i % 97 == 0 else ""))
+    db = add_record.db
+    assert store.fts_segments(db) > 1
+    pid = context.project_id(str(project))
+    before = [h.record_id for h in recall.search(db.conn, "zanzibar deploy", project_id=pid)]
+    assert store.refresh_term_docs(db) is True
+    assert store.fts_segments(db) == 1
+    assert store.compact_fts(db) is False  # already one segment: nothing to do
+    assert [h.record_id for h in recall.search(db.conn, "zanzibar deploy", project_id=pid)] == before
+    assert len(before) == 10
+
+
+def test_a_project_holding_most_records_is_filtered_after_ranking(project, tmp_path, add_record, monkeypatch):
+    """BM25 reads the project phrase's whole doclist: a project with most of the store is not in the MATCH,
+    and search returns what narrowing in the MATCH returned."""
+    from kirolearn.store import reader
+
+    other = tmp_path / "other"
+    other.mkdir()
+    for i in range(1200):
+        root = other if i % 10 == 0 else project  # 90 % of the records are the project's
+        add_record(root, f"deploy note {i}", "deploy went fine" + (" zanzibar" if i % 7 == 0 else ""))
+    db = add_record.db
+    store.refresh_term_docs(db)
+    pid = context.project_id(str(project))
+    assert 0.85 < reader.project_share(db.conn, pid) < 0.95
+    assert reader.project_share(db.conn, context.project_id(str(other))) < 0.15
+
+    def run():
+        queries = []
+        db.conn.set_trace_callback(queries.append)
+        found = ([h.record_id for h in recall.search(db.conn, "zanzibar deploy", project_id=pid, limit=10)],
+                 # equal scores tie (the same text): which of the tied records comes back may differ
+                 [round(s, 9) for _, s in recall.scores(db.conn, "zanzibar went", project_id=pid, limit=20, now=1e9)])
+        db.conn.set_trace_callback(None)
+        return found, [q for q in queries if " match " in q.lower()]
+
+    after, matches = run()
+    assert matches and not any(pid in q.split(" match ")[1].split(" order by ")[0] for q in matches)  # no project
+    monkeypatch.setattr(recall, "PROJECT_IN_MATCH_BELOW", 1.01)  # narrow in the MATCH, as before
+    inside, matches = run()
+    assert all(pid in q.split(" match ")[1].split(" order by ")[0] for q in matches)
+    assert after == inside and len(after[0]) == 10 and len(after[1]) == 20
+
+
 def test_a_platform_without_numpy_drains_and_searches_on_words(project, make_event, drain_now, monkeypatch):
     # Where the default backend's wheels are missing, capture and drain must go on (issue #11).
     monkeypatch.setitem(sys.modules, "numpy", None)  # `import numpy` now raises ImportError

@@ -8,7 +8,6 @@ validated by kirolearn.pipeline.schema.Event. Invalid input raises `Rejected`; n
 here writes.
 """
 
-import json
 import os
 import time
 
@@ -17,6 +16,7 @@ from kirolearn.capture import agents, spool
 from kirolearn.capture.agents import SESSION_START_TRIGGERS, TRIGGER_KIND  # noqa: F401 - re-exported
 from kirolearn.capture.ids import new_ulid, new_uuid4
 from kirolearn.project import find_project_root
+from kirolearn import jsonfast  # not json: it imports re (~30M instructions a hook call)
 
 SCHEMA_VERSION = 2  # 2 added `agent`; version 1 files (no agent) are Kiro's and still drain
 
@@ -156,7 +156,7 @@ def _text(value) -> "str | None":
         return None
     if isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False)
+    return jsonfast.dumps(value, ensure_ascii=False)
 
 
 def _copy_fields(event: dict, kind: str, payload: dict, env) -> None:
@@ -230,7 +230,7 @@ def _shrink(value, cap: int, depth: int, path: str, cut: list):
 
 def serialize(event: dict) -> bytes:
     """The event's spool bytes: compact UTF-8 JSON (lone surrogates replaced)."""
-    text = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+    text = jsonfast.dumps(event, ensure_ascii=False, separators=(",", ":"))
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:

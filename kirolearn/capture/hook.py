@@ -9,7 +9,6 @@ submit (kirolearn.recall.context), and nothing at all when there is none.
 Set KIROLEARN_RAISE_ERRORS=1 to get tracebacks instead (tests do).
 """
 
-import json
 import os
 import sys
 import time
@@ -18,6 +17,7 @@ from kirolearn import __version__, config
 from kirolearn.capture import agents
 from kirolearn.capture import events
 from kirolearn.capture import spool
+from kirolearn import jsonfast  # not json: it imports re (~30M instructions a hook call)
 
 USAGE = """\
 usage: kirolearn-hook [--agent kiro|claude-code] [EVENT]
@@ -136,7 +136,7 @@ def session_file_id(surface: str, project_root: str, renew: bool) -> str:
             # IDE 0.x never fires a session-start hook: a long pause ends the session instead.
             if time.time() - os.path.getmtime(path) < SESSION_IDLE_SECONDS:
                 with open(path, encoding="utf-8") as fh:
-                    found = json.load(fh).get("session_id")
+                    found = jsonfast.load(fh).get("session_id")
                 if isinstance(found, str) and found:
                     os.utime(path)  # still active
                     return found
@@ -146,7 +146,7 @@ def session_file_id(surface: str, project_root: str, renew: bool) -> str:
     record = {"session_id": session_id, "project_root": project_root, "surface": surface,
               "started_at": events.utc_iso(time.time())}
     spool.write_atomic(directory, os.path.basename(path),
-                       json.dumps(record).encode("utf-8", "replace"), directory)
+                       jsonfast.dumps(record).encode("utf-8", "replace"), directory)
     return session_id
 
 
@@ -188,7 +188,7 @@ def _decode_payload(raw: bytes) -> dict:
     if text.startswith("\ufeff"):
         text = text[1:]
     try:
-        payload = json.loads(text)
+        payload = jsonfast.loads(text)
     except RecursionError:
         raise events.Rejected("stdin JSON is nested too deeply") from None
     except ValueError as exc:

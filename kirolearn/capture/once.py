@@ -10,11 +10,11 @@ A short-lived `.lock` beside the marker makes the claim safe between two
 hooks running at the same moment.
 """
 
-import json
 import os
 import time
 
 from kirolearn import config
+from kirolearn import jsonfast  # not json: it imports re (~30M instructions a hook call)
 
 WINDOW_SECONDS = 5.0
 KIRO_SOURCES = ("payload", "env")  # session ids Kiro gave us (not our own fallback)
@@ -55,7 +55,7 @@ def claim_session_start(project_root: str, session_id: str, session_source: str,
     try:
         try:
             with open(marker, encoding="utf-8") as fh:
-                last = json.load(fh)
+                last = jsonfast.load(fh)
             recent = now - float(last.get("at", 0)) < WINDOW_SECONDS
             other_session = (session_source in KIRO_SOURCES and last.get("source") in KIRO_SOURCES
                              and last.get("session_id") != session_id)
@@ -63,7 +63,7 @@ def claim_session_start(project_root: str, session_id: str, session_source: str,
                 return False
         except (OSError, ValueError, TypeError, AttributeError):
             pass  # no marker yet, or an unreadable one: claim it
-        body = json.dumps({"at": now, "session_id": session_id, "source": session_source})
+        body = jsonfast.dumps({"at": now, "session_id": session_id, "source": session_source})
         tmp = f"{marker}.{os.getpid()}.tmp"  # no fsync: a marker lost in a crash costs one repeated block
         with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as fh:
             fh.write(body)

@@ -13,8 +13,6 @@ into the context an agent reads, `clean_lines` turns it into plain lines:
 - lone surrogates become U+FFFD, so the text can always be encoded.
 """
 
-import re
-
 LINE_BREAKS = "\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
 
@@ -33,6 +31,8 @@ _PATTERNS: list = []  # compiled on first use: printable text, the common case, 
 
 def _compiled() -> list:
     if not _PATTERNS:
+        import re  # here: the hook prints printable text without it (re and enum: ~25M instructions)
+
         _PATTERNS.extend((
             re.compile("[\ud800-\udfff]"),  # lone surrogates
             re.compile(_ESCAPES_SOURCE),

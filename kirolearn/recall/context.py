@@ -7,7 +7,6 @@ gets the session-start block once, and never the same record twice; that state
 lives in $KIROLEARN_HOME/sessions/recall-<hash>.json.
 """
 
-import json
 import os
 import time
 
@@ -18,6 +17,7 @@ from kirolearn.capture.ids import sha256_hex  # no hashlib: it loads OpenSSL (~3
 from kirolearn.pipeline.observation_types import NOTABLE_TYPES
 from kirolearn.project import project_id
 from kirolearn.store import reader as store_reader
+from kirolearn import jsonfast  # not json: it imports re (~30M instructions a hook call)
 
 SESSION_START_HEADING = "## kirolearn memory: where this project left off"
 PROMPT_HEADING = "## kirolearn memory: notes from earlier sessions that match this prompt"
@@ -98,7 +98,7 @@ def load_state(session_id: str) -> dict:
     """What this session was already shown: {"session_start": bool, "records": [ids]}."""
     try:
         with open(_state_path(session_id), encoding="utf-8") as fh:
-            state = json.load(fh)
+            state = jsonfast.load(fh)
         if isinstance(state, dict) and isinstance(state.get("records"), list):
             return state
     except (OSError, ValueError):
@@ -117,7 +117,7 @@ def save_state(session_id: str, state: dict) -> None:
     tmp = f"{path}.{os.getpid()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o600)
     try:
-        os.write(fd, json.dumps(state).encode("utf-8"))
+        os.write(fd, jsonfast.dumps(state).encode("utf-8"))
     finally:
         os.close(fd)
     try:

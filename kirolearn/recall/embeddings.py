@@ -32,6 +32,12 @@ class EmbeddingModel:
     model_id: str = ""
     dimensions: int = 0
     batch_size: int = 256
+    # How search fuses this model's cosine with BM25 (recall/semantic.py), measured per model:
+    # a stronger model carries more weight. These defaults are wordllama's (chosen on LoCoMo).
+    lexical_weight: float = 0.8
+    vector_weight: float = 0.2
+    vector_only_min_similarity: float = 0.20  # cosine a record needs to be found on meaning alone
+    lexical_coverage_power: float = 0.0  # > 0: a lexical match counts by (share of query words it holds) ** this
 
     def _embed(self, texts: "list[str]"):  # -> numpy array (n, dimensions)
         raise NotImplementedError
@@ -155,6 +161,15 @@ def _static(name, **_):
 
 register("static", _static)
 
+
+def _local(name, **options):  # "local/<name>": a real sentence model on the CPU, extra kirolearn[model]
+    from kirolearn.recall.backends_local import local_model
+
+    return local_model(name, **options)
+
+
+register("local", _local)
+
 _CACHE: "dict[tuple, EmbeddingModel]" = {}
 
 
@@ -183,6 +198,8 @@ def from_settings(conf) -> "EmbeddingModel | None":
     section = getattr(conf, "embeddings", None)
     if section is None:
         return get_model()
+    if section.model.strip().startswith("local/"):
+        return get_model(section.model, model_dir=getattr(section, "model_dir", ""))
     return get_model(section.model, api_base=section.api_base)
 
 
@@ -194,5 +211,6 @@ def check(conf) -> "tuple[bool, str]":
             return True, "embeddings are off (embeddings.model = \"none\"): recall is lexical"
         model.embed_batch(["kirolearn"])
     except EmbeddingUnavailable as exc:
-        return False, f"semantic recall is off, search falls back to words alone: {exc.message}"
+        fix = f" ({exc.fix})" if exc.fix and exc.fix != EmbeddingUnavailable.default_fix else ""
+        return False, f"semantic recall is off, search falls back to words alone: {exc.message}{fix}"
     return True, f"embedding model {model.model_id} loads ({model.dimensions}-d)"

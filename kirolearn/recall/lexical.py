@@ -10,14 +10,13 @@ weights below), then weighted by record type (summaries and decisions outrank
 routine tool use) and recency; ties break on created_at, then record_id.
 """
 
-import json
 import os
-import re
 import time
 
 from kirolearn import config
 from kirolearn.recall import when
 from kirolearn.store import reader
+from kirolearn import jsonfast  # not json: it imports re (~30M instructions a hook call)
 
 # One weight per observation type (kirolearn.pipeline.observation_types; tests/test_constants.py checks).
 TYPE_WEIGHTS = {"session_summary": 1.3, "decision": 1.3, "error": 1.15, "discovery": 1.1, "pattern": 1.1,
@@ -31,9 +30,12 @@ DEFAULT_TIME_BUDGET = 0.25  # seconds for one recall inside a hook
 RELATIVE_FLOOR = 0.35  # a prompt match must score at least this share of the best match
 COMMON_SHARE = 0.2  # words in more than this share of records carry little BM25 weight (idf < log 4): not searched
 KEEP_RAREST = 2  # ... but the rarest few words of a prompt are always kept
+# A project holding at least this share of the store is filtered after BM25 ranks the matches, not in
+# the MATCH: BM25 reads every MATCH phrase's whole doclist, and the project's is most of the store.
+PROJECT_IN_MATCH_BELOW = 0.75
 
-# Dotted acronyms ("U.S.", "e.g.") stay one token; everything else is a run of word characters.
-_WORD = re.compile(r"(?:[^\W\d_]\.){2,}|\w+", re.UNICODE)
+# Dotted acronyms ("U.S.", "e.g.") stay one token; everything else is a run of word characters:
+# the regex (?:[^\W\d_]\.){2,}|\w+, read by hand in words() (re costs the hook ~25M instructions).
 _STOPWORDS = frozenset(
     """a an and are as at be been but by can could did do does doing done for from get got had has have
     how i if in into is it its it's just let me my no not now of on or our please should so some such
@@ -99,10 +101,52 @@ def connect_readonly(db_path: "str | None" = None, budget: float = DEFAULT_TIME_
 # --- query building --------------------------------------------------------------------
 
 
+def _is_word_char(ch: str) -> bool:  # regex \w
+    return ch.isalnum() or ch == "_"
+
+
+def _is_letter(ch: str) -> bool:  # regex [^\W\d_]
+    return ch.isalnum() and not ch.isdecimal()
+
+
+def _scan(chunk: str, out: list) -> None:
+    i, n = 0, len(chunk)
+    while i < n:
+        if not _is_word_char(chunk[i]):
+            i += 1
+            continue
+        j = i
+        while j + 1 < n and chunk[j + 1] == "." and _is_letter(chunk[j]):
+            j += 2
+        if j - i >= 4:  # two or more "letter." pairs: a dotted acronym
+            out.append(chunk[i:j])
+            i = j
+            continue
+        j = i + 1
+        while j < n and _is_word_char(chunk[j]):
+            j += 1
+        out.append(chunk[i:j])
+        i = j
+
+
+def words(text: str) -> "list[str]":
+    r"""The tokens of `text`, as re.findall(r"(?:[^\W\d_]\.){2,}|\w+", text) finds them.
+
+    No token spans white space, so each white-space-separated chunk is read alone, and one made
+    of word characters only (most of them) is a token as it is."""
+    out: list = []
+    for chunk in text.split():
+        if chunk.replace("_", "a").isalnum():  # word characters only
+            out.append(chunk)
+        else:
+            _scan(chunk, out)
+    return out
+
+
 def terms(text: str, limit: int = MAX_TERMS) -> "list[str]":
     """The telling words of `text`: no stopwords, no duplicates, identifiers and long words first."""
     seen: dict = {}
-    for position, word in enumerate(_WORD.findall(text or "")):
+    for position, word in enumerate(words(text or "")):
         low = word.lower()
         if low in _STOPWORDS or low in seen or len(low) > 60:
             continue
@@ -136,7 +180,7 @@ def _recency(created_at: str, now: float) -> float:
 def _hit(row, bm25: float = 0.0) -> Hit:
     def lst(value):
         try:
-            found = json.loads(value or "[]")
+            found = jsonfast.loads(value or "[]")
             return found if isinstance(found, list) else []
         except ValueError:
             return []
@@ -158,6 +202,24 @@ def _drop_common(conn, words: "list[str]") -> "list[str]":
     counts = dict(zip(words, docs))
     rarest = set(sorted(words, key=lambda w: counts[w])[:KEEP_RAREST])
     return [w for w in words if w in rarest or counts[w] <= COMMON_SHARE * total]
+
+
+def _project_in_match(conn, project_id: "str | None") -> "tuple[bool, float]":
+    """(narrow the MATCH by the project?, the share of ranked matches expected to be the project's).
+
+    A project holding most of the store (the one-project user) is cheaper to filter after ranking:
+    the scores are the same either way (the project column weighs 0), and the ranking depth grows
+    by 1/share so about as many of the project's matches are ranked."""
+    if not project_id:
+        return True, 1.0
+    share = reader.project_share(conn, project_id)
+    if share is None or share < PROJECT_IN_MATCH_BELOW:
+        return True, 1.0
+    return False, share
+
+
+def _ceil(x: float) -> int:
+    return int(-(-x // 1))
 
 
 def _query_words(conn, query: str, limit: int) -> "list[str] | None":
@@ -186,10 +248,12 @@ def search(conn, query: str, *, project_id: "str | None" = None, types=None, lim
     now = time.time() if now is None else now
     depth = max(limit * 5, 25)
     narrowed = bool(types or since or session_id or file)
+    in_match, share = _project_in_match(conn, project_id)
     # Rank on the columns the score needs; the full rows are read for the best `limit` alone.
-    rows = reader.fts_matches(conn, words, depth=depth * 20 if narrowed else depth, limit=depth,
+    rows = reader.fts_matches(conn, words, depth=_ceil((depth * 20 if narrowed else depth) / share), limit=depth,
                               project_id=project_id, types=types, since=since, session_id=session_id, file=file,
-                              columns=reader.RANK_COLUMNS + (", r.source_event_ids" if dates else ""))
+                              columns=reader.RANK_COLUMNS + (", r.source_event_ids" if dates else ""),
+                              project_in_match=in_match)
     scored = [(row, -row["bm25"] * TYPE_WEIGHTS.get(row["observation_type"], 1.0) * _recency(row["created_at"], now))
               for row in rows]
     if dates:
@@ -222,8 +286,9 @@ def scores(conn, query: str, *, project_id: "str | None" = None, types=None, lim
         return []
     now = time.time() if now is None else now
     depth = limit * 20 if types else limit
-    rows = reader.fts_matches(conn, words, depth=depth, limit=depth, project_id=project_id, types=types,
-                              columns=reader.SCORE_COLUMNS)
+    in_match, share = _project_in_match(conn, project_id)
+    rows = reader.fts_matches(conn, words, depth=_ceil(depth / share), limit=depth, project_id=project_id,
+                              types=types, columns=reader.SCORE_COLUMNS, project_in_match=in_match)
     found = [(r["record_id"], -r["bm25"] * TYPE_WEIGHTS.get(r["observation_type"], 1.0)
               * _recency(r["created_at"], now)) for r in rows]
     found.sort(key=lambda kv: (-kv[1], kv[0]))

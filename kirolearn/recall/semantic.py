@@ -22,7 +22,8 @@ from kirolearn.store import reader
 from kirolearn.store import sqlite as store
 from kirolearn.recall.embeddings import EmbeddingUnavailable, from_settings
 
-# Fusion weights, chosen on LoCoMo (bench/bench_locomo.py) and checked on the coding set.
+# Fusion weights are the model's (EmbeddingModel.lexical_weight / vector_weight); these are the
+# fallbacks for a model object without them (wordllama's, chosen on LoCoMo and checked on the coding set).
 LEXICAL_WEIGHT = 0.8
 VECTOR_WEIGHT = 0.2
 NEIGHBOUR_WEIGHT = 0.2
@@ -208,11 +209,34 @@ class Searcher:
                                 now=now)
         return self._fuse(words_query, lexical, index, sims, types=types, limit=limit, dates=dates)
 
+    def _coverage(self, query: str, record_ids) -> "dict[str, float]":
+        """Each record's share of the query's searched words found in its own text (not its neighbours')."""
+        words = recall.terms(query)
+        if not words:
+            return {}
+        out = {}
+        for row in store.records_by_id(self.conn, list(record_ids)):
+            text = " ".join([row["title"] or "", row["summary"] or "", str(row["facts"] or ""),
+                             str(row["concepts"] or "")])
+            out[row["record_id"]] = len(recall._matched(words, text)) / len(words)
+        return out
+
     def _fuse(self, query, lexical_scores, index, sims, *, types, limit, dates=()):
         import numpy as np
 
+        lexical_weight = getattr(self.model, "lexical_weight", LEXICAL_WEIGHT)
+        vector_weight = getattr(self.model, "vector_weight", VECTOR_WEIGHT)
+        min_similarity = getattr(self.model, "vector_only_min_similarity", VECTOR_ONLY_MIN_SIMILARITY)
+
         lexical = dict(lexical_scores)
         best_lex = max(lexical.values(), default=0.0) or 1.0
+        # A follow-up in other words still matches an incidental word of some record, and normalising
+        # by the best BM25 score would count that match in full. With a model that reads meaning well
+        # (EmbeddingModel.lexical_coverage_power > 0) a match counts by how much of the query it holds.
+        power = getattr(self.model, "lexical_coverage_power", 0.0)
+        if power and lexical:
+            coverage = self._coverage(query, lexical)
+            lexical = {rid: value * coverage.get(rid, 1.0) ** power for rid, value in lexical.items()}
         # Vector scores: how far above the project's typical similarity, relative to the best.
         order = np.argsort(-sims)
         floor = float(np.median(sims)) if len(sims) >= 3 else float(sims.min()) - 1e-6
@@ -234,16 +258,16 @@ class Searcher:
 
         def close_enough(rid):
             pos = index.position.get(rid)
-            return pos is not None and float(sims[pos]) >= VECTOR_ONLY_MIN_SIMILARITY
+            return pos is not None and float(sims[pos]) >= min_similarity
 
         candidates = {rid for rid in candidates if rid in reached or close_enough(rid)}
         if dates and when.narrow(dates):  # a named day or month: its records are candidates on their own
             candidates.update(rid for rid, t in index.times.items() if when.closeness(t, dates) > 0)
-        fused = {rid: LEXICAL_WEIGHT * lexical.get(rid, 0.0) / best_lex
-                 + VECTOR_WEIGHT * vector_score(rid) for rid in candidates}
+        fused = {rid: lexical_weight * lexical.get(rid, 0.0) / best_lex
+                 + vector_weight * vector_score(rid) for rid in candidates}
         base = dict(fused)
         for rid in list(fused):
-            near = [weight * base.get(n, VECTOR_WEIGHT * vector_score(n)) for n, weight in index.neighbours.get(rid, ())]
+            near = [weight * base.get(n, vector_weight * vector_score(n)) for n, weight in index.neighbours.get(rid, ())]
             if near:
                 fused[rid] += max(near)
         if dates:

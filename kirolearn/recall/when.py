@@ -12,8 +12,6 @@ day); "May 2023", "May, 2023" (a month); "in 2023", "during 2023" (a year); "in 
 "during October" (that month of any year, a weaker hint).
 """
 
-import re
-
 MONTHS = {name: i + 1 for i, name in enumerate(
     ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
      "november", "december"))}
@@ -36,17 +34,29 @@ _SOURCES = (
     (ANY_YEAR_MONTH, rf"\b(?:in|during|since|throughout|of)\s+({_MONTH})\b(?!\s*\d)", lambda m: (None, m[1], None)),
 )
 _PATTERNS: list = []  # compiled on the first query that may name a date (the prompt hook rarely sees one)
-_WORDS = re.compile(r"[a-z]+")
+# bytes.translate table: ASCII lower-case letters stay, every other byte becomes a space
+_NOT_A_TO_Z = bytes(b if 97 <= b <= 122 else 32 for b in range(256))
+_MONTH_WORDS = frozenset(name.encode() for name in MONTHS)
+# the non-ASCII letters a re.I pattern takes for ASCII ones (dotless and dotted I, long S, Kelvin sign)
+_IGNORECASE_EXTRA = {0x131: "i", 0x130: "i", 0x17F: "s", 0x212A: "k"}
 
 
 def _patterns() -> list:
     if not _PATTERNS:
+        import re  # here: re and enum cost the hook ~25M instructions, and most prompts name no date
+
         _PATTERNS.extend((kind, re.compile(source, re.I), parts) for kind, source, parts in _SOURCES)
     return _PATTERNS
 
 
 def _may_name_a_date(text: str) -> bool:
-    return any(ch.isdigit() for ch in text) or not MONTHS.keys().isdisjoint(_WORDS.findall(text.lower()))
+    """False when no pattern can match: each needs a year (19xx or 20xx) or a month's name as a word."""
+    if "19" in text or "20" in text:
+        return True
+    if not text.isascii():
+        text = text.translate(_IGNORECASE_EXTRA)
+    words = text.lower().encode("ascii", "replace").translate(_NOT_A_TO_Z).split()
+    return not _MONTH_WORDS.isdisjoint(words)
 
 
 def _epoch(year: int, month: int, day: int) -> int:
@@ -131,13 +141,12 @@ def closeness(seconds: "float | None", found: "list[tuple[str, int, int]]") -> f
 def record_time(source_event_ids, created_at) -> "float | None":
     """When a record's turn happened: its first source event's time (event ids are ULIDs, see
     kirolearn.capture.ids), else when the record was made (an import or a summary may carry no event)."""
-    import json
-
+    from kirolearn import jsonfast
     from kirolearn.capture.ids import ulid_time_ms
     from kirolearn.recall.lexical import iso_epoch
 
     try:
-        return ulid_time_ms(json.loads(source_event_ids or "[]")[0]) / 1000.0
+        return ulid_time_ms(jsonfast.loads(source_event_ids or "[]")[0]) / 1000.0
     except (ValueError, IndexError, TypeError, KeyError, AttributeError):
         return iso_epoch(created_at or "")
 

@@ -10,10 +10,10 @@ Stdout of SessionStart and UserPromptSubmit (exit 0) becomes context.
 Standard library only (the hook imports it); the installer part is used by the CLI.
 """
 
-import json
 import os
 
 from kirolearn.capture.events import Rejected
+from kirolearn import jsonfast  # not json: it imports re (~30M instructions a hook call)
 
 NAME = "claude-code"
 GENERATIONS = ("claude",)
@@ -90,7 +90,7 @@ def last_assistant_text(path: str, tail_bytes: int = TRANSCRIPT_TAIL_BYTES) -> "
         lines = lines[1:]  # the first line is cut
     for raw in reversed(lines):
         try:
-            item = json.loads(raw.decode("utf-8", "replace"))
+            item = jsonfast.loads(raw.decode("utf-8", "replace"))
         except ValueError:
             continue
         text = _assistant_text(item)
@@ -139,7 +139,7 @@ def hook_command() -> str:
 
     from kirolearn import install
 
-    return f"{install._env_prefix()}{shlex.quote(install.command_path(MARK))} --agent {NAME} || true"
+    return f"{install._env_prefix()}{' '.join(shlex.quote(a) for a in install.hook_argv())} --agent {NAME} || true"
 
 
 def _is_ours(group) -> bool:
@@ -148,7 +148,7 @@ def _is_ours(group) -> bool:
 
 
 def _wired(data: dict) -> dict:
-    data = json.loads(json.dumps(data))  # a copy
+    data = jsonfast.loads(jsonfast.dumps(data))  # a copy
     hooks = data.setdefault("hooks", {})
     command = hook_command()
     for event, timeout in HOOKS:
@@ -159,7 +159,7 @@ def _wired(data: dict) -> dict:
 
 
 def _unwired(data: dict) -> dict:
-    data = json.loads(json.dumps(data))
+    data = jsonfast.loads(jsonfast.dumps(data))
     hooks = data.get("hooks")
     if isinstance(hooks, dict):
         for event in list(hooks):
@@ -226,7 +226,7 @@ def plan_install(project: "str | None", global_: bool = False, **options):
     as_text = None
     if before is not None and not any(_is_ours(g) for groups in data.get("hooks", {}).values() for g in groups):
         as_text = _insert_as_text(before, data)
-    if as_text and json.loads(as_text[0].lstrip("\ufeff")) == wired:
+    if as_text and jsonfast.loads(as_text[0].lstrip("\ufeff")) == wired:
         after, record["insertions"] = as_text
     else:
         after = install._dump(wired, before)

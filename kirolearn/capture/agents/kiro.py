@@ -10,9 +10,9 @@ Standard library only (the hook imports it). Installing is kirolearn.install's
 job; `plan_install` / `plan_uninstall` here hand over to it.
 """
 
-import json
 
 from kirolearn.capture.events import Rejected
+from kirolearn import jsonfast  # not json: it imports re (~30M instructions a hook call)
 
 NAME = "kiro"
 GENERATIONS = ("classic", "v3", "ide-legacy", "unknown")
@@ -107,7 +107,7 @@ def ide_legacy_payload(trigger: str, user_prompt: str) -> "dict | None":
         return {"assistant_response": user_prompt} if user_prompt.strip() else None
     # postToolUse: camelCase JSON {"toolName","toolArgs","toolResult","toolSuccess"}.
     try:
-        data = json.loads(user_prompt) if user_prompt.strip() else None
+        data = jsonfast.loads(user_prompt) if user_prompt.strip() else None
     except ValueError:
         data = None
     if not isinstance(data, dict):

