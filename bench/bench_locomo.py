@@ -108,13 +108,8 @@ def main() -> int:
     chosen = args.methods.split(",")
     notes = []
     if {"local", "kirolearn-local"} & set(chosen):  # all-MiniLM-L6-v2 vectors beside the default's
-        model, note = benchlocal.load()
-        notes.append(note)
-        if model is not None:
-            local_conn, n, seconds = benchlocal.embed_copy(model, os.path.join(tmp, "local-model"))
-            if n:
-                notes.append(f"{model.model_id}: {n:,} records embedded in {seconds:.1f} s ({n / seconds:.0f}/s)")
-            local_searcher = benchlocal.searcher(local_conn, model)
+        local_searcher, notes = benchlocal.prepare(tmp)
+        if local_searcher is not None:
             methods["local model alone"] = lambda q, pid, k: [
                 h.record_id for h in local_searcher.vector_only(q, project_id=pid, limit=k)]
             methods["kirolearn search with local model"] = lambda q, pid, k: [

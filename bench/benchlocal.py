@@ -58,3 +58,18 @@ def searcher(conn, model):
     from kirolearn.recall import semantic
 
     return semantic.Searcher(conn, model)
+
+
+def prepare(tmp: str) -> "tuple[object | None, list[str]]":
+    """Load the local model and embed a copy of the bench store under `tmp`:
+    (a Searcher over the copy with the local model, or None when it is not here; lines to print)."""
+    import os
+
+    model, note = load()
+    notes = [note]
+    if model is None:
+        return None, notes
+    conn, n, seconds = embed_copy(model, os.path.join(tmp, "local-model"))
+    if n:
+        notes.append(f"{model.model_id}: {n:,} records embedded in {seconds:.1f} s ({n / seconds:.0f}/s)")
+    return searcher(conn, model), notes
