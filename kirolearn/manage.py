@@ -249,12 +249,12 @@ def resolve_targets(*, record_ids=(), session_id=None, query=None, project_root=
     if query:
         # Search also matches a record through its neighbours' text (the hidden expansion
         # column): forget only records whose own text holds a word of the query.
-        from kirolearn.recall.lexical import _matched, terms
+        from kirolearn.recall.lexical import matched, terms
 
         words = terms(query)
         for hit in search(query, project_root=project_root, limit=limit):
             record = recordstore.get_record(db, hit["record_id"])
-            if record and _matched(words, _own_text(record)):
+            if record and matched(words, _own_text(record)):
                 found.append(record)
     unique = {r["record_id"]: r for r in found if r}
     return clean(list(unique.values()))

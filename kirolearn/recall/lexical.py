@@ -164,7 +164,7 @@ def _stem_prefix(word: str) -> str:
     return word if len(word) <= 4 else word[: max(4, len(word) - 3)]
 
 
-def _matched(words: "list[str]", text: str) -> "list[str]":
+def matched(words: "list[str]", text: str) -> "list[str]":
     low = text.lower()
     return [w for w in words if _stem_prefix(w) in low]
 
@@ -271,7 +271,7 @@ def search(conn, query: str, *, project_id: "str | None" = None, types=None, lim
         hit = _hit(full[rowid], bm25=bm25)
         text = " ".join([hit.title, hit.summary, *map(str, hit.facts), *map(str, hit.concepts),
                          *map(str, hit.files_touched)])
-        hit.matched_terms = _matched(words, text)
+        hit.matched_terms = matched(words, text)
         hit.score = score
         hits.append(hit)
     return hits

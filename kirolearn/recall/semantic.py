@@ -22,10 +22,8 @@ from kirolearn.store import reader
 from kirolearn.store import sqlite as store
 from kirolearn.recall.embeddings import EmbeddingUnavailable, from_settings
 
-# Fusion weights are the model's (EmbeddingModel.lexical_weight / vector_weight); these are the
-# fallbacks for a model object without them (wordllama's, chosen on LoCoMo and checked on the coding set).
-LEXICAL_WEIGHT = 0.8
-VECTOR_WEIGHT = 0.2
+# The lexical / vector fusion weights and the meaning-alone floor are the model's
+# (EmbeddingModel.lexical_weight, vector_weight, vector_only_min_similarity, lexical_coverage_power).
 NEIGHBOUR_WEIGHT = 0.2
 QUESTION_WEIGHT = 0.3  # extra share a question passes to the turn right after it (its likely answer)
 CANDIDATES = 60
@@ -116,12 +114,6 @@ def _database_file(conn) -> str:
         return ""
 
 
-# Cosine similarity a record needs to be returned on meaning alone (no query word reaches it).
-# wordllama, measured: an ordinary follow-up's turn scores 0.50-0.89; a paraphrase that shares no
-# word ("session dropped while people were working" for "users get logged out…") 0.25-0.30;
-# the nearest record for an unrelated question 0.02-0.10 in a small project, 0.18-0.30 among
-# 2,000 commit messages, where the floor cannot tell them apart.
-VECTOR_ONLY_MIN_SIMILARITY = 0.20
 
 class Searcher:
     """Hybrid search over one read connection; each project's vectors stay in memory between calls
@@ -218,22 +210,21 @@ class Searcher:
         for row in store.records_by_id(self.conn, list(record_ids)):
             text = " ".join([row["title"] or "", row["summary"] or "", str(row["facts"] or ""),
                              str(row["concepts"] or "")])
-            out[row["record_id"]] = len(recall._matched(words, text)) / len(words)
+            out[row["record_id"]] = len(recall.matched(words, text)) / len(words)
         return out
 
     def _fuse(self, query, lexical_scores, index, sims, *, types, limit, dates=()):
         import numpy as np
 
-        lexical_weight = getattr(self.model, "lexical_weight", LEXICAL_WEIGHT)
-        vector_weight = getattr(self.model, "vector_weight", VECTOR_WEIGHT)
-        min_similarity = getattr(self.model, "vector_only_min_similarity", VECTOR_ONLY_MIN_SIMILARITY)
+        lexical_weight, vector_weight = self.model.lexical_weight, self.model.vector_weight
+        min_similarity = self.model.vector_only_min_similarity
 
         lexical = dict(lexical_scores)
         best_lex = max(lexical.values(), default=0.0) or 1.0
         # A follow-up in other words still matches an incidental word of some record, and normalising
         # by the best BM25 score would count that match in full. With a model that reads meaning well
         # (EmbeddingModel.lexical_coverage_power > 0) a match counts by how much of the query it holds.
-        power = getattr(self.model, "lexical_coverage_power", 0.0)
+        power = self.model.lexical_coverage_power
         if power and lexical:
             coverage = self._coverage(query, lexical)
             lexical = {rid: value * coverage.get(rid, 1.0) ** power for rid, value in lexical.items()}
@@ -280,7 +271,7 @@ class Searcher:
             hits = [h for h in hits if h.observation_type in types]
         words = recall.terms(query)
         for hit in hits:
-            hit.matched_terms = recall._matched(words, " ".join([hit.title, hit.summary, *map(str, hit.facts),
+            hit.matched_terms = recall.matched(words, " ".join([hit.title, hit.summary, *map(str, hit.facts),
                                                                  *map(str, hit.concepts)]))
         return hits[:limit]
 

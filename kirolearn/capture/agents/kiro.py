@@ -10,7 +10,6 @@ Standard library only (the hook imports it). Installing is kirolearn.install's
 job; `plan_install` / `plan_uninstall` here hand over to it.
 """
 
-
 from kirolearn.capture.events import Rejected
 from kirolearn import jsonfast  # not json: it imports re (~30M instructions a hook call)
 
