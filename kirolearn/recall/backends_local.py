@@ -184,39 +184,39 @@ def _identity(path: Path) -> tuple:
     return (real, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def _state_file() -> Path:
-    from kirolearn import config
+STATE = "verified-weights"  # $KIROLEARN_HOME/state/verified-weights.json: {identity (JSON list): sha256}
 
-    return Path(config.home()) / "state" / "verified-weights.json"
+
+def _state_file() -> Path:
+    from kirolearn.store import state
+
+    return Path(state.state_dir()) / (STATE + ".json")
 
 
 def _remembered(identity: tuple, digest: str) -> bool:
+    from kirolearn.store import state
+
+    return state.read(STATE).get(json.dumps(list(identity))) == digest
+
+
+def _still_there(key: str) -> bool:
     try:
-        known = json.loads(_state_file().read_text())
-        return known.get(json.dumps(list(identity))) == digest
-    except (OSError, ValueError, AttributeError):
+        return os.path.exists(json.loads(key)[0])
+    except (ValueError, TypeError, IndexError, KeyError):
         return False
 
 
 def _remember(identity: tuple, digest: str) -> None:
     """Best effort: a home that cannot be written means hashing again next time."""
-    state = _state_file()
-    try:
-        if not state.parent.parent.is_dir():
-            return  # never create a home from here
-        from kirolearn import config
+    from kirolearn import config
+    from kirolearn.store import state
 
-        config.ensure_private_dir(str(state.parent))
-        try:
-            known = json.loads(state.read_text())
-            known = known if isinstance(known, dict) else {}
-        except (OSError, ValueError):
-            known = {}
-        known = {k: v for k, v in known.items() if os.path.exists(json.loads(k)[0])}
-        known[json.dumps(list(identity))] = digest
-        tmp = state.with_name(f"{state.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(known, indent=1))
-        os.replace(tmp, state)
+    if not os.path.isdir(config.home()):
+        return  # never create a home from here
+    known = {k: v for k, v in state.read(STATE).items() if _still_there(k)}
+    known[json.dumps(list(identity))] = digest
+    try:
+        state.write(STATE, known)
     except OSError:
         pass
 
