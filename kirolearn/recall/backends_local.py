@@ -237,11 +237,6 @@ def verify_safetensors(name: str, folder: Path, source: str = "") -> Path:
     return path
 
 
-def weights_dir(name: str, model_dir: str = "") -> Path:
-    """The folder holding the model's files (found, not yet hashed; `_Bert` checks every file it reads)."""
-    return find_weights(name, model_dir)[0]
-
-
 _THREADPOOLS = []  # a threadpoolctl controller, made once (finding the BLAS library takes ~1 ms)
 
 
