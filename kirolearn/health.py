@@ -148,7 +148,7 @@ def schedule_status() -> dict:
 
 def drain_checks(now: "float | None" = None):
     """Yield (level, message) about the schedule and the last drain."""
-    from kirolearn.recall.lexical import iso_epoch
+    from kirolearn.isotime import iso_epoch
 
     now = time.time() if now is None else now
     sched = schedule_status()

@@ -286,7 +286,7 @@ def status_facts(settings) -> dict:
     import time
 
     from kirolearn import team
-    from kirolearn.recall.lexical import iso_epoch
+    from kirolearn.isotime import iso_epoch
 
     found = cache_state()
     ok = iso_epoch(found["last_ok_at"]) if found["last_ok_at"] else None

@@ -10,7 +10,7 @@ lives in $KIROLEARN_HOME/sessions/recall-<hash>.json.
 import os
 import time
 
-from kirolearn import config, textcut
+from kirolearn import config, isotime, textcut
 from kirolearn.capture import agents
 from kirolearn.recall import lexical as recall
 from kirolearn.capture.ids import sha256_hex  # no hashlib: it loads OpenSSL (~3 ms)
@@ -135,7 +135,7 @@ def save_state(session_id: str, state: dict) -> None:
 
 def age(created_at: str, now: float) -> str:
     """'3 days ago' style relative age."""
-    t = recall.iso_epoch(created_at)
+    t = isotime.iso_epoch(created_at)
     if t is None:
         return "some time ago"
     seconds = max(0, now - t)

@@ -143,7 +143,7 @@ def record_time(source_event_ids, created_at) -> "float | None":
     kirolearn.capture.ids), else when the record was made (an import or a summary may carry no event)."""
     from kirolearn import jsonfast
     from kirolearn.capture.ids import ulid_time_ms
-    from kirolearn.recall.lexical import iso_epoch
+    from kirolearn.isotime import iso_epoch
 
     try:
         return ulid_time_ms(jsonfast.loads(source_event_ids or "[]")[0]) / 1000.0
