@@ -139,7 +139,7 @@ class Store(_Section):
     @field_validator("url")
     @classmethod
     def _valid_url(cls, value: str) -> str:
-        from .team import check_store_url
+        from .store.url import check_store_url
 
         try:
             return check_store_url(value)
@@ -294,7 +294,7 @@ def effective(path: "str | None" = None, env=None) -> "list[dict]":
             else:
                 source = "default"
             if dotted == "store.url":  # validation refuses a password; never print one all the same
-                from .team import redact_url
+                from .store.url import redact_url
 
                 value = redact_url(value)
             rows.append({"key": dotted, "value": value, "source": source})

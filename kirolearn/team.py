@@ -1,8 +1,7 @@
-"""Team memory, the parts that live on this machine: the store URL rule, attribution, opt-in sharing.
+"""Team memory, the parts that live on this machine: attribution, opt-in sharing.
 
-- The team store's URL (`[store] url`, KIROLEARN_STORE_URL) names a PostgreSQL server and never a
-  password: credentials come from libpq (PGPASSFILE / ~/.pgpass, a service file, PGPASSWORD in the
-  drainer's environment), so kirolearn keeps none in plain text.
+- The team store's URL rule (never a password) is kirolearn.store.url's; who and where
+  (the OS user, the host) is kirolearn.identity's.
 - Attribution: who made a record (actor: KIROLEARN_ACTOR > `[team] actor` > the OS user the hook
   saw), on which host, with which agent.
 - Sharing is opt-in per project: `kirolearn team join --project DIR` records the project's id in
@@ -15,109 +14,23 @@ Not on the hook path (filelock).
 from __future__ import annotations
 
 import os
-import urllib.parse
 
 from . import config
 from .store import state
-from .errors import ConfigError, KirolearnError
+from .errors import KirolearnError
+from .identity import os_user, this_host
+from .store.url import redact_url
 
 # $KIROLEARN_HOME/state/sharing.json: its own file, never shared with the sync's cursors (team.json),
 # so a `team leave` can never be lost to a drain rewriting that file at the same moment
 STATE_NAME = "sharing"
-SCHEMES = ("postgresql", "postgres")
-# libpq connection parameters that carry a secret: never accepted in a URL kirolearn stores
-SECRET_PARAMS = ("password", "sslpassword")
-
-PASSWORD_FIX = ("leave the password out of the URL and let libpq find it: a line in ~/.pgpass (or the file "
-                "PGPASSFILE names, mode 0600), a service in ~/.pg_service.conf used as "
-                "postgresql:///?service=NAME, or PGPASSWORD in the drainer's environment; see docs/team.md")
 
 
 class TeamError(KirolearnError):
     """A team command cannot do what was asked (the message says why)."""
 
 
-def _split(url: str) -> urllib.parse.SplitResult:
-    try:
-        return urllib.parse.urlsplit(url)
-    except ValueError as exc:  # e.g. an unclosed [ipv6 bracket
-        raise ConfigError(f"the team store URL is not a valid URL ({exc})",
-                          "write it as postgresql://[user@]host[:port]/dbname[?param=value]") from None
-
-
-def check_store_url(url: str) -> str:
-    """`url` stripped if it is an acceptable team store URL ('' = no team store); else ConfigError.
-
-    The message never repeats the URL: it may hold the very password it refuses.
-    """
-    url = (url or "").strip()
-    if not url:
-        return ""
-    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
-    if scheme not in SCHEMES:
-        shown = f"'{scheme}://'" if scheme and scheme.isascii() and scheme.replace("+", "").isalnum() else "none"
-        raise ConfigError(f"the team store URL must start with postgresql:// (scheme: {shown})",
-                          "only a PostgreSQL server can be a team store; leave [store] url empty for the "
-                          "local SQLite store")
-    parts = _split(url)
-    if parts.password is not None or ":" in parts.netloc.rpartition("@")[0]:
-        raise ConfigError("the team store URL holds a password, which kirolearn will not keep in plain text",
-                          PASSWORD_FIX)
-    params = {k.lower() for k, _ in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)}
-    secret = sorted(params & set(SECRET_PARAMS))
-    if secret:
-        raise ConfigError(f"the team store URL holds a '{secret[0]}' parameter, which kirolearn will not keep "
-                          "in plain text", PASSWORD_FIX)
-    return url
-
-
-def redact_url(url: str) -> str:
-    """`url` safe to print: any password or secret parameter replaced by '***' (defence in depth)."""
-    if not url:
-        return url
-    try:
-        parts = urllib.parse.urlsplit(url)
-    except ValueError:
-        return "(invalid URL)"
-    netloc = parts.netloc
-    userinfo, at, hostport = netloc.rpartition("@")
-    if at and ":" in userinfo:
-        netloc = f"{userinfo.split(':', 1)[0]}:***@{hostport}"
-    pairs = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
-    secret_query = any(k.lower() in SECRET_PARAMS for k, _ in pairs)
-    if netloc == parts.netloc and not secret_query:
-        return url  # nothing to hide: show it exactly as written
-    query = parts.query
-    if secret_query:
-        query = "&".join(f"{k}=***" if k.lower() in SECRET_PARAMS else f"{k}={urllib.parse.quote(v, safe='/')}"
-                         for k, v in pairs)
-    # built by hand: urlunsplit drops the '//' of an empty host (postgresql:///db means the local socket)
-    return (f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
-            + (f"#{parts.fragment}" if parts.fragment else ""))
-
-
 # --- attribution ---------------------------------------------------------------------------------
-
-def os_user() -> str:
-    """The OS user running this process, as the hook records it (USER, LOGNAME, USERNAME)."""
-    for key in ("USER", "LOGNAME", "USERNAME"):
-        if os.environ.get(key):
-            return os.environ[key][:128]
-    try:
-        import getpass
-
-        return getpass.getuser()[:128]
-    except Exception:  # no such variable and no passwd entry (a container's random uid)
-        return "unknown"
-
-
-def this_host() -> str:
-    """This machine's name, as the hook records it."""
-    try:
-        return os.uname().nodename or "unknown"
-    except AttributeError:  # Windows
-        return os.environ.get("COMPUTERNAME", "unknown")
-
 
 def attribution(settings=None, *, actor: "str | None" = None, host: "str | None" = None,
                 agent: "str | None" = None) -> dict:

@@ -11,7 +11,7 @@ here writes.
 import os
 import time
 
-from kirolearn import __version__, isotime
+from kirolearn import __version__, identity, isotime
 from kirolearn.capture import agents, spool
 from kirolearn.capture.agents import SESSION_START_TRIGGERS, TRIGGER_KIND  # noqa: F401 - re-exported
 from kirolearn.capture.ids import new_ulid, new_uuid4
@@ -62,20 +62,6 @@ def resolve_trigger(name: str, agent: "str | None" = None) -> "tuple[str, str]":
 
 
 utc_iso = isotime.utc_iso  # the stored timestamp format, defined once
-
-
-def _actor(env) -> str:
-    for key in ("USER", "LOGNAME", "USERNAME"):
-        if env.get(key):
-            return env[key][:128]
-    return "unknown"
-
-
-def _host(env) -> str:
-    try:
-        return os.uname().nodename or "unknown"
-    except AttributeError:  # Windows
-        return env.get("COMPUTERNAME", "unknown")
 
 
 def ide_legacy_payload(trigger: str, user_prompt: str) -> "dict | None":
@@ -139,8 +125,8 @@ def build_event(
         "project_global": is_global,
         "received_at": utc_iso(now),
         "client_version": __version__,
-        "actor": _actor(env),
-        "host": _host(env),
+        "actor": identity.env_user(env) or "unknown",
+        "host": identity.this_host(env),
     }
     _copy_fields(event, kind, payload, env)
     extra = {k: v for k, v in payload.items() if k not in _KNOWN_KEYS and k != "extra"}

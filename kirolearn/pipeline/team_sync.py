@@ -287,10 +287,11 @@ def status_facts(settings) -> dict:
 
     from kirolearn import team
     from kirolearn.isotime import iso_epoch
+    from kirolearn.store.url import redact_url
 
     found = cache_state()
     ok = iso_epoch(found["last_ok_at"]) if found["last_ok_at"] else None
-    return {"store": team.redact_url(settings.store.url) if settings.store.url else None,
+    return {"store": redact_url(settings.store.url) if settings.store.url else None,
             "shared_projects": len(team.shared_project_ids()),
             "cache_synced_at": found["last_ok_at"], "last_sync_at": found["last_sync_at"],
             "cache_age_seconds": round(time.time() - ok, 1) if ok is not None else None,

@@ -343,7 +343,7 @@ def m016_team_attribution(db):
     user and host) and Kiro, the only agent before event schema 2.
     """
     from kirolearn.store.team import add_attribution_columns, backfill_attribution
-    from kirolearn.team import os_user, this_host
+    from kirolearn.identity import os_user, this_host
 
     add_attribution_columns(db)
     backfill_attribution(db, os_user(), this_host())

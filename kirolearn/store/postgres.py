@@ -71,7 +71,7 @@ RANK_NORMALIZATION = 1  # divide by 1 + log(document length): a long record does
 
 def shown_url(url: str) -> str:
     """`url` fit to print: any password (in the user part or a password parameter) hidden."""
-    from kirolearn.team import redact_url
+    from kirolearn.store.url import redact_url
 
     return redact_url(url)
 
