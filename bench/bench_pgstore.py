@@ -102,7 +102,7 @@ def main() -> int:
         return 0
     try:
         from kirolearn.store.postgres import PostgresStore
-        from kirolearn.store.sqlite import SqliteStore
+        from kirolearn.store.sqlite_store import SqliteStore
 
         dbname = cluster.create_database("bench")
         with PostgresStore(cluster.url(dbname), migrate=True) as pg:

@@ -134,7 +134,7 @@ def _writable():
 
 def project_id_of(root: "str | None") -> "str | None":
     """The project id of a project root (None for all projects)."""
-    from kirolearn.pipeline.dedup import project_id
+    from kirolearn.project import project_id
 
     return project_id(root) if root else None
 
@@ -403,7 +403,7 @@ def import_lines(lines, *, db=None) -> dict:
     """
     from pydantic import ValidationError
 
-    from kirolearn.pipeline import dedup
+    from kirolearn import dedup
     from kirolearn.pipeline.drain import GENERATED_FIELDS, Drainer
     from kirolearn.pipeline.schema import Event, MemoryRecord
 

@@ -45,7 +45,7 @@ def migrate(settings=None, grant=()) -> dict:
         raise ConfigError("--grant gives roles of a PostgreSQL team store its tables; no team store is configured",
                           "set [store] url (or KIROLEARN_STORE_URL), or leave --grant out", exit_code=2)
     from kirolearn import config
-    from kirolearn.store.sqlite import migrate_file
+    from kirolearn.store.sqlite_store import migrate_file
 
     done = migrate_file(config.db_path())
     return {"backend": "sqlite", "store": config.db_path(), "applied": done["applied"], "schema": done["schema"],

@@ -201,7 +201,7 @@ def add_record(new_store):
     """Insert a memory record straight into the store (as the drainer would); returns its id."""
     from datetime import datetime, timezone
 
-    from kirolearn.pipeline import dedup
+    from kirolearn.project import project_id
     from kirolearn.store import sqlite as store
     from kirolearn.capture.ids import new_ulid
     from kirolearn.pipeline.schema import MemoryRecord
@@ -211,7 +211,7 @@ def add_record(new_store):
     def add(project_root, title, summary="s", *, observation_type="discovery", facts=(), concepts=(),
             files=(), created_at=None, session_id="sess-1"):
         record = MemoryRecord(
-            record_id="mr_" + new_ulid(), project_id=dedup.project_id(str(project_root)),
+            record_id="mr_" + new_ulid(), project_id=project_id(str(project_root)),
             project_root=str(project_root), session_id=session_id, title=title, summary=summary,
             facts=list(facts), concepts=list(concepts), files_touched=list(files),
             observation_type=observation_type, strategy="test", source_event_ids=[new_ulid()],

@@ -9,7 +9,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from kirolearn import settings
-from kirolearn.pipeline import dedup
+from kirolearn import dedup
+from kirolearn.project import project_id
 from kirolearn.recall import lexical as recall
 from kirolearn.store import sqlite as store
 from kirolearn.capture.ids import new_ulid
@@ -31,12 +32,12 @@ def test_hashes_accept_lone_surrogates():
     """Paths from os.fsdecode of undecodable bytes hold lone surrogates: hashing them must not raise."""
     path = "/srv/caf\udce9"
     raw = path.encode("utf-8", "surrogatepass")
-    assert dedup.project_id(path) == hashlib.sha256(raw).hexdigest()[:16]
+    assert project_id(path) == hashlib.sha256(raw).hexdigest()[:16]
     assert dedup.tagged_hash(path) == "sha256:" + hashlib.sha256(b'"' + raw + b'"').hexdigest()
 
 
 def test_project_id_is_16_hex_digits_of_sha256():
-    assert dedup.project_id("/home/u/proj") == hashlib.sha256(b"/home/u/proj").hexdigest()[:16]
+    assert project_id("/home/u/proj") == hashlib.sha256(b"/home/u/proj").hexdigest()[:16]
 
 
 def test_event_content_hash_ignores_arrival_and_keeps_content():

@@ -110,7 +110,7 @@ def _rescrub_and_check():
     assert db.execute("select count(*) from memory_records_fts where memory_records_fts match ?",
                       ['"' + LINEAR + '"']).fetchone()[0] == 0
     # Content hashes follow the scrubbed bodies, so dedup still recognises a repeat.
-    from kirolearn.pipeline.dedup import event_content_hash
+    from kirolearn.dedup import event_content_hash
     from kirolearn.pipeline.drain import GENERATED_FIELDS
 
     for row in db.query("select body, content_hash from events"):

@@ -14,7 +14,7 @@ import urllib.parse
 import pytest
 
 from kirolearn.errors import KirolearnError, SchemaTooNew, StoreError
-from kirolearn.store.base import open_store
+from kirolearn.store.backends import open_store
 from pgserver import pg_database, pg_server  # noqa: F401 - fixtures
 from store_contract import StoreContract, T0, event, record
 
@@ -191,7 +191,7 @@ def wait_until_blocked(store, pid: int, timeout: float = 30.0) -> None:
 
 
 def _hash(rec: dict) -> str:
-    from kirolearn.store.sqlite import record_hash
+    from kirolearn.store.base import record_hash
 
     return record_hash(rec)
 
@@ -256,7 +256,7 @@ def test_a_restarted_connection_is_reopened(new_schema, pg_server):
 def test_a_sqlite_store_moves_to_postgresql_and_back_unchanged(new_schema, tmp_path):
     """What the team upload needs: export objects of one backend import into the other as they were."""
     from kirolearn.store.postgres import PostgresStore
-    from kirolearn.store.sqlite import SqliteStore
+    from kirolearn.store.sqlite_store import SqliteStore
     from store_contract import run as a_run, summary
 
     lite = SqliteStore(str(tmp_path / "local.db"))

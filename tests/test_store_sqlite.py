@@ -4,8 +4,8 @@ import shutil
 
 import pytest
 
-from kirolearn.store.base import open_store
-from kirolearn.store.sqlite import SqliteStore
+from kirolearn.store.backends import open_store
+from kirolearn.store.sqlite_store import SqliteStore
 from store_contract import StoreContract
 
 

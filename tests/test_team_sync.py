@@ -12,7 +12,7 @@ import pytest
 from kirolearn import config
 from kirolearn.pipeline import team_sync
 from kirolearn.store import state
-from kirolearn.store.sqlite import SqliteStore
+from kirolearn.store.sqlite_store import SqliteStore
 from store_contract import event, record, run
 
 

@@ -15,7 +15,7 @@ from kirolearn import config, team
 from kirolearn import project as projects
 from kirolearn.cli import cli
 from kirolearn.pipeline import team_sync
-from kirolearn.store.sqlite import SqliteStore
+from kirolearn.store.sqlite_store import SqliteStore
 from pgserver import pg_database, pg_server, pg_url  # noqa: F401 - fixtures
 
 

@@ -20,7 +20,7 @@ import sys
 import time
 
 AREAS = {
-    "dedup": ["kirolearn.pipeline.dedup.x_*"],
+    "dedup": ["kirolearn.dedup.x_*"],
     "drain order": ["kirolearn.pipeline.drain.x*Drainer*_is_duplicate__mutmut_*"],
     "recall ranking": ["kirolearn.recall.lexical.x_relevant__mutmut_*", "kirolearn.recall.lexical.x__recency__mutmut_*"],
     "summaries": ["kirolearn.pipeline.summaries.x_compress__mutmut_*", "kirolearn.pipeline.summaries.x__record_spend__mutmut_*"],

@@ -28,7 +28,7 @@ from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
 from kirolearn import crashpoint, isotime, team
-from kirolearn.pipeline import dedup
+from kirolearn import dedup, project
 from kirolearn.pipeline import extract
 from kirolearn.capture import spool
 from kirolearn.store import state
@@ -167,7 +167,7 @@ class Drainer:
             "surface": event["surface"],
             "agent": event.get("agent", "kiro"),
             "session_id": event["session_id"],
-            "project_id": dedup.project_id(event["project_root"]),
+            "project_id": project.project_id(event["project_root"]),
             "project_root": event["project_root"],
             "cwd": event["cwd"],
             "received_at": event["received_at"],

@@ -18,7 +18,7 @@ import json
 import os
 
 from kirolearn import isotime
-from kirolearn.pipeline import dedup
+from kirolearn import project
 from kirolearn.store import sqlite as store
 from kirolearn.capture.ids import new_ulid, new_uuid4
 from kirolearn.pipeline.observation_types import HAND_MADE_TYPES
@@ -40,7 +40,7 @@ class Project:
 
     def __init__(self, root: str):
         self.root = root
-        self.id = dedup.project_id(root)
+        self.id = project.project_id(root)
 
     @property
     def name(self) -> str:

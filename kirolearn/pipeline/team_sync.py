@@ -238,14 +238,14 @@ def run(settings, db) -> "SyncStats | None":
     state/team.json, never an exception: the drain it follows already succeeded.
     """
     from kirolearn import team
-    from kirolearn.store.sqlite import SqliteStore
+    from kirolearn.store.sqlite_store import SqliteStore
 
     ids = sorted(team.shared_project_ids())
     if not settings.store.url or not ids:
         return None
     me = team.attribution(settings)["actor"]
     try:
-        from kirolearn.store.base import open_store
+        from kirolearn.store.backends import open_store
 
         remote = open_store(settings.store.url)
     except Exception as exc:  # noqa: BLE001 - see the docstring

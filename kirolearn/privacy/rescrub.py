@@ -39,7 +39,7 @@ def state(db) -> dict:
 
 
 def _scrub_cell(scrubber: Scrubber):
-    from kirolearn.pipeline.dedup import event_content_hash
+    from kirolearn.dedup import event_content_hash
     from kirolearn.pipeline.drain import GENERATED_FIELDS
 
     def scrub_cell(table: str, column: str, value, derived: dict):

@@ -13,7 +13,7 @@ The contract speaks in plain dicts, never in a backend's rows:
   scrubbed event as JSON text), `extract_state` ('pending' or 'done'), `run_id`, …
 - a **record** has the fields of kirolearn.pipeline.schema.MemoryRecord, its list
   fields (`facts`, `concepts`, `files_touched`, `source_event_ids`) as lists, plus
-  `record_hash` (kirolearn.store.sqlite.record_hash); what a backend returns may
+  `record_hash` (kirolearn.store.base.record_hash); what a backend returns may
   carry more columns (`run_id`, `expansion`, attribution), never fewer.
 - a **session summary** is a session_end row, its lists (`highlights`, `pitfalls`,
   `next_steps`, `open_questions`) as lists.
@@ -29,6 +29,7 @@ from __future__ import annotations
 import abc
 from typing import Iterator
 
+from kirolearn.dedup import tagged_hash
 from kirolearn.store.reader import FIELD_WEIGHTS  # noqa: F401 - part of the contract: how search weighs fields
 
 RECORD_LISTS = ("facts", "concepts", "files_touched", "source_event_ids")
@@ -222,12 +223,7 @@ def assemble_changes(feed: "list[dict]", live: dict, gone: dict, purged: dict) -
     return {"records": records, "forgotten": forgotten, "purged": purges, "after": feed[-1]["seq"]}
 
 
-def open_store(url: "str | None" = None) -> Store:
-    """The store a URL names: None or a path is this home's SQLite file; postgresql://… a team store."""
-    if url and url.startswith(("postgresql://", "postgres://")):
-        from kirolearn.store.postgres import PostgresStore
-
-        return PostgresStore(url)
-    from kirolearn.store.sqlite import SqliteStore
-
-    return SqliteStore(url)
+def record_hash(data: dict) -> str:
+    """The content hash that says two records are the same memory (and that a forgotten one stays gone)."""
+    return tagged_hash([data["project_id"], data["observation_type"], data["title"], data["summary"],
+                        data["source_event_ids"]])

@@ -25,7 +25,7 @@ import urllib.parse
 from typing import Iterator
 
 from kirolearn.errors import SchemaTooNew, StoreError, one_line
-from kirolearn.store.base import RECORD_LISTS, SUMMARY_LISTS, Store, assemble_changes
+from kirolearn.store.base import RECORD_LISTS, SUMMARY_LISTS, Store, assemble_changes, record_hash
 from kirolearn.store.pg_migrations import LEDGER, MIGRATIONS, TABLES
 from kirolearn.store.reader import FIELD_WEIGHTS
 
@@ -769,7 +769,7 @@ def _refuse_unknown(rows: "list[dict]", columns, table: str) -> None:
 
 
 def _record_row(record: dict) -> dict:
-    """A record dict with its record_hash (kirolearn.store.sqlite.record_hash) and lists as lists."""
+    """A record dict with its record_hash (kirolearn.store.base.record_hash) and lists as lists."""
     data = record.model_dump(mode="json") if hasattr(record, "model_dump") else dict(record)
     for key in RECORD_LISTS:
         value = data.get(key)
@@ -780,8 +780,6 @@ def _record_row(record: dict) -> dict:
                 value = []
         data[key] = list(value or [])
     if not data.get("record_hash"):
-        from kirolearn.store.sqlite import record_hash
-
         data["record_hash"] = record_hash(data)
     return data
 

@@ -8,8 +8,6 @@ change of either is visible in the data.
 import hashlib
 import json
 
-from kirolearn.project import project_id  # noqa: F401  (re-exported: one definition, git remote else path)
-
 HASH_PREFIX = "sha256:"
 
 # What makes two events "the same hook call": everything Kiro sent, not when or
