@@ -54,9 +54,8 @@ def drain_running() -> bool:
     from filelock import FileLock, Timeout
 
     from kirolearn.capture import spool
-    from kirolearn.pipeline.drain import LOCK_NAME
 
-    path = os.path.join(spool.root(), LOCK_NAME)
+    path = os.path.join(spool.root(), spool.LOCK_NAME)
     if not os.path.exists(path):
         return False
     probe = FileLock(path, timeout=0, mode=0o600)

@@ -323,17 +323,6 @@ def purge(record_ids=None, *, older_than: "str | None" = None, actor: str = "cli
     return result
 
 
-def expire_forgotten(db, days: float) -> int:
-    """Purge tombstones older than `days` (the retention period); returns how many (0 = nothing to do)."""
-    if not days:
-        return 0
-    cutoff = store.iso_shift(store.now_iso(), -days * 86400)
-    if not recordstore.has_table(db, "forgotten_records"):
-        return 0
-    ids = recordstore.purgeable(db, older_than=cutoff)
-    return recordstore.purge(db, ids, actor="retention")["purged"] if ids else 0
-
-
 # --- edit --------------------------------------------------------------------------------------------------
 
 
@@ -404,7 +393,8 @@ def import_lines(lines, *, db=None) -> dict:
     from pydantic import ValidationError
 
     from kirolearn import dedup
-    from kirolearn.pipeline.drain import GENERATED_FIELDS, Drainer
+    from kirolearn.capture.events import scrub_event
+    from kirolearn.store.base import event_row
     from kirolearn.pipeline.schema import Event, MemoryRecord
 
     scrub = scrubber(fresh=True)  # its counts are this import's redactions
@@ -427,8 +417,8 @@ def import_lines(lines, *, db=None) -> dict:
                 state = item.pop("extract_state", "done")
                 run_id = item.pop("extract_run_id", None)
                 Event.model_validate(item)
-                body = {k: v if k in GENERATED_FIELDS else scrub.scrub_value(v) for k, v in item.items()}
-                row = Drainer._row(None, body, dedup.event_content_hash(body))  # the drain's own row shape
+                body = scrub_event(item, scrub)
+                row = event_row(body, dedup.event_content_hash(body))  # the drain's own row shape
                 row.update(extract_state=state if state in ("pending", "done") else "done", run_id=run_id)
                 events.append(row)
             elif kind == "record":
@@ -497,5 +487,5 @@ def health(db=None) -> dict:
     return clean(out)
 
 
-__all__ = ["ManageError", "NotFound", "OBSERVATION_TYPES", "clean", "edit", "expire_forgotten", "forget", "health",
+__all__ = ["ManageError", "NotFound", "OBSERVATION_TYPES", "clean", "edit", "forget", "health",
            "import_lines", "list_records", "parse_since", "purge", "restore", "search", "show", "terminal"]

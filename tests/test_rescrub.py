@@ -111,7 +111,7 @@ def _rescrub_and_check():
                       ['"' + LINEAR + '"']).fetchone()[0] == 0
     # Content hashes follow the scrubbed bodies, so dedup still recognises a repeat.
     from kirolearn.dedup import event_content_hash
-    from kirolearn.pipeline.drain import GENERATED_FIELDS
+    from kirolearn.capture.events import GENERATED_FIELDS
 
     for row in db.query("select body, content_hash from events"):
         body = json.loads(row["body"])

@@ -11,14 +11,22 @@ here writes.
 import os
 import time
 
-from kirolearn import __version__, identity, isotime
+from kirolearn import identity, isotime
 from kirolearn.capture import agents, spool
 from kirolearn.capture.agents import SESSION_START_TRIGGERS, TRIGGER_KIND  # noqa: F401 - re-exported
 from kirolearn.capture.ids import new_ulid, new_uuid4
 from kirolearn.project import find_project_root
 from kirolearn import jsonfast  # not json: it imports re (~30M instructions a hook call)
+from kirolearn.version import __version__
 
 SCHEMA_VERSION = 2  # 2 added `agent`; version 1 files (no agent) are Kiro's and still drain
+# Envelope fields the hook generates itself and the Event model constrains to
+# ids, enumerations, timestamps or known hook names: nothing a user or tool
+# wrote can be in them, so the scrubber skips them (it is the drain's hot spot).
+GENERATED_FIELDS = frozenset(
+    ("schema_version", "agent", "event_id", "kind", "hook", "trigger", "generation", "surface", "session_source",
+     "received_at", "client_version", "project_global")
+)
 
 # Size caps (documented in queue/README.md). Strings longer than MAX_STRING_CHARS
 # keep their head and tail around a marker; containers keep MAX_ITEMS entries;
@@ -212,6 +220,12 @@ def _shrink(value, cap: int, depth: int, path: str, cut: list):
             kept = value
         return [_shrink(item, cap, depth + 1, f"{path}[]", cut) for item in kept]
     return str(value)
+
+
+def scrub_event(event: dict, scrubber) -> dict:
+    """`event` with every field a user or tool could have written passed through `scrubber.scrub_value`
+    (a kirolearn.privacy.scrub.Scrubber): the one way the drain, import, team sync and rescrub clean one."""
+    return {k: v if k in GENERATED_FIELDS else scrubber.scrub_value(v) for k, v in event.items()}
 
 
 def serialize(event: dict) -> bytes:

@@ -8,7 +8,7 @@ Layout under $KIROLEARN_HOME/spool/ (0700; files 0600):
 Invariant: a file in ready/ is always complete. Writers publish by writing
 tmp/, fsync, then an atomic rename into ready/ (and fsync the directory), so no
 lock is needed between concurrent hook processes. This module knows nothing of
-SQLite or LLMs; locking between drainers lives with the drainer.
+SQLite or LLMs; locking between drainers lives with the drainer (the lock file's name is here).
 """
 
 import os
@@ -19,6 +19,7 @@ TMP = "tmp"
 READY = "ready"
 QUARANTINE = "quarantine"
 SUFFIX = ".json"
+LOCK_NAME = ".drain.lock"  # in the spool's root: the lock a drainer holds (kirolearn.pipeline.drain.lock)
 MAX_ENTRY_BYTES = 512 * 1024  # the hook shrinks every event below this (events.MAX_EVENT_BYTES): a bigger file is not ours
 
 _O_BINARY = getattr(os, "O_BINARY", 0)

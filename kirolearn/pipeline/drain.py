@@ -28,26 +28,20 @@ from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
 from kirolearn import crashpoint, isotime, team
-from kirolearn import dedup, project
+from kirolearn import dedup
 from kirolearn.pipeline import extract
 from kirolearn.capture import spool
+from kirolearn.capture.events import scrub_event
 from kirolearn.store import state
 from kirolearn.store import reader, records
 from kirolearn.store import sqlite as store
+from kirolearn.store.base import event_row
 from kirolearn.capture.ids import new_ulid
 from kirolearn.pipeline.schema import (CONCEPT_MAX, CONCEPTS_COUNT_MAX, FACT_MAX, FACTS_COUNT_MAX, FILE_MAX, FILES_KEPT,
                                        SUMMARY_MAX, TITLE_MAX, Event, MemoryRecord, clip, clip_list)
 from kirolearn.privacy.scrub import Scrubber
 from kirolearn.errors import DrainLocked, SpoolError, StoreCorrupt, StoreError  # noqa: F401 - re-exported for callers
 
-LOCK_NAME = ".drain.lock"
-# Envelope fields the hook generates itself and the Event model constrains to
-# ids, enumerations, timestamps or known hook names: nothing a user or tool
-# wrote can be in them, so the scrubber skips them (it is the drain's hot spot).
-GENERATED_FIELDS = frozenset(
-    ("schema_version", "agent", "event_id", "kind", "hook", "trigger", "generation", "surface", "session_source",
-     "received_at", "client_version", "project_global")
-)
 STALE_TMP_SECONDS = 600  # a tmp file this old belongs to a hook that died mid-write
 RECHECK_SECONDS = 60.0  # --watch: how often a pass re-runs quick_check before it ingests
 BREAKER_COOL_OFF_SECONDS = 300.0  # an open breaker lets one call through again after this long
@@ -98,7 +92,7 @@ class DrainStats:
 def lock(spool_root: "str | None" = None, wait: float = 2.0) -> FileLock:
     """Acquire the spool's drain lock or raise DrainLocked."""
     spool_root = spool.ensure_layout(spool_root)
-    path = os.path.join(spool_root, LOCK_NAME)
+    path = os.path.join(spool_root, spool.LOCK_NAME)
     os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))  # 0600 whatever the umask or filelock version
     file_lock = FileLock(path, timeout=wait, mode=0o600)
     try:
@@ -155,30 +149,6 @@ class Drainer:
             except (ValueError, ValidationError, KeyError, TypeError) as exc:
                 spool.quarantine(path, f"incomplete write left in tmp/: {type(exc).__name__}")
                 stats.quarantined += 1
-
-    def _row(self, event: dict, content_hash: str, stored_at: "str | None" = None) -> dict:
-        return {
-            "event_id": event["event_id"],
-            "content_hash": content_hash,
-            "kind": event["kind"],
-            "trigger": event["trigger"],
-            "hook": event["hook"],
-            "generation": event["generation"],
-            "surface": event["surface"],
-            "agent": event.get("agent", "kiro"),
-            "session_id": event["session_id"],
-            "project_id": project.project_id(event["project_root"]),
-            "project_root": event["project_root"],
-            "cwd": event["cwd"],
-            "received_at": event["received_at"],
-            "stored_at": stored_at or store.now_iso(),  # the drain passes one time per chunk
-            # [team] actor / KIROLEARN_ACTOR win over the OS user; an import (self None) keeps what it reads
-            "actor": (self.settings.team.actor if self is not None else "") or event["actor"],
-            "host": event["host"],
-            "client_version": event["client_version"],
-            "body": json.dumps(event, ensure_ascii=False),
-            "extract_state": "pending",
-        }
 
     def _is_duplicate(self, event: dict, content_hash: str, seen: dict, stored: set) -> bool:
         """Same content as an event of this chunk (`seen`: hash -> received_at list) or a stored one
@@ -241,7 +211,7 @@ class Drainer:
                 stats.already_stored += 1
                 continue
             known.add(data["event_id"])
-            clean = {k: v if k in GENERATED_FIELDS else self.scrubber.scrub_value(v) for k, v in data.items()}
+            clean = scrub_event(data, self.scrubber)
             fresh.append((path, clean, dedup.event_content_hash(clean)))
         stored_hashes = store.stored_content_hashes(self.db, {h for _, _, h in fresh})
         stored_at = store.now_iso()
@@ -252,7 +222,7 @@ class Drainer:
                 continue
             done.append((path, clean["event_id"]))
             seen_hashes.setdefault(content_hash, []).append(clean["received_at"])
-            rows.append(self._row(clean, content_hash, stored_at))
+            rows.append(event_row(clean, content_hash, stored_at, actor=self.settings.team.actor))
         with store.writing(self.db):
             store.insert_events(self.db, rows)
             crashpoint.reached("ingest-in-transaction")
@@ -514,9 +484,7 @@ class Drainer:
             self.extract_batch(batch, stats)
         stats.model_breaker_open = self.breaker_open()
         stats.expired_events = self.expire_events()
-        from kirolearn.manage import expire_forgotten  # forgotten records past retention.forgotten_days lose their bytes
-
-        expire_forgotten(self.db, self.settings.retention.forgotten_days)
+        records.expire_forgotten(self.db, self.settings.retention.forgotten_days)  # tombstones past retention lose their bytes
         self.embed_records(stats)
         stats.pending_events = records.pending_event_count(self.db)
         self.release(done, stats)

@@ -90,12 +90,12 @@ def _clean_events(page: "list[dict]", scrub) -> "list[dict]":
         return page
     import json
 
-    from kirolearn.pipeline.drain import GENERATED_FIELDS
+    from kirolearn.capture.events import scrub_event
 
     out = []
     for row in page:
         body = json.loads(row["body"])
-        body = {k: v if k in GENERATED_FIELDS else scrub.scrub_value(v) for k, v in body.items()}
+        body = scrub_event(body, scrub)
         out.append(dict(row, body=json.dumps(body, ensure_ascii=False)))
     return out
 

@@ -40,7 +40,7 @@ def state(db) -> dict:
 
 def _scrub_cell(scrubber: Scrubber):
     from kirolearn.dedup import event_content_hash
-    from kirolearn.pipeline.drain import GENERATED_FIELDS
+    from kirolearn.capture.events import scrub_event
 
     def scrub_cell(table: str, column: str, value, derived: dict):
         if not isinstance(value, str) or not value:
@@ -52,7 +52,7 @@ def _scrub_cell(scrubber: Scrubber):
                 data = None
             if isinstance(data, (dict, list)):
                 if table == "events" and column == "body" and isinstance(data, dict):
-                    clean = {k: v if k in GENERATED_FIELDS else scrubber.scrub_value(v) for k, v in data.items()}
+                    clean = scrub_event(data, scrubber)
                     if clean != data:  # dedup compares new events with this hash
                         derived["content_hash"] = event_content_hash(clean)
                 else:

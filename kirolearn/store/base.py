@@ -8,7 +8,7 @@ test class over each of its backends.
 
 The contract speaks in plain dicts, never in a backend's rows:
 
-- an **event** is the drain's row (kirolearn.pipeline.drain.Drainer._row): ids,
+- an **event** is the drain's row (`event_row` below): ids,
   `project_id`, `session_id`, `kind`, `received_at`, `content_hash`, `body` (the
   scrubbed event as JSON text), `extract_state` ('pending' or 'done'), `run_id`, …
 - a **record** has the fields of kirolearn.pipeline.schema.MemoryRecord, its list
@@ -27,9 +27,12 @@ Nothing here scrubs: every caller hands the store text that is already scrubbed
 from __future__ import annotations
 
 import abc
+import json
 from typing import Iterator
 
 from kirolearn.dedup import tagged_hash
+from kirolearn.isotime import now_iso
+from kirolearn.project import project_id
 from kirolearn.store.reader import FIELD_WEIGHTS  # noqa: F401 - part of the contract: how search weighs fields
 
 RECORD_LISTS = ("facts", "concepts", "files_touched", "source_event_ids")
@@ -227,3 +230,31 @@ def record_hash(data: dict) -> str:
     """The content hash that says two records are the same memory (and that a forgotten one stays gone)."""
     return tagged_hash([data["project_id"], data["observation_type"], data["title"], data["summary"],
                         data["source_event_ids"]])
+
+
+def event_row(event: dict, content_hash: str, stored_at: "str | None" = None, *, actor: str = "") -> dict:
+    """The stored row of a scrubbed event (what `Store.add_events` takes): its envelope as columns,
+    the whole event as JSON `body`, extraction 'pending'. `actor`, a configured one ([team] actor /
+    KIROLEARN_ACTOR), wins over the OS user the event recorded; an import passes none and keeps
+    what it reads. `stored_at` defaults to now (the drain passes one time per chunk)."""
+    return {
+        "event_id": event["event_id"],
+        "content_hash": content_hash,
+        "kind": event["kind"],
+        "trigger": event["trigger"],
+        "hook": event["hook"],
+        "generation": event["generation"],
+        "surface": event["surface"],
+        "agent": event.get("agent", "kiro"),
+        "session_id": event["session_id"],
+        "project_id": project_id(event["project_root"]),
+        "project_root": event["project_root"],
+        "cwd": event["cwd"],
+        "received_at": event["received_at"],
+        "stored_at": stored_at or now_iso(),
+        "actor": actor or event["actor"],
+        "host": event["host"],
+        "client_version": event["client_version"],
+        "body": json.dumps(event, ensure_ascii=False),
+        "extract_state": "pending",
+    }

@@ -494,6 +494,17 @@ def purge(db, record_ids, *, actor: str) -> dict:
     return result
 
 
+def expire_forgotten(db, days: float) -> int:
+    """Purge tombstones older than `days` (the retention period); returns how many (0 = nothing to do)."""
+    if not days:
+        return 0
+    cutoff = store.iso_shift(store.now_iso(), -days * 86400)
+    if not has_table(db, "forgotten_records"):
+        return 0
+    ids = purgeable(db, older_than=cutoff)
+    return purge(db, ids, actor="retention")["purged"] if ids else 0
+
+
 def compact(db) -> None:
     """Merge the FTS index into one segment, with secure_delete on.
 
