@@ -30,7 +30,7 @@ import json
 import os
 from pathlib import Path
 
-from kirolearn.recall.embeddings import EmbeddingModel, EmbeddingUnavailable
+from kirolearn.recall.embedding_model import EmbeddingModel, EmbeddingUnavailable
 
 # The files this backend reads, as published in the sentence-transformers/all-MiniLM-L6-v2 release
 # on the Hugging Face hub (sha256 of each file; model.safetensors is the hub's LFS object

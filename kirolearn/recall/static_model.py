@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 
-from kirolearn.recall.embeddings import EmbeddingModel, EmbeddingUnavailable
+from kirolearn.recall.embedding_model import EmbeddingModel, EmbeddingUnavailable
 
 SHIPPED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 BUNDLED = "minilm-l6-w30k"  # the table that ships in the wheel: "static/minilm-l6-w30k"
