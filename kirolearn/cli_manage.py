@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from kirolearn.cli import _existing_db, _project_root, _since, cli, json_option
+from kirolearn.cli_common import _existing_db, _project_root, _since, cli, json_option
 from kirolearn.pipeline.observation_types import OBSERVATION_TYPES
 
 

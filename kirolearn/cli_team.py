@@ -7,7 +7,7 @@ import json
 
 import click
 
-from kirolearn.cli import CONTEXT_SETTINGS, cli, json_option
+from kirolearn.cli_common import CONTEXT_SETTINGS, cli, json_option
 
 _project_option = click.option("--project", type=click.Path(file_okay=False, exists=True),
                                help="Project directory (default: the current one).")
