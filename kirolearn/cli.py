@@ -12,7 +12,7 @@ import sys
 import click
 
 from kirolearn.cli_common import CONTEXT_SETTINGS, _existing_db, _project_root, _since, cli, json_option
-from kirolearn.pipeline.observation_types import OBSERVATION_TYPES
+from kirolearn.observation_types import OBSERVATION_TYPES
 from kirolearn.recall.lexical import SEARCH_LIMIT_MAX
 
 
@@ -156,7 +156,7 @@ def status_command(json_):
 
     from kirolearn import config
     from kirolearn.capture import spool
-    from kirolearn.capture.ids import ulid_time_ms
+    from kirolearn.ids import ulid_time_ms
 
     settings = _load_settings()
     files = spool.ready_files()

@@ -11,7 +11,7 @@ import sys
 import click
 
 from kirolearn.cli_common import _existing_db, _project_root, _since, cli, json_option
-from kirolearn.pipeline.observation_types import OBSERVATION_TYPES
+from kirolearn.observation_types import OBSERVATION_TYPES
 
 
 def filter_options(func):

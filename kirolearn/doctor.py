@@ -5,7 +5,7 @@ import time
 
 from kirolearn import config, install, isotime
 from kirolearn.capture import spool
-from kirolearn.capture.ids import ulid_time_ms
+from kirolearn.ids import ulid_time_ms
 
 SPOOL_STALE_SECONDS = 3600
 

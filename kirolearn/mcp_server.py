@@ -23,7 +23,7 @@ from kirolearn import __version__, config
 from kirolearn.recall import context
 from kirolearn.store import sqlite as store
 from kirolearn.pipeline import summaries
-from kirolearn.pipeline.observation_types import HAND_MADE_TYPES, OBSERVATION_TYPES
+from kirolearn.observation_types import HAND_MADE_TYPES, OBSERVATION_TYPES
 from kirolearn.pipeline.schema import (CONCEPT_MAX, CONCEPTS_COUNT_MAX, FACT_MAX, FACTS_COUNT_MAX, FILE_MAX, FILES_KEPT,
                                        FORGET_REASON_MAX, RECORD_ID_PATTERN, SUMMARY_MAX, TITLE_MAX)
 from kirolearn.project import find_project_root

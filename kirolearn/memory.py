@@ -90,7 +90,7 @@ class Memory:
         """
         from dataclasses import asdict
 
-        from kirolearn.capture.ids import new_ulid
+        from kirolearn.ids import new_ulid
         from kirolearn.health import drain_finished, drain_started
         from kirolearn.pipeline import drain
         from kirolearn.store import sqlite as store

@@ -12,7 +12,7 @@ A project's id is the same on every machine when it has a git remote (kirolearn.
 import os
 import time
 
-from kirolearn.capture.ids import sha256_hex  # not hashlib: it loads OpenSSL on every hook call (~3 ms)
+from kirolearn.ids import sha256_hex  # not hashlib: it loads OpenSSL on every hook call (~3 ms)
 
 # Order matters only for documentation: any marker makes a directory a project root.
 MARKERS = (

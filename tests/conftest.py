@@ -203,7 +203,7 @@ def add_record(new_store):
 
     from kirolearn.project import project_id
     from kirolearn.store import sqlite as store
-    from kirolearn.capture.ids import new_ulid
+    from kirolearn.ids import new_ulid
     from kirolearn.pipeline.schema import MemoryRecord
 
     db = new_store()

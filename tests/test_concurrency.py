@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow  # thousands of hook calls from many processes: `m
 
 WORKER = r"""
 import json, sys
-from kirolearn.capture import hook as hooks
+from kirolearn import hook as hooks
 worker, calls, cwd = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 for i in range(calls):
     body = {"hook_event_name": "postToolUse", "cwd": cwd, "session_id": f"w{worker}",

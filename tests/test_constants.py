@@ -13,7 +13,7 @@ import pytest
 
 from kirolearn import isotime
 from kirolearn.pipeline import schema
-from kirolearn.pipeline.observation_types import HAND_MADE_TYPES, NOTABLE_TYPES, OBSERVATION_TYPES
+from kirolearn.observation_types import HAND_MADE_TYPES, NOTABLE_TYPES, OBSERVATION_TYPES
 
 PACKAGE = pathlib.Path(__file__).parent.parent / "kirolearn"
 
@@ -95,7 +95,7 @@ def test_no_module_writes_the_types_out_again():
             continue
         for line, names in _type_lists(ast.parse(path.read_text("utf-8"))):
             found.append(f"{path.relative_to(PACKAGE.parent)}:{line} {names}")
-    assert found == [], "derive these from kirolearn.pipeline.observation_types"
+    assert found == [], "derive these from kirolearn.observation_types"
 
 
 # --- the limits of a record ------------------------------------------------------------------------------

@@ -212,7 +212,7 @@ def test_hooks_keep_writing_while_a_watcher_drains(home, project):
 
 WRITER = r"""
 import json, sys
-from kirolearn.capture import hook as hooks
+from kirolearn import hook as hooks
 w, cwd = sys.argv[1], sys.argv[2]
 for i in range(100):
     body = {"hook_event_name": "postToolUse", "cwd": cwd, "session_id": "w" + w,

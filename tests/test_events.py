@@ -5,7 +5,7 @@ import json
 import pytest
 
 from kirolearn.capture import events
-from kirolearn.capture import hook as hooks
+from kirolearn import hook as hooks
 from kirolearn.pipeline.schema import Event
 
 from conftest import load_cases, substitute

@@ -206,7 +206,7 @@ def test_a_healthy_database_needs_no_repair(home, filled):
 
 
 def _name():
-    from kirolearn.capture.ids import new_ulid
+    from kirolearn.ids import new_ulid
 
     return new_ulid() + ".json"
 

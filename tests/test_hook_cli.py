@@ -9,7 +9,7 @@ import time
 import pytest
 
 from kirolearn import config
-from kirolearn.capture import hook as hooks
+from kirolearn import hook as hooks
 from kirolearn.pipeline.schema import Event
 
 from conftest import BIN, hook_env, load_cases, run_hook, substitute

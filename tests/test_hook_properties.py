@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kirolearn.capture import hook as hooks
+from kirolearn import hook as hooks
 from kirolearn.pipeline.schema import Event
 
 from conftest import hook_env, run_hook

@@ -93,7 +93,7 @@ def test_a_prompt_hook_that_prints_memory_imports_neither_re_nor_json(project, a
             "assert 're' not in sys.modules and 'json' not in sys.modules, 'loaded at start-up'\n"
             f"sys.path.insert(0, {root!r})\n"
             "sys.argv = ['kirolearn-hook']\n"
-            "from kirolearn.capture.hook import main\n"
+            "from kirolearn.hook import main\n"
             "main()\n"
             "sys.stdout.flush()\n"
             "print('\\nLOADED', sorted(m for m in ('re', 'json', 'enum') if m in sys.modules), file=sys.stderr)\n")

@@ -8,7 +8,7 @@ HEAVY = ("pydantic", "click", "filelock", "sqlite_utils", "litellm", "mcp", "num
 
 def test_hook_imports_only_the_standard_library():
     code = (
-        "import sys, json; before = set(sys.modules); import kirolearn.capture.hook; "
+        "import sys, json; before = set(sys.modules); import kirolearn.hook; "
         "print(json.dumps(sorted(set(sys.modules) - before)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -373,7 +373,7 @@ def test_doctor_and_status_on_a_known_home(kiro, make_event, home, drain_now):
     drain_now()
     old = make_event(tool_name="shell", now=1_000_000_000.0)  # waiting since 2001: no drain runs
     (home / "logs").mkdir(exist_ok=True)
-    from kirolearn.capture import hook as hooks
+    from kirolearn import hook as hooks
 
     hooks.log("hook: stdin is not valid JSON; nothing recorded")
     result = CliRunner().invoke(cli, ["doctor"])

@@ -13,7 +13,7 @@ from kirolearn import dedup
 from kirolearn.project import project_id
 from kirolearn.recall import lexical as recall
 from kirolearn.store import sqlite as store
-from kirolearn.capture.ids import new_ulid
+from kirolearn.ids import new_ulid
 
 # --- dedup: the canonical form and the hashes are a contract -------------------------------------------------
 

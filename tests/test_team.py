@@ -378,7 +378,7 @@ def test_identity_stays_standard_library_and_psycopg_stays_lazy(tmp_path):
     repo = clone(tmp_path / "shop", "git@github.com:acme/shop.git")
     code = (
         "import sys, json; before = set(sys.modules)\n"
-        "import kirolearn.capture.hook\n"
+        "import kirolearn.hook\n"
         "from kirolearn.recall.context import project_id\n"
         f"pid = project_id({str(repo)!r})\n"
         "hook = sorted(m for m in set(sys.modules) - before if m.split('.')[0] not in sys.stdlib_module_names"

@@ -2,7 +2,7 @@
 
 pip's `kirolearn-hook` console script imports `re` before our code runs (~14M
 instructions, a third of a bare interpreter's start, on every hook call); this
-file only calls kirolearn.capture.hook.main, flushes stdout and stderr and
+file only calls kirolearn.hook.main, flushes stdout and stderr and
 leaves with os._exit: the hook has written (os.write, fsync) and closed all it
 opened, and the interpreter's teardown of every module would cost another
 ~10M instructions. It sits alone in its folder,

@@ -36,7 +36,7 @@ from kirolearn.store import state
 from kirolearn.store import reader, records
 from kirolearn.store import sqlite as store
 from kirolearn.store.base import event_row
-from kirolearn.capture.ids import new_ulid
+from kirolearn.ids import new_ulid
 from kirolearn.pipeline.schema import (CONCEPT_MAX, CONCEPTS_COUNT_MAX, FACT_MAX, FACTS_COUNT_MAX, FILE_MAX, FILES_KEPT,
                                        SUMMARY_MAX, TITLE_MAX, Event, MemoryRecord, clip, clip_list)
 from kirolearn.privacy.scrub import Scrubber

@@ -20,8 +20,8 @@ import os
 from kirolearn import isotime
 from kirolearn import project
 from kirolearn.store import sqlite as store
-from kirolearn.capture.ids import new_ulid, new_uuid4
-from kirolearn.pipeline.observation_types import HAND_MADE_TYPES
+from kirolearn.ids import new_ulid, new_uuid4
+from kirolearn.observation_types import HAND_MADE_TYPES
 from kirolearn.pipeline.schema import (CONCEPT_MAX, CONCEPTS_COUNT_MAX, FACT_MAX, FACTS_COUNT_MAX, FILE_MAX, FILES_KEPT,
                                        SUMMARY_MAX, TITLE_MAX, MemoryRecord, clip_list)
 from kirolearn.privacy.scrub import Scrubber

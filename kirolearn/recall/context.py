@@ -13,8 +13,8 @@ import time
 from kirolearn import config, isotime, textcut
 from kirolearn.capture import agents
 from kirolearn.recall import lexical as recall
-from kirolearn.capture.ids import sha256_hex  # no hashlib: it loads OpenSSL (~3 ms)
-from kirolearn.pipeline.observation_types import NOTABLE_TYPES
+from kirolearn.ids import sha256_hex  # no hashlib: it loads OpenSSL (~3 ms)
+from kirolearn.observation_types import NOTABLE_TYPES
 from kirolearn.project import project_id
 from kirolearn.store import reader as store_reader
 from kirolearn import jsonfast  # not json: it imports re (~30M instructions a hook call)

@@ -19,7 +19,7 @@ from kirolearn.recall import when
 from kirolearn.store import reader
 from kirolearn import jsonfast  # not json: it imports re (~30M instructions a hook call)
 
-# One weight per observation type (kirolearn.pipeline.observation_types; tests/test_constants.py checks).
+# One weight per observation type (kirolearn.observation_types; tests/test_constants.py checks).
 TYPE_WEIGHTS = {"session_summary": 1.3, "decision": 1.3, "error": 1.15, "discovery": 1.1, "pattern": 1.1,
                 "tool_use": 1.0}
 RECENCY_HALF_LIFE_DAYS = 30.0

@@ -140,9 +140,9 @@ def closeness(seconds: "float | None", found: "list[tuple[str, int, int]]") -> f
 
 def record_time(source_event_ids, created_at) -> "float | None":
     """When a record's turn happened: its first source event's time (event ids are ULIDs, see
-    kirolearn.capture.ids), else when the record was made (an import or a summary may carry no event)."""
+    kirolearn.ids), else when the record was made (an import or a summary may carry no event)."""
     from kirolearn import jsonfast
-    from kirolearn.capture.ids import ulid_time_ms
+    from kirolearn.ids import ulid_time_ms
     from kirolearn.isotime import iso_epoch
 
     try:

@@ -465,7 +465,7 @@ class PostgresStore(Store):
                     [row["project_id"], row["session_id"]])
 
     def _audit(self, cur, record_id: str, action: str, actor: str, reason: str = "", at: "str | None" = None):
-        from kirolearn.capture.ids import new_ulid
+        from kirolearn.ids import new_ulid
 
         _insert(cur, "record_audit", {"audit_id": new_ulid(), "record_id": record_id, "action": action,
                                       "actor": actor, "reason": reason or "", "at": at or _now()})

@@ -14,7 +14,7 @@ the bytes are gone from the file, not just unlinked.
 
 import json
 
-from kirolearn.capture.ids import new_ulid
+from kirolearn.ids import new_ulid
 from kirolearn.store import sqlite as store
 from kirolearn.store.base import RECORD_LISTS, SUMMARY_LISTS  # noqa: F401 - re-exported
 from kirolearn.store.reader import record_filters
