@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from kirolearn import config
 from kirolearn.errors import ConfigError
-from kirolearn.recall import context as _hook
+from kirolearn import limits
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -97,14 +97,14 @@ class Drain(_Section):
 class Recall(_Section):
     """What the hooks inject (read by the hook itself with tomllib; see kirolearn.recall.context)."""
 
-    # The defaults and the cap are the hook's own (kirolearn.recall.context reads this table with tomllib).
-    budget_tokens: int = Field(_hook.DEFAULTS["budget_tokens"], ge=0, le=_hook.MAX_BUDGET_TOKENS,
+    # The defaults and the cap are the hook's own (kirolearn.limits; kirolearn.recall.context reads this table with tomllib).
+    budget_tokens: int = Field(limits.DEFAULTS["budget_tokens"], ge=0, le=limits.MAX_BUDGET_TOKENS,
                                description="size cap of one injected block, estimated at 4 characters a token; at "
-                               f"most {_hook.MAX_BUDGET_TOKENS:,} because Kiro CLI cuts hook output at 10,240 bytes")
-    prompt_records: int = Field(_hook.DEFAULTS["prompt_records"], ge=0, description="most records injected for one prompt")
-    session_start_records: int = Field(_hook.DEFAULTS["session_start_records"], ge=0,
+                               f"most {limits.MAX_BUDGET_TOKENS:,} because Kiro CLI cuts hook output at 10,240 bytes")
+    prompt_records: int = Field(limits.DEFAULTS["prompt_records"], ge=0, description="most records injected for one prompt")
+    session_start_records: int = Field(limits.DEFAULTS["session_start_records"], ge=0,
                                        description="recent notable records shown after the last turn summary")
-    time_budget_ms: int = Field(_hook.DEFAULTS["time_budget_ms"], ge=0,
+    time_budget_ms: int = Field(limits.DEFAULTS["time_budget_ms"], ge=0,
                                 description="a recall slower than this is abandoned and prints nothing")
 
 

@@ -15,6 +15,7 @@ import time
 
 from kirolearn import config
 from kirolearn.isotime import iso_epoch
+from kirolearn.limits import DEFAULT_TIME_BUDGET
 from kirolearn.recall import when
 from kirolearn.store import reader
 from kirolearn import jsonfast  # not json: it imports re (~30M instructions a hook call)
@@ -25,9 +26,7 @@ TYPE_WEIGHTS = {"session_summary": 1.3, "decision": 1.3, "error": 1.15, "discove
 RECENCY_HALF_LIFE_DAYS = 30.0
 MAX_TERMS = 24
 SEARCH_LIMIT_MAX = 100  # the most hits one search returns (CLI --limit, MCP limit)
-DEFAULT_BUDGET_TOKENS = 1500
 CHARS_PER_TOKEN = 4  # rough estimate for English and code, no tokenizer dependency
-DEFAULT_TIME_BUDGET = 0.25  # seconds for one recall inside a hook
 RELATIVE_FLOOR = 0.35  # a prompt match must score at least this share of the best match
 COMMON_SHARE = 0.2  # words in more than this share of records carry little BM25 weight (idf < log 4): not searched
 KEEP_RAREST = 2  # ... but the rarest few words of a prompt are always kept

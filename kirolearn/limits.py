@@ -1,0 +1,14 @@
+"""The limits of hook recall, defined once below the two readers of `[recall]`.
+
+kirolearn.recall.context reads the table from config.toml with the standard library (it runs in
+the hook); kirolearn.settings validates the same table with pydantic. Both start from DEFAULTS and
+cap the budget at MAX_BUDGET_TOKENS. Standard library only, no imports.
+"""
+
+DEFAULT_BUDGET_TOKENS = 1500
+DEFAULT_TIME_BUDGET = 0.25  # seconds for one recall inside a hook
+DEFAULTS = {"budget_tokens": DEFAULT_BUDGET_TOKENS, "prompt_records": 5, "session_start_records": 3,
+            "time_budget_ms": int(DEFAULT_TIME_BUDGET * 1000)}
+# Kiro CLI (like Q CLI) cuts hook output at max_output_size, 10,240 bytes by default:
+# the budget is capped below it (2,400 tokens ≈ 9,600 characters) and the block below 10,000 bytes.
+MAX_BUDGET_TOKENS = 2400
