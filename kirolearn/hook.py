@@ -13,11 +13,12 @@ import os
 import sys
 import time
 
-from kirolearn import __version__, config
+from kirolearn import config
 from kirolearn.capture import agents
 from kirolearn.capture import events
 from kirolearn.capture import spool
 from kirolearn import jsonfast  # not json: it imports re (~30M instructions a hook call)
+from kirolearn.version import __version__  # not the package: it holds the facade (kirolearn.Memory)
 
 USAGE = """\
 usage: kirolearn-hook [--agent kiro|claude-code] [EVENT]
