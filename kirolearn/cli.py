@@ -151,60 +151,12 @@ def status_command(json_):
 
     Creates nothing: on a fresh machine it reports an empty spool and no database.
     """
-    import os
-    import time
-
-    from kirolearn import config
-    from kirolearn.capture import spool
-    from kirolearn.ids import ulid_time_ms
-
-    settings = _load_settings()
-    files = spool.ready_files()
-    oldest_age = None
-    if files:
-        oldest_age = round(time.time() - ulid_time_ms(os.path.basename(files[0])[:26]) / 1000, 1)
-    quarantine_dir = os.path.join(spool.root(), spool.QUARANTINE)
-    quarantined = (
-        len([n for n in os.listdir(quarantine_dir) if not n.endswith(".reason")])
-        if os.path.isdir(quarantine_dir) else 0
-    )
-    info = {
-        "home": config.home(),
-        "spool": {"ready": len(files), "oldest_age_seconds": oldest_age, "quarantined": quarantined},
-        "database": None,
-        "extractor": {"model": settings.extract.model or None, "mode": "llm" if settings.extract.model else "deterministic",
-                      "daily_token_limit": settings.extract.daily_token_limit,
-                      "daily_cost_limit_usd": settings.extract.daily_cost_limit_usd},
-    }
-    from kirolearn.health import status_facts
-    from kirolearn.store.sqlite import refuse_lost
-
-    status_facts(info, settings)  # the model breaker and the last drain's error
-    refuse_lost(config.db_path())  # a lost database is an error to report, not "none yet"
-    if os.path.exists(config.db_path()):
-        from kirolearn.store import records
-        from kirolearn.store import sqlite as store
-
-        db = _open_db()
-        tokens, dollars = store.spend_today(db)
-        if settings.extract.model and store.daily_limit_reached(db, settings.extract):
-            info["extractor"]["mode"] = "deterministic (daily limit reached)"
-        found = records.figures(db, store.iso_shift(store.now_iso(), -86400))
-        info["database"] = {"path": config.db_path(),
-                            **{k: found[k] for k in ("events", "records", "projects", "last_drain",
-                                                      "extraction_failures_24h")}}
-        info["extractor"].update(tokens_today=tokens, cost_usd_today=round(dollars, 6))
-        from kirolearn.privacy.rescrub import state as scrub_state
-
-        info["database"]["scrub"] = scrub_state(db)
-    from kirolearn.doctor import hook_errors_since
-    from kirolearn.install import wiring
-
+    from kirolearn.health import status
     from kirolearn.pipeline.team_sync import status_facts as team_facts
 
-    info["team"] = team_facts(settings)
-    info["hook_errors_24h"] = hook_errors_since(86400)
-    info["kiro_wiring"] = wiring()
+    settings = _load_settings()
+    info = status(settings)
+    info["team"] = team_facts(settings)  # a feature's own facts: health sits below the team sync
     if json_:
         click.echo(json.dumps(info, indent=2, sort_keys=True))
         return

@@ -3,23 +3,12 @@
 import os
 import time
 
-from kirolearn import config, install, isotime
+from kirolearn import config, install
 from kirolearn.capture import spool
+from kirolearn.health import hook_errors_since
 from kirolearn.ids import ulid_time_ms
 
 SPOOL_STALE_SECONDS = 3600
-
-
-def hook_errors_since(seconds: float) -> int:
-    """Lines logged by hooks in the last `seconds`."""
-    path = os.path.join(config.logs_dir(), "hook.log")
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            lines = fh.readlines()
-    except OSError:
-        return 0
-    cutoff = isotime.utc_iso(time.time() - seconds)[:19]  # log lines start with a stored timestamp
-    return sum(1 for line in lines if line[:19] >= cutoff)
 
 
 def run_checks():

@@ -1,5 +1,7 @@
 """Health facts for `doctor` and `status`: the store's integrity, the drain's record, the schedule.
 
+`status(settings)` gathers what `kirolearn status` prints (the CLI adds the team sync's own facts).
+
 Everything here works when the database is damaged or gone: it reads
 $KIROLEARN_HOME/state/ (kirolearn.store.state) and SQLite's own checks, never
 anything that needs a healthy store. It changes nothing.
@@ -9,7 +11,7 @@ import os
 import sqlite3
 import time
 
-from kirolearn import config
+from kirolearn import config, isotime
 from kirolearn.store import state
 
 DRAIN_STALE_SECONDS = 3600  # no drain for this long while events wait: the schedule is not running
@@ -84,6 +86,71 @@ def status_facts(info: dict, settings) -> None:
     if breaker:
         info["extractor"]["mode"] = f"deterministic (the model failed {in_a_row} batches in a row)"
     info["last_drain_error"] = last_drain().get("error") or None
+
+
+def hook_errors_since(seconds: float) -> int:
+    """Lines logged by hooks in the last `seconds`."""
+    path = os.path.join(config.logs_dir(), "hook.log")
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            lines = fh.readlines()
+    except OSError:
+        return 0
+    cutoff = isotime.utc_iso(time.time() - seconds)[:19]  # log lines start with a stored timestamp
+    return sum(1 for line in lines if line[:19] >= cutoff)
+
+
+def status(settings) -> dict:
+    """What `kirolearn status` shows (its `--json` object, without "team"): the spool, the extractor
+    and its spend today, the last drain, the database's figures and scrub state, hook errors, wiring.
+
+    Creates nothing; a lost database raises StoreLost (an error to report, not "none yet").
+    """
+    from kirolearn.capture import spool
+    from kirolearn.ids import ulid_time_ms
+
+    files = spool.ready_files()
+    oldest_age = None
+    if files:
+        oldest_age = round(time.time() - ulid_time_ms(os.path.basename(files[0])[:26]) / 1000, 1)
+    quarantine_dir = os.path.join(spool.root(), spool.QUARANTINE)
+    quarantined = (
+        len([n for n in os.listdir(quarantine_dir) if not n.endswith(".reason")])
+        if os.path.isdir(quarantine_dir) else 0
+    )
+    info = {
+        "home": config.home(),
+        "spool": {"ready": len(files), "oldest_age_seconds": oldest_age, "quarantined": quarantined},
+        "database": None,
+        "extractor": {"model": settings.extract.model or None, "mode": "llm" if settings.extract.model else "deterministic",
+                      "daily_token_limit": settings.extract.daily_token_limit,
+                      "daily_cost_limit_usd": settings.extract.daily_cost_limit_usd},
+    }
+    from kirolearn.store.sqlite import refuse_lost
+
+    status_facts(info, settings)  # the model breaker and the last drain's error
+    refuse_lost(config.db_path())  # a lost database is an error to report, not "none yet"
+    if os.path.exists(config.db_path()):
+        from kirolearn.store import records
+        from kirolearn.store import sqlite as store
+
+        db = store.open_db()
+        tokens, dollars = store.spend_today(db)
+        if settings.extract.model and store.daily_limit_reached(db, settings.extract):
+            info["extractor"]["mode"] = "deterministic (daily limit reached)"
+        found = records.figures(db, store.iso_shift(store.now_iso(), -86400))
+        info["database"] = {"path": config.db_path(),
+                            **{k: found[k] for k in ("events", "records", "projects", "last_drain",
+                                                      "extraction_failures_24h")}}
+        info["extractor"].update(tokens_today=tokens, cost_usd_today=round(dollars, 6))
+        from kirolearn.privacy.rescrub import state as scrub_state
+
+        info["database"]["scrub"] = scrub_state(db)
+    from kirolearn.install import wiring
+
+    info["hook_errors_24h"] = hook_errors_since(86400)
+    info["kiro_wiring"] = wiring()
+    return info
 
 
 def store_health(path: "str | None" = None) -> dict:
