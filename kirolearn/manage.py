@@ -156,17 +156,61 @@ def list_records(*, project_root=None, types=None, since=None, session_id=None, 
 
 def search(query: str, *, project_root=None, types=None, since=None, session_id=None, file=None,
            limit: int = 10) -> "list[dict]":
-    """The recall ranking (kirolearn.recall.lexical.search) with the shared filters; hits as dicts, re-scrubbed."""
+    """The ranking of `kirolearn search` (kirolearn.recall.semantic.search: words and vectors, the words
+    alone when no vectors can take part) with the shared filters; hits as dicts, re-scrubbed."""
     from kirolearn.recall import lexical as recall
+    from kirolearn.recall import semantic
 
     conn = recall.connect_readonly(budget=5.0)
     try:
-        hits = recall.search(conn, query, project_id=project_id_of(project_root), types=list(types or ()) or None,
-                             limit=limit, since=since, session_id=session_id, file=file)
+        hits = semantic.search(conn, query, project_id=project_id_of(project_root), types=list(types or ()) or None,
+                               limit=limit, since=since, session_id=session_id, file=file)
     finally:
         if conn is not None:
             conn.close()
     return clean([h.to_dict() for h in hits])
+
+
+# --- the viewer's pages: projects, a project's timeline, session summaries, tombstones -----------------
+
+
+def projects(db=None) -> "list[dict]":
+    """Every project with records (id, root, record count, newest record time), newest first."""
+    db = db or open_existing()
+    return clean(recordstore.projects(db)) if db else []
+
+
+def _brief(record: dict) -> dict:
+    """What a timeline row shows (scrubbing the rest would be wasted work): turn summaries in full."""
+    keep = ("record_id", "session_id", "title", "observation_type", "created_at", "project_root")
+    row = {k: record[k] for k in keep}
+    row["summary"] = record["summary"] if record["observation_type"] == "session_summary" else ""
+    return row
+
+
+def timeline(project_id: str, *, session_id=None, before=None, limit: int = 50, db=None) -> "list[dict]":
+    """A project's live records newest first, as timeline rows (`_brief`); `before` = (created_at, record_id)."""
+    db = db or open_existing()
+    if db is None:
+        return []
+    return clean([_brief(r) for r in recordstore.list_records(db, limit=limit, before=before, project_id=project_id,
+                                                              session_id=session_id)])
+
+
+def session_summaries(*, project_id=None, limit: int = 20, before=None, db=None) -> "list[dict]":
+    """session_end summaries newest first; `before` = (ended_at, id) of the last one shown."""
+    db = db or open_existing()
+    if db is None:
+        return []
+    return clean(recordstore.list_session_summaries(db, project_id=project_id, limit=limit, before=before))
+
+
+def forgotten(*, limit: int = 50, before: "str | None" = None, db=None) -> "list[dict]":
+    """Tombstones newest first, each with its record while kept; `before` = 'forgotten_at|record_id'."""
+    db = db or open_existing()
+    if db is None:
+        return []
+    return clean(recordstore.list_forgotten(db, limit=limit, before=before))
 
 
 # --- show ----------------------------------------------------------------------------------------------
@@ -487,5 +531,6 @@ def health(db=None) -> dict:
     return clean(out)
 
 
-__all__ = ["ManageError", "NotFound", "OBSERVATION_TYPES", "clean", "edit", "forget", "health",
-           "import_lines", "list_records", "parse_since", "purge", "restore", "search", "show", "terminal"]
+__all__ = ["ManageError", "NotFound", "OBSERVATION_TYPES", "clean", "edit", "forget", "forgotten", "health",
+           "import_lines", "list_records", "parse_since", "projects", "purge", "restore", "search", "session_summaries",
+           "show", "terminal", "timeline"]

@@ -18,7 +18,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from kirolearn import manage
-from kirolearn.pipeline.schema import OBSERVATION_TYPES
+from kirolearn.observation_types import OBSERVATION_TYPES
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PAGE_SIZE = 50
@@ -91,14 +91,6 @@ class TokenGate:
         await response(scope, receive, send)
 
 
-def _brief(record: dict) -> dict:
-    """What a timeline row shows (scrubbing the rest would be wasted work): turn summaries in full."""
-    keep = ("record_id", "session_id", "title", "observation_type", "created_at", "project_root")
-    row = {k: record[k] for k in keep}
-    row["summary"] = record["summary"] if record["observation_type"] == "session_summary" else ""
-    return row
-
-
 def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
     """The viewer app for one run: `token` gates it, `port` names the hosts it answers to."""
     env = _env()
@@ -116,10 +108,8 @@ def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
     # --- pages ------------------------------------------------------------------------------------
 
     def timeline(request):
-        from kirolearn.store import records as recordstore
-
         db = manage.open_existing()
-        projects = manage.clean(recordstore.projects(db)) if db else []
+        projects = manage.projects(db) if db else []
         pid = request.query_params.get("project") or (projects[0]["project_id"] if projects else None)
         current = next((p for p in projects if p["project_id"] == pid), None)
         before = request.query_params.get("before")
@@ -127,8 +117,7 @@ def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
         rows = []
         if db and current:
             key = tuple(before.split("|", 1)) if before and "|" in before else None
-            rows = manage.clean([_brief(r) for r in recordstore.list_records(
-                db, limit=PAGE_SIZE + 1, before=key, project_id=pid, session_id=session)])
+            rows = manage.timeline(pid, session_id=session, before=key, limit=PAGE_SIZE + 1, db=db)
         more = len(rows) > PAGE_SIZE
         rows = rows[:PAGE_SIZE]
         groups = []
@@ -137,8 +126,7 @@ def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
                 groups[-1]["records"].append(row)
             else:
                 groups.append({"session_id": row["session_id"], "records": [row]})
-        summaries = (manage.clean(recordstore.list_session_summaries(db, project_id=pid, limit=200))
-                     if db and pid else [])
+        summaries = manage.session_summaries(project_id=pid, limit=200, db=db) if db and pid else []
         by_session = {}
         for s in summaries:
             by_session.setdefault(s["session_id"], s)
@@ -153,10 +141,8 @@ def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
         query = q.get("q", "")
         filters = {"type": q.get("type", ""), "since": q.get("since", ""), "session": q.get("session", ""),
                    "file": q.get("file", ""), "project": q.get("project", "")}
-        from kirolearn.store import records as recordstore
-
         db = manage.open_existing()
-        projects = manage.clean(recordstore.projects(db)) if db else []
+        projects = manage.projects(db) if db else []
         root = next((p["project_root"] for p in projects if p["project_id"] == filters["project"]), None)
         error, hits = "", []
         if query.strip():
@@ -180,25 +166,20 @@ def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
         return page("record.html", request, found=found, done=done if done in ("forget", "restore", "edit") else "")
 
     def sessions(request):
-        from kirolearn.store import records as recordstore
-
         db = manage.open_existing()
         pid = request.query_params.get("project") or None
         before = request.query_params.get("before")
         key = tuple(before.split("|", 1)) if before and "|" in before else None
-        rows = manage.clean(recordstore.list_session_summaries(db, project_id=pid, limit=PAGE_SIZE + 1,
-                                                               before=key)) if db else []
+        rows = manage.session_summaries(project_id=pid, limit=PAGE_SIZE + 1, before=key, db=db) if db else []
         more = len(rows) > PAGE_SIZE
         rows = rows[:PAGE_SIZE]
         next_cursor = f"{rows[-1]['ended_at']}|{rows[-1]['id']}" if more else None
         return page("sessions.html", request, summaries=rows, next_cursor=next_cursor, project=pid)
 
     def forgotten(request):
-        from kirolearn.store import records as recordstore
-
         db = manage.open_existing()
         before = request.query_params.get("before")
-        rows = manage.clean(recordstore.list_forgotten(db, limit=PAGE_SIZE + 1, before=before)) if db else []
+        rows = manage.forgotten(limit=PAGE_SIZE + 1, before=before, db=db) if db else []
         more = len(rows) > PAGE_SIZE
         rows = rows[:PAGE_SIZE]
         next_cursor = f"{rows[-1]['forgotten_at']}|{rows[-1]['record_id']}" if more else None
