@@ -1,5 +1,8 @@
 """The database schema as named, append-only migrations (sqlite-utils Migrations).
 
+A migration's number is part of its name, not its place: they apply in the order this file
+defines them (so m015 runs before m011, and the three m012s and two m016s run in file order);
+a store records the names it has applied. A new migration goes at the end of the file.
 Never rename, reorder or edit a migration that has shipped: add a new one.
 Session summaries (m008), tombstones (m011), vectors (m012) and the rest came the same way.
 """
