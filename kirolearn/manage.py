@@ -17,6 +17,7 @@ from datetime import datetime, timedelta, timezone
 
 from kirolearn import config, isotime
 from kirolearn.store import records as recordstore
+from kirolearn.store.base import RECORD_LISTS, SUMMARY_LISTS
 from kirolearn.store import sqlite as store
 from kirolearn.errors import KirolearnError
 from kirolearn.pipeline.schema import FORGET_REASON_MAX, OBSERVATION_TYPES, SUMMARY_MAX, TITLE_MAX, clip
@@ -472,7 +473,7 @@ def import_lines(lines, *, db=None) -> dict:
                 row = {k: v if k in keep else scrub.scrub_value(v) for k, v in item.items() if k in record_cols}
                 if not row.get("record_hash"):
                     raise ManageError("a record needs its record_hash")
-                for key in recordstore.RECORD_LISTS:
+                for key in RECORD_LISTS:
                     row[key] = json.dumps(row.get(key) or [], ensure_ascii=False)
                 records.append(row)
             elif kind == "summary":
@@ -485,7 +486,7 @@ def import_lines(lines, *, db=None) -> dict:
                     row["ended_at"] = isotime.normalize(item["ended_at"])
                 except ValueError:
                     raise ManageError(f"a summary's ended_at is not an ISO 8601 time: {item['ended_at'][:40]!r}") from None
-                for key in recordstore.SUMMARY_LISTS:
+                for key in SUMMARY_LISTS:
                     row[key] = json.dumps(row.get(key) or [], ensure_ascii=False)
                 summaries.append(row)
             else:

@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 
 from kirolearn import config
-from kirolearn.errors import ScheduleError  # noqa: F401 - re-exported for callers
+from kirolearn.errors import ScheduleError
 
 UNIT = "kirolearn-drain"
 CRON_MARK = "# kirolearn drain (kirolearn schedule)"

@@ -13,7 +13,7 @@ import time
 
 from kirolearn import identity, isotime
 from kirolearn.capture import agents, spool
-from kirolearn.capture.agents import SESSION_START_TRIGGERS, TRIGGER_KIND  # noqa: F401 - re-exported
+from kirolearn.capture.agents import SESSION_START_TRIGGERS, TRIGGER_KIND
 from kirolearn.ids import new_ulid, new_uuid4
 from kirolearn.project import find_project_root
 from kirolearn import jsonfast  # not json: it imports re (~30M instructions a hook call)

@@ -40,7 +40,7 @@ from kirolearn.ids import new_ulid
 from kirolearn.pipeline.schema import (CONCEPT_MAX, CONCEPTS_COUNT_MAX, FACT_MAX, FACTS_COUNT_MAX, FILE_MAX, FILES_KEPT,
                                        SUMMARY_MAX, TITLE_MAX, Event, MemoryRecord, clip, clip_list)
 from kirolearn.privacy.scrub import Scrubber
-from kirolearn.errors import DrainLocked, SpoolError, StoreCorrupt, StoreError  # noqa: F401 - re-exported for callers
+from kirolearn.errors import DrainLocked, SpoolError, StoreCorrupt
 
 STALE_TMP_SECONDS = 600  # a tmp file this old belongs to a hook that died mid-write
 RECHECK_SECONDS = 60.0  # --watch: how often a pass re-runs quick_check before it ingests

@@ -25,7 +25,7 @@ from kirolearn.observation_types import HAND_MADE_TYPES
 from kirolearn.pipeline.schema import (CONCEPT_MAX, CONCEPTS_COUNT_MAX, FACT_MAX, FACTS_COUNT_MAX, FILE_MAX, FILES_KEPT,
                                        SUMMARY_MAX, TITLE_MAX, MemoryRecord, clip_list)
 from kirolearn.privacy.scrub import Scrubber
-from kirolearn.errors import SummaryError  # noqa: F401 - re-exported for callers
+from kirolearn.errors import SummaryError
 
 MAX_FIELD_CHARS = 100_000  # anything longer is a mistake, not a summary
 MAX_LIST_ITEMS = 200

@@ -58,7 +58,3 @@ class EmbeddingModel:
     def embed(self, text: str):
         """One text's unit vector."""
         return self.embed_batch([text])[0]
-
-    def word_vectors(self, words: "list[str]"):
-        """Vectors for single words (term neighbours); the default embeds each word as a text."""
-        return self.embed_batch(words)

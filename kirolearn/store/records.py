@@ -16,7 +16,7 @@ import json
 
 from kirolearn.ids import new_ulid
 from kirolearn.store import sqlite as store
-from kirolearn.store.base import RECORD_LISTS, SUMMARY_LISTS  # noqa: F401 - re-exported
+from kirolearn.store.base import RECORD_LISTS, SUMMARY_LISTS
 from kirolearn.store.reader import record_filters
 
 

@@ -23,7 +23,7 @@ import sqlite_utils
 from kirolearn import config, crashpoint, isotime
 from kirolearn.store.base import record_hash
 from kirolearn.store.migrations import migrations
-from kirolearn.errors import SchemaTooNew  # noqa: F401 - re-exported for callers
+from kirolearn.errors import SchemaTooNew
 
 BUSY_TIMEOUT_SECONDS = 30
 BUSY_TIMEOUT_ENV = "KIROLEARN_BUSY_TIMEOUT"  # seconds; for slow shared disks (and tests)

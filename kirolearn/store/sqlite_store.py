@@ -1,7 +1,8 @@
 """The store contract (kirolearn.store.base.Store) over the SQLite functions of kirolearn.store.sqlite.
 
 Its own module, above sqlite.py, records.py, reader.py and backup.py, which it wraps: those
-modules never need the class, so nothing below imports back up.
+modules never need the class, so nothing below imports back up (the methods once imported them
+lazily, to break that cycle).
 """
 
 import json
@@ -11,7 +12,9 @@ import sqlite3
 import sqlite_utils
 
 from kirolearn import config
-from kirolearn.store.base import Store
+from kirolearn.store import backup, reader, records
+from kirolearn.store import records as recordstore
+from kirolearn.store.base import SUMMARY_LISTS, Store
 from kirolearn.store.migrations import migrations
 from kirolearn.store.sqlite import (_refuse_newer_schema, busy_timeout, commit_extraction, counts, existing_event_ids,
                                     expire_events, forget_terms, forgotten_hashes, insert_events, insert_record,
@@ -70,8 +73,6 @@ class SqliteStore(Store):
         return commit_extraction(self.db, run, records, event_ids)
 
     def add_records(self, records: "list[dict]") -> int:
-        from kirolearn.store import records as recordstore
-
         columns = set(recordstore.table_columns(self.db, "memory_records"))
         rows = [{k: v for k, v in record_row(r).items() if k in columns} for r in records]
         with writing(self.db):
@@ -83,33 +84,23 @@ class SqliteStore(Store):
             return counts(self.db)["records"] - before
 
     def changes(self, project_ids: "list[str]", *, after: int = 0, limit: int = 500) -> dict:
-        from kirolearn.store import records as recordstore
-
         found = recordstore.changes(self.db, project_ids, after, limit)
         found["records"] = [recordstore.decode_record(r) for r in found["records"]]
         return found
 
     def events_since(self, project_ids: "list[str]", stored_since: "str | None", *,
                      after: "tuple[str, str] | None" = None, limit: int = 1000) -> "list[dict]":
-        from kirolearn.store import records as recordstore
-
         return recordstore.events_since(self.db, project_ids, stored_since, limit, after)
 
     def get_record(self, record_id: str) -> "dict | None":
-        from kirolearn.store import records
-
         return records.get_record(self.db, record_id)
 
     def list_records(self, *, project_id=None, types=None, since=None, session_id=None, limit: int = 20,
                      before=None) -> "list[dict]":
-        from kirolearn.store import records
-
         return records.list_records(self.db, project_id=project_id, types=types, since=since,
                                     session_id=session_id, limit=limit, before=before)
 
     def search(self, words: "list[str]", *, project_id=None, types=None, limit: int = 10) -> "list[dict]":
-        from kirolearn.store import reader, records
-
         if not words or limit <= 0:
             return []
         rows = reader.fts_matches(self.db.conn, words, depth=max(limit * 5, 25) * (20 if types else 1),
@@ -122,17 +113,13 @@ class SqliteStore(Store):
         return out
 
     def latest(self, project_id: str, *, types=None, limit: int = 5) -> "list[dict]":
-        from kirolearn.store import reader, records
-
         return [records.decode_record(r) for r in reader.latest_records(self.db.conn, project_id, types=types,
                                                                        limit=limit)]
 
     # session summaries
     def add_session_summary(self, summary: dict, record: "dict | None" = None) -> None:
-        from kirolearn.store import records
-
         row = dict(summary)
-        for key in records.SUMMARY_LISTS:
+        for key in SUMMARY_LISTS:
             row[key] = json.dumps(row.get(key) or [], ensure_ascii=False)
         with writing(self.db):
             if record is not None:
@@ -140,33 +127,23 @@ class SqliteStore(Store):
             insert_session_summary(self.db, row)
 
     def session_summaries(self, project_id: str, *, label: "str | None" = None, limit: int = 50) -> "list[dict]":
-        from kirolearn.store import reader, records
-
         rows, columns = reader.session_end_rows(self.db.conn, project_id, label, limit)
         return [records.decode_summary(dict(zip(columns, r))) for r in rows]
 
     # forgetting
     def forget(self, record_ids, *, reason: str, actor: str) -> "list[dict]":
-        from kirolearn.store import records
-
         return records.forget(self.db, record_ids, reason=reason, actor=actor)
 
     def restore(self, record_ids, *, actor: str) -> "tuple[list[dict], list[str]]":
-        from kirolearn.store import records
-
         return records.restore(self.db, record_ids, actor=actor)
 
     def forgotten_hashes(self, record_hashes) -> "set[str]":
         return forgotten_hashes(self.db, record_hashes)
 
     def tombstones(self, record_ids) -> "dict[str, dict]":
-        from kirolearn.store import records
-
         return records.tombstones(self.db, record_ids)
 
     def purge(self, record_ids, *, actor: str) -> int:
-        from kirolearn.store import records
-
         ids = records.purgeable(self.db, record_ids=list(record_ids))
         if not ids:
             return 0
@@ -175,18 +152,12 @@ class SqliteStore(Store):
 
     # figures, export and import
     def figures(self, since: str) -> dict:
-        from kirolearn.store import records
-
         return records.figures(self.db, since)
 
     def export_objects(self):
-        from kirolearn.store import backup
-
         return backup.objects(self.db)
 
     def import_objects(self, objects: "list[dict]") -> dict:
-        from kirolearn.store import records
-
         columns = {kind: set(records.table_columns(self.db, table)) for kind, table in
                    (("event", "events"), ("record", "memory_records"), ("summary", "session_summaries"))}
         rows: dict = {"event": [], "record": [], "summary": []}
@@ -198,7 +169,7 @@ class SqliteStore(Store):
                 row = dict(obj)
             else:
                 row = {k: v for k, v in obj.items() if k in columns["summary"]}
-                for key in records.SUMMARY_LISTS:
+                for key in SUMMARY_LISTS:
                     row[key] = json.dumps(row.get(key) or [], ensure_ascii=False)
             rows[kind].append({k: v for k, v in row.items() if k in columns[kind]})
         return records.import_rows(self.db, rows["event"], rows["record"], rows["summary"])
