@@ -164,8 +164,9 @@ def search(query: str, *, project_root=None, types=None, since=None, session_id=
 
     conn = recall.connect_readonly(budget=5.0)
     try:
-        hits = semantic.search(conn, query, project_id=project_id_of(project_root), types=list(types or ()) or None,
-                               limit=limit, since=since, session_id=session_id, file=file)
+        hits = semantic.search(conn, query, project_id=project_id_of(project_root),
+                               types=list(types or ()) or None, limit=limit, since=since, session_id=session_id,
+                               file=file)
     finally:
         if conn is not None:
             conn.close()
@@ -190,12 +191,15 @@ def _brief(record: dict) -> dict:
 
 
 def timeline(project_id: str, *, session_id=None, before=None, limit: int = 50, db=None) -> "list[dict]":
-    """A project's live records newest first, as timeline rows (`_brief`); `before` = (created_at, record_id)."""
+    """A project's live records newest first, as timeline rows (`_brief`).
+
+    `before` = (created_at, record_id) of the last row shown.
+    """
     db = db or open_existing()
     if db is None:
         return []
-    return clean([_brief(r) for r in recordstore.list_records(db, limit=limit, before=before, project_id=project_id,
-                                                              session_id=session_id)])
+    rows = recordstore.list_records(db, limit=limit, before=before, project_id=project_id, session_id=session_id)
+    return clean([_brief(r) for r in rows])
 
 
 def session_summaries(*, project_id=None, limit: int = 20, before=None, db=None) -> "list[dict]":
@@ -533,5 +537,5 @@ def health(db=None) -> dict:
 
 
 __all__ = ["ManageError", "NotFound", "OBSERVATION_TYPES", "clean", "edit", "forget", "forgotten", "health",
-           "import_lines", "list_records", "parse_since", "projects", "purge", "restore", "search", "session_summaries",
-           "show", "terminal", "timeline"]
+           "import_lines", "list_records", "parse_since", "projects", "purge", "restore", "search",
+           "session_summaries", "show", "terminal", "timeline"]

@@ -97,7 +97,8 @@ class Drain(_Section):
 class Recall(_Section):
     """What the hooks inject (read by the hook itself with tomllib; see kirolearn.recall.context)."""
 
-    # The defaults and the cap are the hook's own (kirolearn.limits; kirolearn.recall.context reads this table with tomllib).
+    # The defaults and the cap are the hook's own (kirolearn.limits; kirolearn.recall.context reads this
+    # table with tomllib).
     budget_tokens: int = Field(limits.DEFAULTS["budget_tokens"], ge=0, le=limits.MAX_BUDGET_TOKENS,
                                description="size cap of one injected block, estimated at 4 characters a token; at "
                                f"most {limits.MAX_BUDGET_TOKENS:,} because Kiro CLI cuts hook output at 10,240 bytes")

@@ -108,7 +108,8 @@ def main(argv) -> int:
     verbose = "--verbose" in argv
     graph = grimp.build_graph("kirolearn", cache_dir=None)  # no cache: a stale one once hid moved modules
     floors = floors_from_setup_cfg()
-    arrows = [(a, b) for a in sorted(graph.modules) for b in sorted(graph.find_modules_directly_imported_by(a))]
+    arrows = [(a, b) for a in sorted(graph.modules)
+              for b in sorted(graph.find_modules_directly_imported_by(a))]
     up, unplaced = [], set()
     for a, b in arrows:
         fa, fb = floor_of(a, floors), floor_of(b, floors)

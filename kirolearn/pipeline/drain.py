@@ -484,7 +484,8 @@ class Drainer:
             self.extract_batch(batch, stats)
         stats.model_breaker_open = self.breaker_open()
         stats.expired_events = self.expire_events()
-        records.expire_forgotten(self.db, self.settings.retention.forgotten_days)  # tombstones past retention lose their bytes
+        # forgotten records past retention.forgotten_days lose their bytes
+        records.expire_forgotten(self.db, self.settings.retention.forgotten_days)
         self.embed_records(stats)
         stats.pending_events = records.pending_event_count(self.db)
         self.release(done, stats)

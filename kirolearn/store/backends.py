@@ -1,4 +1,4 @@
-"""`open_store(url)`: the backend a store URL names, above both backends (kirolearn.store.base is their contract)."""
+"""`open_store(url)`: the backend a store URL names, above both backends (store.base is their contract)."""
 
 from __future__ import annotations
 

@@ -251,7 +251,7 @@ def m009_scrub_state(db):
     A new store holds nothing yet, so it is as clean as the current rules; a store that already
     holds rows was scrubbed by the rules before this table existed, version 1.
     """
-    from kirolearn.privacy.scrub import rules_version  # up a floor on purpose: setup.cfg's layers contract says why
+    from kirolearn.privacy.scrub import rules_version  # up a floor on purpose: setup.cfg says why
 
     db["scrub_state"].create({"key": str, "value": str}, pk="key")
     holds_rows = any(db[t].exists() and db[t].count for t in ("events", "memory_records", "session_summaries"))

@@ -16,10 +16,10 @@ from kirolearn.store import backup, reader, records
 from kirolearn.store import records as recordstore
 from kirolearn.store.base import SUMMARY_LISTS, Store
 from kirolearn.store.migrations import migrations
-from kirolearn.store.sqlite import (_refuse_newer_schema, busy_timeout, commit_extraction, counts, existing_event_ids,
-                                    expire_events, forget_terms, forgotten_hashes, insert_events, insert_record,
-                                    insert_session_summary, open_db, pending_events, pending_sessions, record_row,
-                                    writing)
+from kirolearn.store.sqlite import (_refuse_newer_schema, busy_timeout, commit_extraction, counts,
+                                    existing_event_ids, expire_events, forget_terms, forgotten_hashes,
+                                    insert_events, insert_record, insert_session_summary, open_db, pending_events,
+                                    pending_sessions, record_row, writing)
 
 
 class SqliteStore(Store):
