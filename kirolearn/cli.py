@@ -412,7 +412,9 @@ def search_command(query, project, all_projects, types, since, session_id, file,
                            session_id=session_id, file=file)
 
     if json_:
-        click.echo(json.dumps(clean([h.to_dict() for h in hits]), ensure_ascii=False, indent=2))
+        from kirolearn.manage import for_json
+
+        click.echo(json.dumps(for_json([h.to_dict() for h in hits]), ensure_ascii=False, indent=2))
         return
     if not hits:
         where = "any project" if all_projects else root
@@ -568,7 +570,9 @@ def session_init_command(label, project, json_):
     """Show the latest session-end summary of this project (it stays until superseded)."""
     from kirolearn import Memory
 
-    found = Memory().init_session(label=label, project=_project_root(project))
+    from kirolearn.manage import for_json, terminal
+
+    found = for_json(Memory().init_session(label=label, project=_project_root(project)))  # memory: untrusted
     if json_:
         click.echo(json.dumps(found, ensure_ascii=False))
         return
@@ -577,7 +581,7 @@ def session_init_command(label, project, json_):
         return
     click.echo(f"Last session {found['session_id']} ended {found['ended_at']}"
                + (f" on branch {found['branch']}" if found.get("branch") else ""))
-    click.echo(found["summary"] or "(it ended without a summary)")
+    click.echo(terminal(found["summary"]) if found["summary"] else "(it ended without a summary)")
     for later in found.get("ended_without_summary") or []:
         why = f" (auto_compress: {later['auto_compress_error']})" if later.get("auto_compress_error") else ""
         click.echo(f"Since then session {later['session_id']} ended {later['ended_at']} without a summary{why}.")
@@ -586,7 +590,7 @@ def session_init_command(label, project, json_):
         if found[key]:
             click.echo(f"{head}:")
             for item in found[key]:
-                click.echo(f"  - {item}")
+                click.echo(terminal(f"  - {' '.join(str(item).split())}"))
 
 
 @cli.command(name="install")

@@ -36,9 +36,27 @@ FORBIDDEN = ("403 Forbidden: this kirolearn viewer needs its token. Open the URL
              "(it ends in ?token=...).\n")
 
 
+def shown(value):
+    """Every value a template prints (Jinja's finalize): strings go through the outbound sanitiser
+    (no control, bidi or zero-width character, no Kiro marker) before autoescape; a string that
+    loses an invisible character is re-scrubbed, since a secret it split may be whole again."""
+    if not isinstance(value, str):
+        return value
+    from markupsafe import Markup
+
+    from kirolearn.privacy.sanitize import clean_text, defuse, is_plain
+
+    if is_plain(value) and "context" not in value.lower():
+        return value
+    out = defuse(clean_text(value))
+    if not is_plain(value):
+        out = manage.scrubber().scrub_text(out)
+    return Markup(out) if isinstance(value, Markup) else out
+
+
 def _env() -> Environment:
     env = Environment(loader=FileSystemLoader(os.path.join(HERE, "templates")),
-                      autoescape=select_autoescape(default=True, default_for_string=True))
+                      autoescape=select_autoescape(default=True, default_for_string=True), finalize=shown)
     env.filters["when"] = lambda iso: (iso or "")[:19].replace("T", " ")
     env.filters["score"] = lambda value: f"{value:.3g}"
     env.filters["oneline"] = lambda text: " ".join(str(text or "").split())
