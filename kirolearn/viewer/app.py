@@ -37,21 +37,22 @@ FORBIDDEN = ("403 Forbidden: this kirolearn viewer needs its token. Open the URL
 
 
 def shown(value):
-    """Every value a template prints (Jinja's finalize): strings go through the outbound sanitiser
-    (no control, bidi or zero-width character, no Kiro marker) before autoescape; a string that
-    loses an invisible character is re-scrubbed, since a secret it split may be whole again."""
+    """Every value a template prints (Jinja's finalize), through the outbound sanitiser before autoescape:
+    no control, bidi or zero-width character, no Kiro marker, and each line that could pass for a marker
+    or an instruction quoted (kirolearn.privacy.sanitize). A string that loses an invisible character is
+    re-scrubbed, since a secret it split may be whole again. Markup (HTML a filter made) keeps its lines."""
     if not isinstance(value, str):
         return value
     from markupsafe import Markup
 
-    from kirolearn.privacy.sanitize import clean_text, defuse, is_plain
+    from kirolearn.privacy.sanitize import clean_text, defuse, guard_lines
 
-    if is_plain(value) and "context" not in value.lower():
-        return value
-    out = defuse(clean_text(value))
-    if not is_plain(value):
+    out = clean_text(value)
+    if out is not value:
         out = manage.scrubber().scrub_text(out)
-    return Markup(out) if isinstance(value, Markup) else out
+    if isinstance(value, Markup):
+        return Markup(defuse(out))
+    return guard_lines(out)
 
 
 def _env() -> Environment:
