@@ -7,6 +7,7 @@ its keys are documented in README.md and only ever added to.
 """
 
 import json
+import os
 import sqlite3
 import sys
 
@@ -242,8 +243,43 @@ def _describe(stats) -> str:
     return text
 
 
+class PrivateFile(click.File):
+    """click.File for writing, except that a file it creates is 0600 whatever the umask (an export holds
+    every prompt and tool output). Opened on the first write, as click.File opens one; "-" is stdout."""
+
+    def convert(self, value, param, ctx):
+        if value == "-" or not isinstance(value, (str, os.PathLike)):
+            return super().convert(value, param, ctx)
+        return _PrivateOutput(os.fspath(value), self, param, ctx)
+
+
+class _PrivateOutput:
+    def __init__(self, path, kind, param, ctx):
+        self.path, self.kind, self.param, self.ctx, self.fh = path, kind, param, ctx, None
+        if ctx is not None:
+            ctx.call_on_close(self.close)
+
+    def write(self, text: str) -> int:
+        if self.fh is None:
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o600)
+            except OSError as exc:
+                self.kind.fail(f"'{self.path}': {exc.strerror or exc}", self.param, self.ctx)
+            self.fh = os.fdopen(fd, "w", encoding="utf-8")
+        return self.fh.write(text)
+
+    def flush(self) -> None:
+        if self.fh is not None:
+            self.fh.flush()
+
+    def close(self) -> None:
+        if self.fh is not None:
+            self.fh.close()
+
+
 @cli.command(name="export")
-@click.option("-o", "--output", type=click.File("w", encoding="utf-8"), default="-", help="File to write (default stdout).")
+@click.option("-o", "--output", type=PrivateFile("w", encoding="utf-8"), default="-",
+              help="File to write (default stdout); a new file is created 0600.")
 def export_command(output):
     """Write every stored object as JSON Lines, for backup and tests.
 

@@ -126,7 +126,7 @@ def repair(settings, *, force: bool = False) -> RepairReport:
     report.events, report.records = counts["events"], counts["records"]
     held = int(report.held_before.get("events") or 0)
     report.lost_events = max(0, held - int(report.recovered.get("events", 0)))
-    marker = {"path": os.path.abspath(path), "created_at": store.now_iso(), "repaired_at": store.now_iso(), **counts}
+    marker = {**state.store_identity(path), "created_at": store.now_iso(), "repaired_at": store.now_iso(), **counts}
     state.write(state.STORE, marker)
     health.drain_finished(None)
     for leftover in (new_path + ".setup.lock",):
