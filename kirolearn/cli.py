@@ -934,6 +934,8 @@ def repair_command(force, json_):
     click.echo(f"database was {report.state_before}: {report.detail}")
     for path in report.backups:
         click.echo(f"backed up: {path}")
+    if report.header_rebuilt:
+        click.echo(f"file header: not SQLite's; rebuilt from the pages (page size {report.page_size})")
     recovered = ", ".join(f"{n} {table}" for table, n in sorted(report.recovered.items()))
     if report.method == repair.NO_CONTENT_METHOD:
         click.echo("recovered: nothing (the database file was missing or empty)")
