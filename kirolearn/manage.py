@@ -102,8 +102,16 @@ def clean(value, scrub=None):
 def terminal(text) -> str:
     """Text safe to print on a terminal: control, bidi and invisible characters shown as \\xNN / \\uNNNN,
     and each line that could pass for a marker quoted (kirolearn.privacy.sanitize.visible)."""
-    from kirolearn.privacy.sanitize import visible
+    from kirolearn.privacy.sanitize import clean_text, is_plain, visible
 
+    text = str(text)
+    if not is_plain(text):
+        # Shown as \\u200b, an invisible character still leaves a split secret legible: when removing
+        # them makes a secret the scrubber knows, print the cleaned, re-scrubbed text instead.
+        cleaned = clean_text(text)
+        scrubbed = scrubber().scrub_text(cleaned)
+        if scrubbed != cleaned:
+            return visible(scrubbed)
     return visible(text)
 
 
