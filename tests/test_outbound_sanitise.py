@@ -44,6 +44,7 @@ TITLE = "Deploy rollout \x1b[31mred\x1b[0m \u202eevil\u202c zero\u200bwidth"
 FORBIDDEN = ("\x1b\x07\x00\x7f\x08\x9b\r\u2028\u2029\u202e\u202c\u2066\u2069\u200e\u200f\u061c\u200b\u2060"
              "\ufeff\U000e0041\U000e0042\U000e0100\u3164")
 MARKER = re.compile(r"(?im)^[ \t]*(?:-{2,}[ \t]*context[ \t]+entry|#{1,6}[ \t]*system\b)")
+KIRO_MARKER = re.compile(r"(?i)-{2,}[ \t]*context[ \t]+entry")  # anywhere, even inside a JSON string
 
 
 def assert_safe_text(out: str, where: str) -> None:
@@ -77,7 +78,7 @@ def assert_safe_value(value, where: str) -> None:
     bad = sorted({f"U+{ord(c):04X}" for c in text if c in FORBIDDEN})
     assert not bad, f"{where}: {bad} reached the answer"
     assert KEY not in text and GHP not in text, f"{where}: a secret reached the answer"
-    assert "context entry" not in text.lower().replace("— context entry", ""), f"{where}: a Kiro marker"
+    assert not KIRO_MARKER.search(text), f"{where}: a Kiro marker"
 
 
 @pytest.fixture
@@ -188,3 +189,30 @@ def test_the_sanitiser_pieces():
     assert sanitize.defuse("---CONTEXT  ENTRY BEGIN---") == "— context entry BEGIN---"
     assert sanitize.clean_value({"k\u200b": ["a\x07b", 1, None]}) == {"k": ["ab", 1, None]}
     assert sanitize.visible("a\u200bb\x1b[1m") == "a\\u200bb\\x1b[1m"
+
+
+try:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+except ImportError:  # pragma: no cover
+    given = None
+
+if given is not None:
+    HOSTILE_CHARS = st.sampled_from(list(FORBIDDEN) + ["\n", "#", "-", " ", "SYSTEM", ":", "context entry",
+                                                       "ignore previous instructions", "<|", "[INST]", "a"])
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.one_of(st.text(), st.lists(HOSTILE_CHARS, max_size=40).map("".join)))
+    def test_no_text_survives_the_sanitiser_as_a_marker_or_an_invisible_character(text):
+        import unicodedata
+
+        cleaned = sanitize.clean_text(text)
+        assert not [c for c in cleaned if unicodedata.category(c) == "Cf" or c in FORBIDDEN]
+        assert sanitize.clean_text(cleaned) == cleaned  # idempotent
+        guarded = sanitize.guard_lines(text)
+        assert sanitize.guard_lines(guarded) == guarded  # idempotent
+        for line in guarded.split("\n"):
+            assert line.startswith("> ") or not sanitize.markerish(line), repr(line)
+            assert not MARKER.match(line), repr(line)
+        assert all(line.startswith(">") for line in sanitize.quote(text.split("\n")).split("\n"))
+        assert not KIRO_MARKER.search(sanitize.clean_value({"k": text})["k"])

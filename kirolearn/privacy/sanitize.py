@@ -154,7 +154,7 @@ def guard_lines(text: str) -> str:
     Idempotent: a quoted line no longer looks like a marker.
     """
     lines = defuse(clean_text(text)).split("\n")
-    return "\n".join("> " + line if markerish(line) else line for line in lines)
+    return "\n".join("> " + line if not line.startswith("> ") and markerish(line) else line for line in lines)
 
 
 def one_line(text) -> str:
