@@ -138,6 +138,8 @@ def test_malformed_mcp_requests_get_an_error_with_their_id_and_leave_no_trace_in
                      "params": {"name": 5, "arguments": {"aws_secret_access_key": AWS_SECRET}}})
         assert server.reply(43)["error"]["code"] == -32602
         server.send(f'not json at all aws_secret_access_key="{AWS_SECRET}"')  # no id to answer
+        server.send({"jsonrpc": "2.0", "method": "notifications/cancelled",  # a notification: no answer owed
+                     "params": {"requestId": {"k": 1}, "reason": f"x {AWS_SECRET}"}})
         server.send({"jsonrpc": "2.0", "id": 44, "method": "tools/list"})
         assert len(server.reply(44)["result"]["tools"]) >= 6  # still serving
     finally:

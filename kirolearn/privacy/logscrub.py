@@ -16,17 +16,22 @@ def drop_quoted_input(text: str) -> str:
 
     Pydantic cuts a long input to its head and its tail around "...": a secret cut that way no
     longer looks like one to the scrubber, so the quote goes whole, up to the last `, input_type=`
-    of its line (the input itself may contain that text).
+    of its line (the input itself may contain that text). The mcp SDK's own quote of the whole
+    message it could not validate ("Message was: ...") goes too: a secret in it need not look like one.
     """
-    if "input_value=" not in text:
+    if "input_value=" not in text and "Message was:" not in text and "failed validation:" not in text:
         return text
     if not _QUOTED_INPUT:
         import re
 
-        _QUOTED_INPUT.extend((re.compile(r"input_value=[^\n]*(?=, input_type=)"),
-                              re.compile(r"input_value=(?![\[]not logged)[^\n]*")))
-    for pattern in _QUOTED_INPUT:
-        text = pattern.sub("input_value=[not logged]", text)
+        _QUOTED_INPUT.extend((
+            (re.compile(r"input_value=[^\n]*(?=, input_type=)"), "input_value=[not logged]"),
+            (re.compile(r"input_value=(?![\[]not logged)[^\n]*"), "input_value=[not logged]"),
+            # the mcp SDK quotes a whole client message after a failed validation: never logged
+            (re.compile(r"(Message was:|Message that failed validation:).*", re.S), r"\1 [not logged]"),
+        ))
+    for pattern, replacement in _QUOTED_INPUT:
+        text = pattern.sub(replacement, text)
     return text
 
 
