@@ -255,7 +255,7 @@ def sanitise_result(result):
 def malformed_reply(line: str):
     """The JSON-RPC error for a line that is not a valid JSON-RPC message, or None when none is owed.
 
-    A request whose id can be read gets -32602 (its params are not an object or a list) or -32600
+    A request whose id can be read gets -32602 (its params are not an object) or -32600
     (anything else wrong with it), so the client does not wait for its own timeout. A line that is not
     JSON, has no usable id or is a response gets none (JSON-RPC answers responses with nothing). The
     error quotes nothing of the line: it may hold a secret.
@@ -271,7 +271,7 @@ def malformed_reply(line: str):
     request_id = message.get("id")
     if isinstance(request_id, bool) or not isinstance(request_id, (str, int)):
         return None
-    params_bad = "params" in message and not isinstance(message["params"], (dict, list))
+    params_bad = message.get("params") is not None and not isinstance(message["params"], dict)  # MCP: objects only
     method_ok = isinstance(message.get("method"), str) and message.get("jsonrpc") == "2.0"
     code, text = ((-32602, "Invalid params: 'params' must be an object") if params_bad and method_ok else
                   (-32600, "Invalid Request: not a JSON-RPC 2.0 request (needs \"jsonrpc\": \"2.0\", an id and "
