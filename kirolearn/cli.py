@@ -7,6 +7,7 @@ its keys are documented in README.md and only ever added to.
 """
 
 import json
+import os
 import sys
 
 import click
@@ -130,8 +131,43 @@ def _describe(stats) -> str:
     return text
 
 
+class PrivateFile(click.File):
+    """click.File for writing, except that a file it creates is 0600 whatever the umask (an export holds
+    every prompt and tool output). Opened on the first write, as click.File opens one; "-" is stdout."""
+
+    def convert(self, value, param, ctx):
+        if value == "-" or not isinstance(value, (str, os.PathLike)):
+            return super().convert(value, param, ctx)
+        return _PrivateOutput(os.fspath(value), self, param, ctx)
+
+
+class _PrivateOutput:
+    def __init__(self, path, kind, param, ctx):
+        self.path, self.kind, self.param, self.ctx, self.fh = path, kind, param, ctx, None
+        if ctx is not None:
+            ctx.call_on_close(self.close)
+
+    def write(self, text: str) -> int:
+        if self.fh is None:
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o600)
+            except OSError as exc:
+                self.kind.fail(f"'{self.path}': {exc.strerror or exc}", self.param, self.ctx)
+            self.fh = os.fdopen(fd, "w", encoding="utf-8")
+        return self.fh.write(text)
+
+    def flush(self) -> None:
+        if self.fh is not None:
+            self.fh.flush()
+
+    def close(self) -> None:
+        if self.fh is not None:
+            self.fh.close()
+
+
 @cli.command(name="export")
-@click.option("-o", "--output", type=click.File("w", encoding="utf-8"), default="-", help="File to write (default stdout).")
+@click.option("-o", "--output", type=PrivateFile("w", encoding="utf-8"), default="-",
+              help="File to write (default stdout); a new file is created 0600.")
 def export_command(output):
     """Write every stored object as JSON Lines, for backup and tests.
 
@@ -243,7 +279,9 @@ def search_command(query, project, all_projects, types, since, session_id, file,
                            session_id=session_id, file=file)
 
     if json_:
-        click.echo(json.dumps(clean([h.to_dict() for h in hits]), ensure_ascii=False, indent=2))
+        from kirolearn.manage import for_json
+
+        click.echo(json.dumps(for_json([h.to_dict() for h in hits]), ensure_ascii=False, indent=2))
         return
     if not hits:
         where = "any project" if all_projects else root
@@ -390,7 +428,9 @@ def session_init_command(label, project, json_):
     """Show the latest session-end summary of this project (it stays until superseded)."""
     from kirolearn import Memory
 
-    found = Memory().init_session(label=label, project=_project_root(project))
+    from kirolearn.manage import for_json, terminal
+
+    found = for_json(Memory().init_session(label=label, project=_project_root(project)))  # memory: untrusted
     if json_:
         click.echo(json.dumps(found, ensure_ascii=False))
         return
@@ -399,7 +439,7 @@ def session_init_command(label, project, json_):
         return
     click.echo(f"Last session {found['session_id']} ended {found['ended_at']}"
                + (f" on branch {found['branch']}" if found.get("branch") else ""))
-    click.echo(found["summary"] or "(it ended without a summary)")
+    click.echo(terminal(found["summary"]) if found["summary"] else "(it ended without a summary)")
     for later in found.get("ended_without_summary") or []:
         why = f" (auto_compress: {later['auto_compress_error']})" if later.get("auto_compress_error") else ""
         click.echo(f"Since then session {later['session_id']} ended {later['ended_at']} without a summary{why}.")
@@ -408,7 +448,7 @@ def session_init_command(label, project, json_):
         if found[key]:
             click.echo(f"{head}:")
             for item in found[key]:
-                click.echo(f"  - {item}")
+                click.echo(terminal(f"  - {' '.join(str(item).split())}"))
 
 
 @cli.command(name="install")
@@ -716,6 +756,8 @@ def repair_command(force, json_):
     click.echo(f"database was {report.state_before}: {report.detail}")
     for path in report.backups:
         click.echo(f"backed up: {path}")
+    if report.header_rebuilt:
+        click.echo(f"file header: not SQLite's; rebuilt from the pages (page size {report.page_size})")
     recovered = ", ".join(f"{n} {table}" for table, n in sorted(report.recovered.items()))
     if report.method == repair.NO_CONTENT_METHOD:
         click.echo("recovered: nothing (the database file was missing or empty)")

@@ -52,7 +52,9 @@ def _no_database(record_id: str):
 
 
 def _echo_json(value):
-    click.echo(json.dumps(value, ensure_ascii=False, indent=2))
+    from kirolearn.manage import for_json  # same shape; every string sanitised (memory is untrusted)
+
+    click.echo(json.dumps(for_json(value), ensure_ascii=False, indent=2))
 
 
 def _line(record, *, with_project=False) -> str:
@@ -143,10 +145,12 @@ def show_command(record_id, json_):
     if rec.get("actor"):
         click.echo(t(f"by {rec['actor']} on {rec.get('host') or '?'} with {rec.get('agent') or '?'}"))
     click.echo("")
-    click.echo(t(rec["summary"]))
+    from kirolearn.privacy.sanitize import quote
+
+    click.echo(quote(t(rec["summary"]).split("\n")))  # memory text: every line quoted, as in the context block
     for head, key in (("facts", "facts"), ("concepts", "concepts"), ("files", "files_touched")):
         if rec[key]:
-            click.echo(t(f"{head}: " + "; ".join(str(v) for v in rec[key])))
+            click.echo(t(f"{head}: " + "; ".join(" ".join(str(v).split()) for v in rec[key])))
     click.echo("\nprovenance:")
     run = found["run"]
     if run:
@@ -172,7 +176,7 @@ def show_command(record_id, json_):
     for summary in s["session_summaries"]:
         click.echo(t(f"    session_end {summary['ended_at']}: {' '.join(summary['summary'].split())[:200]}"))
         for step in summary["next_steps"]:
-            click.echo(t(f"      next: {step}"))
+            click.echo(t(f"      next: {' '.join(str(step).split())}"))
     if found["history"]:
         click.echo("history:")
         for h in found["history"]:

@@ -266,8 +266,13 @@ def inject_context(event: dict, adapter=None) -> None:
         log(f"recall for {event.get('trigger')}: {type(exc).__name__}: {str(exc)[:200]}")
         return
     if text:
-        sys.stdout.write((adapter or agents.get()).context_output(event["trigger"], text))
-        sys.stdout.flush()
+        output = (adapter or agents.get()).context_output(event["trigger"], text)
+        try:
+            sys.stdout.write(output)  # sys.stdout is None when the agent started us with fd 1 closed
+            sys.stdout.flush()
+        except (AttributeError, OSError, ValueError) as exc:  # the event is in the spool already: say so
+            report(f"{event.get('trigger')}: event recorded, but its recalled memory was not printed "
+                   f"(stdout is closed or broken: {type(exc).__name__})")
 
 
 def handle(argv: "list[str]", stdin: "bytes | None" = None) -> int:

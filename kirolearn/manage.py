@@ -101,9 +101,27 @@ def clean(value, scrub=None):
 
 
 def terminal(text) -> str:
-    """Text safe to print on a terminal: control characters (escape sequences) shown as \\xNN."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256
-                        else f"\\u{ord(m.group()):04x}", str(text))
+    """Text safe to print on a terminal: control, bidi and invisible characters shown as \\xNN / \\uNNNN,
+    and each line that could pass for a marker quoted (kirolearn.privacy.sanitize.visible)."""
+    from kirolearn.privacy.sanitize import clean_text, is_plain, visible
+
+    text = str(text)
+    if not is_plain(text):
+        # Shown as \\u200b, an invisible character still leaves a split secret legible: when removing
+        # them makes a secret the scrubber knows, print the cleaned, re-scrubbed text instead.
+        cleaned = clean_text(text)
+        scrubbed = scrubber().scrub_text(cleaned)
+        if scrubbed != cleaned:
+            return visible(scrubbed)
+    return visible(text)
+
+
+def for_json(value, scrub=None):
+    """A value for `--json` output: same shape, every string sanitised (kirolearn.privacy.sanitize) and
+    re-scrubbed after that (a secret split by an invisible character is whole once it is removed)."""
+    from kirolearn.privacy.sanitize import outbound_value
+
+    return outbound_value(value, scrub or scrubber())
 
 
 def parse_since(text: "str | None", now: "datetime | None" = None) -> "str | None":

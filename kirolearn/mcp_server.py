@@ -8,6 +8,7 @@ server itself never dies on bad input.
 """
 
 import argparse
+import contextlib
 import inspect
 import json
 import logging
@@ -178,20 +179,159 @@ class ScrubbingFastMCP(FastMCP):
 
         from pydantic import ValidationError
 
+        from kirolearn.privacy.sanitize import clean_text
+
+        def error(text: str) -> ToolError:  # an error can quote memory or input: sanitised like any answer
+            return ToolError(scrub_text(clean_text(text)))
+
         try:
-            return await super().call_tool(name, arguments)
+            result = await super().call_tool(name, arguments)
         except ToolError as exc:
             cause = exc.__cause__ or exc.__context__
             if isinstance(cause, KirolearnError):  # FastMCP wraps what a tool raised
-                raise ToolError(scrub_text(str(cause))) from None
+                raise error(str(cause)) from None
             if isinstance(cause, ValidationError):  # wrong argument types or sizes
-                raise ToolError(scrub_text(describe_invalid(name, cause))) from None
-            raise ToolError(scrub_text(one_line(str(exc)))) from None
+                raise error(describe_invalid(name, cause)) from None
+            raise error(one_line(str(exc))) from None
         except KirolearnError as exc:
-            raise ToolError(scrub_text(str(exc))) from None
+            raise error(str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - becomes the MCP error result
             log.error("tool %s failed: %s", name, scrub_text(one_line(f"{type(exc).__name__}: {exc}")))
-            raise ToolError(scrub_text(one_line(str(exc)))) from None
+            raise error(one_line(str(exc))) from None
+        return sanitise_result(result)
+
+    async def run_stdio_async(self) -> None:
+        """Serve over stdio, answering a malformed request with a JSON-RPC error that carries its id."""
+        async with guarded_stdio() as (read_stream, write_stream):
+            await self._mcp_server.run(read_stream, write_stream, self._mcp_server.create_initialization_options())
+
+
+def sanitise_text(text: str, scrubber) -> str:
+    """One text answer on its way to the agent (design.md rule 9): a JSON text is re-encoded from its
+    sanitised value (it stays JSON); any other text is cleaned, re-scrubbed and marker-like lines quoted."""
+    from kirolearn.privacy.sanitize import outbound_text, outbound_value
+
+    stripped = text.lstrip()
+    if stripped[:1] in ("{", "["):
+        try:
+            value = json.loads(text)
+        except ValueError:
+            pass
+        else:
+            indent = 2 if stripped.startswith(("{\n", "[\n")) else None  # the layout it came in
+            return json.dumps(outbound_value(value, scrubber), ensure_ascii=text.isascii(), indent=indent)
+    return outbound_text(text, scrubber)
+
+
+def sanitise_result(result):
+    """Every answer of every tool, whatever form FastMCP returns it in, sanitised (text and structured)."""
+    from kirolearn.manage import scrubber as configured  # the user's extra patterns and allow-list, cached
+    from kirolearn.privacy.sanitize import outbound_value
+
+    scrub = configured()
+
+    def content(items):
+        out = []
+        for item in items:
+            if isinstance(item, TextContent):
+                item = item.model_copy(update={"text": sanitise_text(item.text, scrub)})
+            out.append(item)
+        return out
+
+    if isinstance(result, CallToolResult):
+        update = {"content": content(result.content)}
+        if result.structuredContent is not None:
+            update["structuredContent"] = outbound_value(result.structuredContent, scrub)
+        return result.model_copy(update=update)
+    if isinstance(result, dict):
+        return outbound_value(result, scrub)
+    if isinstance(result, tuple) and len(result) == 2:
+        return content(result[0]), outbound_value(result[1], scrub)
+    if isinstance(result, (list, tuple)):
+        return content(result)
+    return result
+
+
+def malformed_reply(line: str):
+    """The JSON-RPC error for a line that is not a valid JSON-RPC message, or None when none is owed.
+
+    A request whose id can be read gets -32602 (its params are not an object) or -32600
+    (anything else wrong with it), so the client does not wait for its own timeout. A line that is not
+    JSON, has no usable id or is a response gets none (JSON-RPC answers responses with nothing). The
+    error quotes nothing of the line: it may hold a secret.
+    """
+    from mcp.types import ErrorData, JSONRPCError, JSONRPCMessage
+
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(message, dict) or "result" in message or "error" in message:
+        return None
+    request_id = message.get("id")
+    if isinstance(request_id, bool) or not isinstance(request_id, (str, int)):
+        return None
+    params_bad = message.get("params") is not None and not isinstance(message["params"], dict)  # MCP: objects only
+    method_ok = isinstance(message.get("method"), str) and message.get("jsonrpc") == "2.0"
+    code, text = ((-32602, "Invalid params: 'params' must be an object") if params_bad and method_ok else
+                  (-32600, "Invalid Request: not a JSON-RPC 2.0 request (needs \"jsonrpc\": \"2.0\", an id and "
+                           "a string \"method\")"))
+    return JSONRPCMessage(JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=text)))
+
+
+@contextlib.asynccontextmanager
+async def guarded_stdio():
+    """The SDK's stdio transport (mcp.server.stdio), except for a line that is not a valid message.
+
+    The SDK hands such a line on as an exception: the server logs it (with the end of the line in
+    pydantic's message) and answers nothing, so the client waits out its own timeout. Here it is
+    answered at once (malformed_reply) and logged by its size only.
+    """
+    from io import TextIOWrapper
+
+    import anyio
+    from mcp import types
+    from mcp.shared.message import SessionMessage
+
+    stdin = anyio.wrap_file(TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+    stdout = anyio.wrap_file(TextIOWrapper(sys.stdout.buffer, encoding="utf-8"))
+    read_writer, read_stream = anyio.create_memory_object_stream(0)
+    write_stream, write_reader = anyio.create_memory_object_stream(0)
+    replies = write_stream.clone()  # the session closes its own copy when it ends
+
+    async def stdin_reader():
+        try:
+            async with read_writer, replies:
+                async for line in stdin:
+                    if not line.strip():
+                        continue
+                    try:
+                        message = types.JSONRPCMessage.model_validate_json(line)
+                    except Exception:  # noqa: BLE001 - pydantic's error quotes the line: never logged
+                        reply = malformed_reply(line)
+                        log.warning("malformed MCP message (%d bytes) %s", len(line),
+                                    f"answered with JSON-RPC error {reply.root.error.code}" if reply else
+                                    "ignored (no request id to answer)")
+                        if reply is not None:
+                            await replies.send(SessionMessage(reply))
+                        continue
+                    await read_writer.send(SessionMessage(message))
+        except anyio.ClosedResourceError:
+            await anyio.lowlevel.checkpoint()
+
+    async def stdout_writer():
+        try:
+            async with write_reader:
+                async for session_message in write_reader:
+                    await stdout.write(session_message.message.model_dump_json(by_alias=True, exclude_none=True) + "\n")
+                    await stdout.flush()
+        except anyio.ClosedResourceError:
+            await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(stdin_reader)
+        tg.start_soon(stdout_writer)
+        yield read_stream, write_stream
 
 
 def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
@@ -292,13 +432,16 @@ def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
                              types=[observation_type] if observation_type else None, since=parse_since(since))
         if not hits:
             return _result("No matching memories found for the current project.", SearchResult(results=[]))
+        from kirolearn.privacy.sanitize import one_line, quote
+
         blocks = []
-        for h in hits:
-            block = f"### {h.title}\n({h.record_id}, {h.observation_type}, {h.created_at[:10]})\n\n{h.summary}"
+        for h in hits:  # memory is untrusted: one-line fields, the summary quoted line by line (design.md rule 9)
+            block = (f"### {one_line(h.title)}\n({h.record_id}, {h.observation_type}, {h.created_at[:10]})\n\n"
+                     f"{quote(h.summary.split(chr(10)))}")
             if h.concepts:
-                block += "\nConcepts: " + ", ".join(h.concepts)
+                block += "\nConcepts: " + ", ".join(one_line(c) for c in h.concepts)
             if h.files_touched:
-                block += "\nFiles:\n" + "\n".join(f"  {f}" for f in h.files_touched)
+                block += "\nFiles:\n" + "\n".join(f"  {one_line(f)}" for f in h.files_touched)
             blocks.append(block)
         text = context.scrub_out("\n\n".join(blocks), context.settings())
         from kirolearn.manage import clean  # structured results are re-scrubbed like the text (design.md rule 9)

@@ -158,7 +158,8 @@ def test_terminal_output_cannot_carry_escape_sequences(here, add_record):
     assert "\\x1b[31malert" in out and "\\u202e" in out
     assert "\x1b" not in run("show", rid).stdout
     assert "\x1b" not in run("search", "alert").stdout
-    assert js("list")[0]["title"].startswith("Red \x1b[31m")  # JSON keeps the data, escaped by JSON itself
+    # --json keeps its shape, its values sanitised like every other medium (issue 23, design.md rule 9)
+    assert js("list")[0]["title"] == "Red alert and a bell  and evil"
 
 
 # --- forget, tombstones, restore ------------------------------------------------------------------------

@@ -237,7 +237,7 @@ def test_search_memory_and_save_observation(project):
     assert text(saved).startswith("Saved observation mr_")
     found = call(project, "search_memory", {"query": "export WAL", "limit": 100})
     rid, day = found.structuredContent["results"][0]["record_id"], found.structuredContent["results"][0]["created_at"][:10]
-    assert text(found) == (f"### Use WAL for the export job\n({rid}, decision, {day})\n\nbusy timeout 30\n"
+    assert text(found) == (f"### Use WAL for the export job\n({rid}, decision, {day})\n\n> busy timeout 30\n"
                            "Concepts: sqlite\nFiles:\n  scripts/export.py")
     assert call(project, "search_memory", {"query": "export WAL", "limit": 500}).isError
     assert found.structuredContent["results"][0]["observation_type"] == "decision"

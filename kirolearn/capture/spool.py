@@ -186,7 +186,13 @@ def quarantine(path: str, reason: str, spool_root: "str | None" = None) -> str:
     try:
         import stat
 
-        if stat.S_ISREG(os.lstat(target).st_mode):
+        info = os.lstat(target)
+        if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+            # A hard link shares its mode with its other names, outside the spool too: chmod would change
+            # someone else's file. Only this name moved (into a 0700 folder); the file is left as it was.
+            reason = (f"{reason.rstrip()} (a hard link, {info.st_nlink} names: only this name was moved; "
+                      "the file's mode and other names were left as they were)")
+        elif stat.S_ISREG(info.st_mode):
             os.chmod(target, 0o600)  # whatever it was, it may hold raw event text
     except OSError:
         pass

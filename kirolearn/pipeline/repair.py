@@ -40,6 +40,8 @@ class RepairReport:
     method: str = ""
     recovered: dict = field(default_factory=dict)
     unreadable_tables: list = field(default_factory=list)
+    header_rebuilt: bool = False  # the 100-byte file header was not SQLite's: rebuilt from the pages (page_size)
+    page_size: int = 0
     held_before: dict = field(default_factory=dict)
     lost_events: int = 0
     reingested: int = 0
@@ -97,8 +99,16 @@ def repair(settings, *, force: bool = False) -> RepairReport:
         _remove(new_path + suffix)
     scratch = None
     source = None
+    rebuilt = None
     if report.backups and os.path.getsize(report.backups[0]) > 0:
         damaged = report.backups[0]  # recover from the copy: the original is never modified
+        if salvage.header_damaged(damaged):  # neither .recover nor sqlite3 reads past a bad header
+            rebuilt = os.path.join(os.path.dirname(damaged), f"header-rebuilt-{stamp}.db")
+            report.page_size = salvage.rebuild_header(damaged, rebuilt) or 0
+            if report.page_size:
+                report.header_rebuilt, damaged = True, rebuilt
+            else:
+                rebuilt = None
         exe = salvage.sqlite3_cli()
         if exe:
             scratch = os.path.join(os.path.dirname(damaged), f"recovered-{stamp}.db")
@@ -117,8 +127,9 @@ def repair(settings, *, force: bool = False) -> RepairReport:
     os.replace(new_path, path)
     for suffix in ("-wal", "-shm"):
         _remove(new_path + suffix)
-    if scratch:
-        _remove(scratch)
+    for leftover in (scratch, rebuilt):
+        if leftover:
+            _remove(leftover)
     db = store.open_db(path)
     stats = drain.Drainer(db, settings).run_once()
     report.reingested, report.already_stored, report.quarantined = stats.stored, stats.already_stored, stats.quarantined
@@ -126,7 +137,7 @@ def repair(settings, *, force: bool = False) -> RepairReport:
     report.events, report.records = counts["events"], counts["records"]
     held = int(report.held_before.get("events") or 0)
     report.lost_events = max(0, held - int(report.recovered.get("events", 0)))
-    marker = {"path": os.path.abspath(path), "created_at": store.now_iso(), "repaired_at": store.now_iso(), **counts}
+    marker = {**state.store_identity(path), "created_at": store.now_iso(), "repaired_at": store.now_iso(), **counts}
     state.write(state.STORE, marker)
     health.drain_finished(None)
     for leftover in (new_path + ".setup.lock",):

@@ -145,17 +145,27 @@ def age(created_at: str, now: float) -> str:
 
 def _defuse(text: str) -> str:
     # Kiro wraps hook output between these markers; a memory must not close or open one.
-    return text.replace("--- CONTEXT ENTRY", "— context entry").replace("\r", "")
+    from kirolearn.privacy.sanitize import defuse
+
+    return defuse(text).replace("\r", "")
 
 
 def _quote(lines) -> str:
-    from kirolearn.privacy.sanitize import clean_text  # the one place memory text is made printable
+    from kirolearn.privacy.sanitize import quote  # the one outbound sanitiser (design.md rule 9)
 
-    out = []
-    for line in lines:
-        for part in _defuse(clean_text(str(line))).split("\n"):
-            out.append("> " + part if part.strip() else ">")
-    return "\n".join(out)
+    return quote(lines)
+
+
+def _plain(*texts) -> bool:
+    """Whether sanitising leaves every text as it is: when it removes an invisible character, a secret
+    it split may be whole again, so the store's scrubbed_with mark cannot vouch for the result."""
+    from kirolearn.privacy.sanitize import is_plain
+
+    return all(is_plain(str(t)) for t in texts)
+
+
+def _hit_texts(hits) -> list:
+    return [t for h in hits for t in (h.title, h.summary, *h.facts, *h.files_touched)]
 
 
 def render_hit(hit: recall.Hit, now: float, summary_chars: int = SUMMARY_CHARS, reader: "str | None" = None) -> str:
@@ -272,7 +282,10 @@ def session_start(conn, project_root: str, *, now: "float | None" = None, conf: 
     hits = last + notable
     blocks += [render_hit(h, now, reader=reader) for h in hits]
     text, used = render(SESSION_START_HEADING, blocks, conf["budget_tokens"])
-    return scrub_out(text, conf, store_current=bool(text) and rules_current(conn)), (ids + [h.record_id for h in hits])[:used]
+    plain = _plain(*_hit_texts(hits), *((ended.get("summary") or "", *ended["next_steps"], *ended["pitfalls"],
+                                         *ended["open_questions"]) if ended else ()))
+    current = bool(text) and plain and rules_current(conn)
+    return scrub_out(text, conf, store_current=current), (ids + [h.record_id for h in hits])[:used]
 
 
 def last_session_end(conn, pid: str) -> "dict | None":
@@ -325,7 +338,8 @@ def for_prompt(conn, project_root: str, prompt: str, *, already=(), now: "float 
     hits = [h for h in recall.relevant(hits, prompt) if h.record_id not in set(already)][: conf["prompt_records"]]
     reader = me(conf)
     text, used = render(PROMPT_HEADING, [render_hit(h, now, reader=reader) for h in hits], conf["budget_tokens"])
-    return scrub_out(text, conf, store_current=bool(text) and rules_current(conn)), [h.record_id for h in hits[:used]]
+    current = bool(text) and _plain(*_hit_texts(hits)) and rules_current(conn)
+    return scrub_out(text, conf, store_current=current), [h.record_id for h in hits[:used]]
 
 
 def _claim_session_start(*args) -> bool:

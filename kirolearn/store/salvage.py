@@ -61,6 +61,86 @@ def recover_with_cli(exe: str, damaged: str, scratch: str) -> bool:
     return True
 
 
+HEADER_MAGIC = b"SQLite format 3\x00"
+HEADER_SIZE = 100
+_BTREE_PAGE_TYPES = (0x02, 0x05, 0x0A, 0x0D)  # interior/leaf index, interior/leaf table
+
+
+def header_damaged(path: str) -> bool:
+    """Whether the file's first 16 bytes are not SQLite's magic string (a file too short counts too)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(len(HEADER_MAGIC)) != HEADER_MAGIC
+    except OSError:
+        return False
+
+
+def guess_page_size(path: str) -> "int | None":
+    """The page size of a database whose 100-byte header is gone, read from its pages.
+
+    Page 1's b-tree header follows the file header at byte 100 (a table page, leaf or interior);
+    every other page starts at a multiple of the page size, and b-tree pages start with one of four
+    type bytes. The size whose page starts look most like b-tree pages (the file size a multiple of
+    it) wins; None when page 1 does not look like a b-tree page at all.
+    """
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as fh:
+            data = fh.read(min(size, 64 << 20))
+    except OSError:
+        return None
+    if len(data) <= HEADER_SIZE or data[HEADER_SIZE] not in (0x05, 0x0D):
+        return None
+    best, best_score = None, -1
+    for page_size in (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536):
+        if size % page_size or size < page_size:
+            continue
+        starts = range(page_size, min(len(data), size), page_size)
+        if not starts:
+            score = 0
+        else:
+            score = sum(1 for at in starts if data[at] in _BTREE_PAGE_TYPES) / len(starts)
+        if score > best_score:
+            best, best_score = page_size, score
+    return best
+
+
+def rebuild_header(damaged: str, scratch: str) -> "int | None":
+    """Copy `damaged` to `scratch` (0600) with a valid 100-byte header; returns the page size used.
+
+    Everything but the page size is what a fresh kirolearn database has (UTF-8, no reserved bytes,
+    schema format 4, rollback journal, no freelist: lost free pages are only unused space); the
+    page count is the file's size. None (and no scratch file) when no page size can be told.
+    """
+    page_size = guess_page_size(damaged)
+    if page_size is None:
+        return None
+    import struct
+
+    pages = os.path.getsize(damaged) // page_size
+    header = bytearray(HEADER_SIZE)
+    header[0:16] = HEADER_MAGIC
+    struct.pack_into(">H", header, 16, 1 if page_size == 65536 else page_size)
+    header[18], header[19] = 1, 1  # file format write/read version: legacy (no WAL needed to read it)
+    header[20], header[21], header[22], header[23] = 0, 64, 32, 32  # reserved bytes; payload fractions
+    struct.pack_into(">I", header, 24, 1)  # file change counter
+    struct.pack_into(">I", header, 28, pages)  # database size in pages (valid: 92 holds the same counter)
+    struct.pack_into(">I", header, 40, 1)  # schema cookie
+    struct.pack_into(">I", header, 44, 4)  # schema format number
+    struct.pack_into(">I", header, 56, 1)  # text encoding: UTF-8
+    struct.pack_into(">I", header, 92, 1)  # version-valid-for = change counter
+    struct.pack_into(">I", header, 96, sqlite3.sqlite_version_info[0] * 1_000_000
+                     + sqlite3.sqlite_version_info[1] * 1000 + sqlite3.sqlite_version_info[2])
+    fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o600)
+    with os.fdopen(fd, "wb") as out, open(damaged, "rb") as inp:
+        inp.seek(HEADER_SIZE)
+        out.write(bytes(header))
+        shutil.copyfileobj(inp, out, 1 << 20)
+        out.flush()
+        os.fsync(out.fileno())
+    return page_size
+
+
 def _tables(conn) -> "dict[str, list[str]]":
     """Plain tables (no virtual tables, no FTS shadow tables, no SQLite internals) and their columns."""
     rows = conn.execute("select name, type, sql from sqlite_master where type = 'table'").fetchall()

@@ -77,7 +77,9 @@ def open_db(path: "str | None" = None, *, mark: bool = True) -> sqlite_utils.Dat
 
 
 def _marker_matches(marker: dict, path: str) -> bool:
-    return bool(marker) and marker.get("path", path) == os.path.abspath(path)
+    from kirolearn.store import state  # keyed by the home's id, so a moved home keeps its guard
+
+    return state.store_marker_matches(marker, path)
 
 
 def mark_created(path: str, **counts) -> None:
@@ -86,8 +88,8 @@ def mark_created(path: str, **counts) -> None:
 
     marker = state.read(state.STORE)
     if not _marker_matches(marker, path):
-        marker = {"path": os.path.abspath(path), "created_at": now_iso(), "events": 0, "records": 0}
-    marker.update(counts)
+        marker = {"created_at": now_iso(), "events": 0, "records": 0}
+    marker.update(state.store_identity(path), **counts)
     state.write(state.STORE, marker)
 
 

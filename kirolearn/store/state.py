@@ -7,6 +7,11 @@ beside it, one small JSON file each (0600, replaced atomically):
 - `drain.json`: when the last drain started and finished, and its error;
 - `model.json`: the model's consecutive failures across drains (the breaker).
 An unreadable file counts as absent: these files inform, they never block.
+
+`store.json` names its database by the home's id (`home_id`, a random id written
+once into this folder, so it moves with the home) and the file's path inside the
+home, not only by its absolute path: a home moved or restored elsewhere keeps its
+guard. Markers written before home ids (no `home_id` field) are still read.
 """
 
 import json
@@ -29,6 +34,89 @@ def _path(name: str) -> str:
 
 
 utc_now = isotime.now_iso  # UTC time as the store writes it (ISO 8601, milliseconds, Z)
+
+
+HOME_ID = "home_id"  # the file in state/ that names this home
+
+
+def _home_id_path() -> str:
+    return os.path.join(state_dir(), HOME_ID)
+
+
+def home_id(create: bool = False) -> "str | None":
+    """This home's id (32 hex digits), written once into state/home_id; None when there is none yet
+    and `create` is False."""
+    path = _home_id_path()
+    for _ in range(2):
+        try:
+            with open(path, encoding="ascii") as fh:
+                found = fh.read(64).strip()
+            if len(found) == 32 and all(c in "0123456789abcdef" for c in found):
+                return found
+            if not create:
+                return None
+            os.remove(path)  # damaged: a new id (the markers that named the old one are read by path)
+        except FileNotFoundError:
+            if not create:
+                return None
+        except (OSError, UnicodeDecodeError):
+            if not create:
+                return None
+        directory = config.ensure_private_dir(state_dir())
+        new = os.urandom(16).hex()
+        try:
+            fd = os.open(os.path.join(directory, HOME_ID), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            continue  # another process wrote it first: read theirs
+        with os.fdopen(fd, "w", encoding="ascii") as fh:
+            fh.write(new + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        return new
+    return home_id()
+
+
+def _inside_home(path: str) -> "str | None":
+    """`path` relative to the home ('/'-separated), or None when it is not inside it."""
+    home = os.path.abspath(config.home())
+    absolute = os.path.abspath(path)
+    try:
+        if os.path.commonpath([home, absolute]) != home or absolute == home:
+            return None
+    except ValueError:  # another drive (Windows)
+        return None
+    return os.path.relpath(absolute, home).replace(os.sep, "/")
+
+
+def store_identity(path: str) -> dict:
+    """The fields by which store.json names the database at `path` (home id, path in the home, absolute path)."""
+    identity = {"path": os.path.abspath(path)}
+    relative = _inside_home(path)
+    if relative is not None:
+        identity.update(home_id=home_id(create=True), db=relative)
+    return identity
+
+
+def store_marker_matches(marker: dict, path: str) -> bool:
+    """Whether store.json's `marker` is about the database at `path`.
+
+    Yes when it names this absolute path; else when `path` is inside the home and the marker names
+    the same file of this home: by home id and path in the home, or (a marker from before home ids)
+    by the tail of its old absolute path. So a moved home keeps its guard.
+    """
+    if not marker:
+        return False
+    absolute = os.path.abspath(path)
+    if marker.get("path", absolute) == absolute:
+        return True
+    relative = _inside_home(path)
+    if relative is None:
+        return False
+    if marker.get("home_id"):
+        mine = home_id()
+        return marker.get("db") == relative and (mine is None or mine == marker["home_id"])
+    old = str(marker.get("path") or "").replace("\\", "/")
+    return old.endswith("/" + relative)
 
 
 def read(name: str) -> dict:

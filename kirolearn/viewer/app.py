@@ -36,9 +36,28 @@ FORBIDDEN = ("403 Forbidden: this kirolearn viewer needs its token. Open the URL
              "(it ends in ?token=...).\n")
 
 
+def shown(value):
+    """Every value a template prints (Jinja's finalize), through the outbound sanitiser before autoescape:
+    no control, bidi or zero-width character, no Kiro marker, and each line that could pass for a marker
+    or an instruction quoted (kirolearn.privacy.sanitize). A string that loses an invisible character is
+    re-scrubbed, since a secret it split may be whole again. Markup (HTML a filter made) keeps its lines."""
+    if not isinstance(value, str):
+        return value
+    from markupsafe import Markup
+
+    from kirolearn.privacy.sanitize import clean_text, defuse, guard_lines
+
+    out = clean_text(value)
+    if out is not value:
+        out = manage.scrubber().scrub_text(out)
+    if isinstance(value, Markup):
+        return Markup(defuse(out))
+    return guard_lines(out)
+
+
 def _env() -> Environment:
     env = Environment(loader=FileSystemLoader(os.path.join(HERE, "templates")),
-                      autoescape=select_autoescape(default=True, default_for_string=True))
+                      autoescape=select_autoescape(default=True, default_for_string=True), finalize=shown)
     env.filters["when"] = lambda iso: (iso or "")[:19].replace("T", " ")
     env.filters["score"] = lambda value: f"{value:.3g}"
     env.filters["oneline"] = lambda text: " ".join(str(text or "").split())
