@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 BENCH_VENV ?= .venv-bench
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-slow test-all demo bench soak mutate clean
+.PHONY: help install test test-slow test-all demo docs cli-docs bench soak mutate clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
@@ -40,6 +40,13 @@ test-all: $(VENV)/.installed ## run every test, fast and slow
 
 demo: $(VENV)/.installed ## replay recorded Kiro sessions through the real hooks and show the result
 	$(PY) -m kirolearn.demo
+
+docs: $(VENV)/.installed ## build the docs site into site/ (warnings are errors)
+	@$(PY) -c 'import mkdocs, material' 2>/dev/null || $(PY) -m pip install --quiet --disable-pip-version-check -e '.[docs]'
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
+cli-docs: $(VENV)/.installed ## regenerate docs/cli.md from the click commands (tests/test_docs.py checks it)
+	$(VENV)/bin/cog -r docs/cli.md
 
 # The benchmark measures a regular (non-editable) install, as users get it:
 # an editable install adds an import hook to every interpreter start.
@@ -84,4 +91,4 @@ mutate: $(VENV)/.installed ## mutation-test dedup, drain order, recall, summarie
 	nice $(PY) tools/mutate.py
 
 clean: ## remove virtual environments and caches
-	rm -rf $(VENV) $(BENCH_VENV) build *.egg-info .pytest_cache .hypothesis mutants
+	rm -rf $(VENV) $(BENCH_VENV) build dist site *.egg-info .pytest_cache .hypothesis mutants
