@@ -14,12 +14,15 @@ help: ## list the targets
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	@echo "== creating $(VENV) and installing kirolearn with its dependencies (about 1-2 minutes, once)"
-	$(PYTHON) -m venv $(VENV)
-	@# pip's own lines as progress (one per package); the full log stays in $(VENV)/pip.log
-	$(PY) -m pip install --disable-pip-version-check -e '.[dev]' 2>&1 | tee $(VENV)/pip.log \
-		| { grep --line-buffered -E '^(Collecting|Successfully installed)' || true; } \
+	@$(PYTHON) -m venv $(VENV)
+	@# one progress line (rewritten in place on a terminal); pip's whole output stays in $(VENV)/pip.log
+	@$(PY) -m pip install --disable-pip-version-check -e '.[dev]' 2>&1 | tee $(VENV)/pip.log \
+		| awk -v tty="$$([ -t 1 ] && echo 1)" \
+			'/^Collecting / { n++; if (tty) { printf "\r   pip: %d packages collected", n; fflush() } } \
+			 /^Successfully installed / { m = NF - 2 } \
+			 END { if (tty) printf "\r"; printf "   pip: %d packages installed (full log: $(VENV)/pip.log)\n", m }' \
 		|| { tail -n 30 $(VENV)/pip.log; echo "pip install failed; full log: $(VENV)/pip.log"; exit 1; }
-	touch $@
+	@touch $@
 
 install: $(VENV)/.installed ## create .venv with kirolearn (editable) and the test tools
 
