@@ -17,7 +17,8 @@ step() { echo "== check_wheel: $*"; }
 
 step "build tools in $work/tools"
 "$PYTHON" -m venv "$work/tools"
-"$work/tools/bin/python" -m pip install --quiet --disable-pip-version-check build twine "$installer"
+"$work/tools/bin/python" -m pip install --disable-pip-version-check build twine "$installer" > "$work/tools.log" 2>&1 \
+  || { tail -n 40 "$work/tools.log"; echo "installing the build tools failed; log: $work/tools.log"; exit 1; }
 
 step "python -m build (sdist and wheel into $work/dist)"
 # from a copy of the tracked files, so nothing of this checkout's build/ or .egg-info leaks in
@@ -69,7 +70,7 @@ step "which kirolearn: $(command -v kirolearn)"
 step "kirolearn --version"
 kirolearn --version
 
-step "kirolearn doctor (exit 1 is expected here: nothing is wired or scheduled in this fresh home)"
+step "kirolearn doctor (WARN lines are expected: nothing is wired or scheduled in this fresh home)"
 set +e
 kirolearn doctor
 status=$?

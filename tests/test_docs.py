@@ -2,8 +2,8 @@
 
 - Every command has help, and every command is named on a hand-written page (README.md or docs/).
 - docs/cli.md is cog output over every `--help`, and must equal what the commands print now.
-- Every shell example in README.md and docs/ runs (page by page, in a fresh home and project, with
-  the installed commands first on PATH) or says on the line before it why it cannot run here:
+- Every shell example in README.md and docs/ runs (page by page, in a fresh home holding one turn
+  summary and a fresh project, with the installed commands first on PATH) or says on the line before it why it cannot run here:
   `<!-- not run: reason -->`.
 - README.md fits on a screen or so (at most about 200 lines), its links lead to files that exist,
   and its set-up commands are make targets that .ci/run calls.
@@ -96,7 +96,7 @@ def test_every_shell_block_runs_or_says_why_not():
 @pytest.mark.slow
 @pytest.mark.parametrize("page", runnable_pages(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_shell_examples_run(page, tmp_path):
-    """A page's runnable blocks, in order, as one bash script in a fresh home and project."""
+    """A page's runnable blocks, in order, as one bash script in a fresh home (holding one turn summary)."""
     script = "\n".join(body for _, body, reason in shell_blocks(page) if reason is None)
     project = tmp_path / "project"
     (project / "app").mkdir(parents=True)
@@ -105,6 +105,12 @@ def test_shell_examples_run(page, tmp_path):
     env = {**os.environ, "HOME": str(tmp_path / "user"), "KIROLEARN_HOME": str(tmp_path / "kirolearn home"),
            "PATH": BIN + os.pathsep + os.environ.get("PATH", ""), "KIROLEARN_DEBUG": "1"}
     (tmp_path / "user").mkdir()
+    seed = subprocess.run([os.path.join(BIN, "kirolearn"), "save-summary", "--request", "Export job fails: database is locked",
+                           "--investigated", "scripts/export.py", "--learned", "the nightly job and the drain share the file",
+                           "--completed", "open with timeout=30 and WAL", "--next-steps", "add a retry",
+                           "--file-modified", "src/export.py"], cwd=project, env=env, capture_output=True, text=True,
+                          timeout=60, stdin=subprocess.DEVNULL)
+    assert seed.returncode == 0, seed.stderr  # a home holding one turn summary, as after a first session
     done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=project, env=env, capture_output=True,
                           text=True, timeout=240, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, f"{page.relative_to(ROOT)}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
