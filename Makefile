@@ -32,7 +32,7 @@ install: $(VENV)/.installed ## create .venv with kirolearn (editable) and the te
 # workers, each collecting the whole suite, measured slower).
 TEST_WORKERS ?= auto
 
-test: $(VENV)/.installed ## run the fast tests: everything not marked slow (under a minute)
+test: $(VENV)/.installed ## run the fast tests, everything not marked slow (~2 min on 2 cores; .venv: 1-2 min more, once)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not slow"
 
 test-slow: $(VENV)/.installed ## run only the slow tests: many processes, kills, the browser (CI runs both sets)
