@@ -120,3 +120,16 @@ def test_the_installed_command_suggests_too(tmp_path):
     assert done.returncode == 2
     assert "did you mean `forget`?" in done.stderr
     assert not (tmp_path / "h").exists()  # a usage error creates nothing
+
+
+def test_shell_completion_as_documented(tmp_path):
+    """docs/install-and-agents.md: `eval "$(_KIROLEARN_COMPLETE=bash_source kirolearn)"`, and it completes."""
+    kirolearn = os.path.join(BIN, "kirolearn")
+    env = {**os.environ, "KIROLEARN_HOME": str(tmp_path / "h")}
+    source = subprocess.run([kirolearn], env={**env, "_KIROLEARN_COMPLETE": "bash_source"}, capture_output=True,
+                            text=True, timeout=60)
+    assert source.returncode == 0 and "_kirolearn_completion" in source.stdout
+    done = subprocess.run([kirolearn], capture_output=True, text=True, timeout=60,
+                          env={**env, "_KIROLEARN_COMPLETE": "bash_complete", "COMP_WORDS": "kirolearn for",
+                               "COMP_CWORD": "1"})
+    assert done.returncode == 0 and "plain,forget" in done.stdout.split(), done.stdout
