@@ -3,7 +3,7 @@
 Library errors are `kirolearn.errors.KirolearnError`s; `KirolearnGroup` turns
 them into one `Error:` line with a fix-it hint (exit 1, unless the error says
 otherwise); bad flag combinations are usage errors (exit 2). `--json` output is stable:
-its keys are documented in README.md and only ever added to.
+its keys are documented in docs/ and only ever added to.
 """
 
 import json
