@@ -43,6 +43,8 @@ if missing:
 print(f"{len(names)} files, none missing")
 PY
 
+# a fresh HOME and tool home; the download caches stay where they were (nothing of them is installed state)
+export PIP_CACHE_DIR="${PIP_CACHE_DIR:-$HOME/.cache/pip}" UV_CACHE_DIR="${UV_CACHE_DIR:-$HOME/.cache/uv}"
 export HOME="$work/home" KIROLEARN_HOME="$work/kirolearn home"
 mkdir -p "$HOME"
 if [[ $installer == pipx ]]; then
