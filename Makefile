@@ -7,19 +7,22 @@ PY := $(VENV)/bin/python
 BENCH_VENV ?= .venv-bench
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-slow test-all demo bench soak mutate clean
+.PHONY: help install test test-slow test-all demo docs cli-docs bench soak mutate clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	@echo "== creating $(VENV) and installing kirolearn with its dependencies (about 1-2 minutes, once)"
-	$(PYTHON) -m venv $(VENV)
-	@# pip's own lines as progress (one per package); the full log stays in $(VENV)/pip.log
-	$(PY) -m pip install --disable-pip-version-check -e '.[dev]' 2>&1 | tee $(VENV)/pip.log \
-		| { grep --line-buffered -E '^(Collecting|Successfully installed)' || true; } \
+	@$(PYTHON) -m venv $(VENV)
+	@# one progress line (rewritten in place on a terminal); pip's whole output stays in $(VENV)/pip.log
+	@$(PY) -m pip install --disable-pip-version-check -e '.[dev]' 2>&1 | tee $(VENV)/pip.log \
+		| awk -v tty="$$([ -t 1 ] && echo 1)" \
+			'/^Collecting / { n++; if (tty) { printf "\r   pip: %d packages collected", n; fflush() } } \
+			 /^Successfully installed / { m = NF - 2 } \
+			 END { if (tty) printf "\r"; printf "   pip: %d packages installed (full log: $(VENV)/pip.log)\n", m }' \
 		|| { tail -n 30 $(VENV)/pip.log; echo "pip install failed; full log: $(VENV)/pip.log"; exit 1; }
-	touch $@
+	@touch $@
 
 install: $(VENV)/.installed ## create .venv with kirolearn (editable) and the test tools
 
@@ -29,7 +32,7 @@ install: $(VENV)/.installed ## create .venv with kirolearn (editable) and the te
 # workers, each collecting the whole suite, measured slower).
 TEST_WORKERS ?= auto
 
-test: $(VENV)/.installed ## run the fast tests: everything not marked slow (under a minute)
+test: $(VENV)/.installed ## run the fast tests, everything not marked slow (~2 min on 2 cores; .venv: 1-2 min more, once)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not slow"
 
 test-slow: $(VENV)/.installed ## run only the slow tests: many processes, kills, the browser (CI runs both sets)
@@ -40,6 +43,13 @@ test-all: $(VENV)/.installed ## run every test, fast and slow
 
 demo: $(VENV)/.installed ## replay recorded Kiro sessions through the real hooks and show the result
 	$(PY) -m kirolearn.demo
+
+docs: $(VENV)/.installed ## build the docs site into site/ (warnings are errors)
+	@$(PY) -c 'import mkdocs, material' 2>/dev/null || $(PY) -m pip install --quiet --disable-pip-version-check -e '.[docs]'
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
+cli-docs: $(VENV)/.installed ## regenerate docs/cli.md from the click commands (tests/test_docs.py checks it)
+	$(VENV)/bin/cog -r docs/cli.md
 
 # The benchmark measures a regular (non-editable) install, as users get it:
 # an editable install adds an import hook to every interpreter start.
@@ -84,4 +94,4 @@ mutate: $(VENV)/.installed ## mutation-test dedup, drain order, recall, summarie
 	nice $(PY) tools/mutate.py
 
 clean: ## remove virtual environments and caches
-	rm -rf $(VENV) $(BENCH_VENV) build *.egg-info .pytest_cache .hypothesis mutants
+	rm -rf $(VENV) $(BENCH_VENV) build dist site *.egg-info .pytest_cache .hypothesis mutants

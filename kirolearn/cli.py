@@ -3,7 +3,7 @@
 The group and its error handling are kirolearn.cli_common's (`KirolearnGroup`
 turns library errors into one `Error:` line with a fix-it hint); bad flag
 combinations are usage errors (exit 2). `--json` output is stable:
-its keys are documented in README.md and only ever added to.
+its keys are documented in docs/ and only ever added to.
 """
 
 import json
@@ -250,7 +250,7 @@ def status_command(json_):
 @click.option("--since", callback=lambda c, p, v: _since(v), help="Only records since an age (7d, 12h, 2w) or a date.")
 @click.option("--session", "session_id", help="Only records of this session id.")
 @click.option("--file", help="Only records that touched this file (a path, or its tail).")
-@click.option("--limit", type=click.IntRange(1, SEARCH_LIMIT_MAX), default=10, show_default=True,
+@click.option("-n", "--limit", type=click.IntRange(1, SEARCH_LIMIT_MAX), default=10, show_default=True,
               help="Most records to show.")
 @json_option
 def search_command(query, project, all_projects, types, since, session_id, file, limit, json_):

@@ -20,6 +20,34 @@ def json_option(func):
     return click.option("json_", "--json", is_flag=True, help="Print machine-readable JSON.")(func)
 
 
+# `kirolearn --help` lists the commands in these sections, in this order (llm and sqlite-utils do the same).
+COMMAND_SECTIONS = (
+    ("Capture and drain", ("drain", "status", "repair")),
+    ("Recall", ("search", "context", "reindex")),
+    ("Memory", ("list", "show", "forget", "restore", "edit", "export", "import", "serve", "scan", "rescrub")),
+    ("Summaries", ("save-summary", "session-end", "session-init")),
+    ("Setup", ("install", "uninstall", "schedule", "doctor", "config")),
+    ("Team", ("team", "migrate")),
+)
+
+# Verbs of other tools that people type, and the kirolearn command that does it.
+WRONG_VERBS = {
+    "delete": "forget", "del": "forget", "rm": "forget", "remove": "forget", "erase": "forget",
+    "purge": "forget --purge", "prune": "forget --purge",
+    "undelete": "restore", "unforget": "restore", "recover": "restore",
+    "find": "search", "grep": "search", "query": "search", "recall": "search", "lookup": "search",
+    "ls": "list", "records": "list", "get": "show", "view": "show", "cat": "show", "inspect": "show",
+    "update": "edit", "modify": "edit", "change": "edit",
+    "ingest": "drain", "process": "drain", "sync": "drain", "run": "drain",
+    "backup": "export", "dump": "export", "load": "import",
+    "ui": "serve", "web": "serve", "viewer": "serve",
+    "check": "doctor", "health": "doctor", "info": "status", "stats": "status",
+    "setup": "install", "init": "install", "cron": "schedule",
+    "summary": "save-summary", "save": "save-summary", "end": "session-end", "start": "session-init",
+    "settings": "config show", "share": "team join", "join": "team join", "leave": "team leave",
+}
+
+
 class KirolearnGroup(click.Group):
     """The one place where library errors become what a user sees.
 
@@ -30,12 +58,39 @@ class KirolearnGroup(click.Group):
     """
 
     def format_commands(self, ctx, formatter):
-        """The command list with each description's whole first sentence (click cuts it to fit one line)."""
+        """The command list in sections (COMMAND_SECTIONS), each with its description's whole first sentence.
+
+        A command no section names (a new one) is listed under "Other", so none is ever hidden.
+        Sub-groups (`config`, `team`) list their commands in one section, as click does.
+        """
         rows = [(name, cmd.get_short_help_str(limit=200)) for name, cmd in
                 ((n, self.get_command(ctx, n)) for n in self.list_commands(ctx)) if cmd and not cmd.hidden]
-        if rows:
+        if not rows:
+            return
+        if ctx.parent is not None:  # a sub-group: one list
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
+            return
+        by_name = dict(rows)
+        named = {name for _, names in COMMAND_SECTIONS for name in names}
+        sections = [(title, [n for n in names if n in by_name]) for title, names in COMMAND_SECTIONS]
+        sections.append(("Other", [n for n, _ in rows if n not in named]))
+        for title, names in sections:
+            if names:
+                with formatter.section(title):
+                    formatter.write_dl([(n, by_name[n]) for n in names])
+
+    def resolve_command(self, ctx, args):
+        """An unknown command gets a suggestion: a common verb of other tools (`delete`), or a close spelling."""
+        if args and args[0] not in self.list_commands(ctx) and not args[0].startswith("-"):
+            import difflib
+
+            name = args[0]
+            hint = WRONG_VERBS.get(name.lower()) or next(iter(difflib.get_close_matches(
+                name, self.list_commands(ctx), n=1, cutoff=0.6)), None)
+            if hint:
+                ctx.fail(f"No such command {name!r}: did you mean `{hint}`? (`kirolearn --help` lists them)")
+        return super().resolve_command(ctx, args)
 
     def invoke(self, ctx):
         import os
@@ -108,10 +163,12 @@ def _log_traceback() -> str:
 @click.group(cls=KirolearnGroup, context_settings=CONTEXT_SETTINGS)
 @click.version_option(__version__, prog_name="kirolearn")
 def cli():
-    """kirolearn: durable memory for Kiro agents.
+    """kirolearn: durable memory for coding agents (Kiro CLI and IDE, Claude Code).
 
     Hooks capture each agent turn into a spool; `kirolearn drain` turns the
-    spool into searchable memory records in $KIROLEARN_HOME/kirolearn.db.
+    spool into searchable memory records in $KIROLEARN_HOME/kirolearn.db, and
+    the hooks recall them at session start and on each prompt. Record ids may
+    be shortened to any unique prefix.
     """
     from kirolearn.privacy.logscrub import scrub_stderr_logging
 

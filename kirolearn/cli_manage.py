@@ -69,7 +69,7 @@ def _line(record, *, with_project=False) -> str:
 
 @cli.command(name="list")
 @filter_options
-@click.option("--limit", type=click.IntRange(1, 10_000), default=20, show_default=True, help="Most records to show.")
+@click.option("-n", "--limit", type=click.IntRange(1, 10_000), default=20, show_default=True, help="Most records to show.")
 @click.option("--forgotten", is_flag=True, help="List forgotten records (restorable until purged) instead.")
 @json_option
 def list_command(project, all_projects, types, since, session_id, file, limit, forgotten, json_):
@@ -116,7 +116,7 @@ def list_command(project, all_projects, types, since, session_id, file, limit, f
 
 
 @cli.command(name="show")
-@click.argument("record_id")
+@click.argument("record_id", metavar="ID")
 @json_option
 def show_command(record_id, json_):
     """Show one record with its provenance: source events, extraction run, redactions, session, history."""
@@ -126,6 +126,7 @@ def show_command(record_id, json_):
     if db is None:
         raise _no_database(record_id)
     found = manage.show(record_id, db=db)
+    record_id = found["record_id"]  # the full id of a unique prefix
     if json_:
         _echo_json(found)
         return
@@ -200,7 +201,7 @@ def _confirm(question: str, yes: bool) -> bool:
 @click.option("--project", type=click.Path(file_okay=False, exists=True),
               help="Project of --session / --query (default: the current one).")
 @click.option("--all-projects", is_flag=True, help="--session / --query over every project.")
-@click.option("--limit", type=click.IntRange(1, 1000), default=100, show_default=True,
+@click.option("-n", "--limit", type=click.IntRange(1, 1000), default=100, show_default=True,
               help="Most records --query forgets.")
 @click.option("--reason", default="", help="Why (kept in the audit trail).")
 @click.option("--purge", is_flag=True,
@@ -230,6 +231,7 @@ def forget_command(record_ids, session_id, query, project, all_projects, limit, 
     db = _existing_db()  # StoreLost when it was lost
     if db is None and record_ids:  # as with a database: an id that is not there is an error
         raise _no_database(record_ids[0])
+    record_ids = manage.resolve_ids(record_ids, db) if db is not None else record_ids  # unique prefixes
     targets = manage.resolve_targets(record_ids=record_ids, session_id=session_id, query=query, project_root=root,
                                      limit=limit, db=db) if db is not None else []
     if (session_id or query) and targets and not _confirm(f"forget {len(targets)} record(s)?", yes):
@@ -297,6 +299,7 @@ def edit_command(record_id, title, summary, reason, json_):
         if not (sys.stdin.isatty() and sys.stdout.isatty()):
             raise click.UsageError("give --title and/or --summary (or run on a terminal to edit in $EDITOR)")
         current = manage.show(record_id)
+        record_id = current["record_id"]  # the full id of a unique prefix
         if current["status"] != "live":
             raise manage.ManageError(f"record {record_id!r} is {current['status']}",
                                      f"`kirolearn restore {record_id}` first" if current["record"] else None)

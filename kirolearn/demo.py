@@ -21,7 +21,30 @@ from kirolearn.capture import spool
 from kirolearn.privacy.scrub import scrub_text
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-RECORDINGS = os.path.join(os.path.dirname(HERE), "queue", "sessions")
+
+
+def _recordings_dir() -> str:
+    """queue/sessions/ of a checkout, else the copy an installed wheel put in <prefix>/share/kirolearn/sessions."""
+    import site
+    import sysconfig
+
+    checkout = os.path.join(os.path.dirname(HERE), "queue", "sessions")
+    if os.path.isdir(checkout):
+        return checkout
+    for prefix in (sysconfig.get_path("data"), sys.prefix, getattr(site, "USER_BASE", None) or ""):
+        installed = os.path.join(prefix, "share", "kirolearn", "sessions")
+        if prefix and os.path.isdir(installed):
+            return installed
+    return checkout  # main() says none were found, naming this folder
+
+
+RECORDINGS = _recordings_dir()
+
+
+def _shown(path: str) -> str:
+    """A recording's path relative to here when it is below here (a checkout), else as it is."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
 
 
 def _short(event: dict) -> str:
@@ -60,7 +83,7 @@ def main(argv=None) -> int:
             if len(spool.ready_files()) == before:
                 silent.append(call)
         failures = [r for r in results if r.returncode != 0 or r.stdout or r.stderr]
-        print(f"== replayed {len(calls)} hook calls from {os.path.relpath(path)}: "
+        print(f"== replayed {len(calls)} hook calls from {_shown(path)}: "
               f"{len(calls) - len(silent)} events recorded ({len(failures)} calls with output or errors)")
         for call in silent:
             print(f"   {_why_silent(call)}")
@@ -101,7 +124,7 @@ WHAT_NEXT = """
   kirolearn schedule                   drain the spool in the background (or run `kirolearn drain --watch`)
   kirolearn doctor                     check the wiring; `kirolearn status` shows what is stored
   kirolearn context --session-start    what your next session will be told, from inside a project
-README.md has the details; `make test` runs the tests."""
+docs/install-and-agents.md has the details; `make test` runs the tests."""
 
 
 def _why_silent(call) -> str:

@@ -247,6 +247,37 @@ def redaction_counts(*values) -> dict:
     return dict(sorted(counts.items()))
 
 
+class AmbiguousId(ManageError):
+    """A shortened record id that starts more than one record's id."""
+
+    default_fix = "give more characters of the id"
+
+
+def resolve_id(record_id: str, db) -> str:
+    """The full id of the one record (live or forgotten) whose id is or starts with `record_id`.
+
+    An exact id is returned as it is, and so is a prefix that matches nothing (the
+    caller says "no record"); a prefix of several ids is an AmbiguousId naming them.
+    """
+    record_id = (record_id or "").strip()
+    if db is None or not record_id or recordstore.get_record(db, record_id) is not None \
+            or recordstore.get_forgotten(db, record_id) is not None:
+        return record_id
+    found = recordstore.record_ids_with_prefix(db, record_id, limit=6)
+    if len(found) == 1:
+        return found[0]
+    if len(found) > 1:
+        shown = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
+        raise AmbiguousId(f"record id {record_id!r} is the start of {'more than 5' if len(found) > 5 else len(found)} "
+                          f"records' ids: {shown}")
+    return record_id
+
+
+def resolve_ids(record_ids, db) -> "list[str]":
+    """`resolve_id` for each id, keeping their order."""
+    return [resolve_id(rid, db) for rid in record_ids]
+
+
 def show(record_id: str, db=None) -> dict:
     """A record (live, forgotten or purged) with its provenance.
 
@@ -255,6 +286,7 @@ def show(record_id: str, db=None) -> dict:
     db = db or open_existing()
     if db is None:
         raise NotFound(f"no record {record_id!r}: there is no database yet")
+    record_id = resolve_id(record_id, db)
     record = recordstore.get_record(db, record_id)
     tomb = None if record else recordstore.get_forgotten(db, record_id)
     if record is None and tomb is None:
@@ -303,7 +335,7 @@ def resolve_targets(*, record_ids=(), session_id=None, query=None, project_root=
     if db is None:
         return []
     found = []
-    for rid in record_ids:
+    for rid in resolve_ids(record_ids, db):
         record = recordstore.get_record(db, rid)
         if record is None:
             if recordstore.get_forgotten(db, rid):
@@ -352,6 +384,7 @@ def forget(record_ids, *, reason: str = "", actor: str = "cli", project_root=Non
 def restore(record_ids, *, actor: str = "cli", db=None) -> "list[dict]":
     """Bring forgotten records back into recall; a purged or unknown id is an error."""
     db = db or _writable()
+    record_ids = resolve_ids(record_ids, db)
     for rid in record_ids:
         if recordstore.get_forgotten(db, rid) is None:
             if recordstore.get_record(db, rid) is not None:
@@ -397,6 +430,7 @@ def edit(record_id: str, *, title: "str | None" = None, summary: "str | None" = 
          reason: str = "", db=None) -> dict:
     """Change a record's title and/or summary: scrubbed, versioned in the audit, re-indexed."""
     db = db or _writable()
+    record_id = resolve_id(record_id, db)
     if recordstore.get_record(db, record_id) is None:
         if recordstore.get_forgotten(db, record_id):
             raise ManageError(f"record {record_id!r} is forgotten", f"`kirolearn restore {record_id}` first")
@@ -554,6 +588,6 @@ def health(db=None) -> dict:
     return clean(out)
 
 
-__all__ = ["ManageError", "NotFound", "OBSERVATION_TYPES", "clean", "edit", "forget", "forgotten", "health",
-           "import_lines", "list_records", "parse_since", "projects", "purge", "restore", "search",
+__all__ = ["AmbiguousId", "ManageError", "NotFound", "OBSERVATION_TYPES", "clean", "edit", "forget", "forgotten", "health",
+           "import_lines", "list_records", "parse_since", "projects", "purge", "resolve_id", "resolve_ids", "restore", "search",
            "session_summaries", "show", "terminal", "timeline"]

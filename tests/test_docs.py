@@ -1,36 +1,154 @@
-"""Docs that cannot drift: every command has help, and the README names them."""
+"""Docs that cannot drift.
 
+- Every command has help, and every command is named on a hand-written page (README.md or docs/).
+- docs/cli.md is cog output over every `--help`, and must equal what the commands print now.
+- Every shell example in README.md and docs/ runs (page by page, in a fresh home holding one turn
+  summary and a fresh project, with the installed commands first on PATH) or says on the line before it why it cannot run here:
+  `<!-- not run: reason -->`.
+- README.md fits on a screen or so (at most about 200 lines), its links lead to files that exist,
+  and its set-up commands are make targets that .ci/run calls.
+"""
+
+import os
 import pathlib
+import re
+import subprocess
+import sys
 
 import click
+import pytest
 
 from kirolearn.cli import cli
 
-README = (pathlib.Path(__file__).parent.parent / "README.md").read_text("utf-8")
+ROOT = pathlib.Path(__file__).parent.parent
+README = (ROOT / "README.md").read_text("utf-8")
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+HAND_WRITTEN = [p for p in PAGES if p.name != "cli.md"]
+BIN = os.path.dirname(sys.executable)
+SHELL = {"bash", "sh", "shell", "console"}
+NOT_RUN = re.compile(r"^<!--\s*not run:\s*(.*?)\s*-->$")
+FENCE = re.compile(r"^(\s*)(`{3,})\s*([\w-]*)")
 
 
-def test_every_command_has_help_and_is_in_the_readme():
-    for name, command in cli.commands.items():
+def shell_blocks(path: pathlib.Path):
+    """(first line number, text, reason it is not run or None) of each shell code block of a page."""
+    lines = path.read_text("utf-8").splitlines()
+    i = 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        indent, fence, lang = m.groups()
+        end = i + 1
+        while end < len(lines) and not lines[end].strip().startswith(fence):
+            end += 1
+        if lang in SHELL:
+            before = lines[i - 1].strip() if i else ""
+            marker = NOT_RUN.match(before)
+            body = "\n".join(line[len(indent):] if line.startswith(indent) else line for line in lines[i + 1:end])
+            yield i + 1, body, (marker.group(1) if marker else None)
+        i = end + 1
+
+
+def runnable_pages():
+    return [p for p in PAGES if any(reason is None for _, _, reason in shell_blocks(p))]
+
+
+def every_command(group=cli, path=()):
+    ctx = click.Context(group, info_name="kirolearn")
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        yield (*path, name), command
+        if isinstance(command, click.Group):
+            yield from every_command(command, (*path, name))
+
+
+def test_every_command_has_help_and_is_on_a_hand_written_page():
+    text = "\n".join(p.read_text("utf-8") for p in HAND_WRITTEN)
+    for path, command in every_command():
+        name = " ".join(path)
         assert command.help and command.help.strip(), name
-        assert f"kirolearn {name}" in README, f"`kirolearn {name}` is not documented in README.md"
+        assert f"kirolearn {name}" in text, f"`kirolearn {name}` is on no page of README.md or docs/"
         for param in command.params:
             if isinstance(param, click.Option):
                 assert param.help, f"{name} {param.opts} has no help"
 
 
+def test_the_cli_reference_is_what_the_commands_print():
+    done = subprocess.run([sys.executable, "-m", "cogapp", "--check", "docs/cli.md"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, (f"docs/cli.md is out of date: run `make cli-docs`\n{done.stdout}{done.stderr}")
+    reference = (ROOT / "docs" / "cli.md").read_text("utf-8")
+    for path, _ in every_command():
+        assert f"\n## kirolearn {' '.join(path)}\n" in reference
+
+
+def test_every_shell_block_runs_or_says_why_not():
+    blocks = [(p, line, reason) for p in PAGES for line, _, reason in shell_blocks(p)]
+    assert len(blocks) > 10  # the parser finds them
+    for page, line, reason in blocks:
+        if reason is not None:
+            assert len(reason) >= 10, f"{page.relative_to(ROOT)}:{line}: say why the block is not run"
+    assert any(p.name == "README.md" for p in runnable_pages())  # the README's own commands run
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", runnable_pages(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_shell_examples_run(page, tmp_path):
+    """A page's runnable blocks, in order, as one bash script in a fresh home (holding one turn summary)."""
+    script = "\n".join(body for _, body, reason in shell_blocks(page) if reason is None)
+    project = tmp_path / "project"
+    (project / "app").mkdir(parents=True)
+    (project / "app" / "auth.py").write_text("def find_user(email): ...\n")
+    subprocess.run(["git", "init", "-q", str(project)], check=True, timeout=30)
+    env = {**os.environ, "HOME": str(tmp_path / "user"), "KIROLEARN_HOME": str(tmp_path / "kirolearn home"),
+           "PATH": BIN + os.pathsep + os.environ.get("PATH", ""), "KIROLEARN_DEBUG": "1"}
+    (tmp_path / "user").mkdir()
+    seed = subprocess.run([os.path.join(BIN, "kirolearn"), "save-summary", "--request", "Export job fails: database is locked",
+                           "--investigated", "scripts/export.py", "--learned", "the nightly job and the drain share the file",
+                           "--completed", "open with timeout=30 and WAL", "--next-steps", "add a retry",
+                           "--file-modified", "src/export.py"], cwd=project, env=env, capture_output=True, text=True,
+                          timeout=60, stdin=subprocess.DEVNULL)
+    assert seed.returncode == 0, seed.stderr  # a home holding one turn summary, as after a first session
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=project, env=env, capture_output=True,
+                          text=True, timeout=240, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, f"{page.relative_to(ROOT)}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+    assert "Error:" not in done.stderr, done.stderr
+
+
+def test_readme_fits_on_a_screen_and_its_links_exist():
+    assert len(README.splitlines()) <= 200
+    for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", README):
+        if "://" not in target:
+            assert (ROOT / target).exists(), f"README.md links to {target}, which does not exist"
+
+
 def test_readme_setup_commands_are_make_targets():
-    makefile = (pathlib.Path(__file__).parent.parent / "Makefile").read_text("utf-8")
-    for target in ("demo", "test", "test-slow", "test-all", "bench"):
-        assert f"make {target}" in README
+    makefile = (ROOT / "Makefile").read_text("utf-8")
+    docs = "\n".join(p.read_text("utf-8") for p in HAND_WRITTEN)
+    for target in ("demo", "test"):
+        assert f"make {target} " in README
+    for target in ("demo", "test", "test-slow", "test-all", "bench", "docs", "cli-docs"):
+        assert f"make {target}" in docs
         assert f"\n{target}:" in makefile
 
 
-def test_ci_runs_the_readme_test_command_and_then_the_slow_tests():
-    root = pathlib.Path(__file__).parent.parent
-    steps = [line.strip() for line in (root / ".ci" / "run").read_text("utf-8").splitlines()
-             if line.strip().startswith("make ")]
-    # `make install` first only when CI adds something to .venv (the local model's weights); it runs no test
-    assert [s for s in steps if s != "make install"] == ["make test", "make test-slow"]  # every test, each once
-    makefile = (root / "Makefile").read_text("utf-8")
+def test_ci_runs_the_readme_test_command_the_slow_tests_the_docs_and_the_wheel():
+    lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text("utf-8").splitlines()]
+    steps = [line for line in lines if line.startswith("make ")]
+    # every test, each once: the README's test command, then the slow tests (other make steps may follow)
+    assert [s for s in steps if s in ("make test", "make test-slow")] == ["make test", "make test-slow"]
+    assert len(steps) == len(set(steps))
+    assert "make docs" in steps  # mkdocs build --strict
+    assert any(line.startswith("scripts/check_wheel.sh") for line in lines)
+    makefile = (ROOT / "Makefile").read_text("utf-8")
     assert '-m "not slow"' in makefile.split("\ntest:")[1].split("\n\n")[0]
     assert "-m slow" in makefile.split("\ntest-slow:")[1].split("\n\n")[0]
+    assert "mkdocs build --strict" in makefile.split("\ndocs:")[1].split("\n\n")[0]
+
+
+def test_the_demo_recordings_ship_in_the_wheel():
+    """`kirolearn.demo` runs from an installed wheel: its recordings are data files of the package."""
+    setup = (ROOT / "setup.cfg").read_text("utf-8")
+    assert "share/kirolearn/sessions = queue/sessions/*.jsonl" in setup

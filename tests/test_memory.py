@@ -1,4 +1,4 @@
-"""The library facade: the README's example runs as written, and stays lazy."""
+"""The library facade: the docs' example (docs/python.md) runs as written, and stays lazy."""
 
 import io
 import json
@@ -9,17 +9,17 @@ import sys
 
 import pytest
 
-README = (pathlib.Path(__file__).parent.parent / "README.md").read_text("utf-8")
+README = (pathlib.Path(__file__).parent.parent / "docs" / "python.md").read_text("utf-8")
 
 
 def readme_example() -> str:
-    section = README.split("## Use it from Python: `kirolearn.Memory`", 1)[1]
+    section = README.split("# Use it from Python: `kirolearn.Memory`", 1)[1]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
 def test_readme_example_runs(tmp_path, project, capsys):
     home = tmp_path / "facade-home"
-    exec(compile(readme_example(), "README.md", "exec"), {"home": str(home), "repo": str(project)})
+    exec(compile(readme_example(), "docs/python.md", "exec"), {"home": str(home), "repo": str(project)})
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("Fix login 500")  # the saved summary is found by search
     assert "Fix login 500" in "\n".join(out)  # and shown at the next session start

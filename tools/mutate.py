@@ -6,7 +6,7 @@ drain's ingest order, recall ranking, the session summaries, the daily spend
 limit and the scrubber's entry points. The tests it runs are the fast in-process
 ones listed under [tool.mutmut] in pyproject.toml. Prints, per area, how many
 mutants the tests killed, and every survivor with its diff. Never fails the
-build: survivors are for a person to read (README, "Mutation testing").
+build: survivors are for a person to read (docs/development.md, "Mutation testing").
 
     python tools/mutate.py [--list] [--long] [AREA ...]
 """

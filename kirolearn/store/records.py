@@ -67,6 +67,22 @@ def get_record(conn, record_id: str) -> "dict | None":
     return decode_record(rows[0]) if rows else None
 
 
+def record_ids_with_prefix(conn, prefix: str, limit: int = 10) -> "list[str]":
+    """Ids of live and forgotten records that start with `prefix` (sorted; at most `limit`).
+
+    A primary-key range, not LIKE (which is case-insensitive in SQLite and would scan).
+    """
+    if not prefix:
+        return []
+    upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+    sql = "select record_id from memory_records where record_id >= ? and record_id < ?"
+    args = [prefix, upper]
+    if has_table(conn, "forgotten_records"):
+        sql += " union select record_id from forgotten_records where record_id >= ? and record_id < ?"
+        args += [prefix, upper]
+    return [r[0] for r in conn.execute(f"select record_id from ({sql}) order by record_id limit ?", [*args, limit])]
+
+
 def get_forgotten(conn, record_id: str) -> "dict | None":
     """A tombstone with its kept record decoded under 'record' (None once purged), or None."""
     if not has_table(conn, "forgotten_records"):

@@ -1,0 +1,136 @@
+"""The CLI's conventions (as llm and sqlite-utils have them), through the real `kirolearn` command:
+grouped --help, -n/--limit, unique-prefix record ids, and a suggestion for a wrong verb."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from kirolearn.cli import cli
+from kirolearn.cli_common import COMMAND_SECTIONS
+
+BIN = os.path.dirname(sys.executable)
+
+
+def run(*args, ok=True):
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    if ok:
+        assert result.exit_code == 0, (result.output, result.stderr)
+    return result
+
+
+@pytest.fixture
+def here(project, monkeypatch):
+    monkeypatch.chdir(project)
+    return project
+
+
+def test_help_lists_every_command_once_under_its_section():
+    out = run("--help").stdout
+    titles = [title for title, _ in COMMAND_SECTIONS]
+    positions = [out.index(f"\n{title}:\n") for title in titles]
+    assert positions == sorted(positions)  # the sections, in their order
+    assert "\nCommands:\n" not in out
+    listed = re.findall(r"^  ([a-z][a-z-]*)  ", out.split("\nOptions:\n")[1], re.MULTILINE)
+    assert sorted(listed) == sorted(cli.commands)  # every command, none twice, none lost
+    drain_section = out.split("\nCapture and drain:\n")[1].split("\n\n")[0]
+    assert "drain " in drain_section and "status " in drain_section
+    assert "forget " in out.split("\nMemory:\n")[1].split("\n\n")[0]
+    assert "Claude Code" in out
+
+
+def test_a_command_no_section_names_is_listed_under_other():
+    import click
+
+    @cli.command(name="zz-new-command", help="A command added later.")
+    def _new():
+        pass
+
+    try:
+        out = run("--help").stdout
+        assert "\nOther:\n  zz-new-command  A command added later." in out
+    finally:
+        del cli.commands["zz-new-command"]
+    assert isinstance(cli, click.Group)
+
+
+def test_subgroup_help_keeps_one_list():
+    assert "\nCommands:\n" in run("team", "--help").stdout
+
+
+def test_dash_n_is_limit_wherever_a_limit_is_taken(here, add_record):
+    made = [add_record(here, f"Export retry note {i}") for i in range(3)]
+    assert len(json.loads(run("list", "-n", "2", "--json").stdout)) == 2
+    assert len(json.loads(run("search", "export", "-n", "1", "--json").stdout)) == 1
+    forgotten = json.loads(run("forget", "--query", "export", "-n", "1", "--yes", "--json").stdout)["forgotten"]
+    assert len(forgotten) == 1 and forgotten[0] in made
+    for command in ("list", "search", "forget"):
+        assert "-n, --limit" in run(command, "--help").stdout
+
+
+def test_unique_prefix_ids_for_show_forget_restore_edit(here, add_record):
+    rid = add_record(here, "Export uses port 5433")
+    prefix = rid[:-8]  # one record: any unique start of its id names it
+    shown = json.loads(run("show", prefix, "--json").stdout)
+    assert shown["record_id"] == rid and shown["record"]["title"] == "Export uses port 5433"
+    assert rid in run("show", prefix).stdout
+    edited = json.loads(run("edit", prefix, "--title", "Export uses port 5434", "--json").stdout)
+    assert edited["record_id"] == rid and edited["title"] == "Export uses port 5434"
+    assert json.loads(run("forget", prefix, "--json").stdout) == {"forgotten": [rid]}
+    assert json.loads(run("show", prefix, "--json").stdout)["status"] == "forgotten"  # a tombstone's id too
+    assert json.loads(run("restore", prefix, "--json").stdout) == {"restored": [rid]}
+    assert json.loads(run("forget", rid, "--json").stdout) == {"forgotten": [rid]}  # the full id still works
+    assert json.loads(run("forget", prefix, "--purge", "--yes", "--json").stdout)["record_ids"] == [rid]
+
+
+def test_an_ambiguous_prefix_is_an_error_listing_the_candidates(here, add_record):
+    first, second = add_record(here, "One note"), add_record(here, "Another note")
+    common = os.path.commonprefix([first, second])
+    assert len(common) >= 3  # both start mr_ (and the ULIDs' time part)
+    for args in (("show", common), ("forget", common), ("restore", common), ("edit", common, "--title", "x")):
+        result = run(*args, ok=False)
+        assert result.exit_code == 1, args
+        assert f"record id {common!r} is the start of 2 records' ids: {min(first, second)}, {max(first, second)}" \
+            in result.stderr, (args, result.stderr)
+        assert "give more characters of the id" in result.stderr
+    assert json.loads(run("list", "--json").stdout)[0]["title"] in ("One note", "Another note")  # nothing changed
+
+
+def test_an_unknown_id_is_still_no_record(here, add_record):
+    add_record(here, "A note")
+    result = run("show", "mr_nothing", ok=False)
+    assert result.exit_code == 1 and "no record 'mr_nothing'" in result.stderr
+
+
+@pytest.mark.parametrize("wrong, right", [("delete", "forget"), ("rm", "forget"), ("remove", "forget"),
+                                          ("find", "search"), ("ls", "list"), ("purge", "forget --purge"),
+                                          ("lst", "list")])
+def test_a_wrong_verb_gets_a_suggestion(wrong, right):
+    result = run(wrong, "x", ok=False)
+    assert result.exit_code == 2
+    assert f"No such command {wrong!r}: did you mean `{right}`?" in result.stderr
+
+
+def test_the_installed_command_suggests_too(tmp_path):
+    done = subprocess.run([os.path.join(BIN, "kirolearn"), "delete", "mr_x"], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "KIROLEARN_HOME": str(tmp_path / "h")})
+    assert done.returncode == 2
+    assert "did you mean `forget`?" in done.stderr
+    assert not (tmp_path / "h").exists()  # a usage error creates nothing
+
+
+def test_shell_completion_as_documented(tmp_path):
+    """docs/install-and-agents.md: `eval "$(_KIROLEARN_COMPLETE=bash_source kirolearn)"`, and it completes."""
+    kirolearn = os.path.join(BIN, "kirolearn")
+    env = {**os.environ, "KIROLEARN_HOME": str(tmp_path / "h")}
+    source = subprocess.run([kirolearn], env={**env, "_KIROLEARN_COMPLETE": "bash_source"}, capture_output=True,
+                            text=True, timeout=60)
+    assert source.returncode == 0 and "_kirolearn_completion" in source.stdout
+    done = subprocess.run([kirolearn], capture_output=True, text=True, timeout=60,
+                          env={**env, "_KIROLEARN_COMPLETE": "bash_complete", "COMP_WORDS": "kirolearn for",
+                               "COMP_CWORD": "1"})
+    assert done.returncode == 0 and "plain,forget" in done.stdout.split(), done.stdout
