@@ -39,6 +39,15 @@ def tool_outputs(body: dict) -> "list[dict]":
     return [i for i in body.get("input") or [] if isinstance(i, dict) and i.get("type", "").endswith("call_output")]
 
 
+def output_of(body: dict, call_id: str) -> "str | None":
+    """The result the request carries for tool call `call_id`, as text (None if it has none)."""
+    for item in tool_outputs(body):
+        if item.get("call_id") == call_id:
+            output = item.get("output")
+            return output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+    return None
+
+
 def request_text(body: dict) -> str:
     """Everything the model was shown in one request, as one string (for `in` checks)."""
     return json.dumps({"instructions": body.get("instructions"), "input": body.get("input")}, ensure_ascii=False)
@@ -51,6 +60,7 @@ class FakeOpenAI:
         self.script = script
         self.requests: list = []  # request bodies, in arrival order
         self.paths: list = []
+        self.calls: dict = {}  # call_id -> the tool name the fake told the model to call
         self._lock = threading.Lock()
         self._counter = 0
         fake = self
@@ -132,6 +142,7 @@ class FakeOpenAI:
                 name = next((t for t in tool_names(body) if name(t)), None) or "missing_tool"
             item = {"type": "function_call", "id": f"fc_{n}", "call_id": f"call_{n}", "name": name,
                     "arguments": json.dumps(step.get("arguments", {})), "status": "completed"}
+            self.calls[item["call_id"]] = name
             if "." in name:  # a namespaced tool: the namespace and the tool's own name
                 item["namespace"], item["name"] = name.rsplit(".", 1)
             yield _sse("response.output_item.added", {"output_index": 0, "item": {**item, "status": "in_progress"}})

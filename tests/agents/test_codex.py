@@ -8,6 +8,7 @@ recorded their trust), and the test reads what reached the fake model and what
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 import npmcache
-from fake_openai import FakeOpenAI, request_text, tool_names, tool_outputs
+from fake_openai import FakeOpenAI, output_of, request_text, tool_names, tool_outputs
 from kirolearn.capture.agents import codex
 from kirolearn.cli import cli
 
@@ -34,6 +35,10 @@ base_url = "{base_url}"
 wire_api = "responses"
 env_key = "FAKE_KEY"
 
+[features]
+plugins = false
+apps = false
+
 [analytics]
 enabled = false
 """
@@ -45,9 +50,9 @@ def codex_bin():
     return npmcache.install(SPEC, "codex")
 
 
-def run_codex(binary, cwd, prompt, timeout=120):
+def run_codex(binary, cwd, prompt, timeout=120, rust_log="error"):
     env = {key: value for key, value in os.environ.items() if not key.startswith(("OPENAI", "CODEX"))}
-    env.update({"FAKE_KEY": "dummy", "NO_COLOR": "1", "RUST_LOG": "error"})
+    env.update({"FAKE_KEY": "dummy", "NO_COLOR": "1", "RUST_LOG": rust_log})
     env.pop("KIROLEARN_RAISE_ERRORS", None)  # the hook must behave as it does for users
     result = subprocess.run([str(binary), "exec", "--skip-git-repo-check", prompt], cwd=cwd, env=env,
                             capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
@@ -104,6 +109,7 @@ def test_codex_real_session_capture_memory_mcp_and_exact_uninstall(codex_bin, pr
         assert {e["surface"] for e in events} == {"codex-cli"}
 
         session_2(fake, codex_bin, project)
+        session_3_forget_is_not_auto_approved(fake, codex_bin, project)
 
     # Uninstall gives back the user's exact bytes.
     result = CliRunner().invoke(cli, ["uninstall", "--agent", "codex", "--yes"])
@@ -112,28 +118,68 @@ def test_codex_real_session_capture_memory_mcp_and_exact_uninstall(codex_bin, pr
 
 
 def session_2(fake, codex_bin, project):
-    """Memory reaches the model, and the model calls search_memory, whose answer reaches it too."""
+    """Memory reaches the model, and the model calls search_memory, whose answer reaches it too.
+
+    Codex starts MCP servers in the background and offers their tools from the first request after
+    they are up; until then the script has the model wait with a short shell command (bounded).
+    """
     drain()
+    searches = []
 
     def turn_2(body):
-        if tool_outputs(body):
+        if searches and output_of(body, searches[0]) is not None:
             return {"text": "Found it in memory."}
+        if not any(n.endswith("search_memory") for n in tool_names(body)):
+            if len(tool_outputs(body)) > 60:
+                return {"text": "kirolearn's MCP tools never came."}
+            return {"call": "exec_command", "arguments": {"cmd": "sleep 0.25"}}
+        searches.append(f"call_{len(fake.requests)}")  # the id the fake gives this reply's call
         return {"call": lambda name: name.endswith("search_memory"), "arguments": {"query": "Stripe webhook"}}
 
     fake.script, start = turn_2, len(fake.requests)
-    run_codex(codex_bin, project, "What do we know about the webhook?")
+    run = run_codex(codex_bin, project, "What do we know about the webhook?", rust_log="reqwest::connect=debug")
+    hosts = set(re.findall(r"starting new connection: (\S+)", run.stderr))
+    assert hosts and all(h.startswith("http://127.0.0.1:") for h in hosts), hosts  # nothing left loopback
     requests = fake.requests[start:]
-    first = requests[0]
-    assert "KLFINAL-7731" in request_text(first), "the memory kirolearn injected did not reach the model"
-    offered = tool_names(first)
-    assert any(n.endswith("search_memory") and "kirolearn" in n for n in offered), offered
-    assert len(requests) >= 2, "the model's search_memory call never came back with a result"
-    (output,) = tool_outputs(requests[-1])
-    assert "KLFINAL-7731" in json.dumps(output), output  # the stored record, through the MCP server
+    assert "KLFINAL-7731" in request_text(requests[0]), "the memory kirolearn injected did not reach the model"
+    assert searches, "kirolearn's search_memory was never offered to the model"
+    offered = next(tool_names(r) for r in requests if any(n.endswith("search_memory") for n in tool_names(r)))
+    assert "mcp__kirolearn.search_memory" in offered and "mcp__kirolearn.forget_memory" in offered, offered
+    assert fake.calls[searches[0]] == "mcp__kirolearn.search_memory"
+    answer = output_of(requests[-1], searches[0])
+    assert answer is not None and "KLFINAL-7731" in answer, answer  # the stored record, through the MCP server
     drain()
     mcp_calls = [o for o in export() if o["type"] == "event" and o.get("trigger") == "postToolUse"
                  and "search_memory" in o.get("tool_name", "")]
-    assert mcp_calls, "Codex reported no PostToolUse for the MCP call"
+    assert [c["tool_name"] for c in mcp_calls] == ["mcp__kirolearn__search_memory"]
+    return mcp_calls
+
+
+def session_3_forget_is_not_auto_approved(fake, codex_bin, project):
+    """The model asks for the destructive forget_memory: Codex does not run it unasked (exec declines)."""
+    records = [o for o in export() if o["type"] == "record"]
+    assert records
+    target = records[0]["record_id"]
+    calls = []
+
+    def turn_3(body):
+        if calls and output_of(body, calls[0]) is not None:
+            return {"text": "done"}
+        if not any(n.endswith("forget_memory") for n in tool_names(body)):
+            if len(tool_outputs(body)) > 60:
+                return {"text": "no tools"}
+            return {"call": "exec_command", "arguments": {"cmd": "sleep 0.25"}}
+        calls.append(f"call_{len(fake.requests)}")
+        return {"call": lambda name: name.endswith("forget_memory"),
+                "arguments": {"record_id": target, "reason": "the model wants it gone"}}
+
+    fake.script, start = turn_3, len(fake.requests)
+    run_codex(codex_bin, project, "Forget the webhook memory")
+    assert calls, "forget_memory was never offered"
+    answer = output_of(fake.requests[-1], calls[0])
+    assert answer is not None and "requires approval" in answer and "Forgot" not in answer, answer
+    assert [o for o in export() if o["type"] == "record" and o["record_id"] == target], "the record was forgotten"
+    return answer
 
 
 def test_codex_trust_hash_matches_what_codex_reports(codex_bin, tmp_path):
