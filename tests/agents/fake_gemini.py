@@ -151,3 +151,54 @@ class FakeGemini:
         return {"candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
                 "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
                 "modelVersion": MODEL}
+
+
+class ProxySink:
+    """An HTTP(S) proxy on 127.0.0.1 that forwards nothing: it records each request line and answers 403.
+
+    Point HTTPS_PROXY / HTTP_PROXY at `url` with NO_PROXY=127.0.0.1: any attempt to leave loopback lands
+    in `attempts` (Gemini CLI sends every request through such a proxy, the fake's too without NO_PROXY).
+    """
+
+    def __init__(self):
+        import socket
+
+        self.attempts: list = []
+        self._sock = socket.socket()
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(50)
+        self._sock.settimeout(0.2)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+
+    def _serve(self):
+        import socket
+
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(2)
+                try:
+                    first = conn.recv(4096).split(b"\r\n", 1)[0].decode("latin-1")
+                    self.attempts.append(first)
+                    conn.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                except OSError:
+                    pass
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self._sock.close()

@@ -14,13 +14,15 @@ import pytest
 from click.testing import CliRunner
 
 import npmcache
-from fake_gemini import FakeGemini, request_text, tool_names, tool_results
+from fake_gemini import FakeGemini, ProxySink, request_text, tool_names, tool_results
 from kirolearn.capture.agents import gemini
 from kirolearn.cli import cli
 
 pytestmark = pytest.mark.agents
 SPEC = "@google/gemini-cli@0.61.0"
 
+# Current keys only: Gemini CLI rewrites settings.json (its own layout) when it migrates a deprecated key
+# such as general.disableAutoUpdate; uninstall then takes out only kirolearn's entries, not the bytes.
 USER_SETTINGS = """{
   "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
   "privacy": {"usageStatisticsEnabled": false},
@@ -38,13 +40,18 @@ def gemini_bin():
 
 
 def run_gemini(binary, cwd, prompt, base_url, timeout=120):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI", "GOOGLE"))}
+    """One `gemini -p` run; every request that is not for loopback goes to a proxy that records it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI", "GOOGLE"))
+           and k.lower() not in ("http_proxy", "https_proxy", "no_proxy", "all_proxy")}
     env.update({"GEMINI_API_KEY": "dummy", "GOOGLE_GEMINI_BASE_URL": base_url, "GEMINI_CLI_TRUST_WORKSPACE": "true",
-                "NO_COLOR": "1", "NO_BROWSER": "1"})
+                "NO_COLOR": "1", "NO_BROWSER": "1", "NO_PROXY": "127.0.0.1,localhost"})
     env.pop("KIROLEARN_RAISE_ERRORS", None)  # the hook must behave as it does for users
-    result = subprocess.run([str(binary), "-p", prompt], cwd=cwd, env=env, capture_output=True, text=True,
-                            timeout=timeout, stdin=subprocess.DEVNULL)
+    with ProxySink() as sink:
+        env["HTTPS_PROXY"] = env["HTTP_PROXY"] = sink.url
+        result = subprocess.run([str(binary), "-p", prompt], cwd=cwd, env=env, capture_output=True, text=True,
+                                timeout=timeout, stdin=subprocess.DEVNULL)
     assert result.returncode == 0, result.stderr[-3000:]
+    assert sink.attempts == [], sink.attempts  # nothing tried to leave loopback
     return result
 
 
