@@ -602,7 +602,8 @@ def session_init_command(label, project, json_):
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before writing.")
 @click.option("--set-default", is_flag=True, help="Also make `kirolearn` Kiro CLI's default agent.")
 @click.option("--agent", "agent", type=click.Choice(["kiro", "claude-code", "codex", "gemini", "cursor"]), default="kiro", show_default=True,
-              help="Which agent to wire: Kiro (CLI and IDE) or Claude Code (.claude/settings.json hooks).")
+              help="Which agent to wire: Kiro (CLI and IDE), Claude Code (.claude/settings.json hooks), Codex CLI "
+                   "(~/.codex), Gemini CLI (.gemini/settings.json) or Cursor (.cursor/hooks.json, mcp.json).")
 def install_command(project, global_, portable, dry_run, yes, set_default, agent):
     """Wire kirolearn's hooks and MCP server into Kiro (CLI and IDE).
 
@@ -625,10 +626,10 @@ def install_command(project, global_, portable, dry_run, yes, set_default, agent
 
     if agent != "kiro":
         if set_default or portable:
-            raise click.UsageError("--set-default and --portable are Kiro options; drop them with --agent claude-code")
+            raise click.UsageError(f"--set-default and --portable are Kiro options; drop them with --agent {agent}")
         _apply_changes(agents.get(agent).plan_install(project, global_ or not project), dry_run, yes, installing=True)
         if not dry_run:
-            click.echo("next: `kirolearn schedule` to drain in the background; Claude Code picks the hooks up "
+            click.echo(f"next: `kirolearn schedule` to drain in the background; {agent} picks the hooks up "
                        "at its next start")
         return
     changes = install.plan_install(project, global_ or not project, portable)

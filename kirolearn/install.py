@@ -702,7 +702,7 @@ def wiring() -> "list[dict]":
     for entry in load_record():
         try:
             text = _read(entry["path"])
-            data = json.loads(_strip_bom(text)) if text else None
+            data = (_toml(text) if entry["path"].endswith(".toml") else json.loads(_strip_bom(text))) if text else None
         except (ValueError, InstallError):
             data = None
         words = [b for c in _commands(data) for b in _binaries(c)] if data is not None else []
@@ -712,10 +712,22 @@ def wiring() -> "list[dict]":
     return report
 
 
+def _toml(text: str) -> dict:
+    """A TOML file's data (Codex's config.toml); ValueError when it does not parse."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    return tomllib.loads(text)  # TOMLDecodeError is a ValueError
+
+
 def agent_of(entry: dict) -> str:
     """Which agent a recorded install wires: 'kiro', 'claude-code' (its settings file), else the kind."""
     if entry.get("kind") in KIRO_KINDS:
         return "kiro"
+    for name in ("codex", "gemini", "cursor"):  # their kinds are "<agent>-<file>"
+        if str(entry.get("kind")).startswith(name + "-"):
+            return name
     return "claude-code" if entry.get("kind") == "claude-settings" else str(entry.get("kind"))
 
 
