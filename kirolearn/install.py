@@ -600,12 +600,13 @@ def _save_record(entries: "list[dict]") -> None:
 
 def _prune_empty_dirs(directory: str) -> None:
     """Remove empty folders install created, up to and including the `.kiro` folder."""
-    while os.path.basename(directory) in ("agents", "hooks", "settings", ".kiro"):
+    tops = (".kiro", ".claude", ".codex", ".gemini", ".cursor")  # each agent's own folder, if install emptied it
+    while os.path.basename(directory) in ("agents", "hooks", "settings", *tops):
         try:
             os.rmdir(directory)  # only succeeds when empty
         except OSError:
             return
-        if os.path.basename(directory) == ".kiro":
+        if os.path.basename(directory) in tops:
             return
         directory = os.path.dirname(directory)
 
