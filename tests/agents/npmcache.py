@@ -22,10 +22,13 @@ def _cache_root() -> pathlib.Path:
     root = os.environ.get("KIROLEARN_AGENTS_CACHE")
     if root:
         return pathlib.Path(root)
-    # HOME is a tmp dir inside tests: the cache belongs to the real user's home.
-    real_home = os.environ.get("KIROLEARN_REAL_HOME") or os.path.expanduser(f"~{os.environ.get('USER', '')}")
-    if not real_home or real_home.startswith("~"):
-        real_home = str(pathlib.Path.home())
+    # Tests point HOME at a tmp dir: the cache belongs in the real user's home, so a re-run is fast.
+    try:
+        import pwd
+
+        real_home = pwd.getpwuid(os.getuid()).pw_dir
+    except (ImportError, KeyError):  # Windows, or a uid without an entry
+        real_home = os.environ.get("USERPROFILE") or str(pathlib.Path.home())
     return pathlib.Path(real_home) / ".cache" / "kirolearn-agents"
 
 
@@ -46,6 +49,15 @@ def install(package_spec: str, bin_name: str) -> pathlib.Path:
         _unavailable(f"npm is not on PATH, so {package_spec} cannot be installed "
                      "(apt-get install nodejs npm, or set KIROLEARN_AGENTS_CACHE to a folder that has it)")
     folder.mkdir(parents=True, exist_ok=True)
+    from filelock import FileLock  # pytest-xdist workers may ask for the same CLI at once
+
+    with FileLock(str(folder) + ".lock", timeout=NPM_TIMEOUT):
+        if binary.exists():
+            return binary
+        return _npm_install(npm, package_spec, folder, binary)
+
+
+def _npm_install(npm: str, package_spec: str, folder: pathlib.Path, binary: pathlib.Path) -> pathlib.Path:
     env = {**os.environ, "npm_config_update_notifier": "false", "npm_config_fund": "false",
            "npm_config_audit": "false"}
     try:

@@ -21,7 +21,7 @@ from fake_openai import FakeOpenAI, output_of, request_text, tool_names, tool_ou
 from kirolearn.capture.agents import codex
 from kirolearn.cli import cli
 
-pytestmark = pytest.mark.agents
+pytestmark = [pytest.mark.agents, pytest.mark.timeout(900)]  # a first run installs the CLI from npm
 SPEC = "@openai/codex@0.171.0"
 
 USER_CONFIG = """# my codex settings

@@ -18,7 +18,7 @@ from fake_gemini import FakeGemini, ProxySink, request_text, tool_names, tool_re
 from kirolearn.capture.agents import gemini
 from kirolearn.cli import cli
 
-pytestmark = pytest.mark.agents
+pytestmark = [pytest.mark.agents, pytest.mark.timeout(900)]  # a first run installs the CLI from npm
 SPEC = "@google/gemini-cli@0.61.0"
 
 # Current keys only: Gemini CLI rewrites settings.json (its own layout) when it migrates a deprecated key
