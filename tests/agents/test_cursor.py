@@ -98,6 +98,8 @@ def test_cursor_documented_turn_final_answer_memory_mcp_and_exact_uninstall(home
     assert tools["Shell"]["tool_input"]["command"].startswith("pytest") and "KLCTOOL-1" in json.dumps(tools["Shell"])
     assert tools["mcp:search_memory"]["tool_input"] == {"query": "stripe"}
     assert tools["Edit"]["tool_input"]["file_path"].endswith("webhooks.py")
+    (record,) = [o for o in export() if o["type"] == "record"]  # the deterministic extractor reads these shapes
+    assert "app/webhooks.py" in record["files_touched"] and "KLCFINAL-2525" in record["summary"], record
 
     # The next session's sessionStart hands the memory back in Cursor's documented form.
     nxt = str(uuid.uuid4())

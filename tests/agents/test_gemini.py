@@ -145,6 +145,32 @@ def test_gemini_changed_and_unknown_payloads_are_kept_and_exit_0(home, project):
     assert stats["stored"] == len(cases) and stats["quarantined"] == 0, stats
 
 
+def test_gemini_tool_shapes_reach_the_record(home, project):
+    """Gemini's tool names and {llmContent, returnDisplay} answers feed the deterministic extractor."""
+    from conftest import run_hook
+
+    base = {"session_id": "g2", "cwd": str(project), "transcript_path": "/nonexistent", "timestamp": "t"}
+    calls = [
+        {**base, "hook_event_name": "BeforeAgent", "prompt": "fix the flaky login test"},
+        {**base, "hook_event_name": "AfterTool", "tool_name": "write_file",
+         "tool_input": {"file_path": str(project / "tests" / "test_login.py"), "content": "..."},
+         "tool_response": {"llmContent": "Successfully wrote", "returnDisplay": "ok"}},
+        {**base, "hook_event_name": "AfterTool", "tool_name": "run_shell_command",
+         "tool_input": {"command": "pytest -q tests/test_login.py"},
+         "tool_response": {"llmContent": "Output: 1 failed\nE   AssertionError: no token\nExit Code: 1",
+                           "returnDisplay": "1 failed"}},
+        {**base, "hook_event_name": "AfterAgent", "prompt": "p", "prompt_response": "The login test waits for the token now."},
+    ]
+    for payload in calls:
+        assert run_hook(["--agent", "gemini"], json.dumps(payload).encode(), cwd=str(project)).returncode == 0
+    drain()
+    (record,) = [o for o in export() if o["type"] == "record"]
+    assert "tests/test_login.py" in record["files_touched"], record
+    assert "waits for the token" in record["summary"], record
+    assert "**Changed:** tests/test_login.py" in record["summary"], record  # write_file is an edit
+    assert "AssertionError: no token" in record["summary"], record  # the failure, read from llmContent
+
+
 def test_gemini_prefers_prompt_response_and_prints_json_context(tmp_path):
     chat = tmp_path / "chat.jsonl"
     chat.write_text(json.dumps({"type": "gemini", "content": "from the chat file"}) + "\n")
