@@ -228,3 +228,18 @@ def test_gemini_refuses_a_foreign_server_named_kirolearn(home, project):
     settings.write_text('{"mcpServers": {"kirolearn": {"command": "something-else"}}}\n')
     result = CliRunner().invoke(cli, ["install", "--agent", "gemini", "--project", str(project), "--yes"])
     assert result.exit_code != 0 and "not kirolearn-mcp" in result.output
+
+
+def test_gemini_project_install_fires_in_a_trusted_folder(gemini_bin, project, home):
+    """`--project` wires <project>/.gemini/settings.json, which Gemini CLI reads in a trusted folder."""
+    settings = Path(os.environ["HOME"]) / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(USER_SETTINGS)
+    result = CliRunner().invoke(cli, ["install", "--agent", "gemini", "--project", str(project), "--yes"])
+    assert result.exit_code == 0, result.output
+    assert settings.read_text() == USER_SETTINGS  # the user's file is not touched
+    with FakeGemini([{"text": "project-scoped answer KLGP-1"}]) as fake:
+        run_gemini(gemini_bin, project, "hello", fake.base_url)
+    drain()
+    (stop,) = [o for o in export() if o["type"] == "event" and o.get("trigger") == "stop"]
+    assert stop["assistant_response"] == "project-scoped answer KLGP-1" and stop["agent"] == "gemini"
