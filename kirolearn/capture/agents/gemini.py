@@ -218,7 +218,7 @@ def plan_install(project: "str | None", global_: bool = False, **options):
     """The one settings.json install would write (hooks, the MCP server, its read-only tools allowed)."""
     from kirolearn import wiring
 
-    # One scope only: Gemini CLI merges the user's and the project's hooks, so both would fire each hook twice.
+    # One scope per run: were the user's and a project's hooks merged, wiring both would fire each twice.
     path = settings_path(project)
     return [wiring.plan_json(path, "gemini-settings", _additions(), _unwired, owned_problem=_problem)]
 
