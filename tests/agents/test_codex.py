@@ -270,3 +270,25 @@ def test_codex_install_uninstall_exact_bytes_without_the_client(layout, home):
     assert runner.invoke(cli, ["uninstall", "--agent", "codex", "--yes"], catch_exceptions=False).exit_code == 0
     for path, text in files.items():
         assert (path.read_bytes() if path.exists() else None) == (None if text is None else text.encode())
+
+
+def test_codex_uninstall_after_the_user_edited_config_toml_takes_out_only_ours(home):
+    codex_home = Path(os.environ["HOME"]) / ".codex"
+    codex_home.mkdir()
+    config = codex_home / "config.toml"
+    config.write_text('model = "o3"\n')
+    runner = CliRunner()
+    assert runner.invoke(cli, ["install", "--agent", "codex", "--yes"], catch_exceptions=False).exit_code == 0
+    config.write_text('# added by hand\n' + config.read_text() + '\n[tui]\nnotifications = true\n')
+    assert runner.invoke(cli, ["uninstall", "--agent", "codex", "--yes"], catch_exceptions=False).exit_code == 0
+    assert config.read_text() == '# added by hand\nmodel = "o3"\n\n[tui]\nnotifications = true\n'
+    assert not (codex_home / "hooks.json").exists()
+
+
+def test_codex_install_refuses_a_config_that_already_defines_our_server(home):
+    codex_home = Path(os.environ["HOME"]) / ".codex"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text('[mcp_servers.kirolearn]\ncommand = "something"\n')
+    result = CliRunner().invoke(cli, ["install", "--agent", "codex", "--yes"])
+    assert result.exit_code != 0 and "already defines [mcp_servers.kirolearn]" in result.output
+    assert not (codex_home / "hooks.json").exists()  # all or nothing
