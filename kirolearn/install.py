@@ -600,12 +600,13 @@ def _save_record(entries: "list[dict]") -> None:
 
 def _prune_empty_dirs(directory: str) -> None:
     """Remove empty folders install created, up to and including the `.kiro` folder."""
-    while os.path.basename(directory) in ("agents", "hooks", "settings", ".kiro"):
+    tops = (".kiro", ".claude", ".codex", ".gemini", ".cursor")  # each agent's own folder, if install emptied it
+    while os.path.basename(directory) in ("agents", "hooks", "settings", *tops):
         try:
             os.rmdir(directory)  # only succeeds when empty
         except OSError:
             return
-        if os.path.basename(directory) == ".kiro":
+        if os.path.basename(directory) in tops:
             return
         directory = os.path.dirname(directory)
 
@@ -702,7 +703,7 @@ def wiring() -> "list[dict]":
     for entry in load_record():
         try:
             text = _read(entry["path"])
-            data = json.loads(_strip_bom(text)) if text else None
+            data = (_toml(text) if entry["path"].endswith(".toml") else json.loads(_strip_bom(text))) if text else None
         except (ValueError, InstallError):
             data = None
         words = [b for c in _commands(data) for b in _binaries(c)] if data is not None else []
@@ -712,10 +713,22 @@ def wiring() -> "list[dict]":
     return report
 
 
+def _toml(text: str) -> dict:
+    """A TOML file's data (Codex's config.toml); ValueError when it does not parse."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    return tomllib.loads(text)  # TOMLDecodeError is a ValueError
+
+
 def agent_of(entry: dict) -> str:
     """Which agent a recorded install wires: 'kiro', 'claude-code' (its settings file), else the kind."""
     if entry.get("kind") in KIRO_KINDS:
         return "kiro"
+    for name in ("codex", "gemini", "cursor"):  # their kinds are "<agent>-<file>"
+        if str(entry.get("kind")).startswith(name + "-"):
+            return name
     return "claude-code" if entry.get("kind") == "claude-settings" else str(entry.get("kind"))
 
 

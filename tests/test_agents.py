@@ -19,10 +19,11 @@ RECORDING = os.path.join(demo.RECORDINGS, "claude-code.jsonl")
 
 
 def test_registry_knows_both_agents_and_rejects_others():
-    assert agents.names() == ("kiro", "claude-code")
+    assert agents.names()[:2] == ("kiro", "claude-code")
+    assert {"codex", "gemini", "cursor"} <= set(agents.names())  # issue 21, part 2
     assert agents.get().NAME == "kiro" and agents.get("claude-code").NAME == "claude-code"
     with pytest.raises(agents.UnknownAgent, match="expected one of kiro, claude-code"):
-        agents.get("cursor")
+        agents.get("windsurf")
 
 
 def test_recorded_claude_code_session_lands_drains_and_is_recalled(tmp_path, home, drain_now):
@@ -68,8 +69,8 @@ def test_claude_payload_without_agent_is_kiro_and_logged_not_guessed(tmp_path, h
 
 def test_unknown_agent_and_unknown_name_are_rejected_without_echo(home, project):
     secret = "ghp_" + "a1B2" * 9
-    result = run_hook(["--agent", "cursor"], b'{"hook_event_name": "Stop"}', cwd=str(project))
-    assert result.returncode == 0 and b"unknown agent 'cursor'" in result.stderr
+    result = run_hook(["--agent", "windsurf"], b'{"hook_event_name": "Stop"}', cwd=str(project))
+    assert result.returncode == 0 and b"unknown agent 'windsurf'" in result.stderr
     result = run_hook(["--agent", "claude-code"], json.dumps({"hook_event_name": secret}).encode(),
                       cwd=str(project))
     assert result.returncode == 0 and b"unknown Claude Code hook event name" in result.stderr

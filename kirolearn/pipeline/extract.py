@@ -61,8 +61,10 @@ class Completion:
 
 # --- what events say ---------------------------------------------------------------
 
-_COMMAND_TOOLS = ("execute_bash", "shell", "execute_pwsh", "bash", "run_command")
-_WRITE_TOOLS = ("fs_write", "write", "str_replace", "create", "edit", "append", "multiedit", "notebookedit")
+_COMMAND_TOOLS = ("execute_bash", "shell", "execute_pwsh", "bash", "run_command",
+                  "run_shell_command")  # Gemini CLI's
+_WRITE_TOOLS = ("fs_write", "write", "str_replace", "create", "edit", "append", "multiedit", "notebookedit",
+                "write_file", "replace")  # Gemini CLI's
 _EXIT_CODE = re.compile(r"Exit Code:\s*(-?\d+)", re.I)
 # No leading \w* here: on a long run of word characters it makes search() quadratic.
 _STRONG_ERROR = re.compile(r"(?:Error|Exception)\b|Traceback|FATAL|fatal:|[Dd]enied|[Nn]o such file|not found")
@@ -115,8 +117,10 @@ def _response_text(event: dict) -> str:
     if isinstance(response, str):
         return response
     if isinstance(response, dict):
-        # Claude Code's Bash answers {"stdout", "stderr", "interrupted"} at the top level.
-        parts = [str(response[k]) for k in ("stdout", "stderr") if isinstance(response.get(k), str) and response[k]]
+        # Claude Code's Bash answers {"stdout", "stderr", "interrupted"} at the top level; Gemini CLI
+        # {"llmContent", "returnDisplay"}, Cursor's afterShellExecution {"output"}.
+        parts = [str(response[k]) for k in ("stdout", "stderr", "output", "llmContent")
+                 if isinstance(response.get(k), str) and response[k]]
         for key in ("result", "error"):
             value = response.get(key)
             items = value if isinstance(value, list) else [value]

@@ -17,6 +17,7 @@ import sys
 
 DEFAULT = "kiro"
 _MODULES = {"kiro": "kiro", "claude-code": "claude_code"}
+_MODULES.update({"codex": "codex", "gemini": "gemini", "cursor": "cursor"})  # issue 21, part 2
 
 # Canonical triggers and the event kind each one makes (shared by every adapter).
 TRIGGER_KIND = {

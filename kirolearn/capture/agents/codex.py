@@ -1,0 +1,268 @@
+"""The Codex CLI adapter (`@openai/codex`, measured on 0.171.0): its hooks, its config, its trust.
+
+Facts (shared/reference/agents-offline.md, and docs/agents/codex.md for what
+the real client showed): `~/.codex/hooks.json` has Claude Code's shape; every
+payload is stdin JSON with `session_id`, `transcript_path` (a rollout JSONL),
+`cwd`, `hook_event_name`, `model`, `permission_mode`, plus `turn_id` inside a
+turn. Tool hooks carry `tool_name` (`Bash` for its shell, `mcp__<server>__<tool>`
+for MCP tools), `tool_input`, `tool_response` and `tool_use_id`. `Stop` carries
+`last_assistant_message`, the turn's final text: it is preferred over the
+rollout file, read only when the field is missing. Plain stdout and the JSON
+`hookSpecificOutput.additionalContext` of SessionStart and UserPromptSubmit both
+reach the model as a developer message; kirolearn prints the JSON form, which
+no memory text can be mistaken for.
+
+Codex runs a user hook only once it is trusted: `[hooks.state."<hooks.json
+path>:<event>:<group>:<handler>"] trusted_hash = "sha256:..."` in
+`~/.codex/config.toml`, the hash being SHA-256 of the canonical JSON of the
+normalised hook (event label, matcher, the one handler with `timeout` and
+`async`). install writes exactly those entries for its own hooks, so a normal
+`codex` run fires them without `--dangerously-bypass-hook-trust`.
+
+Standard library only (the hook imports it); the installer part is used by the CLI.
+"""
+
+import os
+
+from kirolearn.capture.events import Rejected
+from kirolearn import jsonfast  # not json: it imports re (~30M instructions a hook call)
+
+NAME = "codex"
+GENERATIONS = ("codex",)
+SURFACES = ("codex-cli",)
+SESSION_ENV = None  # Codex always sends session_id
+TRANSCRIPT_TAIL_BYTES = 256 * 1024
+
+TRIGGERS = {
+    "SessionStart": "agentSpawn",
+    "UserPromptSubmit": "userPromptSubmit",
+    "PreToolUse": "preToolUse",
+    "PostToolUse": "postToolUse",
+    "Stop": "stop",
+}
+# Codex's other documented events: kept as notes, payload in `extra`.
+NOTE_TRIGGERS = ("SessionEnd", "SubagentStart", "SubagentStop", "PreCompact", "PostCompact",
+                 "PermissionRequest", "Interrupt", "StopFailure")
+CONTEXT_EVENTS = {"agentSpawn": "SessionStart", "userPromptSubmit": "UserPromptSubmit"}
+
+# What install wires: event, its label in Codex's trust keys, timeout in seconds.
+HOOKS = (
+    ("SessionStart", "session_start", 5),
+    ("UserPromptSubmit", "user_prompt_submit", 5),
+    ("PostToolUse", "post_tool_use", 2),
+    ("Stop", "stop", 5),
+)
+MARK = "kirolearn-hook"
+MCP_SERVER = "kirolearn"
+# MCP tools Codex may call without asking: the read-only ones. forget_memory (destructive) and the
+# writers keep Codex's default, which asks (and is declined in `codex exec`).
+APPROVED_TOOLS = ("search_memory", "session_init")
+
+
+def _is_event_name(name: str) -> bool:
+    """A name in Codex's style (PascalCase letters): an event newer than this adapter, kept as a note."""
+    return 3 <= len(name) <= 40 and name[0].isupper() and name.isalpha() and name.isascii()
+
+
+def resolve_trigger(name: str) -> "tuple[str, str]":
+    """Map a Codex hook name to (canonical trigger, generation); an unknown PascalCase name is a note."""
+    if name in TRIGGERS:
+        return TRIGGERS[name], "codex"
+    if name in NOTE_TRIGGERS or _is_event_name(name):
+        return name, "codex"
+    raise Rejected("unknown Codex hook event name; expected one of " + ", ".join((*TRIGGERS, *NOTE_TRIGGERS)))
+
+
+def surface(generation: str, env) -> str:
+    return "codex-cli"
+
+
+def payload_from_env(arg, env):
+    """Codex always sends its payload on stdin."""
+    return None
+
+
+def normalise(trigger: str, payload: dict, env) -> dict:
+    """The final answer of a Stop: `last_assistant_message`, else the rollout file's last assistant text."""
+    if trigger != "stop" or payload.get("assistant_response"):
+        return payload
+    text = payload.get("last_assistant_message")
+    if not (isinstance(text, str) and text.strip()):
+        path = payload.get("transcript_path")
+        text = last_assistant_text(path) if isinstance(path, str) and path else None
+    return {**payload, "assistant_response": text} if text else payload
+
+
+def last_assistant_text(path: str, tail_bytes: int = TRANSCRIPT_TAIL_BYTES) -> "str | None":
+    """The newest assistant text of a Codex rollout JSONL file (None if none); bounded, partial lines skipped."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - tail_bytes))
+            data = fh.read(tail_bytes)
+    except OSError:
+        return None
+    lines = data.split(b"\n")
+    if size > tail_bytes:
+        lines = lines[1:]
+    for raw in reversed(lines):
+        try:
+            item = jsonfast.loads(raw.decode("utf-8", "replace"))
+        except ValueError:
+            continue
+        payload = item.get("payload") if isinstance(item, dict) else None
+        if not isinstance(payload, dict):
+            continue
+        if payload.get("type") == "task_complete" and isinstance(payload.get("last_agent_message"), str):
+            if payload["last_agent_message"].strip():
+                return payload["last_agent_message"].strip()
+        if payload.get("type") == "message" and payload.get("role") == "assistant":
+            parts = [c.get("text", "") for c in payload.get("content") or []
+                     if isinstance(c, dict) and c.get("type") == "output_text" and isinstance(c.get("text"), str)]
+            text = "\n".join(p for p in parts if p.strip()).strip()
+            if text:
+                return text
+    return None
+
+
+def context_output(trigger: str, text: str) -> str:
+    """Codex's documented JSON form: hookSpecificOutput.additionalContext (reaches the model as a developer message)."""
+    event = CONTEXT_EVENTS.get(trigger)
+    if event is None:
+        return text
+    return jsonfast.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
+
+
+# --- installing: $CODEX_HOME (default ~/.codex): hooks.json, and config.toml (MCP server + hook trust) -------
+
+
+def codex_home() -> str:
+    if os.environ.get("CODEX_HOME"):
+        return os.path.abspath(os.environ["CODEX_HOME"])
+    from kirolearn import config
+
+    return os.path.join(config.user_home_dir() or os.path.expanduser("~"), ".codex")
+
+
+def hook_command() -> str:
+    """The command Codex runs (through a shell); a missing binary is a no-op."""
+    import shlex
+
+    from kirolearn import install
+
+    return f"{install._env_prefix()}{' '.join(shlex.quote(a) for a in install.hook_argv())} --agent {NAME} || true"
+
+
+def _handler(timeout: int) -> dict:
+    return {"type": "command", "command": hook_command(), "timeout": timeout}
+
+
+def _is_ours(group) -> bool:
+    return isinstance(group, dict) and any(
+        isinstance(h, dict) and MARK in str(h.get("command", "")) and f"--agent {NAME}" in str(h.get("command", ""))
+        for h in group.get("hooks", []) or [])
+
+
+def _unwired(data: dict) -> dict:
+    """`data` without our hook groups (a list, or `hooks`, that only we emptied goes too)."""
+    hooks = data.get("hooks")
+    if isinstance(hooks, dict):
+        emptied = False
+        for event in list(hooks):
+            if isinstance(hooks[event], list) and any(_is_ours(g) for g in hooks[event]):
+                hooks[event] = [g for g in hooks[event] if not _is_ours(g)]
+                if not hooks[event]:
+                    del hooks[event]
+                    emptied = True
+        if emptied and not hooks:
+            del data["hooks"]
+    return data
+
+
+def _hooks_problem(data: dict) -> "str | None":
+    hooks = data.get("hooks", {})
+    if not isinstance(hooks, dict) or not all(isinstance(v, list) for v in hooks.values()):
+        return "'hooks' is not an object of lists"
+    return None
+
+
+def trust_hash(label: str, handler: dict) -> str:
+    """Codex's trust hash of one of our hooks (no matcher): SHA-256 of its canonical normalised JSON."""
+    import hashlib
+    import json
+
+    identity = {"event_name": label, "hooks": [{**handler, "async": False}]}
+    canonical = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _toml_string(text: str) -> str:
+    import json
+
+    return json.dumps(text, ensure_ascii=False)  # a JSON string is a TOML basic string (BMP text)
+
+
+def config_block(hooks_path: str, data: dict) -> str:
+    """The TOML tables install appends to config.toml: the MCP server, tool approvals and hook trust."""
+    from kirolearn import install
+
+    entry = install.mcp_entry()
+    lines = [f"[mcp_servers.{MCP_SERVER}]", f"command = {_toml_string(entry['command'])}", "args = []"]
+    if entry["env"]:
+        lines.append("env = { " + ", ".join(f"{k} = {_toml_string(v)}" for k, v in entry["env"].items()) + " }")
+    lines.append("")
+    for tool in APPROVED_TOOLS:
+        lines += [f"[mcp_servers.{MCP_SERVER}.tools.{tool}]", 'approval_mode = "approve"', ""]
+    existing = data.get("hooks", {}) if isinstance(data.get("hooks"), dict) else {}
+    for event, label, timeout in HOOKS:
+        index = len([g for g in existing.get(event, []) or [] if not _is_ours(g)])
+        key = f"{hooks_path}:{label}:{index}:0"
+        lines += [f"[hooks.state.{_toml_string(key)}]", f"trusted_hash = {_toml_string(trust_hash(label, _handler(timeout)))}", ""]
+    return "\n".join(lines)
+
+
+def _headers(block: str) -> "list[str]":
+    return [line for line in block.splitlines() if line.startswith("[")]
+
+
+def plan_install(project: "str | None", global_: bool = False, **options):
+    """hooks.json and config.toml under $CODEX_HOME (nothing is written).
+
+    Codex reads a project's .codex/ only in a project the user trusted, so
+    kirolearn wires the user's Codex home, for every project; kirolearn sorts
+    memories by the project each hook's `cwd` is in.
+    """
+    from kirolearn import install, wiring
+
+    home = codex_home()
+    hooks_path = os.path.join(home, "hooks.json")
+    recorded = {e["path"]: e for e in install.load_record()}
+    additions = [wiring.Addition(("hooks", event), {"hooks": [_handler(timeout)]}) for event, _, timeout in HOOKS]
+    hooks_change = wiring.plan_json(hooks_path, "codex-hooks", additions, _unwired, owned_problem=_hooks_problem)
+    if hooks_change.problem:
+        return [hooks_change]
+    data = install._load(hooks_path, hooks_change.before)
+    block = config_block(hooks_path, _unwired(data))
+    config_path = os.path.join(home, "config.toml")
+    config_change = wiring.plan_toml(config_path, "codex-config", block, _headers(block), recorded.get(config_path))
+    return [hooks_change, config_change]
+
+
+def plan_uninstall(only_project: "str | None" = None):
+    """Undo each recorded Codex install: the user's exact bytes while the files are as install left them."""
+    from kirolearn import install, wiring
+
+    changes = []
+    if only_project:
+        return changes  # Codex is wired in the user's Codex home, never into a project
+    for entry in install.load_record():
+        if entry.get("kind") == "codex-hooks":
+            change = wiring.undo_json(entry, _unwired)
+        elif entry.get("kind") == "codex-config":
+            change = wiring.undo_toml(entry)
+        else:
+            continue
+        if change is not None:
+            changes.append(change)
+    return changes

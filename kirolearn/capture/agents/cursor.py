@@ -1,0 +1,355 @@
+"""The Cursor adapter, from Cursor's documented hooks (cursor.com/docs/agent/hooks); no client runs here.
+
+Hooks live in `hooks.json` (`<project>/.cursor/` or `~/.cursor/`):
+`{"version": 1, "hooks": {"<event>": [{"command": "...", "timeout": seconds}]}}`,
+camelCase event names. Every payload is stdin JSON with `conversation_id`,
+`generation_id`, `model`, `hook_event_name`, `cursor_version`,
+`workspace_roots` and (newer builds) `transcript_path`; there is often no
+`cwd`, so the first workspace root stands in. The events kirolearn maps:
+`sessionStart`, `beforeSubmitPrompt` (`prompt`, `attachments`),
+`afterShellExecution` (`command`, `output` or `stdout`/`stderr`, `duration`),
+`afterMCPExecution` (`tool_name`, `tool_input` as a JSON string, `result_json`
+or `tool_result`), `afterFileEdit` (`file_path`, `edits`), the generic
+`preToolUse` / `postToolUse` (`tool_name`, `tool_input`, `tool_output`),
+`afterAgentResponse` (`text`: an assistant message) and `stop` (`status`,
+`loop_count`: no text).
+
+The final answer of a turn is the last `afterAgentResponse` text before its
+`stop`: that hook keeps the text in a small 0600 file per conversation under
+$KIROLEARN_HOME/sessions, and `stop` reads it (else the transcript's last
+assistant line). Context goes back only at `sessionStart`, as
+`{"additional_context": "..."}`; `beforeSubmitPrompt` can only allow or block,
+so per-prompt recall is the MCP server's search_memory.
+
+Standard library only (the hook imports it); the installer part is used by the CLI.
+"""
+
+import os
+
+from kirolearn.capture.events import Rejected
+from kirolearn import jsonfast  # not json: it imports re (~30M instructions a hook call)
+
+NAME = "cursor"
+GENERATIONS = ("cursor",)
+SURFACES = ("cursor",)
+SESSION_ENV = None
+TRANSCRIPT_TAIL_BYTES = 256 * 1024
+LAST_TEXT_MAX = 64 * 1024
+
+TRIGGERS = {
+    "sessionStart": "agentSpawn",
+    "beforeSubmitPrompt": "userPromptSubmit",
+    "preToolUse": "preToolUse",
+    "beforeShellExecution": "preToolUse",
+    "beforeMCPExecution": "preToolUse",
+    "beforeReadFile": "preToolUse",
+    "postToolUse": "postToolUse",
+    "afterShellExecution": "postToolUse",
+    "afterMCPExecution": "postToolUse",
+    "afterFileEdit": "postToolUse",
+    "stop": "stop",
+}
+NOTE_TRIGGERS = ("sessionEnd", "afterAgentResponse", "afterAgentThought", "preCompact", "subagentStart",
+                 "subagentStop", "postToolUseFailure", "beforeTabFileRead", "afterTabFileEdit")
+
+# What install wires: event, timeout in seconds. The specific after* events, not the generic
+# postToolUse as well: both fire for one shell command, which would record it twice.
+HOOKS = (
+    ("sessionStart", 5),
+    ("beforeSubmitPrompt", 5),
+    ("afterShellExecution", 2),
+    ("afterMCPExecution", 2),
+    ("afterFileEdit", 2),
+    ("afterAgentResponse", 2),
+    ("stop", 5),
+)
+MARK = "kirolearn-hook"
+MCP_SERVER = "kirolearn"
+_COMMON = ("conversation_id", "generation_id", "model", "hook_event_name", "cursor_version", "workspace_roots",
+           "user_email", "transcript_path", "cwd", "session_id")
+
+
+def _is_event_name(name: str) -> bool:
+    """A name in Cursor's style (camelCase letters): an event newer than this adapter, kept as a note."""
+    return 3 <= len(name) <= 40 and name[0].islower() and name.isalpha() and name.isascii()
+
+
+def resolve_trigger(name: str) -> "tuple[str, str]":
+    """Map a Cursor hook name to (canonical trigger, generation); an unknown camelCase name is a note."""
+    if name in TRIGGERS:
+        return TRIGGERS[name], "cursor"
+    if name in NOTE_TRIGGERS or _is_event_name(name):
+        return name, "cursor"
+    raise Rejected("unknown Cursor hook event name; expected one of " + ", ".join((*TRIGGERS, *NOTE_TRIGGERS)))
+
+
+def surface(generation: str, env) -> str:
+    return "cursor"
+
+
+def payload_from_env(arg, env):
+    """Cursor always sends its payload on stdin."""
+    return None
+
+
+def _json_or_text(value):
+    if isinstance(value, str) and value[:1] in ("{", "["):
+        try:
+            return jsonfast.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _tool_fields(hook: str, payload: dict) -> dict:
+    """tool_name / tool_input / tool_response from the shape of each Cursor tool hook."""
+    rest = {k: v for k, v in payload.items() if k not in _COMMON}
+    if hook in ("afterShellExecution", "beforeShellExecution"):
+        fields = {"tool_name": "Shell", "tool_input": {"command": rest.pop("command", None)}}
+        if "cwd" in payload:
+            fields["tool_input"]["cwd"] = payload["cwd"]
+        if hook == "afterShellExecution":
+            fields["tool_response"] = rest
+        return fields
+    if hook in ("afterMCPExecution", "beforeMCPExecution"):
+        name = rest.pop("tool_name", None)
+        fields = {"tool_name": f"mcp:{name}" if name else "mcp", "tool_input": _json_or_text(rest.pop("tool_input", None))}
+        if hook == "afterMCPExecution":
+            result = rest.pop("result_json", rest.pop("tool_result", None))
+            fields["tool_response"] = _json_or_text(result) if not rest else {"result": _json_or_text(result), **rest}
+        return fields
+    if hook in ("afterFileEdit", "beforeReadFile"):
+        fields = {"tool_name": "Edit" if hook == "afterFileEdit" else "Read",
+                  "tool_input": {"file_path": rest.pop("file_path", None)}}
+        if hook == "afterFileEdit":
+            fields["tool_response"] = rest  # the edits
+        return fields
+    fields = {}
+    if "tool_output" in payload and "tool_response" not in payload:
+        fields["tool_response"] = _json_or_text(payload["tool_output"])
+    if isinstance(payload.get("tool_input"), str):
+        fields["tool_input"] = _json_or_text(payload["tool_input"])
+    return fields
+
+
+def normalise(trigger: str, payload: dict, env) -> dict:
+    """Cursor's payloads in kirolearn's keys: session, cwd, tool fields, and the turn's final answer."""
+    out = dict(payload)
+    hook = payload.get("hook_event_name")
+    if not (isinstance(out.get("session_id"), str) and out["session_id"].strip()):
+        if isinstance(payload.get("conversation_id"), str) and payload["conversation_id"].strip():
+            out["session_id"] = payload["conversation_id"]
+    if not (isinstance(out.get("cwd"), str) and out["cwd"]):
+        roots = payload.get("workspace_roots")
+        if isinstance(roots, list) and roots and isinstance(roots[0], str):
+            out["cwd"] = roots[0]
+    if trigger in ("preToolUse", "postToolUse"):
+        for key in ("command", "file_path", "edits", "output", "stdout", "stderr", "exit_code", "result_json",
+                    "tool_result", "tool_output"):
+            out.pop(key, None)
+        out.update(_tool_fields(hook if isinstance(hook, str) else "", payload))
+    elif hook == "afterAgentResponse" and isinstance(payload.get("text"), str):
+        _remember_text(out.get("session_id"), payload["text"])
+    elif trigger == "stop" and not out.get("assistant_response"):
+        text = _last_text(out.get("session_id"))
+        if not text and isinstance(payload.get("transcript_path"), str):
+            text = last_assistant_text(payload["transcript_path"])
+        if text:
+            out["assistant_response"] = text
+    return out
+
+
+def _state_path(session_id) -> "str | None":
+    if not (isinstance(session_id, str) and session_id):
+        return None
+    safe = "".join(c for c in session_id[:80] if c.isalnum() or c in "-_")
+    if not safe:
+        return None
+    from kirolearn import config
+
+    return os.path.join(config.sessions_dir(), f"cursor-last-{safe}.txt")
+
+
+def _remember_text(session_id, text: str) -> None:
+    """Keep the newest assistant message of a conversation for its `stop` (best effort, 0600)."""
+    path = _state_path(session_id)
+    if path is None:
+        return
+    try:
+        from kirolearn import config
+
+        config.ensure_private_dir(os.path.dirname(path))
+        tmp = f"{path}.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, text[:LAST_TEXT_MAX].encode("utf-8", "replace"))
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # the note event still holds the text
+
+
+def _last_text(session_id) -> "str | None":
+    path = _state_path(session_id)
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read(LAST_TEXT_MAX).decode("utf-8", "replace")
+        os.remove(path)  # one turn's answer, not the next turn's
+    except OSError:
+        return None
+    return text.strip() or None
+
+
+def last_assistant_text(path: str, tail_bytes: int = TRANSCRIPT_TAIL_BYTES) -> "str | None":
+    """The newest assistant text of a JSONL transcript ({"role": "assistant", ...} lines); bounded."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - tail_bytes))
+            data = fh.read(tail_bytes)
+    except OSError:
+        return None
+    lines = data.split(b"\n")
+    if size > tail_bytes:
+        lines = lines[1:]
+    for raw in reversed(lines):
+        try:
+            item = jsonfast.loads(raw.decode("utf-8", "replace"))
+        except ValueError:
+            continue
+        if not isinstance(item, dict):
+            continue
+        message = item.get("message") if isinstance(item.get("message"), dict) else item
+        if message.get("role") != "assistant" and item.get("type") != "assistant":
+            continue
+        content = message.get("content", message.get("text"))
+        if isinstance(content, list):
+            content = "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
+        if isinstance(content, str) and content.strip():
+            return content.strip()
+    return None
+
+
+def context_output(trigger: str, text: str) -> str:
+    """sessionStart's documented output; beforeSubmitPrompt cannot add context, so nothing is printed there."""
+    if trigger != "agentSpawn":
+        return ""
+    return jsonfast.dumps({"additional_context": text})
+
+
+# --- installing: <project>/.cursor/ or ~/.cursor/: hooks.json and mcp.json ---------------------------
+
+
+def cursor_dir(project: "str | None") -> str:
+    if project:
+        return os.path.join(os.path.abspath(project), ".cursor")
+    from kirolearn import config
+
+    return os.path.join(config.user_home_dir() or os.path.expanduser("~"), ".cursor")
+
+
+def hook_command() -> str:
+    """The command Cursor runs (through a shell); a missing binary is a no-op."""
+    import shlex
+
+    from kirolearn import install
+
+    return f"{install._env_prefix()}{' '.join(shlex.quote(a) for a in install.hook_argv())} --agent {NAME} || true"
+
+
+def _is_ours(entry) -> bool:
+    return isinstance(entry, dict) and MARK in str(entry.get("command", "")) and f"--agent {NAME}" in str(entry.get("command", ""))
+
+
+def _hooks_unwired(data: dict) -> dict:
+    hooks = data.get("hooks")
+    emptied = False
+    if isinstance(hooks, dict):
+        for event in list(hooks):
+            if isinstance(hooks[event], list) and any(_is_ours(e) for e in hooks[event]):
+                hooks[event] = [e for e in hooks[event] if not _is_ours(e)]
+                if not hooks[event]:
+                    del hooks[event]
+                    emptied = True
+        if emptied and not hooks:
+            del data["hooks"]
+            if set(data) == {"version"}:
+                del data["version"]  # what install added along with the hooks
+    return data
+
+
+def _hooks_problem(data: dict) -> "str | None":
+    if data.get("version", 1) != 1:
+        return f"hooks.json version {data.get('version')!r} is not the version 1 kirolearn writes"
+    hooks = data.get("hooks", {})
+    if not isinstance(hooks, dict) or not all(isinstance(v, list) for v in hooks.values()):
+        return "'hooks' is not an object of lists"
+    return None
+
+
+def _our_server(entry) -> bool:
+    return isinstance(entry, dict) and os.path.basename(str(entry.get("command", ""))).startswith("kirolearn-mcp")
+
+
+def _mcp_unwired(data: dict) -> dict:
+    servers = data.get("mcpServers")
+    if isinstance(servers, dict) and _our_server(servers.get(MCP_SERVER)):
+        del servers[MCP_SERVER]
+        if not servers:
+            del data["mcpServers"]
+    return data
+
+
+def _mcp_problem(data: dict) -> "str | None":
+    servers = data.get("mcpServers", {})
+    if not isinstance(servers, dict):
+        return "'mcpServers' is not an object"
+    if MCP_SERVER in servers and not _our_server(servers[MCP_SERVER]):
+        return f"it already has an MCP server named {MCP_SERVER!r} that is not kirolearn-mcp"
+    return None
+
+
+def plan_install(project: "str | None", global_: bool = False, **options):
+    """hooks.json and mcp.json in the project's .cursor/ (or ~/.cursor/); nothing is written."""
+    from kirolearn import install, wiring
+
+    folder = cursor_dir(project)
+    hooks_path = os.path.join(folder, "hooks.json")
+    additions = [wiring.Addition(("hooks", event), {"command": hook_command(), "timeout": timeout})
+                 for event, timeout in HOOKS]
+    before = install._read(hooks_path)
+    try:  # the version key is added with our hooks when the file has none of its own
+        has_version = "version" in _hooks_unwired(install._load(hooks_path, before))
+    except install.InstallError:
+        has_version = True  # plan_json reports the problem
+    if not has_version:
+        additions.insert(0, wiring.Addition((), 1, key="version"))
+    hooks = wiring.plan_json(hooks_path, "cursor-hooks", additions, _hooks_unwired, owned_problem=_hooks_problem)
+    entry = install.mcp_entry()
+    server = {"command": entry["command"], "args": entry["args"]}
+    if entry["env"]:
+        server["env"] = entry["env"]
+    mcp = wiring.plan_json(os.path.join(folder, "mcp.json"), "cursor-mcp",
+                           [wiring.Addition(("mcpServers",), server, key=MCP_SERVER)], _mcp_unwired,
+                           owned_problem=_mcp_problem)
+    return [hooks, mcp]
+
+
+def plan_uninstall(only_project: "str | None" = None):
+    """Undo each recorded Cursor install: the user's exact bytes while the files are as install left them."""
+    from kirolearn import install, wiring
+
+    changes = []
+    for entry in install.load_record():
+        if entry.get("kind") not in ("cursor-hooks", "cursor-mcp"):
+            continue
+        if only_project and not entry["path"].startswith(cursor_dir(only_project) + os.sep):
+            continue
+        change = wiring.undo_json(entry, _hooks_unwired if entry["kind"] == "cursor-hooks" else _mcp_unwired)
+        if change is not None:
+            changes.append(change)
+    return changes

@@ -1,0 +1,169 @@
+"""A scripted fake of the OpenAI Responses API (`POST /v1/responses`, SSE), on 127.0.0.1 only.
+
+Real agent CLIs (Codex) talk to it instead of OpenAI. Each request body is
+logged (`server.requests`), so a test can read exactly what reached the model.
+The reply to each request comes from the script: a callable
+`script(body) -> list of steps`, or a list of steps picked by how many tool
+results the request already carries (the first request of a turn gets step 0,
+the one after the first tool result step 1, ...). A step is either
+`{"text": "..."}` (a final message) or `{"call": NAME, "arguments": {...}}` (a
+function call; NAME may be a predicate on the request's tool names, see
+`tool_named`). Standard library only.
+"""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def _sse(kind: str, data: dict) -> bytes:
+    return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n".encode()
+
+
+def tool_names(body: dict) -> "list[str]":
+    """Every tool name the request offers the model (function tools and namespaced MCP tools)."""
+    names = []
+    for tool in body.get("tools") or []:
+        if not isinstance(tool, dict):
+            continue
+        if tool.get("name"):
+            names.append(tool["name"])
+        for inner in tool.get("tools") or []:  # namespace tools
+            if isinstance(inner, dict) and inner.get("name"):
+                names.append(f"{tool.get('name')}.{inner['name']}")
+    return names
+
+
+def tool_outputs(body: dict) -> "list[dict]":
+    """The tool results (function_call_output items) in the request's input."""
+    return [i for i in body.get("input") or [] if isinstance(i, dict) and i.get("type", "").endswith("call_output")]
+
+
+def output_of(body: dict, call_id: str) -> "str | None":
+    """The result the request carries for tool call `call_id`, as text (None if it has none)."""
+    for item in tool_outputs(body):
+        if item.get("call_id") == call_id:
+            output = item.get("output")
+            return output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+    return None
+
+
+def request_text(body: dict) -> str:
+    """Everything the model was shown in one request, as one string (for `in` checks)."""
+    return json.dumps({"instructions": body.get("instructions"), "input": body.get("input")}, ensure_ascii=False)
+
+
+class FakeOpenAI:
+    """`with FakeOpenAI(script) as fake:` ... `fake.base_url` is the `/v1` URL to configure."""
+
+    def __init__(self, script):
+        self.script = script
+        self.requests: list = []  # request bodies, in arrival order
+        self.paths: list = []
+        self.calls: dict = {}  # call_id -> the tool name the fake told the model to call
+        self._lock = threading.Lock()
+        self._counter = 0
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):  # quiet
+                pass
+
+            def do_GET(self):
+                fake.paths.append(("GET", self.path))
+                body = json.dumps({"object": "list", "data": [{"id": "gpt-fake", "object": "model"}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                if self.headers.get("Content-Encoding") == "zstd" or not raw.strip().startswith(b"{"):
+                    self.send_response(415)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                body = json.loads(raw)
+                with fake._lock:
+                    fake.requests.append(body)
+                    fake.paths.append(("POST", self.path))
+                    fake._counter += 1
+                    n = fake._counter
+                if not self.path.rstrip("/").endswith("/responses"):
+                    self.send_response(404)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                for chunk in fake.stream(body, n):
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
+                self.close_connection = True
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._server.shutdown()
+        self._server.server_close()
+
+    def step_for(self, body: dict) -> dict:
+        if callable(self.script):
+            return self.script(body)
+        steps = self.script
+        return steps[min(len(tool_outputs(body)), len(steps) - 1)]
+
+    def stream(self, body: dict, n: int):
+        step = self.step_for(body)
+        rid = f"resp_{n}"
+        yield _sse("response.created", {"response": {"id": rid, "object": "response", "status": "in_progress",
+                                                     "output": []}})
+        if "call" in step:
+            name = step["call"]
+            if callable(name):
+                name = next((t for t in tool_names(body) if name(t)), None) or "missing_tool"
+            item = {"type": "function_call", "id": f"fc_{n}", "call_id": f"call_{n}", "name": name,
+                    "arguments": json.dumps(step.get("arguments", {})), "status": "completed"}
+            self.calls[item["call_id"]] = name
+            if "." in name:  # a namespaced tool: the namespace and the tool's own name
+                item["namespace"], item["name"] = name.rsplit(".", 1)
+            yield _sse("response.output_item.added", {"output_index": 0, "item": {**item, "status": "in_progress"}})
+            yield _sse("response.output_item.done", {"output_index": 0, "item": item})
+        else:
+            text = step["text"]
+            msg_id = f"msg_{n}"
+            item = {"type": "message", "id": msg_id, "role": "assistant", "status": "in_progress", "content": []}
+            yield _sse("response.output_item.added", {"output_index": 0, "item": item})
+            yield _sse("response.content_part.added", {"item_id": msg_id, "output_index": 0, "content_index": 0,
+                                                       "part": {"type": "output_text", "text": "",
+                                                                "annotations": []}})
+            for i in range(0, len(text), 40):
+                yield _sse("response.output_text.delta", {"item_id": msg_id, "output_index": 0,
+                                                          "content_index": 0, "delta": text[i:i + 40]})
+            yield _sse("response.output_text.done", {"item_id": msg_id, "output_index": 0, "content_index": 0,
+                                                     "text": text})
+            done = {**item, "status": "completed",
+                    "content": [{"type": "output_text", "text": text, "annotations": []}]}
+            yield _sse("response.output_item.done", {"output_index": 0, "item": done})
+        usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
+                 "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15}
+        yield _sse("response.completed", {"response": {"id": rid, "object": "response", "status": "completed",
+                                                       "output": [], "usage": usage}})
