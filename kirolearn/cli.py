@@ -143,8 +143,9 @@ def _existing_db():
 @cli.command(name="drain")
 @click.option("--watch", is_flag=True, help="Keep draining as events arrive, until interrupted.")
 @click.option("--flush", is_flag=True, help="Extract every buffered session now, without waiting for turn end or idle.")
+@click.option("--no-recall-server", is_flag=True, help="With --watch: do not also serve recall (kirolearn serve-recall).")
 @json_option
-def drain_command(watch, flush, json_):
+def drain_command(watch, flush, json_, no_recall_server):
     """Store spooled events and extract memory records from them.
 
     Takes the spool lock first: if another drain holds it, exits 0 saying so.
@@ -181,6 +182,11 @@ def drain_command(watch, flush, json_):
     def on_pass(s):
         click.echo(json.dumps(asdict(s)) if json_ else _describe(s), err=not json_)
 
+    server = None
+    if watch and not no_recall_server:  # the watcher keeps the model loaded anyway: answer recall too
+        from kirolearn.recall.server import start_in_thread
+
+        server = start_in_thread()
     try:
         stats = Memory().drain(flush=flush, watch=watch, progress=progress, on_pass=on_pass, on_start=start)
     except DrainLocked as exc:
@@ -192,6 +198,8 @@ def drain_command(watch, flush, json_):
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
+        if server is not None:
+            server.close()
     if json_ and not watch:
         click.echo(json.dumps(asdict(stats), sort_keys=True))
     elif not json_:
@@ -400,7 +408,6 @@ def search_command(query, project, all_projects, types, since, session_id, file,
     import time
 
     from kirolearn import Memory
-    from kirolearn.manage import clean, terminal
     from kirolearn.recall import context
 
     if project and all_projects:
@@ -410,6 +417,13 @@ def search_command(query, project, all_projects, types, since, session_id, file,
     root = _project_root(project)
     hits = Memory().search(query, project=root, all_projects=all_projects, types=types, limit=limit, since=since,
                            session_id=session_id, file=file)
+    if getattr(hits, "scrubbed", False):  # the recall server re-scrubbed them (kirolearn.recall.server)
+        from kirolearn.recall.client import terminal
+
+        def clean(value):
+            return value
+    else:
+        from kirolearn.manage import clean, terminal
 
     if json_:
         click.echo(json.dumps(clean([h.to_dict() for h in hits]), ensure_ascii=False, indent=2))
@@ -425,6 +439,8 @@ def search_command(query, project, all_projects, types, since, session_id, file,
 
 
 def _since(value):
+    if value is None:
+        return None  # no import of kirolearn.manage (~1 s of pydantic and sqlite-utils) for nothing
     from kirolearn.manage import ManageError, parse_since
 
     try:
@@ -717,14 +733,23 @@ def uninstall_command(project, purge, dry_run, yes, agent):
 @click.option("--launchd", "kind", flag_value="launchd", help="A launchd agent (macOS).")
 @click.option("--print", "print_only", is_flag=True, help="Print the job instead of installing it.")
 @click.option("--remove", is_flag=True, help="Remove the job.")
-def schedule_command(every, kind, print_only, remove):
+@click.option("--recall-server", is_flag=True,
+              help="Also (or with --remove: also remove) the recall server as a user service (systemd, launchd).")
+def schedule_command(every, kind, print_only, remove, recall_server):
     """Run `kirolearn drain` periodically (default: launchd on macOS, systemd where it runs, else cron).
 
-    The drain's own lock keeps runs from overlapping.
+    The drain's own lock keeps runs from overlapping. --recall-server adds `kirolearn serve-recall`
+    as a service that stays up, so the prompt hook and `search` get the embedding model's answers.
     """
     from kirolearn import schedule
 
     kind = kind or schedule.default_kind()
+    if recall_server:
+        if print_only:
+            for job in schedule.recall_server_jobs(kind):
+                click.echo(f"# {job.path}\n{job.content}")
+        else:
+            click.echo(schedule.remove_recall_server(kind) if remove else schedule.install_recall_server(kind))
     seconds = schedule.parse_every(every, kind)
     if print_only:
         if kind == "cron":
@@ -956,3 +981,4 @@ def migrate_command(grant, json_):
 
 from kirolearn import cli_manage  # noqa: E402,F401 - registers list, show, forget, restore, edit, import, serve
 from kirolearn import cli_team  # noqa: E402,F401 - registers team join, leave, status
+from kirolearn import cli_model  # noqa: E402,F401 - registers model install, status, and serve-recall
