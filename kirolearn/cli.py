@@ -619,7 +619,9 @@ def session_init_command(label, project, json_):
 @click.option("--set-default", is_flag=True, help="Also make `kirolearn` Kiro CLI's default agent.")
 @click.option("--agent", "agent", type=click.Choice(["kiro", "claude-code"]), default="kiro", show_default=True,
               help="Which agent to wire: Kiro (CLI and IDE) or Claude Code (.claude/settings.json hooks).")
-def install_command(project, global_, portable, dry_run, yes, set_default, agent):
+@click.option("--with-model", is_flag=True,
+              help="Also run `kirolearn model install` (all-MiniLM-L6-v2, ~90 MB, no torch); asked in a terminal.")
+def install_command(project, global_, portable, dry_run, yes, set_default, agent, with_model):
     """Wire kirolearn's hooks and MCP server into Kiro (CLI and IDE).
 
     Writes only its own entries, keeps everything else in shared files byte
@@ -644,6 +646,7 @@ def install_command(project, global_, portable, dry_run, yes, set_default, agent
             raise click.UsageError("--set-default and --portable are Kiro options; drop them with --agent claude-code")
         _apply_changes(agents.get(agent).plan_install(project, global_ or not project), dry_run, yes, installing=True)
         if not dry_run:
+            cli_model.offer_model(with_model, yes)
             click.echo("next: `kirolearn schedule` to drain in the background; Claude Code picks the hooks up "
                        "at its next start")
         return
@@ -655,6 +658,7 @@ def install_command(project, global_, portable, dry_run, yes, set_default, agent
     if set_default and not dry_run:
         click.echo(install.set_default_agent())
     if not dry_run:
+        cli_model.offer_model(with_model, yes)
         click.echo("next: `kirolearn schedule` to drain in the background; Kiro CLI users start "
                    + ("`kiro-cli chat --agent kirolearn`" if global_ or not project else "`kiro-cli chat` here"))
 

@@ -117,3 +117,22 @@ def _reindex(json_: bool) -> dict:
         if bar is not None:
             bar.render_finish()
         db.conn.close()
+
+
+def offer_model(with_model: bool, yes: bool) -> None:
+    """`kirolearn install`'s offer: install the contextual model when asked (--with-model, or yes at the prompt
+    in a terminal); otherwise one line saying how. Never waits on a non-interactive run."""
+    from kirolearn.recall import model_setup
+
+    if model_setup.describe(_settings())[0] == model_setup.LOCAL:
+        return  # in use already
+    if not with_model:
+        if yes or not sys.stdin.isatty() or not click.confirm(
+                "Install the contextual embedding model all-MiniLM-L6-v2 (about 90 MB, no torch) for recall "
+                "by meaning?", default=False):
+            click.echo("semantic recall: `kirolearn model install` adds the contextual model (finds questions "
+                       "asked in other words)")
+            return
+    result = model_setup.install(say=lambda m: click.echo(m, err=True))
+    result["reindex"] = _reindex(False)
+    click.echo(f"Using {result['model']} (weights from {result['source']}).")

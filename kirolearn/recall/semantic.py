@@ -54,16 +54,27 @@ def _hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
 
 
-def index_pending(db, model, *, batch: int = 512, progress=None) -> int:
+BOUNDED_BATCH = 32  # records per batch when a pass is bounded in time: all-MiniLM-L6-v2 takes ~1 s for 32-40
+
+
+def index_pending(db, model, *, batch: int = 512, progress=None, seconds: "float | None" = None) -> int:
     """Embed every record that has no vector of `model`; returns how many were embedded.
 
-    `progress(n_done, n_total)` is called after each batch (the reindex progress bar).
+    `progress(n_done, n_total)` is called after each batch (the reindex progress bar). With
+    `seconds`, it stops after the first batch that ends past that many seconds (small batches):
+    the drainer's pass stays bounded, and the next pass embeds what is left (records without a
+    vector are found by their words meanwhile).
     """
     if model is None:
         return 0
     total = store.count_to_embed(db, model.model_id)
     done, after = 0, 0
+    start = time.monotonic()
+    if seconds is not None:
+        batch = min(batch, BOUNDED_BATCH)
     while True:
+        if seconds is not None and done and time.monotonic() - start >= seconds:
+            break
         rows = store.records_to_embed(db, model.model_id, limit=batch, after_rowid=after)
         if not rows:
             break
@@ -374,8 +385,8 @@ def search(conn, query: str, *, settings=None, **options) -> "list[recall.Hit]":
     return Searcher(conn, settings=settings).search(query, **options)
 
 
-def index_with_settings(db, conf, *, progress=None) -> "tuple[int, str]":
-    """Embed pending records with the configured model: (embedded, '' or why not)."""
+def index_with_settings(db, conf, *, progress=None, seconds: "float | None" = None) -> "tuple[int, str]":
+    """Embed pending records with the configured model: (embedded, '' or why not); `seconds`: see index_pending."""
     try:
         model = from_settings(conf)
     except EmbeddingUnavailable as exc:
@@ -383,9 +394,18 @@ def index_with_settings(db, conf, *, progress=None) -> "tuple[int, str]":
     if model is None:
         return 0, "embeddings are off"
     try:
-        return index_pending(db, model, progress=progress), ""
+        return index_pending(db, model, progress=progress, seconds=seconds), ""
     except EmbeddingUnavailable as exc:
         return 0, exc.message
+
+
+def vectors_pending(db, conf) -> int:
+    """How many records still lack a vector of the configured model (0 when it is off or cannot load)."""
+    try:
+        model = from_settings(conf)
+    except EmbeddingUnavailable:
+        return 0
+    return store.count_to_embed(db, model.model_id) if model is not None else 0
 
 
 def reindex(db, conf, *, everything: bool = False, progress=None) -> dict:
