@@ -43,6 +43,13 @@ UNRELATED = ["thanks, that's all for today", "write a haiku about autumn", "what
              "translate good morning into spanish", "what should I cook for dinner tonight",
              "recommend a good science fiction novel", "how do I water a cactus",
              "what is the capital of australia", "explain the rules of chess to a child"]
+# More of them, written after the prompt hook's meaning floor was chosen on the list above: reported only
+UNRELATED_HELD_OUT = ["what time does the bakery open on sundays", "suggest a name for my new puppy",
+                      "how many calories are in an avocado", "what is a good stretching routine after running",
+                      "plan a weekend trip to the mountains", "why is the sky blue",
+                      "write a birthday message for my grandmother", "which houseplants need little light",
+                      "how do I knit a scarf", "summarise the plot of romeo and juliet",
+                      "what are the symptoms of a cold", "how long should I boil an egg"]
 
 
 def topical() -> "list[str]":
@@ -171,7 +178,8 @@ def run(tmp: str, n_distractors: int, local: bool = True, with_topical: bool = T
                     found[(kind, half(i))] += 1
                 else:
                     misses.append(f"{kind}:{t['id']}")
-        unrelated = sum(bool(fn(q)) for q in UNRELATED) if name.startswith("prompt hook") else None
+        unrelated = ((sum(bool(fn(q)) for q in UNRELATED), sum(bool(fn(q)) for q in UNRELATED_HELD_OUT))
+                     if name.startswith("prompt hook") else None)
         results[name] = (found, ms, misses, unrelated)
     return turns, noise, results, overlap, record_of, ingest_s, notes
 
@@ -205,7 +213,8 @@ def main() -> int:
                      ">= 11/12, >= 5/8" if goal else ""))
         rows.append(("  tuned-on half: ordinary / hard", f"{found[('ordinary', 'tune')]} / {found[('hard', 'tune')]}", ""))
         if unrelated is not None:
-            rows.append((f"  unrelated prompts injecting (of {len(UNRELATED)})", f"{unrelated}", "0"))
+            rows.append((f"  unrelated prompts injecting: tuned-on list / held-out list (of {len(UNRELATED)} each)",
+                         f"{unrelated[0]} / {unrelated[1]}", "0"))
         rows.append(("  per query p50 / p95 (ms, in process)", f"{statistics.median(ms):.1f} / {pct(ms, 0.95):.1f}", ""))
         if args.misses:
             print(name, "misses:", " ".join(misses))
