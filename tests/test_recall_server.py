@@ -295,3 +295,13 @@ def _pid(project):
     from kirolearn.recall import context
 
     return context.project_id(str(project))
+
+
+def test_the_hooks_client_imports_only_the_standard_library():
+    """The hook imports kirolearn.recall.client when a socket is there (design.md rule 1)."""
+    code = ("import sys, json; before = set(sys.modules); import kirolearn.recall.client; "
+            "print(json.dumps(sorted(set(sys.modules) - before)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = json.loads(out)
+    assert [m for m in loaded if m.split(".")[0] not in sys.stdlib_module_names and m.split(".")[0] != "kirolearn"] == []
+    assert "socket" not in loaded and "re" not in loaded  # _socket alone; no regex on the hook path

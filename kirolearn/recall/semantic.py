@@ -54,16 +54,17 @@ def _hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
 
 
-BOUNDED_BATCH = 32  # records per batch when a pass is bounded in time: all-MiniLM-L6-v2 takes ~1 s for 32-40
+BOUNDED_BATCH = 8  # the first batch of a pass bounded in time; later ones are sized to the time left
 
 
 def index_pending(db, model, *, batch: int = 512, progress=None, seconds: "float | None" = None) -> int:
     """Embed every record that has no vector of `model`; returns how many were embedded.
 
     `progress(n_done, n_total)` is called after each batch (the reindex progress bar). With
-    `seconds`, it stops after the first batch that ends past that many seconds (small batches):
-    the drainer's pass stays bounded, and the next pass embeds what is left (records without a
-    vector are found by their words meanwhile).
+    `seconds`, it embeds small batches, each sized by the time one record took so far to fit the
+    time left, and stops when that is spent (at least one batch): the drainer's pass stays bounded,
+    and the next pass embeds what is left (records without a vector are found by their words
+    meanwhile).
     """
     if model is None:
         return 0
@@ -73,8 +74,12 @@ def index_pending(db, model, *, batch: int = 512, progress=None, seconds: "float
     if seconds is not None:
         batch = min(batch, BOUNDED_BATCH)
     while True:
-        if seconds is not None and done and time.monotonic() - start >= seconds:
-            break
+        if seconds is not None and done:
+            left = seconds - (time.monotonic() - start)
+            if left <= 0:
+                break
+            per_record = (time.monotonic() - start) / done
+            batch = max(1, min(4 * BOUNDED_BATCH, int(left / per_record)))
         rows = store.records_to_embed(db, model.model_id, limit=batch, after_rowid=after)
         if not rows:
             break
