@@ -34,6 +34,7 @@ def serve_recall_command(ping):
             raise SystemExit(1)
         click.echo(json.dumps(answer, sort_keys=True))
         return
+    _log_to_file()
     server = RecallServer().start()
     model = server.model.model_id if server.model is not None else f"none ({server.model_error or 'embeddings off'})"
     click.echo(f"kirolearn: serving recall on {server.path} with model {model}; Ctrl-C to stop", err=True)
@@ -45,6 +46,23 @@ def serve_recall_command(ping):
     finally:
         signal.signal(signal.SIGTERM, previous)
         server.close()
+
+
+def _log_to_file() -> None:
+    """The server's warnings also go to $KIROLEARN_HOME/logs/recall-server.log (0600, scrubbed)."""
+    import logging
+    import os
+
+    from kirolearn import config
+    from kirolearn.privacy.logscrub import use_scrubbing
+
+    path = os.path.join(config.ensure_private_dir(config.logs_dir()), "recall-server.log")
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+    handler = logging.FileHandler(path, encoding="utf-8")
+    use_scrubbing([handler], "%(asctime)s %(name)s %(levelname)s %(message)s")
+    logger = logging.getLogger("kirolearn.recall.server")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
 
 
 @cli.group(name="model", context_settings=CONTEXT_SETTINGS)

@@ -274,7 +274,14 @@ class RecallServer:
 
 
 def start_in_thread(settings=None) -> "RecallServer | None":
-    """A server serving in a daemon thread, or None (logged) when one cannot start here."""
+    """A server serving in a daemon thread (the drain --watch process), or None: embeddings are off
+    (the hook's own lexical recall is the same answer, without the round trip), or one cannot start
+    here (logged)."""
+    from kirolearn.recall.embeddings import OFF
+    from kirolearn.settings import load
+
+    if (settings or load()).embeddings.model.strip().lower() in OFF:
+        return None
     try:
         server = RecallServer(settings).start()
     except ServerError as exc:
