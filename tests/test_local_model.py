@@ -460,3 +460,29 @@ def test_install_offers_the_model_without_waiting_when_not_interactive(no_source
         cli_model.offer_model(False, False)
     out = CliRunner().invoke(cli, ["install", "--yes"], catch_exceptions=False).output
     assert "`kirolearn model install` adds the contextual model" in out
+
+
+def test_routed_fusion_ranks_by_meaning_when_no_match_holds_half_the_words(project, drain_now):
+    """No lexical candidate holds half of the query's words: the vector alone ranks (issue #22's routed fusion)."""
+    spool_turn(project, "s1", "the request hangs forever on a slow link", "added a timeout of 30 s")
+    spool_turn(project, "s2", "draw the network diagram for the docs", "added docs/network.svg")
+    drain_now(flush=True)
+    db = store.open_db()
+    conn = recall.connect_readonly(budget=60)
+    pid = context.project_id(str(project))
+    tops = {}
+    for route in (0.0, 0.5):
+        model = _Axis(0.9, 0.1)  # words weigh nine times the vector
+        model.route_below_coverage = route
+        semantic.index_pending(db, model)
+        semantic._INDEXES.clear()
+        searcher = semantic.Searcher(conn, model)
+        tops[route] = [h.title for h in searcher.search("why does the network call never return", project_id=pid)]
+        assert searcher.last_routed == bool(route)
+    assert tops[0.0][0].startswith("draw the network diagram")
+    assert tops[0.5] == ["the request hangs forever on a slow link"]  # the other one is not close in meaning
+    # a query whose words a record holds is fused as before
+    model.route_below_coverage = 0.5
+    searcher = semantic.Searcher(conn, model)
+    assert searcher.search("network diagram docs", project_id=pid)[0].title.startswith("draw the network diagram")
+    assert not searcher.last_routed
