@@ -7,6 +7,7 @@ Waits are on conditions (the server answering a ping, a process exiting), each b
 
 import json
 import os
+import signal
 import socket
 import stat
 import subprocess
@@ -153,7 +154,10 @@ def test_drain_watch_serves_recall_until_it_stops(minilm, filled, home):
         assert client.ask({"op": "ping"}, 5.0)["model"] == LOCAL
         assert TURN[0] in prompt(filled, HARD)
     finally:
-        proc.terminate()
+        # Ctrl-C: a KeyboardInterrupt wherever the watcher is, so its server is closed on the way out
+        # (a SIGTERM before the watch loop took it over would end the process at once: a stale socket,
+        # which clients skip and the next server replaces, test_a_stale_socket_...)
+        proc.send_signal(signal.SIGINT)
         proc.wait(timeout=60)
     assert not (home / "recall.sock").exists()
 
