@@ -267,7 +267,7 @@ class RecallServer:
         rows = [h.to_dict() for h in hits]
         scrubbed = False
         if op == "search":  # what `kirolearn search` prints: re-scrubbed here, where the scrubber stays compiled
-            from kirolearn.manage import clean
+            from kirolearn.manage import clean  # up a layer (features), lazily: the one re-scrub every medium uses
 
             rows, scrubbed = clean(rows), True
         return {"ok": True, "hits": rows, "scrubbed": scrubbed, "model": self.model.model_id if self.model else None}
