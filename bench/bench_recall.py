@@ -9,7 +9,13 @@ Queries are developer prompts from tests/fixtures/relevance.json. The prompt
 hook runs over the 20-project store, then over the same number of records in
 one project (where the project narrows nothing). Prints a table; never fails.
 
-    python bench/bench_recall.py [--venv DIR] [--sizes 1000,10000,100000]
+With the recall server (issue #22): the same prompt hook and `kirolearn search` as whole processes
+while `kirolearn serve-recall` runs with all-MiniLM-L6-v2 loaded (the one-command setup; wordllama
+when its weights are missing). Its vectors for the synthetic records are random unit vectors of the
+model's dimensions, written as the drainer writes them: the time of a query is the same, and
+embedding 100k synthetic records (~40 a second) would take most of an hour.
+
+    python bench/bench_recall.py [--venv DIR] [--sizes 1000,10000,100000] [--no-server]
 """
 
 import argparse
@@ -144,6 +150,71 @@ def hook_rows(where: str, python: str, hook: "list[str]", sets: dict, project: s
     return rows
 
 
+def fake_vectors(model_id: str, dims: int) -> int:
+    """Random unit vectors of `model_id` for every record that has none (the drainer's rows, timing only)."""
+    import numpy as np
+
+    from kirolearn.store import sqlite as store
+
+    db = store.open_db()
+    rng = np.random.default_rng(7)
+    total = 0
+    while True:
+        rows = store.records_to_embed(db, model_id, limit=5000)
+        if not rows:
+            break
+        vectors = rng.standard_normal((len(rows), dims)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        store.save_vectors(db, [{"record_id": r["record_id"], "project_id": r["project_id"], "model_id": model_id,
+                                 "dimensions": dims, "vector": vectors[i].tobytes(), "text_hash": "bench"}
+                                for i, r in enumerate(rows)])
+        total += len(rows)
+    db.conn.close()
+    return total
+
+
+def server_rows(venv: str, python: str, hook: "list[str]", sets: dict, project: str, runs: int, n: int) -> list:
+    """The prompt hook and `kirolearn search` (whole processes) while the recall server runs."""
+    from kirolearn.recall import client
+    from kirolearn.recall.embeddings import EmbeddingUnavailable, get_model
+
+    try:
+        model = get_model("local/all-MiniLM-L6-v2")
+        model.embed_batch(["warm up"])
+    except EmbeddingUnavailable:
+        model = get_model("wordllama/l2_supercat_256")
+    fake_vectors(model.model_id, 384 if model.model_id.startswith("local/") else 256)
+    env = dict(os.environ, KIROLEARN_EMBEDDING_MODEL=model.model_id)
+    kirolearn = os.path.join(venv, "bin", "kirolearn")
+    server = subprocess.Popen([kirolearn, "serve-recall"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    rows = []
+    try:
+        deadline = time.monotonic() + 300
+        while client.ask({"op": "ping"}, 2.0) is None:
+            if server.poll() is not None or time.monotonic() > deadline:
+                return [("recall server", "did not start: " + server.stderr.read().decode()[-300:], "")]
+            time.sleep(0.1)
+        for prompt in sets["fixture"][:3]:  # its first queries load the project's vectors
+            client.ask({"op": "prompt", "query": prompt, "project_id": store_pid(project), "limit": 5}, 30.0)
+        rows += hook_rows(f"over {n:,} records, recall server up ({model.model_id})", python, hook, sets, project, runs)
+        times, bare = [], []
+        for i in range(runs):
+            query = sets["fixture"][i % len(sets["fixture"])]
+            for key, cmd in (("bare", [python, "-c", "pass"]), ("search", [kirolearn, "search", query, "--project", project])):
+                start = time.perf_counter()
+                subprocess.run(cmd, capture_output=True, env=env)
+                (bare if key == "bare" else times).append((time.perf_counter() - start) * 1000)
+        rows.append((f"`kirolearn search` whole process, recall server up: p50 / p90 (ms)",
+                     f"{statistics.median(times):.1f} / {pct(times, 0.9):.1f}", "p50 <= 150"))
+        rows.append(("  ratio to venv `python -c pass`", f"{statistics.median(times) / statistics.median(bare):.2f}", ""))
+        answered = client.ask({"op": "ping"}, 2.0)
+        rows.append(("  requests the server answered", f"{(answered or {}).get('served', '?')}", ""))
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+    return rows
+
+
 def store_pid(root):
     from kirolearn.recall.context import project_id
 
@@ -155,6 +226,7 @@ def main() -> int:
     parser.add_argument("--venv", default=os.path.join(os.path.dirname(HERE), ".venv"))
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--no-server", action="store_true", help="skip the rows with the recall server up")
     parser.add_argument("--skip-one-project", action="store_true",
                         help="skip the hook over the largest size's records in one project")
     args = parser.parse_args()
@@ -204,6 +276,9 @@ def main() -> int:
                     for _ in range(20)]
         rows += hook_rows(f"over {sizes[-1]:,} records", python, hook, {"fixture": prompts, "rare": printing}, projects[0], args.runs,
                           python3)
+        if not args.no_server:
+            rows += server_rows(args.venv, python, hook, {"fixture": prompts, "rare": printing}, projects[0], args.runs,
+                                sizes[-1])
         if not args.skip_one_project:
             # the same records in one project (a user with one big repository): the project narrows nothing
             os.environ["KIROLEARN_HOME"] = os.path.join(tmp, "home-one")

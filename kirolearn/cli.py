@@ -32,8 +32,9 @@ def _open_db():
 @cli.command(name="drain")
 @click.option("--watch", is_flag=True, help="Keep draining as events arrive, until interrupted.")
 @click.option("--flush", is_flag=True, help="Extract every buffered session now, without waiting for turn end or idle.")
+@click.option("--no-recall-server", is_flag=True, help="With --watch: do not also serve recall (kirolearn serve-recall).")
 @json_option
-def drain_command(watch, flush, json_):
+def drain_command(watch, flush, json_, no_recall_server):
     """Store spooled events and extract memory records from them.
 
     Takes the spool lock first: if another drain holds it, exits 0 saying so.
@@ -70,6 +71,11 @@ def drain_command(watch, flush, json_):
     def on_pass(s):
         click.echo(json.dumps(asdict(s)) if json_ else _describe(s), err=not json_)
 
+    server = None
+    if watch and not no_recall_server:  # the watcher keeps the model loaded anyway: answer recall too
+        from kirolearn.recall.server import start_in_thread
+
+        server = start_in_thread()
     try:
         stats = Memory().drain(flush=flush, watch=watch, progress=progress, on_pass=on_pass, on_start=start)
     except DrainLocked as exc:
@@ -81,6 +87,8 @@ def drain_command(watch, flush, json_):
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
+        if server is not None:
+            server.close()
     if json_ and not watch:
         click.echo(json.dumps(asdict(stats), sort_keys=True))
     elif not json_:
@@ -267,7 +275,6 @@ def search_command(query, project, all_projects, types, since, session_id, file,
     import time
 
     from kirolearn import Memory
-    from kirolearn.manage import clean, terminal
     from kirolearn.recall import context
 
     if project and all_projects:
@@ -277,6 +284,13 @@ def search_command(query, project, all_projects, types, since, session_id, file,
     root = _project_root(project)
     hits = Memory().search(query, project=root, all_projects=all_projects, types=types, limit=limit, since=since,
                            session_id=session_id, file=file)
+    if getattr(hits, "scrubbed", False):  # the recall server re-scrubbed them (kirolearn.recall.server)
+        from kirolearn.recall.client import terminal
+
+        def clean(value):
+            return value
+    else:
+        from kirolearn.manage import clean, terminal
 
     if json_:
         from kirolearn.manage import for_json
@@ -466,7 +480,9 @@ def session_init_command(label, project, json_):
 @click.option("--agent", "agent", type=click.Choice(["kiro", "claude-code", "codex", "gemini", "cursor"]), default="kiro", show_default=True,
               help="Which agent to wire: Kiro (CLI and IDE), Claude Code (.claude/settings.json hooks), Codex CLI "
                    "(~/.codex), Gemini CLI (.gemini/settings.json) or Cursor (.cursor/hooks.json, mcp.json).")
-def install_command(project, global_, portable, dry_run, yes, set_default, agent):
+@click.option("--with-model", is_flag=True,
+              help="Also run `kirolearn model install` (all-MiniLM-L6-v2, ~90 MB, no torch); asked in a terminal.")
+def install_command(project, global_, portable, dry_run, yes, set_default, agent, with_model):
     """Wire kirolearn's hooks and MCP server into Kiro (CLI and IDE).
 
     Writes only its own entries, keeps everything else in shared files byte
@@ -491,6 +507,7 @@ def install_command(project, global_, portable, dry_run, yes, set_default, agent
             raise click.UsageError(f"--set-default and --portable are Kiro options; drop them with --agent {agent}")
         _apply_changes(agents.get(agent).plan_install(project, global_ or not project), dry_run, yes, installing=True)
         if not dry_run:
+            cli_model.offer_model(with_model, yes)
             click.echo(f"next: `kirolearn schedule` to drain in the background; {agent} picks the hooks up "
                        "at its next start")
         return
@@ -502,6 +519,7 @@ def install_command(project, global_, portable, dry_run, yes, set_default, agent
     if set_default and not dry_run:
         click.echo(install.set_default_agent())
     if not dry_run:
+        cli_model.offer_model(with_model, yes)
         click.echo("next: `kirolearn schedule` to drain in the background; Kiro CLI users start "
                    + ("`kiro-cli chat --agent kirolearn`" if global_ or not project else "`kiro-cli chat` here"))
 
@@ -580,14 +598,23 @@ def uninstall_command(project, purge, dry_run, yes, agent):
 @click.option("--launchd", "kind", flag_value="launchd", help="A launchd agent (macOS).")
 @click.option("--print", "print_only", is_flag=True, help="Print the job instead of installing it.")
 @click.option("--remove", is_flag=True, help="Remove the job.")
-def schedule_command(every, kind, print_only, remove):
+@click.option("--recall-server", is_flag=True,
+              help="Also (or with --remove: also remove) the recall server as a user service (systemd, launchd).")
+def schedule_command(every, kind, print_only, remove, recall_server):
     """Run `kirolearn drain` periodically (default: launchd on macOS, systemd where it runs, else cron).
 
-    The drain's own lock keeps runs from overlapping.
+    The drain's own lock keeps runs from overlapping. --recall-server adds `kirolearn serve-recall`
+    as a service that stays up, so the prompt hook and `search` get the embedding model's answers.
     """
     from kirolearn import schedule
 
     kind = kind or schedule.default_kind()
+    if recall_server:
+        if print_only:
+            for job in schedule.recall_server_jobs(kind):
+                click.echo(f"# {job.path}\n{job.content}")
+        else:
+            click.echo(schedule.remove_recall_server(kind) if remove else schedule.install_recall_server(kind))
     seconds = schedule.parse_every(every, kind)
     if print_only:
         if kind == "cron":
@@ -821,3 +848,4 @@ def migrate_command(grant, json_):
 
 from kirolearn import cli_manage  # noqa: E402,F401 - registers list, show, forget, restore, edit, import, serve
 from kirolearn import cli_team  # noqa: E402,F401 - registers team join, leave, status
+from kirolearn import cli_model  # noqa: E402,F401 - registers model install, status, and serve-recall

@@ -23,7 +23,7 @@ def json_option(func):
 # `kirolearn --help` lists the commands in these sections, in this order (llm and sqlite-utils do the same).
 COMMAND_SECTIONS = (
     ("Capture and drain", ("drain", "status", "repair")),
-    ("Recall", ("search", "context", "reindex")),
+    ("Recall", ("search", "context", "reindex", "model", "serve-recall")),
     ("Memory", ("list", "show", "forget", "restore", "edit", "export", "import", "serve", "scan", "rescrub")),
     ("Summaries", ("save-summary", "session-end", "session-init")),
     ("Setup", ("install", "uninstall", "schedule", "doctor", "config")),
@@ -192,6 +192,8 @@ def _project_root(project):
 
 
 def _since(value):
+    if value is None:
+        return None  # no import of kirolearn.manage (~1 s of pydantic and sqlite-utils) for nothing
     from kirolearn.manage import ManageError, parse_since
 
     try:

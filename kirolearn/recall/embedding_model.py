@@ -35,6 +35,12 @@ class EmbeddingModel:
     # commit messages, where the floor cannot tell them apart.
     vector_only_min_similarity: float = 0.20
     lexical_coverage_power: float = 0.0  # > 0: a lexical match counts by (share of query words it holds) ** this
+    # > 0: when no lexical candidate of the best 10 holds this share of the query's words, rank by the
+    # vector alone (routed fusion, recall/semantic.py); 0 keeps the weighted fusion for every query
+    route_below_coverage: float = 0.0
+    # The prompt hook through the recall server injects a record on meaning alone at this cosine or
+    # more; None: only records that hold the prompt's words (the hook's own rule)
+    prompt_min_similarity: "float | None" = None
 
     def _embed(self, texts: "list[str]"):  # -> numpy array (n, dimensions)
         raise NotImplementedError

@@ -18,6 +18,10 @@ from kirolearn.recall.embedding_model import EmbeddingModel, EmbeddingUnavailabl
 
 DEFAULT_MODEL = "wordllama/l2_supercat_256"
 OFF = ("", "none", "off")
+# embeddings.model's default: the contextual model when its weights and code are on this machine
+# (`kirolearn model install`), else DEFAULT_MODEL (whose weights ship in the wordllama wheel)
+AUTO = "auto"
+CONTEXTUAL = "local/all-MiniLM-L6-v2"
 
 
 class WordLlamaModel(EmbeddingModel):
@@ -146,12 +150,34 @@ def get_model(spec: "str | None" = None, **options) -> "EmbeddingModel | None":
     return _CACHE[key]
 
 
+def resolve(spec: str, model_dir: str = "") -> "tuple[str, str]":
+    """(the model string `spec` stands for, why): "auto" is CONTEXTUAL where its weights and code are
+    found (no hash check here: loading does it), else DEFAULT_MODEL; any other spec is itself."""
+    if spec.strip().lower() != AUTO:
+        return spec.strip(), "configured"
+    import importlib.util
+
+    missing = [m for m in ("safetensors", "tokenizers") if importlib.util.find_spec(m) is None]
+    if missing:
+        return DEFAULT_MODEL, (f"the default (auto): {CONTEXTUAL} needs {', '.join(missing)} "
+                               "(`kirolearn model install`)")
+    from kirolearn.recall.backends_local import find_weights  # the registry's own backend (see _local)
+
+    try:
+        _folder, source = find_weights(CONTEXTUAL.partition("/")[2], model_dir)
+    except EmbeddingUnavailable:
+        return DEFAULT_MODEL, (f"the default (auto): {CONTEXTUAL}'s weights are not installed "
+                               "(`kirolearn model install` gets them)")
+    return CONTEXTUAL, f"the default (auto): its weights are installed ({source})"
+
+
 def from_settings(conf) -> "EmbeddingModel | None":
-    """The model the settings' [embeddings] table names."""
+    """The model the settings' [embeddings] table names ("auto": see resolve)."""
     section = getattr(conf, "embeddings", None)
     if section is None:
         return get_model()
-    return get_model(section.model, api_base=section.api_base, model_dir=section.model_dir)
+    spec, _why = resolve(section.model, section.model_dir)
+    return get_model(spec, api_base=section.api_base, model_dir=section.model_dir)
 
 
 def check(conf) -> "tuple[bool, str]":
@@ -164,4 +190,11 @@ def check(conf) -> "tuple[bool, str]":
     except EmbeddingUnavailable as exc:
         fix = f" ({exc.fix})" if exc.fix and exc.fix != EmbeddingUnavailable.default_fix else ""
         return False, f"semantic recall is off, search falls back to words alone: {exc.message}{fix}"
-    return True, f"embedding model {model.model_id} loads ({model.dimensions}-d)"
+    section = getattr(conf, "embeddings", None)
+    _spec, why = resolve(section.model, section.model_dir) if section is not None else ("", "configured")
+    if why == "configured":
+        import os
+
+        why = ("set by KIROLEARN_EMBEDDING_MODEL" if os.environ.get("KIROLEARN_EMBEDDING_MODEL")
+               else "set in config.toml [embeddings] model")
+    return True, f"embedding model {model.model_id} loads ({model.dimensions}-d): {why}"

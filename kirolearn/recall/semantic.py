@@ -27,6 +27,7 @@ from kirolearn.recall.embeddings import EmbeddingUnavailable, from_settings
 NEIGHBOUR_WEIGHT = 0.2
 QUESTION_WEIGHT = 0.3  # extra share a question passes to the turn right after it (its likely answer)
 CANDIDATES = 60
+ROUTE_TOP = 10  # lexical candidates routed fusion reads (EmbeddingModel.route_below_coverage)
 
 _MARKUP = re.compile(r"\*\*(Request|Outcome|Ran|Read|Changed|Tool results|Errors):\*\*")
 
@@ -53,16 +54,32 @@ def _hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
 
 
-def index_pending(db, model, *, batch: int = 512, progress=None) -> int:
+BOUNDED_BATCH = 8  # the first batch of a pass bounded in time; later ones are sized to the time left
+
+
+def index_pending(db, model, *, batch: int = 512, progress=None, seconds: "float | None" = None) -> int:
     """Embed every record that has no vector of `model`; returns how many were embedded.
 
-    `progress(n_done, n_total)` is called after each batch (the reindex progress bar).
+    `progress(n_done, n_total)` is called after each batch (the reindex progress bar). With
+    `seconds`, it embeds small batches, each sized by the time one record took so far to fit the
+    time left, and stops when that is spent (at least one batch): the drainer's pass stays bounded,
+    and the next pass embeds what is left (records without a vector are found by their words
+    meanwhile).
     """
     if model is None:
         return 0
     total = store.count_to_embed(db, model.model_id)
     done, after = 0, 0
+    start = time.monotonic()
+    if seconds is not None:
+        batch = min(batch, BOUNDED_BATCH)
     while True:
+        if seconds is not None and done:
+            left = seconds - (time.monotonic() - start)
+            if left <= 0:
+                break
+            per_record = (time.monotonic() - start) / done
+            batch = max(1, min(4 * BOUNDED_BATCH, int(left / per_record)))
         rows = store.records_to_embed(db, model.model_id, limit=batch, after_rowid=after)
         if not rows:
             break
@@ -135,6 +152,8 @@ class Searcher:
                 self.error, model = exc.message, None
         self.model = model
         self._file = _database_file(conn)
+        self.last_similarity: "dict[str, float]" = {}  # the last search's hits: record id -> cosine with the query
+        self.last_routed = False  # whether the last search ranked by the vector alone (see _fuse)
 
     @property
     def semantic(self) -> bool:
@@ -225,9 +244,15 @@ class Searcher:
         # by the best BM25 score would count that match in full. With a model that reads meaning well
         # (EmbeddingModel.lexical_coverage_power > 0) a match counts by how much of the query it holds.
         power = self.model.lexical_coverage_power
+        route_below = self.model.route_below_coverage
+        coverage = self._coverage(query, lexical) if (power or route_below) and lexical else {}
         if power and lexical:
-            coverage = self._coverage(query, lexical)
             lexical = {rid: value * coverage.get(rid, 1.0) ** power for rid, value in lexical.items()}
+        # Routed fusion: when no lexical candidate of the best ROUTE_TOP holds `route_below` of the
+        # query's words, the words found nothing that reads like the question: rank by meaning alone.
+        top_lexical = sorted(lexical_scores, key=lambda kv: -kv[1])[:ROUTE_TOP]
+        routed = bool(route_below) and all(coverage.get(rid, 0.0) < route_below for rid, _ in top_lexical)
+        self.last_routed = routed
         # Vector scores: how far above the project's typical similarity, relative to the best.
         order = np.argsort(-sims)
         floor = float(np.median(sims)) if len(sims) >= 3 else float(sims.min()) - 1e-6
@@ -254,13 +279,16 @@ class Searcher:
         candidates = {rid for rid in candidates if rid in reached or close_enough(rid)}
         if dates and when.narrow(dates):  # a named day or month: its records are candidates on their own
             candidates.update(rid for rid, t in index.times.items() if when.closeness(t, dates) > 0)
-        fused = {rid: lexical_weight * lexical.get(rid, 0.0) / best_lex
-                 + vector_weight * vector_score(rid) for rid in candidates}
-        base = dict(fused)
-        for rid in list(fused):
-            near = [weight * base.get(n, vector_weight * vector_score(n)) for n, weight in index.neighbours.get(rid, ())]
-            if near:
-                fused[rid] += max(near)
+        if routed:
+            fused = {rid: vector_score(rid) for rid in candidates if close_enough(rid)}
+        else:
+            fused = {rid: lexical_weight * lexical.get(rid, 0.0) / best_lex
+                     + vector_weight * vector_score(rid) for rid in candidates}
+            base = dict(fused)
+            for rid in list(fused):
+                near = [weight * base.get(n, vector_weight * vector_score(n)) for n, weight in index.neighbours.get(rid, ())]
+                if near:
+                    fused[rid] += max(near)
         if dates:
             best = max(fused.values(), default=0.0) or 1.0
             for rid in fused:
@@ -273,7 +301,34 @@ class Searcher:
         for hit in hits:
             hit.matched_terms = recall.matched(words, " ".join([hit.title, hit.summary, *map(str, hit.facts),
                                                                  *map(str, hit.concepts)]))
-        return hits[:limit]
+        hits = hits[:limit]
+        self.last_similarity = {h.record_id: float(sims[index.position[h.record_id]])
+                                for h in hits if h.record_id in index.position}
+        return hits
+
+
+def prompt_hits(searcher: Searcher, prompt: str, *, project_id: "str | None", limit: int,
+                exclude=()) -> "list[recall.Hit]":
+    """What the prompt hook injects when the recall server answers (kirolearn.recall.server).
+
+    The hybrid ranking, kept to hits that hold enough of the prompt's words near the best score
+    (recall.relevant's rule, the hook's own), or that are close in meaning on their own: a cosine of
+    at least the model's prompt_min_similarity (None: words alone decide, as for wordllama, whose
+    cosines cannot tell a paraphrase from an unrelated record).
+    """
+    hits = searcher.search(prompt, project_id=project_id, limit=limit * 3)
+    words = recall.terms(prompt)
+    if not hits or not words:
+        return []
+    need = 1 if len(words) <= 2 else 2
+    best = max(h.score for h in hits)
+    floor = getattr(searcher.model, "prompt_min_similarity", None) if searcher.model is not None else None
+    sims = searcher.last_similarity
+    exclude = set(exclude)
+    keep = [h for h in hits if h.record_id not in exclude and (
+        (len(h.matched_terms) >= need and h.score >= recall.RELATIVE_FLOOR * best)
+        or (floor is not None and sims.get(h.record_id, -1.0) >= floor))]
+    return keep[:limit]
 
 
 NEIGHBOUR_CHARS = 200  # of each neighbour's text copied into a record's expansion
@@ -335,8 +390,8 @@ def search(conn, query: str, *, settings=None, **options) -> "list[recall.Hit]":
     return Searcher(conn, settings=settings).search(query, **options)
 
 
-def index_with_settings(db, conf, *, progress=None) -> "tuple[int, str]":
-    """Embed pending records with the configured model: (embedded, '' or why not)."""
+def index_with_settings(db, conf, *, progress=None, seconds: "float | None" = None) -> "tuple[int, str]":
+    """Embed pending records with the configured model: (embedded, '' or why not); `seconds`: see index_pending."""
     try:
         model = from_settings(conf)
     except EmbeddingUnavailable as exc:
@@ -344,9 +399,18 @@ def index_with_settings(db, conf, *, progress=None) -> "tuple[int, str]":
     if model is None:
         return 0, "embeddings are off"
     try:
-        return index_pending(db, model, progress=progress), ""
+        return index_pending(db, model, progress=progress, seconds=seconds), ""
     except EmbeddingUnavailable as exc:
         return 0, exc.message
+
+
+def vectors_pending(db, conf) -> int:
+    """How many records still lack a vector of the configured model (0 when it is off or cannot load)."""
+    try:
+        model = from_settings(conf)
+    except EmbeddingUnavailable:
+        return 0
+    return store.count_to_embed(db, model.model_id) if model is not None else 0
 
 
 def reindex(db, conf, *, everything: bool = False, progress=None) -> dict:
