@@ -99,6 +99,27 @@ def test_transcript_reading_is_bounded_and_tolerant(tmp_path):
     assert claude_code.last_assistant_text(str(path)) is None
 
 
+def test_claude_stop_prefers_last_assistant_message_over_the_transcript(tmp_path, home, project, spooled):
+    """Claude Code 2.1.197: when Stop fires, the transcript holds only the turn's first text."""
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(json.dumps({"type": "assistant", "message": {
+        "role": "assistant", "content": [{"type": "text", "text": "Let me run a command."}]}}) + "\n")
+    final = "The build passes: 42 tests, none failed."
+    stop = {"session_id": "s1", "transcript_path": str(transcript), "cwd": str(project),
+            "hook_event_name": "Stop", "permission_mode": "default", "stop_hook_active": False,
+            "last_assistant_message": final}
+    result = run_hook(["--agent", "claude-code"], json.dumps(stop).encode(), cwd=str(project))
+    assert (result.returncode, result.stderr) == (0, b"")
+    (event,) = spooled()
+    assert event["trigger"] == "stop" and event["assistant_response"] == final
+    assert "last_assistant_message" not in event.get("extra", {})  # stored once, as the answer
+    # an older Claude Code without the field (or an empty one): the transcript is the fallback
+    for absent in ({}, {"last_assistant_message": ""}):
+        payload = {k: v for k, v in stop.items() if k != "last_assistant_message"} | absent | {"session_id": "s2"}
+        event = events.build_event("Stop", payload, agent="claude-code")
+        assert event["assistant_response"] == "Let me run a command."
+
+
 LAYOUTS = {
     "absent": None,
     "empty object": "{}\n",

@@ -3,9 +3,11 @@
 Facts: shared/reference/claude-code-hooks.md. Every payload is stdin JSON with
 `session_id`, `transcript_path`, `cwd` and `hook_event_name`, plus `prompt`,
 `tool_name` / `tool_input` / `tool_response` or `source` per event. Its `Stop`
-carries no assistant text: the turn's last assistant message is read from the
-transcript (a JSONL file Claude Code may still be writing), bounded in size.
-Stdout of SessionStart and UserPromptSubmit (exit 0) becomes context.
+(since 2.x) carries `last_assistant_message`, the turn's real final text:
+measured with Claude Code 2.1.197, the transcript does not hold that message yet
+when Stop fires, so the field wins and the transcript (a JSONL file Claude Code
+may still be writing, read bounded in size) is only the fallback of older
+versions. Stdout of SessionStart and UserPromptSubmit (exit 0) becomes context.
 
 Standard library only (the hook imports it); the installer part is used by the CLI.
 """
@@ -62,10 +64,17 @@ def payload_from_env(arg, env):
     return None
 
 
+FINAL_TEXT_KEY = "last_assistant_message"  # Stop's final text (Claude Code >= 2.x; Codex sends it too)
+
+
 def normalise(trigger: str, payload: dict, env) -> dict:
-    """Fill the assistant's closing text of a Stop from the transcript."""
+    """A Stop's closing text: `last_assistant_message` when sent, else the transcript's last assistant text."""
     if trigger != "stop" or payload.get("assistant_response"):
         return payload
+    final = payload.get(FINAL_TEXT_KEY)
+    if isinstance(final, str) and final.strip():
+        rest = {k: v for k, v in payload.items() if k != FINAL_TEXT_KEY}  # stored once, as the answer
+        return {**rest, "assistant_response": final}
     path = payload.get("transcript_path")
     text = last_assistant_text(path) if isinstance(path, str) and path else None
     return {**payload, "assistant_response": text} if text else payload
