@@ -15,6 +15,9 @@ import click
 from kirolearn import __version__
 from kirolearn.pipeline.observation_types import OBSERVATION_TYPES
 from kirolearn.recall.lexical import SEARCH_LIMIT_MAX
+from kirolearn.capture.agents import names as _agent_names
+
+AGENT_NAMES = list(_agent_names())  # `--agent` of install / uninstall: every adapter's agent
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
 
@@ -601,8 +604,9 @@ def session_init_command(label, project, json_):
 @click.option("--dry-run", is_flag=True, help="Print the diff of every file it would touch; write nothing.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before writing.")
 @click.option("--set-default", is_flag=True, help="Also make `kirolearn` Kiro CLI's default agent.")
-@click.option("--agent", "agent", type=click.Choice(["kiro", "claude-code"]), default="kiro", show_default=True,
-              help="Which agent to wire: Kiro (CLI and IDE) or Claude Code (.claude/settings.json hooks).")
+@click.option("--agent", "agent", type=click.Choice(AGENT_NAMES), default="kiro", show_default=True,
+              help="Which agent to wire: Kiro (CLI and IDE), Claude Code, or another adapter's agent "
+                   "(docs/agents/NAME.md says what each writes).")
 def install_command(project, global_, portable, dry_run, yes, set_default, agent):
     """Wire kirolearn's hooks and MCP server into Kiro (CLI and IDE).
 
@@ -625,7 +629,7 @@ def install_command(project, global_, portable, dry_run, yes, set_default, agent
 
     if agent != "kiro":
         if set_default or portable:
-            raise click.UsageError("--set-default and --portable are Kiro options; drop them with --agent claude-code")
+            raise click.UsageError(f"--set-default and --portable are Kiro options; drop them with --agent {agent}")
         _apply_changes(agents.get(agent).plan_install(project, global_ or not project), dry_run, yes, installing=True)
         if not dry_run:
             click.echo("next: `kirolearn schedule` to drain in the background; Claude Code picks the hooks up "
@@ -675,7 +679,7 @@ def _apply_changes(changes, dry_run, yes, *, installing):
                    "needs --yes.")
 @click.option("--dry-run", is_flag=True, help="Print what would change; write nothing.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before writing or deleting.")
-@click.option("--agent", "agent", type=click.Choice(["kiro", "claude-code"]),
+@click.option("--agent", "agent", type=click.Choice(AGENT_NAMES),
               help="Only undo what was installed for this agent (default: every agent).")
 def uninstall_command(project, purge, dry_run, yes, agent):
     """Remove exactly what `kirolearn install` added, from every project it recorded.

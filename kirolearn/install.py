@@ -599,15 +599,18 @@ def _save_record(entries: "list[dict]") -> None:
 
 
 def _prune_empty_dirs(directory: str) -> None:
-    """Remove empty folders install created, up to and including the `.kiro` folder."""
-    while os.path.basename(directory) in ("agents", "hooks", "settings", ".kiro"):
+    """Remove empty folders install created, up to and including the agent's folder (`.kiro`, `.claude`, …)."""
+    while os.path.basename(directory) in ("agents", "hooks", "settings", "plugin", *TOP_DIRS):
         try:
             os.rmdir(directory)  # only succeeds when empty
         except OSError:
             return
-        if os.path.basename(directory) == ".kiro":
+        if os.path.basename(directory) in TOP_DIRS:
             return
         directory = os.path.dirname(directory)
+
+
+TOP_DIRS = (".kiro", ".claude", ".github", ".opencode")  # agent folders pruned when install left them empty
 
 
 def apply(changes: "list[Change]", *, installing: bool) -> None:
@@ -707,13 +710,28 @@ def wiring() -> "list[dict]":
             data = None
         words = [b for c in _commands(data) for b in _binaries(c)] if data is not None else []
         missing = {w for w in words if (not os.path.exists(w) if os.sep in w else shutil.which(w) is None)}
-        report.append({"path": entry["path"], "agent": agent_of(entry), "present": bool(words),
+        present = bool(words)
+        adapter = _adapter_of(entry)
+        if adapter is not None and hasattr(adapter, "wired"):  # files without commands: the adapter knows
+            present = adapter.wired(entry, data)
+        report.append({"path": entry["path"], "agent": agent_of(entry), "present": present,
                        "missing_binaries": sorted(missing)})
     return report
 
 
+def _adapter_of(entry: dict):
+    from kirolearn.capture import agents
+
+    try:
+        return agents.get(agent_of(entry))
+    except agents.UnknownAgent:
+        return None
+
+
 def agent_of(entry: dict) -> str:
     """Which agent a recorded install wires: 'kiro', 'claude-code' (its settings file), else the kind."""
+    if entry.get("agent"):
+        return str(entry["agent"])  # adapters record their name beside what they wrote
     if entry.get("kind") in KIRO_KINDS:
         return "kiro"
     return "claude-code" if entry.get("kind") == "claude-settings" else str(entry.get("kind"))

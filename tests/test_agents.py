@@ -178,7 +178,8 @@ def test_status_labels_each_wired_file_by_its_agent(home, project):
     kiro = [line for line in lines if line.startswith("kiro: ")]
     claude = [line for line in lines if line.startswith("claude-code: ")]
     assert len(kiro) == 1 and ".claude" not in kiro[0] and ".kiro" in kiro[0]
-    assert len(claude) == 1 and claude[0].endswith(str(project / ".claude" / "settings.json"))
+    assert len(claude) == 1 and claude[0] == "claude-code: " + ", ".join(
+        str(project / name) for name in (".claude/settings.json", ".mcp.json", ".claude/settings.local.json"))
     agents_of = {w["agent"] for w in json.loads(runner.invoke(cli, ["status", "--json"]).stdout)["kiro_wiring"]}
     assert agents_of == {"kiro", "claude-code"}
 
@@ -189,3 +190,39 @@ def test_kiro_install_is_unchanged_by_the_adapter(home, project):
     assert result.exit_code == 0, result.output
     assert (project / ".kiro" / "hooks" / "kirolearn.json").exists()
     assert not (project / ".claude").exists()
+
+
+def test_safe_tools_are_exactly_the_servers_non_destructive_tools(tmp_path):
+    """What installs may auto-approve comes from the MCP server's own annotations."""
+    import asyncio
+
+    from kirolearn.mcp_server import build_server
+
+    tools = asyncio.run(build_server(str(tmp_path)).list_tools())
+    destructive = {t.name for t in tools if t.annotations and t.annotations.destructiveHint}
+    assert destructive == set(agents.MCP_DESTRUCTIVE_TOOLS) == {"forget_memory"}
+    assert set(agents.MCP_SAFE_TOOLS) == {t.name for t in tools} - destructive
+
+
+def test_claude_install_registers_the_mcp_server_and_approves_only_safe_tools(home, project):
+    mcp = project / ".mcp.json"
+    theirs = '{\n    "mcpServers": {\n        "github": {"command": "gh-mcp", "args": []}\n    }\n}\n'
+    mcp.write_text(theirs)
+    local = project / ".claude" / "settings.local.json"
+    local.parent.mkdir()
+    local.write_bytes(b'{"permissions": {"allow": ["Bash(ls:*)"]}}')
+    runner = CliRunner()
+    result = runner.invoke(cli, ["install", "--agent", "claude-code", "--project", str(project), "--yes"])
+    assert result.exit_code == 0, result.output
+    servers = json.loads(mcp.read_text())["mcpServers"]
+    assert list(servers) == ["github", "kirolearn"] and servers["kirolearn"]["type"] == "stdio"
+    assert servers["kirolearn"]["command"].endswith("kirolearn-mcp") and os.path.exists(servers["kirolearn"]["command"])
+    settings = json.loads(local.read_text())
+    assert settings["enabledMcpjsonServers"] == ["kirolearn"]
+    allowed = settings["permissions"]["allow"]
+    assert allowed[0] == "Bash(ls:*)" and "mcp__kirolearn__search_memory" in allowed
+    assert not any("forget" in a for a in allowed) and "mcp__kirolearn" not in allowed  # never the whole server
+    result = runner.invoke(cli, ["uninstall", "--agent", "claude-code", "--project", str(project), "--yes"])
+    assert result.exit_code == 0, result.output
+    assert mcp.read_text() == theirs and local.read_bytes() == b'{"permissions": {"allow": ["Bash(ls:*)"]}}'
+    assert not (project / ".claude" / "settings.json").exists()

@@ -29,6 +29,13 @@ TRIGGER_KIND = {
 SESSION_START_TRIGGERS = ("agentSpawn",)
 CONTEXT_TRIGGERS = ("agentSpawn", "userPromptSubmit")
 
+# kirolearn's MCP server, as every adapter registers it, and which of its tools an install may
+# auto-approve: never one the server marks destructive (tests/test_agents.py checks the
+# server's own annotations against these).
+MCP_SERVER = "kirolearn"
+MCP_DESTRUCTIVE_TOOLS = ("forget_memory",)
+MCP_SAFE_TOOLS = ("search_memory", "session_init", "save_session_summary", "save_observation", "session_end")
+
 
 # Payload keys only one agent sends. A hint for a hook run without --agent, never a guess:
 # checking it must not import every adapter on each Kiro hook call.
