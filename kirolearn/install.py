@@ -679,7 +679,7 @@ def set_default_agent() -> str:
 def _commands(value):
     if isinstance(value, dict):
         for key, item in value.items():
-            if key == "command" and isinstance(item, str):
+            if key in ("command", "bash") and isinstance(item, str):  # Copilot's hook files say "bash"
                 yield item
             else:
                 yield from _commands(item)

@@ -193,3 +193,32 @@ def _prune(data: dict, keys) -> None:
 def under(path: str, project: "str | None") -> bool:
     """Is `path` inside `project` (always true when no project is given)?"""
     return not project or path.startswith(os.path.abspath(project) + os.sep)
+
+
+def owned(path: str, text: str, kind: str, mark: str = "kirolearn"):
+    """The Change that writes a whole file of ours (a file there that is not ours is a problem)."""
+    from kirolearn import install
+
+    try:
+        before = install._read(path)
+    except install.InstallError as exc:
+        return install.Change(path, None, None, problem=str(exc))
+    if before is not None and before != text and mark not in before:
+        return install.Change(path, before, before, problem=f"{path} exists and is not kirolearn's; left untouched")
+    return install.Change(path, before, text, record={"kind": kind, "written_sha256": sha(text)})
+
+
+def undo_owned(entry: dict, mark: str = "kirolearn"):
+    """The Change that deletes a file of ours (left alone, as a problem, if it no longer looks like ours)."""
+    from kirolearn import install
+
+    path = entry["path"]
+    try:
+        text = install._read(path)
+    except install.InstallError as exc:
+        return install.Change(path, None, None, problem=str(exc))
+    if text is None:
+        return None
+    if mark in text:
+        return install.Change(path, text, None, record=entry)
+    return install.Change(path, text, text, problem=f"{path} no longer looks like kirolearn's; left alone")

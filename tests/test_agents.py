@@ -19,10 +19,13 @@ RECORDING = os.path.join(demo.RECORDINGS, "claude-code.jsonl")
 
 
 def test_registry_knows_both_agents_and_rejects_others():
-    assert agents.names() == ("kiro", "claude-code")
+    assert agents.names()[:2] == ("kiro", "claude-code")
+    assert {"copilot"} <= set(agents.names())
     assert agents.get().NAME == "kiro" and agents.get("claude-code").NAME == "claude-code"
+    for name in agents.names():
+        assert agents.get(name).NAME == name
     with pytest.raises(agents.UnknownAgent, match="expected one of kiro, claude-code"):
-        agents.get("cursor")
+        agents.get("no-such-agent")
 
 
 def test_recorded_claude_code_session_lands_drains_and_is_recalled(tmp_path, home, drain_now):

@@ -239,8 +239,7 @@ def capture(argv: "list[str]", stdin: "bytes | None" = None) -> "str | None":
         raw = read_stdin(_stdin_timeout()) if stdin is None else stdin
         try:
             payload = _decode_payload(raw)
-            name = adapter.event_name(payload, arg) if hasattr(adapter, "event_name") else \
-                (payload.get("hook_event_name") or arg)
+            name = payload.get("hook_event_name") or arg
             if not isinstance(name, str) or not name:
                 raise events.Rejected(
                     "no hook name: stdin JSON has no 'hook_event_name' and no EVENT argument was given"

@@ -25,13 +25,13 @@ class Event(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     schema_version: Literal[1, 2]
-    agent: Literal["kiro", "claude-code"] = "kiro"  # version 1 events are all Kiro's
+    agent: NonEmpty = "kiro"  # an adapter's name (checked below); version 1 events are all Kiro's
     event_id: Annotated[str, Field(pattern=ULID_PATTERN)]
     kind: Literal["prompt", "tool_use", "session_summary", "note"]
     hook: NonEmpty  # one of the names kirolearn-hook accepts (checked below)
     trigger: NonEmpty  # a canonical trigger (checked below)
-    generation: Literal["classic", "v3", "ide-legacy", "unknown", "claude"]
-    surface: Literal["kiro-cli", "kiro-ide", "claude-code"]
+    generation: NonEmpty  # one of the agent's GENERATIONS (checked below)
+    surface: NonEmpty  # one of the agent's SURFACES (checked below)
     session_id: Annotated[str, Field(min_length=1, max_length=256)]
     session_source: Literal["payload", "env", "session-file"]
     cwd: NonEmpty
@@ -52,6 +52,10 @@ class Event(BaseModel):
 
     @model_validator(mode="after")
     def _fields_match_kind(self) -> "Event":
+        if self.agent not in _agents.names():
+            raise ValueError(f"agent {self.agent[:40]!r} is not one of {', '.join(_agents.names())}")
+        if self.generation not in _agents.get(self.agent).GENERATIONS:
+            raise ValueError(f"generation {self.generation[:40]!r} is not one of agent {self.agent!r}'s")
         try:
             trigger, generation = _events.resolve_trigger(self.hook, self.agent)
         except _events.Rejected:

@@ -17,6 +17,8 @@ import sys
 
 DEFAULT = "kiro"
 _MODULES = {"kiro": "kiro", "claude-code": "claude_code"}
+_MODULES["copilot"] = "copilot"  # GitHub Copilot CLI
+
 
 # Canonical triggers and the event kind each one makes (shared by every adapter).
 TRIGGER_KIND = {
