@@ -20,7 +20,7 @@ RECORDING = os.path.join(demo.RECORDINGS, "claude-code.jsonl")
 
 def test_registry_knows_both_agents_and_rejects_others():
     assert agents.names()[:2] == ("kiro", "claude-code")
-    assert {"copilot"} <= set(agents.names())
+    assert {"copilot", "opencode"} <= set(agents.names())
     assert agents.get().NAME == "kiro" and agents.get("claude-code").NAME == "claude-code"
     for name in agents.names():
         assert agents.get(name).NAME == name

@@ -20,6 +20,11 @@ OFFLINE = {  # what no agent run may do: phone home, update itself, report telem
     "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
     "NO_UPDATE_NOTIFIER": "1", "NPM_CONFIG_UPDATE_NOTIFIER": "false",
     "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
+    # opencode installs its plugin SDK into every config folder in the background on each start (its
+    # own doing, not kirolearn's); npm offline, with a registry on a closed loopback port, fails it at
+    # once (measured: a start went from ~95 s, npm retrying, to ~15 s).
+    "NPM_CONFIG_REGISTRY": "http://127.0.0.1:9/", "NPM_CONFIG_OFFLINE": "true", "NPM_CONFIG_FETCH_RETRIES": "0",
+    "BUN_CONFIG_REGISTRY": "http://127.0.0.1:9/",
 }
 KEEP = ("PATH", "HOME", "KIROLEARN_HOME", "KIROLEARN_EMBEDDING_MODEL", "LANG", "LC_ALL", "TMPDIR", "USER",
         "LITELLM_LOCAL_MODEL_COST_MAP", "LITELLM_MODE")

@@ -18,6 +18,7 @@ import sys
 DEFAULT = "kiro"
 _MODULES = {"kiro": "kiro", "claude-code": "claude_code"}
 _MODULES["copilot"] = "copilot"  # GitHub Copilot CLI
+_MODULES["opencode"] = "opencode"
 
 
 # Canonical triggers and the event kind each one makes (shared by every adapter).
