@@ -46,15 +46,25 @@ BOM = "\ufeff"
 # servers of ~/.kiro/settings/mcp.json and <cwd>/.kiro/settings/mcp.json; Q CLI / Kiro CLI 2.x
 # called it `useLegacyMcpJson`), `hooks` (CLI only; the IDE ignores it). Each hook entry is
 # `command` plus `matcher` (pre/postToolUse only) from that page, and `timeout_ms` from
-# https://kiro.dev/docs/cli/hooks (default 30000). The agent has no `mcpServers` of its own:
-# includeMcpJson brings in the one definition in mcp.json (agent > project > global would
-# otherwise define it up to three times).
+# https://kiro.dev/docs/cli/hooks (default 30000). The Kiro CLI reference for 2.x
+# (https://kiro.dev/docs/cli/custom-agents/configuration-reference) documents `useLegacyMcpJson`
+# instead of `includeMcpJson`, so a version reads one flag or the other: the agent therefore also
+# defines kirolearn's server in its own `mcpServers` (every version reads that; agent > project >
+# global, so the same name is one server). `allowedTools` names each non-destructive tool: never
+# "@kirolearn", which would auto-approve forget_memory (the server marks it destructive).
+def _allowed_tools() -> list:
+    from kirolearn.capture.agents import MCP_SAFE_TOOLS
+
+    return [f"@{AGENT_NAME}/{tool}" for tool in MCP_SAFE_TOOLS]
+
+
 AGENT_SKELETON = {
     "name": AGENT_NAME,
     "description": "Kiro's default tools plus kirolearn memory (capture and recall)",
     "tools": ["*"],
-    "allowedTools": [f"@{AGENT_NAME}"],
+    "allowedTools": _allowed_tools(),
     "includeMcpJson": True,
+    "mcpServers": {},
 }
 CLASSIC_HOOKS = (  # trigger, EVENT argument, timeout_ms
     ("agentSpawn", "agent-spawn", 5000),
@@ -352,12 +362,14 @@ def _edit(path: str, edit, kind: str) -> Change:
 def _agent_edit(portable: bool):
     def edit(data: dict) -> dict:
         if not data:
-            data = dict(AGENT_SKELETON)
+            data = json.loads(json.dumps(AGENT_SKELETON))
+        if data.get("allowedTools") == [f"@{AGENT_NAME}"]:  # older installs approved every tool, forget too
+            data["allowedTools"] = _allowed_tools()
         servers = data.get("mcpServers")
-        if isinstance(servers, dict) and _is_ours_server(servers.get(AGENT_NAME)):
-            del servers[AGENT_NAME]  # an older install defined it here too: mcp.json holds it now
-            if not servers:
-                del data["mcpServers"]
+        if not isinstance(servers, dict):
+            servers = data["mcpServers"] = {}
+        if AGENT_NAME not in servers or _is_ours_server(servers[AGENT_NAME]):
+            servers[AGENT_NAME] = {**mcp_entry(portable), "timeout": 120000}  # whichever MCP flag a version reads
         hooks = data.setdefault("hooks", {})
         for trigger, event, timeout in CLASSIC_HOOKS:
             kept = [h for h in hooks.get(trigger, []) if not _is_ours(h)]
