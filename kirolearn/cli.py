@@ -307,7 +307,7 @@ def status_command(json_):
         found = records.figures(db, store.iso_shift(store.now_iso(), -86400))
         info["database"] = {"path": config.db_path(),
                             **{k: found[k] for k in ("events", "records", "projects", "last_drain",
-                                                      "extraction_failures_24h")}}
+                                                      "extraction_failures_24h", "agent_events_24h")}}
         info["extractor"].update(tokens_today=tokens, cost_usd_today=round(dollars, 6))
         from kirolearn.privacy.rescrub import state as scrub_state
 
@@ -354,6 +354,9 @@ def status_command(json_):
         click.echo("database: none yet (run `kirolearn drain`)")
         return
     click.echo(f"database: {db_info['events']} events, {db_info['records']} records ({db_info['path']})")
+    if db_info.get("agent_events_24h"):
+        click.echo("events in the last 24 h: " + ", ".join(f"{agent} {count}"
+                                                         for agent, count in db_info["agent_events_24h"].items()))
     last = db_info["last_drain"]
     if last:
         click.echo(f"last drain: {last['finished_at']}: {last['events_read']} read, {last['stored']} stored, "

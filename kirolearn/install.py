@@ -693,6 +693,8 @@ def _commands(value):
         for key, item in value.items():
             if key in ("command", "bash") and isinstance(item, str):  # Copilot's hook files say "bash"
                 yield item
+            elif key == "command" and isinstance(item, list) and item and isinstance(item[0], str):
+                yield shlex.join(item)  # opencode: the command as a list
             else:
                 yield from _commands(item)
     elif isinstance(value, list):
@@ -715,20 +717,37 @@ def wiring() -> "list[dict]":
     """
     report = []
     for entry in load_record():
+        parses = True
         try:
             text = _read(entry["path"])
             data = json.loads(_strip_bom(text)) if text else None
         except (ValueError, InstallError):
-            data = None
+            data, parses = None, not entry["path"].endswith(".json")  # a plugin file is not JSON
         words = [b for c in _commands(data) for b in _binaries(c)] if data is not None else []
         missing = {w for w in words if (not os.path.exists(w) if os.sep in w else shutil.which(w) is None)}
         present = bool(words)
         adapter = _adapter_of(entry)
         if adapter is not None and hasattr(adapter, "wired"):  # files without commands: the adapter knows
             present = adapter.wired(entry, data)
-        report.append({"path": entry["path"], "agent": agent_of(entry), "present": present,
+        report.append({"path": entry["path"], "agent": agent_of(entry), "present": present, "parses": parses,
+                       "mcp": _registers_server(data),
                        "missing_binaries": sorted(missing)})
     return report
+
+
+def _registers_server(data) -> bool:
+    """Does a config file define kirolearn's MCP server (`mcpServers`, or opencode's `mcp`)?"""
+    if not isinstance(data, dict):
+        return False
+    for key in ("mcpServers", "mcp"):
+        servers = data.get(key)
+        entry = servers.get(AGENT_NAME) if isinstance(servers, dict) else None
+        command = entry.get("command") if isinstance(entry, dict) else None
+        if isinstance(command, list):
+            command = command[0] if command else ""
+        if isinstance(command, str) and command.endswith("kirolearn-mcp"):
+            return True
+    return False
 
 
 def _adapter_of(entry: dict):

@@ -229,3 +229,30 @@ def test_claude_install_registers_the_mcp_server_and_approves_only_safe_tools(ho
     assert result.exit_code == 0, result.output
     assert mcp.read_text() == theirs and local.read_bytes() == b'{"permissions": {"allow": ["Bash(ls:*)"]}}'
     assert not (project / ".claude" / "settings.json").exists()
+
+
+def test_doctor_checks_each_wired_agent_and_status_counts_its_events(home, project, drain_now):
+    runner = CliRunner()
+    for agent in ("claude-code", "copilot", "opencode"):
+        result = runner.invoke(cli, ["install", "--agent", agent, "--project", str(project), "--yes"])
+        assert result.exit_code == 0, result.output
+    payloads = {"claude-code": (["--agent", "claude-code"], {"session_id": "c", "cwd": str(project),
+                                                              "hook_event_name": "UserPromptSubmit", "prompt": "hi"}),
+                "copilot": (["--agent", "copilot", "userPromptSubmitted"], {"sessionId": "p", "cwd": str(project),
+                                                                             "timestamp": 1, "prompt": "hi"}),
+                "opencode": (["--agent", "opencode", "chat.message"], {"hook_event_name": "chat.message",
+                                                                        "session_id": "o", "cwd": str(project),
+                                                                        "prompt": "hi"})}
+    for argv, payload in payloads.values():
+        assert run_hook(argv, json.dumps(payload).encode(), cwd=str(project)).returncode == 0
+    stats, _ = drain_now()
+    assert stats.stored == 3 and stats.quarantined == 0
+    lines = runner.invoke(cli, ["status"]).stdout.splitlines()
+    assert "events in the last 24 h: claude-code 1, copilot 1, opencode 1" in lines
+    doctor = runner.invoke(cli, ["doctor"]).stdout
+    for agent in payloads:
+        assert f"{agent}: kirolearn's MCP server is registered" in doctor
+    (project / ".mcp.json").write_text("{ not json")
+    doctor = runner.invoke(cli, ["doctor"]).stdout
+    assert f"{project / '.mcp.json'} is not valid JSON any more" in doctor
+    assert "claude-code: no wired file registers kirolearn's MCP server" in doctor
