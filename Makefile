@@ -33,7 +33,7 @@ test: $(VENV)/.installed ## run the fast tests: everything not marked slow or ag
 	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not slow and not agents"
 
 test-slow: $(VENV)/.installed ## run only the slow tests: many processes, kills, the browser (CI runs both sets)
-	$(PY) -m pytest -q -n 0 -m "slow and not agents"
+	$(PY) -m pytest -q -n 0 -m slow
 
 # Real agent CLIs (pinned versions, installed once with npm into ~/.cache/kirolearn-agents or
 # $$KIROLEARN_AGENTS_CACHE) against scripted fake model servers on 127.0.0.1. A missing agent fails.

@@ -30,7 +30,10 @@ def test_ci_runs_the_readme_test_command_and_then_the_slow_tests():
     steps = [line.strip() for line in (root / ".ci" / "run").read_text("utf-8").splitlines()
              if line.strip().startswith("make ")]
     # `make install` first only when CI adds something to .venv (the local model's weights); it runs no test
-    assert [s for s in steps if s != "make install"] == ["make test", "make test-slow"]  # every test, each once
+    # every test, each once: the real agent CLIs (marker agents) run only in make test-agents
+    assert [s for s in steps if s != "make install"] == ["make test", "make test-slow", "make test-agents"]
     makefile = (root / "Makefile").read_text("utf-8")
-    assert '-m "not slow"' in makefile.split("\ntest:")[1].split("\n\n")[0]
+    assert '-m "not slow and not agents"' in makefile.split("\ntest:")[1].split("\n\n")[0]
     assert "-m slow" in makefile.split("\ntest-slow:")[1].split("\n\n")[0]
+    agents = makefile.split("\ntest-agents:")[1].split("\n\n")[0]
+    assert "-m agents" in agents and "KIROLEARN_REQUIRE_AGENTS=1" in agents  # a missing agent fails in CI
