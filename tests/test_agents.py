@@ -256,3 +256,59 @@ def test_doctor_checks_each_wired_agent_and_status_counts_its_events(home, proje
     doctor = runner.invoke(cli, ["doctor"]).stdout
     assert f"{project / '.mcp.json'} is not valid JSON any more" in doctor
     assert "claude-code: no wired file registers kirolearn's MCP server" in doctor
+
+
+def test_copilot_payload_is_mapped_and_its_stop_waits_for_the_final_message(tmp_path, project):
+    """Copilot 1.0.102: camelCase, no event name; agentStop's transcript may still end with the first text."""
+    import threading
+
+    from kirolearn.capture.agents import copilot
+
+    def message(content, tools):
+        return json.dumps({"type": "assistant.message", "data": {"content": content, "toolRequests": tools}}) + "\n"
+
+    transcript = tmp_path / "events.jsonl"
+    transcript.write_text(message("Let me run a command.", [{"name": "bash"}]))
+    done = threading.Event()
+
+    def finish():  # Copilot writes the final message after the hook started
+        done.wait(5)
+        with open(transcript, "a") as fh:
+            fh.write(message("", [{"name": "view"}]) + message("The answer.", []))
+
+    writer = threading.Thread(target=finish)
+    writer.start()
+    stop = {"sessionId": "s1", "timestamp": 1, "cwd": str(project), "transcriptPath": str(transcript),
+            "stopReason": "end_turn", "stop_hook_active": False}
+    done.set()
+    event = events.build_event("agentStop", stop, agent="copilot")
+    writer.join(5)
+    assert event["assistant_response"] == "The answer." and event["session_id"] == "s1"
+    assert event["surface"] == "copilot-cli" and event["extra"]["stopReason"] == "end_turn"
+    tool = events.build_event("postToolUse", {"sessionId": "s1", "cwd": str(project), "toolName": "bash",
+                                              "toolArgs": {"command": "ls"},
+                                              "toolResult": {"resultType": "success", "textResultForLlm": "a"}},
+                              agent="copilot")
+    assert (tool["tool_name"], tool["tool_input"], tool["tool_response"]["textResultForLlm"]) == ("bash", {"command": "ls"}, "a")
+    assert json.loads(copilot.context_output("agentSpawn", "memo")) == {"additionalContext": "memo"}
+    transcript.write_text(message("Still working.", [{"name": "bash"}]))  # never finished: the newest text, in time
+    assert copilot.final_text(str(transcript), wait=0.1) == "Still working."
+
+
+def test_opencode_plugin_carries_the_hook_command_and_payloads_drain(home, project, drain_now):
+    from kirolearn.capture.agents import opencode
+
+    text = opencode.plugin_text()
+    argv = json.loads(text.split("const HOOK = ", 1)[1].split(";\n", 1)[0])
+    assert argv[-2:] == ["--agent", "opencode"] and os.path.exists(argv[0])
+    assert "__KIROLEARN" not in text
+    for name, payload in (("session.created", {}), ("chat.message", {"prompt": "hi"}),
+                          ("tool.execute.after", {"tool_name": "bash", "tool_input": {"command": "ls"},
+                                                  "tool_response": {"output": "a"}}),
+                          ("session.idle", {"assistant_response": "done"})):
+        body = {"hook_event_name": name, "session_id": "ses_1", "cwd": str(project), **payload}
+        assert run_hook(["--agent", "opencode", name], json.dumps(body).encode(), cwd=str(project)).returncode == 0
+    stats, db = drain_now()
+    assert stats.stored == 4 and stats.quarantined == 0
+    assert [r["trigger"] for r in db.query("select trigger from events order by received_at")] == [
+        "agentSpawn", "userPromptSubmit", "postToolUse", "stop"]
