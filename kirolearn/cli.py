@@ -635,8 +635,8 @@ def install_command(project, global_, portable, dry_run, yes, set_default, agent
             raise click.UsageError(f"--set-default and --portable are Kiro options; drop them with --agent {agent}")
         _apply_changes(agents.get(agent).plan_install(project, global_ or not project), dry_run, yes, installing=True)
         if not dry_run:
-            click.echo("next: `kirolearn schedule` to drain in the background; Claude Code picks the hooks up "
-                       "at its next start")
+            click.echo(f"next: `kirolearn schedule` to drain in the background; {agent} picks kirolearn up "
+                       "at its next start (docs/agents/" + agent + ".md)")
         return
     changes = install.plan_install(project, global_ or not project, portable)
     _apply_changes(changes, dry_run, yes, installing=True)
