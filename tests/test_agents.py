@@ -312,3 +312,17 @@ def test_opencode_plugin_carries_the_hook_command_and_payloads_drain(home, proje
     assert stats.stored == 4 and stats.quarantined == 0
     assert [r["trigger"] for r in db.query("select trigger from events order by received_at")] == [
         "agentSpawn", "userPromptSubmit", "postToolUse", "stop"]
+
+
+def test_install_leaves_a_users_own_entry_of_our_name_alone_and_writes_nothing(home, project):
+    mcp = project / ".mcp.json"
+    theirs = '{"mcpServers": {"kirolearn": {"command": "their-own-server"}}}'
+    mcp.write_text(theirs)
+    opencode_json = project / "opencode.json"
+    opencode_json.write_text('{"permission": "allow"}\n')  # a string, not an object: cannot take our entry
+    runner = CliRunner()
+    for agent in ("claude-code", "opencode"):
+        result = runner.invoke(cli, ["install", "--agent", agent, "--project", str(project), "--yes"])
+        assert result.exit_code == 1 and "nothing was written" in result.output, result.output
+    assert mcp.read_text() == theirs and opencode_json.read_text() == '{"permission": "allow"}\n'
+    assert not (project / ".claude").exists()
