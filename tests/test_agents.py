@@ -326,3 +326,18 @@ def test_install_leaves_a_users_own_entry_of_our_name_alone_and_writes_nothing(h
         assert result.exit_code == 1 and "nothing was written" in result.output, result.output
     assert mcp.read_text() == theirs and opencode_json.read_text() == '{"permission": "allow"}\n'
     assert not (project / ".claude").exists()
+
+
+def test_claude_global_install_registers_the_user_scope_server_and_gives_the_bytes_back(home):
+    state = home.parent / "user-home" / ".claude.json"
+    theirs = '{\n  "numStartups": 3,\n  "projects": {"/x": {"allowedTools": []}}\n}\n'
+    state.write_text(theirs)
+    runner = CliRunner()
+    result = runner.invoke(cli, ["install", "--agent", "claude-code", "--yes"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(state.read_text())["mcpServers"]["kirolearn"]["type"] == "stdio"
+    assert (home.parent / "user-home" / ".claude" / "settings.json").exists()
+    result = runner.invoke(cli, ["uninstall", "--agent", "claude-code", "--yes"])
+    assert result.exit_code == 0, result.output
+    assert state.read_text() == theirs
+    assert not (home.parent / "user-home" / ".claude").exists()
