@@ -21,6 +21,9 @@ import pytest
 REQUIRE_ENV = "KIROLEARN_REQUIRE_AGENTS"
 CACHE_ENV = "KIROLEARN_AGENTS_CACHE"
 INSTALL_TIMEOUT = 900  # seconds: a cold npm install of an agent (its native binary is ~100-200 MB)
+# The user's home as the test run started: tests point HOME at a temporary folder (tests/conftest.py's
+# `home` fixture), and the cache must not move with it.
+REAL_HOME = pathlib.Path.home()
 
 
 def required() -> bool:
@@ -35,7 +38,7 @@ def _missing(reason: str):
 
 def cache_root() -> pathlib.Path:
     root = os.environ.get(CACHE_ENV)
-    return pathlib.Path(root) if root else pathlib.Path.home() / ".cache" / "kirolearn-agents"
+    return pathlib.Path(root) if root else REAL_HOME / ".cache" / "kirolearn-agents"
 
 
 def folder_name(package_spec: str) -> str:
