@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 BENCH_VENV ?= .venv-bench
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-slow test-all demo docs cli-docs bench soak mutate clean
+.PHONY: help install test test-slow test-all test-agents demo docs cli-docs bench soak mutate clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
@@ -32,11 +32,16 @@ install: $(VENV)/.installed ## create .venv with kirolearn (editable) and the te
 # workers, each collecting the whole suite, measured slower).
 TEST_WORKERS ?= auto
 
-test: $(VENV)/.installed ## run the fast tests, everything not marked slow (~2 min on 2 cores; .venv: 1-2 min more, once)
-	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not slow"
+test: $(VENV)/.installed ## run the fast tests, everything not marked slow or agents (~2 min on 2 cores; .venv: 1-2 min more, once)
+	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not slow and not agents"
 
 test-slow: $(VENV)/.installed ## run only the slow tests: many processes, kills, the browser (CI runs both sets)
 	$(PY) -m pytest -q -n 0 -m slow
+
+# Real agent CLIs (pinned versions, installed once with npm into ~/.cache/kirolearn-agents or
+# $$KIROLEARN_AGENTS_CACHE) against scripted fake model servers on 127.0.0.1. A missing agent fails.
+test-agents: $(VENV)/.installed ## run the real-agent suite (tests/agents/: Claude Code, Copilot CLI, opencode, ...)
+	KIROLEARN_REQUIRE_AGENTS=1 $(PY) -m pytest -q -n 0 -m agents tests/agents
 
 test-all: $(VENV)/.installed ## run every test, fast and slow
 	$(PY) -m pytest -q -n $(TEST_WORKERS)

@@ -37,6 +37,28 @@ def payload_2kb(cwd: str) -> bytes:
     return data
 
 
+def agent_payloads(cwd: str) -> dict:
+    """{agent: (the EVENT arguments its installed postToolUse command passes, its own payload)}."""
+    kiro = json.loads(payload_2kb(cwd))
+    stdout = kiro["tool_response"]["result"][0]["stdout"]
+    command = {"command": "python -m pytest -q tests/", "description": "run the test suite"}
+    return {
+        "claude-code": (["--agent", "claude-code"], {
+            "session_id": kiro["session_id"], "transcript_path": os.path.join(cwd, "t.jsonl"), "cwd": cwd,
+            "permission_mode": "default", "hook_event_name": "PostToolUse", "tool_name": "Bash",
+            "tool_input": command, "tool_use_id": "toolu_01",
+            "tool_response": {"stdout": stdout, "stderr": "", "interrupted": False, "isImage": False}}),
+        "copilot": (["--agent", "copilot", "postToolUse"], {
+            "sessionId": kiro["session_id"], "timestamp": 1796110435788, "cwd": cwd, "toolName": "bash",
+            "toolArgs": command, "toolResult": {"resultType": "success", "textResultForLlm": stdout}}),
+        "opencode": (["--agent", "opencode", "tool.execute.after"], {
+            "hook_event_name": "tool.execute.after", "session_id": "ses_dcf18edfbffexElq9LI0WUKbjy", "cwd": cwd,
+            "tool_name": "bash", "tool_input": command,
+            "tool_response": {"title": command["command"], "output": stdout,
+                              "metadata": {"output": stdout, "exit": 0, "truncated": False}}}),
+    }
+
+
 def time_run(cmd, stdin: bytes, env) -> float:
     start = time.perf_counter()
     subprocess.run(cmd, input=stdin, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
@@ -58,6 +80,8 @@ def main() -> int:
         env = dict(os.environ, KIROLEARN_HOME=os.path.join(tmp, "home"))
         stdin = payload_2kb(project)
         bare, hooked, wrapper = [], [], []
+        agents = {name: (hook[:-1] + argv, json.dumps(body).encode(), [])
+                  for name, (argv, body) in agent_payloads(project).items()}
         for _ in range(3):  # warm the page cache
             time_run([python, "-c", "pass"], stdin, env)
             time_run(hook, stdin, env)
@@ -66,7 +90,11 @@ def main() -> int:
             hooked.append(time_run(hook, stdin, env))
             # pip's generated console-script wrapper imports `re` before our code runs
             wrapper.append(time_run([script, "post-tool"], stdin, env))
+            for cmd, body, times in agents.values():  # each agent's postToolUse, in the same alternation
+                times.append(time_run(cmd, body, env))
         spooled = len(os.listdir(os.path.join(tmp, "home", "spool", "ready")))
+        quarantined = os.path.join(tmp, "home", "spool", "quarantine")
+        rejected = len(os.listdir(quarantined)) if os.path.isdir(quarantined) else 0
     med_bare, med_hook = statistics.median(bare), statistics.median(hooked)
     rows = [
         ("payload size (bytes)", f"{len(stdin)}", "~2 KB"),
@@ -75,7 +103,10 @@ def main() -> int:
         ("installed hook command p90 (ms)", f"{pct(hooked, 0.9):.1f}", ""),
         ("pip's `kirolearn-hook` console script (--portable) median (ms)", f"{statistics.median(wrapper):.1f}", ""),
         ("hook / bare python ratio (medians)", f"{med_hook / med_bare:.2f}", "<= 2.0"),
-        ("events spooled", f"{spooled}", f"{2 * args.runs + 3}"),
+        *((f"{name} postToolUse hook / bare python ratio (medians; {statistics.median(times):.1f} ms)",
+           f"{statistics.median(times) / med_bare:.2f}", "<= 2.0") for name, (_, _, times) in agents.items()),
+        ("events spooled", f"{spooled}", f"{(2 + len(agents)) * args.runs + 3}"),
+        ("payloads quarantined (an agent's payload the hook could not read)", f"{rejected}", "0"),
         ("Node-based Kiro memory hook, for scale (ms)", "~215", "reference/libraries"),
     ]
     print_table(f"hook latency, {args.runs} alternating runs each, venv {args.venv}\n"

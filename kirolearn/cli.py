@@ -15,6 +15,9 @@ import click
 from kirolearn.cli_common import CONTEXT_SETTINGS, _existing_db, _project_root, _since, cli, json_option
 from kirolearn.observation_types import OBSERVATION_TYPES
 from kirolearn.recall.lexical import SEARCH_LIMIT_MAX
+from kirolearn.capture.agents import names as _agent_names
+
+AGENT_NAMES = list(_agent_names())  # `--agent` of install / uninstall: every adapter's agent
 
 
 def _load_settings():
@@ -235,6 +238,9 @@ def status_command(json_):
         click.echo("database: none yet (run `kirolearn drain`)")
         return
     click.echo(f"database: {db_info['events']} events, {db_info['records']} records ({db_info['path']})")
+    if db_info.get("agent_events_24h"):
+        click.echo("events in the last 24 h: " + ", ".join(f"{agent} {count}"
+                                                         for agent, count in db_info["agent_events_24h"].items()))
     last = db_info["last_drain"]
     if last:
         click.echo(f"last drain: {last['finished_at']}: {last['events_read']} read, {last['stored']} stored, "
@@ -477,9 +483,9 @@ def session_init_command(label, project, json_):
 @click.option("--dry-run", is_flag=True, help="Print the diff of every file it would touch; write nothing.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before writing.")
 @click.option("--set-default", is_flag=True, help="Also make `kirolearn` Kiro CLI's default agent.")
-@click.option("--agent", "agent", type=click.Choice(["kiro", "claude-code", "codex", "gemini", "cursor"]), default="kiro", show_default=True,
-              help="Which agent to wire: Kiro (CLI and IDE), Claude Code (.claude/settings.json hooks), Codex CLI "
-                   "(~/.codex), Gemini CLI (.gemini/settings.json) or Cursor (.cursor/hooks.json, mcp.json).")
+@click.option("--agent", "agent", type=click.Choice(AGENT_NAMES), default="kiro", show_default=True,
+              help="Which agent to wire: Kiro (CLI and IDE), Claude Code, or another adapter's agent "
+                   "(docs/agents/NAME.md says what each writes).")
 @click.option("--with-model", is_flag=True,
               help="Also run `kirolearn model install` (all-MiniLM-L6-v2, ~90 MB, no torch); asked in a terminal.")
 def install_command(project, global_, portable, dry_run, yes, set_default, agent, with_model):
@@ -508,8 +514,8 @@ def install_command(project, global_, portable, dry_run, yes, set_default, agent
         _apply_changes(agents.get(agent).plan_install(project, global_ or not project), dry_run, yes, installing=True)
         if not dry_run:
             cli_model.offer_model(with_model, yes)
-            click.echo(f"next: `kirolearn schedule` to drain in the background; {agent} picks the hooks up "
-                       "at its next start")
+            click.echo(f"next: `kirolearn schedule` to drain in the background; {agent} picks kirolearn up "
+                       "at its next start (docs/agents/" + agent + ".md)")
         return
     changes = install.plan_install(project, global_ or not project, portable)
     _apply_changes(changes, dry_run, yes, installing=True)
@@ -556,7 +562,7 @@ def _apply_changes(changes, dry_run, yes, *, installing):
                    "needs --yes.")
 @click.option("--dry-run", is_flag=True, help="Print what would change; write nothing.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before writing or deleting.")
-@click.option("--agent", "agent", type=click.Choice(["kiro", "claude-code", "codex", "gemini", "cursor"]),
+@click.option("--agent", "agent", type=click.Choice(AGENT_NAMES),
               help="Only undo what was installed for this agent (default: every agent).")
 def uninstall_command(project, purge, dry_run, yes, agent):
     """Remove exactly what `kirolearn install` added, from every project it recorded.

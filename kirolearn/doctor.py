@@ -89,6 +89,10 @@ def run_checks():
     if not wired:
         yield "WARN", "Kiro is not wired: run `kirolearn install` (and `--project DIR` for a workspace)"
     for entry in wired:
+        if not entry.get("parses", True):
+            yield "FAIL", (f"{entry['path']} is not valid JSON any more, so its agent ignores kirolearn's entries: "
+                           "fix the file, then re-run `kirolearn install`")
+            continue
         if not entry["present"]:
             yield "FAIL", f"{entry['path']}: kirolearn's entries are gone; re-run `kirolearn install`"
         elif entry["missing_binaries"]:
@@ -96,6 +100,12 @@ def run_checks():
                            "re-run `kirolearn install` from the current installation")
         else:
             yield "OK", f"wired: {entry['path']}"
+    for agent in dict.fromkeys(e["agent"] for e in wired):  # every wired agent: is the MCP server registered?
+        if not any(e["mcp"] for e in wired if e["agent"] == agent and e.get("mcp") is not None):
+            yield "WARN", (f"{agent}: no wired file registers kirolearn's MCP server, so the model cannot search "
+                           f"memory; re-run `kirolearn install --agent {agent}`")
+        else:
+            yield "OK", f"{agent}: kirolearn's MCP server is registered"
     yield from _wiring_clashes()
 
 

@@ -237,16 +237,26 @@ def capture(argv: "list[str]", stdin: "bytes | None" = None) -> "str | None":
         if payload is None:
             return None
     else:
-        payload = _decode_payload(read_stdin(_stdin_timeout()) if stdin is None else stdin)
-        name = payload.get("hook_event_name") or arg
-        if not isinstance(name, str) or not name:
-            raise events.Rejected(
-                "no hook name: stdin JSON has no 'hook_event_name' and no EVENT argument was given"
-            )
-        if agent is None and agents.sent_by(payload) == "claude-code":
-            # Same hook names as Kiro v3: never guess, but never be silent about it either.
-            log("a payload with transcript_path (a Claude Code field) came without --agent: stored as kiro; "
-                "run `kirolearn install --agent claude-code` to wire Claude Code properly")
+        raw = read_stdin(_stdin_timeout()) if stdin is None else stdin
+        try:
+            payload = _decode_payload(raw)
+            name = payload.get("hook_event_name") or arg
+            if not isinstance(name, str) or not name:
+                raise events.Rejected(
+                    "no hook name: stdin JSON has no 'hook_event_name' and no EVENT argument was given"
+                )
+            if agent is None and agents.sent_by(payload) == "claude-code":
+                # Same hook names as Kiro v3: never guess, but never be silent about it either.
+                log("a payload with transcript_path (a Claude Code field) came without --agent: stored as kiro; "
+                    "run `kirolearn install --agent claude-code` to wire Claude Code properly")
+            event = events.build_event(name, payload, session_lookup=session_file_id, agent=adapter.NAME)
+        except events.Rejected as exc:
+            exc.raw = raw  # an agent's payload we cannot read yet is kept in quarantine, never lost
+            raise
+        path = spool.append(event["event_id"], events.serialize(event))
+        if event["trigger"] in agents.CONTEXT_TRIGGERS:
+            inject_context(event, adapter)
+        return path
     event = events.build_event(name, payload, session_lookup=session_file_id, agent=adapter.NAME)
     path = spool.append(event["event_id"], events.serialize(event))
     if event["trigger"] in agents.CONTEXT_TRIGGERS:
@@ -275,6 +285,27 @@ def inject_context(event: dict, adapter=None) -> None:
                    f"(stdout is closed or broken: {type(exc).__name__})")
 
 
+def keep_rejected(raw: bytes, reason: str) -> "str | None":
+    """Put a payload the hook could not turn into an event into the spool's quarantine (its path, or None).
+
+    An agent that changed its payload shape loses nothing: the raw bytes wait
+    there (0600, like every spool file) with the reason beside them, and
+    `kirolearn doctor` points at them.
+    """
+    if not raw or not raw.strip():
+        return None
+    try:
+        from kirolearn.ids import new_ulid
+
+        root = spool.ensure_layout()
+        name = f"{new_ulid(int(time.time() * 1000))}.rejected.json"
+        path = spool.write_atomic(os.path.join(root, spool.TMP), name, raw, os.path.join(root, spool.TMP))
+        return spool.quarantine(path, reason, root)
+    except Exception as exc:  # noqa: BLE001 - keeping it is best effort; the report still goes out
+        log(f"could not keep a rejected payload: {type(exc).__name__}: {str(exc)[:200]}")
+        return None
+
+
 def handle(argv: "list[str]", stdin: "bytes | None" = None) -> int:
     """Run one hook call the way Kiro sees it: errors reported, exit status 0."""
     if os.environ.get("KIROLEARN_DISABLE") or os.environ.get("KIROLEARN_INTERNAL"):
@@ -287,7 +318,8 @@ def handle(argv: "list[str]", stdin: "bytes | None" = None) -> int:
     try:
         capture(argv, stdin)
     except events.Rejected as exc:
-        report(f"{label}: {exc}; nothing recorded")
+        kept = keep_rejected(getattr(exc, "raw", b""), f"{label}: {exc}")
+        report(f"{label}: {exc}; " + (f"the payload is kept in {kept}" if kept else "nothing recorded"))
     except spool.PublishError as exc:  # its message says whether the event was kept
         report(f"{label}: {exc}")
     except Exception as exc:  # noqa: BLE001 - the agent must never see us fail

@@ -46,15 +46,25 @@ BOM = "\ufeff"
 # servers of ~/.kiro/settings/mcp.json and <cwd>/.kiro/settings/mcp.json; Q CLI / Kiro CLI 2.x
 # called it `useLegacyMcpJson`), `hooks` (CLI only; the IDE ignores it). Each hook entry is
 # `command` plus `matcher` (pre/postToolUse only) from that page, and `timeout_ms` from
-# https://kiro.dev/docs/cli/hooks (default 30000). The agent has no `mcpServers` of its own:
-# includeMcpJson brings in the one definition in mcp.json (agent > project > global would
-# otherwise define it up to three times).
+# https://kiro.dev/docs/cli/hooks (default 30000). The Kiro CLI reference for 2.x
+# (https://kiro.dev/docs/cli/custom-agents/configuration-reference) documents `useLegacyMcpJson`
+# instead of `includeMcpJson`, so a version reads one flag or the other: the agent therefore also
+# defines kirolearn's server in its own `mcpServers` (every version reads that; agent > project >
+# global, so the same name is one server). `allowedTools` names each non-destructive tool: never
+# "@kirolearn", which would auto-approve forget_memory (the server marks it destructive).
+def _allowed_tools() -> list:
+    from kirolearn.mcp_tools import MCP_SAFE_TOOLS
+
+    return [f"@{AGENT_NAME}/{tool}" for tool in MCP_SAFE_TOOLS]
+
+
 AGENT_SKELETON = {
     "name": AGENT_NAME,
     "description": "Kiro's default tools plus kirolearn memory (capture and recall)",
     "tools": ["*"],
-    "allowedTools": [f"@{AGENT_NAME}"],
+    "allowedTools": _allowed_tools(),
     "includeMcpJson": True,
+    "mcpServers": {},
 }
 CLASSIC_HOOKS = (  # trigger, EVENT argument, timeout_ms
     ("agentSpawn", "agent-spawn", 5000),
@@ -352,12 +362,14 @@ def _edit(path: str, edit, kind: str) -> Change:
 def _agent_edit(portable: bool):
     def edit(data: dict) -> dict:
         if not data:
-            data = dict(AGENT_SKELETON)
+            data = json.loads(json.dumps(AGENT_SKELETON))
+        if data.get("allowedTools") == [f"@{AGENT_NAME}"]:  # older installs approved every tool, forget too
+            data["allowedTools"] = _allowed_tools()
         servers = data.get("mcpServers")
-        if isinstance(servers, dict) and _is_ours_server(servers.get(AGENT_NAME)):
-            del servers[AGENT_NAME]  # an older install defined it here too: mcp.json holds it now
-            if not servers:
-                del data["mcpServers"]
+        if not isinstance(servers, dict):
+            servers = data["mcpServers"] = {}
+        if AGENT_NAME not in servers or _is_ours_server(servers[AGENT_NAME]):
+            servers[AGENT_NAME] = {**mcp_entry(portable), "timeout": 120000}  # whichever MCP flag a version reads
         hooks = data.setdefault("hooks", {})
         for trigger, event, timeout in CLASSIC_HOOKS:
             kept = [h for h in hooks.get(trigger, []) if not _is_ours(h)]
@@ -599,16 +611,18 @@ def _save_record(entries: "list[dict]") -> None:
 
 
 def _prune_empty_dirs(directory: str) -> None:
-    """Remove empty folders install created, up to and including the `.kiro` folder."""
-    tops = (".kiro", ".claude", ".codex", ".gemini", ".cursor")  # each agent's own folder, if install emptied it
-    while os.path.basename(directory) in ("agents", "hooks", "settings", *tops):
+    """Remove empty folders install created, up to and including the agent's folder (`.kiro`, `.claude`, …)."""
+    while os.path.basename(directory) in ("agents", "hooks", "settings", "plugin", *TOP_DIRS):
         try:
             os.rmdir(directory)  # only succeeds when empty
         except OSError:
             return
-        if os.path.basename(directory) in tops:
+        if os.path.basename(directory) in TOP_DIRS:
             return
         directory = os.path.dirname(directory)
+
+
+TOP_DIRS = (".kiro", ".claude", ".github", ".opencode", ".codex", ".gemini", ".cursor")  # agent folders pruned when install left them empty
 
 
 def apply(changes: "list[Change]", *, installing: bool) -> None:
@@ -677,8 +691,10 @@ def set_default_agent() -> str:
 def _commands(value):
     if isinstance(value, dict):
         for key, item in value.items():
-            if key == "command" and isinstance(item, str):
+            if key in ("command", "bash") and isinstance(item, str):  # Copilot's hook files say "bash"
                 yield item
+            elif key == "command" and isinstance(item, list) and item and isinstance(item[0], str):
+                yield shlex.join(item)  # opencode: the command as a list
             else:
                 yield from _commands(item)
     elif isinstance(value, list):
@@ -701,14 +717,20 @@ def wiring() -> "list[dict]":
     """
     report = []
     for entry in load_record():
+        parses = True
         try:
             text = _read(entry["path"])
             data = (_toml(text) if entry["path"].endswith(".toml") else json.loads(_strip_bom(text))) if text else None
         except (ValueError, InstallError):
-            data = None
+            data, parses = None, not entry["path"].endswith(".json")  # a plugin file is not JSON
         words = [b for c in _commands(data) for b in _binaries(c)] if data is not None else []
         missing = {w for w in words if (not os.path.exists(w) if os.sep in w else shutil.which(w) is None)}
-        report.append({"path": entry["path"], "agent": agent_of(entry), "present": bool(words),
+        present = bool(words)
+        adapter = _adapter_of(entry)
+        if adapter is not None and hasattr(adapter, "wired"):  # files without commands: the adapter knows
+            present = adapter.wired(entry, data)
+        report.append({"path": entry["path"], "agent": agent_of(entry), "present": present, "parses": parses,
+                       "mcp": _registers_server(data),
                        "missing_binaries": sorted(missing)})
     return report
 
@@ -722,8 +744,36 @@ def _toml(text: str) -> dict:
     return tomllib.loads(text)  # TOMLDecodeError is a ValueError
 
 
+def _registers_server(data) -> bool:
+    """Does a config file define kirolearn's MCP server (`mcpServers`, or opencode's `mcp`)?"""
+    if not isinstance(data, dict):
+        return False
+    for key in ("mcpServers", "mcp"):
+        servers = data.get(key)
+        entry = servers.get(AGENT_NAME) if isinstance(servers, dict) else None
+        command = entry.get("command") if isinstance(entry, dict) else None
+        if isinstance(command, list):
+            command = command[0] if command else ""
+        if isinstance(command, str) and command.endswith("kirolearn-mcp"):
+            return True
+    return False
+
+
+def _adapter_of(entry: dict):
+    # Up a floor, lazily and on purpose (setup.cfg ignore_imports): the engine asks the adapter that
+    # wrote an entry whether it is still wired, for files that hold no command (an opencode plugin).
+    from kirolearn.capture import agents
+
+    try:
+        return agents.get(agent_of(entry))
+    except agents.UnknownAgent:
+        return None
+
+
 def agent_of(entry: dict) -> str:
     """Which agent a recorded install wires: 'kiro', 'claude-code' (its settings file), else the kind."""
+    if entry.get("agent"):
+        return str(entry["agent"])  # adapters record their name beside what they wrote
     if entry.get("kind") in KIRO_KINDS:
         return "kiro"
     for name in ("codex", "gemini", "cursor"):  # their kinds are "<agent>-<file>"

@@ -54,9 +54,14 @@ def test_install_global_and_project_then_uninstall(kiro, project):
     assert install.hook_command("post-tool") == f"{hook} post-tool || true"  # KIROLEARN_HOME travels along
     agent = json.loads((kiro / ".kiro" / "agents" / "kirolearn.json").read_text())
     # exactly the fields of Kiro's current agent reference that install means to set
-    assert set(agent) == {"name", "description", "tools", "allowedTools", "includeMcpJson", "hooks"}
+    assert set(agent) == {"name", "description", "tools", "allowedTools", "includeMcpJson", "mcpServers", "hooks"}
     assert agent["name"] == "kirolearn" and agent["tools"] == ["*"] and agent["includeMcpJson"] is True
-    assert agent["allowedTools"] == ["@kirolearn"]
+    # each safe tool, never "@kirolearn" (that would auto-approve forget_memory, marked destructive)
+    assert agent["allowedTools"] == [f"@kirolearn/{t}" for t in ("search_memory", "session_init",
+                                                                  "save_session_summary", "save_observation",
+                                                                  "session_end")]
+    # the agent reaches kirolearn-mcp whether its Kiro reads includeMcpJson or useLegacyMcpJson
+    assert agent["mcpServers"]["kirolearn"]["command"] == install.command_path("kirolearn-mcp")
     assert agent["hooks"]["postToolUse"] == [{"matcher": "*", "command": f"{hook} post-tool || true", "timeout_ms": 2000}]
     assert set(agent["hooks"]) == {"agentSpawn", "userPromptSubmit", "postToolUse", "stop"}
     mcp = json.loads((kiro / ".kiro" / "settings" / "mcp.json").read_text())

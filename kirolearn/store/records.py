@@ -230,6 +230,13 @@ def extraction_failures_since(conn, since_iso: str) -> int:
                         [since_iso]).fetchone()[0]
 
 
+def events_by_agent_since(conn, since_iso: str) -> dict:
+    """{agent: events received since a time} (the agents that sent any)."""
+    rows = conn.execute("select agent, count(*) from events where received_at >= ? group by agent order by agent",
+                        [since_iso]).fetchall()
+    return {agent: count for agent, count in rows}
+
+
 def pending_event_count(conn) -> int:
     """Events stored but not yet extracted."""
     return conn.execute("select count(*) from events where extract_state = 'pending'").fetchone()[0]
@@ -333,7 +340,8 @@ def figures(conn, since_iso: str, *, projects: bool = True) -> dict:
     forgotten = (conn.execute("select count(*) from forgotten_records").fetchone()[0]
                  if has_table(conn, "forgotten_records") else 0)
     found = {**store.counts(conn), "forgotten": forgotten, "pending_events": pending_event_count(conn),
-             "last_drain": last_drain(conn), "extraction_failures_24h": extraction_failures_since(conn, since_iso)}
+             "last_drain": last_drain(conn), "extraction_failures_24h": extraction_failures_since(conn, since_iso),
+             "agent_events_24h": events_by_agent_since(conn, since_iso)}
     if projects:
         found["projects"] = project_figures(conn)
     return found

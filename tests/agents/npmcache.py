@@ -1,71 +1,80 @@
 """Pinned agent CLIs from npm, installed once into a cache folder and re-used.
 
-`install("@openai/codex@0.171.0", "codex")` returns the path of the CLI's
-binary. The cache is `$KIROLEARN_AGENTS_CACHE/<spec>` or
-`~/.cache/kirolearn-agents/<spec>` (the spec sanitised to a folder name). When
-npm or the package is missing the test is skipped with the reason, unless
-KIROLEARN_REQUIRE_AGENTS=1 (CI), which fails it instead.
+`install("@anthropic-ai/claude-code@2.1.197", "claude")` returns the path of the
+`claude` binary of that exact version. The cache is `$KIROLEARN_AGENTS_CACHE/<spec>/`
+or `~/.cache/kirolearn-agents/<spec>/` (the spec sanitised into a folder name).
+
+Without KIROLEARN_REQUIRE_AGENTS=1 an agent that is not in the cache yet is a
+skip (with the command that installs it): a plain `pytest` never downloads.
+With it (`make test-agents`, CI), a missing agent is installed, and one that
+cannot be installed fails the test.
 """
 
 import os
 import pathlib
-import re
 import shutil
 import subprocess
+import tempfile
 
 import pytest
 
-NPM_TIMEOUT = 600  # seconds: a first install downloads a native binary
+REQUIRE_ENV = "KIROLEARN_REQUIRE_AGENTS"
+CACHE_ENV = "KIROLEARN_AGENTS_CACHE"
+INSTALL_TIMEOUT = 900  # seconds: a cold npm install of an agent (its native binary is ~100-200 MB)
+# The user's home as the test run started: tests point HOME at a temporary folder (tests/conftest.py's
+# `home` fixture), and the cache must not move with it.
+REAL_HOME = pathlib.Path.home()
 
 
-def _cache_root() -> pathlib.Path:
-    root = os.environ.get("KIROLEARN_AGENTS_CACHE")
-    if root:
-        return pathlib.Path(root)
-    # Tests point HOME at a tmp dir: the cache belongs in the real user's home, so a re-run is fast.
-    try:
-        import pwd
-
-        real_home = pwd.getpwuid(os.getuid()).pw_dir
-    except (ImportError, KeyError):  # Windows, or a uid without an entry
-        real_home = os.environ.get("USERPROFILE") or str(pathlib.Path.home())
-    return pathlib.Path(real_home) / ".cache" / "kirolearn-agents"
+def required() -> bool:
+    return os.environ.get(REQUIRE_ENV) == "1"
 
 
-def _unavailable(reason: str):
-    if os.environ.get("KIROLEARN_REQUIRE_AGENTS") == "1":
-        pytest.fail(reason)
-    pytest.skip(reason)
+def _missing(reason: str):
+    if required():
+        pytest.fail(f"{reason} ({REQUIRE_ENV}=1: a missing agent fails)", pytrace=False)
+    pytest.skip(f"{reason}; `make test-agents` installs it")
+
+
+def cache_root() -> pathlib.Path:
+    root = os.environ.get(CACHE_ENV)
+    return pathlib.Path(root) if root else REAL_HOME / ".cache" / "kirolearn-agents"
+
+
+def folder_name(package_spec: str) -> str:
+    """'@openai/codex@0.171.0' -> 'openai-codex-0.171.0'."""
+    name = package_spec.lstrip("@").replace("/", "-").replace("@", "-")
+    return "".join(c if c.isalnum() or c in "-._" else "-" for c in name)
 
 
 def install(package_spec: str, bin_name: str) -> pathlib.Path:
-    """The bin path of `package_spec` (e.g. "@google/gemini-cli@0.61.0"), installed with npm if needed."""
-    folder = _cache_root() / re.sub(r"[^A-Za-z0-9._-]+", "-", package_spec.lstrip("@")).strip("-")
-    binary = folder / "node_modules" / ".bin" / bin_name
+    """The `bin_name` binary of the pinned `package_spec`, from the cache or installed into it."""
+    prefix = cache_root() / folder_name(package_spec)
+    binary = prefix / "node_modules" / ".bin" / bin_name
     if binary.exists():
         return binary
+    if not required():
+        _missing(f"{package_spec} is not installed in {prefix}")
     npm = shutil.which("npm")
-    if npm is None:
-        _unavailable(f"npm is not on PATH, so {package_spec} cannot be installed "
-                     "(apt-get install nodejs npm, or set KIROLEARN_AGENTS_CACHE to a folder that has it)")
-    folder.mkdir(parents=True, exist_ok=True)
-    from filelock import FileLock  # pytest-xdist workers may ask for the same CLI at once
-
-    with FileLock(str(folder) + ".lock", timeout=NPM_TIMEOUT):
-        if binary.exists():
-            return binary
-        return _npm_install(npm, package_spec, folder, binary)
-
-
-def _npm_install(npm: str, package_spec: str, folder: pathlib.Path, binary: pathlib.Path) -> pathlib.Path:
-    env = {**os.environ, "npm_config_update_notifier": "false", "npm_config_fund": "false",
-           "npm_config_audit": "false"}
+    if not npm:
+        _missing(f"npm is not on PATH, so {package_spec} cannot be installed (apt-get install nodejs npm)")
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    staging = pathlib.Path(tempfile.mkdtemp(prefix=f".{prefix.name}-", dir=prefix.parent))
     try:
-        result = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--prefix", str(folder), package_spec],
-                                capture_output=True, text=True, timeout=NPM_TIMEOUT, env=env)
-    except subprocess.TimeoutExpired:
-        _unavailable(f"npm install {package_spec} took more than {NPM_TIMEOUT} s")
-    if result.returncode != 0 or not binary.exists():
-        _unavailable(f"npm install {package_spec} failed (exit {result.returncode}): "
-                     f"{(result.stderr or result.stdout).strip()[-400:]}")
+        result = subprocess.run(
+            [npm, "install", "--no-audit", "--no-fund", "--no-update-notifier", "--loglevel=error",
+             "--prefix", str(staging), package_spec],
+            capture_output=True, text=True, timeout=INSTALL_TIMEOUT, stdin=subprocess.DEVNULL)
+        if result.returncode != 0:
+            _missing(f"`npm install {package_spec}` failed: {(result.stderr or result.stdout).strip()[-800:]}")
+        if not (staging / "node_modules" / ".bin" / bin_name).exists():
+            _missing(f"{package_spec} installed but has no bin {bin_name!r}")
+        try:
+            os.rename(staging, prefix)  # atomic: a parallel worker sees all of it or nothing
+        except OSError:
+            if not binary.exists():  # someone else won the race: theirs is as good
+                raise
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
     return binary

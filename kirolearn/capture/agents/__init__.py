@@ -18,6 +18,9 @@ import sys
 DEFAULT = "kiro"
 _MODULES = {"kiro": "kiro", "claude-code": "claude_code"}
 _MODULES.update({"codex": "codex", "gemini": "gemini", "cursor": "cursor"})  # issue 21, part 2
+_MODULES["copilot"] = "copilot"  # GitHub Copilot CLI
+_MODULES["opencode"] = "opencode"
+
 
 # Canonical triggers and the event kind each one makes (shared by every adapter).
 TRIGGER_KIND = {
@@ -29,6 +32,11 @@ TRIGGER_KIND = {
 }
 SESSION_START_TRIGGERS = ("agentSpawn",)
 CONTEXT_TRIGGERS = ("agentSpawn", "userPromptSubmit")
+
+# kirolearn's MCP server, as every adapter registers it, and which of its tools an install may
+# auto-approve: never one the server marks destructive (tests/test_agents.py checks the
+# server's own annotations against these).
+from kirolearn.mcp_tools import MCP_DESTRUCTIVE_TOOLS, MCP_SAFE_TOOLS, MCP_SERVER  # noqa: E402,F401 - the adapters' names for them
 
 
 # Payload keys only one agent sends. A hint for a hook run without --agent, never a guess:

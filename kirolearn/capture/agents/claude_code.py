@@ -3,9 +3,11 @@
 Facts: shared/reference/claude-code-hooks.md. Every payload is stdin JSON with
 `session_id`, `transcript_path`, `cwd` and `hook_event_name`, plus `prompt`,
 `tool_name` / `tool_input` / `tool_response` or `source` per event. Its `Stop`
-carries no assistant text: the turn's last assistant message is read from the
-transcript (a JSONL file Claude Code may still be writing), bounded in size.
-Stdout of SessionStart and UserPromptSubmit (exit 0) becomes context.
+(since 2.x) carries `last_assistant_message`, the turn's real final text:
+measured with Claude Code 2.1.197, the transcript does not hold that message yet
+when Stop fires, so the field wins and the transcript (a JSONL file Claude Code
+may still be writing, read bounded in size) is only the fallback of older
+versions. Stdout of SessionStart and UserPromptSubmit (exit 0) becomes context.
 
 Standard library only (the hook imports it); the installer part is used by the CLI.
 """
@@ -62,10 +64,17 @@ def payload_from_env(arg, env):
     return None
 
 
+FINAL_TEXT_KEY = "last_assistant_message"  # Stop's final text (Claude Code >= 2.x; Codex sends it too)
+
+
 def normalise(trigger: str, payload: dict, env) -> dict:
-    """Fill the assistant's closing text of a Stop from the transcript."""
+    """A Stop's closing text: `last_assistant_message` when sent, else the transcript's last assistant text."""
     if trigger != "stop" or payload.get("assistant_response"):
         return payload
+    final = payload.get(FINAL_TEXT_KEY)
+    if isinstance(final, str) and final.strip():
+        rest = {k: v for k, v in payload.items() if k != FINAL_TEXT_KEY}  # stored once, as the answer
+        return {**rest, "assistant_response": final}
     path = payload.get("transcript_path")
     text = last_assistant_text(path) if isinstance(path, str) and path else None
     return {**payload, "assistant_response": text} if text else payload
@@ -200,7 +209,95 @@ def _insert_as_text(before: str, data: dict) -> "tuple[str, list] | None":
     return text, insertions
 
 
+KINDS = ("claude-settings", "claude-mcp", "claude-local")  # the install records this adapter writes
+
+
+def mcp_path(project: "str | None") -> str:
+    """Where the MCP server is registered: the project's `.mcp.json`, else the user's `~/.claude.json`."""
+    if project:
+        return os.path.join(os.path.abspath(project), ".mcp.json")
+    from kirolearn import config
+
+    return os.path.join(config.user_home_dir() or os.path.expanduser("~"), ".claude.json")
+
+
+def local_settings_path(project: str) -> str:
+    return os.path.join(os.path.abspath(project), ".claude", "settings.local.json")
+
+
+def mcp_entry() -> dict:
+    """Our server as Claude Code's MCP config has it (a stdio server)."""
+    from kirolearn import install
+
+    return {"type": "stdio", **install.mcp_entry()}
+
+
+def _server_is_ours(value) -> bool:
+    return isinstance(value, dict) and str(value.get("command", "")).endswith("kirolearn-mcp")
+
+
+def _mcp_edits() -> list:
+    from kirolearn.capture import agents
+    from kirolearn.install_edit import Member
+
+    return [Member(("mcpServers",), agents.MCP_SERVER, mcp_entry())]
+
+
+def _local_edits() -> list:
+    """The project's personal settings: approve our .mcp.json server, and allow its non-destructive tools."""
+    from kirolearn.capture import agents
+    from kirolearn.install_edit import Item
+
+    return [Item(("enabledMcpjsonServers",), agents.MCP_SERVER),
+            *(Item(("permissions", "allow"), f"mcp__{agents.MCP_SERVER}__{tool}") for tool in agents.MCP_SAFE_TOOLS)]
+
+
 def plan_install(project: "str | None", global_: bool = False, **options):
+    """The files install would write, as install.Changes (nothing is written).
+
+    Hooks go into the settings file (`.claude/settings.json`, or the user's);
+    the MCP server into `.mcp.json` (or `~/.claude.json`); for a project,
+    `.claude/settings.local.json` approves that server (`enabledMcpjsonServers`,
+    so Claude Code loads it without asking) and allows its non-destructive
+    tools (never forget_memory). Every edit is text added to the user's file
+    and recorded, so uninstall can give the bytes back.
+    """
+    from kirolearn import install_edit
+
+    changes = plan_settings(project)
+    previous = {e["path"]: e for e in _records()}
+    path = mcp_path(project)
+    changes.append(install_edit.plan(path, _mcp_edits(), "claude-mcp", ours=_server_is_ours,
+                                     previous=previous.get(path)))
+    if project:
+        path = local_settings_path(project)
+        changes.append(install_edit.plan(path, _local_edits(), "claude-local", previous=previous.get(path)))
+    for change in changes:
+        change.record.setdefault("agent", NAME)
+    return changes
+
+
+def _records() -> list:
+    from kirolearn import install
+
+    return [e for e in install.load_record() if e.get("kind") in KINDS]
+
+
+def wired(entry: dict, data) -> bool:
+    """Does a recorded file still hold what install put there?"""
+    from kirolearn.capture import agents
+
+    if not isinstance(data, dict):
+        return False
+    if entry.get("kind") == "claude-mcp":
+        return _server_is_ours((data.get("mcpServers") or {}).get(agents.MCP_SERVER))
+    if entry.get("kind") == "claude-local":
+        return agents.MCP_SERVER in (data.get("enabledMcpjsonServers") or [])
+    return any(_is_ours(g) for groups in (data.get("hooks") or {}).values() if isinstance(groups, list)
+               for g in groups)
+
+
+def plan_settings(project: "str | None"):
     """The one settings file install would write, as an install.Change (nothing is written).
 
     Our hook groups are added as text at the end of each list, so the user's
@@ -236,6 +333,21 @@ def plan_install(project: "str | None", global_: bool = False, **options):
 
 def plan_uninstall(only_project: "str | None" = None):
     """Undo each recorded Claude Code install: the user's exact bytes while the file is as install left it."""
+    from kirolearn import install_edit
+
+    changes = uninstall_settings(only_project)
+    for entry in _records():
+        if entry["kind"] == "claude-settings" or not install_edit.under(entry["path"], only_project):
+            continue
+        edits = _mcp_edits() if entry["kind"] == "claude-mcp" else _local_edits()
+        change = install_edit.undo(entry, edits, ours=_server_is_ours)
+        if change is not None:
+            changes.append(change)
+    return changes
+
+
+def uninstall_settings(only_project: "str | None" = None):
+    """Undo the hook groups of each recorded settings file."""
     from kirolearn import install, jsontext
 
     changes = []

@@ -1,0 +1,244 @@
+"""The GitHub Copilot CLI adapter: `.github/hooks/*.json`, camelCase payloads, `.github/mcp.json`.
+
+Measured with Copilot CLI 1.0.102 (shared/reference/agents-offline.md, and the
+hooks reference on docs.github.com): a hook file is `{"version": 1, "hooks":
+{"sessionStart": [{"type": "command", "bash": "…", "timeoutSec": 5}], …}}`;
+the payload on stdin is camelCase (`sessionId`, `toolName`, `toolArgs`,
+`toolResult`, `transcriptPath`) and carries no event name, so the installed
+command names its event (`kirolearn-hook --agent copilot postToolUse`). Tool
+names are lowercase (`bash`, `view`, `create`, `edit`); MCP tools are
+`<server>-<tool>`. Stdout is parsed as one JSON object: `{"additionalContext":
+"…"}` from sessionStart and userPromptSubmitted reached the model (measured).
+`agentStop` carries no answer text, and its `transcriptPath` (events.jsonl) may
+not hold the turn's final `assistant.message` yet when the hook runs (measured:
+sometimes the newest message is still the turn's first, "Let me run a
+command.", with its tool requests). So the hook reads it until the newest
+assistant message asks for no tool (the final answer), for at most
+FINAL_WAIT seconds, and falls back to the newest text it saw.
+Repository hooks and `.github/mcp.json` load only in a folder the user trusts
+(`trusted_folders` in ~/.copilot/config.json, what Copilot's first-start dialog
+writes); kirolearn does not trust folders on the user's behalf.
+
+Standard library only (the hook imports it); the installer part is used by the CLI.
+"""
+
+import os
+
+from kirolearn import jsonfast  # not json: it imports re (~30M instructions a hook call)
+from kirolearn.capture.events import Rejected
+
+NAME = "copilot"
+GENERATIONS = ("copilot",)
+SURFACES = ("copilot-cli",)
+SESSION_ENV = None  # every payload has sessionId
+TRANSCRIPT_TAIL_BYTES = 256 * 1024
+FINAL_WAIT = 1.5  # seconds a stop hook waits for the final assistant message to reach the transcript
+FINAL_POLL = 0.02
+
+TRIGGERS = {
+    "sessionStart": "agentSpawn",
+    "userPromptSubmitted": "userPromptSubmit",
+    "preToolUse": "preToolUse",
+    "postToolUse": "postToolUse",
+    "agentStop": "stop",
+    # the VS Code compatible (PascalCase, snake_case payload) spellings of the same events
+    "SessionStart": "agentSpawn",
+    "UserPromptSubmit": "userPromptSubmit",
+    "PreToolUse": "preToolUse",
+    "PostToolUse": "postToolUse",
+    "Stop": "stop",
+}
+NOTE_TRIGGERS = ("sessionEnd", "subagentStart", "subagentStop", "errorOccurred", "preCompact",
+                 "postToolUseFailure", "notification", "permissionRequest", "userPromptTransformed",
+                 "SessionEnd", "SubagentStop", "ErrorOccurred", "PreCompact", "PostToolUseFailure", "Notification")
+HOOKS = (  # what install wires: event, timeout in seconds
+    ("sessionStart", 5),
+    ("userPromptSubmitted", 5),
+    ("postToolUse", 2),
+    ("agentStop", 5),
+    ("sessionEnd", 5),
+)
+_KEYS = {"sessionId": "session_id", "toolName": "tool_name", "toolArgs": "tool_input",
+         "toolResult": "tool_response", "tool_result": "tool_response"}
+
+
+def resolve_trigger(name: str) -> "tuple[str, str]":
+    if name in TRIGGERS:
+        return TRIGGERS[name], "copilot"
+    if name in NOTE_TRIGGERS:
+        return name, "copilot"
+    raise Rejected("unknown Copilot CLI hook event; expected one of " + ", ".join((*TRIGGERS, *NOTE_TRIGGERS)))
+
+
+def surface(generation: str, env) -> str:
+    return "copilot-cli"
+
+
+def payload_from_env(arg, env):
+    return None  # always stdin JSON
+
+
+def normalise(trigger: str, payload: dict, env) -> dict:
+    """camelCase keys to the canonical ones; a stop's answer from the payload or the transcript."""
+    out = {}
+    for key, value in payload.items():
+        canonical = _KEYS.get(key)
+        if canonical and canonical not in payload:
+            out[canonical] = value
+        else:
+            out[key] = value
+    if trigger != "stop" or out.get("assistant_response"):
+        return out
+    for key in ("last_assistant_message", "response"):  # sent by newer versions for subagents; welcome here
+        if isinstance(out.get(key), str) and out[key].strip():
+            out["assistant_response"] = out.pop(key)
+            return out
+    path = out.get("transcriptPath") or out.get("transcript_path")
+    text = final_text(path) if isinstance(path, str) and path else None
+    if text:
+        out["assistant_response"] = text
+    return out
+
+
+def final_text(path: str, wait: float = FINAL_WAIT) -> "str | None":
+    """The turn's final answer from the transcript, waiting (bounded) for Copilot to write it."""
+    import time
+
+    deadline = time.monotonic() + wait
+    while True:
+        text, final = last_assistant_text(path)
+        if final or time.monotonic() >= deadline:
+            return text
+        time.sleep(FINAL_POLL)
+
+
+def last_assistant_text(path: str, tail_bytes: int = TRANSCRIPT_TAIL_BYTES) -> "tuple[str | None, bool]":
+    """(the newest non-empty `assistant.message` text of a Copilot events.jsonl, whether the newest
+    assistant message is final: it requests no tool). Bounded in size, tolerant of partial lines."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - tail_bytes))
+            data = fh.read(tail_bytes)
+    except OSError:
+        return None, False
+    lines = data.split(b"\n")
+    if size > tail_bytes:
+        lines = lines[1:]
+    final = None
+    for raw in reversed(lines):
+        if b"assistant.message" not in raw:
+            continue
+        try:
+            item = jsonfast.loads(raw.decode("utf-8", "replace"))
+        except ValueError:
+            continue
+        if isinstance(item, dict) and item.get("type") == "assistant.message" and isinstance(item.get("data"), dict):
+            if final is None:
+                final = not item["data"].get("toolRequests")
+            content = item["data"].get("content")
+            if isinstance(content, str) and content.strip():
+                return content.strip(), bool(final)
+    return None, bool(final)
+
+
+def context_output(trigger: str, text: str) -> str:
+    """Copilot parses hook stdout as one JSON object; additionalContext is what reaches the model."""
+    return jsonfast.dumps({"additionalContext": text}, ensure_ascii=False)
+
+
+# --- installing: <project>/.github/hooks/kirolearn.json and .github/mcp.json ----------------------------
+
+KINDS = ("copilot-hooks", "copilot-mcp")
+
+
+def hooks_path(project: str) -> str:
+    return os.path.join(os.path.abspath(project), ".github", "hooks", "kirolearn.json")
+
+
+def mcp_path(project: "str | None") -> str:
+    """The project's `.github/mcp.json`, or the user's `~/.copilot/mcp-config.json`."""
+    if project:
+        return os.path.join(os.path.abspath(project), ".github", "mcp.json")
+    from kirolearn import config
+
+    return os.path.join(config.user_home_dir() or os.path.expanduser("~"), ".copilot", "mcp-config.json")
+
+
+def hook_command(event: str) -> str:
+    import shlex
+
+    from kirolearn import install
+
+    return f"{install._env_prefix()}{' '.join(shlex.quote(a) for a in install.hook_argv())} --agent {NAME} {event} || true"
+
+
+def hook_file() -> str:
+    import json
+
+    hooks = {event: [{"type": "command", "bash": hook_command(event), "timeoutSec": timeout}]
+             for event, timeout in HOOKS}
+    return json.dumps({"version": 1, "hooks": hooks}, indent=2) + "\n"
+
+
+def mcp_entry() -> dict:
+    from kirolearn import install
+
+    # `tools` is which tools Copilot offers the model (all of them); approving a call is the user's
+    # (`--allow-tool 'kirolearn(search_memory)'`, or the prompt): nothing is auto-approved here.
+    return {"type": "local", **install.mcp_entry(), "tools": ["*"]}
+
+
+def _server_is_ours(value) -> bool:
+    return isinstance(value, dict) and str(value.get("command", "")).endswith("kirolearn-mcp")
+
+
+def _mcp_edits() -> list:
+    from kirolearn.capture import agents
+    from kirolearn.install_edit import Member
+
+    return [Member(("mcpServers",), agents.MCP_SERVER, mcp_entry())]
+
+
+def plan_install(project: "str | None", global_: bool = False, **options):
+    """Hooks (a project's `.github/hooks/kirolearn.json`, all ours) and the MCP server entry."""
+    from kirolearn import install, install_edit
+
+    if not project:
+        raise install.InstallError("Copilot CLI loads hooks from the repository (.github/hooks/)",
+                                   "run `kirolearn install --agent copilot --project DIR`")
+    previous = {e["path"]: e for e in install.load_record() if e.get("kind") in KINDS}
+    changes = [install_edit.owned(hooks_path(project), hook_file(), "copilot-hooks", mark="kirolearn-hook"),
+               install_edit.plan(mcp_path(project), _mcp_edits(), "copilot-mcp", ours=_server_is_ours,
+                                 previous=previous.get(mcp_path(project)))]
+    for change in changes:
+        change.record.setdefault("agent", NAME)
+    return changes
+
+
+def plan_uninstall(only_project: "str | None" = None):
+    from kirolearn import install, install_edit
+
+    changes = []
+    for entry in install.load_record():
+        if entry.get("kind") not in KINDS or not install_edit.under(entry["path"], only_project):
+            continue
+        if entry["kind"] == "copilot-hooks":
+            change = install_edit.undo_owned(entry, mark="kirolearn-hook")
+        else:
+            change = install_edit.undo(entry, _mcp_edits(), ours=_server_is_ours)
+        if change is not None:
+            changes.append(change)
+    return changes
+
+
+def wired(entry: dict, data) -> bool:
+    from kirolearn.capture import agents
+
+    if not isinstance(data, dict):
+        return False
+    if entry.get("kind") == "copilot-mcp":
+        return _server_is_ours((data.get("mcpServers") or {}).get(agents.MCP_SERVER))
+    return any("kirolearn-hook" in str(h.get("bash", "")) for groups in (data.get("hooks") or {}).values()
+               if isinstance(groups, list) for h in groups if isinstance(h, dict))

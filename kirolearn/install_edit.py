@@ -1,0 +1,224 @@
+"""The installer engine's JSON edit: add members and list items to a user's JSON file as text.
+
+Every agent adapter describes what its config files need (`Member`: an object
+member at a key path; `Item`: a value in a list at a key path); this module
+plans the edit as an `install.Change` that inserts exactly those bytes, in the
+file's own style, and records the insertions and a hash of what it wrote. So
+`undo` gives back the user's exact bytes while the file is as install left
+it, and otherwise takes out only our members and items, structurally.
+
+Used by the CLI only (never on the hook path).
+"""
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Member:
+    """`keys` + [name] holds `value` (an object member)."""
+
+    keys: tuple
+    name: str
+    value: object
+
+
+@dataclass(frozen=True)
+class Item:
+    """The list at `keys` holds `value`."""
+
+    keys: tuple
+    value: object
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _get(data, keys):
+    for key in keys:
+        if not isinstance(data, dict) or key not in data:
+            return None
+        data = data[key]
+    return data
+
+
+def _nest(keys, value):
+    for key in reversed(keys):
+        value = {key: value}
+    return value
+
+
+def apply_structurally(data: dict, edits) -> dict:
+    """`data` (a copy) with every edit in it."""
+    data = json.loads(json.dumps(data))
+    for edit in edits:
+        keys = (*edit.keys, edit.name) if isinstance(edit, Member) else edit.keys
+        node = data
+        for key in keys[:-1]:
+            node = node.setdefault(key, {})
+        if isinstance(edit, Member):
+            node[keys[-1]] = edit.value
+        else:
+            items = node.setdefault(keys[-1], [])
+            if edit.value not in items:
+                items.append(edit.value)
+    return data
+
+
+def _conflict(data: dict, edit, ours) -> "str | None":
+    keys = (*edit.keys, edit.name) if isinstance(edit, Member) else edit.keys
+    node = data
+    for depth, key in enumerate(keys):
+        if not isinstance(node, dict):
+            return f"'{'.'.join(keys[:depth])}' is not an object"
+        if key not in node:
+            return None
+        node = node[key]
+    if isinstance(edit, Item) and not isinstance(node, list):
+        return f"'{'.'.join(keys)}' is not a list"
+    if isinstance(edit, Member) and node != edit.value and not ours(node):
+        return f"'{'.'.join(keys)}' already exists and is not kirolearn's"
+    return None
+
+
+def plan(path: str, edits, kind: str, *, ours=lambda value: False, previous: "dict | None" = None):
+    """The Change that puts `edits` into the JSON file at `path` (nothing is written).
+
+    `ours(value)` says whether an existing member of the same name is an older
+    kirolearn entry (it is then replaced) rather than the user's (a problem:
+    nothing is written).
+    """
+    from kirolearn import install, jsontext
+
+    try:
+        before = install._read(path)
+        data = install._load(path, before)
+    except install.InstallError as exc:
+        return install.Change(path, None, None, problem=str(exc))
+    for edit in edits:
+        problem = _conflict(data, edit, ours)
+        if problem:
+            return install.Change(path, before, before, problem=f"{path}: {problem}; left untouched")
+    wanted = apply_structurally(data, edits)
+    record = {"kind": kind}
+    if wanted == data and before is not None:
+        return install.Change(path, before, before, record={**(previous or {}), **record})
+    replaced = any(isinstance(e, Member) and _get(data, (*e.keys, e.name)) not in (None, e.value) for e in edits)
+    after, insertions = None, []
+    if before is not None and install._strip_bom(before).strip() and not replaced:
+        text = before
+        try:
+            for edit in edits:
+                current = install._load(path, text)
+                if apply_structurally(current, [edit]) == current:
+                    continue
+                keys = (*edit.keys, edit.name) if isinstance(edit, Member) else edit.keys
+                root = jsontext.parse(text)
+                depth = 0
+                while depth < len(keys) and jsontext.find(root, *keys[:depth + 1]) is not None:
+                    depth += 1
+                parent = jsontext.find(root, *keys[:depth])
+                if depth == len(keys):  # Item: the list exists
+                    text, ins = jsontext.append(text, parent, edit.value)
+                else:
+                    rest = keys[depth + 1:]
+                    value = edit.value if isinstance(edit, Member) else [edit.value]
+                    text, ins = jsontext.append(text, parent, _nest(rest, value), key=keys[depth])
+                insertions.append(list(ins))
+            if install._load(path, text) == wanted:
+                after = text
+        except (jsontext.JSONTextError, install.InstallError):
+            after = None
+    if after is None:
+        after, insertions = install._dump(wanted, before), None
+    record.update(insertions=insertions, written_sha256=sha(after))
+    return install.Change(path, before, after, record=record)
+
+
+def undo(entry: dict, edits, *, ours=lambda value: False):
+    """The Change that takes `edits` out of the file an install `entry` recorded (None: nothing to do)."""
+    from kirolearn import install, jsontext
+
+    path = entry["path"]
+    try:
+        before = install._read(path)
+    except install.InstallError as exc:
+        return install.Change(path, None, None, problem=str(exc))
+    if before is None:
+        return None
+    untouched = entry.get("written_sha256") == sha(before)
+    if untouched and entry.get("created"):
+        return install.Change(path, before, None, record=entry)
+    if untouched and entry.get("insertions"):
+        restored = jsontext.remove(before, [tuple(i) for i in entry["insertions"]])
+        if restored is not None:
+            return install.Change(path, before, restored, record=entry)
+    try:
+        data = install._load(path, before)
+    except install.InstallError as exc:
+        return install.Change(path, before, before, problem=str(exc))
+    rest = json.loads(json.dumps(data))
+    for edit in edits:
+        keys = (*edit.keys, edit.name) if isinstance(edit, Member) else edit.keys
+        parent = _get(rest, keys[:-1])
+        if not isinstance(parent, dict) or keys[-1] not in parent:
+            continue
+        if isinstance(edit, Member):
+            if parent[keys[-1]] == edit.value or ours(parent[keys[-1]]):
+                del parent[keys[-1]]
+        elif isinstance(parent[keys[-1]], list):
+            parent[keys[-1]] = [v for v in parent[keys[-1]] if v != edit.value]
+        _prune(rest, keys[:-1] if isinstance(edit, Member) else keys)
+    if rest == data:
+        return install.Change(path, before, before, record=entry)
+    if not rest and entry.get("created"):
+        return install.Change(path, before, None, record=entry)
+    return install.Change(path, before, install._dump(rest, before), record=entry)
+
+
+def _prune(data: dict, keys) -> None:
+    """Drop empty containers along `keys`, deepest first."""
+    for depth in range(len(keys), 0, -1):
+        parent = _get(data, keys[:depth - 1])
+        value = parent.get(keys[depth - 1]) if isinstance(parent, dict) else None
+        if value in ({}, []):
+            del parent[keys[depth - 1]]
+        else:
+            return
+
+
+def under(path: str, project: "str | None") -> bool:
+    """Is `path` inside `project` (always true when no project is given)?"""
+    return not project or path.startswith(os.path.abspath(project) + os.sep)
+
+
+def owned(path: str, text: str, kind: str, mark: str = "kirolearn"):
+    """The Change that writes a whole file of ours (a file there that is not ours is a problem)."""
+    from kirolearn import install
+
+    try:
+        before = install._read(path)
+    except install.InstallError as exc:
+        return install.Change(path, None, None, problem=str(exc))
+    if before is not None and before != text and mark not in before:
+        return install.Change(path, before, before, problem=f"{path} exists and is not kirolearn's; left untouched")
+    return install.Change(path, before, text, record={"kind": kind, "written_sha256": sha(text)})
+
+
+def undo_owned(entry: dict, mark: str = "kirolearn"):
+    """The Change that deletes a file of ours (left alone, as a problem, if it no longer looks like ours)."""
+    from kirolearn import install
+
+    path = entry["path"]
+    try:
+        text = install._read(path)
+    except install.InstallError as exc:
+        return install.Change(path, None, None, problem=str(exc))
+    if text is None:
+        return None
+    if mark in text:
+        return install.Change(path, text, None, record=entry)
+    return install.Change(path, text, text, problem=f"{path} no longer looks like kirolearn's; left alone")

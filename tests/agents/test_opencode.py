@@ -1,0 +1,100 @@
+"""Real opencode, wired by `kirolearn install --agent opencode`, against the Anthropic fake.
+
+opencode has no shell hooks: install writes a JavaScript plugin that runs
+kirolearn-hook per event, and recalled memory goes into the system prompt
+through `experimental.chat.system.transform`. The model is an `anthropic`
+provider whose baseURL is the fake (in the user's opencode.json, which
+install must leave as it found it on uninstall).
+"""
+
+import json
+import pathlib
+
+import pytest
+
+import npmcache
+from agentrun import (agent_env, events_of, export, kirolearn, quarantined, run, run_hook_command, snapshot,
+                      tool_results, tool_uses)
+from fake_anthropic import FakeAnthropic, Text, ToolCall
+
+PACKAGE = "opencode-ai@1.18.33"
+MARK = "KLMARK-0pc0"
+FINAL = f"Done: the marker is {MARK}, and nothing else changed."
+
+
+@pytest.fixture(scope="module")
+def opencode():
+    return npmcache.install(PACKAGE, "opencode")
+
+
+def user_config(fake) -> str:
+    """The user's own opencode.json: a model provider (the fake) and a permission of theirs."""
+    return json.dumps({"$schema": "https://opencode.ai/config.json", "model": "anthropic/claude-sonnet-4-5",
+                       "provider": {"anthropic": {"options": {"baseURL": fake.url + "/v1",
+                                                              "apiKey": "dummy-key-for-the-fake"}}},
+                       "permission": {"bash": "allow"}}, indent=2) + "\n"
+
+
+def session(opencode, project, fake, prompt):
+    return run([opencode, "run", prompt], project, agent_env())
+
+
+def test_opencode_end_to_end(opencode, project):
+    with FakeAnthropic() as fake:
+        config = project / "opencode.json"
+        config.write_text(user_config(fake))
+        before = snapshot(project)
+        kirolearn("install", "--agent", "opencode", "--project", str(project), "--yes")
+        wired = json.loads(config.read_text())
+        assert wired["mcp"]["kirolearn"]["command"][0].endswith("kirolearn-mcp")
+        assert wired["permission"] == {"bash": "allow", "kirolearn_forget_memory": "ask"}  # never auto-approved
+        (url,) = wired["plugin"]
+        plugin = pathlib.Path(url.removeprefix("file://"))
+        assert plugin.exists() and "kirolearn-hook" in plugin.read_text()
+
+        # 1. a turn: bash (after "Let me run a command."), then the final answer
+        fake.script = [ToolCall("bash", {"command": f"echo {MARK}", "description": "Print the marker"},
+                                text="Let me run a command."),
+                       Text(FINAL)]
+        out = session(opencode, project, fake, "What does the marker command print?")
+        assert fake.errors == []
+        assert FINAL in out.stdout
+        assert "kirolearn_search_memory" in {t["name"] for r in fake.main_requests() for t in r["tools"]}
+        stored = events_of(export(project), "opencode")
+        stops = [e for e in stored if e["trigger"] == "stop"]
+        assert [s["assistant_response"] for s in stops] == [FINAL]
+        tools = [e for e in stored if e["trigger"] == "postToolUse"]
+        assert [(t["tool_name"], t["tool_input"]["command"]) for t in tools] == [("bash", f"echo {MARK}")]
+        assert MARK in json.dumps(tools[0]["tool_response"])
+        assert [e["trigger"] for e in stored][:2] == ["agentSpawn", "userPromptSubmit"]
+        assert len({e["session_id"] for e in stored}) == 1
+
+        # 2 and 3. the next session: memory in the system prompt; search_memory's answer reaches the model
+        fake.clear()
+        fake.script = [ToolCall("search_memory", {"query": "marker command"}), Text("It is in memory.")]
+        session(opencode, project, fake, "Which marker did we see last time?")
+        assert fake.errors == []
+        first, last = fake.main_requests()[0], fake.main_requests()[-1]
+        assert MARK in json.dumps(first["system"])  # the plugin's system-prompt transform
+        (call,) = [u for u in tool_uses(last) if u[1] == "kirolearn_search_memory"]
+        answers = [text for use_id, text in tool_results(last) if use_id == call[0]]
+        assert answers and MARK in answers[0]
+        assert "kirolearn_search_memory" in [e.get("tool_name") for e in events_of(export(project), "opencode")]
+
+    # 5. payloads kirolearn does not know, sent to the hook the plugin runs: exit 0, kept
+    argv = json.loads(plugin.read_text().split("const HOOK = ", 1)[1].split(";\n", 1)[0])
+    command = " ".join(f"'{a}'" for a in argv)
+    count = len(quarantined())
+    for event, payload in (("session.idle", b'{"hook_event_name": "session.idle", "session_id": "s", '
+                                            b'"assistant_response": {"parts": [1]}}'),
+                           ("session.future", b'{"hook_event_name": "session.future", "session_id": "s"}'),
+                           ("session.idle", b'{"hook_event_name": "session.idle", "sess')):
+        result = run_hook_command(f"{command} {event}", payload, project)
+        assert (result.returncode, result.stdout) == (0, b"")
+    assert len(quarantined()) == count + 2
+    assert any(e["session_id"] == "s" for e in events_of(export(project), "opencode"))
+
+    # 4. uninstall: the user's opencode.json byte for byte, and no plugin left
+    kirolearn("uninstall", "--agent", "opencode", "--project", str(project), "--yes")
+    assert snapshot(project) == before
+    assert not plugin.exists()
