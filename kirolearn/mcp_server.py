@@ -92,6 +92,7 @@ class SessionInitResult(BaseModel):
     record_id: Optional[str] = None
     ended_at: Optional[str] = None
     ended_without_summary: list[dict] = Field(default_factory=list)
+    previous: Optional[dict] = None  # the newest row with a summary, whole, when this one has none
     known_projects: list[str] = Field(default_factory=list)
 
 

@@ -8,8 +8,10 @@ the extraction prompt and recall's TYPE_WEIGHTS keys. tests/test_constants.py
 fails if one of them drifts.
 """
 
-OBSERVATION_TYPES = ("tool_use", "decision", "error", "discovery", "pattern", "session_summary")
+# `conversation`: a turn with no tool use that names nothing of the project ("write a haiku"): kept,
+# searchable at a low weight, never listed at session start.
+OBSERVATION_TYPES = ("tool_use", "decision", "error", "discovery", "pattern", "session_summary", "conversation")
 # What an agent may save as one observation (save_observation): turn summaries have their own tool.
 HAND_MADE_TYPES = tuple(t for t in OBSERVATION_TYPES if t != "session_summary")
-# What a session start lists beside the last turn summary: everything but routine tool use.
-NOTABLE_TYPES = tuple(t for t in OBSERVATION_TYPES if t != "tool_use")
+# What a session start lists beside the last turn summary: everything but routine tool use and chatter.
+NOTABLE_TYPES = tuple(t for t in OBSERVATION_TYPES if t not in ("tool_use", "conversation"))

@@ -7,7 +7,8 @@
   `session_summaries`; one with a summary is also a searchable record (strategy
   `mcp_session_end`, labelled "session end", never in the turn-summary slot).
   A failed auto_compress stores an empty summary, as the seed does. `session_init`
-  returns the newest one with content (not consumed: it stays until superseded),
+  returns the newest row as saved (not consumed: it stays until superseded), and
+  the newest one with content beside it as `previous` when that row has none,
   see kirolearn.recall.continuity.
 - `save_observation`: one hand-made record of any type but `session_summary`.
 Every text is scrubbed first. Input errors raise `SummaryError` with a message
@@ -333,8 +334,9 @@ def session_end(db, project: Project, *, session_id, summary=None, highlights=No
 
 
 def session_init(db, project: Project, label: str = "general") -> dict:
-    """What this session resumes from: the newest session_end summary with content (kirolearn.recall.continuity).
+    """What this session resumes from: the newest session_end row, as saved (kirolearn.recall.continuity).
 
+    One row, never fields of two; when its summary is empty, `previous` is the newest row with one.
     Not consumed: it stays until a later session_end supersedes it. A label this
     project never used is `found: false`, with the labels it did use.
     """
@@ -343,10 +345,13 @@ def session_init(db, project: Project, label: str = "general") -> dict:
     label = Scrubber().scrub_text((_text("project", label, required=False) or "general").strip() or "general")
     found = continuity.resume(db.conn, project.id, label)
     if found:
-        found.pop("project_id", None)
-        found["auto_compress"] = bool(found["auto_compress"])
-        found["compressed_used"] = bool(found["compressed_used"])
-        found["ended_at"] = isotime.to_seconds(found.get("ended_at"))  # stored to the ms; the seed's shape
+        for row in filter(None, (found, found.get("previous"))):
+            row.pop("project_id", None)
+            row["auto_compress"] = bool(row["auto_compress"])
+            row["compressed_used"] = bool(row["compressed_used"])
+            row["ended_at"] = isotime.to_seconds(row.get("ended_at"))  # stored to the ms; the seed's shape
+        if found.get("previous") is None:
+            found.pop("previous", None)
         for later in found.get("ended_without_summary") or []:
             later["ended_at"] = isotime.to_seconds(later.get("ended_at"))
         return {"found": True, **found}
