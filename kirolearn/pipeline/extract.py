@@ -512,6 +512,8 @@ def candidates_from(extraction: Extraction, batch: Batch) -> "list[dict]":
         turns = [t for t in split_turns(batch.events) if any(e["kind"] == "session_summary" for e in t)]
         summary = _describe_turn(turns[-1], batch.project_root) if turns else None
         if summary:
+            if summary["observation_type"] == "conversation" and records:
+                summary["observation_type"] = "session_summary"  # the model found knowledge in it: not chatter
             records.insert(0, summary)
     return records
 

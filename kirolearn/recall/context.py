@@ -232,6 +232,15 @@ def _first_sentences(text: str, limit: int) -> str:
     return flat[:end] if end > limit // 3 else _cut(flat, limit)
 
 
+SHORT_OUTCOME = 80  # an outcome this short says little alone: the request goes before it
+
+
+def _with_request(title: str, outcome: str) -> str:
+    if len(outcome) >= SHORT_OUTCOME or not title:
+        return outcome
+    return _cut(f"{_cut(title, LINE_CHARS - len(outcome) - 3)} → {outcome}", LINE_CHARS)
+
+
 def outcome_line(hit) -> str:
     """One line that says what a record holds, from its outcome; no field twice (the title is the request)."""
     title = _flat(hit.title)
@@ -240,7 +249,7 @@ def outcome_line(hit) -> str:
         parts = sections(summary, "## ")
         done = next((parts[k] for k in ("What was completed", "What was learned", "What was investigated")
                      if not _empty(parts.get(k))), "")
-        line = _first_sentences(done, LINE_CHARS) if done else _cut(title, LINE_CHARS)
+        line = _with_request(title, _first_sentences(done, LINE_CHARS)) if done else _cut(title, LINE_CHARS)
         if not _empty(parts.get("Next steps")) and len(line) < LINE_CHARS - 40:
             line += " Next: " + _flat(parts["Next steps"])
         return _cut(line, LINE_CHARS)
@@ -250,7 +259,7 @@ def outcome_line(hit) -> str:
     if "Request" in parts or "Outcome" in parts or "Ran" in parts or "Changed" in parts:  # the deterministic record
         outcome = parts.get("Outcome", "")
         if outcome and not _empty(outcome):
-            return _first_sentences(outcome, LINE_CHARS)
+            return _with_request(title, _first_sentences(outcome, LINE_CHARS))
         errors = [ln[2:] for ln in parts.get("Errors", "").split("\n") if ln.startswith("- ")]
         line = _cut(title, 80)
         if errors:
