@@ -214,11 +214,15 @@ _CODE_EXTENSIONS = frozenset(
 _FILE_TOKEN = re.compile(r"(?<![\w@])((?:[\w.-]+/)+[\w.-]+|[\w-]+(?:\.[\w-]+)*\.([A-Za-z0-9]{1,8}))(?![\w/])")
 
 
+# code identifiers: snake_case, dotted names (orders.created_at), camelCase, --flags
+_IDENTIFIER = re.compile(r"\b[A-Za-z]\w*_\w*[A-Za-z0-9]\b|\b[a-z]\w*\.[a-z_]\w*[a-z0-9_]\b|\b[a-z]+[A-Z]\w*\b|(?<!\S)--[a-z][\w-]+")
+
+
 def names_project_content(*texts: str) -> bool:
     """Does this text name a file, a path or code (so a turn without tools still holds project knowledge)?"""
     for text in texts:
         text = _REDACTION.sub(" ", text or "")
-        if "`" in text:
+        if "`" in text or _IDENTIFIER.search(text):
             return True
         for match in _FILE_TOKEN.finditer(text):
             whole, ext = match.group(1), match.group(2)

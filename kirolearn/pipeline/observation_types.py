@@ -12,6 +12,7 @@ fails if one of them drifts.
 # searchable at a low weight, never listed at session start.
 OBSERVATION_TYPES = ("tool_use", "decision", "error", "discovery", "pattern", "session_summary", "conversation")
 # What an agent may save as one observation (save_observation): turn summaries have their own tool.
-HAND_MADE_TYPES = tuple(t for t in OBSERVATION_TYPES if t != "session_summary")
+# (Nor chatter: what an agent saves on purpose is knowledge.)
+HAND_MADE_TYPES = tuple(t for t in OBSERVATION_TYPES if t not in ("session_summary", "conversation"))
 # What a session start lists beside the last turn summary: everything but routine tool use and chatter.
 NOTABLE_TYPES = tuple(t for t in OBSERVATION_TYPES if t not in ("tool_use", "conversation"))
