@@ -373,6 +373,38 @@ def _project_root(project):
     return root
 
 
+def _project_where(project) -> str:
+    """The project `project` (or the current directory) resolves to, and why, for messages.
+
+    Outside any project the answer is the global project, named as such: never as $HOME.
+    """
+    import os
+
+    from kirolearn.project import find_project_root
+
+    start = os.path.abspath(project or os.getcwd())
+    root, is_global = find_project_root(start)
+    if is_global:
+        return (f"the global project ({start} is in no project: no marker such as .git, pyproject.toml or "
+                ".kiro in it or above it)")
+    return f"project {root}" + (f" (found from {start})" if root != start else "")
+
+
+def _say_if_no_database() -> bool:
+    """On a fresh home, say on stderr that there is no database yet (reading commands create none)."""
+    import os
+
+    from kirolearn import config
+    from kirolearn.store import sqlite as store
+
+    store.refuse_lost(config.db_path())
+    if os.path.exists(config.db_path()):
+        return False
+    click.echo(f"no database yet at {config.db_path()}: `kirolearn drain` creates it from the spool "
+               "(nothing has been drained into this KIROLEARN_HOME)", err=True)
+    return True
+
+
 @cli.command(name="search")
 @click.argument("query")
 @click.option("--project", type=click.Path(file_okay=False, exists=True), help="Project directory (default: the current one).")
@@ -408,6 +440,7 @@ def search_command(query, project, all_projects, types, since, session_id, file,
     if not query.strip():  # would match nothing: say so, not "No memory records match ''"
         raise click.UsageError("QUERY is empty: give words to search for (`kirolearn list` shows the newest records)")
     root = _project_root(project)
+    _say_if_no_database()
     hits = Memory().search(query, project=root, all_projects=all_projects, types=types, limit=limit, since=since,
                            session_id=session_id, file=file)
 
@@ -415,7 +448,7 @@ def search_command(query, project, all_projects, types, since, session_id, file,
         click.echo(json.dumps(clean([h.to_dict() for h in hits]), ensure_ascii=False, indent=2))
         return
     if not hits:
-        where = "any project" if all_projects else root
+        where = "any project" if all_projects else _project_where(project)
         click.echo(f"No memory records match {query!r} in {where}.", err=True)
         return
     now = time.time()
@@ -446,11 +479,12 @@ def context_command(session_start, prompt, project):
 
     if bool(session_start) == (prompt is not None):
         raise click.UsageError("give exactly one of --session-start or --prompt TEXT")
+    _say_if_no_database()
     text = Memory().context(project=_project_root(project), prompt=None if session_start else prompt)
     if text:
         click.echo(text, nl=False)
     else:
-        click.echo("(nothing would be injected)", err=True)
+        click.echo(f"(nothing would be injected) in {_project_where(project)}", err=True)
 
 
 def _scrubber():
@@ -554,7 +588,7 @@ def session_end_command(session_id, summary, highlights, pitfalls, next_steps, o
     if json_:
         click.echo(json.dumps(result))
         return
-    click.echo(f"Saved session summary {result['id']} for {result['project']} "
+    click.echo(f"Saved session summary {result['id']} for {_project_where(project)}, label '{result['project']}' "
                f"({result['summary_len']} characters, {result['next_steps_count']} next steps)")
     if result.get("auto_compress_error"):
         click.echo(f"auto-compress did not help: {result['auto_compress_error']}", err=True)
@@ -578,12 +612,18 @@ def session_init_command(label, project, json_):
     click.echo(f"Last session {found['session_id']} ended {found['ended_at']}"
                + (f" on branch {found['branch']}" if found.get("branch") else ""))
     click.echo(found["summary"] or "(it ended without a summary)")
-    for later in found.get("ended_without_summary") or []:
-        why = f" (auto_compress: {later['auto_compress_error']})" if later.get("auto_compress_error") else ""
-        click.echo(f"Since then session {later['session_id']} ended {later['ended_at']} without a summary{why}.")
+    _echo_lists(found)
+    previous = found.get("previous")
+    if previous:  # the newest row with a summary, shown apart: never mixed into the row above
+        click.echo(f"Before that, session {previous['session_id']} ended {previous['ended_at']}:")
+        click.echo(previous["summary"])
+        _echo_lists(previous)
+
+
+def _echo_lists(found: dict) -> None:
     for head, key in (("Next steps", "next_steps"), ("Pitfalls", "pitfalls"), ("Open questions", "open_questions"),
                       ("Highlights", "highlights")):
-        if found[key]:
+        if found.get(key):
             click.echo(f"{head}:")
             for item in found[key]:
                 click.echo(f"  - {item}")

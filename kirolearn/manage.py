@@ -412,7 +412,7 @@ def import_lines(lines, *, db=None) -> dict:
     record_cols = set(recordstore.table_columns(db, "memory_records"))
     summary_cols = set(recordstore.table_columns(db, "session_summaries"))
     record_fields = set(MemoryRecord.model_fields)
-    events, records, summaries = [], [], []
+    events, records, summaries, forgotten = [], [], [], []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -432,6 +432,9 @@ def import_lines(lines, *, db=None) -> dict:
                 row.update(extract_state=state if state in ("pending", "done") else "done", run_id=run_id)
                 events.append(row)
             elif kind == "record":
+                mark = item.pop("forgotten", None)  # a forgotten record comes back forgotten
+                if mark is not None and not (isinstance(mark, dict) and isinstance(mark.get("forgotten_at"), str)):
+                    raise ManageError("a record's 'forgotten' must be an object with forgotten_at")
                 MemoryRecord.model_validate({k: v for k, v in item.items() if k in record_fields})
                 keep = ("record_id", "project_id", "created_at", "record_hash", "run_id", "source_event_ids",
                         "observation_type", "strategy")
@@ -440,7 +443,11 @@ def import_lines(lines, *, db=None) -> dict:
                     raise ManageError("a record needs its record_hash")
                 for key in recordstore.RECORD_LISTS:
                     row[key] = json.dumps(row.get(key) or [], ensure_ascii=False)
-                records.append(row)
+                if mark is not None:
+                    forgotten.append((row, {k: scrub.scrub_value(v) if k == "reason" else v
+                                            for k, v in mark.items()}))
+                else:
+                    records.append(row)
             elif kind == "summary":
                 for key in ("id", "session_id", "project", "project_id", "summary", "ended_at"):
                     if not isinstance(item.get(key), str) or not item[key]:
@@ -465,6 +472,7 @@ def import_lines(lines, *, db=None) -> dict:
                 raise
             raise ManageError(f"line {number}: {exc.message}", exc.fix) from None
     counts = recordstore.import_rows(db, events, records, summaries)
+    counts["forgotten"] = recordstore.import_forgotten(db, forgotten)
     counts["redactions"] = dict(sorted(scrub.counts.items())) if hasattr(scrub, "counts") else {}
     return counts
 

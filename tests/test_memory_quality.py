@@ -108,3 +108,101 @@ def test_concepts_have_no_stop_words_and_no_redaction_marker_words(project):
     concepts = set(record["concepts"])
     assert {"migration", "rollback"} <= concepts
     assert not concepts & {"lets", "through", "again", "because", "redacted", "private"}
+
+
+# --- 4. the seed's session pair is exact --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["yes", 1, "false", "true", 0, None])
+def test_auto_compress_takes_booleans_only(project, value):
+    from test_mcp import call, text
+
+    result = call(project, "session_end", {"session_id": "s-1", "summary": "Done.", "auto_compress": value})
+    assert result.isError
+    assert "'auto_compress' must be true or false" in text(result)
+
+
+def test_session_init_returns_one_saved_row_never_two_mixed(project):
+    from test_mcp import call
+
+    from kirolearn import settings
+
+    call(project, "session_end", {"session_id": "old", "summary": "Moved JWT checks.", "next_steps": ["old step"],
+                                  "pitfalls": ["UTC tokens"]})
+    call(project, "session_end", {"session_id": "new", "auto_compress": True, "next_steps": ["new step"]},
+         settings=settings.Settings())  # no model: an empty summary is saved
+    init = call(project, "session_init", {}).structuredContent
+    assert (init["session_id"], init["summary"], init["next_steps"], init["pitfalls"]) == ("new", "", ["new step"], [])
+    previous = init["previous"]
+    assert (previous["session_id"], previous["summary"], previous["next_steps"], previous["pitfalls"]) == (
+        "old", "Moved JWT checks.", ["old step"], ["UTC tokens"])
+    cli_init = CliRunner().invoke(cli, ["session-init", "--project", str(project), "--json"])
+    assert json.loads(cli_init.output)["session_id"] == "new"
+
+
+# --- 5. every message names the project it resolved and why ---------------------------------------------------
+
+
+def test_messages_name_the_project_and_never_home(tmp_path, project, home):
+    outside = tmp_path / "loose files"
+    outside.mkdir()
+    user_home = os.environ["HOME"]
+    listed = kirolearn("list", "--project", str(outside))
+    assert listed.returncode == 0
+    assert "no database yet at" in listed.stderr  # a fresh home says so
+    assert "the global project" in listed.stderr and str(outside) in listed.stderr
+    assert user_home not in listed.stderr
+    ended = kirolearn("session-end", "--session-id", "s", "--summary", "Did it.", "--project", str(project))
+    assert ended.returncode == 0 and f"for project {project}" in ended.stdout and "for general" not in ended.stdout
+    listed = kirolearn("list", "--project", str(outside))
+    assert "no database yet" not in listed.stderr and "No memory records in the global project" in listed.stderr
+
+
+def test_the_mcp_server_started_from_home_names_the_project_it_uses(home):
+    import asyncio
+
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    user_home = os.environ["HOME"]
+
+    async def go():
+        params = StdioServerParameters(command=str(BIN / "kirolearn-mcp"), args=[], env=hook_env(), cwd=user_home)
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                return await session.call_tool("search_memory", {"query": "anything"})
+
+    result = asyncio.run(asyncio.wait_for(go(), 60))
+    said = result.content[0].text
+    assert "the current project" not in said
+    assert "the global project" in said and f"started in {user_home}" in said
+
+
+def test_export_includes_forgotten_records_marked_and_import_round_trips_them(project, tmp_path, monkeypatch):
+    hook(project, "userPromptSubmit", prompt="why is scripts/export.py locked")
+    hook(project, "stop", assistant_response="It opened sqlite without a timeout; scripts/export.py uses 30 s now.")
+    hook(project, "userPromptSubmit", prompt="add --dry-run to scripts/export.py")
+    hook(project, "stop", assistant_response="scripts/export.py --dry-run prints the row count.")
+    assert kirolearn("drain", "--flush").returncode == 0
+    first, second = records("--project", str(project))
+    assert kirolearn("forget", first["record_id"], "--reason", "obsolete").returncode == 0
+    out = kirolearn("export")
+    assert out.returncode == 0, out.stderr
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    recs = {r["record_id"]: r for r in lines if r["type"] == "record"}
+    assert set(recs) == {first["record_id"], second["record_id"]}
+    assert recs[first["record_id"]]["forgotten"]["reason"] == "obsolete"
+    assert "forgotten" not in recs[second["record_id"]]
+    dump = tmp_path / "dump.jsonl"
+    dump.write_text(out.stdout, "utf-8")
+    monkeypatch.setenv("KIROLEARN_HOME", str(tmp_path / "other home"))
+    if True:
+        imported = kirolearn("import", str(dump))
+        assert imported.returncode == 0, imported.stderr
+        assert [r["record_id"] for r in records("--project", str(project))] == [second["record_id"]]
+        forgotten = json.loads(kirolearn("list", "--forgotten", "--json", "--project", str(project)).stdout)
+        assert [f["record_id"] for f in forgotten] == [first["record_id"]]
+        again = [json.loads(line) for line in kirolearn("export").stdout.splitlines()]
+        assert sorted(json.dumps(x, sort_keys=True) for x in again if x["type"] == "record") == \
+            sorted(json.dumps(x, sort_keys=True) for x in lines if x["type"] == "record")

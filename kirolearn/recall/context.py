@@ -482,6 +482,8 @@ def for_event(event: dict) -> str:
     if trigger == "agentSpawn" and not _claim_session_start(
             event["project_root"], event["session_id"], event.get("session_source", "")):
         return ""  # a twin hook (classic + v3 wiring) of this same session start already printed it
+    if trigger != "agentSpawn" and not state.get("session_start") and not state["records"]:
+        state["records"] = _recent_start(event)
     conn = recall.connect_readonly(budget=conf["time_budget_ms"] / 1000)
     if conn is None:
         return ""
@@ -497,4 +499,27 @@ def for_event(event: dict) -> str:
     if text or trigger == "agentSpawn":
         state["records"] = list(dict.fromkeys(state["records"] + ids))
         save_state(event["session_id"], state)
+    if trigger == "agentSpawn" and text:
+        save_state(_project_key(event), {"session_start": True, "records": ids, "at": time.time(),
+                                         "session_id": event["session_id"]})
     return text
+
+
+START_ADOPT_SECONDS = 600  # a session's first prompt this soon after a project's session start belongs to it
+
+
+def _project_key(event: dict) -> str:
+    return "project-start:" + project_id(event["project_root"])
+
+
+def _recent_start(event: dict) -> list:
+    """The ids a session start of this project printed moments ago under another session id.
+
+    Kiro CLI's agentSpawn may come without a session id (--no-interactive) while the prompts that
+    follow carry one: the first prompt of such a session must not print the same records again.
+    """
+    last = load_state(_project_key(event))
+    at = last.get("at")
+    if not isinstance(at, (int, float)) or last.get("session_id") == event["session_id"]:
+        return []
+    return [str(r) for r in last["records"]] if 0 <= time.time() - at <= START_ADOPT_SECONDS else []

@@ -530,6 +530,27 @@ def purge_edit_history(db, record_ids=None) -> int:
 # --- import ------------------------------------------------------------------------------------
 
 
+def import_forgotten(db, rows: "list[tuple[dict, dict]]") -> dict:
+    """Tombstones from an export: (memory_records row, {forgotten_at, reason, actor}); present ids are left alone."""
+    counts = [0, 0]
+    _secure(db)
+    with store.writing(db):
+        for row, mark in rows:
+            if (_rows(db, "select 1 from memory_records where record_id = ?", [row["record_id"]])
+                    or _rows(db, "select 1 from forgotten_records where record_id = ?", [row["record_id"]])):
+                counts[1] += 1
+                continue
+            db["forgotten_records"].insert({
+                "record_id": row["record_id"], "record_hash": row["record_hash"], "project_id": row["project_id"],
+                "session_id": row["session_id"], "reason": str(mark.get("reason") or ""),
+                "actor": str(mark.get("actor") or "import"), "forgotten_at": str(mark.get("forgotten_at") or ""),
+                "payload": json.dumps({"record": row, "session_summaries": []}, ensure_ascii=False),
+                "purged_at": None,
+            }, pk="record_id")
+            counts[0] += 1
+    return {"added": counts[0], "present": counts[1]}
+
+
 def import_rows(db, events: "list[dict]", records: "list[dict]", summaries: "list[dict]") -> dict:
     """Insert rows that are not there yet, in one transaction; returns counts per kind.
 
