@@ -206,3 +206,98 @@ def test_export_includes_forgotten_records_marked_and_import_round_trips_them(pr
         again = [json.loads(line) for line in kirolearn("export").stdout.splitlines()]
         assert sorted(json.dumps(x, sort_keys=True) for x in again if x["type"] == "record") == \
             sorted(json.dumps(x, sort_keys=True) for x in lines if x["type"] == "record")
+
+
+# --- 3. a context block that is short and right -----------------------------------------------------------------
+
+
+def _work_turn(project, session, prompt, answer, path):
+    hook(project, "userPromptSubmit", session=session, prompt=prompt)
+    hook(project, "postToolUse", session=session, tool_name="fs_write",
+         tool_input={"command": "str_replace", "path": str(project / path)}, tool_response=f"Updated {path}")
+    hook(project, "stop", session=session, assistant_response=answer)
+
+
+def test_the_block_is_one_line_per_record_from_its_outcome_with_its_id_and_its_size(project):
+    from test_mcp import TURN, call
+
+    _work_turn(project, "w1", "make the nightly export robust in scripts/export.py",
+               "The export now opens SQLite with timeout=30 and WAL, so the nightly job no longer fails locked.",
+               "scripts/export.py")
+    assert kirolearn("drain", "--flush").returncode == 0
+    call(project, "save_session_summary", dict(TURN, investigated="none", learned="None.", next_steps="n/a"))
+    start = hook(project, "agentSpawn", session="next")
+    lines = start.splitlines()
+    assert lines[0] == "## kirolearn memory: where this project left off"
+    assert "2 records, ~" in lines[1] and " tokens" in lines[1]
+    said = [ln for ln in lines[2:] if ln.startswith("> - ")]
+    assert len(said) == 2 and len(lines) == 4  # heading, preamble with the size, one line per record
+    ids = [r["record_id"] for r in records("--project", str(project))]
+    assert all(any(ln.endswith(" · " + rid) for ln in said) for rid in ids)
+    assert any("The export now opens SQLite with timeout=30 and WAL" in ln and "· session_summary ·" in ln
+               for ln in said)
+    assert "**Request:**" not in start and "Files:" not in start and "## What was" not in start
+    assert "none" not in start.lower().replace("no longer", "") and "n/a" not in start
+    assert " · by " not in start  # the reader's own records carry no attribution
+    tokens = int(lines[1].split(", ~")[1].split(" tokens")[0])
+    assert abs(tokens - len(start) / 4) <= 10
+
+
+def test_own_records_are_never_attributed_even_when_the_hook_saw_no_user(project):
+    env = {k: v for k, v in hook_env().items() if k not in ("USER", "LOGNAME", "USERNAME")}
+    for name, payload in (("userPromptSubmit", {"prompt": "speed up tests/test_api.py"}),
+                          ("stop", {"assistant_response": "tests/test_api.py now shares one app fixture."})):
+        body = {"hook_event_name": name, "cwd": str(project), "session_id": "u", **payload}
+        assert run_hook([], json.dumps(body).encode(), env=env).returncode == 0
+    assert kirolearn("drain", "--flush").returncode == 0
+    (record,) = records("--project", str(project))
+    assert record["actor"] == "unknown"
+    for reader_env in (env, hook_env(USER="someone")):
+        body = {"hook_event_name": "agentSpawn", "cwd": str(project), "session_id": f"r-{len(reader_env)}"}
+        out = run_hook([], json.dumps(body).encode(), env=reader_env).stdout.decode()
+        assert "shares one app fixture" in out and " · by " not in out
+
+
+def test_nothing_is_repeated_within_a_session(project, tmp_path):
+    quiet = tmp_path / "quiet project"
+    (quiet / ".git").mkdir(parents=True)
+    for where in (project, quiet):
+        _work_turn(where, "w", "fix the export lock in scripts/export.py",
+                   "scripts/export.py opens SQLite with timeout=30 and WAL now.", "scripts/export.py")
+    assert kirolearn("drain", "--flush").returncode == 0
+    start = hook(project, "agentSpawn", session="s-next")
+    assert "timeout=30" in start
+    assert hook(project, "userPromptSubmit", session="s-next", prompt="the export lock in scripts/export.py") == ""
+    # agentSpawn without a session id (kiro-cli --no-interactive), then prompts that carry one
+    body = {"hook_event_name": "agentSpawn", "cwd": str(quiet)}
+    assert "timeout=30" in run_hook([], json.dumps(body).encode()).stdout.decode()
+    assert hook(quiet, "userPromptSubmit", session="s-later", prompt="the export lock in scripts/export.py") == ""
+    state = [p for p in (pathlib_home() / "sessions").iterdir() if p.name.startswith("recall-")]
+    assert state and all(p.stat().st_mode & 0o777 == 0o600 for p in state)
+
+
+def pathlib_home():
+    import pathlib
+
+    return pathlib.Path(os.environ["KIROLEARN_HOME"])
+
+
+def test_get_memory_reads_a_record_in_full_over_mcp(project):
+    from test_mcp import call, list_tools, text
+
+    _work_turn(project, "w", "fix the export lock in scripts/export.py",
+               "scripts/export.py opens SQLite with timeout=30 and WAL now.", "scripts/export.py")
+    assert kirolearn("drain", "--flush").returncode == 0
+    (record,) = records("--project", str(project))
+    tool = {t.name: t for t in list_tools(project)}["get_memory"]
+    assert tool.annotations.readOnlyHint is True and tool.annotations.destructiveHint is False
+    got = call(project, "get_memory", {"record_id": record["record_id"]})
+    assert not got.isError
+    assert got.structuredContent["summary"] == record["summary"]
+    assert got.structuredContent["files_touched"] == ["scripts/export.py"]
+    assert "**Outcome:** scripts/export.py opens SQLite" in text(got)
+    missing = call(project, "get_memory", {"record_id": "mr_01ARZ3NDEKTSV4RRFFQ69G5FAV"})
+    assert missing.isError and f"in project {project}" in text(missing)
+    other = project.parent / "other"
+    (other / ".git").mkdir(parents=True)
+    assert call(other, "get_memory", {"record_id": record["record_id"]}).isError  # this project's records only
