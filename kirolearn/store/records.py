@@ -148,6 +148,34 @@ def session_info(conn, project_id: str, session_id: str) -> dict:
             "session_summaries": summaries}
 
 
+def session_labels(conn, project_id: str, session_ids) -> "dict[str, dict]":
+    """{session_id: {"prompt": its first prompt (or its oldest record's title), "first_at"}} for the viewer."""
+    ids = list(dict.fromkeys(session_ids))
+    out: dict = {}
+    for i in range(0, len(ids), 400):
+        part = ids[i:i + 400]
+        marks = ",".join("?" * len(part))
+        for sid, first_at, body in conn.execute(
+                f"select e.session_id, e.received_at, e.body from events e where e.project_id = ? "
+                f"and e.session_id in ({marks}) and e.kind = 'prompt' and e.event_id = (select min(x.event_id) "
+                f"from events x where x.project_id = e.project_id and x.session_id = e.session_id "
+                f"and x.kind = 'prompt')", [project_id, *part]).fetchall():
+            try:
+                prompt = json.loads(body).get("prompt") or ""
+            except (ValueError, AttributeError):
+                prompt = ""
+            if prompt.strip():
+                out[sid] = {"prompt": " ".join(prompt.split()), "first_at": first_at}
+        missing = [s for s in part if s not in out]
+        if missing:  # events expired (retention) or never stored here: the oldest record speaks for the session
+            marks = ",".join("?" * len(missing))
+            for sid, title, first_at in conn.execute(
+                    f"select session_id, title, min(created_at) from memory_records where project_id = ? "
+                    f"and session_id in ({marks}) group by session_id", [project_id, *missing]).fetchall():
+                out[sid] = {"prompt": " ".join((title or "").split()), "first_at": first_at}
+    return out
+
+
 def decode_summary(row: dict) -> dict:
     """A session_summaries row with its list columns decoded."""
     out = dict(row)
