@@ -185,7 +185,8 @@ def main() -> int:
         print(note)
     for question in MISSES or ():
         print("missed:", question)
-    print_table("context blocks: tokens injected and the needed record (hook recall, no model)", rows)
+    if rows:
+        print_table("context blocks: tokens injected and the needed record (hook recall, no model)", rows)
     return 0
 
 

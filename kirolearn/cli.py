@@ -453,7 +453,8 @@ def search_command(query, project, all_projects, types, since, session_id, file,
         return
     now = time.time()
     for hit in hits:  # BM25 of a small store is tiny: significant digits, not a fixed 0.00
-        click.echo(terminal(clean(f"{hit.record_id}  {hit.score:8.3g}  [{hit.observation_type}] {hit.title}")))
+        kind = context.kind_label(hit)
+        click.echo(terminal(clean(f"{hit.record_id}  {hit.score:8.3g}  [{kind}] {hit.title}")))
         click.echo(f"    {context.age(hit.created_at, now)}" + (f" · {hit.project_root}" if all_projects else ""))
 
 
@@ -588,7 +589,7 @@ def session_end_command(session_id, summary, highlights, pitfalls, next_steps, o
     if json_:
         click.echo(json.dumps(result))
         return
-    click.echo(f"Saved session summary {result['id']} for {_project_where(project)}, label '{result['project']}' "
+    click.echo(f"Saved session end {result['id']} for {_project_where(project)}, label '{result['project']}' "
                f"({result['summary_len']} characters, {result['next_steps_count']} next steps)")
     if result.get("auto_compress_error"):
         click.echo(f"auto-compress did not help: {result['auto_compress_error']}", err=True)

@@ -11,7 +11,7 @@ import sys
 import click
 
 from kirolearn.cli import _existing_db, _project_root, _project_where, _say_if_no_database, _since, cli, json_option
-from kirolearn.pipeline.observation_types import OBSERVATION_TYPES
+from kirolearn.pipeline.observation_types import OBSERVATION_TYPES, kind_label
 
 
 def filter_options(func):
@@ -59,7 +59,8 @@ def _line(record, *, with_project=False) -> str:
     from kirolearn.manage import terminal
 
     when = (record.get("created_at") or "")[:16].replace("T", " ")
-    text = f"{record['record_id']}  {when}  [{record['observation_type']}] {' '.join(record['title'].split())}"
+    kind = kind_label(record["observation_type"], record.get("strategy"))
+    text = f"{record['record_id']}  {when}  [{kind}] {' '.join(record['title'].split())}"
     if with_project:
         text += f"  · {record['project_root']}"
     return terminal(text)

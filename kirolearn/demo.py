@@ -18,6 +18,7 @@ import tempfile
 
 from kirolearn import replay
 from kirolearn.capture import spool
+from kirolearn.pipeline.observation_types import kind_label
 from kirolearn.privacy.scrub import scrub_text
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -135,7 +136,7 @@ def _show_records() -> None:
     rows = reader.all_records(db)
     print(f"\n== {len(rows)} memory records in {os.path.join(os.environ['KIROLEARN_HOME'], 'kirolearn.db')}")
     for row in rows:
-        print(f"\n### [{row['observation_type']}] {row['title']}")
+        print(f"\n### [{kind_label(row['observation_type'], row['strategy'])}] {row['title']}")
         print(f"strategy {row['strategy']}, files {', '.join(json.loads(row['files_touched'])) or '-'}")
         print(row["summary"])
 

@@ -322,7 +322,7 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
             return _result(f"No matching memories found in {where}.", SearchResult(results=[]))
         blocks = []
         for h in hits:
-            block = f"### {h.title}\n({h.record_id}, {h.observation_type}, {h.created_at[:10]})\n\n{h.summary}"
+            block = f"### {h.title}\n({h.record_id}, {context.kind_label(h)}, {h.created_at[:10]})\n\n{h.summary}"
             if h.concepts:
                 block += "\nConcepts: " + ", ".join(h.concepts)
             if h.files_touched:

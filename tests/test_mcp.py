@@ -278,7 +278,7 @@ def test_stdio_subprocess_initialize_list_call(project, home):
             proc.kill()
     assert proc.returncode == 0
     assert replies[1]["result"]["serverInfo"] == {"name": "kirolearn", "version": kirolearn.__version__}
-    assert len(replies[2]["result"]["tools"]) == 6
+    assert len(replies[2]["result"]["tools"]) == 7  # get_memory (#24) beside the six
     assert replies[3]["result"]["content"][0]["text"].startswith("Saved turn summary mr_")
     hit = Memory().search("plus-sign login", all_projects=True)[0]
     assert hit.project_root == str(project)  # marker walk from the subdirectory Kiro started us in

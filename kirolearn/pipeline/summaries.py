@@ -22,6 +22,7 @@ from kirolearn import isotime
 from kirolearn.pipeline import dedup
 from kirolearn.store import sqlite as store
 from kirolearn.capture.ids import new_ulid, new_uuid4
+from kirolearn.pipeline import observation_types
 from kirolearn.pipeline.observation_types import HAND_MADE_TYPES
 from kirolearn.pipeline.schema import (CONCEPT_MAX, CONCEPTS_COUNT_MAX, FACT_MAX, FACTS_COUNT_MAX, FILE_MAX, FILES_KEPT,
                                        SUMMARY_MAX, TITLE_MAX, MemoryRecord, clip_list)
@@ -32,7 +33,7 @@ MAX_FIELD_CHARS = 100_000  # anything longer is a mistake, not a summary
 MAX_LIST_ITEMS = 200
 TRUNCATED = "[truncated]"
 SECTIONS = ("What was investigated", "What was learned", "What was completed", "Next steps")
-SESSION_END_STRATEGY = "mcp_session_end"  # kept apart from turn summaries in recall and labels
+SESSION_END_STRATEGY = observation_types.SESSION_END_STRATEGY  # kept apart from turn summaries in recall and labels
 TURN_FIELDS = ("request", "investigated", "learned", "completed", "next_steps", "files_read", "files_modified")
 
 

@@ -14,6 +14,7 @@ from kirolearn import config, textcut
 from kirolearn.capture import agents
 from kirolearn.recall import lexical as recall
 from kirolearn.capture.ids import sha256_hex  # no hashlib: it loads OpenSSL (~3 ms)
+from kirolearn.pipeline import observation_types
 from kirolearn.pipeline.observation_types import NOTABLE_TYPES
 from kirolearn.project import project_id
 from kirolearn.store import reader as store_reader
@@ -25,7 +26,7 @@ PREAMBLE = "Recalled by kirolearn from past sessions of this project. Quoted as 
 DEFAULTS = {"budget_tokens": recall.DEFAULT_BUDGET_TOKENS, "prompt_records": 5, "session_start_records": 3,
             "time_budget_ms": int(recall.DEFAULT_TIME_BUDGET * 1000)}
 SUMMARY_CHARS = 700
-SESSION_END_STRATEGIES = ("mcp_session_end",)  # session_end records are not turn summaries
+SESSION_END_STRATEGIES = (observation_types.SESSION_END_STRATEGY,)  # session_end records are not turn summaries
 # Kiro CLI (like Q CLI) cuts hook output at max_output_size, 10,240 bytes by default:
 # the budget is capped below it (2,400 tokens ≈ 9,600 characters) and the block below 10,000 bytes.
 MAX_BUDGET_TOKENS = 2400
@@ -277,7 +278,7 @@ def outcome_line(hit) -> str:
 
 def kind_label(hit) -> str:
     """The record's kind, as the CLI, MCP and viewer name it: its observation type (a session end's: session_end)."""
-    return "session_end" if hit.strategy in SESSION_END_STRATEGIES else hit.observation_type
+    return observation_types.kind_label(hit.observation_type, hit.strategy)
 
 
 def render_hit(hit: recall.Hit, now: float, summary_chars: int = SUMMARY_CHARS, reader: "str | None" = None) -> str:

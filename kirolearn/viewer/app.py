@@ -18,6 +18,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from kirolearn import manage
+from kirolearn.pipeline.observation_types import kind_label
 from kirolearn.pipeline.schema import OBSERVATION_TYPES
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -47,6 +48,7 @@ def _env() -> Environment:
     env.filters["markdown"] = markdown.render  # markdown-it-py, raw HTML, links and images off
     env.globals["event_line"] = manage.event_line
     env.globals["session_label"] = session_label
+    env.globals["kind_label"] = kind_label
     env.globals["types"] = OBSERVATION_TYPES
     return env
 
@@ -105,7 +107,7 @@ class TokenGate:
 
 def _brief(record: dict) -> dict:
     """What a timeline row shows (scrubbing the rest would be wasted work): turn summaries in full."""
-    keep = ("record_id", "session_id", "title", "observation_type", "created_at", "project_root")
+    keep = ("record_id", "session_id", "title", "observation_type", "strategy", "created_at", "project_root")
     row = {k: record[k] for k in keep}
     row["summary"] = record["summary"] if record["observation_type"] == "session_summary" else ""
     return row
