@@ -263,8 +263,8 @@ def outcome_line(hit) -> str:
             return _with_request(title, _first_sentences(outcome, LINE_CHARS))
         errors = [ln[2:] for ln in parts.get("Errors", "").split("\n") if ln.startswith("- ")]
         line = _cut(title, 80)
-        if errors:
-            line += " → " + _flat(errors[0])
+        if errors:  # what failed and how it was fixed; the command itself is in the record
+            line += " → " + _flat(errors[0].split(" failed: ", 1)[-1])
         elif parts.get("Changed"):
             line += " → changed " + _flat(parts["Changed"])
         elif parts.get("Ran"):
