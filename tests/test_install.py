@@ -401,7 +401,7 @@ def test_the_written_hook_command_records_and_recalls(home, project, add_record)
     result = subprocess.run(["bash", "-c", command], input=payload.encode(), capture_output=True, env=env,
                             cwd=str(project), timeout=60)
     assert (result.returncode, result.stderr) == (0, b"")
-    assert b"> **Export job: database is locked**" in result.stdout
+    assert "> - Export job: database is locked: use timeout=30 and WAL · error".encode() in result.stdout
     assert len(os.listdir(os.path.join(str(home), "spool", "ready"))) == 1
     broken = install.hook_command("prompt-submit").replace(install.LAUNCHER, install.LAUNCHER + "-gone")
     assert subprocess.run(["bash", "-c", broken], capture_output=True, timeout=60).returncode == 0  # `|| true`
