@@ -142,7 +142,7 @@ def show_command(record_id, json_):
         f"  ** forgotten {found['forgotten']['forgotten_at']} by {found['forgotten']['actor']}"
         + (f": {found['forgotten']['reason']}" if found["forgotten"]["reason"] else "")
         + f" (kirolearn restore {record_id}) **")
-    click.echo(t(f"{rec['record_id']}  [{rec['observation_type']}] {' '.join(rec['title'].split())}{status}"))
+    click.echo(t(f"{rec['record_id']}  [{kind_label(rec['observation_type'], rec.get('strategy'))}] {' '.join(rec['title'].split())}{status}"))
     click.echo(t(f"project {rec['project_root']} · session {rec['session_id']} · {rec['created_at']} · "
                  f"strategy {rec['strategy']}"))
     if rec.get("actor"):

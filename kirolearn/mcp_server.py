@@ -44,7 +44,8 @@ _JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "bo
 
 INSTRUCTIONS = (
     "kirolearn is this project's memory. Call session_init at the start of a session to resume where the last "
-    "one ended; search_memory before re-investigating something; save_session_summary at the end of a "
+    "one ended; search_memory before re-investigating something; get_memory to read in full a record the "
+    "context block lists in one line (by its id); save_session_summary at the end of a "
     "substantive turn; session_end before you finish a session."
 )
 

@@ -179,7 +179,7 @@ def _quote(lines) -> str:
     return "\n".join(out)
 
 
-LINE_CHARS = 170  # one record's line, before its type, age and id
+LINE_CHARS = 160  # one record's line, before its type, age and id
 NONE_WORDS = frozenset(("", "none", "none.", "n/a", "na", "-", "nothing", "nothing.", "no", "null", "tbd"))
 DETAILS_HINT = "full text: MCP get_memory(id)."
 
