@@ -128,6 +128,19 @@ def measure(conn, questions, count):
             "lines": statistics.mean([x for x in lines if x] or [0])}
 
 
+def where_it_stops(name: str, m: dict) -> str:
+    """One line on the goals (<= ~300 tokens a prompt block, <= ~600 a session start), from this run's figures."""
+    said = []
+    said.append(f"prompt blocks {'within' if m['prompt_p95'] <= PROMPT_GOAL * 1.05 else 'OVER'} ~{PROMPT_GOAL} "
+                f"tokens at p95 ({m['prompt_p95']:.0f})")
+    said.append(f"session starts {'within' if m['start_max'] <= START_GOAL else 'OVER'} {START_GOAL} "
+                f"({m['start_max']} at most)")
+    if not m["start_max"]:
+        said.append("no session start block: no record of this set is a turn summary or notable (all chatter "
+                    "or routine), so a new session is told nothing until its first prompt")
+    return f"{name}: " + "; ".join(said)
+
+
 def rows_of(name, m):
     n = max(m["n"], 1)
     return [
@@ -169,6 +182,7 @@ def main() -> int:
         notes.append(f"coding: {len(turns)} turns, {args.distractors or 'all'} distractors, {m['n']} questions "
                      f"({time.perf_counter() - t0:.0f} s)")
         rows += rows_of("coding", m)
+        notes.append(where_it_stops("coding", m))
     if "locomo" in args.sets and not os.path.exists(args.zip):
         notes.append(f"LoCoMo not found at {args.zip}: skipped")
     elif "locomo" in args.sets:
@@ -181,12 +195,13 @@ def main() -> int:
         conn.close()
         notes.append(f"LoCoMo: {len(convs)} conversations, {m['n']} questions ({time.perf_counter() - t0:.0f} s)")
         rows += rows_of("LoCoMo", m)
-    for note in notes:
-        print(note)
+        notes.append(where_it_stops("LoCoMo", m))
     for question in MISSES or ():
         print("missed:", question)
     if rows:
         print_table("context blocks: tokens injected and the needed record (hook recall, no model)", rows)
+    for note in notes:
+        print(note)
     return 0
 
 
