@@ -301,3 +301,17 @@ def test_get_memory_reads_a_record_in_full_over_mcp(project):
     other = project.parent / "other"
     (other / ".git").mkdir(parents=True)
     assert call(other, "get_memory", {"record_id": record["record_id"]}).isError  # this project's records only
+
+
+def test_bench_context_measures_tokens_and_the_needed_record(tmp_path):
+    import pathlib
+    import sys
+
+    script = pathlib.Path(__file__).parent.parent / "bench" / "bench_context.py"
+    env = dict(hook_env(), KIROLEARN_HOME=str(tmp_path / "unused"))
+    out = subprocess.run([sys.executable, str(script), "--sets", "coding", "--distractors", "30"],
+                         capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr
+    assert "coding: prompt block tokens mean / p95 / max" in out.stdout
+    assert "coding: needed record in the prompt block" in out.stdout and "/80 = " in out.stdout
+    assert "coding: prompt blocks within ~300 tokens" in out.stdout
