@@ -266,10 +266,14 @@ def outcome_line(hit) -> str:
         if outcome and not _empty(outcome):
             return _with_request(title, _first_sentences(outcome, LINE_CHARS))
         errors = [ln[2:] for ln in parts.get("Errors", "").split("\n") if ln.startswith("- ")]
+        if errors:  # what failed and how it was fixed; the commands themselves are in the record
+            error = _flat(errors[0].split(" failed: ", 1)[-1])
+            if " — fixed" in error:
+                head, fix = error.split(" — fixed", 1)
+                error = f"{head} — fixed{fix.split(':', 1)[0]}"
+            return _cut(f"{_cut(title, max(50, LINE_CHARS - len(error) - 3))} → {error}", LINE_CHARS)
         line = _cut(title, 80)
-        if errors:  # what failed and how it was fixed; the command itself is in the record
-            line += " → " + _flat(errors[0].split(" failed: ", 1)[-1])
-        elif parts.get("Changed"):
+        if parts.get("Changed"):
             line += " → changed " + _flat(parts["Changed"])
         elif parts.get("Ran"):
             line += " → ran " + _flat(parts["Ran"])
