@@ -84,6 +84,8 @@ bench: $(BENCH_VENV)/.installed ## print speed figures (never fails the build)
 	@echo
 	nice $(BENCH_VENV)/bin/python bench/bench_locomo.py
 	@echo
+	nice $(BENCH_VENV)/bin/python bench/bench_context.py
+	@echo
 	nice $(BENCH_VENV)/bin/python bench/bench_embeddings.py
 	@echo
 	nice $(BENCH_VENV)/bin/python bench/bench_team.py

@@ -12,7 +12,8 @@ import sys
 
 import click
 
-from kirolearn.cli_common import CONTEXT_SETTINGS, _existing_db, _project_root, _since, cli, json_option
+from kirolearn.cli_common import (CONTEXT_SETTINGS, _existing_db, _project_root, _project_where, _say_if_no_database,
+                                  _since, cli, json_option)
 from kirolearn.observation_types import OBSERVATION_TYPES
 from kirolearn.recall.lexical import SEARCH_LIMIT_MAX
 from kirolearn.capture.agents import names as _agent_names
@@ -288,6 +289,7 @@ def search_command(query, project, all_projects, types, since, session_id, file,
     if not query.strip():  # would match nothing: say so, not "No memory records match ''"
         raise click.UsageError("QUERY is empty: give words to search for (`kirolearn list` shows the newest records)")
     root = _project_root(project)
+    _say_if_no_database()
     hits = Memory().search(query, project=root, all_projects=all_projects, types=types, limit=limit, since=since,
                            session_id=session_id, file=file)
     if getattr(hits, "scrubbed", False):  # the recall server re-scrubbed them (kirolearn.recall.server)
@@ -304,12 +306,13 @@ def search_command(query, project, all_projects, types, since, session_id, file,
         click.echo(json.dumps(for_json([h.to_dict() for h in hits]), ensure_ascii=False, indent=2))
         return
     if not hits:
-        where = "any project" if all_projects else root
+        where = "any project" if all_projects else _project_where(project)
         click.echo(f"No memory records match {query!r} in {where}.", err=True)
         return
     now = time.time()
     for hit in hits:  # BM25 of a small store is tiny: significant digits, not a fixed 0.00
-        click.echo(terminal(clean(f"{hit.record_id}  {hit.score:8.3g}  [{hit.observation_type}] {hit.title}")))
+        kind = context.kind_label(hit)
+        click.echo(terminal(clean(f"{hit.record_id}  {hit.score:8.3g}  [{kind}] {hit.title}")))
         click.echo(f"    {context.age(hit.created_at, now)}" + (f" · {hit.project_root}" if all_projects else ""))
 
 
@@ -326,11 +329,12 @@ def context_command(session_start, prompt, project):
 
     if bool(session_start) == (prompt is not None):
         raise click.UsageError("give exactly one of --session-start or --prompt TEXT")
+    _say_if_no_database()
     text = Memory().context(project=_project_root(project), prompt=None if session_start else prompt)
     if text:
         click.echo(text, nl=False)
     else:
-        click.echo("(nothing would be injected)", err=True)
+        click.echo(f"(nothing would be injected) in {_project_where(project)}", err=True)
 
 
 def _scrubber():
@@ -434,7 +438,7 @@ def session_end_command(session_id, summary, highlights, pitfalls, next_steps, o
     if json_:
         click.echo(json.dumps(result))
         return
-    click.echo(f"Saved session summary {result['id']} for {result['project']} "
+    click.echo(f"Saved session end {result['id']} for {_project_where(project)}, label '{result['project']}' "
                f"({result['summary_len']} characters, {result['next_steps_count']} next steps)")
     if result.get("auto_compress_error"):
         click.echo(f"auto-compress did not help: {result['auto_compress_error']}", err=True)
@@ -460,12 +464,18 @@ def session_init_command(label, project, json_):
     click.echo(f"Last session {found['session_id']} ended {found['ended_at']}"
                + (f" on branch {found['branch']}" if found.get("branch") else ""))
     click.echo(terminal(found["summary"]) if found["summary"] else "(it ended without a summary)")
-    for later in found.get("ended_without_summary") or []:
-        why = f" (auto_compress: {later['auto_compress_error']})" if later.get("auto_compress_error") else ""
-        click.echo(f"Since then session {later['session_id']} ended {later['ended_at']} without a summary{why}.")
+    _echo_lists(found, terminal)
+    previous = found.get("previous")
+    if previous:  # the newest row with a summary, shown apart: never mixed into the row above
+        click.echo(f"Before that, session {previous['session_id']} ended {previous['ended_at']}:")
+        click.echo(terminal(previous["summary"]))
+        _echo_lists(previous, terminal)
+
+
+def _echo_lists(found: dict, terminal) -> None:
     for head, key in (("Next steps", "next_steps"), ("Pitfalls", "pitfalls"), ("Open questions", "open_questions"),
                       ("Highlights", "highlights")):
-        if found[key]:
+        if found.get(key):
             click.echo(f"{head}:")
             for item in found[key]:
                 click.echo(terminal(f"  - {' '.join(str(item).split())}"))

@@ -200,3 +200,35 @@ def _since(value):
         return parse_since(value)
     except ManageError as exc:
         raise click.BadParameter(str(exc), param_hint="'--since'") from None
+
+
+def _project_where(project) -> str:
+    """The project `project` (or the current directory) resolves to, and why, for messages.
+
+    Outside any project the answer is the global project, named as such: never as $HOME.
+    """
+    import os
+
+    from kirolearn.project import find_project_root
+
+    start = os.path.abspath(project or os.getcwd())
+    root, is_global = find_project_root(start)
+    if is_global:
+        return (f"the global project ({start} is in no project: no marker such as .git, pyproject.toml or "
+                ".kiro in it or above it)")
+    return f"project {root}" + (f" (found from {start})" if root != start else "")
+
+
+def _say_if_no_database() -> bool:
+    """On a fresh home, say on stderr that there is no database yet (reading commands create none)."""
+    import os
+
+    from kirolearn import config
+    from kirolearn.store import sqlite as store
+
+    store.refuse_lost(config.db_path())
+    if os.path.exists(config.db_path()):
+        return False
+    click.echo(f"no database yet at {config.db_path()}: `kirolearn drain` creates it from the spool "
+               "(nothing has been drained into this KIROLEARN_HOME)", err=True)
+    return True

@@ -10,8 +10,8 @@ import sys
 
 import click
 
-from kirolearn.cli_common import _existing_db, _project_root, _since, cli, json_option
-from kirolearn.observation_types import OBSERVATION_TYPES
+from kirolearn.cli_common import _existing_db, _project_root, _project_where, _say_if_no_database, _since, cli, json_option
+from kirolearn.observation_types import OBSERVATION_TYPES, kind_label
 
 
 def filter_options(func):
@@ -61,7 +61,8 @@ def _line(record, *, with_project=False) -> str:
     from kirolearn.manage import terminal
 
     when = (record.get("created_at") or "")[:16].replace("T", " ")
-    text = f"{record['record_id']}  {when}  [{record['observation_type']}] {' '.join(record['title'].split())}"
+    kind = kind_label(record["observation_type"], record.get("strategy"))
+    text = f"{record['record_id']}  {when}  [{kind}] {' '.join(record['title'].split())}"
     if with_project:
         text += f"  · {record['project_root']}"
     return terminal(text)
@@ -90,6 +91,8 @@ def list_command(project, all_projects, types, since, session_id, file, limit, f
         raise click.UsageError("--forgotten lists tombstones by project only: "
                                "drop --type, --since, --session, --file")
     db = _existing_db()  # None on a fresh home; StoreLost when it was lost
+    if db is None:
+        _say_if_no_database()
     if forgotten:
         rows = manage.clean(recordstore.list_forgotten(db, project_id=manage.project_id_of(root),
                                                        limit=limit)) if db is not None else []
@@ -102,7 +105,8 @@ def list_command(project, all_projects, types, since, session_id, file, limit, f
             click.echo(manage.terminal(f"{row['record_id']}  forgotten {row['forgotten_at'][:16].replace('T', ' ')} "
                                        f"by {row['actor']}{reason}: {' '.join(title.split())}"))
         if not rows:
-            click.echo("No forgotten records.", err=True)
+            click.echo(f"No forgotten records in {'any project' if all_projects else _project_where(project)}.",
+                       err=True)
         return
     rows = manage.list_records(project_root=root, types=types, since=since, session_id=session_id, file=file,
                                limit=limit, db=db) if db is not None else []
@@ -112,7 +116,8 @@ def list_command(project, all_projects, types, since, session_id, file, limit, f
     for row in rows:
         click.echo(_line(row, with_project=all_projects))
     if not rows:
-        click.echo(f"No memory records in {'any project' if all_projects else root} match.", err=True)
+        click.echo(f"No memory records in {'any project' if all_projects else _project_where(project)} match.",
+                   err=True)
 
 
 @cli.command(name="show")
@@ -140,7 +145,7 @@ def show_command(record_id, json_):
         f"  ** forgotten {found['forgotten']['forgotten_at']} by {found['forgotten']['actor']}"
         + (f": {found['forgotten']['reason']}" if found["forgotten"]["reason"] else "")
         + f" (kirolearn restore {record_id}) **")
-    click.echo(t(f"{rec['record_id']}  [{rec['observation_type']}] {' '.join(rec['title'].split())}{status}"))
+    click.echo(t(f"{rec['record_id']}  [{kind_label(rec['observation_type'], rec.get('strategy'))}] {' '.join(rec['title'].split())}{status}"))
     click.echo(t(f"project {rec['project_root']} · session {rec['session_id']} · {rec['created_at']} · "
                  f"strategy {rec['strategy']}"))
     if rec.get("actor"):
@@ -332,7 +337,9 @@ def import_command(source, json_):
         return
     parts = [f"{kind} {counts[kind]['added']} added, {counts[kind]['present']} already there"
              for kind in ("events", "records", "summaries")]
+    gone = counts.get("forgotten", {})
     click.echo("imported: " + "; ".join(parts)
+               + (f"; forgotten records {gone['added']} added (still forgotten)" if gone.get("added") else "")
                + (f"; {counts['forgotten_skipped']} forgotten (skipped)" if counts["forgotten_skipped"] else ""))
     if counts["redactions"]:
         click.echo("redacted: " + ", ".join(f"{n} {k}" for k, n in counts["redactions"].items()))

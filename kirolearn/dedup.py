@@ -40,3 +40,15 @@ def tagged_hash(value) -> str:
 def event_content_hash(event: dict) -> str:
     """Content hash of an event (see EVENT_CONTENT_FIELDS)."""
     return tagged_hash({k: event.get(k) for k in EVENT_CONTENT_FIELDS})
+
+
+def stop_content_hash(event: dict, turn_key: "str | None") -> str:
+    """Content hash of an end-of-turn event, keyed on what its turn holds.
+
+    Kiro CLI posts empty stops, so two turns of one session can end with identical
+    payloads seconds apart; a twin hook of the same stop follows the same turn. `turn_key`
+    (the id of the newest event of the turn before the stop, see drain.Drainer) tells them apart.
+    """
+    fields = {k: event.get(k) for k in EVENT_CONTENT_FIELDS}
+    fields["turn"] = turn_key
+    return tagged_hash(fields)

@@ -4,8 +4,10 @@ Replays the recorded Kiro sessions in queue/sessions/ through the real
 `kirolearn-hook` processes into a throw-away KIROLEARN_HOME, shows what was
 captured, drains it with the real `kirolearn drain` command (deterministic
 extractor unless KIROLEARN_MODEL is set), prints the memory records, and shows
-what the next session would be told: the session-start block, and the block
-for a follow-up prompt, through the real hook command.
+what the next session would be told through the real hook command: a
+`kirolearn session-end`, then the session-start block (one line per record, with
+its id and the block's size) and the block for that session's first prompt,
+which never repeats what the start showed.
 Run: python -m kirolearn.demo [--keep] [RECORDING ...]
 """
 
@@ -18,6 +20,7 @@ import tempfile
 
 from kirolearn import replay
 from kirolearn.capture import spool
+from kirolearn.observation_types import kind_label
 from kirolearn.privacy.scrub import scrub_text
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -47,6 +50,10 @@ def _shown(path: str) -> str:
     return path if relative.startswith("..") else relative
 
 
+# The two IDE recordings are two sessions of one app (its scripts/export.py): one project.
+SAME_APP = {"ide-legacy": "export-app", "ide-v3": "export-app"}
+
+
 def _short(event: dict) -> str:
     text = (
         event.get("prompt")
@@ -73,8 +80,10 @@ def main(argv=None) -> int:
     print(f"kirolearn demo: KIROLEARN_HOME={home}\n")
     projects = []
     for path in recordings:
-        project = replay.make_project(os.path.join(work, "projects", os.path.basename(path)[:-6]))
-        projects.append(project)
+        name = os.path.basename(path)[:-6]
+        project = replay.make_project(os.path.join(work, "projects", SAME_APP.get(name, name)))
+        if project not in projects:
+            projects.append(project)
         calls = replay.load(path)
         results, silent = [], []
         for call in calls:  # one by one, to see which calls recorded nothing
@@ -104,7 +113,10 @@ def main(argv=None) -> int:
     print(f"\n== kirolearn drain --flush: {drained.strip()}")
     _show_records()
     by_name = {os.path.basename(p): p for p in projects}
+    _end_session(by_name.get("cli-classic", projects[0]))
     _show_recall(by_name.get("cli-classic", projects[0]))
+    if "export-app" in by_name:
+        _show_recall(by_name["export-app"], session="demo-export", prompt=EXPORT_PROMPT)
     if "claude-code" in by_name:
         _show_claude_recall(by_name["claude-code"])
     if args.keep:
@@ -158,27 +170,43 @@ def _show_records() -> None:
     rows = reader.all_records(db)
     print(f"\n== {len(rows)} memory records in {os.path.join(os.environ['KIROLEARN_HOME'], 'kirolearn.db')}")
     for row in rows:
-        print(f"\n### [{row['observation_type']}] {row['title']}")
+        print(f"\n### [{kind_label(row['observation_type'], row['strategy'])}] {row['title']}")
         print(f"strategy {row['strategy']}, files {', '.join(json.loads(row['files_touched'])) or '-'}")
         print(row["summary"])
 
 
 NEXT_PROMPT = "orders with a quote in the reference crash the lookup again, same SQL problem?"
+EXPORT_PROMPT = "add a --limit option next to --dry-run in scripts/export.py"
 
 
-def _show_recall(project: str) -> None:
+def _end_session(project: str) -> None:
+    """The session pair: `kirolearn session-end` saves what the next session start shows first."""
+    import subprocess
+
+    command = os.path.join(os.path.dirname(sys.executable), "kirolearn")
+    result = subprocess.run([command, "session-end", "--project", project, "--session-id", "demo-session-1",
+                             "--summary", "Fixed the SQL injection in find_user and in the orders lookup.",
+                             "--next-step", "Audit app/ for any other string-formatted SQL",
+                             "--pitfall", "Emails with + or quotes are the regression cases"],
+                            capture_output=True, text=True, timeout=60)
+    print(f"\n== kirolearn session-end --project {os.path.basename(project)} ...: "
+          f"{(result.stdout or result.stderr).strip()}")
+
+
+def _show_recall(project: str, session: str = "demo-next", prompt: str = NEXT_PROMPT) -> None:
+    """A new session's start block, then its first prompt's block: one session never gets a record twice."""
     import subprocess
 
     hook = replay.hook_command()
     for title, payload in (
-        ("a new session starts (agentSpawn)", {"hook_event_name": "agentSpawn", "cwd": project, "session_id": "demo-next"}),
-        # Another session: within "demo-next" these records were shown at its start already.
-        (f"in another session, the developer asks: {NEXT_PROMPT!r}",
-         {"hook_event_name": "userPromptSubmit", "cwd": project, "session_id": "demo-other", "prompt": NEXT_PROMPT}),
+        ("a new session starts (agentSpawn)", {"hook_event_name": "agentSpawn", "cwd": project, "session_id": session}),
+        (f"in that session, the developer asks: {prompt!r}",
+         {"hook_event_name": "userPromptSubmit", "cwd": project, "session_id": session, "prompt": prompt}),
     ):
         out = subprocess.run([hook], input=json.dumps(payload).encode(), capture_output=True, timeout=30)
         print(f"\n== recall in {os.path.basename(project)}: {title}; the hook prints:\n")
-        print(out.stdout.decode("utf-8", "replace").rstrip() or "(nothing)")
+        print(out.stdout.decode("utf-8", "replace").rstrip()
+              or "(nothing new: the session start showed the records that match; a session never gets one twice)")
 
 
 def _show_claude_recall(project: str) -> None:

@@ -5,7 +5,10 @@ the hook); kirolearn.settings validates the same table with pydantic. Both start
 cap the budget at MAX_BUDGET_TOKENS. Standard library only, no imports.
 """
 
-DEFAULT_BUDGET_TOKENS = 1500
+# A prompt's block is at most budget_tokens (estimated at 4 characters a token), a session start's
+# twice that. 270 estimated is ~300 tokens of Claude's tokenizer on code-heavy memory (ids and
+# punctuation cost more than 4 characters a token): bench/bench_context.py (#24).
+DEFAULT_BUDGET_TOKENS = 270
 DEFAULT_TIME_BUDGET = 0.25  # seconds for one recall inside a hook
 DEFAULTS = {"budget_tokens": DEFAULT_BUDGET_TOKENS, "prompt_records": 5, "session_start_records": 3,
             "time_budget_ms": int(DEFAULT_TIME_BUDGET * 1000)}

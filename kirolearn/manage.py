@@ -202,7 +202,7 @@ def projects(db=None) -> "list[dict]":
 
 def _brief(record: dict) -> dict:
     """What a timeline row shows (scrubbing the rest would be wasted work): turn summaries in full."""
-    keep = ("record_id", "session_id", "title", "observation_type", "created_at", "project_root")
+    keep = ("record_id", "session_id", "title", "observation_type", "strategy", "created_at", "project_root")
     row = {k: record[k] for k in keep}
     row["summary"] = record["summary"] if record["observation_type"] == "session_summary" else ""
     return row
@@ -218,6 +218,11 @@ def timeline(project_id: str, *, session_id=None, before=None, limit: int = 50, 
         return []
     rows = recordstore.list_records(db, limit=limit, before=before, project_id=project_id, session_id=session_id)
     return clean([_brief(r) for r in rows])
+
+
+def session_labels(db, project_id: str, session_ids: "list[str]") -> dict:
+    """Each session's label (its first prompt and date), by session id, for the viewer."""
+    return clean(recordstore.session_labels(db, project_id, session_ids))
 
 
 def session_summaries(*, project_id=None, limit: int = 20, before=None, db=None) -> "list[dict]":
@@ -503,7 +508,7 @@ def import_lines(lines, *, db=None) -> dict:
     record_cols = set(recordstore.table_columns(db, "memory_records"))
     summary_cols = set(recordstore.table_columns(db, "session_summaries"))
     record_fields = set(MemoryRecord.model_fields)
-    events, records, summaries = [], [], []
+    events, records, summaries, forgotten = [], [], [], []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -523,6 +528,9 @@ def import_lines(lines, *, db=None) -> dict:
                 row.update(extract_state=state if state in ("pending", "done") else "done", run_id=run_id)
                 events.append(row)
             elif kind == "record":
+                mark = item.pop("forgotten", None)  # a forgotten record comes back forgotten
+                if mark is not None and not (isinstance(mark, dict) and isinstance(mark.get("forgotten_at"), str)):
+                    raise ManageError("a record's 'forgotten' must be an object with forgotten_at")
                 MemoryRecord.model_validate({k: v for k, v in item.items() if k in record_fields})
                 keep = ("record_id", "project_id", "created_at", "record_hash", "run_id", "source_event_ids",
                         "observation_type", "strategy")
@@ -531,7 +539,11 @@ def import_lines(lines, *, db=None) -> dict:
                     raise ManageError("a record needs its record_hash")
                 for key in RECORD_LISTS:
                     row[key] = json.dumps(row.get(key) or [], ensure_ascii=False)
-                records.append(row)
+                if mark is not None:
+                    forgotten.append((row, {k: scrub.scrub_value(v) if k == "reason" else v
+                                            for k, v in mark.items()}))
+                else:
+                    records.append(row)
             elif kind == "summary":
                 for key in ("id", "session_id", "project", "project_id", "summary", "ended_at"):
                     if not isinstance(item.get(key), str) or not item[key]:
@@ -556,6 +568,7 @@ def import_lines(lines, *, db=None) -> dict:
                 raise
             raise ManageError(f"line {number}: {exc.message}", exc.fix) from None
     counts = recordstore.import_rows(db, events, records, summaries)
+    counts["forgotten"] = recordstore.import_forgotten(db, forgotten)
     counts["redactions"] = dict(sorted(scrub.counts.items())) if hasattr(scrub, "counts") else {}
     return counts
 
@@ -590,4 +603,4 @@ def health(db=None) -> dict:
 
 __all__ = ["AmbiguousId", "ManageError", "NotFound", "OBSERVATION_TYPES", "clean", "edit", "forget", "forgotten", "health",
            "import_lines", "list_records", "parse_since", "projects", "purge", "resolve_id", "resolve_ids", "restore", "search",
-           "session_summaries", "show", "terminal", "timeline"]
+           "session_labels", "session_summaries", "show", "terminal", "timeline"]

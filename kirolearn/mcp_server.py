@@ -18,7 +18,7 @@ from typing import Annotated, Literal, Optional
 
 from mcp.server.fastmcp import FastMCP
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictBool
 
 from kirolearn import __version__, config
 from kirolearn.recall import context
@@ -45,7 +45,8 @@ _JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "bo
 
 INSTRUCTIONS = (
     "kirolearn is this project's memory. Call session_init at the start of a session to resume where the last "
-    "one ended; search_memory before re-investigating something; save_session_summary at the end of a "
+    "one ended; search_memory before re-investigating something; get_memory to read in full a record the "
+    "context block lists in one line (by its id); save_session_summary at the end of a "
     "substantive turn; session_end before you finish a session."
 )
 
@@ -93,6 +94,7 @@ class SessionInitResult(BaseModel):
     record_id: Optional[str] = None
     ended_at: Optional[str] = None
     ended_without_summary: list[dict] = Field(default_factory=list)
+    previous: Optional[dict] = None  # the newest row with a summary, whole, when this one has none
     known_projects: list[str] = Field(default_factory=list)
 
 
@@ -107,6 +109,22 @@ class Memory(BaseModel):
     files_touched: list[str]
     created_at: str
     score: float
+
+
+class MemoryDetails(BaseModel):
+    """get_memory's answer: one record in full."""
+
+    record_id: str
+    title: str
+    summary: str
+    observation_type: str
+    strategy: str
+    facts: list[str]
+    concepts: list[str]
+    files_touched: list[str]
+    created_at: str
+    session_id: str
+    actor: Optional[str] = None
 
 
 class ForgetResult(BaseModel):
@@ -334,10 +352,20 @@ async def guarded_stdio():
         yield read_stream, write_stream
 
 
-def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
-    """The FastMCP server bound to one project (tests call this directly)."""
+def describe_project(start: str) -> "tuple[str, str]":
+    """(project root, how messages name it) for a start directory: the global project is named as such."""
+    root, is_global = find_project_root(os.path.abspath(start))
+    if is_global:
+        return root, (f"the global project (this server started in {start}, which is in no project: "
+                      "no marker such as .git, pyproject.toml or .kiro; pass --project DIR)")
+    return root, f"project {root}"
+
+
+def build_server(project_root: str, *, settings=None, complete=None, where: "str | None" = None) -> FastMCP:
+    """The FastMCP server bound to one project (tests call this directly); `where` names it in messages."""
     # Tools take a `project` *label* argument (the seed's API); the resolved project is `here`.
     here = summaries.Project(project_root)
+    where = where or f"project {project_root}"
     mcp = ScrubbingFastMCP("kirolearn", instructions=INSTRUCTIONS)
     mcp._mcp_server.version = __version__  # serverInfo.version: ours, not the MCP SDK's
 
@@ -387,7 +415,8 @@ def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
         next_steps: Annotated[Optional[list[str]], Field(max_length=MAX_ITEMS)] = None,
         open_questions: Annotated[Optional[list[str]], Field(max_length=MAX_ITEMS)] = None,
         project: Annotated[str, Field(max_length=200, description="Project label")] = "general",
-        auto_compress: Annotated[bool, Field(description="Let the configured LLM draft what is missing")] = False,
+        # StrictBool: "yes", 1 or "false" are errors, not coerced (the seed's schema says boolean)
+        auto_compress: Annotated[StrictBool, Field(description="Let the configured LLM draft what is missing")] = False,
         transcript: Annotated[Optional[str], Field(max_length=MAX_TEXT,
                                                    description="Session log for auto_compress; a blank one "
                                                                "falls back to the session's stored events")] = None,
@@ -431,12 +460,12 @@ def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
         hits = memory.search(query, project=here.root, limit=limit,
                              types=[observation_type] if observation_type else None, since=parse_since(since))
         if not hits:
-            return _result("No matching memories found for the current project.", SearchResult(results=[]))
+            return _result(f"No matching memories found in {where}.", SearchResult(results=[]))
         from kirolearn.privacy.sanitize import one_line, quote
 
         blocks = []
         for h in hits:  # memory is untrusted: one-line fields, the summary quoted line by line (design.md rule 9)
-            block = (f"### {one_line(h.title)}\n({h.record_id}, {h.observation_type}, {h.created_at[:10]})\n\n"
+            block = (f"### {one_line(h.title)}\n({h.record_id}, {context.kind_label(h)}, {h.created_at[:10]})\n\n"
                      f"{quote(h.summary.split(chr(10)))}")
             if h.concepts:
                 block += "\nConcepts: " + ", ".join(one_line(c) for c in h.concepts)
@@ -451,6 +480,41 @@ def build_server(project_root: str, *, settings=None, complete=None) -> FastMCP:
                           files_touched=[str(f) for f in h["files_touched"]], created_at=h["created_at"],
                           score=round(h["score"], 4)) for h in clean([h.to_dict() for h in hits])]
         return _result(text, SearchResult(results=results))
+
+    @tool(read)
+    def get_memory(
+        record_id: Annotated[str, Field(pattern=RECORD_ID_PATTERN, description="A record id from the context "
+                                        "block or search_memory (mr_...)")],
+    ) -> Annotated[CallToolResult, MemoryDetails]:
+        """Read one memory record of this project in full: its summary, facts, files and concepts.
+
+        The context block shows one line per record with its id; call this when a line looks relevant.
+        """
+        from kirolearn import manage
+        from kirolearn.store import records as recordstore
+
+        db = store.open_existing()
+        try:
+            found = recordstore.get_record(db, record_id) if db is not None else None
+        finally:
+            if db is not None:
+                db.conn.close()
+        if found is None or found["project_id"] != here.id:
+            from mcp.server.fastmcp.exceptions import ToolError
+
+            raise ToolError(f"no record {record_id} in {where}: it may have been forgotten; "
+                            "search_memory finds the live ones")
+        found = manage.clean(found)
+        details = MemoryDetails(**{k: found.get(k) for k in MemoryDetails.model_fields if k in found})
+        lines = [f"### {found['title']}",
+                 f"({record_id}, {context.kind_label(details)}, {found['created_at'][:10]})", "", found["summary"]]
+        if details.facts:
+            lines += ["", "Facts:"] + [f"- {f}" for f in details.facts]
+        if details.files_touched:
+            lines += ["", "Files: " + ", ".join(details.files_touched)]
+        if details.concepts:
+            lines += ["Concepts: " + ", ".join(details.concepts)]
+        return _result(context.scrub_out("\n".join(lines), context.settings()), details)
 
     @tool(ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False))
     def forget_memory(
@@ -527,8 +591,9 @@ def main(argv=None) -> int:
     if not os.path.isdir(start):
         log.error("project directory %s does not exist: pass an existing --project DIR", start)
         return 1
-    root, _ = find_project_root(os.path.abspath(start))
-    build_server(root).run("stdio")
+    root, where = describe_project(start)
+    log.info("serving %s", where)
+    build_server(root, where=where).run("stdio")
     return 0
 
 

@@ -4,4 +4,4 @@ in tests/test_agents.py)."""
 
 MCP_SERVER = "kirolearn"
 MCP_DESTRUCTIVE_TOOLS = ("forget_memory",)
-MCP_SAFE_TOOLS = ("search_memory", "session_init", "save_session_summary", "save_observation", "session_end")
+MCP_SAFE_TOOLS = ("search_memory", "get_memory", "session_init", "save_session_summary", "save_observation", "session_end")

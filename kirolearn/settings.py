@@ -100,7 +100,8 @@ class Recall(_Section):
     # The defaults and the cap are the hook's own (kirolearn.limits; kirolearn.recall.context reads this
     # table with tomllib).
     budget_tokens: int = Field(limits.DEFAULTS["budget_tokens"], ge=0, le=limits.MAX_BUDGET_TOKENS,
-                               description="size cap of one injected block, estimated at 4 characters a token; at "
+                               description="size cap of a prompt's injected block, estimated at 4 characters a token "
+                               "(a session start's is twice this); at "
                                f"most {limits.MAX_BUDGET_TOKENS:,} because Kiro CLI cuts hook output at 10,240 bytes")
     prompt_records: int = Field(limits.DEFAULTS["prompt_records"], ge=0, description="most records injected for one prompt")
     session_start_records: int = Field(limits.DEFAULTS["session_start_records"], ge=0,

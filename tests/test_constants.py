@@ -28,8 +28,8 @@ def test_the_schema_and_the_extractor_accept_exactly_the_types():
     assert schema.OBSERVATION_TYPES is OBSERVATION_TYPES
     assert typing.get_args(extract.Candidate.model_fields["observation_type"].annotation) == OBSERVATION_TYPES
     assert f"one of {'|'.join(OBSERVATION_TYPES)}," in extract.SYSTEM_PROMPT
-    assert set(HAND_MADE_TYPES) == set(OBSERVATION_TYPES) - {"session_summary"}
-    assert set(NOTABLE_TYPES) == set(OBSERVATION_TYPES) - {"tool_use"}
+    assert set(HAND_MADE_TYPES) == set(OBSERVATION_TYPES) - {"session_summary", "conversation"}
+    assert set(NOTABLE_TYPES) == set(OBSERVATION_TYPES) - {"tool_use", "conversation"}
 
 
 def test_recall_weighs_every_type():

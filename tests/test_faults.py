@@ -546,6 +546,7 @@ def _assert_quoted(out):
 
     for line in out.splitlines():
         assert (line in ("", context.PROMPT_HEADING, context.SESSION_START_HEADING, context.PREAMBLE)
+                or line.startswith(context.PREAMBLE + " ")  # the preamble line also gives the block's size
                 or line == ">" or line.startswith("> ")), repr(line)
     assert not any(ch in out for ch in "\x1b\x9b\x9d\x07\x00\u202e\u202c\u2028\u2029\x85\x0b\x0c\r")
 

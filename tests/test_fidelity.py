@@ -55,8 +55,11 @@ def test_failed_auto_compress_stores_an_empty_summary_and_keeps_the_previous_one
     assert not Memory().search("no summary was written auto_compress", project=project)
 
     init = call(project, "session_init", {}).structuredContent
-    assert init["found"] and init["session_id"] == "s-1" and init["summary"] == "Moved JWT checks into middleware."
-    assert init["next_steps"] == ["Rate-limit /auth/refresh"]  # carried forward
+    # one saved row, the newest, as session_end saved it (#24); the earlier summary rides along whole
+    assert init["found"] and init["session_id"] == "s-2" and init["summary"] == "" and init["next_steps"] == []
+    assert init["previous"]["session_id"] == "s-1"
+    assert init["previous"]["summary"] == "Moved JWT checks into middleware."
+    assert init["previous"]["next_steps"] == ["Rate-limit /auth/refresh"]
     assert init["ended_without_summary"] == [{"session_id": "s-2", "ended_at": shape["ended_at"],
                                               "auto_compress_error": "provider_unavailable"}]
     block = Memory().context(project=project)
@@ -69,11 +72,13 @@ def test_a_later_session_s_next_steps_replace_the_carried_ones(project):
     call(project, "session_end", {"session_id": "s-2", "auto_compress": True, "next_steps": ["new step"]},
          settings=_no_model())
     init = call(project, "session_init", {}).structuredContent
-    assert init["summary"] == "Done A." and init["next_steps"] == ["new step"]
+    # never fields of two rows (#24): the newest row's own next steps, the older row whole beside it
+    assert init["session_id"] == "s-2" and init["summary"] == "" and init["next_steps"] == ["new step"]
+    assert init["previous"]["summary"] == "Done A." and init["previous"]["next_steps"] == ["old step"]
     call(project, "session_end", {"session_id": "s-3", "summary": "Done B."})
     init = call(project, "session_init", {}).structuredContent
-    assert init["summary"] == "Done B." and init["ended_without_summary"] == []
-    assert init["next_steps"] == []  # a later summary with content replaces what was carried
+    assert init["summary"] == "Done B." and init["ended_without_summary"] == [] and "previous" not in init
+    assert init["next_steps"] == []
 
 
 def test_only_empty_summaries_so_far_is_found_with_an_empty_summary(project):
@@ -116,11 +121,13 @@ def test_session_end_records_do_not_take_the_turn_summary_slot(project):
     call(project, "save_session_summary", TURN)
     call(project, "session_end", {"session_id": "s-1", "summary": "Wrapped up the login work for today."})
     block = Memory().context(project=project)
-    assert "Why does login 500 on plus-sign emails?** · turn summary" in block
+    # one line: the request once, then what was completed and what is next
+    assert "- Why does login 500 on plus-sign emails? → Parameterised the query Next: Fix app/orders.py" in block
+    assert "· session_summary ·" in block
     assert "Session end:" not in block  # shown once, in the session-end block
     assert block.count("Wrapped up the login work") == 1
     prompt = Memory().context(project=project, prompt="wrapped up the login work today")
-    assert "· session end ·" in prompt and "Session end: Wrapped up" in prompt
+    assert "· session_end ·" in prompt and "Session end: Wrapped up" in prompt
 
 
 # --- 5. the hook path's turn summary comes from the model ------------------------------------------------------
@@ -233,7 +240,8 @@ def test_a_long_summary_is_cut_outside_its_code_span_in_the_block(project, add_r
     add_record(project, "Long record", summary, observation_type="decision")
     block = Memory().context(project=project)
     (line,) = [ln for ln in block.splitlines() if "We changed the query" in ln]
-    assert line.endswith("We changed the query." + textcut.MARKER) and "`" not in line
+    said = line.split(" · decision · ")[0]  # one line per record: what it holds, then its kind, age and id
+    assert said.endswith("We changed the query.") and "`" not in said
 
 
 # --- 14. MCP server details -------------------------------------------------------------------------------------
@@ -341,4 +349,5 @@ def test_an_older_store_s_placeholder_summaries_are_emptied(project):
     (row,) = db.query("select summary, record_id from session_summaries where session_id = 's-2'")
     assert row == {"summary": "", "record_id": None}
     assert not Memory().search("no summary was written", project=project)
-    assert call(project, "session_init", {}).structuredContent["summary"] == "Real work done."
+    init = call(project, "session_init", {}).structuredContent
+    assert init["summary"] == "" and init["previous"]["summary"] == "Real work done."

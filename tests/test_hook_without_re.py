@@ -100,5 +100,5 @@ def test_a_prompt_hook_that_prints_memory_imports_neither_re_nor_json(project, a
     payload = json.dumps({"hook_event_name": "userPromptSubmit", "cwd": str(project), "session_id": "h1",
                           "prompt": "why is the export job locked"}).encode()
     out = subprocess.run([sys.executable, "-S", "-c", code], input=payload, capture_output=True, timeout=60)
-    assert b"> **Export job: database is locked**" in out.stdout
+    assert "> - Export job: database is locked: use timeout=30 and WAL · error".encode() in out.stdout
     assert out.stderr.decode().strip().endswith("LOADED []"), out.stderr

@@ -50,7 +50,7 @@ def text(result):
 def test_tools_schemas_and_annotations(project):
     tools = {t.name: t for t in list_tools(project)}
     assert set(tools) == {"save_session_summary", "session_end", "session_init", "search_memory", "save_observation",
-                          "forget_memory"}
+                          "forget_memory", "get_memory"}
     s = tools["save_session_summary"].inputSchema
     assert sorted(s["required"]) == sorted(TURN)
     assert s["properties"]["files_read"]["type"] == "array"
@@ -230,7 +230,7 @@ def test_auto_compress_through_litellm_with_a_mock_model(project):
 
 def test_search_memory_and_save_observation(project):
     empty = call(project, "search_memory", {"query": "anything"})
-    assert text(empty) == "No matching memories found for the current project."
+    assert text(empty) == f"No matching memories found in project {project}."
     saved = call(project, "save_observation", {"title": "Use WAL for the export job", "summary": "busy timeout 30",
                                                "observation_type": "decision", "facts": ["timeout=30"],
                                                "concepts": ["sqlite"], "files_touched": ["scripts/export.py"]})
@@ -278,7 +278,7 @@ def test_stdio_subprocess_initialize_list_call(project, home):
             proc.kill()
     assert proc.returncode == 0
     assert replies[1]["result"]["serverInfo"] == {"name": "kirolearn", "version": kirolearn.__version__}
-    assert len(replies[2]["result"]["tools"]) == 6
+    assert len(replies[2]["result"]["tools"]) == 7  # get_memory (#24) beside the six
     assert replies[3]["result"]["content"][0]["text"].startswith("Saved turn summary mr_")
     hit = Memory().search("plus-sign login", all_projects=True)[0]
     assert hit.project_root == str(project)  # marker walk from the subdirectory Kiro started us in

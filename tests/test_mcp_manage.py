@@ -17,7 +17,7 @@ def test_search_memory_schema_has_bounds_and_filters(project):
     props = tools["search_memory"].inputSchema["properties"]
     assert (props["limit"]["minimum"], props["limit"]["maximum"]) == (1, 100)
     enum = props["observation_type"]["anyOf"][0]["enum"]
-    assert enum == ["tool_use", "decision", "error", "discovery", "pattern", "session_summary"]
+    assert enum == ["tool_use", "decision", "error", "discovery", "pattern", "session_summary", "conversation"]
     assert "pattern" in props["since"]["anyOf"][0] and props["since"]["anyOf"][0]["maxLength"] == 40
     forget = tools["forget_memory"]
     assert forget.inputSchema["required"] == ["record_id", "reason"]

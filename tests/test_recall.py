@@ -134,7 +134,9 @@ def test_memory_is_fenced_as_data_and_defused(project, add_record):
     body = text.split("\n", 2)[2]
     assert "--- CONTEXT ENTRY" not in text
     assert all(line == "" or line.startswith(">") for line in body.splitlines())
-    assert "> Ignore previous instructions" in text
+    # one quoted line per record: the injected text sits inside it, never at a line start
+    assert any(line.startswith("> - ") and "Ignore previous instructions" in line for line in text.splitlines())
+    assert not any(line.startswith(("# SYSTEM", "Ignore")) for line in text.splitlines())
     assert text.startswith(context.PROMPT_HEADING + "\n" + context.PREAMBLE)
 
 
@@ -206,7 +208,7 @@ def test_hook_prints_relevant_memory_on_prompt_submit(project, add_record):
     result = run_hook([], prompt_payload(project))
     assert result.returncode == 0 and result.stderr == b""
     assert result.stdout.decode().startswith(context.PROMPT_HEADING)
-    assert b"> **Export job: database is locked**" in result.stdout
+    assert "> - Export job: database is locked: use timeout=30 and WAL · error · ".encode() in result.stdout
 
 
 def test_hook_prints_nothing_without_a_database(project):

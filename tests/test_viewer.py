@@ -225,6 +225,13 @@ def test_viewer_in_headless_chromium(project, make_event, drain_now, add_record,
                 assert page.locator(".session-end").first.is_visible()
                 assert page.get_by_text("Next: Watch the nightly export for a week").is_visible()
                 assert page.locator(".rec .title", has_text="<script>alert(1)</script>").count() == 1
+                # sessions are labelled by their first prompt and date, not by UUID (#24)
+                heads = page.locator("section.session h2").all_inner_texts()
+                assert any(h.startswith("Why does the export job fail with database is locked?") for h in heads)
+                assert not any("sess-1" in h for h in heads)
+                # memory markdown is rendered (markdown-it-py), not shown as source
+                assert page.locator(".summary.md strong", has_text="Request:").count() >= 1
+                assert "**Request:**" not in page.locator("main").inner_text()
                 page.screenshot(path=str(tmp_path / "timeline.png"))
 
                 page.fill("header input[name=q]", "export database locked")
@@ -237,6 +244,7 @@ def test_viewer_in_headless_chromium(project, make_event, drain_now, add_record,
                 page.wait_for_url("**/record/mr_*")
                 rid = page.url.rsplit("/", 1)[1]
                 assert page.locator("h2", has_text="Provenance").is_visible()
+                assert page.locator(".summary-full.md strong", has_text="Outcome:").is_visible()
                 assert page.get_by_text("deterministic").first.is_visible()
                 page.fill("input[name=reason]", "wrong diagnosis")
                 page.click("button.danger")

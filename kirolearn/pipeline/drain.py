@@ -37,6 +37,7 @@ from kirolearn.store import reader, records
 from kirolearn.store import sqlite as store
 from kirolearn.store.base import event_row
 from kirolearn.ids import new_ulid
+from kirolearn.project import project_id
 from kirolearn.pipeline.schema import (CONCEPT_MAX, CONCEPTS_COUNT_MAX, FACT_MAX, FACTS_COUNT_MAX, FILE_MAX, FILES_KEPT,
                                        SUMMARY_MAX, TITLE_MAX, Event, MemoryRecord, clip, clip_list)
 from kirolearn.privacy.scrub import Scrubber
@@ -167,6 +168,21 @@ class Drainer:
                 return True
         return content_hash in stored and store.has_content_duplicate(self.db, content_hash, since, until)
 
+    def _content_hash(self, event: dict, earlier: list) -> str:
+        """The event's content hash; a stop's is keyed on its turn (the newest non-stop event before it)."""
+        if event["kind"] != "session_summary":
+            return dedup.event_content_hash(event)
+        key = None
+        for _, other, _ in reversed(earlier):  # this chunk first: oldest first, like the spool
+            if (other["session_id"] == event["session_id"] and other["project_root"] == event["project_root"]
+                    and other["kind"] not in ("session_summary", "note")):
+                key = other["event_id"]
+                break
+        if key is None:
+            key = store.last_turn_event_id(self.db, project_id(event["project_root"]), event["session_id"],
+                                           event["event_id"])
+        return dedup.stop_content_hash(event, key)
+
     def ingest(self, paths: "list[str]", stats: DrainStats) -> "list[tuple[str, str | None]]":
         """Store one chunk of spool files in one transaction.
 
@@ -213,7 +229,7 @@ class Drainer:
                 continue
             known.add(data["event_id"])
             clean = scrub_event(data, self.scrubber)
-            fresh.append((path, clean, dedup.event_content_hash(clean)))
+            fresh.append((path, clean, self._content_hash(clean, fresh)))
         stored_hashes = store.stored_content_hashes(self.db, {h for _, _, h in fresh})
         stored_at = store.now_iso()
         for path, clean, content_hash in fresh:
@@ -304,11 +320,19 @@ class Drainer:
                 reason = "flush"
             if reason is None:
                 continue
-            events = store.pending_events(self.db, group["project_id"], group["session_id"], up_to)
-            if events:
-                batches.append(
-                    extract.Batch(group["project_id"], events[0]["project_root"], group["session_id"], events, reason)
-                )
+            events = store.pending_events(self.db, group["project_id"], group["session_id"])
+            # a session's last turn, still open after its last stop, goes too when it is idle or flushed
+            # (one `drain --flush` extracts everything)
+            cut = next((i + 1 for i, e in enumerate(events) if e["event_id"] == up_to), len(events))
+            rest = events[cut:]
+            events = events[:cut]
+            if rest and not (flush or now - _iso_to_dt(group["last_received_at"]).timestamp()
+                             >= self.settings.batch.idle_seconds):
+                rest = []
+            for part, why in ((events, reason), (rest, "flush" if flush else "idle")):
+                if part:
+                    batches.append(
+                        extract.Batch(group["project_id"], part[0]["project_root"], group["session_id"], part, why))
         return batches
 
     def _half_open(self) -> None:

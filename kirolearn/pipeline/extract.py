@@ -179,19 +179,62 @@ _STOPWORDS = frozenset(
     "are was were been into does there their then them they than also just like make made can't "
     "don't it's fix add can not but all any how why out use using used get got now yes way same "
     "file files test tests some more only other after before about returns keeps make makes uses "
-    "prints find found want need please sure into it's them those these here there example".split()
+    "prints find found want need please sure into it's them those these here there example "
+    # words that say nothing of a topic (the issue's "lets", "through", "again", "because", ...)
+    "lets let's let through again because since while until unless though although however therefore "
+    "thus also still even ever never always often maybe perhaps really very quite rather much many "
+    "most less least each every both either neither such own over under above below between among "
+    "within without across along around upon onto off down again once twice already yet soon later "
+    "today tomorrow yesterday okay thanks thank hello done doing goes going gone came come comes "
+    "took take takes taken gave give gives given tell told said says know knew think thought seems "
+    "seem seemed look looks looked looking work works worked working thing things something anything "
+    "everything nothing someone anyone everyone being having them's what's that's there's here's "
+    "i'm you're we're they're isn't aren't wasn't weren't doesn't didn't won't wouldn't shouldn't "
+    "couldn't haven't hasn't hadn't ours yours theirs mine whose whom who's which's able unable "
+    "first second last next back right left well good great better best fine".split()
 )
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_\-]{3,}")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_\-']{3,}")
+# What the scrubber put in place of a secret: its words are not the turn's topic.
+_REDACTION = re.compile(r"\[REDACTED:[A-Za-z0-9_\-]{1,64}\]")
 
 
 def _concepts(texts) -> "list[str]":
     counts: Counter = Counter()
     for text in texts:
-        for word in _WORD.findall(text or ""):
-            lower = word.lower().strip("-_")
-            if lower not in _STOPWORDS and len(lower) >= 4:
+        for word in _WORD.findall(_REDACTION.sub(" ", text or "")):
+            lower = word.lower().strip("-_'")
+            if lower.endswith("'s"):
+                lower = lower[:-2]
+            if lower not in _STOPWORDS and len(lower) >= 4 and "'" not in lower:
                 counts[lower] += 1
     return [w for w, _ in counts.most_common(6)]
+
+
+# A turn without tool use is about the project when its text names a file or code: a path with a
+# slash, a file name with a known extension, or a `code span`.
+_CODE_EXTENSIONS = frozenset(
+    "py pyi js jsx ts tsx mjs cjs json toml yaml yml cfg ini md rst txt sh bash zsh ps1 sql html css scss "
+    "rs go java kt kts c h cc cpp hpp cs rb php swift lock xml gradle mk proto graphql vue svelte env".split())
+_FILE_TOKEN = re.compile(r"(?<![\w@])((?:[\w.-]+/)+[\w.-]+|[\w-]+(?:\.[\w-]+)*\.([A-Za-z0-9]{1,8}))(?![\w/])")
+
+
+# code identifiers: snake_case, dotted names (orders.created_at), camelCase, --flags
+_IDENTIFIER = re.compile(r"\b[A-Za-z]\w*_\w*[A-Za-z0-9]\b|\b[a-z]\w*\.[a-z_]\w*[a-z0-9_]\b|\b[a-z]+[A-Z]\w*\b|(?<!\S)--[a-z][\w-]+")
+
+
+def names_project_content(*texts: str) -> bool:
+    """Does this text name a file, a path or code (so a turn without tools still holds project knowledge)?"""
+    for text in texts:
+        text = _REDACTION.sub(" ", text or "")
+        if "`" in text or _IDENTIFIER.search(text):
+            return True
+        for match in _FILE_TOKEN.finditer(text):
+            whole, ext = match.group(1), match.group(2)
+            if "/" in whole and not whole.startswith(("http:", "https:")) and any(c.isalpha() for c in whole):
+                return True
+            if ext and ext.lower() in _CODE_EXTENSIONS:
+                return True
+    return False
 
 
 def split_turns(events: list) -> "list[list[dict]]":
@@ -300,12 +343,16 @@ def _describe_turn(turn: list, root: str) -> "dict | None":
             errors.append(f"{what} failed: {error_line(event)}{_fix_of(tools, i, root)}")
 
     has_stop = any(e["kind"] == "session_summary" for e in turn)
-    if has_stop:
+    if not tools and not names_project_content(request, closing):
+        observation_type = "conversation"  # chatter: kept, weighed low, never a session start's headline
+    elif has_stop:
         observation_type = "session_summary"
     elif errors:
         observation_type = "error"
-    else:
+    elif tools:
         observation_type = "tool_use"
+    else:
+        observation_type = "conversation"  # a question about the project that no answer closed yet
 
     title = clip(" ".join(request.split()), TITLE_MAX) if request else (
         clip(" ".join(closing.split()), TITLE_MAX) if closing else f"Tool activity: {', '.join(dict.fromkeys(_tool_base(t.get('tool_name', '')) for t in tools))}"
@@ -473,6 +520,8 @@ def candidates_from(extraction: Extraction, batch: Batch) -> "list[dict]":
         turns = [t for t in split_turns(batch.events) if any(e["kind"] == "session_summary" for e in t)]
         summary = _describe_turn(turns[-1], batch.project_root) if turns else None
         if summary:
+            if summary["observation_type"] == "conversation" and records:
+                summary["observation_type"] = "session_summary"  # the model found knowledge in it: not chatter
             records.insert(0, summary)
     return records
 

@@ -7,7 +7,8 @@
   `session_summaries`; one with a summary is also a searchable record (strategy
   `mcp_session_end`, labelled "session end", never in the turn-summary slot).
   A failed auto_compress stores an empty summary, as the seed does. `session_init`
-  returns the newest one with content (not consumed: it stays until superseded),
+  returns the newest row as saved (not consumed: it stays until superseded), and
+  the newest one with content beside it as `previous` when that row has none,
   see kirolearn.recall.continuity.
 - `save_observation`: one hand-made record of any type but `session_summary`.
 Every text is scrubbed first. Input errors raise `SummaryError` with a message
@@ -20,6 +21,7 @@ import os
 from kirolearn import isotime
 from kirolearn import project
 from kirolearn.store import sqlite as store
+from kirolearn import observation_types
 from kirolearn.ids import new_ulid, new_uuid4
 from kirolearn.observation_types import HAND_MADE_TYPES
 from kirolearn.pipeline.schema import (CONCEPT_MAX, CONCEPTS_COUNT_MAX, FACT_MAX, FACTS_COUNT_MAX, FILE_MAX, FILES_KEPT,
@@ -31,7 +33,7 @@ MAX_FIELD_CHARS = 100_000  # anything longer is a mistake, not a summary
 MAX_LIST_ITEMS = 200
 TRUNCATED = "[truncated]"
 SECTIONS = ("What was investigated", "What was learned", "What was completed", "Next steps")
-SESSION_END_STRATEGY = "mcp_session_end"  # kept apart from turn summaries in recall and labels
+SESSION_END_STRATEGY = observation_types.SESSION_END_STRATEGY  # kept apart from turn summaries in recall and labels
 TURN_FIELDS = ("request", "investigated", "learned", "completed", "next_steps", "files_read", "files_modified")
 
 
@@ -333,8 +335,9 @@ def session_end(db, project: Project, *, session_id, summary=None, highlights=No
 
 
 def session_init(db, project: Project, label: str = "general") -> dict:
-    """What this session resumes from: the newest session_end summary with content (kirolearn.recall.continuity).
+    """What this session resumes from: the newest session_end row, as saved (kirolearn.recall.continuity).
 
+    One row, never fields of two; when its summary is empty, `previous` is the newest row with one.
     Not consumed: it stays until a later session_end supersedes it. A label this
     project never used is `found: false`, with the labels it did use.
     """
@@ -343,10 +346,13 @@ def session_init(db, project: Project, label: str = "general") -> dict:
     label = Scrubber().scrub_text((_text("project", label, required=False) or "general").strip() or "general")
     found = continuity.resume(db.conn, project.id, label)
     if found:
-        found.pop("project_id", None)
-        found["auto_compress"] = bool(found["auto_compress"])
-        found["compressed_used"] = bool(found["compressed_used"])
-        found["ended_at"] = isotime.to_seconds(found.get("ended_at"))  # stored to the ms; the seed's shape
+        for row in filter(None, (found, found.get("previous"))):
+            row.pop("project_id", None)
+            row["auto_compress"] = bool(row["auto_compress"])
+            row["compressed_used"] = bool(row["compressed_used"])
+            row["ended_at"] = isotime.to_seconds(row.get("ended_at"))  # stored to the ms; the seed's shape
+        if found.get("previous") is None:
+            found.pop("previous", None)
         for later in found.get("ended_without_summary") or []:
             later["ended_at"] = isotime.to_seconds(later.get("ended_at"))
         return {"found": True, **found}

@@ -109,6 +109,7 @@ DEFUSED_MARKER = "— context entry"
 _MARKERISH_SOURCE = (
     r"(?i)^[ \t]*(?:"
     r"[-=_*~`<>\[\]|+]{3,}|#{3,}[ \t]*$"
+    r"|#{1,6}[ \t]*(?:system|assistant|user|human|developer|tool|instructions?|inst|sys)\b"  # a role heading
     r"|(?:#{1,6}|\*\*|__|\[|<\|?|\{\{)?[ \t]*/?(?:system|assistant|user|human|developer|tool|instructions?"
     r"|inst|sys|im_start|im_end|endoftext)\b[ \t]*(?:prompt|message|note|override)?[ \t]*(?:[:\]>|}]|$)"
     r"|.*\bignore\b.{0,30}\b(?:previous|prior|above|earlier|all)\b.{0,30}\b(?:instructions?|prompts?|rules)\b"

@@ -3,12 +3,11 @@
 Standard library only: the session-start hook uses it (through kirolearn.recall.context),
 and so do `session_init` (MCP and CLI). One rule for both:
 
-- The newest summary *with content* is the one shown. A later session that
-  ended without one (auto_compress failed, or the model had nothing to say)
-  never hides it; it is listed in `ended_without_summary` instead.
-- Each list (next steps, pitfalls, open questions, highlights) comes from the
-  newest of those sessions that gave one, so open next steps are carried
-  forward until a later session replaces them.
+- `session_init` returns the newest row exactly as `session_end` saved it (the seed):
+  one row, never fields of two.
+- When that row has no summary (auto_compress failed, or the model had nothing to
+  say), the newest row with one rides along whole as `previous`, so it is never
+  hidden; the sessions that ended without one since are listed in `ended_without_summary`.
 """
 
 import json
@@ -37,22 +36,24 @@ def _rows(conn, project_id: str, label: "str | None") -> "list[dict]":
 
 
 def resume(conn, project_id: str, label: "str | None" = None) -> "dict | None":
-    """What a new session of this project (and label, if given) resumes from; None if nothing ended yet."""
+    """The newest session_end row of this project (and label, if given), exactly as saved; None if none yet.
+
+    When that row's summary is empty (auto_compress failed, or no model), `previous` holds the
+    newest row with content, whole and apart (never mixed into the newest row's fields), and
+    `ended_without_summary` lists the sessions that ended without one since.
+    """
     rows = _rows(conn, project_id, label)
     if not rows:
         return None
-    base_at = next((i for i, r in enumerate(rows) if (r.get("summary") or "").strip()), 0)
-    later, base = rows[:base_at], dict(rows[base_at])
-    for key in SUMMARY_LISTS:
-        for row in later + [base]:  # newest first
-            if row[key]:
-                base[key] = row[key]
-                break
-    base["ended_without_summary"] = [
+    newest = dict(rows[0])
+    base_at = next((i for i, r in enumerate(rows) if (r.get("summary") or "").strip()), None)
+    later = rows[:base_at] if base_at is not None else rows
+    newest["previous"] = dict(rows[base_at]) if base_at else None
+    newest["ended_without_summary"] = [
         {"session_id": r["session_id"], "ended_at": r["ended_at"], "auto_compress_error": r.get("auto_compress_error")}
         for r in later
-    ]
-    return base
+    ] if base_at else []
+    return newest
 
 
 def labels(conn, project_id: str) -> "list[str]":

@@ -22,7 +22,7 @@ from kirolearn import jsonfast  # not json: it imports re (~30M instructions a h
 
 # One weight per observation type (kirolearn.observation_types; tests/test_constants.py checks).
 TYPE_WEIGHTS = {"session_summary": 1.3, "decision": 1.3, "error": 1.15, "discovery": 1.1, "pattern": 1.1,
-                "tool_use": 1.0}
+                "tool_use": 1.0, "conversation": 0.6}
 RECENCY_HALF_LIFE_DAYS = 30.0
 MAX_TERMS = 24
 SEARCH_LIMIT_MAX = 100  # the most hits one search returns (CLI --limit, MCP limit)

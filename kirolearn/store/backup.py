@@ -1,8 +1,8 @@
 """Export: every stored object as JSON Lines, for backup and tests.
 
 Each line is one object with a "type" field beside its own fields: "event" (a
-stored, scrubbed event), "record" (a memory record) or "summary" (a session_end
-summary). Lines come in a stable order (events by id, records by creation,
+stored, scrubbed event), "record" (a memory record; a forgotten one, restorable
+until purged, carries a `forgotten` object) or "summary" (a session_end summary). Lines come in a stable order (events by id, records by creation,
 summaries by end time), so two exports of one store are byte-identical.
 """
 
@@ -38,4 +38,27 @@ def export(db, out: IO[str]) -> int:
     for item in objects(db, kinds=("record", "summary")):
         out.write(json.dumps(item, ensure_ascii=False) + "\n")
         lines += 1
+    for item in forgotten_objects(db):
+        out.write(json.dumps(item, ensure_ascii=False) + "\n")
+        lines += 1
     return lines
+
+
+FORGOTTEN_KEYS = ("forgotten_at", "reason", "actor")
+
+
+def forgotten_objects(db) -> "Iterator[dict]":
+    """Forgotten (not purged) records as "record" lines marked `forgotten`: {forgotten_at, reason, actor}.
+
+    `import` brings them back forgotten, so an export holds every stored object and a round trip
+    restores nothing the user removed. A purged record's text is gone: it has no line.
+    """
+    from kirolearn.store.records import has_table
+
+    if not has_table(db, "forgotten_records"):
+        return
+    for row in db.query("select * from forgotten_records where payload is not null order by forgotten_at, record_id"):
+        payload = json.loads(row["payload"] or "null") or {}
+        if payload.get("record"):
+            yield {"type": "record", **decode_record(payload["record"]),
+                   "forgotten": {k: row[k] for k in FORGOTTEN_KEYS}}

@@ -164,6 +164,34 @@ def session_info(conn, project_id: str, session_id: str) -> dict:
             "session_summaries": summaries}
 
 
+def session_labels(conn, project_id: str, session_ids) -> "dict[str, dict]":
+    """{session_id: {"prompt": its first prompt (or its oldest record's title), "first_at"}} for the viewer."""
+    ids = list(dict.fromkeys(session_ids))
+    out: dict = {}
+    for i in range(0, len(ids), 400):
+        part = ids[i:i + 400]
+        marks = ",".join("?" * len(part))
+        for sid, first_at, body in conn.execute(
+                f"select e.session_id, e.received_at, e.body from events e where e.project_id = ? "
+                f"and e.session_id in ({marks}) and e.kind = 'prompt' and e.event_id = (select min(x.event_id) "
+                f"from events x where x.project_id = e.project_id and x.session_id = e.session_id "
+                f"and x.kind = 'prompt')", [project_id, *part]).fetchall():
+            try:
+                prompt = json.loads(body).get("prompt") or ""
+            except (ValueError, AttributeError):
+                prompt = ""
+            if prompt.strip():
+                out[sid] = {"prompt": " ".join(prompt.split()), "first_at": first_at}
+        missing = [s for s in part if s not in out]
+        if missing:  # events expired (retention) or never stored here: the oldest record speaks for the session
+            marks = ",".join("?" * len(missing))
+            for sid, title, first_at in conn.execute(
+                    f"select session_id, title, min(created_at) from memory_records where project_id = ? "
+                    f"and session_id in ({marks}) group by session_id", [project_id, *missing]).fetchall():
+                out[sid] = {"prompt": " ".join((title or "").split()), "first_at": first_at}
+    return out
+
+
 def decode_summary(row: dict) -> dict:
     """A session_summaries row with its list columns decoded."""
     out = dict(row)
@@ -563,6 +591,27 @@ def purge_edit_history(db, record_ids=None) -> int:
 
 
 # --- import ------------------------------------------------------------------------------------
+
+
+def import_forgotten(db, rows: "list[tuple[dict, dict]]") -> dict:
+    """Tombstones from an export: (memory_records row, {forgotten_at, reason, actor}); present ids are left alone."""
+    counts = [0, 0]
+    _secure(db)
+    with store.writing(db):
+        for row, mark in rows:
+            if (_rows(db, "select 1 from memory_records where record_id = ?", [row["record_id"]])
+                    or _rows(db, "select 1 from forgotten_records where record_id = ?", [row["record_id"]])):
+                counts[1] += 1
+                continue
+            db["forgotten_records"].insert({
+                "record_id": row["record_id"], "record_hash": row["record_hash"], "project_id": row["project_id"],
+                "session_id": row["session_id"], "reason": str(mark.get("reason") or ""),
+                "actor": str(mark.get("actor") or "import"), "forgotten_at": str(mark.get("forgotten_at") or ""),
+                "payload": json.dumps({"record": row, "session_summaries": []}, ensure_ascii=False),
+                "purged_at": None,
+            }, pk="record_id")
+            counts[0] += 1
+    return {"added": counts[0], "present": counts[1]}
 
 
 def import_rows(db, events: "list[dict]", records: "list[dict]", summaries: "list[dict]") -> dict:

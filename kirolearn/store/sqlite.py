@@ -241,6 +241,14 @@ def has_content_duplicate(db, content_hash: str, since: "str | None", until: "st
     return db.execute(sql, args).fetchone() is not None
 
 
+def last_turn_event_id(db, project_id: str, session_id: str, before: str) -> "str | None":
+    """The newest stored event of a session before `before` that a turn holds (no stop, no lifecycle note)."""
+    row = db.execute(
+        "select max(event_id) from events where project_id = ? and session_id = ? and event_id < ? "
+        "and kind not in ('session_summary', 'note')", [project_id, session_id, before]).fetchone()
+    return row[0] if row else None
+
+
 def stored_content_hashes(db, content_hashes) -> "set[str]":
     """Which of `content_hashes` any stored event has (one query per 500, whatever their times)."""
     found: set = set()

@@ -18,7 +18,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from kirolearn import manage
-from kirolearn.observation_types import OBSERVATION_TYPES
+from kirolearn.observation_types import OBSERVATION_TYPES, kind_label
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PAGE_SIZE = 50
@@ -61,9 +61,22 @@ def _env() -> Environment:
     env.filters["when"] = lambda iso: (iso or "")[:19].replace("T", " ")
     env.filters["score"] = lambda value: f"{value:.3g}"
     env.filters["oneline"] = lambda text: " ".join(str(text or "").split())
+    from kirolearn.viewer import markdown
+
+    env.filters["markdown"] = markdown.render  # markdown-it-py, raw HTML, links and images off
     env.globals["event_line"] = manage.event_line
+    env.globals["session_label"] = session_label
+    env.globals["kind_label"] = kind_label
     env.globals["types"] = OBSERVATION_TYPES
     return env
+
+
+def session_label(label: dict, session_id: str) -> str:
+    """A session as a person knows it: its first prompt (cut), not its UUID."""
+    prompt = " ".join(str((label or {}).get("prompt") or "").split())
+    if not prompt:
+        return f"Session {session_id[:8]}"
+    return prompt if len(prompt) <= 90 else prompt[:89].rstrip() + "…"
 
 
 class TokenGate:
@@ -149,8 +162,11 @@ def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
         by_session = {}
         for s in summaries:
             by_session.setdefault(s["session_id"], s)
+        labels = manage.session_labels(db, pid, [g["session_id"] for g in groups]) \
+            if db and groups else {}
         for g in groups:
             g["session_end"] = by_session.get(g["session_id"])
+            g["label"] = labels.get(g["session_id"]) or {}
         next_cursor = f"{rows[-1]['created_at']}|{rows[-1]['record_id']}" if more else None
         return page("timeline.html", request, projects=projects, current=current, groups=groups,
                     next_cursor=next_cursor, first_page=not before, session=session)
@@ -192,6 +208,12 @@ def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
         rows = manage.session_summaries(project_id=pid, limit=PAGE_SIZE + 1, before=key, db=db) if db else []
         more = len(rows) > PAGE_SIZE
         rows = rows[:PAGE_SIZE]
+        for pid_of in {r["project_id"] for r in rows}:
+            labels = manage.session_labels(
+                db, pid_of, [r["session_id"] for r in rows if r["project_id"] == pid_of])
+            for r in rows:
+                if r["project_id"] == pid_of:
+                    r["label"] = labels.get(r["session_id"]) or {}
         next_cursor = f"{rows[-1]['ended_at']}|{rows[-1]['id']}" if more else None
         return page("sessions.html", request, summaries=rows, next_cursor=next_cursor, project=pid)
 

@@ -1,0 +1,29 @@
+"""Memory text as HTML for the viewer: CommonMark through markdown-it-py, with raw HTML off.
+
+Memory is untrusted (design.md rule 9). The renderer escapes every character of the
+source that is not markdown syntax, raw HTML is off (shown as text, not parsed), and links,
+autolinks and images are off too: a memory cannot make the viewer load or point anywhere.
+What it renders is headings, emphasis, lists, code and paragraphs.
+"""
+
+from markupsafe import Markup
+
+_MD = None
+
+
+def _renderer():
+    global _MD
+    if _MD is None:
+        from markdown_it import MarkdownIt
+
+        _MD = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).disable(
+            ["image", "link", "autolink", "html_inline", "html_block", "reference"])
+    return _MD
+
+
+def render(text) -> Markup:
+    """Safe HTML of a (re-scrubbed) memory text. A line that could pass for a marker (`## SYSTEM:`)
+    is quoted first (kirolearn.privacy.sanitize.guard_lines), so it renders as a quote, not a heading."""
+    from kirolearn.privacy.sanitize import guard_lines
+
+    return Markup(_renderer().render(guard_lines(str(text or ""))))
