@@ -19,6 +19,7 @@ from functools import reduce
 from operator import or_
 
 from kirolearn.privacy import table as _scrub_table
+from kirolearn.privacy import views as _views
 
 __all__ = ["DEFAULT", "TYPES", "Scrubber", "marker", "rules_version", "rule_types", "scrub_text", "scrub_value"]
 
@@ -351,6 +352,87 @@ def _looks_random(tok: str) -> bool:
     return density >= 0.22 and vowels < 0.3 and digits >= 0.1
 
 
+_IDENTISH_RE = _lazy("_IDENTISH_RE", r"[A-Za-z]+[0-9]*(?:[_\-.][A-Za-z]+[0-9]*)+|[a-z]+[0-9]{1,4}|[A-Z][a-z]+[0-9]{1,4}")
+_HOSTISH_RE = _lazy("_HOSTISH_RE", r"[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+(?::[0-9]{1,5})?")
+_DATEISH_RE = _lazy("_DATEISH_RE", r"[0-9:.\-+TZ_/]+")
+
+
+def _env_value_is_secret(value: str) -> bool:
+    """A value under a name that says nothing (`SESSION_SIGNING=…`): secret when it looks random.
+
+    Ordinary values stay: paths, URLs, e-mail addresses, numbers, dates, versions, booleans,
+    host names, identifiers (`eu-west-1`, `my_service_v2`), UUIDs and digests (git SHAs).
+    """
+    v = value.strip()
+    n = len(v)
+    if n < 12 or n > 1024 or "[REDACTED:" in v:
+        return False
+    if _is_placeholder(v) or _PATHLIKE_RE.match(v) or _EMAIL_RE.fullmatch(v) or _VERSIONISH_RE.fullmatch(v):
+        return False
+    if _UUID_RE.fullmatch(v) or _DATEISH_RE.fullmatch(v) or _IDENTISH_RE.fullmatch(v):
+        return False
+    if not any(c.isdigit() for c in v) or not any(c.isalpha() for c in v):
+        return False  # a word, a number
+    if _HEX_RE.fullmatch(v):
+        return n not in _DIGEST_HEX_LENGTHS and n >= 16 and shannon_entropy(v) >= HEX_ENTROPY_THRESHOLD
+    if _HOSTISH_RE.fullmatch(v) and not _mixed_case(v):
+        return False
+    if " " in v or ":" in v or "," in v:
+        return False  # a list, a host:port, a sentence
+    entropy = shannon_entropy(v)
+    if entropy < 3.0:
+        return False
+    density = len(_PART_RE.findall(v)) / n
+    return density >= 0.25 or (n >= 20 and entropy >= 4.0)
+
+
+# Quoted or bare value of an .env line or an `export NAME=value` (any name): judged by its shape.
+_ENV_LINE_RE = _lazy(
+    "_ENV_LINE_RE",
+    r"""(?:^|(?<=\n)|(?<=\\n)|(?<=[;&|(])|\bexport[ \t]+|\bset[ \t]+|\benv[ \t]+)[ \t]*(?:export[ \t]+)?
+    (?P<name>[A-Za-z_][A-Za-z0-9_.\-]{0,80})=
+    (?:"(?P<dq>[^"\n\\]{12,1024})"|'(?P<sq>[^'\n]{12,1024})'|(?P<bare>[^\s"'`;&|#\\]{12,1024}))
+    (?=[ \t]|$|[;&|#)\\])""",
+    re.X | re.M,
+)
+
+
+def _prose_value_is_secret(value: str) -> bool:
+    """The word after "the password is": a secret when it is not a plain word or a number."""
+    v = value.rstrip(".,;:!?)]}\u201d").lstrip("(\u201c")
+    n = len(v)
+    if n < 6 or n > 256 or "[REDACTED:" in v:
+        return False
+    low = v.lower()
+    if low in _STOPWORDS or low in _CODE_WORDS or low in _PLACEHOLDER_WORDS or low in _TYPE_NAMES:
+        return False
+    if _is_placeholder(v) or _PATHLIKE_RE.match(v) or _EMAIL_RE.fullmatch(v) or _VERSIONISH_RE.fullmatch(v):
+        return False
+    if v.isalpha() and (v.islower() or v.isupper() or (v[0].isupper() and v[1:].islower())):
+        return False  # a word: "stored", "EXPIRED", "Vault"
+    if v.isdigit():
+        return n >= 6  # a PIN or a numeric password; shorter numbers are counts
+    if _DOTTED_RE.fullmatch(v) or _CONSTANT_RE.fullmatch(v) or "(" in v:
+        return False  # settings.SECRET, MY_TOKEN, get_token()
+    if _IDENTISH_RE.fullmatch(v) and not _has_digit(v):
+        return False
+    return True
+
+
+_PROSE_RE = _lazy(  # run on the lowered text; the value is taken from the original at the same offsets
+    "_PROSE_RE",
+    r"""(?<![a-z0-9_\-])(?:password|passwd|passphrase|pass[ \t]phrase|pass[ \t]word|pw|pwd|pin|secret|token
+    |api[ \t_\-]?key|access[ \t_\-]key|secret[ \t_\-]key|private[ \t_\-]key|credentials?)s?(?![a-z0-9_\-])
+    (?:[ \t]+(?:for|of|to|on)[ \t]+(?:the[ \t]+)?[a-z0-9_.\-]{1,40})?
+    [ \t]*(?:(?:\bis|\bwas|\bare|\bwere|would[ \t]be|will[ \t]be|should[ \t]be|has[ \t]been|becomes?)[ \t]+
+    (?:(?:now|still|just|actually|currently|set[ \t]to|changed[ \t]to|reset[ \t]to)[ \t]+)?
+    |(?:set|changed|reset)[ \t]to[ \t]+)
+    (?:["'`\u201c])?(?P<value>[^\s"'`\u201d]{4,256})""",
+    re.X,
+)
+_PROSE_TRIGGERS = ("pass", "pw", "pin", "secret", "token", "key", "credential")
+
+
 # --------------------------------------------------------------------------------------------------
 # Pattern rules
 # --------------------------------------------------------------------------------------------------
@@ -458,6 +540,9 @@ _RULE_SPECS: tuple = (
     ("user-password", ("-u", "--user"),
      r"(?<![\w\-])(?:-u|--user)[ \t]+([\"']?)[^\s:'\"]{1,128}:(" + _NOMARK + r"{1,256})\1", 2,
      _user_password_ok, False, 0),
+    ("user-password", ("-u", "--user"),  # curl -u user:'pw', --user "bob":"pw"
+     r"(?<![\w\-])(?:-u|--user)(?:[ \t]+|=)[\"']?[^\s:'\"]{1,128}[\"']?:([\"'])((?:(?!\[REDACTED:)[^\"'\n]){1,256})\1", 2,
+     _user_password_ok, False, 0),
     ("user-password", ("auth=(", "auth = (", "auth =(", "auth= (", "basicauth("),  # requests:
      # auth=("user", "pw"), HTTPBasicAuth("user", "pw")
      r"(?i)(?:\bauth[ \t]*=[ \t]*|basicauth)\([ \t]*([\"'])[^\"'\n]{0,128}\1[ \t]*,[ \t]*([\"'])"
@@ -473,14 +558,24 @@ _PRIVATE_KEY_RE = _lazy(
 )
 # mysql -uroot -pS3cret: every -p<password> of the command line
 _MYSQL_CMD_RE = _lazy("_MYSQL_CMD_RE", r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n|;&]*")
-_MYSQL_P_RE = _lazy("_MYSQL_P_RE", r"(?<=[ \t])-p(" + _NOMARK + r"{1,128})")
+# A password may be quoted: -p'S3cret', -p "S3cret" (the quotes are kept, the password goes).
+_QUOTED_PW = r"""(?:'(?P<sq>[^'\n]{1,256})'|"(?P<dq>[^"\n]{1,256})"|(?P<bare>""" + _NOMARK + r"{1,256}))"
+_MYSQL_P_RE = _lazy("_MYSQL_P_RE", r"(?<=[ \t])-p" + _QUOTED_PW)
 # docker login -u bob -p S3cret, sshpass -p S3cret ssh host: a spaced -p (elsewhere -p is a port or a path)
 _LOGIN_CMD_RE = _lazy(
     "_LOGIN_CMD_RE",
     r"\b(?:(?:docker|podman|buildah|skopeo|nerdctl|oc|helm[ \t]+registry)[ \t]+login|sshpass)\b[^\n|;&]*",
 )
-_SPACED_P_RE = _lazy("_SPACED_P_RE", r"(?<=[ \t])-p[ \t]+(?!-)(" + _NOMARK + r"{1,256})")
-_PRIVATE_TAG_RE = _lazy("_PRIVATE_TAG_RE", r"<(/?)private(?:\s[^<>]{0,256})?>", re.I)
+_SPACED_P_RE = _lazy("_SPACED_P_RE", r"(?<=[ \t])-p[ \t]+(?!-)" + _QUOTED_PW)
+# <private>, < private >, </ private>, and the escaped forms tools write: &lt;private&gt;
+# (HTML), \u003cprivate\u003e (Go's encoding/json), &#60;private&#62;.
+_LT = r"(?:<|&lt;|\\u003c|&#0*60;|&#x0*3c;)"
+_GT = r"(?:>|&gt;|\\u003e|&#0*62;|&#x0*3e;)"
+_PRIVATE_TAG_RE = _lazy(
+    "_PRIVATE_TAG_RE",
+    _LT + r"[ \t]*(/?)[ \t]*private(?:[ \t]*|\s(?:(?!" + _GT + r")[^<>]){0,256}?)(/?)" + _GT,
+    re.I,
+)
 # Matched against the lowered text (a literal first is ~20x faster than a case-insensitive pattern);
 # the value is then copied from the original text at the same offsets.
 _AUTH_HEADER_RE = _lazy(
@@ -684,6 +779,62 @@ def _entropy_after(text: str, e: int) -> "tuple | None":
     return None
 
 
+_BREAK_CACHE: dict = {}
+
+
+def _break_matters(text: str, s: int, left: str, right: str) -> bool:
+    """Whether the line break at `s`, between token runs `left` and `right`, may cut a secret.
+
+    Cheap tests only (a tool output has a break on nearly every line): the joined token looks
+    random, or holds a rule's trigger that may match it, or the line before the break assigns
+    to a secret-looking name. The verdict is remembered per (line, right run).
+    """
+    if not _piece_of_token(left) or not _piece_of_token(right):
+        return False
+    line_start = max(text.rfind("\n", 0, s) + 1, s - 400)
+    line = text[line_start:s]
+    key = (line, right)
+    hit = _BREAK_CACHE.get(key)
+    if hit is None:
+        if len(_BREAK_CACHE) >= 8192:
+            _BREAK_CACHE.clear()
+        hit = _BREAK_CACHE[key] = _break_verdict(line, left, right)
+    return hit
+
+
+def _piece_of_token(piece: str) -> bool:
+    """Whether a run of token characters at a line break may be a piece of a random token: a
+    word ("done", "PASSED") is not; a random piece of 4+ characters almost always holds a digit,
+    both cases or a symbol."""
+    if len(piece) < 2:
+        return False
+    if len(piece) >= 16:
+        return True
+    for c in piece:
+        if c.isdigit() or c in "+/=_-":
+            return True
+    return not piece.isupper() and not piece.islower() and not piece[1:].islower()
+
+
+def _break_verdict(line: str, left: str, right: str) -> bool:
+    joined = left + right
+    core = joined.strip(".=-/+_")
+    if _looks_random(core) or _env_value_is_secret(core):
+        return True
+    for part in (joined, line + right):
+        low = part.lower()
+        found, matter = _scan(part, low)
+        if matter is None or matter:
+            return True
+        for rule in found:
+            if type(rule) is _scrub_table.Rule:
+                if rule.may_match(part, low) and rule.regex.search(part):
+                    return True
+            elif rule.regex.search(low if rule.lower and False else part):
+                return True
+    return False
+
+
 # --------------------------------------------------------------------------------------------------
 # The scrubber
 # --------------------------------------------------------------------------------------------------
@@ -745,6 +896,14 @@ class Scrubber:
         if self._allow:
             text, restore = self._mask_allowed(text)
         text = self._scrub_private(text)
+        text = self._scrub_views(text)
+        text = self._scrub_plain(text)
+        if restore:
+            text = text.translate(restore)
+        return text
+
+    def _scrub_plain(self, text: str) -> str:
+        """Every rule but the private spans and the decoded views, on the text as written."""
         if "PRIVATE KEY" in text:
             text = self._sub(text, "private-key", _PRIVATE_KEY_RE, 0, None)
         for kind, regex in self._extra:
@@ -769,11 +928,94 @@ class Scrubber:
         if matter is None or matter:
             text = self._keyword_pass(text, matter)
         text = self._table_pass(text, found if text is before else None)
+        # Shape rules last: a catalogue rule names the secret better than "high-entropy".
+        if "=" in text:
+            text = self._env_pass(text)
+        if any(k in low for k in _PROSE_TRIGGERS):
+            text = self._prose_pass(text)
         if self._betterleaks is not None and len(text) >= 16:
             text = self._betterleaks_pass(text)
-        if restore:
-            text = text.translate(restore)
         return text
+
+    # -- decoded views (issue #23) ----------------------------------------------------------------
+
+    def _plain_fixpoint(self, text: str) -> str:
+        out = self._scrub_plain(text)
+        for _ in range(_MAX_PASSES - 1):
+            if out == text:
+                break
+            text, out = out, self._scrub_plain(out)
+        return out
+
+    def _view_spans(self, view_text: str) -> list:
+        """(start, end, kind) of what the rules redact in a decoded view (counts left untouched)."""
+        counts = Counter(self.counts)
+        try:
+            out = self._plain_fixpoint(self._scrub_private(view_text))
+        finally:
+            self.counts = counts
+        if out == view_text:
+            return []
+        return _views.redacted_spans(view_text, out, _MARKER_RE)
+
+    def _scrub_views(self, text: str) -> str:
+        """Redact, in the text as written, what the rules find in its decoded views: JSON, URL and
+        HTML escapes decoded; tokens a line break cut in two joined again."""
+        spans = []
+        if _views.has_escapes(text):
+            view = _views.escape_view(text)
+            if view is not None:
+                spans += [(*view.span(s, e), kind) for s, e, kind in self._view_spans(view.text)]
+        if "\n" in text or "\\n" in text:
+            spans += self._wrapped_spans(text)
+        if not spans:
+            return text
+        spans.sort()
+        out = []
+        last = 0
+        for s, e, kind in spans:
+            if e <= last:
+                continue
+            if s < last:  # overlapping: extend the previous redaction
+                s = last
+                out.pop()  # the previous marker is re-emitted below with the extended span
+                kind = out_kind
+            else:
+                out.append(text[last:s])
+                out_kind = kind
+                self.counts[kind] += 1
+            if _MARKER_RE.fullmatch(text, s, e):
+                out.append(text[s:e])
+            else:
+                out.append(marker(kind))
+            last = e
+        out.append(text[last:])
+        return "".join(out)
+
+    def _wrapped_spans(self, text: str) -> list:
+        """Spans of tokens that a line break (real or `\\n`) cuts in two, found joined."""
+        cuts = [(s, e) for s, e, left, right in _views.breaks(text) if _break_matters(text, s, left, right)]
+        if not cuts:
+            return []
+        spans = []
+        # One window per group of lines that the relevant breaks tie together.
+        i = 0
+        while i < len(cuts):
+            ws = text.rfind("\n", 0, cuts[i][0]) + 1
+            j = i
+            while j + 1 < len(cuts) and text.find("\n", cuts[j][1], cuts[j + 1][0]) < 0:
+                j += 1
+            we = text.find("\n", cuts[j][1])
+            we = len(text) if we < 0 else we
+            group = [(s - ws, e - ws) for s, e in cuts[i:j + 1]]
+            view = _views.joined_view(text[ws:we], group)
+            for s, e, kind in self._view_spans(view.text):
+                # A PEM block spans lines by itself: the plain rule judges it in the whole text.
+                if kind != "private-key" and any(s < jn < e for jn in view.joins):
+                    a, b = view.span(s, e)
+                    spans.append((a + ws, b + ws, kind))
+            i = j + 1
+        return spans
 
     def scrub_value(self, value: object) -> object:
         """Scrub a JSON-like value recursively (dict keys too), returning new objects."""
@@ -830,7 +1072,7 @@ class Scrubber:
         return text, table
 
     def _scrub_private(self, text: str) -> str:
-        if "<" not in text or "private" not in text.lower():
+        if "private" not in text.lower() or ("<" not in text and "&" not in text and "\\u003" not in text.lower()):
             return text
         out = []
         last = depth = start = 0
@@ -844,7 +1086,7 @@ class Scrubber:
                     out.append(marker("private"))
                     self.counts["private"] += 1
                     last = m.end()
-            elif not m.group(0).endswith("/>"):  # <private/> is empty: ignored
+            elif not m.group(2):  # <private/> is empty: ignored
                 if depth == 0:
                     start = m.start()
                 depth += 1
@@ -952,13 +1194,49 @@ class Scrubber:
     def _sub_password_flags(self, command: "re.Match[str]") -> str:
         """Redact the -p password(s) of one mysql / login command line."""
         def replace(m: "re.Match[str]") -> str:
-            if _is_placeholder(m.group(1)):
+            group = m.lastgroup or "bare"
+            if _is_placeholder(m.group(group)) or _MARKER_RE.fullmatch(m.group(group)):
                 return m.group(0)
             self.counts["user-password"] += 1
-            return m.group(0)[: m.start(1) - m.start()] + marker("user-password")
+            s, e = m.span(group)
+            return m.group(0)[: s - m.start()] + marker("user-password") + m.group(0)[e - m.start():]
 
         line = command.group(0)
         return (_SPACED_P_RE if "login" in line or "sshpass" in line else _MYSQL_P_RE).sub(replace, line)
+
+    def _env_pass(self, text: str) -> str:
+        """High-entropy values of .env lines and `export NAME=value`, whatever the name."""
+        def replace(m: "re.Match[str]") -> str:
+            group = m.lastgroup
+            if group not in ("dq", "sq", "bare") or not _env_value_is_secret(m.group(group)):
+                return m.group(0)
+            self.counts["high-entropy"] += 1
+            s, e = m.span(group)
+            return m.group(0)[: s - m.start()] + marker("high-entropy") + m.group(0)[e - m.start():]
+
+        return _ENV_LINE_RE.sub(replace, text)
+
+    def _prose_pass(self, text: str) -> str:
+        """A secret named in prose: "the staging db password is …", "pw was …", "token - …"."""
+        low = text.lower()
+        matches = _PROSE_RE.finditer(low) if len(low) == len(text) else _ci(_PROSE_RE).finditer(text)
+        out = []
+        last = 0
+        for m in matches:
+            s, e = m.span("value")
+            value = text[s:e]
+            stripped = value.rstrip(".,;:!?)]}\u201d")
+            if s < last or not _prose_value_is_secret(value):
+                continue
+            e = s + len(stripped)
+            out.append(text[last:s])
+            out.append(marker("secret-assignment"))
+            self.counts["secret-assignment"] += 1
+            last = e
+        if not out:
+            return text
+        out.append(text[last:])
+        return "".join(out)
 
     def _sub_auth_header(self, text: str) -> str:
         low = text.lower()
