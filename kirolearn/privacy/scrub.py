@@ -430,7 +430,9 @@ _PROSE_RE = _lazy(  # run on the lowered text; the value is taken from the origi
     (?:["'`\u201c])?(?P<value>[^\s"'`\u201d]{4,256})""",
     re.X,
 )
-_PROSE_TRIGGERS = ("pass", "pw", "pin", "secret", "token", "key", "credential")
+_ENV_NAME_RE = _lazy("_ENV_NAME_RE", r"(?m)(?:^|[;(]|&&|\|\||\\n|\bexport[ \t])[ \t]*[A-Za-z_][A-Za-z0-9_.\-]{0,80}=")
+_COMMAND_WORDS = ("private key", "mysql", "mariadb", "login", "sshpass", "authorization", "basic ", "pin ")
+_PROSE_TRIGGERS = ("pw", "pin", "pass phrase", "pass word")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -861,6 +863,7 @@ class Scrubber:
         self._allow = tuple(sorted({a for a in allow if isinstance(a, str) and a}, key=len, reverse=True))
         self._allow_set = frozenset(self._allow)
         self._clean: set = set()
+        self._memo: "tuple | None" = None
 
     # -- public -----------------------------------------------------------------------------------
 
@@ -908,9 +911,8 @@ class Scrubber:
             text = self._sub(text, "private-key", _PRIVATE_KEY_RE, 0, None)
         for kind, regex in self._extra:
             text = self._sub_extra(text, kind, regex)
-        low = text.lower()
         # The text's words pick the rules worth running, and whether the assignment pass is.
-        found, matter = _scan(text, low)
+        low, found, matter = self._scanned(text)
         before = text
         for rule in self._rules:
             if rule in found:
@@ -931,7 +933,7 @@ class Scrubber:
         # Shape rules last: a catalogue rule names the secret better than "high-entropy".
         if "=" in text:
             text = self._env_pass(text)
-        if any(k in low for k in _PROSE_TRIGGERS):
+        if matter is None or matter or any(w in low for w in _PROSE_TRIGGERS):  # the other prose words are secret names
             text = self._prose_pass(text)
         if self._betterleaks is not None and len(text) >= 16:
             text = self._betterleaks_pass(text)
@@ -964,9 +966,9 @@ class Scrubber:
         spans = []
         if _views.has_escapes(text):
             view = _views.escape_view(text)
-            if view is not None:
+            if view is not None and self._rules_may_apply(view.text):
                 spans += [(*view.span(s, e), kind) for s, e, kind in self._view_spans(view.text)]
-        if "\n" in text or "\\n" in text:
+        if ("\n" in text or "\\n" in text) and self._rules_may_apply(text):
             spans += self._wrapped_spans(text)
         if not spans:
             return text
@@ -991,6 +993,31 @@ class Scrubber:
             last = e
         out.append(text[last:])
         return "".join(out)
+
+    def _scanned(self, text: str) -> tuple:
+        """(text.lower(), *_scan(text)), remembered for the last text (views ask first, then the
+        plain pass asks again about the same string)."""
+        memo = self._memo
+        if memo is not None and memo[0] is text:
+            return memo[1:]
+        low = text.lower()
+        found, matter = _scan(text, low)
+        self._memo = (text, low, found, matter)
+        return low, found, matter
+
+    def _rules_may_apply(self, text: str) -> bool:
+        """False when no rule can redact anything in this text or in its views: no rule's
+        trigger that may match, no secret-looking name, no literal a command rule needs, no
+        `NAME=` an .env line has. (Views cost a second scrub: most texts skip them here.)"""
+        low, found, matter = self._scanned(text)
+        if matter is None or matter or self._extra or self._betterleaks is not None:
+            return True
+        for rule in found:
+            if type(rule) is not _scrub_table.Rule or rule.may_match(text, low):
+                return True
+        if any(w in low for w in _COMMAND_WORDS):
+            return True
+        return "=" in text and _ENV_NAME_RE.search(text) is not None
 
     def _wrapped_spans(self, text: str) -> list:
         """Spans of tokens that a line break (real or `\\n`) cuts in two, found joined."""

@@ -131,9 +131,12 @@ def escape_view(text: str) -> "View | None":
 # A line break inside a token: token characters on both sides (after the next line's
 # indentation), written as a real break or as a JSON `\n` escape.
 _TOKEN_CHARS = "A-Za-z0-9+/=_\\-."
-_BREAK_RE = re.compile(r"(?<=[" + _TOKEN_CHARS + r"])(?:\r?\n|\\r?\\n)[ \t]*(?=[" + _TOKEN_CHARS + r"])")
-_LEFT_RUN_RE = re.compile(r"[" + _TOKEN_CHARS + r"]{1,600}$")
-_RIGHT_RUN_RE = re.compile(r"[" + _TOKEN_CHARS + r"]{1,600}")
+_BREAK_RE = re.compile(
+    # a run that holds a digit, a symbol or both cases (a word such as PASSED or done is no piece
+    # of a random token), then the break, then the next run
+    r"(?<![" + _TOKEN_CHARS + r"])(?=[" + _TOKEN_CHARS + r"]{16}|[" + _TOKEN_CHARS + r"]*?(?:[0-9+/=_\-]|[a-z][A-Z]"
+    r"|[A-Z][A-Z][a-z]))([" + _TOKEN_CHARS + r"]{1,600})(\r?\n|\\r?\\n)[ \t]*(?=([" + _TOKEN_CHARS
+    + r"]{1,600}))")
 # The next line starts a new assignment or entry (`PORT=8080`, `- name`): not a continuation.
 _NEW_ENTRY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,80}[ \t]*(?:=|:[ \t]|:$)|-[ \t]")
 
@@ -144,12 +147,10 @@ def breaks(text: str) -> list:
         return []
     out = []
     for m in _BREAK_RE.finditer(text):
-        s, e = m.span()
+        s, e = m.end(1), m.end()
         if _NEW_ENTRY_RE.match(text, e):
             continue
-        left = _LEFT_RUN_RE.search(text, max(0, s - 600), s)
-        right = _RIGHT_RUN_RE.match(text, e)
-        out.append((s, e, left.group(0) if left else "", right.group(0) if right else ""))
+        out.append((s, e, m.group(1), m.group(3)))
     return out
 
 
