@@ -354,6 +354,7 @@ def _looks_random(tok: str) -> bool:
 
 _IDENTISH_RE = _lazy("_IDENTISH_RE", r"[A-Za-z]+[0-9]*(?:[_\-.][A-Za-z]+[0-9]*)+|[a-z]+[0-9]{1,4}|[A-Z][a-z]+[0-9]{1,4}")
 _HOSTISH_RE = _lazy("_HOSTISH_RE", r"[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+(?::[0-9]{1,5})?")
+_REL_PATH_RE = _lazy("_REL_PATH_RE", r"(?:[\w\-]+/)+[\w\-]*\.[A-Za-z][A-Za-z0-9]{0,5}|[a-z0-9_\-]+(?:/[a-z0-9_\-.]+)+/?")
 _DATEISH_RE = _lazy("_DATEISH_RE", r"[0-9:.\-+TZ_/]+")
 
 
@@ -379,6 +380,8 @@ def _env_value_is_secret(value: str) -> bool:
         return False
     if " " in v or ":" in v or "," in v:
         return False  # a list, a host:port, a sentence
+    if "/" in v and _REL_PATH_RE.fullmatch(v):
+        return False  # env/cert.p12, config/app.yaml
     entropy = shannon_entropy(v)
     if entropy < 3.0:
         return False
@@ -583,10 +586,10 @@ _PRIVATE_TAG_RE = _lazy(
 _AUTH_HEADER_RE = _lazy(
     "_AUTH_HEADER_RE",
     r"authorization(?<![a-z0-9_]authorization)([\"']?)[ \t]*(?::(?![:=])|=(?![=~>]))[ \t]*[\"']?"
-    r"(?:(bearer|basic|token|digest|negotiate|ntlm|apikey|api-key|sso-key)[ \t]+)?"
+    r"(?:(bearer|basic|token|digest|negotiate|ntlm|apikey|api-key|api-token|sso-key)[ \t]+)?"
     r"([^\s\"'<>,;(){}\[\]]{1,4096})",
 )
-_AUTH_SCHEMES = frozenset("bearer basic token digest negotiate ntlm apikey api-key sso-key".split())
+_AUTH_SCHEMES = frozenset("bearer basic token digest negotiate ntlm apikey api-key api-token sso-key".split())
 
 # Assignment / entropy pass: every hit of a secret-ish fragment is expanded to the name around it.
 _KEYWORD_RE = _lazy("_KEYWORD_RE", r"pass|pw|secret|token|auth|credential|key|bearer")  # run on lowered text
@@ -623,7 +626,8 @@ _VALUE_RE = _lazy(
     |(?P<bare>[^\s"'`,;&|<>(){}\[\]\\]{1,4096})""",
     re.X,
 )
-_XML_VALUE_RE = _lazy("_XML_VALUE_RE", r"([^<\n]{1,4096})</")
+# <password>value</password>, also with the value on a line of its own (an indented XML element)
+_XML_VALUE_RE = _lazy("_XML_VALUE_RE", r"(?:[ \t]*\r?\n[ \t]*)?([^<\s](?:[^<\n]{0,4094}[^<\s])?)(?:[ \t]*\r?\n[ \t]*)?</")
 _STRING_PREFIXES = frozenset("f r b u rb br fr rf".split())
 _TYPE_EXPR_RE = _lazy(  # Token[Span | None], UserAPIKeyAuth | None
     "_TYPE_EXPR_RE",
