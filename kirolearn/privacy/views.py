@@ -17,7 +17,8 @@ import re
 # One escape of the three encodings; the decoded text is searched again once (double encoding:
 # `%2522`, `&amp;lt;`).
 _ESCAPE_RE = re.compile(
-    r"\\u([0-9a-fA-F]{4})|\\(/)|%([0-9A-Fa-f]{2})|&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z]{2,8});")
+    r"\\u([0-9a-fA-F]{4})|\\([/\"\\nrt])|%([0-9A-Fa-f]{2})|&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z]{2,8});")
+_JSON_CHARS = {"/": "/", '"': '"', "\\": "\\", "n": "\n", "r": "\r", "t": "\t"}
 _ENTITIES = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'", "sol": "/", "colon": ":",
              "equals": "=", "nbsp": " ", "num": "#", "percnt": "%", "plus": "+", "commat": "@",
              "lbrack": "[", "rbrack": "]", "lbrace": "{", "rbrace": "}", "comma": ",", "period": "."}
@@ -25,7 +26,7 @@ _ENTITIES = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'", "sol": 
 
 def has_escapes(text: str) -> bool:
     """Whether the text may hold an escape the escape view decodes (a cheap first test)."""
-    return ("\\" in text and ("\\u" in text or "\\/" in text)) or "%" in text or "&" in text
+    return ("\\" in text and ("\\u" in text or "\\/" in text or '\\"' in text)) or "%" in text or "&" in text
 
 
 class View:
@@ -63,7 +64,7 @@ def _decode_once(text: str) -> "tuple[str, list] | None":
             if 0xD800 <= ord(ch) <= 0xDFFF:
                 continue  # half a surrogate pair: left as written
         elif slash is not None:
-            ch = "/"
+            ch = _JSON_CHARS[slash]
         elif pct is not None:
             ch = chr(int(pct, 16))
         elif ent[0] == "#":
@@ -116,7 +117,7 @@ def _compose(outer: list, inner: View) -> list:
 
 
 def escape_view(text: str) -> "View | None":
-    """The text with JSON `\\uXXXX` and `\\/`, URL `%XX` and HTML entity escapes decoded (twice
+    """The text with JSON escapes (`\\uXXXX`, `\\/`, `\\"`, `\\n`, ...), URL `%XX` and HTML entity escapes decoded (twice
     over, for double encoding); None when it holds none."""
     first = _decode_once(text)
     if first is None:
