@@ -353,12 +353,17 @@ def _looks_random(tok: str) -> bool:
 
 
 _IDENTISH_RE = _lazy("_IDENTISH_RE", r"[A-Za-z]+[0-9]*(?:[_\-.][A-Za-z]+[0-9]*)+|[a-z]+[0-9]{1,4}|[A-Z][a-z]+[0-9]{1,4}")
-_HOSTISH_RE = _lazy("_HOSTISH_RE", r"[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+(?::[0-9]{1,5})?")
+_HOSTISH_RE = _lazy("_HOSTISH_RE", r"[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63})*\.[A-Za-z]{2,24}(?::[0-9]{1,5})?")
 _REL_PATH_RE = _lazy("_REL_PATH_RE", r"(?:[\w\-]+/)+[\w\-]*\.[A-Za-z][A-Za-z0-9]{0,5}|[a-z0-9_\-]+(?:/[a-z0-9_\-.]+)+/?")
 _DATEISH_RE = _lazy("_DATEISH_RE", r"[0-9:.\-+TZ_/]+")
 
 
-def _env_value_is_secret(value: str) -> bool:
+# Name parts that say a hex value is a digest or an id (SHAs in git context), not a secret.
+_DIGEST_NAME_PARTS = frozenset("sha sha1 sha256 commit rev revision hash digest checksum etag git ref head build version "
+                               "id uuid fingerprint".split())
+
+
+def _env_value_is_secret(value: str, name: str = "") -> bool:
     """A value under a name that says nothing (`SESSION_SIGNING=…`): secret when it looks random.
 
     Ordinary values stay: paths, URLs, e-mail addresses, numbers, dates, versions, booleans,
@@ -375,7 +380,9 @@ def _env_value_is_secret(value: str) -> bool:
     if not any(c.isdigit() for c in v) or not any(c.isalpha() for c in v):
         return False  # a word, a number
     if _HEX_RE.fullmatch(v):
-        return n not in _DIGEST_HEX_LENGTHS and n >= 16 and shannon_entropy(v) >= HEX_ENTROPY_THRESHOLD
+        if n in _DIGEST_HEX_LENGTHS and (not name or _DIGEST_NAME_PARTS.intersection(_name_parts(name))):
+            return False  # GIT_SHA=<40 hex>; with no name to go by, a digest-sized hex value is kept
+        return n >= 16 and shannon_entropy(v) >= HEX_ENTROPY_THRESHOLD
     if _HOSTISH_RE.fullmatch(v) and not _mixed_case(v):
         return False
     if " " in v or ":" in v or "," in v:
@@ -392,10 +399,10 @@ def _env_value_is_secret(value: str) -> bool:
 # Quoted or bare value of an .env line or an `export NAME=value` (any name): judged by its shape.
 _ENV_LINE_RE = _lazy(
     "_ENV_LINE_RE",
-    r"""(?:^|(?<=\n)|(?<=\\n)|(?<=[;&|(])|\bexport[ \t]+|\bset[ \t]+|\benv[ \t]+)[ \t]*(?:export[ \t]+)?
+    r"""(?:^|(?<=\n)|(?<=\\n)|(?<=[;&|("'])|\bexport[ \t]+|\bset[ \t]+|\benv[ \t]+)[ \t]*(?:export[ \t]+)?
     (?P<name>[A-Za-z_][A-Za-z0-9_.\-]{0,80})=
     (?:"(?P<dq>[^"\n\\]{12,1024})"|'(?P<sq>[^'\n]{12,1024})'|(?P<bare>[^\s"'`;&|#\\]{12,1024}))
-    (?=[ \t]|$|[;&|#)\\])""",
+    (?=[ \t]|$|[;&|#)\\"'])""",
     re.X | re.M,
 )
 
@@ -808,13 +815,18 @@ def _break_matters(text: str, s: int, left: str, right: str) -> bool:
     return hit
 
 
+_TOKEN_PREFIXES = ("AKIA", "ASIA", "ABIA", "ACCA", "A3T", "eyJ", "ZXlK", "gh", "glpat", "xox", "sk", "AIza", "npm_", "hf_")
+
+
 def _piece_of_token(piece: str) -> bool:
     """Whether a run of token characters at a line break may be a piece of a random token: a
     word ("done", "PASSED") is not; a random piece of 4+ characters almost always holds a digit,
     both cases or a symbol."""
+    if piece[:1] in "-./" or piece[-1:] in ".":  # --verbose, ./run, a sentence's end
+        piece = piece.strip("-./")
     if len(piece) < 2:
         return False
-    if len(piece) >= 16:
+    if len(piece) >= 16 or piece.startswith(_TOKEN_PREFIXES):
         return True
     for c in piece:
         if c.isdigit() or c in "+/=_-":
@@ -969,10 +981,11 @@ class Scrubber:
         HTML escapes decoded; tokens a line break cut in two joined again."""
         spans = []
         if _views.has_escapes(text):
-            view = _views.escape_view(text)
-            if view is not None and self._rules_may_apply(view.text):
-                spans += [(*view.span(s, e), kind) for s, e, kind in self._view_spans(view.text)]
-        if ("\n" in text or "\\n" in text) and self._rules_may_apply(text):
+            for view in _views.escape_views(text):
+                if self._rules_may_apply(view.text):
+                    spans += [(*view.span(s, e), kind) for s, e, kind in self._view_spans(view.text)]
+        if "\n" in text or "\\n" in text:  # each break judges itself (_break_matters): a joined token may
+            # hold the keyword its rule needs (FLWSECK_TES + T-…)
             spans += self._wrapped_spans(text)
         if not spans:
             return text
@@ -1029,24 +1042,40 @@ class Scrubber:
         if not cuts:
             return []
         spans = []
-        # One window per group of lines that the relevant breaks tie together.
+        # One window per group of lines that the relevant breaks tie together, all of them joined;
+        # in a group of several, each break also on its own (joining a word before a token to it
+        # would hide the token: `--verbose` + `AKCp…`).
         i = 0
+        singles = 0
         while i < len(cuts):
-            ws = text.rfind("\n", 0, cuts[i][0]) + 1
             j = i
             while j + 1 < len(cuts) and text.find("\n", cuts[j][1], cuts[j + 1][0]) < 0:
                 j += 1
-            we = text.find("\n", cuts[j][1])
-            we = len(text) if we < 0 else we
-            group = [(s - ws, e - ws) for s, e in cuts[i:j + 1]]
-            view = _views.joined_view(text[ws:we], group)
-            for s, e, kind in self._view_spans(view.text):
-                # A PEM block spans lines by itself: the plain rule judges it in the whole text.
-                if kind != "private-key" and any(s < jn < e for jn in view.joins):
-                    a, b = view.span(s, e)
-                    spans.append((a + ws, b + ws, kind))
+            spans += self._joined_findings(text, cuts[i:j + 1])
+            if j > i:
+                for cut in cuts[i:j + 1]:
+                    if singles >= 16:
+                        break
+                    singles += 1
+                    spans += self._joined_findings(text, [cut])
             i = j + 1
         return spans
+
+    def _joined_findings(self, text: str, cuts: list) -> list:
+        """What the rules find across these breaks once they are removed, in a window of the lines
+        they tie together and the line before (which may name the secret)."""
+        ws = text.rfind("\n", 0, cuts[0][0])
+        ws = text.rfind("\n", 0, ws) + 1 if ws > 0 else 0
+        we = text.find("\n", cuts[-1][1])
+        we = len(text) if we < 0 else we
+        view = _views.joined_view(text[ws:we], [(s - ws, e - ws) for s, e in cuts])
+        out = []
+        for s, e, kind in self._view_spans(view.text):
+            # A PEM block spans lines by itself: the plain rule judges it in the whole text.
+            if kind != "private-key" and any(s < jn < e for jn in view.joins):
+                a, b = view.span(s, e)
+                out.append((a + ws, b + ws, kind))
+        return out
 
     def scrub_value(self, value: object) -> object:
         """Scrub a JSON-like value recursively (dict keys too), returning new objects."""
@@ -1239,7 +1268,7 @@ class Scrubber:
         """High-entropy values of .env lines and `export NAME=value`, whatever the name."""
         def replace(m: "re.Match[str]") -> str:
             group = m.lastgroup
-            if group not in ("dq", "sq", "bare") or not _env_value_is_secret(m.group(group)):
+            if group not in ("dq", "sq", "bare") or not _env_value_is_secret(m.group(group), m.group("name")):
                 return m.group(0)
             self.counts["high-entropy"] += 1
             s, e = m.span(group)

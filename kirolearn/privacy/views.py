@@ -18,6 +18,11 @@ import re
 # `%2522`, `&amp;lt;`).
 _ESCAPE_RE = re.compile(
     r"\\u([0-9a-fA-F]{4})|\\([/\"\\nrt])|%([0-9A-Fa-f]{2})|&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z]{2,8});")
+# The same without URL escapes: a secret may hold `%` followed by two hex digits
+# (facebook-access-token's `id%token` form), which URL decoding would change.
+_ESCAPE_NO_URL_RE = re.compile(
+    r"\\u([0-9a-fA-F]{4})|\\([/\"\\nrt])|(?!)(x)|&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z]{2,8});")
+_URL_ESCAPE_RE = re.compile(r"%[0-9A-Fa-f]{2}")
 _JSON_CHARS = {"/": "/", '"': '"', "\\": "\\", "n": "\n", "r": "\r", "t": "\t"}
 _ENTITIES = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'", "sol": "/", "colon": ":",
              "equals": "=", "nbsp": " ", "num": "#", "percnt": "%", "plus": "+", "commat": "@",
@@ -52,12 +57,12 @@ class View:
         return start, end
 
 
-def _decode_once(text: str) -> "tuple[str, list] | None":
+def _decode_once(text: str, url: bool = True) -> "tuple[str, list] | None":
     out = []
     pieces = []
     last = v = 0
     changed = False
-    for m in _ESCAPE_RE.finditer(text):
+    for m in (_ESCAPE_RE if url else _ESCAPE_NO_URL_RE).finditer(text):
         u, slash, pct, ent = m.groups()
         if u is not None:
             ch = chr(int(u, 16))
@@ -116,42 +121,87 @@ def _compose(outer: list, inner: View) -> list:
     return composed
 
 
+def escape_views(text: str) -> list:
+    """Decoded views of the text: JSON escapes (`\\uXXXX`, `\\/`, `\\"`, `\\n`, ...) and HTML
+    entities decoded; and, when it holds URL escapes, the same with `%XX` decoded too (twice
+    over, for double encoding). Empty when the text holds no escape."""
+    out = []
+    first = _decode_once(text, url=False)
+    if first is not None:
+        out.append(View(*first))
+    if _URL_ESCAPE_RE.search(text):
+        full = _decode_once(text)
+        if full is not None:
+            view = View(*full)
+            second = _decode_once(view.text)
+            if second is not None:
+                view = View(second[0], _compose(second[1], view))
+            out.append(view)
+    return out
+
+
 def escape_view(text: str) -> "View | None":
-    """The text with JSON escapes (`\\uXXXX`, `\\/`, `\\"`, `\\n`, ...), URL `%XX` and HTML entity escapes decoded (twice
-    over, for double encoding); None when it holds none."""
-    first = _decode_once(text)
-    if first is None:
-        return None
-    view = View(*first)
-    second = _decode_once(view.text)
-    if second is not None:
-        view = View(second[0], _compose(second[1], view))
-    return view
+    """The most decoded view (see escape_views), or None."""
+    views = escape_views(text)
+    return views[-1] if views else None
 
 
 # A line break inside a token: token characters on both sides (after the next line's
 # indentation), written as a real break or as a JSON `\n` escape.
 _TOKEN_CHARS = "A-Za-z0-9+/=_\\-."
-_BREAK_RE = re.compile(
-    # a run that holds a digit, a symbol or both cases (a word such as PASSED or done is no piece
-    # of a random token), then the break, then the next run
-    r"(?<![" + _TOKEN_CHARS + r"])(?=[" + _TOKEN_CHARS + r"]{16}|[" + _TOKEN_CHARS + r"]*?(?:[0-9+/=_\-]|[a-z][A-Z]"
-    r"|[A-Z][A-Z][a-z]))([" + _TOKEN_CHARS + r"]{1,600})(\r?\n|\\r?\\n)[ \t]*(?=([" + _TOKEN_CHARS
-    + r"]{1,600}))")
+_TOKEN_SET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-."
+_TOKEN_PREFIXES = ("AKIA", "ASIA", "ABIA", "ACCA", "A3T", "eyJ", "ZXlK")
+_ESCAPED_BREAK_RE = re.compile(r"[" + _TOKEN_CHARS + r"](\\r?\\n)[ \t]*(?=[" + _TOKEN_CHARS + r"])")
 # The next line starts a new assignment or entry (`PORT=8080`, `- name`): not a continuation.
-_NEW_ENTRY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,80}[ \t]*(?:=|:[ \t]|:$)|-[ \t]")
+_NEW_ENTRY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,80}[ \t]*(?:=(?![=\r\n]|$)|:[ \t]|:$)|-[ \t]", re.M)
 
 
 def breaks(text: str) -> list:
-    """(start, end, left run, right run) of each line break that may cut a token in two."""
-    if "\n" not in text:
-        return []
+    """(start, end, left run, right run) of each line break that may cut a token in two: token
+    characters on both sides (after the next line's indentation), the left run not a plain word
+    (PASSED, done), the next line not a new entry (`PORT=8080`, `- item`). Real breaks are found
+    line by line with string methods (a regex over every character costs more); JSON `\\n`
+    escapes with a regex, when the text has any."""
     out = []
-    for m in _BREAK_RE.finditer(text):
-        s, e = m.end(1), m.end()
-        if _NEW_ENTRY_RE.match(text, e):
-            continue
-        out.append((s, e, m.group(1), m.group(3)))
+    if "\n" in text:
+        tokens = _TOKEN_SET
+        lines = text.split("\n")
+        pos = 0
+        for i in range(len(lines) - 1):
+            line = lines[i]
+            brk = pos + len(line)
+            pos = brk + 1
+            if not line:
+                continue
+            if line[-1] == "\r":
+                line = line[:-1]
+                brk -= 1
+                if not line:
+                    continue
+            if line[-1] not in tokens:
+                continue
+            left = line[len(line.rstrip(tokens)):]
+            if left.isalpha() and len(left) < 16 and not left.startswith(_TOKEN_PREFIXES) and (
+                    left.islower() or left.isupper() or left[1:].islower()):
+                continue
+            nxt = lines[i + 1]
+            body = nxt.lstrip(" \t")
+            if not body or body[0] not in tokens:
+                continue
+            e = pos + len(nxt) - len(body)
+            if _NEW_ENTRY_RE.match(text, e):
+                continue
+            out.append((brk, e, left, body[:len(body) - len(body.lstrip(tokens))]))
+    if "\\n" in text:
+        for m in _ESCAPED_BREAK_RE.finditer(text):
+            s, e = m.start(1), m.end()
+            if _NEW_ENTRY_RE.match(text, e):
+                continue
+            before = text[max(0, s - 600):s]
+            after = text[e:e + 600]
+            out.append((s, e, before[len(before.rstrip(_TOKEN_SET)):],
+                        after[:len(after) - len(after.lstrip(_TOKEN_SET))]))
+        out.sort()
     return out
 
 
