@@ -375,7 +375,7 @@ def _env_value_is_secret(value: str, name: str = "") -> bool:
         return False
     if _is_placeholder(v) or _PATHLIKE_RE.match(v) or _EMAIL_RE.fullmatch(v) or _VERSIONISH_RE.fullmatch(v):
         return False
-    if _UUID_RE.fullmatch(v) or _DATEISH_RE.fullmatch(v) or _IDENTISH_RE.fullmatch(v):
+    if _UUID_RE.fullmatch(v) or _DATEISH_RE.fullmatch(v) or _IDENTISH_RE.fullmatch(v) or _NOT_RANDOM_RE.match(v):
         return False
     if not any(c.isdigit() for c in v) or not any(c.isalpha() for c in v):
         return False  # a word, a number
@@ -399,7 +399,7 @@ def _env_value_is_secret(value: str, name: str = "") -> bool:
 # Quoted or bare value of an .env line or an `export NAME=value` (any name): judged by its shape.
 _ENV_LINE_RE = _lazy(
     "_ENV_LINE_RE",
-    r"""(?:^|(?<=\n)|(?<=\\n)|(?<=[;&|("'])|\bexport[ \t]+|\bset[ \t]+|\benv[ \t]+)[ \t]*(?:export[ \t]+)?
+    r"""(?:(?:^|(?<=\n)|(?<=\\n)|(?<=[;&|(])|\bexport[ \t]+|\bset[ \t]+|\benv[ \t]+)[ \t]*|(?<=[ \t=]["']))(?:export[ \t]+)?
     (?P<name>[A-Za-z_][A-Za-z0-9_.\-]{0,80})=
     (?:"(?P<dq>[^"\n\\]{12,1024})"|'(?P<sq>[^'\n]{12,1024})'|(?P<bare>[^\s"'`;&|#\\]{12,1024}))
     (?=[ \t]|$|[;&|#)\\"'])""",
