@@ -205,3 +205,55 @@ def matrix(scrubber, cases, seed: int = 23) -> dict:
                 else:
                     caught += 1
     return {"recall": caught / max(1, total), "cases": total, "missed": missed}
+
+
+# --------------------------------------------------------------------------------------------------
+# Ordinary text under the same transforms: what must come out unchanged
+# --------------------------------------------------------------------------------------------------
+
+_ENV_ORDINARY = [
+    "NODE_ENV=production", "LOG_LEVEL=debug", "PORT=8080", "DEBUG=false", "WORKERS=4",
+    "DATABASE_URL=postgres://db.internal:5432/app", "REDIS_URL=redis://cache:6379/0",
+    "API_BASE=https://api.example.com/v2", "REGION=eu-west-1", "HOSTNAME=build-runner-07.internal",
+    "APP_VERSION=1.24.3", "GIT_SHA=3f2a9c1b7e4d5a6f8091a2b3c4d5e6f708192a3b", "RELEASE_ID=2026-11-30T10:22:01Z",
+    "IMAGE=ghcr.io/acme/api:v1.24.3", "REQUEST_ID=5b0c6f1e-8a2d-4c3b-9e7f-1a2b3c4d5e6f", "TZ=Europe/Berlin",
+    "PYTHONPATH=/srv/app/src", "CONFIG_FILE=config/app.prod.yaml", "SERVICE_NAME=billing_worker_v2",
+    "FEATURE_FLAGS=search,export,beta_ui", "CACHE_TTL=3600", "MAX_UPLOAD_MB=250", "JAVA_OPTS=-Xmx2g",
+    "export PATH=$HOME/.local/bin:$PATH", "export KUBECONFIG=~/.kube/staging.yaml", "export GOFLAGS=-mod=mod",
+    "CI_COMMIT_SHA=9b1d3e5f7a9c2e4f6a8b0c1d3e5f7a9b1c3d5e7f", "BUILD_NUMBER=18452", "LANG=en_US.UTF-8",
+]
+
+
+def _wrapped_blob(rng, width):
+    import base64 as b64
+    blob = b64.b64encode(rng.randbytes(rng.randint(120, 600))).decode()
+    return "\n".join(blob[i:i + width] for i in range(0, len(blob), width))
+
+
+def ordinary_texts(lines: list, rng: random.Random) -> list:
+    """Ordinary lines (secret_corpus.ordinary_lines) as tools print them: JSON strings, query
+    strings, HTML, multi-line outputs, base64 data wrapped at 64 and 76 columns (certificates,
+    PGP public keys, MIME parts), .env files and export lines with ordinary values."""
+    out = []
+    for line in lines:
+        form = rng.randrange(6)
+        if form == 0:
+            out.append(json.dumps({"stdout": line}).replace("/", "\\/"))
+        elif form == 1:
+            out.append("https://app.example.com/search?q=" + urllib.parse.quote(line, safe=""))
+        elif form == 2:
+            out.append("<pre>" + html.escape(line) + "</pre>")
+        elif form == 3:
+            out.append("\n".join(rng.sample(lines, 6)))
+        elif form == 4:
+            width = rng.choice([64, 76])
+            kind = rng.choice(["CERTIFICATE", "PGP PUBLIC KEY BLOCK", "PUBLIC KEY"])
+            out.append(f"-----BEGIN {kind}-----\n{_wrapped_blob(rng, width)}\n-----END {kind}-----")
+        else:
+            out.append("\n".join(rng.sample(_ENV_ORDINARY, 6)))
+    return out
+
+
+def keep(scrubber, texts: list) -> dict:
+    changed = [t for t in texts if scrubber.scrub_text(t) != t]
+    return {"keep": 1 - len(changed) / max(1, len(texts)), "texts": len(texts), "changed": changed}

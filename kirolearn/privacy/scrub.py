@@ -804,6 +804,8 @@ def _break_matters(text: str, s: int, left: str, right: str) -> bool:
     """
     if not _piece_of_token(left) or not _piece_of_token(right):
         return False
+    if _complete_item(left.rsplit("=", 1)[-1]) or _complete_item(right):
+        return False  # a line that ends with a UUID or a digest, a line that starts with a path: whole items
     line_start = max(text.rfind("\n", 0, s) + 1, s - 400)
     line = text[line_start:s]
     key = (line, right)
@@ -813,6 +815,24 @@ def _break_matters(text: str, s: int, left: str, right: str) -> bool:
             _BREAK_CACHE.clear()
         hit = _BREAK_CACHE[key] = _break_verdict(line, left, right)
     return hit
+
+
+_WORDISH_PATH_RE = _lazy("_WORDISH_PATH_RE", r"[a-z0-9\-]+(?:[./][a-z0-9_\-]+)+/?")
+
+
+def _complete_item(piece: str) -> bool:
+    """A run that is a whole item of its own: a UUID, a hex digest, a lower-case path or host."""
+    if _UUID_RE.fullmatch(piece) or (_HEX_RE.fullmatch(piece) and len(piece) in _DIGEST_HEX_LENGTHS):
+        return True
+    return ("/" in piece or "." in piece) and _WORDISH_PATH_RE.fullmatch(piece) is not None and _letters_wordish(piece)
+
+
+def _letters_wordish(piece: str) -> bool:
+    # every segment is a word or a number, not a mix: github.com/acme/lib, dist/app-8.20
+    for seg in re.split(r"[./\-_]", piece):
+        if seg and not (seg.isalpha() or seg.isdigit()):
+            return False
+    return True
 
 
 _TOKEN_PREFIXES = ("AKIA", "ASIA", "ABIA", "ACCA", "A3T", "eyJ", "ZXlK", "gh", "glpat", "xox", "sk", "AIza", "npm_", "hf_")
