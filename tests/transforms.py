@@ -107,7 +107,7 @@ def basic_auth(text, secret, rng):
 
 def env_neutral(text, secret, rng):
     """The secret as a .env / export line under a name that holds no secret word."""
-    name = rng.choice(["SESSION_SIGNING", "APP_SEAL", "UPSTREAM_SIG", "RELAY_VALUE", "BUILD_SALTING"])
+    name = rng.choice(["SESSION_SIGNING", "APP_SEAL", "UPSTREAM_SIG", "RELAY_VALUE", "EDGE_SALTING"])
     return rng.choice([f"# .env\nDEBUG=false\n{name}={secret}\nPORT=8080\n",
                        f"export {name}={secret}",
                        f"{name}='{secret}' ./run.sh --port 8080"]), _ident

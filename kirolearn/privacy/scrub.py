@@ -355,6 +355,7 @@ def _looks_random(tok: str) -> bool:
 _IDENTISH_RE = _lazy("_IDENTISH_RE", r"[A-Za-z]+[0-9]*(?:[_\-.][A-Za-z]+[0-9]*)+|[a-z]+[0-9]{1,4}|[A-Z][a-z]+[0-9]{1,4}")
 _HOSTISH_RE = _lazy("_HOSTISH_RE", r"[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63})*\.[A-Za-z]{2,24}(?::[0-9]{1,5})?")
 _REL_PATH_RE = _lazy("_REL_PATH_RE", r"(?:[\w\-]+/)+[\w\-]*\.[A-Za-z][A-Za-z0-9]{0,5}|[a-z0-9_\-]+(?:/[a-z0-9_\-.]+)+/?")
+_USERISH_RE = _lazy("_USERISH_RE", r"[A-Za-z0-9_+=\-]{1,128}")
 _DATEISH_RE = _lazy("_DATEISH_RE", r"[0-9:.\-+TZ_/]+")
 
 
@@ -377,8 +378,17 @@ def _env_value_is_secret(value: str, name: str = "") -> bool:
         return False
     if _UUID_RE.fullmatch(v) or _DATEISH_RE.fullmatch(v) or _IDENTISH_RE.fullmatch(v) or _NOT_RANDOM_RE.match(v):
         return False
-    if not any(c.isdigit() for c in v) or not any(c.isalpha() for c in v):
-        return False  # a word, a number
+    if ":" in v and " " not in v and "," not in v:  # user:password, id:secret
+        head, _, tail = v.rpartition(":")
+        if not tail or not head or tail.isdigit() or _VERSIONISH_RE.fullmatch(tail) or not _USERISH_RE.fullmatch(head):
+            return False  # host:port, image:tag, a time, a label, a path list
+        v = head + tail
+        n = len(v)
+    if not any(c.isalpha() for c in v):
+        return False  # a number
+    if not any(c.isdigit() for c in v):  # letters only: random case flips, not CamelCase words
+        return n >= 16 and _mixed_case(v) and "_" not in v and "-" not in v and "." not in v and (
+            len(_PART_RE.findall(v)) / n >= 0.3 and shannon_entropy(v) >= 3.5)
     if _HEX_RE.fullmatch(v):
         if n in _DIGEST_HEX_LENGTHS and (not name or _DIGEST_NAME_PARTS.intersection(_name_parts(name))):
             return False  # GIT_SHA=<40 hex>; with no name to go by, a digest-sized hex value is kept
@@ -386,14 +396,14 @@ def _env_value_is_secret(value: str, name: str = "") -> bool:
     if _HOSTISH_RE.fullmatch(v) and not _mixed_case(v):
         return False
     if " " in v or ":" in v or "," in v:
-        return False  # a list, a host:port, a sentence
+        return False  # a list, a sentence
     if "/" in v and _REL_PATH_RE.fullmatch(v):
         return False  # env/cert.p12, config/app.yaml
     entropy = shannon_entropy(v)
     if entropy < 3.0:
         return False
     density = len(_PART_RE.findall(v)) / n
-    return density >= 0.25 or (n >= 20 and entropy >= 4.0)
+    return density >= 0.25 or (n >= 20 and entropy >= 4.0) or (n >= 24 and entropy >= 3.7)
 
 
 # Quoted or bare value of an .env line or an `export NAME=value` (any name): judged by its shape.
