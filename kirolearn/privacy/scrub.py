@@ -409,9 +409,9 @@ def _env_value_is_secret(value: str, name: str = "") -> bool:
 # Quoted or bare value of an .env line or an `export NAME=value` (any name): judged by its shape.
 _ENV_LINE_RE = _lazy(
     "_ENV_LINE_RE",
-    r"""(?:(?:^|(?<=\n)|(?<=\\n)|(?<=[;&|(])|\bexport[ \t]+|\bset[ \t]+|\benv[ \t]+)[ \t]*|(?<=[ \t=]["']))(?:export[ \t]+)?
+    r"""(?:(?:^|(?<=\n)|(?<=\\n)|(?<=[;&|])|\bexport[ \t]+|\bset[ \t]+|\benv[ \t]+)[ \t]*|(?<=[ \t=]["']))(?:export[ \t]+)?
     (?P<name>[A-Za-z_][A-Za-z0-9_.\-]{0,80})=
-    (?:"(?P<dq>[^"\n\\]{12,1024})"|'(?P<sq>[^'\n]{12,1024})'|(?P<bare>[^\s"'`;&|#\\]{12,1024}))
+    (?:"(?P<dq>[^"\n\\]{12,1024})"|'(?P<sq>[^'\n]{12,1024})'|(?P<bare>[^\s"'`;&|#\\(){}\[\]<>]{12,1024}))
     (?=[ \t]|$|[;&|#)\\"'])""",
     re.X | re.M,
 )
