@@ -861,7 +861,7 @@ def _piece_of_token(piece: str) -> bool:
     for c in piece:
         if c.isdigit() or c in "+/=_-":
             return True
-    return not piece.isupper() and not piece.islower() and not piece[1:].islower()
+    return not _views.wordlike(piece)
 
 
 def _break_verdict(line: str, left: str, right: str) -> bool:

@@ -156,6 +156,15 @@ _ESCAPED_BREAK_RE = re.compile(r"[" + _TOKEN_CHARS + r"](\\r?\\n)[ \t]*(?=[" + _
 _NEW_ENTRY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,80}[ \t]*(?:=(?![=\r\n]|$)|:[ \t]|:$)|-[ \t]", re.M)
 
 
+_CONSONANT_RUN_RE = re.compile(r"[b-df-hj-np-tv-xz]{3}", re.I)
+
+
+def wordlike(piece: str) -> bool:
+    """Letters that read as a word (PASSED, done, Verbose): one case or capitalised, and no three
+    consonants in a row (uyftxvv, a piece of a random token, has five)."""
+    return (piece.islower() or piece.isupper() or piece[1:].islower()) and not _CONSONANT_RUN_RE.search(piece)
+
+
 def breaks(text: str) -> list:
     """(start, end, left run, right run) of each line break that may cut a token in two: token
     characters on both sides (after the next line's indentation), the left run not a plain word
@@ -180,9 +189,8 @@ def breaks(text: str) -> list:
                     continue
             if line[-1] not in tokens:
                 continue
-            left = line[len(line.rstrip(tokens)):]
-            if left.isalpha() and len(left) < 16 and not left.startswith(_TOKEN_PREFIXES) and (
-                    left.islower() or left.isupper() or left[1:].islower()):
+            left = line[len(line.rstrip(tokens + ":")):].lstrip(":")  # id:secret split after its colon
+            if left.isalpha() and len(left) < 16 and wordlike(left) and not left.startswith(_TOKEN_PREFIXES):
                 continue
             nxt = lines[i + 1]
             body = nxt.lstrip(" \t")
