@@ -407,14 +407,25 @@ def _env_value_is_secret(value: str, name: str = "") -> bool:
 
 
 # Quoted or bare value of an .env line or an `export NAME=value` (any name): judged by its shape.
+# `NAME=value` (a name's run starts it: one failed class test per other character); where it
+# may start an .env line or a shell assignment is checked on the text before it (_env_context).
 _ENV_LINE_RE = _lazy(
     "_ENV_LINE_RE",
-    r"""(?:(?:^|(?<=\n)|(?<=\\n)|(?<=[;&|])|\bexport[ \t]+|\bset[ \t]+|\benv[ \t]+)[ \t]*|(?<=[ \t=]["']))(?:export[ \t]+)?
-    (?P<name>[A-Za-z_][A-Za-z0-9_.\-]{0,80})=
+    r"""(?<![A-Za-z0-9_.\-$@/])(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{0,80})=
     (?:"(?P<dq>[^"\n\\]{12,1024})"|'(?P<sq>[^'\n]{12,1024})'|(?P<bare>[^\s"'`;&|#\\(){}\[\]<>]{12,1024}))
     (?=[ \t]|$|[;&|#)\\"'])""",
     re.X | re.M,
 )
+_ENV_PREFIX_RE = _lazy("_ENV_PREFIX_RE", r"(?:^|[;&|]|\\n|\b(?:export|set|env)|[ \t=][\"'])[ \t]*$")
+
+
+def _env_context(text: str, start: int) -> bool:
+    """Whether `NAME=` at `start` begins an .env line, a shell assignment or an export."""
+    if text[start - 1: start] in ("\"", "'"):
+        return start < 2 or text[start - 2] in " \t=\n"
+    line_start = text.rfind("\n", 0, start) + 1
+    before = text[max(line_start, start - 40):start]
+    return not before.strip() or _ENV_PREFIX_RE.search(before) is not None
 
 
 def _prose_value_is_secret(value: str) -> bool:
@@ -1014,8 +1025,10 @@ class Scrubber:
             for view in _views.escape_views(text):
                 if self._rules_may_apply(view.text):
                     spans += [(*view.span(s, e), kind) for s, e, kind in self._view_spans(view.text)]
-        if "\n" in text or "\\n" in text:  # each break judges itself (_break_matters): a joined token may
-            # hold the keyword its rule needs (FLWSECK_TES + T-…)
+        # Breaks are looked at only where a rule may apply: walking every line of every tool
+        # output would double the drain's scrub time. (A break inside the very keyword a rule
+        # needs, FLWSECK_TES + T-…, is the cost: tests/test_scrub_matrix.py's KNOWN_GAPS.)
+        if ("\n" in text or "\\n" in text) and self._rules_may_apply(text):
             spans += self._wrapped_spans(text)
         if not spans:
             return text
@@ -1299,6 +1312,8 @@ class Scrubber:
         def replace(m: "re.Match[str]") -> str:
             group = m.lastgroup
             if group not in ("dq", "sq", "bare") or not _env_value_is_secret(m.group(group), m.group("name")):
+                return m.group(0)
+            if not _env_context(text, m.start()):
                 return m.group(0)
             self.counts["high-entropy"] += 1
             s, e = m.span(group)
