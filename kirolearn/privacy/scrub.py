@@ -364,6 +364,18 @@ _DIGEST_NAME_PARTS = frozenset("sha sha1 sha256 commit rev revision hash digest 
                                "id uuid fingerprint".split())
 
 
+# Names that say what an ordinary value is: the shape rule leaves their values alone.
+_ORDINARY_NAME_PARTS = frozenset(
+    "version ver build tag release commit rev revision ref image path dir file files url uri endpoint host "
+    "hostname port region zone env mode level name id ids uuid date time timestamp lang locale tz".split())
+_DIGEST_NAME_WORDS = ("md5", "sha", "checksum", "hash", "digest", "etag", "fingerprint", "integrity", "chksum")
+
+
+def _ordinary_name(name: str) -> bool:
+    low = name.lower()
+    return any(w in low for w in _DIGEST_NAME_WORDS) or bool(_ORDINARY_NAME_PARTS.intersection(_name_parts(name)))
+
+
 def _env_value_is_secret(value: str, name: str = "") -> bool:
     """A value under a name that says nothing (`SESSION_SIGNING=…`): secret when it looks random.
 
@@ -372,7 +384,7 @@ def _env_value_is_secret(value: str, name: str = "") -> bool:
     """
     v = value.strip()
     n = len(v)
-    if n < 12 or n > 1024 or "[REDACTED:" in v:
+    if n < 12 or n > 1024 or "[REDACTED:" in v or (name and _ordinary_name(name)):
         return False
     if _is_placeholder(v) or _PATHLIKE_RE.match(v) or _EMAIL_RE.fullmatch(v) or _VERSIONISH_RE.fullmatch(v):
         return False
@@ -617,6 +629,23 @@ _AUTH_HEADER_RE = _lazy(
     r"(?:(bearer|basic|token|digest|negotiate|ntlm|apikey|api-key|api-token|sso-key)[ \t]+)?"
     r"([^\s\"'<>,;(){}\[\]]{1,4096})",
 )
+_BASIC_B64_RE = _lazy("_BASIC_B64_RE", r"(?<![A-Za-z0-9_])(?i:basic)[ \t]+([A-Za-z0-9+/]{8,4096}={0,2})(?![A-Za-z0-9+/=])")
+
+
+def _is_basic_credential(b64: str) -> bool:
+    """Whether base64 text decodes to a printable `user:password` with a password."""
+    import base64
+    import binascii
+
+    try:
+        raw = base64.b64decode(b64 + "=" * (-len(b64) % 4), validate=True)
+        decoded = raw.decode("utf-8")
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        return False
+    user, sep, password = decoded.partition(":")
+    return bool(sep) and bool(password) and decoded.isprintable() and len(user) <= 256
+
+
 _AUTH_SCHEMES = frozenset("bearer basic token digest negotiate ntlm apikey api-key api-token sso-key".split())
 
 # Assignment / entropy pass: every hit of a secret-ish fragment is expanded to the name around it.
@@ -980,6 +1009,8 @@ class Scrubber:
             text = _LOGIN_CMD_RE.sub(self._sub_password_flags, text)
         if "authorization" in low:
             text = self._sub_auth_header(text)
+        if "basic" in low:
+            text = self._sub_basic_credentials(text)
         if text is not before:  # a redaction changed the words: look again
             low = text.lower()
             found, matter = _scan(text, low)
@@ -1306,6 +1337,17 @@ class Scrubber:
 
         line = command.group(0)
         return (_SPACED_P_RE if "login" in line or "sshpass" in line else _MYSQL_P_RE).sub(replace, line)
+
+    def _sub_basic_credentials(self, text: str) -> str:
+        """`Basic <base64>` anywhere (a log line, a header dump, a config value) that decodes to
+        `user:password`: the whole base64 goes."""
+        def replace(m: "re.Match[str]") -> str:
+            if not _is_basic_credential(m.group(1)):
+                return m.group(0)
+            self.counts["authorization"] += 1
+            return m.group(0)[: m.start(1) - m.start()] + marker("authorization")
+
+        return _BASIC_B64_RE.sub(replace, text)
 
     def _env_pass(self, text: str) -> str:
         """High-entropy values of .env lines and `export NAME=value`, whatever the name."""
