@@ -440,9 +440,14 @@ def _env_context(text: str, start: int) -> bool:
     return not before.strip() or _ENV_PREFIX_RE.search(before) is not None
 
 
-def _prose_value_is_secret(value: str) -> bool:
-    """The word after "the password is": a secret when it is not a plain word or a number."""
-    v = value.rstrip(".,;:!?)]}\u201d").lstrip("(\u201c")
+def _prose_value_is_secret(value: str, strict: bool = False) -> bool:
+    """The word after "the password is": a secret when it is not a plain word or a number.
+
+    `strict` (after token, key, secret, credentials, which also name formats and kinds): the value
+    must also not read as a name made of words and short codes (401-unauthorized, gpt-4o-mini,
+    HS256-signed, t.co/abc).
+    """
+    v = value.rstrip(".,;:?)]}\u201d").lstrip("(\u201c")
     n = len(v)
     if n < 6 or n > 256 or "[REDACTED:" in v:
         return False
@@ -459,12 +464,16 @@ def _prose_value_is_secret(value: str) -> bool:
         return False  # settings.SECRET, MY_TOKEN, get_token()
     if _IDENTISH_RE.fullmatch(v) and not _has_digit(v):
         return False
+    if strict and re.search(r"[\-./]", v):
+        parts = [p for p in re.split(r"[\-./]", v) if p]
+        if all(p.isalpha() or p.isdigit() or len(p) <= 5 for p in parts):
+            return False
     return True
 
 
 _PROSE_RE = _lazy(  # run on the lowered text; the value is taken from the original at the same offsets
     "_PROSE_RE",
-    r"""(?<![a-z0-9_\-])(?:password|passwd|passphrase|pass[ \t]phrase|pass[ \t]word|pw|pwd|pin|secret|token
+    r"""(?<![a-z0-9_\-])(?:(?P<pw>password|passwd|passphrase|pass[ \t]phrase|pass[ \t]word|pw|pwd|pin)|secret|token
     |api[ \t_\-]?key|access[ \t_\-]key|secret[ \t_\-]key|private[ \t_\-]key|credentials?)s?(?![a-z0-9_\-])
     (?:[ \t]+(?:for|of|to|on)[ \t]+(?:the[ \t]+)?[a-z0-9_.\-]{1,40})?
     [ \t]*(?:(?:\bis|\bwas|\bare|\bwere|would[ \t]be|will[ \t]be|should[ \t]be|has[ \t]been|becomes?)[ \t]+
@@ -1372,8 +1381,8 @@ class Scrubber:
         for m in matches:
             s, e = m.span("value")
             value = text[s:e]
-            stripped = value.rstrip(".,;:!?)]}\u201d")
-            if s < last or not _prose_value_is_secret(value):
+            stripped = value.rstrip(".,;:?)]}\u201d")
+            if s < last or not _prose_value_is_secret(value, strict=m.group("pw") is None):
                 continue
             e = s + len(stripped)
             out.append(text[last:s])
