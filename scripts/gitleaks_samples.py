@@ -11,7 +11,7 @@ helper calls above); an element that uses anything else is skipped and counted. 
 are drawn with tests/secret_corpus.py's sampler, seeded, so the file is the same on every run.
 The output is gzip-compressed (the samples look like credentials; none is live).
 
-    python scripts/gitleaks_samples.py /path/to/gitleaks [-o bench/data/gitleaks_samples.jsonl.gz]
+    python scripts/gitleaks_samples.py /path/to/gitleaks [--version v8.30.0-27-gb58d3f10] [-o FILE]
 """
 
 from __future__ import annotations
@@ -176,7 +176,7 @@ _FUNC_RE = re.compile(r"^func \w+\(\) \*config\.Rule \{", re.M)
 _ASSIGN_RE = re.compile(r"\b(tps|fps)\s*(:?=)\s*")
 
 
-def extract(root: str, seed: int = 23) -> "tuple[list, dict]":
+def extract(root: str, seed: int = 23, version: str = "") -> "tuple[list, dict]":
     rules_dir = os.path.join(root, "cmd", "generate", "config", "rules")
     sampler = secret_corpus._Sampler(random.Random(seed))
     samples, skipped = [], 0
@@ -203,12 +203,15 @@ def extract(root: str, seed: int = 23) -> "tuple[list, dict]":
                     elif text.strip():
                         samples.append({"rule": rid.group(1), "kind": "tp" if m.group(1) == "tps" else "fp",
                                         "text": text})
+    return samples, {"gitleaks": version or _describe(root), "skipped_elements": skipped, "seed": seed}
+
+
+def _describe(root: str) -> str:
     try:
-        commit = subprocess.run(["git", "-C", root, "describe", "--tags", "--always"], capture_output=True,
-                                text=True, check=True).stdout.strip()
+        return subprocess.run(["git", "-C", root, "describe", "--tags", "--always"], capture_output=True,
+                              text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        commit = "unknown"
-    return samples, {"gitleaks": commit, "skipped_elements": skipped}
+        return "unknown"
 
 
 def main() -> int:
@@ -216,12 +219,13 @@ def main() -> int:
     parser.add_argument("gitleaks", help="a gitleaks checkout")
     parser.add_argument("-o", "--output", default=os.path.join(os.path.dirname(HERE), "bench", "data",
                                                                 "gitleaks_samples.jsonl.gz"))
+    parser.add_argument("--version", default="", help="the checkout's version, when it is no git work tree "
+                        "(e.g. exported with git archive)")
     args = parser.parse_args()
-    samples, meta = extract(args.gitleaks)
-    with gzip.open(args.output, "wt", encoding="utf-8") as fh:
-        fh.write(json.dumps({"meta": meta}) + "\n")
-        for s in samples:
-            fh.write(json.dumps(s) + "\n")
+    samples, meta = extract(args.gitleaks, version=args.version)
+    lines = [json.dumps({"meta": meta})] + [json.dumps(s) for s in samples]
+    with open(args.output, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as fh:  # byte-stable
+        fh.write(("\n".join(lines) + "\n").encode("utf-8"))
     tps = sum(s["kind"] == "tp" for s in samples)
     print(f"{tps} true positives, {len(samples) - tps} false positives from {len({s['rule'] for s in samples})} "
           f"rules ({meta['gitleaks']}); {meta['skipped_elements']} elements skipped -> {args.output}")
