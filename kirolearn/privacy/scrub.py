@@ -352,28 +352,35 @@ def _looks_random(tok: str) -> bool:
     return density >= 0.22 and vowels < 0.3 and digits >= 0.1
 
 
-_IDENTISH_RE = _lazy("_IDENTISH_RE", r"[A-Za-z]+[0-9]*(?:[_\-.][A-Za-z]+[0-9]*)+|[a-z]+[0-9]{1,4}|[A-Z][a-z]+[0-9]{1,4}")
-_HOSTISH_RE = _lazy("_HOSTISH_RE", r"[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63})*\.[A-Za-z]{2,24}(?::[0-9]{1,5})?")
-_REL_PATH_RE = _lazy("_REL_PATH_RE", r"(?:[\w\-]+/)+[\w\-]*\.[A-Za-z][A-Za-z0-9]{0,5}|[a-z0-9_\-]+(?:/[a-z0-9_\-.]+)+/?")
+_IDENTISH_RE = _lazy("_IDENTISH_RE",
+                     r"[A-Za-z]+[0-9]*(?:[_\-.][A-Za-z]+[0-9]*)+|[a-z]+[0-9]{1,4}|[A-Z][a-z]+[0-9]{1,4}")
+_HOSTISH_RE = _lazy("_HOSTISH_RE",
+                    r"[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63})*\.[A-Za-z]{2,24}(?::[0-9]{1,5})?")
+_REL_PATH_RE = _lazy("_REL_PATH_RE",
+                     r"(?:[\w\-]+/)+[\w\-]*\.[A-Za-z][A-Za-z0-9]{0,5}|[a-z0-9_\-]+(?:/[a-z0-9_\-.]+)+/?")
 _USERISH_RE = _lazy("_USERISH_RE", r"[A-Za-z0-9_+=\-]{1,128}")
 _DATEISH_RE = _lazy("_DATEISH_RE", r"[0-9:.\-+TZ_/]+")
 
 
 # Name parts that say a hex value is a digest or an id (SHAs in git context), not a secret.
-_DIGEST_NAME_PARTS = frozenset("sha sha1 sha256 commit rev revision hash digest checksum etag git ref head build version "
-                               "id uuid fingerprint".split())
+_DIGEST_NAME_PARTS = frozenset("sha sha1 sha256 commit rev revision hash digest checksum etag git ref head "
+                               "build "
+                               "version id uuid fingerprint".split())
 
 
 # Names that say what an ordinary value is: the shape rule leaves their values alone.
 _ORDINARY_NAME_PARTS = frozenset(
     "version ver build tag release commit rev revision ref image path dir file files url uri endpoint host "
     "hostname port region zone env mode level name id ids uuid date time timestamp lang locale tz".split())
-_DIGEST_NAME_WORDS = ("md5", "sha", "checksum", "hash", "digest", "etag", "fingerprint", "integrity", "chksum")
+_DIGEST_NAME_WORDS = ("md5", "sha", "checksum", "hash", "digest", "etag", "fingerprint", "integrity",
+                      "chksum")
 
 
 def _ordinary_name(name: str) -> bool:
     low = name.lower()
-    return any(w in low for w in _DIGEST_NAME_WORDS) or bool(_ORDINARY_NAME_PARTS.intersection(_name_parts(name)))
+    if any(w in low for w in _DIGEST_NAME_WORDS):
+        return True
+    return bool(_ORDINARY_NAME_PARTS.intersection(_name_parts(name)))
 
 
 def _env_value_is_secret(value: str, name: str = "") -> bool:
@@ -388,11 +395,14 @@ def _env_value_is_secret(value: str, name: str = "") -> bool:
         return False
     if _is_placeholder(v) or _PATHLIKE_RE.match(v) or _EMAIL_RE.fullmatch(v) or _VERSIONISH_RE.fullmatch(v):
         return False
-    if _UUID_RE.fullmatch(v) or _DATEISH_RE.fullmatch(v) or _IDENTISH_RE.fullmatch(v) or _NOT_RANDOM_RE.match(v):
+    if _UUID_RE.fullmatch(v) or _DATEISH_RE.fullmatch(v) or _IDENTISH_RE.fullmatch(v):
+        return False
+    if _NOT_RANDOM_RE.match(v):
         return False
     if ":" in v and " " not in v and "," not in v:  # user:password, id:secret
         head, _, tail = v.rpartition(":")
-        if not tail or not head or tail.isdigit() or _VERSIONISH_RE.fullmatch(tail) or not _USERISH_RE.fullmatch(head):
+        if not tail or not head or tail.isdigit() or _VERSIONISH_RE.fullmatch(tail) or (
+                not _USERISH_RE.fullmatch(head)):
             return False  # host:port, image:tag, a time, a label, a path list
         v = head + tail
         n = len(v)
@@ -473,7 +483,8 @@ def _prose_value_is_secret(value: str, strict: bool = False) -> bool:
 
 _PROSE_RE = _lazy(  # run on the lowered text; the value is taken from the original at the same offsets
     "_PROSE_RE",
-    r"""(?<![a-z0-9_\-])(?:(?P<pw>password|passwd|passphrase|pass[ \t]phrase|pass[ \t]word|pw|pwd|pin)|secret|token
+    r"""(?<![a-z0-9_\-])(?:(?P<pw>password|passwd|passphrase|pass[ \t]phrase|pass[ \t]word|pw|pwd|pin)
+    |secret|token
     |api[ \t_\-]?key|access[ \t_\-]key|secret[ \t_\-]key|private[ \t_\-]key|credentials?)s?(?![a-z0-9_\-])
     (?:[ \t]+(?:for|of|to|on)[ \t]+(?:the[ \t]+)?[a-z0-9_.\-]{1,40})?
     [ \t]*(?:(?:\bis|\bwas|\bare|\bwere|would[ \t]be|will[ \t]be|should[ \t]be|has[ \t]been|becomes?)[ \t]+
@@ -482,7 +493,8 @@ _PROSE_RE = _lazy(  # run on the lowered text; the value is taken from the origi
     (?:["'`\u201c])?(?P<value>[^\s"'`\u201d]{4,256})""",
     re.X,
 )
-_ENV_NAME_RE = _lazy("_ENV_NAME_RE", r"(?m)(?:^|[;(]|&&|\|\||\\n|\bexport[ \t])[ \t]*[A-Za-z_][A-Za-z0-9_.\-]{0,80}=")
+_ENV_NAME_RE = _lazy("_ENV_NAME_RE",
+                     r"(?m)(?:^|[;(]|&&|\|\||\\n|\bexport[ \t])[ \t]*[A-Za-z_][A-Za-z0-9_.\-]{0,80}=")
 _COMMAND_WORDS = ("private key", "mysql", "mariadb", "login", "sshpass", "authorization", "basic ", "pin ")
 _PROSE_TRIGGERS = ("pw", "pin", "pass phrase", "pass word")
 
@@ -595,7 +607,8 @@ _RULE_SPECS: tuple = (
      r"(?<![\w\-])(?:-u|--user)[ \t]+([\"']?)[^\s:'\"]{1,128}:(" + _NOMARK + r"{1,256})\1", 2,
      _user_password_ok, False, 0),
     ("user-password", ("-u", "--user"),  # curl -u user:'pw', --user "bob":"pw"
-     r"(?<![\w\-])(?:-u|--user)(?:[ \t]+|=)[\"']?[^\s:'\"]{1,128}[\"']?:([\"'])((?:(?!\[REDACTED:)[^\"'\n]){1,256})\1", 2,
+     r"(?<![\w\-])(?:-u|--user)(?:[ \t]+|=)[\"']?[^\s:'\"]{1,128}[\"']?:"
+     r"([\"'])((?:(?!\[REDACTED:)[^\"'\n]){1,256})\1", 2,
      _user_password_ok, False, 0),
     ("user-password", ("auth=(", "auth = (", "auth =(", "auth= (", "basicauth("),  # requests:
      # auth=("user", "pw"), HTTPBasicAuth("user", "pw")
@@ -638,7 +651,8 @@ _AUTH_HEADER_RE = _lazy(
     r"(?:(bearer|basic|token|digest|negotiate|ntlm|apikey|api-key|api-token|sso-key)[ \t]+)?"
     r"([^\s\"'<>,;(){}\[\]]{1,4096})",
 )
-_BASIC_B64_RE = _lazy("_BASIC_B64_RE", r"(?<![A-Za-z0-9_])(?i:basic)[ \t]+([A-Za-z0-9+/]{8,4096}={0,2})(?![A-Za-z0-9+/=])")
+_BASIC_B64_RE = _lazy("_BASIC_B64_RE",
+                      r"(?<![A-Za-z0-9_])(?i:basic)[ \t]+([A-Za-z0-9+/]{8,4096}={0,2})(?![A-Za-z0-9+/=])")
 
 
 def _is_basic_credential(b64: str) -> bool:
@@ -693,7 +707,8 @@ _VALUE_RE = _lazy(
     re.X,
 )
 # <password>value</password>, also with the value on a line of its own (an indented XML element)
-_XML_VALUE_RE = _lazy("_XML_VALUE_RE", r"(?:[ \t]*\r?\n[ \t]*)?([^<\s](?:[^<\n]{0,4094}[^<\s])?)(?:[ \t]*\r?\n[ \t]*)?</")
+_XML_VALUE_RE = _lazy("_XML_VALUE_RE",
+                      r"(?:[ \t]*\r?\n[ \t]*)?([^<\s](?:[^<\n]{0,4094}[^<\s])?)(?:[ \t]*\r?\n[ \t]*)?</")
 _STRING_PREFIXES = frozenset("f r b u rb br fr rf".split())
 _TYPE_EXPR_RE = _lazy(  # Token[Span | None], UserAPIKeyAuth | None
     "_TYPE_EXPR_RE",
@@ -883,7 +898,9 @@ def _complete_item(piece: str) -> bool:
     """A run that is a whole item of its own: a UUID, a hex digest, a lower-case path or host."""
     if _UUID_RE.fullmatch(piece) or (_HEX_RE.fullmatch(piece) and len(piece) in _DIGEST_HEX_LENGTHS):
         return True
-    return ("/" in piece or "." in piece) and _WORDISH_PATH_RE.fullmatch(piece) is not None and _letters_wordish(piece)
+    if "/" not in piece and "." not in piece:
+        return False
+    return _WORDISH_PATH_RE.fullmatch(piece) is not None and _letters_wordish(piece)
 
 
 def _letters_wordish(piece: str) -> bool:
@@ -894,7 +911,8 @@ def _letters_wordish(piece: str) -> bool:
     return True
 
 
-_TOKEN_PREFIXES = ("AKIA", "ASIA", "ABIA", "ACCA", "A3T", "eyJ", "ZXlK", "gh", "glpat", "xox", "sk", "AIza", "npm_", "hf_")
+_TOKEN_PREFIXES = ("AKIA", "ASIA", "ABIA", "ACCA", "A3T", "eyJ", "ZXlK", "gh", "glpat", "xox", "sk", "AIza",
+                   "npm_", "hf_")
 
 
 def _piece_of_token(piece: str) -> bool:
@@ -1030,7 +1048,8 @@ class Scrubber:
         # Shape rules last: a catalogue rule names the secret better than "high-entropy".
         if "=" in text:
             text = self._env_pass(text)
-        if matter is None or matter or any(w in low for w in _PROSE_TRIGGERS):  # the other prose words are secret names
+        # (every prose word but these is a secret-looking name, so `matter` holds it)
+        if matter is None or matter or any(w in low for w in _PROSE_TRIGGERS):
             text = self._prose_pass(text)
         if self._betterleaks is not None and len(text) >= 16:
             text = self._betterleaks_pass(text)
@@ -1215,7 +1234,8 @@ class Scrubber:
         return text, table
 
     def _scrub_private(self, text: str) -> str:
-        if "private" not in text.lower() or ("<" not in text and "&" not in text and "\\u003" not in text.lower()):
+        low = text.lower()
+        if "private" not in low or ("<" not in text and "&" not in text and "\\u003" not in low):
             return text
         out = []
         last = depth = start = 0

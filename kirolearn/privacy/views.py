@@ -17,7 +17,8 @@ import re
 # One escape of the three encodings; the decoded text is searched again once (double encoding:
 # `%2522`, `&amp;lt;`).
 _ESCAPE_RE = re.compile(
-    r"\\u([0-9a-fA-F]{4})|\\([/\"\\nrt])|%([0-9A-Fa-f]{2})|&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z]{2,8});")
+    r"\\u([0-9a-fA-F]{4})|\\([/\"\\nrt])|%([0-9A-Fa-f]{2})"
+    r"|&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z]{2,8});")
 # The same without URL escapes: a secret may hold `%` followed by two hex digits
 # (facebook-access-token's `id%token` form), which URL decoding would change.
 _ESCAPE_NO_URL_RE = re.compile(
