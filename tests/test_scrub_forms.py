@@ -243,3 +243,44 @@ def test_scan_gives_the_drains_verdict_on_commands_and_outputs(run, fid, monkeyp
     lines = stored[0].splitlines()
     for number, line in printed.items():
         assert lines[number - 1] == line, (fid, number, line)
+
+
+def test_rescrub_cleans_what_rules_v2_stored(make_event, drain_now, project):
+    """A store drained before these rules (views, shape and prose rules off, marked v2) holds the
+    crafted forms; `kirolearn rescrub` cleans the database file of them."""
+    from kirolearn import config
+    from kirolearn.cli import cli
+    from kirolearn.privacy import rules
+    from kirolearn.privacy.scrub import Scrubber
+    from kirolearn.store import scrubbing as store_scrub
+    from kirolearn.store import sqlite as store
+
+    forms = [f for f in FORMS if f[0] in ("json-u-escape", "aws-key-wrapped", "url-encoded-json-body",
+                                           "env-neutral-name", "prose-password", "private-go-json")]
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(Scrubber, "_scrub_views", lambda self, text: text)
+        m.setattr(Scrubber, "_env_pass", lambda self, text: text)
+        m.setattr(Scrubber, "_prose_pass", lambda self, text: text)
+        m.setattr("kirolearn.privacy.scrub._PRIVATE_TAG_RE", __import__("re").compile(r"<(/?)private()>"))
+        for fid, carrier, text, _, _ in forms:
+            payload = _payload(carrier, text, "s-old")
+            payload.pop("hook_event_name")
+            make_event("userPromptSubmit" if carrier == "prompt" else "postToolUse", **payload)
+        _, db = drain_now(flush=True)
+    store_scrub.finish(db, rules.RULES_VERSION - 1)
+
+    def raw():
+        data = b""
+        for p in (config.db_path(), config.db_path() + "-wal"):
+            if os.path.exists(p):
+                data += open(p, "rb").read()
+        return data
+
+    leaked = [fid for fid, _, _, fragments, _ in forms if any(f.encode() in raw() for f in fragments)]
+    assert leaked, "the old rules stored the forms (or the test proves nothing)"
+    result = CliRunner().invoke(cli, ["rescrub", "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["rules_version"] == rules.RULES_VERSION
+    still = [fid for fid, _, _, fragments, _ in forms if any(f.encode() in raw() for f in fragments)]
+    assert still == []
+    assert store_scrub.scrubbed_with(store.open_db()) == rules.RULES_VERSION
