@@ -7,6 +7,11 @@ a tool output, and ordinary development text. Rows:
 - built-in rules only: the same scrubber without the catalogue table (what earlier releases had);
 - betterleaks alone, and kirolearn + betterleaks: only when `betterleaks` is importable
   (`pip install 'kirolearn[scan]'`).
+Then issue #23's rows: recall over the transform matrix (tests/transforms.py: every catalogue
+rule and the common secrets x JSON / URL / HTML escapes, shell quotes, a line break inside the
+token, Basic auth, .env lines under neutral names x 3 carriers), keep on ordinary text written
+the same ways, and the held-out corpus of gitleaks' own test samples
+(bench/data/gitleaks_samples.jsonl.gz, scripts/gitleaks_samples.py; never used for tuning).
 Then the scrubber's cost per drain-like event and the cold cost of a recall-time re-scrub (what
 the prompt hook pays). Prints tables; never fails.
 
