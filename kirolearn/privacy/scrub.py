@@ -1140,7 +1140,8 @@ class Scrubber:
 
     def _wrapped_spans(self, text: str) -> list:
         """Spans of tokens that a line break (real or `\\n`) cuts in two, found joined."""
-        cuts = [(s, e) for s, e, left, right in _views.breaks(text) if _break_matters(text, s, left, right)]
+        lo, hi = self._hot_span(text)
+        cuts = [(s, e) for s, e, left, right in _views.breaks(text, lo, hi) if _break_matters(text, s, left, right)]
         if not cuts:
             return []
         spans = []
@@ -1162,6 +1163,50 @@ class Scrubber:
                     spans += self._joined_findings(text, [cut])
             i = j + 1
         return spans
+
+    def _hot_span(self, text: str) -> tuple:
+        """(start, end) of the part of the text a wrapped token can matter in: from two lines
+        before the first place a rule may apply (a secret-looking name, a rule's trigger, an
+        .env `NAME=`) to 12 lines after the last. The whole text when that is unclear."""
+        low, found, matter = self._scanned(text)
+        if matter is None or self._extra or self._betterleaks is not None:
+            return 0, None
+        pos = []
+
+        def at(hay, lit):
+            i = hay.find(lit)
+            if i >= 0:
+                pos.append(i)
+                pos.append(hay.rfind(lit))
+
+        for run in list(matter)[:64]:
+            at(text, run)
+        for rule in found:
+            if type(rule) is _scrub_table.Rule:
+                for lit in rule.starts or ():
+                    at(text if rule.cased else low, lit if rule.cased else lit.lower())
+                if not rule.starts:
+                    for kw in rule.keywords:
+                        at(low, kw)
+            else:
+                for lit in rule.triggers:
+                    at(low if rule.lower else text, lit)
+        for w in _COMMAND_WORDS:
+            at(low, w)
+        if "=" in text:
+            for m in _ENV_NAME_RE.finditer(text):
+                pos.append(m.start())
+        if not pos or len(low) != len(text):
+            return 0, None
+        first, last = min(pos), max(pos)
+        lo = text.rfind("\n", 0, text.rfind("\n", 0, first))
+        hi = last
+        for _ in range(12):
+            nxt = text.find("\n", hi + 1)
+            if nxt < 0:
+                return max(0, lo), None
+            hi = nxt
+        return max(0, lo), hi
 
     def _joined_findings(self, text: str, cuts: list) -> list:
         """What the rules find across these breaks once they are removed, in a window of the lines

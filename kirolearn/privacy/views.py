@@ -166,7 +166,7 @@ def wordlike(piece: str) -> bool:
     return (piece.islower() or piece.isupper() or piece[1:].islower()) and not _CONSONANT_RUN_RE.search(piece)
 
 
-def breaks(text: str) -> list:
+def breaks(text: str, start: int = 0, end: "int | None" = None) -> list:
     """(start, end, left run, right run) of each line break that may cut a token in two: token
     characters on both sides (after the next line's indentation), the left run not a plain word
     (PASSED, done), the next line not a new entry (`PORT=8080`, `- item`). Real breaks are found
@@ -175,8 +175,18 @@ def breaks(text: str) -> list:
     out = []
     if "\n" in text:
         tokens = _TOKEN_SET
-        lines = text.split("\n")
-        pos = 0
+        if start or end is not None:  # only the lines of text[start:end] (whole lines)
+            start = text.rfind("\n", 0, start) + 1 if start else 0
+            stop = len(text) if end is None else text.find("\n", min(end, len(text)))
+            stop = len(text) if stop < 0 else stop
+            lines = text[start:stop].split("\n")
+            lines.append("")  # the last line's break, if any, is judged with the next line
+            if stop < len(text):
+                nxt = text.find("\n", stop + 1)
+                lines[-1] = text[stop + 1: len(text) if nxt < 0 else nxt]
+        else:
+            lines = text.split("\n")
+        pos = start
         for i in range(len(lines) - 1):
             line = lines[i]
             brk = pos + len(line)
