@@ -123,3 +123,17 @@ def test_redacted_spans_recover_each_redaction():
     view = "x=ab:cd:ef y"
     spans = views.redacted_spans(view, "x=[REDACTED:k]:ef y", marker)
     assert all(s <= 2 and e >= 5 for s, e, _ in spans)
+
+
+@settings(max_examples=150, deadline=None, database=None)
+@given(st.lists(st.sampled_from(["ghp_A1b2C3", "d4E5f6", "PASSED", "x=1", "  key9Z", "", "\r", "done", "AKIAQW"]),
+                min_size=1, max_size=10), st.integers(0, 80), st.integers(0, 80))
+def test_breaks_of_a_slice_are_the_breaks_of_its_lines(lines, a, b):
+    text = "\n".join(lines)
+    whole = views.breaks(text)
+    part = views.breaks(text, min(a, b), max(a, b))
+    assert set(part) <= set(whole)
+    lo = text.rfind("\n", 0, min(a, b)) + 1 if min(a, b) else 0
+    hi = text.find("\n", min(max(a, b), len(text)))
+    hi = len(text) if hi < 0 else hi
+    assert {x for x in whole if lo <= x[0] <= hi} <= set(part)

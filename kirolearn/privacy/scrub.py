@@ -1199,7 +1199,8 @@ class Scrubber:
         if not pos or len(low) != len(text):
             return 0, None
         first, last = min(pos), max(pos)
-        lo = text.rfind("\n", 0, text.rfind("\n", 0, first))
+        lo = text.rfind("\n", 0, first)
+        lo = text.rfind("\n", 0, lo) if lo > 0 else -1  # and the line before
         hi = last
         for _ in range(12):
             nxt = text.find("\n", hi + 1)
