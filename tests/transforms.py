@@ -82,9 +82,23 @@ def double_quoted(text, secret, rng):
 
 
 def line_break(text, secret, rng):
-    """A line break inside the token (a terminal or a pretty-printer wrapped it), maybe indented."""
+    """A line break inside the token (a terminal or a pretty-printer wrapped it), maybe indented.
+
+    The break is placed after the token's literal prefix, and so that neither piece reads as a plain word (views.wordlike: `rocylv`,
+    `done`): the scrubber does not join such pieces, on purpose (every line of every tool output
+    would be a candidate), and that limit is reported, not tested away silently."""
+    from kirolearn.privacy.views import wordlike
+
     n = len(secret)
-    i = rng.randrange(max(1, n // 3), max(2, n - n // 3))
+    # After the token's literal prefix too (persona_production_, hooks.slack.com/...): a break inside
+    # the very literal a rule looks for is the other known limit (KNOWN_GAPS in test_scrub_matrix).
+    prefix = len(re.match(r"[^0-9]*", secret).group(0))
+    low = min(max(1, n // 3, prefix + 1), max(1, n - 3))
+    for _ in range(12):
+        i = rng.randrange(low, max(low + 1, n - n // 3, n - 2))
+        pieces = (re.split(r"[^A-Za-z0-9+/=_\-.]", secret[:i])[-1], re.split(r"[^A-Za-z0-9+/=_\-.]", secret[i:])[0])
+        if not any(p.isalpha() and len(p) < 16 and wordlike(p) for p in pieces):
+            break
     brk = rng.choice(["\n", "\n    ", "\r\n", "\n\t"])
     broken = secret[:i] + brk + secret[i:]
 

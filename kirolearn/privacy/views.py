@@ -14,16 +14,33 @@ from __future__ import annotations
 import bisect
 import re
 
+
+class _Lazy:
+    """A pattern compiled on first use (the prompt hook imports this module with the scrubber and
+    must not pay for patterns its text never needs)."""
+
+    __slots__ = ("_args", "_rx")
+
+    def __init__(self, *args) -> None:
+        self._args = args
+        self._rx = None
+
+    def __getattr__(self, name: str):
+        rx = self._rx
+        if rx is None:
+            rx = self._rx = re.compile(*self._args)
+        return getattr(rx, name)
+
 # One escape of the three encodings; the decoded text is searched again once (double encoding:
 # `%2522`, `&amp;lt;`).
-_ESCAPE_RE = re.compile(
+_ESCAPE_RE = _Lazy(
     r"\\u([0-9a-fA-F]{4})|\\([/\"\\nrt])|%([0-9A-Fa-f]{2})"
     r"|&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z]{2,8});")
 # The same without URL escapes: a secret may hold `%` followed by two hex digits
 # (facebook-access-token's `id%token` form), which URL decoding would change.
-_ESCAPE_NO_URL_RE = re.compile(
+_ESCAPE_NO_URL_RE = _Lazy(
     r"\\u([0-9a-fA-F]{4})|\\([/\"\\nrt])|(?!)(x)|&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z]{2,8});")
-_URL_ESCAPE_RE = re.compile(r"%[0-9A-Fa-f]{2}")
+_URL_ESCAPE_RE = _Lazy(r"%[0-9A-Fa-f]{2}")
 _JSON_CHARS = {"/": "/", '"': '"', "\\": "\\", "n": "\n", "r": "\r", "t": "\t"}
 _ENTITIES = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'", "sol": "/", "colon": ":",
              "equals": "=", "nbsp": " ", "num": "#", "percnt": "%", "plus": "+", "commat": "@",
@@ -152,17 +169,18 @@ def escape_view(text: str) -> "View | None":
 _TOKEN_CHARS = "A-Za-z0-9+/=_\\-."
 _TOKEN_SET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-."
 _TOKEN_PREFIXES = ("AKIA", "ASIA", "ABIA", "ACCA", "A3T", "eyJ", "ZXlK")
-_ESCAPED_BREAK_RE = re.compile(r"[" + _TOKEN_CHARS + r"](\\r?\\n)[ \t]*(?=[" + _TOKEN_CHARS + r"])")
+_ESCAPED_BREAK_RE = _Lazy(r"[" + _TOKEN_CHARS + r"](\\r?\\n)[ \t]*(?=[" + _TOKEN_CHARS + r"])")
 # The next line starts a new assignment or entry (`PORT=8080`, `- name`): not a continuation.
-_NEW_ENTRY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,80}[ \t]*(?:=(?![=\r\n]|$)|:[ \t]|:$)|-[ \t]", re.M)
+_NEW_ENTRY_RE = _Lazy(r"[A-Za-z_][A-Za-z0-9_.\-]{0,80}[ \t]*(?:=(?![=\r\n]|$)|:[ \t]|:$)|-[ \t]", re.M)
 
 
-_CONSONANT_RUN_RE = re.compile(r"[b-df-hj-np-tv-xz]{3}", re.I)
+_CONSONANT_RUN_RE = _Lazy(r"[b-df-hj-np-tv-z]{3}", re.I)
 
 
 def wordlike(piece: str) -> bool:
     """Letters that read as a word (PASSED, done, Verbose): one case or capitalised, and no three
-    consonants in a row (uyftxvv, a piece of a random token, has five)."""
+    consonants (y counted) in a row (uyftxvv, a piece of a random token, has five). A random
+    token cut into such a piece is not joined: the known limit of the wrapped-token view."""
     return (piece.islower() or piece.isupper() or piece[1:].islower()) and not _CONSONANT_RUN_RE.search(piece)
 
 
