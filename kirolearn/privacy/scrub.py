@@ -1070,8 +1070,9 @@ class Scrubber:
         counts = Counter(self.counts)
         try:
             out = self._plain_fixpoint(self._scrub_private(view_text))
-        finally:
-            self.counts = counts
+        finally:  # in place: callers may hold the Counter itself
+            self.counts.clear()
+            self.counts.update(counts)
         if out == view_text:
             return []
         return _views.redacted_spans(view_text, out, _MARKER_RE)
