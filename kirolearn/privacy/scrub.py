@@ -1092,6 +1092,17 @@ class Scrubber:
             spans += self._wrapped_spans(text)
         if not spans:
             return text
+        # What the rules find in the text as written is redacted whole as well: a view's finding
+        # may overlap a secret the plain pass sees (a wrapped line joined to the token after it),
+        # and must not leave part of it behind.
+        counts = Counter(self.counts)
+        try:
+            plain = self._scrub_plain(text)
+        finally:
+            self.counts.clear()
+            self.counts.update(counts)
+        if plain != text:
+            spans += _views.redacted_spans(text, plain, _MARKER_RE)
         spans.sort()
         out = []
         last = 0
