@@ -341,7 +341,8 @@ def _scrubber():
     from kirolearn.privacy.scrub import Scrubber
 
     conf = _load_settings()
-    return Scrubber(conf.scrub.extra_patterns, conf.scrub.allow)
+    # The drain's own configuration (betterleaks too): `scan` must judge as the drain does.
+    return Scrubber(conf.scrub.extra_patterns, conf.scrub.allow, betterleaks=conf.scrub.betterleaks)
 
 
 @cli.command(name="save-summary")

@@ -27,7 +27,7 @@ import re
 import sys
 import tomllib
 
-RULES_VERSION = 2  # bump on every change of the generated table or of the scrubber's rules
+RULES_VERSION = 3  # bump on every change of the generated table or of the scrubber's rules
 
 # betterleaks rules that detect identifiers, host names, URLs or addresses, not credentials:
 # redacting them would cost ordinary text (a bucket host, a tenant id) and protect nothing.
@@ -42,7 +42,7 @@ NOT_SECRETS = {
 # Rules that only name files (no pattern over text): nothing for a text scrubber to do.
 PATH_ONLY = {"pkcs12-file"}
 # RAW rules whose first capturing group is a repeated fragment, not the secret: redact the match.
-WHOLE_MATCH = {"microsoft-teams-webhook"}
+WHOLE_MATCH = {"microsoft-teams-webhook", "jwt-base64"}  # jwt-base64: named groups mark the JWT header kind
 
 _KV_HEAD = (r"(?i)[\w.-]{0,50}?(?:", r"(?i:[\w.-]{0,50}?(?:", r"[\w.-]{0,50}?(?i:[\w.-]{0,50}?(?:",
             r"(?i)(?:", r"(?i:(?:")

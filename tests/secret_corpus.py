@@ -15,6 +15,7 @@ Every secret here is random and assembled at run time: nothing in the repository
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import string
@@ -386,4 +387,77 @@ def measure(scrubber=None, examples: int = 3, lines: int = 2000) -> dict:
         "keep": 1 - len(changed) / max(1, len(ordinary)),
         "changed": changed,
         "ordinary": len(ordinary),
+    }
+
+
+# --------------------------------------------------------------------------------------------------
+# Held out: gitleaks' own test samples (scripts/gitleaks_samples.py), never used to tune the rules
+# --------------------------------------------------------------------------------------------------
+
+HELDOUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "data",
+                       "gitleaks_samples.jsonl.gz")
+
+
+def _carry(text: str, carrier: str) -> str:
+    if carrier == "prompt":
+        return f"I found this in the repo, is it safe to commit?\n{text}\nthanks"
+    if carrier == "shell":
+        return f"cat > config.txt <<'EOF'\n{text}\nEOF"
+    return f"$ cat config.txt\n{text}\n"
+
+
+def heldout_samples(path: str = HELDOUT) -> "tuple[list, dict]":
+    """(samples, meta) of the held-out file: each sample {"rule", "kind": "tp" | "fp", "text"}."""
+    import gzip
+    import json
+
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh]
+    return rows[1:], rows[0]["meta"]
+
+
+def measure_heldout(scrubber=None, path: str = HELDOUT) -> dict:
+    """Recall on gitleaks' true positives in every carrier, keep on its false positives.
+
+    A true positive is caught when the secret the catalogue rule finds in it (kirolearn's copy of
+    the rule locates it) no longer appears; where that copy finds nothing, when the text changed.
+    """
+    from kirolearn.privacy import table as scrub_table
+    from kirolearn.privacy.scrub import Scrubber
+
+    scrubber = scrubber or Scrubber()
+    rules = {r.id: r for r in scrub_table.table().rules}
+    samples, meta = heldout_samples(path)
+    per = {c: [0, 0] for c in CARRIERS}
+    missed: dict = {}
+    unlocated = 0
+    fps = kept = 0
+    for sample in samples:
+        text = sample["text"]
+        if sample["kind"] == "fp":
+            fps += 1
+            kept += scrubber.scrub_text(text) == text
+            continue
+        rule = rules.get(sample["rule"])
+        secret = None
+        if rule is not None:
+            m = rule.regex.search(text)
+            if m:
+                s, e = rule.secret_span(m)
+                secret = text[s:e] if e > s else None
+        unlocated += secret is None
+        for carrier in CARRIERS:
+            carried = _carry(text, carrier)
+            out = scrubber.scrub_text(carried)
+            ok = (secret not in out) if secret else out != carried
+            per[carrier][0] += ok
+            per[carrier][1] += 1
+            if not ok:
+                missed.setdefault(sample["rule"], []).append(carried)
+    total = sum(v[1] for v in per.values())
+    return {
+        "recall": sum(v[0] for v in per.values()) / max(1, total),
+        "recall_by_carrier": {c: v[0] / max(1, v[1]) for c, v in per.items()},
+        "cases": total, "rules": len({s["rule"] for s in samples if s["kind"] == "tp"}),
+        "missed": missed, "unlocated": unlocated, "keep": kept / max(1, fps), "fps": fps, "meta": meta,
     }

@@ -19,6 +19,7 @@ from functools import reduce
 from operator import or_
 
 from kirolearn.privacy import table as _scrub_table
+from kirolearn.privacy import views as _views
 
 __all__ = ["DEFAULT", "TYPES", "Scrubber", "marker", "rules_version", "rule_types", "scrub_text", "scrub_value"]
 
@@ -351,6 +352,153 @@ def _looks_random(tok: str) -> bool:
     return density >= 0.22 and vowels < 0.3 and digits >= 0.1
 
 
+_IDENTISH_RE = _lazy("_IDENTISH_RE",
+                     r"[A-Za-z]+[0-9]*(?:[_\-.][A-Za-z]+[0-9]*)+|[a-z]+[0-9]{1,4}|[A-Z][a-z]+[0-9]{1,4}")
+_HOSTISH_RE = _lazy("_HOSTISH_RE",
+                    r"[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63})*\.[A-Za-z]{2,24}(?::[0-9]{1,5})?")
+_REL_PATH_RE = _lazy("_REL_PATH_RE",
+                     r"(?:[\w\-]+/)+[\w\-]*\.[A-Za-z][A-Za-z0-9]{0,5}|[a-z0-9_\-]+(?:/[a-z0-9_\-.]+)+/?")
+_USERISH_RE = _lazy("_USERISH_RE", r"[A-Za-z0-9_+=\-]{1,128}")
+_DATEISH_RE = _lazy("_DATEISH_RE", r"[0-9:.\-+TZ_/]+")
+
+
+# Name parts that say a hex value is a digest or an id (SHAs in git context), not a secret.
+_DIGEST_NAME_PARTS = frozenset("sha sha1 sha256 commit rev revision hash digest checksum etag git ref head "
+                               "build "
+                               "version id uuid fingerprint".split())
+
+
+# Names that say what an ordinary value is: the shape rule leaves their values alone.
+_ORDINARY_NAME_PARTS = frozenset(
+    "version ver build tag release commit rev revision ref image path dir file files url uri endpoint host "
+    "hostname port region zone env mode level name id ids uuid date time timestamp lang locale tz".split())
+_DIGEST_NAME_WORDS = ("md5", "sha", "checksum", "hash", "digest", "etag", "fingerprint", "integrity",
+                      "chksum")
+
+
+def _ordinary_name(name: str) -> bool:
+    low = name.lower()
+    if any(w in low for w in _DIGEST_NAME_WORDS):
+        return True
+    return bool(_ORDINARY_NAME_PARTS.intersection(_name_parts(name)))
+
+
+def _env_value_is_secret(value: str, name: str = "") -> bool:
+    """A value under a name that says nothing (`SESSION_SIGNING=…`): secret when it looks random.
+
+    Ordinary values stay: paths, URLs, e-mail addresses, numbers, dates, versions, booleans,
+    host names, identifiers (`eu-west-1`, `my_service_v2`), UUIDs and digests (git SHAs).
+    """
+    v = value.strip()
+    n = len(v)
+    if n < 12 or n > 1024 or "[REDACTED:" in v or (name and _ordinary_name(name)):
+        return False
+    if _is_placeholder(v) or _PATHLIKE_RE.match(v) or _EMAIL_RE.fullmatch(v) or _VERSIONISH_RE.fullmatch(v):
+        return False
+    if _UUID_RE.fullmatch(v) or _DATEISH_RE.fullmatch(v) or _IDENTISH_RE.fullmatch(v):
+        return False
+    if _NOT_RANDOM_RE.match(v):
+        return False
+    if ":" in v and " " not in v and "," not in v:  # user:password, id:secret
+        head, _, tail = v.rpartition(":")
+        if not tail or not head or tail.isdigit() or _VERSIONISH_RE.fullmatch(tail) or (
+                not _USERISH_RE.fullmatch(head)):
+            return False  # host:port, image:tag, a time, a label, a path list
+        v = head + tail
+        n = len(v)
+    if not any(c.isalpha() for c in v):
+        return False  # a number
+    if not any(c.isdigit() for c in v):  # letters only: random case flips, not CamelCase words
+        return n >= 16 and _mixed_case(v) and "_" not in v and "-" not in v and "." not in v and (
+            len(_PART_RE.findall(v)) / n >= 0.3 and shannon_entropy(v) >= 3.5)
+    if _HEX_RE.fullmatch(v):
+        if n in _DIGEST_HEX_LENGTHS and (not name or _DIGEST_NAME_PARTS.intersection(_name_parts(name))):
+            return False  # GIT_SHA=<40 hex>; with no name to go by, a digest-sized hex value is kept
+        return n >= 16 and shannon_entropy(v) >= HEX_ENTROPY_THRESHOLD
+    if _HOSTISH_RE.fullmatch(v) and not _mixed_case(v):
+        return False
+    if " " in v or ":" in v or "," in v:
+        return False  # a list, a sentence
+    if "/" in v and _REL_PATH_RE.fullmatch(v):
+        return False  # env/cert.p12, config/app.yaml
+    entropy = shannon_entropy(v)
+    if entropy < 3.0:
+        return False
+    density = len(_PART_RE.findall(v)) / n
+    return density >= 0.25 or (n >= 20 and entropy >= 4.0) or (n >= 24 and entropy >= 3.7)
+
+
+# Quoted or bare value of an .env line or an `export NAME=value` (any name): judged by its shape.
+# `NAME=value` (a name's run starts it: one failed class test per other character); where it
+# may start an .env line or a shell assignment is checked on the text before it (_env_context).
+_ENV_LINE_RE = _lazy(
+    "_ENV_LINE_RE",
+    r"""(?<![A-Za-z0-9_.\-$@/])(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{0,80})=
+    (?:"(?P<dq>[^"\n\\]{12,1024})"|'(?P<sq>[^'\n]{12,1024})'|(?P<bare>[^\s"'`;&|#\\(){}\[\]<>]{12,1024}))
+    (?=[ \t]|$|[;&|#)\\"'])""",
+    re.X | re.M,
+)
+_ENV_PREFIX_RE = _lazy("_ENV_PREFIX_RE", r"(?:^|[;&|]|\\n|\b(?:export|set|env)|[ \t=][\"'])[ \t]*$")
+
+
+def _env_context(text: str, start: int) -> bool:
+    """Whether `NAME=` at `start` begins an .env line, a shell assignment or an export."""
+    if text[start - 1: start] in ("\"", "'"):
+        return start < 2 or text[start - 2] in " \t=\n"
+    line_start = text.rfind("\n", 0, start) + 1
+    before = text[max(line_start, start - 40):start]
+    return not before.strip() or _ENV_PREFIX_RE.search(before) is not None
+
+
+def _prose_value_is_secret(value: str, strict: bool = False) -> bool:
+    """The word after "the password is": a secret when it is not a plain word or a number.
+
+    `strict` (after token, key, secret, credentials, which also name formats and kinds): the value
+    must also not read as a name made of words and short codes (401-unauthorized, gpt-4o-mini,
+    HS256-signed, t.co/abc).
+    """
+    v = value.rstrip(".,;:?)]}\u201d").lstrip("(\u201c")
+    n = len(v)
+    if n < 6 or n > 256 or "[REDACTED:" in v:
+        return False
+    low = v.lower()
+    if low in _STOPWORDS or low in _CODE_WORDS or low in _PLACEHOLDER_WORDS or low in _TYPE_NAMES:
+        return False
+    if _is_placeholder(v) or _PATHLIKE_RE.match(v) or _EMAIL_RE.fullmatch(v) or _VERSIONISH_RE.fullmatch(v):
+        return False
+    if v.isalpha() and (v.islower() or v.isupper() or (v[0].isupper() and v[1:].islower())):
+        return False  # a word: "stored", "EXPIRED", "Vault"
+    if v.isdigit():
+        return n >= 6  # a PIN or a numeric password; shorter numbers are counts
+    if _DOTTED_RE.fullmatch(v) or _CONSTANT_RE.fullmatch(v) or "(" in v:
+        return False  # settings.SECRET, MY_TOKEN, get_token()
+    if _IDENTISH_RE.fullmatch(v) and not _has_digit(v):
+        return False
+    if strict and re.search(r"[\-./]", v):
+        parts = [p for p in re.split(r"[\-./]", v) if p]
+        if all(p.isalpha() or p.isdigit() or len(p) <= 5 for p in parts):
+            return False
+    return True
+
+
+_PROSE_RE = _lazy(  # run on the lowered text; the value is taken from the original at the same offsets
+    "_PROSE_RE",
+    r"""(?<![a-z0-9_\-])(?:(?P<pw>password|passwd|passphrase|pass[ \t]phrase|pass[ \t]word|pw|pwd|pin)
+    |secret|token
+    |api[ \t_\-]?key|access[ \t_\-]key|secret[ \t_\-]key|private[ \t_\-]key|credentials?)s?(?![a-z0-9_\-])
+    (?:[ \t]+(?:for|of|to|on)[ \t]+(?:the[ \t]+)?[a-z0-9_.\-]{1,40})?
+    [ \t]*(?:(?:\bis|\bwas|\bare|\bwere|would[ \t]be|will[ \t]be|should[ \t]be|has[ \t]been|becomes?)[ \t]+
+    (?:(?:now|still|just|actually|currently|set[ \t]to|changed[ \t]to|reset[ \t]to)[ \t]+)?
+    |(?:set|changed|reset)[ \t]to[ \t]+)
+    (?:["'`\u201c])?(?P<value>[^\s"'`\u201d]{4,256})""",
+    re.X,
+)
+_ENV_NAME_RE = _lazy("_ENV_NAME_RE",
+                     r"(?m)(?:^|[;(]|&&|\|\||\\n|\bexport[ \t])[ \t]*[A-Za-z_][A-Za-z0-9_.\-]{0,80}=")
+_COMMAND_WORDS = ("private key", "mysql", "mariadb", "login", "sshpass", "authorization", "basic ", "pin ")
+_PROSE_TRIGGERS = ("pw", "pin", "pass phrase", "pass word")
+
+
 # --------------------------------------------------------------------------------------------------
 # Pattern rules
 # --------------------------------------------------------------------------------------------------
@@ -458,6 +606,10 @@ _RULE_SPECS: tuple = (
     ("user-password", ("-u", "--user"),
      r"(?<![\w\-])(?:-u|--user)[ \t]+([\"']?)[^\s:'\"]{1,128}:(" + _NOMARK + r"{1,256})\1", 2,
      _user_password_ok, False, 0),
+    ("user-password", ("-u", "--user"),  # curl -u user:'pw', --user "bob":"pw"
+     r"(?<![\w\-])(?:-u|--user)(?:[ \t]+|=)[\"']?[^\s:'\"]{1,128}[\"']?:"
+     r"([\"'])((?:(?!\[REDACTED:)[^\"'\n]){1,256})\1", 2,
+     _user_password_ok, False, 0),
     ("user-password", ("auth=(", "auth = (", "auth =(", "auth= (", "basicauth("),  # requests:
      # auth=("user", "pw"), HTTPBasicAuth("user", "pw")
      r"(?i)(?:\bauth[ \t]*=[ \t]*|basicauth)\([ \t]*([\"'])[^\"'\n]{0,128}\1[ \t]*,[ \t]*([\"'])"
@@ -473,23 +625,51 @@ _PRIVATE_KEY_RE = _lazy(
 )
 # mysql -uroot -pS3cret: every -p<password> of the command line
 _MYSQL_CMD_RE = _lazy("_MYSQL_CMD_RE", r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n|;&]*")
-_MYSQL_P_RE = _lazy("_MYSQL_P_RE", r"(?<=[ \t])-p(" + _NOMARK + r"{1,128})")
+# A password may be quoted: -p'S3cret', -p "S3cret" (the quotes are kept, the password goes).
+_QUOTED_PW = r"""(?:'(?P<sq>[^'\n]{1,256})'|"(?P<dq>[^"\n]{1,256})"|(?P<bare>""" + _NOMARK + r"{1,256}))"
+_MYSQL_P_RE = _lazy("_MYSQL_P_RE", r"(?<=[ \t])-p" + _QUOTED_PW)
 # docker login -u bob -p S3cret, sshpass -p S3cret ssh host: a spaced -p (elsewhere -p is a port or a path)
 _LOGIN_CMD_RE = _lazy(
     "_LOGIN_CMD_RE",
     r"\b(?:(?:docker|podman|buildah|skopeo|nerdctl|oc|helm[ \t]+registry)[ \t]+login|sshpass)\b[^\n|;&]*",
 )
-_SPACED_P_RE = _lazy("_SPACED_P_RE", r"(?<=[ \t])-p[ \t]+(?!-)(" + _NOMARK + r"{1,256})")
-_PRIVATE_TAG_RE = _lazy("_PRIVATE_TAG_RE", r"<(/?)private(?:\s[^<>]{0,256})?>", re.I)
+_SPACED_P_RE = _lazy("_SPACED_P_RE", r"(?<=[ \t])-p[ \t]+(?!-)" + _QUOTED_PW)
+# <private>, < private >, </ private>, and the escaped forms tools write: &lt;private&gt;
+# (HTML), \u003cprivate\u003e (Go's encoding/json), &#60;private&#62;.
+_LT = r"(?:<|&lt;|\\u003c|&#0*60;|&#x0*3c;)"
+_GT = r"(?:>|&gt;|\\u003e|&#0*62;|&#x0*3e;)"
+_PRIVATE_TAG_RE = _lazy(
+    "_PRIVATE_TAG_RE",
+    _LT + r"[ \t]*(/?)[ \t]*private(?:[ \t]*|\s(?:(?!" + _GT + r")[^<>]){0,256}?)(/?)" + _GT,
+    re.I,
+)
 # Matched against the lowered text (a literal first is ~20x faster than a case-insensitive pattern);
 # the value is then copied from the original text at the same offsets.
 _AUTH_HEADER_RE = _lazy(
     "_AUTH_HEADER_RE",
     r"authorization(?<![a-z0-9_]authorization)([\"']?)[ \t]*(?::(?![:=])|=(?![=~>]))[ \t]*[\"']?"
-    r"(?:(bearer|basic|token|digest|negotiate|ntlm|apikey|api-key|sso-key)[ \t]+)?"
+    r"(?:(bearer|basic|token|digest|negotiate|ntlm|apikey|api-key|api-token|sso-key)[ \t]+)?"
     r"([^\s\"'<>,;(){}\[\]]{1,4096})",
 )
-_AUTH_SCHEMES = frozenset("bearer basic token digest negotiate ntlm apikey api-key sso-key".split())
+_BASIC_B64_RE = _lazy("_BASIC_B64_RE",
+                      r"(?<![A-Za-z0-9_])(?i:basic)[ \t]+([A-Za-z0-9+/]{8,4096}={0,2})(?![A-Za-z0-9+/=])")
+
+
+def _is_basic_credential(b64: str) -> bool:
+    """Whether base64 text decodes to a printable `user:password` with a password."""
+    import base64
+    import binascii
+
+    try:
+        raw = base64.b64decode(b64 + "=" * (-len(b64) % 4), validate=True)
+        decoded = raw.decode("utf-8")
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        return False
+    user, sep, password = decoded.partition(":")
+    return bool(sep) and bool(password) and decoded.isprintable() and len(user) <= 256
+
+
+_AUTH_SCHEMES = frozenset("bearer basic token digest negotiate ntlm apikey api-key api-token sso-key".split())
 
 # Assignment / entropy pass: every hit of a secret-ish fragment is expanded to the name around it.
 _KEYWORD_RE = _lazy("_KEYWORD_RE", r"pass|pw|secret|token|auth|credential|key|bearer")  # run on lowered text
@@ -526,7 +706,9 @@ _VALUE_RE = _lazy(
     |(?P<bare>[^\s"'`,;&|<>(){}\[\]\\]{1,4096})""",
     re.X,
 )
-_XML_VALUE_RE = _lazy("_XML_VALUE_RE", r"([^<\n]{1,4096})</")
+# <password>value</password>, also with the value on a line of its own (an indented XML element)
+_XML_VALUE_RE = _lazy("_XML_VALUE_RE",
+                      r"(?:[ \t]*\r?\n[ \t]*)?([^<\s](?:[^<\n]{0,4094}[^<\s])?)(?:[ \t]*\r?\n[ \t]*)?</")
 _STRING_PREFIXES = frozenset("f r b u rb br fr rf".split())
 _TYPE_EXPR_RE = _lazy(  # Token[Span | None], UserAPIKeyAuth | None
     "_TYPE_EXPR_RE",
@@ -684,6 +866,90 @@ def _entropy_after(text: str, e: int) -> "tuple | None":
     return None
 
 
+_BREAK_CACHE: dict = {}
+
+
+def _break_matters(text: str, s: int, left: str, right: str) -> bool:
+    """Whether the line break at `s`, between token runs `left` and `right`, may cut a secret.
+
+    Cheap tests only (a tool output has a break on nearly every line): the joined token looks
+    random, or holds a rule's trigger that may match it, or the line before the break assigns
+    to a secret-looking name. The verdict is remembered per (line, right run).
+    """
+    if not _piece_of_token(left) or not _piece_of_token(right):
+        return False
+    if _complete_item(left.rsplit("=", 1)[-1]) or _complete_item(right):
+        return False  # a line that ends with a UUID or a digest, a line that starts with a path: whole items
+    line_start = max(text.rfind("\n", 0, s) + 1, s - 400)
+    line = text[line_start:s]
+    key = (line, right)
+    hit = _BREAK_CACHE.get(key)
+    if hit is None:
+        if len(_BREAK_CACHE) >= 8192:
+            _BREAK_CACHE.clear()
+        hit = _BREAK_CACHE[key] = _break_verdict(line, left, right)
+    return hit
+
+
+_WORDISH_PATH_RE = _lazy("_WORDISH_PATH_RE", r"[a-z0-9\-]+(?:[./][a-z0-9_\-]+)+/?")
+
+
+def _complete_item(piece: str) -> bool:
+    """A run that is a whole item of its own: a UUID, a hex digest, a lower-case path or host."""
+    if _UUID_RE.fullmatch(piece) or (_HEX_RE.fullmatch(piece) and len(piece) in _DIGEST_HEX_LENGTHS):
+        return True
+    if "/" not in piece and "." not in piece:
+        return False
+    return _WORDISH_PATH_RE.fullmatch(piece) is not None and _letters_wordish(piece)
+
+
+def _letters_wordish(piece: str) -> bool:
+    # every segment is a word or a number, not a mix: github.com/acme/lib, dist/app-8.20
+    for seg in re.split(r"[./\-_]", piece):
+        if seg and not (seg.isalpha() or seg.isdigit()):
+            return False
+    return True
+
+
+_TOKEN_PREFIXES = ("AKIA", "ASIA", "ABIA", "ACCA", "A3T", "eyJ", "ZXlK", "gh", "glpat", "xox", "sk", "AIza",
+                   "npm_", "hf_")
+
+
+def _piece_of_token(piece: str) -> bool:
+    """Whether a run of token characters at a line break may be a piece of a random token: a
+    word ("done", "PASSED") is not; a random piece of 4+ characters almost always holds a digit,
+    both cases or a symbol."""
+    if piece[:1] in "-./" or piece[-1:] in ".":  # --verbose, ./run, a sentence's end
+        piece = piece.strip("-./")
+    if len(piece) < 2:
+        return False
+    if len(piece) >= 16 or piece.startswith(_TOKEN_PREFIXES):
+        return True
+    for c in piece:
+        if c.isdigit() or c in "+/=_-":
+            return True
+    return not _views.wordlike(piece)
+
+
+def _break_verdict(line: str, left: str, right: str) -> bool:
+    joined = left + right
+    core = joined.strip(".=-/+_")
+    if _looks_random(core) or _env_value_is_secret(core):
+        return True
+    for part in (joined, line + right):
+        low = part.lower()
+        found, matter = _scan(part, low)
+        if matter is None or matter:
+            return True
+        for rule in found:
+            if type(rule) is _scrub_table.Rule:
+                if rule.may_match(part, low) and rule.regex.search(part):
+                    return True
+            elif rule.regex.search(low if rule.lower and False else part):
+                return True
+    return False
+
+
 # --------------------------------------------------------------------------------------------------
 # The scrubber
 # --------------------------------------------------------------------------------------------------
@@ -710,6 +976,7 @@ class Scrubber:
         self._allow = tuple(sorted({a for a in allow if isinstance(a, str) and a}, key=len, reverse=True))
         self._allow_set = frozenset(self._allow)
         self._clean: set = set()
+        self._memo: "tuple | None" = None
 
     # -- public -----------------------------------------------------------------------------------
 
@@ -745,13 +1012,20 @@ class Scrubber:
         if self._allow:
             text, restore = self._mask_allowed(text)
         text = self._scrub_private(text)
+        text = self._scrub_views(text)
+        text = self._scrub_plain(text)
+        if restore:
+            text = text.translate(restore)
+        return text
+
+    def _scrub_plain(self, text: str) -> str:
+        """Every rule but the private spans and the decoded views, on the text as written."""
         if "PRIVATE KEY" in text:
             text = self._sub(text, "private-key", _PRIVATE_KEY_RE, 0, None)
         for kind, regex in self._extra:
             text = self._sub_extra(text, kind, regex)
-        low = text.lower()
         # The text's words pick the rules worth running, and whether the assignment pass is.
-        found, matter = _scan(text, low)
+        low, found, matter = self._scanned(text)
         before = text
         for rule in self._rules:
             if rule in found:
@@ -762,6 +1036,8 @@ class Scrubber:
             text = _LOGIN_CMD_RE.sub(self._sub_password_flags, text)
         if "authorization" in low:
             text = self._sub_auth_header(text)
+        if "basic" in low:
+            text = self._sub_basic_credentials(text)
         if text is not before:  # a redaction changed the words: look again
             low = text.lower()
             found, matter = _scan(text, low)
@@ -769,11 +1045,197 @@ class Scrubber:
         if matter is None or matter:
             text = self._keyword_pass(text, matter)
         text = self._table_pass(text, found if text is before else None)
+        # Shape rules last: a catalogue rule names the secret better than "high-entropy".
+        if "=" in text:
+            text = self._env_pass(text)
+        # (every prose word but these is a secret-looking name, so `matter` holds it)
+        if matter is None or matter or any(w in low for w in _PROSE_TRIGGERS):
+            text = self._prose_pass(text)
         if self._betterleaks is not None and len(text) >= 16:
             text = self._betterleaks_pass(text)
-        if restore:
-            text = text.translate(restore)
         return text
+
+    # -- decoded views (issue #23) ----------------------------------------------------------------
+
+    def _plain_fixpoint(self, text: str) -> str:
+        out = self._scrub_plain(text)
+        for _ in range(_MAX_PASSES - 1):
+            if out == text:
+                break
+            text, out = out, self._scrub_plain(out)
+        return out
+
+    def _view_spans(self, view_text: str) -> list:
+        """(start, end, kind) of what the rules redact in a decoded view (counts left untouched)."""
+        counts = Counter(self.counts)
+        try:
+            out = self._plain_fixpoint(self._scrub_private(view_text))
+        finally:  # in place: callers may hold the Counter itself
+            self.counts.clear()
+            self.counts.update(counts)
+        if out == view_text:
+            return []
+        return _views.redacted_spans(view_text, out, _MARKER_RE)
+
+    def _scrub_views(self, text: str) -> str:
+        """Redact, in the text as written, what the rules find in its decoded views: JSON, URL and
+        HTML escapes decoded; tokens a line break cut in two joined again."""
+        spans = []
+        if _views.has_escapes(text):
+            for view in _views.escape_views(text):
+                if self._rules_may_apply(view.text):
+                    spans += [(*view.span(s, e), kind) for s, e, kind in self._view_spans(view.text)]
+        # Breaks are looked at only where a rule may apply: walking every line of every tool
+        # output would double the drain's scrub time. (A break inside the very keyword a rule
+        # needs, FLWSECK_TES + T-…, is the cost: tests/test_scrub_matrix.py's KNOWN_GAPS.)
+        if ("\n" in text or "\\n" in text) and self._rules_may_apply(text):
+            spans += self._wrapped_spans(text)
+        if not spans:
+            return text
+        # What the rules find in the text as written is redacted whole as well: a view's finding
+        # may overlap a secret the plain pass sees (a wrapped line joined to the token after it),
+        # and must not leave part of it behind.
+        counts = Counter(self.counts)
+        try:
+            plain = self._scrub_plain(text)
+        finally:
+            self.counts.clear()
+            self.counts.update(counts)
+        if plain != text:
+            spans += _views.redacted_spans(text, plain, _MARKER_RE)
+        spans.sort()
+        out = []
+        last = 0
+        for s, e, kind in spans:
+            if e <= last:
+                continue
+            if s < last:  # overlapping: extend the previous redaction
+                s = last
+                out.pop()  # the previous marker is re-emitted below with the extended span
+                kind = out_kind
+            else:
+                out.append(text[last:s])
+                out_kind = kind
+                self.counts[kind] += 1
+            if _MARKER_RE.fullmatch(text, s, e):
+                out.append(text[s:e])
+            else:
+                out.append(marker(kind))
+            last = e
+        out.append(text[last:])
+        return "".join(out)
+
+    def _scanned(self, text: str) -> tuple:
+        """(text.lower(), *_scan(text)), remembered for the last text (views ask first, then the
+        plain pass asks again about the same string)."""
+        memo = self._memo
+        if memo is not None and memo[0] is text:
+            return memo[1:]
+        low = text.lower()
+        found, matter = _scan(text, low)
+        self._memo = (text, low, found, matter)
+        return low, found, matter
+
+    def _rules_may_apply(self, text: str) -> bool:
+        """False when no rule can redact anything in this text or in its views: no rule's
+        trigger that may match, no secret-looking name, no literal a command rule needs, no
+        `NAME=` an .env line has. (Views cost a second scrub: most texts skip them here.)"""
+        low, found, matter = self._scanned(text)
+        if matter is None or matter or self._extra or self._betterleaks is not None:
+            return True
+        for rule in found:
+            if type(rule) is not _scrub_table.Rule or rule.may_match(text, low):
+                return True
+        if any(w in low for w in _COMMAND_WORDS):
+            return True
+        return "=" in text and _ENV_NAME_RE.search(text) is not None
+
+    def _wrapped_spans(self, text: str) -> list:
+        """Spans of tokens that a line break (real or `\\n`) cuts in two, found joined."""
+        lo, hi = self._hot_span(text)
+        cuts = [(s, e) for s, e, left, right in _views.breaks(text, lo, hi) if _break_matters(text, s, left, right)]
+        if not cuts:
+            return []
+        spans = []
+        # One window per group of lines that the relevant breaks tie together, all of them joined;
+        # in a group of several, each break also on its own (joining a word before a token to it
+        # would hide the token: `--verbose` + `AKCp…`).
+        i = 0
+        singles = 0
+        while i < len(cuts):
+            j = i
+            while j + 1 < len(cuts) and text.find("\n", cuts[j][1], cuts[j + 1][0]) < 0:
+                j += 1
+            spans += self._joined_findings(text, cuts[i:j + 1])
+            if j > i:
+                for cut in cuts[i:j + 1]:
+                    if singles >= 16:
+                        break
+                    singles += 1
+                    spans += self._joined_findings(text, [cut])
+            i = j + 1
+        return spans
+
+    def _hot_span(self, text: str) -> tuple:
+        """(start, end) of the part of the text a wrapped token can matter in: from two lines
+        before the first place a rule may apply (a secret-looking name, a rule's trigger, an
+        .env `NAME=`) to 12 lines after the last. The whole text when that is unclear."""
+        low, found, matter = self._scanned(text)
+        if matter is None or self._extra or self._betterleaks is not None:
+            return 0, None
+        pos = []
+
+        def at(hay, lit):
+            i = hay.find(lit)
+            if i >= 0:
+                pos.append(i)
+                pos.append(hay.rfind(lit))
+
+        for run in list(matter)[:64]:
+            at(text, run)
+        for rule in found:
+            if type(rule) is _scrub_table.Rule:
+                for lit in rule.starts or ():
+                    at(text if rule.cased else low, lit if rule.cased else lit.lower())
+                if not rule.starts:
+                    for kw in rule.keywords:
+                        at(low, kw)
+            else:
+                for lit in rule.triggers:
+                    at(low if rule.lower else text, lit)
+        for w in _COMMAND_WORDS:
+            at(low, w)
+        if "=" in text:
+            for m in _ENV_NAME_RE.finditer(text):
+                pos.append(m.start())
+        if not pos or len(low) != len(text):
+            return 0, None
+        first, last = min(pos), max(pos)
+        lo = text.rfind("\n", 0, first)
+        lo = text.rfind("\n", 0, lo) if lo > 0 else -1  # and the line before
+        hi = last
+        for _ in range(12):
+            nxt = text.find("\n", hi + 1)
+            if nxt < 0:
+                return max(0, lo), None
+            hi = nxt
+        return max(0, lo), hi
+
+    def _joined_findings(self, text: str, cuts: list) -> list:
+        """What the rules find across these breaks once they are removed, in a window of the lines
+        they tie together and the line before (which may name the secret)."""
+        ws = text.rfind("\n", 0, cuts[0][0])
+        ws = text.rfind("\n", 0, ws) + 1 if ws > 0 else 0
+        we = text.find("\n", cuts[-1][1])
+        we = len(text) if we < 0 else we
+        view = _views.joined_view(text[ws:we], [(s - ws, e - ws) for s, e in cuts])
+        out = []
+        for s, e, kind in self._view_spans(view.text):
+            # A PEM block spans lines by itself: the plain rule judges it in the whole text.
+            if kind != "private-key" and any(s < jn < e for jn in view.joins):
+                a, b = view.span(s, e)
+                out.append((a + ws, b + ws, kind))
+        return out
 
     def scrub_value(self, value: object) -> object:
         """Scrub a JSON-like value recursively (dict keys too), returning new objects."""
@@ -830,7 +1292,8 @@ class Scrubber:
         return text, table
 
     def _scrub_private(self, text: str) -> str:
-        if "<" not in text or "private" not in text.lower():
+        low = text.lower()
+        if "private" not in low or ("<" not in text and "&" not in text and "\\u003" not in low):
             return text
         out = []
         last = depth = start = 0
@@ -844,7 +1307,7 @@ class Scrubber:
                     out.append(marker("private"))
                     self.counts["private"] += 1
                     last = m.end()
-            elif not m.group(0).endswith("/>"):  # <private/> is empty: ignored
+            elif not m.group(2):  # <private/> is empty: ignored
                 if depth == 0:
                     start = m.start()
                 depth += 1
@@ -952,13 +1415,62 @@ class Scrubber:
     def _sub_password_flags(self, command: "re.Match[str]") -> str:
         """Redact the -p password(s) of one mysql / login command line."""
         def replace(m: "re.Match[str]") -> str:
-            if _is_placeholder(m.group(1)):
+            group = m.lastgroup or "bare"
+            if _is_placeholder(m.group(group)) or _MARKER_RE.fullmatch(m.group(group)):
                 return m.group(0)
             self.counts["user-password"] += 1
-            return m.group(0)[: m.start(1) - m.start()] + marker("user-password")
+            s, e = m.span(group)
+            return m.group(0)[: s - m.start()] + marker("user-password") + m.group(0)[e - m.start():]
 
         line = command.group(0)
         return (_SPACED_P_RE if "login" in line or "sshpass" in line else _MYSQL_P_RE).sub(replace, line)
+
+    def _sub_basic_credentials(self, text: str) -> str:
+        """`Basic <base64>` anywhere (a log line, a header dump, a config value) that decodes to
+        `user:password`: the whole base64 goes."""
+        def replace(m: "re.Match[str]") -> str:
+            if not _is_basic_credential(m.group(1)):
+                return m.group(0)
+            self.counts["authorization"] += 1
+            return m.group(0)[: m.start(1) - m.start()] + marker("authorization")
+
+        return _BASIC_B64_RE.sub(replace, text)
+
+    def _env_pass(self, text: str) -> str:
+        """High-entropy values of .env lines and `export NAME=value`, whatever the name."""
+        def replace(m: "re.Match[str]") -> str:
+            group = m.lastgroup
+            if group not in ("dq", "sq", "bare") or not _env_value_is_secret(m.group(group), m.group("name")):
+                return m.group(0)
+            if not _env_context(text, m.start()):
+                return m.group(0)
+            self.counts["high-entropy"] += 1
+            s, e = m.span(group)
+            return m.group(0)[: s - m.start()] + marker("high-entropy") + m.group(0)[e - m.start():]
+
+        return _ENV_LINE_RE.sub(replace, text)
+
+    def _prose_pass(self, text: str) -> str:
+        """A secret named in prose: "the staging db password is …", "pw was …", "token - …"."""
+        low = text.lower()
+        matches = _PROSE_RE.finditer(low) if len(low) == len(text) else _ci(_PROSE_RE).finditer(text)
+        out = []
+        last = 0
+        for m in matches:
+            s, e = m.span("value")
+            value = text[s:e]
+            stripped = value.rstrip(".,;:?)]}\u201d")
+            if s < last or not _prose_value_is_secret(value, strict=m.group("pw") is None):
+                continue
+            e = s + len(stripped)
+            out.append(text[last:s])
+            out.append(marker("secret-assignment"))
+            self.counts["secret-assignment"] += 1
+            last = e
+        if not out:
+            return text
+        out.append(text[last:])
+        return "".join(out)
 
     def _sub_auth_header(self, text: str) -> str:
         low = text.lower()
