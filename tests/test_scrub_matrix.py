@@ -42,7 +42,8 @@ def scrubber():
     return Scrubber()
 
 
-@settings(max_examples=400, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+# derandomize: CI sees the same 400 cases every run (`--hypothesis-seed=N` explores others locally)
+@settings(max_examples=400, deadline=None, database=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(case=st.sampled_from(CATALOGUE + COMMON), transform=st.sampled_from(sorted(transforms.TRANSFORMS)),
        carrier=st.sampled_from(transforms.CARRIERS), seed=st.integers(0, 2**16))
 def test_every_sample_under_every_transform_in_every_carrier_is_redacted(case, transform, carrier, seed):

@@ -177,6 +177,18 @@ _NEW_ENTRY_RE = _Lazy(r"[A-Za-z_][A-Za-z0-9_.\-]{0,80}[ \t]*(?:=(?![=\r\n]|$)|:[
 _CONSONANT_RUN_RE = _Lazy(r"[b-df-hj-np-tv-z]{3}", re.I)
 
 
+def _new_entry(text: str, at: int) -> bool:
+    """Whether the line from `at` starts a new assignment or entry (_NEW_ENTRY_RE), and not a token's
+    tail whose base64 padding looks like one (`g4B3Z3yDSoyq=",`): an entry's name is not a mix of
+    upper case, lower case and digits."""
+    m = _NEW_ENTRY_RE.match(text, at)
+    if not m:
+        return False
+    name = m.group(0).rstrip("=: \t")
+    mixed = any(c.isupper() for c in name) and any(c.islower() for c in name) and any(c.isdigit() for c in name)
+    return not mixed
+
+
 def wordlike(piece: str) -> bool:
     """Letters that read as a word (PASSED, done, Verbose): one case or capitalised, and no three
     consonants (y counted) in a row (uyftxvv, a piece of a random token, has five). A random
@@ -226,13 +238,13 @@ def breaks(text: str, start: int = 0, end: "int | None" = None) -> list:
             if not body or body[0] not in tokens:
                 continue
             e = pos + len(nxt) - len(body)
-            if _NEW_ENTRY_RE.match(text, e):
+            if _new_entry(text, e):
                 continue
             out.append((brk, e, left, body[:len(body) - len(body.lstrip(tokens))]))
     if "\\n" in text:
         for m in _ESCAPED_BREAK_RE.finditer(text):
             s, e = m.start(1), m.end()
-            if _NEW_ENTRY_RE.match(text, e):
+            if _new_entry(text, e):
                 continue
             before = text[max(0, s - 600):s]
             after = text[e:e + 600]
