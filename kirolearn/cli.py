@@ -516,7 +516,6 @@ def install_command(project, global_, portable, dry_run, yes, set_default, agent
         kirolearn install --project . --dry-run
         kirolearn install --agent claude-code       # ~/.claude/settings.json hooks
     """
-    from kirolearn import install
     from kirolearn.capture import agents
 
     if agent != "kiro":
@@ -528,13 +527,15 @@ def install_command(project, global_, portable, dry_run, yes, set_default, agent
             click.echo(f"next: `kirolearn schedule` to drain in the background; {agent} picks kirolearn up "
                        "at its next start (docs/agents/" + agent + ".md)")
         return
-    changes = install.plan_install(project, global_ or not project, portable)
+    from kirolearn.capture.agents import kiro_install  # the Kiro-only options: --portable, --set-default
+
+    changes = agents.get("kiro").plan_install(project, global_ or not project, portable=portable)
     _apply_changes(changes, dry_run, yes, installing=True)
-    for path in install.machine_paths(changes):
+    for path in kiro_install.machine_paths(changes):
         click.echo(f"note       {path} holds absolute paths of this machine; "
                    "if your team commits .kiro/, re-run with --portable", err=True)
     if set_default and not dry_run:
-        click.echo(install.set_default_agent())
+        click.echo(kiro_install.set_default_agent())
     if not dry_run:
         cli_model.offer_model(with_model, yes)
         click.echo("next: `kirolearn schedule` to drain in the background; Kiro CLI users start "

@@ -111,15 +111,16 @@ def run_checks():
 
 def _wiring_clashes():
     """Kiro-side clashes: a workspace agent named like ours, and classic + v3 hooks for one session."""
+    from kirolearn.capture.agents import kiro_install
     from kirolearn.project import find_project_root
 
     here, is_global = find_project_root(os.getcwd())
     extra = [] if is_global else [here]
-    for path in install.agent_conflicts(extra):
+    for path in kiro_install.agent_conflicts(extra):
         yield "WARN", (f"{path} and ~/.kiro/agents/kirolearn.json are both named kirolearn: Kiro warns about the "
                        "conflict; run `kirolearn uninstall --project` for that project and re-run "
                        "`kirolearn install --project` (it no longer writes a workspace agent)")
-    for project in install.double_wiring(extra):
+    for project in kiro_install.double_wiring(extra):
         yield "WARN", (f"{project} has kirolearn's v3 hook file, which Kiro CLI >= 3 runs for every agent: start "
                        "`kiro-cli chat` there without `--agent kirolearn`, or each hook runs twice")
 

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from kirolearn import install, schedule
+from kirolearn.capture.agents import kiro_install
 from kirolearn.cli import cli
 
 OTHER_AGENT = '{\n  "name": "reviewer",\n  "tools": ["read"],\n  "hooks": {"stop": [{"command": "notify-send done"}]}\n}\n'
@@ -51,7 +52,7 @@ def test_install_global_and_project_then_uninstall(kiro, project):
 
     # this Python and the launcher file (not pip's console script, which imports re first)
     hook = f"KIROLEARN_HOME={os.environ['KIROLEARN_HOME']} {sys.executable} {install.LAUNCHER}"
-    assert install.hook_command("post-tool") == f"{hook} post-tool || true"  # KIROLEARN_HOME travels along
+    assert kiro_install.hook_command("post-tool") == f"{hook} post-tool || true"  # KIROLEARN_HOME travels along
     agent = json.loads((kiro / ".kiro" / "agents" / "kirolearn.json").read_text())
     # exactly the fields of Kiro's current agent reference that install means to set
     assert set(agent) == {"name", "description", "tools", "allowedTools", "includeMcpJson", "mcpServers", "hooks"}
@@ -125,8 +126,8 @@ def test_reinstall_removes_an_older_workspace_agent(project, home):
     """Older versions wrote <project>/.kiro/agents/kirolearn.json: its classic hooks doubled the v3 file."""
     agent = project / ".kiro" / "agents" / "kirolearn.json"
     agent.parent.mkdir(parents=True)
-    agent.write_text(json.dumps({**install.AGENT_SKELETON, "hooks": {"stop": [
-        {"command": install.hook_command("stop"), "timeout_ms": 5000}]}}, indent=2) + "\n")
+    agent.write_text(json.dumps({**kiro_install.AGENT_SKELETON, "hooks": {"stop": [
+        {"command": kiro_install.hook_command("stop"), "timeout_ms": 5000}]}}, indent=2) + "\n")
     home.mkdir()
     Path(install.record_path()).write_text(json.dumps({"installs": [
         {"path": str(agent), "kind": "agent", "created": True}]}))
@@ -399,7 +400,7 @@ def test_the_written_hook_command_records_and_recalls(home, project, add_record)
     memory (the launcher leaves with os._exit after flushing); with the launcher gone it is a no-op."""
     assert os.path.basename(install.LAUNCHER) == "kirolearn-hook" and os.path.isfile(install.LAUNCHER)
     add_record(project, "Export job: database is locked", "use timeout=30 and WAL", observation_type="error")
-    command = install.hook_command("prompt-submit")
+    command = kiro_install.hook_command("prompt-submit")
     payload = json.dumps({"hook_event_name": "userPromptSubmit", "cwd": str(project), "session_id": "l1",
                           "prompt": "why is the export job locked"})
     env = {k: v for k, v in os.environ.items() if k != "KIROLEARN_RAISE_ERRORS"}
@@ -408,12 +409,12 @@ def test_the_written_hook_command_records_and_recalls(home, project, add_record)
     assert (result.returncode, result.stderr) == (0, b"")
     assert "> - Export job: database is locked: use timeout=30 and WAL · error".encode() in result.stdout
     assert len(os.listdir(os.path.join(str(home), "spool", "ready"))) == 1
-    broken = install.hook_command("prompt-submit").replace(install.LAUNCHER, install.LAUNCHER + "-gone")
+    broken = kiro_install.hook_command("prompt-submit").replace(install.LAUNCHER, install.LAUNCHER + "-gone")
     assert subprocess.run(["bash", "-c", broken], capture_output=True, timeout=60).returncode == 0  # `|| true`
 
 
 def test_windows_hook_commands_use_cmd_syntax(home):
-    command = install.hook_command("post-tool", windows=True)
+    command = kiro_install.hook_command("post-tool", windows=True)
     assert command.startswith(f'set "KIROLEARN_HOME={home}" && ')
     assert command.endswith(" post-tool || exit /b 0") and "'" not in command
 

@@ -6,8 +6,9 @@ Kiro's generations disagree on almost everything: classic CLI agent hooks
 and IDE 0.x `.kiro.hook` files (payload in the `USER_PROMPT` variable, stdin
 never closed). Facts: shared/reference/kiro-hooks.md.
 
-Standard library only (the hook imports it). Installing is kirolearn.install's
-job; `plan_install` / `plan_uninstall` here hand over to it.
+Standard library only (the hook imports it). Kiro's installer targets live in
+kiro_install.py, on the shared engine kirolearn.install; `plan_install` /
+`plan_uninstall` here load it only when the CLI asks.
 """
 
 from kirolearn.capture.events import Rejected
@@ -135,16 +136,17 @@ def context_output(trigger: str, text: str) -> str:
     return text
 
 
-# --- installing (kirolearn.install does the work; loaded only by the CLI) ---------------------------
+# --- installing (kiro_install.py holds the targets; loaded only by the CLI) -------------------------
 
 
 def plan_install(project: "str | None", global_: bool, **options):
-    from kirolearn import install
+    """The files install would write (options: portable), as install.Changes; nothing is written."""
+    from kirolearn.capture.agents import kiro_install
 
-    return install.plan_install(project, global_, **options)
+    return kiro_install.plan_install(project, global_, **options)
 
 
 def plan_uninstall(only_project: "str | None" = None):
-    from kirolearn import install
+    from kirolearn.capture.agents import kiro_install
 
-    return install.plan_uninstall(only_project)  # it undoes only Kiro's kinds of record
+    return kiro_install.plan_uninstall(only_project)  # it undoes only Kiro's kinds of record
