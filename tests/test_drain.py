@@ -284,3 +284,25 @@ def test_two_real_turns_with_identical_stops_are_both_kept(make_event, drain_now
     make_event("Stop", now=1_800_000_090.0)  # identical to the first Stop: v3 sends no text
     stats, _ = drain_now()
     assert (stats.stored, stats.duplicates, stats.records_written) == (4, 0, 2)
+
+
+def test_dedup_window_includes_exactly_3_seconds(make_event, drain_now):
+    call = dict(tool_name="shell", tool_input={"command": "make"}, tool_response="ok")
+    make_event(now=1_800_000_000.0, **call)
+    make_event(now=1_800_000_003.0, **call)
+    stats, _ = drain_now()
+    assert (stats.stored, stats.duplicates) == (1, 1)
+
+
+def test_only_a_session_start_is_stored_once_per_session(project, drain_now):
+    """Other lifecycle notes (Claude Code's PreCompact, SessionEnd, ...) repeat for real: the 3 s window applies."""
+    from kirolearn.capture import events
+    from kirolearn.capture import spool
+
+    for now in (1_800_000_000.0, 1_800_000_060.0):  # the context compacted twice, a minute apart
+        event = events.build_event("PreCompact", {"cwd": str(project), "session_id": "c1", "trigger": "auto"},
+                                   now=now, agent="claude-code")
+        assert event["kind"] == "note" and event["trigger"] != "agentSpawn"
+        spool.append(event["event_id"], events.serialize(event))
+    stats, _ = drain_now()
+    assert (stats.stored, stats.duplicates) == (2, 0)

@@ -1,10 +1,14 @@
 """The drainer with a model configured: success, failure, retry later, fallback, spend limit."""
 
 import json
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from kirolearn import settings
+from kirolearn.ids import new_ulid
 from kirolearn.pipeline.extract import Completion
+from kirolearn.store import sqlite as store
 
 from fakellm import FakeLLM
 from test_extract import GOOD
@@ -140,3 +144,54 @@ def test_custom_litellm_provider(make_event, drain_now, write_config):
     assert (stats.extractor, stats.records_written, stats.llm_failures) == ("llm", 2, 0)
     assert json.loads(db.execute("select facts from memory_records where observation_type='session_summary'")
                       .fetchone()[0]) == ["Use ? placeholders with sqlite3"]
+
+
+def _run(db, started_at, tokens=(10, 5), cost=0.25, extractor="llm"):
+    with store.writing(db):
+        db["extraction_runs"].insert({
+            "run_id": new_ulid(), "batch_key": "b", "extractor": extractor, "reason": "turn-end", "model": "m",
+            "event_count": 1, "request": "", "prompt_tokens": tokens[0], "completion_tokens": tokens[1],
+            "cost_usd": cost, "outcome": "ok", "error": "", "fallback_reason": "", "records_written": 0,
+            "started_at": started_at, "finished_at": started_at}, pk="run_id", alter=True)
+
+
+def _iso(dt):
+    return dt.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def test_spend_today_counts_model_runs_since_midnight_utc(home):
+    db = store.open_db()
+    now = datetime(2026, 11, 30, 15, 27, 41, 123456, tzinfo=timezone.utc)
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    assert store.spend_today(db, now) == (0, 0.0)
+    _run(db, _iso(midnight - timedelta(milliseconds=1)), tokens=(1000, 1000), cost=9.0)  # yesterday
+    _run(db, _iso(midnight))  # the first millisecond of today counts
+    _run(db, _iso(now), tokens=(7, 3), cost=0.5)
+    _run(db, _iso(now), tokens=(500, 500), cost=5.0, extractor="deterministic")  # no model: free
+    tokens, dollars = store.spend_today(db, now)
+    assert (tokens, dollars) == (25, 0.75) and isinstance(tokens, int) and isinstance(dollars, float)
+
+
+def _limits(tokens=0, dollars=0.0):
+    conf = settings.Settings().extract
+    conf.daily_token_limit, conf.daily_cost_limit_usd = tokens, dollars
+    return conf
+
+
+def test_daily_limits_are_reached_at_the_limit_not_after(home):
+    db = store.open_db()
+    _run(db, store.now_iso(), tokens=(60, 40), cost=0.5)  # 100 tokens, $0.50 today
+    assert store.daily_limit_reached(db, _limits(tokens=100)) == "daily token limit reached (100 of 100)"
+    assert store.daily_limit_reached(db, _limits(tokens=101)) == ""
+    assert store.daily_limit_reached(db, _limits(dollars=0.5)) == "daily cost limit reached ($0.5000 of $0.50)"
+    assert store.daily_limit_reached(db, _limits(dollars=0.51)) == ""
+    assert store.daily_limit_reached(db, _limits()) == ""  # 0 = no limit, for either
+    assert store.daily_limit_reached(db, _limits(tokens=100, dollars=0.1)).startswith("daily token limit")
+
+
+def test_no_model_is_not_a_fallback(make_event, drain_now):
+    make_event("userPromptSubmit", prompt="hello")
+    make_event("stop", assistant_response="hi")
+    stats, db = drain_now()
+    assert stats.fallbacks == 0 and stats.batches_extracted == 1
+    assert [r["fallback_reason"] for r in db.query("select fallback_reason from extraction_runs")] == [""]
