@@ -306,3 +306,35 @@ def test_only_a_session_start_is_stored_once_per_session(project, drain_now):
         spool.append(event["event_id"], events.serialize(event))
     stats, _ = drain_now()
     assert (stats.stored, stats.duplicates) == (2, 0)
+
+
+# The content dedup's window is 3 s, not more (each test below kills the mutant that made it 10x longer).
+T = 1_800_000_000.0
+
+
+CALL = dict(tool_name="execute_bash", tool_input={"command": "make"}, tool_response={"success": True, "result": ["ok"]})
+
+
+def test_dedup_window_boundary_within_one_drain(make_event, drain_now):
+    make_event(now=T, **CALL)
+    make_event(now=T + 2.9, **CALL)  # a hook wired twice, firing late: one call
+    make_event(now=T + 100, **CALL)
+    make_event(now=T + 103.1, **CALL)  # 3.1 s apart: two calls
+    make_event(now=T + 200, **CALL)
+    make_event(now=T + 229, **CALL)  # 29 s apart: a 30 s window would merge these
+    stats, db = drain_now()
+    assert (stats.stored, stats.duplicates) == (5, 1)
+
+
+def test_dedup_window_boundary_across_drains(make_event, drain_now):
+    """The second copy arrives after the first was stored: the store's lookup decides."""
+    make_event(now=T, **CALL)
+    make_event(now=T + 100, **CALL)
+    make_event(now=T + 200, **CALL)
+    drain_now()
+    make_event(now=T + 2.9, **CALL)
+    make_event(now=T + 103.1, **CALL)
+    make_event(now=T + 229, **CALL)
+    stats, db = drain_now()
+    assert (stats.stored, stats.duplicates) == (2, 1)
+    assert db["events"].count == 5

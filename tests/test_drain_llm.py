@@ -12,6 +12,7 @@ from kirolearn.store import sqlite as store
 
 from fakellm import FakeLLM
 from test_extract import GOOD
+from test_mcp import call
 
 pytestmark = pytest.mark.filterwarnings("ignore:Items? .* `ReadOnly` qualifier:UserWarning")
 
@@ -195,3 +196,43 @@ def test_no_model_is_not_a_fallback(make_event, drain_now):
     stats, db = drain_now()
     assert stats.fallbacks == 0 and stats.batches_extracted == 1
     assert [r["fallback_reason"] for r in db.query("select fallback_reason from extraction_runs")] == [""]
+
+
+# The daily spend limit (kills the mutants that removed the dollar check or left auto_compress tokens uncounted).
+def test_daily_dollar_limit_switches_to_the_deterministic_extractor(make_event, drain_now, write_config):
+    write_config('[extract]\nmodel = "openai/gpt-4o-mini"\ndaily_token_limit = 0\ndaily_cost_limit_usd = 0.00005\n')
+    turn(make_event, session="a")
+    turn(make_event, session="b", n=1)
+    complete = complete_with(GOOD)  # each call costs $0.0001
+    stats, db = drain_now(complete=complete)
+    assert len(complete.calls) == 1 and stats.fallbacks == 1
+    assert [r["fallback_reason"] for r in runs(db)] == ["", "daily cost limit reached ($0.0001 of $0.00)"]
+
+
+def _conf(token_limit=100):
+    conf = settings.Settings()
+    conf.extract.model = "openai/fake"
+    conf.extract.daily_token_limit = token_limit
+    return conf
+
+
+def test_auto_compress_tokens_count_toward_the_daily_limit(project, make_event, drain_now, write_config):
+    calls = []
+
+    def complete(messages, conf, response_format=None):
+        calls.append(messages)
+        return Completion(json.dumps({"summary": "Drafted.", "next_steps": [], "pitfalls": []}), 90, 20)
+
+    first = call(project, "session_end", {"session_id": "s1", "auto_compress": True, "transcript": "did a"},
+                 settings=_conf(), complete=complete)
+    assert first.structuredContent["compressed_used"] is True
+    second = call(project, "session_end", {"session_id": "s2", "auto_compress": True, "transcript": "did b"},
+                  settings=_conf(), complete=complete)
+    assert second.structuredContent["auto_compress_error"] == "spend_limit_reached" and len(calls) == 1
+    # and the drainer sees the same spend
+    write_config('[extract]\nmodel = "openai/gpt-4o-mini"\ndaily_token_limit = 100\n')
+    turn(make_event)
+    extraction = complete_with(GOOD)
+    stats, db = drain_now(complete=extraction)
+    assert extraction.calls == [] and stats.fallbacks == 1
+    assert store.spend_today(db)[0] == 110

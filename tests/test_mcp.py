@@ -307,3 +307,40 @@ def test_auto_compress_failures_through_litellm(project, setup, error, monkeypat
     finally:
         litellm.custom_provider_map = before
     assert not r.isError and r.structuredContent["auto_compress_error"] == error
+
+
+# A summary of only spaces is no summary (kills the mutant `not summary` instead of `.strip()`).
+@pytest.mark.parametrize("blank", ["   ", "\n\t  \n"])
+def test_session_end_rejects_a_summary_of_only_whitespace(project, blank):
+    result = call(project, "session_end", {"session_id": "s", "summary": blank})
+    assert result.isError and "'summary' is required unless auto_compress is true" in text(result)
+    assert call(project, "session_init", {}).structuredContent["found"] is False  # nothing was stored
+
+
+# MCP error results are scrubbed (kills the mutant that removed the scrub on error results).
+KEY = "ghp_" + "Zq9" * 12
+
+
+@pytest.mark.parametrize("tool, args, quoted", [
+    ("session_end", {"session_id": "s", "summary": "x", "auto_compress": KEY}, False),  # wrong types: named,
+    ("save_observation", {"title": "t", "summary": "s", "observation_type": KEY, "facts": [], "concepts": [],
+                          "files_touched": []}, False),  # not quoted
+    ("search_memory", {"query": "q", "limit": KEY}, False),
+    (KEY, {}, True),  # an unknown tool, named by the secret: quoted, so scrubbed
+])
+def test_mcp_error_results_never_quote_a_secret(project, tool, args, quoted):
+    result = call(project, tool, args)
+    assert result.isError
+    assert KEY not in text(result)
+    assert ("[REDACTED" in text(result)) is quoted
+
+
+def test_a_library_error_naming_a_secret_path_is_scrubbed_too(project, tmp_path, monkeypatch):
+    """Errors the tools raise themselves (KirolearnError) pass the same scrub as validation errors."""
+    home = tmp_path / KEY
+    home.mkdir()
+    (home / "config.toml").write_text('[extract]\ndaily_token_limit = "lots"\n')
+    monkeypatch.setenv("KIROLEARN_HOME", str(home))
+    result = call(project, "session_end", {"session_id": "s", "summary": "x"})
+    assert result.isError and "invalid setting 'extract.daily_token_limit'" in text(result)
+    assert KEY not in text(result) and "[REDACTED" in text(result)

@@ -301,3 +301,24 @@ def test_relevant_keeps_a_hit_exactly_at_the_floor():
     best, at_floor = _hit(10.0, ["export"]), _hit(10.0 * recall.RELATIVE_FLOOR, ["export"])
     below = _hit(10.0 * recall.RELATIVE_FLOOR - 1e-6, ["export"])
     assert recall.relevant([best, at_floor, below], "export") == [best, at_floor]
+
+
+# Kills the mutant RELATIVE_FLOOR = 0.
+def test_a_weak_match_below_the_floor_is_not_injected(project, add_record):
+    strong = add_record(project, "Export job: database is locked during export",
+                        "The export job hits database is locked; the export now uses WAL and timeout=30.",
+                        observation_type="error")
+    weak = add_record(project, "Release checklist",
+                      "Bump the version, tag, write the changelog, announce in chat, check the docs site, "
+                      "rotate the staging data, review open issues, mention the export.",
+                      observation_type="tool_use")
+    for i in range(6):  # a realistic store: the prompt's words are rare in it
+        add_record(project, f"Unrelated note {i}", f"frontend colour palette number {i}")
+    conn = recall.connect_readonly()
+    hits = recall.search(conn, "export locked", project_id=context.project_id(str(project)))
+    by_id = {h.record_id: h for h in hits}
+    assert {strong, weak} <= set(by_id)  # both match a word of the prompt ...
+    assert by_id[weak].score < recall.RELATIVE_FLOOR * by_id[strong].score  # ... one far below the best
+    block, shown = context.for_prompt(conn, str(project), "export locked")
+    assert shown == [strong]
+    assert "Release checklist" not in block
