@@ -256,3 +256,29 @@ def test_litellm_import_does_not_load_dotenv(tmp_path, monkeypatch):
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
                          timeout=120)
     assert out.stdout.strip() == "clean", out.stderr[-2000:]
+
+
+def test_a_call_that_ignores_its_own_timeout_is_abandoned_within_the_budget(monkeypatch):
+    import threading
+
+    from kirolearn import settings
+    from kirolearn.pipeline import extract
+
+    monkeypatch.setattr(extract, "HARD_CAP_GRACE", 0.05)
+    conf = settings.Settings()
+    for key, value in dict(model="m", timeout_seconds=0.2, call_budget_seconds=0.5, retries=5,
+                           retry_backoff_seconds=0).items():
+        setattr(conf.extract, key, value)
+    batch = extract.Batch("p", "/p", "s", [{"event_id": "e1", "kind": "prompt", "prompt": "x"}], "flush")
+    release, timeouts = threading.Event(), []
+
+    def trickle(messages, conf):  # a client whose timeout never fires
+        timeouts.append(conf.extract.timeout_seconds)
+        release.wait(30)
+
+    try:
+        with pytest.raises(extract.ExtractionError, match="CallTimeout: no answer within 0.2 s"):
+            extract.llm_extract(batch, conf, trickle, sleep=lambda s: None)
+    finally:
+        release.set()
+    assert 1 <= len(timeouts) <= 3 and max(timeouts) <= 0.2  # never the six tries retries=5 allows

@@ -12,7 +12,7 @@ from kirolearn import config
 from kirolearn import hook as hooks
 from kirolearn.pipeline.schema import Event
 
-from conftest import BIN, hook_env, load_cases, run_hook, substitute
+from conftest import BIN, cli, hook_env, load_cases, read_only_ready, run_hook, substitute, writable_again
 
 CASES = [c for c in load_cases() if c["expect"] is not None]
 
@@ -229,3 +229,17 @@ def test_fallback_session_ends_after_a_long_pause(project, spooled, home):
     (session_file,) = (home / "sessions").iterdir()
     os.utime(session_file, (0, time.time() - hooks.SESSION_IDLE_SECONDS - 60))
     assert call() != first
+
+
+def test_the_hook_says_nothing_was_recorded_and_means_it(home, project, filled):
+    prefix = read_only_ready(home)
+    body = {"hook_event_name": "postToolUse", "cwd": str(project), "session_id": "ro", "tool_name": "shell"}
+    result = subprocess.run([*prefix, str(BIN / "kirolearn-hook")], input=json.dumps(body).encode(),
+                            env=hook_env(), capture_output=True, timeout=30)
+    assert result.returncode == 0
+    message = result.stderr.decode()
+    assert "cannot move the event into" in message and "nothing recorded" in message, message
+    assert os.listdir(home / "spool" / "tmp") == []  # no tmp file a later drain would store
+    writable_again(home)
+    stats = json.loads(cli("drain", "--json").stdout)
+    assert stats["events_read"] == 0 and stats["recovered_tmp"] == 0
