@@ -1,4 +1,4 @@
-"""The marker walk that decides which project an event belongs to."""
+"""The marker walk that decides which project an event belongs to, and the project id."""
 
 import hashlib
 import os

@@ -1,4 +1,5 @@
-"""The spool's write side: atomic publish, private modes, ordering, quarantine."""
+"""The spool: atomic publish, private modes, ordering, quarantine; hostile entries (a FIFO, a link, a huge
+file, a folder, a device) are quarantined unread."""
 
 import json
 import os
