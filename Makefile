@@ -89,6 +89,8 @@ bench: $(BENCH_VENV)/.installed ## print speed figures (never fails the build)
 	nice $(BENCH_VENV)/bin/python bench/bench_embeddings.py
 	@echo
 	nice $(BENCH_VENV)/bin/python bench/bench_team.py
+	@echo
+	nice $(BENCH_VENV)/bin/python bench/bench_backfill.py
 
 SOAK_SECONDS ?= 90
 soak: $(BENCH_VENV)/.installed ## hooks, drains, a watcher and SIGKILLs for SOAK_SECONDS; prints lost and duplicated events

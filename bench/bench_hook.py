@@ -2,8 +2,10 @@
 
 Both commands run from the same virtual environment, the same way (a 2 KB
 postToolUse payload piped on stdin), alternating, and the figure that matters
-is the ratio of medians (design.md, "Benchmark conventions"). Prints a table;
-never fails.
+is the ratio of medians (design.md, "Benchmark conventions"). Then each other
+agent's own post-tool payload through the command its install writes (Claude Code,
+Copilot, opencode, Codex, Gemini CLI, Cursor), in the same alternation. Prints a
+table; never fails.
 
     python bench/bench_hook.py [--venv DIR] [--runs N]
 """
@@ -56,6 +58,22 @@ def agent_payloads(cwd: str) -> dict:
             "tool_name": "bash", "tool_input": command,
             "tool_response": {"title": command["command"], "output": stdout,
                               "metadata": {"output": stdout, "exit": 0, "truncated": False}}}),
+        # Codex, Gemini CLI and Cursor name the event in the payload: install writes `--agent NAME` only
+        "codex": (["--agent", "codex"], {
+            "session_id": kiro["session_id"], "turn_id": "019ad5f2-7c1e-7d30-9a41-3be1f4c2d8a0",
+            "transcript_path": os.path.join(cwd, "rollout.jsonl"), "cwd": cwd, "hook_event_name": "PostToolUse",
+            "model": "gpt-5-codex", "permission_mode": "default", "tool_name": "Bash",
+            "tool_input": {"command": command["command"]}, "tool_response": stdout, "tool_use_id": "call_01"}),
+        "gemini": (["--agent", "gemini"], {
+            "session_id": kiro["session_id"], "transcript_path": os.path.join(cwd, "chat.jsonl"), "cwd": cwd,
+            "hook_event_name": "AfterTool", "timestamp": "2026-12-01T09:00:00.000Z", "tool_name": "run_shell_command",
+            "tool_input": command,
+            "tool_response": {"llmContent": f"Output: {stdout}\nExit Code: 0", "returnDisplay": stdout}}),
+        "cursor": (["--agent", "cursor"], {  # its shell hook: install wires afterShellExecution, not postToolUse
+            "conversation_id": kiro["session_id"], "generation_id": "5f0c3a52-9d7e-4b8a-a1f6-2c9e8d7b4a10",
+            "model": "claude-4.5-sonnet", "hook_event_name": "afterShellExecution", "cursor_version": "2.4.21",
+            "workspace_roots": [cwd], "user_email": "dev@example.com", "cwd": cwd,
+            "command": command["command"], "output": stdout, "duration": 812}),
     }
 
 

@@ -1,6 +1,6 @@
 """Canonical JSON and the tagged content hashes that decide what is a duplicate.
 
-The canonical form is a contract (tests/test_mutants.py pins it): keys sorted, no whitespace,
+The canonical form is a contract (tests/test_dedup.py pins it): keys sorted, no whitespace,
 non-ASCII kept as UTF-8. Hashes carry their algorithm as a prefix so a later
 change of either is visible in the data.
 """

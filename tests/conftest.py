@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -16,6 +17,9 @@ FIXTURES = Path(__file__).parent / "fixtures"
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
 BIN = Path(sys.executable).parent
+
+from kirolearn.capture import events  # noqa: E402  (stdlib only, like the hook)
+from kirolearn.capture import spool  # noqa: E402
 
 
 def pytest_report_header(config):
@@ -152,7 +156,7 @@ def drain_now(new_store):
     """Run one drain in-process through the library facade (`Memory.drain`); returns (stats, db).
 
     The store starts as a copy of a migrated one (`new_store`): how a drain creates
-    its store is tested through the CLI on an empty home (test_faults).
+    its store is tested through the CLI on an empty home (test_repair).
     """
     from kirolearn import Memory
 
@@ -236,3 +240,126 @@ def pytest_collection_modifyitems(config, items):
         if AGENTS_DIR in Path(str(item.path)).parents:
             item.add_marker(pytest.mark.agents)
             item.add_marker(pytest.mark.timeout(900))  # a cold npm install plus a few real sessions
+
+
+# --- the real commands and the spool, for the fault tests (every expected failure: one `Error:` line) ---
+
+KIROLEARN = str(BIN / "kirolearn")
+
+
+def kl(*args, env=None, preexec_fn=None, timeout=120):
+    """Run the installed `kirolearn` console script in its own process (text output)."""
+    return subprocess.run([KIROLEARN, *args], env=env or hook_env(), capture_output=True, text=True,
+                          timeout=timeout, preexec_fn=preexec_fn)
+
+
+class Ran:
+    """A CliRunner result shaped like a CompletedProcess."""
+
+    def __init__(self, result):
+        self.returncode = result.exit_code
+        self.stdout = result.stdout
+        self.stderr = result.stderr
+        if result.exception is not None and not isinstance(result.exception, SystemExit):
+            self.stderr += "Traceback (in-process):" + repr(result.exception)
+
+
+def cli(*args):
+    """Run the real click command in this process (cheaper than a process start)."""
+    from click.testing import CliRunner
+
+    from kirolearn.cli import cli as group
+
+    return Ran(CliRunner().invoke(group, list(args)))
+
+
+def assert_one_error(result, *needles):
+    """Exit 1, no traceback, and stderr is exactly one `Error:` line (containing every needle)."""
+    assert result.returncode == 1, (result.returncode, result.stdout[-2000:], result.stderr[-2000:])
+    assert "Traceback" not in result.stderr and "Traceback" not in result.stdout
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+def spool_events(project, n, session="s", start=0):
+    ids = []
+    for i in range(start, start + n):
+        event = events.build_event("postToolUse", {
+            "cwd": str(project), "session_id": f"{session}{i % 5}", "tool_name": "shell",
+            "tool_input": {"command": f"echo {i}"}, "tool_response": f"output line {i} " + "x" * 600})
+        spool.append(event["event_id"], events.serialize(event))
+        ids.append(event["event_id"])
+    return ids
+
+
+def ready(home):
+    path = home / "spool" / "ready"
+    return sorted(p.name for p in path.iterdir()) if path.exists() else []
+
+
+def stored_ids(home):
+    conn = sqlite3.connect(home / "kirolearn.db")
+    try:
+        return {r[0] for r in conn.execute("select event_id from events")}
+    finally:
+        conn.close()
+
+
+@pytest.fixture(scope="module")
+def filled_template(tmp_path_factory):
+    """One database of 200 drained events (a corruptible size), built once per module."""
+    from kirolearn import Memory
+
+    base = tmp_path_factory.mktemp("filled")
+    project = base / "project"
+    (project / ".git").mkdir(parents=True)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("KIROLEARN_HOME", str(base / "home"))
+        ids = spool_events(project, 200)
+        stats = Memory().drain(flush=True)
+    assert stats.stored == 200
+    return base / "home", ids
+
+
+@pytest.fixture
+def filled(home, filled_template):
+    """This test's home holds a copy of the 200-event database (and the marker saying so)."""
+    source, ids = filled_template
+    home.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source / "kirolearn.db", home / "kirolearn.db")
+    os.chmod(home / "kirolearn.db", 0o600)
+    from kirolearn.store import state
+
+    marker = json.loads((source / "state" / "store.json").read_text())
+    state.write(state.STORE, dict(marker, path=str(home / "kirolearn.db")))
+    return ids
+
+
+def _can_remount():
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        return False
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", "mount --bind -o ro / /"], capture_output=True, timeout=30)
+    return probe.returncode == 0
+
+
+def read_only_ready(home):
+    """An argv prefix under which $KIROLEARN_HOME/spool/ready is read-only for the command.
+
+    A normal user gets chmod 0500; root ignores modes, so root runs the command in
+    its own mount namespace with ready/ bind-mounted read-only.
+    """
+    spool.ensure_layout()
+    ready_dir = str(home / "spool" / "ready")
+    if os.geteuid() != 0:
+        os.chmod(ready_dir, 0o500)
+        return []
+    if not _can_remount():
+        pytest.skip("running as root without a way to make a folder read-only (no unshare -m)")
+    return ["unshare", "-m", "sh", "-c", 'mount --bind -o ro "$0" "$0" && exec "$@"', ready_dir]
+
+
+def writable_again(home):
+    os.chmod(home / "spool" / "ready", 0o700)

@@ -134,3 +134,16 @@ def test_shell_completion_as_documented(tmp_path):
                           env={**env, "_KIROLEARN_COMPLETE": "bash_complete", "COMP_WORDS": "kirolearn for",
                                "COMP_CWORD": "1"})
     assert done.returncode == 0 and "plain,forget" in done.stdout.split(), done.stdout
+
+
+def test_top_level_help_does_not_truncate_descriptions():
+    out = CliRunner().invoke(cli, ["--help"], terminal_width=80).output
+    commands = out.split("Options:")[1]  # the command sections follow the options
+    assert "..." not in commands
+    assert " ".join(commands.split()).count("Show the latest session-end summary of this project (it stays "
+                                            "until superseded).") == 1
+
+
+def test_search_with_a_missing_project_is_an_error(tmp_path):
+    result = CliRunner().invoke(cli, ["search", "x", "--project", str(tmp_path / "nonexistent")])
+    assert result.exit_code == 2 and "does not exist" in result.output

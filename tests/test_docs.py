@@ -156,3 +156,13 @@ def test_the_demo_recordings_ship_in_the_wheel():
     """`kirolearn.demo` runs from an installed wheel: its recordings are data files of the package."""
     setup = (ROOT / "setup.cfg").read_text("utf-8")
     assert "share/kirolearn/sessions = queue/sessions/*.jsonl" in setup
+
+
+def test_docs_configuration_table_is_one_table():
+    import pathlib
+
+    readme = (pathlib.Path(__file__).parent.parent / "docs" / "configuration.md").read_text("utf-8")
+    section = readme.split("# Configuration", 1)[1].split("\n## ", 1)[0].splitlines()
+    rows = [i for i, line in enumerate(section) if line.startswith("|")]
+    assert rows == list(range(rows[0], rows[-1] + 1))  # no row stranded outside the table
+    assert any("`retention.events_days`" in section[i] for i in rows)

@@ -284,3 +284,57 @@ def test_two_real_turns_with_identical_stops_are_both_kept(make_event, drain_now
     make_event("Stop", now=1_800_000_090.0)  # identical to the first Stop: v3 sends no text
     stats, _ = drain_now()
     assert (stats.stored, stats.duplicates, stats.records_written) == (4, 0, 2)
+
+
+def test_dedup_window_includes_exactly_3_seconds(make_event, drain_now):
+    call = dict(tool_name="shell", tool_input={"command": "make"}, tool_response="ok")
+    make_event(now=1_800_000_000.0, **call)
+    make_event(now=1_800_000_003.0, **call)
+    stats, _ = drain_now()
+    assert (stats.stored, stats.duplicates) == (1, 1)
+
+
+def test_only_a_session_start_is_stored_once_per_session(project, drain_now):
+    """Other lifecycle notes (Claude Code's PreCompact, SessionEnd, ...) repeat for real: the 3 s window applies."""
+    from kirolearn.capture import events
+    from kirolearn.capture import spool
+
+    for now in (1_800_000_000.0, 1_800_000_060.0):  # the context compacted twice, a minute apart
+        event = events.build_event("PreCompact", {"cwd": str(project), "session_id": "c1", "trigger": "auto"},
+                                   now=now, agent="claude-code")
+        assert event["kind"] == "note" and event["trigger"] != "agentSpawn"
+        spool.append(event["event_id"], events.serialize(event))
+    stats, _ = drain_now()
+    assert (stats.stored, stats.duplicates) == (2, 0)
+
+
+# The content dedup's window is 3 s, not more (each test below kills the mutant that made it 10x longer).
+T = 1_800_000_000.0
+
+
+CALL = dict(tool_name="execute_bash", tool_input={"command": "make"}, tool_response={"success": True, "result": ["ok"]})
+
+
+def test_dedup_window_boundary_within_one_drain(make_event, drain_now):
+    make_event(now=T, **CALL)
+    make_event(now=T + 2.9, **CALL)  # a hook wired twice, firing late: one call
+    make_event(now=T + 100, **CALL)
+    make_event(now=T + 103.1, **CALL)  # 3.1 s apart: two calls
+    make_event(now=T + 200, **CALL)
+    make_event(now=T + 229, **CALL)  # 29 s apart: a 30 s window would merge these
+    stats, db = drain_now()
+    assert (stats.stored, stats.duplicates) == (5, 1)
+
+
+def test_dedup_window_boundary_across_drains(make_event, drain_now):
+    """The second copy arrives after the first was stored: the store's lookup decides."""
+    make_event(now=T, **CALL)
+    make_event(now=T + 100, **CALL)
+    make_event(now=T + 200, **CALL)
+    drain_now()
+    make_event(now=T + 2.9, **CALL)
+    make_event(now=T + 103.1, **CALL)
+    make_event(now=T + 229, **CALL)
+    stats, db = drain_now()
+    assert (stats.stored, stats.duplicates) == (2, 1)
+    assert db["events"].count == 5

@@ -1,13 +1,18 @@
 """The drainer with a model configured: success, failure, retry later, fallback, spend limit."""
 
 import json
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from kirolearn import settings
+from kirolearn.ids import new_ulid
 from kirolearn.pipeline.extract import Completion
+from kirolearn.store import sqlite as store
 
 from fakellm import FakeLLM
 from test_extract import GOOD
+from test_mcp import call
 
 pytestmark = pytest.mark.filterwarnings("ignore:Items? .* `ReadOnly` qualifier:UserWarning")
 
@@ -140,3 +145,94 @@ def test_custom_litellm_provider(make_event, drain_now, write_config):
     assert (stats.extractor, stats.records_written, stats.llm_failures) == ("llm", 2, 0)
     assert json.loads(db.execute("select facts from memory_records where observation_type='session_summary'")
                       .fetchone()[0]) == ["Use ? placeholders with sqlite3"]
+
+
+def _run(db, started_at, tokens=(10, 5), cost=0.25, extractor="llm"):
+    with store.writing(db):
+        db["extraction_runs"].insert({
+            "run_id": new_ulid(), "batch_key": "b", "extractor": extractor, "reason": "turn-end", "model": "m",
+            "event_count": 1, "request": "", "prompt_tokens": tokens[0], "completion_tokens": tokens[1],
+            "cost_usd": cost, "outcome": "ok", "error": "", "fallback_reason": "", "records_written": 0,
+            "started_at": started_at, "finished_at": started_at}, pk="run_id", alter=True)
+
+
+def _iso(dt):
+    return dt.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def test_spend_today_counts_model_runs_since_midnight_utc(home):
+    db = store.open_db()
+    now = datetime(2026, 11, 30, 15, 27, 41, 123456, tzinfo=timezone.utc)
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    assert store.spend_today(db, now) == (0, 0.0)
+    _run(db, _iso(midnight - timedelta(milliseconds=1)), tokens=(1000, 1000), cost=9.0)  # yesterday
+    _run(db, _iso(midnight))  # the first millisecond of today counts
+    _run(db, _iso(now), tokens=(7, 3), cost=0.5)
+    _run(db, _iso(now), tokens=(500, 500), cost=5.0, extractor="deterministic")  # no model: free
+    tokens, dollars = store.spend_today(db, now)
+    assert (tokens, dollars) == (25, 0.75) and isinstance(tokens, int) and isinstance(dollars, float)
+
+
+def _limits(tokens=0, dollars=0.0):
+    conf = settings.Settings().extract
+    conf.daily_token_limit, conf.daily_cost_limit_usd = tokens, dollars
+    return conf
+
+
+def test_daily_limits_are_reached_at_the_limit_not_after(home):
+    db = store.open_db()
+    _run(db, store.now_iso(), tokens=(60, 40), cost=0.5)  # 100 tokens, $0.50 today
+    assert store.daily_limit_reached(db, _limits(tokens=100)) == "daily token limit reached (100 of 100)"
+    assert store.daily_limit_reached(db, _limits(tokens=101)) == ""
+    assert store.daily_limit_reached(db, _limits(dollars=0.5)) == "daily cost limit reached ($0.5000 of $0.50)"
+    assert store.daily_limit_reached(db, _limits(dollars=0.51)) == ""
+    assert store.daily_limit_reached(db, _limits()) == ""  # 0 = no limit, for either
+    assert store.daily_limit_reached(db, _limits(tokens=100, dollars=0.1)).startswith("daily token limit")
+
+
+def test_no_model_is_not_a_fallback(make_event, drain_now):
+    make_event("userPromptSubmit", prompt="hello")
+    make_event("stop", assistant_response="hi")
+    stats, db = drain_now()
+    assert stats.fallbacks == 0 and stats.batches_extracted == 1
+    assert [r["fallback_reason"] for r in db.query("select fallback_reason from extraction_runs")] == [""]
+
+
+# The daily spend limit (kills the mutants that removed the dollar check or left auto_compress tokens uncounted).
+def test_daily_dollar_limit_switches_to_the_deterministic_extractor(make_event, drain_now, write_config):
+    write_config('[extract]\nmodel = "openai/gpt-4o-mini"\ndaily_token_limit = 0\ndaily_cost_limit_usd = 0.00005\n')
+    turn(make_event, session="a")
+    turn(make_event, session="b", n=1)
+    complete = complete_with(GOOD)  # each call costs $0.0001
+    stats, db = drain_now(complete=complete)
+    assert len(complete.calls) == 1 and stats.fallbacks == 1
+    assert [r["fallback_reason"] for r in runs(db)] == ["", "daily cost limit reached ($0.0001 of $0.00)"]
+
+
+def _conf(token_limit=100):
+    conf = settings.Settings()
+    conf.extract.model = "openai/fake"
+    conf.extract.daily_token_limit = token_limit
+    return conf
+
+
+def test_auto_compress_tokens_count_toward_the_daily_limit(project, make_event, drain_now, write_config):
+    calls = []
+
+    def complete(messages, conf, response_format=None):
+        calls.append(messages)
+        return Completion(json.dumps({"summary": "Drafted.", "next_steps": [], "pitfalls": []}), 90, 20)
+
+    first = call(project, "session_end", {"session_id": "s1", "auto_compress": True, "transcript": "did a"},
+                 settings=_conf(), complete=complete)
+    assert first.structuredContent["compressed_used"] is True
+    second = call(project, "session_end", {"session_id": "s2", "auto_compress": True, "transcript": "did b"},
+                  settings=_conf(), complete=complete)
+    assert second.structuredContent["auto_compress_error"] == "spend_limit_reached" and len(calls) == 1
+    # and the drainer sees the same spend
+    write_config('[extract]\nmodel = "openai/gpt-4o-mini"\ndaily_token_limit = 100\n')
+    turn(make_event)
+    extraction = complete_with(GOOD)
+    stats, db = drain_now(complete=extraction)
+    assert extraction.calls == [] and stats.fallbacks == 1
+    assert store.spend_today(db)[0] == 110

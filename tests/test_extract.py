@@ -256,3 +256,56 @@ def test_litellm_import_does_not_load_dotenv(tmp_path, monkeypatch):
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
                          timeout=120)
     assert out.stdout.strip() == "clean", out.stderr[-2000:]
+
+
+def test_a_call_that_ignores_its_own_timeout_is_abandoned_within_the_budget(monkeypatch):
+    import threading
+
+    from kirolearn import settings
+    from kirolearn.pipeline import extract
+
+    monkeypatch.setattr(extract, "HARD_CAP_GRACE", 0.05)
+    conf = settings.Settings()
+    for key, value in dict(model="m", timeout_seconds=0.2, call_budget_seconds=0.5, retries=5,
+                           retry_backoff_seconds=0).items():
+        setattr(conf.extract, key, value)
+    batch = extract.Batch("p", "/p", "s", [{"event_id": "e1", "kind": "prompt", "prompt": "x"}], "flush")
+    release, timeouts = threading.Event(), []
+
+    def trickle(messages, conf):  # a client whose timeout never fires
+        timeouts.append(conf.extract.timeout_seconds)
+        release.wait(30)
+
+    try:
+        with pytest.raises(extract.ExtractionError, match="CallTimeout: no answer within 0.2 s"):
+            extract.llm_extract(batch, conf, trickle, sleep=lambda s: None)
+    finally:
+        release.set()
+    assert 1 <= len(timeouts) <= 3 and max(timeouts) <= 0.2  # never the six tries retries=5 allows
+
+
+def _answer(*types):
+    return json.dumps({"records": [{"observation_type": t, "title": f"{t} title", "summary": f"{t} summary"}
+                                   for t in types]})
+
+
+@pytest.mark.parametrize("second, strategy, note", [
+    (_answer("session_summary"), "llm-summary", ""),
+    (_answer("decision"), "deterministic-turn", "turn summary: the model gave none"),
+])
+def test_the_model_is_asked_for_the_missing_turn_summary(make_event, drain_now, write_config, monkeypatch,
+                                                         second, strategy, note):
+    with FakeLLM() as fake:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-key-for-tests")
+        write_config(f'[extract]\nmodel = "openai/fake-model"\napi_base = "{fake.openai_base}"\nretries = 0\n')
+        make_event("userPromptSubmit", prompt="fix the login bug")
+        make_event("stop", assistant_response="Fixed it.")
+        fake.enqueue(_answer("decision"))  # no session_summary record ...
+        fake.enqueue(second)  # ... so it is asked for explicitly
+        stats, db = drain_now()
+        asked = fake.chat_requests[1]["json"]["messages"]
+    assert len(fake.chat_requests) == 2 and 'observation_type "session_summary"' in asked[-1]["content"]
+    summary = next(db.query("select strategy from memory_records where observation_type = 'session_summary'"))
+    assert summary["strategy"] == strategy
+    (run,) = db.query("select fallback_reason, extractor from extraction_runs")
+    assert run["extractor"] == "llm" and run["fallback_reason"].startswith(note)

@@ -12,7 +12,7 @@ from kirolearn import config
 from kirolearn import hook as hooks
 from kirolearn.pipeline.schema import Event
 
-from conftest import BIN, hook_env, load_cases, run_hook, substitute
+from conftest import BIN, cli, hook_env, load_cases, read_only_ready, run_hook, substitute, writable_again
 
 CASES = [c for c in load_cases() if c["expect"] is not None]
 
@@ -229,3 +229,39 @@ def test_fallback_session_ends_after_a_long_pause(project, spooled, home):
     (session_file,) = (home / "sessions").iterdir()
     os.utime(session_file, (0, time.time() - hooks.SESSION_IDLE_SECONDS - 60))
     assert call() != first
+
+
+def test_the_hook_says_nothing_was_recorded_and_means_it(home, project, filled):
+    prefix = read_only_ready(home)
+    body = {"hook_event_name": "postToolUse", "cwd": str(project), "session_id": "ro", "tool_name": "shell"}
+    result = subprocess.run([*prefix, str(BIN / "kirolearn-hook")], input=json.dumps(body).encode(),
+                            env=hook_env(), capture_output=True, timeout=30)
+    assert result.returncode == 0
+    message = result.stderr.decode()
+    assert "cannot move the event into" in message and "nothing recorded" in message, message
+    assert os.listdir(home / "spool" / "tmp") == []  # no tmp file a later drain would store
+    writable_again(home)
+    stats = json.loads(cli("drain", "--json").stdout)
+    assert stats["events_read"] == 0 and stats["recovered_tmp"] == 0
+
+
+def test_twin_session_start_hooks_without_a_session_id_inject_once(project, add_record):
+    add_record(project, "Sorted the checkout discounts", "by priority", observation_type="decision")
+    classic = json.dumps({"hook_event_name": "agentSpawn", "cwd": str(project)}).encode()
+    v3 = json.dumps({"hook_event_name": "SessionStart", "cwd": str(project)}).encode()
+    procs = [subprocess.Popen([str(BIN / "kirolearn-hook")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env=hook_env()) for _ in (classic, v3)]
+    outs = [p.communicate(payload, timeout=30) for p, payload in zip(procs, (classic, v3))]
+    printed = [out for out, _ in outs if out]
+    assert [p.returncode for p in procs] == [0, 0] and len(printed) == 1
+    assert b"Sorted the checkout discounts" in printed[0]
+    # a third one right after (Kiro runs hooks one by one) is refused too
+    assert run_hook(stdin=classic).stdout == b""
+
+
+def test_two_real_sessions_with_their_own_ids_both_get_the_block(project, add_record):
+    add_record(project, "Sorted the checkout discounts", "by priority", observation_type="decision")
+    for sid in ("kiro-a", "kiro-b"):
+        out = run_hook(stdin=json.dumps({"hook_event_name": "SessionStart", "cwd": str(project),
+                                         "session_id": sid}).encode())
+        assert b"Sorted the checkout discounts" in out.stdout

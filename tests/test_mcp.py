@@ -7,10 +7,12 @@ import sys
 
 import anyio
 import pytest
+from click.testing import CliRunner
 from mcp.shared.memory import create_connected_server_and_client_session
 
 import kirolearn
-from kirolearn import Memory, mcp_server, settings
+from kirolearn import Memory, __version__, mcp_server, settings
+from kirolearn.cli import cli
 from kirolearn.pipeline import summaries
 from kirolearn.pipeline.extract import Completion
 
@@ -307,3 +309,176 @@ def test_auto_compress_failures_through_litellm(project, setup, error, monkeypat
     finally:
         litellm.custom_provider_map = before
     assert not r.isError and r.structuredContent["auto_compress_error"] == error
+
+
+# A summary of only spaces is no summary (kills the mutant `not summary` instead of `.strip()`).
+@pytest.mark.parametrize("blank", ["   ", "\n\t  \n"])
+def test_session_end_rejects_a_summary_of_only_whitespace(project, blank):
+    result = call(project, "session_end", {"session_id": "s", "summary": blank})
+    assert result.isError and "'summary' is required unless auto_compress is true" in text(result)
+    assert call(project, "session_init", {}).structuredContent["found"] is False  # nothing was stored
+
+
+# MCP error results are scrubbed (kills the mutant that removed the scrub on error results).
+KEY = "ghp_" + "Zq9" * 12
+
+
+@pytest.mark.parametrize("tool, args, quoted", [
+    ("session_end", {"session_id": "s", "summary": "x", "auto_compress": KEY}, False),  # wrong types: named,
+    ("save_observation", {"title": "t", "summary": "s", "observation_type": KEY, "facts": [], "concepts": [],
+                          "files_touched": []}, False),  # not quoted
+    ("search_memory", {"query": "q", "limit": KEY}, False),
+    (KEY, {}, True),  # an unknown tool, named by the secret: quoted, so scrubbed
+])
+def test_mcp_error_results_never_quote_a_secret(project, tool, args, quoted):
+    result = call(project, tool, args)
+    assert result.isError
+    assert KEY not in text(result)
+    assert ("[REDACTED" in text(result)) is quoted
+
+
+def test_a_library_error_naming_a_secret_path_is_scrubbed_too(project, tmp_path, monkeypatch):
+    """Errors the tools raise themselves (KirolearnError) pass the same scrub as validation errors."""
+    home = tmp_path / KEY
+    home.mkdir()
+    (home / "config.toml").write_text('[extract]\ndaily_token_limit = "lots"\n')
+    monkeypatch.setenv("KIROLEARN_HOME", str(home))
+    result = call(project, "session_end", {"session_id": "s", "summary": "x"})
+    assert result.isError and "invalid setting 'extract.daily_token_limit'" in text(result)
+    assert KEY not in text(result) and "[REDACTED" in text(result)
+
+
+SEED_SESSION_END_DESCRIPTION = (
+    "End-of-session capture: summary + highlights + pitfalls + next_steps so the next session can resume cleanly. "
+    "Set auto_compress=true to have the LLM generate the missing summary/next_steps/pitfalls from stored session "
+    "artifacts (or from an optional `transcript`)."
+)
+
+
+def _no_model():
+    from kirolearn import settings
+
+    return settings.Settings()
+
+
+def test_failed_auto_compress_stores_an_empty_summary_and_keeps_the_previous_one(project):
+    first = call(project, "session_end", {"session_id": "s-1", "summary": "Moved JWT checks into middleware.",
+                                          "next_steps": ["Rate-limit /auth/refresh"]})
+    assert not first.isError
+    failed = call(project, "session_end", {"session_id": "s-2", "auto_compress": True, "transcript": "worked"},
+                  settings=_no_model())
+    shape = failed.structuredContent
+    assert shape["summary_len"] == 0 and shape["auto_compress_error"] == "provider_unavailable"
+    assert shape["compressed_used"] is False and shape["next_steps_count"] == 0
+
+    from kirolearn.store import sqlite as store
+
+    db = store.open_db()
+    (row,) = db.query("select summary, record_id from session_summaries where session_id = 's-2'")
+    assert row == {"summary": "", "record_id": None}  # the seed's empty summary; no placeholder record
+    assert not Memory().search("no summary was written auto_compress", project=project)
+
+    init = call(project, "session_init", {}).structuredContent
+    # one saved row, the newest, as session_end saved it (#24); the earlier summary rides along whole
+    assert init["found"] and init["session_id"] == "s-2" and init["summary"] == "" and init["next_steps"] == []
+    assert init["previous"]["session_id"] == "s-1"
+    assert init["previous"]["summary"] == "Moved JWT checks into middleware."
+    assert init["previous"]["next_steps"] == ["Rate-limit /auth/refresh"]
+    assert init["ended_without_summary"] == [{"session_id": "s-2", "ended_at": shape["ended_at"],
+                                              "auto_compress_error": "provider_unavailable"}]
+    block = Memory().context(project=project)
+    assert "Moved JWT checks into middleware." in block and "Rate-limit /auth/refresh" in block
+    assert "Since then session s-2 ended without a summary (auto_compress: provider_unavailable)." in block
+
+
+def test_a_later_session_s_next_steps_replace_the_carried_ones(project):
+    call(project, "session_end", {"session_id": "s-1", "summary": "Done A.", "next_steps": ["old step"]})
+    call(project, "session_end", {"session_id": "s-2", "auto_compress": True, "next_steps": ["new step"]},
+         settings=_no_model())
+    init = call(project, "session_init", {}).structuredContent
+    # never fields of two rows (#24): the newest row's own next steps, the older row whole beside it
+    assert init["session_id"] == "s-2" and init["summary"] == "" and init["next_steps"] == ["new step"]
+    assert init["previous"]["summary"] == "Done A." and init["previous"]["next_steps"] == ["old step"]
+    call(project, "session_end", {"session_id": "s-3", "summary": "Done B."})
+    init = call(project, "session_init", {}).structuredContent
+    assert init["summary"] == "Done B." and init["ended_without_summary"] == [] and "previous" not in init
+    assert init["next_steps"] == []
+
+
+def test_only_empty_summaries_so_far_is_found_with_an_empty_summary(project):
+    call(project, "session_end", {"session_id": "s-1", "auto_compress": True, "pitfalls": ["UTC"]},
+         settings=_no_model())
+    init = call(project, "session_init", {}).structuredContent
+    assert init["found"] and init["summary"] == "" and init["pitfalls"] == ["UTC"]
+    block = Memory().context(project=project)
+    assert "Last session ended without a summary" in block and "UTC" in block
+
+
+def test_session_init_with_a_new_label_on_a_fresh_project_is_not_an_error(project):
+    fresh = call(project, "session_init", {"project": "my-api"})
+    assert not fresh.isError
+    assert fresh.structuredContent["found"] is False and fresh.structuredContent["known_projects"] == []
+    cli_out = CliRunner().invoke(cli, ["session-init", "--label", "my-api", "--json", "--project", str(project)])
+    assert cli_out.exit_code == 0 and json.loads(cli_out.output)["found"] is False
+
+
+def test_files_touched_is_the_whole_union_modified_first(project):
+    read = [f"src/read_{i}.py" for i in range(150)]
+    modified = [f"src/changed_{i}.py" for i in range(10)] + ["src/read_0.py"]
+    result = call(project, "save_session_summary", dict(TURN, files_read=read, files_modified=modified))
+    assert not result.isError
+    (hit,) = Memory().search("plus-sign login", project=project)
+    assert len(hit.files_touched) == 160
+    assert hit.files_touched[:11] == modified and set(read) <= set(hit.files_touched)
+
+
+def test_auto_compress_fills_only_absent_values(project):
+    from kirolearn.pipeline.extract import Completion
+
+    def complete(messages, conf, response_format=None):
+        return Completion(json.dumps({"summary": "Drafted.", "next_steps": ["drafted"], "pitfalls": ["drafted"]}))
+
+    conf = _no_model()
+    conf.extract.model = "openai/fake"
+    shape = call(project, "session_end", {"session_id": "s", "auto_compress": True, "next_steps": [],
+                                          "transcript": "log"}, settings=conf, complete=complete).structuredContent
+    assert shape["next_steps_count"] == 0 and shape["compressed_used"] is True
+    init = call(project, "session_init", {}).structuredContent
+    assert init["next_steps"] == [] and init["pitfalls"] == ["drafted"]
+
+
+def test_session_end_description_is_the_seed_s_byte_for_byte(project):
+    tools = {t.name: t for t in list_tools(project)}
+    assert tools["session_end"].description == SEED_SESSION_END_DESCRIPTION
+
+
+def test_tool_schemas_hold_the_limits_and_descriptions_are_dedented(project):
+    tools = {t.name: t for t in list_tools(project)}
+    obs = tools["save_observation"].inputSchema["properties"]
+    assert (obs["title"]["minLength"], obs["title"]["maxLength"]) == (1, 200)
+    assert obs["summary"]["maxLength"] == 4000 and obs["facts"]["maxItems"] == 50
+    assert obs["facts"]["items"]["maxLength"] == 500 and obs["files_touched"]["maxItems"] == 100
+    turn = tools["save_session_summary"].inputSchema["properties"]
+    assert turn["files_read"]["maxItems"] == 200 and turn["request"]["maxLength"] == 100_000
+    for tool in tools.values():
+        assert "\n    " not in tool.description, tool.name
+
+
+@pytest.mark.parametrize("args, message", [
+    ({"title": 5}, "'title' must be a string, got integer"),
+    ({"facts": "one fact"}, "'facts' must be a list, got string"),
+    ({"title": "x" * 201}, "'title' must be at most 200 characters"),
+])
+def test_wrong_types_get_one_plain_line(project, args, message):
+    base = {"title": "t", "summary": "s", "observation_type": "decision", "facts": [], "concepts": [],
+            "files_touched": []}
+    result = call(project, "save_observation", dict(base, **args))
+    assert result.isError
+    assert text(result) == f"invalid arguments for save_observation: {message}"
+
+
+def test_server_info_reports_kirolearn_s_version(project):
+    from kirolearn import mcp_server
+
+    server = mcp_server.build_server(str(project))
+    assert server._mcp_server.create_initialization_options().server_version == __version__

@@ -17,8 +17,7 @@ import time
 
 import pytest
 
-from conftest import BIN, hook_env, run_hook
-from test_faults import assert_one_error, kl, ready, spool_events, stored_ids
+from conftest import BIN, assert_one_error, hook_env, kl, ready, run_hook, spool_events, stored_ids
 
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8vN3kTp1"
 

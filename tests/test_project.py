@@ -1,10 +1,11 @@
-"""The marker walk that decides which project an event belongs to."""
+"""The marker walk that decides which project an event belongs to, and the project id."""
 
+import hashlib
 import os
 
 import pytest
 
-from kirolearn.project import MARKERS, find_project_root
+from kirolearn.project import MARKERS, find_project_root, project_id
 
 
 @pytest.fixture
@@ -63,3 +64,7 @@ def test_symlinked_cwd_resolves_to_the_real_root(tmp_path, user_home):
 def test_missing_cwd_does_not_raise(user_home):
     root, is_global = find_project_root(str(user_home / "gone" / "away"), str(user_home))
     assert is_global and root == str(user_home)
+
+
+def test_project_id_is_16_hex_digits_of_sha256():
+    assert project_id("/home/u/proj") == hashlib.sha256(b"/home/u/proj").hexdigest()[:16]

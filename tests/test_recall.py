@@ -3,6 +3,7 @@ project isolation, the fenced format, and a hook that stays quiet when the
 store is missing, locked or corrupt."""
 
 import json
+import math
 import sqlite3
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -260,3 +261,64 @@ def test_context_cli(project, add_record, monkeypatch):
     found = json.loads(runner.invoke(cli, ["search", "emails queue", "--json"]).output)
     assert found[0]["title"] == "Turn summary: moved emails to a queue"
     assert runner.invoke(cli, ["search", "x", "--project", str(project), "--all-projects"]).exit_code == 2
+
+
+NOW = 1_800_000_000.0
+
+
+def _iso(dt):
+    return dt.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _at(days_ago):
+    return _iso(datetime.fromtimestamp(NOW - days_ago * 86400, timezone.utc))
+
+
+@pytest.mark.parametrize("days, factor", [(0, 1.0), (30, 0.75), (60, 0.625), (-5, 1.0)])
+def test_recency_halves_the_bonus_every_30_days(days, factor):
+    assert math.isclose(recall._recency(_at(days), NOW), factor, rel_tol=1e-6)
+
+
+def test_recency_of_an_unreadable_date_is_the_floor():
+    assert recall._recency("not a date", NOW) == 0.5
+
+
+def _hit(score, matched):
+    hit = recall.Hit("r", "/p", "s", "t", "s", [], [], [], "discovery", "test", _at(0))
+    hit.score, hit.matched_terms = score, matched
+    return hit
+
+
+def test_relevant_needs_one_word_of_a_short_prompt_and_two_of_a_long_one():
+    one, two = _hit(1.0, ["export"]), _hit(1.0, ["export", "locked"])
+    assert recall.relevant([one, two], "export locked") == [one, two]
+    assert recall.relevant([one, two], "export locked database") == [two]
+    assert recall.relevant([one], "the and of") == []  # no telling word at all
+    assert recall.relevant([], "export") == []
+
+
+def test_relevant_keeps_a_hit_exactly_at_the_floor():
+    best, at_floor = _hit(10.0, ["export"]), _hit(10.0 * recall.RELATIVE_FLOOR, ["export"])
+    below = _hit(10.0 * recall.RELATIVE_FLOOR - 1e-6, ["export"])
+    assert recall.relevant([best, at_floor, below], "export") == [best, at_floor]
+
+
+# Kills the mutant RELATIVE_FLOOR = 0.
+def test_a_weak_match_below_the_floor_is_not_injected(project, add_record):
+    strong = add_record(project, "Export job: database is locked during export",
+                        "The export job hits database is locked; the export now uses WAL and timeout=30.",
+                        observation_type="error")
+    weak = add_record(project, "Release checklist",
+                      "Bump the version, tag, write the changelog, announce in chat, check the docs site, "
+                      "rotate the staging data, review open issues, mention the export.",
+                      observation_type="tool_use")
+    for i in range(6):  # a realistic store: the prompt's words are rare in it
+        add_record(project, f"Unrelated note {i}", f"frontend colour palette number {i}")
+    conn = recall.connect_readonly()
+    hits = recall.search(conn, "export locked", project_id=context.project_id(str(project)))
+    by_id = {h.record_id: h for h in hits}
+    assert {strong, weak} <= set(by_id)  # both match a word of the prompt ...
+    assert by_id[weak].score < recall.RELATIVE_FLOOR * by_id[strong].score  # ... one far below the best
+    block, shown = context.for_prompt(conn, str(project), "export locked")
+    assert shown == [strong]
+    assert "Release checklist" not in block

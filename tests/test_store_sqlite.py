@@ -4,9 +4,11 @@ import shutil
 
 import pytest
 
+from kirolearn import Memory
 from kirolearn.store.backends import open_store
 from kirolearn.store.sqlite_store import SqliteStore
 from store_contract import StoreContract
+from test_mcp import call
 
 
 @pytest.fixture(scope="session")
@@ -42,3 +44,22 @@ def test_nested_writing_is_a_savepoint(tmp_path):
             raise ValueError
         db.execute("insert into t values (2)")
     assert [r[0] for r in db.execute("select x from t")] == [2]
+
+
+def test_an_older_store_s_placeholder_summaries_are_emptied(project):
+    from kirolearn.store import migrations
+    from kirolearn.store import sqlite as store
+
+    call(project, "session_end", {"session_id": "s-1", "summary": "Real work done."})
+    db = store.open_db()
+    placeholder = "Session s-2 ended; no summary was written (auto_compress: provider_unavailable)."
+    call(project, "session_end", {"session_id": "s-2", "summary": placeholder})  # as an old version stored it
+    db.execute("update session_summaries set auto_compress = 1 where session_id = 's-2'")
+    db.execute("delete from _sqlite_migrations where name = 'm014_placeholder_session_summaries'")
+    db.conn.commit()
+    migrations.migrations.apply(db)
+    (row,) = db.query("select summary, record_id from session_summaries where session_id = 's-2'")
+    assert row == {"summary": "", "record_id": None}
+    assert not Memory().search("no summary was written", project=project)
+    init = call(project, "session_init", {}).structuredContent
+    assert init["summary"] == "" and init["previous"]["summary"] == "Real work done."

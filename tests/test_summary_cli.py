@@ -63,3 +63,11 @@ def test_session_end_auto_compress_without_a_model_still_saves(project, tmp_path
     result = run(["session-end", "--session-id", "s", "--auto-compress", "--transcript", str(log), "--json"],
                  project=project)
     assert json.loads(result.output)["auto_compress_error"] == "provider_unavailable"
+
+
+def test_save_summary_reads_a_piped_json_document_without_stdin_flag(project):
+    result = CliRunner().invoke(cli, ["save-summary", "--json", "--project", str(project)], input=json.dumps(TURN))
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["title"] == TURN["request"]
+    empty = CliRunner().invoke(cli, ["save-summary", "--project", str(project)], input="")
+    assert empty.exit_code == 2 and "missing --request" in empty.output
