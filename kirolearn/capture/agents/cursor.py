@@ -26,14 +26,15 @@ Standard library only (the hook imports it); the installer part is used by the C
 
 import os
 
-from kirolearn.capture.events import Rejected
 from kirolearn import jsonfast  # not json: it imports re (~30M instructions a hook call)
+from kirolearn.capture.agents import common
+from kirolearn.capture.agents.common import MARK, MCP_SERVER
 
 NAME = "cursor"
 GENERATIONS = ("cursor",)
 SURFACES = ("cursor",)
 SESSION_ENV = None
-TRANSCRIPT_TAIL_BYTES = 256 * 1024
+TRANSCRIPT_TAIL_BYTES = common.TRANSCRIPT_TAIL_BYTES
 LAST_TEXT_MAX = 64 * 1024
 
 TRIGGERS = {
@@ -63,33 +64,20 @@ HOOKS = (
     ("afterAgentResponse", 2),
     ("stop", 5),
 )
-MARK = "kirolearn-hook"
-MCP_SERVER = "kirolearn"
 _COMMON = ("conversation_id", "generation_id", "model", "hook_event_name", "cursor_version", "workspace_roots",
            "user_email", "transcript_path", "cwd", "session_id")
 
 
-def _is_event_name(name: str) -> bool:
-    """A name in Cursor's style (camelCase letters): an event newer than this adapter, kept as a note."""
-    return 3 <= len(name) <= 40 and name[0].islower() and name.isalpha() and name.isascii()
-
-
 def resolve_trigger(name: str) -> "tuple[str, str]":
     """Map a Cursor hook name to (canonical trigger, generation); an unknown camelCase name is a note."""
-    if name in TRIGGERS:
-        return TRIGGERS[name], "cursor"
-    if name in NOTE_TRIGGERS or _is_event_name(name):
-        return name, "cursor"
-    raise Rejected("unknown Cursor hook event name; expected one of " + ", ".join((*TRIGGERS, *NOTE_TRIGGERS)))
+    return common.resolve_trigger(name, TRIGGERS, NOTE_TRIGGERS, "cursor", "Cursor hook event name", newer=False)
 
 
 def surface(generation: str, env) -> str:
     return "cursor"
 
 
-def payload_from_env(arg, env):
-    """Cursor always sends its payload on stdin."""
-    return None
+payload_from_env = common.payload_from_env  # Cursor always sends its payload on stdin
 
 
 def _json_or_text(value):
@@ -205,22 +193,7 @@ def _last_text(session_id) -> "str | None":
 
 def last_assistant_text(path: str, tail_bytes: int = TRANSCRIPT_TAIL_BYTES) -> "str | None":
     """The newest assistant text of a JSONL transcript ({"role": "assistant", ...} lines); bounded."""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - tail_bytes))
-            data = fh.read(tail_bytes)
-    except OSError:
-        return None
-    lines = data.split(b"\n")
-    if size > tail_bytes:
-        lines = lines[1:]
-    for raw in reversed(lines):
-        try:
-            item = jsonfast.loads(raw.decode("utf-8", "replace"))
-        except ValueError:
-            continue
+    for item in common.newest_lines(path, tail_bytes):
         if not isinstance(item, dict):
             continue
         message = item.get("message") if isinstance(item.get("message"), dict) else item
@@ -254,11 +227,7 @@ def cursor_dir(project: "str | None") -> str:
 
 def hook_command() -> str:
     """The command Cursor runs (through a shell); a missing binary is a no-op."""
-    import shlex
-
-    from kirolearn import install
-
-    return f"{install._env_prefix()}{' '.join(shlex.quote(a) for a in install.hook_argv())} --agent {NAME} || true"
+    return common.hook_command(NAME)
 
 
 def _is_ours(entry) -> bool:

@@ -21,14 +21,14 @@ Standard library only (the hook imports it); the installer part is used by the C
 
 import os
 
-from kirolearn.capture.events import Rejected
-from kirolearn import jsonfast  # not json: it imports re (~30M instructions a hook call)
+from kirolearn.capture.agents import common
+from kirolearn.capture.agents.common import APPROVED_TOOLS, MARK, MCP_SERVER
 
 NAME = "gemini"
 GENERATIONS = ("gemini",)
 SURFACES = ("gemini-cli",)
 SESSION_ENV = None  # Gemini CLI always sends session_id
-TRANSCRIPT_TAIL_BYTES = 256 * 1024
+TRANSCRIPT_TAIL_BYTES = common.TRANSCRIPT_TAIL_BYTES
 
 TRIGGERS = {
     "SessionStart": "agentSpawn",
@@ -47,65 +47,35 @@ HOOKS = (
     ("AfterTool", 2000),
     ("AfterAgent", 5000),
 )
-MARK = "kirolearn-hook"
-MCP_SERVER = "kirolearn"
-# The MCP tools Gemini may run without asking (`tools.allowed`; in `gemini -p` a tool that needs a
-# confirmation is not offered at all): the read-only ones. forget_memory keeps asking.
-APPROVED_TOOLS = ("search_memory", "session_init")
-
-
-def _is_event_name(name: str) -> bool:
-    return 3 <= len(name) <= 40 and name[0].isupper() and name.isalpha() and name.isascii()
+# APPROVED_TOOLS: the MCP tools Gemini may run without asking (`tools.allowed`; in `gemini -p` a tool that
+# needs a confirmation is not offered at all). forget_memory keeps asking.
 
 
 def resolve_trigger(name: str) -> "tuple[str, str]":
     """Map a Gemini CLI hook name to (canonical trigger, generation); an unknown PascalCase name is a note."""
-    if name in TRIGGERS:
-        return TRIGGERS[name], "gemini"
-    if name in NOTE_TRIGGERS or _is_event_name(name):
-        return name, "gemini"
-    raise Rejected("unknown Gemini CLI hook event name; expected one of " + ", ".join((*TRIGGERS, *NOTE_TRIGGERS)))
+    return common.resolve_trigger(name, TRIGGERS, NOTE_TRIGGERS, "gemini", "Gemini CLI hook event name", newer=True)
 
 
 def surface(generation: str, env) -> str:
     return "gemini-cli"
 
 
-def payload_from_env(arg, env):
-    """Gemini CLI always sends its payload on stdin."""
-    return None
+payload_from_env = common.payload_from_env  # Gemini CLI always sends its payload on stdin
 
 
 def normalise(trigger: str, payload: dict, env) -> dict:
     """AfterAgent's final answer is `prompt_response` (else the chat file's last `gemini` message)."""
-    if trigger != "stop" or payload.get("assistant_response"):
+    if trigger != "stop":
         return payload
-    text = payload.get("prompt_response")
-    if not (isinstance(text, str) and text.strip()):
-        path = payload.get("transcript_path")
-        text = last_assistant_text(path) if isinstance(path, str) and path else None
-    rest = {k: v for k, v in payload.items() if k != "prompt_response"}
-    return {**rest, "assistant_response": text} if text else payload
+    out = common.final_answer(payload, ("prompt_response",), last_assistant_text)
+    if out is not payload:
+        out.pop("prompt_response", None)  # an empty one too, once the chat file gave the answer
+    return out
 
 
 def last_assistant_text(path: str, tail_bytes: int = TRANSCRIPT_TAIL_BYTES) -> "str | None":
     """The newest non-empty `gemini` message of a chat JSONL file (None if none); bounded, partial lines skipped."""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - tail_bytes))
-            data = fh.read(tail_bytes)
-    except OSError:
-        return None
-    lines = data.split(b"\n")
-    if size > tail_bytes:
-        lines = lines[1:]
-    for raw in reversed(lines):
-        try:
-            item = jsonfast.loads(raw.decode("utf-8", "replace"))
-        except ValueError:
-            continue
+    for item in common.newest_lines(path, tail_bytes):
         if isinstance(item, dict) and item.get("type") == "gemini" and isinstance(item.get("content"), str):
             if item["content"].strip():
                 return item["content"].strip()
@@ -115,9 +85,7 @@ def last_assistant_text(path: str, tail_bytes: int = TRANSCRIPT_TAIL_BYTES) -> "
 def context_output(trigger: str, text: str) -> str:
     """The only form that reaches the model: hookSpecificOutput.additionalContext."""
     event = CONTEXT_EVENTS.get(trigger)
-    if event is None:
-        return ""
-    return jsonfast.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
+    return "" if event is None else common.additional_context(event, text)
 
 
 # --- installing: ~/.gemini/settings.json or <project>/.gemini/settings.json ------------------------
@@ -133,11 +101,7 @@ def settings_path(project: "str | None") -> str:
 
 def hook_command() -> str:
     """The command Gemini CLI runs (through a shell); a missing binary is a no-op."""
-    import shlex
-
-    from kirolearn import install
-
-    return f"{install._env_prefix()}{' '.join(shlex.quote(a) for a in install.hook_argv())} --agent {NAME} || true"
+    return common.hook_command(NAME)
 
 
 def tool_name(tool: str) -> str:
