@@ -24,13 +24,7 @@ SURFACES = ("claude-code",)
 SESSION_ENV = None  # Claude Code always sends session_id
 TRANSCRIPT_TAIL_BYTES = common.TRANSCRIPT_TAIL_BYTES
 
-TRIGGERS = {
-    "SessionStart": "agentSpawn",
-    "UserPromptSubmit": "userPromptSubmit",
-    "PreToolUse": "preToolUse",
-    "PostToolUse": "postToolUse",
-    "Stop": "stop",
-}
+TRIGGERS = common.CLAUDE_TRIGGERS
 # Lifecycle events with no Kiro twin: kept as notes, payload in `extra`.
 NOTE_TRIGGERS = ("SubagentStop", "SessionEnd", "PreCompact", "Notification")
 
@@ -106,9 +100,7 @@ def settings_path(project: "str | None") -> str:
     """The settings file install edits: the project's shared one, else the user's."""
     if project:
         return os.path.join(os.path.abspath(project), ".claude", "settings.json")
-    from kirolearn import config
-
-    return os.path.join(config.user_home_dir() or os.path.expanduser("~"), ".claude", "settings.json")
+    return common.user_path(".claude", "settings.json")
 
 
 def hook_command() -> str:
@@ -181,9 +173,7 @@ def mcp_path(project: "str | None") -> str:
     """Where the MCP server is registered: the project's `.mcp.json`, else the user's `~/.claude.json`."""
     if project:
         return os.path.join(os.path.abspath(project), ".mcp.json")
-    from kirolearn import config
-
-    return os.path.join(config.user_home_dir() or os.path.expanduser("~"), ".claude.json")
+    return common.user_path(".claude.json")
 
 
 def local_settings_path(project: str) -> str:

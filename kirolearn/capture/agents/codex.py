@@ -25,7 +25,7 @@ Standard library only (the hook imports it); the installer part is used by the C
 import os
 
 from kirolearn.capture.agents import common
-from kirolearn.capture.agents.common import APPROVED_TOOLS, MARK, MCP_SERVER
+from kirolearn.capture.agents.common import APPROVED_TOOLS, MCP_SERVER
 
 NAME = "codex"
 GENERATIONS = ("codex",)
@@ -33,13 +33,7 @@ SURFACES = ("codex-cli",)
 SESSION_ENV = None  # Codex always sends session_id
 TRANSCRIPT_TAIL_BYTES = common.TRANSCRIPT_TAIL_BYTES
 
-TRIGGERS = {
-    "SessionStart": "agentSpawn",
-    "UserPromptSubmit": "userPromptSubmit",
-    "PreToolUse": "preToolUse",
-    "PostToolUse": "postToolUse",
-    "Stop": "stop",
-}
+TRIGGERS = common.CLAUDE_TRIGGERS  # Claude Code's hook names
 # Codex's other documented events: kept as notes, payload in `extra`.
 NOTE_TRIGGERS = ("SessionEnd", "SubagentStart", "SubagentStop", "PreCompact", "PostCompact",
                  "PermissionRequest", "Interrupt", "StopFailure")
@@ -105,9 +99,7 @@ def context_output(trigger: str, text: str) -> str:
 def codex_home() -> str:
     if os.environ.get("CODEX_HOME"):
         return os.path.abspath(os.environ["CODEX_HOME"])
-    from kirolearn import config
-
-    return os.path.join(config.user_home_dir() or os.path.expanduser("~"), ".codex")
+    return common.user_path(".codex")
 
 
 def hook_command() -> str:
@@ -120,32 +112,16 @@ def _handler(timeout: int) -> dict:
 
 
 def _is_ours(group) -> bool:
-    return isinstance(group, dict) and any(
-        isinstance(h, dict) and MARK in str(h.get("command", "")) and f"--agent {NAME}" in str(h.get("command", ""))
-        for h in group.get("hooks", []) or [])
+    return common.is_our_group(group, NAME)
 
 
 def _unwired(data: dict) -> dict:
     """`data` without our hook groups (a list, or `hooks`, that only we emptied goes too)."""
-    hooks = data.get("hooks")
-    if isinstance(hooks, dict):
-        emptied = False
-        for event in list(hooks):
-            if isinstance(hooks[event], list) and any(_is_ours(g) for g in hooks[event]):
-                hooks[event] = [g for g in hooks[event] if not _is_ours(g)]
-                if not hooks[event]:
-                    del hooks[event]
-                    emptied = True
-        if emptied and not hooks:
-            del data["hooks"]
+    common.drop_our_hooks(data, _is_ours)
     return data
 
 
-def _hooks_problem(data: dict) -> "str | None":
-    hooks = data.get("hooks", {})
-    if not isinstance(hooks, dict) or not all(isinstance(v, list) for v in hooks.values()):
-        return "'hooks' is not an object of lists"
-    return None
+_hooks_problem = common.hooks_problem
 
 
 def trust_hash(label: str, handler: dict) -> str:

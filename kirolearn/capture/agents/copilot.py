@@ -41,12 +41,7 @@ TRIGGERS = {
     "preToolUse": "preToolUse",
     "postToolUse": "postToolUse",
     "agentStop": "stop",
-    # the VS Code compatible (PascalCase, snake_case payload) spellings of the same events
-    "SessionStart": "agentSpawn",
-    "UserPromptSubmit": "userPromptSubmit",
-    "PreToolUse": "preToolUse",
-    "PostToolUse": "postToolUse",
-    "Stop": "stop",
+    **common.CLAUDE_TRIGGERS,  # the VS Code compatible (PascalCase, snake_case payload) spellings of the same events
 }
 NOTE_TRIGGERS = ("sessionEnd", "subagentStart", "subagentStop", "errorOccurred", "preCompact",
                  "postToolUseFailure", "notification", "permissionRequest", "userPromptTransformed",
@@ -133,9 +128,7 @@ def mcp_path(project: "str | None") -> str:
     """The project's `.github/mcp.json`, or the user's `~/.copilot/mcp-config.json`."""
     if project:
         return os.path.join(os.path.abspath(project), ".github", "mcp.json")
-    from kirolearn import config
-
-    return os.path.join(config.user_home_dir() or os.path.expanduser("~"), ".copilot", "mcp-config.json")
+    return common.user_path(".copilot", "mcp-config.json")
 
 
 def hook_command(event: str) -> str:

@@ -28,7 +28,7 @@ import os
 
 from kirolearn import jsonfast  # not json: it imports re (~30M instructions a hook call)
 from kirolearn.capture.agents import common
-from kirolearn.capture.agents.common import MARK, MCP_SERVER
+from kirolearn.capture.agents.common import MCP_SERVER
 
 NAME = "cursor"
 GENERATIONS = ("cursor",)
@@ -220,9 +220,7 @@ def context_output(trigger: str, text: str) -> str:
 def cursor_dir(project: "str | None") -> str:
     if project:
         return os.path.join(os.path.abspath(project), ".cursor")
-    from kirolearn import config
-
-    return os.path.join(config.user_home_dir() or os.path.expanduser("~"), ".cursor")
+    return common.user_path(".cursor")
 
 
 def hook_command() -> str:
@@ -231,55 +229,23 @@ def hook_command() -> str:
 
 
 def _is_ours(entry) -> bool:
-    return isinstance(entry, dict) and MARK in str(entry.get("command", "")) and f"--agent {NAME}" in str(entry.get("command", ""))
+    return common.is_our_command(entry, NAME)
 
 
 def _hooks_unwired(data: dict) -> dict:
-    hooks = data.get("hooks")
-    emptied = False
-    if isinstance(hooks, dict):
-        for event in list(hooks):
-            if isinstance(hooks[event], list) and any(_is_ours(e) for e in hooks[event]):
-                hooks[event] = [e for e in hooks[event] if not _is_ours(e)]
-                if not hooks[event]:
-                    del hooks[event]
-                    emptied = True
-        if emptied and not hooks:
-            del data["hooks"]
-            if set(data) == {"version"}:
-                del data["version"]  # what install added along with the hooks
+    if common.drop_our_hooks(data, _is_ours) and set(data) == {"version"}:
+        del data["version"]  # what install added along with the hooks
     return data
 
 
 def _hooks_problem(data: dict) -> "str | None":
     if data.get("version", 1) != 1:
         return f"hooks.json version {data.get('version')!r} is not the version 1 kirolearn writes"
-    hooks = data.get("hooks", {})
-    if not isinstance(hooks, dict) or not all(isinstance(v, list) for v in hooks.values()):
-        return "'hooks' is not an object of lists"
-    return None
+    return common.hooks_problem(data)
 
 
-def _our_server(entry) -> bool:
-    return isinstance(entry, dict) and os.path.basename(str(entry.get("command", ""))).startswith("kirolearn-mcp")
-
-
-def _mcp_unwired(data: dict) -> dict:
-    servers = data.get("mcpServers")
-    if isinstance(servers, dict) and _our_server(servers.get(MCP_SERVER)):
-        del servers[MCP_SERVER]
-        if not servers:
-            del data["mcpServers"]
-    return data
-
-
-def _mcp_problem(data: dict) -> "str | None":
-    servers = data.get("mcpServers", {})
-    if not isinstance(servers, dict):
-        return "'mcpServers' is not an object"
-    if MCP_SERVER in servers and not _our_server(servers[MCP_SERVER]):
-        return f"it already has an MCP server named {MCP_SERVER!r} that is not kirolearn-mcp"
-    return None
+_mcp_unwired = common.drop_our_server
+_mcp_problem = common.servers_problem
 
 
 def plan_install(project: "str | None", global_: bool = False, **options):
@@ -298,12 +264,8 @@ def plan_install(project: "str | None", global_: bool = False, **options):
     if not has_version:
         additions.insert(0, wiring.Addition((), 1, key="version"))
     hooks = wiring.plan_json(hooks_path, "cursor-hooks", additions, _hooks_unwired, owned_problem=_hooks_problem)
-    entry = install.mcp_entry()
-    server = {"command": entry["command"], "args": entry["args"]}
-    if entry["env"]:
-        server["env"] = entry["env"]
     mcp = wiring.plan_json(os.path.join(folder, "mcp.json"), "cursor-mcp",
-                           [wiring.Addition(("mcpServers",), server, key=MCP_SERVER)], _mcp_unwired,
+                           [wiring.Addition(("mcpServers",), common.mcp_server(), key=MCP_SERVER)], _mcp_unwired,
                            owned_problem=_mcp_problem)
     return [hooks, mcp]
 

@@ -22,7 +22,7 @@ Standard library only (the hook imports it); the installer part is used by the C
 import os
 
 from kirolearn.capture.agents import common
-from kirolearn.capture.agents.common import APPROVED_TOOLS, MARK, MCP_SERVER
+from kirolearn.capture.agents.common import APPROVED_TOOLS, MCP_SERVER
 
 NAME = "gemini"
 GENERATIONS = ("gemini",)
@@ -94,9 +94,7 @@ def context_output(trigger: str, text: str) -> str:
 def settings_path(project: "str | None") -> str:
     if project:
         return os.path.join(os.path.abspath(project), ".gemini", "settings.json")
-    from kirolearn import config
-
-    return os.path.join(config.user_home_dir() or os.path.expanduser("~"), ".gemini", "settings.json")
+    return common.user_path(".gemini", "settings.json")
 
 
 def hook_command() -> str:
@@ -110,33 +108,13 @@ def tool_name(tool: str) -> str:
 
 
 def _is_ours(group) -> bool:
-    return isinstance(group, dict) and any(
-        isinstance(h, dict) and MARK in str(h.get("command", "")) and f"--agent {NAME}" in str(h.get("command", ""))
-        for h in group.get("hooks", []) or [])
-
-
-def _our_server(entry) -> bool:
-    return isinstance(entry, dict) and os.path.basename(str(entry.get("command", ""))).startswith("kirolearn-mcp")
+    return common.is_our_group(group, NAME)
 
 
 def _unwired(data: dict) -> dict:
     """`data` without our hooks, our MCP server and our allowed tools (containers only we emptied go too)."""
-    hooks = data.get("hooks")
-    if isinstance(hooks, dict):
-        emptied = False
-        for event in list(hooks):
-            if isinstance(hooks[event], list) and any(_is_ours(g) for g in hooks[event]):
-                hooks[event] = [g for g in hooks[event] if not _is_ours(g)]
-                if not hooks[event]:
-                    del hooks[event]
-                    emptied = True
-        if emptied and not hooks:
-            del data["hooks"]
-    servers = data.get("mcpServers")
-    if isinstance(servers, dict) and _our_server(servers.get(MCP_SERVER)):
-        del servers[MCP_SERVER]
-        if not servers:
-            del data["mcpServers"]
+    common.drop_our_hooks(data, _is_ours)
+    common.drop_our_server(data)
     tools = data.get("tools")
     ours = {tool_name(t) for t in APPROVED_TOOLS}
     if isinstance(tools, dict) and isinstance(tools.get("allowed"), list) and ours & set(map(str, tools["allowed"])):
@@ -152,11 +130,9 @@ def _problem(data: dict) -> "str | None":
     hooks = data.get("hooks", {})
     if not isinstance(hooks, dict) or not all(isinstance(v, list) for v in hooks.values() if v is not None):
         return "'hooks' is not an object of lists"
-    servers = data.get("mcpServers", {})
-    if not isinstance(servers, dict):
-        return "'mcpServers' is not an object"
-    if MCP_SERVER in servers and not _our_server(servers[MCP_SERVER]):
-        return f"it already has an MCP server named {MCP_SERVER!r} that is not kirolearn-mcp"
+    problem = common.servers_problem(data)
+    if problem:
+        return problem
     tools = data.get("tools", {})
     if not isinstance(tools, dict) or not isinstance(tools.get("allowed", []), list):
         return "'tools.allowed' is not a list"
@@ -164,16 +140,12 @@ def _problem(data: dict) -> "str | None":
 
 
 def _additions() -> list:
-    from kirolearn import install, wiring
+    from kirolearn import wiring
 
-    entry = install.mcp_entry()
-    server = {"command": entry["command"], "args": entry["args"]}
-    if entry["env"]:
-        server["env"] = entry["env"]
     additions = [wiring.Addition(("hooks", event), {"matcher": "", "hooks": [
         {"name": f"kirolearn-{event}", "type": "command", "command": hook_command(), "timeout": timeout}]})
         for event, timeout in HOOKS]
-    additions.append(wiring.Addition(("mcpServers",), server, key=MCP_SERVER))
+    additions.append(wiring.Addition(("mcpServers",), common.mcp_server(), key=MCP_SERVER))
     additions += [wiring.Addition(("tools", "allowed"), tool_name(t)) for t in APPROVED_TOOLS]
     return additions
 
