@@ -42,8 +42,7 @@ def resolve_trigger(name: str) -> "tuple[str, str]":
     return common.resolve_trigger(name, TRIGGERS, NOTE_TRIGGERS, "claude", "Claude Code hook event name")
 
 
-def surface(generation: str, env) -> str:
-    return "claude-code"
+surface = common.fixed_surface("claude-code")
 
 
 payload_from_env = common.payload_from_env  # Claude Code always sends its payload on stdin

@@ -55,8 +55,7 @@ def resolve_trigger(name: str) -> "tuple[str, str]":
     return common.resolve_trigger(name, TRIGGERS, NOTE_TRIGGERS, "codex", "Codex hook event name", newer=True)
 
 
-def surface(generation: str, env) -> str:
-    return "codex-cli"
+surface = common.fixed_surface("codex-cli")
 
 
 payload_from_env = common.payload_from_env  # Codex always sends its payload on stdin

@@ -49,6 +49,15 @@ def resolve_trigger(name: str, triggers: dict, notes: tuple, generation: str, wh
     raise Rejected(f"unknown {what}; expected one of " + ", ".join((*triggers, *notes)))
 
 
+def fixed_surface(name: str):
+    """An adapter's `surface(generation, env)` for an agent that runs on one surface only: always `name`."""
+
+    def surface(generation: str, env) -> str:
+        return name
+
+    return surface
+
+
 def payload_from_env(arg, env):
     """None: the agent always sends its payload on stdin."""
     return None

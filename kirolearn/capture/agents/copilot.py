@@ -61,8 +61,7 @@ def resolve_trigger(name: str) -> "tuple[str, str]":
     return common.resolve_trigger(name, TRIGGERS, NOTE_TRIGGERS, "copilot", "Copilot CLI hook event")
 
 
-def surface(generation: str, env) -> str:
-    return "copilot-cli"
+surface = common.fixed_surface("copilot-cli")
 
 
 payload_from_env = common.payload_from_env  # always stdin JSON

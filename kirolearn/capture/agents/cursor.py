@@ -73,8 +73,7 @@ def resolve_trigger(name: str) -> "tuple[str, str]":
     return common.resolve_trigger(name, TRIGGERS, NOTE_TRIGGERS, "cursor", "Cursor hook event name", newer=False)
 
 
-def surface(generation: str, env) -> str:
-    return "cursor"
+surface = common.fixed_surface("cursor")
 
 
 payload_from_env = common.payload_from_env  # Cursor always sends its payload on stdin

@@ -56,8 +56,7 @@ def resolve_trigger(name: str) -> "tuple[str, str]":
     return common.resolve_trigger(name, TRIGGERS, NOTE_TRIGGERS, "gemini", "Gemini CLI hook event name", newer=True)
 
 
-def surface(generation: str, env) -> str:
-    return "gemini-cli"
+surface = common.fixed_surface("gemini-cli")
 
 
 payload_from_env = common.payload_from_env  # Gemini CLI always sends its payload on stdin

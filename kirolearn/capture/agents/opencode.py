@@ -45,8 +45,7 @@ def resolve_trigger(name: str) -> "tuple[str, str]":
     return common.resolve_trigger(name, TRIGGERS, NOTE_TRIGGERS, "opencode", "opencode plugin event")
 
 
-def surface(generation: str, env) -> str:
-    return "opencode"
+surface = common.fixed_surface("opencode")
 
 
 payload_from_env = common.payload_from_env  # the plugin sends stdin JSON
