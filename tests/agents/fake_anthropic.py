@@ -24,9 +24,9 @@ HEAD and GET probes, and `count_tokens` are served. Nothing but loopback.
 
 import itertools
 import json
-import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from fakeserver import FakeServer, Handler
 
 SIDE_ANSWER = "ok"  # what a request without tools (a title, a topic check) gets
 # Claude Code 2.x connects MCP servers in the background and offers this tool until they are up:
@@ -72,7 +72,7 @@ def resolve_tool(name: str, tools: list) -> str:
     raise KeyError(f"no tool like {name!r} among {offered}")
 
 
-class FakeAnthropic:
+class FakeAnthropic(FakeServer):
     """`with FakeAnthropic(script) as fake:` serves on fake.url until the block ends."""
 
     def __init__(self, script=None, model: str = "claude-sonnet-4-5"):
@@ -80,22 +80,7 @@ class FakeAnthropic:
         self.model = model
         self.requests: list = []  # every request: {method, path, headers, body}
         self.errors: list = []  # what the fake could not answer as scripted (tests assert it is empty)
-        self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._server.shutdown()
-        self._server.server_close()
+        super().__init__(self._handler())
 
     # --- what the tests read --------------------------------------------------------------------
 
@@ -155,26 +140,14 @@ class FakeAnthropic:
     def _handler(self):
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):  # quiet: the log is fake.requests
-                pass
-
+        class AnthropicHandler(Handler):
             def _record(self, body):
-                with fake._lock:
-                    fake.requests.append({"method": self.command, "path": self.path,
-                                          "headers": dict(self.headers.items()), "body": body})
+                fake.log(fake.requests, {"method": self.command, "path": self.path,
+                                         "headers": dict(self.headers.items()), "body": body})
 
             def _send(self, status: int, payload: bytes, content_type: str = "application/json"):
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(payload)))
-                self.send_header("request-id", _id("req"))
-                self.send_header("anthropic-organization-id", "fake-org")
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(payload)
+                self.send(status, payload, content_type,
+                          headers=(("request-id", _id("req")), ("anthropic-organization-id", "fake-org")))
 
             def do_HEAD(self):
                 self._record(None)
@@ -195,8 +168,7 @@ class FakeAnthropic:
                         "type": "not_found_error", "message": f"fake: no GET {path}"}}).encode())
 
             def do_POST(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
+                raw = self.read_body()
                 try:
                     body = json.loads(raw or b"null")
                 except ValueError:
@@ -217,7 +189,7 @@ class FakeAnthropic:
                 else:
                     self._send(200, json.dumps(message).encode())
 
-        return Handler
+        return AnthropicHandler
 
 
 def sse(message: dict) -> bytes:

@@ -13,8 +13,9 @@ library only.
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlparse
+
+from fakeserver import FakeServer, Handler
 
 MODEL = "gemini-2.5-pro"
 
@@ -53,7 +54,7 @@ def _is_side_request(body: dict) -> bool:
                                                                           or config.get("responseSchema"))
 
 
-class FakeGemini:
+class FakeGemini(FakeServer):
     """`with FakeGemini(script) as fake:` ... `fake.base_url` is the value for GOOGLE_GEMINI_BASE_URL."""
 
     def __init__(self, script):
@@ -62,34 +63,20 @@ class FakeGemini:
         self.side_requests: list = []
         self.paths: list = []
         self.calls: list = []  # (request index, tool name) of each call the fake made the model emit
-        self._lock = threading.Lock()
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def _json(self, code: int, data: dict):
-                body = json.dumps(data).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+        class GeminiHandler(Handler):
+            _json = Handler.send_json
 
             def do_GET(self):
-                fake.paths.append(("GET", self.path))
+                fake.log(fake.paths, ("GET", self.path))
                 self._json(200, {"models": [{"name": f"models/{MODEL}", "supportedGenerationMethods":
                                              ["generateContent", "streamGenerateContent", "countTokens"]}]})
 
             def do_POST(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b"{}"
-                body = json.loads(raw or b"{}")
+                body = json.loads(self.read_body(b"{}") or b"{}")
                 path = urlparse(self.path).path
-                fake.paths.append(("POST", self.path))
+                fake.log(fake.paths, ("POST", self.path))
                 if path.endswith(":countTokens"):
                     return self._json(200, {"totalTokens": 10})
                 if path.endswith(":embedContent") or path.endswith(":batchEmbedContents"):
@@ -97,42 +84,23 @@ class FakeGemini:
                 if not (path.endswith(":generateContent") or path.endswith(":streamGenerateContent")):
                     return self._json(404, {"error": {"code": 404, "message": f"fake: no {path}"}})
                 if _is_side_request(body):
-                    with fake._lock:
-                        fake.side_requests.append(body)
+                    fake.log(fake.side_requests, body)
                     text = json.dumps({"reasoning": "fake", "next_speaker": "user", "model_choice": "pro",
                                        "complexity_reasoning": "fake", "complexity_score": 1})
                     response = fake._response({"text": text})
                 else:
-                    with fake._lock:
-                        fake.requests.append(body)
-                        index = len(fake.requests) - 1
+                    index = fake.log(fake.requests, body) - 1
                     response = fake._response(fake._step(body), body, index)
                 if path.endswith(":streamGenerateContent"):
-                    self.send_response(200)
-                    self.send_header("Content-Type", "text/event-stream")
-                    self.send_header("Connection", "close")
-                    self.end_headers()
-                    self.wfile.write(b"data: " + json.dumps(response).encode() + b"\r\n\r\n")
-                    self.wfile.flush()
-                    self.close_connection = True
+                    self.stream([b"data: " + json.dumps(response).encode() + b"\r\n\r\n"])
                 else:
                     self._json(200, response)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        super().__init__(GeminiHandler)
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._server.shutdown()
-        self._server.server_close()
+        return self.url
 
     def _step(self, body: dict) -> dict:
         if callable(self.script):

@@ -12,8 +12,8 @@ function call; NAME may be a predicate on the request's tool names, see
 """
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from fakeserver import FakeServer, Handler
 
 
 def _sse(kind: str, data: dict) -> bytes:
@@ -53,7 +53,7 @@ def request_text(body: dict) -> str:
     return json.dumps({"instructions": body.get("instructions"), "input": body.get("input")}, ensure_ascii=False)
 
 
-class FakeOpenAI:
+class FakeOpenAI(FakeServer):
     """`with FakeOpenAI(script) as fake:` ... `fake.base_url` is the `/v1` URL to configure."""
 
     def __init__(self, script):
@@ -61,69 +61,31 @@ class FakeOpenAI:
         self.requests: list = []  # request bodies, in arrival order
         self.paths: list = []
         self.calls: dict = {}  # call_id -> the tool name the fake told the model to call
-        self._lock = threading.Lock()
-        self._counter = 0
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):  # quiet
-                pass
-
+        class OpenAIHandler(Handler):
             def do_GET(self):
-                fake.paths.append(("GET", self.path))
-                body = json.dumps({"object": "list", "data": [{"id": "gpt-fake", "object": "model"}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                fake.log(fake.paths, ("GET", self.path))
+                self.send_json(200, {"object": "list", "data": [{"id": "gpt-fake", "object": "model"}]})
 
             def do_POST(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
+                raw = self.read_body()
                 if self.headers.get("Content-Encoding") == "zstd" or not raw.strip().startswith(b"{"):
-                    self.send_response(415)
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
+                    return self.send(415, content_type=None)
                 body = json.loads(raw)
                 with fake._lock:
                     fake.requests.append(body)
                     fake.paths.append(("POST", self.path))
-                    fake._counter += 1
-                    n = fake._counter
+                    n = len(fake.requests)
                 if not self.path.rstrip("/").endswith("/responses"):
-                    self.send_response(404)
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Cache-Control", "no-cache")
-                self.send_header("Connection", "close")
-                self.end_headers()
-                for chunk in fake.stream(body, n):
-                    self.wfile.write(chunk)
-                    self.wfile.flush()
-                self.close_connection = True
+                    return self.send(404, content_type=None)
+                self.stream(fake.stream(body, n), headers=(("Cache-Control", "no-cache"),))
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        super().__init__(OpenAIHandler)
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._server.shutdown()
-        self._server.server_close()
+        return f"{self.url}/v1"
 
     def step_for(self, body: dict) -> dict:
         if callable(self.script):

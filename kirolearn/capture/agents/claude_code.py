@@ -14,22 +14,17 @@ Standard library only (the hook imports it); the installer part is used by the C
 
 import os
 
-from kirolearn.capture.events import Rejected
 from kirolearn import jsonfast  # not json: it imports re (~30M instructions a hook call)
+from kirolearn.capture.agents import common
+from kirolearn.capture.agents.common import MARK  # noqa: F401 - how its hook groups are found
 
 NAME = "claude-code"
 GENERATIONS = ("claude",)
 SURFACES = ("claude-code",)
 SESSION_ENV = None  # Claude Code always sends session_id
-TRANSCRIPT_TAIL_BYTES = 256 * 1024  # how much of the transcript's end Stop reads
+TRANSCRIPT_TAIL_BYTES = common.TRANSCRIPT_TAIL_BYTES
 
-TRIGGERS = {
-    "SessionStart": "agentSpawn",
-    "UserPromptSubmit": "userPromptSubmit",
-    "PreToolUse": "preToolUse",
-    "PostToolUse": "postToolUse",
-    "Stop": "stop",
-}
+TRIGGERS = common.CLAUDE_TRIGGERS
 # Lifecycle events with no Kiro twin: kept as notes, payload in `extra`.
 NOTE_TRIGGERS = ("SubagentStop", "SessionEnd", "PreCompact", "Notification")
 
@@ -40,44 +35,26 @@ HOOKS = (
     ("PostToolUse", 2),
     ("Stop", 5),
 )
-MARK = "kirolearn-hook"
 
 
 def resolve_trigger(name: str) -> "tuple[str, str]":
     """Map a Claude Code hook name to (canonical trigger, generation)."""
-    if name in TRIGGERS:
-        return TRIGGERS[name], "claude"
-    if name in NOTE_TRIGGERS:
-        return name, "claude"
-    raise Rejected(
-        "unknown Claude Code hook event name; expected one of "
-        + ", ".join((*TRIGGERS, *NOTE_TRIGGERS))
-    )
+    return common.resolve_trigger(name, TRIGGERS, NOTE_TRIGGERS, "claude", "Claude Code hook event name")
 
 
-def surface(generation: str, env) -> str:
-    return "claude-code"
+surface = common.fixed_surface("claude-code")
 
 
-def payload_from_env(arg, env):
-    """Claude Code always sends its payload on stdin."""
-    return None
-
+payload_from_env = common.payload_from_env  # Claude Code always sends its payload on stdin
 
 FINAL_TEXT_KEY = "last_assistant_message"  # Stop's final text (Claude Code >= 2.x; Codex sends it too)
 
 
 def normalise(trigger: str, payload: dict, env) -> dict:
     """A Stop's closing text: `last_assistant_message` when sent, else the transcript's last assistant text."""
-    if trigger != "stop" or payload.get("assistant_response"):
+    if trigger != "stop":
         return payload
-    final = payload.get(FINAL_TEXT_KEY)
-    if isinstance(final, str) and final.strip():
-        rest = {k: v for k, v in payload.items() if k != FINAL_TEXT_KEY}  # stored once, as the answer
-        return {**rest, "assistant_response": final}
-    path = payload.get("transcript_path")
-    text = last_assistant_text(path) if isinstance(path, str) and path else None
-    return {**payload, "assistant_response": text} if text else payload
+    return common.final_answer(payload, (FINAL_TEXT_KEY,), last_assistant_text)
 
 
 def last_assistant_text(path: str, tail_bytes: int = TRANSCRIPT_TAIL_BYTES) -> "str | None":
@@ -86,22 +63,7 @@ def last_assistant_text(path: str, tail_bytes: int = TRANSCRIPT_TAIL_BYTES) -> "
     Reads at most `tail_bytes` from the end; a partial first or last line (the
     file may still be being written) is skipped, never an error.
     """
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - tail_bytes))
-            data = fh.read(tail_bytes)
-    except OSError:
-        return None
-    lines = data.split(b"\n")
-    if size > tail_bytes:
-        lines = lines[1:]  # the first line is cut
-    for raw in reversed(lines):
-        try:
-            item = jsonfast.loads(raw.decode("utf-8", "replace"))
-        except ValueError:
-            continue
+    for item in common.newest_lines(path, tail_bytes):
         text = _assistant_text(item)
         if text:
             return text
@@ -137,18 +99,12 @@ def settings_path(project: "str | None") -> str:
     """The settings file install edits: the project's shared one, else the user's."""
     if project:
         return os.path.join(os.path.abspath(project), ".claude", "settings.json")
-    from kirolearn import config
-
-    return os.path.join(config.user_home_dir() or os.path.expanduser("~"), ".claude", "settings.json")
+    return common.user_path(".claude", "settings.json")
 
 
 def hook_command() -> str:
     """The command Claude Code runs (through a POSIX shell, Git Bash on Windows); a missing binary is a no-op."""
-    import shlex
-
-    from kirolearn import install
-
-    return f"{install._env_prefix()}{' '.join(shlex.quote(a) for a in install.hook_argv())} --agent {NAME} || true"
+    return common.hook_command(NAME)
 
 
 def _is_ours(group) -> bool:
@@ -216,9 +172,7 @@ def mcp_path(project: "str | None") -> str:
     """Where the MCP server is registered: the project's `.mcp.json`, else the user's `~/.claude.json`."""
     if project:
         return os.path.join(os.path.abspath(project), ".mcp.json")
-    from kirolearn import config
-
-    return os.path.join(config.user_home_dir() or os.path.expanduser("~"), ".claude.json")
+    return common.user_path(".claude.json")
 
 
 def local_settings_path(project: str) -> str:

@@ -24,22 +24,16 @@ Standard library only (the hook imports it); the installer part is used by the C
 
 import os
 
-from kirolearn.capture.events import Rejected
-from kirolearn import jsonfast  # not json: it imports re (~30M instructions a hook call)
+from kirolearn.capture.agents import common
+from kirolearn.capture.agents.common import APPROVED_TOOLS, MCP_SERVER
 
 NAME = "codex"
 GENERATIONS = ("codex",)
 SURFACES = ("codex-cli",)
 SESSION_ENV = None  # Codex always sends session_id
-TRANSCRIPT_TAIL_BYTES = 256 * 1024
+TRANSCRIPT_TAIL_BYTES = common.TRANSCRIPT_TAIL_BYTES
 
-TRIGGERS = {
-    "SessionStart": "agentSpawn",
-    "UserPromptSubmit": "userPromptSubmit",
-    "PreToolUse": "preToolUse",
-    "PostToolUse": "postToolUse",
-    "Stop": "stop",
-}
+TRIGGERS = common.CLAUDE_TRIGGERS  # Claude Code's hook names
 # Codex's other documented events: kept as notes, payload in `extra`.
 NOTE_TRIGGERS = ("SessionEnd", "SubagentStart", "SubagentStop", "PreCompact", "PostCompact",
                  "PermissionRequest", "Interrupt", "StopFailure")
@@ -52,65 +46,31 @@ HOOKS = (
     ("PostToolUse", "post_tool_use", 2),
     ("Stop", "stop", 5),
 )
-MARK = "kirolearn-hook"
-MCP_SERVER = "kirolearn"
-# MCP tools Codex may call without asking: the read-only ones. forget_memory (destructive) and the
-# writers keep Codex's default, which asks (and is declined in `codex exec`).
-APPROVED_TOOLS = ("search_memory", "session_init")
-
-
-def _is_event_name(name: str) -> bool:
-    """A name in Codex's style (PascalCase letters): an event newer than this adapter, kept as a note."""
-    return 3 <= len(name) <= 40 and name[0].isupper() and name.isalpha() and name.isascii()
+# APPROVED_TOOLS: the MCP tools Codex may call without asking (approval_mode = "approve"); the others keep
+# Codex's default, which asks (and is declined in `codex exec`).
 
 
 def resolve_trigger(name: str) -> "tuple[str, str]":
     """Map a Codex hook name to (canonical trigger, generation); an unknown PascalCase name is a note."""
-    if name in TRIGGERS:
-        return TRIGGERS[name], "codex"
-    if name in NOTE_TRIGGERS or _is_event_name(name):
-        return name, "codex"
-    raise Rejected("unknown Codex hook event name; expected one of " + ", ".join((*TRIGGERS, *NOTE_TRIGGERS)))
+    return common.resolve_trigger(name, TRIGGERS, NOTE_TRIGGERS, "codex", "Codex hook event name", newer=True)
 
 
-def surface(generation: str, env) -> str:
-    return "codex-cli"
+surface = common.fixed_surface("codex-cli")
 
 
-def payload_from_env(arg, env):
-    """Codex always sends its payload on stdin."""
-    return None
+payload_from_env = common.payload_from_env  # Codex always sends its payload on stdin
 
 
 def normalise(trigger: str, payload: dict, env) -> dict:
-    """The final answer of a Stop: `last_assistant_message`, else the rollout file's last assistant text."""
-    if trigger != "stop" or payload.get("assistant_response"):
+    """The final answer of a Stop: `last_assistant_message` (kept in the payload too), else the rollout file's."""
+    if trigger != "stop":
         return payload
-    text = payload.get("last_assistant_message")
-    if not (isinstance(text, str) and text.strip()):
-        path = payload.get("transcript_path")
-        text = last_assistant_text(path) if isinstance(path, str) and path else None
-    return {**payload, "assistant_response": text} if text else payload
+    return common.final_answer(payload, ("last_assistant_message",), last_assistant_text, keep=True)
 
 
 def last_assistant_text(path: str, tail_bytes: int = TRANSCRIPT_TAIL_BYTES) -> "str | None":
     """The newest assistant text of a Codex rollout JSONL file (None if none); bounded, partial lines skipped."""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - tail_bytes))
-            data = fh.read(tail_bytes)
-    except OSError:
-        return None
-    lines = data.split(b"\n")
-    if size > tail_bytes:
-        lines = lines[1:]
-    for raw in reversed(lines):
-        try:
-            item = jsonfast.loads(raw.decode("utf-8", "replace"))
-        except ValueError:
-            continue
+    for item in common.newest_lines(path, tail_bytes):
         payload = item.get("payload") if isinstance(item, dict) else None
         if not isinstance(payload, dict):
             continue
@@ -129,9 +89,7 @@ def last_assistant_text(path: str, tail_bytes: int = TRANSCRIPT_TAIL_BYTES) -> "
 def context_output(trigger: str, text: str) -> str:
     """Codex's documented JSON form: hookSpecificOutput.additionalContext (reaches the model as a developer message)."""
     event = CONTEXT_EVENTS.get(trigger)
-    if event is None:
-        return text
-    return jsonfast.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
+    return text if event is None else common.additional_context(event, text)
 
 
 # --- installing: $CODEX_HOME (default ~/.codex): hooks.json, and config.toml (MCP server + hook trust) -------
@@ -140,18 +98,12 @@ def context_output(trigger: str, text: str) -> str:
 def codex_home() -> str:
     if os.environ.get("CODEX_HOME"):
         return os.path.abspath(os.environ["CODEX_HOME"])
-    from kirolearn import config
-
-    return os.path.join(config.user_home_dir() or os.path.expanduser("~"), ".codex")
+    return common.user_path(".codex")
 
 
 def hook_command() -> str:
     """The command Codex runs (through a shell); a missing binary is a no-op."""
-    import shlex
-
-    from kirolearn import install
-
-    return f"{install._env_prefix()}{' '.join(shlex.quote(a) for a in install.hook_argv())} --agent {NAME} || true"
+    return common.hook_command(NAME)
 
 
 def _handler(timeout: int) -> dict:
@@ -159,32 +111,16 @@ def _handler(timeout: int) -> dict:
 
 
 def _is_ours(group) -> bool:
-    return isinstance(group, dict) and any(
-        isinstance(h, dict) and MARK in str(h.get("command", "")) and f"--agent {NAME}" in str(h.get("command", ""))
-        for h in group.get("hooks", []) or [])
+    return common.is_our_group(group, NAME)
 
 
 def _unwired(data: dict) -> dict:
     """`data` without our hook groups (a list, or `hooks`, that only we emptied goes too)."""
-    hooks = data.get("hooks")
-    if isinstance(hooks, dict):
-        emptied = False
-        for event in list(hooks):
-            if isinstance(hooks[event], list) and any(_is_ours(g) for g in hooks[event]):
-                hooks[event] = [g for g in hooks[event] if not _is_ours(g)]
-                if not hooks[event]:
-                    del hooks[event]
-                    emptied = True
-        if emptied and not hooks:
-            del data["hooks"]
+    common.drop_our_hooks(data, _is_ours)
     return data
 
 
-def _hooks_problem(data: dict) -> "str | None":
-    hooks = data.get("hooks", {})
-    if not isinstance(hooks, dict) or not all(isinstance(v, list) for v in hooks.values()):
-        return "'hooks' is not an object of lists"
-    return None
+_hooks_problem = common.hooks_problem
 
 
 def trust_hash(label: str, handler: dict) -> str:

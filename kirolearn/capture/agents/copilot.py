@@ -25,13 +25,13 @@ Standard library only (the hook imports it); the installer part is used by the C
 import os
 
 from kirolearn import jsonfast  # not json: it imports re (~30M instructions a hook call)
-from kirolearn.capture.events import Rejected
+from kirolearn.capture.agents import common
 
 NAME = "copilot"
 GENERATIONS = ("copilot",)
 SURFACES = ("copilot-cli",)
 SESSION_ENV = None  # every payload has sessionId
-TRANSCRIPT_TAIL_BYTES = 256 * 1024
+TRANSCRIPT_TAIL_BYTES = common.TRANSCRIPT_TAIL_BYTES
 FINAL_WAIT = 1.5  # seconds a stop hook waits for the final assistant message to reach the transcript
 FINAL_POLL = 0.02
 
@@ -41,12 +41,7 @@ TRIGGERS = {
     "preToolUse": "preToolUse",
     "postToolUse": "postToolUse",
     "agentStop": "stop",
-    # the VS Code compatible (PascalCase, snake_case payload) spellings of the same events
-    "SessionStart": "agentSpawn",
-    "UserPromptSubmit": "userPromptSubmit",
-    "PreToolUse": "preToolUse",
-    "PostToolUse": "postToolUse",
-    "Stop": "stop",
+    **common.CLAUDE_TRIGGERS,  # the VS Code compatible (PascalCase, snake_case payload) spellings of the same events
 }
 NOTE_TRIGGERS = ("sessionEnd", "subagentStart", "subagentStop", "errorOccurred", "preCompact",
                  "postToolUseFailure", "notification", "permissionRequest", "userPromptTransformed",
@@ -63,19 +58,13 @@ _KEYS = {"sessionId": "session_id", "toolName": "tool_name", "toolArgs": "tool_i
 
 
 def resolve_trigger(name: str) -> "tuple[str, str]":
-    if name in TRIGGERS:
-        return TRIGGERS[name], "copilot"
-    if name in NOTE_TRIGGERS:
-        return name, "copilot"
-    raise Rejected("unknown Copilot CLI hook event; expected one of " + ", ".join((*TRIGGERS, *NOTE_TRIGGERS)))
+    return common.resolve_trigger(name, TRIGGERS, NOTE_TRIGGERS, "copilot", "Copilot CLI hook event")
 
 
-def surface(generation: str, env) -> str:
-    return "copilot-cli"
+surface = common.fixed_surface("copilot-cli")
 
 
-def payload_from_env(arg, env):
-    return None  # always stdin JSON
+payload_from_env = common.payload_from_env  # always stdin JSON
 
 
 def normalise(trigger: str, payload: dict, env) -> dict:
@@ -87,17 +76,11 @@ def normalise(trigger: str, payload: dict, env) -> dict:
             out[canonical] = value
         else:
             out[key] = value
-    if trigger != "stop" or out.get("assistant_response"):
+    if trigger != "stop":
         return out
-    for key in ("last_assistant_message", "response"):  # sent by newer versions for subagents; welcome here
-        if isinstance(out.get(key), str) and out[key].strip():
-            out["assistant_response"] = out.pop(key)
-            return out
-    path = out.get("transcriptPath") or out.get("transcript_path")
-    text = final_text(path) if isinstance(path, str) and path else None
-    if text:
-        out["assistant_response"] = text
-    return out
+    # last_assistant_message / response: sent by newer versions for subagents; welcome here
+    return common.final_answer(out, ("last_assistant_message", "response"), final_text,
+                               path_keys=("transcriptPath", "transcript_path"))
 
 
 def final_text(path: str, wait: float = FINAL_WAIT) -> "str | None":
@@ -115,25 +98,8 @@ def final_text(path: str, wait: float = FINAL_WAIT) -> "str | None":
 def last_assistant_text(path: str, tail_bytes: int = TRANSCRIPT_TAIL_BYTES) -> "tuple[str | None, bool]":
     """(the newest non-empty `assistant.message` text of a Copilot events.jsonl, whether the newest
     assistant message is final: it requests no tool). Bounded in size, tolerant of partial lines."""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - tail_bytes))
-            data = fh.read(tail_bytes)
-    except OSError:
-        return None, False
-    lines = data.split(b"\n")
-    if size > tail_bytes:
-        lines = lines[1:]
     final = None
-    for raw in reversed(lines):
-        if b"assistant.message" not in raw:
-            continue
-        try:
-            item = jsonfast.loads(raw.decode("utf-8", "replace"))
-        except ValueError:
-            continue
+    for item in common.newest_lines(path, tail_bytes, needle=b"assistant.message"):
         if isinstance(item, dict) and item.get("type") == "assistant.message" and isinstance(item.get("data"), dict):
             if final is None:
                 final = not item["data"].get("toolRequests")
@@ -161,17 +127,11 @@ def mcp_path(project: "str | None") -> str:
     """The project's `.github/mcp.json`, or the user's `~/.copilot/mcp-config.json`."""
     if project:
         return os.path.join(os.path.abspath(project), ".github", "mcp.json")
-    from kirolearn import config
-
-    return os.path.join(config.user_home_dir() or os.path.expanduser("~"), ".copilot", "mcp-config.json")
+    return common.user_path(".copilot", "mcp-config.json")
 
 
 def hook_command(event: str) -> str:
-    import shlex
-
-    from kirolearn import install
-
-    return f"{install._env_prefix()}{' '.join(shlex.quote(a) for a in install.hook_argv())} --agent {NAME} {event} || true"
+    return common.hook_command(NAME, event)
 
 
 def hook_file() -> str:
@@ -209,7 +169,7 @@ def plan_install(project: "str | None", global_: bool = False, **options):
         raise install.InstallError("Copilot CLI loads hooks from the repository (.github/hooks/)",
                                    "run `kirolearn install --agent copilot --project DIR`")
     previous = {e["path"]: e for e in install.load_record() if e.get("kind") in KINDS}
-    changes = [install_edit.owned(hooks_path(project), hook_file(), "copilot-hooks", mark="kirolearn-hook"),
+    changes = [install_edit.owned(hooks_path(project), hook_file(), "copilot-hooks", mark=common.MARK),
                install_edit.plan(mcp_path(project), _mcp_edits(), "copilot-mcp", ours=_server_is_ours,
                                  previous=previous.get(mcp_path(project)))]
     for change in changes:
@@ -225,7 +185,7 @@ def plan_uninstall(only_project: "str | None" = None):
         if entry.get("kind") not in KINDS or not install_edit.under(entry["path"], only_project):
             continue
         if entry["kind"] == "copilot-hooks":
-            change = install_edit.undo_owned(entry, mark="kirolearn-hook")
+            change = install_edit.undo_owned(entry, mark=common.MARK)
         else:
             change = install_edit.undo(entry, _mcp_edits(), ours=_server_is_ours)
         if change is not None:
@@ -240,5 +200,5 @@ def wired(entry: dict, data) -> bool:
         return False
     if entry.get("kind") == "copilot-mcp":
         return _server_is_ours((data.get("mcpServers") or {}).get(agents.MCP_SERVER))
-    return any("kirolearn-hook" in str(h.get("bash", "")) for groups in (data.get("hooks") or {}).values()
+    return any(common.MARK in str(h.get("bash", "")) for groups in (data.get("hooks") or {}).values()
                if isinstance(groups, list) for h in groups if isinstance(h, dict))

@@ -26,14 +26,15 @@ Standard library only (the hook imports it); the installer part is used by the C
 
 import os
 
-from kirolearn.capture.events import Rejected
 from kirolearn import jsonfast  # not json: it imports re (~30M instructions a hook call)
+from kirolearn.capture.agents import common
+from kirolearn.capture.agents.common import MCP_SERVER
 
 NAME = "cursor"
 GENERATIONS = ("cursor",)
 SURFACES = ("cursor",)
 SESSION_ENV = None
-TRANSCRIPT_TAIL_BYTES = 256 * 1024
+TRANSCRIPT_TAIL_BYTES = common.TRANSCRIPT_TAIL_BYTES
 LAST_TEXT_MAX = 64 * 1024
 
 TRIGGERS = {
@@ -63,33 +64,19 @@ HOOKS = (
     ("afterAgentResponse", 2),
     ("stop", 5),
 )
-MARK = "kirolearn-hook"
-MCP_SERVER = "kirolearn"
 _COMMON = ("conversation_id", "generation_id", "model", "hook_event_name", "cursor_version", "workspace_roots",
            "user_email", "transcript_path", "cwd", "session_id")
 
 
-def _is_event_name(name: str) -> bool:
-    """A name in Cursor's style (camelCase letters): an event newer than this adapter, kept as a note."""
-    return 3 <= len(name) <= 40 and name[0].islower() and name.isalpha() and name.isascii()
-
-
 def resolve_trigger(name: str) -> "tuple[str, str]":
     """Map a Cursor hook name to (canonical trigger, generation); an unknown camelCase name is a note."""
-    if name in TRIGGERS:
-        return TRIGGERS[name], "cursor"
-    if name in NOTE_TRIGGERS or _is_event_name(name):
-        return name, "cursor"
-    raise Rejected("unknown Cursor hook event name; expected one of " + ", ".join((*TRIGGERS, *NOTE_TRIGGERS)))
+    return common.resolve_trigger(name, TRIGGERS, NOTE_TRIGGERS, "cursor", "Cursor hook event name", newer=False)
 
 
-def surface(generation: str, env) -> str:
-    return "cursor"
+surface = common.fixed_surface("cursor")
 
 
-def payload_from_env(arg, env):
-    """Cursor always sends its payload on stdin."""
-    return None
+payload_from_env = common.payload_from_env  # Cursor always sends its payload on stdin
 
 
 def _json_or_text(value):
@@ -205,22 +192,7 @@ def _last_text(session_id) -> "str | None":
 
 def last_assistant_text(path: str, tail_bytes: int = TRANSCRIPT_TAIL_BYTES) -> "str | None":
     """The newest assistant text of a JSONL transcript ({"role": "assistant", ...} lines); bounded."""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - tail_bytes))
-            data = fh.read(tail_bytes)
-    except OSError:
-        return None
-    lines = data.split(b"\n")
-    if size > tail_bytes:
-        lines = lines[1:]
-    for raw in reversed(lines):
-        try:
-            item = jsonfast.loads(raw.decode("utf-8", "replace"))
-        except ValueError:
-            continue
+    for item in common.newest_lines(path, tail_bytes):
         if not isinstance(item, dict):
             continue
         message = item.get("message") if isinstance(item.get("message"), dict) else item
@@ -247,70 +219,32 @@ def context_output(trigger: str, text: str) -> str:
 def cursor_dir(project: "str | None") -> str:
     if project:
         return os.path.join(os.path.abspath(project), ".cursor")
-    from kirolearn import config
-
-    return os.path.join(config.user_home_dir() or os.path.expanduser("~"), ".cursor")
+    return common.user_path(".cursor")
 
 
 def hook_command() -> str:
     """The command Cursor runs (through a shell); a missing binary is a no-op."""
-    import shlex
-
-    from kirolearn import install
-
-    return f"{install._env_prefix()}{' '.join(shlex.quote(a) for a in install.hook_argv())} --agent {NAME} || true"
+    return common.hook_command(NAME)
 
 
 def _is_ours(entry) -> bool:
-    return isinstance(entry, dict) and MARK in str(entry.get("command", "")) and f"--agent {NAME}" in str(entry.get("command", ""))
+    return common.is_our_command(entry, NAME)
 
 
 def _hooks_unwired(data: dict) -> dict:
-    hooks = data.get("hooks")
-    emptied = False
-    if isinstance(hooks, dict):
-        for event in list(hooks):
-            if isinstance(hooks[event], list) and any(_is_ours(e) for e in hooks[event]):
-                hooks[event] = [e for e in hooks[event] if not _is_ours(e)]
-                if not hooks[event]:
-                    del hooks[event]
-                    emptied = True
-        if emptied and not hooks:
-            del data["hooks"]
-            if set(data) == {"version"}:
-                del data["version"]  # what install added along with the hooks
+    if common.drop_our_hooks(data, _is_ours) and set(data) == {"version"}:
+        del data["version"]  # what install added along with the hooks
     return data
 
 
 def _hooks_problem(data: dict) -> "str | None":
     if data.get("version", 1) != 1:
         return f"hooks.json version {data.get('version')!r} is not the version 1 kirolearn writes"
-    hooks = data.get("hooks", {})
-    if not isinstance(hooks, dict) or not all(isinstance(v, list) for v in hooks.values()):
-        return "'hooks' is not an object of lists"
-    return None
+    return common.hooks_problem(data)
 
 
-def _our_server(entry) -> bool:
-    return isinstance(entry, dict) and os.path.basename(str(entry.get("command", ""))).startswith("kirolearn-mcp")
-
-
-def _mcp_unwired(data: dict) -> dict:
-    servers = data.get("mcpServers")
-    if isinstance(servers, dict) and _our_server(servers.get(MCP_SERVER)):
-        del servers[MCP_SERVER]
-        if not servers:
-            del data["mcpServers"]
-    return data
-
-
-def _mcp_problem(data: dict) -> "str | None":
-    servers = data.get("mcpServers", {})
-    if not isinstance(servers, dict):
-        return "'mcpServers' is not an object"
-    if MCP_SERVER in servers and not _our_server(servers[MCP_SERVER]):
-        return f"it already has an MCP server named {MCP_SERVER!r} that is not kirolearn-mcp"
-    return None
+_mcp_unwired = common.drop_our_server
+_mcp_problem = common.servers_problem
 
 
 def plan_install(project: "str | None", global_: bool = False, **options):
@@ -329,12 +263,8 @@ def plan_install(project: "str | None", global_: bool = False, **options):
     if not has_version:
         additions.insert(0, wiring.Addition((), 1, key="version"))
     hooks = wiring.plan_json(hooks_path, "cursor-hooks", additions, _hooks_unwired, owned_problem=_hooks_problem)
-    entry = install.mcp_entry()
-    server = {"command": entry["command"], "args": entry["args"]}
-    if entry["env"]:
-        server["env"] = entry["env"]
     mcp = wiring.plan_json(os.path.join(folder, "mcp.json"), "cursor-mcp",
-                           [wiring.Addition(("mcpServers",), server, key=MCP_SERVER)], _mcp_unwired,
+                           [wiring.Addition(("mcpServers",), common.mcp_server(), key=MCP_SERVER)], _mcp_unwired,
                            owned_problem=_mcp_problem)
     return [hooks, mcp]
 

@@ -21,14 +21,14 @@ Standard library only (the hook imports it); the installer part is used by the C
 
 import os
 
-from kirolearn.capture.events import Rejected
-from kirolearn import jsonfast  # not json: it imports re (~30M instructions a hook call)
+from kirolearn.capture.agents import common
+from kirolearn.capture.agents.common import APPROVED_TOOLS, MCP_SERVER
 
 NAME = "gemini"
 GENERATIONS = ("gemini",)
 SURFACES = ("gemini-cli",)
 SESSION_ENV = None  # Gemini CLI always sends session_id
-TRANSCRIPT_TAIL_BYTES = 256 * 1024
+TRANSCRIPT_TAIL_BYTES = common.TRANSCRIPT_TAIL_BYTES
 
 TRIGGERS = {
     "SessionStart": "agentSpawn",
@@ -47,65 +47,34 @@ HOOKS = (
     ("AfterTool", 2000),
     ("AfterAgent", 5000),
 )
-MARK = "kirolearn-hook"
-MCP_SERVER = "kirolearn"
-# The MCP tools Gemini may run without asking (`tools.allowed`; in `gemini -p` a tool that needs a
-# confirmation is not offered at all): the read-only ones. forget_memory keeps asking.
-APPROVED_TOOLS = ("search_memory", "session_init")
-
-
-def _is_event_name(name: str) -> bool:
-    return 3 <= len(name) <= 40 and name[0].isupper() and name.isalpha() and name.isascii()
+# APPROVED_TOOLS: the MCP tools Gemini may run without asking (`tools.allowed`; in `gemini -p` a tool that
+# needs a confirmation is not offered at all). forget_memory keeps asking.
 
 
 def resolve_trigger(name: str) -> "tuple[str, str]":
     """Map a Gemini CLI hook name to (canonical trigger, generation); an unknown PascalCase name is a note."""
-    if name in TRIGGERS:
-        return TRIGGERS[name], "gemini"
-    if name in NOTE_TRIGGERS or _is_event_name(name):
-        return name, "gemini"
-    raise Rejected("unknown Gemini CLI hook event name; expected one of " + ", ".join((*TRIGGERS, *NOTE_TRIGGERS)))
+    return common.resolve_trigger(name, TRIGGERS, NOTE_TRIGGERS, "gemini", "Gemini CLI hook event name", newer=True)
 
 
-def surface(generation: str, env) -> str:
-    return "gemini-cli"
+surface = common.fixed_surface("gemini-cli")
 
 
-def payload_from_env(arg, env):
-    """Gemini CLI always sends its payload on stdin."""
-    return None
+payload_from_env = common.payload_from_env  # Gemini CLI always sends its payload on stdin
 
 
 def normalise(trigger: str, payload: dict, env) -> dict:
     """AfterAgent's final answer is `prompt_response` (else the chat file's last `gemini` message)."""
-    if trigger != "stop" or payload.get("assistant_response"):
+    if trigger != "stop":
         return payload
-    text = payload.get("prompt_response")
-    if not (isinstance(text, str) and text.strip()):
-        path = payload.get("transcript_path")
-        text = last_assistant_text(path) if isinstance(path, str) and path else None
-    rest = {k: v for k, v in payload.items() if k != "prompt_response"}
-    return {**rest, "assistant_response": text} if text else payload
+    out = common.final_answer(payload, ("prompt_response",), last_assistant_text)
+    if out is not payload:
+        out.pop("prompt_response", None)  # an empty one too, once the chat file gave the answer
+    return out
 
 
 def last_assistant_text(path: str, tail_bytes: int = TRANSCRIPT_TAIL_BYTES) -> "str | None":
     """The newest non-empty `gemini` message of a chat JSONL file (None if none); bounded, partial lines skipped."""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - tail_bytes))
-            data = fh.read(tail_bytes)
-    except OSError:
-        return None
-    lines = data.split(b"\n")
-    if size > tail_bytes:
-        lines = lines[1:]
-    for raw in reversed(lines):
-        try:
-            item = jsonfast.loads(raw.decode("utf-8", "replace"))
-        except ValueError:
-            continue
+    for item in common.newest_lines(path, tail_bytes):
         if isinstance(item, dict) and item.get("type") == "gemini" and isinstance(item.get("content"), str):
             if item["content"].strip():
                 return item["content"].strip()
@@ -115,9 +84,7 @@ def last_assistant_text(path: str, tail_bytes: int = TRANSCRIPT_TAIL_BYTES) -> "
 def context_output(trigger: str, text: str) -> str:
     """The only form that reaches the model: hookSpecificOutput.additionalContext."""
     event = CONTEXT_EVENTS.get(trigger)
-    if event is None:
-        return ""
-    return jsonfast.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
+    return "" if event is None else common.additional_context(event, text)
 
 
 # --- installing: ~/.gemini/settings.json or <project>/.gemini/settings.json ------------------------
@@ -126,18 +93,12 @@ def context_output(trigger: str, text: str) -> str:
 def settings_path(project: "str | None") -> str:
     if project:
         return os.path.join(os.path.abspath(project), ".gemini", "settings.json")
-    from kirolearn import config
-
-    return os.path.join(config.user_home_dir() or os.path.expanduser("~"), ".gemini", "settings.json")
+    return common.user_path(".gemini", "settings.json")
 
 
 def hook_command() -> str:
     """The command Gemini CLI runs (through a shell); a missing binary is a no-op."""
-    import shlex
-
-    from kirolearn import install
-
-    return f"{install._env_prefix()}{' '.join(shlex.quote(a) for a in install.hook_argv())} --agent {NAME} || true"
+    return common.hook_command(NAME)
 
 
 def tool_name(tool: str) -> str:
@@ -146,33 +107,13 @@ def tool_name(tool: str) -> str:
 
 
 def _is_ours(group) -> bool:
-    return isinstance(group, dict) and any(
-        isinstance(h, dict) and MARK in str(h.get("command", "")) and f"--agent {NAME}" in str(h.get("command", ""))
-        for h in group.get("hooks", []) or [])
-
-
-def _our_server(entry) -> bool:
-    return isinstance(entry, dict) and os.path.basename(str(entry.get("command", ""))).startswith("kirolearn-mcp")
+    return common.is_our_group(group, NAME)
 
 
 def _unwired(data: dict) -> dict:
     """`data` without our hooks, our MCP server and our allowed tools (containers only we emptied go too)."""
-    hooks = data.get("hooks")
-    if isinstance(hooks, dict):
-        emptied = False
-        for event in list(hooks):
-            if isinstance(hooks[event], list) and any(_is_ours(g) for g in hooks[event]):
-                hooks[event] = [g for g in hooks[event] if not _is_ours(g)]
-                if not hooks[event]:
-                    del hooks[event]
-                    emptied = True
-        if emptied and not hooks:
-            del data["hooks"]
-    servers = data.get("mcpServers")
-    if isinstance(servers, dict) and _our_server(servers.get(MCP_SERVER)):
-        del servers[MCP_SERVER]
-        if not servers:
-            del data["mcpServers"]
+    common.drop_our_hooks(data, _is_ours)
+    common.drop_our_server(data)
     tools = data.get("tools")
     ours = {tool_name(t) for t in APPROVED_TOOLS}
     if isinstance(tools, dict) and isinstance(tools.get("allowed"), list) and ours & set(map(str, tools["allowed"])):
@@ -188,11 +129,9 @@ def _problem(data: dict) -> "str | None":
     hooks = data.get("hooks", {})
     if not isinstance(hooks, dict) or not all(isinstance(v, list) for v in hooks.values() if v is not None):
         return "'hooks' is not an object of lists"
-    servers = data.get("mcpServers", {})
-    if not isinstance(servers, dict):
-        return "'mcpServers' is not an object"
-    if MCP_SERVER in servers and not _our_server(servers[MCP_SERVER]):
-        return f"it already has an MCP server named {MCP_SERVER!r} that is not kirolearn-mcp"
+    problem = common.servers_problem(data)
+    if problem:
+        return problem
     tools = data.get("tools", {})
     if not isinstance(tools, dict) or not isinstance(tools.get("allowed", []), list):
         return "'tools.allowed' is not a list"
@@ -200,16 +139,12 @@ def _problem(data: dict) -> "str | None":
 
 
 def _additions() -> list:
-    from kirolearn import install, wiring
+    from kirolearn import wiring
 
-    entry = install.mcp_entry()
-    server = {"command": entry["command"], "args": entry["args"]}
-    if entry["env"]:
-        server["env"] = entry["env"]
     additions = [wiring.Addition(("hooks", event), {"matcher": "", "hooks": [
         {"name": f"kirolearn-{event}", "type": "command", "command": hook_command(), "timeout": timeout}]})
         for event, timeout in HOOKS]
-    additions.append(wiring.Addition(("mcpServers",), server, key=MCP_SERVER))
+    additions.append(wiring.Addition(("mcpServers",), common.mcp_server(), key=MCP_SERVER))
     additions += [wiring.Addition(("tools", "allowed"), tool_name(t)) for t in APPROVED_TOOLS]
     return additions
 

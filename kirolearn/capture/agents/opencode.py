@@ -24,7 +24,7 @@ Standard library only (the hook imports it); the installer part is used by the C
 
 import os
 
-from kirolearn.capture.events import Rejected
+from kirolearn.capture.agents import common
 
 NAME = "opencode"
 GENERATIONS = ("opencode",)
@@ -42,19 +42,13 @@ NOTE_TRIGGERS = ("session.compacted", "session.error", "session.deleted")
 
 
 def resolve_trigger(name: str) -> "tuple[str, str]":
-    if name in TRIGGERS:
-        return TRIGGERS[name], "opencode"
-    if name in NOTE_TRIGGERS:
-        return name, "opencode"
-    raise Rejected("unknown opencode plugin event; expected one of " + ", ".join((*TRIGGERS, *NOTE_TRIGGERS)))
+    return common.resolve_trigger(name, TRIGGERS, NOTE_TRIGGERS, "opencode", "opencode plugin event")
 
 
-def surface(generation: str, env) -> str:
-    return "opencode"
+surface = common.fixed_surface("opencode")
 
 
-def payload_from_env(arg, env):
-    return None
+payload_from_env = common.payload_from_env  # the plugin sends stdin JSON
 
 
 def normalise(trigger: str, payload: dict, env) -> dict:
@@ -146,7 +140,7 @@ def plan_install(project: "str | None", global_: bool = False, **options):
         return [install.Change(path, None, None, problem=f"{os.path.dirname(path)} has an opencode.jsonc "
                                "(JSON with comments), which kirolearn does not edit; add the `mcp.kirolearn` "
                                "entry of docs/agents/opencode.md by hand")]
-    changes = [install_edit.owned(plugin_path(project), plugin_text(), "opencode-plugin", mark="kirolearn-hook"),
+    changes = [install_edit.owned(plugin_path(project), plugin_text(), "opencode-plugin", mark=common.MARK),
                install_edit.plan(path, _config_edits(project), "opencode-config", ours=_server_is_ours,
                                  previous=previous.get(path))]
     for change in changes:
@@ -165,7 +159,7 @@ def plan_uninstall(only_project: "str | None" = None):
         if entry["kind"] == "opencode-plugin":
             if only_project and entry.get("project") != os.path.abspath(only_project):
                 continue
-            change = install_edit.undo_owned(entry, mark="kirolearn-hook")
+            change = install_edit.undo_owned(entry, mark=common.MARK)
         else:
             if not install_edit.under(entry["path"], only_project):
                 continue
@@ -181,7 +175,7 @@ def wired(entry: dict, data) -> bool:
 
     if entry.get("kind") == "opencode-plugin":
         try:
-            return "kirolearn-hook" in (install._read(entry["path"]) or "")
+            return common.MARK in (install._read(entry["path"]) or "")
         except install.InstallError:
             return False
     return isinstance(data, dict) and _server_is_ours((data.get("mcp") or {}).get(agents.MCP_SERVER))

@@ -1,0 +1,218 @@
+"""What the non-Kiro adapters share: trigger tables, the final answer of a turn, transcript tails, JSON context.
+
+Each adapter keeps what is its agent's own (hook names, payload fields, files)
+and calls these with it. Standard library only (the hook imports it for every
+non-Kiro event; the Kiro adapter does not import it, so a Kiro hook call loads
+nothing more).
+"""
+
+import os
+
+from kirolearn import jsonfast  # not json: it imports re (~30M instructions a hook call)
+from kirolearn.capture.events import Rejected
+from kirolearn.mcp_tools import MCP_SERVER  # noqa: F401 - the adapters' name for it
+
+MARK = "kirolearn-hook"  # in every hook command kirolearn installs: how its own entries are found again
+# The MCP tools an agent may run without asking, where it has such a list: the read-only ones.
+# forget_memory (destructive) and the writers keep the agent's default, which asks.
+APPROVED_TOOLS = ("search_memory", "session_init")
+TRANSCRIPT_TAIL_BYTES = 256 * 1024  # how much of a transcript's end a stop hook reads
+# Claude Code's hook names for the canonical triggers, which Codex and Copilot CLI (its VS Code
+# compatible spellings) use too.
+CLAUDE_TRIGGERS = {
+    "SessionStart": "agentSpawn",
+    "UserPromptSubmit": "userPromptSubmit",
+    "PreToolUse": "preToolUse",
+    "PostToolUse": "postToolUse",
+    "Stop": "stop",
+}
+
+
+def is_event_name(name: str, capitalised: bool) -> bool:
+    """A name in the agent's style (PascalCase letters, or camelCase): an event newer than its adapter."""
+    return 3 <= len(name) <= 40 and name[0].isupper() == capitalised and name.isalpha() and name.isascii()
+
+
+def resolve_trigger(name: str, triggers: dict, notes: tuple, generation: str, what: str,
+                    newer: "bool | None" = None) -> "tuple[str, str]":
+    """(canonical trigger, generation) of hook `name` from an adapter's tables.
+
+    A name of `triggers` maps onto its canonical trigger, one of `notes` stays
+    itself (a lifecycle note, payload in `extra`), and with `newer` (True:
+    PascalCase, False: camelCase) so does any name in that style. Else
+    Rejected, naming `what` and the names expected.
+    """
+    if name in triggers:
+        return triggers[name], generation
+    if name in notes or (newer is not None and is_event_name(name, newer)):
+        return name, generation
+    raise Rejected(f"unknown {what}; expected one of " + ", ".join((*triggers, *notes)))
+
+
+def fixed_surface(name: str):
+    """An adapter's `surface(generation, env)` for an agent that runs on one surface only: always `name`."""
+
+    def surface(generation: str, env) -> str:
+        return name
+
+    return surface
+
+
+def payload_from_env(arg, env):
+    """None: the agent always sends its payload on stdin."""
+    return None
+
+
+def final_answer(payload: dict, fields: tuple, read_transcript, path_keys: tuple = ("transcript_path",),
+                 keep: bool = False) -> dict:
+    """A stop payload with the turn's final answer as `assistant_response`.
+
+    The first of `fields` holding text wins (taken out of the payload, so it is
+    stored once, unless `keep`); else `read_transcript(path)` of the first of
+    `path_keys` that is set. The payload itself is returned when it already has
+    an answer or none is found, else a new dict.
+    """
+    if payload.get("assistant_response"):
+        return payload
+    for key in fields:
+        text = payload.get(key)
+        if isinstance(text, str) and text.strip():
+            rest = payload if keep else {k: v for k, v in payload.items() if k != key}
+            return {**rest, "assistant_response": text}
+    path = None
+    for key in path_keys:
+        path = payload.get(key)
+        if path:
+            break
+    text = read_transcript(path) if isinstance(path, str) and path else None
+    return {**payload, "assistant_response": text} if text else payload
+
+
+def newest_lines(path: str, tail_bytes: int = TRANSCRIPT_TAIL_BYTES, needle: "bytes | None" = None):
+    """The JSON values of a JSONL file's lines, newest first, from at most its last `tail_bytes`.
+
+    A cut first line, a partial last line (the agent may still be writing) or
+    any line that is not JSON is skipped, never an error; so is a line without
+    `needle`, when given, unparsed. An unreadable file yields nothing.
+    """
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - tail_bytes))
+            data = fh.read(tail_bytes)
+    except OSError:
+        return
+    lines = data.split(b"\n")
+    if size > tail_bytes:
+        lines = lines[1:]  # the first line is cut
+    for raw in reversed(lines):
+        if needle is not None and needle not in raw:
+            continue
+        try:
+            item = jsonfast.loads(raw.decode("utf-8", "replace"))
+        except ValueError:
+            continue
+        yield item
+
+
+def additional_context(event: str, text: str) -> str:
+    """Context in the JSON form Claude Code's hooks defined: hookSpecificOutput.additionalContext of `event`."""
+    return jsonfast.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
+
+
+def hook_command(agent: str, *args: str) -> str:
+    """The hook command an agent runs through a shell, `--agent agent` and `args` after it; a missing binary is a no-op."""
+    import shlex
+
+    from kirolearn import install
+
+    tail = "".join(f" {a}" for a in args)
+    return f"{install._env_prefix()}{' '.join(shlex.quote(a) for a in install.hook_argv())} --agent {agent}{tail} || true"
+
+
+# --- installing (the CLI's side): the JSON shapes several agents' config files share --------------------
+
+
+def is_our_command(entry, agent: str) -> bool:
+    """Is `entry` (a {"command": ...} hook object) one that kirolearn installed for `agent`?"""
+    return isinstance(entry, dict) and MARK in str(entry.get("command", "")) \
+        and f"--agent {agent}" in str(entry.get("command", ""))
+
+
+def is_our_group(group, agent: str) -> bool:
+    """Is `group` (Claude Code's shape: {"matcher": ..., "hooks": [...]}) one with a hook of ours for `agent`?"""
+    return isinstance(group, dict) and any(is_our_command(h, agent) for h in group.get("hooks", []) or [])
+
+
+def drop_our_hooks(data: dict, ours) -> bool:
+    """Take the entries `ours` owns out of each list of `data["hooks"]`, in place.
+
+    A list only we emptied goes too, and `hooks` itself when it is left empty
+    that way; returns whether it did go.
+    """
+    hooks = data.get("hooks")
+    if not isinstance(hooks, dict):
+        return False
+    emptied = False
+    for event in list(hooks):
+        if isinstance(hooks[event], list) and any(ours(g) for g in hooks[event]):
+            hooks[event] = [g for g in hooks[event] if not ours(g)]
+            if not hooks[event]:
+                del hooks[event]
+                emptied = True
+    if emptied and not hooks:
+        del data["hooks"]
+        return True
+    return False
+
+
+def hooks_problem(data: dict) -> "str | None":
+    """Why `data["hooks"]` cannot take our hooks (it must be an object of lists), or None."""
+    hooks = data.get("hooks", {})
+    if not isinstance(hooks, dict) or not all(isinstance(v, list) for v in hooks.values()):
+        return "'hooks' is not an object of lists"
+    return None
+
+
+def is_our_server(entry) -> bool:
+    """Is an `mcpServers` entry kirolearn's own (its command is kirolearn-mcp)?"""
+    return isinstance(entry, dict) and os.path.basename(str(entry.get("command", ""))).startswith("kirolearn-mcp")
+
+
+def mcp_server() -> dict:
+    """Our stdio server in the plain `mcpServers` shape: command, args, and env when it needs one."""
+    from kirolearn import install
+
+    entry = install.mcp_entry()
+    server = {"command": entry["command"], "args": entry["args"]}
+    if entry["env"]:
+        server["env"] = entry["env"]
+    return server
+
+
+def drop_our_server(data: dict) -> dict:
+    """`data` without our `mcpServers` entry (the object goes too if that left it empty), in place."""
+    servers = data.get("mcpServers")
+    if isinstance(servers, dict) and is_our_server(servers.get(MCP_SERVER)):
+        del servers[MCP_SERVER]
+        if not servers:
+            del data["mcpServers"]
+    return data
+
+
+def servers_problem(data: dict) -> "str | None":
+    """Why `data["mcpServers"]` cannot take our server, or None."""
+    servers = data.get("mcpServers", {})
+    if not isinstance(servers, dict):
+        return "'mcpServers' is not an object"
+    if MCP_SERVER in servers and not is_our_server(servers[MCP_SERVER]):
+        return f"it already has an MCP server named {MCP_SERVER!r} that is not kirolearn-mcp"
+    return None
+
+
+def user_path(*parts: str) -> str:
+    """A path under the user's home folder (kirolearn's idea of it, which tests can move)."""
+    from kirolearn import config
+
+    return os.path.join(config.user_home_dir() or os.path.expanduser("~"), *parts)
