@@ -15,7 +15,7 @@ from kirolearn.mcp_tools import MCP_SERVER  # noqa: F401 - the adapters' name fo
 MARK = "kirolearn-hook"  # in every hook command kirolearn installs: how its own entries are found again
 # The MCP tools an agent may run without asking, where it has such a list: the read-only ones.
 # forget_memory (destructive) and the writers keep the agent's default, which asks.
-APPROVED_TOOLS = ("search_memory", "session_init")
+APPROVED_TOOLS = ("search_memory", "get_memory", "session_init")
 TRANSCRIPT_TAIL_BYTES = 256 * 1024  # how much of a transcript's end a stop hook reads
 # Claude Code's hook names for the canonical triggers, which Codex and Copilot CLI (its VS Code
 # compatible spellings) use too.
