@@ -41,6 +41,16 @@ def sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def _current(path: str):
+    """The file's text, None if it does not exist, or a Change with the problem when it cannot be read."""
+    from kirolearn import install
+
+    try:
+        return install._read(path)
+    except install.InstallError as exc:
+        return install.Change(path, None, None, problem=str(exc))
+
+
 def _get(data, keys):
     for key in keys:
         if not isinstance(data, dict) or key not in data:
@@ -103,10 +113,9 @@ def plan(path: str, edits, kind: str, *, ours=lambda value: False, previous: "di
     """
     from kirolearn import install, jsontext
 
-    try:
-        before = install._read(path)
-    except install.InstallError as exc:
-        return install.Change(path, None, None, problem=str(exc))
+    before = _current(path)
+    if isinstance(before, install.Change):
+        return before
     try:
         data = install._load(path, before)
     except install.InstallError as exc:
@@ -167,12 +176,9 @@ def undo(entry: dict, edits=(), *, ours=lambda value: False, unwired=None):
     from kirolearn import install, jsontext
 
     path = entry["path"]
-    try:
-        before = install._read(path)
-    except install.InstallError as exc:
-        return install.Change(path, None, None, problem=str(exc))
-    if before is None:
-        return None
+    before = _current(path)
+    if not isinstance(before, str):
+        return before  # gone (None), or a Change naming why it cannot be read
     untouched = entry.get("written_sha256") == sha(before)
     if untouched and entry.get("created"):
         return install.Change(path, before, None, record=entry)
@@ -225,10 +231,9 @@ def owned(path: str, text: str, kind: str, mark: str = "kirolearn"):
     """The Change that writes a whole file of ours (a file there that is not ours is a problem)."""
     from kirolearn import install
 
-    try:
-        before = install._read(path)
-    except install.InstallError as exc:
-        return install.Change(path, None, None, problem=str(exc))
+    before = _current(path)
+    if isinstance(before, install.Change):
+        return before
     if before is not None and before != text and mark not in before:
         return install.Change(path, before, before, problem=f"{path} exists and is not kirolearn's; left untouched")
     return install.Change(path, before, text, record={"kind": kind, "written_sha256": sha(text)})
@@ -239,12 +244,9 @@ def undo_owned(entry: dict, mark: str = "kirolearn"):
     from kirolearn import install
 
     path = entry["path"]
-    try:
-        text = install._read(path)
-    except install.InstallError as exc:
-        return install.Change(path, None, None, problem=str(exc))
-    if text is None:
-        return None
+    text = _current(path)
+    if not isinstance(text, str):
+        return text  # gone (None), or a Change naming why it cannot be read
     if mark in text:
         return install.Change(path, text, None, record=entry)
     return install.Change(path, text, text, problem=f"{path} no longer looks like kirolearn's; left alone")
@@ -316,12 +318,9 @@ def undo_toml(entry: dict) -> "install.Change | None":
     from kirolearn import install, jsontext
 
     path = entry["path"]
-    try:
-        before = install._read(path)
-    except install.InstallError as exc:
-        return install.Change(path, None, None, problem=str(exc))
-    if before is None:
-        return None
+    before = _current(path)
+    if not isinstance(before, str):
+        return before  # gone (None), or a Change naming why it cannot be read
     record = {"kind": entry["kind"]}
     insertions = [tuple(i) for i in entry.get("insertions") or []]
     restored = jsontext.remove(before, insertions) if insertions else before
