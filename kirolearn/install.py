@@ -2,7 +2,7 @@
 
 Each adapter under kirolearn/capture/agents/ owns its targets (which files, and
 what goes in them: kiro_install.py for Kiro, claude_code.py, codex.py, ...) and
-builds them as `Change`s on this module, install_edit.py and wiring.py. Here:
+builds them as `Change`s on this module and install_edit.py. Here:
 the Change and its diff; the commands install writes (this Python and our
 launcher, or with `--portable` names resolved on PATH) and the MCP server's
 entry; JSON text read and written in the file's own look (BOM, CRLF, indent);

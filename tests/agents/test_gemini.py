@@ -78,7 +78,7 @@ def test_gemini_real_session_capture_memory_mcp_and_exact_uninstall(gemini_bin, 
     data = json.loads(settings.read_text())
     assert data["mcpServers"]["kirolearn"]["command"].endswith("kirolearn-mcp")
     assert data["tools"]["allowed"] == ["read_file", "mcp_kirolearn_search_memory", "mcp_kirolearn_get_memory",
-                                        "mcp_kirolearn_session_init"]
+                                       "mcp_kirolearn_session_init"]
     assert not data["mcpServers"]["kirolearn"].get("trust")  # trust would approve forget_memory too
 
     turn_1 = [{"call": "read_file", "arguments": {"file_path": str(project / "NOTES.md")}}, {"text": FINAL_1}]

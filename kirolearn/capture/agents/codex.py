@@ -169,34 +169,37 @@ def plan_install(project: "str | None", global_: bool = False, **options):
     kirolearn wires the user's Codex home, for every project; kirolearn sorts
     memories by the project each hook's `cwd` is in.
     """
-    from kirolearn import install, wiring
+    from kirolearn import install, install_edit
+    from kirolearn.install_edit import Item
 
     home = codex_home()
     hooks_path = os.path.join(home, "hooks.json")
     recorded = {e["path"]: e for e in install.load_record()}
-    additions = [wiring.Addition(("hooks", event), {"hooks": [_handler(timeout)]}) for event, _, timeout in HOOKS]
-    hooks_change = wiring.plan_json(hooks_path, "codex-hooks", additions, _unwired, owned_problem=_hooks_problem)
+    additions = [Item(("hooks", event), {"hooks": [_handler(timeout)]}) for event, _, timeout in HOOKS]
+    hooks_change = install_edit.plan(hooks_path, additions, "codex-hooks", unwired=_unwired,
+                                     problem=_hooks_problem)
     if hooks_change.problem:
         return [hooks_change]
     data = install._load(hooks_path, hooks_change.before)
     block = config_block(hooks_path, _unwired(data))
     config_path = os.path.join(home, "config.toml")
-    config_change = wiring.plan_toml(config_path, "codex-config", block, _headers(block), recorded.get(config_path))
+    config_change = install_edit.plan_toml(config_path, "codex-config", block, _headers(block),
+                                           recorded.get(config_path))
     return [hooks_change, config_change]
 
 
 def plan_uninstall(only_project: "str | None" = None):
     """Undo each recorded Codex install: the user's exact bytes while the files are as install left them."""
-    from kirolearn import install, wiring
+    from kirolearn import install, install_edit
 
     changes = []
     if only_project:
         return changes  # Codex is wired in the user's Codex home, never into a project
     for entry in install.load_record():
         if entry.get("kind") == "codex-hooks":
-            change = wiring.undo_json(entry, _unwired)
+            change = install_edit.undo(entry, unwired=_unwired)
         elif entry.get("kind") == "codex-config":
-            change = wiring.undo_toml(entry)
+            change = install_edit.undo_toml(entry)
         else:
             continue
         if change is not None:

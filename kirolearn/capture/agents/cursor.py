@@ -249,29 +249,31 @@ _mcp_problem = common.servers_problem
 
 def plan_install(project: "str | None", global_: bool = False, **options):
     """hooks.json and mcp.json in the project's .cursor/ (or ~/.cursor/); nothing is written."""
-    from kirolearn import install, wiring
+    from kirolearn import install, install_edit
+    from kirolearn.install_edit import Item, Member
 
     folder = cursor_dir(project)
     hooks_path = os.path.join(folder, "hooks.json")
-    additions = [wiring.Addition(("hooks", event), {"command": hook_command(), "timeout": timeout})
+    additions = [Item(("hooks", event), {"command": hook_command(), "timeout": timeout})
                  for event, timeout in HOOKS]
     before = install._read(hooks_path)
     try:  # the version key is added with our hooks when the file has none of its own
         has_version = "version" in _hooks_unwired(install._load(hooks_path, before))
     except install.InstallError:
-        has_version = True  # plan_json reports the problem
+        has_version = True  # install_edit.plan reports the problem
     if not has_version:
-        additions.insert(0, wiring.Addition((), 1, key="version"))
-    hooks = wiring.plan_json(hooks_path, "cursor-hooks", additions, _hooks_unwired, owned_problem=_hooks_problem)
-    mcp = wiring.plan_json(os.path.join(folder, "mcp.json"), "cursor-mcp",
-                           [wiring.Addition(("mcpServers",), common.mcp_server(), key=MCP_SERVER)], _mcp_unwired,
-                           owned_problem=_mcp_problem)
+        additions.insert(0, Member((), "version", 1))
+    hooks = install_edit.plan(hooks_path, additions, "cursor-hooks", unwired=_hooks_unwired,
+                              problem=_hooks_problem)
+    mcp = install_edit.plan(os.path.join(folder, "mcp.json"), [Member(("mcpServers",), MCP_SERVER,
+                                                                      common.mcp_server())],
+                            "cursor-mcp", unwired=_mcp_unwired, problem=_mcp_problem)
     return [hooks, mcp]
 
 
 def plan_uninstall(only_project: "str | None" = None):
     """Undo each recorded Cursor install: the user's exact bytes while the files are as install left them."""
-    from kirolearn import install, wiring
+    from kirolearn import install, install_edit
 
     changes = []
     for entry in install.load_record():
@@ -279,7 +281,8 @@ def plan_uninstall(only_project: "str | None" = None):
             continue
         if only_project and not entry["path"].startswith(cursor_dir(only_project) + os.sep):
             continue
-        change = wiring.undo_json(entry, _hooks_unwired if entry["kind"] == "cursor-hooks" else _mcp_unwired)
+        unwired = _hooks_unwired if entry["kind"] == "cursor-hooks" else _mcp_unwired
+        change = install_edit.undo(entry, unwired=unwired)
         if change is not None:
             changes.append(change)
     return changes

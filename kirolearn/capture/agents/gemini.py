@@ -139,28 +139,28 @@ def _problem(data: dict) -> "str | None":
 
 
 def _additions() -> list:
-    from kirolearn import wiring
+    from kirolearn.install_edit import Item, Member
 
-    additions = [wiring.Addition(("hooks", event), {"matcher": "", "hooks": [
+    additions = [Item(("hooks", event), {"matcher": "", "hooks": [
         {"name": f"kirolearn-{event}", "type": "command", "command": hook_command(), "timeout": timeout}]})
         for event, timeout in HOOKS]
-    additions.append(wiring.Addition(("mcpServers",), common.mcp_server(), key=MCP_SERVER))
-    additions += [wiring.Addition(("tools", "allowed"), tool_name(t)) for t in APPROVED_TOOLS]
+    additions.append(Member(("mcpServers",), MCP_SERVER, common.mcp_server()))
+    additions += [Item(("tools", "allowed"), tool_name(t)) for t in APPROVED_TOOLS]
     return additions
 
 
 def plan_install(project: "str | None", global_: bool = False, **options):
     """The one settings.json install would write (hooks, the MCP server, its read-only tools allowed)."""
-    from kirolearn import wiring
+    from kirolearn import install_edit
 
     # One scope per run: were the user's and a project's hooks merged, wiring both would fire each twice.
     path = settings_path(project)
-    return [wiring.plan_json(path, "gemini-settings", _additions(), _unwired, owned_problem=_problem)]
+    return [install_edit.plan(path, _additions(), "gemini-settings", unwired=_unwired, problem=_problem)]
 
 
 def plan_uninstall(only_project: "str | None" = None):
     """Undo each recorded Gemini CLI install: the user's exact bytes while the file is as install left it."""
-    from kirolearn import install, wiring
+    from kirolearn import install, install_edit
 
     changes = []
     for entry in install.load_record():
@@ -168,7 +168,7 @@ def plan_uninstall(only_project: "str | None" = None):
             continue
         if only_project and not entry["path"].startswith(os.path.join(os.path.abspath(only_project), ".gemini") + os.sep):
             continue
-        change = wiring.undo_json(entry, _unwired)
+        change = install_edit.undo(entry, unwired=_unwired)
         if change is not None:
             changes.append(change)
     return changes
