@@ -36,7 +36,16 @@ CONTEXT_TRIGGERS = ("agentSpawn", "userPromptSubmit")
 # kirolearn's MCP server, as every adapter registers it, and which of its tools an install may
 # auto-approve: never one the server marks destructive (tests/test_agents.py checks the
 # server's own annotations against these).
-from kirolearn.mcp_tools import MCP_DESTRUCTIVE_TOOLS, MCP_SAFE_TOOLS, MCP_SERVER  # noqa: E402,F401 - the adapters' names for them
+# They live in the leaf kirolearn.mcp_tools and load on first use (PEP 562 below): no hook call needs them.
+_MCP_NAMES = ("MCP_DESTRUCTIVE_TOOLS", "MCP_SAFE_TOOLS", "MCP_SERVER")
+
+
+def __getattr__(name):
+    if name in _MCP_NAMES:
+        from kirolearn import mcp_tools
+
+        return getattr(mcp_tools, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # Payload keys only one agent sends. A hint for a hook run without --agent, never a guess:
