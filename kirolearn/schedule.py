@@ -125,22 +125,27 @@ def cron_line(seconds: int) -> str:
     return f"{when} {env}{' '.join(shlex.quote(a) for a in drain_argv())} >>{log} 2>&1 {CRON_MARK}"
 
 
-def launchd_job(seconds: int) -> "list[Job]":
-    """The launchd agent plist."""
+def _launchd_plist(label: str, argv: "list[str]", keys: str) -> "Job":
+    """A launchd agent running `argv` under `label`, with kirolearn's environment and the given keys."""
     from xml.sax.saxutils import escape
 
-    args = "".join(f"    <string>{escape(a)}</string>\n" for a in drain_argv())
+    args = "".join(f"    <string>{escape(a)}</string>\n" for a in argv)
     env = "".join(f"    <key>{escape(k)}</key><string>{escape(v)}</string>\n" for k, v in _env().items())
     plist = ('<?xml version="1.0" encoding="UTF-8"?>\n'
              '<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">\n'
              '<plist version="1.0">\n<dict>\n'
-             f"  <key>Label</key><string>{LAUNCHD_LABEL}</string>\n"
+             f"  <key>Label</key><string>{label}</string>\n"
              f"  <key>ProgramArguments</key>\n  <array>\n{args}  </array>\n"
              + (f"  <key>EnvironmentVariables</key>\n  <dict>\n{env}  </dict>\n" if env else "")
-             + f"  <key>StartInterval</key><integer>{seconds}</integer>\n"
-             "  <key>RunAtLoad</key><true/>\n</dict>\n</plist>\n")
-    path = os.path.join(os.path.expanduser("~"), "Library", "LaunchAgents", f"{LAUNCHD_LABEL}.plist")
-    return [Job("launchd", path, plist)]
+             + keys + "</dict>\n</plist>\n")
+    path = os.path.join(os.path.expanduser("~"), "Library", "LaunchAgents", f"{label}.plist")
+    return Job("launchd", path, plist)
+
+
+def launchd_job(seconds: int) -> "list[Job]":
+    """The launchd agent plist."""
+    return [_launchd_plist(LAUNCHD_LABEL, drain_argv(),
+                           f"  <key>StartInterval</key><integer>{seconds}</integer>\n  <key>RunAtLoad</key><true/>\n")]
 
 
 def recall_server_jobs(kind: str) -> "list[Job]":
@@ -158,20 +163,8 @@ def recall_server_jobs(kind: str) -> "list[Job]":
                    f"[Service]\nType=simple\n{env}ExecStart={' '.join(shlex.quote(a) for a in serve_argv())}\n"
                    "Restart=on-failure\nRestartSec=5\nNice=5\n\n[Install]\nWantedBy=default.target\n")
         return [Job("systemd", os.path.join(unit_dir, f"{RECALL_UNIT}.service"), service)]
-    from xml.sax.saxutils import escape
-
-    args = "".join(f"    <string>{escape(a)}</string>\n" for a in serve_argv())
-    env = "".join(f"    <key>{escape(k)}</key><string>{escape(v)}</string>\n" for k, v in _env().items())
-    plist = ('<?xml version="1.0" encoding="UTF-8"?>\n'
-             '<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">\n'
-             '<plist version="1.0">\n<dict>\n'
-             f"  <key>Label</key><string>{RECALL_LABEL}</string>\n"
-             f"  <key>ProgramArguments</key>\n  <array>\n{args}  </array>\n"
-             + (f"  <key>EnvironmentVariables</key>\n  <dict>\n{env}  </dict>\n" if env else "")
-             + "  <key>KeepAlive</key><true/>\n  <key>RunAtLoad</key><true/>\n"
-             "  <key>ProcessType</key><string>Background</string>\n</dict>\n</plist>\n")
-    path = os.path.join(os.path.expanduser("~"), "Library", "LaunchAgents", f"{RECALL_LABEL}.plist")
-    return [Job("launchd", path, plist)]
+    return [_launchd_plist(RECALL_LABEL, serve_argv(), "  <key>KeepAlive</key><true/>\n  <key>RunAtLoad</key><true/>\n"
+                           "  <key>ProcessType</key><string>Background</string>\n")]
 
 
 def install_recall_server(kind: str) -> str:
