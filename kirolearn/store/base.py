@@ -1,10 +1,20 @@
 """The store contract: what every kirolearn store backend does, whatever its database.
 
-Two backends implement it: SQLite through sqlite-utils (kirolearn.store.sqlite,
-the embedded default, one file per home) and PostgreSQL (kirolearn.store.postgres,
-a team's shared store). tests/store_contract.py is one suite of tests written
-against this class only; each backend runs all of it, as huey runs one storage
-test class over each of its backends.
+Two backends implement it: SQLite through sqlite-utils (kirolearn.store.sqlite_store's
+SqliteStore over kirolearn.store.sqlite, the embedded default, one file per home) and
+PostgreSQL (kirolearn.store.postgres, a team's shared store). tests/store_contract.py is
+one suite of tests written against this class only; each backend runs all of it, as huey
+runs one storage test class over each of its backends.
+
+The drainer (kirolearn.pipeline.drain) is written against this class, plus one declared
+extension that only the embedded store has (kirolearn.store.sqlite_extension.SqliteExtension:
+the hook's word counts, the handle recall's vector and expansion passes take, the marker
+outside the file). So every store call the drain makes is one the contract suite runs on
+both backends: event dedup by id and by content (`event_ids_present`,
+`content_hashes_present`, `content_duplicate`, `last_turn_event_id`), the extraction buffer,
+`commit_extraction` and the model's runs (`record_failed_run`, `failed_attempts`,
+`model_spend`, `daily_limit_reached`), retention (`expire_events`, `expire_forgotten`),
+`counts`, `pending_event_count` and `integrity_problem`.
 
 The contract speaks in plain dicts, never in a backend's rows:
 
@@ -17,7 +27,7 @@ The contract speaks in plain dicts, never in a backend's rows:
   carry more columns (`run_id`, `expansion`, attribution), never fewer.
 - a **session summary** is a session_end row, its lists (`highlights`, `pitfalls`,
   `next_steps`, `open_questions`) as lists.
-- timestamps are the store's ISO text (kirolearn.store.sqlite.now_iso), so they
+- timestamps are the store's ISO text (kirolearn.isotime.now_iso), so they
   compare as strings in every backend.
 
 Nothing here scrubs: every caller hands the store text that is already scrubbed
