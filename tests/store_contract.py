@@ -58,6 +58,12 @@ def summary(n: int, *, project="p1", label="general", ended=None, text="", recor
             "ended_at": ended or at(n), **lists}
 
 
+def _record_hash(rec: dict) -> str:
+    from kirolearn.store.base import record_hash
+
+    return record_hash(rec)
+
+
 def ids(rows) -> "list[str]":
     return [r["record_id"] for r in rows]
 
@@ -122,6 +128,95 @@ class StoreContract:
         store.add_events([event(1, state="done"), event(2), event(3, state="done", received=at(30))])
         assert store.expire_events(at(10)) == 1
         assert store.event_ids_present(["ev0001", "ev0002", "ev0003"]) == {"ev0002", "ev0003"}
+
+    def test_content_hashes_present_whenever_received(self, store):
+        store.add_events([event(1), event(2, received="2020-01-01T00:00:00.000Z")])
+        assert store.content_hashes_present({"h0001", "h0002", "h0009"}) == {"h0001", "h0002"}
+        assert store.content_hashes_present(set()) == set()
+        store.add_events([event(n) for n in range(10, 1210)])
+        assert len(store.content_hashes_present(f"h{n:04d}" for n in range(0, 2400, 2))) == 1 + 600  # h0002, h0010…
+
+    def test_a_content_duplicate_is_found_only_within_its_window(self, store):
+        store.add_events([event(1, received=at(1, 0)), dict(event(2, received=at(9, 0)), content_hash="h0001")])
+        assert store.content_duplicate("h0001", at(0, 57), at(1, 3))  # the 3 s window around 10:01:00
+        assert store.content_duplicate("h0001", at(1, 0), at(1, 0))  # both ends included
+        assert not store.content_duplicate("h0001", at(1, 1), at(1, 7))  # same content, outside the window
+        assert not store.content_duplicate("h0001", at(2, 0), at(8, 59))
+        assert store.content_duplicate("h0001", None, None)  # no window: stored at any time
+        assert not store.content_duplicate("h0009", None, None)
+        assert not store.content_duplicate("h0009", at(0, 0), at(59, 0))
+
+    def test_last_turn_event_id_skips_stops_notes_and_other_sessions(self, store):
+        store.add_events([event(1), event(2, kind="note"), event(3, kind="session_summary"), event(4),
+                          event(5, kind="session_summary"), event(6, session="s2"), event(7, project="p2"),
+                          event(8, kind="prompt", state="done")])
+        assert store.last_turn_event_id("p1", "s1", "ev0005") == "ev0004"
+        assert store.last_turn_event_id("p1", "s1", "ev0004") == "ev0001"  # the note and the stop are no turn
+        assert store.last_turn_event_id("p1", "s1", "ev0009") == "ev0008"  # extracted events count too
+        assert store.last_turn_event_id("p1", "s1", "ev0001") is None
+        assert store.last_turn_event_id("p1", "s2", "ev9999") == "ev0006"
+        assert store.last_turn_event_id("p2", "s1", "ev9999") == "ev0007"
+        assert store.last_turn_event_id("p9", "s1", "ev9999") is None
+
+    def test_pending_event_count(self, store):
+        assert store.pending_event_count() == 0
+        store.add_events([event(1), event(2), event(3, state="done"), event(4, session="s2")])
+        assert store.pending_event_count() == 3
+        self.extract(store, 1, [record(1, events=["ev0001", "ev0002"])], ["ev0001", "ev0002"])
+        assert store.pending_event_count() == 1 == store.figures(T0)["pending_events"]
+
+    # --- model runs -----------------------------------------------------------------------
+
+    def test_failed_attempts_are_counted_per_batch(self, store):
+        store.add_events([event(1)])
+        assert store.failed_attempts("p1/s1/b1") == 0
+        store.record_failed_run(run(1, batch_key="p1/s1/b1", extractor="llm", error="timeout"))
+        store.record_failed_run(run(2, batch_key="p1/s1/b1", extractor="llm", outcome="ok"))  # kept as failed
+        store.record_failed_run(run(3, batch_key="p1/s1/b2", extractor="llm"))
+        store.commit_extraction(run(4, batch_key="p1/s1/b1"), [record(1)], ["ev0001"])  # a success: no failure
+        assert store.failed_attempts("p1/s1/b1") == 2
+        assert store.failed_attempts("p1/s1/b2") == 1
+        assert store.failed_attempts("p1/s1/b9") == 0
+        assert store.figures(T0)["extraction_failures_24h"] == 3
+
+    def test_a_failed_run_leaves_its_events_pending(self, store):
+        store.add_events([event(1), event(2)])
+        store.record_failed_run(run(1, extractor="llm"))
+        assert store.pending_event_count() == 2 and store.figures(T0)["records"] == 0
+        assert [e["event_id"] for e in store.pending_events("p1", "s1")] == ["ev0001", "ev0002"]
+
+    def test_model_spend_sums_model_runs_since_a_time(self, store):
+        assert store.model_spend(T0) == (0, 0.0)
+        store.record_failed_run(run(1, extractor="llm", prompt_tokens=100, completion_tokens=20, cost_usd=0.25,
+                                    started_at=at(1)))
+        store.commit_extraction(run(2, extractor="llm", prompt_tokens=30, completion_tokens=7, cost_usd=0.5,
+                                    started_at=at(2)), [record(1)], [])
+        store.commit_extraction(run(3, prompt_tokens=999, cost_usd=9.0, started_at=at(3)), [], [])  # deterministic
+        tokens, dollars = store.model_spend(at(0))
+        assert (tokens, round(dollars, 6)) == (157, 0.75)
+        tokens, dollars = store.model_spend(at(2))  # a run started at `since` counts
+        assert (tokens, round(dollars, 6)) == (37, 0.5)
+        assert store.model_spend(at(2, 1)) == (0, 0.0)
+
+    def test_daily_limit_reached_counts_today_only(self, store):
+        from types import SimpleNamespace
+
+        from kirolearn.isotime import shift
+        from kirolearn.store.base import start_of_day
+
+        def limits(tokens=0, dollars=0.0):
+            return SimpleNamespace(daily_token_limit=tokens, daily_cost_limit_usd=dollars)
+
+        today = start_of_day()
+        store.record_failed_run(run(1, extractor="llm", prompt_tokens=5000, cost_usd=5.0,
+                                    started_at=shift(today, -0.001)))  # yesterday's spend
+        store.record_failed_run(run(2, extractor="llm", prompt_tokens=60, completion_tokens=40, cost_usd=0.5,
+                                    started_at=today))
+        assert store.daily_limit_reached(limits(tokens=100)) == "daily token limit reached (100 of 100)"
+        assert store.daily_limit_reached(limits(tokens=101)) == ""
+        assert store.daily_limit_reached(limits(dollars=0.5)) == "daily cost limit reached ($0.5000 of $0.50)"
+        assert store.daily_limit_reached(limits(dollars=0.51)) == ""
+        assert store.daily_limit_reached(limits()) == ""  # 0: no limit
 
     # --- records ------------------------------------------------------------------------
 
@@ -324,7 +419,41 @@ class StoreContract:
         assert got["records"] == [] and got["forgotten"] == []
         assert store.changes(["p1"], after=got["after"])["purged"] == []
 
-    # --- figures, export and import -------------------------------------------------------
+    def test_expire_forgotten_purges_only_tombstones_older_than_the_cutoff(self, store):
+        from kirolearn.isotime import shift
+
+        store.add_events([event(1, state="done"), event(2, state="done"), event(3, state="done")])
+        self.extract(store, 1, [record(1), record(2), record(3)])
+        store.forget(["mr_0001", "mr_0002"], reason="", actor="ana")
+        first = min(t["forgotten_at"] for t in store.tombstones(["mr_0001", "mr_0002"]).values())
+        assert store.expire_forgotten(first) == 0  # forgotten at the cutoff is not before it
+        assert not any(t["purged"] for t in store.tombstones(["mr_0001", "mr_0002"]).values())
+        assert store.expire_forgotten(shift(first, 365 * 86400)) == 2
+        gone = store.tombstones(["mr_0001", "mr_0002"])
+        assert all(t["purged"] for t in gone.values()) and len(gone) == 2
+        assert store.expire_forgotten(shift(first, 365 * 86400)) == 0  # purged once
+        assert store.restore(["mr_0001"], actor="ana") == ([], ["mr_0001"])
+        assert store.get_record("mr_0003") is not None  # live records are not touched
+        assert store.forgotten_hashes([_record_hash(record(1)), _record_hash(record(2))]) == {
+            _record_hash(record(1)), _record_hash(record(2))}  # and never come back
+        assert self.extract(store, 2, [record(1)]) == 0
+
+    # --- figures, health, export and import ------------------------------------------------
+
+    def test_counts_of_events_and_live_records(self, store):
+        assert store.counts() == {"events": 0, "records": 0}
+        store.add_events([event(1), event(2), event(3, state="done")])
+        self.extract(store, 1, [record(1), record(2)])
+        assert store.counts() == {"events": 3, "records": 2}
+        store.forget(["mr_0001"], reason="", actor="dev")
+        assert store.counts() == {"events": 3, "records": 1}
+
+    def test_a_healthy_store_has_no_integrity_problem(self, store):
+        assert store.integrity_problem() is None
+        store.add_events([event(n) for n in range(300)])
+        self.extract(store, 1, [record(n) for n in range(50)], [f"ev{n:04d}" for n in range(50)])
+        store.forget(["mr_0001"], reason="", actor="dev")
+        assert store.integrity_problem() is None
 
     def test_figures(self, store):
         assert store.figures(T0)["records"] == 0

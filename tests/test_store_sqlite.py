@@ -3,6 +3,7 @@
 import shutil
 
 import pytest
+import sqlite_utils
 
 from kirolearn import Memory
 from kirolearn.store.backends import open_store
@@ -63,3 +64,55 @@ def test_an_older_store_s_placeholder_summaries_are_emptied(project):
     assert not Memory().search("no summary was written", project=project)
     init = call(project, "session_init", {}).structuredContent
     assert init["summary"] == "" and init["previous"]["summary"] == "Real work done."
+
+
+def test_a_damaged_file_names_its_integrity_problem(tmp_path):
+    from store_contract import event
+    from test_repair import corrupt
+
+    path = tmp_path / "k.db"
+    store = SqliteStore(str(path))
+    store.add_events([dict(event(n), body="x" * 2000) for n in range(400)])
+    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    store.close()
+    corrupt(path)
+    damaged = SqliteStore(db=sqlite_utils.Database(str(path)))  # opened as it is: open_db would migrate
+    problem = damaged.integrity_problem()
+    damaged.close()
+    assert isinstance(problem, str) and problem and len(problem) <= 200 and "\n" not in problem
+
+
+def test_the_extension_keeps_the_hook_s_word_counts_and_the_marker(home, tmp_path):
+    from kirolearn.store import state
+    from store_contract import record, run
+
+    store = SqliteStore(str(tmp_path / "k.db"))
+    local = store.extension()
+    assert local.db is store.db and local.database_file() == str(tmp_path / "k.db")
+    store.commit_extraction(run(1), [record(n, title=f"deploy step {n}") for n in range(1000)], [])
+    assert local.refresh_term_docs() is True  # 1,000 records: the hook's copy is made
+    assert store.db.execute("select docs from term_docs where term = ''").fetchone()[0] == 1000
+    assert local.refresh_term_docs() is False  # nothing moved
+    assert local.remember_counts(store.counts()) is True
+    marker = state.read(state.STORE)
+    assert (marker["events"], marker["records"]) == (0, 1000) and marker["counted_at"]
+    assert local.remember_counts(store.counts()) is False  # unchanged: the file is not rewritten
+    assert state.read(state.STORE)["counted_at"] == marker["counted_at"]
+    store.close()
+
+
+def test_the_drainer_runs_on_a_sqlite_store_or_its_database(tmp_path):
+    from kirolearn import settings
+    from kirolearn.pipeline.drain import Drainer
+    from kirolearn.store.base import Store
+
+    store = SqliteStore(str(tmp_path / "k.db"))
+    for given in (store, store.db):
+        drainer = Drainer(given, settings.Settings())
+        assert isinstance(drainer.store, Store) and drainer.db is store.db and drainer.local.db is store.db
+
+    remote = type("Remote", (Store,), {"backend": "postgresql", **{name: None for name in Store.__abstractmethods__}})
+    other = remote()  # a store of another backend: no SQLite extension to index with
+    with pytest.raises(TypeError, match="embedded SQLite store"):
+        Drainer(other, settings.Settings())
+    store.close()

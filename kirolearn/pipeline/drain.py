@@ -33,9 +33,8 @@ from kirolearn.pipeline import extract
 from kirolearn.capture import spool
 from kirolearn.capture.events import scrub_event
 from kirolearn.store import state
-from kirolearn.store import reader, records
-from kirolearn.store import sqlite as store
-from kirolearn.store.base import event_row
+from kirolearn.store.base import Store, event_row
+from kirolearn.store.sqlite_store import SqliteStore
 from kirolearn.ids import new_ulid
 from kirolearn.project import project_id
 from kirolearn.pipeline.schema import (CONCEPT_MAX, CONCEPTS_COUNT_MAX, FACT_MAX, FACTS_COUNT_MAX, FILE_MAX, FILES_KEPT,
@@ -110,10 +109,20 @@ _iso_to_dt = isotime.parse
 
 
 class Drainer:
-    """One drainer over one database; call `run_once()` (or `watch()`) while holding `lock()`."""
+    """One drainer over one database; call `run_once()` (or `watch()`) while holding `lock()`.
 
-    def __init__(self, db, settings, *, complete=None, sleep=time.sleep, progress=None):
-        self.db = db
+    `store` is a SqliteStore (or the sqlite-utils Database of one). The drainer speaks to it through
+    the Store contract (kirolearn.store.base), which tests/store_contract.py runs on every backend,
+    and to what only the embedded store keeps (the hook's word counts, vectors and expansions, the
+    marker outside the file) through its SqliteExtension (`self.local`).
+    """
+
+    def __init__(self, store, settings, *, complete=None, sleep=time.sleep, progress=None):
+        self.store: Store = store if isinstance(store, Store) else SqliteStore(db=store)
+        if not isinstance(self.store, SqliteStore):
+            raise TypeError(f"the drainer runs on the embedded SQLite store, not on {self.store.backend!r}: "
+                            "a team store is synced after each drain (kirolearn.pipeline.team_sync)")
+        self.local = self.store.extension()
         self.settings = settings
         self.scrubber = Scrubber(settings.scrub.extra_patterns, settings.scrub.allow,
                                  betterleaks=settings.scrub.betterleaks)
@@ -124,6 +133,11 @@ class Drainer:
         self.model_failures = int(state.read(state.MODEL).get("consecutive_failures", 0) or 0)
         self.llm_deadline = None
         self.last_team_sync = None  # monotonic time of the last team store sync
+
+    @property
+    def db(self):
+        """The store's sqlite-utils Database (for callers of old; the drainer itself uses `store` and `local`)."""
+        return self.local.db
 
     # -- ingest ----------------------------------------------------------------------------
 
@@ -161,12 +175,12 @@ class Drainer:
         if event["kind"] == "note" and event["trigger"] == "agentSpawn":
             since = until = None  # a session starts once: Kiro may repeat the hook on every prompt
         else:
-            since = store.iso_shift(event["received_at"], -window)
-            until = store.iso_shift(event["received_at"], window)
+            since = isotime.shift(event["received_at"], -window)
+            until = isotime.shift(event["received_at"], window)
         for earlier in seen.get(content_hash, ()):
             if since is None or since <= earlier <= until:
                 return True
-        return content_hash in stored and store.has_content_duplicate(self.db, content_hash, since, until)
+        return content_hash in stored and self.store.content_duplicate(content_hash, since, until)
 
     def _content_hash(self, event: dict, earlier: list) -> str:
         """The event's content hash; a stop's is keyed on its turn (the newest non-stop event before it)."""
@@ -179,8 +193,8 @@ class Drainer:
                 key = other["event_id"]
                 break
         if key is None:
-            key = store.last_turn_event_id(self.db, project_id(event["project_root"]), event["session_id"],
-                                           event["event_id"])
+            key = self.store.last_turn_event_id(project_id(event["project_root"]), event["session_id"],
+                                                event["event_id"])
         return dedup.stop_content_hash(event, key)
 
     def ingest(self, paths: "list[str]", stats: DrainStats) -> "list[tuple[str, str | None]]":
@@ -219,7 +233,7 @@ class Drainer:
                 continue
             parsed.append((path, data))
 
-        known = store.existing_event_ids(self.db, [d["event_id"] for _, d in parsed])
+        known = self.store.event_ids_present([d["event_id"] for _, d in parsed])
         rows, done, seen_hashes, fresh = [], [], {}, []
         before = Counter(self.scrubber.counts)
         for path, data in parsed:
@@ -230,8 +244,8 @@ class Drainer:
             known.add(data["event_id"])
             clean = scrub_event(data, self.scrubber)
             fresh.append((path, clean, self._content_hash(clean, fresh)))
-        stored_hashes = store.stored_content_hashes(self.db, {h for _, _, h in fresh})
-        stored_at = store.now_iso()
+        stored_hashes = self.store.content_hashes_present({h for _, _, h in fresh})
+        stored_at = isotime.now_iso()
         for path, clean, content_hash in fresh:
             if self._is_duplicate(clean, content_hash, seen_hashes, stored_hashes):
                 done.append((path, None))
@@ -240,9 +254,7 @@ class Drainer:
             done.append((path, clean["event_id"]))
             seen_hashes.setdefault(content_hash, []).append(clean["received_at"])
             rows.append(event_row(clean, content_hash, stored_at, actor=self.settings.team.actor))
-        with store.writing(self.db):
-            store.insert_events(self.db, rows)
-            crashpoint.reached("ingest-in-transaction")
+        self.store.add_events(rows)  # one transaction (crash point "ingest-in-transaction" inside)
         crashpoint.reached("ingest-after-commit")
         stats.stored += len(rows)
         delta = Counter(self.scrubber.counts)
@@ -251,7 +263,7 @@ class Drainer:
         merged.update({k: v for k, v in delta.items() if v > 0})
         stats.redactions = dict(merged)
         wanted = {event_id for _, event_id in done if event_id}
-        missing = wanted - store.existing_event_ids(self.db, wanted)
+        missing = wanted - self.store.event_ids_present(wanted)
         if missing:  # the commit said yes, but the rows are not there: keep every file
             raise StoreCorrupt(f"{len(missing)} committed events do not read back from {self.db_path()}; "
                                "their spool files are kept",
@@ -269,8 +281,8 @@ class Drainer:
                              f"make {os.path.dirname(path)} and {spool.root()} writable by you, then drain again") from None
 
     def check_store(self, before: bool = True) -> None:
-        """Raise StoreCorrupt when SQLite's quick_check finds the database damaged."""
-        problem = store.quick_check(self.db)
+        """Raise StoreCorrupt when the store's integrity check (SQLite's quick_check) finds it damaged."""
+        problem = self.store.integrity_problem()
         if problem:
             what = "nothing was ingested" if before else "the spool files of this drain are kept"
             raise StoreCorrupt(f"the database {self.db_path()} is damaged ({problem}); {what}",
@@ -280,7 +292,7 @@ class Drainer:
 
     def db_path(self) -> str:
         try:
-            return reader.database_file(self.db) or "kirolearn.db"
+            return self.local.database_file() or "kirolearn.db"
         except Exception:  # noqa: BLE001 - only for a message
             return "kirolearn.db"
 
@@ -308,7 +320,7 @@ class Drainer:
     def ready_batches(self, now: float, flush: bool = False) -> "list[extract.Batch]":
         """Buffered sessions whose turn ended, that grew too big, or that went idle."""
         batches = []
-        for group in store.pending_sessions(self.db):
+        for group in self.store.pending_sessions():
             up_to, reason = None, None
             if group["last_stop_id"]:
                 up_to, reason = group["last_stop_id"], "turn-end"
@@ -320,7 +332,7 @@ class Drainer:
                 reason = "flush"
             if reason is None:
                 continue
-            events = store.pending_events(self.db, group["project_id"], group["session_id"])
+            events = self.store.pending_events(group["project_id"], group["session_id"])
             # a session's last turn, still open after its last stop, goes too when it is idle or flushed
             # (one `drain --flush` extracts everything)
             cut = next((i + 1 for i, e in enumerate(events) if e["event_id"] == up_to), len(events))
@@ -355,14 +367,14 @@ class Drainer:
     def _note_model(self, ok: bool, error: str = "") -> None:
         if ok:
             if self.model_failures or state.read(state.MODEL).get("consecutive_failures"):
-                state.try_update(state.MODEL, consecutive_failures=0, last_success_at=store.now_iso())
+                state.try_update(state.MODEL, consecutive_failures=0, last_success_at=isotime.now_iso())
             self.model_failures = 0
             return
         self.model_failures += 1
         previous = int(state.read(state.MODEL).get("consecutive_failures", 0) or 0)
         state.try_update(state.MODEL, consecutive_failures=max(previous + 1, self.model_failures),
                          model=self.settings.extract.model, last_error=error[:500],
-                         last_failure_at=store.now_iso())
+                         last_failure_at=isotime.now_iso())
 
     def _fallback_reason(self, batch: extract.Batch) -> str:
         ex = self.settings.extract
@@ -370,10 +382,10 @@ class Drainer:
             return ""
         if self.breaker_open():
             return f"model failed {self.model_failures} batches in a row: not called again in this drain"
-        spent = store.daily_limit_reached(self.db, ex)
+        spent = self.store.daily_limit_reached(ex)
         if spent:
             return spent
-        failures = store.failed_attempts(self.db, batch.key)
+        failures = self.store.failed_attempts(batch.key)
         if failures >= ex.max_attempts:
             return f"model failed {failures} times on this batch"
         return ""
@@ -412,7 +424,7 @@ class Drainer:
     def extract_batch(self, batch: extract.Batch, stats: DrainStats) -> None:
         """Extract one batch and commit its records, or leave it buffered on failure."""
         run_id = new_ulid()
-        started = store.now_iso()
+        started = isotime.now_iso()
         fallback = self._fallback_reason(batch)
         run = {"run_id": run_id, "batch_key": batch.key, "project_id": batch.project_id,
                "session_id": batch.session_id, "reason": batch.reason, "event_count": len(batch.events),
@@ -431,8 +443,8 @@ class Drainer:
                 self._note_model(False, str(exc))
                 partial = getattr(exc, "result", None)
                 stats.llm_failures += 1
-                store.record_failed_run(self.db, dict(
-                    run, extractor="llm", outcome="failed", error=str(exc)[:2000], finished_at=store.now_iso(),
+                self.store.record_failed_run(dict(
+                    run, extractor="llm", outcome="failed", error=str(exc)[:2000], finished_at=isotime.now_iso(),
                     request=partial.request if partial else "",
                     prompt_tokens=partial.prompt_tokens if partial else 0,
                     completion_tokens=partial.completion_tokens if partial else 0,
@@ -456,11 +468,11 @@ class Drainer:
                 stats.fallbacks += 1
             candidates = extract.deterministic(batch)
             run.update(extractor="deterministic", request="")
-        records, problems = self._records(batch, candidates, run_id, store.now_iso())
+        records, problems = self._records(batch, candidates, run_id, isotime.now_iso())
         crashpoint.reached("extract-before-commit")
-        run.update(outcome="ok", finished_at=store.now_iso(),
+        run.update(outcome="ok", finished_at=isotime.now_iso(),
                    error="; ".join(filter(None, [run.get("error", ""), *problems]))[:2000])
-        stats.records_written += store.commit_extraction(self.db, run, records, batch.event_ids)
+        stats.records_written += self.store.commit_extraction(run, records, batch.event_ids)
         stats.batches_extracted += 1
 
     # -- whole runs ---------------------------------------------------------------------------
@@ -470,15 +482,22 @@ class Drainer:
         days = self.settings.retention.events_days
         if not days:
             return 0
-        return store.expire_events(self.db, store.iso_shift(store.now_iso(), -days * 86400))
+        return self.store.expire_events(isotime.shift(isotime.now_iso(), -days * 86400))
+
+    def expire_forgotten(self) -> int:
+        """Purge tombstones forgotten more than `retention.forgotten_days` ago (their bytes go); returns how many."""
+        days = self.settings.retention.forgotten_days
+        if not days:
+            return 0
+        return self.store.expire_forgotten(isotime.shift(isotime.now_iso(), -days * 86400))
 
     def embed_records(self, stats: DrainStats) -> None:
         """Vectors for new records (semantic recall); a model that cannot load leaves search lexical."""
         from kirolearn.recall import semantic  # numpy and the model load only here, in the drainer
 
-        semantic.enrich_pending(self.db)  # plain text for the hook's index: no model needed
+        semantic.enrich_pending(self.local.db)  # plain text for the hook's index: no model needed
         if stats.records_written:
-            store.refresh_term_docs(self.db)  # word counts the hook reads with one index range
+            self.local.refresh_term_docs()  # word counts the hook reads with one index range
 
     def embed_vectors(self, stats: DrainStats, seconds: "float | None" = EMBED_SECONDS) -> None:
         """Vectors, after the spool files are released and bounded per pass (EMBED_SECONDS): a backfill never
@@ -488,8 +507,9 @@ class Drainer:
         self.vectors_pending = False
         if self.settings.embeddings.model.strip().lower() not in ("", "none", "off"):
             stats.records_embedded, stats.embedding_error = semantic.index_with_settings(
-                self.db, self.settings, seconds=seconds)
-            self.vectors_pending = bool(stats.records_embedded) and semantic.vectors_pending(self.db, self.settings) > 0
+                self.local.db, self.settings, seconds=seconds)
+            self.vectors_pending = (bool(stats.records_embedded)
+                                    and semantic.vectors_pending(self.local.db, self.settings) > 0)
 
     def run_once(self, flush: bool = False) -> DrainStats:
         """Drain everything in the spool once, extract every ready batch, then release the spool files.
@@ -518,10 +538,9 @@ class Drainer:
             self.extract_batch(batch, stats)
         stats.model_breaker_open = self.breaker_open()
         stats.expired_events = self.expire_events()
-        # forgotten records past retention.forgotten_days lose their bytes
-        records.expire_forgotten(self.db, self.settings.retention.forgotten_days)
+        self.expire_forgotten()
         self.embed_records(stats)
-        stats.pending_events = records.pending_event_count(self.db)
+        stats.pending_events = self.store.pending_event_count()
         self.release(done, stats)
         self.embed_vectors(stats, None if flush else EMBED_SECONDS)  # --flush: every vector now, too
         self.note_counts()
@@ -536,10 +555,7 @@ class Drainer:
         directly (save-summary, session-end, import, the MCP server) must count
         too if the file is later lost. The file is rewritten only when a count changed.
         """
-        counted = store.counts(self.db)
-        marker = state.read(state.STORE)
-        if any(marker.get(k) != v for k, v in counted.items()) or "counted_at" not in marker:
-            store.mark_created(self.db_path(), counted_at=store.now_iso(), **counted)
+        self.local.remember_counts(self.store.counts(), path=self.db_path())
 
     def sync_team(self) -> dict:
         """Send the shared projects to the team store and fetch the team's records (kirolearn.pipeline.team_sync).
@@ -555,7 +571,7 @@ class Drainer:
         self.last_team_sync = now
         from kirolearn.pipeline import team_sync
 
-        found = team_sync.run(self.settings, self.db)
+        found = team_sync.run(self.settings, self.local.db)
         return found.to_dict() if found is not None else {}
 
     def watch(self, on_pass=None, should_stop=None) -> DrainStats:

@@ -1,10 +1,20 @@
 """The store contract: what every kirolearn store backend does, whatever its database.
 
-Two backends implement it: SQLite through sqlite-utils (kirolearn.store.sqlite,
-the embedded default, one file per home) and PostgreSQL (kirolearn.store.postgres,
-a team's shared store). tests/store_contract.py is one suite of tests written
-against this class only; each backend runs all of it, as huey runs one storage
-test class over each of its backends.
+Two backends implement it: SQLite through sqlite-utils (kirolearn.store.sqlite_store's
+SqliteStore over kirolearn.store.sqlite, the embedded default, one file per home) and
+PostgreSQL (kirolearn.store.postgres, a team's shared store). tests/store_contract.py is
+one suite of tests written against this class only; each backend runs all of it, as huey
+runs one storage test class over each of its backends.
+
+The drainer (kirolearn.pipeline.drain) is written against this class, plus one declared
+extension that only the embedded store has (kirolearn.store.sqlite_extension.SqliteExtension:
+the hook's word counts, the handle recall's vector and expansion passes take, the marker
+outside the file). So every store call the drain makes is one the contract suite runs on
+both backends: event dedup by id and by content (`event_ids_present`,
+`content_hashes_present`, `content_duplicate`, `last_turn_event_id`), the extraction buffer,
+`commit_extraction` and the model's runs (`record_failed_run`, `failed_attempts`,
+`model_spend`, `daily_limit_reached`), retention (`expire_events`, `expire_forgotten`),
+`counts`, `pending_event_count` and `integrity_problem`.
 
 The contract speaks in plain dicts, never in a backend's rows:
 
@@ -17,7 +27,7 @@ The contract speaks in plain dicts, never in a backend's rows:
   carry more columns (`run_id`, `expansion`, attribution), never fewer.
 - a **session summary** is a session_end row, its lists (`highlights`, `pitfalls`,
   `next_steps`, `open_questions`) as lists.
-- timestamps are the store's ISO text (kirolearn.store.sqlite.now_iso), so they
+- timestamps are the store's ISO text (kirolearn.isotime.now_iso), so they
   compare as strings in every backend.
 
 Nothing here scrubs: every caller hands the store text that is already scrubbed
@@ -31,7 +41,7 @@ import json
 from typing import Iterator
 
 from kirolearn.dedup import tagged_hash
-from kirolearn.isotime import now_iso
+from kirolearn.isotime import from_datetime, now_iso
 from kirolearn.project import project_id
 from kirolearn.store.reader import FIELD_WEIGHTS  # noqa: F401 - part of the contract: how search weighs fields
 
@@ -76,6 +86,27 @@ class Store(abc.ABC):
         """Which of these event ids are stored."""
 
     @abc.abstractmethod
+    def content_hashes_present(self, content_hashes) -> "set[str]":
+        """Which of these content hashes some stored event has, whenever it was received (the drain's
+        first, cheap pass of content dedup: only these need `content_duplicate`'s window)."""
+
+    @abc.abstractmethod
+    def content_duplicate(self, content_hash: str, since: "str | None", until: "str | None") -> bool:
+        """Is an event with this content hash stored, received in [since, until] (both ends included;
+        both None: at any time)? The drain's content dedup (design.md: the 3 s window, a session
+        start once per session)."""
+
+    @abc.abstractmethod
+    def last_turn_event_id(self, project_id: str, session_id: str, before: str) -> "str | None":
+        """The greatest event id below `before` among a session's stored events that a turn holds
+        (neither a `session_summary` stop nor a lifecycle `note`); None when there is none. It keys a
+        stop's content hash to its turn (kirolearn.dedup.stop_content_hash)."""
+
+    @abc.abstractmethod
+    def pending_event_count(self) -> int:
+        """How many stored events wait for extraction (extract_state 'pending')."""
+
+    @abc.abstractmethod
     def pending_sessions(self) -> "list[dict]":
         """Sessions with events waiting for extraction, oldest first:
         {project_id, session_id, n, first_event_id, last_received_at, last_stop_id}."""
@@ -97,6 +128,28 @@ class Store(abc.ABC):
         A record whose record_hash was forgotten is never stored again; one whose
         record_id or record_hash is present is left as it is. Returns how many were new.
         """
+
+    @abc.abstractmethod
+    def record_failed_run(self, run: dict) -> None:
+        """Store a failed model extraction attempt: an extraction run dict (run_id, batch_key,
+        started_at, extractor, tokens, cost_usd, error, …) kept with outcome 'failed' whatever it
+        says, for the retry count (`failed_attempts`), the spend (`model_spend`) and `status`. Its
+        events stay pending."""
+
+    @abc.abstractmethod
+    def failed_attempts(self, batch_key: str) -> int:
+        """How many extraction runs of this batch key failed (`record_failed_run`, or a run stored
+        with outcome 'failed'); runs of other batches do not count."""
+
+    @abc.abstractmethod
+    def model_spend(self, since: str) -> "tuple[int, float]":
+        """(tokens, dollars) of the model extraction runs (extractor 'llm', failed or not) started at
+        or after `since`: prompt plus completion tokens, and cost_usd. (0, 0.0) when there are none."""
+
+    def daily_limit_reached(self, extract_settings) -> str:
+        """Why today's model budget is spent ('' if it is not): `model_spend` since 00:00 UTC against
+        [extract] daily_token_limit and daily_cost_limit_usd (0: no limit), worded as spend_limit_reason."""
+        return spend_limit_reason(*self.model_spend(start_of_day()), extract_settings)
 
     @abc.abstractmethod
     def add_records(self, records: "list[dict]") -> int:
@@ -158,6 +211,11 @@ class Store(abc.ABC):
         """Which of these record hashes were forgotten (so must never be stored again)."""
 
     @abc.abstractmethod
+    def expire_forgotten(self, before: str) -> int:
+        """Purge (as `purge`, by actor "retention") the tombstones forgotten before `before` that still
+        keep their record: retention.forgotten_days. Returns how many were purged (0: none due)."""
+
+    @abc.abstractmethod
     def tombstones(self, record_ids) -> "dict[str, dict]":
         """The tombstones of these record ids: {record_id: {record_hash, project_id, actor (who forgot it),
         forgotten_at, purged (bool), record_actor (who made the record; None once purged), seq (the
@@ -192,7 +250,19 @@ class Store(abc.ABC):
         order, after the keyset `after` = (stored_at, event_id) of the last one read: the events an
         upload has not sent yet (a resend is harmless, add_events is idempotent)."""
 
-    # --- figures, export and import ----------------------------------------------------------
+    # --- figures, health, export and import ---------------------------------------------------
+
+    @abc.abstractmethod
+    def counts(self) -> dict:
+        """{"events": n, "records": n}: how many events and live records the store holds (the drain
+        keeps them in the marker outside the store, so a lost file is told from a new one)."""
+
+    @abc.abstractmethod
+    def integrity_problem(self) -> "str | None":
+        """What is damaged in the store's own data, in one line (at most 200 characters), or None when
+        it reads as sound. Cheap enough for every drain, before it ingests and before it releases spool
+        files: SQLite runs PRAGMA quick_check; a server that guards its own pages (PostgreSQL) answers
+        None once it responds. A store that cannot be reached raises, as every method does."""
 
     @abc.abstractmethod
     def figures(self, since: str) -> dict:
@@ -224,6 +294,26 @@ def assemble_changes(feed: "list[dict]", live: dict, gone: dict, purged: dict) -
         elif c["change"] == "purged" and c["record_id"] in purged:
             purges.append(purged.pop(c["record_id"]))
     return {"records": records, "forgotten": forgotten, "purged": purges, "after": feed[-1]["seq"]}
+
+
+def start_of_day(now=None) -> str:
+    """00:00 UTC of `now`'s day (an aware datetime; default now), in the store's format: where a
+    day's model spend starts."""
+    from datetime import datetime, timezone
+
+    now = now or datetime.now(timezone.utc)
+    return from_datetime(now.replace(hour=0, minute=0, second=0, microsecond=0))
+
+
+def spend_limit_reason(tokens: int, dollars: float, extract_settings) -> str:
+    """Why a day's spend of `tokens` and `dollars` reached [extract]'s daily limits ('' if it did not;
+    a limit of 0 is none): the one wording extraction, auto_compress, status and doctor share."""
+    ex = extract_settings
+    if ex.daily_token_limit and tokens >= ex.daily_token_limit:
+        return f"daily token limit reached ({tokens} of {ex.daily_token_limit})"
+    if ex.daily_cost_limit_usd and dollars >= ex.daily_cost_limit_usd:
+        return f"daily cost limit reached (${dollars:.4f} of ${ex.daily_cost_limit_usd:.2f})"
+    return ""
 
 
 def record_hash(data: dict) -> str:

@@ -306,6 +306,36 @@ class PostgresStore(Store):
             cur.execute("select event_id from events where event_id = any(%s::text[])", [ids])
             return {r["event_id"] for r in cur.fetchall()}
 
+    def content_hashes_present(self, content_hashes) -> "set[str]":
+        hashes = list(content_hashes)
+        if not hashes:
+            return set()
+        with self._tx("reading") as cur:
+            cur.execute("select distinct content_hash from events where content_hash = any(%s::text[])", [hashes])
+            return {r["content_hash"] for r in cur.fetchall()}
+
+    def content_duplicate(self, content_hash: str, since: "str | None", until: "str | None") -> bool:
+        query, args = "select 1 from events where content_hash = %s", [content_hash]
+        if since is not None:
+            query += " and received_at between %s and %s"
+            args += [since, until]
+        with self._tx("reading") as cur:
+            cur.execute(query + " limit 1", args)
+            return cur.fetchone() is not None
+
+    def last_turn_event_id(self, project_id: str, session_id: str, before: str) -> "str | None":
+        with self._tx("reading") as cur:
+            cur.execute("select max(event_id) as event_id from events where project_id = %s and session_id = %s "
+                        "and event_id < %s and kind not in ('session_summary', 'note')",
+                        [project_id, session_id, before])
+            row = cur.fetchone()
+        return row["event_id"] if row else None
+
+    def pending_event_count(self) -> int:
+        with self._tx("reading") as cur:
+            cur.execute("select count(*)::int as n from events where extract_state = 'pending'")
+            return cur.fetchone()["n"]
+
     def pending_sessions(self) -> "list[dict]":
         with self._tx("reading") as cur:
             cur.execute("""
@@ -354,6 +384,26 @@ class PostgresStore(Store):
                 cur.execute("update events set extract_state = 'done', run_id = %s where event_id = any(%s::text[])",
                             [run["run_id"], list(event_ids)])
         return written
+
+    def record_failed_run(self, run: dict) -> None:
+        row = dict(run, outcome="failed")
+        _refuse_unknown([row], RUN_COLUMNS, "extraction_runs")
+        with self._tx("storing a failed extraction in") as cur:
+            _insert(cur, "extraction_runs", row)
+
+    def failed_attempts(self, batch_key: str) -> int:
+        with self._tx("reading") as cur:
+            cur.execute("select count(*)::int as n from extraction_runs where batch_key = %s and outcome = 'failed'",
+                        [batch_key])
+            return cur.fetchone()["n"]
+
+    def model_spend(self, since: str) -> "tuple[int, float]":
+        with self._tx("reading") as cur:
+            cur.execute("select coalesce(sum(prompt_tokens + completion_tokens), 0)::bigint as tokens, "
+                        "coalesce(sum(cost_usd), 0)::float8 as dollars from extraction_runs "
+                        "where extractor = 'llm' and started_at >= %s", [since])
+            row = cur.fetchone()
+        return int(row["tokens"]), float(row["dollars"])
 
     def add_records(self, records: "list[dict]") -> int:
         rows = [_record_row({k: v for k, v in r.items() if k in RECORD_COLUMNS}) for r in records]
@@ -552,30 +602,40 @@ class PostgresStore(Store):
         if not ids:
             return 0
         with self._tx("purging records in") as cur:
-            cur.execute("select record_id, payload -> 'record' as record from forgotten_records "
-                        "where record_id = any(%s::text[]) and payload is not null for update", [ids])
-            found = cur.fetchall()
-            if not found:
-                return 0
-            done = [r["record_id"] for r in found]
-            events = sorted({e for r in found for e in (r["record"] or {}).get("source_event_ids") or []})
-            runs = sorted({r["record"]["run_id"] for r in found if (r["record"] or {}).get("run_id")})
-            at = _now()
-            cur.execute("update forgotten_records set payload = null, purged_at = %s "
-                        "where record_id = any(%s::text[])", [at, done])
-            cur.execute("update record_audit set before = null, after = null where record_id = any(%s::text[])",
-                        [done])
-            if events:
-                cur.execute("delete from events e where e.event_id = any(%s::text[]) "
-                            "and not exists (select 1 from memory_records r where r.source_event_ids ? e.event_id) "
-                            "and not exists (select 1 from forgotten_records f where f.payload is not null "
-                            "and f.payload -> 'record' -> 'source_event_ids' ? e.event_id)", [events])
-            if runs:
-                cur.execute("update extraction_runs x set request = '' where x.run_id = any(%s::text[]) "
-                            "and not exists (select 1 from memory_records r where r.run_id = x.run_id)", [runs])
-            for record_id in done:
-                self._audit(cur, record_id, "purge", actor, at=at)
+            return self._purge(cur, ids, actor)
+
+    def _purge(self, cur, ids: "list[str]", actor: str) -> int:
+        cur.execute("select record_id, payload -> 'record' as record from forgotten_records "
+                    "where record_id = any(%s::text[]) and payload is not null for update", [ids])
+        found = cur.fetchall()
+        if not found:
+            return 0
+        done = [r["record_id"] for r in found]
+        events = sorted({e for r in found for e in (r["record"] or {}).get("source_event_ids") or []})
+        runs = sorted({r["record"]["run_id"] for r in found if (r["record"] or {}).get("run_id")})
+        at = _now()
+        cur.execute("update forgotten_records set payload = null, purged_at = %s "
+                    "where record_id = any(%s::text[])", [at, done])
+        cur.execute("update record_audit set before = null, after = null where record_id = any(%s::text[])",
+                    [done])
+        if events:
+            cur.execute("delete from events e where e.event_id = any(%s::text[]) "
+                        "and not exists (select 1 from memory_records r where r.source_event_ids ? e.event_id) "
+                        "and not exists (select 1 from forgotten_records f where f.payload is not null "
+                        "and f.payload -> 'record' -> 'source_event_ids' ? e.event_id)", [events])
+        if runs:
+            cur.execute("update extraction_runs x set request = '' where x.run_id = any(%s::text[]) "
+                        "and not exists (select 1 from memory_records r where r.run_id = x.run_id)", [runs])
+        for record_id in done:
+            self._audit(cur, record_id, "purge", actor, at=at)
         return len(done)
+
+    def expire_forgotten(self, before: str) -> int:
+        with self._tx("expiring forgotten records in") as cur:
+            cur.execute("select record_id from forgotten_records where payload is not null and forgotten_at < %s "
+                        "order by record_id", [before])
+            ids = [r["record_id"] for r in cur.fetchall()]
+            return self._purge(cur, ids, "retention") if ids else 0
 
     # -- change feed ------------------------------------------------------------------------------
 
@@ -628,6 +688,21 @@ class PostgresStore(Store):
             return cur.fetchall()
 
     # -- figures, export and import ------------------------------------------------------------
+
+    def counts(self) -> dict:
+        with self._tx("reading") as cur:
+            cur.execute("select (select count(*) from events)::int as events, "
+                        "(select count(*) from memory_records)::int as records")
+            return dict(cur.fetchone())
+
+    def integrity_problem(self) -> "str | None":
+        """None once the server answers a read of the store: PostgreSQL guards its own pages (a damaged
+        one is an error on the read that meets it, with data checksums on); there is no cheap whole-store
+        check like SQLite's quick_check. An unreachable server raises StoreError."""
+        with self._tx("checking") as cur:
+            cur.execute("select count(*) from kirolearn_migrations")
+            cur.fetchone()
+        return None
 
     def figures(self, since: str) -> dict:
         with self._tx("reading") as cur:

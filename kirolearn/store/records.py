@@ -550,10 +550,14 @@ def expire_forgotten(db, days: float) -> int:
     """Purge tombstones older than `days` (the retention period); returns how many (0 = nothing to do)."""
     if not days:
         return 0
-    cutoff = store.iso_shift(store.now_iso(), -days * 86400)
+    return purge_forgotten_before(db, store.iso_shift(store.now_iso(), -days * 86400))
+
+
+def purge_forgotten_before(db, before: str) -> int:
+    """Purge the tombstones forgotten before `before` that keep their record (Store.expire_forgotten)."""
     if not has_table(db, "forgotten_records"):
         return 0
-    ids = purgeable(db, older_than=cutoff)
+    ids = purgeable(db, older_than=before)
     return purge(db, ids, actor="retention")["purged"] if ids else 0
 
 

@@ -14,14 +14,14 @@ import contextlib
 import json
 import os
 import sqlite3
-from datetime import datetime, timezone
+from datetime import datetime
 from itertools import chain
 from operator import itemgetter
 
 import sqlite_utils
 
 from kirolearn import config, crashpoint, isotime
-from kirolearn.store.base import record_hash
+from kirolearn.store.base import record_hash, spend_limit_reason, start_of_day
 from kirolearn.store.migrations import migrations
 from kirolearn.errors import SchemaTooNew
 
@@ -314,28 +314,25 @@ def failed_attempts(db, batch_key: str) -> int:
     return row[0]
 
 
-def spend_today(db, now: "datetime | None" = None) -> "tuple[int, float]":
-    """(tokens, dollars) spent on LLM extraction since 00:00 UTC today."""
-    now = now or datetime.now(timezone.utc)
-    start = isotime.from_datetime(now.replace(hour=0, minute=0, second=0, microsecond=0))
+def spend_since(db, since: str) -> "tuple[int, float]":
+    """(tokens, dollars) spent on LLM extraction by runs started at or after `since` (Store.model_spend)."""
     row = db.execute(
         "select coalesce(sum(prompt_tokens + completion_tokens), 0), coalesce(sum(cost_usd), 0) "
         "from extraction_runs where extractor = 'llm' and started_at >= ?",
-        [start],
+        [since],
     ).fetchone()
     return int(row[0]), float(row[1])
 
 
+def spend_today(db, now: "datetime | None" = None) -> "tuple[int, float]":
+    """(tokens, dollars) spent on LLM extraction since 00:00 UTC today."""
+    return spend_since(db, start_of_day(now))
+
+
 def daily_limit_reached(db, extract_settings) -> str:
     """Why today's model budget is spent ('' if it is not): the one check extraction,
-    auto_compress, status and doctor share."""
-    ex = extract_settings
-    tokens, dollars = spend_today(db)
-    if ex.daily_token_limit and tokens >= ex.daily_token_limit:
-        return f"daily token limit reached ({tokens} of {ex.daily_token_limit})"
-    if ex.daily_cost_limit_usd and dollars >= ex.daily_cost_limit_usd:
-        return f"daily cost limit reached (${dollars:.4f} of ${ex.daily_cost_limit_usd:.2f})"
-    return ""
+    auto_compress, status and doctor share (kirolearn.store.base.spend_limit_reason)."""
+    return spend_limit_reason(*spend_today(db), extract_settings)
 
 
 def record_row(record) -> dict:

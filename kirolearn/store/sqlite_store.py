@@ -1,6 +1,6 @@
 """The store contract (kirolearn.store.base.Store) over the SQLite functions of kirolearn.store.sqlite.
 
-Its own module, above sqlite.py, records.py, reader.py and backup.py, which it wraps: those
+Its own module, above sqlite.py, records.py, reader.py, backup.py and sqlite_extension.py, which it wraps: those
 modules never need the class, so nothing below imports back up (the methods once imported them
 lazily, to break that cycle).
 """
@@ -11,11 +11,12 @@ import sqlite3
 
 import sqlite_utils
 
-from kirolearn import config
-from kirolearn.store import backup, reader, records
+from kirolearn import config, crashpoint
+from kirolearn.store import backup, reader, records, sqlite
 from kirolearn.store import records as recordstore
 from kirolearn.store.base import SUMMARY_LISTS, Store
 from kirolearn.store.migrations import migrations
+from kirolearn.store.sqlite_extension import SqliteExtension
 from kirolearn.store.sqlite import (_refuse_newer_schema, busy_timeout, commit_extraction, counts,
                                     existing_event_ids, expire_events, forget_terms, forgotten_hashes,
                                     insert_events, insert_record, insert_session_summary, open_db, pending_events,
@@ -25,9 +26,11 @@ from kirolearn.store.sqlite import (_refuse_newer_schema, busy_timeout, commit_e
 class SqliteStore(Store):
     """The embedded store: one SQLite file per home, through sqlite-utils (kirolearn.store.base.Store).
 
-    The drainer, the CLI and MCP call kirolearn.store.sqlite's functions on `self.db`
-    directly where SQLite has more to offer than the contract (vectors, term
-    counts, secure delete); the contract suite holds both ways to the same rows.
+    The drainer speaks to it through the contract, and to what only SQLite keeps (term
+    counts, vectors, expansions, the marker outside the file) through
+    `extension()` (kirolearn.store.sqlite_extension). The CLI and MCP still call
+    kirolearn.store.sqlite's functions on `self.db` in places; the contract suite
+    holds both ways to the same rows.
     """
 
     backend = "sqlite"
@@ -49,15 +52,32 @@ class SqliteStore(Store):
     def close(self) -> None:
         self.db.conn.close()
 
+    def extension(self) -> "SqliteExtension":
+        """What only this backend keeps, beside the contract (kirolearn.store.sqlite_extension)."""
+        return SqliteExtension(self.db)
+
     # events
     def add_events(self, events: "list[dict]") -> int:
         with writing(self.db):
             before = self.db.conn.total_changes  # rows inserted; an id already stored adds none
             insert_events(self.db, events)
+            crashpoint.reached("ingest-in-transaction")  # tests/test_drain_crash.py: inserted, not committed
             return self.db.conn.total_changes - before
 
     def event_ids_present(self, event_ids) -> "set[str]":
         return existing_event_ids(self.db, event_ids)
+
+    def content_hashes_present(self, content_hashes) -> "set[str]":
+        return sqlite.stored_content_hashes(self.db, content_hashes)
+
+    def content_duplicate(self, content_hash: str, since: "str | None", until: "str | None") -> bool:
+        return sqlite.has_content_duplicate(self.db, content_hash, since, until)
+
+    def last_turn_event_id(self, project_id: str, session_id: str, before: str) -> "str | None":
+        return sqlite.last_turn_event_id(self.db, project_id, session_id, before)
+
+    def pending_event_count(self) -> int:
+        return records.pending_event_count(self.db)
 
     def pending_sessions(self) -> "list[dict]":
         return pending_sessions(self.db)
@@ -71,6 +91,15 @@ class SqliteStore(Store):
     # records
     def commit_extraction(self, run: dict, records: "list[dict]", event_ids: "list[str]") -> int:
         return commit_extraction(self.db, run, records, event_ids)
+
+    def record_failed_run(self, run: dict) -> None:
+        sqlite.record_failed_run(self.db, run)
+
+    def failed_attempts(self, batch_key: str) -> int:
+        return sqlite.failed_attempts(self.db, batch_key)
+
+    def model_spend(self, since: str) -> "tuple[int, float]":
+        return sqlite.spend_since(self.db, since)
 
     def add_records(self, records: "list[dict]") -> int:
         columns = set(recordstore.table_columns(self.db, "memory_records"))
@@ -140,6 +169,9 @@ class SqliteStore(Store):
     def forgotten_hashes(self, record_hashes) -> "set[str]":
         return forgotten_hashes(self.db, record_hashes)
 
+    def expire_forgotten(self, before: str) -> int:
+        return records.purge_forgotten_before(self.db, before)
+
     def tombstones(self, record_ids) -> "dict[str, dict]":
         return records.tombstones(self.db, record_ids)
 
@@ -150,7 +182,13 @@ class SqliteStore(Store):
         forget_terms(self.db)  # the hook's word counts may name words only the purged records had
         return records.purge(self.db, ids, actor=actor)["purged"]
 
-    # figures, export and import
+    # figures, health, export and import
+    def counts(self) -> dict:
+        return counts(self.db)
+
+    def integrity_problem(self) -> "str | None":
+        return sqlite.quick_check(self.db) or None
+
     def figures(self, since: str) -> dict:
         return records.figures(self.db, since)
 
