@@ -9,7 +9,7 @@ a few standard-library-only kirolearn modules and one round trip (bench/bench_re
 
 `main` reads the command line the way kirolearn.cli's `search` does and prints what that command
 prints, byte for byte. Anything else, and anything this path is not sure of (help, an error to
-report, an option spelled another way, `--since`, no database, no server, a server that fails, is
+report, an option spelled another way, no database, no server, a server that fails, is
 slow or did not scrub, text a terminal or click would treat specially), runs kirolearn.cli's click
 group from the start as before: its help, its errors and their exit statuses stay click's.
 """
@@ -18,7 +18,7 @@ import os
 import sys
 
 COMPLETE_ENV = "_KIROLEARN_COMPLETE"  # click's shell completion for the `kirolearn` program
-VALUED = {"--project": "project", "--type": "types", "--session": "session_id", "--file": "file",
+VALUED = {"--project": "project", "--type": "types", "--since": "since", "--session": "session_id", "--file": "file",
           "-n": "limit", "--limit": "limit"}
 FLAGS = {"--all-projects": "all_projects", "--json": "json_"}
 
@@ -43,7 +43,7 @@ def parse(args: "list[str]") -> "dict | None":
     from kirolearn.observation_types import OBSERVATION_TYPES
     from kirolearn.recall.lexical import SEARCH_LIMIT_MAX
 
-    opts = {"query": None, "project": None, "all_projects": False, "types": [], "session_id": None,
+    opts = {"query": None, "project": None, "all_projects": False, "types": [], "since": None, "session_id": None,
             "file": None, "limit": None, "json_": False}
     i = 0
     while i < len(args):
@@ -59,7 +59,7 @@ def parse(args: "list[str]") -> "dict | None":
                 return None
             i += 1
         elif arg.startswith("-") or opts["query"] is not None:
-            return None  # help, --since, another spelling, a second argument: click's to read or refuse
+            return None  # help, another spelling, a second argument: click's to read or refuse
         else:
             opts["query"] = arg
         i += 1
@@ -73,6 +73,10 @@ def parse(args: "list[str]") -> "dict | None":
     if (opts["query"] is None or not opts["query"].strip() or (opts["project"] and opts["all_projects"])
             or any(t not in OBSERVATION_TYPES for t in opts["types"])):
         return None
+    if opts["since"] is not None:  # as kirolearn.manage.parse_since reads it (an unreadable one: click's error)
+        from kirolearn import isotime
+
+        opts["since"] = isotime.since(opts["since"]) if opts["since"].strip() else None
     project = opts["project"]
     if project is not None and not (os.path.isdir(project) and os.access(project, os.R_OK)):
         return None  # click.Path(file_okay=False, exists=True) says what is wrong with it
@@ -113,7 +117,7 @@ def search(args: "list[str]") -> "tuple | None":
         root, _ = find_project_root(os.path.abspath(opts["project"] or os.getcwd()))
         project_id = context.project_id(find_project_root(config.check_project(root))[0])
     hits = client.search(opts["query"], project_id=project_id, limit=opts["limit"], types=opts["types"] or None,
-                         since=None, session_id=opts["session_id"], file=opts["file"])
+                         since=opts["since"], session_id=opts["session_id"], file=opts["file"])
     if hits is None or not hits.scrubbed:
         return None
     if opts["json_"]:

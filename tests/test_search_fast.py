@@ -106,6 +106,9 @@ ARGS = [
     ("database locked", "--type", "session_summary", "--type", "tool_use"),
     ("changelog", "--file", "CHANGELOG.md", "--json"),
     ("changelog", "--session", "n1"),
+    ("changelog", "--since", "2020-01-01", "--json"),  # read as kirolearn.manage.parse_since reads it (isotime)
+    ("changelog", "--since", "2020-01-01T10:00:00Z", "-n", "2"),
+    ("changelog", "--since", "2999-01-01"),  # nothing that new
     ("banana bread recipe",),  # nothing matches: the same line on stderr
     ("banana bread recipe", "--json"),
 ]
@@ -146,14 +149,31 @@ def test_the_fast_path_escapes_for_the_terminal_and_loads_nothing_heavy(filled, 
     ("x", "-n", "many"),
     ("x", "--json=1"),
     ("--help",),
-    ("x", "--since", "bogus"),
-    ("changelog", "--since", "7d"),  # --since is the click command's (it reads dates with kirolearn.manage)
+    ("x", "--since", "bogus"),  # click's error
+    ("x", "--since", "-3d"),
     ("changelog", "-n3"),  # a spelling the fast path leaves to click
     ("changelog", "--", "--json"),
     ("x", "--colour"),
 ])
 def test_what_the_fast_path_does_not_read_is_the_click_commands(filled, server, args):
     same(fast(filled, *args), slow(filled, *args))
+
+
+def test_an_age_for_since_is_read_as_the_click_command_reads_it(filled, server):
+    """An age moves with the clock: the two processes ask about slightly different moments."""
+    from kirolearn import isotime
+    from kirolearn.manage import parse_since
+
+    before = served(server)
+    got = fast(filled, "changelog", "--since", "7d", "--json")
+    assert served(server) == before + 2 and got.returncode == 0
+    assert [h["record_id"] for h in json.loads(got.stdout)] == [
+        h["record_id"] for h in json.loads(slow(filled, "changelog", "--since", "7d", "--json").stdout)]
+    from datetime import datetime, timezone
+
+    now = datetime(2026, 11, 30, 12, tzinfo=timezone.utc)
+    for text in ("7d", " 12H ", "2w", "90s", "30m", "2026-11-01", "2026-11-01T10:00:00+02:00"):
+        assert isotime.since(text, now) == parse_since(text, now)
 
 
 def test_other_commands_and_completion_are_the_click_groups(filled, server):
