@@ -253,44 +253,23 @@ def capture(argv: "list[str]", stdin: "bytes | None" = None) -> "str | None":
         except events.Rejected as exc:
             exc.raw = raw  # an agent's payload we cannot read yet is kept in quarantine, never lost
             raise
-        return _publish(event, adapter)
-    event = events.build_event(name, payload, session_lookup=session_file_id, agent=adapter.NAME)
-    return _publish(event, adapter)
-
-
-def _publish(event: dict, adapter) -> str:
-    """Spool the event, then print its recalled memory (a prompt's is asked of the recall server first,
-    so the server ranks while the event is written)."""
-    early = _begin_recall(event) if event["trigger"] in agents.CONTEXT_TRIGGERS else None
-    try:
         path = spool.append(event["event_id"], events.serialize(event))
         if event["trigger"] in agents.CONTEXT_TRIGGERS:
-            inject_context(event, adapter, early)
-    finally:
-        if early is not None:
-            early.close()
+            inject_context(event, adapter)
+        return path
+    event = events.build_event(name, payload, session_lookup=session_file_id, agent=adapter.NAME)
+    path = spool.append(event["event_id"], events.serialize(event))
+    if event["trigger"] in agents.CONTEXT_TRIGGERS:
+        inject_context(event, adapter)
     return path
 
 
-def _begin_recall(event: dict):
-    """kirolearn.recall.context.begin_prompt, or None on any failure (recall then runs as it would alone)."""
-    try:
-        from kirolearn.recall import context
-
-        return context.begin_prompt(event)
-    except Exception as exc:  # noqa: BLE001 - a broken recall must not cost the captured event
-        if os.environ.get("KIROLEARN_RAISE_ERRORS"):
-            raise
-        log(f"recall for {event.get('trigger')}: {type(exc).__name__}: {str(exc)[:200]}")
-        return None
-
-
-def inject_context(event: dict, adapter=None, early=None) -> None:
-    """Print recalled memory for the agent (`early`: context.begin_prompt's). Any failure prints nothing (and is logged)."""
+def inject_context(event: dict, adapter=None) -> None:
+    """Print recalled memory for the agent. Any failure prints nothing (and is logged)."""
     try:
         from kirolearn.recall import context  # sqlite3 and the recall code load only for these two hooks
 
-        text = context.for_event(event, early)
+        text = context.for_event(event)
     except Exception as exc:  # noqa: BLE001 - a broken recall must not cost the captured event
         if os.environ.get("KIROLEARN_RAISE_ERRORS"):
             raise

@@ -61,26 +61,23 @@ def socket_address(path: str) -> _Address:
 
 def ask(request: dict, deadline: float = PROMPT_DEADLINE, path: "str | None" = None) -> "dict | None":
     """The server's answer to `request` (a dict with "ok": true), or None on any failure or timeout."""
-    pending = start(request, deadline, path)
-    return pending.answer() if pending is not None else None
-
-
-class Pending:
-    """A request sent, its answer not read yet: the caller does its own work meanwhile (the prompt hook
-    writes its event to the spool while the server ranks), then `answer()` waits out the deadline left."""
-
-    def __init__(self, sock, end: float):
-        self.sock, self.end = sock, end
-
-    def answer(self) -> "dict | None":
-        """The answer (a dict with "ok": true), or None on any failure or when the deadline has passed."""
-        sock, self.sock = self.sock, None
-        if sock is None:
-            return None
-        chunks, size = [], 0
+    end = time.monotonic() + deadline
+    path = path or socket_path()
+    try:
+        if not os.path.exists(path):
+            return None  # no server: the common case costs one stat
+        request = dict(request, deadline=time.time() + deadline)  # the server skips what came too late
+        data = (jsonfast.dumps(request) + "\n").encode("utf-8", "replace")
+        address = _Address(path)
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         try:
+            sock.settimeout(max(0.001, end - time.monotonic()))
+            sock.connect(address.address)
+            address.close()
+            sock.sendall(data)
+            chunks, size = [], 0
             while True:
-                left = self.end - time.monotonic()
+                left = end - time.monotonic()
                 if left <= 0:
                     return None
                 sock.settimeout(left)
@@ -91,49 +88,15 @@ class Pending:
                 size += len(chunk)
                 if chunk.endswith(b"\n") or size > MAX_ANSWER:
                     break
-            answer = jsonfast.loads(b"".join(chunks).decode("utf-8", "replace"))
-        except Exception:  # noqa: BLE001 - any failure means: use lexical recall
-            return None
-        finally:
-            sock.close()
-        if not isinstance(answer, dict) or answer.get("ok") is not True:
-            return None
-        return answer
-
-    def hits(self):
-        """The answer's hits (hits_of), or None."""
-        return hits_of(self.answer())
-
-    def close(self) -> None:
-        if self.sock is not None:
-            self.sock.close()
-            self.sock = None
-
-
-def start(request: dict, deadline: float = PROMPT_DEADLINE, path: "str | None" = None) -> "Pending | None":
-    """Connect and send `request`; the Pending answer, or None when there is no server or it cannot be reached."""
-    end = time.monotonic() + deadline
-    path = path or socket_path()
-    try:
-        if not os.path.exists(path):
-            return None  # no server: the common case costs one stat
-        request = dict(request, deadline=time.time() + deadline)  # the server skips what came too late
-        data = (jsonfast.dumps(request) + "\n").encode("utf-8", "replace")
-        address = _Address(path)
-        try:
-            sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-            try:
-                sock.settimeout(max(0.001, end - time.monotonic()))
-                sock.connect(address.address)
-                sock.sendall(data)
-            except BaseException:
-                sock.close()
-                raise
         finally:
             address.close()
+            sock.close()
+        answer = jsonfast.loads(b"".join(chunks).decode("utf-8", "replace"))
     except Exception:  # noqa: BLE001 - any failure means: use lexical recall
         return None
-    return Pending(sock, end)
+    if not isinstance(answer, dict) or answer.get("ok") is not True:
+        return None
+    return answer
 
 
 class ServedHits(list):
@@ -165,14 +128,8 @@ def hits_of(answer: "dict | None"):
 
 def prompt_hits(prompt: str, project_id: str, limit: int, exclude=()):
     """Hits to inject for a prompt, chosen by the server (hybrid ranking), or None: use lexical recall."""
-    pending = start_prompt(prompt, project_id, limit, exclude)
-    return pending.hits() if pending is not None else None
-
-
-def start_prompt(prompt: str, project_id: str, limit: int, exclude=()) -> "Pending | None":
-    """prompt_hits's request, sent now; its Pending.hits() later (None: no server, use lexical recall)."""
-    return start({"op": "prompt", "query": prompt, "project_id": project_id, "limit": limit,
-                  "exclude": list(exclude)}, _deadline("KIROLEARN_RECALL_DEADLINE_MS", PROMPT_DEADLINE))
+    return hits_of(ask({"op": "prompt", "query": prompt, "project_id": project_id, "limit": limit,
+                        "exclude": list(exclude)}, _deadline("KIROLEARN_RECALL_DEADLINE_MS", PROMPT_DEADLINE)))
 
 
 def search(query: str, *, project_id, limit: int, **filters):

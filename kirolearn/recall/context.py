@@ -464,17 +464,14 @@ def _session_end_lines(ended: dict, now: float, reader: "str | None") -> "list[s
 
 
 def for_prompt(conn, project_root: str, prompt: str, *, already=(), now: "float | None" = None,
-               conf: "dict | None" = None, pending=None) -> "tuple[str, list]":
-    """The block for one prompt: relevant records not shown before in this session.
-
-    `pending`: the recall server's answer to this prompt, asked already (begin_prompt)."""
+               conf: "dict | None" = None) -> "tuple[str, list]":
+    """The block for one prompt: relevant records not shown before in this session."""
     conf = conf or settings()
     now = time.time() if now is None else now
     if conn is None:
         return "", []
     pid = project_id(project_root)
-    # the recall server's hybrid pick, if it is up
-    hits = pending.hits() if pending is not None else _served(prompt, pid, conf["prompt_records"], already)
+    hits = _served(prompt, pid, conf["prompt_records"], already)  # the recall server's hybrid pick, if it is up
     if hits is None:
         hits = recall.search(conn, prompt, project_id=pid, limit=conf["prompt_records"] * 3, now=now)
         hits = [h for h in recall.relevant(hits, prompt) if h.record_id not in set(already)][: conf["prompt_records"]]
@@ -493,66 +490,26 @@ def _served(prompt: str, pid: str, limit: int, already) -> "list | None":
     return client.prompt_hits(prompt, pid, limit, already)
 
 
-class Early:
-    """A prompt's settings and session state, read before the hook spools its event, with the recall
-    server's answer on its way meanwhile (`pending`, None when no server is up)."""
-
-    __slots__ = ("conf", "state", "pending")
-
-    def __init__(self, conf: dict, state: dict, pending):
-        self.conf, self.state, self.pending = conf, state, pending
-
-    def close(self) -> None:
-        if self.pending is not None:
-            self.pending.close()
-
-
-def begin_prompt(event: dict) -> "Early | None":
-    """Ask the recall server about a prompt event now and read the rest later (for_event(event, early)):
-    its answer is ranked while the hook writes the event to the spool. None when no server is up."""
-    if event.get("trigger") == "agentSpawn" or event.get("trigger") not in agents.CONTEXT_TRIGGERS:
-        return None
-    if not os.path.exists(os.path.join(config.home(), "recall.sock")):
-        return None  # no server: one stat, no import
-    from kirolearn.recall import client
-
-    conf, state = _prompt_state(event)
-    pending = client.start_prompt(event.get("prompt") or "", project_id(event["project_root"]),
-                                  conf["prompt_records"], state["records"])
-    return Early(conf, state, pending) if pending is not None else None
-
-
-def _prompt_state(event: dict) -> "tuple[dict, dict]":
-    """(settings, what this session was shown) for a prompt event."""
-    conf = settings()
-    state = load_state(event["session_id"])
-    if not state.get("session_start") and not state["records"]:
-        state["records"] = _recent_start(event)
-    return conf, state
-
-
 def _claim_session_start(*args) -> bool:
     from kirolearn.capture import once  # session starts only
 
     return once.claim_session_start(*args)
 
 
-def for_event(event: dict, early: "Early | None" = None) -> str:
-    """What the hook prints for this event ('' for nothing): session start once, prompts each time.
-
-    `early`: begin_prompt's (the settings, the state and the server's answer on its way)."""
+def for_event(event: dict) -> str:
+    """What the hook prints for this event ('' for nothing): session start once, prompts each time."""
     trigger = event.get("trigger")
     if trigger not in agents.CONTEXT_TRIGGERS:
         return ""
-    if trigger != "agentSpawn":
-        conf, state = (early.conf, early.state) if early is not None else _prompt_state(event)
-    else:
-        conf = settings()
-        state = load_state(event["session_id"])
-        if state.get("session_start"):
-            return ""  # Kiro may fire agentSpawn on every prompt: inject once per session
-        if not _claim_session_start(event["project_root"], event["session_id"], event.get("session_source", "")):
-            return ""  # a twin hook (classic + v3 wiring) of this same session start already printed it
+    conf = settings()
+    state = load_state(event["session_id"])
+    if trigger == "agentSpawn" and state.get("session_start"):
+        return ""  # Kiro may fire agentSpawn on every prompt: inject once per session
+    if trigger == "agentSpawn" and not _claim_session_start(
+            event["project_root"], event["session_id"], event.get("session_source", "")):
+        return ""  # a twin hook (classic + v3 wiring) of this same session start already printed it
+    if trigger != "agentSpawn" and not state.get("session_start") and not state["records"]:
+        state["records"] = _recent_start(event)
     conn = recall.connect_readonly(budget=conf["time_budget_ms"] / 1000)
     if conn is None:
         return ""
@@ -562,8 +519,7 @@ def for_event(event: dict, early: "Early | None" = None) -> str:
             state["session_start"] = True
         else:
             prompt = event.get("prompt") or ""
-            text, ids = for_prompt(conn, event["project_root"], prompt, already=state["records"], conf=conf,
-                                   pending=early.pending if early is not None else None)
+            text, ids = for_prompt(conn, event["project_root"], prompt, already=state["records"], conf=conf)
     finally:
         conn.close()
     if text or trigger == "agentSpawn":
