@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 
-from benchtable import installed_hook, pct, print_table
+from benchtable import compile_package, installed_hook, pct, print_table
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURE = os.path.join(os.path.dirname(HERE), "tests", "fixtures", "relevance.json")
@@ -225,15 +225,6 @@ def server_rows(venv: str, python: str, hook: "list[str]", sets: dict, project: 
         server.terminate()
         server.wait(timeout=60)
     return rows
-
-
-def compile_package(venv: str) -> None:
-    """kirolearn's bytecode written first, as pip's install writes it: with PYTHONDONTWRITEBYTECODE set (some
-    shells here set it) and an editable install, each process would compile every module changed since."""
-    python = os.path.join(venv, "bin", "python")
-    code = "import compileall, os, kirolearn; compileall.compile_dir(os.path.dirname(kirolearn.__file__), quiet=1)"
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    subprocess.run([python, "-I", "-c", code], env=env, capture_output=True, check=False)
 
 
 def store_pid(root):
