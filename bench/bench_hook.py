@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 
-from benchtable import installed_hook, pct, print_table
+from benchtable import compile_package, installed_hook, pct, print_table
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -89,6 +89,7 @@ def main() -> int:
     parser.add_argument("--venv", default=os.path.join(os.path.dirname(HERE), ".venv"))
     parser.add_argument("--runs", type=int, default=40)
     args = parser.parse_args()
+    compile_package(args.venv)
     python = os.path.join(args.venv, "bin", "python")
     hook = installed_hook(args.venv) + ["post-tool"]  # what `kirolearn install` writes for postToolUse
     script = os.path.join(args.venv, "bin", "kirolearn-hook")  # pip's console script (--portable installs)

@@ -14,6 +14,17 @@ def installed_hook(venv: str) -> "list[str]":
     return json.loads(subprocess.run([python, "-I", "-c", code], capture_output=True, text=True, check=True).stdout)
 
 
+def compile_package(venv: str) -> None:
+    """kirolearn's bytecode written before anything is timed, as pip's install writes it. With
+    PYTHONDONTWRITEBYTECODE set (this machine's shells set it) no process writes it, and each one
+    compiles every kirolearn module changed since the last compile: measured at 100k records, the
+    prompt hook with the recall server up 3.17x the bare interpreter without bytecode, 2.06x with it."""
+    python = os.path.join(venv, "bin", "python")
+    code = "import compileall, os, kirolearn; compileall.compile_dir(os.path.dirname(kirolearn.__file__), quiet=1)"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([python, "-I", "-c", code], env=env, capture_output=True, check=False)
+
+
 def pct(values, q):
     """The q-quantile (0..1) of values, nearest rank (NaN for none)."""
     if not values:

@@ -203,20 +203,11 @@ def _since(value):
 
 
 def _project_where(project) -> str:
-    """The project `project` (or the current directory) resolves to, and why, for messages.
+    """The project `project` (or the current directory) resolves to, and why, for messages
+    (kirolearn.project.describe_where: the click-free `kirolearn search` of kirolearn.cli_fast says it too)."""
+    from kirolearn.project import describe_where
 
-    Outside any project the answer is the global project, named as such: never as $HOME.
-    """
-    import os
-
-    from kirolearn.project import find_project_root
-
-    start = os.path.abspath(project or os.getcwd())
-    root, is_global = find_project_root(start)
-    if is_global:
-        return (f"the global project ({start} is in no project: no marker such as .git, pyproject.toml or "
-                ".kiro in it or above it)")
-    return f"project {root}" + (f" (found from {start})" if root != start else "")
+    return describe_where(project)
 
 
 def _say_if_no_database() -> bool:

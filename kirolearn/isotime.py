@@ -61,6 +61,22 @@ def shift(iso: str, seconds: float) -> str:
     return from_datetime(parse(iso) + timedelta(seconds=seconds))
 
 
+SINCE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def since(text: str, now=None) -> str:
+    """An age ('7d', '12h', '30m', '2w', '90s') back from `now` (an aware datetime; default now), a date
+    (UTC midnight) or an ISO time, in the stored format; ValueError when it is none of them."""
+    import re  # not at the top: the hook imports this module
+    from datetime import datetime, timedelta, timezone
+
+    match = re.match(r"^\s*(\d+)\s*([smhdw])\s*$", text, re.IGNORECASE)
+    if match:
+        now = now or datetime.now(timezone.utc)
+        return from_datetime(now - timedelta(seconds=int(match.group(1)) * SINCE_UNITS[match.group(2).lower()]))
+    return from_datetime(parse(text))
+
+
 def iso_epoch(iso: str) -> "float | None":
     """Seconds since the epoch of a 'YYYY-MM-DDTHH:MM:SS…Z' UTC timestamp (None if unreadable).
 

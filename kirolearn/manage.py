@@ -13,7 +13,7 @@ import os
 import re
 import threading
 from collections import Counter
-from datetime import datetime, timedelta, timezone
+from datetime import datetime
 
 from kirolearn import config, isotime
 from kirolearn.store import records as recordstore
@@ -24,8 +24,6 @@ from kirolearn.pipeline.schema import FORGET_REASON_MAX, OBSERVATION_TYPES, SUMM
 
 ACTORS = ("cli", "mcp", "viewer", "retention")
 DEFAULT_FORGOTTEN_DAYS = 30
-_SINCE = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$", re.IGNORECASE)
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _MARKER = re.compile(r"\[REDACTED:([A-Za-z0-9_\-]{1,40})\]")
 # C0 and C1 controls but tab and newline, DEL, and the bidi overrides that reorder what a terminal shows
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -128,17 +126,11 @@ def parse_since(text: "str | None", now: "datetime | None" = None) -> "str | Non
     """'7d', '12h', '30m', '2w', '90s', a date (YYYY-MM-DD, UTC midnight) or an ISO time → store timestamp."""
     if text is None or not str(text).strip():
         return None
-    now = now or datetime.now(timezone.utc)
-    match = _SINCE.match(str(text))
-    if match:
-        at = now - timedelta(seconds=int(match.group(1)) * _UNITS[match.group(2).lower()])
-    else:
-        try:
-            at = isotime.parse(str(text))
-        except ValueError:
-            raise ManageError(f"cannot read --since {text!r}",
-                              "give an age such as 7d, 12h, 30m, 2w or a date such as 2026-11-01") from None
-    return isotime.from_datetime(at)
+    try:
+        return isotime.since(str(text), now)  # a leaf: kirolearn.cli_fast reads --since without this module
+    except ValueError:
+        raise ManageError(f"cannot read --since {text!r}",
+                          "give an age such as 7d, 12h, 30m, 2w or a date such as 2026-11-01") from None
 
 
 open_existing = store.open_existing  # the store, None on a fresh home, StoreLost when it was lost

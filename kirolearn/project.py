@@ -112,6 +112,19 @@ def path_id(project_root: str) -> str:
     return sha256_hex(project_root.encode("utf-8", "surrogatepass"))[:16]
 
 
+def describe_where(project=None) -> str:
+    """The project `project` (or the current directory) resolves to, and why, for messages.
+
+    Outside any project the answer is the global project, named as such: never as $HOME.
+    """
+    start = os.path.abspath(project or os.getcwd())
+    root, is_global = find_project_root(start)
+    if is_global:
+        return (f"the global project ({start} is in no project: no marker such as .git, pyproject.toml or "
+                ".kiro in it or above it)")
+    return f"project {root}" + (f" (found from {start})" if root != start else "")
+
+
 def project_id(project_root: str, home: "str | None" = None) -> str:
     """Stable short id of a project: of its git remote when it has one, else of its path."""
     return path_id(project_key(project_root, home))

@@ -310,3 +310,20 @@ def test_the_hooks_client_imports_only_the_standard_library():
     loaded = json.loads(out)
     assert [m for m in loaded if m.split(".")[0] not in sys.stdlib_module_names and m.split(".")[0] != "kirolearn"] == []
     assert "socket" not in loaded and "re" not in loaded  # _socket alone; no regex on the hook path
+
+
+def test_a_failed_answer_leaves_the_projects_vectors_loaded_for_the_next(minilm, filled, home):
+    """A big project's first load outlasts the prompt hook's deadline: the server loads it after answering."""
+    from kirolearn.recall import semantic
+
+    server = RecallServer().start()
+    try:
+        server.start_thread()
+        semantic._INDEXES.clear()
+        # an answer that fails (here a malformed query; at 100k records, the deadline cutting the load short)
+        assert client.ask({"op": "prompt", "query": 5, "project_id": _pid(filled), "limit": 3}, 5.0) is None
+        wait_for(lambda: client.ask({"op": "ping"}, 5.0) is not None, 30, "the server to answer again")
+        assert [key[2] for key in semantic._INDEXES] == [_pid(filled)]
+        assert SHOWN in prompt(filled, HARD)
+    finally:
+        server.close()
