@@ -50,6 +50,42 @@ def record_text(row) -> str:
     return "\n".join(dict.fromkeys(p.strip() for p in parts if p and p.strip()))
 
 
+def record_parts(row) -> "list[str]":
+    """What a record is embedded from with a model that reads parts (EmbeddingModel.embeds_parts): its
+    whole text (record_text) first, then, for a record that holds both a request and an outcome,
+    each of the two on its own. Search scores a record by its best part: a follow-up about the
+    outcome alone is not drowned by the request's words, nor cut off where the whole text passes the
+    model's token limit. The request is the summary's Request section (else the title); the outcome
+    its Outcome section (else, with no sections, the summary's text beyond a restated title)."""
+    whole = record_text(row)
+    title = " ".join((row["title"] or "").split())
+    summary = row["summary"] or ""
+    pieces = _MARKUP.split(summary)
+    sections = {pieces[i]: " ".join(pieces[i + 1].split()) for i in range(1, len(pieces) - 1, 2)}
+    request = sections.get("Request") or title
+    if pieces[1:]:
+        outcome = sections.get("Outcome", "")
+    else:
+        outcome = " ".join(summary.split())
+        if outcome.startswith(title.rstrip("…")):
+            outcome = outcome[len(title.rstrip("…")):].strip()
+    if not request or not outcome:
+        return [whole]
+    return list(dict.fromkeys([whole, request, outcome]))
+
+
+def embed_records(model, rows) -> "tuple[list, list[list[str]]]":
+    """(one float32 matrix per record, the texts of each): one unit row per text it is embedded from
+    (record_parts when the model embeds parts, else record_text alone), a batch's texts in one call."""
+    texts = [record_parts(r) if getattr(model, "embeds_parts", False) else [record_text(r)] for r in rows]
+    flat = model.embed_batch([t for group in texts for t in group])
+    out, at = [], 0
+    for group in texts:
+        out.append(flat[at : at + len(group)])
+        at += len(group)
+    return out, texts
+
+
 def _hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
 
@@ -83,11 +119,12 @@ def index_pending(db, model, *, batch: int = 512, progress=None, seconds: "float
         rows = store.records_to_embed(db, model.model_id, limit=batch, after_rowid=after)
         if not rows:
             break
-        texts = [record_text(r) for r in rows]
-        vectors = model.embed_batch(texts)
+        vectors, texts = embed_records(model, rows)
+        # a record's vector blob holds its parts' rows one after another (`dimensions` floats each)
         store.save_vectors(db, [
             {"record_id": r["record_id"], "project_id": r["project_id"], "model_id": model.model_id,
-             "dimensions": int(vectors.shape[1]), "vector": vectors[i].tobytes(), "text_hash": _hash(texts[i])}
+             "dimensions": int(vectors[i].shape[1]), "vector": vectors[i].tobytes(),
+             "text_hash": _hash("\x00".join(texts[i]))}
             for i, r in enumerate(rows)])
         after = rows[-1]["rowid"]
         done += len(rows)
@@ -105,7 +142,12 @@ class _ProjectIndex:
         rows = store.load_vectors(conn, model_id, project_id)
         self.ids = [r[1] for r in rows]
         self.position = {rid: i for i, rid in enumerate(self.ids)}
-        self.matrix = (np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+        # one row per embedded text: a record embedded in parts (record_parts) has several, in a row;
+        # starts[i] is record i's first row, and a record scores its best row's cosine
+        counts = np.array([max(1, len(r[3]) // (4 * r[4])) if r[4] else 1 for r in rows], dtype=np.int64)
+        self.starts = np.concatenate([[0], np.cumsum(counts)[:-1]]) if rows else np.zeros(0, dtype=np.int64)
+        self.parts = bool(rows) and int(counts.max()) > 1
+        self.matrix = (np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(int(counts.sum()), -1)
                        if rows else np.zeros((0, 1), dtype=np.float32))
         # record -> [(neighbour, weight)]: both session neighbours pass NEIGHBOUR_WEIGHT of their
         # score; a record that asks a question passes QUESTION_WEIGHT more to the one after it.
@@ -175,7 +217,12 @@ class Searcher:
         if not len(index.ids):
             return index, None
         q = self.model.embed_batch([query])[0]
-        return index, index.matrix @ q
+        sims = index.matrix @ q
+        if index.parts:
+            import numpy as np
+
+            sims = np.maximum.reduceat(sims, index.starts)
+        return index, sims
 
     def vector_only(self, query: str, *, project_id: "str | None" = None, limit: int = 10) -> "list[recall.Hit]":
         """Records ranked by cosine similarity alone (the embedding baseline)."""
