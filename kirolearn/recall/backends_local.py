@@ -18,9 +18,12 @@ with the file's name and what to do (`WeightsMismatch`). See `_verified_safetens
 The forward pass is plain numpy over the safetensors weights, with the `tokenizers` package for the
 WordPiece tokenizer: no torch, no ONNX Runtime, no Hugging Face hub. Loading takes about 0.2 s.
 
-Its fusion weights (EmbeddingModel.lexical_weight, vector_weight, vector_only_min_similarity and
-lexical_coverage_power) were chosen on the coding set and the odd LoCoMo conversations, then
-measured once on the even ones (bench/bench_coding.py, bench/bench_locomo.py).
+Its fusion weights (EmbeddingModel.lexical_weight, vector_weight, vector_only_min_similarity,
+lexical_coverage_power, route_below_coverage, prompt_min_similarity) and its embedding a turn in
+parts (embeds_parts) were chosen on the tuning half of the coding set and the odd LoCoMo
+conversations, then measured once on the held-out halves (bench/bench_coding.py,
+bench/bench_locomo.py). A text is cut at MAX_TOKENS WordPiece tokens; a turn's parts are each
+shorter than its whole text, so what the whole loses to the cut its outcome part still holds.
 """
 
 from __future__ import annotations

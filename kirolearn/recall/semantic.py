@@ -2,7 +2,8 @@
 
 Drain side (`index_pending`): records without a vector of the configured model
 are embedded in batches and stored through the store (record_vectors, with the
-model id). Read side (`Searcher`): lexical BM25 candidates (recall.search, the
+model id; a model with `embeds_parts` stores a row per part of a turn, see record_parts,
+and a record scores its best part). Read side (`Searcher`): lexical BM25 candidates (recall.search, the
 same ranking the hook uses) and vector candidates are fused by weighted,
 normalised scores, then each record borrows a share of its session neighbours'
 scores. If the model cannot load, search is the lexical ranking unchanged.
