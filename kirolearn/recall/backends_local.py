@@ -382,10 +382,12 @@ class LocalModel(EmbeddingModel):
     # found in the top 3 score 0.37-0.47 with their turn; twelve unrelated prompts (bench_coding.UNRELATED)
     # reach at most 0.33 with their nearest record
     prompt_min_similarity = 0.36
-    # Parts (semantic.record_parts): a turn is embedded whole, as its request and as its outcome, and
-    # scores its best part. Chosen on the tuning half of the coding set: hard questions in the top 3
-    # 5 -> 8 of 20 through search and through the prompt hook, ordinary 20 of 20 either way, unrelated
-    # prompts unchanged; LoCoMo turns (a prompt alone) have one part, so it cannot move
+    # Parts (semantic.record_parts): a turn is embedded as its request and as its outcome (and whole
+    # when that holds more) and scores its best part. Chosen on the tuning half of the coding set
+    # (11,307 distractors): hard questions in the top 3 5 -> 8 of 20 through search and through the
+    # prompt hook, ordinary 20 of 20 either way, unrelated prompts unchanged (the whole text beside
+    # the two parts: the same 8, at half the embedding rate). LoCoMo turns (a prompt alone) have one
+    # part, so it cannot move. Held out: see docs/benchmarks.md
     embeds_parts = True
 
     def __init__(self, name: str = "all-MiniLM-L6-v2", model_dir: str = ""):

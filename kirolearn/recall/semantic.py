@@ -33,31 +33,33 @@ ROUTE_TOP = 10  # lexical candidates routed fusion reads (EmbeddingModel.route_b
 _MARKUP = re.compile(r"\*\*(Request|Outcome|Ran|Read|Changed|Tool results|Errors):\*\*")
 
 
+def _listed(value) -> "list[str]":
+    """A JSON list column's items as strings ([] for anything else)."""
+    try:
+        found = json.loads(value or "[]") if isinstance(value, str) else (value or [])
+    except ValueError:
+        return []
+    return [str(x) for x in found] if isinstance(found, list) else []
+
+
 def record_text(row) -> str:
     """The text a record is embedded from: title, summary (without section labels), facts, concepts."""
-
-    def listed(value):
-        try:
-            found = json.loads(value or "[]") if isinstance(value, str) else (value or [])
-        except ValueError:
-            return []
-        return [str(x) for x in found] if isinstance(found, list) else []
-
     summary = _MARKUP.sub(" ", row["summary"] or "")
     parts = [row["title"] or ""]
     if " ".join(summary.split()) != " ".join(parts[0].split()):
         parts.append(summary)
-    parts += listed(row["facts"]) + listed(row["concepts"])
+    parts += _listed(row["facts"]) + _listed(row["concepts"])
     return "\n".join(dict.fromkeys(p.strip() for p in parts if p and p.strip()))
 
 
 def record_parts(row) -> "list[str]":
     """What a record is embedded from with a model that reads parts (EmbeddingModel.embeds_parts): its
-    whole text (record_text) first, then, for a record that holds both a request and an outcome,
-    each of the two on its own. Search scores a record by its best part: a follow-up about the
-    outcome alone is not drowned by the request's words, nor cut off where the whole text passes the
-    model's token limit. The request is the summary's Request section (else the title); the outcome
-    its Outcome section (else, with no sections, the summary's text beyond a restated title)."""
+    whole text (record_text) alone, or, for a record that holds both a request and an outcome, each
+    of the two on its own (after the whole text when it holds more than the two). Search scores a
+    record by its best part: a follow-up about the outcome alone is not drowned by the request's
+    words, nor cut off where the whole text passes the model's token limit. The request is the
+    summary's Request section (else the title); the outcome its Outcome section (else, with no
+    sections, the summary's text beyond a restated title)."""
     whole = record_text(row)
     title = " ".join((row["title"] or "").split())
     summary = row["summary"] or ""
@@ -72,7 +74,13 @@ def record_parts(row) -> "list[str]":
             outcome = outcome[len(title.rstrip("…")):].strip()
     if not request or not outcome:
         return [whole]
-    return list(dict.fromkeys([whole, request, outcome]))
+    # the whole text is a part too unless the two hold every piece of it (a deterministic turn's facts
+    # and concepts are its outcome's sentences and words): the same recall, in fewer model tokens
+    inside = f"{request}\n{outcome}".lower()
+    held = [title, *(text for label, text in sections.items() if label not in ("Request", "Outcome")),
+            *_listed(row["facts"]), *_listed(row["concepts"])]
+    covered = all(" ".join(p.split()).lower().rstrip("…") in inside for p in held)
+    return list(dict.fromkeys([request, outcome] if covered else [whole, request, outcome]))
 
 
 def embed_records(model, rows) -> "tuple[list, list[list[str]]]":
