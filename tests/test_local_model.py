@@ -486,3 +486,100 @@ def test_routed_fusion_ranks_by_meaning_when_no_match_holds_half_the_words(proje
     searcher = semantic.Searcher(conn, model)
     assert searcher.search("network diagram docs", project_id=pid)[0].title.startswith("draw the network diagram")
     assert not searcher.last_routed
+
+
+# --- parts: a turn embedded whole, as its request and as its outcome (issue #22) -------------------------
+
+
+class _Topics(embeddings.EmbeddingModel):
+    """Counts of two topics' words: a text about both lies between the two axes."""
+
+    model_id, dimensions = "test/topics", 2
+    LOCKS, CLOCKS = ("locked", "lock", "writer", "wal"), ("timezone", "utc", "dates", "clock")
+
+    def __init__(self, parts):
+        self.embeds_parts = parts
+
+    def _embed(self, texts):
+        return [[sum(t.lower().count(w) for w in self.LOCKS) + 1e-3,
+                 sum(t.lower().count(w) for w in self.CLOCKS) + 1e-3] for t in texts]
+
+
+def test_record_parts_are_the_whole_text_then_the_request_and_the_outcome(project, drain_now):
+    spool_turn(project, "s1", "the export fails with database is locked", "stored every datetime as UTC instead")
+    spool_turn(project, "s2", "a prompt that no answer closed")
+    drain_now(flush=True)
+    db = store.open_db()
+    rows = {r["title"]: r for r in db.query("select * from memory_records")}
+    # a deterministic turn: its facts and concepts are the outcome's sentences and words, so the two parts
+    # hold all of its whole text
+    assert semantic.record_parts(rows["the export fails with database is locked"]) == [
+        "the export fails with database is locked", "stored every datetime as UTC instead"]
+    assert semantic.record_parts(rows["a prompt that no answer closed"]) == [
+        semantic.record_text(rows["a prompt that no answer closed"])]
+    # a record without sections (an LLM's, an edited one): its title and the rest of its summary, and
+    # its whole text first when a fact (or a section beyond the two) says more than they do
+    plain = {"title": "Export lock", "summary": "Export lock: switched to WAL mode", "facts": "[]", "concepts": "[]"}
+    assert semantic.record_parts(plain) == ["Export lock", ": switched to WAL mode"]
+    plain["facts"] = json.dumps(["busy_timeout is 30 s"])
+    assert semantic.record_parts(plain) == [semantic.record_text(plain), "Export lock", ": switched to WAL mode"]
+    tools = {"title": "fix it", "summary": "**Request:** fix it\n\n**Outcome:** done\n\n**Changed:** app.py",
+             "facts": "[]", "concepts": "[]"}
+    assert semantic.record_parts(tools) == [semantic.record_text(tools), "fix it", "done"]
+
+
+def test_a_record_scores_its_best_part(project, drain_now):
+    """Asked about the outcome alone, a turn whose request is about something else is as close as its outcome."""
+    spool_turn(project, "s1", "the export fails with database locked while the writer runs",
+               "also fixed the invoice dates: stored as UTC, shown in the customer's timezone")
+    spool_turn(project, "s1", "a prompt about the lock file")
+    drain_now(flush=True)
+    db = store.open_db()
+    conn = recall.connect_readonly(budget=60)
+    pid = context.project_id(str(project))
+    best = {}
+    for parts in (False, True):
+        model = _Topics(parts)
+        store.drop_vectors(db)
+        assert semantic.index_pending(db, model) == 2
+        blobs = {r["title"]: len(r["vector"]) // (4 * r["dimensions"]) for r in db.query(
+            "select m.title, v.vector, v.dimensions from record_vectors v join memory_records m using (record_id)")}
+        assert blobs == {"the export fails with database locked while the writer runs": 2 if parts else 1,
+                         "a prompt about the lock file": 1}
+        semantic._INDEXES.clear()
+        hits = semantic.Searcher(conn, model).vector_only("which dates were off by a timezone", project_id=pid)
+        best[parts] = hits[0].score
+        assert hits[0].title.startswith("the export fails")
+    assert best[True] == pytest.approx(1.0, abs=1e-3)  # its outcome part is all about dates
+    assert best[False] < 0.9  # the whole text is about locks as much
+
+
+def test_the_real_model_stores_parts_and_older_single_vectors_still_search(project, local_model, drain_now):
+    spool_turn(project, "s1", "The export job fails with 'database is locked' whenever the drainer runs",
+               "Switched the SQLite connection to WAL journal mode and set busy_timeout to 30 seconds")
+    spool_turn(project, "s1", "rename the logo file")
+    stats, db = drain_now(flush=True)
+    assert stats.records_embedded == 2 and stats.embedding_error == ""
+    model = embeddings.get_model(LOCAL)
+    rows = list(db.query("select m.*, v.vector, v.dimensions from record_vectors v join memory_records m "
+                         "using (record_id) order by m.rowid"))
+    stored = [np.frombuffer(r["vector"], dtype=np.float32).reshape(-1, r["dimensions"]) for r in rows]
+    assert [len(v) for v in stored] == [2, 1]  # the request and the outcome; the prompt alone
+    np.testing.assert_allclose(stored[0], model.embed_batch(semantic.record_parts(rows[0])), atol=1e-5)
+    conn = recall.connect_readonly(budget=60)
+    pid = context.project_id(str(project))
+    query = "what stopped concurrent writer collisions?"
+    searcher = semantic.Searcher(conn)
+    [hit] = [h for h in searcher.vector_only(query, project_id=pid) if h.title.startswith("The export job")]
+    assert hit.score == pytest.approx(float((stored[0] @ model.embed(query)).max()), abs=1e-5)
+    # a vector written before parts (the whole text alone) is read as one part, and `reindex --all` adds them
+    whole = model.embed(semantic.record_text(rows[0]))
+    with store.writing(db):
+        db.execute("update record_vectors set vector = ? where record_id = ?", [whole.tobytes(), rows[0]["record_id"]])
+    semantic._INDEXES.clear()
+    [hit] = [h for h in semantic.Searcher(conn).vector_only(query, project_id=pid) if h.title.startswith("The export")]
+    assert hit.score == pytest.approx(float(whole @ model.embed(query)), abs=1e-5)
+    out = json.loads(CliRunner().invoke(cli, ["reindex", "--all", "--json"], catch_exceptions=False).output)
+    assert out["embedded"] == 2
+    blob = db.execute("select vector from record_vectors where record_id = ?", [rows[0]["record_id"]]).fetchone()[0]
+    assert len(blob) == 2 * 4 * model.dimensions

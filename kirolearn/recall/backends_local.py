@@ -18,9 +18,12 @@ with the file's name and what to do (`WeightsMismatch`). See `_verified_safetens
 The forward pass is plain numpy over the safetensors weights, with the `tokenizers` package for the
 WordPiece tokenizer: no torch, no ONNX Runtime, no Hugging Face hub. Loading takes about 0.2 s.
 
-Its fusion weights (EmbeddingModel.lexical_weight, vector_weight, vector_only_min_similarity and
-lexical_coverage_power) were chosen on the coding set and the odd LoCoMo conversations, then
-measured once on the even ones (bench/bench_coding.py, bench/bench_locomo.py).
+Its fusion weights (EmbeddingModel.lexical_weight, vector_weight, vector_only_min_similarity,
+lexical_coverage_power, route_below_coverage, prompt_min_similarity) and its embedding a turn in
+parts (embeds_parts) were chosen on the tuning half of the coding set and the odd LoCoMo
+conversations, then measured once on the held-out halves (bench/bench_coding.py,
+bench/bench_locomo.py). A text is cut at MAX_TOKENS WordPiece tokens; a turn's parts are each
+shorter than its whole text, so what the whole loses to the cut its outcome part still holds.
 """
 
 from __future__ import annotations
@@ -379,6 +382,13 @@ class LocalModel(EmbeddingModel):
     # found in the top 3 score 0.37-0.47 with their turn; twelve unrelated prompts (bench_coding.UNRELATED)
     # reach at most 0.33 with their nearest record
     prompt_min_similarity = 0.36
+    # Parts (semantic.record_parts): a turn is embedded as its request and as its outcome (and whole
+    # when that holds more) and scores its best part. Chosen on the tuning half of the coding set
+    # (11,307 distractors): hard questions in the top 3 5 -> 8 of 20 through search and through the
+    # prompt hook, ordinary 20 of 20 either way, unrelated prompts unchanged (the whole text beside
+    # the two parts: the same 8, at half the embedding rate). LoCoMo turns (a prompt alone) have one
+    # part, so it cannot move. Held out: see docs/benchmarks.md
+    embeds_parts = True
 
     def __init__(self, name: str = "all-MiniLM-L6-v2", model_dir: str = ""):
         self.name = name or "all-MiniLM-L6-v2"

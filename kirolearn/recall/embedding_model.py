@@ -41,6 +41,10 @@ class EmbeddingModel:
     # The prompt hook through the recall server injects a record on meaning alone at this cosine or
     # more; None: only records that hold the prompt's words (the hook's own rule)
     prompt_min_similarity: "float | None" = None
+    # True: a record holding a request and an outcome is embedded as each of the two (and as its whole
+    # text when that holds more; recall/semantic.py record_parts), and scores its best part's cosine;
+    # False: the whole text only
+    embeds_parts: bool = False
 
     def _embed(self, texts: "list[str]"):  # -> numpy array (n, dimensions)
         raise NotImplementedError

@@ -2,7 +2,8 @@
 
 Drain side (`index_pending`): records without a vector of the configured model
 are embedded in batches and stored through the store (record_vectors, with the
-model id). Read side (`Searcher`): lexical BM25 candidates (recall.search, the
+model id; a model with `embeds_parts` stores a row per part of a turn, see record_parts,
+and a record scores its best part). Read side (`Searcher`): lexical BM25 candidates (recall.search, the
 same ranking the hook uses) and vector candidates are fused by weighted,
 normalised scores, then each record borrows a share of its session neighbours'
 scores. If the model cannot load, search is the lexical ranking unchanged.
@@ -32,22 +33,66 @@ ROUTE_TOP = 10  # lexical candidates routed fusion reads (EmbeddingModel.route_b
 _MARKUP = re.compile(r"\*\*(Request|Outcome|Ran|Read|Changed|Tool results|Errors):\*\*")
 
 
+def _listed(value) -> "list[str]":
+    """A JSON list column's items as strings ([] for anything else)."""
+    try:
+        found = json.loads(value or "[]") if isinstance(value, str) else (value or [])
+    except ValueError:
+        return []
+    return [str(x) for x in found] if isinstance(found, list) else []
+
+
 def record_text(row) -> str:
     """The text a record is embedded from: title, summary (without section labels), facts, concepts."""
-
-    def listed(value):
-        try:
-            found = json.loads(value or "[]") if isinstance(value, str) else (value or [])
-        except ValueError:
-            return []
-        return [str(x) for x in found] if isinstance(found, list) else []
-
     summary = _MARKUP.sub(" ", row["summary"] or "")
     parts = [row["title"] or ""]
     if " ".join(summary.split()) != " ".join(parts[0].split()):
         parts.append(summary)
-    parts += listed(row["facts"]) + listed(row["concepts"])
+    parts += _listed(row["facts"]) + _listed(row["concepts"])
     return "\n".join(dict.fromkeys(p.strip() for p in parts if p and p.strip()))
+
+
+def record_parts(row) -> "list[str]":
+    """What a record is embedded from with a model that reads parts (EmbeddingModel.embeds_parts): its
+    whole text (record_text) alone, or, for a record that holds both a request and an outcome, each
+    of the two on its own (after the whole text when it holds more than the two). Search scores a
+    record by its best part: a follow-up about the outcome alone is not drowned by the request's
+    words, nor cut off where the whole text passes the model's token limit. The request is the
+    summary's Request section (else the title); the outcome its Outcome section (else, with no
+    sections, the summary's text beyond a restated title)."""
+    whole = record_text(row)
+    title = " ".join((row["title"] or "").split())
+    summary = row["summary"] or ""
+    pieces = _MARKUP.split(summary)
+    sections = {pieces[i]: " ".join(pieces[i + 1].split()) for i in range(1, len(pieces) - 1, 2)}
+    request = sections.get("Request") or title
+    if pieces[1:]:
+        outcome = sections.get("Outcome", "")
+    else:
+        outcome = " ".join(summary.split())
+        if outcome.startswith(title.rstrip("…")):
+            outcome = outcome[len(title.rstrip("…")):].strip()
+    if not request or not outcome:
+        return [whole]
+    # the whole text is a part too unless the two hold every piece of it (a deterministic turn's facts
+    # and concepts are its outcome's sentences and words): the same recall, in fewer model tokens
+    inside = f"{request}\n{outcome}".lower()
+    held = [title, *(text for label, text in sections.items() if label not in ("Request", "Outcome")),
+            *_listed(row["facts"]), *_listed(row["concepts"])]
+    covered = all(" ".join(p.split()).lower().rstrip("…") in inside for p in held)
+    return list(dict.fromkeys([request, outcome] if covered else [whole, request, outcome]))
+
+
+def embed_records(model, rows) -> "tuple[list, list[list[str]]]":
+    """(one float32 matrix per record, the texts of each): one unit row per text it is embedded from
+    (record_parts when the model embeds parts, else record_text alone), a batch's texts in one call."""
+    texts = [record_parts(r) if getattr(model, "embeds_parts", False) else [record_text(r)] for r in rows]
+    flat = model.embed_batch([t for group in texts for t in group])
+    out, at = [], 0
+    for group in texts:
+        out.append(flat[at : at + len(group)])
+        at += len(group)
+    return out, texts
 
 
 def _hash(text: str) -> str:
@@ -83,11 +128,12 @@ def index_pending(db, model, *, batch: int = 512, progress=None, seconds: "float
         rows = store.records_to_embed(db, model.model_id, limit=batch, after_rowid=after)
         if not rows:
             break
-        texts = [record_text(r) for r in rows]
-        vectors = model.embed_batch(texts)
+        vectors, texts = embed_records(model, rows)
+        # a record's vector blob holds its parts' rows one after another (`dimensions` floats each)
         store.save_vectors(db, [
             {"record_id": r["record_id"], "project_id": r["project_id"], "model_id": model.model_id,
-             "dimensions": int(vectors.shape[1]), "vector": vectors[i].tobytes(), "text_hash": _hash(texts[i])}
+             "dimensions": int(vectors[i].shape[1]), "vector": vectors[i].tobytes(),
+             "text_hash": _hash("\x00".join(texts[i]))}
             for i, r in enumerate(rows)])
         after = rows[-1]["rowid"]
         done += len(rows)
@@ -105,7 +151,12 @@ class _ProjectIndex:
         rows = store.load_vectors(conn, model_id, project_id)
         self.ids = [r[1] for r in rows]
         self.position = {rid: i for i, rid in enumerate(self.ids)}
-        self.matrix = (np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+        # one row per embedded text: a record embedded in parts (record_parts) has several, in a row;
+        # starts[i] is record i's first row, and a record scores its best row's cosine
+        counts = np.array([max(1, len(r[3]) // (4 * r[4])) if r[4] else 1 for r in rows], dtype=np.int64)
+        self.starts = np.concatenate([[0], np.cumsum(counts)[:-1]]) if rows else np.zeros(0, dtype=np.int64)
+        self.parts = bool(rows) and int(counts.max()) > 1
+        self.matrix = (np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(int(counts.sum()), -1)
                        if rows else np.zeros((0, 1), dtype=np.float32))
         # record -> [(neighbour, weight)]: both session neighbours pass NEIGHBOUR_WEIGHT of their
         # score; a record that asks a question passes QUESTION_WEIGHT more to the one after it.
@@ -175,7 +226,12 @@ class Searcher:
         if not len(index.ids):
             return index, None
         q = self.model.embed_batch([query])[0]
-        return index, index.matrix @ q
+        sims = index.matrix @ q
+        if index.parts:
+            import numpy as np
+
+            sims = np.maximum.reduceat(sims, index.starts)
+        return index, sims
 
     def vector_only(self, query: str, *, project_id: "str | None" = None, limit: int = 10) -> "list[recall.Hit]":
         """Records ranked by cosine similarity alone (the embedding baseline)."""

@@ -457,8 +457,9 @@ def vector_counts(conn) -> "dict[str, int]":
 
 
 def load_vectors(conn, model_id: str, project_id: "str | None" = None) -> "list[tuple]":
-    """(rowid, record_id, session_id, vector bytes) of a project's records, in rowid order."""
-    sql = ("select r.rowid, r.record_id, r.session_id, v.vector from record_vectors v "
+    """(rowid, record_id, session_id, vector bytes, dimensions) of a project's records, in rowid order
+    (a vector blob may hold several rows of `dimensions` floats: kirolearn.recall.semantic.record_parts)."""
+    sql = ("select r.rowid, r.record_id, r.session_id, v.vector, v.dimensions from record_vectors v "
            "join memory_records r on r.record_id = v.record_id where v.model_id = ?")
     args = [model_id]
     if project_id:
