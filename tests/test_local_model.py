@@ -583,3 +583,30 @@ def test_the_real_model_stores_parts_and_older_single_vectors_still_search(proje
     assert out["embedded"] == 2
     blob = db.execute("select vector from record_vectors where record_id = ?", [rows[0]["record_id"]]).fetchone()[0]
     assert len(blob) == 2 * 4 * model.dimensions
+
+
+def test_the_servers_prompt_pick_keeps_what_the_lexical_hook_would_inject(project, drain_now):
+    """A prompt routed to meaning alone still gets the record that holds two of its words (the hook's own rule)."""
+    spool_turn(project, "s1", "the request hangs forever on a slow link", "added a timeout of 30 s")
+    spool_turn(project, "s2", "draw the network diagram for the docs", "added docs/network.svg")
+    drain_now(flush=True)
+    db = store.open_db()
+    conn = recall.connect_readonly(budget=60)
+    pid = context.project_id(str(project))
+    model = _Axis(0.9, 0.1)
+    model.route_below_coverage, model.prompt_min_similarity = 0.5, 0.9
+    semantic.index_pending(db, model)
+    semantic._INDEXES.clear()
+    prompt = "the network diagram call never returns on colours legend fonts"
+    lexical = [h.title for h in recall.relevant(recall.search(conn, prompt, project_id=pid), prompt)]
+    assert lexical == ["draw the network diagram for the docs"]  # two of its words: the hook injects it
+    searcher = semantic.Searcher(conn, model)
+    picked = [h.title for h in semantic.prompt_hits(searcher, prompt, project_id=pid, limit=3)]
+    assert searcher.last_routed  # no record holds half of the prompt's words
+    assert picked == ["the request hangs forever on a slow link", "draw the network diagram for the docs"]
+    # room for one: the meaning match comes first; an excluded (already shown) record is never added back
+    assert [h.title for h in semantic.prompt_hits(searcher, prompt, project_id=pid, limit=1)] == [
+        "the request hangs forever on a slow link"]
+    shown = [h.record_id for h in recall.search(conn, prompt, project_id=pid) if h.title.startswith("draw")]
+    assert [h.title for h in semantic.prompt_hits(searcher, prompt, project_id=pid, limit=3, exclude=shown)] == [
+        "the request hangs forever on a slow link"]

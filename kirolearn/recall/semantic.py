@@ -264,6 +264,7 @@ class Searcher:
         make it the lexical ranking, so a filter is never bypassed by a vector candidate.
         """
         filters = {k: v for k, v in filters.items() if v not in (None, "", [], ())}
+        self.last_routed = False
         if self.conn is None or self.model is None or filters:  # no database yet: recall.search gives []
             return recall.search(self.conn, query, project_id=project_id, types=types, limit=limit, now=now,
                                  **filters)
@@ -371,6 +372,10 @@ def prompt_hits(searcher: Searcher, prompt: str, *, project_id: "str | None", li
     (recall.relevant's rule, the hook's own), or that are close in meaning on their own: a cosine of
     at least the model's prompt_min_similarity (None: words alone decide, as for wordllama, whose
     cosines cannot tell a paraphrase from an unrelated record).
+
+    Then, while there is room, what the hook's lexical recall would inject without the server: the
+    server never gives a prompt less than its fallback does. (Routed fusion ranks a query that no
+    candidate holds half of by meaning alone, which can leave out a record that holds two of its words.)
     """
     hits = searcher.search(prompt, project_id=project_id, limit=limit * 3)
     words = recall.terms(prompt)
@@ -383,8 +388,12 @@ def prompt_hits(searcher: Searcher, prompt: str, *, project_id: "str | None", li
     exclude = set(exclude)
     keep = [h for h in hits if h.record_id not in exclude and (
         (len(h.matched_terms) >= need and h.score >= recall.RELATIVE_FLOOR * best)
-        or (floor is not None and sims.get(h.record_id, -1.0) >= floor))]
-    return keep[:limit]
+        or (floor is not None and sims.get(h.record_id, -1.0) >= floor))][:limit]
+    if len(keep) < limit and searcher.last_routed:
+        chosen = exclude | {h.record_id for h in keep}
+        lexical = recall.search(searcher.conn, prompt, project_id=project_id, limit=limit * 3)
+        keep += [h for h in recall.relevant(lexical, prompt) if h.record_id not in chosen][: limit - len(keep)]
+    return keep
 
 
 NEIGHBOUR_CHARS = 200  # of each neighbour's text copied into a record's expansion
