@@ -266,23 +266,25 @@ def capture(argv: "list[str]", stdin: "bytes | None" = None) -> "str | None":
 
 def inject_context(event: dict, adapter=None) -> None:
     """Print recalled memory for the agent. Any failure prints nothing (and is logged)."""
-    try:
-        from kirolearn.recall import context  # sqlite3 and the recall code load only for these two hooks
-
-        text = context.for_event(event)
-    except Exception as exc:  # noqa: BLE001 - a broken recall must not cost the captured event
-        if os.environ.get("KIROLEARN_RAISE_ERRORS"):
-            raise
-        log(f"recall for {event.get('trigger')}: {type(exc).__name__}: {str(exc)[:200]}")
-        return
-    if text:
+    def deliver(text: str) -> bool:
         output = (adapter or agents.get()).context_output(event["trigger"], text)
         try:
             sys.stdout.write(output)  # sys.stdout is None when the agent started us with fd 1 closed
             sys.stdout.flush()
+            return True
         except (AttributeError, OSError, ValueError) as exc:  # the event is in the spool already: say so
             report(f"{event.get('trigger')}: event recorded, but its recalled memory was not printed "
-                   f"(stdout is closed or broken: {type(exc).__name__})")
+                   f"(stdout is closed or broken: {type(exc).__name__}); the next hook offers it again")
+            return False
+
+    try:
+        from kirolearn.recall import context  # sqlite3 and the recall code load only for these two hooks
+
+        context.for_event(event, deliver)  # what it could not print is not marked as shown
+    except Exception as exc:  # noqa: BLE001 - a broken recall must not cost the captured event
+        if os.environ.get("KIROLEARN_RAISE_ERRORS"):
+            raise
+        log(f"recall for {event.get('trigger')}: {type(exc).__name__}: {str(exc)[:200]}")
 
 
 def keep_rejected(raw: bytes, reason: str) -> "str | None":

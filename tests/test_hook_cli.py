@@ -265,3 +265,18 @@ def test_two_real_sessions_with_their_own_ids_both_get_the_block(project, add_re
         out = run_hook(stdin=json.dumps({"hook_event_name": "SessionStart", "cwd": str(project),
                                          "session_id": sid}).encode())
         assert b"Sorted the checkout discounts" in out.stdout
+
+
+def test_memory_the_hook_could_not_print_is_offered_again(project, add_record):
+    """An agent that closed the hook's stdout got nothing: the next hook of the session prints it."""
+    add_record(project, "Sorted the checkout discounts", "by priority", observation_type="decision")
+    for trigger in ("UserPromptSubmit", "SessionStart"):  # a prompt first: a fresh start is adopted by prompts
+        body = json.dumps({"hook_event_name": trigger, "cwd": str(project), "session_id": f"closed-{trigger}",
+                           "prompt": "why are the checkout discounts sorted by priority"}).encode()
+        closed = subprocess.run(["sh", "-c", f'exec "{BIN / "kirolearn-hook"}" >&-'], input=body, env=hook_env(),
+                                capture_output=True, timeout=30)
+        assert closed.returncode == 0
+        assert b"was not printed" in closed.stderr, closed.stderr
+        again = run_hook(stdin=body)
+        assert b"Sorted the checkout discounts" in again.stdout, trigger
+        assert b"Sorted the checkout discounts" not in run_hook(stdin=body).stdout  # shown once it was printed

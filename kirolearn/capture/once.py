@@ -75,3 +75,11 @@ def claim_session_start(project_root: str, session_id: str, session_source: str,
             os.unlink(lock)
         except OSError:
             pass
+
+
+def release_session_start(project_root: str) -> None:
+    """Give a claim back: the block it was for could not be printed, so a twin or the next start may."""
+    try:
+        os.unlink(_paths(project_root)[0])
+    except OSError:
+        pass

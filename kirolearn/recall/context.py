@@ -496,8 +496,13 @@ def _claim_session_start(*args) -> bool:
     return once.claim_session_start(*args)
 
 
-def for_event(event: dict) -> str:
-    """What the hook prints for this event ('' for nothing): session start once, prompts each time."""
+def for_event(event: dict, deliver=None) -> str:
+    """What the hook prints for this event ('' for nothing): session start once, prompts each time.
+
+    `deliver(text)`, if given, prints it and says whether that worked: what could not be printed
+    (the agent closed the hook's stdout) is not remembered as shown, so the session's next hook
+    offers it again. Without `deliver` the text is returned as shown.
+    """
     trigger = event.get("trigger")
     if trigger not in agents.CONTEXT_TRIGGERS:
         return ""
@@ -522,6 +527,12 @@ def for_event(event: dict) -> str:
             text, ids = for_prompt(conn, event["project_root"], prompt, already=state["records"], conf=conf)
     finally:
         conn.close()
+    if text and deliver is not None and not deliver(text):
+        if trigger == "agentSpawn":
+            from kirolearn.capture import once
+
+            once.release_session_start(event["project_root"])
+        return text
     if text or trigger == "agentSpawn":
         state["records"] = list(dict.fromkeys(state["records"] + ids))
         save_state(event["session_id"], state)
