@@ -375,7 +375,8 @@ def prompt_hits(searcher: Searcher, prompt: str, *, project_id: "str | None", li
 
     Then, while there is room, what the hook's lexical recall would inject without the server: the
     server never gives a prompt less than its fallback does. (Routed fusion ranks a query that no
-    candidate holds half of by meaning alone, which can leave out a record that holds two of its words.)
+    candidate holds half of by meaning alone, and a strong cosine can put a fused score so far ahead
+    that a record holding two of the prompt's words falls below the relative floor.)
     """
     hits = searcher.search(prompt, project_id=project_id, limit=limit * 3)
     words = recall.terms(prompt)
@@ -389,7 +390,7 @@ def prompt_hits(searcher: Searcher, prompt: str, *, project_id: "str | None", li
     keep = [h for h in hits if h.record_id not in exclude and (
         (len(h.matched_terms) >= need and h.score >= recall.RELATIVE_FLOOR * best)
         or (floor is not None and sims.get(h.record_id, -1.0) >= floor))][:limit]
-    if len(keep) < limit and searcher.last_routed:
+    if len(keep) < limit:
         chosen = exclude | {h.record_id for h in keep}
         lexical = recall.search(searcher.conn, prompt, project_id=project_id, limit=limit * 3)
         keep += [h for h in recall.relevant(lexical, prompt) if h.record_id not in chosen][: limit - len(keep)]
