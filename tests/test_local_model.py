@@ -610,3 +610,20 @@ def test_the_servers_prompt_pick_keeps_what_the_lexical_hook_would_inject(projec
     shown = [h.record_id for h in recall.search(conn, prompt, project_id=pid) if h.title.startswith("draw")]
     assert [h.title for h in semantic.prompt_hits(searcher, prompt, project_id=pid, limit=3, exclude=shown)] == [
         "the request hangs forever on a slow link"]
+
+
+def test_a_routed_prompt_that_nothing_is_close_to_still_gets_the_lexical_pick(project, drain_now):
+    spool_turn(project, "s2", "draw the network diagram for the docs", "added docs/network.svg")
+    drain_now(flush=True)
+    db = store.open_db()
+    conn = recall.connect_readonly(budget=60)
+    pid = context.project_id(str(project))
+    model = _Axis(0.9, 0.1)
+    model.route_below_coverage, model.prompt_min_similarity = 0.5, 0.9
+    semantic.index_pending(db, model)
+    semantic._INDEXES.clear()
+    prompt = "the network diagram call never returns on colours legend fonts"
+    searcher = semantic.Searcher(conn, model)
+    assert searcher.search(prompt, project_id=pid) == [] and searcher.last_routed  # nothing close in meaning
+    assert [h.title for h in semantic.prompt_hits(searcher, prompt, project_id=pid, limit=3)] == [
+        "draw the network diagram for the docs"]

@@ -378,12 +378,12 @@ def prompt_hits(searcher: Searcher, prompt: str, *, project_id: "str | None", li
     candidate holds half of by meaning alone, and a strong cosine can put a fused score so far ahead
     that a record holding two of the prompt's words falls below the relative floor.)
     """
-    hits = searcher.search(prompt, project_id=project_id, limit=limit * 3)
     words = recall.terms(prompt)
-    if not hits or not words:
+    if not words:
         return []
+    hits = searcher.search(prompt, project_id=project_id, limit=limit * 3)  # routed: maybe none close enough
     need = 1 if len(words) <= 2 else 2
-    best = max(h.score for h in hits)
+    best = max((h.score for h in hits), default=0.0)
     floor = getattr(searcher.model, "prompt_min_similarity", None) if searcher.model is not None else None
     sims = searcher.last_similarity
     exclude = set(exclude)
