@@ -261,3 +261,19 @@ def test_mcp_search_memory_asks_the_server(filled, server):
     result = anyio.run(call)
     assert "The nightly export job fails with database is locked" in result.content[0].text
     assert served(server) == before + 2  # its search (and the ping after the first)
+
+
+def test_the_fast_path_knows_every_option_of_the_click_search_command():
+    """A new `search` option must be taught to kirolearn.cli_fast (else that path would misread it)."""
+    from kirolearn import cli_fast
+    from kirolearn.cli import search_command
+
+    flags, valued = set(), set()
+    for param in search_command.params:
+        if param.param_type_name != "option" or param.name == "help":
+            continue
+        (flags if param.is_flag else valued).update(param.opts)
+    assert flags == set(cli_fast.FLAGS)
+    assert valued == set(cli_fast.VALUED)
+    assert {search_command.params[i].name for i in range(len(search_command.params))} >= \
+        set(cli_fast.FLAGS.values()) | set(cli_fast.VALUED.values())
