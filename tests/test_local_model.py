@@ -408,6 +408,7 @@ def test_model_install_finds_checked_weights_switches_the_config_and_reindexes(w
     out = json.loads(result.output)
     assert out["model"] == LOCAL and out["source"] == "embeddings.model_dir / KIROLEARN_MODEL_DIR"
     assert out["reindex"]["model"] == LOCAL and out["reindex"]["embedded"] >= 1
+    assert out["recall_server"] is False  # none runs in this test's home
     text = (home / "config.toml").read_text()
     assert text == '[recall]\nprompt_records = 4\n\n[embeddings]\nmodel = "local/all-MiniLM-L6-v2"\napi_base = ""  # kept\n'
     assert (home / "config.toml").stat().st_mode & 0o777 == 0o600
@@ -416,6 +417,9 @@ def test_model_install_finds_checked_weights_switches_the_config_and_reindexes(w
     status = CliRunner().invoke(cli, ["model", "status"], catch_exceptions=False).output
     assert f"embedding model: {LOCAL} (set by config.toml [embeddings] model)" in status
     assert "recall server: not running" in status
+    again = CliRunner().invoke(cli, ["model", "install", "--no-reindex"], catch_exceptions=False)
+    assert again.exit_code == 0 and f"Using {LOCAL}" in again.output
+    assert "`kirolearn schedule --recall-server`" in again.output  # the next step the prompt hook needs
 
 
 def test_where_the_weights_are_the_default_is_the_contextual_model(weights, home, monkeypatch, no_sources):
