@@ -589,22 +589,32 @@ def test_the_real_model_stores_parts_and_older_single_vectors_still_search(proje
     assert len(blob) == 2 * 4 * model.dimensions
 
 
-def test_the_servers_prompt_pick_keeps_what_the_lexical_hook_would_inject(project, drain_now):
-    """A prompt routed to meaning alone still gets the record that holds two of its words (the hook's own rule)."""
-    spool_turn(project, "s1", "the request hangs forever on a slow link", "added a timeout of 30 s")
-    spool_turn(project, "s2", "draw the network diagram for the docs", "added docs/network.svg")
+ROUTED_PROMPT = "the network diagram call never returns on colours legend fonts"  # holds 2 of a title's 8 words
+
+
+def _routed(project, drain_now, turns):
+    """A store of these turns, embedded by _Axis with routed fusion on: (read connection, project id, searcher)."""
+    for session, (prompt, outcome) in turns.items():
+        spool_turn(project, session, prompt, outcome)
     drain_now(flush=True)
-    db = store.open_db()
-    conn = recall.connect_readonly(budget=60)
-    pid = context.project_id(str(project))
     model = _Axis(0.9, 0.1)
     model.route_below_coverage, model.prompt_min_similarity = 0.5, 0.9
-    semantic.index_pending(db, model)
+    semantic.index_pending(store.open_db(), model)
     semantic._INDEXES.clear()
-    prompt = "the network diagram call never returns on colours legend fonts"
+    conn = recall.connect_readonly(budget=60)
+    return conn, context.project_id(str(project)), semantic.Searcher(conn, model)
+
+
+DIAGRAM = ("draw the network diagram for the docs", "added docs/network.svg")
+
+
+def test_the_servers_prompt_pick_keeps_what_the_lexical_hook_would_inject(project, drain_now):
+    """A prompt routed to meaning alone still gets the record that holds two of its words (the hook's own rule)."""
+    conn, pid, searcher = _routed(project, drain_now, {
+        "s1": ("the request hangs forever on a slow link", "added a timeout of 30 s"), "s2": DIAGRAM})
+    prompt = ROUTED_PROMPT
     lexical = [h.title for h in recall.relevant(recall.search(conn, prompt, project_id=pid), prompt)]
     assert lexical == ["draw the network diagram for the docs"]  # two of its words: the hook injects it
-    searcher = semantic.Searcher(conn, model)
     picked = [h.title for h in semantic.prompt_hits(searcher, prompt, project_id=pid, limit=3)]
     assert searcher.last_routed  # no record holds half of the prompt's words
     assert picked == ["the request hangs forever on a slow link", "draw the network diagram for the docs"]
@@ -617,17 +627,7 @@ def test_the_servers_prompt_pick_keeps_what_the_lexical_hook_would_inject(projec
 
 
 def test_a_routed_prompt_that_nothing_is_close_to_still_gets_the_lexical_pick(project, drain_now):
-    spool_turn(project, "s2", "draw the network diagram for the docs", "added docs/network.svg")
-    drain_now(flush=True)
-    db = store.open_db()
-    conn = recall.connect_readonly(budget=60)
-    pid = context.project_id(str(project))
-    model = _Axis(0.9, 0.1)
-    model.route_below_coverage, model.prompt_min_similarity = 0.5, 0.9
-    semantic.index_pending(db, model)
-    semantic._INDEXES.clear()
-    prompt = "the network diagram call never returns on colours legend fonts"
-    searcher = semantic.Searcher(conn, model)
-    assert searcher.search(prompt, project_id=pid) == [] and searcher.last_routed  # nothing close in meaning
-    assert [h.title for h in semantic.prompt_hits(searcher, prompt, project_id=pid, limit=3)] == [
+    conn, pid, searcher = _routed(project, drain_now, {"s2": DIAGRAM})
+    assert searcher.search(ROUTED_PROMPT, project_id=pid) == [] and searcher.last_routed  # nothing close in meaning
+    assert [h.title for h in semantic.prompt_hits(searcher, ROUTED_PROMPT, project_id=pid, limit=3)] == [
         "draw the network diagram for the docs"]

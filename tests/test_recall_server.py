@@ -166,13 +166,18 @@ def test_drain_watch_serves_recall_until_it_stops(minilm, filled, home):
 # --- without a model: the server's plumbing and every fallback -----------------------------------------
 
 
-def test_a_stale_socket_or_a_plain_file_means_lexical_recall(filled, home):
-    path = str(home / "recall.sock")
+def stale_socket(path: str) -> None:
+    """Leave at `path` what a killed server leaves: a socket bound, never listening, then closed."""
     address = client.socket_address(path)
     dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    dead.bind(address.address)  # bound, never listening, then closed: what a killed server leaves
+    dead.bind(address.address)
     address.close()
     dead.close()
+
+
+def test_a_stale_socket_or_a_plain_file_means_lexical_recall(filled, home):
+    path = str(home / "recall.sock")
+    stale_socket(path)
     assert os.path.exists(path)
     assert client.ask({"op": "ping"}, 1.0) is None
     assert "database is locked" in prompt(filled, "why does the export say database is locked")

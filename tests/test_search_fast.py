@@ -11,7 +11,6 @@ the last digits of `score` and nothing else (the results themselves are compared
 
 import json
 import os
-import socket
 import subprocess
 import sys
 
@@ -20,7 +19,7 @@ import pytest
 from kirolearn.recall import client
 from kirolearn.recall.server import RecallServer
 from tests.conftest import BIN, hook_env
-from tests.test_recall_server import wait_for
+from tests.test_recall_server import stale_socket, wait_for
 from tests.test_semantic import spool_turn
 
 # What a terminal must not receive as it is: an escape sequence, a bell, a bidi override, a zero-width
@@ -199,11 +198,7 @@ def test_without_a_server_or_with_a_broken_one_the_click_command_answers(filled,
 
     assert shown(fast(filled, "database locked", "--json")) == shown(alone)  # no socket
     path = str(home / "recall.sock")
-    address = client.socket_address(path)
-    dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    dead.bind(address.address)  # bound, never listening, then closed: what a killed server leaves
-    address.close()
-    dead.close()
+    stale_socket(path)
     assert shown(fast(filled, "database locked", "--json")) == shown(alone)
     os.unlink(path)
 
