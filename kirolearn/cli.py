@@ -13,7 +13,7 @@ import sys
 import click
 
 from kirolearn.cli_common import (CONTEXT_SETTINGS, _existing_db, _project_root, _project_where, _say_if_no_database,
-                                  _since, cli, json_option)
+                                  _since, cli, json_option, reindex_with_bar)
 from kirolearn.observation_types import OBSERVATION_TYPES
 from kirolearn.recall.lexical import SEARCH_LIMIT_MAX
 from kirolearn.capture.agents import names as _agent_names
@@ -744,8 +744,6 @@ def reindex_command(everything, json_):
 
     Run it after changing embeddings.model; the drainer keeps both current otherwise.
     """
-    from kirolearn.recall import semantic
-
     db = _existing_db()
     if db is None:
         if json_:
@@ -753,18 +751,7 @@ def reindex_command(everything, json_):
         else:
             click.echo("Nothing to reindex: there is no database yet (`kirolearn drain` creates it).")
         return
-    bar = click.progressbar(length=1, label="embedding", file=sys.stderr) if not json_ else None
-
-    def progress(done, total):
-        if bar is not None:
-            bar.length = max(total, 1)
-            bar.update(done - bar.pos)
-
-    try:
-        result = semantic.reindex(db, _load_settings(), everything=everything, progress=progress)
-    finally:
-        if bar is not None:
-            bar.render_finish()
+    result = reindex_with_bar(db, _load_settings(), everything=everything, bar=not json_)
     if json_:
         click.echo(json.dumps(result, sort_keys=True))
     elif result["model"] is None:

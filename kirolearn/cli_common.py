@@ -223,3 +223,22 @@ def _say_if_no_database() -> bool:
     click.echo(f"no database yet at {config.db_path()}: `kirolearn drain` creates it from the spool "
                "(nothing has been drained into this KIROLEARN_HOME)", err=True)
     return True
+
+
+def reindex_with_bar(db, settings, *, everything: bool = False, bar: bool = True) -> dict:
+    """kirolearn.recall.semantic.reindex with an "embedding" progress bar on stderr (none when not `bar`,
+    e.g. for --json): what `kirolearn reindex` and `kirolearn model install` both run."""
+    from kirolearn.recall import semantic
+
+    shown = click.progressbar(length=1, label="embedding", file=sys.stderr) if bar else None
+
+    def progress(done, total):
+        if shown is not None:
+            shown.length = max(total, 1)
+            shown.update(done - shown.pos)
+
+    try:
+        return semantic.reindex(db, settings, everything=everything, progress=progress)
+    finally:
+        if shown is not None:
+            shown.render_finish()

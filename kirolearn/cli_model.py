@@ -9,7 +9,7 @@ import sys
 
 import click
 
-from kirolearn.cli_common import CONTEXT_SETTINGS, cli, json_option
+from kirolearn.cli_common import CONTEXT_SETTINGS, cli, json_option, reindex_with_bar
 
 
 @cli.command(name="serve-recall")
@@ -126,24 +126,14 @@ def _settings():
 
 def _reindex(json_: bool) -> dict:
     """`kirolearn reindex` with its progress bar (nothing to do without a database)."""
-    from kirolearn.recall import semantic
     from kirolearn.store.sqlite import open_existing
 
     db = open_existing()
     if db is None:
         return {"model": None, "embedded": 0, "note": "no database yet: the drain embeds records as they come"}
-    bar = click.progressbar(length=1, label="embedding", file=sys.stderr) if not json_ else None
-
-    def progress(done, total):
-        if bar is not None:
-            bar.length = max(total, 1)
-            bar.update(done - bar.pos)
-
     try:
-        return semantic.reindex(db, _settings(), progress=progress)
+        return reindex_with_bar(db, _settings(), bar=not json_)
     finally:
-        if bar is not None:
-            bar.render_finish()
         db.conn.close()
 
 
