@@ -18,7 +18,6 @@ Prints a table; never fails.
 
 import argparse
 import os
-import re
 import statistics
 import sys
 import tempfile
@@ -77,7 +76,7 @@ def _ingest_locomo(tmp: str, convs):
 
 
 def _locomo_questions(conn, convs, projects, by_text, limit):
-    from bench_locomo import dia_of_records
+    from bench_locomo import dia_of_records, gold_turns
 
     dia = dia_of_records(conn, {k: list(v) for k, v in by_text.items()})
     records_of_dia: dict = {}
@@ -86,9 +85,7 @@ def _locomo_questions(conn, convs, projects, by_text, limit):
     asked = 0
     for conv_id, _, qa in convs:
         for q in qa:
-            if q.get("category") not in (1, 2, 3, 4):
-                continue
-            gold = {e.strip() for e in q.get("evidence", []) if re.fullmatch(r"D\d+:\d+", str(e).strip())}
+            gold = gold_turns(q)
             if not gold:
                 continue
             asked += 1

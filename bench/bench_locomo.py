@@ -34,6 +34,13 @@ from benchtable import pct, print_table  # noqa: E402
 import benchlocal  # noqa: E402
 
 
+def gold_turns(q: dict) -> "set[str]":
+    """A LoCoMo question's evidence turns ("D<session>:<turn>"), for the categories scored (1-4); else empty."""
+    if q.get("category") not in (1, 2, 3, 4):
+        return set()
+    return {e.strip() for e in q.get("evidence", []) if re.fullmatch(r"D\d+:\d+", str(e).strip())}
+
+
 def _key(text: str) -> str:
     return " ".join(text.split())[:100]
 
@@ -134,9 +141,7 @@ def run_layout(tmp: str, convs, layout: str, chosen) -> None:
     for n_conv, (conv_id, _, qa) in enumerate(convs):
         pid = context.project_id(projects[conv_id])
         for q in qa:
-            if q.get("category") not in (1, 2, 3, 4):
-                continue
-            gold = {e.strip() for e in q.get("evidence", []) if re.fullmatch(r"D\d+:\d+", str(e).strip())}
+            gold = gold_turns(q)
             if not gold:
                 continue
             asked += 1
