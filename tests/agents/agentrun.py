@@ -112,3 +112,16 @@ def tool_uses(request: dict) -> list:
 
 def quote(path) -> str:
     return shlex.quote(str(path))
+
+
+def first_session(stats: dict, objects: list, agent: str, final: str) -> "tuple[list, list]":
+    """An agent's first captured session, checked as every real client's must be: nothing quarantined,
+    its session start first, a prompt, and its stop last holding the model's real final answer.
+    Returns (its events, its postToolUse events)."""
+    assert stats["quarantined"] == 0, stats
+    events = events_of(objects, agent)
+    triggers = [e["trigger"] for e in events]
+    assert triggers[0] == "agentSpawn" and "userPromptSubmit" in triggers and triggers[-1] == "stop", triggers
+    (stop,) = [e for e in events if e["trigger"] == "stop"]
+    assert stop["assistant_response"] == final
+    return events, [e for e in events if e["trigger"] == "postToolUse"]

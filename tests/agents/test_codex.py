@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 import npmcache
+from agentrun import first_session
 from fake_openai import FakeOpenAI, output_of, request_text, tool_names, tool_outputs
 from kirolearn.capture.agents import codex
 from kirolearn.cli import cli
@@ -95,14 +96,8 @@ def test_codex_real_session_capture_memory_mcp_and_exact_uninstall(codex_bin, pr
         run = run_codex(codex_bin, project, "Make the Stripe webhook handler idempotent")
         assert "KLTOOL-4242" in run.stdout + run.stderr  # the tool really ran
 
-        stats = drain()
-        assert stats["quarantined"] == 0, stats
-        events = [o for o in export() if o["type"] == "event" and o.get("agent") == "codex"]
-        triggers = [e["trigger"] for e in events]
-        assert triggers[0] == "agentSpawn" and "userPromptSubmit" in triggers and triggers[-1] == "stop", triggers
-        (stop,) = [e for e in events if e["trigger"] == "stop"]
-        assert stop["assistant_response"] == FINAL_1  # the real final answer, from last_assistant_message
-        tools = [e for e in events if e["trigger"] == "postToolUse"]
+        # the real final answer, from last_assistant_message
+        events, tools = first_session(drain(), export(), "codex", FINAL_1)
         assert [t["tool_name"] for t in tools] == ["Bash"]
         assert "KLTOOL-4242" in json.dumps(tools[0]["tool_input"])
         assert "KLTOOL-4242" in json.dumps(tools[0]["tool_response"])

@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 import npmcache
+from agentrun import first_session
 from fake_gemini import FakeGemini, ProxySink, request_text, tool_names, tool_results
 from kirolearn.capture.agents import gemini
 from kirolearn.cli import cli
@@ -86,14 +87,8 @@ def test_gemini_real_session_capture_memory_mcp_and_exact_uninstall(gemini_bin, 
         run_gemini(gemini_bin, project, "Make the Stripe webhook handler idempotent", fake.base_url)
         assert "KLGTOOL-808" in json.dumps(tool_results(fake.requests[-1]))  # the tool really ran
 
-        stats = drain()
-        assert stats["quarantined"] == 0, stats
-        events = [o for o in export() if o["type"] == "event" and o.get("agent") == "gemini"]
-        triggers = [e["trigger"] for e in events]
-        assert triggers[0] == "agentSpawn" and "userPromptSubmit" in triggers and triggers[-1] == "stop", triggers
-        (stop,) = [e for e in events if e["trigger"] == "stop"]
-        assert stop["assistant_response"] == FINAL_1  # the real final answer, from prompt_response
-        tools = [e for e in events if e["trigger"] == "postToolUse"]
+        # the real final answer, from prompt_response
+        events, tools = first_session(drain(), export(), "gemini", FINAL_1)
         assert [t["tool_name"] for t in tools] == ["read_file"]
         assert "KLGTOOL-808" in json.dumps(tools[0]["tool_response"])
         assert {e["surface"] for e in events} == {"gemini-cli"}
