@@ -1454,30 +1454,21 @@ class Scrubber:
         """A secret named in prose: "the staging db password is …", "pw was …", "token - …"."""
         low = text.lower()
         matches = _PROSE_RE.finditer(low) if len(low) == len(text) else _ci(_PROSE_RE).finditer(text)
-        out = []
-        last = 0
+        spans = []
         for m in matches:
             s, e = m.span("value")
             value = text[s:e]
             stripped = value.rstrip(".,;:?)]}\u201d")
-            if s < last or not _prose_value_is_secret(value, strict=m.group("pw") is None):
+            if (spans and s < spans[-1][1]) or not _prose_value_is_secret(value, strict=m.group("pw") is None):
                 continue
-            e = s + len(stripped)
-            out.append(text[last:s])
-            out.append(marker("secret-assignment"))
-            self.counts["secret-assignment"] += 1
-            last = e
-        if not out:
-            return text
-        out.append(text[last:])
-        return "".join(out)
+            spans.append((s, s + len(stripped)))
+        return self._mark(text, spans, "secret-assignment")
 
     def _sub_auth_header(self, text: str) -> str:
         low = text.lower()
         same = len(low) == len(text)
         matches = _AUTH_HEADER_RE.finditer(low) if same else _ci(_AUTH_HEADER_RE).finditer(text)
-        out = []
-        last = 0
+        spans = []
         for m in matches:
             s, e = m.span(3)
             value = text[s:e]
@@ -1487,12 +1478,18 @@ class Scrubber:
                 continue
             if _auth_value_is_code(value, text[e: e + 1]):
                 continue  # authorization = headers.get("authorization"), {"Authorization": auth}
-            out.append(text[last:s])
-            out.append(marker("authorization"))
-            self.counts["authorization"] += 1
-            last = e
-        if not out:
+            spans.append((s, e))
+        return self._mark(text, spans, "authorization")
+
+    def _mark(self, text: str, spans: list, kind: str) -> str:
+        """`text` with each (start, end) span (in order, none overlapping) replaced by `kind`'s marker, counted."""
+        if not spans:
             return text
+        out, last = [], 0
+        for s, e in spans:
+            out += [text[last:s], marker(kind)]
+            last = e
+        self.counts[kind] += len(spans)
         out.append(text[last:])
         return "".join(out)
 
