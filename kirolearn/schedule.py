@@ -167,12 +167,18 @@ def recall_server_jobs(kind: str) -> "list[Job]":
                            "  <key>ProcessType</key><string>Background</string>\n")]
 
 
+def _write(jobs: list) -> list:
+    """Write each job's file (its folder made if missing); returns the jobs."""
+    for job in jobs:
+        os.makedirs(os.path.dirname(job.path), exist_ok=True)
+        with open(job.path, "w", encoding="utf-8") as fh:
+            fh.write(job.content)
+    return jobs
+
+
 def install_recall_server(kind: str) -> str:
     """Install (or replace) and start the recall server's user service; returns a one-line report."""
-    (job,) = recall_server_jobs(kind)
-    os.makedirs(os.path.dirname(job.path), exist_ok=True)
-    with open(job.path, "w", encoding="utf-8") as fh:
-        fh.write(job.content)
+    (job,) = _write(recall_server_jobs(kind))
     if kind == "systemd":
         _run(["systemctl", "--user", "daemon-reload"])
         _run(["systemctl", "--user", "enable", "--now", f"{RECALL_UNIT}.service"])
@@ -238,11 +244,7 @@ def install_job(kind: str, seconds: int) -> str:
         lines = _crontab_without_ours() + [cron_line(seconds)]
         _run(["crontab", "-"], "\n".join(lines) + "\n")
         return "crontab: added " + lines[-1]
-    jobs = systemd_job(seconds) if kind == "systemd" else launchd_job(seconds)
-    for job in jobs:
-        os.makedirs(os.path.dirname(job.path), exist_ok=True)
-        with open(job.path, "w", encoding="utf-8") as fh:
-            fh.write(job.content)
+    jobs = _write(systemd_job(seconds) if kind == "systemd" else launchd_job(seconds))
     if kind == "systemd":
         _run(["systemctl", "--user", "daemon-reload"])
         _run(["systemctl", "--user", "enable", "--now", f"{UNIT}.timer"])
