@@ -26,20 +26,25 @@ def messages(repo_dir: str):
             yield text
 
 
-def main(dirs) -> int:
+def build(dirs, filename: str, label: str, keep=lambda text: True) -> int:
+    """Write the unique commit messages of these mirrors that `keep` accepts to `filename` (beside this file)."""
     seen, rows = set(), []
     for d in dirs:
         name = os.path.basename(os.path.dirname(d.rstrip("/"))).replace("+", "/")
         for text in messages(d):
-            if text.lower() not in seen:
+            if keep(text) and text.lower() not in seen:
                 seen.add(text.lower())
                 rows.append({"repo": name, "text": text})
-    target = os.path.join(os.path.dirname(os.path.abspath(__file__)), "coding_distractors.jsonl.gz")
+    target = os.path.join(os.path.dirname(os.path.abspath(__file__)), filename)
     with gzip.open(target, "wt", encoding="utf-8") as fh:
         for row in rows:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-    print(f"{len(rows)} distractors -> {target}", file=sys.stderr)
+    print(f"{len(rows)} {label} -> {target}", file=sys.stderr)
     return 0
+
+
+def main(dirs) -> int:
+    return build(dirs, "coding_distractors.jsonl.gz", "distractors")
 
 
 if __name__ == "__main__":

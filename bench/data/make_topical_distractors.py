@@ -10,14 +10,12 @@ mirrors; the output is committed:
     python bench/data/make_topical_distractors.py MIRROR_DIR... > /dev/null
 """
 
-import gzip
-import json
 import os
 import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_distractors import messages  # noqa: E402
+from make_distractors import build  # noqa: E402
 
 TOPICS = re.compile(r"\b(releas\w*|publish\w*|upload\w*|pypi|docker\w*|image\w*|container\w*|registr\w*|build\w*|"
                     r"auth\w*|token\w*|login|logout|log in|log out|session\w*|cookie\w*|expir\w*|timeout\w*|"
@@ -26,19 +24,8 @@ BOTS = re.compile(r"^(build\(deps\)|\[pre-commit|pre-commit|bump |chore\(deps\))
 
 
 def main(dirs) -> int:
-    seen, rows = set(), []
-    for d in dirs:
-        name = os.path.basename(os.path.dirname(d.rstrip("/"))).replace("+", "/")
-        for text in messages(d):
-            if TOPICS.search(text) and not BOTS.match(text) and text.lower() not in seen:
-                seen.add(text.lower())
-                rows.append({"repo": name, "text": text})
-    target = os.path.join(os.path.dirname(os.path.abspath(__file__)), "coding_distractors_topical.jsonl.gz")
-    with gzip.open(target, "wt", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-    print(f"{len(rows)} topical distractors -> {target}", file=sys.stderr)
-    return 0
+    return build(dirs, "coding_distractors_topical.jsonl.gz", "topical distractors",
+                 keep=lambda text: bool(TOPICS.search(text)) and not BOTS.match(text))
 
 
 if __name__ == "__main__":
