@@ -289,12 +289,19 @@ def _hit(score, matched):
     return hit
 
 
-def test_relevant_needs_one_word_of_a_short_prompt_and_two_of_a_long_one():
+def test_relevant_needs_every_word_of_a_short_prompt_and_two_of_a_long_one():
     one, two = _hit(1.0, ["export"]), _hit(1.0, ["export", "locked"])
-    assert recall.relevant([one, two], "export locked") == [one, two]
+    assert recall.relevant([one, two], "export") == [one, two]
+    assert recall.relevant([one, two], "export locked") == [two]  # one word of two is not enough
     assert recall.relevant([one, two], "export locked database") == [two]
     assert recall.relevant([one], "the and of") == []  # no telling word at all
     assert recall.relevant([], "export") == []
+
+
+def test_a_day_named_relative_to_now_is_no_telling_word():
+    # "thanks, that's all for today" matched a commit that said "today" and was injected
+    assert recall.terms("thanks, that's all for today") == []
+    assert recall.terms("what did we change yesterday in the export") == ["change", "export"]
 
 
 def test_relevant_keeps_a_hit_exactly_at_the_floor():
@@ -322,3 +329,15 @@ def test_a_weak_match_below_the_floor_is_not_injected(project, add_record):
     block, shown = context.for_prompt(conn, str(project), "export locked")
     assert shown == [strong]
     assert "Release checklist" not in block
+
+
+def test_a_prompt_that_shares_one_incidental_word_with_a_record_injects_nothing(project, add_record):
+    # measured on the coding bench: these two prompts were injected a commit each, through the hook
+    # with and without the recall server (bench/bench_coding.py UNRELATED)
+    add_record(project, "Scheduler uses Australia/Sydney as the default timezone",
+               "The nightly export ran at the wrong hour for the Sydney office.", observation_type="decision")
+    add_record(project, "Release today: bump the version and tag it", "Tagged v2.3.0.", observation_type="decision")
+    for prompt in ("what is the capital of australia", "thanks, that's all for today"):
+        assert context.for_prompt(conn(), str(project), prompt)[0] == "", prompt
+    text, _ = context.for_prompt(conn(), str(project), "which timezone for australia?")
+    assert "Australia/Sydney" in text  # both words held: injected

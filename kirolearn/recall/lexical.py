@@ -44,7 +44,8 @@ _STOPWORDS = frozenset(
     make sure want need like look see tell show give use using used one two new way any all more most
     very really something anything everything here
     he him his she her hers herself himself i'm me mine myself ours yours yourself its about say said says
-    tell told kind kinds type types thing things ever much many lot lots""".split()
+    tell told kind kinds type types thing things ever much many lot lots
+    today tonight tomorrow yesterday""".split()  # a day named from where the writer stood: no topic
 )
 
 
@@ -278,12 +279,18 @@ def _neg(text: str) -> "tuple":
     return tuple(-ord(c) for c in text)
 
 
+def words_needed(words: "list[str]") -> int:
+    """How many of a prompt's telling words a record must hold to be injected for it: all of one
+    or two ("capital australia" is not about a commit that mentions Australia once), two of more."""
+    return len(words) if len(words) <= 2 else 2
+
+
 def relevant(hits: "list[Hit]", query: str) -> "list[Hit]":
     """Hits worth injecting for a prompt: enough of the prompt's words, near the best score."""
     words = terms(query)
     if not hits or not words:
         return []
-    need = 1 if len(words) <= 2 else 2
+    need = words_needed(words)
     best = max(h.score for h in hits)
     return [h for h in hits if len(h.matched_terms) >= need and h.score >= RELATIVE_FLOOR * best]
 

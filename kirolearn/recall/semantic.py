@@ -382,7 +382,7 @@ def prompt_hits(searcher: Searcher, prompt: str, *, project_id: "str | None", li
     if not words:
         return []
     hits = searcher.search(prompt, project_id=project_id, limit=limit * 3)  # routed: maybe none close enough
-    need = 1 if len(words) <= 2 else 2
+    need = recall.words_needed(words)
     best = max((h.score for h in hits), default=0.0)
     floor = getattr(searcher.model, "prompt_min_similarity", None) if searcher.model is not None else None
     sims = searcher.last_similarity
