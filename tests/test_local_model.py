@@ -576,17 +576,31 @@ def test_the_real_model_stores_parts_and_older_single_vectors_still_search(proje
     searcher = semantic.Searcher(conn)
     [hit] = [h for h in searcher.vector_only(query, project_id=pid) if h.title.startswith("The export job")]
     assert hit.score == pytest.approx(float((stored[0] @ model.embed(query)).max()), abs=1e-5)
-    # a vector written before parts (the whole text alone) is read as one part, and `reindex --all` adds them
+    # a vector written before parts (the whole text alone, its hash unmarked) is read as one part...
     whole = model.embed(semantic.record_text(rows[0]))
     with store.writing(db):
-        db.execute("update record_vectors set vector = ? where record_id = ?", [whole.tobytes(), rows[0]["record_id"]])
+        db.execute("update record_vectors set vector = ?, text_hash = ? where record_id = ?",
+                   [whole.tobytes(), semantic._hash(semantic.record_text(rows[0])), rows[0]["record_id"]])
     semantic._INDEXES.clear()
     [hit] = [h for h in semantic.Searcher(conn).vector_only(query, project_id=pid) if h.title.startswith("The export")]
     assert hit.score == pytest.approx(float(whole @ model.embed(query)), abs=1e-5)
-    out = json.loads(CliRunner().invoke(cli, ["reindex", "--all", "--json"], catch_exceptions=False).output)
-    assert out["embedded"] == 2
+    # ... and the drainer redoes it in parts, after a new turn that has no vector at all
+    spool_turn(project, "s2", "pin the node version in CI", "set node 20 in .nvmrc")
+    order = []
+    saved = store.save_vectors
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(store, "save_vectors", lambda db, rows: (order.extend(r["record_id"] for r in rows), saved(db, rows)))
+        stats, db = drain_now(flush=True)
+    assert stats.records_embedded == 2  # the new turn, then the older whole-text vector
+    new_id = db.execute("select record_id from memory_records where title like 'pin the node%'").fetchone()[0]
+    assert order == [new_id, rows[0]["record_id"]]
     blob = db.execute("select vector from record_vectors where record_id = ?", [rows[0]["record_id"]]).fetchone()[0]
     assert len(blob) == 2 * 4 * model.dimensions
+    assert semantic.to_embed(db, model) == 0  # marked as made in parts now
+    stats, db = drain_now(flush=True)
+    assert stats.records_embedded == 0
+    out = json.loads(CliRunner().invoke(cli, ["reindex", "--all", "--json"], catch_exceptions=False).output)
+    assert out["embedded"] == 3
 
 
 ROUTED_PROMPT = "the network diagram call never returns on colours legend fonts"  # holds 2 of a title's 8 words

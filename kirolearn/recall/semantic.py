@@ -99,46 +99,65 @@ def _hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
 
 
+def _text_hash(model, texts: "list[str]") -> str:
+    """A vector's text_hash: a parts model's starts with store.PARTS_MARK, so a vector it made before
+    it embedded parts (one row of the whole text) is told apart and re-embedded (index_pending)."""
+    digest = _hash("\x00".join(texts))
+    return store.PARTS_MARK + digest[1:] if getattr(model, "embeds_parts", False) else digest
+
+
 BOUNDED_BATCH = 8  # the first batch of a pass bounded in time; later ones are sized to the time left
 
 
-def index_pending(db, model, *, batch: int = 512, progress=None, seconds: "float | None" = None) -> int:
-    """Embed every record that has no vector of `model`; returns how many were embedded.
+def to_embed(db, model) -> int:
+    """How many records index_pending would embed with `model`: those without a vector of it, and with
+    a parts model those whose vector of it was made before parts."""
+    return store.count_to_embed(db, model.model_id) + (
+        store.count_to_embed(db, model.model_id, before_parts=True) if getattr(model, "embeds_parts", False) else 0)
 
-    `progress(n_done, n_total)` is called after each batch (the reindex progress bar). With
-    `seconds`, it embeds small batches, each sized by the time one record took so far to fit the
-    time left, and stops when that is spent (at least one batch): the drainer's pass stays bounded,
-    and the next pass embeds what is left (records without a vector are found by their words
-    meanwhile).
+
+def index_pending(db, model, *, batch: int = 512, progress=None, seconds: "float | None" = None) -> int:
+    """Embed every record that has no vector of `model`, then (a parts model) every record whose
+    vector of it was made before it embedded parts; returns how many were embedded.
+
+    Records without a vector come first: a store upgraded from whole-text vectors keeps finding its
+    new turns by meaning while the older vectors are redone, pass by pass. `progress(n_done, n_total)`
+    is called after each batch (the reindex progress bar). With `seconds`, it embeds small batches,
+    each sized by the time one record took so far to fit the time left, and stops when that is spent
+    (at least one batch): the drainer's pass stays bounded, and the next pass embeds what is left
+    (records without a vector are found by their words meanwhile).
     """
     if model is None:
         return 0
-    total = store.count_to_embed(db, model.model_id)
-    done, after = 0, 0
+    total = to_embed(db, model)
+    done = 0
     start = time.monotonic()
     if seconds is not None:
         batch = min(batch, BOUNDED_BATCH)
-    while True:
-        if seconds is not None and done:
-            left = seconds - (time.monotonic() - start)
-            if left <= 0:
+    for before_parts in (False, True) if getattr(model, "embeds_parts", False) else (False,):
+        after = 0
+        while True:
+            if seconds is not None and done:
+                left = seconds - (time.monotonic() - start)
+                if left <= 0:
+                    return done
+                per_record = (time.monotonic() - start) / done
+                batch = max(1, min(4 * BOUNDED_BATCH, int(left / per_record)))
+            rows = store.records_to_embed(db, model.model_id, limit=batch, after_rowid=after,
+                                          before_parts=before_parts)
+            if not rows:
                 break
-            per_record = (time.monotonic() - start) / done
-            batch = max(1, min(4 * BOUNDED_BATCH, int(left / per_record)))
-        rows = store.records_to_embed(db, model.model_id, limit=batch, after_rowid=after)
-        if not rows:
-            break
-        vectors, texts = embed_records(model, rows)
-        # a record's vector blob holds its parts' rows one after another (`dimensions` floats each)
-        store.save_vectors(db, [
-            {"record_id": r["record_id"], "project_id": r["project_id"], "model_id": model.model_id,
-             "dimensions": int(vectors[i].shape[1]), "vector": vectors[i].tobytes(),
-             "text_hash": _hash("\x00".join(texts[i]))}
-            for i, r in enumerate(rows)])
-        after = rows[-1]["rowid"]
-        done += len(rows)
-        if progress:
-            progress(done, total)
+            vectors, texts = embed_records(model, rows)
+            # a record's vector blob holds its parts' rows one after another (`dimensions` floats each)
+            store.save_vectors(db, [
+                {"record_id": r["record_id"], "project_id": r["project_id"], "model_id": model.model_id,
+                 "dimensions": int(vectors[i].shape[1]), "vector": vectors[i].tobytes(),
+                 "text_hash": _text_hash(model, texts[i])}
+                for i, r in enumerate(rows)])
+            after = rows[-1]["rowid"]
+            done += len(rows)
+            if progress:
+                progress(done, total)
     return done
 
 
@@ -471,12 +490,13 @@ def index_with_settings(db, conf, *, progress=None, seconds: "float | None" = No
 
 
 def vectors_pending(db, conf) -> int:
-    """How many records still lack a vector of the configured model (0 when it is off or cannot load)."""
+    """How many records still lack a vector of the configured model, or hold one it made before it
+    embedded parts (0 when it is off or cannot load)."""
     try:
         model = from_settings(conf)
     except EmbeddingUnavailable:
         return 0
-    return store.count_to_embed(db, model.model_id) if model is not None else 0
+    return to_embed(db, model) if model is not None else 0
 
 
 def reindex(db, conf, *, everything: bool = False, progress=None) -> dict:

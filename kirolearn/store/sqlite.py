@@ -415,19 +415,31 @@ def iso_shift(iso: str, seconds: float) -> str:
 # one of recall.connect_readonly too), so search needs no sqlite-utils.
 
 
-def records_to_embed(db, model_id: str, limit: int = 1000, after_rowid: int = 0) -> "list[dict]":
-    """Records (rowid > after_rowid) with no vector of `model_id`, oldest first."""
+PARTS_MARK = "p"  # starts the text_hash of a vector made in parts (recall/semantic.py); no hex digest does
+
+
+def _to_embed(before_parts: bool) -> str:
+    """The condition on `v` (the record's vector of the model) that makes a record one to embed."""
+    if before_parts:
+        return f"v.record_id is not null and substr(coalesce(v.text_hash, ''), 1, 1) != '{PARTS_MARK}'"
+    return "v.record_id is null"
+
+
+def records_to_embed(db, model_id: str, limit: int = 1000, after_rowid: int = 0, *,
+                     before_parts: bool = False) -> "list[dict]":
+    """Records (rowid > after_rowid) with no vector of `model_id`, oldest first; `before_parts`:
+    instead the ones whose vector of it was made before it embedded parts (the whole text alone)."""
     sql = ("select r.rowid, r.record_id, r.project_id, r.title, r.summary, r.facts, r.concepts "
            "from memory_records r left join record_vectors v on v.record_id = r.record_id and v.model_id = ? "
-           "where v.record_id is null and r.rowid > ? order by r.rowid limit ?")
+           f"where {_to_embed(before_parts)} and r.rowid > ? order by r.rowid limit ?")
     return [dict(zip(("rowid", "record_id", "project_id", "title", "summary", "facts", "concepts"), row))
             for row in db.execute(sql, [model_id, after_rowid, limit])]
 
 
-def count_to_embed(db, model_id: str) -> int:
-    """How many records have no vector of `model_id`."""
+def count_to_embed(db, model_id: str, *, before_parts: bool = False) -> int:
+    """How many records have no vector of `model_id` (`before_parts`: one made before parts)."""
     return db.execute("select count(*) from memory_records r left join record_vectors v on v.record_id = r.record_id "
-                      "and v.model_id = ? where v.record_id is null", [model_id]).fetchone()[0]
+                      f"and v.model_id = ? where {_to_embed(before_parts)}", [model_id]).fetchone()[0]
 
 
 def save_vectors(db, rows: "list[dict]") -> None:
