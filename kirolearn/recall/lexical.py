@@ -44,9 +44,11 @@ _STOPWORDS = frozenset(
     make sure want need like look see tell show give use using used one two new way any all more most
     very really something anything everything here
     he him his she her hers herself himself i'm me mine myself ours yours yourself its about say said says
-    tell told kind kinds type types thing things ever much many lot lots
-    today tonight tomorrow yesterday""".split()  # a day named from where the writer stood: no topic
+    tell told kind kinds type types thing things ever much many lot lots""".split()
 )
+# Searched (a bug can be about yesterday's date), but no prompt is about one of them alone: a record is
+# injected for the prompt's other words ("thanks, that's all for today" matched a commit's "today")
+RELATIVE_DAYS = frozenset(("today", "tonight", "tomorrow", "yesterday"))
 
 
 class Hit:
@@ -279,20 +281,27 @@ def _neg(text: str) -> "tuple":
     return tuple(-ord(c) for c in text)
 
 
-def words_needed(words: "list[str]") -> int:
-    """How many of a prompt's telling words a record must hold to be injected for it: all of one
-    or two ("capital australia" is not about a commit that mentions Australia once), two of more."""
-    return len(words) if len(words) <= 2 else 2
+def prompt_words(prompt: str) -> "list[str]":
+    """The words a record must hold to be injected for a prompt: its telling words but the days
+    named from where the writer stood (RELATIVE_DAYS)."""
+    return [w for w in terms(prompt) if w not in RELATIVE_DAYS]
+
+
+def holds_enough(hit: Hit, words: "list[str]") -> bool:
+    """Whether a hit holds enough of a prompt's words (prompt_words) to be injected for it: all of
+    one or two ("what is the capital of australia" is not about a commit that mentions Australia
+    once), two of more."""
+    held = sum(1 for w in hit.matched_terms if w in words)
+    return held >= (len(words) if len(words) <= 2 else 2)
 
 
 def relevant(hits: "list[Hit]", query: str) -> "list[Hit]":
     """Hits worth injecting for a prompt: enough of the prompt's words, near the best score."""
-    words = terms(query)
+    words = prompt_words(query)
     if not hits or not words:
         return []
-    need = words_needed(words)
     best = max(h.score for h in hits)
-    return [h for h in hits if len(h.matched_terms) >= need and h.score >= RELATIVE_FLOOR * best]
+    return [h for h in hits if holds_enough(h, words) and h.score >= RELATIVE_FLOOR * best]
 
 
 def latest(conn, project_id: str, *, types=None, limit: int = 5, exclude=(), exclude_strategies=()) -> "list[Hit]":

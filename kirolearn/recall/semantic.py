@@ -397,17 +397,16 @@ def prompt_hits(searcher: Searcher, prompt: str, *, project_id: "str | None", li
     candidate holds half of by meaning alone, and a strong cosine can put a fused score so far ahead
     that a record holding two of the prompt's words falls below the relative floor.)
     """
-    words = recall.terms(prompt)
+    words = recall.prompt_words(prompt)
     if not words:
         return []
     hits = searcher.search(prompt, project_id=project_id, limit=limit * 3)  # routed: maybe none close enough
-    need = recall.words_needed(words)
     best = max((h.score for h in hits), default=0.0)
     floor = getattr(searcher.model, "prompt_min_similarity", None) if searcher.model is not None else None
     sims = searcher.last_similarity
     exclude = set(exclude)
     keep = [h for h in hits if h.record_id not in exclude and (
-        (len(h.matched_terms) >= need and h.score >= recall.RELATIVE_FLOOR * best)
+        (recall.holds_enough(h, words) and h.score >= recall.RELATIVE_FLOOR * best)
         or (floor is not None and sims.get(h.record_id, -1.0) >= floor))][:limit]
     if len(keep) < limit:
         chosen = exclude | {h.record_id for h in keep}
