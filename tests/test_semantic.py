@@ -449,16 +449,50 @@ def test_a_bounded_pass_embeds_a_batch_and_leaves_the_rest_to_the_next(project, 
     assert semantic.index_pending(db, model, seconds=0) == 0
 
 
-def test_a_drain_without_flush_releases_the_spool_before_it_embeds(project, wordllama, drain_now, monkeypatch):
+def test_an_interrupted_pass_stops_after_its_first_batch(project, add_record):
+    for i in range(semantic.BOUNDED_BATCH + 5):
+        add_record(project, f"record number {i} about exports", "text")
+    db = store.open_db()
+    model = embeddings.get_model(embeddings.DEFAULT_MODEL)
+    asked = []
+    assert semantic.index_pending(db, model, seconds=60, interrupt=lambda: asked.append(1) or True) == semantic.BOUNDED_BATCH
+    assert asked == [1]  # asked once a batch was done, not before the first
+    assert semantic.index_pending(db, model, seconds=60, interrupt=lambda: False) == 5
+
+
+def test_the_drainer_embeds_until_a_new_turn_reaches_the_spool(project, wordllama, drain_now, monkeypatch):
+    from kirolearn.capture import spool
+    from kirolearn.pipeline import drain
+
+    seen = {}
+    real = semantic.index_with_settings
+
+    def spy(db, conf, **options):
+        seen["interrupt"] = options.get("interrupt")
+        return real(db, conf, **options)
+
+    monkeypatch.setattr(semantic, "index_with_settings", spy)
+    spool_turn(project, "s1", "the export is locked", "used WAL")
+    drain_now()
+    assert seen["interrupt"]() is False  # the pass took every spooled file
+    spool_turn(project, "s1", "and the import?", "the same")
+    assert spool.ready_files() and seen["interrupt"]() is True
+    drain_now(flush=True)
+    assert seen["interrupt"] is None  # --flush: every vector, however long
+    assert drain.EMBED_SECONDS > 0
+
+
+def test_a_drain_releases_the_spool_and_syncs_the_team_before_it_embeds(project, wordllama, drain_now, monkeypatch):
     from kirolearn.pipeline import drain
 
     order = []
-    real_release, real_embed = drain.Drainer.release, drain.Drainer.embed_vectors
+    real_release, real_embed, real_sync = drain.Drainer.release, drain.Drainer.embed_vectors, drain.Drainer.sync_team
     monkeypatch.setattr(drain.Drainer, "release", lambda self, *a: order.append("release") or real_release(self, *a))
+    monkeypatch.setattr(drain.Drainer, "sync_team", lambda self: order.append("sync") or real_sync(self))
     monkeypatch.setattr(drain.Drainer, "embed_vectors",
                         lambda self, stats, seconds=None: order.append(("embed", seconds)) or real_embed(self, stats, seconds))
     spool_turn(project, "s1", "the export is locked", "used WAL")
     stats, _db = drain_now()
-    assert order == ["release", ("embed", drain.EMBED_SECONDS)]
+    assert order == ["release", "sync", ("embed", drain.EMBED_SECONDS)]
     stats, _db = drain_now(flush=True)
     assert order[-1] == ("embed", None)  # --flush: every vector now

@@ -500,14 +500,16 @@ class Drainer:
             self.local.refresh_term_docs()  # word counts the hook reads with one index range
 
     def embed_vectors(self, stats: DrainStats, seconds: "float | None" = EMBED_SECONDS) -> None:
-        """Vectors, after the spool files are released and bounded per pass (EMBED_SECONDS): a backfill never
-        holds up the drain; the next pass goes on with it (--watch: at once), words find the rest meanwhile."""
+        """Vectors, last in a pass, bounded (EMBED_SECONDS) and ended between two batches when new turns
+        reach the spool: a backfill never holds up the drain; the next pass goes on with it (--watch: at
+        once), words find the rest meanwhile. `seconds` None (--flush): every vector now."""
         from kirolearn.recall import semantic
 
         self.vectors_pending = False
         if self.settings.embeddings.model.strip().lower() not in ("", "none", "off"):
             stats.records_embedded, stats.embedding_error = semantic.index_with_settings(
-                self.local.db, self.settings, seconds=seconds)
+                self.local.db, self.settings, seconds=seconds,
+                interrupt=None if seconds is None else (lambda: bool(spool.ready_files())))
             self.vectors_pending = (bool(stats.records_embedded)
                                     and semantic.vectors_pending(self.local.db, self.settings) > 0)
 
@@ -542,9 +544,11 @@ class Drainer:
         self.embed_records(stats)
         stats.pending_events = self.store.pending_event_count()
         self.release(done, stats)
-        self.embed_vectors(stats, None if flush else EMBED_SECONDS)  # --flush: every vector now, too
         self.note_counts()
         stats.team = self.sync_team()
+        # last: embedding (a contextual model is CPU-bound) never holds up the spool or the team store,
+        # and the records the sync fetched get their vectors in the same pass
+        self.embed_vectors(stats, None if flush else EMBED_SECONDS)  # --flush: every vector now, too
         stats.duration_ms = int((time.monotonic() - start) * 1000)
         return stats
 

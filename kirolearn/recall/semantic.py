@@ -116,7 +116,8 @@ def to_embed(db, model) -> int:
         store.count_to_embed(db, model.model_id, before_parts=True) if getattr(model, "embeds_parts", False) else 0)
 
 
-def index_pending(db, model, *, batch: int = 512, progress=None, seconds: "float | None" = None) -> int:
+def index_pending(db, model, *, batch: int = 512, progress=None, seconds: "float | None" = None,
+                  interrupt=None) -> int:
     """Embed every record that has no vector of `model`, then (a parts model) every record whose
     vector of it was made before it embedded parts; returns how many were embedded.
 
@@ -125,7 +126,8 @@ def index_pending(db, model, *, batch: int = 512, progress=None, seconds: "float
     is called after each batch (the reindex progress bar). With `seconds`, it embeds small batches,
     each sized by the time one record took so far to fit the time left, and stops when that is spent
     (at least one batch): the drainer's pass stays bounded, and the next pass embeds what is left
-    (records without a vector are found by their words meanwhile).
+    (records without a vector are found by their words meanwhile). `interrupt()`, asked between
+    batches once one is done, ends it early when true (the drainer: new turns in the spool).
     """
     if model is None:
         return 0
@@ -137,6 +139,8 @@ def index_pending(db, model, *, batch: int = 512, progress=None, seconds: "float
     for before_parts in (False, True) if getattr(model, "embeds_parts", False) else (False,):
         after = 0
         while True:
+            if interrupt is not None and done and interrupt():
+                return done
             if seconds is not None and done:
                 left = seconds - (time.monotonic() - start)
                 if left <= 0:
@@ -474,8 +478,10 @@ def search(conn, query: str, *, settings=None, **options) -> "list[recall.Hit]":
     return Searcher(conn, settings=settings).search(query, **options)
 
 
-def index_with_settings(db, conf, *, progress=None, seconds: "float | None" = None) -> "tuple[int, str]":
-    """Embed pending records with the configured model: (embedded, '' or why not); `seconds`: see index_pending."""
+def index_with_settings(db, conf, *, progress=None, seconds: "float | None" = None,
+                        interrupt=None) -> "tuple[int, str]":
+    """Embed pending records with the configured model: (embedded, '' or why not); `seconds` and
+    `interrupt`: see index_pending."""
     try:
         model = from_settings(conf)
     except EmbeddingUnavailable as exc:
@@ -483,7 +489,7 @@ def index_with_settings(db, conf, *, progress=None, seconds: "float | None" = No
     if model is None:
         return 0, "embeddings are off"
     try:
-        return index_pending(db, model, progress=progress, seconds=seconds), ""
+        return index_pending(db, model, progress=progress, seconds=seconds, interrupt=interrupt), ""
     except EmbeddingUnavailable as exc:
         return 0, exc.message
 
