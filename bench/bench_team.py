@@ -16,7 +16,11 @@ Prints events/s at the server, lost and duplicated events and records (both
 must be 0), p50/p95 of the reader's searches, and how long a record took from
 its author's drain to the reader's cache. Never fails the build.
 
-    python bench/bench_team.py [--developers 8] [--events 50000] [--turn 25]
+Embeddings: wordllama (--embedding-model to change it), as on 30 Nov; with all-MiniLM-L6-v2 the
+developers' drains also embed each other's records (1 Dec: 31 events/s, a turn in a teammate's
+cache after 8.8 s p50).
+
+    python bench/bench_team.py [--developers 8] [--events 50000] [--turn 25] [--embedding-model M]
 """
 
 import argparse
@@ -128,6 +132,8 @@ def reader(args) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--developers", type=int, default=8)
+    parser.add_argument("--embedding-model", default="wordllama/l2_supercat_256",
+                        help="the developers' [embeddings] model (default: the static one, fast enough to stay out of the way)")
     parser.add_argument("--events", type=int, default=50_000)
     parser.add_argument("--turn", type=int, default=25, help="events per turn (one drain each)")
     parser.add_argument("--marker-every", type=int, default=5, help="every Nth turn carries a marker")
@@ -164,6 +170,10 @@ def main() -> int:
         markers = [f"mk{d}x{t}" for d in range(args.developers) for t in range(0, turns, args.marker_every)]
         base_env = {k: v for k, v in os.environ.items() if not k.startswith("KIROLEARN_")}
         base_env["KIROLEARN_STORE_URL"] = url
+        # The store, the sync and the server are measured here, not embedding (bench_backfill.py): with
+        # all-MiniLM-L6-v2 (the default where its weights are installed) each developer's `drain --flush`
+        # also embeds every teammate's record it fetched, and nine processes on two cores measure that.
+        base_env["KIROLEARN_EMBEDDING_MODEL"] = args.embedding_model
 
         def spawn(role, i, project, out, extra=()):
             env = dict(base_env, KIROLEARN_HOME=os.path.join(tmp, f"home-{role}-{i}"),
@@ -222,7 +232,7 @@ def main() -> int:
             ("turn spooled → in a teammate's cache p50 / p95 (s)",
              f"{pct(lags, .5):.2f} / {pct(lags, .95):.2f}" if lags else "n/a", ""),
         ]
-        print_table("team store load (PostgreSQL on a Unix socket, one machine)", rows)
+        print_table(f"team store load (PostgreSQL on a Unix socket, one machine; embeddings: {args.embedding_model})", rows)
     return 0
 
 
