@@ -298,21 +298,20 @@ class PostgresStore(Store):
                         + " from kirolearn_events_in order by event_id on conflict (event_id) do nothing")
             return cur.rowcount
 
-    def event_ids_present(self, event_ids) -> "set[str]":
-        ids = list(event_ids)
-        if not ids:
+    def _events_holding(self, column: str, values) -> "set[str]":
+        """Which of `values` some stored event has in `column` (a fixed column name)."""
+        values = list(values)
+        if not values:
             return set()
         with self._tx("reading") as cur:
-            cur.execute("select event_id from events where event_id = any(%s::text[])", [ids])
-            return {r["event_id"] for r in cur.fetchall()}
+            cur.execute(f"select distinct {column} from events where {column} = any(%s::text[])", [values])
+            return {r[column] for r in cur.fetchall()}
+
+    def event_ids_present(self, event_ids) -> "set[str]":
+        return self._events_holding("event_id", event_ids)
 
     def content_hashes_present(self, content_hashes) -> "set[str]":
-        hashes = list(content_hashes)
-        if not hashes:
-            return set()
-        with self._tx("reading") as cur:
-            cur.execute("select distinct content_hash from events where content_hash = any(%s::text[])", [hashes])
-            return {r["content_hash"] for r in cur.fetchall()}
+        return self._events_holding("content_hash", content_hashes)
 
     def content_duplicate(self, content_hash: str, since: "str | None", until: "str | None") -> bool:
         query, args = "select 1 from events where content_hash = %s", [content_hash]

@@ -220,15 +220,21 @@ def writing(db):
 # --- events ----------------------------------------------------------------
 
 
+def _events_holding(db, column: str, values) -> "set[str]":
+    """Which of `values` some stored event has in `column` (a fixed column name), 500 to a query."""
+    found: set = set()
+    values = list(values)
+    for i in range(0, len(values), 500):
+        part = values[i : i + 500]
+        marks = ",".join("?" * len(part))
+        sql = f"select distinct {column} from events where {column} in ({marks})"
+        found.update(r[0] for r in db.execute(sql, part))
+    return found
+
+
 def existing_event_ids(db, event_ids) -> "set[str]":
     """Which of `event_ids` are already stored."""
-    found: set = set()
-    ids = list(event_ids)
-    for i in range(0, len(ids), 500):
-        part = ids[i : i + 500]
-        marks = ",".join("?" * len(part))
-        found.update(r[0] for r in db.execute(f"select event_id from events where event_id in ({marks})", part))
-    return found
+    return _events_holding(db, "event_id", event_ids)
 
 
 def has_content_duplicate(db, content_hash: str, since: "str | None", until: "str | None") -> bool:
@@ -251,14 +257,7 @@ def last_turn_event_id(db, project_id: str, session_id: str, before: str) -> "st
 
 def stored_content_hashes(db, content_hashes) -> "set[str]":
     """Which of `content_hashes` any stored event has (one query per 500, whatever their times)."""
-    found: set = set()
-    hashes = list(content_hashes)
-    for i in range(0, len(hashes), 500):
-        part = hashes[i : i + 500]
-        marks = ",".join("?" * len(part))
-        found.update(r[0] for r in db.execute(
-            f"select distinct content_hash from events where content_hash in ({marks})", part))
-    return found
+    return _events_holding(db, "content_hash", content_hashes)
 
 
 def insert_events(db, rows: "list[dict]") -> None:
