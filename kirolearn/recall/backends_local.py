@@ -243,7 +243,7 @@ def verify_safetensors(name: str, folder: Path, source: str = "") -> Path:
 _THREADPOOLS = []  # a threadpoolctl controller, made once (finding the BLAS library takes ~1 ms)
 
 
-def _one_blas_thread():
+def one_blas_thread():
     """A context that limits numpy's BLAS to one thread (threadpoolctl, in the model extra); a no-op without it."""
     import contextlib
 
@@ -337,7 +337,7 @@ class _Bert:
         for a busy core (measured on 2 shared cores: a query 22 ms on one thread, 490 ms on two;
         a batch 176 texts/s on one, 87/s on two). It also keeps the drainer off the agent's other core.
         """
-        with _one_blas_thread():
+        with one_blas_thread():
             return self._embed(texts, chunk)
 
     def _embed(self, texts, chunk):

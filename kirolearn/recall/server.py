@@ -57,7 +57,12 @@ class RecallServer:
         self.model_error = ""
         self.sock = None
         self._lock = None
-        self._blas = None  # one_blas_thread's limit while serving
+        # numpy's BLAS on one thread while serving (backends_local.one_blas_thread): a query's matrices
+        # are small, and a second thread mostly waits for a core another process holds. The forward
+        # pass is limited already; the cosine of the query with a project's vectors (5,000 x 384 at
+        # 100k records) ran on two, and on two shared, busy cores a prompt's answer took 52 ms (median,
+        # 100k records) against 37 ms on one thread, measured in turns in one process.
+        self._blas = None
         self._stop = threading.Event()
         self._thread = None
         self.served = 0
@@ -81,7 +86,10 @@ class RecallServer:
             lock.release()
             raise
         self._lock = lock
+        from kirolearn.recall.backends_local import one_blas_thread
+
         self._blas = one_blas_thread()
+        self._blas.__enter__()
         return self
 
     def _bind(self) -> None:
@@ -123,7 +131,7 @@ class RecallServer:
             self._lock.release()
             self._lock = None
         if self._blas is not None:
-            self._blas.restore_original_limits()
+            self._blas.__exit__(None, None, None)
             self._blas = None
 
     def stop(self) -> None:
@@ -304,21 +312,6 @@ class RecallServer:
             rows = outbound_value(rows, self._scrubber)
             scrubbed = True
         return {"ok": True, "hits": rows, "scrubbed": scrubbed, "model": self.model.model_id if self.model else None}
-
-
-def one_blas_thread():
-    """Limit numpy's BLAS to one thread while the server runs (threadpoolctl, in the model extra; None without it).
-
-    A query's matrices are small: a second BLAS thread mostly waits for a core another process holds.
-    backends_local limits the forward pass already; the cosine of the query with a project's vectors
-    (5,000 x 384 at 100k records) ran on two, and on two shared, busy cores a prompt's answer took
-    52 ms (median, 100k records) against 37 ms on one thread, measured in turns in one process.
-    """
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return None
-    return threadpool_limits(limits=1, user_api="blas")
 
 
 def start_in_thread(settings=None) -> "RecallServer | None":
