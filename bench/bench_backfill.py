@@ -37,11 +37,12 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["KIROLEARN_HOME"] = os.path.join(tmp, "home")
         os.environ["KIROLEARN_EMBEDDING_MODEL"] = MODEL
-        from kirolearn import config, settings
+        from kirolearn.core import paths
+        from kirolearn import settings
         from kirolearn.pipeline import drain
-        from kirolearn.recall import embeddings
-        from kirolearn.recall import lexical as recall
-        from kirolearn.store import sqlite as store
+        from kirolearn.recall.embeddings import registry as embeddings
+        from kirolearn.recall import lexical
+        from kirolearn.store.sqlite import db as store
 
         try:
             embeddings.get_model(MODEL).embed_batch(["warm up"])
@@ -49,7 +50,7 @@ def main() -> int:
             print(f"{MODEL} not available ({exc.message}): no backfill rows")
             return 0
         project = make_project(os.path.join(tmp, "app"))
-        fill(config.db_path(), args.records, [project], random.Random(3))
+        fill(paths.db_path(), args.records, [project], random.Random(3))
         conf = settings.load()
         db = store.open_db()
         drainer = drain.Drainer(db, conf)
@@ -76,7 +77,7 @@ def main() -> int:
                 passes.append(time.perf_counter() - t0)
             finally:
                 lock.release()
-            conn = recall.connect_readonly(budget=60)
+            conn = lexical.connect_readonly(budget=60)
             found = conn.execute("select count(*) from memory_records where session_id = ?", [f"live-{n}"]).fetchone()[0]
             conn.close()
             if found:

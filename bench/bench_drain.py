@@ -62,7 +62,7 @@ def main() -> int:
         from kirolearn import settings
         from kirolearn.pipeline import drain
         from kirolearn.capture import spool
-        from kirolearn.store import sqlite as store
+        from kirolearn.store.sqlite import db as store
         from kirolearn.pipeline.drain import DrainStats
 
         size = make_spool(args.events, project)

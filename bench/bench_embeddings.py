@@ -39,7 +39,7 @@ def model_size(model) -> str:
 
 
 def load_seconds(spec: str) -> float:
-    code = ("import time; t = time.perf_counter(); from kirolearn.recall.embeddings import get_model; "
+    code = ("import time; t = time.perf_counter(); from kirolearn.recall.embeddings.registry import get_model; "
             f"get_model({spec!r}).embed_batch(['warm up']); print(time.perf_counter() - t)")
     runs = [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
             for _ in range(3)]
@@ -48,8 +48,9 @@ def load_seconds(spec: str) -> float:
 
 def embed_all(specs, progress_label):
     """Embed every record with each model in turn, yielding (spec, model, records/s) after each."""
-    from kirolearn.recall import embeddings, semantic
-    from kirolearn.store import sqlite as store
+    from kirolearn.recall.embeddings import registry as embeddings
+    from kirolearn.recall import semantic
+    from kirolearn.store.sqlite import db as store
 
     for spec in specs:
         db = store.open_db()

@@ -95,7 +95,7 @@ def run_layout(tmp: str, convs, layout: str, chosen) -> None:
     os.environ["KIROLEARN_HOME"] = os.path.join(tmp, "home")
     os.environ["KIROLEARN_EMBEDDING_MODEL"] = "wordllama/l2_supercat_256"  # the local model's rows embed a copy
     from kirolearn.recall import context
-    from kirolearn.recall import embeddings
+    from kirolearn.recall.embeddings import registry as embeddings
     from kirolearn.recall import lexical as recall
     from kirolearn.recall import semantic
 

@@ -101,8 +101,8 @@ def main() -> int:
         print(f"PostgreSQL store: skipped ({exc})")
         return 0
     try:
-        from kirolearn.store.postgres import PostgresStore
-        from kirolearn.store.sqlite_store import SqliteStore
+        from kirolearn.store.postgres.store import PostgresStore
+        from kirolearn.store.sqlite.store import SqliteStore
 
         dbname = cluster.create_database("bench")
         with PostgresStore(cluster.url(dbname), migrate=True) as pg:

@@ -57,7 +57,7 @@ def vocabulary(rng):
 
 
 def fill(db_path, n, projects, rng):
-    from kirolearn.store import sqlite as store
+    from kirolearn.store.sqlite import db as store
 
     db = store.open_db(db_path)
     have = db["memory_records"].count
@@ -82,9 +82,9 @@ def fill(db_path, n, projects, rng):
 
 def derive(embed: bool) -> None:
     """What the drainer adds for semantic recall: neighbour text always, vectors for the largest store."""
-    from kirolearn.recall import embeddings
+    from kirolearn.recall.embeddings import registry as embeddings
     from kirolearn.recall import semantic
-    from kirolearn.store import sqlite as store
+    from kirolearn.store.sqlite import db as store
 
     db = store.open_db()
     semantic.enrich_pending(db)
@@ -96,10 +96,10 @@ def derive(embed: bool) -> None:
 
 def hybrid_row(n, prompts, pid):
     """`kirolearn search` / MCP search in process: BM25 + vectors + neighbours (semantic.Searcher)."""
-    from kirolearn.recall import lexical as recall
+    from kirolearn.recall import lexical
     from kirolearn.recall import semantic
 
-    conn = recall.connect_readonly(budget=60.0)
+    conn = lexical.connect_readonly(budget=60.0)
     searcher = semantic.Searcher(conn)
     searcher.search(prompts[0], project_id=pid, limit=10)  # loads the model and the project's vectors once
     times = []
@@ -155,7 +155,7 @@ def fake_vectors(model_id: str, dims: int) -> int:
     """Random unit vectors of `model_id` for every record that has none (the drainer's rows, timing only)."""
     import numpy as np
 
-    from kirolearn.store import sqlite as store
+    from kirolearn.store.sqlite import db as store
 
     db = store.open_db()
     rng = np.random.default_rng(7)
@@ -177,7 +177,7 @@ def fake_vectors(model_id: str, dims: int) -> int:
 def server_rows(venv: str, python: str, hook: "list[str]", sets: dict, project: str, runs: int, n: int) -> list:
     """The prompt hook and `kirolearn search` (whole processes) while the recall server runs."""
     from kirolearn.recall import client
-    from kirolearn.recall.embeddings import EmbeddingUnavailable, get_model
+    from kirolearn.recall.embeddings.registry import EmbeddingUnavailable, get_model
 
     try:
         model = get_model("local/all-MiniLM-L6-v2")
@@ -198,8 +198,8 @@ def server_rows(venv: str, python: str, hook: "list[str]", sets: dict, project: 
         for prompt in sets["fixture"][:3]:  # its first queries load the project's vectors
             client.ask({"op": "prompt", "query": prompt, "project_id": store_pid(project), "limit": 5}, 30.0)
         rows += hook_rows(f"over {n:,} records, recall server up ({model.model_id})", python, hook, sets, project, runs)
-        # the console script (its fast path: kirolearn.cli_fast), the click command it ran before, the bare interpreter
-        click = [python, "-c", "import sys; sys.argv[0] = 'kirolearn'; from kirolearn.cli import cli; cli()"]
+        # the console script (its fast path: kirolearn.cli.fast), the click command it ran before, the bare interpreter
+        click = [python, "-c", "import sys; sys.argv[0] = 'kirolearn'; from kirolearn.cli.commands import cli; cli()"]
         times = {"bare": [], "search": [], "click": []}
         same = 0
         for i in range(runs):
@@ -214,7 +214,7 @@ def server_rows(venv: str, python: str, hook: "list[str]", sets: dict, project: 
             same += outs["search"].split()[:1] == outs["click"].split()[:1]  # the same first record
         bare = statistics.median(times["bare"])
         for key, label, target in (("search", "`kirolearn search` whole process, recall server up", "p50 <= 150"),
-                                   ("click", "  the same through the click command (the path before kirolearn.cli_fast)", "")):
+                                   ("click", "  the same through the click command (the path before kirolearn.cli.fast)", "")):
             rows.append((f"{label}: p50 / p90 (ms)", f"{statistics.median(times[key]):.1f} / {pct(times[key], 0.9):.1f}",
                          target))
             rows.append(("  ratio to venv `python -c pass`", f"{statistics.median(times[key]) / bare:.2f}", ""))
@@ -250,23 +250,23 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         home = os.path.join(tmp, "home")
         os.environ["KIROLEARN_HOME"] = home
-        from kirolearn import config
+        from kirolearn.core import paths
         from kirolearn.recall import context
-        from kirolearn.recall import lexical as recall
+        from kirolearn.recall import lexical
 
         projects = [os.path.join(tmp, f"project{i}") for i in range(20)]
         for p in projects:
             os.makedirs(os.path.join(p, ".git"))
         for n in sizes:
-            fill(config.db_path(), n, projects, rng)
+            fill(paths.db_path(), n, projects, rng)
             derive(n == sizes[-1])
-            conn = recall.connect_readonly(budget=5.0)
+            conn = lexical.connect_readonly(budget=5.0)
             pid = context.project_id(projects[0])
             times = []
             for _ in range(3):
                 for prompt in prompts:
                     start = time.perf_counter()
-                    recall.search(conn, prompt, project_id=pid, limit=15)
+                    lexical.search(conn, prompt, project_id=pid, limit=15)
                     times.append((time.perf_counter() - start) * 1000)
             conn.close()
             rows.append((f"search at {n:,} records: median / p95 (ms)",
@@ -279,7 +279,7 @@ def main() -> int:
         python = os.path.join(args.venv, "bin", "python")
         hook = installed_hook(args.venv) + ["prompt-submit"]  # what `kirolearn install` writes for it
         python3 = shutil.which("python3") or python
-        conn = recall.connect_readonly(budget=5.0)
+        conn = lexical.connect_readonly(budget=5.0)
         total = conn.execute("select docs from term_docs where term = ''").fetchone()[0]
         rare = [r[0] for r in conn.execute("select term from term_docs where docs between 20 and ? and length(term) > 5 "
                                            "order by term limit 400", [total // 50])]
@@ -299,7 +299,7 @@ def main() -> int:
             os.makedirs(os.path.join(solo, ".git"))
             same = random.Random(3)  # the same fills from the same seed: the same records, in one project
             for n in sizes:
-                fill(config.db_path(), n, [solo], same)
+                fill(paths.db_path(), n, [solo], same)
                 derive(False)
             rows += hook_rows(f"over {sizes[-1]:,} records of one project", python, hook,
                               {"fixture": prompts, "rare": printing}, solo, args.runs)

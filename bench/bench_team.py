@@ -65,7 +65,8 @@ def turn_payloads(dev: int, turn: int, size: int, marker: "str | None") -> "list
 
 def developer(args) -> int:
     """One developer's process: rounds of (spool a turn, drain + sync); writes what it sent as JSON."""
-    from kirolearn import Memory, team
+    from kirolearn import Memory
+    from kirolearn.team import membership as team
     from kirolearn.capture import events, spool
 
     team.join(args.project)
@@ -97,8 +98,9 @@ def developer(args) -> int:
 
 def reader(args) -> int:
     """The teammate who recalls: sync, search the local cache, note when each marker arrives."""
-    from kirolearn import Memory, team
-    from kirolearn.project import project_id
+    from kirolearn import Memory
+    from kirolearn.team import membership as team
+    from kirolearn.core.project import project_id
     from kirolearn.recall import lexical
 
     team.join(args.project)
@@ -162,7 +164,7 @@ def main() -> int:
         return 0
     with cluster, tempfile.TemporaryDirectory() as tmp:
         url = cluster.url(cluster.create_database("team"))
-        from kirolearn.store.postgres import PostgresStore
+        from kirolearn.store.postgres.store import PostgresStore
 
         PostgresStore(url, migrate=True).close()
         per_dev = args.events // args.developers

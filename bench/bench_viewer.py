@@ -37,15 +37,16 @@ def main() -> int:
         os.environ["KIROLEARN_HOME"] = os.path.join(tmp, "home")
         from starlette.testclient import TestClient
 
-        from kirolearn import config, manage
-        from kirolearn.store import records as recordstore
-        from kirolearn.store import sqlite as store
+        from kirolearn.core import paths
+        from kirolearn.manage import records as manage
+        from kirolearn.store.sqlite import records as recordstore
+        from kirolearn.store.sqlite import db as store
         from kirolearn.viewer.app import create_app
 
         projects = [os.path.join(tmp, f"project{i}") for i in range(20)]
         for p in projects:
             os.makedirs(os.path.join(p, ".git"))
-        fill(config.db_path(), args.records, projects, random.Random(3))
+        fill(paths.db_path(), args.records, projects, random.Random(3))
         client = TestClient(create_app("t", 1), base_url="http://127.0.0.1:1")
         client.get("/?token=t")
         pid = manage.project_id_of(projects[0])

@@ -89,7 +89,7 @@ def drain_all(progress=None) -> dict:
     """Drain the spool completely (flush every buffered session) and return the stats."""
     from kirolearn import settings
     from kirolearn.pipeline import drain
-    from kirolearn.store import sqlite as store
+    from kirolearn.store.sqlite import db as store
 
     db = store.open_db()
     conf = settings.load()

@@ -14,7 +14,7 @@ LOCAL_MODEL = "local/all-MiniLM-L6-v2"
 
 def load() -> "tuple[object | None, str]":
     """(the local model, '') or (None, why it is not there)."""
-    from kirolearn.recall.embeddings import EmbeddingUnavailable, get_model
+    from kirolearn.recall.embeddings.registry import EmbeddingUnavailable, get_model
 
     try:
         model = get_model(LOCAL_MODEL)
@@ -31,15 +31,15 @@ def embed_copy(model, folder: str) -> "tuple[object, int, float]":
     import os
     import sqlite3
 
-    from kirolearn.recall import lexical as recall
+    from kirolearn.recall import lexical
     from kirolearn.recall import semantic
-    from kirolearn import config
-    from kirolearn.store import sqlite as store
+    from kirolearn.core import paths
+    from kirolearn.store.sqlite import db as store
 
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, "kirolearn.db")
     if not os.path.exists(path):
-        source = sqlite3.connect(config.db_path())
+        source = sqlite3.connect(paths.db_path())
         target = sqlite3.connect(path)
         source.backup(target)
         source.close(), target.close()
@@ -50,7 +50,7 @@ def embed_copy(model, folder: str) -> "tuple[object, int, float]":
         seconds = time.perf_counter() - start
     finally:
         db.conn.close()
-    return recall.connect_readonly(path, budget=1e9), n, seconds
+    return lexical.connect_readonly(path, budget=1e9), n, seconds
 
 
 def searcher(conn, model):

@@ -7,7 +7,7 @@ import subprocess
 
 def installed_hook(venv: str) -> "list[str]":
     """The hook command `kirolearn install` writes in that venv: program and arguments before the event
-    (kirolearn.install.hook_argv, asked of the venv's own Python, so the benchmark runs exactly it)."""
+    (kirolearn.install.engine.hook_argv, asked of the venv's own Python, so the benchmark runs exactly it)."""
     python = os.path.join(venv, "bin", "python")
     code = "import json; from kirolearn import install; print(json.dumps(install.hook_argv()))"
     # -I: not the source tree in the current folder, the installed package, as `kirolearn install` sees it

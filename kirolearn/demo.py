@@ -18,9 +18,9 @@ import os
 import sys
 import tempfile
 
-from kirolearn import replay
+from kirolearn.core import replay
 from kirolearn.capture import spool
-from kirolearn.observation_types import kind_label
+from kirolearn.core.observation_types import kind_label
 from kirolearn.privacy.scrub import scrub_text
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -163,8 +163,8 @@ def _drain() -> "str | None":
 
 
 def _show_records() -> None:
-    from kirolearn.store import reader
-    from kirolearn.store.sqlite import open_db
+    from kirolearn.store.sqlite import reader
+    from kirolearn.store.sqlite.db import open_db
 
     db = open_db()
     rows = reader.all_records(db)

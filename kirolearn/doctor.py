@@ -3,10 +3,11 @@
 import os
 import time
 
-from kirolearn import config, install
+from kirolearn.core import paths
+from kirolearn.install import engine as install, wiring
 from kirolearn.capture import spool
 from kirolearn.health import hook_errors_since
-from kirolearn.ids import ulid_time_ms
+from kirolearn.core.ids import ulid_time_ms
 
 SPOOL_STALE_SECONDS = 3600
 
@@ -17,12 +18,12 @@ def run_checks():
 
     try:
         conf = load()
-        yield "OK", "config.toml is valid" if os.path.exists(os.path.join(config.home(), "config.toml")) else \
+        yield "OK", "config.toml is valid" if os.path.exists(os.path.join(paths.home(), "config.toml")) else \
             "no config.toml: all defaults"
     except SettingsError as exc:
         yield "FAIL", f"{exc}"
         conf = None
-    home = config.home()
+    home = paths.home()
     if os.path.isdir(home) and not os.access(home, os.W_OK):
         yield "FAIL", f"{home} is not writable: hooks cannot record anything; fix its permissions"
     files = spool.ready_files()
@@ -41,19 +42,19 @@ def run_checks():
         yield "WARN", f"{len(quarantined)} quarantined file(s) in {qdir}: read the .reason files beside them"
     errors = hook_errors_since(86400)
     if errors:
-        yield "WARN", f"{errors} hook error(s) in the last 24 h: see {os.path.join(config.logs_dir(), 'hook.log')}"
+        yield "WARN", f"{errors} hook error(s) in the last 24 h: see {os.path.join(paths.logs_dir(), 'hook.log')}"
     from kirolearn import health
 
     found = health.store_health()
     if found["state"] == "lost":
         yield "FAIL", f"{found['detail']}: run `kirolearn repair` (the spool keeps new events until then)"
     elif found["state"] in ("damaged", "unreadable"):
-        yield "FAIL", (f"the database {config.db_path()} is {found['state']} ({found['detail']}): run "
+        yield "FAIL", (f"the database {paths.db_path()} is {found['state']} ({found['detail']}): run "
                        "`kirolearn repair` (it backs the file up first; the spool keeps new events until then)")
     elif found["state"] == "ok":
         try:
-            from kirolearn.store import records
-            from kirolearn.store import sqlite as store
+            from kirolearn.store.sqlite import records
+            from kirolearn.store.sqlite import db as store
 
             db = store.open_db()
             failures = records.extraction_failures_since(db, store.iso_shift(store.now_iso(), -86400))
@@ -70,13 +71,13 @@ def run_checks():
                 if spent:
                     yield "WARN", f"{spent}: extraction is deterministic until tomorrow (UTC)"
         except Exception as exc:  # a sick database
-            yield "FAIL", f"cannot open {config.db_path()}: {exc}"
+            yield "FAIL", f"cannot open {paths.db_path()}: {exc}"
     else:
         yield "OK", "no database yet (it is created by the first drain)"
     if conf is not None:
         yield from semantic_checks(conf)
-        from kirolearn import team
-        from kirolearn.migrate import store_checks
+        from kirolearn.team import membership as team
+        from kirolearn.team.migrate import store_checks
 
         yield from store_checks(conf)  # the server: nothing unless [store] url names a team store
         yield from team.doctor_checks(conf)  # what sharing adds
@@ -85,7 +86,7 @@ def run_checks():
         yield "WARN", (f"the model failed {model['consecutive_failures']} batches in a row (last: "
                        f"{model.get('last_error', '?')[:200]}): drains use the deterministic extractor until it answers")
     yield from health.drain_checks()
-    wired = install.wiring()
+    wired = wiring.wiring()
     if not wired:
         yield "WARN", "Kiro is not wired: run `kirolearn install` (and `--project DIR` for a workspace)"
     for entry in wired:
@@ -111,8 +112,8 @@ def run_checks():
 
 def _wiring_clashes():
     """Kiro-side clashes: a workspace agent named like ours, and classic + v3 hooks for one session."""
-    from kirolearn.capture.agents import kiro_install
-    from kirolearn.project import find_project_root
+    from kirolearn.install.agents import kiro as kiro_install
+    from kirolearn.core.project import find_project_root
 
     here, is_global = find_project_root(os.getcwd())
     extra = [] if is_global else [here]
@@ -127,7 +128,7 @@ def _wiring_clashes():
 
 def semantic_checks(conf):
     """Can the embedding model load, and how many records have vectors of it (issue #11)."""
-    from kirolearn.recall import embeddings
+    from kirolearn.recall.embeddings import registry as embeddings
 
     usable, message = embeddings.check(conf)
     yield ("OK" if usable else "WARN"), message
@@ -137,16 +138,16 @@ def semantic_checks(conf):
     yield "OK", (f"recall server up (pid {answer.get('pid')}, model {answer.get('model') or 'none: words only'})"
                  if answer else "recall server not running: the prompt hook recalls by words alone "
                  "(`kirolearn serve-recall`, `kirolearn drain --watch`, or `kirolearn schedule --recall-server`)")
-    if not usable or not os.path.exists(config.db_path()):
+    if not usable or not os.path.exists(paths.db_path()):
         return
     model = embeddings.from_settings(conf)
     if model is None:
         return
-    from kirolearn.recall import lexical as recall
-    from kirolearn.store import reader
-    from kirolearn.store import sqlite as store
+    from kirolearn.recall import lexical
+    from kirolearn.store.sqlite import reader
+    from kirolearn.store.sqlite import db as store
 
-    conn = recall.connect_readonly(budget=5.0)
+    conn = lexical.connect_readonly(budget=5.0)
     try:
         counts = store.vector_counts(conn)
         total = reader.record_count(conn)

@@ -11,7 +11,7 @@ import os
 import sqlite3
 import time
 
-from kirolearn import config, isotime
+from kirolearn.core import paths, isotime
 from kirolearn.store import state
 
 DRAIN_STALE_SECONDS = 3600  # no drain for this long while events wait: the schedule is not running
@@ -35,12 +35,12 @@ def drain_finished(exc: "BaseException | None") -> None:
 
 def describe(exc: BaseException) -> str:
     """One line for an exception, as the CLI would show it."""
-    from kirolearn.errors import KirolearnError, from_oserror, from_sqlite, one_line
+    from kirolearn.core.errors import KirolearnError, from_oserror, from_sqlite, one_line
 
     if isinstance(exc, KirolearnError):
         return str(exc)
     if isinstance(exc, sqlite3.Error):
-        return str(from_sqlite(exc, config.db_path()))
+        return str(from_sqlite(exc, paths.db_path()))
     if isinstance(exc, OSError):
         return str(from_oserror(exc))
     return one_line(f"{type(exc).__name__}: {exc}")
@@ -90,7 +90,7 @@ def status_facts(info: dict, settings) -> None:
 
 def hook_errors_since(seconds: float) -> int:
     """Lines logged by hooks in the last `seconds`."""
-    path = os.path.join(config.logs_dir(), "hook.log")
+    path = os.path.join(paths.logs_dir(), "hook.log")
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
             lines = fh.readlines()
@@ -107,7 +107,7 @@ def status(settings) -> dict:
     Creates nothing; a lost database raises StoreLost (an error to report, not "none yet").
     """
     from kirolearn.capture import spool
-    from kirolearn.ids import ulid_time_ms
+    from kirolearn.core.ids import ulid_time_ms
 
     files = spool.ready_files()
     oldest_age = None
@@ -119,34 +119,34 @@ def status(settings) -> dict:
         if os.path.isdir(quarantine_dir) else 0
     )
     info = {
-        "home": config.home(),
+        "home": paths.home(),
         "spool": {"ready": len(files), "oldest_age_seconds": oldest_age, "quarantined": quarantined},
         "database": None,
         "extractor": {"model": settings.extract.model or None, "mode": "llm" if settings.extract.model else "deterministic",
                       "daily_token_limit": settings.extract.daily_token_limit,
                       "daily_cost_limit_usd": settings.extract.daily_cost_limit_usd},
     }
-    from kirolearn.store.sqlite import refuse_lost
+    from kirolearn.store.sqlite.db import refuse_lost
 
     status_facts(info, settings)  # the model breaker and the last drain's error
-    refuse_lost(config.db_path())  # a lost database is an error to report, not "none yet"
-    if os.path.exists(config.db_path()):
-        from kirolearn.store import records
-        from kirolearn.store import sqlite as store
+    refuse_lost(paths.db_path())  # a lost database is an error to report, not "none yet"
+    if os.path.exists(paths.db_path()):
+        from kirolearn.store.sqlite import records
+        from kirolearn.store.sqlite import db as store
 
         db = store.open_db()
         tokens, dollars = store.spend_today(db)
         if settings.extract.model and store.daily_limit_reached(db, settings.extract):
             info["extractor"]["mode"] = "deterministic (daily limit reached)"
         found = records.figures(db, store.iso_shift(store.now_iso(), -86400))
-        info["database"] = {"path": config.db_path(),
+        info["database"] = {"path": paths.db_path(),
                             **{k: found[k] for k in ("events", "records", "projects", "last_drain",
                                                       "extraction_failures_24h", "agent_events_24h")}}
         info["extractor"].update(tokens_today=tokens, cost_usd_today=round(dollars, 6))
         from kirolearn.privacy.rescrub import state as scrub_state
 
         info["database"]["scrub"] = scrub_state(db)
-    from kirolearn.install import wiring
+    from kirolearn.install.wiring import wiring
 
     info["hook_errors_24h"] = hook_errors_since(86400)
     info["kiro_wiring"] = wiring()
@@ -155,9 +155,9 @@ def status(settings) -> dict:
 
 def store_health(path: "str | None" = None) -> dict:
     """{"state": "none" | "ok" | "lost" | "damaged" | "unreadable", "detail": text} without changing anything."""
-    from kirolearn.store import sqlite as store
+    from kirolearn.store.sqlite import db as store
 
-    path = path or config.db_path()
+    path = path or paths.db_path()
     lost = store.lost_reason(path)
     if lost:
         return {"state": "lost", "detail": lost}
@@ -194,7 +194,7 @@ def schedule_status() -> dict:
     import shutil
     import subprocess
 
-    from kirolearn import schedule
+    from kirolearn.install import schedule
 
     for job in schedule.systemd_job(60)[1:] + schedule.launchd_job(60):
         if os.path.exists(job.path):
@@ -214,7 +214,7 @@ def schedule_status() -> dict:
 
 def drain_checks(now: "float | None" = None):
     """Yield (level, message) about the schedule and the last drain."""
-    from kirolearn.isotime import iso_epoch
+    from kirolearn.core.isotime import iso_epoch
 
     now = time.time() if now is None else now
     sched = schedule_status()

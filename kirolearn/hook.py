@@ -13,12 +13,12 @@ import os
 import sys
 import time
 
-from kirolearn import config
+from kirolearn.core import paths
 from kirolearn.capture import agents
 from kirolearn.capture import events
 from kirolearn.capture import spool
-from kirolearn import jsonfast  # not json: it imports re (~30M instructions a hook call)
-from kirolearn.version import __version__  # not the package: it holds the facade (kirolearn.Memory)
+from kirolearn.core import jsonfast  # not json: it imports re (~30M instructions a hook call)
+from kirolearn.core.version import __version__  # not the package: it holds the facade (kirolearn.Memory)
 
 USAGE = """\
 usage: kirolearn-hook [--agent kiro|claude-code] [EVENT]
@@ -130,7 +130,7 @@ def session_file_id(surface: str, project_root: str, renew: bool) -> str:
     import hashlib  # only on this fallback path: ~3 ms of OpenSSL start-up
 
     key = hashlib.sha256(f"{surface}\0{project_root}".encode("utf-8", "replace")).hexdigest()[:32]
-    directory = config.ensure_private_dir(config.sessions_dir())
+    directory = paths.ensure_private_dir(paths.sessions_dir())
     path = os.path.join(directory, f"{surface}-{key}.json")
     if not renew:
         try:
@@ -154,7 +154,7 @@ def session_file_id(surface: str, project_root: str, renew: bool) -> str:
 def log(message: str) -> None:
     """Append one line to $KIROLEARN_HOME/logs/hook.log (rotated at 1 MiB)."""
     try:
-        directory = config.ensure_private_dir(config.logs_dir())
+        directory = paths.ensure_private_dir(paths.logs_dir())
         path = os.path.join(directory, "hook.log")
         try:
             if os.path.getsize(path) > LOG_MAX_BYTES:
@@ -297,7 +297,7 @@ def keep_rejected(raw: bytes, reason: str) -> "str | None":
     if not raw or not raw.strip():
         return None
     try:
-        from kirolearn.ids import new_ulid
+        from kirolearn.core.ids import new_ulid
 
         root = spool.ensure_layout()
         name = f"{new_ulid(int(time.time() * 1000))}.rejected.json"

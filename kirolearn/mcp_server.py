@@ -20,14 +20,15 @@ from mcp.server.fastmcp import FastMCP
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, StrictBool
 
-from kirolearn import __version__, config
+from kirolearn import __version__
+from kirolearn.core import paths
 from kirolearn.recall import context
-from kirolearn.store import sqlite as store
+from kirolearn.store.sqlite import db as store
 from kirolearn.pipeline import summaries
-from kirolearn.observation_types import HAND_MADE_TYPES, OBSERVATION_TYPES
+from kirolearn.core.observation_types import HAND_MADE_TYPES, OBSERVATION_TYPES
 from kirolearn.pipeline.schema import (CONCEPT_MAX, CONCEPTS_COUNT_MAX, FACT_MAX, FACTS_COUNT_MAX, FILE_MAX, FILES_KEPT,
                                        FORGET_REASON_MAX, RECORD_ID_PATTERN, SUMMARY_MAX, TITLE_MAX)
-from kirolearn.project import find_project_root
+from kirolearn.core.project import find_project_root
 from kirolearn.recall.lexical import SEARCH_LIMIT_MAX
 
 log = logging.getLogger("kirolearn.mcp")
@@ -193,7 +194,7 @@ class ScrubbingFastMCP(FastMCP):
 
         from kirolearn.privacy.scrub import scrub_text
 
-        from kirolearn.errors import KirolearnError, one_line
+        from kirolearn.core.errors import KirolearnError, one_line
 
         from pydantic import ValidationError
 
@@ -225,7 +226,7 @@ class ScrubbingFastMCP(FastMCP):
 
 
 def sanitise_text(text: str, scrubber) -> str:
-    """One text answer on its way to the agent (design.md rule 9): a JSON text is re-encoded from its
+    """One text answer on its way to the agent (architecture.md rule 9): a JSON text is re-encoded from its
     sanitised value (it stays JSON); any other text is cleaned, re-scrubbed and marker-like lines quoted."""
     from kirolearn.privacy.sanitize import outbound_text, outbound_value
 
@@ -243,7 +244,7 @@ def sanitise_text(text: str, scrubber) -> str:
 
 def sanitise_result(result):
     """Every answer of every tool, whatever form FastMCP returns it in, sanitised (text and structured)."""
-    from kirolearn.manage import scrubber as configured  # the user's extra patterns and allow-list, cached
+    from kirolearn.manage.records import scrubber as configured  # the user's extra patterns and allow-list, cached
     from kirolearn.privacy.sanitize import outbound_value
 
     scrub = configured()
@@ -455,7 +456,7 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
 
         Each result carries its record id and date; pass the id to forget_memory to retract a wrong memory.
         """
-        from kirolearn.manage import parse_since
+        from kirolearn.manage.records import parse_since
 
         hits = memory.search(query, project=here.root, limit=limit,
                              types=[observation_type] if observation_type else None, since=parse_since(since))
@@ -464,7 +465,7 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
         from kirolearn.privacy.sanitize import one_line, quote
 
         blocks = []
-        for h in hits:  # memory is untrusted: one-line fields, the summary quoted line by line (design.md rule 9)
+        for h in hits:  # memory is untrusted: one-line fields, the summary quoted line by line (architecture.md rule 9)
             block = (f"### {one_line(h.title)}\n({h.record_id}, {context.kind_label(h)}, {h.created_at[:10]})\n\n"
                      f"{quote(h.summary.split(chr(10)))}")
             if h.concepts:
@@ -473,7 +474,7 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
                 block += "\nFiles:\n" + "\n".join(f"  {one_line(f)}" for f in h.files_touched)
             blocks.append(block)
         text = context.scrub_out("\n\n".join(blocks), context.settings())
-        from kirolearn.manage import clean  # structured results are re-scrubbed like the text (design.md rule 9)
+        from kirolearn.manage.records import clean  # structured results are re-scrubbed like the text (architecture.md rule 9)
 
         results = [Memory(record_id=h["record_id"], title=h["title"], summary=h["summary"],
                           observation_type=h["observation_type"], concepts=[str(c) for c in h["concepts"]],
@@ -490,8 +491,8 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
 
         The context block shows one line per record with its id; call this when a line looks relevant.
         """
-        from kirolearn import manage
-        from kirolearn.store import records as recordstore
+        from kirolearn.manage import records as manage
+        from kirolearn.store.sqlite import records as recordstore
 
         db = store.open_existing()
         try:
@@ -527,7 +528,7 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
 
         A soft forget: the user can undo it (`kirolearn restore ID`) until it is purged. Forgetting twice is harmless.
         """
-        from kirolearn import manage
+        from kirolearn.manage import records as manage
 
         db = store.open_db()
         try:
@@ -568,11 +569,11 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
 def _setup_logging() -> None:
     handlers: list = [logging.StreamHandler(sys.stderr)]
     try:
-        directory = config.ensure_private_dir(config.logs_dir())
+        directory = paths.ensure_private_dir(paths.logs_dir())
         path = os.path.join(directory, "mcp.log")
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))  # 0600 whatever the umask
         handlers.append(logging.FileHandler(path, encoding="utf-8"))
-    except (OSError, config.HomeNotFound):
+    except (OSError, paths.HomeNotFound):
         pass
     from kirolearn.privacy.logscrub import use_scrubbing
 

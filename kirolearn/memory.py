@@ -17,7 +17,7 @@ import contextlib
 import os
 from typing import IO, Iterable
 
-from kirolearn import config
+from kirolearn.core import paths
 
 
 class Memory:
@@ -33,26 +33,26 @@ class Memory:
         return self.settings if self.settings is not None else load()
 
     def __repr__(self) -> str:
-        return f"Memory(home={self.home or config.home()!r})"
+        return f"Memory(home={self.home or paths.home()!r})"
 
     # -- plumbing -------------------------------------------------------------------------
 
     @contextlib.contextmanager
     def _here(self):
-        with config.using_home(self.home):
-            config.check_home()  # a home that is a file: HomeError, as the CLI says, not NotADirectoryError
+        with paths.using_home(self.home):
+            paths.check_home()  # a home that is a file: HomeError, as the CLI says, not NotADirectoryError
             yield
 
     @staticmethod
     def _root(project: "str | os.PathLike | None") -> str:
-        from kirolearn.project import find_project_root
+        from kirolearn.core.project import find_project_root
 
-        root, _ = find_project_root(config.check_project(project) if project else os.getcwd())
+        root, _ = find_project_root(paths.check_project(project) if project else os.getcwd())
         return root
 
     @contextlib.contextmanager
     def _db(self):
-        from kirolearn.store.sqlite import open_db
+        from kirolearn.store.sqlite.db import open_db
 
         db = open_db()
         try:
@@ -62,9 +62,9 @@ class Memory:
 
     @contextlib.contextmanager
     def _reader(self):
-        from kirolearn.recall import lexical as recall
+        from kirolearn.recall import lexical
 
-        conn = recall.connect_readonly(budget=5.0)
+        conn = lexical.connect_readonly(budget=5.0)
         try:
             yield conn
         finally:
@@ -85,15 +85,15 @@ class Memory:
         `progress(done)` is called as spool files are stored. With `watch`, it keeps
         draining as events arrive until interrupted, calling `on_pass(stats)` after
         each pass (each pass is recorded for `status`). `on_start()` runs once the
-        drain lock is held. Raises `kirolearn.errors.DrainLocked` when another drain
+        drain lock is held. Raises `kirolearn.core.errors.DrainLocked` when another drain
         holds the lock; any failure is recorded for `status` and `doctor`.
         """
         from dataclasses import asdict
 
-        from kirolearn.ids import new_ulid
+        from kirolearn.core.ids import new_ulid
         from kirolearn.health import drain_finished, drain_started
         from kirolearn.pipeline import drain
-        from kirolearn.store import sqlite as store
+        from kirolearn.store.sqlite import db as store
 
         with self._here():
             settings = self._settings()
@@ -128,7 +128,7 @@ class Memory:
     def search(self, query: str, *, project=None, all_projects: bool = False, types: "Iterable[str] | None" = None,
                limit: int = 10, since: "str | None" = None, session_id: "str | None" = None,
                file: "str | None" = None) -> list:
-        """Records matching `query`, best first (`recall.Hit` objects; `.to_dict()` for JSON).
+        """Records matching `query`, best first (`lexical.Hit` objects; `.to_dict()` for JSON).
 
         `since` (a store timestamp), `session_id` and `file` narrow it as `kirolearn search` does.
         """
@@ -137,7 +137,7 @@ class Memory:
 
         with self._here():
             project_id = None if all_projects else context.project_id(self._root(project))
-            if not os.path.exists(config.db_path()):
+            if not os.path.exists(paths.db_path()):
                 return []
             served = client.search(query, project_id=project_id, limit=limit, types=list(types or []) or None,
                                    since=since, session_id=session_id, file=file)  # the recall server, if up
@@ -155,7 +155,7 @@ class Memory:
 
         with self._here():
             root = self._root(project)
-            if not os.path.exists(config.db_path()):
+            if not os.path.exists(paths.db_path()):
                 return ""
             conf = context.settings()
             with self._reader() as conn:
@@ -169,20 +169,20 @@ class Memory:
                      limit: int = 20) -> list:
         """The newest records of a project (or of all projects), newest first."""
         from kirolearn.recall import context
-        from kirolearn.recall import lexical as recall
-        from kirolearn.store import reader
+        from kirolearn.recall import lexical
+        from kirolearn.store.sqlite import reader
 
         with self._here():
             pid = None if all_projects else context.project_id(self._root(project))
-            if not os.path.exists(config.db_path()):
+            if not os.path.exists(paths.db_path()):
                 return []
             with self._reader() as conn:
                 if all_projects:
                     ids = reader.project_ids(conn)
-                    hits = [h for pid in ids for h in recall.latest(conn, pid, types=list(types or []) or None,
+                    hits = [h for pid in ids for h in lexical.latest(conn, pid, types=list(types or []) or None,
                                                                     limit=limit)]
                     return sorted(hits, key=lambda h: h.created_at, reverse=True)[:limit]
-                return recall.latest(conn, pid, types=list(types or []) or None, limit=limit)
+                return lexical.latest(conn, pid, types=list(types or []) or None, limit=limit)
 
     # -- summaries ------------------------------------------------------------------------
 
@@ -228,7 +228,7 @@ class Memory:
         Reading only: a fresh home answers "nothing yet" and gets no database.
         """
         from kirolearn.pipeline import summaries
-        from kirolearn.store.sqlite import open_existing, open_memory
+        from kirolearn.store.sqlite.db import open_existing, open_memory
 
         with self._here():
             db = open_existing() or open_memory()  # an empty store answers exactly as a fresh one would
@@ -242,16 +242,16 @@ class Memory:
     def export(self, out: IO[str]) -> int:
         """Write every stored object as JSON Lines (the `kirolearn export` format); returns the line count.
 
-        Raises `kirolearn.errors.NoStore` on a home with no database yet (it creates none).
+        Raises `kirolearn.core.errors.NoStore` on a home with no database yet (it creates none).
         """
-        from kirolearn.errors import NoStore
-        from kirolearn.store import backup
-        from kirolearn.store.sqlite import open_existing
+        from kirolearn.core.errors import NoStore
+        from kirolearn.store.sqlite import backup
+        from kirolearn.store.sqlite.db import open_existing
 
         with self._here():
             db = open_existing()
             if db is None:
-                raise NoStore(f"no database at {config.db_path()}")
+                raise NoStore(f"no database at {paths.db_path()}")
             try:
                 return backup.export(db, out)
             finally:
@@ -259,7 +259,7 @@ class Memory:
 
     def import_(self, source: "IO[str] | Iterable[str]") -> dict:
         """Restore an export (`kirolearn import`): idempotent, ids kept, everything scrubbed; returns counts."""
-        from kirolearn import manage
+        from kirolearn.manage import records as manage
 
         with self._here():
             return manage.import_lines(source)
@@ -268,12 +268,12 @@ class Memory:
 
     def forget(self, record_ids: "Iterable[str]", *, reason: str = "") -> list:
         """Take records out of recall for good (a tombstone; `restore` undoes it until a purge)."""
-        from kirolearn import manage
-        from kirolearn.store import sqlite as store
+        from kirolearn.manage import records as manage
+        from kirolearn.store.sqlite import db as store
 
         ids = list(record_ids)
         with self._here():
-            store.refuse_lost(config.db_path())  # a lost database is reported as such, as by the CLI
+            store.refuse_lost(paths.db_path())  # a lost database is reported as such, as by the CLI
             db = manage.open_existing()
             if db is None:
                 if ids:
@@ -289,7 +289,7 @@ class Memory:
 
     def restore(self, record_ids: "Iterable[str]") -> list:
         """Bring forgotten records back."""
-        from kirolearn import manage
+        from kirolearn.manage import records as manage
 
         with self._here():
             return manage.restore(list(record_ids), actor="library")

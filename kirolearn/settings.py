@@ -2,23 +2,16 @@
 
 Off the hook path (pydantic). A wrong key or value is a `SettingsError` naming
 the key, the file and what is allowed, never a silent default. (The hook cannot
-afford pydantic: context.settings() reads [recall] with tomllib and skips a value
-it cannot use; `kirolearn config show` and every other command report it.)
+afford pydantic: kirolearn.core.configfile.hook_view() reads [recall] with tomllib and skips a
+value it cannot use; `kirolearn config show` and every other command report it.)
 """
 
 import os
-import sys
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from kirolearn import config
-from kirolearn.errors import ConfigError
-from kirolearn import limits
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - 3.10
-    import tomli as tomllib
-
+from kirolearn.core import configfile
+from kirolearn.core.errors import ConfigError
+from kirolearn.core import limits
 
 class SettingsError(ConfigError):
     """config.toml or a KIROLEARN_* variable holds something invalid."""
@@ -97,7 +90,7 @@ class Drain(_Section):
 class Recall(_Section):
     """What the hooks inject (read by the hook itself with tomllib; see kirolearn.recall.context)."""
 
-    # The defaults and the cap are the hook's own (kirolearn.limits; kirolearn.recall.context reads this
+    # The defaults and the cap are the hook's own (kirolearn.core.limits; kirolearn.recall.context reads this
     # table with tomllib).
     budget_tokens: int = Field(limits.DEFAULTS["budget_tokens"], ge=0, le=limits.MAX_BUDGET_TOKENS,
                                description="size cap of a prompt's injected block, estimated at 4 characters a token "
@@ -142,7 +135,7 @@ class Store(_Section):
     @field_validator("url")
     @classmethod
     def _valid_url(cls, value: str) -> str:
-        from .store.url import check_store_url
+        from kirolearn.store.url import check_store_url
 
         try:
             return check_store_url(value)
@@ -195,7 +188,7 @@ ENV_OVERRIDES = {
 
 def settings_path() -> str:
     """$KIROLEARN_HOME/config.toml."""
-    return os.path.join(config.home(), "config.toml")
+    return configfile.config_path()
 
 
 def _known_keys(loc: tuple) -> "list[str]":
@@ -254,14 +247,10 @@ def load(path: "str | None" = None, env=None) -> Settings:
     """Read the effective settings. A missing config.toml means all defaults."""
     path = path or settings_path()
     env = os.environ if env is None else env
-    data: dict = {}
     try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except FileNotFoundError:
-        pass
-    except tomllib.TOMLDecodeError as exc:
-        raise SettingsError(f"{path}: not valid TOML ({exc})") from None
+        data = configfile.load(path)
+    except configfile.ConfigFileError as exc:
+        raise SettingsError(str(exc)) from None
     try:
         settings = Settings.model_validate(data)
     except ValidationError as exc:
@@ -280,11 +269,7 @@ def effective(path: "str | None" = None, env=None) -> "list[dict]":
     path = path or settings_path()
     env = os.environ if env is None else env
     current = load(path, env)
-    try:
-        with open(path, "rb") as fh:
-            in_file = tomllib.load(fh)
-    except FileNotFoundError:
-        in_file = {}
+    in_file = configfile.load(path)
     by_var = {f"{table}.{key}": var for var, (table, key) in ENV_OVERRIDES.items() if var in env}
     rows = []
     for table, section in current:
@@ -297,7 +282,7 @@ def effective(path: "str | None" = None, env=None) -> "list[dict]":
             else:
                 source = "default"
             if dotted == "store.url":  # validation refuses a password; never print one all the same
-                from .store.url import redact_url
+                from kirolearn.store.url import redact_url
 
                 value = redact_url(value)
             rows.append({"key": dotted, "value": value, "source": source})

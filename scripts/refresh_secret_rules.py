@@ -16,7 +16,7 @@ Each rule is rewritten into kirolearn's form (see the docstring this script writ
 - RAW: anything else, translated from Go RE2 to Python `re` (scoped flags, POSIX classes, \\z).
 Rule allowlists (regexes aimed at the secret or the whole match, and stopwords) are carried over.
 Requires Python 3.11+ (tomllib); the scrubber itself needs only the generated module.
-After a refresh: bump RULES_VERSION below, run `make test` (the corpus test covers every rule)
+After a refresh: bump SCRUB_RULES_VERSION in kirolearn/core/version.py, run `make test` (the corpus test covers every rule)
 and `make bench`, and tell users to run `kirolearn rescrub`.
 """
 
@@ -27,7 +27,6 @@ import re
 import sys
 import tomllib
 
-RULES_VERSION = 3  # bump on every change of the generated table or of the scrubber's rules
 
 # betterleaks rules that detect identifiers, host names, URLs or addresses, not credentials:
 # redacting them would cost ordinary text (a bucket host, a tenant id) and protect nothing.
@@ -266,7 +265,7 @@ def render(rules: list, versions: dict) -> str:
         "Patterns are Python `re` syntax (translated from Go RE2) and are compiled lazily, per rule.",
         '"""',
         "",
-        f"RULES_VERSION = {RULES_VERSION}",
+        "from kirolearn.core.version import SCRUB_RULES_VERSION as RULES_VERSION  # noqa: E402",
         f"CATALOGUES = {versions!r}",
         'KV, TOKEN, RAW = "KV", "TOKEN", "RAW"',
         "",

@@ -69,7 +69,7 @@ def home(tmp_path, monkeypatch):
 @pytest.fixture
 def project(tmp_path):
     """A project directory with a .git marker and a src/ subfolder."""
-    root = tmp_path / "my project"  # a space, on purpose (design.md rule 6)
+    root = tmp_path / "my project"  # a space, on purpose (architecture.md rule 6)
     (root / ".git").mkdir(parents=True)
     (root / "src").mkdir()
     return root
@@ -171,7 +171,7 @@ def drain_now(new_store):
 @pytest.fixture(scope="session")
 def migrated_store(tmp_path_factory):
     """A freshly migrated, empty store file, made once (a new store costs ~50 ms CPU and its fsyncs)."""
-    from kirolearn.store import sqlite as store
+    from kirolearn.store.sqlite import db as store
 
     path = tmp_path_factory.mktemp("migrated") / "kirolearn.db"
     db = store.open_db(str(path), mark=False)
@@ -185,13 +185,13 @@ def new_store(home, migrated_store):
     """Put a copy of the migrated empty store in this test's home (as the first open would make it)."""
     import shutil
 
-    from kirolearn import config
-    from kirolearn.store import sqlite as store
+    from kirolearn.core import paths
+    from kirolearn.store.sqlite import db as store
 
     def make():
-        path = config.db_path()
+        path = paths.db_path()
         if not os.path.exists(path):
-            config.ensure_private_dir(os.path.dirname(path))
+            paths.ensure_private_dir(os.path.dirname(path))
             shutil.copyfile(migrated_store, path)
             os.chmod(path, 0o600)
             store.mark_created(path)
@@ -205,9 +205,9 @@ def add_record(new_store):
     """Insert a memory record straight into the store (as the drainer would); returns its id."""
     from datetime import datetime, timezone
 
-    from kirolearn.project import project_id
-    from kirolearn.store import sqlite as store
-    from kirolearn.ids import new_ulid
+    from kirolearn.core.project import project_id
+    from kirolearn.store.sqlite import db as store
+    from kirolearn.core.ids import new_ulid
     from kirolearn.pipeline.schema import MemoryRecord
 
     db = new_store()
@@ -268,7 +268,7 @@ def cli(*args):
     """Run the real click command in this process (cheaper than a process start)."""
     from click.testing import CliRunner
 
-    from kirolearn.cli import cli as group
+    from kirolearn.cli.commands import cli as group
 
     return Ran(CliRunner().invoke(group, list(args)))
 

@@ -201,7 +201,7 @@ class StoreContract:
     def test_daily_limit_reached_counts_today_only(self, store):
         from types import SimpleNamespace
 
-        from kirolearn.isotime import shift
+        from kirolearn.core.isotime import shift
         from kirolearn.store.base import start_of_day
 
         def limits(tokens=0, dollars=0.0):
@@ -420,7 +420,7 @@ class StoreContract:
         assert store.changes(["p1"], after=got["after"])["purged"] == []
 
     def test_expire_forgotten_purges_only_tombstones_older_than_the_cutoff(self, store):
-        from kirolearn.isotime import shift
+        from kirolearn.core.isotime import shift
 
         store.add_events([event(1, state="done"), event(2, state="done"), event(3, state="done")])
         self.extract(store, 1, [record(1), record(2), record(3)])

@@ -7,13 +7,14 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import run_hook
-from kirolearn import demo, replay
+from kirolearn import demo
+from kirolearn.core import replay
 from kirolearn.capture import agents
 from kirolearn.capture import events
 from kirolearn.capture import spool
-from kirolearn.store import sqlite as store
+from kirolearn.store.sqlite import db as store
 from kirolearn.capture.agents import claude_code
-from kirolearn.cli import cli
+from kirolearn.cli.commands import cli
 
 RECORDING = os.path.join(demo.RECORDINGS, "claude-code.jsonl")
 
@@ -204,8 +205,10 @@ def test_safe_tools_are_exactly_the_servers_non_destructive_tools(tmp_path):
 
     tools = asyncio.run(build_server(str(tmp_path)).list_tools())
     destructive = {t.name for t in tools if t.annotations and t.annotations.destructiveHint}
-    assert destructive == set(agents.MCP_DESTRUCTIVE_TOOLS) == {"forget_memory"}
-    assert set(agents.MCP_SAFE_TOOLS) == {t.name for t in tools} - destructive
+    from kirolearn.core import mcp_tools
+
+    assert destructive == set(mcp_tools.MCP_DESTRUCTIVE_TOOLS) == {"forget_memory"}
+    assert set(mcp_tools.MCP_SAFE_TOOLS) == {t.name for t in tools} - destructive
 
 
 def test_claude_install_registers_the_mcp_server_and_approves_only_safe_tools(home, project):
@@ -297,7 +300,7 @@ def test_copilot_payload_is_mapped_and_its_stop_waits_for_the_final_message(tmp_
 
 
 def test_opencode_plugin_carries_the_hook_command_and_payloads_drain(home, project, drain_now):
-    from kirolearn.capture.agents import opencode
+    from kirolearn.install.agents import opencode
 
     text = opencode.plugin_text()
     argv = json.loads(text.split("const HOOK = ", 1)[1].split(";\n", 1)[0])

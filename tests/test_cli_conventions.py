@@ -10,8 +10,8 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from kirolearn.cli import cli
-from kirolearn.cli_common import COMMAND_SECTIONS
+from kirolearn.cli.commands import cli
+from kirolearn.cli.common import COMMAND_SECTIONS
 
 BIN = os.path.dirname(sys.executable)
 

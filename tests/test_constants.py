@@ -11,9 +11,9 @@ import typing
 import click
 import pytest
 
-from kirolearn import isotime
+from kirolearn.core import isotime
 from kirolearn.pipeline import schema
-from kirolearn.observation_types import HAND_MADE_TYPES, NOTABLE_TYPES, OBSERVATION_TYPES
+from kirolearn.core.observation_types import HAND_MADE_TYPES, NOTABLE_TYPES, OBSERVATION_TYPES
 
 PACKAGE = pathlib.Path(__file__).parent.parent / "kirolearn"
 
@@ -39,8 +39,8 @@ def test_recall_weighs_every_type():
 
 
 def test_every_type_option_of_the_cli_offers_every_type():
-    from kirolearn import cli_manage  # noqa: F401 - registers list, show, ... on the group
-    from kirolearn.cli import cli
+    from kirolearn.cli import manage as cli_manage  # noqa: F401 - registers list, show, ... on the group
+    from kirolearn.cli.commands import cli
 
     seen = []
     for name, command in cli.commands.items():
@@ -62,7 +62,7 @@ def test_the_mcp_tools_offer_the_same_types(project):
 
 def test_save_observation_takes_each_hand_made_type_and_no_other(project):
     from kirolearn.pipeline import summaries
-    from kirolearn.store import sqlite as store
+    from kirolearn.store.sqlite import db as store
 
     db = store.open_db()
     here = summaries.Project(str(project))
@@ -95,7 +95,7 @@ def test_no_module_writes_the_types_out_again():
             continue
         for line, names in _type_lists(ast.parse(path.read_text("utf-8"))):
             found.append(f"{path.relative_to(PACKAGE.parent)}:{line} {names}")
-    assert found == [], "derive these from kirolearn.observation_types"
+    assert found == [], "derive these from kirolearn.core.observation_types"
 
 
 # --- the limits of a record ------------------------------------------------------------------------------
@@ -127,7 +127,7 @@ def test_the_record_model_holds_what_the_writers_clip_to():
 
 def test_timestamps_have_one_format_and_sort_as_text():
     from kirolearn.capture import events
-    from kirolearn.store import sqlite as store
+    from kirolearn.store.sqlite import db as store
     from kirolearn.store import state
 
     stamps = [events.utc_iso(1_800_000_000.5), store.now_iso(), state.utc_now(), isotime.now_iso()]
@@ -154,8 +154,8 @@ def _summary(sid, ended_at):
 
 
 def test_session_ends_stored_to_the_second_are_migrated_and_sort_right(home):
-    from kirolearn.store import migrations
-    from kirolearn.store import sqlite as store
+    from kirolearn.store.sqlite import migrations
+    from kirolearn.store.sqlite import db as store
 
     db = store.open_db()
     with store.writing(db):
@@ -173,7 +173,7 @@ def test_an_older_export_s_session_end_is_imported_in_the_one_format(home):
     import json
 
     from kirolearn import Memory
-    from kirolearn.store import sqlite as store
+    from kirolearn.store.sqlite import db as store
 
     line = json.dumps(dict(_summary("s1", "2026-09-24T18:02:11Z"), type="summary"))
     assert Memory().import_(io.StringIO(line + "\n"))["summaries"]["added"] == 1
@@ -186,7 +186,7 @@ def test_session_end_reports_the_seeds_shape_and_stores_milliseconds(project):
     import re
 
     from kirolearn import Memory
-    from kirolearn.store import sqlite as store
+    from kirolearn.store.sqlite import db as store
 
     ended = Memory().end_session("s1", summary="done", project=project)["ended_at"]
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", ended)
@@ -213,7 +213,7 @@ def test_the_hook_never_writes_an_event_the_spool_would_refuse():
 
 
 def test_the_cli_and_the_mcp_server_share_their_bounds(project):
-    from kirolearn.cli import cli
+    from kirolearn.cli.commands import cli
     from kirolearn.recall import lexical
     from test_mcp import list_tools
 

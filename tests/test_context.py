@@ -1,11 +1,12 @@
 """The context block (kirolearn/recall/context.py): what takes the turn-summary slot, the budget cap under
-Kiro's 10 KB hook output, and cuts (kirolearn/textcut.py) that land on a boundary, never inside code."""
+Kiro's 10 KB hook output, and cuts (kirolearn/core/textcut.py) that land on a boundary, never inside code."""
 
 import json
 
 import pytest
 
-from kirolearn import Memory, textcut
+from kirolearn import Memory
+from kirolearn.core import textcut
 from kirolearn.recall import context
 
 from conftest import run_hook

@@ -1,9 +1,9 @@
-"""The content dedup (kirolearn/dedup.py): the canonical form and the hashes are a contract."""
+"""The content dedup (kirolearn/core/dedup.py): the canonical form and the hashes are a contract."""
 
 import hashlib
 
-from kirolearn import dedup
-from kirolearn.project import project_id
+from kirolearn.core import dedup
+from kirolearn.core.project import project_id
 
 
 def test_canonical_json_is_sorted_compact_and_keeps_utf8():

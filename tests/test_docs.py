@@ -18,7 +18,7 @@ import sys
 import click
 import pytest
 
-from kirolearn.cli import cli
+from kirolearn.cli.commands import cli
 
 ROOT = pathlib.Path(__file__).parent.parent
 README = (ROOT / "README.md").read_text("utf-8")

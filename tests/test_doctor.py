@@ -15,7 +15,7 @@ def test_doctor_reports_schedule_and_last_drain(home, filled):
     assert "quick_check ok: 200 events" in messages
     assert "last drain" in messages and "succeeded" in messages
     assert "no systemd or launchd drain job" in messages or "no drain job" in messages
-    from kirolearn import schedule
+    from kirolearn.install import schedule
 
     service, timer = schedule.systemd_job(60)
     os.makedirs(os.path.dirname(timer.path))

@@ -6,10 +6,10 @@ import shutil
 
 from click.testing import CliRunner
 
-from kirolearn import replay
+from kirolearn.core import replay
 from kirolearn.pipeline import drain
 from kirolearn.capture import spool
-from kirolearn.cli import cli
+from kirolearn.cli.commands import cli
 from kirolearn.demo import RECORDINGS
 
 

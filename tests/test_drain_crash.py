@@ -15,7 +15,7 @@ from kirolearn import settings
 from kirolearn.pipeline import drain
 from kirolearn.capture import events
 from kirolearn.capture import spool
-from kirolearn.store import sqlite as store
+from kirolearn.store.sqlite import db as store
 
 from conftest import hook_env, run_hook
 
@@ -67,13 +67,13 @@ def test_killed_drainers_never_lose_or_duplicate_events(home, project, write_con
     # How many kills land here depends on machine speed; test_kills_at_named_points places them for sure.
 
 
-# --- kills placed deliberately (kirolearn.crashpoint), with a model whose every answer differs -------------
+# --- kills placed deliberately (kirolearn.core.crashpoint), with a model whose every answer differs -------------
 
 DRAINER = r"""
 import dataclasses, itertools, json, os, sys
 from kirolearn import settings
 from kirolearn.pipeline import drain
-from kirolearn.store import sqlite as store
+from kirolearn.store.sqlite import db as store
 from kirolearn.pipeline.extract import Completion
 calls = itertools.count()
 
@@ -238,7 +238,7 @@ def test_watch_cli_stops_cleanly_on_sigterm(home, project):
 
 SAVER = r"""
 import sys
-from kirolearn.store import sqlite as store
+from kirolearn.store.sqlite import db as store
 from kirolearn.pipeline import summaries
 here = summaries.Project(sys.argv[2])
 for i in range(50):

@@ -6,9 +6,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from kirolearn import settings
-from kirolearn.ids import new_ulid
+from kirolearn.core.ids import new_ulid
 from kirolearn.pipeline.extract import Completion
-from kirolearn.store import sqlite as store
+from kirolearn.store.sqlite import db as store
 
 from fakellm import FakeLLM
 from test_extract import GOOD

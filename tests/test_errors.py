@@ -5,8 +5,8 @@ import sys
 
 from click.testing import CliRunner
 
-from kirolearn import errors
-from kirolearn.cli import cli
+from kirolearn.core import errors
+from kirolearn.cli.commands import cli
 from conftest import BIN
 
 
@@ -19,13 +19,15 @@ def test_error_carries_message_fix_and_exit_code():
 
 
 def test_every_library_error_is_in_the_family():
-    from kirolearn import config, install, schedule, settings
+    from kirolearn.core import paths
+    from kirolearn.install import engine as install, schedule
+    from kirolearn import settings
     from kirolearn.pipeline import drain
     from kirolearn.pipeline import extract
-    from kirolearn.store import sqlite as store
+    from kirolearn.store.sqlite import db as store
     from kirolearn.pipeline import summaries
 
-    for cls in (config.HomeNotFound, drain.DrainLocked, extract.ExtractionError, install.InstallError,
+    for cls in (paths.HomeNotFound, drain.DrainLocked, extract.ExtractionError, install.InstallError,
                 schedule.ScheduleError, settings.SettingsError, store.SchemaTooNew, summaries.SummaryError):
         assert issubclass(cls, errors.KirolearnError), cls
 

@@ -1,11 +1,11 @@
-"""A project's git remote as its identity across machines (kirolearn/gitremote.py)."""
+"""A project's git remote as its identity across machines (kirolearn/core/gitremote.py)."""
 
 import shutil
 import subprocess
 
 import pytest
 
-from kirolearn import gitremote
+from kirolearn.core import gitremote
 
 GITHUB_FORMS = [
     "git@github.com:org/repo.git",

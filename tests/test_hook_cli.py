@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from kirolearn import config
+from kirolearn.core import paths
 from kirolearn import hook as hooks
 from kirolearn.pipeline.schema import Event
 
@@ -162,7 +162,7 @@ def test_unset_home_with_kirolearn_home_still_records(project, spooled):
 def test_no_home_at_all_is_reported_not_raised(monkeypatch, capsys):
     monkeypatch.delenv("KIROLEARN_HOME")
     monkeypatch.delenv("KIROLEARN_RAISE_ERRORS")
-    monkeypatch.setattr(config, "user_home_dir", lambda: None)
+    monkeypatch.setattr(paths, "user_home_dir", lambda: None)
     assert hooks.handle(["stop"], b"") == 0
     captured = capsys.readouterr()
     assert captured.out == ""

@@ -13,7 +13,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kirolearn import textcut
+from kirolearn.core import textcut
 from kirolearn.recall import lexical, when
 
 # letters, digits of several scripts, dots, underscores, backticks, marks and white space of all kinds

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kirolearn import install, schedule
-from kirolearn.capture.agents import kiro_install
-from kirolearn.cli import cli
+from kirolearn.install import engine as install, schedule, wiring
+from kirolearn.install.agents import kiro as kiro_install
+from kirolearn.cli.commands import cli
 
 OTHER_AGENT = '{\n  "name": "reviewer",\n  "tools": ["read"],\n  "hooks": {"stop": [{"command": "notify-send done"}]}\n}\n'
 GLOBAL_MCP = '{\n    "mcpServers": {\n        "github": {"command": "gh-mcp", "args": [], "env": {"TOKEN": "${GH}"}}\n    }\n}\n'
@@ -144,7 +144,7 @@ def test_portable_install_names_commands_on_path(project, tmp_path, monkeypatch)
     mcp = json.loads((project / ".kiro" / "settings" / "mcp.json").read_text())
     assert mcp["mcpServers"]["kirolearn"] == {"command": "kirolearn-mcp", "args": [], "env": {}}
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))  # kirolearn-hook no longer found on PATH
-    broken = [w for w in install.wiring() if w["missing_binaries"]]
+    broken = [w for w in wiring.wiring() if w["missing_binaries"]]
     assert broken and broken[0]["missing_binaries"] == ["kirolearn-hook"]
 
 

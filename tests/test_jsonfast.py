@@ -1,4 +1,4 @@
-"""kirolearn.jsonfast gives what the json package gives, errors included."""
+"""kirolearn.core.jsonfast gives what the json package gives, errors included."""
 
 import io
 import json
@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from kirolearn import jsonfast
+from kirolearn.core import jsonfast
 
 VALUES = [
     {}, [], "", 0, -1, 1.5, 1e300, float("inf"), float("-inf"), True, False, None, 10**30,
@@ -54,7 +54,7 @@ def test_unserialisable_values_raise_type_error_and_circles_value_error():
 
 def test_errors_are_json_errors_in_a_process_that_never_imported_json():
     """_json builds its exceptions from json.decoder only when something imported it already."""
-    code = ("import sys; from kirolearn import jsonfast\n"
+    code = ("import sys; from kirolearn.core import jsonfast\n"
             "assert 'json' not in sys.modules and jsonfast.loads('[1]') == [1]\n"
             "for doc in ['{', '\"abc', '[1,]', '{\"a\": 1} x']:\n"
             "    try:\n        jsonfast.loads(doc)\n    except ValueError as exc:\n"

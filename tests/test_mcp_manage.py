@@ -5,7 +5,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from click.testing import CliRunner
 
-from kirolearn.cli import cli
+from kirolearn.cli.commands import cli
 
 from test_mcp import call, list_tools, text
 

@@ -77,11 +77,11 @@ def test_import_and_forget_through_the_facade(tmp_path, project):
 def test_the_facade_fails_on_bad_input_as_the_cli_does(tmp_path, project):
     from click.testing import CliRunner
 
-    from kirolearn.cli import cli
+    from kirolearn.cli.commands import cli
     from kirolearn import Memory
-    from kirolearn.config import HomeError
-    from kirolearn.errors import KirolearnError, ProjectError
-    from kirolearn.manage import NotFound
+    from kirolearn.core.paths import HomeError
+    from kirolearn.core.errors import KirolearnError, ProjectError
+    from kirolearn.manage.records import NotFound
 
     missing = str(tmp_path / "nonexistent")
     said = CliRunner().invoke(cli, ["search", "x", "--project", missing])

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 from click.testing import CliRunner
 
-from kirolearn.cli import cli
+from kirolearn.cli.commands import cli
 
 from conftest import BIN, hook_env, run_hook
 

@@ -6,8 +6,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from kirolearn.cli import cli
-from kirolearn.store.pg_migrations import MIGRATIONS
+from kirolearn.cli.commands import cli
+from kirolearn.store.postgres.migrations import MIGRATIONS
 from pgserver import pg_database, pg_server  # noqa: F401 - fixtures
 from test_store_postgres import schema_url
 
@@ -152,8 +152,8 @@ def test_a_failed_login_says_where_credentials_come_from(pg_server, pg_database,
         assert result.exit_code == 1
         assert "password authentication failed" in result.stderr and "~/.pgpass" in result.stderr
         assert "wrong-pw" not in result.output and "Traceback" not in result.output
-        from kirolearn.errors import StoreError
-        from kirolearn.store.postgres import PostgresStore
+        from kirolearn.core.errors import StoreError
+        from kirolearn.store.postgres.store import PostgresStore
 
         with_password = url.replace("postgresql://", f"postgresql://{role}:wrong-pw@", 1)
         with pytest.raises(StoreError) as caught:
@@ -165,7 +165,7 @@ def test_a_failed_login_says_where_credentials_come_from(pg_server, pg_database,
 
 
 def test_migrate_grants_a_developer_role_what_a_drainer_needs(schema, role):
-    from kirolearn.store.postgres import PostgresStore
+    from kirolearn.store.postgres.store import PostgresStore
     from store_contract import T0, event, record
 
     _, url = schema
@@ -193,10 +193,10 @@ def test_migrate_grant_names_a_missing_role_and_needs_a_team_store(schema):
 def test_drain_uploads_a_shared_project_to_a_postgresql_team_store(schema, tmp_path):
     """The whole path: hook code spools a turn, `kirolearn drain` stores it and syncs it to the server;
     with the server down or its schema behind, the drain still stores locally and the sync catches up once."""
-    from kirolearn import project as projects
+    from kirolearn.core import project as projects
     from kirolearn.capture import events as ev
     from kirolearn.capture import spool
-    from kirolearn.store.postgres import PostgresStore
+    from kirolearn.store.postgres.store import PostgresStore
 
     _, url = schema
     shop = tmp_path / "src" / "shop"

@@ -16,7 +16,7 @@ import zipfile
 
 import pytest
 
-from kirolearn.recall import backends_local
+from kirolearn.recall.embeddings import local as backends_local
 from tests.conftest import BIN, hook_env
 from tests.test_local_model import HF_VARS, NAME, REAL, _require
 

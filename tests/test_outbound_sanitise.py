@@ -1,4 +1,4 @@
-"""One hostile corpus through every surface that shows memory (design.md rule 9, issue 23).
+"""One hostile corpus through every surface that shows memory (architecture.md rule 9, issue 23).
 
 The same records go out through the real prompt hook (a subprocess), the real MCP server over stdio
 (the mcp SDK's own stdio client against `kirolearn-mcp`), the web viewer (Starlette's test client)
@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 from starlette.testclient import TestClient
 
-from kirolearn.cli import cli
+from kirolearn.cli.commands import cli
 from kirolearn.privacy import sanitize
 
 from conftest import BIN, run_hook
@@ -225,9 +225,9 @@ if given is not None:
            facts=st.lists(st.text(max_size=60), max_size=3), files=st.lists(st.text(max_size=30), max_size=3))
     def test_any_unicode_in_a_record_stays_quoted(title, summary, facts, files):
         from kirolearn.recall import context
-        from kirolearn.recall import lexical as recall
+        from kirolearn.recall import lexical
 
-        hit = recall.Hit("mr_1", "/p", "s", title, summary, facts, [], files, "decision", "t",
+        hit = lexical.Hit("mr_1", "/p", "s", title, summary, facts, [], files, "decision", "t",
                          "2026-01-01T00:00:00.000Z")
         text, used = context.render(context.PROMPT_HEADING, [context.render_hit(hit, time.time())], 1500)
         assert used == 1

@@ -1,4 +1,4 @@
-"""The re-scrub of recalled text on its way out (design.md rule 9) and when the hook may skip it.
+"""The re-scrub of recalled text on its way out (architecture.md rule 9) and when the hook may skip it.
 
 Every writer scrubs what it stores, and the store marks the rules version its text was scrubbed
 with (scrub_state.scrubbed_with). When that mark is the installed version and no extra pattern is
@@ -59,7 +59,7 @@ def test_extra_patterns_force_the_full_pass(project, add_record, home):
     (home / "config.toml").write_text('[scrub.extra_patterns]\nticket = "ACME-[0-9]{6}"\n')
     conf = context.settings()
     assert conf["scrub_extra"] == {"ticket": "ACME-[0-9]{6}"}
-    text, _ = context.for_prompt(context.recall.connect_readonly(), str(project), "billing deploy invoice",
+    text, _ = context.for_prompt(context.lexical.connect_readonly(), str(project), "billing deploy invoice",
                                  conf=conf)
     assert "Billing ticket" in text and "ACME-123456" not in text and "[REDACTED:ticket]" in text
 
@@ -88,7 +88,7 @@ def test_a_store_scrubbed_with_the_installed_rules_skips_the_catalogue(project, 
 def test_lines_are_still_sanitised_when_the_catalogue_is_skipped(project, add_record):
     add_record(project, "Terminal colours", "deploy log \x1b[31mred\x1b[0m\u202eevil\rline two",
                observation_type="decision")
-    text, _ = context.for_prompt(context.recall.connect_readonly(), str(project), "terminal colours deploy")
+    text, _ = context.for_prompt(context.lexical.connect_readonly(), str(project), "terminal colours deploy")
     assert "Terminal colours" in text
     assert "\x1b" not in text and "\u202e" not in text and "\r" not in text
     # one line per record: the carriage return is gone, its text stays inside the record's quoted line

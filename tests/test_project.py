@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from kirolearn.project import MARKERS, find_project_root, project_id
+from kirolearn.core.project import MARKERS, find_project_root, project_id
 
 
 @pytest.fixture

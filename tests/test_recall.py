@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kirolearn import config
+from kirolearn.core import paths
 from kirolearn.recall import context
-from kirolearn.recall import lexical as recall
-from kirolearn.store import reader
+from kirolearn.recall import lexical
+from kirolearn.store.sqlite import reader
 
 from conftest import run_hook
 
@@ -23,16 +23,16 @@ FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "relevance.json").rea
 
 
 def conn():
-    return recall.connect_readonly()
+    return lexical.connect_readonly()
 
 
 # --- query building ------------------------------------------------------------------------------
 
 
 def test_terms_drop_stopwords_and_keep_identifiers_first():
-    assert recall.terms("Why does the find_user query FAIL?") == ["find_user", "query", "fail"]
+    assert lexical.terms("Why does the find_user query FAIL?") == ["find_user", "query", "fail"]
     long_prompt = " ".join(f"word{i}x" for i in range(100)) + " plain"
-    assert len(recall.terms(long_prompt)) == recall.MAX_TERMS
+    assert len(lexical.terms(long_prompt)) == lexical.MAX_TERMS
 
 
 def test_fts_query_quotes_every_word():
@@ -58,7 +58,7 @@ def searchable(project, add_record):
 def test_any_text_searches_without_raising(searchable, text):
     c = conn()  # a connection per query: each has its own time budget
     try:
-        assert isinstance(recall.search(c, text), list)
+        assert isinstance(lexical.search(c, text), list)
     finally:
         c.close()
 
@@ -67,8 +67,8 @@ def test_hostile_queries_against_real_records(project, add_record):
     add_record(project, "Database is locked in the export job", "Use WAL. 数据库 locked.", concepts=["sqlite"])
     for query in ['"unterminated', "locked)", "NEAR(locked export)", "locked*", "title:locked", "数据库",
                   "x" * 10_000, "SELECT * FROM memory_records; --"]:
-        assert isinstance(recall.search(conn(), query), list)
-    assert recall.search(conn(), '"locked" AND (export')[0].title.startswith("Database is locked")
+        assert isinstance(lexical.search(conn(), query), list)
+    assert lexical.search(conn(), '"locked" AND (export')[0].title.startswith("Database is locked")
 
 
 # --- ranking ------------------------------------------------------------------------------------------
@@ -84,18 +84,18 @@ def test_type_and_recency_weigh_in_and_ties_are_deterministic(project, add_recor
                         created_at=now - timedelta(days=20))
     stale = add_record(project, "cache warmup script", "ran the cache warmup", observation_type="session_summary",
                        created_at=now - timedelta(days=200))
-    ids = [h.record_id for h in recall.search(conn(), "cache warmup")]
+    ids = [h.record_id for h in lexical.search(conn(), "cache warmup")]
     assert ids == [summary, recent, routine, stale]
-    assert ids == [h.record_id for h in recall.search(conn(), "cache warmup")]  # stable
+    assert ids == [h.record_id for h in lexical.search(conn(), "cache warmup")]  # stable
 
 
 def test_projects_never_see_each_others_records(tmp_path, add_record):
     a, b = tmp_path / "a", tmp_path / "b"
     add_record(a, "webhook signature check", "HMAC with the shared secret name only")
     add_record(b, "webhook retries", "exponential backoff")
-    assert [h.title for h in recall.search(conn(), "webhook", project_id=context.project_id(str(a)))] == [
+    assert [h.title for h in lexical.search(conn(), "webhook", project_id=context.project_id(str(a)))] == [
         "webhook signature check"]
-    assert len(recall.search(conn(), "webhook")) == 2
+    assert len(lexical.search(conn(), "webhook")) == 2
 
 
 # --- the relevance set ------------------------------------------------------------------------------------
@@ -110,7 +110,7 @@ def test_relevance_set_recall_at_5(project, add_record, report_figure):
     found = 0
     misses = []
     for q in FIXTURE["queries"]:
-        top = [ids[h.record_id] for h in recall.search(conn(), q["prompt"], project_id=pid, limit=5)]
+        top = [ids[h.record_id] for h in lexical.search(conn(), q["prompt"], project_id=pid, limit=5)]
         if set(q["expect"]) <= set(top):
             found += 1
         else:
@@ -157,7 +157,7 @@ def test_budget_caps_the_block(project, add_record):
                    observation_type="discovery")
     conf = dict(context.DEFAULTS, budget_tokens=400, prompt_records=30)
     text, ids = context.for_prompt(conn(), str(project), "kafka consumer lag", conf=conf)
-    assert 0 < len(text) <= 400 * recall.CHARS_PER_TOKEN
+    assert 0 < len(text) <= 400 * lexical.CHARS_PER_TOKEN
     assert 1 <= len(ids) < 30
 
 
@@ -215,7 +215,7 @@ def test_hook_prints_relevant_memory_on_prompt_submit(project, add_record):
 def test_hook_prints_nothing_without_a_database(project):
     result = run_hook([], prompt_payload(project))
     assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
-    assert not Path(config.db_path()).exists()  # recall never creates the database
+    assert not Path(paths.db_path()).exists()  # recall never creates the database
 
 
 def test_hook_prints_nothing_when_the_database_is_locked(project, add_record):
@@ -223,12 +223,12 @@ def test_hook_prints_nothing_when_the_database_is_locked(project, add_record):
     add_record.db.conn.close()
     # In WAL mode readers are never blocked by a writer, except by one that holds the
     # database in exclusive locking mode: then every other connection gets SQLITE_BUSY.
-    blocker = sqlite3.connect(config.db_path(), isolation_level=None)
+    blocker = sqlite3.connect(paths.db_path(), isolation_level=None)
     blocker.execute("PRAGMA locking_mode=EXCLUSIVE")
     blocker.execute("BEGIN EXCLUSIVE")
     blocker.execute("update memory_records set title = title")
     try:
-        probe = recall.connect_readonly(budget=0.1)
+        probe = lexical.connect_readonly(budget=0.1)
         with pytest.raises(sqlite3.OperationalError, match="locked"):
             probe.execute("select count(*) from memory_records").fetchone()
         result = run_hook([], prompt_payload(project))
@@ -240,7 +240,7 @@ def test_hook_prints_nothing_when_the_database_is_locked(project, add_record):
 
 def test_hook_prints_nothing_when_the_database_is_corrupt(project, home):
     home.mkdir()
-    Path(config.db_path()).write_bytes(b"this is not a database" * 100)
+    Path(paths.db_path()).write_bytes(b"this is not a database" * 100)
     result = run_hook([], prompt_payload(project))
     assert (result.returncode, result.stdout) == (0, b"")
     assert "recall for userPromptSubmit" in (home / "logs" / "hook.log").read_text()
@@ -249,7 +249,7 @@ def test_hook_prints_nothing_when_the_database_is_corrupt(project, home):
 def test_context_cli(project, add_record, monkeypatch):
     from click.testing import CliRunner
 
-    from kirolearn.cli import cli
+    from kirolearn.cli.commands import cli
 
     add_record(project, "Turn summary: moved emails to a queue", "RQ worker", observation_type="session_summary")
     monkeypatch.chdir(project)
@@ -276,43 +276,43 @@ def _at(days_ago):
 
 @pytest.mark.parametrize("days, factor", [(0, 1.0), (30, 0.75), (60, 0.625), (-5, 1.0)])
 def test_recency_halves_the_bonus_every_30_days(days, factor):
-    assert math.isclose(recall._recency(_at(days), NOW), factor, rel_tol=1e-6)
+    assert math.isclose(lexical._recency(_at(days), NOW), factor, rel_tol=1e-6)
 
 
 def test_recency_of_an_unreadable_date_is_the_floor():
-    assert recall._recency("not a date", NOW) == 0.5
+    assert lexical._recency("not a date", NOW) == 0.5
 
 
 def _hit(score, matched):
-    hit = recall.Hit("r", "/p", "s", "t", "s", [], [], [], "discovery", "test", _at(0))
+    hit = lexical.Hit("r", "/p", "s", "t", "s", [], [], [], "discovery", "test", _at(0))
     hit.score, hit.matched_terms = score, matched
     return hit
 
 
 def test_relevant_needs_every_word_of_a_short_prompt_and_two_of_a_long_one():
     one, two = _hit(1.0, ["export"]), _hit(1.0, ["export", "locked"])
-    assert recall.relevant([one, two], "export") == [one, two]
-    assert recall.relevant([one, two], "export locked") == [two]  # one word of two is not enough
-    assert recall.relevant([one, two], "export locked database") == [two]
-    assert recall.relevant([one], "the and of") == []  # no telling word at all
-    assert recall.relevant([], "export") == []
+    assert lexical.relevant([one, two], "export") == [one, two]
+    assert lexical.relevant([one, two], "export locked") == [two]  # one word of two is not enough
+    assert lexical.relevant([one, two], "export locked database") == [two]
+    assert lexical.relevant([one], "the and of") == []  # no telling word at all
+    assert lexical.relevant([], "export") == []
 
 
 def test_a_day_named_relative_to_now_is_searched_but_injects_nothing_alone():
     # "thanks, that's all for today" matched a commit that said "today" and was injected; a search
     # still reads the word (a bug can be about yesterday's date)
-    assert recall.terms("thanks, that's all for today") == ["today"]
-    assert recall.prompt_words("thanks, that's all for today") == []
-    assert recall.relevant([_hit(1.0, ["today"])], "thanks, that's all for today") == []
+    assert lexical.terms("thanks, that's all for today") == ["today"]
+    assert lexical.prompt_words("thanks, that's all for today") == []
+    assert lexical.relevant([_hit(1.0, ["today"])], "thanks, that's all for today") == []
     both = _hit(1.0, ["yesterday", "statements"])
-    assert recall.relevant([both], "statements printed yesterday") == []  # one telling word of two
-    assert recall.relevant([both], "statements yesterday") == [both]
+    assert lexical.relevant([both], "statements printed yesterday") == []  # one telling word of two
+    assert lexical.relevant([both], "statements yesterday") == [both]
 
 
 def test_relevant_keeps_a_hit_exactly_at_the_floor():
-    best, at_floor = _hit(10.0, ["export"]), _hit(10.0 * recall.RELATIVE_FLOOR, ["export"])
-    below = _hit(10.0 * recall.RELATIVE_FLOOR - 1e-6, ["export"])
-    assert recall.relevant([best, at_floor, below], "export") == [best, at_floor]
+    best, at_floor = _hit(10.0, ["export"]), _hit(10.0 * lexical.RELATIVE_FLOOR, ["export"])
+    below = _hit(10.0 * lexical.RELATIVE_FLOOR - 1e-6, ["export"])
+    assert lexical.relevant([best, at_floor, below], "export") == [best, at_floor]
 
 
 # Kills the mutant RELATIVE_FLOOR = 0.
@@ -326,11 +326,11 @@ def test_a_weak_match_below_the_floor_is_not_injected(project, add_record):
                       observation_type="tool_use")
     for i in range(6):  # a realistic store: the prompt's words are rare in it
         add_record(project, f"Unrelated note {i}", f"frontend colour palette number {i}")
-    conn = recall.connect_readonly()
-    hits = recall.search(conn, "export locked", project_id=context.project_id(str(project)))
+    conn = lexical.connect_readonly()
+    hits = lexical.search(conn, "export locked", project_id=context.project_id(str(project)))
     by_id = {h.record_id: h for h in hits}
     assert {strong, weak} <= set(by_id)  # both match a word of the prompt ...
-    assert by_id[weak].score < recall.RELATIVE_FLOOR * by_id[strong].score  # ... one far below the best
+    assert by_id[weak].score < lexical.RELATIVE_FLOOR * by_id[strong].score  # ... one far below the best
     block, shown = context.for_prompt(conn, str(project), "export locked")
     assert shown == [strong]
     assert "Release checklist" not in block

@@ -1,4 +1,4 @@
-"""The recall server (issue #22, design.md rule 12): a real `kirolearn serve-recall` process, the real
+"""The recall server (issue #22, architecture.md rule 12): a real `kirolearn serve-recall` process, the real
 hook and `kirolearn search` subprocesses asking it, and every way it can be absent or broken (no
 server, a stale socket, one that never answers, one that is gone) ending in lexical recall.
 
@@ -18,10 +18,10 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from kirolearn import schedule
-from kirolearn.cli import cli
+from kirolearn.install import schedule
+from kirolearn.cli.commands import cli
 from kirolearn.recall import client
-from kirolearn.recall import embeddings
+from kirolearn.recall.embeddings import registry as embeddings
 from kirolearn.recall.server import RecallServer, ServerError
 from tests.conftest import BIN, hook_env, run_hook
 from tests.test_local_model import LOCAL, REAL, _require
@@ -282,7 +282,7 @@ def test_search_from_the_server_is_scrubbed_and_printed_like_the_lexical_one(fil
 
 
 def test_the_terminal_escaping_is_manages():
-    from kirolearn.manage import terminal
+    from kirolearn.manage.records import terminal
 
     for text in ("plain", "a\x1b[31mred\x07 \u202e x\x9f\tz\n", "\x7f\u2066 é"):
         assert client.terminal(text) == terminal(text)
@@ -308,7 +308,7 @@ def _pid(project):
 
 
 def test_the_hooks_client_imports_only_the_standard_library():
-    """The hook imports kirolearn.recall.client when a socket is there (design.md rule 1)."""
+    """The hook imports kirolearn.recall.client when a socket is there (architecture.md rule 1)."""
     code = ("import sys, json; before = set(sys.modules); import kirolearn.recall.client; "
             "print(json.dumps(sorted(set(sys.modules) - before)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

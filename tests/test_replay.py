@@ -7,7 +7,8 @@ import subprocess
 
 import pytest
 
-from kirolearn import demo, replay
+from kirolearn import demo
+from kirolearn.core import replay
 from kirolearn.capture import spool
 from kirolearn.pipeline.schema import Event
 

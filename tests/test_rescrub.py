@@ -12,12 +12,12 @@ import os
 import pytest
 from click.testing import CliRunner
 
-from kirolearn import config
+from kirolearn.core import paths
 from kirolearn.privacy import rescrub
-from kirolearn.store import sqlite as store
-from kirolearn.store import scrubbing as store_scrub
+from kirolearn.store.sqlite import db as store
+from kirolearn.store.sqlite import scrubbing as store_scrub
 from kirolearn.pipeline import summaries
-from kirolearn.cli import cli
+from kirolearn.cli.commands import cli
 from kirolearn.privacy.scrub import Scrubber, rules_version
 
 # Formats only the catalogue table knows (fake, assembled at run time).
@@ -36,7 +36,7 @@ def old_rules():
 
 
 def _db_bytes():
-    path = config.db_path()
+    path = paths.db_path()
     data = b""
     for p in (path, path + "-wal"):
         if os.path.exists(p):
@@ -66,12 +66,12 @@ def _build_old_store(make_event, drain_now, project):
     summaries.session_end(db, summaries.Project(str(project)), session_id="sess-1",
                           summary=f"used LINEAR={LINEAR}", highlights=[f"shop key {SHOPIFY}"])
     # A forgotten record keeps its row (with the old text) in a tombstone until purge.
-    from kirolearn import manage
+    from kirolearn.manage import records as manage
 
     first = db.execute("select record_id from memory_records order by created_at limit 1").fetchone()[0]
     manage.forget([first], reason="cleanup", db=db)
     assert LINEAR in db.execute("select payload from forgotten_records").fetchone()[0]
-    logs = config.ensure_private_dir(config.logs_dir())
+    logs = paths.ensure_private_dir(paths.logs_dir())
     with open(os.path.join(logs, "hook.log"), "a", encoding="utf-8") as fh:
         fh.write(f"2026-01-01T00:00:00Z pid=1 unknown hook event {LINEAR!r}\n")
     with store.writing(db):  # the old release had no scrub_state: it was scrubbed with v1
@@ -89,7 +89,7 @@ def _build_old_store(make_event, drain_now, project):
 
 
 def _rescrub_and_check():
-    logs = config.logs_dir()
+    logs = paths.logs_dir()
     runner = CliRunner()
     result = runner.invoke(cli, ["rescrub", "--json"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
@@ -101,7 +101,7 @@ def _rescrub_and_check():
     assert report["checkpoint_complete"] is True
 
     assert _secrets_in(_db_bytes()) == []
-    assert os.path.getsize(config.db_path() + "-wal") == 0 if os.path.exists(config.db_path() + "-wal") else True
+    assert os.path.getsize(paths.db_path() + "-wal") == 0 if os.path.exists(paths.db_path() + "-wal") else True
     with open(os.path.join(logs, "hook.log"), encoding="utf-8") as fh:
         assert LINEAR not in fh.read()
     db = store.open_db()
@@ -110,7 +110,7 @@ def _rescrub_and_check():
     assert db.execute("select count(*) from memory_records_fts where memory_records_fts match ?",
                       ['"' + LINEAR + '"']).fetchone()[0] == 0
     # Content hashes follow the scrubbed bodies, so dedup still recognises a repeat.
-    from kirolearn.dedup import event_content_hash
+    from kirolearn.core.dedup import event_content_hash
     from kirolearn.capture.events import GENERATED_FIELDS
 
     for row in db.query("select body, content_hash from events"):

@@ -3,7 +3,7 @@
 import pytest
 from click.testing import CliRunner
 
-from kirolearn.cli import cli
+from kirolearn.cli.commands import cli
 
 
 @pytest.mark.parametrize("every, kind, ok", [

@@ -190,7 +190,7 @@ def test_ordinary_lines_are_stored_as_written(run):
 
 def _scan_lines(text, monkeypatch, env):
     """`kirolearn scan -` on `text` (in process, the real click command): the redacted lines it prints."""
-    from kirolearn.cli import cli
+    from kirolearn.cli.commands import cli
 
     monkeypatch.setenv("KIROLEARN_HOME", env["KIROLEARN_HOME"])
     result = CliRunner().invoke(cli, ["scan", "-"], input=text, catch_exceptions=False)
@@ -248,12 +248,12 @@ def test_scan_gives_the_drains_verdict_on_commands_and_outputs(run, fid, monkeyp
 def test_rescrub_cleans_what_rules_v2_stored(make_event, drain_now, project):
     """A store drained before these rules (views, shape and prose rules off, marked v2) holds the
     crafted forms; `kirolearn rescrub` cleans the database file of them."""
-    from kirolearn import config
-    from kirolearn.cli import cli
+    from kirolearn.core import paths
+    from kirolearn.cli.commands import cli
     from kirolearn.privacy import rules
     from kirolearn.privacy.scrub import Scrubber
-    from kirolearn.store import scrubbing as store_scrub
-    from kirolearn.store import sqlite as store
+    from kirolearn.store.sqlite import scrubbing as store_scrub
+    from kirolearn.store.sqlite import db as store
 
     forms = [f for f in FORMS if f[0] in ("json-u-escape", "aws-key-wrapped", "url-encoded-json-body",
                                            "env-neutral-name", "prose-password")]
@@ -270,7 +270,7 @@ def test_rescrub_cleans_what_rules_v2_stored(make_event, drain_now, project):
 
     def raw():
         data = b""
-        for p in (config.db_path(), config.db_path() + "-wal"):
+        for p in (paths.db_path(), paths.db_path() + "-wal"):
             if os.path.exists(p):
                 data += open(p, "rb").read()
         return data

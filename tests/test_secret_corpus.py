@@ -84,7 +84,7 @@ def test_betterleaks_layer_when_installed():
 def test_betterleaks_setting_without_the_package_says_how_to_install(monkeypatch):
     import builtins
 
-    from kirolearn.errors import ConfigError
+    from kirolearn.core.errors import ConfigError
 
     real_import = builtins.__import__
 
@@ -105,7 +105,7 @@ def test_corpus_through_the_drain_and_export(make_event, drain_now):
 
     from click.testing import CliRunner
 
-    from kirolearn.cli import cli
+    from kirolearn.cli.commands import cli
 
     cases = secret_corpus.credential_cases(examples=1)[::9]
     for case in cases:

@@ -14,11 +14,11 @@ import pytest
 from click.testing import CliRunner
 
 from kirolearn.recall import context
-from kirolearn.recall import embeddings
+from kirolearn.recall.embeddings import registry as embeddings
 from kirolearn.recall import lexical as recall
 from kirolearn.recall import semantic
-from kirolearn.store import sqlite as store
-from kirolearn.cli import cli
+from kirolearn.store.sqlite import db as store
+from kirolearn.cli.commands import cli
 
 ROOT = Path(__file__).parent.parent
 DISTRACTORS = ROOT / "bench" / "data" / "coding_distractors.jsonl.gz"
@@ -315,7 +315,7 @@ def test_the_term_docs_refresh_merges_the_fts_index_into_one_segment(project, ad
 def test_a_project_holding_most_records_is_filtered_after_ranking(project, tmp_path, add_record, monkeypatch):
     """BM25 reads the project phrase's whole doclist: a project with most of the store is not in the MATCH,
     and search returns what narrowing in the MATCH returned."""
-    from kirolearn.store import reader
+    from kirolearn.store.sqlite import reader
 
     other = tmp_path / "other"
     other.mkdir()

@@ -70,7 +70,7 @@ def quarantined(home):
 
 
 def _name():
-    from kirolearn.ids import new_ulid
+    from kirolearn.core.ids import new_ulid
 
     return new_ulid() + ".json"
 

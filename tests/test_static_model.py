@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from kirolearn.cli import cli
-from kirolearn.recall import embeddings
-from kirolearn.recall import lexical as recall
+from kirolearn.cli.commands import cli
+from kirolearn.recall.embeddings import registry as embeddings
+from kirolearn.recall import lexical
 from kirolearn.recall import semantic
-from kirolearn.recall import static_model
-from kirolearn.store import sqlite as store
+from kirolearn.recall.embeddings import static as static_model
+from kirolearn.store.sqlite import db as store
 
 SPEC = "static/" + static_model.BUNDLED
 
@@ -72,7 +72,7 @@ def test_a_table_that_cannot_load_leaves_search_lexical_and_doctor_says_so(proje
     (broken / "scale.npy").unlink()
     monkeypatch.setenv("KIROLEARN_EMBEDDING_MODEL", f"static/{broken}")
     add_record(project, "database is locked during export", "use WAL")
-    searcher = semantic.Searcher(recall.connect_readonly())
+    searcher = semantic.Searcher(lexical.connect_readonly())
     assert searcher.model is None and "could not load" in searcher.error
     assert [h.title for h in searcher.search("locked export")] == ["database is locked during export"]
     doctor = CliRunner().invoke(cli, ["doctor"], catch_exceptions=False).output
@@ -103,7 +103,7 @@ def test_drain_embeds_with_it_and_search_uses_it(project, drain_now, monkeypatch
     stats, db = drain_now(flush=True)
     assert stats.records_embedded == 31 and stats.embedding_error == ""
     assert store.vector_counts(db.conn) == {SPEC: 31}
-    hits = semantic.Searcher(recall.connect_readonly()).vector_only("session dropped while people were working",
+    hits = semantic.Searcher(lexical.connect_readonly()).vector_only("session dropped while people were working",
                                                                    limit=1)
     assert hits[0].title.startswith("Users get logged out")
 

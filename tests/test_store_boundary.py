@@ -1,4 +1,4 @@
-"""design.md rule 10: only the store package (kirolearn/store/) holds SQL.
+"""architecture.md rule 10: only the store package (kirolearn/store/) holds SQL.
 
 Everything else asks the store. The check reads each module's syntax tree, so
 it sees SQL wherever it is written: a string literal that reads as an SQL
@@ -66,7 +66,7 @@ def sql_outside_store() -> "list[str]":
 
 def test_no_sql_outside_the_store():
     found = sql_outside_store()
-    assert found == [], "SQL belongs in kirolearn/store/ (design.md rule 10):\n" + "\n".join(found)
+    assert found == [], "SQL belongs in kirolearn/store/ (architecture.md rule 10):\n" + "\n".join(found)
 
 
 def test_the_check_sees_each_form_of_sql(tmp_path, monkeypatch):

@@ -13,7 +13,7 @@ import urllib.parse
 
 import pytest
 
-from kirolearn.errors import KirolearnError, SchemaTooNew, StoreError
+from kirolearn.core.errors import KirolearnError, SchemaTooNew, StoreError
 from kirolearn.store.backends import open_store
 from pgserver import pg_database, pg_server  # noqa: F401 - fixtures
 from store_contract import StoreContract, T0, event, record
@@ -59,7 +59,7 @@ class TestPostgresStore(StoreContract):
         self.database = pg_database
 
     def make_store(self, name: str):
-        from kirolearn.store.postgres import PostgresStore
+        from kirolearn.store.postgres.store import PostgresStore
 
         url = self.schemas.get(name)
         if url is None:
@@ -88,7 +88,7 @@ def test_open_store_routes_a_postgresql_url(new_schema):
     url = new_schema()
     with pytest.raises(StoreError, match="kirolearn migrate"):  # a fresh schema is not used until migrated
         open_store(url)
-    from kirolearn.store.postgres import PostgresStore
+    from kirolearn.store.postgres.store import PostgresStore
 
     PostgresStore(url, migrate=True).close()
     with open_store(url) as store:
@@ -97,7 +97,7 @@ def test_open_store_routes_a_postgresql_url(new_schema):
 
 
 def test_a_newer_schema_is_refused(new_schema):
-    from kirolearn.store.postgres import PostgresStore
+    from kirolearn.store.postgres.store import PostgresStore
 
     url = new_schema()
     with PostgresStore(url, migrate=True) as store:
@@ -110,7 +110,7 @@ def test_a_newer_schema_is_refused(new_schema):
 def test_two_stores_migrating_at_once_apply_each_migration_once(new_schema):
     import threading
 
-    from kirolearn.store.postgres import PostgresStore
+    from kirolearn.store.postgres.store import PostgresStore
 
     url = new_schema()
     applied, errors = [], []
@@ -128,13 +128,13 @@ def test_two_stores_migrating_at_once_apply_each_migration_once(new_schema):
     for t in threads:
         t.join(timeout=30)
     assert errors == [] and len(applied) == 3
-    from kirolearn.store.pg_migrations import MIGRATIONS
+    from kirolearn.store.postgres.migrations import MIGRATIONS
 
     assert sorted(applied, key=len) == [[], [], [name for name, _ in MIGRATIONS]]
 
 
 def test_the_search_column_weighs_fields_by_class(new_schema):
-    from kirolearn.store.postgres import RANK_WEIGHTS, PostgresStore
+    from kirolearn.store.postgres.store import RANK_WEIGHTS, PostgresStore
 
     assert RANK_WEIGHTS[3] == 1.0 and RANK_WEIGHTS[0] < RANK_WEIGHTS[1] < RANK_WEIGHTS[2] < RANK_WEIGHTS[3]
     with PostgresStore(new_schema(), migrate=True) as store:
@@ -152,7 +152,7 @@ def test_the_search_column_weighs_fields_by_class(new_schema):
 
 def test_a_forgotten_hash_blocks_a_concurrent_extraction(new_schema):
     """forget holds the advisory lock exclusively: an extraction waits for it, then sees the tombstone."""
-    from kirolearn.store.postgres import PostgresStore
+    from kirolearn.store.postgres.store import PostgresStore
 
     url = new_schema()
     rec = record(1, summary="rotate the staging token")
@@ -197,7 +197,7 @@ def _hash(rec: dict) -> str:
 
 
 def test_events_keep_their_body_text_exactly(new_schema):
-    from kirolearn.store.postgres import PostgresStore
+    from kirolearn.store.postgres.store import PostgresStore
 
     ev = event(1)
     ev["body"] = '{"z": 1, "a": "naïve \\u2713",  "n": [3,2,1]}'  # key order and spacing as written
@@ -209,7 +209,7 @@ def test_events_keep_their_body_text_exactly(new_schema):
 
 
 def test_an_unknown_column_is_refused_not_dropped(new_schema):
-    from kirolearn.store.postgres import PostgresStore
+    from kirolearn.store.postgres.store import PostgresStore
 
     with PostgresStore(new_schema(), migrate=True) as store:
         with pytest.raises(ValueError, match="no column surprise"):
@@ -218,7 +218,7 @@ def test_an_unknown_column_is_refused_not_dropped(new_schema):
 
 
 def test_capabilities_say_whether_vectors_are_stored(new_schema):
-    from kirolearn.store.postgres import PostgresStore
+    from kirolearn.store.postgres.store import PostgresStore
 
     with PostgresStore(new_schema(), migrate=True) as store:
         caps = store.capabilities()
@@ -230,7 +230,7 @@ def test_capabilities_say_whether_vectors_are_stored(new_schema):
 
 
 def test_an_unreachable_server_is_a_store_error_without_the_password(tmp_path):
-    from kirolearn.store.postgres import PostgresStore
+    from kirolearn.store.postgres.store import PostgresStore
 
     url = f"postgresql://alice:s3cret-pw@/kl?host={tmp_path}&port=5999"
     with pytest.raises(KirolearnError) as caught:
@@ -240,7 +240,7 @@ def test_an_unreachable_server_is_a_store_error_without_the_password(tmp_path):
 
 
 def test_a_restarted_connection_is_reopened(new_schema, pg_server):
-    from kirolearn.store.postgres import PostgresStore
+    from kirolearn.store.postgres.store import PostgresStore
 
     with PostgresStore(new_schema(), migrate=True) as store:
         store.add_events([event(1)])
@@ -255,8 +255,8 @@ def test_a_restarted_connection_is_reopened(new_schema, pg_server):
 
 def test_a_sqlite_store_moves_to_postgresql_and_back_unchanged(new_schema, tmp_path):
     """What the team upload needs: export objects of one backend import into the other as they were."""
-    from kirolearn.store.postgres import PostgresStore
-    from kirolearn.store.sqlite_store import SqliteStore
+    from kirolearn.store.postgres.store import PostgresStore
+    from kirolearn.store.sqlite.store import SqliteStore
     from store_contract import run as a_run, summary
 
     lite = SqliteStore(str(tmp_path / "local.db"))
@@ -287,12 +287,12 @@ def test_the_change_feed_never_skips_a_number_still_in_flight(new_schema):
     can never see a lower one commit later (a bare sequence would allow that, and lose the record)."""
     import threading
 
-    from kirolearn.store.postgres import PostgresStore
+    from kirolearn.store.postgres.store import PostgresStore
 
     url = new_schema()
     with PostgresStore(url, migrate=True) as a, PostgresStore(url) as b, PostgresStore(url) as reader:
         with a._tx() as cur:  # a's record takes its number first and stays uncommitted
-            from kirolearn.store.postgres import _insert_many, _record_row, RECORD_COLUMNS
+            from kirolearn.store.postgres.store import _insert_many, _record_row, RECORD_COLUMNS
 
             _insert_many(cur, "memory_records", RECORD_COLUMNS, [_record_row(record(1))], "record_id")
             worker = threading.Thread(target=lambda: b.add_records([record(2)]))
@@ -309,7 +309,7 @@ def test_concurrent_uploads_store_each_event_and_record_once(new_schema):
     """Four laptops re-sending overlapping pages at once: every event and record lands exactly once."""
     import threading
 
-    from kirolearn.store.postgres import PostgresStore
+    from kirolearn.store.postgres.store import PostgresStore
 
     url = new_schema()
     PostgresStore(url, migrate=True).close()
@@ -340,7 +340,7 @@ def test_concurrent_uploads_store_each_event_and_record_once(new_schema):
 
 def test_common_words_are_searched_as_in_sqlite(new_schema):
     """No stop-word list: `about` or `not` finds what SQLite's porter index finds."""
-    from kirolearn.store.postgres import PostgresStore
+    from kirolearn.store.postgres.store import PostgresStore
 
     with PostgresStore(new_schema(), migrate=True) as store:
         store.commit_extraction({"run_id": "r1", "batch_key": "b", "extractor": "deterministic", "outcome": "ok",

@@ -7,7 +7,7 @@ import sqlite_utils
 
 from kirolearn import Memory
 from kirolearn.store.backends import open_store
-from kirolearn.store.sqlite_store import SqliteStore
+from kirolearn.store.sqlite.store import SqliteStore
 from store_contract import StoreContract
 from test_mcp import call
 
@@ -35,7 +35,7 @@ class TestSqliteStore(StoreContract):
 
 
 def test_nested_writing_is_a_savepoint(tmp_path):
-    from kirolearn.store import sqlite as store
+    from kirolearn.store.sqlite import db as store
 
     db = store.open_db(str(tmp_path / "k.db"), mark=False)
     with store.writing(db):
@@ -48,8 +48,8 @@ def test_nested_writing_is_a_savepoint(tmp_path):
 
 
 def test_an_older_store_s_placeholder_summaries_are_emptied(project):
-    from kirolearn.store import migrations
-    from kirolearn.store import sqlite as store
+    from kirolearn.store.sqlite import migrations
+    from kirolearn.store.sqlite import db as store
 
     call(project, "session_end", {"session_id": "s-1", "summary": "Real work done."})
     db = store.open_db()

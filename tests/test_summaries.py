@@ -6,7 +6,7 @@ import pytest
 from kirolearn import settings
 from kirolearn.pipeline import summaries
 from kirolearn.pipeline.extract import Completion
-from kirolearn.store import sqlite as store
+from kirolearn.store.sqlite import db as store
 
 
 def _model_conf():

@@ -5,7 +5,7 @@ import json
 from click.testing import CliRunner
 
 from kirolearn import Memory
-from kirolearn.cli import cli
+from kirolearn.cli.commands import cli
 
 from test_mcp import TURN
 

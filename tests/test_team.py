@@ -8,9 +8,10 @@ import stat
 import pytest
 from click.testing import CliRunner
 
-from kirolearn import project as projects
-from kirolearn import settings, team
-from kirolearn.cli import cli
+from kirolearn.core import project as projects
+from kirolearn import settings
+from kirolearn.team import membership as team
+from kirolearn.cli.commands import cli
 
 SECRET = "hunter2-not-real-pw"
 
@@ -142,9 +143,9 @@ def test_events_from_two_clones_are_one_project_in_the_store(tmp_path, make_even
     assert ids == {projects.project_id(str(a))}
     roots = {r["project_root"] for r in db.query("select distinct project_root from events")}
     assert roots == {str(a), str(b)}
-    from kirolearn.recall import lexical as recall
+    from kirolearn.recall import lexical
 
-    hits = recall.search(recall.connect_readonly(), "nightly job index", project_id=projects.project_id(str(b)))
+    hits = lexical.search(lexical.connect_readonly(), "nightly job index", project_id=projects.project_id(str(b)))
     assert hits, "clone b recalls what was learnt in clone a"
 
 
@@ -152,7 +153,7 @@ def test_events_from_two_clones_are_one_project_in_the_store(tmp_path, make_even
 
 
 def _reapply(db, name):
-    from kirolearn.store import migrations
+    from kirolearn.store.sqlite import migrations
 
     db.execute("delete from _sqlite_migrations where name = ?", [name])
     db.conn.commit()
@@ -161,9 +162,9 @@ def _reapply(db, name):
 
 
 def test_an_existing_store_moves_a_project_with_a_remote_to_its_new_id(tmp_path, make_event, drain_now):
-    from kirolearn import manage
+    from kirolearn.manage import records as manage
     from kirolearn.pipeline import summaries
-    from kirolearn.recall import lexical as recall
+    from kirolearn.recall import lexical
 
     shop = clone(tmp_path / "shop")  # no remote yet: stored under the path id, as older versions did
     plain = clone(tmp_path / "plain")
@@ -192,7 +193,7 @@ def test_an_existing_store_moves_a_project_with_a_remote_to_its_new_id(tmp_path,
         assert db.execute(f"select count(*) from {table} where project_id = ?", [new]).fetchone()[0] > 0, table
     assert {r["project_id"] for r in db.query("select project_id from events where project_root = ?",
                                               [str(plain)])} == {path_id(plain)}
-    assert recall.search(recall.connect_readonly(), "orders index", project_id=new), "the FTS index followed"
+    assert lexical.search(lexical.connect_readonly(), "orders index", project_id=new), "the FTS index followed"
     manage.restore(invoices, actor="cli")
     assert {r["project_id"] for r in db.query(
         f"select project_id from memory_records where record_id in ({','.join('?' * len(invoices))})", invoices)} == {new}
@@ -222,7 +223,7 @@ def test_a_configured_actor_wins_over_the_os_user(make_event, drain_now, monkeyp
 
 def test_summaries_carry_attribution(project, monkeypatch):
     from kirolearn.pipeline import summaries
-    from kirolearn.store import sqlite as store
+    from kirolearn.store.sqlite import db as store
 
     monkeypatch.setenv("KIROLEARN_ACTOR", "bob")
     db = store.open_db()
@@ -257,7 +258,7 @@ def test_list_show_export_and_import_keep_attribution(make_event, drain_now, mon
     assert run("import", str(source)).exit_code == 0
     again = json.loads(run("list", "--all-projects", "--json").output)
     assert {(r["record_id"], r["actor"], r["agent"]) for r in again} == {(r["record_id"], "carol", "kiro") for r in listed}
-    from kirolearn.store import sqlite as store
+    from kirolearn.store.sqlite import db as store
 
     assert {r["actor"] for r in store.open_db().query("select actor from events")} == {"carol"}
 
@@ -383,8 +384,8 @@ def test_identity_stays_standard_library_and_psycopg_stays_lazy(tmp_path):
         f"pid = project_id({str(repo)!r})\n"
         "hook = sorted(m for m in set(sys.modules) - before if m.split('.')[0] not in sys.stdlib_module_names"
         " and m.split('.')[0] != 'kirolearn')\n"
-        "import kirolearn.cli, kirolearn.team\n"
-        "print(json.dumps([pid, hook, 'psycopg' in sys.modules, 'kirolearn.gitremote' in sys.modules]))\n"
+        "import kirolearn.cli.commands, kirolearn.team.membership\n"
+        "print(json.dumps([pid, hook, 'psycopg' in sys.modules, 'kirolearn.core.gitremote' in sys.modules]))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60).stdout
     pid, third_party, psycopg_loaded, gitremote_loaded = json.loads(out)

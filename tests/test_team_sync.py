@@ -1,4 +1,4 @@
-"""Team sync (kirolearn.pipeline.team_sync) over the store contract: two homes, one team store.
+"""Team sync (kirolearn.team.sync) over the store contract: two homes, one team store.
 
 The team store here is a second SQLite store: sync is written against
 kirolearn.store.base.Store only, so what holds for it holds for PostgreSQL,
@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from kirolearn import config
-from kirolearn.pipeline import team_sync
+from kirolearn.core import paths
+from kirolearn.team import sync as team_sync
 from kirolearn.store import state
-from kirolearn.store.sqlite_store import SqliteStore
+from kirolearn.store.sqlite.store import SqliteStore
 from store_contract import event, record, run
 
 
@@ -29,7 +29,7 @@ def homes(tmp_path):
     made = {}
     for name in ("ana", "ben"):
         home = tmp_path / f"home-{name}"
-        with config.using_home(str(home)):
+        with paths.using_home(str(home)):
             made[name] = (str(home), SqliteStore(str(home / "kirolearn.db")))
     yield made
     for _, st in made.values():
@@ -38,7 +38,7 @@ def homes(tmp_path):
 
 def sync(homes, who, team, projects=("shared",)):
     home, local = homes[who]
-    with config.using_home(home):
+    with paths.using_home(home):
         return team_sync.sync(local, team, list(projects), me=who)
 
 
@@ -70,7 +70,7 @@ def test_sync_again_moves_nothing_twice(homes, team):
     again = sync(homes, "ana", team)
     assert (first.events_sent, first.records_sent) == (3, 3)
     assert (again.events_sent, again.records_sent, again.records_received) == (0, 0, 0)
-    with config.using_home(homes["ana"][0]):
+    with paths.using_home(homes["ana"][0]):
         state.write(team_sync.STATE, {})  # a lost state file: everything is sent again, nothing stored twice
     resent = sync(homes, "ana", team)
     assert (resent.events_sent, resent.records_sent, resent.error) == (0, 0, "")
@@ -115,25 +115,25 @@ def test_a_team_store_that_is_down_costs_nothing(homes, team):
 
     out = sync(homes, "ana", Down())
     assert "ConnectionError" in out.error and "refused" in out.error
-    with config.using_home(homes["ana"][0]):
+    with paths.using_home(homes["ana"][0]):
         found = team_sync.cache_state()
         assert found["last_error"] == out.error and found["last_ok_at"] is None
     ok = sync(homes, "ana", team)  # the server is back: what waited goes up
     assert (ok.events_sent, ok.records_sent, ok.error) == (1, 1, "")
-    with config.using_home(homes["ana"][0]):
+    with paths.using_home(homes["ana"][0]):
         assert team_sync.cache_state()["last_ok_at"] and team_sync.cache_state()["last_error"] == ""
 
 
 def test_text_scrubbed_with_older_rules_is_scrubbed_again_on_its_way_out(homes, team):
     from kirolearn.settings import Settings
-    from kirolearn.store import scrubbing
+    from kirolearn.store.sqlite import scrubbing
 
     home, ana = homes["ana"]
     leaked = "AKIA" + "QW3RTY7UIOPA5SDF"  # an AWS access key id the current rules catch
     ana.add_events([dict(event(1, project="shared"), body=json.dumps({"prompt": f"use {leaked} for s3"}))])
     ana.add_records([record(1, project="shared", summary=f"the deploy uses {leaked}")])
     scrubbing.finish(ana.db, 1)  # stored under rules version 1: older than the installed ones
-    with config.using_home(home):
+    with paths.using_home(home):
         scrub = team_sync.outbound_scrubber(Settings(), ana.db)
         assert scrub is not None
         sent = team_sync.sync(ana, team, ["shared"], me="ana", scrub=scrub)
@@ -145,11 +145,11 @@ def test_text_scrubbed_with_older_rules_is_scrubbed_again_on_its_way_out(homes, 
 def test_text_scrubbed_with_the_current_rules_goes_out_as_it_is(homes):
     from kirolearn.privacy.scrub import rules_version
     from kirolearn.settings import Settings
-    from kirolearn.store import scrubbing
+    from kirolearn.store.sqlite import scrubbing
 
     home, ana = homes["ana"]
     scrubbing.finish(ana.db, rules_version())
-    with config.using_home(home):
+    with paths.using_home(home):
         assert team_sync.outbound_scrubber(Settings(), ana.db) is None
 
 
@@ -223,7 +223,7 @@ def test_a_forget_from_my_other_machine_is_not_undone_by_a_record_this_home_pull
     home2, laptop2 = homes["ben"]  # ana's second home
 
     def sync_on(home, local):
-        with config.using_home(home):
+        with paths.using_home(home):
             return team_sync.sync(local, team, ["shared"], me="ana")
 
     authored(laptop2, 1, "ana", summary="cap the export retries at three")

@@ -1,7 +1,7 @@
 """Two developers, two homes, one repository cloned at two paths: identity, sharing, attribution and sync together.
 
 The real hook code spools the events, the real drain stores them, `kirolearn team join` chooses what
-is shared, and kirolearn.pipeline.team_sync carries it through a team store: a real PostgreSQL
+is shared, and kirolearn.team.sync carries it through a team store: a real PostgreSQL
 server (tests/pgserver.py), and a SQLite store too (sync is written against the store contract).
 """
 
@@ -11,11 +11,12 @@ import os
 import pytest
 from click.testing import CliRunner
 
-from kirolearn import config, team
-from kirolearn import project as projects
-from kirolearn.cli import cli
-from kirolearn.pipeline import team_sync
-from kirolearn.store.sqlite_store import SqliteStore
+from kirolearn.core import paths
+from kirolearn.team import membership as team
+from kirolearn.core import project as projects
+from kirolearn.cli.commands import cli
+from kirolearn.team import sync as team_sync
+from kirolearn.store.sqlite.store import SqliteStore
 from pgserver import pg_database, pg_server, pg_url  # noqa: F401 - fixtures
 
 
@@ -31,7 +32,7 @@ def team_store(request, tmp_path):
     if request.param == "sqlite":
         store = SqliteStore(str(tmp_path / "team.db"))
     else:
-        from kirolearn.store.postgres import PostgresStore
+        from kirolearn.store.postgres.store import PostgresStore
 
         store = PostgresStore(request.getfixturevalue("pg_url"), migrate=True)
     yield store
@@ -63,15 +64,15 @@ def turn(dev, where, session, prompt, answer):
     from kirolearn.capture import events as ev
     from kirolearn.capture import spool
 
-    with config.using_home(str(dev["home"])):
+    with paths.using_home(str(dev["home"])):
         for name, payload in (("userPromptSubmit", {"prompt": prompt}), ("stop", {"assistant_response": answer})):
             event = ev.build_event(name, {"cwd": str(dev[where]), "session_id": session, **payload})
             spool.append(event["event_id"], ev.serialize(event))
 
 
 def sync_as(dev, name, team_store):
-    with config.using_home(str(dev["home"])):
-        local = SqliteStore(config.db_path())
+    with paths.using_home(str(dev["home"])):
+        local = SqliteStore(paths.db_path())
         try:
             return team_sync.sync(local, team_store, sorted(team.shared_project_ids()), me=name)
         finally:
@@ -110,7 +111,7 @@ def test_what_ana_learns_in_her_clone_reaches_bens_clone_and_nothing_else(world,
     # ben's other project shows nothing of ana's, and nothing of it reached the team store
     assert "(nothing would be injected)" in cli_as(ben, "context", "--prompt", "nightly export timeout",
                                                    "--project", str(ben["side"]))
-    with config.using_home(str(ben["home"])):
+    with paths.using_home(str(ben["home"])):
         side_id = projects.project_id(str(ben["side"]))
     assert team_store.list_records(project_id=side_id) == []
     assert side_id not in {r["project_id"] for r in team_store.list_records(limit=100)}
@@ -153,7 +154,7 @@ def own_server():
         raise
     try:
         url = cluster.url(cluster.create_database("team"))
-        from kirolearn.store.postgres import PostgresStore
+        from kirolearn.store.postgres.store import PostgresStore
 
         PostgresStore(url, migrate=True).close()
         yield cluster, url

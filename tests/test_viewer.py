@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from kirolearn import manage
+from kirolearn.manage import records as manage
 from kirolearn.viewer.app import create_app
 
 XSS_TITLE = 'Login fails <script>alert(1)</script> "><img src=x onerror=alert(2)>'
@@ -121,7 +121,7 @@ def test_timeline_pages_by_keyset(client, add_record, project):
 def test_sessions_and_health_pages(client, project, monkeypatch):
     from click.testing import CliRunner
 
-    from kirolearn.cli import cli
+    from kirolearn.cli.commands import cli
 
     monkeypatch.chdir(project)
     CliRunner().invoke(cli, ["session-end", "--session-id", "s1", "--summary", "Moved JWT <b>checks</b>",
@@ -196,7 +196,7 @@ def test_viewer_in_headless_chromium(project, make_event, drain_now, add_record,
     drain_now()
     from click.testing import CliRunner
 
-    from kirolearn.cli import cli
+    from kirolearn.cli.commands import cli
 
     CliRunner().invoke(cli, ["session-end", "--session-id", "sess-1", "--summary",
                              "Export fixed with a busy timeout; cache added", "--next-step",

@@ -13,7 +13,7 @@ What it does: model2vec embeds every token of the teacher's WordPiece vocabulary
 tokens, each embedded in one forward pass so that "deadlock" is one meaning rather
 than the mean of "dead" and "##lock"), reduces them with PCA and weights them
 (SIF). The table is then stored as int8 with one float32 scale per row, beside the
-model2vec tokenizer.json, which is what kirolearn/recall/static_model.py loads
+model2vec tokenizer.json, which is what kirolearn/recall/embeddings/static.py loads
 with numpy and the `tokenizers` package (already a dependency through litellm).
 """
 

@@ -20,11 +20,11 @@ import sys
 import time
 
 AREAS = {
-    "dedup": ["kirolearn.dedup.x_*"],
+    "dedup": ["kirolearn.core.dedup.x_*"],
     "drain order": ["kirolearn.pipeline.drain.x*Drainer*_is_duplicate__mutmut_*"],
     "recall ranking": ["kirolearn.recall.lexical.x_relevant__mutmut_*", "kirolearn.recall.lexical.x__recency__mutmut_*"],
     "summaries": ["kirolearn.pipeline.summaries.x_compress__mutmut_*", "kirolearn.pipeline.summaries.x__record_spend__mutmut_*"],
-    "spend limit": ["kirolearn.store.sqlite.x_daily_limit_reached__mutmut_*", "kirolearn.store.sqlite.x_spend_today__mutmut_*",
+    "spend limit": ["kirolearn.store.sqlite.db.x_daily_limit_reached__mutmut_*", "kirolearn.store.sqlite.db.x_spend_today__mutmut_*",
                     "kirolearn.pipeline.drain.x*Drainer*_fallback_reason__mutmut_*"],
     "scrubber": ["kirolearn.privacy.scrub.x*Scrubber*scrub_text__mutmut_*", "kirolearn.privacy.scrub.x*Scrubber*scrub_value__mutmut_*"],
 }

@@ -1,7 +1,8 @@
 """Turn one agent hook call into one kirolearn event dict (standard library only).
 
 What differs between agents (hook names, payload shapes, environment hints)
-lives in their adapters, kirolearn.capture.agents.kiro and kirolearn.capture.agents.claude_code.
+lives in their adapters, one per agent in kirolearn.capture.agents (Kiro, Claude Code, Codex,
+Copilot CLI, Gemini CLI, opencode, Cursor).
 `build_event` asks the adapter to map the hook name onto kirolearn's canonical
 triggers and returns the one flat shape described in queue/README.md and
 validated by kirolearn.pipeline.schema.Event. Invalid input raises `Rejected`; nothing
@@ -11,13 +12,14 @@ here writes.
 import os
 import time
 
-from kirolearn import identity, isotime
+from kirolearn.core import identity, isotime
 from kirolearn.capture import agents, spool
 from kirolearn.capture.agents import SESSION_START_TRIGGERS, TRIGGER_KIND
-from kirolearn.ids import new_ulid, new_uuid4
-from kirolearn.project import find_project_root
-from kirolearn import jsonfast  # not json: it imports re (~30M instructions a hook call)
-from kirolearn.version import __version__
+from kirolearn.capture.rejected import Rejected  # noqa: F401 - events.Rejected, as callers know it
+from kirolearn.core.ids import new_ulid, new_uuid4
+from kirolearn.core.project import find_project_root
+from kirolearn.core import jsonfast  # not json: it imports re (~30M instructions a hook call)
+from kirolearn.core.version import __version__
 
 SCHEMA_VERSION = 2  # 2 added `agent`; version 1 files (no agent) are Kiro's and still drain
 # Envelope fields the hook generates itself and the Event model constrains to
@@ -51,10 +53,6 @@ _KNOWN_KEYS = frozenset(
         "assistant_response",
     )
 )
-
-
-class Rejected(ValueError):
-    """The hook input cannot become an event; the message says why."""
 
 
 def _adapter(agent: "str | None"):

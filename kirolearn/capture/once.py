@@ -13,8 +13,8 @@ hooks running at the same moment.
 import os
 import time
 
-from kirolearn import config
-from kirolearn import jsonfast  # not json: it imports re (~30M instructions a hook call)
+from kirolearn.core import paths
+from kirolearn.core import jsonfast  # not json: it imports re (~30M instructions a hook call)
 
 WINDOW_SECONDS = 5.0
 KIRO_SOURCES = ("payload", "env")  # session ids Kiro gave us (not our own fallback)
@@ -24,7 +24,7 @@ def _paths(project_root: str) -> "tuple[str, str]":
     import hashlib
 
     key = hashlib.sha256(project_root.encode("utf-8", "replace")).hexdigest()[:32]
-    directory = config.ensure_private_dir(config.sessions_dir())
+    directory = paths.ensure_private_dir(paths.sessions_dir())
     marker = os.path.join(directory, f"start-{key}.json")
     return marker, marker + ".lock"
 

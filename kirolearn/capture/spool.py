@@ -13,7 +13,7 @@ SQLite or LLMs; locking between drainers lives with the drainer (the lock file's
 
 import os
 
-from kirolearn import config
+from kirolearn.core import paths
 
 TMP = "tmp"
 READY = "ready"
@@ -40,7 +40,7 @@ class PublishError(OSError):
 
 def root() -> str:
     """The spool directory."""
-    return config.spool_dir()
+    return paths.spool_dir()
 
 
 def _fsync_dir(path: str) -> None:
@@ -56,10 +56,10 @@ def _fsync_dir(path: str) -> None:
 def ensure_layout(spool_root: "str | None" = None) -> str:
     """Create the spool folders (0700) if missing and return the spool root."""
     spool_root = spool_root or root()
-    config.ensure_private_dir(config.home())
-    config.ensure_private_dir(spool_root)
+    paths.ensure_private_dir(paths.home())
+    paths.ensure_private_dir(spool_root)
     for sub in (TMP, READY):
-        config.ensure_private_dir(os.path.join(spool_root, sub))
+        paths.ensure_private_dir(os.path.join(spool_root, sub))
     return spool_root
 
 
@@ -175,7 +175,7 @@ def size(spool_root: "str | None" = None) -> int:
 def quarantine(path: str, reason: str, spool_root: "str | None" = None) -> str:
     """Move a file out of ready/ into quarantine/, with the reason beside it."""
     spool_root = spool_root or root()
-    qdir = config.ensure_private_dir(os.path.join(spool_root, QUARANTINE))
+    qdir = paths.ensure_private_dir(os.path.join(spool_root, QUARANTINE))
     name = os.path.basename(path)
     target = os.path.join(qdir, name)
     n = 0

@@ -27,20 +27,21 @@ from dataclasses import asdict, dataclass, field
 from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
-from kirolearn import crashpoint, isotime, team
-from kirolearn import dedup
+from kirolearn.core import crashpoint, isotime
+from kirolearn.team import membership as team
+from kirolearn.core import dedup
 from kirolearn.pipeline import extract
 from kirolearn.capture import spool
 from kirolearn.capture.events import scrub_event
 from kirolearn.store import state
 from kirolearn.store.base import Store, event_row
-from kirolearn.store.sqlite_store import SqliteStore
-from kirolearn.ids import new_ulid
-from kirolearn.project import project_id
+from kirolearn.store.sqlite.store import SqliteStore
+from kirolearn.core.ids import new_ulid
+from kirolearn.core.project import project_id
 from kirolearn.pipeline.schema import (CONCEPT_MAX, CONCEPTS_COUNT_MAX, FACT_MAX, FACTS_COUNT_MAX, FILE_MAX, FILES_KEPT,
                                        SUMMARY_MAX, TITLE_MAX, Event, MemoryRecord, clip, clip_list)
 from kirolearn.privacy.scrub import Scrubber
-from kirolearn.errors import DrainLocked, SpoolError, StoreCorrupt
+from kirolearn.core.errors import DrainLocked, SpoolError, StoreCorrupt
 
 STALE_TMP_SECONDS = 600  # a tmp file this old belongs to a hook that died mid-write
 RECHECK_SECONDS = 60.0  # --watch: how often a pass re-runs quick_check before it ingests
@@ -121,7 +122,7 @@ class Drainer:
         self.store: Store = store if isinstance(store, Store) else SqliteStore(db=store)
         if not isinstance(self.store, SqliteStore):
             raise TypeError(f"the drainer runs on the embedded SQLite store, not on {self.store.backend!r}: "
-                            "a team store is synced after each drain (kirolearn.pipeline.team_sync)")
+                            "a team store is synced after each drain (kirolearn.team.sync)")
         self.local = self.store.extension()
         self.settings = settings
         self.scrubber = Scrubber(settings.scrub.extra_patterns, settings.scrub.allow,
@@ -562,7 +563,7 @@ class Drainer:
         self.local.remember_counts(self.store.counts(), path=self.db_path())
 
     def sync_team(self) -> dict:
-        """Send the shared projects to the team store and fetch the team's records (kirolearn.pipeline.team_sync).
+        """Send the shared projects to the team store and fetch the team's records (kirolearn.team.sync).
 
         After the spool files are released: the team store never holds up the local
         drain, and a server that is down loses nothing (the local store has it all).
@@ -573,7 +574,7 @@ class Drainer:
         if self.last_team_sync is not None and now - self.last_team_sync < TEAM_SYNC_SECONDS:
             return {}
         self.last_team_sync = now
-        from kirolearn.pipeline import team_sync
+        from kirolearn.team import sync as team_sync
 
         found = team_sync.run(self.settings, self.local.db)
         return found.to_dict() if found is not None else {}

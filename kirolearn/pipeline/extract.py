@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, Field, ValidationError
 
 from kirolearn.capture.events import cut_text
-from kirolearn.observation_types import OBSERVATION_TYPES
+from kirolearn.core.observation_types import OBSERVATION_TYPES
 from kirolearn.pipeline.schema import (CONCEPT_MAX, CONCEPTS_COUNT_MAX, FACT_MAX, FACTS_COUNT_MAX, FILE_MAX, FILES_KEPT,
                                        SUMMARY_MAX, TITLE_MAX, ObservationType, clip, clip_list)
-from kirolearn.errors import ExtractionError  # noqa: F401 - re-exported for callers
+from kirolearn.core.errors import ExtractionError  # noqa: F401 - re-exported for callers
 
 DETERMINISTIC_STRATEGY = "deterministic-turn"
 LLM_STRATEGY = "llm-summary"

@@ -1,6 +1,6 @@
 """`kirolearn repair`: rebuild a damaged or lost database from what SQLite can recover and the spool.
 
-The SQL of it lives in kirolearn.store.salvage. With the drain lock held it:
+The SQL of it lives in kirolearn.store.sqlite.salvage. With the drain lock held it:
 1. copies the damaged file (and its -wal / -shm) into $KIROLEARN_HOME/backups/
    (0600), so nothing is ever repaired in place;
 2. recovers rows from that copy, with the `sqlite3` command's `.recover`
@@ -19,10 +19,10 @@ import shutil
 import time
 from dataclasses import asdict, dataclass, field
 
-from kirolearn import config
+from kirolearn.core import paths
 from kirolearn.store import state
-from kirolearn.store import salvage
-from kirolearn.store import sqlite as store
+from kirolearn.store.sqlite import salvage
+from kirolearn.store.sqlite import db as store
 
 CLI_METHOD = "sqlite3 .recover"
 SALVAGE_METHOD = "row-by-row salvage (Python sqlite3)"
@@ -64,7 +64,7 @@ def _private_copy(src: str, dst: str) -> None:
 
 
 def _backup(path: str, stamp: str) -> "list[str]":
-    directory = config.ensure_private_dir(os.path.join(config.home(), "backups"))
+    directory = paths.ensure_private_dir(os.path.join(paths.home(), "backups"))
     copies = []
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(path + suffix):
@@ -86,7 +86,7 @@ def repair(settings, *, force: bool = False) -> RepairReport:
     from kirolearn import health
     from kirolearn.pipeline import drain
 
-    path = config.db_path()
+    path = paths.db_path()
     found = health.store_health(path)
     report = RepairReport(database=path, state_before=found["state"], detail=found["detail"],
                           held_before={k: v for k, v in state.read(state.STORE).items() if k in ("events", "records")})

@@ -12,8 +12,8 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validato
 
 from kirolearn.capture import agents as _agents
 from kirolearn.capture import events as _events
-from kirolearn.ids import ULID_PATTERN
-from kirolearn.observation_types import OBSERVATION_TYPES
+from kirolearn.core.ids import ULID_PATTERN
+from kirolearn.core.observation_types import OBSERVATION_TYPES
 
 NonEmpty = Annotated[str, Field(min_length=1)]
 Json = Any  # any value json.loads can produce

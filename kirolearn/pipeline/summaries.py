@@ -18,16 +18,16 @@ meant for the caller (the MCP server turns it into an error result).
 import json
 import os
 
-from kirolearn import isotime
-from kirolearn import project
-from kirolearn.store import sqlite as store
-from kirolearn import observation_types
-from kirolearn.ids import new_ulid, new_uuid4
-from kirolearn.observation_types import HAND_MADE_TYPES
+from kirolearn.core import isotime
+from kirolearn.core import project
+from kirolearn.store.sqlite import db as store
+from kirolearn.core import observation_types
+from kirolearn.core.ids import new_ulid, new_uuid4
+from kirolearn.core.observation_types import HAND_MADE_TYPES
 from kirolearn.pipeline.schema import (CONCEPT_MAX, CONCEPTS_COUNT_MAX, FACT_MAX, FACTS_COUNT_MAX, FILE_MAX, FILES_KEPT,
                                        SUMMARY_MAX, TITLE_MAX, MemoryRecord, clip_list)
 from kirolearn.privacy.scrub import Scrubber
-from kirolearn.errors import SummaryError
+from kirolearn.core.errors import SummaryError
 
 MAX_FIELD_CHARS = 100_000  # anything longer is a mistake, not a summary
 MAX_LIST_ITEMS = 200
@@ -51,8 +51,8 @@ class Project:
 
 def _who(db, project: Project, session_id: "str | None", settings=None) -> dict:
     """Attribution of a summary written now: the configured actor or OS user, this host, the session's agent."""
-    from kirolearn import team
-    from kirolearn.store.team import session_agent
+    from kirolearn.team import membership as team
+    from kirolearn.store.sqlite.team import session_agent
 
     return team.attribution(settings, agent=session_agent(db, project.id, session_id) if session_id else None)
 

@@ -13,9 +13,9 @@ import json
 import os
 from collections import Counter
 
-from kirolearn import config
-from kirolearn.store import reader
-from kirolearn.store import scrubbing as store_scrub
+from kirolearn.core import paths
+from kirolearn.store.sqlite import reader
+from kirolearn.store.sqlite import scrubbing as store_scrub
 from kirolearn.privacy.scrub import Scrubber, rules_version
 
 LOG_SUFFIXES = (".log",)
@@ -39,7 +39,7 @@ def state(db) -> dict:
 
 
 def _scrub_cell(scrubber: Scrubber):
-    from kirolearn.dedup import event_content_hash
+    from kirolearn.core.dedup import event_content_hash
     from kirolearn.capture.events import scrub_event
 
     def scrub_cell(table: str, column: str, value, derived: dict):
@@ -64,15 +64,15 @@ def _scrub_cell(scrubber: Scrubber):
 
 
 def _log_files() -> "list[str]":
-    paths = []
-    logs = config.logs_dir()
+    found = []
+    logs = paths.logs_dir()
     if os.path.isdir(logs):
-        paths += [os.path.join(logs, n) for n in sorted(os.listdir(logs))
+        found += [os.path.join(logs, n) for n in sorted(os.listdir(logs))
                   if n.endswith(LOG_SUFFIXES) or ".log." in n]
-    quarantine = os.path.join(config.spool_dir(), "quarantine")
+    quarantine = os.path.join(paths.spool_dir(), "quarantine")
     if os.path.isdir(quarantine):
-        paths += [os.path.join(quarantine, n) for n in sorted(os.listdir(quarantine)) if n.endswith(".reason")]
-    return paths
+        found += [os.path.join(quarantine, n) for n in sorted(os.listdir(quarantine)) if n.endswith(".reason")]
+    return found
 
 
 def rescrub_file(path: str, scrubber: Scrubber) -> int:
@@ -101,7 +101,7 @@ def rescrub_logs(scrubber: Scrubber) -> "dict[str, int]":
         except OSError:
             continue
         if n:
-            logs[os.path.relpath(path, config.home())] = n
+            logs[os.path.relpath(path, paths.home())] = n
     return logs
 
 

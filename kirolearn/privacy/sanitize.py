@@ -1,6 +1,6 @@
 """Make stored text safe to print as quoted lines (standard library only: the hook uses it).
 
-Memory text is untrusted (design.md rule 9). Before it is quoted line by line
+Memory text is untrusted (architecture.md rule 9). Before it is quoted line by line
 into the context an agent reads, `clean_lines` turns it into plain lines:
 - every line break Python or a terminal honours (CR, CR LF, VT, FF, FS, GS,
   RS, NEL, U+2028, U+2029) becomes "\n", so each resulting line can be quoted
@@ -16,7 +16,7 @@ into the context an agent reads, `clean_lines` turns it into plain lines:
   variation selectors U+E0100-U+E01EF and the Hangul fillers;
 - lone surrogates become U+FFFD, so the text can always be encoded.
 
-On top of that, for every surface that shows memory (design.md rule 9; the one
+On top of that, for every surface that shows memory (architecture.md rule 9; the one
 outbound sanitiser, so the hook's context block, every MCP answer, the viewer
 and the CLI judge alike):
 - `defuse` rewrites Kiro's own context markers (`--- CONTEXT ENTRY ...`);

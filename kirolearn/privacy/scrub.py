@@ -1687,7 +1687,7 @@ def _betterleaks_scan():
     try:
         from betterleaks import scan_string
     except ImportError:
-        from kirolearn.errors import ConfigError
+        from kirolearn.core.errors import ConfigError
 
         raise ConfigError("scrub.betterleaks is on but betterleaks is not installed",
                              fix="pip install 'kirolearn[scan]' (Linux and Windows wheels only), "

@@ -1,6 +1,6 @@
 """Ask the recall server (kirolearn.recall.server) over its Unix socket, within a deadline.
 
-Standard library only: the prompt hook imports it (design.md rules 1 and 12). Every failure
+Standard library only: the prompt hook imports it (architecture.md rules 1 and 12). Every failure
 (no socket, a stale one, a server that is busy, slow, gone or answers nonsense) returns None and
 the caller uses lexical recall; nothing here raises. One request per connection: one JSON line
 out, one JSON line back.
@@ -15,8 +15,8 @@ import os
 import sys
 import time
 
-from kirolearn import config
-from kirolearn import jsonfast
+from kirolearn.core import paths
+from kirolearn.core import jsonfast
 
 SOCKET_NAME = "recall.sock"
 PROMPT_DEADLINE = 0.15  # seconds the prompt hook waits for the server, in all (connect, ask, answer)
@@ -27,7 +27,7 @@ SUN_PATH_MAX = 104 if sys.platform == "darwin" else 108  # bytes, with the termi
 
 def socket_path() -> str:
     """$KIROLEARN_HOME/recall.sock."""
-    return os.path.join(config.home(), SOCKET_NAME)
+    return os.path.join(paths.home(), SOCKET_NAME)
 
 
 def too_long(path: str) -> bool:
@@ -100,7 +100,7 @@ def ask(request: dict, deadline: float = PROMPT_DEADLINE, path: "str | None" = N
 
 
 class ServedHits(list):
-    """Hits the server answered; `scrubbed`: it re-scrubbed them as manage.clean does (design.md rule 9)."""
+    """Hits the server answered; `scrubbed`: it re-scrubbed them as manage.clean does (architecture.md rule 9)."""
 
     scrubbed = False
 
@@ -146,9 +146,9 @@ def _deadline(variable: str, default: float) -> float:
 
 
 def terminal(text) -> str:
-    """Text safe to print on a terminal, as kirolearn.manage.terminal makes it for text the server has
+    """Text safe to print on a terminal, as kirolearn.manage.records.terminal makes it for text the server has
     already cleaned and re-scrubbed (kirolearn.privacy.sanitize.visible: standard library only, so
-    `kirolearn search` with the server up still skips kirolearn.manage's ~1 s of imports)."""
+    `kirolearn search` with the server up still skips kirolearn.manage.records's ~1 s of imports)."""
     from kirolearn.privacy.sanitize import visible
 
     return visible(text)

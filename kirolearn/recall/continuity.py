@@ -12,7 +12,7 @@ and so do `session_init` (MCP and CLI). One rule for both:
 
 import json
 
-from kirolearn.store import reader
+from kirolearn.store.sqlite import reader
 
 SUMMARY_LISTS = ("highlights", "pitfalls", "next_steps", "open_questions")
 SCAN = 50  # session ends looked at, newest first: enough to find the last one with content

@@ -1,6 +1,6 @@
-"""Recall: read-only search over memory records and the context block Kiro gets.
+"""Recall: read-only lexical search over memory records (the block itself is rendered in context.py).
 
-Standard library only: it runs inside the hook process (design.md rule 1), so
+Standard library only: it runs inside the hook process (architecture.md rule 1), so
 it opens SQLite read-only through the stdlib driver, inside a time budget. No
 database means nothing to say; a locked, corrupt or slow one raises
 sqlite3.Error, which the hook logs and turns into silence. Used by the hook, `kirolearn search` / `kirolearn context`, and MCP.
@@ -13,14 +13,14 @@ routine tool use) and recency; ties break on created_at, then record_id.
 import os
 import time
 
-from kirolearn import config
-from kirolearn.isotime import iso_epoch
-from kirolearn.limits import DEFAULT_TIME_BUDGET
+from kirolearn.core import paths
+from kirolearn.core.isotime import iso_epoch
+from kirolearn.core.limits import DEFAULT_TIME_BUDGET
 from kirolearn.recall import when
-from kirolearn.store import reader
-from kirolearn import jsonfast  # not json: it imports re (~30M instructions a hook call)
+from kirolearn.store.sqlite import reader
+from kirolearn.core import jsonfast  # not json: it imports re (~30M instructions a hook call)
 
-# One weight per observation type (kirolearn.observation_types; tests/test_constants.py checks).
+# One weight per observation type (kirolearn.core.observation_types; tests/test_constants.py checks).
 TYPE_WEIGHTS = {"session_summary": 1.3, "decision": 1.3, "error": 1.15, "discovery": 1.1, "pattern": 1.1,
                 "tool_use": 1.0, "conversation": 0.6}
 RECENCY_HALF_LIFE_DAYS = 30.0
@@ -77,7 +77,7 @@ class Hit:
 
 def connect_readonly(db_path: "str | None" = None, budget: float = DEFAULT_TIME_BUDGET):
     """A read-only connection to the store that gives up after `budget` seconds, or None if there is none."""
-    return reader.connect_readonly(db_path or config.db_path(), budget)
+    return reader.connect_readonly(db_path or paths.db_path(), budget)
 
 
 # --- query building --------------------------------------------------------------------
@@ -159,7 +159,7 @@ def _recency(created_at: str, now: float) -> float:
     return 0.5 + 0.5 * 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)  # halves every half-life (no math import)
 
 
-def _hit(row, bm25: float = 0.0) -> Hit:
+def hit_of(row, bm25: float = 0.0) -> Hit:
     def lst(value):
         try:
             found = jsonfast.loads(value or "[]")
@@ -250,7 +250,7 @@ def search(conn, query: str, *, project_id: "str | None" = None, types=None, lim
     full = {r["rowid"]: r for r in reader.records_by_rowid(conn, [rowid for _, rowid, _, _ in ranked])}
     hits = []
     for _, rowid, bm25, score in ranked:
-        hit = _hit(full[rowid], bm25=bm25)
+        hit = hit_of(full[rowid], bm25=bm25)
         text = " ".join([hit.title, hit.summary, *map(str, hit.facts), *map(str, hit.concepts),
                          *map(str, hit.files_touched)])
         hit.matched_terms = matched(words, text)
@@ -310,4 +310,4 @@ def latest(conn, project_id: str, *, types=None, limit: int = 5, exclude=(), exc
         return []
     rows = reader.latest_records(conn, project_id, types=types, exclude_strategies=exclude_strategies,
                                  limit=limit + len(exclude))
-    return [h for h in (_hit(r) for r in rows) if h.record_id not in exclude][:limit]
+    return [h for h in (hit_of(r) for r in rows) if h.record_id not in exclude][:limit]

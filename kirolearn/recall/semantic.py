@@ -19,9 +19,9 @@ import time
 
 from kirolearn.recall import lexical as recall
 from kirolearn.recall import when
-from kirolearn.store import reader
-from kirolearn.store import sqlite as store
-from kirolearn.recall.embeddings import EmbeddingUnavailable, from_settings
+from kirolearn.store.sqlite import reader
+from kirolearn.store.sqlite import db as store
+from kirolearn.recall.embeddings.registry import EmbeddingUnavailable, from_settings
 
 # The lexical / vector fusion weights and the meaning-alone floor are the model's
 # (EmbeddingModel.lexical_weight, vector_weight, vector_only_min_similarity, lexical_coverage_power).
@@ -274,7 +274,7 @@ class Searcher:
         for rid, value in scored:
             if rid not in rows:
                 continue
-            hit = recall._hit(rows[rid])
+            hit = recall.hit_of(rows[rid])
             hit.score = value
             hits.append(hit)
         return hits
@@ -447,7 +447,7 @@ def expansions_for(records: "list[dict]") -> "dict[str, str]":
 def enrich_pending(db, *, progress=None) -> int:
     """Derive the expansion column of new records (and of their neighbours, whose context changed).
 
-    Plain text in SQLite: the stdlib-only hook searches it with no model (design.md rule 8).
+    Plain text in SQLite: the stdlib-only hook searches it with no model (architecture.md rule 8).
     Returns how many records were updated.
     """
     updated = 0

@@ -1,5 +1,5 @@
 """The recall server: one long-running process keeps the embedding model loaded and answers recall
-queries over a 0600 Unix socket in KIROLEARN_HOME (design.md rule 12).
+queries over a 0600 Unix socket in KIROLEARN_HOME (architecture.md rule 12).
 
 `kirolearn serve-recall` runs it in the foreground (what the user service of `kirolearn schedule
 --recall-server` starts); `kirolearn drain --watch` runs it in a thread beside the drain. The prompt
@@ -30,8 +30,8 @@ import socket
 import threading
 import time
 
-from kirolearn import config
-from kirolearn.errors import KirolearnError
+from kirolearn.core import paths
+from kirolearn.core.errors import KirolearnError
 from kirolearn.recall import client
 
 log = logging.getLogger("kirolearn.recall.server")
@@ -72,7 +72,7 @@ class RecallServer:
     def start(self) -> "RecallServer":
         from filelock import FileLock, Timeout
 
-        config.ensure_private_dir(config.home())
+        paths.ensure_private_dir(paths.home())
         lock = FileLock(self.path + ".lock", timeout=0, mode=0o600)
         try:
             lock.acquire()
@@ -86,7 +86,7 @@ class RecallServer:
             lock.release()
             raise
         self._lock = lock
-        from kirolearn.recall.backends_local import one_blas_thread
+        from kirolearn.recall.embeddings.local import one_blas_thread
 
         self._blas = one_blas_thread()
         self._blas.__enter__()
@@ -165,7 +165,7 @@ class RecallServer:
         return self._settings
 
     def _load(self) -> None:
-        from kirolearn.recall.embeddings import EmbeddingUnavailable, from_settings
+        from kirolearn.recall.embeddings.registry import EmbeddingUnavailable, from_settings
 
         settings = self._settings_now()
         if self.model is not None:
@@ -318,7 +318,7 @@ def start_in_thread(settings=None) -> "RecallServer | None":
     """A server serving in a daemon thread (the drain --watch process), or None: embeddings are off
     (the hook's own lexical recall is the same answer, without the round trip), or one cannot start
     here (logged)."""
-    from kirolearn.recall.embeddings import OFF
+    from kirolearn.recall.embeddings.registry import OFF
     from kirolearn.settings import load
 
     if (settings or load()).embeddings.model.strip().lower() in OFF:

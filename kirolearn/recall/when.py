@@ -140,10 +140,10 @@ def closeness(seconds: "float | None", found: "list[tuple[str, int, int]]") -> f
 
 def record_time(source_event_ids, created_at) -> "float | None":
     """When a record's turn happened: its first source event's time (event ids are ULIDs, see
-    kirolearn.ids), else when the record was made (an import or a summary may carry no event)."""
-    from kirolearn import jsonfast
-    from kirolearn.ids import ulid_time_ms
-    from kirolearn.isotime import iso_epoch
+    kirolearn.core.ids), else when the record was made (an import or a summary may carry no event)."""
+    from kirolearn.core import jsonfast
+    from kirolearn.core.ids import ulid_time_ms
+    from kirolearn.core.isotime import iso_epoch
 
     try:
         return ulid_time_ms(jsonfast.loads(source_event_ids or "[]")[0]) / 1000.0

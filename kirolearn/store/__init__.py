@@ -1,1 +1,1 @@
-"""The store boundary: the only package that holds SQL (design.md rule 10)."""
+"""The store boundary: the only package that holds SQL (architecture.md rule 10)."""

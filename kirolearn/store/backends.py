@@ -8,9 +8,9 @@ from kirolearn.store.base import Store
 def open_store(url: "str | None" = None) -> Store:
     """The store a URL names: None or a path is this home's SQLite file; postgresql://… a team store."""
     if url and url.startswith(("postgresql://", "postgres://")):
-        from kirolearn.store.postgres import PostgresStore
+        from kirolearn.store.postgres.store import PostgresStore
 
         return PostgresStore(url)
-    from kirolearn.store.sqlite_store import SqliteStore
+    from kirolearn.store.sqlite.store import SqliteStore
 
     return SqliteStore(url)

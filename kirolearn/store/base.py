@@ -1,13 +1,13 @@
 """The store contract: what every kirolearn store backend does, whatever its database.
 
-Two backends implement it: SQLite through sqlite-utils (kirolearn.store.sqlite_store's
-SqliteStore over kirolearn.store.sqlite, the embedded default, one file per home) and
-PostgreSQL (kirolearn.store.postgres, a team's shared store). tests/store_contract.py is
+Two backends implement it: SQLite through sqlite-utils (kirolearn.store.sqlite.store's
+SqliteStore over kirolearn.store.sqlite.db, the embedded default, one file per home) and
+PostgreSQL (kirolearn.store.postgres.store, a team's shared store). tests/store_contract.py is
 one suite of tests written against this class only; each backend runs all of it, as huey
 runs one storage test class over each of its backends.
 
 The drainer (kirolearn.pipeline.drain) is written against this class, plus one declared
-extension that only the embedded store has (kirolearn.store.sqlite_extension.SqliteExtension:
+extension that only the embedded store has (kirolearn.store.sqlite.extension.SqliteExtension:
 the hook's word counts, the handle recall's vector and expansion passes take, the marker
 outside the file). So every store call the drain makes is one the contract suite runs on
 both backends: event dedup by id and by content (`event_ids_present`,
@@ -27,11 +27,11 @@ The contract speaks in plain dicts, never in a backend's rows:
   carry more columns (`run_id`, `expansion`, attribution), never fewer.
 - a **session summary** is a session_end row, its lists (`highlights`, `pitfalls`,
   `next_steps`, `open_questions`) as lists.
-- timestamps are the store's ISO text (kirolearn.isotime.now_iso), so they
+- timestamps are the store's ISO text (kirolearn.core.isotime.now_iso), so they
   compare as strings in every backend.
 
 Nothing here scrubs: every caller hands the store text that is already scrubbed
-(design.md rule 3), and the store keeps it as given.
+(architecture.md rule 3), and the store keeps it as given.
 """
 
 from __future__ import annotations
@@ -40,10 +40,10 @@ import abc
 import json
 from typing import Iterator
 
-from kirolearn.dedup import tagged_hash
-from kirolearn.isotime import from_datetime, now_iso
-from kirolearn.project import project_id
-from kirolearn.store.reader import FIELD_WEIGHTS  # noqa: F401 - part of the contract: how search weighs fields
+from kirolearn.core.dedup import tagged_hash
+from kirolearn.core.isotime import from_datetime, now_iso
+from kirolearn.core.project import project_id
+from kirolearn.store.sqlite.reader import FIELD_WEIGHTS  # noqa: F401 - part of the contract: how search weighs fields
 
 RECORD_LISTS = ("facts", "concepts", "files_touched", "source_event_ids")
 SUMMARY_LISTS = ("highlights", "pitfalls", "next_steps", "open_questions")
@@ -100,7 +100,7 @@ class Store(abc.ABC):
     def last_turn_event_id(self, project_id: str, session_id: str, before: str) -> "str | None":
         """The greatest event id below `before` among a session's stored events that a turn holds
         (neither a `session_summary` stop nor a lifecycle `note`); None when there is none. It keys a
-        stop's content hash to its turn (kirolearn.dedup.stop_content_hash)."""
+        stop's content hash to its turn (kirolearn.core.dedup.stop_content_hash)."""
 
     @abc.abstractmethod
     def pending_event_count(self) -> int:

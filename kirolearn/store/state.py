@@ -17,7 +17,7 @@ guard. Markers written before home ids (no `home_id` field) are still read.
 import json
 import os
 
-from kirolearn import config, isotime
+from kirolearn.core import paths, isotime
 
 STORE = "store"
 DRAIN = "drain"
@@ -26,7 +26,7 @@ MODEL = "model"
 
 def state_dir() -> str:
     """$KIROLEARN_HOME/state."""
-    return os.path.join(config.home(), "state")
+    return os.path.join(paths.home(), "state")
 
 
 def _path(name: str) -> str:
@@ -62,7 +62,7 @@ def home_id(create: bool = False) -> "str | None":
         except (OSError, UnicodeDecodeError):
             if not create:
                 return None
-        directory = config.ensure_private_dir(state_dir())
+        directory = paths.ensure_private_dir(state_dir())
         new = os.urandom(16).hex()
         try:
             fd = os.open(os.path.join(directory, HOME_ID), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -78,7 +78,7 @@ def home_id(create: bool = False) -> "str | None":
 
 def _inside_home(path: str) -> "str | None":
     """`path` relative to the home ('/'-separated), or None when it is not inside it."""
-    home = os.path.abspath(config.home())
+    home = os.path.abspath(paths.home())
     absolute = os.path.abspath(path)
     try:
         if os.path.commonpath([home, absolute]) != home or absolute == home:
@@ -133,7 +133,7 @@ def write(name: str, data: dict) -> None:
     """Replace the state file `name` atomically (0600 in a 0700 folder)."""
     from kirolearn.capture.spool import write_atomic
 
-    directory = config.ensure_private_dir(state_dir())
+    directory = paths.ensure_private_dir(state_dir())
     write_atomic(directory, name + ".json", json.dumps(data, sort_keys=True).encode("utf-8"), directory)
 
 

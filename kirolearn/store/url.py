@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import urllib.parse
 
-from kirolearn.errors import ConfigError
+from kirolearn.core.errors import ConfigError
 
 SCHEMES = ("postgresql", "postgres")
 # libpq connection parameters that carry a secret: never accepted in a URL kirolearn stores

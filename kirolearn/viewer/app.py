@@ -1,6 +1,6 @@
 """The viewer's Starlette application: token gate, CSRF-checked forms, server-rendered pages.
 
-Every page reads through kirolearn.manage (re-scrubbed data) and renders with
+Every page reads through kirolearn.manage.records (re-scrubbed data) and renders with
 a Jinja2 environment that autoescapes everything; nothing here builds HTML by
 string concatenation. Pages page by keyset (created_at, record_id), never by
 OFFSET, so the last page of 100k records costs what the first does.
@@ -17,8 +17,8 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from kirolearn import manage
-from kirolearn.observation_types import OBSERVATION_TYPES, kind_label
+from kirolearn.manage import records as manage
+from kirolearn.core.observation_types import OBSERVATION_TYPES, kind_label
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PAGE_SIZE = 50

@@ -1,6 +1,6 @@
 """Memory text as HTML for the viewer: CommonMark through markdown-it-py, with raw HTML off.
 
-Memory is untrusted (design.md rule 9). The renderer escapes every character of the
+Memory is untrusted (architecture.md rule 9). The renderer escapes every character of the
 source that is not markdown syntax, raw HTML is off (shown as text, not parsed), and links,
 autolinks and images are off too: a memory cannot make the viewer load or point anywhere.
 What it renders is headings, emphasis, lists, code and paragraphs.

@@ -11,7 +11,7 @@ per run is in the URL it prints and is then kept in a SameSite=Strict cookie;
 any request without it gets 403; the Host header must name this server (no DNS
 rebinding); every write is a POST carrying a CSRF token derived from the run's
 token, from this origin. Memory is untrusted text: every value is re-scrubbed
-(kirolearn.manage) and escaped by the templates.
+(kirolearn.manage.records) and escaped by the templates.
 """
 
 import secrets
@@ -27,7 +27,7 @@ def bind(port: int = 0) -> socket.socket:
         sock.bind(("127.0.0.1", port))
     except OSError as exc:
         sock.close()
-        from kirolearn.errors import KirolearnError
+        from kirolearn.core.errors import KirolearnError
 
         raise KirolearnError(f"cannot listen on 127.0.0.1:{port} ({exc.strerror or exc})",
                              "choose another --port, or --port 0 for any free one") from None
@@ -54,7 +54,7 @@ def _server(port: int, token: "str | None"):
     import uvicorn
 
     from kirolearn.viewer.app import create_app
-    from kirolearn.store.sqlite import open_db
+    from kirolearn.store.sqlite.db import open_db
 
     open_db().close()  # migrate once up front; requests then open the store as it is
     sock = bind(port)

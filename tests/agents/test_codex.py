@@ -20,7 +20,8 @@ import npmcache
 from agentrun import first_session
 from fake_openai import FakeOpenAI, output_of, request_text, tool_names, tool_outputs
 from kirolearn.capture.agents import codex
-from kirolearn.cli import cli
+from kirolearn.capture.agents.common import APPROVED_TOOLS
+from kirolearn.cli.commands import cli
 
 pytestmark = [pytest.mark.agents, pytest.mark.timeout(900)]  # a first run installs the CLI from npm
 SPEC = "@openai/codex@0.171.0"
@@ -260,7 +261,7 @@ def test_codex_install_uninstall_exact_bytes_without_the_client(layout, home):
         import tomllib
 
         parsed = tomllib.loads((codex_home / "config.toml").read_text())
-        assert set(parsed["mcp_servers"]["kirolearn"]["tools"]) == set(codex.APPROVED_TOOLS)
+        assert set(parsed["mcp_servers"]["kirolearn"]["tools"]) == set(APPROVED_TOOLS)
         assert len(parsed["hooks"]["state"]) == len(codex.HOOKS)
     assert runner.invoke(cli, ["uninstall", "--agent", "codex", "--yes"], catch_exceptions=False).exit_code == 0
     for path, text in files.items():

@@ -18,7 +18,8 @@ from click.testing import CliRunner
 
 from kirolearn.capture import spool
 from kirolearn.capture.agents import cursor
-from kirolearn.cli import cli
+from kirolearn.install.agents import cursor as cursor_install
+from kirolearn.cli.commands import cli
 
 pytestmark = pytest.mark.agents
 
@@ -172,7 +173,7 @@ LAYOUTS = {
 @pytest.mark.parametrize("layout", LAYOUTS, ids=list(LAYOUTS))
 @pytest.mark.parametrize("scope", ["project", "global"])
 def test_cursor_install_uninstall_exact_bytes(layout, scope, home, project):
-    folder = project / ".cursor" if scope == "project" else cursor.cursor_dir(None)
+    folder = project / ".cursor" if scope == "project" else cursor_install.cursor_dir(None)
     folder = type(project)(folder)
     files = dict(zip((folder / "hooks.json", folder / "mcp.json"), LAYOUTS[layout]))
     for path, text in files.items():

@@ -17,7 +17,7 @@ import npmcache
 from agentrun import first_session
 from fake_gemini import FakeGemini, ProxySink, request_text, tool_names, tool_results
 from kirolearn.capture.agents import gemini
-from kirolearn.cli import cli
+from kirolearn.cli.commands import cli
 
 pytestmark = [pytest.mark.agents, pytest.mark.timeout(900)]  # a first run installs the CLI from npm
 SPEC = "@google/gemini-cli@0.61.0"

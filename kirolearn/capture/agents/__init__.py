@@ -13,13 +13,48 @@ Claude Code share hook names, so the hook never guesses between them: the
 installer writes `--agent` explicitly.
 """
 
-import sys
-
 DEFAULT = "kiro"
-_MODULES = {"kiro": "kiro", "claude-code": "claude_code"}
-_MODULES.update({"codex": "codex", "gemini": "gemini", "cursor": "cursor"})  # issue 21, part 2
-_MODULES["copilot"] = "copilot"  # GitHub Copilot CLI
-_MODULES["opencode"] = "opencode"
+
+
+# One loader per adapter: a hook call imports only the adapter it runs (a plain import, which the
+# import contracts see), never all seven.
+def _kiro():
+    from kirolearn.capture.agents import kiro
+    return kiro
+
+
+def _claude_code():
+    from kirolearn.capture.agents import claude_code
+    return claude_code
+
+
+def _codex():
+    from kirolearn.capture.agents import codex
+    return codex
+
+
+def _gemini():
+    from kirolearn.capture.agents import gemini
+    return gemini
+
+
+def _cursor():
+    from kirolearn.capture.agents import cursor
+    return cursor
+
+
+def _copilot():
+    from kirolearn.capture.agents import copilot
+    return copilot
+
+
+def _opencode():
+    from kirolearn.capture.agents import opencode
+    return opencode
+
+
+_LOADERS = {"kiro": _kiro, "claude-code": _claude_code, "codex": _codex, "gemini": _gemini,
+            "cursor": _cursor, "copilot": _copilot, "opencode": _opencode}
 
 
 # Canonical triggers and the event kind each one makes (shared by every adapter).
@@ -32,21 +67,6 @@ TRIGGER_KIND = {
 }
 SESSION_START_TRIGGERS = ("agentSpawn",)
 CONTEXT_TRIGGERS = ("agentSpawn", "userPromptSubmit")
-
-# kirolearn's MCP server, as every adapter registers it, and which of its tools an install may
-# auto-approve: never one the server marks destructive (tests/test_agents.py checks the
-# server's own annotations against these).
-# They live in the leaf kirolearn.mcp_tools and load on first use (PEP 562 below): no hook call needs them.
-_MCP_NAMES = ("MCP_DESTRUCTIVE_TOOLS", "MCP_SAFE_TOOLS", "MCP_SERVER")
-
-
-def __getattr__(name):
-    if name in _MCP_NAMES:
-        from kirolearn import mcp_tools
-
-        return getattr(mcp_tools, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 
 # Payload keys only one agent sends. A hint for a hook run without --agent, never a guess:
 # checking it must not import every adapter on each Kiro hook call.
@@ -65,9 +85,10 @@ class UnknownAgent(ValueError):
     """`--agent` names no adapter."""
 
 
+
 def names() -> "tuple[str, ...]":
     """The agents kirolearn has adapters for."""
-    return tuple(_MODULES)
+    return tuple(_LOADERS)
 
 
 _LOADED: dict = {}  # agent name -> its adapter module, once imported
@@ -78,9 +99,7 @@ def get(name: "str | None" = None):
     key = DEFAULT if name is None else name
     module = _LOADED.get(key)
     if module is None:  # the drain asks twice per event: a dict look-up, not an import each time
-        if key not in _MODULES:
-            raise UnknownAgent(f"unknown agent {str(key)[:40]!r}; expected one of {', '.join(_MODULES)}")
-        name = f"{__name__}.{_MODULES[key]}"
-        __import__(name)  # not importlib.import_module: importlib costs every hook call ~0.5 ms of imports
-        module = _LOADED[key] = sys.modules[name]
+        if key not in _LOADERS:
+            raise UnknownAgent(f"unknown agent {str(key)[:40]!r}; expected one of {', '.join(_LOADERS)}")
+        module = _LOADED[key] = _LOADERS[key]()
     return module

@@ -21,14 +21,13 @@ assistant line). Context goes back only at `sessionStart`, as
 `{"additional_context": "..."}`; `beforeSubmitPrompt` can only allow or block,
 so per-prompt recall is the MCP server's search_memory.
 
-Standard library only (the hook imports it); the installer part is used by the CLI.
+Standard library only (the hook imports it); its installer half is kirolearn.install.agents.cursor.
 """
 
 import os
 
-from kirolearn import jsonfast  # not json: it imports re (~30M instructions a hook call)
+from kirolearn.core import jsonfast  # not json: it imports re (~30M instructions a hook call)
 from kirolearn.capture.agents import common
-from kirolearn.capture.agents.common import MCP_SERVER
 
 NAME = "cursor"
 GENERATIONS = ("cursor",)
@@ -152,9 +151,9 @@ def _state_path(session_id) -> "str | None":
     safe = "".join(c for c in session_id[:80] if c.isalnum() or c in "-_")
     if not safe:
         return None
-    from kirolearn import config
+    from kirolearn.core import paths
 
-    return os.path.join(config.sessions_dir(), f"cursor-last-{safe}.txt")
+    return os.path.join(paths.sessions_dir(), f"cursor-last-{safe}.txt")
 
 
 def _remember_text(session_id, text: str) -> None:
@@ -163,9 +162,9 @@ def _remember_text(session_id, text: str) -> None:
     if path is None:
         return
     try:
-        from kirolearn import config
+        from kirolearn.core import paths
 
-        config.ensure_private_dir(os.path.dirname(path))
+        paths.ensure_private_dir(os.path.dirname(path))
         tmp = f"{path}.{os.getpid()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
@@ -211,78 +210,3 @@ def context_output(trigger: str, text: str) -> str:
     if trigger != "agentSpawn":
         return ""
     return jsonfast.dumps({"additional_context": text})
-
-
-# --- installing: <project>/.cursor/ or ~/.cursor/: hooks.json and mcp.json ---------------------------
-
-
-def cursor_dir(project: "str | None") -> str:
-    if project:
-        return os.path.join(os.path.abspath(project), ".cursor")
-    return common.user_path(".cursor")
-
-
-def hook_command() -> str:
-    """The command Cursor runs (through a shell); a missing binary is a no-op."""
-    return common.hook_command(NAME)
-
-
-def _is_ours(entry) -> bool:
-    return common.is_our_command(entry, NAME)
-
-
-def _hooks_unwired(data: dict) -> dict:
-    if common.drop_our_hooks(data, _is_ours) and set(data) == {"version"}:
-        del data["version"]  # what install added along with the hooks
-    return data
-
-
-def _hooks_problem(data: dict) -> "str | None":
-    if data.get("version", 1) != 1:
-        return f"hooks.json version {data.get('version')!r} is not the version 1 kirolearn writes"
-    return common.hooks_problem(data)
-
-
-_mcp_unwired = common.drop_our_server
-_mcp_problem = common.servers_problem
-
-
-def plan_install(project: "str | None", global_: bool = False, **options):
-    """hooks.json and mcp.json in the project's .cursor/ (or ~/.cursor/); nothing is written."""
-    from kirolearn import install, install_edit
-    from kirolearn.install_edit import Item, Member
-
-    folder = cursor_dir(project)
-    hooks_path = os.path.join(folder, "hooks.json")
-    additions = [Item(("hooks", event), {"command": hook_command(), "timeout": timeout})
-                 for event, timeout in HOOKS]
-    before = install._read(hooks_path)
-    try:  # the version key is added with our hooks when the file has none of its own
-        has_version = "version" in _hooks_unwired(install._load(hooks_path, before))
-    except install.InstallError:
-        has_version = True  # install_edit.plan reports the problem
-    if not has_version:
-        additions.insert(0, Member((), "version", 1))
-    hooks = install_edit.plan(hooks_path, additions, "cursor-hooks", unwired=_hooks_unwired,
-                              problem=_hooks_problem)
-    mcp = install_edit.plan(os.path.join(folder, "mcp.json"), [Member(("mcpServers",), MCP_SERVER,
-                                                                      common.mcp_server())],
-                            "cursor-mcp", unwired=_mcp_unwired, problem=_mcp_problem)
-    return [hooks, mcp]
-
-
-def plan_uninstall(only_project: "str | None" = None):
-    """Undo each recorded Cursor install: the user's exact bytes while the files are as install left them."""
-    from kirolearn import install, install_edit
-
-    changes = []
-    for entry in install.load_record():
-        if entry.get("kind") not in ("cursor-hooks", "cursor-mcp"):
-            continue
-        if only_project and not entry["path"].startswith(cursor_dir(only_project) + os.sep):
-            continue
-        unwired = _hooks_unwired if entry["kind"] == "cursor-hooks" else _mcp_unwired
-        change = install_edit.undo(entry, unwired=unwired)
-        if change is not None:
-            changes.append(change)
-    return changes

@@ -6,13 +6,12 @@ Kiro's generations disagree on almost everything: classic CLI agent hooks
 and IDE 0.x `.kiro.hook` files (payload in the `USER_PROMPT` variable, stdin
 never closed). Facts: shared/reference/kiro-hooks.md.
 
-Standard library only (the hook imports it). Kiro's installer targets live in
-kiro_install.py, on the shared engine kirolearn.install; `plan_install` /
-`plan_uninstall` here load it only when the CLI asks.
+Standard library only (the hook imports it). Kiro's installer targets are its installer half,
+kirolearn.install.agents.kiro, on the shared engine kirolearn.install.engine.
 """
 
-from kirolearn.capture.events import Rejected
-from kirolearn import jsonfast  # not json: it imports re (~30M instructions a hook call)
+from kirolearn.capture.rejected import Rejected
+from kirolearn.core import jsonfast  # not json: it imports re (~30M instructions a hook call)
 
 NAME = "kiro"
 GENERATIONS = ("classic", "v3", "ide-legacy", "unknown")
@@ -134,19 +133,3 @@ def normalise(trigger: str, payload: dict, env) -> dict:
 def context_output(trigger: str, text: str) -> str:
     """Kiro adds a hook's stdout (exit 0) to the context of agentSpawn and userPromptSubmit."""
     return text
-
-
-# --- installing (kiro_install.py holds the targets; loaded only by the CLI) -------------------------
-
-
-def plan_install(project: "str | None", global_: bool, **options):
-    """The files install would write (options: portable), as install.Changes; nothing is written."""
-    from kirolearn.capture.agents import kiro_install
-
-    return kiro_install.plan_install(project, global_, **options)
-
-
-def plan_uninstall(only_project: "str | None" = None):
-    from kirolearn.capture.agents import kiro_install
-
-    return kiro_install.plan_uninstall(only_project)  # it undoes only Kiro's kinds of record

@@ -1,0 +1,856 @@
+"""`kirolearn`: the command line for people, cron jobs and scripts.
+
+The group and its error handling are kirolearn.cli.common's (`KirolearnGroup`
+turns library errors into one `Error:` line with a fix-it hint); bad flag
+combinations are usage errors (exit 2). `--json` output is stable:
+its keys are documented in docs/ and only ever added to.
+"""
+
+import json
+import os
+import sys
+
+import click
+
+from kirolearn.cli.common import (CONTEXT_SETTINGS, existing_db, project_root_of, project_where, say_if_no_database,
+                                  since_option, cli, json_option, reindex_with_bar)
+from kirolearn.core.observation_types import OBSERVATION_TYPES
+from kirolearn.recall.lexical import SEARCH_LIMIT_MAX
+from kirolearn.capture.agents import names as agent_names
+
+AGENT_NAMES = list(agent_names())  # `--agent` of install / uninstall: every adapter's agent
+
+
+def _load_settings():
+    from kirolearn.settings import load
+
+    return load()
+
+
+def _open_db():
+    from kirolearn.store.sqlite.db import open_db
+
+    return open_db()
+
+
+@cli.command(name="drain")
+@click.option("--watch", is_flag=True, help="Keep draining as events arrive, until interrupted.")
+@click.option("--flush", is_flag=True, help="Extract every buffered session now, without waiting for turn end or idle.")
+@click.option("--no-recall-server", is_flag=True, help="With --watch: do not also serve recall (kirolearn serve-recall).")
+@json_option
+def drain_command(watch, flush, json_, no_recall_server):
+    """Store spooled events and extract memory records from them.
+
+    Takes the spool lock first: if another drain holds it, exits 0 saying so.
+
+    \b
+    Examples:
+        kirolearn drain                  # once, e.g. from cron
+        kirolearn drain --watch          # keep going as Kiro works
+        kirolearn drain --json           # summary as JSON
+    """
+    from dataclasses import asdict
+
+    from kirolearn import Memory
+    from kirolearn.capture import spool
+    from kirolearn.core.errors import DrainLocked
+
+    if watch and flush:
+        raise click.UsageError("--flush applies to a single drain; drop it or --watch")
+    bar = None
+
+    def start():  # the lock is held: show progress for a big spool, or say we are watching
+        nonlocal bar
+        waiting = spool.size()
+        if waiting >= 1000 and sys.stderr.isatty() and not watch:
+            bar = click.progressbar(length=waiting, label="draining", file=sys.stderr)
+            bar.__enter__()
+        if watch:
+            click.echo("kirolearn: watching the spool; Ctrl-C to stop", err=True)
+
+    def progress(done):
+        if bar is not None:
+            bar.update(done - bar.pos)
+
+    def on_pass(s):
+        click.echo(json.dumps(asdict(s)) if json_ else _describe(s), err=not json_)
+
+    server = None
+    if watch and not no_recall_server:  # the watcher keeps the model loaded anyway: answer recall too
+        from kirolearn.recall.server import start_in_thread
+
+        server = start_in_thread()
+    try:
+        stats = Memory().drain(flush=flush, watch=watch, progress=progress, on_pass=on_pass, on_start=start)
+    except DrainLocked as exc:
+        if json_:
+            click.echo(json.dumps({"locked": True, "message": str(exc)}))
+        else:
+            click.echo(f"kirolearn: {exc}", err=True)
+        return
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+        if server is not None:
+            server.close()
+    if json_ and not watch:
+        click.echo(json.dumps(asdict(stats), sort_keys=True))
+    elif not json_:
+        click.echo(_describe(stats))
+    _rescrub_note()
+
+
+def _rescrub_note(db=None) -> None:
+    """Say on stderr when the store's text predates the current scrubbing rules."""
+    from kirolearn.privacy.rescrub import note
+
+    text = note(db or _open_db())
+    if text:
+        click.echo(f"kirolearn: {text}", err=True)
+
+
+def _describe(stats) -> str:
+    parts = [
+        f"{stats.events_read} events read",
+        f"{stats.stored} stored",
+        f"{stats.duplicates} duplicates",
+        f"{stats.already_stored} already stored",
+        f"{stats.quarantined} quarantined",
+        f"{stats.batches_extracted} batches extracted ({stats.extractor})",
+        f"{stats.records_written} records written",
+        f"{stats.pending_events} events buffered",
+    ]
+    text = "drain: " + ", ".join(parts)
+    if stats.redactions:
+        text += "\nredacted: " + ", ".join(f"{n} {kind}" for kind, n in sorted(stats.redactions.items()))
+    if stats.llm_failures:
+        text += f"\nmodel failures: {stats.llm_failures} (batches kept, retried on the next drain)"
+    if stats.fallbacks:
+        text += f"\ndeterministic fallbacks: {stats.fallbacks} (model unset, over its daily limit, or failing)"
+    if stats.tokens_used:
+        text += f"\ntokens used: {stats.tokens_used} (${stats.cost_usd:.4f})"
+    if stats.records_embedded:
+        text += f"\nembedded: {stats.records_embedded} records (semantic recall)"
+    if stats.embedding_error:
+        text += f"\nsemantic recall off: {stats.embedding_error} (search uses words alone; see `kirolearn doctor`)"
+    team = stats.team
+    if team.get("error"):
+        text += (f"\nteam store not synced: {team['error']} (nothing is lost: it is sent at the next drain; "
+                 "see `kirolearn status`)")
+    elif team:
+        text += (f"\nteam: sent {team['events_sent']} events and {team['records_sent']} records, received "
+                 f"{team['records_received']} records ({team['projects']} shared projects)")
+    return text
+
+
+class PrivateFile(click.File):
+    """click.File for writing, except that a file it creates is 0600 whatever the umask (an export holds
+    every prompt and tool output). Opened on the first write, as click.File opens one; "-" is stdout."""
+
+    def convert(self, value, param, ctx):
+        if value == "-" or not isinstance(value, (str, os.PathLike)):
+            return super().convert(value, param, ctx)
+        return _PrivateOutput(os.fspath(value), self, param, ctx)
+
+
+class _PrivateOutput:
+    def __init__(self, path, kind, param, ctx):
+        self.path, self.kind, self.param, self.ctx, self.fh = path, kind, param, ctx, None
+        if ctx is not None:
+            ctx.call_on_close(self.close)
+
+    def write(self, text: str) -> int:
+        if self.fh is None:
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o600)
+            except OSError as exc:
+                self.kind.fail(f"'{self.path}': {exc.strerror or exc}", self.param, self.ctx)
+            self.fh = os.fdopen(fd, "w", encoding="utf-8")
+        return self.fh.write(text)
+
+    def flush(self) -> None:
+        if self.fh is not None:
+            self.fh.flush()
+
+    def close(self) -> None:
+        if self.fh is not None:
+            self.fh.close()
+
+
+@cli.command(name="export")
+@click.option("-o", "--output", type=PrivateFile("w", encoding="utf-8"), default="-",
+              help="File to write (default stdout); a new file is created 0600.")
+def export_command(output):
+    """Write every stored object as JSON Lines, for backup and tests.
+
+    Each line is one object with a "type" field beside its own fields: "event"
+    (a stored, scrubbed event), "record" (a memory record) or "summary" (a
+    session_end summary).
+    """
+    from kirolearn import Memory
+
+    Memory().export(output)
+
+
+@cli.command(name="status")
+@json_option
+def status_command(json_):
+    """Show the spool, the last drain, what is stored and today's model spend.
+
+    Creates nothing: on a fresh machine it reports an empty spool and no database.
+    """
+    from kirolearn.health import status
+    from kirolearn.team.sync import status_facts as team_facts
+
+    settings = _load_settings()
+    info = status(settings)
+    info["team"] = team_facts(settings)  # a feature's own facts: health sits below the team sync
+    if json_:
+        click.echo(json.dumps(info, indent=2, sort_keys=True))
+        return
+    s = info["spool"]
+    age = f", oldest {s['oldest_age_seconds']:.0f} s old" if s["oldest_age_seconds"] is not None else ""
+    click.echo(f"home: {info['home']}")
+    click.echo(f"spool: {s['ready']} events waiting{age}; {s['quarantined']} quarantined")
+    ex = info["extractor"]
+    limit = f", {ex.get('tokens_today', 0)} of {ex['daily_token_limit']} tokens today" if ex["model"] else ""
+    click.echo(f"extractor: {ex['mode']}{' (' + ex['model'] + ')' if ex['model'] else ''}{limit}")
+    if ex["breaker_open"]:
+        click.echo(f"model: not called until it answers again; last error: {ex['last_model_error']}")
+    if info["last_drain_error"]:
+        click.echo(f"last drain failed: {info['last_drain_error']}")
+    if info["hook_errors_24h"]:
+        click.echo(f"hook errors in the last 24 h: {info['hook_errors_24h']} (see logs/hook.log)")
+    wired = info["kiro_wiring"]  # every agent's files, despite the key's name (kept: --json is stable)
+    if not wired:
+        click.echo("kiro: not wired (run `kirolearn install`)")
+    for agent in dict.fromkeys(w["agent"] for w in wired):  # one line per agent, in install order
+        click.echo(f"{agent}: " + ", ".join(("" if w["present"] and not w["missing_binaries"] else "BROKEN ")
+                                            + w["path"] for w in wired if w["agent"] == agent))
+    tm = info["team"]
+    if tm["store"]:
+        age = (f"synced {tm['cache_age_seconds']:.0f} s ago" if tm["cache_age_seconds"] is not None
+               else "never synced")
+        click.echo(f"team store: {tm['store']}; {tm['shared_projects']} shared projects; cache {age}"
+                   + (f"; last sync failed: {tm['last_error']} (the spool and the local store keep everything)"
+                      if tm["last_error"] else ""))
+    db_info = info["database"]
+    if db_info is None:
+        click.echo("database: none yet (run `kirolearn drain`)")
+        return
+    click.echo(f"database: {db_info['events']} events, {db_info['records']} records ({db_info['path']})")
+    if db_info.get("agent_events_24h"):
+        click.echo("events in the last 24 h: " + ", ".join(f"{agent} {count}"
+                                                         for agent, count in db_info["agent_events_24h"].items()))
+    last = db_info["last_drain"]
+    if last:
+        click.echo(f"last drain: {last['finished_at']}: {last['events_read']} read, {last['stored']} stored, "
+                   f"{last['records_written']} records")
+    if db_info["extraction_failures_24h"]:
+        click.echo(f"model failures in the last 24 h: {db_info['extraction_failures_24h']}")
+    sc = db_info["scrub"]
+    click.echo(f"scrub rules: v{sc['rules_version']}; stored text scrubbed with v{sc['store_scrubbed_with']}"
+               + (": run `kirolearn rescrub`" if sc["rescrub_needed"] else ""))
+    for p in db_info["projects"]:
+        click.echo(f"  {p['project_root']}: {p['events']} events ({p['pending']} buffered), {p['records']} records")
+
+
+@cli.command(name="search")
+@click.argument("query")
+@click.option("--project", type=click.Path(file_okay=False, exists=True), help="Project directory (default: the current one).")
+@click.option("--all-projects", is_flag=True, help="Search every project.")
+@click.option("--type", "types", multiple=True,
+              type=click.Choice(OBSERVATION_TYPES),
+              help="Only records of this observation type (repeatable).")
+@click.option("--since", callback=lambda c, p, v: since_option(v), help="Only records since an age (7d, 12h, 2w) or a date.")
+@click.option("--session", "session_id", help="Only records of this session id.")
+@click.option("--file", help="Only records that touched this file (a path, or its tail).")
+@click.option("-n", "--limit", type=click.IntRange(1, SEARCH_LIMIT_MAX), default=10, show_default=True,
+              help="Most records to show.")
+@json_option
+def search_command(query, project, all_projects, types, since, session_id, file, limit, json_):
+    """Search memory records of the current project.
+
+    Any text works: quotes, operators and code are searched as plain words.
+
+    \b
+    Examples:
+        kirolearn search "database is locked"
+        kirolearn search migration --type decision --json
+        kirolearn search WAL --all-projects
+    """
+    import time
+
+    from kirolearn import Memory
+    from kirolearn.recall import context
+
+    if project and all_projects:
+        raise click.UsageError("--project and --all-projects cannot be combined")
+    if not query.strip():  # would match nothing: say so, not "No memory records match ''"
+        raise click.UsageError("QUERY is empty: give words to search for (`kirolearn list` shows the newest records)")
+    root = project_root_of(project)
+    say_if_no_database()
+    hits = Memory().search(query, project=root, all_projects=all_projects, types=types, limit=limit, since=since,
+                           session_id=session_id, file=file)
+    if getattr(hits, "scrubbed", False):  # the recall server re-scrubbed them (kirolearn.recall.server)
+        from kirolearn.recall.client import terminal
+
+        def clean(value):
+            return value
+    else:
+        from kirolearn.manage.records import clean, terminal
+
+    if json_:
+        from kirolearn.manage.records import for_json
+
+        click.echo(json.dumps(for_json([h.to_dict() for h in hits]), ensure_ascii=False, indent=2))
+        return
+    if not hits:
+        where = "any project" if all_projects else project_where(project)
+        click.echo(f"No memory records match {query!r} in {where}.", err=True)
+        return
+    now = time.time()
+    for hit in hits:  # BM25 of a small store is tiny: significant digits, not a fixed 0.00
+        kind = context.kind_label(hit)
+        click.echo(terminal(clean(f"{hit.record_id}  {hit.score:8.3g}  [{kind}] {hit.title}")))
+        click.echo(f"    {context.age(hit.created_at, now)}" + (f" · {hit.project_root}" if all_projects else ""))
+
+
+@cli.command(name="context")
+@click.option("--session-start", is_flag=True, help="What the session-start hook would print.")
+@click.option("--prompt", help="What the prompt-submit hook would print for this prompt.")
+@click.option("--project", type=click.Path(file_okay=False, exists=True), help="Project directory (default: the current one).")
+def context_command(session_start, prompt, project):
+    """Print exactly what a hook would inject, for debugging.
+
+    Read-only: it does not mark anything as shown for any session.
+    """
+    from kirolearn import Memory
+
+    if bool(session_start) == (prompt is not None):
+        raise click.UsageError("give exactly one of --session-start or --prompt TEXT")
+    say_if_no_database()
+    text = Memory().context(project=project_root_of(project), prompt=None if session_start else prompt)
+    if text:
+        click.echo(text, nl=False)
+    else:
+        click.echo(f"(nothing would be injected) in {project_where(project)}", err=True)
+
+
+def _scrubber():
+    from kirolearn.privacy.scrub import Scrubber
+
+    conf = _load_settings()
+    # The drain's own configuration (betterleaks too): `scan` must judge as the drain does.
+    return Scrubber(conf.scrub.extra_patterns, conf.scrub.allow, betterleaks=conf.scrub.betterleaks)
+
+
+@cli.command(name="save-summary")
+@click.option("--request", help="What the user asked for.")
+@click.option("--investigated", help="What was explored.")
+@click.option("--learned", help="Key findings.")
+@click.option("--completed", help="What was delivered.")
+@click.option("--next-steps", help="Suggested follow-ups.")
+@click.option("--file-read", "files_read", multiple=True, help="A file read (repeatable).")
+@click.option("--file-modified", "files_modified", multiple=True, help="A file modified (repeatable).")
+@click.option("--stdin", "from_stdin", is_flag=True,
+              help="Read one JSON object with the seven fields (files as lists) from standard input.")
+@click.option("--project", type=click.Path(file_okay=False, exists=True), help="Project directory (default: the current one).")
+@json_option
+def save_summary_command(request, investigated, learned, completed, next_steps, files_read, files_modified,
+                         from_stdin, project, json_):
+    """Save a structured turn summary as a memory record (what the MCP tool does).
+
+    \b
+    Examples:
+        kirolearn save-summary --request "Fix login 500" --investigated "auth.py" \\
+            --learned "SQL built with %" --completed "parameterised" --next-steps "orders.py" \\
+            --file-read app/auth.py --file-modified app/auth.py
+        echo '{"request": "...", ...}' | kirolearn save-summary --json   # --stdin is implied
+    """
+    from kirolearn.pipeline import summaries
+
+    given = (request, investigated, learned, completed, next_steps, files_read, files_modified)
+    piped = None
+    if not from_stdin and not any(given) and not sys.stdin.isatty():
+        piped = sys.stdin.read()  # `… | kirolearn save-summary`: the JSON document, without --stdin
+        from_stdin = bool(piped.strip())
+    if from_stdin:
+        if any(given):
+            raise click.UsageError("--stdin takes all fields from the JSON document; drop the field options")
+        try:
+            doc = json.loads(piped if piped is not None else sys.stdin.read())
+        except ValueError as exc:
+            raise click.ClickException(f"standard input is not valid JSON: {exc}") from None
+        if not isinstance(doc, dict):
+            raise click.ClickException("standard input must be one JSON object with the seven summary fields")
+        unknown = set(doc) - set(summaries.TURN_FIELDS)
+        if unknown:
+            raise click.ClickException(f"unknown field(s) {', '.join(sorted(unknown))}; "
+                                       f"expected {', '.join(summaries.TURN_FIELDS)}")
+        fields = {k: doc.get(k) for k in summaries.TURN_FIELDS}
+    else:
+        fields = {"request": request, "investigated": investigated, "learned": learned, "completed": completed,
+                  "next_steps": next_steps, "files_read": list(files_read), "files_modified": list(files_modified)}
+        missing = [f"--{k.replace('_', '-')}" for k, v in fields.items() if v is None]
+        if missing:
+            raise click.UsageError(f"missing {', '.join(missing)} (or pass the JSON document with --stdin)")
+    from kirolearn import Memory
+
+    record = Memory().save_turn_summary(project=project_root_of(project), **fields)
+    if json_:
+        click.echo(json.dumps({"record_id": record.record_id, "title": record.title,
+                               "message": f"Saved turn summary {record.record_id}"}))
+    else:
+        click.echo(f"Saved turn summary {record.record_id}")
+
+
+@cli.command(name="session-end")
+@click.option("--session-id", required=True, help="The session being ended.")
+@click.option("--summary", help="What was done (required unless --auto-compress).")
+@click.option("--highlight", "highlights", multiple=True, help="A highlight (repeatable).")
+@click.option("--pitfall", "pitfalls", multiple=True, help="A gotcha for the next session (repeatable).")
+@click.option("--next-step", "next_steps", multiple=True, help="A next step (repeatable).")
+@click.option("--open-question", "open_questions", multiple=True, help="An open question (repeatable).")
+@click.option("--label", default="general", show_default=True, help="Project label (the tool's `project`).")
+@click.option("--auto-compress", is_flag=True, help="Let the configured model draft what is missing.")
+@click.option("--transcript", type=click.File("r", encoding="utf-8"), help="Session log file for --auto-compress ('-' for stdin).")
+@click.option("--project", type=click.Path(file_okay=False, exists=True), help="Project directory (default: the current one).")
+@json_option
+def session_end_command(session_id, summary, highlights, pitfalls, next_steps, open_questions, label,
+                        auto_compress, transcript, project, json_):
+    """Save an end-of-session summary that the next session-init (and session start) returns.
+
+    \b
+    Example:
+        kirolearn session-end --session-id s1 --summary "Moved JWT checks into middleware" \\
+            --next-step "Rate-limit /auth/refresh" --pitfall "Refresh tokens are UTC"
+    """
+    from kirolearn import Memory
+
+    if not (summary or "").strip() and not auto_compress:  # the tool's own message names MCP fields
+        raise click.UsageError("give --summary, or --auto-compress to draft it with the configured model")
+    result = Memory().end_session(
+        session_id, project=project_root_of(project), summary=summary,
+        # an option not given is absent (None), so auto_compress may fill it
+        highlights=list(highlights) or None, pitfalls=list(pitfalls) or None, next_steps=list(next_steps) or None,
+        open_questions=list(open_questions) or None, label=label, auto_compress=auto_compress,
+        transcript=transcript.read() if transcript else None)
+    if json_:
+        click.echo(json.dumps(result))
+        return
+    click.echo(f"Saved session end {result['id']} for {project_where(project)}, label '{result['project']}' "
+               f"({result['summary_len']} characters, {result['next_steps_count']} next steps)")
+    if result.get("auto_compress_error"):
+        click.echo(f"auto-compress did not help: {result['auto_compress_error']}", err=True)
+
+
+@cli.command(name="session-init")
+@click.option("--label", default="general", show_default=True, help="Project label used at session-end.")
+@click.option("--project", type=click.Path(file_okay=False, exists=True), help="Project directory (default: the current one).")
+@json_option
+def session_init_command(label, project, json_):
+    """Show the latest session-end summary of this project (it stays until superseded)."""
+    from kirolearn import Memory
+
+    from kirolearn.manage.records import for_json, terminal
+
+    found = for_json(Memory().init_session(label=label, project=project_root_of(project)))  # memory: untrusted
+    if json_:
+        click.echo(json.dumps(found, ensure_ascii=False))
+        return
+    if not found["found"]:
+        click.echo(found["message"])
+        return
+    click.echo(f"Last session {found['session_id']} ended {found['ended_at']}"
+               + (f" on branch {found['branch']}" if found.get("branch") else ""))
+    click.echo(terminal(found["summary"]) if found["summary"] else "(it ended without a summary)")
+    _echo_lists(found, terminal)
+    previous = found.get("previous")
+    if previous:  # the newest row with a summary, shown apart: never mixed into the row above
+        click.echo(f"Before that, session {previous['session_id']} ended {previous['ended_at']}:")
+        click.echo(terminal(previous["summary"]))
+        _echo_lists(previous, terminal)
+
+
+def _echo_lists(found: dict, terminal) -> None:
+    for head, key in (("Next steps", "next_steps"), ("Pitfalls", "pitfalls"), ("Open questions", "open_questions"),
+                      ("Highlights", "highlights")):
+        if found.get(key):
+            click.echo(f"{head}:")
+            for item in found[key]:
+                click.echo(terminal(f"  - {' '.join(str(item).split())}"))
+
+
+@cli.command(name="install")
+@click.option("--project", type=click.Path(file_okay=False, exists=True),
+              help="Wire this project's .kiro/ (v3 / IDE 1.x hook file, IDE 0.x .kiro.hook files, and the MCP "
+                   "server unless ~/.kiro has it) instead of ~/.kiro; add --global for both.")
+@click.option("--global", "global_", is_flag=True,
+              help="Wire ~/.kiro (the kirolearn agent and the MCP server); the default when --project is not given.")
+@click.option("--portable", is_flag=True,
+              help="Write commands found on PATH (kirolearn-hook, kirolearn-mcp) instead of this machine's "
+                   "absolute paths: for .kiro/ files a team commits.")
+@click.option("--dry-run", is_flag=True, help="Print the diff of every file it would touch; write nothing.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask before writing.")
+@click.option("--set-default", is_flag=True, help="Also make `kirolearn` Kiro CLI's default agent.")
+@click.option("--agent", "agent", type=click.Choice(AGENT_NAMES), default="kiro", show_default=True,
+              help="Which agent to wire: Kiro (CLI and IDE), Claude Code, or another adapter's agent "
+                   "(docs/agents/NAME.md says what each writes).")
+@click.option("--with-model", is_flag=True,
+              help="Also run `kirolearn model install` (all-MiniLM-L6-v2, ~90 MB, no torch); asked in a terminal.")
+def install_command(project, global_, portable, dry_run, yes, set_default, agent, with_model):
+    """Wire kirolearn's hooks and MCP server into Kiro (CLI and IDE).
+
+    Writes only its own entries, keeps everything else in shared files byte
+    for byte, and records what it wrote so `kirolearn uninstall` can undo
+    exactly that. Every target is checked first: if one cannot be changed
+    safely, nothing is written. Running it again changes nothing.
+
+    \b
+    Examples:
+        kirolearn install                           # ~/.kiro only: the kirolearn agent, the MCP server
+        kirolearn install --project . --yes         # this project's .kiro/ only
+        kirolearn install --global --project . -y   # both
+        kirolearn install --project . --portable    # .kiro/ files fit to commit
+        kirolearn install --project . --dry-run
+        kirolearn install --agent claude-code       # ~/.claude/settings.json hooks
+    """
+    from kirolearn.install import agents
+
+    if agent != "kiro":
+        if set_default or portable:
+            raise click.UsageError(f"--set-default and --portable are Kiro options; drop them with --agent {agent}")
+        _apply_changes(agents.get(agent).plan_install(project, global_ or not project), dry_run, yes, installing=True)
+        if not dry_run:
+            cli_model.offer_model(with_model, yes)
+            click.echo(f"next: `kirolearn schedule` to drain in the background; {agent} picks kirolearn up "
+                       "at its next start (docs/agents/" + agent + ".md)")
+        return
+    from kirolearn.install.agents import kiro as kiro_install  # the Kiro-only options: --portable, --set-default
+
+    changes = agents.get("kiro").plan_install(project, global_ or not project, portable=portable)
+    _apply_changes(changes, dry_run, yes, installing=True)
+    for path in kiro_install.machine_paths(changes):
+        click.echo(f"note       {path} holds absolute paths of this machine; "
+                   "if your team commits .kiro/, re-run with --portable", err=True)
+    if set_default and not dry_run:
+        click.echo(kiro_install.set_default_agent())
+    if not dry_run:
+        cli_model.offer_model(with_model, yes)
+        click.echo("next: `kirolearn schedule` to drain in the background; Kiro CLI users start "
+                   + ("`kiro-cli chat --agent kirolearn`" if global_ or not project else "`kiro-cli chat` here"))
+
+
+def _apply_changes(changes, dry_run, yes, *, installing):
+    from kirolearn.install import engine as install
+
+    problems = [c for c in changes if c.problem]
+    todo = [c for c in changes if c.changed]
+    for c in changes:
+        if not c.problem and not c.changed:
+            click.echo(f"unchanged  {c.path}")
+    for c in todo:
+        verb = "create" if c.before is None else ("remove" if c.after is None else "update")
+        click.echo(f"{verb:<10} {c.path}")
+        if dry_run:
+            click.echo(c.diff())
+    for c in problems:
+        click.echo(f"skipped    {c.problem}", err=True)
+    if not dry_run and todo and not (installing and problems):
+        if not yes and sys.stdin.isatty() and not click.confirm(f"write {len(todo)} file(s)?", default=True):
+            raise click.Abort()
+    if not dry_run:
+        install.apply(changes, installing=installing)
+    if problems:
+        raise click.ClickException(f"{len(problems)} file(s) left untouched; see above")
+
+
+@cli.command(name="uninstall")
+@click.option("--project", type=click.Path(file_okay=False),
+              help="Only undo what was installed into this project (default: every recorded install).")
+@click.option("--purge", is_flag=True,
+              help="Also delete all kirolearn data ($KIROLEARN_HOME); asks first, and without a terminal "
+                   "needs --yes.")
+@click.option("--dry-run", is_flag=True, help="Print what would change; write nothing.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask before writing or deleting.")
+@click.option("--agent", "agent", type=click.Choice(AGENT_NAMES),
+              help="Only undo what was installed for this agent (default: every agent).")
+def uninstall_command(project, purge, dry_run, yes, agent):
+    """Remove exactly what `kirolearn install` added, from every project it recorded.
+
+    Shared files get their bytes back as they were before install (unless you
+    edited them since: then only kirolearn's entry is taken out). Your memory
+    is kept unless --purge.
+    """
+    import os
+    import shutil
+
+    from kirolearn.core import paths
+    from kirolearn.install import agents
+    from kirolearn.core.errors import KirolearnError
+
+    home = paths.home()
+    if purge and not dry_run and not yes and not sys.stdin.isatty() and os.path.isdir(home):
+        raise KirolearnError(f"refusing to delete {home} and all memory in it without a confirmation",
+                             "run it in a terminal, or pass --yes", exit_code=2)
+    changes = [c for name in ([agent] if agent else agents.names()) for c in agents.get(name).plan_uninstall(project)]
+    if not changes:
+        from kirolearn.install import engine as install
+
+        click.echo(f"nothing to uninstall: {install.record_path()} records no install"
+                   + (f" into {os.path.abspath(project)}" if project else "") + (f" for {agent}" if agent else ""))
+    _apply_changes(changes, dry_run, yes, installing=False)
+    if purge and not dry_run:
+        if os.path.isdir(home):
+            if not yes and not click.confirm(f"delete {home} and all memory in it?"):
+                raise click.Abort()
+            shutil.rmtree(home)
+            click.echo(f"removed    {home}")
+
+
+@cli.command(name="schedule")
+@click.option("--every", default="1m", show_default=True, help="Interval: 1m, 5m, 1h, …")
+@click.option("--systemd", "kind", flag_value="systemd", help="A systemd user timer.")
+@click.option("--cron", "kind", flag_value="cron", help="A crontab line.")
+@click.option("--launchd", "kind", flag_value="launchd", help="A launchd agent (macOS).")
+@click.option("--print", "print_only", is_flag=True, help="Print the job instead of installing it.")
+@click.option("--remove", is_flag=True, help="Remove the job.")
+@click.option("--recall-server", is_flag=True,
+              help="Also (or with --remove: also remove) the recall server as a user service (systemd, launchd).")
+def schedule_command(every, kind, print_only, remove, recall_server):
+    """Run `kirolearn drain` periodically (default: launchd on macOS, systemd where it runs, else cron).
+
+    The drain's own lock keeps runs from overlapping. --recall-server adds `kirolearn serve-recall`
+    as a service that stays up, so the prompt hook and `search` get the embedding model's answers.
+    """
+    from kirolearn.install import schedule
+
+    kind = kind or schedule.default_kind()
+    if recall_server:
+        if print_only:
+            for job in schedule.recall_server_jobs(kind):
+                click.echo(f"# {job.path}\n{job.content}")
+        else:
+            click.echo(schedule.remove_recall_server(kind) if remove else schedule.install_recall_server(kind))
+    seconds = schedule.parse_every(every, kind)
+    if print_only:
+        if kind == "cron":
+            click.echo(schedule.cron_line(seconds))
+        else:
+            for job in (schedule.systemd_job(seconds) if kind == "systemd" else schedule.launchd_job(seconds)):
+                click.echo(f"# {job.path}\n{job.content}")
+        return
+    click.echo(schedule.remove_job(kind) if remove else schedule.install_job(kind, seconds))
+
+
+@cli.command(name="scan")
+@click.argument("source", type=click.File("r", encoding="utf-8", errors="replace"), default="-")
+@json_option
+def scan_command(source, json_):
+    """Show what the scrubber would redact in FILE (or stdin), by type.
+
+    Check your own secrets before trusting kirolearn with them. Prints the count
+    per redaction type and each redacted line (the secrets themselves are never
+    printed). Line numbers are those of the scrubbed text.
+
+    
+    Examples:
+        kirolearn scan .env
+        env | kirolearn scan --json
+    """
+    from kirolearn.privacy.rescrub import scan
+
+    result = scan(source.read(), _scrubber())
+    if json_:
+        click.echo(json.dumps({k: v for k, v in result.items() if k != "scrubbed"}, indent=2, sort_keys=True))
+        return
+    click.echo(f"{result['total']} redaction(s) with scrub rules v{result['rules_version']}")
+    for kind, n in result["by_type"].items():
+        click.echo(f"  {n:>4}  {kind}")
+    lines = result["scrubbed"].splitlines()
+    for number in sorted({f["line"] for f in result["findings"]}):
+        click.echo(f"{number:>5}: {lines[number - 1]}")
+
+
+@cli.command(name="rescrub")
+@json_option
+def rescrub_command(json_):
+    """Re-apply today's scrubbing rules to everything already stored and logged.
+
+    Run it after an upgrade that brings new rules (`status` and `drain` say so).
+    Scrubs every stored event, record, summary and run, rebuilds the full-text
+    index, scrubs the log files, then checkpoints the WAL and vacuums so the old
+    bytes leave the database files. Safe to interrupt and re-run.
+    """
+    from kirolearn.privacy.rescrub import rescrub, rescrub_logs, rules_version
+
+    db = existing_db()
+    if db is None:  # nothing stored yet: only the logs can hold old text
+        scrubber = _scrubber()
+        logs = rescrub_logs(scrubber)
+        if json_:
+            click.echo(json.dumps({"rules_version": rules_version(), "resumed": False, "rows_changed": {},
+                                   "redactions": dict(scrubber.counts), "fts_rebuilt": [],
+                                   "log_lines_changed": logs, "checkpoint_complete": True,
+                                   "bytes_before": 0, "bytes_after": 0}, indent=2, sort_keys=True))
+            return
+        click.echo("Nothing to rescrub: there is no database yet"
+                   + (f"; log lines changed: {sum(logs.values())}" if logs else "") + ".")
+        return
+    result = rescrub(db, _scrubber())
+    if json_:
+        click.echo(json.dumps(result, indent=2, sort_keys=True))
+        return
+    rows = result["rows_changed"]
+    click.echo(f"rescrub with rules v{result['rules_version']}{' (resumed)' if result['resumed'] else ''}: "
+               f"{sum(rows.values())} rows changed" + (f" ({', '.join(f'{t}: {n}' for t, n in sorted(rows.items()))})"
+                                                       if rows else ""))
+    if result["redactions"]:
+        click.echo("redacted: " + ", ".join(f"{n} {k}" for k, n in sorted(result["redactions"].items())))
+    logs = result["log_lines_changed"]
+    click.echo(f"log lines changed: {sum(logs.values())}" + (f" ({', '.join(f'{p}: {n}' for p, n in sorted(logs.items()))})"
+                                                            if logs else ""))
+    click.echo(f"database: {result['bytes_before']:,} -> {result['bytes_after']:,} bytes (checkpointed and vacuumed)")
+    if not result["checkpoint_complete"]:
+        click.echo("kirolearn: another process still reads the database, so the WAL could not be emptied; "
+                   "stop `kirolearn drain --watch` and the MCP server, then run `kirolearn rescrub` again", err=True)
+
+
+@cli.group(name="config", context_settings=CONTEXT_SETTINGS)
+def config_group():
+    """Inspect kirolearn's settings ($KIROLEARN_HOME/config.toml and KIROLEARN_* variables)."""
+
+
+@config_group.command(name="show")
+@json_option
+def config_show(json_):
+    """Print every effective setting and where it came from (default, file or environment)."""
+    from kirolearn.settings import effective
+
+    rows = effective()
+    if json_:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for row in rows:
+        click.echo(f"{row['key']} = {json.dumps(row['value'])}    # {row['source']}")
+
+
+@cli.command(name="reindex")
+@click.option("--all", "everything", is_flag=True, help="Re-embed every record, not only those without a vector.")
+@json_option
+def reindex_command(everything, json_):
+    """(Re)compute what semantic recall needs: session-neighbour text and record vectors.
+
+    Run it after changing embeddings.model; the drainer keeps both current otherwise.
+    """
+    db = existing_db()
+    if db is None:
+        if json_:
+            click.echo(json.dumps({"model": None, "embedded": 0, "dropped": 0, "expanded": 0}, sort_keys=True))
+        else:
+            click.echo("Nothing to reindex: there is no database yet (`kirolearn drain` creates it).")
+        return
+    result = reindex_with_bar(db, _load_settings(), everything=everything, bar=not json_)
+    if json_:
+        click.echo(json.dumps(result, sort_keys=True))
+    elif result["model"] is None:
+        click.echo(f"Embeddings are off; rebuilt neighbour text of {result['expanded']} records.")
+    else:
+        click.echo(f"Embedded {result['embedded']} records with {result['model']}; "
+                   f"rebuilt neighbour text of {result['expanded']}.")
+
+@cli.command(name="repair")
+@click.option("--force", is_flag=True, help="Rebuild even when quick_check finds nothing wrong.")
+@json_option
+def repair_command(force, json_):
+    """Rebuild a damaged or lost database: back it up, recover what SQLite can, re-ingest the spool.
+
+    The damaged file (and its -wal/-shm) is copied to $KIROLEARN_HOME/backups/
+    first. Rows are recovered with the `sqlite3` command's `.recover` when it
+    is installed, else row by row through Python's sqlite3; the report says
+    which. Holds the drain lock while it works.
+    """
+    from kirolearn.pipeline import drain
+    from kirolearn.pipeline import repair
+
+    settings = _load_settings()
+    held = drain.lock(wait=settings.drain.lock_wait_seconds)
+    try:
+        report = repair.repair(settings, force=force)
+    finally:
+        held.release()
+    if json_:
+        click.echo(json.dumps(report.to_dict(), indent=2, sort_keys=True))
+        return
+    if not report.repaired:
+        click.echo(f"nothing to repair: {report.detail}")
+        return
+    click.echo(f"database was {report.state_before}: {report.detail}")
+    for path in report.backups:
+        click.echo(f"backed up: {path}")
+    if report.header_rebuilt:
+        click.echo(f"file header: not SQLite's; rebuilt from the pages (page size {report.page_size})")
+    recovered = ", ".join(f"{n} {table}" for table, n in sorted(report.recovered.items()))
+    if report.method == repair.NO_CONTENT_METHOD:
+        click.echo("recovered: nothing (the database file was missing or empty)")
+    else:
+        click.echo(f"recovered with {report.method}: {recovered or 'nothing'}")
+    if report.unreadable_tables:
+        click.echo(f"unreadable: {', '.join(report.unreadable_tables)}")
+    if report.held_before:
+        click.echo(f"held at the last drain: {report.held_before.get('events', 0)} events, "
+                   f"{report.held_before.get('records', 0)} records")
+    if report.lost_events:
+        click.echo(f"not recoverable: {report.lost_events} of the events stored at the last drain "
+                   f"(the backups above keep the damaged file)")
+    click.echo(f"re-ingested from the spool: {report.reingested} events ({report.already_stored} already recovered, "
+               f"{report.quarantined} quarantined)")
+    click.echo(f"database now: {report.events} events, {report.records} records")
+
+
+@cli.command(name="doctor")
+@json_option
+def doctor_command(json_):
+    """Check the installation and say what to fix; exit 1 when something is wrong.
+
+    Runs SQLite's quick_check on the database, checks that a drain job is
+    installed and has run recently, and shows the last drain's error.
+    """
+    from kirolearn.doctor import run_checks
+
+    checks = [{"level": level, "message": message} for level, message in run_checks()]
+    problems = sum(c["level"] == "FAIL" for c in checks)
+    if json_:
+        click.echo(json.dumps({"ok": not problems, "checks": checks}, indent=2))
+    else:
+        for c in checks:
+            click.echo(f"{c['level']:<5} {c['message']}")
+    if problems:
+        raise SystemExit(1)
+
+
+@cli.command(name="migrate")
+@click.option("--grant", "grant", multiple=True, metavar="ROLE",
+              help="Also let this PostgreSQL role (a developer, or a group role) read and write the team store's "
+                   "tables (repeatable).")
+@json_option
+def migrate_command(grant, json_):
+    """Apply the configured store's schema and say what was applied.
+
+    The store is the team store `[store] url` (or KIROLEARN_STORE_URL) names, else this
+    home's SQLite file. A team store is migrated only by this command, run by a role
+    that may create tables on the server.
+    """
+    from kirolearn.team import migrate
+
+    result = migrate.migrate(_load_settings(), grant=grant)
+    if json_:
+        click.echo(json.dumps(result, indent=2))
+    else:
+        click.echo(migrate.describe(result))
+
+
+from kirolearn.cli import manage as cli_manage  # noqa: E402,F401 - registers list, show, forget, restore, edit, import, serve
+from kirolearn.cli import team as cli_team  # noqa: E402,F401 - registers team join, leave, status
+from kirolearn.cli import model as cli_model  # noqa: E402,F401 - registers model install, status, and serve-recall

@@ -1,0 +1,360 @@
+"""`kirolearn list | show | forget | restore | edit | import | serve`: thin click commands over kirolearn.manage.records.
+
+Registered on the `kirolearn` group by kirolearn.cli.commands (imported at its end).
+Memory text printed on a terminal goes through `manage.terminal` (no escape
+sequences); `--json` output is the re-scrubbed data itself.
+"""
+
+import json
+import sys
+
+import click
+
+from kirolearn.cli.common import existing_db, project_root_of, project_where, say_if_no_database, since_option, cli, json_option
+from kirolearn.core.observation_types import OBSERVATION_TYPES, kind_label
+
+
+def filter_options(func):
+    """The filters `list` and `search` share."""
+    for option in reversed([
+        click.option("--project", type=click.Path(file_okay=False, exists=True),
+                     help="Project directory (default: the current one)."),
+        click.option("--all-projects", is_flag=True, help="Every project."),
+        click.option("--type", "types", multiple=True, type=click.Choice(OBSERVATION_TYPES),
+                     help="Only records of this observation type (repeatable)."),
+        click.option("--since", callback=lambda c, p, v: since_option(v),
+                     help="Only records since an age (7d, 12h, 30m, 2w) or a date (2026-11-01)."),
+        click.option("--session", "session_id", help="Only records of this session id."),
+        click.option("--file", help="Only records that touched this file (a path, or its tail such as src/app.py)."),
+    ]):
+        func = option(func)
+    return func
+
+
+def _scope(project, all_projects):
+    if project and all_projects:
+        raise click.UsageError("--project and --all-projects cannot be combined")
+    return None if all_projects else project_root_of(project)
+
+
+def _refuse_lost() -> None:
+    """A lost database (the marker says it existed) is StoreLost here too, as in drain, status and export."""
+    from kirolearn.core import paths
+    from kirolearn.store.sqlite import db as store
+
+    store.refuse_lost(paths.db_path())
+
+
+def _no_database(record_id: str):
+    from kirolearn.manage.records import NotFound
+
+    return NotFound(f"no record {record_id!r}: there is no database yet (`kirolearn drain` creates it)")
+
+
+def _echo_json(value):
+    from kirolearn.manage.records import for_json  # same shape; every string sanitised (memory is untrusted)
+
+    click.echo(json.dumps(for_json(value), ensure_ascii=False, indent=2))
+
+
+def _line(record, *, with_project=False) -> str:
+    from kirolearn.manage.records import terminal
+
+    when = (record.get("created_at") or "")[:16].replace("T", " ")
+    kind = kind_label(record["observation_type"], record.get("strategy"))
+    text = f"{record['record_id']}  {when}  [{kind}] {' '.join(record['title'].split())}"
+    if with_project:
+        text += f"  · {record['project_root']}"
+    return terminal(text)
+
+
+@cli.command(name="list")
+@filter_options
+@click.option("-n", "--limit", type=click.IntRange(1, 10_000), default=20, show_default=True, help="Most records to show.")
+@click.option("--forgotten", is_flag=True, help="List forgotten records (restorable until purged) instead.")
+@json_option
+def list_command(project, all_projects, types, since, session_id, file, limit, forgotten, json_):
+    """List memory records, newest first.
+
+    \b
+    Examples:
+        kirolearn list --since 7d
+        kirolearn list --type decision --file src/app.py --json
+        kirolearn list --all-projects --session 5f0c… --limit 100
+        kirolearn list --forgotten
+    """
+    from kirolearn.manage import records as manage
+    from kirolearn.store.sqlite import records as recordstore
+
+    root = _scope(project, all_projects)
+    if forgotten and (types or since or session_id or file):
+        raise click.UsageError("--forgotten lists tombstones by project only: "
+                               "drop --type, --since, --session, --file")
+    db = existing_db()  # None on a fresh home; StoreLost when it was lost
+    if db is None:
+        say_if_no_database()
+    if forgotten:
+        rows = manage.clean(recordstore.list_forgotten(db, project_id=manage.project_id_of(root),
+                                                       limit=limit)) if db is not None else []
+        if json_:
+            _echo_json(rows)
+            return
+        for row in rows:
+            title = row["record"]["title"] if row["record"] else "(purged)"
+            reason = f" ({row['reason']})" if row["reason"] else ""
+            click.echo(manage.terminal(f"{row['record_id']}  forgotten {row['forgotten_at'][:16].replace('T', ' ')} "
+                                       f"by {row['actor']}{reason}: {' '.join(title.split())}"))
+        if not rows:
+            click.echo(f"No forgotten records in {'any project' if all_projects else project_where(project)}.",
+                       err=True)
+        return
+    rows = manage.list_records(project_root=root, types=types, since=since, session_id=session_id, file=file,
+                               limit=limit, db=db) if db is not None else []
+    if json_:
+        _echo_json(rows)
+        return
+    for row in rows:
+        click.echo(_line(row, with_project=all_projects))
+    if not rows:
+        click.echo(f"No memory records in {'any project' if all_projects else project_where(project)} match.",
+                   err=True)
+
+
+@cli.command(name="show")
+@click.argument("record_id", metavar="ID")
+@json_option
+def show_command(record_id, json_):
+    """Show one record with its provenance: source events, extraction run, redactions, session, history."""
+    from kirolearn.manage import records as manage
+
+    db = existing_db()  # StoreLost when it was lost, not "there is no database yet"
+    if db is None:
+        raise _no_database(record_id)
+    found = manage.show(record_id, db=db)
+    record_id = found["record_id"]  # the full id of a unique prefix
+    if json_:
+        _echo_json(found)
+        return
+    t = manage.terminal
+    rec = found["record"]
+    if rec is None:
+        f = found["forgotten"]
+        click.echo(t(f"{record_id}: forgotten {f['forgotten_at']} and purged {f['purged_at']}: its text is gone"))
+        return
+    status = "" if found["status"] == "live" else (
+        f"  ** forgotten {found['forgotten']['forgotten_at']} by {found['forgotten']['actor']}"
+        + (f": {found['forgotten']['reason']}" if found["forgotten"]["reason"] else "")
+        + f" (kirolearn restore {record_id}) **")
+    click.echo(t(f"{rec['record_id']}  [{kind_label(rec['observation_type'], rec.get('strategy'))}] {' '.join(rec['title'].split())}{status}"))
+    click.echo(t(f"project {rec['project_root']} · session {rec['session_id']} · {rec['created_at']} · "
+                 f"strategy {rec['strategy']}"))
+    if rec.get("actor"):
+        click.echo(t(f"by {rec['actor']} on {rec.get('host') or '?'} with {rec.get('agent') or '?'}"))
+    click.echo("")
+    from kirolearn.privacy.sanitize import quote
+
+    click.echo(quote(t(rec["summary"]).split("\n")))  # memory text: every line quoted, as in the context block
+    for head, key in (("facts", "facts"), ("concepts", "concepts"), ("files", "files_touched")):
+        if rec[key]:
+            click.echo(t(f"{head}: " + "; ".join(" ".join(str(v).split()) for v in rec[key])))
+    click.echo("\nprovenance:")
+    run = found["run"]
+    if run:
+        click.echo(t(f"  extraction run {run['run_id']}: {run['extractor']}"
+                     + (f" ({run['model']})" if run["model"] else "")
+                     + f", {run['prompt_tokens']}+{run['completion_tokens']} tokens, ${run['cost_usd'] or 0:.4f}, "
+                     f"reason {run['reason']}, {run['started_at']}"
+                     + (f", fallback: {run['fallback_reason']}" if run["fallback_reason"] else "")))
+    else:
+        click.echo(t(f"  extraction run: {rec.get('run_id') or 'none'} (written directly, or not in this store)"))
+    click.echo(f"  source events: {len(found['events'])} stored"
+               + (f", {found['missing_events']} not in the store (expired, or the record was written directly)"
+                  if found.get("missing_events") else ""))
+    for event in found["events"]:
+        click.echo(t("    " + manage.event_line(event)))
+    red = found["redactions"]
+    for where in ("record", "events"):
+        if red[where]:
+            click.echo(f"  redactions in the {where}: " + ", ".join(f"{n} {k}" for k, n in red[where].items()))
+    s = found["session"]
+    click.echo(t(f"  session {s['session_id']}: {s['events']} events, {s['records']} records, "
+                 f"{s['first_at'] or '?'} → {s['last_at'] or '?'}"))
+    for summary in s["session_summaries"]:
+        click.echo(t(f"    session_end {summary['ended_at']}: {' '.join(summary['summary'].split())[:200]}"))
+        for step in summary["next_steps"]:
+            click.echo(t(f"      next: {' '.join(str(step).split())}"))
+    if found["history"]:
+        click.echo("history:")
+        for h in found["history"]:
+            extra = f" v{h['version']}" if h["version"] else ""
+            why = f": {h['reason']}" if h["reason"] else ""
+            click.echo(t(f"  {h['at']} {h['action']}{extra} by {h['actor']}{why}"))
+
+
+def _confirm(question: str, yes: bool) -> bool:
+    if yes:
+        return True
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        return click.confirm(question, default=False)
+    return False
+
+
+@cli.command(name="forget")
+@click.argument("record_ids", nargs=-1)
+@click.option("--session", "session_id", help="Forget every record of this session.")
+@click.option("--query", help="Forget the records a search for this text finds (at most --limit).")
+@click.option("--project", type=click.Path(file_okay=False, exists=True),
+              help="Project of --session / --query (default: the current one).")
+@click.option("--all-projects", is_flag=True, help="--session / --query over every project.")
+@click.option("-n", "--limit", type=click.IntRange(1, 1000), default=100, show_default=True,
+              help="Most records --query forgets.")
+@click.option("--reason", default="", help="Why (kept in the audit trail).")
+@click.option("--purge", is_flag=True,
+              help="Also remove the bytes for good: of these records, or with no others named, "
+                   "of every forgotten record and the old text of edits.")
+@click.option("--yes", "-y", is_flag=True,
+              help="Do not ask (needed for --session, --query and --purge off a terminal).")
+@json_option
+def forget_command(record_ids, session_id, query, project, all_projects, limit, reason, purge, yes, json_):
+    """Forget records: gone from recall and search at once, never recreated by a drain.
+
+    A forgotten record is kept, for `kirolearn restore ID`, until `kirolearn forget
+    --purge` or the retention period (retention.forgotten_days) removes its bytes.
+
+    \b
+    Examples:
+        kirolearn forget mr_01J… --reason "wrong: the port is 5433"
+        kirolearn forget --session 5f0c… --yes
+        kirolearn forget --query "staging password" --yes
+        kirolearn forget --purge --yes        # erase every forgotten record for good
+    """
+    from kirolearn.manage import records as manage
+
+    if not (record_ids or session_id or query or purge):
+        raise click.UsageError("name records to forget: IDs, --session ID or --query TEXT (or --purge)")
+    root = _scope(project, all_projects) if (session_id or query) else None
+    db = existing_db()  # StoreLost when it was lost
+    if db is None and record_ids:  # as with a database: an id that is not there is an error
+        raise _no_database(record_ids[0])
+    record_ids = manage.resolve_ids(record_ids, db) if db is not None else record_ids  # unique prefixes
+    targets = manage.resolve_targets(record_ids=record_ids, session_id=session_id, query=query, project_root=root,
+                                     limit=limit, db=db) if db is not None else []
+    if (session_id or query) and targets and not _confirm(f"forget {len(targets)} record(s)?", yes):
+        for record in targets:
+            click.echo(_line(record), err=True)
+        raise click.UsageError(f"--session / --query match {len(targets)} record(s); add --yes to forget them "
+                               "(nothing was forgotten)")
+    if purge and not _confirm("purge for good (no restore possible)?", yes):
+        raise click.UsageError("--purge cannot be undone: add --yes (nothing was changed)")
+    forgotten = manage.forget([r["record_id"] for r in targets], reason=reason, actor="cli", db=db) if targets else []
+    out = {"forgotten": [r["record_id"] for r in forgotten]}
+    if purge:
+        named = list(record_ids) + out["forgotten"] if (record_ids or session_id or query) else None
+        out.update(manage.purge(named, actor="cli"))
+    if json_:
+        _echo_json(out)
+        return
+    for record in forgotten:
+        click.echo(f"forgot   {_line(record)}")
+    if purge:
+        click.echo(f"purged {out['purged']} record(s) for good ({out['events_deleted']} source events deleted"
+                   + (f", {out['edit_versions_cleared']} old edit versions cleared"
+                      if out.get("edit_versions_cleared") else "")
+                   + ")")
+        if out["wal_checkpoint"] and out["wal_checkpoint"]["busy"]:
+            click.echo("warning: another process held the database: its write-ahead log is truncated on its "
+                       "next checkpoint", err=True)
+    elif forgotten:
+        click.echo(f"undo with: kirolearn restore {' '.join(out['forgotten'])}", err=True)
+    elif not purge:
+        click.echo("nothing to forget (already forgotten, or no match)", err=True)
+
+
+@cli.command(name="restore")
+@click.argument("record_ids", nargs=-1, required=True)
+@json_option
+def restore_command(record_ids, json_):
+    """Bring forgotten records back into recall (until they are purged)."""
+    from kirolearn.manage import records as manage
+
+    _refuse_lost()
+    restored = manage.restore(list(record_ids), actor="cli")
+    if json_:
+        _echo_json({"restored": [r["record_id"] for r in restored]})
+        return
+    for record in restored:
+        click.echo(f"restored {_line(record)}")
+
+
+@cli.command(name="edit")
+@click.argument("record_id")
+@click.option("--title", help="The new title (one line, at most 200 characters).")
+@click.option("--summary", help="The new summary (at most 4,000 characters).")
+@click.option("--reason", default="", help="Why (kept in the audit trail).")
+@json_option
+def edit_command(record_id, title, summary, reason, json_):
+    """Correct a record's title or summary; with neither option, open it in $EDITOR (on a terminal).
+
+    The text is scrubbed and re-indexed; the old version is kept in the audit trail.
+    """
+    from kirolearn.manage import records as manage
+
+    _refuse_lost()
+    if title is None and summary is None:
+        if not (sys.stdin.isatty() and sys.stdout.isatty()):
+            raise click.UsageError("give --title and/or --summary (or run on a terminal to edit in $EDITOR)")
+        current = manage.show(record_id)
+        record_id = current["record_id"]  # the full id of a unique prefix
+        if current["status"] != "live":
+            raise manage.ManageError(f"record {record_id!r} is {current['status']}",
+                                     f"`kirolearn restore {record_id}` first" if current["record"] else None)
+        edited = click.edit(manage.editor_text(current["record"]), extension=".md", require_save=True)
+        if edited is None:
+            click.echo("unchanged: nothing saved", err=True)
+            return
+        title, summary = manage.parse_editor_text(edited)
+    record = manage.edit(record_id, title=title, summary=summary, reason=reason, actor="cli")
+    if json_:
+        _echo_json(record)
+        return
+    click.echo(f"edited   {_line(record)}")
+
+
+@cli.command(name="import")
+@click.argument("source", type=click.File("r", encoding="utf-8"))
+@json_option
+def import_command(source, json_):
+    """Restore an export (JSON Lines from `kirolearn export`; '-' reads standard input).
+
+    Idempotent: what is already there is kept as it is. Ids and provenance are
+    kept; every text is scrubbed on the way in; forgotten records stay forgotten.
+    """
+    from kirolearn.manage import records as manage
+
+    counts = manage.import_lines(source)
+    if json_:
+        click.echo(json.dumps(counts, sort_keys=True))
+        return
+    parts = [f"{kind} {counts[kind]['added']} added, {counts[kind]['present']} already there"
+             for kind in ("events", "records", "summaries")]
+    gone = counts.get("forgotten", {})
+    click.echo("imported: " + "; ".join(parts)
+               + (f"; forgotten records {gone['added']} added (still forgotten)" if gone.get("added") else "")
+               + (f"; {counts['forgotten_skipped']} forgotten (skipped)" if counts["forgotten_skipped"] else ""))
+    if counts["redactions"]:
+        click.echo("redacted: " + ", ".join(f"{n} {k}" for k, n in counts["redactions"].items()))
+
+
+@cli.command(name="serve")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, help="Port on 127.0.0.1 (default: any free one).")
+@click.option("--open", "open_browser", is_flag=True, help="Open the page in a browser.")
+def serve_command(port, open_browser):
+    """Serve the memory viewer on 127.0.0.1, behind a random per-run token in its URL.
+
+    Timeline, search, record detail with forget / edit / restore, session
+    summaries and health. Stops with Ctrl-C.
+    """
+    from kirolearn.viewer.server import serve
+
+    serve(port=port, open_browser=open_browser,
+          announce=lambda url: click.echo(f"kirolearn viewer: {url}\n(Ctrl-C to stop)", err=True))

@@ -1,0 +1,1 @@
+"""What every floor shares: paths, errors, ids, time, JSON, text cuts, project identity (standard library only)."""

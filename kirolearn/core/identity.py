@@ -1,0 +1,51 @@
+"""Who and where: the OS user and the host name that events and records are attributed to.
+
+Standard library only. The hook stamps every event with them (kirolearn.capture.events); team
+attribution (kirolearn.team.membership) and migration m016 fall back to the same rules for what no event said.
+"""
+
+import os
+
+USER_VARIABLES = ("USER", "LOGNAME", "USERNAME")
+
+
+def env_user(env) -> "str | None":
+    """The user that USER, LOGNAME or USERNAME in `env` names (at most 128 characters), or None."""
+    for key in USER_VARIABLES:
+        if env.get(key):
+            return env[key][:128]
+    return None
+
+
+def os_user() -> str:
+    """The OS user running this process: USER, LOGNAME or USERNAME, else its passwd entry.
+
+    The hook records the variables only (`env_user`, else "unknown"): getpass would cost it imports.
+    """
+    user = env_user(os.environ)
+    if user:
+        return user
+    try:
+        import getpass
+
+        return getpass.getuser()[:128]
+    except Exception:  # no such variable and no passwd entry (a container's random uid)
+        return "unknown"
+
+
+def passwd_user() -> str:
+    """The user this process runs as, by its passwd entry ('' where there is none, or no pwd module)."""
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_name
+    except (ImportError, KeyError, AttributeError, OSError):
+        return ""
+
+
+def this_host(env=None) -> str:
+    """This machine's name; on Windows (no os.uname) COMPUTERNAME from `env` (default os.environ)."""
+    try:
+        return os.uname().nodename or "unknown"
+    except AttributeError:  # Windows
+        return (os.environ if env is None else env).get("COMPUTERNAME", "unknown")

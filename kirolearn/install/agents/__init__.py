@@ -1,0 +1,19 @@
+"""Each agent's installer half, by agent name: what `kirolearn install --agent NAME` writes, and undoes.
+
+The hook-time half of each agent (hook names, payloads, context) is kirolearn.capture.agents;
+these modules add its config files, MCP registration and wiring checks, on the CLI's side only.
+"""
+
+from kirolearn.capture.agents import UnknownAgent, names  # noqa: F401 - one list of agents for both halves
+from kirolearn.install.agents import claude_code, codex, copilot, cursor, gemini, kiro, opencode
+
+_ADAPTERS = {"kiro": kiro, "claude-code": claude_code, "codex": codex, "gemini": gemini, "cursor": cursor,
+             "copilot": copilot, "opencode": opencode}
+
+
+def get(name: "str | None" = None):
+    """The installer half of `name`'s adapter (None: Kiro)."""
+    key = "kiro" if name is None else name
+    if key not in _ADAPTERS:
+        raise UnknownAgent(f"unknown agent {str(key)[:40]!r}; expected one of {', '.join(_ADAPTERS)}")
+    return _ADAPTERS[key]

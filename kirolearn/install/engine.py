@@ -1,0 +1,265 @@
+"""The installer's engine, shared by every agent's adapter: plan, diff, byte-exact apply, the record.
+
+Each adapter under kirolearn/capture/agents/ owns its targets (which files, and
+what goes in them: kiro_install.py for Kiro, claude_code.py, codex.py, ...) and
+builds them as `Change`s on this module and install_edit.py. Here:
+the Change and its diff; the commands install writes (this Python and our
+launcher, or with `--portable` names resolved on PATH) and the MCP server's
+entry; JSON text read and written in the file's own look (BOM, CRLF, indent);
+`apply`, which checks every change before writing any (one with a problem and
+nothing is written) and records in $KIROLEARN_HOME/installs.json what undoing
+each write needs, so `uninstall` gives back the user's bytes exactly; and the
+wiring report `doctor` and `status` read.
+"""
+
+import difflib
+import json
+import os
+import shlex
+import shutil
+import sys
+from dataclasses import dataclass, field
+
+from kirolearn.core import paths
+from kirolearn.core.jsontext import indent_unit, newline
+from kirolearn.core.errors import InstallError
+
+AGENT_NAME = "kirolearn"  # kirolearn's MCP server in every agent's config (and Kiro's agent)
+KIRO_KINDS = ("owned", "agent", "mcp")  # installs.json kinds Kiro's adapter writes (its records name no agent)
+MARK = "kirolearn-hook"
+BOM = "\ufeff"
+
+
+@dataclass
+class Change:
+    """One file install or uninstall would write (after=None: delete).
+
+    `record` is what installs.json keeps about the file (kind, created, and for
+    mcp.json the text inserted and the text it replaced); `undo` marks the
+    removal of an older install's entry during an install.
+    """
+
+    path: str
+    before: "str | None"
+    after: "str | None"
+    record: dict = field(default_factory=dict)
+    problem: str = ""
+    undo: bool = False
+
+    @property
+    def changed(self) -> bool:
+        return not self.problem and self.before != self.after
+
+    def diff(self) -> str:
+        """A unified diff of the change."""
+        lines = difflib.unified_diff((self.before or "").splitlines(True), (self.after or "").splitlines(True),
+                                     fromfile=self.path if self.before is not None else "/dev/null",
+                                     tofile=self.path if self.after is not None else "/dev/null")
+        return "".join(lines)
+
+
+def command_path(name: str, portable: bool = False) -> str:
+    """Absolute path of one of our console scripts (next to this Python first); just `name` if portable."""
+    if portable:
+        return name
+    beside = os.path.join(os.path.dirname(sys.executable), name)
+    if os.path.exists(beside):
+        return beside
+    found = shutil.which(name)
+    if not found:
+        raise InstallError(f"{name} is not installed next to {sys.executable} or on PATH", "reinstall kirolearn")
+    return os.path.abspath(found)
+
+
+def home_travels(portable: bool) -> bool:
+    return bool(os.environ.get(paths.HOME_ENV)) and not portable
+
+
+def env_prefix(portable: bool = False) -> str:
+    """`KIROLEARN_HOME=... ` for a POSIX hook command when it is set (and the command is not portable)."""
+    return f"{paths.HOME_ENV}={shlex.quote(paths.home())} " if home_travels(portable) else ""
+
+
+LAUNCHER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "launcher", MARK)
+
+
+def hook_argv(portable: bool = False) -> "list[str]":
+    """The program and arguments of a hook command, before its event: this Python and our launcher
+    file (pip's console script imports `re` first, see kirolearn/launcher), or, portable, the
+    `kirolearn-hook` console script on PATH. The benchmarks run exactly this."""
+    if portable or not sys.executable or not os.path.exists(LAUNCHER):
+        return [command_path(MARK, portable)]
+    return [os.path.abspath(sys.executable), LAUNCHER]
+
+
+def mcp_entry(portable: bool = False) -> dict:
+    """Our MCP server entry (command, args, env)."""
+    env = {paths.HOME_ENV: paths.home()} if home_travels(portable) else {}
+    return {"command": command_path("kirolearn-mcp", portable), "args": [], "env": env}
+
+
+# --- JSON text that keeps the user's bytes ---------------------------------------------------------
+
+
+def read_text(path: str) -> "str | None":
+    """The file's text exactly (BOM and CRLF kept), or None if it does not exist."""
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:  # keep CRLF: the bytes are the user's
+            return fh.read()
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError:
+        raise InstallError(f"{path} is not UTF-8 text; left untouched", "fix it or move it aside, then re-run")
+
+
+def strip_bom(text: str) -> str:
+    return text[1:] if text.startswith(BOM) else text
+
+
+def load_json(path: str, text: "str | None") -> dict:
+    if text is None or not strip_bom(text).strip():
+        return {}
+    try:
+        data = json.loads(strip_bom(text))
+    except ValueError as exc:
+        raise InstallError(f"{path} is not valid JSON ({exc}); left untouched",
+                           "fix it or move it aside, then re-run")
+    if not isinstance(data, dict):
+        raise InstallError(f"{path} holds a JSON {type(data).__name__}, not an object; left untouched",
+                           "fix it or move it aside, then re-run")
+    return data
+
+
+def dump_json(data, like: "str | None") -> str:
+    """`data` as JSON text in the look of `like` (indent, line ending, BOM, final newline)."""
+    if like is None or not strip_bom(like).strip():
+        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    text = json.dumps(data, indent=indent_unit(like), ensure_ascii=False).replace("\n", newline(like))
+    if like.endswith("\n"):
+        text += newline(like)
+    return (BOM if like.startswith(BOM) else "") + text
+
+
+# --- applying and recording ---------------------------------------------------------------------------
+
+
+def record_path() -> str:
+    """Where installs are recorded."""
+    return os.path.join(paths.home(), "installs.json")
+
+
+def load_record() -> "list[dict]":
+    """The recorded installs: [{path, kind, created, snippet?, replaced?}]."""
+    try:
+        with open(record_path(), encoding="utf-8") as fh:
+            entries = json.load(fh).get("installs", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [e for e in entries if isinstance(e, dict) and "path" in e and "kind" in e]
+
+
+def _save_record(entries: "list[dict]") -> None:
+    paths.ensure_private_dir(paths.home())
+    tmp = record_path() + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # 0600 whatever the umask
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump({"installs": entries}, fh, indent=2)
+    os.replace(tmp, record_path())
+
+
+def _prune_empty_dirs(directory: str) -> None:
+    """Remove empty folders install created, up to and including the agent's folder (`.kiro`, `.claude`, …)."""
+    while os.path.basename(directory) in ("agents", "hooks", "settings", "plugin", *TOP_DIRS):
+        try:
+            os.rmdir(directory)  # only succeeds when empty
+        except OSError:
+            return
+        if os.path.basename(directory) in TOP_DIRS:
+            return
+        directory = os.path.dirname(directory)
+
+
+TOP_DIRS = (".kiro", ".claude", ".github", ".opencode", ".codex", ".gemini", ".cursor")  # agent folders pruned when install left them empty
+
+
+def apply(changes: "list[Change]", *, installing: bool) -> None:
+    """Write the changes and update the install record.
+
+    An install is all or nothing: any change with a problem and nothing is
+    written. Every new text is written to a temporary file beside its target
+    before the first target is replaced.
+    """
+    problems = [c for c in changes if c.problem]
+    if installing and problems:
+        raise InstallError(f"{len(problems)} file(s) cannot be changed safely, so nothing was written: "
+                           + "; ".join(c.problem for c in problems))
+    todo = [c for c in changes if c.changed]
+    staged = []
+    try:
+        for change in todo:
+            if change.after is None:
+                continue
+            os.makedirs(os.path.dirname(change.path), exist_ok=True)
+            tmp = change.path + ".kirolearn-tmp"
+            with open(tmp, "w", encoding="utf-8", newline="") as fh:
+                fh.write(change.after)
+            if change.before is not None:
+                shutil.copymode(change.path, tmp)
+            staged.append((tmp, change.path))
+    except OSError as exc:
+        for tmp, _ in staged:
+            os.unlink(tmp)
+        raise InstallError(f"cannot write {exc.filename}: {exc.strerror}; nothing was changed",
+                           "check the folder's permissions")
+    for tmp, path in staged:
+        os.replace(tmp, path)
+    for change in todo:
+        if change.after is None:
+            os.remove(change.path)
+            _prune_empty_dirs(os.path.dirname(change.path))
+    recorded = {e["path"]: e for e in load_record()}
+    for change in changes:
+        if change.problem:
+            continue
+        if installing and not change.undo:
+            previous = recorded.get(change.path, {})
+            entry = {**previous, **change.record, "path": change.path}  # record: what undoing this write needs
+            entry["created"] = previous.get("created", change.before is None)
+            recorded[change.path] = entry
+        else:
+            recorded.pop(change.path, None)
+    _save_record(list(recorded.values()))
+
+
+def commands(value):
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in ("command", "bash") and isinstance(item, str):  # Copilot's hook files say "bash"
+                yield item
+            elif key == "command" and isinstance(item, list) and item and isinstance(item[0], str):
+                yield shlex.join(item)  # opencode: the command as a list
+            else:
+                yield from commands(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from commands(item)
+
+
+def binaries(command: str) -> "list[str]":
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    return [w for w in words if os.path.basename(w) in (MARK, "kirolearn-mcp")]
+
+
+def agent_of(entry: dict) -> str:
+    """Which agent a recorded install wires: 'kiro', 'claude-code' (its settings file), else the kind."""
+    if entry.get("agent"):
+        return str(entry["agent"])  # adapters record their name beside what they wrote
+    if entry.get("kind") in KIRO_KINDS:
+        return "kiro"
+    for name in ("codex", "gemini", "cursor"):  # their kinds are "<agent>-<file>"
+        if str(entry.get("kind")).startswith(name + "-"):
+            return name
+    return "claude-code" if entry.get("kind") == "claude-settings" else str(entry.get("kind"))

@@ -1,0 +1,277 @@
+"""`kirolearn schedule`: run `kirolearn drain` periodically with the system's own scheduler.
+
+A systemd user timer, a crontab line or a launchd agent, each calling the
+absolute path of this installation's `kirolearn drain`; the drain's own file
+lock keeps runs from overlapping. Generation is pure (tested as text); only
+`install_job` / `remove_job` touch the system.
+"""
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from kirolearn.core import paths
+from kirolearn.core.errors import ScheduleError
+
+UNIT = "kirolearn-drain"
+CRON_MARK = "# kirolearn drain (kirolearn schedule)"
+LAUNCHD_LABEL = "dev.kirolearn.pipeline.drain"
+# The recall server (kirolearn/recall/server.py) as a user service: `kirolearn schedule --recall-server`
+RECALL_UNIT = "kirolearn-recall"
+RECALL_LABEL = "dev.kirolearn.recall.server"
+
+
+CRON_MINUTES = (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30)  # */N that fires evenly every hour
+CRON_HOURS = (1, 2, 3, 4, 6, 8, 12, 24)  # 0 */N that fires evenly every day
+
+
+def _cron_intervals() -> "list[int]":
+    return [m * 60 for m in CRON_MINUTES] + [h * 3600 for h in CRON_HOURS]
+
+
+def _human(seconds: int) -> str:
+    return f"{seconds // 3600}h" if seconds % 3600 == 0 else (f"{seconds // 60}m" if seconds % 60 == 0 else f"{seconds}s")
+
+
+def parse_every(text: str, kind: "str | None" = None) -> int:
+    """'90s', '1m', '15m', '2h' -> seconds (at least 60).
+
+    With kind="cron", only intervals cron can express evenly are accepted: whole
+    minutes dividing an hour, or whole hours dividing a day. Nothing is rounded.
+    """
+    match = re.fullmatch(r"\s*(\d+)\s*([smh])\s*", text or "")
+    if not match:
+        raise ScheduleError(f"--every {text!r}: use a number with s, m or h, e.g. 1m, 5m, 1h")
+    seconds = int(match.group(1)) * {"s": 1, "m": 60, "h": 3600}[match.group(2)]
+    if seconds < 60:
+        raise ScheduleError(f"--every {text}: the shortest interval is 1m (use `kirolearn drain --watch` for less)")
+    if kind == "cron" and seconds not in _cron_intervals():
+        lower = max((s for s in _cron_intervals() if s < seconds), default=None)
+        higher = min((s for s in _cron_intervals() if s > seconds), default=None)
+        near = " or ".join(_human(s) for s in (lower, higher) if s)
+        raise ScheduleError(f"--every {text}: cron cannot run a job evenly every {_human(seconds)}",
+                            f"use {near}, or --systemd / --launchd, which take any interval")
+    return seconds
+
+
+def drain_argv() -> "list[str]":
+    """Absolute `kirolearn drain` command of this installation."""
+    return [_kirolearn_exe(), "drain"]
+
+
+def serve_argv() -> "list[str]":
+    """Absolute `kirolearn serve-recall` command of this installation."""
+    return [_kirolearn_exe(), "serve-recall"]
+
+
+def _kirolearn_exe() -> str:
+    beside = os.path.join(os.path.dirname(sys.executable), "kirolearn")
+    exe = beside if os.path.exists(beside) else (shutil.which("kirolearn") or beside)
+    return os.path.abspath(exe)
+
+
+def default_kind() -> str:
+    """launchd on macOS, systemd where a user manager runs, else cron."""
+    if sys.platform == "darwin":
+        return "launchd"
+    if shutil.which("systemctl") and os.environ.get("XDG_RUNTIME_DIR"):
+        return "systemd"
+    return "cron"
+
+
+@dataclass
+class Job:
+    """What one scheduler needs: file path and content (cron: the line)."""
+
+    kind: str
+    path: "str | None"
+    content: str
+
+
+def _env() -> dict:
+    return {paths.HOME_ENV: paths.home()} if os.environ.get(paths.HOME_ENV) else {}
+
+
+def _systemd_escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
+
+
+def systemd_job(seconds: int) -> "list[Job]":
+    """The service and timer units."""
+    unit_dir = os.path.join(os.path.expanduser("~"), ".config", "systemd", "user")
+    env = "".join(f'Environment="{k}={_systemd_escape(v)}"\n' for k, v in _env().items())
+    service = ("[Unit]\nDescription=kirolearn: drain the Kiro event spool into memory\n\n"
+               f"[Service]\nType=oneshot\n{env}ExecStart={' '.join(shlex.quote(a) for a in drain_argv())}\n")
+    timer = ("[Unit]\nDescription=Run kirolearn drain periodically\n\n"
+             f"[Timer]\nOnBootSec=1min\nOnUnitActiveSec={seconds}s\nPersistent=true\n\n"
+             "[Install]\nWantedBy=timers.target\n")
+    return [Job("systemd", os.path.join(unit_dir, f"{UNIT}.service"), service),
+            Job("systemd", os.path.join(unit_dir, f"{UNIT}.timer"), timer)]
+
+
+def cron_line(seconds: int) -> str:
+    """One crontab line (minute granularity)."""
+    parse_every(_human(seconds), "cron")  # refuses what cron cannot express, rather than rounding it
+    minutes = seconds // 60
+    hours = minutes // 60
+    when = ("* * * * *" if minutes == 1 else f"*/{minutes} * * * *" if minutes < 60
+            else "0 0 * * *" if hours == 24 else "0 * * * *" if hours == 1 else f"0 */{hours} * * *")
+    env = "".join(f"{k}={shlex.quote(v)} " for k, v in _env().items())
+    log = shlex.quote(os.path.join(paths.logs_dir(), "drain.log"))
+    return f"{when} {env}{' '.join(shlex.quote(a) for a in drain_argv())} >>{log} 2>&1 {CRON_MARK}"
+
+
+def _launchd_plist(label: str, argv: "list[str]", keys: str) -> "Job":
+    """A launchd agent running `argv` under `label`, with kirolearn's environment and the given keys."""
+    from xml.sax.saxutils import escape
+
+    args = "".join(f"    <string>{escape(a)}</string>\n" for a in argv)
+    env = "".join(f"    <key>{escape(k)}</key><string>{escape(v)}</string>\n" for k, v in _env().items())
+    plist = ('<?xml version="1.0" encoding="UTF-8"?>\n'
+             '<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">\n'
+             '<plist version="1.0">\n<dict>\n'
+             f"  <key>Label</key><string>{label}</string>\n"
+             f"  <key>ProgramArguments</key>\n  <array>\n{args}  </array>\n"
+             + (f"  <key>EnvironmentVariables</key>\n  <dict>\n{env}  </dict>\n" if env else "")
+             + keys + "</dict>\n</plist>\n")
+    path = os.path.join(os.path.expanduser("~"), "Library", "LaunchAgents", f"{label}.plist")
+    return Job("launchd", path, plist)
+
+
+def launchd_job(seconds: int) -> "list[Job]":
+    """The launchd agent plist."""
+    return [_launchd_plist(LAUNCHD_LABEL, drain_argv(),
+                           f"  <key>StartInterval</key><integer>{seconds}</integer>\n  <key>RunAtLoad</key><true/>\n")]
+
+
+def recall_server_jobs(kind: str) -> "list[Job]":
+    """The recall server as a user service that stays up: a systemd user unit or a launchd agent.
+
+    cron starts jobs, it cannot keep one running: refused (`kirolearn drain --watch` serves recall too).
+    """
+    if kind == "cron":
+        raise ScheduleError("cron cannot keep the recall server running",
+                            "use --systemd or --launchd, or keep `kirolearn drain --watch` running (it serves recall too)")
+    if kind == "systemd":
+        unit_dir = os.path.join(os.path.expanduser("~"), ".config", "systemd", "user")
+        env = "".join(f'Environment="{k}={_systemd_escape(v)}"\n' for k, v in _env().items())
+        service = ("[Unit]\nDescription=kirolearn: answer recall queries with the embedding model loaded\n\n"
+                   f"[Service]\nType=simple\n{env}ExecStart={' '.join(shlex.quote(a) for a in serve_argv())}\n"
+                   "Restart=on-failure\nRestartSec=5\nNice=5\n\n[Install]\nWantedBy=default.target\n")
+        return [Job("systemd", os.path.join(unit_dir, f"{RECALL_UNIT}.service"), service)]
+    return [_launchd_plist(RECALL_LABEL, serve_argv(), "  <key>KeepAlive</key><true/>\n  <key>RunAtLoad</key><true/>\n"
+                           "  <key>ProcessType</key><string>Background</string>\n")]
+
+
+def _write(jobs: list) -> list:
+    """Write each job's file (its folder made if missing); returns the jobs."""
+    for job in jobs:
+        os.makedirs(os.path.dirname(job.path), exist_ok=True)
+        with open(job.path, "w", encoding="utf-8") as fh:
+            fh.write(job.content)
+    return jobs
+
+
+def install_recall_server(kind: str) -> str:
+    """Install (or replace) and start the recall server's user service; returns a one-line report."""
+    (job,) = _write(recall_server_jobs(kind))
+    if kind == "systemd":
+        _run(["systemctl", "--user", "daemon-reload"])
+        _run(["systemctl", "--user", "enable", "--now", f"{RECALL_UNIT}.service"])
+        _run(["systemctl", "--user", "restart", f"{RECALL_UNIT}.service"])  # a new kirolearn: the new code
+        return f"systemd: started {RECALL_UNIT}.service; see `systemctl --user status {RECALL_UNIT}`"
+    try:
+        _run(["launchctl", "unload", job.path])
+    except ScheduleError:
+        pass  # not loaded yet
+    _run(["launchctl", "load", "-w", job.path])
+    return f"launchd: loaded {job.path}"
+
+
+def remove_recall_server(kind: str) -> str:
+    """Stop and remove the recall server's user service; returns a one-line report."""
+    (job,) = recall_server_jobs(kind)
+    if kind == "systemd":
+        try:
+            _run(["systemctl", "--user", "disable", "--now", f"{RECALL_UNIT}.service"])
+        except ScheduleError:
+            pass
+    elif os.path.exists(job.path):
+        try:
+            _run(["launchctl", "unload", "-w", job.path])
+        except ScheduleError:
+            pass
+    if os.path.exists(job.path):
+        os.remove(job.path)
+    return f"{kind}: recall server service removed"
+
+
+OPTION_OF = {"crontab": "--cron", "systemctl": "--systemd", "launchctl": "--launchd"}
+
+
+def _run(argv: "list[str]", stdin: "str | None" = None) -> str:
+    try:
+        result = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=30)
+    except FileNotFoundError:
+        others = [o for p, o in OPTION_OF.items() if p != argv[0] and shutil.which(p)]
+        fix = (f"try {' or '.join(others)}, " if others else "") + "or keep `kirolearn drain --watch` running"
+        raise ScheduleError(f"{argv[0]} is not installed", fix) from None
+    if result.returncode != 0:
+        raise ScheduleError(f"`{' '.join(argv)}` failed: {(result.stderr or result.stdout).strip()}")
+    return result.stdout
+
+
+def _crontab_without_ours() -> "list[str]":
+    try:
+        current = _run(["crontab", "-l"])
+    except ScheduleError as exc:
+        if "no crontab" in str(exc).lower():
+            current = ""
+        else:
+            raise
+    return [line for line in current.splitlines() if CRON_MARK not in line]
+
+
+def install_job(kind: str, seconds: int) -> str:
+    """Install (or replace) the drain job; returns a one-line report."""
+    if kind == "cron":
+        paths.ensure_private_dir(paths.logs_dir())  # the line appends to logs/drain.log: 0600, not the umask's
+        os.close(os.open(os.path.join(paths.logs_dir(), "drain.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+        lines = _crontab_without_ours() + [cron_line(seconds)]
+        _run(["crontab", "-"], "\n".join(lines) + "\n")
+        return "crontab: added " + lines[-1]
+    jobs = _write(systemd_job(seconds) if kind == "systemd" else launchd_job(seconds))
+    if kind == "systemd":
+        _run(["systemctl", "--user", "daemon-reload"])
+        _run(["systemctl", "--user", "enable", "--now", f"{UNIT}.timer"])
+        return f"systemd: enabled {UNIT}.timer (every {seconds}s); see `systemctl --user list-timers`"
+    _run(["launchctl", "load", "-w", jobs[0].path])
+    return f"launchd: loaded {jobs[0].path}"
+
+
+def remove_job(kind: str) -> str:
+    """Remove the drain job; returns a one-line report."""
+    if kind == "cron":
+        _run(["crontab", "-"], "\n".join(_crontab_without_ours()) + "\n")
+        return "crontab: kirolearn line removed"
+    if kind == "systemd":
+        try:
+            _run(["systemctl", "--user", "disable", "--now", f"{UNIT}.timer"])
+        except ScheduleError:
+            pass  # not enabled: removing the files is enough
+        for job in systemd_job(60):
+            if os.path.exists(job.path):
+                os.remove(job.path)
+        return "systemd: kirolearn-drain units removed"
+    (job,) = launchd_job(60)
+    if os.path.exists(job.path):
+        try:
+            _run(["launchctl", "unload", "-w", job.path])
+        except ScheduleError:
+            pass
+        os.remove(job.path)
+    return "launchd: agent removed"

@@ -1,0 +1,1 @@
+"""Managing memory by hand: list, show, forget, restore, edit, purge, import."""

@@ -1,0 +1,1 @@
+"""Embedding models behind one interface: base, registry, and the backends."""

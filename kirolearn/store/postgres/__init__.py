@@ -1,0 +1,1 @@
+"""The PostgreSQL team store (psycopg 3): the shared backend."""

@@ -1,0 +1,1 @@
+"""The embedded SQLite store (sqlite-utils): the default backend."""

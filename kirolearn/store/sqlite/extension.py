@@ -1,0 +1,51 @@
+"""The declared SQLite-only extension: what the embedded store keeps beside the Store contract.
+
+The drainer (kirolearn.pipeline.drain) speaks to its store through kirolearn.store.base.Store for
+everything a backend does (events, dedup lookups, extraction, model runs, retention, counts, the
+integrity check), and through this class for what only the embedded SQLite file has:
+
+- the hook's word counts (`term_docs`, a copy of fts5vocab's document counts, see
+  kirolearn.store.sqlite.db.refresh_term_docs), which the standard-library hook reads;
+- the derived indexes recall reads: record vectors and each record's `expansion` text. Computing
+  them takes the embedding model and recall's text rules, which live above the store
+  (kirolearn.recall.semantic); those passes take `db`, this extension's handle, and write through
+  kirolearn.store.sqlite.db's vector and expansion functions;
+- the marker outside the file (kirolearn.store.state's store.json), which tells a lost or emptied
+  file from a new one; a server has no such file to lose;
+- the file's own name, for messages.
+
+A PostgreSQL team store has none of these (PostgresStore.capabilities says what it has), so the
+drainer runs on a SqliteStore only; tests/store_contract.py covers every contract call it makes.
+"""
+
+from kirolearn.core import isotime
+from kirolearn.store.sqlite import reader, db as sqlite
+from kirolearn.store import state
+
+
+class SqliteExtension:
+    """What only the embedded store does, over its sqlite-utils Database (`SqliteStore.extension()`)."""
+
+    def __init__(self, db):
+        #: The sqlite-utils Database: the handle recall's vector and expansion passes take.
+        self.db = db
+
+    def database_file(self) -> str:
+        """The file behind the store ('' for an in-memory one)."""
+        return reader.database_file(self.db)
+
+    def refresh_term_docs(self, force: bool = False) -> bool:
+        """Copy fts5vocab's document counts into term_docs (the hook's word counts) once the record count
+        moved by more than kirolearn.store.sqlite.db.TERM_DOCS_DRIFT, or when `force`d; then merge the FTS
+        index's segments. True if they were copied."""
+        return sqlite.refresh_term_docs(self.db, force=force)
+
+    def remember_counts(self, counted: dict, path: "str | None" = None) -> bool:
+        """Keep the marker outside the database (kirolearn.store.state) at these counts (Store.counts):
+        rewritten, with the time, only when a count changed or it was never counted. `path` is the file
+        the marker names (default: this store's). True if it was rewritten."""
+        marker = state.read(state.STORE)
+        if "counted_at" in marker and all(marker.get(k) == v for k, v in counted.items()):
+            return False
+        sqlite.mark_created(path or self.database_file(), counted_at=isotime.now_iso(), **counted)
+        return True

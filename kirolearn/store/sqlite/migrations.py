@@ -1,0 +1,380 @@
+"""The database schema as named, append-only migrations (sqlite-utils Migrations).
+
+A migration's number is part of its name, not its place: they apply in the order this file
+defines them (so m015 runs before m011, and the three m012s and two m016s run in file order);
+a store records the names it has applied. A new migration goes at the end of the file.
+Never rename, reorder or edit a migration that has shipped: add a new one.
+Session summaries (m008), tombstones (m011), vectors (m012) and the rest came the same way.
+"""
+
+from sqlite_utils import Migrations
+
+migrations = Migrations("kirolearn")
+
+RECORD_FTS_COLUMNS = ["title", "summary", "facts", "concepts", "files_touched"]
+
+
+@migrations()
+def m001_events(db):
+    """Every stored hook event (scrubbed) and its extraction state."""
+    db["events"].create(
+        {
+            "event_id": str,
+            "content_hash": str,
+            "kind": str,
+            "trigger": str,
+            "hook": str,
+            "generation": str,
+            "surface": str,
+            "session_id": str,
+            "project_id": str,
+            "project_root": str,
+            "cwd": str,
+            "received_at": str,
+            "stored_at": str,
+            "actor": str,
+            "host": str,
+            "client_version": str,
+            "body": str,  # the whole scrubbed event, JSON
+            "extract_state": str,  # pending | done
+            "run_id": str,  # the extraction run that consumed it
+        },
+        pk="event_id",
+        not_null={"content_hash", "kind", "session_id", "project_id", "received_at", "body", "extract_state"},
+        defaults={"extract_state": "pending"},
+    )
+    db["events"].create_index(["content_hash", "received_at"], index_name="idx_events_content")
+    db["events"].create_index(["extract_state", "project_id", "session_id", "event_id"], index_name="idx_events_pending")
+    db["events"].create_index(["project_id", "session_id"], index_name="idx_events_session")
+
+
+@migrations()
+def m002_memory_records(db):
+    """Memory records with their provenance, and an FTS5 index kept in sync by triggers."""
+    db["memory_records"].create(
+        {
+            "record_id": str,
+            "project_id": str,
+            "project_root": str,
+            "session_id": str,
+            "title": str,
+            "summary": str,
+            "facts": str,  # JSON list
+            "concepts": str,  # JSON list
+            "files_touched": str,  # JSON list
+            "observation_type": str,
+            "strategy": str,
+            "source_event_ids": str,  # JSON list
+            "run_id": str,
+            "record_hash": str,
+            "created_at": str,
+        },
+        pk="record_id",
+        not_null={"project_id", "title", "summary", "observation_type", "strategy", "created_at", "record_hash"},
+    )
+    db["memory_records"].create_index(["project_id", "created_at"], index_name="idx_records_project")
+    db["memory_records"].create_index(["record_hash"], index_name="idx_records_hash", unique=True)
+    db["memory_records"].enable_fts(RECORD_FTS_COLUMNS, create_triggers=True, tokenize="porter")
+
+
+@migrations()
+def m003_extraction_runs(db):
+    """One row per extraction attempt: what was sent, what it cost, how it ended."""
+    db["extraction_runs"].create(
+        {
+            "run_id": str,
+            "batch_key": str,  # first event id of the batch: groups retries of one batch
+            "project_id": str,
+            "session_id": str,
+            "reason": str,  # turn-end | size | idle | flush
+            "extractor": str,  # deterministic | llm
+            "model": str,
+            "event_count": int,
+            "request": str,  # the prompt sent (scrubbed), or "" for deterministic
+            "prompt_tokens": int,
+            "completion_tokens": int,
+            "cost_usd": float,
+            "outcome": str,  # ok | failed
+            "error": str,
+            "fallback_reason": str,  # why the deterministic extractor ran instead of the model
+            "records_written": int,
+            "started_at": str,
+            "finished_at": str,
+        },
+        pk="run_id",
+        not_null={"batch_key", "extractor", "outcome", "started_at"},
+        defaults={"prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0, "records_written": 0},
+    )
+    db["extraction_runs"].create_index(["batch_key", "outcome"], index_name="idx_runs_batch")
+    db["extraction_runs"].create_index(["started_at"], index_name="idx_runs_started")
+
+
+@migrations()
+def m004_drain_runs(db):
+    """One row per drain: what `kirolearn status` reports as the last drain."""
+    db["drain_runs"].create(
+        {"drain_id": str, "started_at": str, "finished_at": str, "stats": str, "error": str},
+        pk="drain_id",
+    )
+
+
+@migrations()
+def m005_records_by_type(db):
+    """Session start asks for a project's newest records of given types."""
+    db["memory_records"].create_index(
+        ["project_id", "observation_type", "created_at"], index_name="idx_records_project_type"
+    )
+
+
+@migrations()
+def m006_fts_by_project(db):
+    """Index project_id in the FTS table too, so a search only ranks its own project's records.
+
+    With the project only in the joined table, FTS5 scored every project's matches
+    and the join threw most away (36 ms at 100k records over 20 projects).
+    """
+    db["memory_records"].disable_fts()
+    db["memory_records"].enable_fts(RECORD_FTS_COLUMNS + ["project_id"], create_triggers=True, tokenize="porter")
+    db["memory_records"].rebuild_fts()
+
+
+@migrations()
+def m007_fts_vocabulary(db):
+    """Document frequencies of indexed terms, so recall can skip words most records contain."""
+    db.execute(
+        "create virtual table if not exists memory_records_fts_vocab using fts5vocab(memory_records_fts, 'row')"
+    )
+
+
+@migrations()
+def m008_session_summaries(db):
+    """session_end summaries, returned by session_init and shown at session start until superseded."""
+    db["session_summaries"].create(
+        {
+            "id": str,
+            "session_id": str,
+            "project": str,  # the label the caller gave ("general" by default)
+            "project_id": str,  # the project root the server resolved (marker walk)
+            "project_root": str,
+            "branch": str,
+            "summary": str,
+            "highlights": str,  # JSON lists
+            "pitfalls": str,
+            "next_steps": str,
+            "open_questions": str,
+            "auto_compress": int,
+            "compressed_used": int,
+            "auto_compress_error": str,
+            "record_id": str,  # the searchable memory record made from it
+            "ended_at": str,
+        },
+        pk="id",
+        not_null={"session_id", "project", "project_id", "summary", "ended_at"},
+    )
+    db["session_summaries"].create_index(["project_id", "project", "ended_at"], index_name="idx_session_summaries")
+    db["session_summaries"].create_index(["session_id"], index_name="idx_session_summaries_session")
+
+
+@migrations()
+def m015_events_agent(db):
+    """Which agent an event came from (event schema 2); every earlier event was Kiro's."""
+    db["events"].add_column("agent", str, not_null_default="kiro")
+
+
+@migrations()
+def m014_placeholder_session_summaries(db):
+    """Undo the placeholder summary older versions invented when auto_compress failed (issue #14).
+
+    The seed stores an empty summary; the placeholder also hid the previous real
+    summary at session start. Only rows whose text is exactly that placeholder
+    change; the searchable record made from it goes too.
+    """
+    placeholder = "summary glob 'Session * ended; no summary was written (auto_compress: *).' and auto_compress = 1"
+    ids = [r[0] for r in db.execute(f"select record_id from session_summaries where {placeholder} "
+                                    "and record_id is not null").fetchall()]
+    for record_id in ids:
+        db.execute("delete from memory_records where record_id = ? and strategy = 'mcp_session_end'", [record_id])
+    db.execute(f"update session_summaries set summary = '', record_id = null where {placeholder}")
+
+
+@migrations()
+def m011_forgotten_and_audit(db):
+    """Tombstones of forgotten records and the audit trail of forget / restore / edit / purge.
+
+    A forgotten record leaves memory_records (and so FTS and recall) at once; its
+    row waits in `payload` until a purge or the retention period, so `restore`
+    can bring it back. After a purge only the record_hash stays (a digest, no
+    text), which is enough to keep a later drain or import from recreating it.
+    """
+    db["forgotten_records"].create(
+        {
+            "record_id": str,
+            "record_hash": str,
+            "project_id": str,
+            "session_id": str,
+            "reason": str,
+            "actor": str,  # cli | mcp | viewer | retention
+            "forgotten_at": str,
+            "payload": str,  # JSON {"record": row, "session_summaries": [rows]}; NULL once purged
+            "purged_at": str,
+        },
+        pk="record_id",
+        not_null={"record_hash", "forgotten_at"},
+    )
+    db["forgotten_records"].create_index(["record_hash"], index_name="idx_forgotten_hash")
+    db["forgotten_records"].create_index(["forgotten_at"], index_name="idx_forgotten_at")
+    db["record_audit"].create(
+        {
+            "audit_id": str,  # ULID: time-ordered
+            "record_id": str,
+            "action": str,  # forget | restore | edit | purge
+            "actor": str,
+            "reason": str,
+            "at": str,
+            "version": int,  # edits: 1 for the first edit, ...
+            "before": str,  # JSON of the changed fields as they were; NULL once purged
+            "after": str,  # JSON of the changed fields as they became; NULL once purged
+        },
+        pk="audit_id",
+        not_null={"record_id", "action", "at"},
+    )
+    db["record_audit"].create_index(["record_id", "audit_id"], index_name="idx_audit_record")
+    # `list` / the viewer page through all projects, or one session, newest first at 100k records
+    db["memory_records"].create_index(["created_at", "record_id"], index_name="idx_records_created")
+    db["memory_records"].create_index(["session_id", "created_at"], index_name="idx_records_session")
+
+
+@migrations()
+def m009_scrub_state(db):
+    """Which scrub-rules version the stored text was scrubbed with (and where a rescrub stopped).
+
+    A new store holds nothing yet, so it is as clean as the current rules; a store that already
+    holds rows was scrubbed by the rules before this table existed, version 1.
+    """
+    from kirolearn.core.version import SCRUB_RULES_VERSION
+
+    db["scrub_state"].create({"key": str, "value": str}, pk="key")
+    holds_rows = any(db[t].exists() and db[t].count for t in ("events", "memory_records", "session_summaries"))
+    db["scrub_state"].insert({"key": "scrubbed_with", "value": "1" if holds_rows else str(SCRUB_RULES_VERSION)})
+
+
+@migrations()
+def m012_record_vectors(db):
+    """Embedding vectors of memory records (issue #11), one per record and model.
+
+    The model id is stored with every vector so vectors of two models never mix;
+    `kirolearn reindex` rewrites them when the configured model changes.
+    """
+    db["record_vectors"].create(
+        {"record_id": str, "project_id": str, "model_id": str, "dimensions": int, "vector": bytes,
+         "text_hash": str, "updated_at": str},
+        pk="record_id",
+        not_null={"project_id", "model_id", "dimensions", "vector"},
+    )
+    db["record_vectors"].create_index(["project_id", "model_id"], index_name="idx_record_vectors_project")
+
+
+@migrations()
+def m012_record_expansion(db):
+    """A hidden text column the drainer fills from semantics (issue #11), searched by the hook too.
+
+    `expansion` holds words a record should also be found by: the text of its session
+    neighbours for now (a follow-up rarely repeats the words of the turn it needs,
+    but the turn next to it often has them). It is indexed as the last FTS column with a
+    low weight, so the stdlib-only hook benefits with no model. NULL = not derived yet.
+    """
+    db["memory_records"].add_column("expansion", str)
+    db["memory_records"].create_index(["project_id", "session_id"], index_name="idx_records_project_session",
+                                      if_not_exists=True)
+    db["memory_records"].disable_fts()
+    db["memory_records"].enable_fts(RECORD_FTS_COLUMNS + ["project_id", "expansion"], create_triggers=True,
+                                    tokenize="porter")
+    db["memory_records"].rebuild_fts()
+
+
+@migrations()
+def m012_term_docs(db):
+    """Document counts of indexed terms, copied from fts5vocab by the drainer (issue #11).
+
+    The prompt hook skips words most records contain; reading the counts from fts5vocab
+    walks each term's whole doclist (~8 ms a word at 100k records), this table is one
+    index range. The row with term '' holds the record count the copy was made at.
+    """
+    db.execute("create table if not exists term_docs (term text primary key, docs integer not null) without rowid")
+
+
+@migrations()
+def m017_record_changes(db):
+    """A change feed of records: each insert into memory_records and each tombstone gets a sequence number.
+
+    `Store.changes` reads it (the team store's upload and cache sync, issue #16).
+    AUTOINCREMENT, so a number is never reused, not even after the newest record is
+    forgotten; triggers, so every writer feeds it without knowing. Existing records
+    and tombstones are fed in creation order.
+    """
+    db.execute("create table if not exists record_changes (seq integer primary key autoincrement, "
+               "record_id text not null, change text not null)")
+    db.execute("insert into record_changes (record_id, change) "
+               "select record_id, 'record' from memory_records order by created_at, record_id")
+    db.execute("insert into record_changes (record_id, change) "
+               "select record_id, 'forgotten' from forgotten_records order by forgotten_at, record_id")
+    db.execute("create trigger if not exists record_changes_record after insert on memory_records begin "
+               "insert into record_changes (record_id, change) values (new.record_id, 'record'); end")
+    db.execute("create trigger if not exists record_changes_forgotten after insert on forgotten_records begin "
+               "insert into record_changes (record_id, change) values (new.record_id, 'forgotten'); end")
+
+
+@migrations()
+def m016_team_project_ids(db):
+    """A project whose repository has a git remote is identified by that remote (#16).
+
+    Two clones of one repository, on two machines or at two paths, now share one project id.
+    Rows stored under the old path-derived id of such a project move to the new id (the
+    project roots are read from disk now: a root that is gone, or has no remote, keeps its id).
+    """
+    from kirolearn.core.project import project_id
+    from kirolearn.store.sqlite.team import rekey_projects
+
+    rekey_projects(db, project_id)
+
+
+@migrations()
+def m016_team_attribution(db):
+    """Who made a record: actor, host and agent on records and session summaries (#16).
+
+    Older rows take them from the events they were made from, else from this machine (its OS
+    user and host) and Kiro, the only agent before event schema 2.
+    """
+    from kirolearn.store.sqlite.team import add_attribution_columns, backfill_attribution
+    from kirolearn.core.identity import os_user, this_host
+
+    add_attribution_columns(db)
+    backfill_attribution(db, os_user(), this_host())
+
+
+@migrations()
+def m018_session_end_milliseconds(db):
+    """Session ends stored to the second ("…:11Z") get the store's one format ("…:11.000Z").
+
+    Every other stored time has milliseconds (kirolearn.core.isotime), and "…:11Z" sorts after
+    "…:11.500Z" as text: without this a session that ended in the same second as an
+    older one could read as the older of the two.
+    """
+    db.execute("update session_summaries set ended_at = substr(ended_at, 1, 19) || '.000Z' "
+               "where ended_at glob '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]Z'")
+
+
+@migrations()
+def m019_purge_changes(db):
+    """The change feed also numbers purges ('purged'), so a team sync can carry a purge (#16).
+
+    A trigger on forgotten_records.purged_at going from NULL to a time; tombstones purged
+    before this migration are fed once, in purge order. An index on record_id lets a sync
+    read a tombstone's feed number (Store.tombstones).
+    """
+    db.execute("insert into record_changes (record_id, change) select record_id, 'purged' from forgotten_records "
+               "where purged_at is not null order by purged_at, record_id")
+    db.execute("create trigger if not exists record_changes_purged after update of purged_at on forgotten_records "
+               "when old.purged_at is null and new.purged_at is not null begin "
+               "insert into record_changes (record_id, change) values (new.record_id, 'purged'); end")
+    db.execute("create index if not exists idx_record_changes_record on record_changes (record_id, seq)")

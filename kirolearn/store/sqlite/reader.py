@@ -1,0 +1,272 @@
+"""The store's read-only queries, on a standard-library `sqlite3` connection.
+
+The hook runs these (architecture.md rule 1: no sqlite-utils on that path), and so do
+`search`, `context`, MCP and the SQLite store itself: there is one definition
+of each recall query, and the ranking built on top of them lives once, in
+kirolearn.recall.lexical. Nothing here writes.
+
+Each function takes a connection from `connect_readonly` (or any sqlite3
+connection, including a sqlite-utils Database's `.conn`) and returns plain rows.
+A store older than a migration gives what it can: no table means no rows.
+"""
+
+import os
+import time
+
+try:  # the C module alone: the sqlite3 package adds datetime adapters nothing here uses (~3 ms of the hook)
+    import _sqlite3 as sqlite3
+except ImportError:  # not CPython
+    import sqlite3
+
+# The FTS5 index's columns, in order; `expansion` holds words the drainer derived (session
+# neighbours' text, see recall.semantic.enrich_pending); a store before m012 has no expansion.
+FTS_COLUMNS = ("title", "summary", "facts", "concepts", "files_touched", "project_id", "expansion")
+# How much a word found in each text field counts (a title match outweighs a summary match);
+# every backend weighs its text search by these.
+FIELD_WEIGHTS = {"title": 8.0, "concepts": 4.0, "files_touched": 3.0, "facts": 2.0, "expansion": 2.0,
+                 "summary": 1.0}
+BM25_WEIGHTS = ", ".join(str(FIELD_WEIGHTS.get(c, 0.0)) for c in FTS_COLUMNS)  # bm25() arguments
+TEXT_COLUMNS = "{title summary facts concepts files_touched expansion}"
+OLD_TEXT_COLUMNS = "{title summary facts concepts files_touched}"
+
+
+class _Deadline:
+    def __init__(self, seconds: float):
+        self.until = time.monotonic() + seconds
+
+    def __call__(self) -> int:
+        return 1 if time.monotonic() > self.until else 0
+
+
+def connect_readonly(db_path: str, budget: float):
+    """A read-only connection that gives up after `budget` seconds, or None if there is no database."""
+    if not os.path.exists(db_path):
+        return None
+    # An SQLite URI path only needs '%', '?' and '#' escaped (urllib.parse costs an import).
+    escaped = os.path.abspath(db_path).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+    uri = "file:" + escaped + "?mode=ro"
+    conn = sqlite3.connect(uri, uri=True, timeout=min(budget, 0.2), check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    conn.set_progress_handler(_Deadline(budget), 2000)
+    return conn
+
+
+def database_file(conn) -> str:
+    """The file behind a connection ('' for an in-memory database)."""
+    return conn.execute("pragma database_list").fetchone()[2] or ""
+
+
+def _dicts(cursor) -> "list[dict]":
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+
+def _like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _placeholders(values) -> str:
+    return ",".join("?" * len(values))
+
+
+def record_filters(*, project_id=None, types=None, since=None, session_id=None, file=None, alias="r"):
+    """SQL conditions and arguments for the filters `list`, `search` and the viewer share."""
+    conds, args = [], []
+    if project_id:
+        conds.append(f"{alias}.project_id = ?")
+        args.append(project_id)
+    if types:
+        conds.append(f"{alias}.observation_type in ({_placeholders(types)})")
+        args.extend(types)
+    if since:
+        conds.append(f"{alias}.created_at >= ?")
+        args.append(since)
+    if session_id:
+        conds.append(f"{alias}.session_id = ?")
+        args.append(session_id)
+    if file:
+        # a stored path equal to FILE, or ending in /FILE (records keep paths as the agent wrote them)
+        conds.append(f"exists (select 1 from json_each({alias}.files_touched) j "
+                     "where j.value = ? or j.value like ? escape '\\')")
+        args.extend([file, "%/" + _like(file.lstrip("/"))])
+    return conds, args
+
+
+# --- word statistics (which prompt words are too common to search) -----------------------
+
+
+def term_doc_counts(conn, prefixes: "list[str]") -> "tuple[int, list[int]] | None":
+    """(records indexed, records containing a term starting with each prefix), or None if unknown.
+
+    The drainer keeps these counts in term_docs (one indexed range per word); a
+    store without it falls back to FTS5's vocabulary table, which walks each
+    term's whole doclist (~8 ms a word at 100k). The counts are upper bounds:
+    the index holds Porter stems and a word is looked up by its stem-like prefix.
+    """
+    try:
+        row = conn.execute("select docs from term_docs where term = ''").fetchone()
+    except sqlite3.OperationalError:  # a store not migrated to m012 yet
+        row = None
+    try:
+        if row is not None:
+            sql = "select coalesce(sum(docs), 0) from term_docs where term >= ? and term < ?"
+            total = row[0]
+        else:
+            sql = "select coalesce(sum(doc), 0) from memory_records_fts_vocab where term >= ? and term < ?"
+            total = conn.execute("select count(*) from memory_records_fts_docsize").fetchone()[0]
+        if total < 1000:  # too few records for the counts to matter: the caller keeps every word
+            return total, []
+        return total, [conn.execute(sql, [p, p + "\U0010ffff"]).fetchone()[0] for p in prefixes]
+    except sqlite3.OperationalError:  # an older store without the vocabulary table
+        return None
+
+
+# --- full-text search ----------------------------------------------------------------------
+
+
+def _phrase(word: str) -> str:
+    return '"' + word.replace('"', '""') + '"'
+
+
+def fts_query(words: "list[str]", project_id: "str | None" = None, columns: str = TEXT_COLUMNS) -> str:
+    """An FTS5 MATCH expression: each word a quoted phrase, OR-ed over the text columns,
+    AND-ed with the project when given (FTS5 then scores only that project's rows).
+    Safe for any input: nothing the user typed is parsed as FTS5 syntax."""
+    text = f"{columns} : (" + " OR ".join(_phrase(w) for w in words) + ")"
+    return f"project_id : {_phrase(project_id)} AND {text}" if project_id else text
+
+
+def _fts_top(conn, columns: str, match: str, depth: int, weights: str, conds: list, args: list, limit: int):
+    # Rank inside the FTS index first and join only the top rows: joining every match
+    # before sorting read thousands of full records per query at 100k records.
+    sql = (f"with top as (select rowid, bm25(memory_records_fts, {weights}) as bm25 from memory_records_fts "
+           f"where memory_records_fts match ? order by bm25 limit ?) "
+           f"select {columns}, top.bm25 from top join memory_records r on r.rowid = top.rowid")
+    if conds:
+        sql += " where " + " and ".join(conds)
+    sql += " order by top.bm25 limit ?"
+    return _dicts(conn.execute(sql, [match, depth, *args, limit]))
+
+
+def fts_matches(conn, words: "list[str]", *, depth: int, limit: int, project_id=None, types=None,
+                since=None, session_id=None, file=None, columns: str = "r.*", weights: str = BM25_WEIGHTS,
+                project_in_match: bool = True) -> list:
+    """Rows (dicts) of memory_records containing any of `words`, best BM25 first, with a `bm25` column
+    (lower is better, as SQLite gives it).
+
+    `depth` is how many index matches are ranked before the filters apply. The
+    project narrows the MATCH itself (so FTS5 scores only its rows) unless
+    `project_in_match` is false: then it filters the ranked matches like the
+    other filters (cheaper when the project holds most records: BM25 reads a
+    MATCH phrase's whole doclist, the project's too). A store not yet migrated
+    to m012 (no `expansion` column) is searched too. The query is always
+    well-formed: any other error means a sick store.
+    """
+    conds, args = record_filters(project_id=project_id, types=types, since=since, session_id=session_id,
+                                 file=file)
+    narrow = project_id if project_in_match else None
+    try:
+        return _fts_top(conn, columns, fts_query(words, narrow, TEXT_COLUMNS), depth, weights, conds, args,
+                        limit)
+    except sqlite3.OperationalError as exc:
+        if "expansion" not in str(exc):
+            raise
+        return _fts_top(conn, columns, fts_query(words, narrow, OLD_TEXT_COLUMNS), depth, weights, conds,
+                        args, limit)
+
+
+def project_share(conn, project_id: str) -> "float | None":
+    """The share of indexed records that belong to a project, from the drainer's term_docs copy
+    (a project id is one indexed token; its first 12 characters are looked up, as a stemmer may
+    have cut its end), or None when unknown."""
+    key = project_id.lower()[:12]
+    try:
+        total = conn.execute("select docs from term_docs where term = ''").fetchone()
+        docs = conn.execute("select coalesce(sum(docs), 0) from term_docs where term >= ? and term < ?",
+                            [key, key + "\U0010ffff"]).fetchone()
+    except sqlite3.OperationalError:  # a store not migrated to m012 yet
+        return None
+    if total is None or not total[0] or len(key) < 12:
+        return None
+    return min(1.0, docs[0] / total[0])
+
+
+SCORE_COLUMNS = "r.record_id, r.observation_type, r.created_at"  # what fusion needs of a match
+RANK_COLUMNS = "r.rowid, " + SCORE_COLUMNS  # what ranking needs, and where to read the rest
+
+
+def records_by_rowid(conn, rowids: "list[int]") -> list:
+    """memory_records rows (dicts, with `rowid`) of these rowids, in any order."""
+    if not rowids:
+        return []
+    return _dicts(conn.execute(f"select rowid, * from memory_records where rowid in ({_placeholders(rowids)})",
+                               list(rowids)))
+
+
+def scrubbed_with(conn) -> "int | None":
+    """The scrub-rules version the store's text was scrubbed with (None: unknown or no mark)."""
+    try:
+        row = conn.execute("select value from scrub_state where key = 'scrubbed_with'").fetchone()
+        return int(row[0]) if row else None
+    except (sqlite3.OperationalError, ValueError, TypeError):
+        return None
+
+
+def latest_records(conn, project_id: str, *, types=None, exclude_strategies=(), limit: int = 5) -> list:
+    """A project's newest records (dicts), optionally of some types and not of some strategies."""
+    sql = "select * from memory_records where project_id = ?"
+    args: list = [project_id]
+    if types:
+        sql += f" and observation_type in ({_placeholders(types)})"
+        args.extend(types)
+    if exclude_strategies:
+        sql += f" and strategy not in ({_placeholders(exclude_strategies)})"
+        args.extend(exclude_strategies)
+    sql += " order by created_at desc, record_id desc limit ?"
+    args.append(limit)
+    return _dicts(conn.execute(sql, args))
+
+
+# --- session summaries (what a new session resumes from) -----------------------------------
+
+
+def session_end_rows(conn, project_id: str, label: "str | None", limit: int) -> "tuple[list, list[str]]":
+    """(rows, column names) of a project's session summaries, newest first; ([], []) before m008."""
+    sql = "select * from session_summaries where project_id = ?"
+    args: list = [project_id]
+    if label is not None:
+        sql += " and project = ?"
+        args.append(label)
+    sql += " order by ended_at desc, rowid desc limit ?"
+    args.append(limit)
+    try:
+        cursor = conn.execute(sql, args)
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):  # a store from before session_end existed
+            return [], []
+        raise
+    return [tuple(r) for r in cursor.fetchall()], [d[0] for d in cursor.description]
+
+
+def session_end_labels(conn, project_id: str) -> "list[str]":
+    """The labels (`project` arguments) this project's session ends used."""
+    try:
+        return [r[0] for r in conn.execute(
+            "select distinct project from session_summaries where project_id = ? order by project", [project_id])]
+    except sqlite3.OperationalError:
+        return []
+
+
+def project_ids(conn) -> "list[str]":
+    """Every project id that has records."""
+    return [r[0] for r in conn.execute("select distinct project_id from memory_records")]
+
+
+def all_records(conn) -> "list[dict]":
+    """Every record, oldest first (created_at, then record_id), as dicts."""
+    return _dicts(conn.execute("select * from memory_records order by created_at, record_id"))
+
+
+def record_count(conn) -> int:
+    """How many records the store holds."""
+    return conn.execute("select count(*) from memory_records").fetchone()[0]

@@ -1,0 +1,228 @@
+"""The store contract (kirolearn.store.base.Store) over the SQLite functions of kirolearn.store.sqlite.db.
+
+Its own module, above sqlite.py, records.py, reader.py, backup.py and sqlite_extension.py, which it wraps: those
+modules never need the class, so nothing below imports back up (the methods once imported them
+lazily, to break that cycle).
+"""
+
+import json
+import os
+import sqlite3
+
+import sqlite_utils
+
+from kirolearn.core import paths, crashpoint
+from kirolearn.store.sqlite import backup, reader, records, db as sqlite
+from kirolearn.store.sqlite import records as recordstore
+from kirolearn.store.base import SUMMARY_LISTS, Store
+from kirolearn.store.sqlite.migrations import migrations
+from kirolearn.store.sqlite.extension import SqliteExtension
+from kirolearn.store.sqlite.db import (refuse_newer_schema, busy_timeout, commit_extraction, counts,
+                                    existing_event_ids, expire_events, forget_terms, forgotten_hashes,
+                                    insert_events, insert_record, insert_session_summary, open_db, pending_events,
+                                    pending_sessions, record_row, writing)
+
+
+class SqliteStore(Store):
+    """The embedded store: one SQLite file per home, through sqlite-utils (kirolearn.store.base.Store).
+
+    The drainer speaks to it through the contract, and to what only SQLite keeps (term
+    counts, vectors, expansions, the marker outside the file) through
+    `extension()` (kirolearn.store.sqlite.extension). The CLI and MCP still call
+    kirolearn.store.sqlite.db's functions on `self.db` in places; the contract suite
+    holds both ways to the same rows.
+    """
+
+    backend = "sqlite"
+
+    def __init__(self, path: "str | None" = None, *, db: "sqlite_utils.Database | None" = None):
+        self.db = db if db is not None else open_db(path)
+
+    # schema
+    def migrate(self) -> "list[str]":
+        names = [m.name for m in migrations.pending(self.db)]
+        if names:
+            migrations.apply(self.db)
+        return names
+
+    def schema(self) -> dict:
+        return {"applied": [m.name for m in migrations.applied(self.db)],
+                "pending": [m.name for m in migrations.pending(self.db)]}
+
+    def close(self) -> None:
+        self.db.conn.close()
+
+    def extension(self) -> "SqliteExtension":
+        """What only this backend keeps, beside the contract (kirolearn.store.sqlite.extension)."""
+        return SqliteExtension(self.db)
+
+    # events
+    def add_events(self, events: "list[dict]") -> int:
+        with writing(self.db):
+            before = self.db.conn.total_changes  # rows inserted; an id already stored adds none
+            insert_events(self.db, events)
+            crashpoint.reached("ingest-in-transaction")  # tests/test_drain_crash.py: inserted, not committed
+            return self.db.conn.total_changes - before
+
+    def event_ids_present(self, event_ids) -> "set[str]":
+        return existing_event_ids(self.db, event_ids)
+
+    def content_hashes_present(self, content_hashes) -> "set[str]":
+        return sqlite.stored_content_hashes(self.db, content_hashes)
+
+    def content_duplicate(self, content_hash: str, since: "str | None", until: "str | None") -> bool:
+        return sqlite.has_content_duplicate(self.db, content_hash, since, until)
+
+    def last_turn_event_id(self, project_id: str, session_id: str, before: str) -> "str | None":
+        return sqlite.last_turn_event_id(self.db, project_id, session_id, before)
+
+    def pending_event_count(self) -> int:
+        return records.pending_event_count(self.db)
+
+    def pending_sessions(self) -> "list[dict]":
+        return pending_sessions(self.db)
+
+    def pending_events(self, project_id: str, session_id: str, up_to: "str | None" = None) -> "list[dict]":
+        return pending_events(self.db, project_id, session_id, up_to)
+
+    def expire_events(self, before: str) -> int:
+        return expire_events(self.db, before)
+
+    # records
+    def commit_extraction(self, run: dict, records: "list[dict]", event_ids: "list[str]") -> int:
+        return commit_extraction(self.db, run, records, event_ids)
+
+    def record_failed_run(self, run: dict) -> None:
+        sqlite.record_failed_run(self.db, run)
+
+    def failed_attempts(self, batch_key: str) -> int:
+        return sqlite.failed_attempts(self.db, batch_key)
+
+    def model_spend(self, since: str) -> "tuple[int, float]":
+        return sqlite.spend_since(self.db, since)
+
+    def add_records(self, records: "list[dict]") -> int:
+        columns = set(recordstore.table_columns(self.db, "memory_records"))
+        rows = [{k: v for k, v in record_row(r).items() if k in columns} for r in records]
+        with writing(self.db):
+            before = counts(self.db)["records"]
+            gone = forgotten_hashes(self.db, [r["record_hash"] for r in rows])
+            for row in rows:
+                if row["record_hash"] not in gone:
+                    insert_record(self.db, row)
+            return counts(self.db)["records"] - before
+
+    def changes(self, project_ids: "list[str]", *, after: int = 0, limit: int = 500) -> dict:
+        found = recordstore.changes(self.db, project_ids, after, limit)
+        found["records"] = [recordstore.decode_record(r) for r in found["records"]]
+        return found
+
+    def events_since(self, project_ids: "list[str]", stored_since: "str | None", *,
+                     after: "tuple[str, str] | None" = None, limit: int = 1000) -> "list[dict]":
+        return recordstore.events_since(self.db, project_ids, stored_since, limit, after)
+
+    def get_record(self, record_id: str) -> "dict | None":
+        return records.get_record(self.db, record_id)
+
+    def list_records(self, *, project_id=None, types=None, since=None, session_id=None, limit: int = 20,
+                     before=None) -> "list[dict]":
+        return records.list_records(self.db, project_id=project_id, types=types, since=since,
+                                    session_id=session_id, limit=limit, before=before)
+
+    def search(self, words: "list[str]", *, project_id=None, types=None, limit: int = 10) -> "list[dict]":
+        if not words or limit <= 0:
+            return []
+        rows = reader.fts_matches(self.db.conn, words, depth=max(limit * 5, 25) * (20 if types else 1),
+                                  limit=limit, project_id=project_id, types=types)
+        out = []
+        for row in rows:
+            found = records.decode_record(row)
+            found["relevance"] = -found.pop("bm25")
+            out.append(found)
+        return out
+
+    def latest(self, project_id: str, *, types=None, limit: int = 5) -> "list[dict]":
+        return [records.decode_record(r) for r in reader.latest_records(self.db.conn, project_id, types=types,
+                                                                       limit=limit)]
+
+    # session summaries
+    def add_session_summary(self, summary: dict, record: "dict | None" = None) -> None:
+        row = dict(summary)
+        for key in SUMMARY_LISTS:
+            row[key] = json.dumps(row.get(key) or [], ensure_ascii=False)
+        with writing(self.db):
+            if record is not None:
+                insert_record(self.db, record_row(record))
+            insert_session_summary(self.db, row)
+
+    def session_summaries(self, project_id: str, *, label: "str | None" = None, limit: int = 50) -> "list[dict]":
+        rows, columns = reader.session_end_rows(self.db.conn, project_id, label, limit)
+        return [records.decode_summary(dict(zip(columns, r))) for r in rows]
+
+    # forgetting
+    def forget(self, record_ids, *, reason: str, actor: str) -> "list[dict]":
+        return records.forget(self.db, record_ids, reason=reason, actor=actor)
+
+    def restore(self, record_ids, *, actor: str) -> "tuple[list[dict], list[str]]":
+        return records.restore(self.db, record_ids, actor=actor)
+
+    def forgotten_hashes(self, record_hashes) -> "set[str]":
+        return forgotten_hashes(self.db, record_hashes)
+
+    def expire_forgotten(self, before: str) -> int:
+        return records.purge_forgotten_before(self.db, before)
+
+    def tombstones(self, record_ids) -> "dict[str, dict]":
+        return records.tombstones(self.db, record_ids)
+
+    def purge(self, record_ids, *, actor: str) -> int:
+        ids = records.purgeable(self.db, record_ids=list(record_ids))
+        if not ids:
+            return 0
+        forget_terms(self.db)  # the hook's word counts may name words only the purged records had
+        return records.purge(self.db, ids, actor=actor)["purged"]
+
+    # figures, health, export and import
+    def counts(self) -> dict:
+        return counts(self.db)
+
+    def integrity_problem(self) -> "str | None":
+        return sqlite.quick_check(self.db) or None
+
+    def figures(self, since: str) -> dict:
+        return records.figures(self.db, since)
+
+    def export_objects(self):
+        return backup.objects(self.db)
+
+    def import_objects(self, objects: "list[dict]") -> dict:
+        columns = {kind: set(records.table_columns(self.db, table)) for kind, table in
+                   (("event", "events"), ("record", "memory_records"), ("summary", "session_summaries"))}
+        rows: dict = {"event": [], "record": [], "summary": []}
+        for obj in objects:
+            kind = obj["type"]
+            if kind == "record":
+                row = record_row({k: v for k, v in obj.items() if k in columns["record"]})
+            elif kind == "event":
+                row = dict(obj)
+            else:
+                row = {k: v for k, v in obj.items() if k in columns["summary"]}
+                for key in SUMMARY_LISTS:
+                    row[key] = json.dumps(row.get(key) or [], ensure_ascii=False)
+            rows[kind].append({k: v for k, v in row.items() if k in columns[kind]})
+        return records.import_rows(self.db, rows["event"], rows["record"], rows["summary"])
+
+
+def migrate_file(path: "str | None" = None) -> dict:
+    """Apply the file's pending migrations (`kirolearn migrate`): {"applied": names now, "schema": schema()}."""
+    path = path or paths.db_path()
+    pending = [m.name for m in getattr(migrations, "_migrations", ())]  # a new file gets every migration
+    if os.path.exists(path) and os.path.getsize(path):
+        probe = sqlite_utils.Database(sqlite3.connect(path, timeout=busy_timeout()))
+        try:
+            refuse_newer_schema(probe, path)
+            pending = [m.name for m in migrations.pending(probe)]
+        finally:
+            probe.conn.close()
+    with SqliteStore(path) as st:  # opening applies them (under the setup lock)
+        return {"applied": pending, "schema": st.schema()}

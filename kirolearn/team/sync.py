@@ -1,0 +1,298 @@
+"""Team sync: send this home's shared projects to the team store, and bring the team's records home.
+
+The drainer runs it after each drain when a team store is configured (issue
+#16). The local SQLite file stays the only thing the hook reads: for a shared
+project it is the cache of the team's memory.
+
+Per shared project, in this order:
+1. **events up**: the project's events stored since the last upload (less a
+   safety overlap) go to the team store, page by page. `add_events` is
+   idempotent by event id, so a resend after a crash or a network cut stores
+   nothing twice.
+2. **records up**: the local change feed (Store.changes) after the last number
+   sent: new records go up with their ids and hashes (`add_records`, idempotent
+   by id and hash); a tombstone goes up as a team-wide forget only when the
+   forgotten record was made by this user (a user forgets their own records
+   team-wide; forgetting a teammate's record stays local). The same for a
+   restore (a record of this user, live here, that the team store holds a
+   tombstone for, is restored there) and a purge (the team store's tombstone
+   of this user's record loses its text too).
+3. **records down**: the team store's change feed after the last number read:
+   teammates' records land in the local store (idempotent), their tombstones
+   forget the record here too, so a forgotten record never comes back. A record
+   the team restored comes back here when this cache forgot it only because the
+   team did (actor `team:…`), never when this user forgot it; a team purge
+   purges this cache's tombstone of it.
+
+Text goes out as the local store holds it, which the drain scrubbed; when the
+store's text was scrubbed with older rules than the installed ones (see
+`kirolearn rescrub`), every event body and record is scrubbed again with the
+current rules on its way out, so the server never holds what today's rules
+catch.
+
+Each cursor is saved in $KIROLEARN_HOME/state/team.json after the page it
+covers is stored on both sides, so a crash repeats at most one page. A team
+store that is down costs one failed connection: the spool and the local store
+already hold everything, the cursors do not move, and `status` says so.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass, field
+
+from kirolearn.store.sqlite import db as store
+from kirolearn.store import state
+
+log = logging.getLogger("kirolearn.team.membership")
+
+STATE = "team"
+PAGE = 500
+EVENT_OVERLAP_SECONDS = 120  # events stored slightly out of order (two drains racing) are still sent
+
+
+@dataclass
+class SyncStats:
+    """What one sync did (`kirolearn drain --json` prints it under "team")."""
+
+    projects: int = 0
+    events_sent: int = 0
+    records_sent: int = 0
+    forgets_sent: int = 0
+    records_received: int = 0
+    forgets_received: int = 0
+    restores_sent: int = 0
+    restores_received: int = 0
+    purges_sent: int = 0
+    purges_received: int = 0
+    error: str = ""
+    per_project: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _cursor(saved: dict, project_id: str) -> dict:
+    return dict(saved.get("cursors", {}).get(project_id) or {"up": 0, "down": 0, "events": None})
+
+
+def _save(project_id: str, cursor: dict) -> None:
+    saved = state.read(STATE)
+    saved.setdefault("cursors", {})[project_id] = cursor
+    state.write(STATE, saved)
+
+
+RECORD_TEXT = ("title", "summary", "facts", "concepts", "files_touched")
+
+
+def _clean_events(page: "list[dict]", scrub) -> "list[dict]":
+    if scrub is None:
+        return page
+    import json
+
+    from kirolearn.capture.events import scrub_event
+
+    out = []
+    for row in page:
+        body = json.loads(row["body"])
+        body = scrub_event(body, scrub)
+        out.append(dict(row, body=json.dumps(body, ensure_ascii=False)))
+    return out
+
+
+def _clean_records(records: "list[dict]", scrub) -> "list[dict]":
+    if scrub is None:
+        return records
+    return [dict(r, **{k: scrub.scrub_value(r[k]) for k in RECORD_TEXT if k in r}) for r in records]
+
+
+def _events_up(local, team, project_id: str, cursor: dict, stats: SyncStats, scrub=None) -> None:
+    since = cursor["events"]
+    since = store.iso_shift(since, -EVENT_OVERLAP_SECONDS) if since else None
+    key = None  # (stored_at, event_id) of the last event sent in this sync: pages never overlap
+    while True:
+        page = local.events_since([project_id], since, after=key, limit=PAGE)
+        if not page:
+            return
+        stats.events_sent += team.add_events(_clean_events(page, scrub))
+        key = (page[-1]["stored_at"], page[-1]["event_id"])
+        cursor["events"] = max(cursor["events"] or "", key[0])
+        _save(project_id, cursor)
+        if len(page) < PAGE:
+            return
+
+
+def _team_authors(team, record_ids: "list[str]") -> "dict[str, str | None]":
+    """Who made these records, as the team store knows it (its live copy, else its kept tombstone)."""
+    authors = {rid: t.get("record_actor") for rid, t in team.tombstones(record_ids).items()}
+    for rid in record_ids:
+        if not authors.get(rid):
+            live = team.get_record(rid)
+            authors[rid] = live.get("actor") if live else None
+    return authors
+
+
+def _records_up(local, team, project_id: str, cursor: dict, me: str, stats: SyncStats, scrub=None) -> None:
+    while True:
+        found = local.changes([project_id], after=cursor["up"], limit=PAGE)
+        if found["after"] == cursor["up"]:
+            return
+        if found["records"]:
+            stats.records_sent += team.add_records(_clean_records(found["records"], scrub))
+            _restores_up(team, found["records"], cursor, me, stats)
+        unknown = [t["record_id"] for t in found["forgotten"] if not t.get("record_actor")]  # purged here already
+        authors = _team_authors(team, unknown) if unknown else {}
+        mine = [t["record_id"] for t in found["forgotten"]
+                if (t.get("record_actor") or authors.get(t["record_id"])) == me]
+        if mine:
+            stats.forgets_sent += len(team.forget(mine, reason="forgotten by its author", actor=me))
+        purged = [p["record_id"] for p in found.get("purged", [])]
+        if purged:
+            authors = _team_authors(team, purged)
+            mine = [rid for rid in purged if authors.get(rid) == me]
+            if mine:
+                stats.purges_sent += team.purge(mine, actor=me)
+        cursor["up"] = found["after"]
+        _save(project_id, cursor)
+
+
+def _restores_up(team, records: "list[dict]", cursor: dict, me: str, stats: SyncStats) -> None:
+    """My records live here that the team store holds a tombstone for: I restored them, so the team does.
+
+    Only a tombstone this home has already read from the team's feed (its number is at or below
+    the down cursor) counts: one that arrived since is a forget from another of my machines, which
+    the pull that follows applies here, never undone by a record this home merely had not dropped yet.
+    """
+    mine = [r["record_id"] for r in records if r.get("actor") == me]
+    if not mine:
+        return
+    held = team.tombstones(mine)
+    wanted = [rid for rid, t in held.items() if not t["purged"] and t.get("seq") is not None
+              and t["seq"] <= cursor["down"]]
+    if wanted:
+        restored, _ = team.restore(wanted, actor=me)
+        stats.restores_sent += len(restored)
+
+
+def _records_down(local, team, project_id: str, cursor: dict, stats: SyncStats) -> None:
+    while True:
+        found = team.changes([project_id], after=cursor["down"], limit=PAGE)
+        if found["after"] == cursor["down"]:
+            return
+        if found["records"]:
+            stats.records_received += local.add_records(found["records"])
+            # a record the team forgot, and restored since: back here too, unless this user forgot it himself
+            held = local.tombstones([r["record_id"] for r in found["records"]])
+            back = [rid for rid, t in held.items() if str(t.get("actor") or "").startswith("team:")]
+            if back:
+                restored, _ = local.restore(back, actor="team")
+                stats.restores_received += len(restored)
+        by_actor: dict = {}
+        for t in found["forgotten"]:
+            by_actor.setdefault(t.get("actor") or "?", []).append(t["record_id"])
+        for actor, gone in by_actor.items():
+            stats.forgets_received += len(local.forget(gone, reason="forgotten team-wide", actor=f"team:{actor}"))
+        purged = [p["record_id"] for p in found.get("purged", [])]
+        if purged:  # the author erased its text team-wide: whatever tombstone this cache keeps of it goes too
+            stats.purges_received += local.purge(purged, actor="team")
+        cursor["down"] = found["after"]
+        _save(project_id, cursor)
+
+
+def sync(local, team, project_ids, *, me: str, scrub=None) -> SyncStats:
+    """Send and fetch every shared project's changes (see the module docstring); never raises for the server.
+
+    `local` is this home's store, `team` the team store (both kirolearn.store.base.Store);
+    `me` is this user's actor name (attribution); `scrub`, a Scrubber, cleans what goes
+    out again (None: the local text is already scrubbed with the current rules). A failure is logged and kept in
+    state/team.json with the time of the last good sync (the cache's age in `status`).
+    """
+    stats = SyncStats(projects=len(project_ids))
+    saved = state.read(STATE)
+    try:
+        for project_id in project_ids:
+            cursor = _cursor(saved, project_id)
+            before = (stats.events_sent, stats.records_sent, stats.records_received)
+            _events_up(local, team, project_id, cursor, stats, scrub)
+            _records_up(local, team, project_id, cursor, me, stats, scrub)
+            _records_down(local, team, project_id, cursor, stats)
+            stats.per_project[project_id] = {
+                "events_sent": stats.events_sent - before[0], "records_sent": stats.records_sent - before[1],
+                "records_received": stats.records_received - before[2]}
+    except Exception as exc:  # noqa: BLE001 - a team store that is down or refuses must never fail the drain
+        from kirolearn.core.errors import one_line
+
+        stats.error = one_line(f"{type(exc).__name__}: {exc}")[:300]
+        log.warning("team sync failed: %s", stats.error)
+        state.try_update(STATE, last_sync_at=state.utc_now(), last_error=stats.error)
+        return stats
+    state.try_update(STATE, last_sync_at=state.utc_now(), last_ok_at=state.utc_now(), last_error="")
+    return stats
+
+
+def run(settings, db) -> "SyncStats | None":
+    """Sync this home's shared projects with the configured team store; None when there is nothing to do.
+
+    `db` is the drainer's open local store. Opening the team store can fail
+    (server down, credentials, schema); that is one error in the result and in
+    state/team.json, never an exception: the drain it follows already succeeded.
+    """
+    from kirolearn.team import membership as team
+    from kirolearn.store.sqlite.store import SqliteStore
+
+    ids = sorted(team.shared_project_ids())
+    if not settings.store.url or not ids:
+        return None
+    me = team.attribution(settings)["actor"]
+    try:
+        from kirolearn.store.backends import open_store
+
+        remote = open_store(settings.store.url)
+    except Exception as exc:  # noqa: BLE001 - see the docstring
+        from kirolearn.core.errors import one_line
+
+        stats = SyncStats(projects=len(ids), error=one_line(f"{type(exc).__name__}: {exc}")[:300])
+        log.warning("team store unavailable: %s", stats.error)
+        state.try_update(STATE, last_sync_at=state.utc_now(), last_error=stats.error)
+        return stats
+    try:
+        return sync(SqliteStore(db=db), remote, ids, me=me, scrub=outbound_scrubber(settings, db))
+    finally:
+        try:
+            remote.close()
+        except Exception:  # noqa: BLE001 - closing a broken connection
+            pass
+
+
+def outbound_scrubber(settings, db):
+    """A Scrubber when the local store's text predates the installed rules (or extra patterns are set), else None."""
+    from kirolearn.privacy.scrub import Scrubber, rules_version
+    from kirolearn.store.sqlite import reader
+
+    if reader.scrubbed_with(db) == rules_version() and not settings.scrub.extra_patterns:
+        return None
+    return Scrubber(settings.scrub.extra_patterns, settings.scrub.allow)
+
+
+def cache_state() -> dict:
+    """When the cache last synced, and the last error ('' when it worked)."""
+    found = state.read(STATE)
+    return {"last_ok_at": found.get("last_ok_at"), "last_sync_at": found.get("last_sync_at"),
+            "last_error": found.get("last_error", "")}
+
+
+def status_facts(settings) -> dict:
+    """`kirolearn status`'s "team" object: the store (no password), shared projects, the cache's age."""
+    import time
+
+    from kirolearn.team import membership as team
+    from kirolearn.core.isotime import iso_epoch
+    from kirolearn.store.url import redact_url
+
+    found = cache_state()
+    ok = iso_epoch(found["last_ok_at"]) if found["last_ok_at"] else None
+    return {"store": redact_url(settings.store.url) if settings.store.url else None,
+            "shared_projects": len(team.shared_project_ids()),
+            "cache_synced_at": found["last_ok_at"], "last_sync_at": found["last_sync_at"],
+            "cache_age_seconds": round(time.time() - ok, 1) if ok is not None else None,
+            "last_error": found["last_error"] or None}
