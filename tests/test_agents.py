@@ -125,6 +125,20 @@ def test_claude_stop_prefers_last_assistant_message_over_the_transcript(tmp_path
         assert event["assistant_response"] == "Let me run a command."
 
 
+def test_claude_tool_failure_is_captured_as_a_failed_tool_use(home, project, spooled):
+    """Claude Code sends a failed tool as PostToolUseFailure (no tool_response): it is a postToolUse
+    whose response says it failed, never a rejected hook call."""
+    failure = {"session_id": "s1", "cwd": str(project), "hook_event_name": "PostToolUseFailure",
+               "tool_name": "Bash", "tool_input": {"command": "touch /etc/x"}, "tool_use_id": "t1",
+               "error": "touch: cannot touch '/etc/x': Read-only file system", "is_interrupt": False}
+    result = run_hook(["--agent", "claude-code"], json.dumps(failure).encode(), cwd=str(project))
+    assert (result.returncode, result.stderr) == (0, b"")
+    (event,) = spooled()
+    assert event["trigger"] == "postToolUse" and event["tool_name"] == "Bash"
+    assert event["tool_response"] == {"success": False, "error": failure["error"]}
+    assert ("PostToolUseFailure", 2) in claude_code.HOOKS  # install wires it
+
+
 LAYOUTS = {
     "absent": None,
     "empty object": "{}\n",

@@ -20,7 +20,10 @@ SURFACES = ("claude-code",)
 SESSION_ENV = None  # Claude Code always sends session_id
 TRANSCRIPT_TAIL_BYTES = common.TRANSCRIPT_TAIL_BYTES
 
-TRIGGERS = common.CLAUDE_TRIGGERS
+# A tool that failed comes as PostToolUseFailure (tool_name, tool_input, error, is_interrupt): a
+# postToolUse whose response says it failed, so the turn's outcome can tell.
+FAILURE_EVENT = "PostToolUseFailure"
+TRIGGERS = dict(common.CLAUDE_TRIGGERS, **{FAILURE_EVENT: "postToolUse"})
 # Lifecycle events with no Kiro twin: kept as notes, payload in `extra`.
 NOTE_TRIGGERS = ("SubagentStop", "SessionEnd", "PreCompact", "Notification")
 
@@ -29,6 +32,7 @@ HOOKS = (
     ("SessionStart", 5),
     ("UserPromptSubmit", 5),
     ("PostToolUse", 2),
+    (FAILURE_EVENT, 2),
     ("Stop", 5),
 )
 
@@ -47,7 +51,15 @@ FINAL_TEXT_KEY = "last_assistant_message"  # Stop's final text (Claude Code >= 2
 
 
 def normalise(trigger: str, payload: dict, env) -> dict:
-    """A Stop's closing text: `last_assistant_message` when sent, else the transcript's last assistant text."""
+    """A Stop's closing text: `last_assistant_message` when sent, else the transcript's last assistant text.
+
+    A PostToolUseFailure gets the tool_response it lacks: {"success": false, "error": …}.
+    """
+    if payload.get("hook_event_name") == FAILURE_EVENT and "tool_response" not in payload:
+        failed = {"success": False, "error": payload.get("error")}
+        if payload.get("is_interrupt"):
+            failed["is_interrupt"] = True
+        return dict(payload, tool_response=failed)
     if trigger != "stop":
         return payload
     return common.final_answer(payload, (FINAL_TEXT_KEY,), last_assistant_text)
