@@ -194,25 +194,38 @@ def apply(changes: "list[Change]", *, installing: bool) -> None:
         raise InstallError(f"{len(problems)} file(s) cannot be changed safely, so nothing was written: "
                            + "; ".join(c.problem for c in problems))
     todo = [c for c in changes if c.changed]
+    targets = {c.path: write_target(c.path) for c in todo}
+    refused = [why for why in map(refusal, todo) if why]
+    if refused:
+        raise InstallError("; ".join(refused) + "; nothing was changed",
+                           "fix that file (or the link) and run the command again")
     staged = []
     try:
         for change in todo:
             if change.after is None:
                 continue
-            os.makedirs(os.path.dirname(change.path), exist_ok=True)
-            tmp = change.path + ".kirolearn-tmp"
+            target = targets[change.path]
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            tmp = target + ".kirolearn-tmp"
+            staged.append((tmp, target, change))
             with open(tmp, "w", encoding="utf-8", newline="") as fh:
                 fh.write(change.after)
             if change.before is not None:
-                shutil.copymode(change.path, tmp)
-            staged.append((tmp, change.path))
+                shutil.copymode(target, tmp)
     except OSError as exc:
-        for tmp, _ in staged:
-            os.unlink(tmp)
+        _discard(staged)
         raise InstallError(f"cannot write {exc.filename}: {exc.strerror}; nothing was changed",
                            "check the folder's permissions")
-    for tmp, path in staged:
-        os.replace(tmp, path)
+    done = []
+    for tmp, target, change in staged:
+        try:
+            os.replace(tmp, target)
+        except OSError as exc:
+            _discard([s for s in staged if s[1] != target and s not in done] + [(tmp, target, change)])
+            _give_back(done)
+            raise InstallError(f"cannot replace {target}: {exc.strerror}; nothing was changed",
+                               "check the file's permissions and attributes (an immutable file cannot be edited)")
+        done.append((tmp, target, change))
     for change in todo:
         if change.after is None:
             os.remove(change.path)
@@ -229,6 +242,52 @@ def apply(changes: "list[Change]", *, installing: bool) -> None:
         else:
             recorded.pop(change.path, None)
     _save_record(list(recorded.values()))
+
+
+def write_target(path: str) -> str:
+    """The file a write to `path` lands in: a symbolic link's target (the link itself stays)."""
+    return os.path.realpath(path) if os.path.islink(path) else path
+
+
+def refusal(change: "Change") -> "str | None":
+    """Why `change` cannot be written safely before anything is (a dangling link, a read-only file), or None."""
+    path = change.path
+    if os.path.islink(path):
+        target = os.path.realpath(path)
+        if not os.path.exists(target):
+            return f"{path} is a symbolic link to {target}, which does not exist (create it, or remove the link)"
+        if change.after is None:
+            return f"{path} is a symbolic link: kirolearn does not remove a link you made"
+        path = target
+    if change.after is not None and os.path.exists(path):
+        try:
+            with open(path, "a", encoding="utf-8"):  # opens for writing, writes nothing: an immutable file refuses
+                pass
+        except OSError as exc:
+            return f"{path} cannot be written ({exc.strerror})"
+    return None
+
+
+def _discard(staged) -> None:
+    """Remove staged temporary files (they hold the whole new config)."""
+    for tmp, _, _ in staged:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+
+
+def _give_back(done) -> None:
+    """Put back the bytes of the files already replaced when a later replace failed."""
+    for _, target, change in reversed(done):
+        if change.before is None:
+            os.remove(target)
+            continue
+        tmp = target + ".kirolearn-tmp"
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            fh.write(change.before)
+        shutil.copymode(target, tmp)
+        os.replace(tmp, target)
 
 
 def commands(value):
