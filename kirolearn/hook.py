@@ -154,15 +154,14 @@ def session_file_id(surface: str, project_root: str, renew: bool) -> str:
 def log(message: str) -> None:
     """Append one line to $KIROLEARN_HOME/logs/hook.log (rotated at 1 MiB)."""
     try:
-        directory = paths.ensure_private_dir(paths.logs_dir())
-        path = os.path.join(directory, "hook.log")
+        path = os.path.join(paths.logs_dir(), "hook.log")
         try:
             if os.path.getsize(path) > LOG_MAX_BYTES:
                 os.replace(path, path + ".1")
         except OSError:
             pass
         line = f"{events.utc_iso(time.time())} pid={os.getpid()} {message}\n"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        fd = paths.open_log("hook.log")
         try:
             os.write(fd, line.encode("utf-8", "replace"))
         finally:

@@ -569,10 +569,7 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
 def _setup_logging() -> None:
     handlers: list = [logging.StreamHandler(sys.stderr)]
     try:
-        directory = paths.ensure_private_dir(paths.logs_dir())
-        path = os.path.join(directory, "mcp.log")
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))  # 0600 whatever the umask
-        handlers.append(logging.FileHandler(path, encoding="utf-8"))
+        handlers.append(logging.StreamHandler(os.fdopen(paths.open_log("mcp.log"), "a", encoding="utf-8")))
     except (OSError, paths.HomeNotFound):
         pass
     from kirolearn.privacy.logscrub import use_scrubbing

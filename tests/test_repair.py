@@ -105,9 +105,22 @@ def test_repair_of_a_lost_database_reads_as_sentences(home, project):
     assert cli("drain").returncode == 0
     (home / "kirolearn.db").write_bytes(b"")
     repaired = cli("repair")
-    assert repaired.returncode == 0, repaired.stderr
     assert "recovered: nothing (the database file was missing or empty)" in repaired.stdout
     assert "recovered with none" not in repaired.stdout
+    assert "not recoverable: 2 events" in repaired.stdout
+    assert repaired.returncode == 1 and "repair saved nothing" in repaired.stderr  # never "repaired" when it is not
+
+
+def test_repair_says_what_was_lost_and_fails_when_page_one_is_destroyed(home, project, filled):
+    """Page 1 holds the header and the schema: without it nothing can be read back, and repair must say so."""
+    with open(home / "kirolearn.db", "r+b") as fh:
+        fh.write(random.Random(7).randbytes(4096))
+    repaired = cli("repair", "--json")
+    report = json.loads(repaired.stdout)
+    assert report["rebuilt"] and report["recovered"] == {} and (report["events"], report["records"]) == (0, 0)
+    assert (report["lost_events"], report["lost_records"]) == (200, report["held_before"]["records"])
+    assert report["lost_records"] > 0 and report["nothing_saved"] and not report["repaired"]
+    assert repaired.returncode == 1
 
 
 def test_read_only_commands_create_no_database_on_a_fresh_home(home, project):

@@ -33,6 +33,19 @@ def _open_db():
     return open_db()
 
 
+def _own_drain_log() -> None:
+    """A scheduled drain appends to logs/drain.log through the shell: drop a link planted there."""
+    import os
+
+    from kirolearn.core import paths
+
+    try:
+        if os.path.lexists(os.path.join(paths.logs_dir(), "drain.log")):
+            os.close(paths.open_log("drain.log"))
+    except (OSError, paths.HomeNotFound):
+        pass
+
+
 @cli.command(name="drain")
 @click.option("--watch", is_flag=True, help="Keep draining as events arrive, until interrupted.")
 @click.option("--flush", is_flag=True, help="Extract every buffered session now, without waiting for turn end or idle.")
@@ -57,6 +70,7 @@ def drain_command(watch, flush, json_, no_recall_server):
 
     if watch and flush:
         raise click.UsageError("--flush applies to a single drain; drop it or --watch")
+    _own_drain_log()
     bar = None
 
     def start():  # the lock is held: show progress for a big spool, or say we are watching
@@ -144,8 +158,9 @@ def _describe(stats) -> str:
 
 
 class PrivateFile(click.File):
-    """click.File for writing, except that a file it creates is 0600 whatever the umask (an export holds
-    every prompt and tool output). Opened on the first write, as click.File opens one; "-" is stdout."""
+    """click.File for writing, except that the file is 0600 whatever the umask, an existing one included
+    (an export holds every prompt and tool output). Opened on the first write, as click.File opens
+    one; "-" is stdout."""
 
     def convert(self, value, param, ctx):
         if value == "-" or not isinstance(value, (str, os.PathLike)):
@@ -165,6 +180,11 @@ class _PrivateOutput:
                 fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o600)
             except OSError as exc:
                 self.kind.fail(f"'{self.path}': {exc.strerror or exc}", self.param, self.ctx)
+            import stat
+
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISREG(mode) and mode & 0o077 and hasattr(os, "fchmod"):
+                os.fchmod(fd, 0o600)  # an existing file others could read: memory is not theirs to read
             self.fh = os.fdopen(fd, "w", encoding="utf-8")
         return self.fh.write(text)
 
@@ -782,8 +802,10 @@ def repair_command(force, json_):
         held.release()
     if json_:
         click.echo(json.dumps(report.to_dict(), indent=2, sort_keys=True))
+        if report.nothing_saved:
+            raise SystemExit(1)
         return
-    if not report.repaired:
+    if not report.rebuilt:
         click.echo(f"nothing to repair: {report.detail}")
         return
     click.echo(f"database was {report.state_before}: {report.detail}")
@@ -801,12 +823,17 @@ def repair_command(force, json_):
     if report.held_before:
         click.echo(f"held at the last drain: {report.held_before.get('events', 0)} events, "
                    f"{report.held_before.get('records', 0)} records")
-    if report.lost_events:
-        click.echo(f"not recoverable: {report.lost_events} of the events stored at the last drain "
-                   f"(the backups above keep the damaged file)")
+    if report.lost_events or report.lost_records:
+        click.echo(f"not recoverable: {report.lost_events} events and {report.lost_records} records of those "
+                   f"held at the last drain (the backups above keep the damaged file)")
     click.echo(f"re-ingested from the spool: {report.reingested} events ({report.already_stored} already recovered, "
                f"{report.quarantined} quarantined)")
     click.echo(f"database now: {report.events} events, {report.records} records")
+    if report.nothing_saved:
+        from kirolearn.core.errors import KirolearnError
+
+        raise KirolearnError("repair saved nothing: the database is rebuilt empty and nothing it held could be read",
+                             "keep the backups above; the spool still feeds new events to the empty database")
 
 
 @cli.command(name="doctor")

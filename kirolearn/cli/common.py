@@ -150,9 +150,8 @@ def _log_traceback() -> str:
     from kirolearn.privacy.scrub import scrub_text
 
     try:
-        directory = paths.ensure_private_dir(paths.logs_dir())
-        path = os.path.join(directory, "cli.log")
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        path = os.path.join(paths.logs_dir(), "cli.log")
+        fd = paths.open_log("cli.log")
         with os.fdopen(fd, "a", encoding="utf-8") as fh:
             fh.write(scrub_text(traceback.format_exc()) + "\n")
         return path

@@ -56,9 +56,7 @@ def _log_to_file() -> None:
     from kirolearn.core import paths
     from kirolearn.privacy.logscrub import use_scrubbing
 
-    path = os.path.join(paths.ensure_private_dir(paths.logs_dir()), "recall-server.log")
-    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
-    handler = logging.FileHandler(path, encoding="utf-8")
+    handler = logging.StreamHandler(os.fdopen(paths.open_log("recall-server.log"), "a", encoding="utf-8"))
     use_scrubbing([handler], "%(asctime)s %(name)s %(levelname)s %(message)s")
     logger = logging.getLogger("kirolearn.recall.server")
     logger.addHandler(handler)

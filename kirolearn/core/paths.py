@@ -127,3 +127,30 @@ def ensure_private_dir(path: str) -> str:
     except FileExistsError:
         pass
     return path
+
+
+def open_log(name: str) -> int:
+    """A descriptor appending to logs/`name` (created 0600).
+
+    A name in logs/ that is a symbolic link, or a hard link to a file elsewhere, was planted:
+    kirolearn drops its own name for it (the other file is left as it is) and starts a fresh file,
+    so no log line is ever written through it.
+    """
+    import stat
+
+    path = os.path.join(ensure_private_dir(logs_dir()), name)
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    for _ in range(3):
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | nofollow, 0o600)
+        except OSError:
+            if os.path.islink(path):
+                os.unlink(path)
+                continue
+            raise
+        found = os.fstat(fd)
+        if stat.S_ISREG(found.st_mode) and found.st_nlink <= 1:
+            return fd
+        os.close(fd)
+        os.unlink(path)
+    raise OSError(f"{path}: cannot be opened as kirolearn's own log file")

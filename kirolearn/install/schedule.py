@@ -239,8 +239,7 @@ def _crontab_without_ours() -> "list[str]":
 def install_job(kind: str, seconds: int) -> str:
     """Install (or replace) the drain job; returns a one-line report."""
     if kind == "cron":
-        paths.ensure_private_dir(paths.logs_dir())  # the line appends to logs/drain.log: 0600, not the umask's
-        os.close(os.open(os.path.join(paths.logs_dir(), "drain.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+        os.close(paths.open_log("drain.log"))  # the line appends to logs/drain.log: 0600, not the umask's
         lines = _crontab_without_ours() + [cron_line(seconds)]
         _run(["crontab", "-"], "\n".join(lines) + "\n")
         return "crontab: added " + lines[-1]

@@ -128,8 +128,9 @@ def parse_since(text: "str | None", now: "datetime | None" = None) -> "str | Non
         return None
     try:
         return isotime.since(str(text), now)  # a leaf: kirolearn.cli.fast reads --since without this module
-    except ValueError:
-        raise ManageError(f"cannot read --since {text!r}",
+    except ValueError as exc:
+        why = f" ({exc})" if "reaches back" in str(exc) else ""
+        raise ManageError(f"cannot read --since {text!r}{why}",
                           "give an age such as 7d, 12h, 30m, 2w or a date such as 2026-11-01") from None
 
 

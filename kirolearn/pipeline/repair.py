@@ -44,12 +44,15 @@ class RepairReport:
     page_size: int = 0
     held_before: dict = field(default_factory=dict)
     lost_events: int = 0
+    lost_records: int = 0
     reingested: int = 0
     already_stored: int = 0
     quarantined: int = 0
     events: int = 0
     records: int = 0
-    repaired: bool = False
+    rebuilt: bool = False  # the database file was rebuilt (from what could be recovered, and the spool)
+    nothing_saved: bool = False  # it held events or records, and none of them came back
+    repaired: bool = False  # rebuilt, and something of what it held (or of the spool) is in it again
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -137,10 +140,14 @@ def repair(settings, *, force: bool = False) -> RepairReport:
     report.events, report.records = counts["events"], counts["records"]
     held = int(report.held_before.get("events") or 0)
     report.lost_events = max(0, held - int(report.recovered.get("events", 0)))
+    report.lost_records = max(0, int(report.held_before.get("records") or 0) - int(report.recovered.get("memory_records", 0)))
     marker = {**state.store_identity(path), "created_at": store.now_iso(), "repaired_at": store.now_iso(), **counts}
     state.write(state.STORE, marker)
     health.drain_finished(None)
     for leftover in (new_path + ".setup.lock",):
         _remove(leftover)
-    report.repaired = True
+    report.rebuilt = True
+    held_anything = held > 0 or int(report.held_before.get("records") or 0) > 0
+    report.nothing_saved = held_anything and report.events == 0 and report.records == 0
+    report.repaired = not report.nothing_saved
     return report
