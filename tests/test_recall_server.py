@@ -332,3 +332,24 @@ def test_a_failed_answer_leaves_the_projects_vectors_loaded_for_the_next(minilm,
         assert SHOWN in prompt(filled, HARD)
     finally:
         server.close()
+
+
+def test_silent_clients_do_not_hold_up_a_ping(home, server_process):
+    """Each connection is read in its own thread within its own deadline (#34): five clients that connect
+    and say nothing (5 x READ_TIMEOUT if served in turn) do not keep a ping past a deadline of half that."""
+    import socket
+
+    server_process()
+    address = client.socket_address(str(home / "recall.sock"))
+    silent = []
+    try:
+        for _ in range(5):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.connect(address.address)
+            silent.append(sock)
+        answer = client.ask({"op": "ping"}, 2.5)
+        assert answer is not None and answer.get("ok") is True
+    finally:
+        for sock in silent:
+            sock.close()
+        address.close()

@@ -36,6 +36,7 @@ from kirolearn.recall import client
 
 log = logging.getLogger("kirolearn.recall.server")
 READ_TIMEOUT = 1.0  # seconds a client has to send its request line
+MAX_CONNECTIONS = 16  # clients read at once; beyond it a connection is closed at once (the client falls back)
 MAX_REQUEST = 256 * 1024
 WARM_BUDGET = 60.0  # seconds _warm may take to load a project's vectors
 
@@ -64,6 +65,8 @@ class RecallServer:
         # 100k records) against 37 ms on one thread, measured in turns in one process.
         self._blas = None
         self._stop = threading.Event()
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self._answering = threading.Lock()  # requests are read concurrently, answered one at a time
         self._thread = None
         self.served = 0
 
@@ -183,7 +186,8 @@ class RecallServer:
     # -- serving ------------------------------------------------------------------------------
 
     def serve_forever(self, should_stop=None) -> None:
-        """Answer requests one at a time until stop()/close() (or should_stop())."""
+        """Accept connections until stop()/close() (or should_stop()); each is read in its own thread,
+        within its own READ_TIMEOUT, so a client that connects and says nothing delays no one else."""
         while not self._stop.is_set() and not (should_stop and should_stop()) and self.sock is not None:
             try:
                 ready, _, _ = select.select([self.sock], [], [], 0.2)
@@ -197,12 +201,20 @@ class RecallServer:
                 continue
             except OSError:
                 return
-            try:
-                self._handle(conn)
-            except Exception:  # noqa: BLE001 - one bad request never ends the server
-                log.exception("recall server: request failed")
-            finally:
+            if not self._slots.acquire(blocking=False):
+                log.warning("recall server: %d connections open already; one refused", MAX_CONNECTIONS)
                 conn.close()
+                continue
+            threading.Thread(target=self._serve_one, args=(conn,), name="kirolearn-recall-conn", daemon=True).start()
+
+    def _serve_one(self, conn) -> None:
+        try:
+            self._handle(conn)
+        except Exception:  # noqa: BLE001 - one bad request never ends the server
+            log.exception("recall server: request failed")
+        finally:
+            conn.close()
+            self._slots.release()
 
     def _handle(self, conn) -> None:
         conn.settimeout(READ_TIMEOUT)
@@ -222,17 +234,19 @@ class RecallServer:
             self._send(conn, {"ok": False, "error": "the request is not one JSON object"})
             return
         deadline = request.get("deadline")
-        if isinstance(deadline, (int, float)) and time.time() > deadline:
-            return  # the client has given up already
-        try:
-            answer = self.answer(request)
-        except Exception as exc:  # noqa: BLE001 - the client falls back; the log keeps why
-            log.exception("recall server: %s failed", request.get("op"))
-            answer = {"ok": False, "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+        with self._answering:
+            if isinstance(deadline, (int, float)) and time.time() > deadline:
+                return  # the client has given up already
+            try:
+                answer = self.answer(request)
+            except Exception as exc:  # noqa: BLE001 - the client falls back; the log keeps why
+                log.exception("recall server: %s failed", request.get("op"))
+                answer = {"ok": False, "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+            self.served += 1
         self._send(conn, answer)
-        self.served += 1
         if answer.get("ok") is not True:
-            self._warm(request)
+            with self._answering:
+                self._warm(request)
 
     def _warm(self, request: dict) -> None:
         """Load the project's vectors with time to spare, after an answer that failed (the usual cause: its
