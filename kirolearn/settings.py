@@ -69,6 +69,8 @@ class Scrub(_Section):
         """A bad name or regex is a config error here, not an unexpected error in the first scrub."""
         import re
 
+        from kirolearn.core.userpatterns import problem
+
         for kind, pattern in value.items():
             if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_\-]{0,39}", kind):
                 raise ValueError(f"type name {kind!r}: use 1-40 of [A-Za-z0-9_-]")
@@ -76,6 +78,9 @@ class Scrub(_Section):
                 re.compile(pattern)
             except re.error as err:
                 raise ValueError(f"{kind!r}: invalid regex {pattern!r}: {err}") from None
+            why = problem(pattern)
+            if why:
+                raise ValueError(f"{kind!r}: {pattern!r} is refused: {why}")
         return value
 
 

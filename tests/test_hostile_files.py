@@ -66,3 +66,22 @@ def test_no_log_line_goes_through_a_hard_link_planted_in_logs(home, project, tmp
     assert outside.read_text() == "untouched\n"
     assert (logs / "hook.log").read_text() and not (logs / "hook.log").samefile(outside)
     assert not (logs / "mcp.log").is_symlink() and not (logs / "drain.log").samefile(outside)
+
+
+CATASTROPHIC = "(a+)+$"
+
+
+def test_a_catastrophic_user_pattern_is_refused_at_load_and_never_runs(home, project):
+    """`(a+)+$` passed the config check and hung every drain on the first run of a's (#34, defect 1)."""
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(f"[scrub.extra_patterns]\nslow = '{CATASTROPHIC}'\nfine = 'ACME-[A-Z0-9]{{8}}'\n")
+    line = assert_one_error(cli("config", "show"), "scrub.extra_patterns", "slow", "exponential time")
+    assert "(a+)+" in line
+    assert_one_error(cli("drain"), "exponential time")  # the drain refuses to start with it, and keeps the spool
+    from kirolearn.core.configfile import hook_view
+
+    assert hook_view()["scrub_extra"] == {"fine": "ACME-[A-Z0-9]{8}"}  # the hook never runs the refused one
+    payload = {"hook_event_name": "userPromptSubmit", "cwd": str(project), "session_id": "s",
+               "prompt": "a" * 40 + "!"}
+    result = run_hook(stdin=json.dumps(payload).encode(), cwd=str(project), timeout=20)
+    assert result.returncode == 0

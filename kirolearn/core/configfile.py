@@ -78,7 +78,10 @@ def hook_view() -> dict:
     values["budget_tokens"] = min(values["budget_tokens"], MAX_BUDGET_TOKENS)
     scrub = data.get("scrub", {}) if isinstance(data.get("scrub"), dict) else {}
     if isinstance(scrub.get("extra_patterns"), dict):
-        values["scrub_extra"] = {str(k): str(v) for k, v in scrub["extra_patterns"].items()}
+        from kirolearn.core.userpatterns import problem
+
+        # a refused pattern (settings says why, in every other command) never runs in the hook
+        values["scrub_extra"] = {str(k): str(v) for k, v in scrub["extra_patterns"].items() if not problem(str(v))}
     if isinstance(scrub.get("allow"), list):
         values["scrub_allow"] = [str(a) for a in scrub["allow"]]
     team = data.get("team", {}) if isinstance(data.get("team"), dict) else {}
