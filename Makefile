@@ -32,7 +32,7 @@ install: $(VENV)/.installed ## create .venv with kirolearn (editable) and the te
 # workers, each collecting the whole suite, measured slower).
 TEST_WORKERS ?= auto
 
-test: $(VENV)/.installed ## run the fast tests, everything not marked slow or agents (~2 min on 2 cores; .venv: 1-2 min more, once)
+test: $(VENV)/.installed ## run the fast tests, everything not marked slow or agents (~3 min on 2 quiet cores, 5+ when busy; .venv: 1-2 min more, once)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not slow and not agents"
 
 test-slow: $(VENV)/.installed ## run only the slow tests: many processes, kills, the browser (CI runs both sets)
@@ -50,7 +50,8 @@ demo: $(VENV)/.installed ## replay recorded Kiro sessions through the real hooks
 	$(PY) -m kirolearn.demo
 
 docs: $(VENV)/.installed ## build the docs site into site/ (warnings are errors)
-	@$(PY) -c 'import mkdocs, material' 2>/dev/null || $(PY) -m pip install --quiet --disable-pip-version-check -e '.[docs]'
+	@$(PY) -c 'import mkdocs, material' 2>/dev/null || { echo "== installing the docs extra (mkdocs, mkdocs-material) into $(VENV): about 40 s, once"; \
+		$(PY) -m pip install --quiet --disable-pip-version-check -e '.[docs]'; }
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 cli-docs: $(VENV)/.installed ## regenerate docs/cli.md from the click commands (tests/test_docs.py checks it)

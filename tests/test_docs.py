@@ -166,3 +166,11 @@ def test_docs_configuration_table_is_one_table():
     rows = [i for i, line in enumerate(section) if line.startswith("|")]
     assert rows == list(range(rows[0], rows[-1] + 1))  # no row stranded outside the table
     assert any("`retention.events_days`" in section[i] for i in rows)
+
+
+def test_the_docs_site_loads_no_web_fonts():
+    """mkdocs-material fetches Google Fonts unless told not to; the site must read the same offline
+    (.ci/run also greps the built site)."""
+    with open(os.path.join(ROOT, "mkdocs.yml"), encoding="utf-8") as fh:
+        theme = re.split(r"\n(?=\S)", fh.read().split("\ntheme:", 1)[1], maxsplit=1)[0]
+    assert "\n  font: false" in theme
