@@ -4,10 +4,12 @@ Holds the spool's file lock for its whole run, so a cron job, a watcher and a
 manual run never process the same file twice. Invariants:
 - a spool file is unlinked only at the end of a run, after the transaction
   that stored it (or proved it a duplicate) committed, its rows were read
-  back, every later step (extraction, retention) finished and SQLite's
-  quick_check passed; any failure before that keeps every spool file, and
-  re-draining stores nothing twice (inserts are keyed by event id);
-- a damaged database stops the run before anything is ingested;
+  back and every later step (extraction, retention) finished; any failure
+  before that keeps every spool file, and re-draining stores nothing twice
+  (inserts are keyed by event id);
+- the store's integrity check (quick_check) runs before a pass ingests, when
+  due (CHECK_EVERY_*), and always after an unclean stop: a damaged database it
+  finds stops the run before anything is ingested;
 - spool entries are opened without following links or waiting on FIFOs, and
   anything but a regular file of at most 512 KiB is quarantined unread;
 - a file that does not parse or validate is moved to quarantine/ with the
@@ -44,7 +46,12 @@ from kirolearn.privacy.scrub import Scrubber
 from kirolearn.core.errors import DrainLocked, SpoolError, StoreCorrupt
 
 STALE_TMP_SECONDS = 600  # a tmp file this old belongs to a hook that died mid-write
-RECHECK_SECONDS = 60.0  # --watch: how often a pass re-runs quick_check before it ingests
+# The store's integrity check (SQLite's quick_check reads every page: ~1 s at 1M records) runs at most
+# once a pass, before it takes events in, and only when it is due: after an unclean stop (a pass that
+# took events in and never finished), else once CHECK_EVERY_PASSES passes took events in, or
+# CHECK_EVERY_SECONDS went by, since the last one (kept in $KIROLEARN_HOME/state/check.json).
+CHECK_EVERY_PASSES = 100
+CHECK_EVERY_SECONDS = 6 * 3600.0
 BREAKER_COOL_OFF_SECONDS = 300.0  # an open breaker lets one call through again after this long
 EMBED_SECONDS = 3.0  # a pass embeds for about this long at most, after its commit (issue #22)
 TEAM_SYNC_SECONDS = 15.0  # --watch: the team store is synced at most this often (every run of a single drain)
@@ -130,7 +137,9 @@ class Drainer:
         self.complete = complete or extract.litellm_complete
         self.sleep = sleep
         self.progress = progress  # callable(n_done) or None
-        self.last_check = None  # monotonic time of the last quick_check that passed
+        self.last_check = None  # monotonic time of the last integrity check that passed (this process)
+        self.checks = 0  # integrity checks this drainer ran
+        self._open = False  # this process marked a pass under way in state/check.json
         self.model_failures = int(state.read(state.MODEL).get("consecutive_failures", 0) or 0)
         self.llm_deadline = None
         self.last_team_sync = None  # monotonic time of the last team store sync
@@ -283,6 +292,7 @@ class Drainer:
 
     def check_store(self, before: bool = True) -> None:
         """Raise StoreCorrupt when the store's integrity check (SQLite's quick_check) finds it damaged."""
+        self.checks += 1
         problem = self.store.integrity_problem()
         if problem:
             what = "nothing was ingested" if before else "the spool files of this drain are kept"
@@ -291,6 +301,61 @@ class Drainer:
                                "the spool, which keeps every event until then")
         self.last_check = time.monotonic()
 
+    def _store_key(self) -> str:
+        """Which store check.json is about: the file and its inode (a repaired file is a new one)."""
+        path = self.db_path() if self.store.backend == "sqlite" else ""
+        try:
+            return f"{os.path.abspath(path)}:{os.stat(path).st_ino}" if path else self.store.backend
+        except OSError:
+            return path
+
+    def check_schedule(self) -> dict:
+        """state/check.json if it is about this store, else {} (never checked: a check is due)."""
+        found = state.read(state.CHECK)
+        return found if found.get("store") == self._store_key() else {}
+
+    def check_due(self, schedule: dict) -> "str | None":
+        """Why the integrity check is due before this pass ingests (None: not due)."""
+        if not schedule.get("checked_at"):
+            return "never checked"
+        if schedule.get("open") and not self._open:
+            return "the last pass that took events in did not finish"
+        if int(schedule.get("passes") or 0) >= CHECK_EVERY_PASSES:
+            return f"{CHECK_EVERY_PASSES} passes since the last check"
+        try:
+            age = time.time() - _iso_to_dt(schedule["checked_at"]).timestamp()
+        except (TypeError, ValueError, AttributeError):
+            return "unreadable time of the last check"
+        return f"{int(age)} s since the last check" if age >= CHECK_EVERY_SECONDS else None
+
+    def _begin_pass(self, ingesting: bool) -> None:
+        """Check the store if it is due (at most once a pass), and mark a pass that ingests as under way."""
+        schedule = self.check_schedule()
+        due = self.check_due(schedule)
+        if due:
+            self.check_store()  # a damaged store takes nothing in: the spool keeps it all
+            schedule = {"checked_at": isotime.now_iso(), "passes": 0, "open": self._open}  # sound now
+        if ingesting and not self._open:
+            schedule = dict(schedule, open=True)
+            self._open = True
+        elif not due:
+            return
+        self._write_schedule(schedule)
+
+    def _end_pass(self) -> None:
+        """A pass that ingested finished: it counts towards the next check, and the stop was clean."""
+        if not self._open:
+            return
+        schedule = self.check_schedule()
+        self._write_schedule(dict(schedule, open=False, passes=int(schedule.get("passes") or 0) + 1))
+        self._open = False
+
+    def _write_schedule(self, schedule: dict) -> None:
+        try:
+            state.write(state.CHECK, dict(schedule, store=self._store_key()))
+        except OSError:
+            pass  # a full disk or a read-only home: the next pass checks again, which is safe
+
     def db_path(self) -> str:
         try:
             return self.local.database_file() or "kirolearn.db"
@@ -298,10 +363,9 @@ class Drainer:
             return "kirolearn.db"
 
     def release(self, done: "list[tuple[str, str | None]]", stats: DrainStats) -> None:
-        """Unlink spool files once the store passes quick_check after every step of the run."""
+        """Unlink spool files once every step of the run finished (their rows were read back after commit)."""
         if not done:
             return
-        self.check_store(before=False)  # rows were read back right after their commit; now the whole file
         for path, _ in done:
             try:
                 os.unlink(path)
@@ -523,11 +587,9 @@ class Drainer:
         start = time.monotonic()
         stats = DrainStats(extractor="llm" if self.settings.extract.model else "deterministic")
         now = time.time()
+        self.recover_tmp(stats, now)  # spool files only: the store is not touched yet
         files = spool.ready_files()
-        if self.last_check is None or files and time.monotonic() - self.last_check >= RECHECK_SECONDS:
-            self.check_store()  # a damaged store takes nothing in: the spool keeps it all
-        self.recover_tmp(stats, now)
-        files = spool.ready_files()
+        self._begin_pass(bool(files))
         chunk = self.settings.drain.chunk_size
         done = []
         for i in range(0, len(files), chunk):
@@ -550,6 +612,7 @@ class Drainer:
         # last: embedding (a contextual model is CPU-bound) never holds up the spool or the team store,
         # and the records the sync fetched get their vectors in the same pass
         self.embed_vectors(stats, None if flush else EMBED_SECONDS)  # --flush: every vector now, too
+        self._end_pass()
         stats.duration_ms = int((time.monotonic() - start) * 1000)
         return stats
 
