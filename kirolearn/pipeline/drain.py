@@ -117,20 +117,16 @@ _iso_to_dt = isotime.parse
 
 
 class Drainer:
-    """One drainer over one database; call `run_once()` (or `watch()`) while holding `lock()`.
+    """One drainer over one store; call `run_once()` (or `watch()`) while holding `lock()`.
 
-    `store` is a SqliteStore (or the sqlite-utils Database of one). The drainer speaks to it through
-    the Store contract (kirolearn.store.base), which tests/store_contract.py runs on every backend,
-    and to what only the embedded store keeps (the hook's word counts, vectors and expansions, the
-    marker outside the file) through its SqliteExtension (`self.local`).
+    `store` is any Store (kirolearn.store.base), or the sqlite-utils Database of an embedded one.
+    The drainer speaks to it through the contract only, which tests/store_contract.py runs on every
+    backend: what only some backends keep (the hook's word counts, recall's expansions and vectors,
+    the marker outside the file) are its optional capability calls, skipped where not supported.
     """
 
     def __init__(self, store, settings, *, complete=None, sleep=time.sleep, progress=None):
         self.store: Store = store if isinstance(store, Store) else SqliteStore(db=store)
-        if not isinstance(self.store, SqliteStore):
-            raise TypeError(f"the drainer runs on the embedded SQLite store, not on {self.store.backend!r}: "
-                            "a team store is synced after each drain (kirolearn.team.sync)")
-        self.local = self.store.extension()
         self.settings = settings
         self.scrubber = Scrubber(settings.scrub.extra_patterns, settings.scrub.allow,
                                  betterleaks=settings.scrub.betterleaks)
@@ -146,8 +142,8 @@ class Drainer:
 
     @property
     def db(self):
-        """The store's sqlite-utils Database (for callers of old; the drainer itself uses `store` and `local`)."""
-        return self.local.db
+        """The embedded store's sqlite-utils Database (for callers of old; None on another backend)."""
+        return getattr(self.store, "db", None)
 
     # -- ingest ----------------------------------------------------------------------------
 
@@ -303,7 +299,7 @@ class Drainer:
 
     def _store_key(self) -> str:
         """Which store check.json is about: the file and its inode (a repaired file is a new one)."""
-        path = self.db_path() if self.store.backend == "sqlite" else ""
+        path = self.store.database_file() or ""
         try:
             return f"{os.path.abspath(path)}:{os.stat(path).st_ino}" if path else self.store.backend
         except OSError:
@@ -357,10 +353,14 @@ class Drainer:
             pass  # a full disk or a read-only home: the next pass checks again, which is safe
 
     def db_path(self) -> str:
+        """The store's file, or what names a server store, for messages."""
         try:
-            return self.local.database_file() or "kirolearn.db"
+            found = self.store.database_file()
         except Exception:  # noqa: BLE001 - only for a message
-            return "kirolearn.db"
+            found = ""
+        if found is None:
+            return f"the {self.store.backend or 'team'} store"
+        return found or "kirolearn.db"
 
     def release(self, done: "list[tuple[str, str | None]]", stats: DrainStats) -> None:
         """Unlink spool files once every step of the run finished (their rows were read back after commit)."""
@@ -557,26 +557,31 @@ class Drainer:
         return self.store.expire_forgotten(isotime.shift(isotime.now_iso(), -days * 86400))
 
     def embed_records(self, stats: DrainStats) -> None:
-        """Vectors for new records (semantic recall); a model that cannot load leaves search lexical."""
-        from kirolearn.recall import semantic  # numpy and the model load only here, in the drainer
+        """Expansions of new records (plain text for the hook's index: no model needed) and the hook's
+        word counts, where the store keeps them (Store.derived, Store.refresh_term_docs)."""
+        derived = self.store.derived()
+        if derived is not None:
+            from kirolearn.recall import semantic  # recall's text rules, above the store
 
-        semantic.enrich_pending(self.local.db)  # plain text for the hook's index: no model needed
+            semantic.enrich_pending(derived)
         if stats.records_written:
-            self.local.refresh_term_docs()  # word counts the hook reads with one index range
+            self.store.refresh_term_docs()  # word counts the hook reads with one index range
 
     def embed_vectors(self, stats: DrainStats, seconds: "float | None" = EMBED_SECONDS) -> None:
         """Vectors, last in a pass, bounded (EMBED_SECONDS) and ended between two batches when new turns
         reach the spool: a backfill never holds up the drain; the next pass goes on with it (--watch: at
         once), words find the rest meanwhile. `seconds` None (--flush): every vector now."""
-        from kirolearn.recall import semantic
-
         self.vectors_pending = False
-        if self.settings.embeddings.model.strip().lower() not in ("", "none", "off"):
-            stats.records_embedded, stats.embedding_error = semantic.index_with_settings(
-                self.local.db, self.settings, seconds=seconds,
-                interrupt=None if seconds is None else (lambda: bool(spool.ready_files())))
-            self.vectors_pending = (bool(stats.records_embedded)
-                                    and semantic.vectors_pending(self.local.db, self.settings) > 0)
+        derived = self.store.derived()
+        if derived is None or self.settings.embeddings.model.strip().lower() in ("", "none", "off"):
+            return
+        from kirolearn.recall import semantic  # numpy and the model load only here, in the drainer
+
+        stats.records_embedded, stats.embedding_error = semantic.index_with_settings(
+            derived, self.settings, seconds=seconds,
+            interrupt=None if seconds is None else (lambda: bool(spool.ready_files())))
+        self.vectors_pending = (bool(stats.records_embedded)
+                                and semantic.vectors_pending(derived, self.settings) > 0)
 
     def run_once(self, flush: bool = False) -> DrainStats:
         """Drain everything in the spool once, extract every ready batch, then release the spool files.
@@ -623,7 +628,7 @@ class Drainer:
         directly (save-summary, session-end, import, the MCP server) must count
         too if the file is later lost. The file is rewritten only when a count changed.
         """
-        self.local.remember_counts(self.store.counts(), path=self.db_path())
+        self.store.remember_counts(self.store.counts())
 
     def sync_team(self) -> dict:
         """Send the shared projects to the team store and fetch the team's records (kirolearn.team.sync).
@@ -631,7 +636,7 @@ class Drainer:
         After the spool files are released: the team store never holds up the local
         drain, and a server that is down loses nothing (the local store has it all).
         """
-        if not self.settings.store.url:
+        if not self.settings.store.url or self.db is None:  # a drain into the team store itself: nothing to sync
             return {}
         now = time.monotonic()
         if self.last_team_sync is not None and now - self.last_team_sync < TEAM_SYNC_SECONDS:
@@ -639,7 +644,7 @@ class Drainer:
         self.last_team_sync = now
         from kirolearn.team import sync as team_sync
 
-        found = team_sync.run(self.settings, self.local.db)
+        found = team_sync.run(self.settings, self.db)
         return found.to_dict() if found is not None else {}
 
     def watch(self, on_pass=None, should_stop=None) -> DrainStats:

@@ -14,6 +14,7 @@ Each batch of vectors commits with its watermark, so a killed backfill resumes w
 and nothing is embedded twice.
 """
 
+from kirolearn.store.base import DerivedIndex
 from kirolearn.store.sqlite import db as sqlite
 
 BACKFILL_WINDOW = 5000  # rowids a backfill query looks at: each query stays bounded
@@ -29,7 +30,7 @@ def _rows(cursor, extra=()) -> "list[dict]":
     return [dict(zip(columns, row)) for row in cursor]
 
 
-class SqliteDerived:
+class SqliteDerived(DerivedIndex):
     """Expansions and vectors of one SQLite store (`SqliteStore.derived()`), over its sqlite-utils Database."""
 
     def __init__(self, db):
