@@ -628,7 +628,7 @@ class Drainer:
         directly (save-summary, session-end, import, the MCP server) must count
         too if the file is later lost. The file is rewritten only when a count changed.
         """
-        self.store.remember_counts(self.store.counts())
+        self.store.remember_counts()  # counted only when rows were added: a count reads every row
 
     def sync_team(self) -> dict:
         """Send the shared projects to the team store and fetch the team's records (kirolearn.team.sync).

@@ -281,9 +281,10 @@ class Store(abc.ABC):
         False if not needed, None when the backend keeps none."""
         return None
 
-    def remember_counts(self, counted: dict) -> "bool | None":
-        """Keep `counted` (counts()) in the marker outside the store, which tells a lost or emptied file
-        from a new one: True if rewritten, False if unchanged, None when there is no file to lose."""
+    def remember_counts(self, counted: "dict | None" = None) -> "bool | None":
+        """Keep `counted` (counts(); None: the store counts, when rows were added since its last count)
+        in the marker outside the store, which tells a lost or emptied file from a new one: True if
+        rewritten, False if unchanged, None when there is no file to lose."""
         return None
 
     def database_file(self) -> "str | None":

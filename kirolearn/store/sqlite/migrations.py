@@ -389,7 +389,8 @@ def m020_pending_work(db):
     - `vector_progress`: per embedding model, a watermark on the change feed (records written
       since) and a rowid cursor for the one backfill of what was there before (NULL once done);
     - `vectors_stale`: records whose vector was deleted (an edit, a forget), fed by a trigger;
-    - `idx_vectors_before_parts`: the vectors a model made before it embedded parts.
+    - `idx_vectors_before_parts`: the vectors a model made before it embedded parts;
+    - `idx_events_expiry`: extracted events by time, for retention.
     """
     db.execute("create index if not exists idx_records_expansion_pending on memory_records (project_id, session_id) "
                "where expansion is null")
@@ -400,3 +401,5 @@ def m020_pending_work(db):
                "insert or ignore into vectors_stale (record_id) values (old.record_id); end")
     db.execute("create index if not exists idx_vectors_before_parts on record_vectors (model_id, record_id) "
                "where substr(coalesce(text_hash, ''), 1, 1) != 'p'")
+    # retention finds the extracted events past their time in this range, not among every event
+    db.execute("create index if not exists idx_events_expiry on events (received_at) where extract_state = 'done'")
