@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 BENCH_VENV ?= .venv-bench
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-slow test-all test-agents demo docs cli-docs bench soak mutate clean
+.PHONY: help install test test-slow test-all test-agents demo docs cli-docs bench bench-scale soak mutate clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
@@ -92,6 +92,12 @@ bench: $(BENCH_VENV)/.installed ## print speed figures (never fails the build)
 	nice $(BENCH_VENV)/bin/python bench/bench_team.py
 	@echo
 	nice $(BENCH_VENV)/bin/python bench/bench_backfill.py
+
+# SCALE_MAX=1000000 adds the 1M-record store (about an hour on 2 cores; 100k: about 15 minutes).
+SCALE_MAX ?= 100000
+
+bench-scale: $(BENCH_VENV)/.installed ## drain, hook and search costs at 10k / 100k records (SCALE_MAX=1000000: and 1M)
+	$(BENCH_VENV)/bin/python bench/bench_scale.py --venv $(BENCH_VENV) --max $(SCALE_MAX)
 
 SOAK_SECONDS ?= 90
 soak: $(BENCH_VENV)/.installed ## hooks, drains, a watcher and SIGKILLs for SOAK_SECONDS; prints lost and duplicated events

@@ -9,7 +9,7 @@ def installed_hook(venv: str) -> "list[str]":
     """The hook command `kirolearn install` writes in that venv: program and arguments before the event
     (kirolearn.install.engine.hook_argv, asked of the venv's own Python, so the benchmark runs exactly it)."""
     python = os.path.join(venv, "bin", "python")
-    code = "import json; from kirolearn import install; print(json.dumps(install.hook_argv()))"
+    code = "import json; from kirolearn.install import engine; print(json.dumps(engine.hook_argv()))"
     # -I: not the source tree in the current folder, the installed package, as `kirolearn install` sees it
     return json.loads(subprocess.run([python, "-I", "-c", code], capture_output=True, text=True, check=True).stdout)
 

@@ -555,3 +555,63 @@ class StoreContract:
             assert other.add_events(sent) == 3 and other.add_events(sent) == 0
         finally:
             other.close()
+
+    # --- what the drain calls beyond the basics: optional capabilities, and the drainer itself ----
+
+    def test_optional_capabilities_answer_or_say_not_supported(self, store):
+        from kirolearn.store.base import DerivedIndex
+
+        derived = store.derived()
+        assert derived is None or isinstance(derived, DerivedIndex)
+        assert store.refresh_term_docs(force=True) in (True, False, None)
+        assert store.remember_counts(store.counts()) in (True, False, None)
+        assert store.database_file() is None or isinstance(store.database_file(), str)
+        if store.database_file() is None:  # a server: nothing outside it to keep, no file to name
+            assert store.remember_counts(store.counts()) is None
+
+    def test_derived_work_is_found_once_and_kept_with_its_cursor(self, store):
+        derived = store.derived()
+        if derived is None:
+            pytest.skip(f"the {store.backend} store keeps no expansions or vectors (Store.derived is None)")
+        store.add_records([record(1), record(2), record(3, session="s2")])
+        pending = derived.sessions_needing_expansion()
+        assert sorted((p, s) for p, s, _ in pending) == [("p1", "s1"), ("p1", "s2")]
+        rows = derived.session_records("p1", "s1")
+        assert [r["record_id"] for r in rows] == ["mr_0001", "mr_0002"]
+        derived.set_expansions({r["record_id"]: "near" for r in rows} | {"mr_0003": ""})
+        assert derived.sessions_needing_expansion() == []
+        found, cursor = derived.vectors_to_embed("test/m", 2)
+        assert [r["record_id"] for r in found] == ["mr_0001", "mr_0002"] and cursor["more"]
+        vector = {"model_id": "test/m", "dimensions": 1, "vector": b"\x00\x00\x80?", "text_hash": "x"}
+        derived.save_vectors([dict(vector, record_id=r["record_id"], project_id="p1") for r in found], cursor)
+        assert derived.count_to_embed("test/m") == 1
+        found, cursor = derived.vectors_to_embed("test/m", 2)
+        assert [r["record_id"] for r in found] == ["mr_0003"]
+        derived.save_vectors([dict(vector, record_id="mr_0003", project_id="p1")], cursor)
+        assert derived.count_to_embed("test/m") == 0
+        store.add_records([record(4)])  # written after: found through the change feed
+        found, cursor = derived.vectors_to_embed("test/m", 5)
+        assert [r["record_id"] for r in found] == ["mr_0004"]
+        assert derived.drop_vectors() == 3 and derived.count_to_embed("test/m") == 4
+
+    def test_the_drainer_runs_on_this_store(self, store, tmp_path, monkeypatch):
+        """Drainer takes any Store: spool → store → records, and an idle pass after it does nothing."""
+        from kirolearn import settings
+        from kirolearn.capture import events, spool
+        from kirolearn.pipeline import drain
+
+        (tmp_path / "proj" / ".git").mkdir(parents=True)
+        monkeypatch.setenv("KIROLEARN_EMBEDDING_MODEL", "none")
+        for name, payload in (("userPromptSubmit", {"prompt": "enable WAL mode"}),
+                              ("postToolUse", {"tool_name": "shell", "tool_input": {"command": "make wal"},
+                                               "tool_response": "ok"}),
+                              ("stop", {"assistant_response": "WAL is on"})):
+            ev = events.build_event(name, {"cwd": str(tmp_path / "proj"), "session_id": "d1", **payload})
+            spool.append(ev["event_id"], events.serialize(ev))
+        drainer = drain.Drainer(store, settings.load())
+        stats = drainer.run_once()
+        assert (stats.stored, stats.records_written, stats.released, stats.pending_events) == (3, 1, 3, 0)
+        assert spool.ready_files() == [] and store.counts() == {"events": 3, "records": 1}
+        assert [h["title"] for h in store.search(["wal"])] == ["enable WAL mode"]
+        idle = drainer.run_once()
+        assert (idle.events_read, idle.records_written) == (0, 0) and drainer.checks == 1

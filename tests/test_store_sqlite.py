@@ -109,10 +109,9 @@ def test_the_drainer_runs_on_a_sqlite_store_or_its_database(tmp_path):
     store = SqliteStore(str(tmp_path / "k.db"))
     for given in (store, store.db):
         drainer = Drainer(given, settings.Settings())
-        assert isinstance(drainer.store, Store) and drainer.db is store.db and drainer.local.db is store.db
+        assert isinstance(drainer.store, Store) and drainer.db is store.db
 
     remote = type("Remote", (Store,), {"backend": "postgresql", **{name: None for name in Store.__abstractmethods__}})
-    other = remote()  # a store of another backend: no SQLite extension to index with
-    with pytest.raises(TypeError, match="embedded SQLite store"):
-        Drainer(other, settings.Settings())
+    other = Drainer(remote(), settings.Settings())  # any Store: what it does not keep, the drainer skips
+    assert other.db is None and other.db_path() == "the postgresql store"
     store.close()

@@ -4,10 +4,12 @@ Holds the spool's file lock for its whole run, so a cron job, a watcher and a
 manual run never process the same file twice. Invariants:
 - a spool file is unlinked only at the end of a run, after the transaction
   that stored it (or proved it a duplicate) committed, its rows were read
-  back, every later step (extraction, retention) finished and SQLite's
-  quick_check passed; any failure before that keeps every spool file, and
-  re-draining stores nothing twice (inserts are keyed by event id);
-- a damaged database stops the run before anything is ingested;
+  back and every later step (extraction, retention) finished; any failure
+  before that keeps every spool file, and re-draining stores nothing twice
+  (inserts are keyed by event id);
+- the store's integrity check (quick_check) runs before a pass ingests, when
+  due (CHECK_EVERY_*), and always after an unclean stop: a damaged database it
+  finds stops the run before anything is ingested;
 - spool entries are opened without following links or waiting on FIFOs, and
   anything but a regular file of at most 512 KiB is quarantined unread;
 - a file that does not parse or validate is moved to quarantine/ with the
@@ -44,7 +46,12 @@ from kirolearn.privacy.scrub import Scrubber
 from kirolearn.core.errors import DrainLocked, SpoolError, StoreCorrupt
 
 STALE_TMP_SECONDS = 600  # a tmp file this old belongs to a hook that died mid-write
-RECHECK_SECONDS = 60.0  # --watch: how often a pass re-runs quick_check before it ingests
+# The store's integrity check (SQLite's quick_check reads every page: ~1 s at 1M records) runs at most
+# once a pass, before it takes events in, and only when it is due: after an unclean stop (a pass that
+# took events in and never finished), else once CHECK_EVERY_PASSES passes took events in, or
+# CHECK_EVERY_SECONDS went by, since the last one (kept in $KIROLEARN_HOME/state/check.json).
+CHECK_EVERY_PASSES = 100
+CHECK_EVERY_SECONDS = 6 * 3600.0
 BREAKER_COOL_OFF_SECONDS = 300.0  # an open breaker lets one call through again after this long
 EMBED_SECONDS = 3.0  # a pass embeds for about this long at most, after its commit (issue #22)
 TEAM_SYNC_SECONDS = 15.0  # --watch: the team store is synced at most this often (every run of a single drain)
@@ -110,35 +117,33 @@ _iso_to_dt = isotime.parse
 
 
 class Drainer:
-    """One drainer over one database; call `run_once()` (or `watch()`) while holding `lock()`.
+    """One drainer over one store; call `run_once()` (or `watch()`) while holding `lock()`.
 
-    `store` is a SqliteStore (or the sqlite-utils Database of one). The drainer speaks to it through
-    the Store contract (kirolearn.store.base), which tests/store_contract.py runs on every backend,
-    and to what only the embedded store keeps (the hook's word counts, vectors and expansions, the
-    marker outside the file) through its SqliteExtension (`self.local`).
+    `store` is any Store (kirolearn.store.base), or the sqlite-utils Database of an embedded one.
+    The drainer speaks to it through the contract only, which tests/store_contract.py runs on every
+    backend: what only some backends keep (the hook's word counts, recall's expansions and vectors,
+    the marker outside the file) are its optional capability calls, skipped where not supported.
     """
 
     def __init__(self, store, settings, *, complete=None, sleep=time.sleep, progress=None):
         self.store: Store = store if isinstance(store, Store) else SqliteStore(db=store)
-        if not isinstance(self.store, SqliteStore):
-            raise TypeError(f"the drainer runs on the embedded SQLite store, not on {self.store.backend!r}: "
-                            "a team store is synced after each drain (kirolearn.team.sync)")
-        self.local = self.store.extension()
         self.settings = settings
         self.scrubber = Scrubber(settings.scrub.extra_patterns, settings.scrub.allow,
                                  betterleaks=settings.scrub.betterleaks)
         self.complete = complete or extract.litellm_complete
         self.sleep = sleep
         self.progress = progress  # callable(n_done) or None
-        self.last_check = None  # monotonic time of the last quick_check that passed
+        self.last_check = None  # monotonic time of the last integrity check that passed (this process)
+        self.checks = 0  # integrity checks this drainer ran
+        self._open = False  # this process marked a pass under way in state/check.json
         self.model_failures = int(state.read(state.MODEL).get("consecutive_failures", 0) or 0)
         self.llm_deadline = None
         self.last_team_sync = None  # monotonic time of the last team store sync
 
     @property
     def db(self):
-        """The store's sqlite-utils Database (for callers of old; the drainer itself uses `store` and `local`)."""
-        return self.local.db
+        """The embedded store's sqlite-utils Database (for callers of old; None on another backend)."""
+        return getattr(self.store, "db", None)
 
     # -- ingest ----------------------------------------------------------------------------
 
@@ -283,6 +288,7 @@ class Drainer:
 
     def check_store(self, before: bool = True) -> None:
         """Raise StoreCorrupt when the store's integrity check (SQLite's quick_check) finds it damaged."""
+        self.checks += 1
         problem = self.store.integrity_problem()
         if problem:
             what = "nothing was ingested" if before else "the spool files of this drain are kept"
@@ -291,17 +297,75 @@ class Drainer:
                                "the spool, which keeps every event until then")
         self.last_check = time.monotonic()
 
-    def db_path(self) -> str:
+    def _store_key(self) -> str:
+        """Which store check.json is about: the file and its inode (a repaired file is a new one)."""
+        path = self.store.database_file() or ""
         try:
-            return self.local.database_file() or "kirolearn.db"
+            return f"{os.path.abspath(path)}:{os.stat(path).st_ino}" if path else self.store.backend
+        except OSError:
+            return path
+
+    def check_schedule(self) -> dict:
+        """state/check.json if it is about this store, else {} (never checked: a check is due)."""
+        found = state.read(state.CHECK)
+        return found if found.get("store") == self._store_key() else {}
+
+    def check_due(self, schedule: dict) -> "str | None":
+        """Why the integrity check is due before this pass ingests (None: not due)."""
+        if not schedule.get("checked_at"):
+            return "never checked"
+        if schedule.get("open") and not self._open:
+            return "the last pass that took events in did not finish"
+        if int(schedule.get("passes") or 0) >= CHECK_EVERY_PASSES:
+            return f"{CHECK_EVERY_PASSES} passes since the last check"
+        try:
+            age = time.time() - _iso_to_dt(schedule["checked_at"]).timestamp()
+        except (TypeError, ValueError, AttributeError):
+            return "unreadable time of the last check"
+        return f"{int(age)} s since the last check" if age >= CHECK_EVERY_SECONDS else None
+
+    def _begin_pass(self, ingesting: bool) -> None:
+        """Check the store if it is due (at most once a pass), and mark a pass that ingests as under way."""
+        schedule = self.check_schedule()
+        due = self.check_due(schedule)
+        if due:
+            self.check_store()  # a damaged store takes nothing in: the spool keeps it all
+            schedule = {"checked_at": isotime.now_iso(), "passes": 0, "open": self._open}  # sound now
+        if ingesting and not self._open:
+            schedule = dict(schedule, open=True)
+            self._open = True
+        elif not due:
+            return
+        self._write_schedule(schedule)
+
+    def _end_pass(self) -> None:
+        """A pass that ingested finished: it counts towards the next check, and the stop was clean."""
+        if not self._open:
+            return
+        schedule = self.check_schedule()
+        self._write_schedule(dict(schedule, open=False, passes=int(schedule.get("passes") or 0) + 1))
+        self._open = False
+
+    def _write_schedule(self, schedule: dict) -> None:
+        try:
+            state.write(state.CHECK, dict(schedule, store=self._store_key()))
+        except OSError:
+            pass  # a full disk or a read-only home: the next pass checks again, which is safe
+
+    def db_path(self) -> str:
+        """The store's file, or what names a server store, for messages."""
+        try:
+            found = self.store.database_file()
         except Exception:  # noqa: BLE001 - only for a message
-            return "kirolearn.db"
+            found = ""
+        if found is None:
+            return f"the {self.store.backend or 'team'} store"
+        return found or "kirolearn.db"
 
     def release(self, done: "list[tuple[str, str | None]]", stats: DrainStats) -> None:
-        """Unlink spool files once the store passes quick_check after every step of the run."""
+        """Unlink spool files once every step of the run finished (their rows were read back after commit)."""
         if not done:
             return
-        self.check_store(before=False)  # rows were read back right after their commit; now the whole file
         for path, _ in done:
             try:
                 os.unlink(path)
@@ -493,26 +557,31 @@ class Drainer:
         return self.store.expire_forgotten(isotime.shift(isotime.now_iso(), -days * 86400))
 
     def embed_records(self, stats: DrainStats) -> None:
-        """Vectors for new records (semantic recall); a model that cannot load leaves search lexical."""
-        from kirolearn.recall import semantic  # numpy and the model load only here, in the drainer
+        """Expansions of new records (plain text for the hook's index: no model needed) and the hook's
+        word counts, where the store keeps them (Store.derived, Store.refresh_term_docs)."""
+        derived = self.store.derived()
+        if derived is not None:
+            from kirolearn.recall import semantic  # recall's text rules, above the store
 
-        semantic.enrich_pending(self.local.db)  # plain text for the hook's index: no model needed
+            semantic.enrich_pending(derived)
         if stats.records_written:
-            self.local.refresh_term_docs()  # word counts the hook reads with one index range
+            self.store.refresh_term_docs()  # word counts the hook reads with one index range
 
     def embed_vectors(self, stats: DrainStats, seconds: "float | None" = EMBED_SECONDS) -> None:
         """Vectors, last in a pass, bounded (EMBED_SECONDS) and ended between two batches when new turns
         reach the spool: a backfill never holds up the drain; the next pass goes on with it (--watch: at
         once), words find the rest meanwhile. `seconds` None (--flush): every vector now."""
-        from kirolearn.recall import semantic
-
         self.vectors_pending = False
-        if self.settings.embeddings.model.strip().lower() not in ("", "none", "off"):
-            stats.records_embedded, stats.embedding_error = semantic.index_with_settings(
-                self.local.db, self.settings, seconds=seconds,
-                interrupt=None if seconds is None else (lambda: bool(spool.ready_files())))
-            self.vectors_pending = (bool(stats.records_embedded)
-                                    and semantic.vectors_pending(self.local.db, self.settings) > 0)
+        derived = self.store.derived()
+        if derived is None or self.settings.embeddings.model.strip().lower() in ("", "none", "off"):
+            return
+        from kirolearn.recall import semantic  # numpy and the model load only here, in the drainer
+
+        stats.records_embedded, stats.embedding_error = semantic.index_with_settings(
+            derived, self.settings, seconds=seconds,
+            interrupt=None if seconds is None else (lambda: bool(spool.ready_files())))
+        self.vectors_pending = (bool(stats.records_embedded)
+                                and semantic.vectors_pending(derived, self.settings) > 0)
 
     def run_once(self, flush: bool = False) -> DrainStats:
         """Drain everything in the spool once, extract every ready batch, then release the spool files.
@@ -523,11 +592,9 @@ class Drainer:
         start = time.monotonic()
         stats = DrainStats(extractor="llm" if self.settings.extract.model else "deterministic")
         now = time.time()
+        self.recover_tmp(stats, now)  # spool files only: the store is not touched yet
         files = spool.ready_files()
-        if self.last_check is None or files and time.monotonic() - self.last_check >= RECHECK_SECONDS:
-            self.check_store()  # a damaged store takes nothing in: the spool keeps it all
-        self.recover_tmp(stats, now)
-        files = spool.ready_files()
+        self._begin_pass(bool(files))
         chunk = self.settings.drain.chunk_size
         done = []
         for i in range(0, len(files), chunk):
@@ -550,6 +617,7 @@ class Drainer:
         # last: embedding (a contextual model is CPU-bound) never holds up the spool or the team store,
         # and the records the sync fetched get their vectors in the same pass
         self.embed_vectors(stats, None if flush else EMBED_SECONDS)  # --flush: every vector now, too
+        self._end_pass()
         stats.duration_ms = int((time.monotonic() - start) * 1000)
         return stats
 
@@ -560,7 +628,7 @@ class Drainer:
         directly (save-summary, session-end, import, the MCP server) must count
         too if the file is later lost. The file is rewritten only when a count changed.
         """
-        self.local.remember_counts(self.store.counts(), path=self.db_path())
+        self.store.remember_counts()  # counted only when rows were added: a count reads every row
 
     def sync_team(self) -> dict:
         """Send the shared projects to the team store and fetch the team's records (kirolearn.team.sync).
@@ -568,7 +636,7 @@ class Drainer:
         After the spool files are released: the team store never holds up the local
         drain, and a server that is down loses nothing (the local store has it all).
         """
-        if not self.settings.store.url:
+        if not self.settings.store.url or self.db is None:  # a drain into the team store itself: nothing to sync
             return {}
         now = time.monotonic()
         if self.last_team_sync is not None and now - self.last_team_sync < TEAM_SYNC_SECONDS:
@@ -576,7 +644,7 @@ class Drainer:
         self.last_team_sync = now
         from kirolearn.team import sync as team_sync
 
-        found = team_sync.run(self.settings, self.local.db)
+        found = team_sync.run(self.settings, self.db)
         return found.to_dict() if found is not None else {}
 
     def watch(self, on_pass=None, should_stop=None) -> DrainStats:

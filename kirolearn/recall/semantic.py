@@ -17,10 +17,12 @@ import json
 import re
 import time
 
+from kirolearn.core import crashpoint
 from kirolearn.recall import lexical as recall
 from kirolearn.recall import when
 from kirolearn.store.sqlite import reader
 from kirolearn.store.sqlite import db as store
+from kirolearn.store.sqlite.derived import SqliteDerived
 from kirolearn.recall.embeddings.registry import EmbeddingUnavailable, from_settings
 
 # The lexical / vector fusion weights and the meaning-alone floor are the model's
@@ -109,11 +111,18 @@ def _text_hash(model, texts: "list[str]") -> str:
 BOUNDED_BATCH = 8  # the first batch of a pass bounded in time; later ones are sized to the time left
 
 
+def derived_of(target):
+    """The store-side object recall's passes write through (kirolearn.store.base.DerivedIndex): `target`
+    itself, or the embedded store's over a sqlite-utils Database (callers that hold one)."""
+    return target if hasattr(target, "vectors_to_embed") else SqliteDerived(target)
+
+
 def to_embed(db, model) -> int:
     """How many records index_pending would embed with `model`: those without a vector of it, and with
     a parts model those whose vector of it was made before parts."""
-    return store.count_to_embed(db, model.model_id) + (
-        store.count_to_embed(db, model.model_id, before_parts=True) if getattr(model, "embeds_parts", False) else 0)
+    derived = derived_of(db)
+    return derived.count_to_embed(model.model_id) + (
+        derived.count_to_embed(model.model_id, before_parts=True) if getattr(model, "embeds_parts", False) else 0)
 
 
 def index_pending(db, model, *, batch: int = 512, progress=None, seconds: "float | None" = None,
@@ -121,47 +130,55 @@ def index_pending(db, model, *, batch: int = 512, progress=None, seconds: "float
     """Embed every record that has no vector of `model`, then (a parts model) every record whose
     vector of it was made before it embedded parts; returns how many were embedded.
 
-    Records without a vector come first: a store upgraded from whole-text vectors keeps finding its
-    new turns by meaning while the older vectors are redone, pass by pass. `progress(n_done, n_total)`
-    is called after each batch (the reindex progress bar). With `seconds`, it embeds small batches,
-    each sized by the time one record took so far to fit the time left, and stops when that is spent
-    (at least one batch): the drainer's pass stays bounded, and the next pass embeds what is left
-    (records without a vector are found by their words meanwhile). `interrupt()`, asked between
-    batches once one is done, ends it early when true (the drainer: new turns in the spool).
+    `db`: the store's DerivedIndex (or a sqlite-utils Database), which finds the pending records
+    through its watermarks and indexes, and commits each batch with its cursor: a pass killed
+    between batches resumes after the last one, none embedded twice. New records come first, so a
+    store in a backfill keeps finding its new turns by meaning. `progress(n_done, n_total)` is
+    called after each batch (the reindex progress bar). With `seconds`, it embeds small batches,
+    each sized by the time one record took so far to fit the time left, and stops when that is
+    spent (at least one batch): the drainer's pass stays bounded, and the next pass embeds what is
+    left (records without a vector are found by their words meanwhile). `interrupt()`, asked
+    between batches once one is done, ends it early when true (the drainer: new turns in the spool).
     """
     if model is None:
         return 0
-    total = to_embed(db, model)
+    derived = derived_of(db)
+    total = to_embed(derived, model) if progress else 0
     done = 0
     start = time.monotonic()
     if seconds is not None:
         batch = min(batch, BOUNDED_BATCH)
+    scanned = False  # a backfill call that found nothing to embed still spends the pass's time
     for before_parts in (False, True) if getattr(model, "embeds_parts", False) else (False,):
-        after = 0
         while True:
             if interrupt is not None and done and interrupt():
                 return done
-            if seconds is not None and done:
+            if seconds is not None and (done or scanned):
                 left = seconds - (time.monotonic() - start)
                 if left <= 0:
                     return done
-                per_record = (time.monotonic() - start) / done
-                batch = max(1, min(4 * BOUNDED_BATCH, int(left / per_record)))
-            rows = store.records_to_embed(db, model.model_id, limit=batch, after_rowid=after,
-                                          before_parts=before_parts)
+                if done:
+                    per_record = (time.monotonic() - start) / done
+                    batch = max(1, min(4 * BOUNDED_BATCH, int(left / per_record)))
+            rows, cursor = derived.vectors_to_embed(model.model_id, batch, before_parts=before_parts)
             if not rows:
+                if cursor:
+                    derived.save_vectors([], cursor)  # a watermark moved past records that have a vector
+                if cursor.get("more"):
+                    scanned = True
+                    continue
                 break
             vectors, texts = embed_records(model, rows)
             # a record's vector blob holds its parts' rows one after another (`dimensions` floats each)
-            store.save_vectors(db, [
+            derived.save_vectors([
                 {"record_id": r["record_id"], "project_id": r["project_id"], "model_id": model.model_id,
                  "dimensions": int(vectors[i].shape[1]), "vector": vectors[i].tobytes(),
                  "text_hash": _text_hash(model, texts[i])}
-                for i, r in enumerate(rows)])
-            after = rows[-1]["rowid"]
+                for i, r in enumerate(rows)], cursor)
             done += len(rows)
+            crashpoint.reached("embed-after-batch")  # tests/test_drain_scale.py: a killed backfill resumes
             if progress:
-                progress(done, total)
+                progress(done, max(total, done))
     return done
 
 
@@ -448,28 +465,43 @@ def enrich_pending(db, *, progress=None) -> int:
     """Derive the expansion column of new records (and of their neighbours, whose context changed).
 
     Plain text in SQLite: the stdlib-only hook searches it with no model (architecture.md rule 8).
-    Returns how many records were updated.
+    `db`: the store's DerivedIndex (or a sqlite-utils Database). Pending records are found through
+    the store's index of them, and each session is read from its first pending record on (with the
+    neighbours it needs): linear in the new work. Each batch of sessions commits on its own, so a
+    killed backfill resumes with the sessions still pending. Returns how many records were updated.
     """
+    derived = derived_of(db)
     updated = 0
     while True:
-        sessions = store.sessions_needing_expansion(db)
+        sessions = derived.sessions_needing_expansion()
         if not sessions:
             return updated
-        updated += enrich_sessions(db, sessions)
+        changed = enrich_sessions(derived, sessions)
+        crashpoint.reached("expand-after-batch")  # tests/test_drain_scale.py: a killed backfill resumes
+        if not changed:
+            return updated  # nothing could be derived (a writer racing us): the next pass tries again
+        updated += changed
         if progress:
             progress(updated)
 
 
 def enrich_sessions(db, sessions) -> int:
-    """Derive the expansion column of every record of these (project_id, session_id) sessions."""
+    """Derive the expansion column of these sessions' records: (project_id, session_id) for all of a
+    session, or (project_id, session_id, rowid) from the record with that rowid on (and the
+    NEIGHBOUR_SPAN before it, whose neighbours changed)."""
+    derived = derived_of(db)
     changes = {}
-    for project_id, session_id in dict.fromkeys(map(tuple, sessions)):
-        records = store.session_records(db, project_id, session_id)
-        old = {r["record_id"]: r["expansion"] for r in records}
-        for rid, text in expansions_for(records).items():
-            if old[rid] != text:
-                changes[rid] = text
-    store.set_expansions(db, changes)
+    for key in dict.fromkeys(map(tuple, sessions)):
+        project_id, session_id, first = (*key, 0)[:3]
+        records = derived.session_records(project_id, session_id, first, context=2 * NEIGHBOUR_SPAN)
+        # the context rows before `first` lend their text; only the NEIGHBOUR_SPAN nearest it change
+        context = sum(1 for r in records if r["rowid"] < first)
+        keep = max(0, context - NEIGHBOUR_SPAN)
+        derived_text = expansions_for(records)
+        for rec in records[keep:]:
+            if rec["expansion"] != derived_text[rec["record_id"]]:
+                changes[rec["record_id"]] = derived_text[rec["record_id"]]
+    derived.set_expansions(changes)
     return len(changes)
 
 
@@ -511,15 +543,16 @@ def reindex(db, conf, *, everything: bool = False, progress=None) -> dict:
     have a vector of this model too. Raises EmbeddingUnavailable if the model cannot
     load (expansions are still rebuilt first, so the hook's index is current).
     """
-    store.clear_expansions(db)
-    expanded = enrich_pending(db)
+    derived = derived_of(db)
+    derived.clear_expansions()
+    expanded = enrich_pending(derived)
     store.refresh_term_docs(db, force=True)
     model = from_settings(conf)
     if model is None:
-        dropped = store.drop_vectors(db, None)
+        dropped = derived.drop_vectors(None)
         return {"model": None, "embedded": 0, "dropped": dropped, "expanded": expanded}
     model.embed_batch(["kirolearn"])  # fail before touching any vector
-    dropped = store.drop_vectors(db, None if everything else model.model_id)
+    dropped = derived.drop_vectors(None if everything else model.model_id)
     start = time.monotonic()
     embedded = index_pending(db, model, progress=progress)
     return {"model": model.model_id, "dimensions": model.dimensions, "embedded": embedded, "dropped": dropped,

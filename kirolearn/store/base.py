@@ -6,15 +6,16 @@ PostgreSQL (kirolearn.store.postgres.store, a team's shared store). tests/store_
 one suite of tests written against this class only; each backend runs all of it, as huey
 runs one storage test class over each of its backends.
 
-The drainer (kirolearn.pipeline.drain) is written against this class, plus one declared
-extension that only the embedded store has (kirolearn.store.sqlite.extension.SqliteExtension:
-the hook's word counts, the handle recall's vector and expansion passes take, the marker
-outside the file). So every store call the drain makes is one the contract suite runs on
-both backends: event dedup by id and by content (`event_ids_present`,
+The drainer (kirolearn.pipeline.drain) is written against this class only, and runs on any
+backend. What only some backends keep (the hook's word counts, recall's expansions and vectors
+through `derived()`, the marker outside the file) is an optional capability call here, which a
+backend without it answers with None ("not supported") and the drainer skips. So every store call
+the drain makes is one the contract suite runs on both backends: event dedup by id and by content (`event_ids_present`,
 `content_hashes_present`, `content_duplicate`, `last_turn_event_id`), the extraction buffer,
 `commit_extraction` and the model's runs (`record_failed_run`, `failed_attempts`,
 `model_spend`, `daily_limit_reached`), retention (`expire_events`, `expire_forgotten`),
-`counts`, `pending_event_count` and `integrity_problem`.
+`counts`, `pending_event_count`, `integrity_problem`, and the capabilities `derived`,
+`refresh_term_docs`, `remember_counts` and `database_file`.
 
 The contract speaks in plain dicts, never in a backend's rows:
 
@@ -260,9 +261,36 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def integrity_problem(self) -> "str | None":
         """What is damaged in the store's own data, in one line (at most 200 characters), or None when
-        it reads as sound. Cheap enough for every drain, before it ingests and before it releases spool
-        files: SQLite runs PRAGMA quick_check; a server that guards its own pages (PostgreSQL) answers
-        None once it responds. A store that cannot be reached raises, as every method does."""
+        it reads as sound. The drain asks before it ingests, when a check is due (after an unclean stop,
+        else every CHECK_EVERY_PASSES passes or CHECK_EVERY_SECONDS): SQLite runs PRAGMA quick_check,
+        which reads every page; a server that guards its own pages (PostgreSQL) answers None once it
+        responds. A store that cannot be reached raises, as every method does."""
+
+    # --- optional capabilities: what some backends keep beside the contract --------------------
+    # A backend without one answers None ("not supported") and the drainer skips that step; the
+    # contract suite runs each of them on every backend, whichever way it answers.
+
+    def derived(self) -> "DerivedIndex | None":
+        """The store-side object recall's passes write expansions and vectors through (DerivedIndex),
+        or None when the backend keeps neither (the team store: its records' expansions come with them)."""
+        return None
+
+    def refresh_term_docs(self, force: bool = False) -> "bool | None":
+        """Refresh the hook's word counts (a copy of the text index's document counts, which the
+        standard-library hook reads) when the store changed enough, or `force`d: True if refreshed,
+        False if not needed, None when the backend keeps none."""
+        return None
+
+    def remember_counts(self, counted: "dict | None" = None) -> "bool | None":
+        """Keep `counted` (counts(); None: the store counts, when rows were added since its last count)
+        in the marker outside the store, which tells a lost or emptied file from a new one: True if
+        rewritten, False if unchanged, None when there is no file to lose."""
+        return None
+
+    def database_file(self) -> "str | None":
+        """The file the store lives in ('' in memory), for messages; None for a server."""
+        return None
+
 
     @abc.abstractmethod
     def figures(self, since: str) -> dict:
@@ -279,6 +307,51 @@ class Store(abc.ABC):
     def import_objects(self, objects: "list[dict]") -> dict:
         """Store exported objects that are not there yet (forgotten records stay forgotten), at once.
         Returns {"events"|"records"|"summaries": {"added": n, "present": n}, "forgotten_skipped": n}."""
+
+
+class DerivedIndex(abc.ABC):
+    """What recall derives from records and keeps in the store (Store.derived()): each record's
+    `expansion` text (its session neighbours' words, which the hook searches) and its vectors. Every
+    method finds pending work through an index or a watermark, never by reading every record
+    (architecture.md rule 15), and each write commits whole, so a killed backfill resumes."""
+
+    @abc.abstractmethod
+    def sessions_needing_expansion(self, limit: int = 500) -> "list[tuple[str, str, int]]":
+        """(project_id, session_id, rowid of its first record without an expansion), at most `limit`."""
+
+    @abc.abstractmethod
+    def session_records(self, project_id: str, session_id: str, from_rowid: int = 0,
+                        context: int = 0) -> "list[dict]":
+        """A session's records in creation order from `from_rowid` on, after the `context` records
+        before it: dicts of rowid, record_id, title, summary, expansion."""
+
+    @abc.abstractmethod
+    def set_expansions(self, values: "dict[str, str]") -> None:
+        """Write derived expansion text: record id -> text."""
+
+    @abc.abstractmethod
+    def clear_expansions(self) -> None:
+        """Mark every record's expansion as not derived (reindex)."""
+
+    @abc.abstractmethod
+    def vectors_to_embed(self, model_id: str, limit: int = 512, *, before_parts: bool = False
+                         ) -> "tuple[list[dict], dict]":
+        """(records to embed with the model: rowid, record_id, project_id, title, summary, facts,
+        concepts; the cursor save_vectors commits with their vectors, whose "more" says whether a next
+        call may find more even when these are none)."""
+
+    @abc.abstractmethod
+    def save_vectors(self, rows: "list[dict]", cursor: "dict | None" = None) -> None:
+        """Store vector rows (record_id, project_id, model_id, dimensions, vector, text_hash) and the
+        cursor, in one transaction."""
+
+    @abc.abstractmethod
+    def count_to_embed(self, model_id: str, *, before_parts: bool = False) -> int:
+        """How many records vectors_to_embed would still give."""
+
+    @abc.abstractmethod
+    def drop_vectors(self, keep_model_id: "str | None" = None) -> int:
+        """Delete the vectors of every model but `keep_model_id` (all when None); returns how many."""
 
 
 def assemble_changes(feed: "list[dict]", live: dict, gone: dict, purged: dict) -> dict:

@@ -5,7 +5,10 @@ beside it, one small JSON file each (0600, replaced atomically):
 - `store.json`: the database was created here and how much it held at the
   last drain, so a missing or 0-byte kirolearn.db reads as "lost", not "new";
 - `drain.json`: when the last drain started and finished, and its error;
-- `model.json`: the model's consecutive failures across drains (the breaker).
+- `model.json`: the model's consecutive failures across drains (the breaker);
+- `check.json`: when the drain last ran the store's integrity check, how many passes took
+  events in since, and whether a pass that takes events in is under way (one that never
+  finished is an unclean stop: the next pass checks first).
 An unreadable file counts as absent: these files inform, they never block.
 
 `store.json` names its database by the home's id (`home_id`, a random id written
@@ -22,6 +25,7 @@ from kirolearn.core import paths, isotime
 STORE = "store"
 DRAIN = "drain"
 MODEL = "model"
+CHECK = "check"  # the drain's integrity-check schedule (kirolearn.pipeline.drain.Drainer.check_due)
 
 
 def state_dir() -> str:

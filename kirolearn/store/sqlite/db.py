@@ -184,6 +184,13 @@ def counts(db) -> dict:
             "records": db.execute("select count(*) from memory_records").fetchone()[0]}
 
 
+def change_stamp(db) -> "list[int]":
+    """[newest event rowid, newest change feed number]: moves whenever an event or a record is added,
+    or a record forgotten, restored or purged; read from the ends of two indexes (no count)."""
+    return [db.execute("select coalesce(max(rowid), 0) from events").fetchone()[0],
+            db.execute("select coalesce(max(seq), 0) from record_changes").fetchone()[0]]
+
+
 def refuse_newer_schema(db, path: str) -> None:
     known = {m.name for m in getattr(migrations, "_migrations", ())}
     if not known or "_sqlite_migrations" not in db.table_names():

@@ -1,21 +1,14 @@
-"""The declared SQLite-only extension: what the embedded store keeps beside the Store contract.
+"""What only the embedded store keeps beside the Store contract, over its sqlite-utils Database.
 
-The drainer (kirolearn.pipeline.drain) speaks to its store through kirolearn.store.base.Store for
-everything a backend does (events, dedup lookups, extraction, model runs, retention, counts, the
-integrity check), and through this class for what only the embedded SQLite file has:
-
+The drainer no longer calls this class: the contract's optional capabilities
+(kirolearn.store.base.Store.derived, refresh_term_docs, remember_counts, database_file) are
+how it reaches what only some backends keep, and SqliteStore answers them through this class
+and kirolearn.store.sqlite.derived. It stays for callers that hold a SqliteStore:
 - the hook's word counts (`term_docs`, a copy of fts5vocab's document counts, see
   kirolearn.store.sqlite.db.refresh_term_docs), which the standard-library hook reads;
-- the derived indexes recall reads: record vectors and each record's `expansion` text. Computing
-  them takes the embedding model and recall's text rules, which live above the store
-  (kirolearn.recall.semantic); those passes take `db`, this extension's handle, and write through
-  kirolearn.store.sqlite.db's vector and expansion functions;
 - the marker outside the file (kirolearn.store.state's store.json), which tells a lost or emptied
   file from a new one; a server has no such file to lose;
 - the file's own name, for messages.
-
-A PostgreSQL team store has none of these (PostgresStore.capabilities says what it has), so the
-drainer runs on a SqliteStore only; tests/store_contract.py covers every contract call it makes.
 """
 
 from kirolearn.core import isotime

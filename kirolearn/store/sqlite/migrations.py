@@ -378,3 +378,28 @@ def m019_purge_changes(db):
                "when old.purged_at is null and new.purged_at is not null begin "
                "insert into record_changes (record_id, change) values (new.record_id, 'purged'); end")
     db.execute("create index if not exists idx_record_changes_record on record_changes (record_id, seq)")
+
+
+@migrations()
+def m020_pending_work(db):
+    """Pending derived work found through indexes and watermarks, not by reading every record (#32).
+
+    - `idx_records_expansion_pending`: a partial index of the records whose expansion is not
+      derived yet, so a drain pass finds them in proportion to how many there are;
+    - `vector_progress`: per embedding model, a watermark on the change feed (records written
+      since) and a rowid cursor for the one backfill of what was there before (NULL once done);
+    - `vectors_stale`: records whose vector was deleted (an edit, a forget), fed by a trigger;
+    - `idx_vectors_before_parts`: the vectors a model made before it embedded parts;
+    - `idx_events_expiry`: extracted events by time, for retention.
+    """
+    db.execute("create index if not exists idx_records_expansion_pending on memory_records (project_id, session_id) "
+               "where expansion is null")
+    db.execute("create table if not exists vector_progress (model_id text primary key, feed_seq integer not null, "
+               "backfill_after integer)")
+    db.execute("create table if not exists vectors_stale (record_id text primary key)")
+    db.execute("create trigger if not exists vectors_stale_deleted after delete on record_vectors begin "
+               "insert or ignore into vectors_stale (record_id) values (old.record_id); end")
+    db.execute("create index if not exists idx_vectors_before_parts on record_vectors (model_id, record_id) "
+               "where substr(coalesce(text_hash, ''), 1, 1) != 'p'")
+    # retention finds the extracted events past their time in this range, not among every event
+    db.execute("create index if not exists idx_events_expiry on events (received_at) where extract_state = 'done'")

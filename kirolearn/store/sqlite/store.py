@@ -16,7 +16,9 @@ from kirolearn.store.sqlite import backup, reader, records, db as sqlite
 from kirolearn.store.sqlite import records as recordstore
 from kirolearn.store.base import SUMMARY_LISTS, Store
 from kirolearn.store.sqlite.migrations import migrations
+from kirolearn.store import state
 from kirolearn.store.sqlite.extension import SqliteExtension
+from kirolearn.store.sqlite.derived import SqliteDerived
 from kirolearn.store.sqlite.db import (refuse_newer_schema, busy_timeout, commit_extraction, counts,
                                     existing_event_ids, expire_events, forget_terms, forgotten_hashes,
                                     insert_events, insert_record, insert_session_summary, open_db, pending_events,
@@ -55,6 +57,25 @@ class SqliteStore(Store):
     def extension(self) -> "SqliteExtension":
         """What only this backend keeps, beside the contract (kirolearn.store.sqlite.extension)."""
         return SqliteExtension(self.db)
+
+    # the optional capabilities of the contract, all of which the embedded store has
+    def derived(self) -> "SqliteDerived":
+        return SqliteDerived(self.db)
+
+    def refresh_term_docs(self, force: bool = False) -> bool:
+        return sqlite.refresh_term_docs(self.db, force=force)
+
+    def remember_counts(self, counted: "dict | None" = None) -> bool:
+        if counted is None:  # counted here, and only when a row was added since the marker's count
+            stamp = sqlite.change_stamp(self.db)
+            marker = state.read(state.STORE)
+            if marker.get("stamp") == stamp and state.store_marker_matches(marker, self.database_file() or "kirolearn.db"):
+                return False
+            counted = dict(counts(self.db), stamp=stamp)
+        return self.extension().remember_counts(counted, path=self.database_file() or "kirolearn.db")
+
+    def database_file(self) -> str:
+        return reader.database_file(self.db)
 
     # events
     def add_events(self, events: "list[dict]") -> int:
