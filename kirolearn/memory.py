@@ -187,30 +187,34 @@ class Memory:
     # -- summaries ------------------------------------------------------------------------
 
     def save_turn_summary(self, *, request: str, investigated: str, learned: str, completed: str,
-                          next_steps: str, files_read=(), files_modified=(), project=None):
-        """Save a structured turn summary (the MCP tool's twin); returns the MemoryRecord."""
+                          next_steps: str, files_read=(), files_modified=(), project=None, agent=None,
+                          session_id=None):
+        """Save a structured turn summary (the MCP tool's twin); returns the MemoryRecord. `agent` and
+        `session_id` name who saved it (default: the session's agent, else kiro; the session `mcp`)."""
         from kirolearn.pipeline import summaries
 
         with self._here(), self._db() as db:
             return summaries.save_turn_summary(
                 db, summaries.Project(self._root(project)), request=request, investigated=investigated,
                 learned=learned, completed=completed, next_steps=next_steps, files_read=list(files_read),
-                files_modified=list(files_modified), scrubber=self._scrubber())
+                files_modified=list(files_modified), scrubber=self._scrubber(), agent=agent, session_id=session_id)
 
     def save_observation(self, *, title: str, summary: str, observation_type: str, facts=(), concepts=(),
-                         files_touched=(), project=None):
-        """Save one hand-made observation (the MCP tool's twin); returns the MemoryRecord."""
+                         files_touched=(), project=None, agent=None, session_id=None):
+        """Save one hand-made observation (the MCP tool's twin); returns the MemoryRecord (`agent`,
+        `session_id`: as save_turn_summary)."""
         from kirolearn.pipeline import summaries
 
         with self._here(), self._db() as db:
             return summaries.save_observation(
                 db, summaries.Project(self._root(project)), title=title, summary=summary,
                 observation_type=observation_type, facts=list(facts), concepts=list(concepts),
-                files_touched=list(files_touched), scrubber=self._scrubber())
+                files_touched=list(files_touched), scrubber=self._scrubber(), agent=agent,
+                session_id=session_id)
 
     def end_session(self, session_id: str, *, summary: "str | None" = None, highlights=None, pitfalls=None,
                     next_steps=None, open_questions=None, label: str = "general", auto_compress: bool = False,
-                    transcript: "str | None" = None, project=None, complete=None) -> dict:
+                    transcript: "str | None" = None, project=None, complete=None, agent=None) -> dict:
         """Save an end-of-session summary (the `session_end` tool); returns its result object."""
         from kirolearn.pipeline import summaries
 
@@ -220,7 +224,7 @@ class Memory:
                 db, summaries.Project(self._root(project)), session_id=session_id, summary=summary,
                 highlights=highlights, pitfalls=pitfalls, next_steps=next_steps, open_questions=open_questions,
                 label=label, auto_compress=auto_compress, transcript=transcript, settings=settings,
-                complete=complete, scrubber=self._scrubber(settings))
+                complete=complete, scrubber=self._scrubber(settings), agent=agent)
 
     def init_session(self, *, label: str = "general", project=None) -> dict:
         """The newest end-of-session summary for the project (the `session_init` tool).
