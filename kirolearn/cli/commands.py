@@ -223,7 +223,9 @@ def status_command(json_):
         click.echo(f"hook errors in the last 24 h: {info['hook_errors_24h']} (see logs/hook.log)")
     wired = info["kiro_wiring"]  # every agent's files, despite the key's name (kept: --json is stable)
     if not wired:
-        click.echo("kiro: not wired (run `kirolearn install`)")
+        from kirolearn.capture.agents import names
+
+        click.echo(f"agents: none wired (run `kirolearn install --agent NAME`: {', '.join(names())})")
     for agent in dict.fromkeys(w["agent"] for w in wired):  # one line per agent, in install order
         click.echo(f"{agent}: " + ", ".join(("" if w["present"] and not w["missing_binaries"] else "BROKEN ")
                                             + w["path"] for w in wired if w["agent"] == agent))
