@@ -551,7 +551,7 @@ def _apply_changes(changes, dry_run, yes, *, installing):
     todo = [c for c in changes if c.changed]
     for c in changes:
         if not c.problem and not c.changed:
-            click.echo(f"unchanged  {c.path}")
+            click.echo(f"unchanged  {c.path}" + ("" if installing else ": nothing to remove"))
     for c in todo:
         verb = "create" if c.before is None else ("remove" if c.after is None else "update")
         click.echo(f"{verb:<10} {c.path}")
