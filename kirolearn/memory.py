@@ -149,8 +149,9 @@ class Memory:
                 return semantic.search(conn, query, project_id=project_id, types=list(types or []) or None,
                                        limit=limit, since=since, session_id=session_id, file=file)
 
-    def context(self, *, project=None, prompt: "str | None" = None) -> str:
-        """What the hook would inject: the session-start block, or the block for `prompt`."""
+    def context(self, *, project=None, prompt: "str | None" = None, session_id: "str | None" = None) -> str:
+        """What the hook would inject: the session-start block, or the block for `prompt` (in session
+        `session_id` as it stands, else as the first prompt of a new session: context.prompt_preview)."""
         from kirolearn.recall import context
 
         with self._here():
@@ -162,7 +163,7 @@ class Memory:
                 if prompt is None:
                     text, _ = context.session_start(conn, root, conf=conf)
                 else:
-                    text, _ = context.for_prompt(conn, root, prompt, conf=conf)
+                    text, _ = context.prompt_preview(conn, root, prompt, session_id=session_id, conf=conf)
             return text
 
     def observations(self, *, project=None, all_projects: bool = False, types: "Iterable[str] | None" = None,

@@ -321,8 +321,10 @@ def search_command(query, project, all_projects, types, since, session_id, file,
 @cli.command(name="context")
 @click.option("--session-start", is_flag=True, help="What the session-start hook would print.")
 @click.option("--prompt", help="What the prompt-submit hook would print for this prompt.")
+@click.option("--session", "session_id", help="With --prompt: as in this running session (what it was shown "
+              "already is not repeated); default: the first prompt of a new session, after its session-start block.")
 @click.option("--project", type=click.Path(file_okay=False, exists=True), help="Project directory (default: the current one).")
-def context_command(session_start, prompt, project):
+def context_command(session_start, prompt, session_id, project):
     """Print exactly what a hook would inject, for debugging.
 
     Read-only: it does not mark anything as shown for any session.
@@ -332,7 +334,10 @@ def context_command(session_start, prompt, project):
     if bool(session_start) == (prompt is not None):
         raise click.UsageError("give exactly one of --session-start or --prompt TEXT")
     say_if_no_database()
-    text = Memory().context(project=project_root_of(project), prompt=None if session_start else prompt)
+    if session_id and prompt is None:
+        raise click.UsageError("--session goes with --prompt TEXT (a session start is printed once per session)")
+    text = Memory().context(project=project_root_of(project), prompt=None if session_start else prompt,
+                            session_id=session_id)
     if text:
         click.echo(text, nl=False)
     else:
