@@ -507,7 +507,8 @@ def _echo_lists(found: dict, terminal) -> None:
 @click.option("--with-model", is_flag=True,
               help="Also run `kirolearn model install` (all-MiniLM-L6-v2, ~90 MB, no torch); asked in a terminal.")
 def install_command(project, global_, portable, dry_run, yes, set_default, agent, with_model):
-    """Wire kirolearn's hooks and MCP server into Kiro (CLI and IDE).
+    """Wire kirolearn's hooks and MCP server into an agent: Kiro (CLI and IDE; the default), or with
+    --agent Claude Code, Codex, Copilot CLI, Gemini CLI, opencode or Cursor.
 
     Writes only its own entries, keeps everything else in shared files byte
     for byte, and records what it wrote so `kirolearn uninstall` can undo
