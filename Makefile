@@ -70,6 +70,8 @@ $(BENCH_VENV)/.installed: setup.cfg pyproject.toml $(shell find kirolearn -name 
 bench: $(BENCH_VENV)/.installed ## print speed figures (never fails the build)
 	$(BENCH_VENV)/bin/python bench/bench_hook.py --venv $(BENCH_VENV)
 	@echo
+	$(BENCH_VENV)/bin/python bench/bench_mcp_start.py --venv $(BENCH_VENV)
+	@echo
 	$(BENCH_VENV)/bin/python bench/bench_drain.py --events 50000
 	@echo
 	$(BENCH_VENV)/bin/python bench/bench_recall.py --venv $(BENCH_VENV)
