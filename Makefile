@@ -46,8 +46,8 @@ test-agents: $(VENV)/.installed ## run the real-agent suite (tests/agents/: Clau
 test-all: $(VENV)/.installed ## run every test, fast and slow
 	$(PY) -m pytest -q -n $(TEST_WORKERS)
 
-demo: $(VENV)/.installed ## replay recorded Kiro sessions through the real hooks and show the result
-	$(PY) -m kirolearn.demo
+demo: $(VENV)/.installed ## replay recorded sessions through the real hooks and show the result (ARGS=--keep: keep its home, print how to open the viewer on it)
+	$(PY) -m kirolearn.demo $(ARGS)
 
 docs: $(VENV)/.installed ## build the docs site into site/ (warnings are errors)
 	@$(PY) -c 'import mkdocs, material' 2>/dev/null || { echo "== installing the docs extra (mkdocs, mkdocs-material) into $(VENV): about 40 s, once"; \
@@ -70,6 +70,8 @@ $(BENCH_VENV)/.installed: setup.cfg pyproject.toml $(shell find kirolearn -name 
 
 bench: $(BENCH_VENV)/.installed ## print speed figures (never fails the build)
 	$(BENCH_VENV)/bin/python bench/bench_hook.py --venv $(BENCH_VENV)
+	@echo
+	$(BENCH_VENV)/bin/python bench/bench_mcp_start.py --venv $(BENCH_VENV)
 	@echo
 	$(BENCH_VENV)/bin/python bench/bench_drain.py --events 50000
 	@echo

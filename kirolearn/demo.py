@@ -120,7 +120,7 @@ def main(argv=None) -> int:
     if "claude-code" in by_name:
         _show_claude_recall(by_name["claude-code"])
     if args.keep:
-        print(f"\nkept: {work}")
+        print(f"\nkept: {work}\n  open the viewer on this demo's memory:  {viewer_command(home)}")
     else:
         import shutil
 
@@ -136,7 +136,16 @@ WHAT_NEXT = """
   kirolearn schedule                   drain the spool in the background (or run `kirolearn drain --watch`)
   kirolearn doctor                     check the wiring; `kirolearn status` shows what is stored
   kirolearn context --session-start    what your next session will be told, from inside a project
+  kirolearn serve                      the web viewer of your memory (the demo's own: `make demo ARGS=--keep`,
+                                       or `python -m kirolearn.demo --keep`, prints the command)
 docs/install-and-agents.md has the details; `make test` runs the tests."""
+
+
+def viewer_command(home: str) -> str:
+    """The command that opens `kirolearn serve` on a kept demo home."""
+    import shlex
+
+    return f"KIROLEARN_HOME={shlex.quote(home)} kirolearn serve"
 
 
 def _why_silent(call) -> str:

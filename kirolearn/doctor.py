@@ -4,7 +4,7 @@ import os
 import time
 
 from kirolearn.core import paths
-from kirolearn.install import engine as install, wiring
+from kirolearn.install import agents as install_agents, engine as install, wiring
 from kirolearn.capture import spool
 from kirolearn.health import hook_errors_since
 from kirolearn.core.ids import ulid_time_ms
@@ -86,9 +86,10 @@ def run_checks():
         yield "WARN", (f"the model failed {model['consecutive_failures']} batches in a row (last: "
                        f"{model.get('last_error', '?')[:200]}): drains use the deterministic extractor until it answers")
     yield from health.drain_checks()
-    wired = wiring.wiring()
+    wired = wiring.wiring(run=True)
     if not wired:
-        yield "WARN", "Kiro is not wired: run `kirolearn install` (and `--project DIR` for a workspace)"
+        yield "WARN", ("no agent is wired: run `kirolearn install --agent NAME` (" + ", ".join(install_agents.names())
+                       + "; `--project DIR` for a workspace)")
     for entry in wired:
         if not entry.get("parses", True):
             yield "FAIL", (f"{entry['path']} is not valid JSON any more, so its agent ignores kirolearn's entries: "
@@ -96,8 +97,15 @@ def run_checks():
             continue
         if not entry["present"]:
             yield "FAIL", f"{entry['path']}: kirolearn's entries are gone; re-run `kirolearn install`"
+        elif entry.get("missing_programs"):
+            yield "FAIL", (f"{entry['path']}: its hook commands run {', '.join(entry['missing_programs'])}, which does "
+                           "not exist (a moved or deleted virtual environment?), so every hook fails without a word; "
+                           "re-run `kirolearn install` from the current installation")
         elif entry["missing_binaries"]:
             yield "FAIL", (f"{entry['path']} points at {', '.join(entry['missing_binaries'])}, which no longer exists; "
+                           "re-run `kirolearn install` from the current installation")
+        elif entry.get("broken_programs"):
+            yield "FAIL", (f"{entry['path']}: its hook command fails: {'; '.join(entry['broken_programs'])}; "
                            "re-run `kirolearn install` from the current installation")
         else:
             yield "OK", f"wired: {entry['path']}"

@@ -149,8 +149,9 @@ class Memory:
                 return semantic.search(conn, query, project_id=project_id, types=list(types or []) or None,
                                        limit=limit, since=since, session_id=session_id, file=file)
 
-    def context(self, *, project=None, prompt: "str | None" = None) -> str:
-        """What the hook would inject: the session-start block, or the block for `prompt`."""
+    def context(self, *, project=None, prompt: "str | None" = None, session_id: "str | None" = None) -> str:
+        """What the hook would inject: the session-start block, or the block for `prompt` (in session
+        `session_id` as it stands, else as the first prompt of a new session: context.prompt_preview)."""
         from kirolearn.recall import context
 
         with self._here():
@@ -162,7 +163,7 @@ class Memory:
                 if prompt is None:
                     text, _ = context.session_start(conn, root, conf=conf)
                 else:
-                    text, _ = context.for_prompt(conn, root, prompt, conf=conf)
+                    text, _ = context.prompt_preview(conn, root, prompt, session_id=session_id, conf=conf)
             return text
 
     def observations(self, *, project=None, all_projects: bool = False, types: "Iterable[str] | None" = None,
@@ -187,30 +188,34 @@ class Memory:
     # -- summaries ------------------------------------------------------------------------
 
     def save_turn_summary(self, *, request: str, investigated: str, learned: str, completed: str,
-                          next_steps: str, files_read=(), files_modified=(), project=None):
-        """Save a structured turn summary (the MCP tool's twin); returns the MemoryRecord."""
+                          next_steps: str, files_read=(), files_modified=(), project=None, agent=None,
+                          session_id=None):
+        """Save a structured turn summary (the MCP tool's twin); returns the MemoryRecord. `agent` and
+        `session_id` name who saved it (default: the session's agent, else kiro; the session `mcp`)."""
         from kirolearn.pipeline import summaries
 
         with self._here(), self._db() as db:
             return summaries.save_turn_summary(
                 db, summaries.Project(self._root(project)), request=request, investigated=investigated,
                 learned=learned, completed=completed, next_steps=next_steps, files_read=list(files_read),
-                files_modified=list(files_modified), scrubber=self._scrubber())
+                files_modified=list(files_modified), scrubber=self._scrubber(), agent=agent, session_id=session_id)
 
     def save_observation(self, *, title: str, summary: str, observation_type: str, facts=(), concepts=(),
-                         files_touched=(), project=None):
-        """Save one hand-made observation (the MCP tool's twin); returns the MemoryRecord."""
+                         files_touched=(), project=None, agent=None, session_id=None):
+        """Save one hand-made observation (the MCP tool's twin); returns the MemoryRecord (`agent`,
+        `session_id`: as save_turn_summary)."""
         from kirolearn.pipeline import summaries
 
         with self._here(), self._db() as db:
             return summaries.save_observation(
                 db, summaries.Project(self._root(project)), title=title, summary=summary,
                 observation_type=observation_type, facts=list(facts), concepts=list(concepts),
-                files_touched=list(files_touched), scrubber=self._scrubber())
+                files_touched=list(files_touched), scrubber=self._scrubber(), agent=agent,
+                session_id=session_id)
 
     def end_session(self, session_id: str, *, summary: "str | None" = None, highlights=None, pitfalls=None,
                     next_steps=None, open_questions=None, label: str = "general", auto_compress: bool = False,
-                    transcript: "str | None" = None, project=None, complete=None) -> dict:
+                    transcript: "str | None" = None, project=None, complete=None, agent=None) -> dict:
         """Save an end-of-session summary (the `session_end` tool); returns its result object."""
         from kirolearn.pipeline import summaries
 
@@ -220,7 +225,7 @@ class Memory:
                 db, summaries.Project(self._root(project)), session_id=session_id, summary=summary,
                 highlights=highlights, pitfalls=pitfalls, next_steps=next_steps, open_questions=open_questions,
                 label=label, auto_compress=auto_compress, transcript=transcript, settings=settings,
-                complete=complete, scrubber=self._scrubber(settings))
+                complete=complete, scrubber=self._scrubber(settings), agent=agent)
 
     def init_session(self, *, label: str = "general", project=None) -> dict:
         """The newest end-of-session summary for the project (the `session_init` tool).

@@ -189,6 +189,37 @@ def test_claude_uninstall_after_the_user_edited_the_file_removes_only_ours(home,
     assert json.loads(settings.read_text()) == {"model": "sonnet"}
 
 
+@pytest.mark.parametrize("original", ['{"env": {"A": "1"}}', '{\n  "env": {\n    "A": "1"\n  }\n}\n',
+                                      '{"env": {"A": "1"}, "hooks": {"Stop": []}}\r\n'])
+def test_claude_uninstall_after_a_hand_edit_keeps_every_byte_of_the_users(home, project, original):
+    """Issue #33: install, a hand edit, uninstall: only kirolearn's entries go, the rest is the user's bytes."""
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_bytes(original.encode())
+    runner = CliRunner()
+    assert runner.invoke(cli, ["install", "--agent", "claude-code", "--project", str(project), "--yes"]).exit_code == 0
+    installed = settings.read_bytes().decode()
+    assert "kirolearn-hook" in installed
+    settings.write_bytes(installed.replace('"A": "1"', '"A": "1", "B": "2"', 1).encode())  # the user's hand edit
+    result = runner.invoke(cli, ["uninstall", "--agent", "claude-code", "--project", str(project), "--yes"])
+    assert result.exit_code == 0, result.output
+    assert settings.read_bytes() == original.replace('"A": "1"', '"A": "1", "B": "2"', 1).encode()
+
+
+def test_claude_uninstall_when_the_user_removed_our_entries_says_nothing_to_remove(home, project):
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{"env": {"A": "1"}}')
+    runner = CliRunner()
+    assert runner.invoke(cli, ["install", "--agent", "claude-code", "--project", str(project), "--yes"]).exit_code == 0
+    settings.write_text('{"env": {"A": "1"},\n "model": "opus"}')  # the user took kirolearn's hooks out by hand
+    result = runner.invoke(cli, ["uninstall", "--agent", "claude-code", "--project", str(project), "--yes"])
+    assert result.exit_code == 0, result.output
+    assert settings.read_text() == '{"env": {"A": "1"},\n "model": "opus"}'
+    assert f"unchanged  {settings}: nothing to remove" in result.output
+    assert f"update     {settings}" not in result.output
+
+
 def test_status_labels_each_wired_file_by_its_agent(home, project):
     runner = CliRunner()
     assert runner.invoke(cli, ["install", "--project", str(project), "--yes"]).exit_code == 0

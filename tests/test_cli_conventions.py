@@ -147,3 +147,15 @@ def test_top_level_help_does_not_truncate_descriptions():
 def test_search_with_a_missing_project_is_an_error(tmp_path):
     result = CliRunner().invoke(cli, ["search", "x", "--project", str(tmp_path / "nonexistent")])
     assert result.exit_code == 2 and "does not exist" in result.output
+
+
+def test_help_names_every_agent_not_kiro_alone():
+    """Issue #33: `kirolearn --help` and `install --help` spoke of Kiro alone."""
+    from click.testing import CliRunner
+
+    from kirolearn.cli.commands import cli
+
+    for args in (["--help"], ["install", "--help"]):
+        text = " ".join(CliRunner().invoke(cli, args).output.split())
+        assert all(name in text for name in ("Kiro", "Claude Code", "Codex", "Copilot", "Gemini", "opencode",
+                                             "Cursor")), (args, text[:400])

@@ -24,7 +24,7 @@ def test_session_end_records_do_not_take_the_turn_summary_slot(project):
     assert "· session_summary ·" in block
     assert "Session end:" not in block  # shown once, in the session-end block
     assert block.count("Wrapped up the login work") == 1
-    prompt = Memory().context(project=project, prompt="wrapped up the login work today")
+    prompt = Memory().context(project=project, prompt="wrapped up the login work today", session_id="no-start")
     assert "· session_end ·" in prompt and "Session end: Wrapped up" in prompt
 
 
@@ -59,3 +59,30 @@ def test_a_long_summary_is_cut_outside_its_code_span_in_the_block(project, add_r
     (line,) = [ln for ln in block.splitlines() if "We changed the query" in ln]
     said = line.split(" · decision · ")[0]  # one line per record: what it holds, then its kind, age and id
     assert said.endswith("We changed the query.") and "`" not in said
+
+
+def test_context_prompt_prints_what_the_real_prompt_hook_of_a_new_session_prints(project, add_record):
+    """Issue #33: `context --prompt` printed 2 records where a new session's prompt hook printed none
+    (its session start had shown them). It models that session; --session models a running one."""
+    from conftest import cli
+
+    add_record(project, "Checkout timeouts come from the payment pool", "pool size 5 under load",
+               observation_type="discovery")
+    add_record(project, "Payment pool raised to 20", "the checkout pool limit", observation_type="decision")
+    add_record(project, "Unrelated: docs theme colour", "blue", observation_type="decision")
+    prompt = "why does checkout time out on the payment pool?"
+    previewed = cli("context", "--prompt", prompt, "--project", str(project))
+    # a session shown nothing yet (no session start) would get them: what the preview used to print
+    assert "Payment pool" in cli("context", "--prompt", prompt, "--session", "bare", "--project", str(project)).stdout
+    start = run_hook(stdin=json.dumps({"hook_event_name": "agentSpawn", "cwd": str(project),
+                                       "session_id": "new-1"}).encode())
+    assert start.returncode == 0 and "Payment pool" in start.stdout.decode()
+    hook = run_hook(stdin=json.dumps({"hook_event_name": "userPromptSubmit", "cwd": str(project),
+                                      "session_id": "new-1", "prompt": prompt}).encode())
+    assert hook.returncode == 0 and hook.stdout == b""  # its session start showed them already
+    assert previewed.stdout == hook.stdout.decode()
+    # a running session, as its state stands: the same again (nothing new), and equal to the hook's next answer
+    running = cli("context", "--prompt", prompt + " again", "--session", "new-1", "--project", str(project))
+    again = run_hook(stdin=json.dumps({"hook_event_name": "userPromptSubmit", "cwd": str(project),
+                                       "session_id": "new-1", "prompt": prompt + " again"}).encode())
+    assert running.stdout == again.stdout.decode()

@@ -166,7 +166,7 @@ def cli_run(*args) -> str:
 
 
 def test_the_cli_text_and_json(project, hostile):
-    for args in (["search", "deploy rollout"], ["list"], ["show", hostile], ["context", "--prompt", "deploy rollout"]):
+    for args in (["search", "deploy rollout"], ["list"], ["show", hostile], ["context", "--prompt", "deploy rollout", "--session", "mid-session"]):
         out = cli_run(*args)
         assert KEY not in out.replace("\\u200b", ""), args  # shown escaped, a split key would still be legible
         if args[0] in ("search", "list"):

@@ -64,3 +64,40 @@ def test_bin_shim_always_exits_0(tmp_path):
     lonely.chmod(0o755)
     result = subprocess.run([str(lonely), "stop"], capture_output=True, timeout=20)
     assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
+
+
+@pytest.mark.slow
+def test_demo_keep_prints_how_to_open_the_viewer_on_its_data(capsys, monkeypatch, home):
+    """Issue #33: from `make demo` to a look at the viewer: --keep prints the command, which works."""
+    import shlex
+    import shutil
+
+    from starlette.testclient import TestClient
+
+    from kirolearn.viewer.app import create_app
+
+    assert demo.main(["--keep"]) == 0
+    out = capsys.readouterr().out
+    line = next(line for line in out.splitlines() if "open the viewer on this demo's memory:" in line)
+    words = shlex.split(line.split("memory:", 1)[1])
+    assert words[0].startswith("KIROLEARN_HOME=") and words[1:] == ["kirolearn", "serve"]
+    kept = words[0].split("=", 1)[1]
+    try:
+        assert os.path.exists(os.path.join(kept, "kirolearn.db"))
+        monkeypatch.setenv("KIROLEARN_HOME", kept)
+        viewer = TestClient(create_app("t", 8765), base_url="http://127.0.0.1:8765")
+        page = viewer.get("/?token=t")
+        assert page.status_code == 200 and "No memory records yet" not in page.text and "mr_" in page.text
+    finally:
+        shutil.rmtree(os.path.dirname(kept), ignore_errors=True)
+    assert "kirolearn serve" in out.split("== what next", 1)[1]
+
+
+def test_the_viewer_empty_state_names_every_agent(home):
+    from starlette.testclient import TestClient
+
+    from kirolearn.viewer.app import create_app
+
+    page = TestClient(create_app("t", 8765), base_url="http://127.0.0.1:8765").get("/?token=t").text
+    assert "No memory records yet" in page
+    assert all(name in page for name in ("Kiro", "Claude Code", "Codex", "Copilot", "Gemini", "opencode", "Cursor"))

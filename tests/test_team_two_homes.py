@@ -100,16 +100,16 @@ def test_what_ana_learns_in_her_clone_reaches_bens_clone_and_nothing_else(world,
     # ben's clone (another path, another URL form) is the same project: ana's memory is there, by ana
     listed = json.loads(cli_as(ben, "list", "--project", str(ben["shop"]), "--json"))
     assert listed and {(r["actor"], r["agent"]) for r in listed} == {("ana", "kiro")}
-    shown = cli_as(ben, "context", "--prompt", "nightly export timeout", "--project", str(ben["shop"]))
+    shown = cli_as(ben, "context", "--prompt", "nightly export timeout", "--session", "s2", "--project", str(ben["shop"]))
     assert "orders.created_at has no index" in shown and " · by ana" in shown  # attributed to ana
     start = cli_as(ben, "context", "--session-start", "--project", str(ben["shop"]))
     assert "export" in start and " · by ana" in start
     monkeypatch.setenv("USER", "ana")  # ana's own memory never says "by ana" to her
-    own = cli_as(ana, "context", "--prompt", "nightly export timeout", "--project", str(ana["shop"]))
+    own = cli_as(ana, "context", "--prompt", "nightly export timeout", "--session", "s2", "--project", str(ana["shop"]))
     assert "orders.created_at has no index" in own and " · by " not in own
     monkeypatch.setenv("USER", "ben")
     # ben's other project shows nothing of ana's, and nothing of it reached the team store
-    assert "(nothing would be injected)" in cli_as(ben, "context", "--prompt", "nightly export timeout",
+    assert "(nothing would be injected)" in cli_as(ben, "context", "--prompt", "nightly export timeout", "--session", "s2",
                                                    "--project", str(ben["side"]))
     with paths.using_home(str(ben["home"])):
         side_id = projects.project_id(str(ben["side"]))
@@ -198,7 +198,7 @@ def test_the_drain_syncs_and_a_server_that_was_down_gets_everything_once(tmp_pat
     assert got["events_sent"] == 0  # ben's side project is not shared: nothing of it left his machine
     start = run(ben, "ben", "context", "--session-start", "--project", str(ben["shop"]))
     assert "orders.created_at has no index" in start and " · by ana" in start  # ana's turn, attributed
-    side = run(ben, "ben", "context", "--prompt", "nightly export timeout", "--project", str(ben["side"]))
+    side = run(ben, "ben", "context", "--prompt", "nightly export timeout", "--session", "s2", "--project", str(ben["side"]))
     assert "orders.created_at" not in side
 
     cluster.pause()  # the team server goes down: both keep capturing and draining
@@ -226,7 +226,7 @@ def test_the_drain_syncs_and_a_server_that_was_down_gets_everything_once(tmp_pat
     assert total == distinct == 6  # ana's 2 + 2, ben's 2 of the shared project; none of his side project
     assert hashes == distinct_hashes
     for dev, who in ((ana, "ana"), (ben, "ben")):
-        found = run(dev, who, "context", "--prompt", "replica report export retries deadlock",
+        found = run(dev, who, "context", "--prompt", "replica report export retries deadlock", "--session", "s2",
                     "--project", str(dev["shop"]))
         assert "replica" in found and "retries" in found.lower()
     projects.forget_cached_ids()

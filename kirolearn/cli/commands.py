@@ -243,7 +243,9 @@ def status_command(json_):
         click.echo(f"hook errors in the last 24 h: {info['hook_errors_24h']} (see logs/hook.log)")
     wired = info["kiro_wiring"]  # every agent's files, despite the key's name (kept: --json is stable)
     if not wired:
-        click.echo("kiro: not wired (run `kirolearn install`)")
+        from kirolearn.capture.agents import names
+
+        click.echo(f"agents: none wired (run `kirolearn install --agent NAME`: {', '.join(names())})")
     for agent in dict.fromkeys(w["agent"] for w in wired):  # one line per agent, in install order
         click.echo(f"{agent}: " + ", ".join(("" if w["present"] and not w["missing_binaries"] else "BROKEN ")
                                             + w["path"] for w in wired if w["agent"] == agent))
@@ -339,8 +341,10 @@ def search_command(query, project, all_projects, types, since, session_id, file,
 @cli.command(name="context")
 @click.option("--session-start", is_flag=True, help="What the session-start hook would print.")
 @click.option("--prompt", help="What the prompt-submit hook would print for this prompt.")
+@click.option("--session", "session_id", help="With --prompt: as in this running session (what it was shown "
+              "already is not repeated); default: the first prompt of a new session, after its session-start block.")
 @click.option("--project", type=click.Path(file_okay=False, exists=True), help="Project directory (default: the current one).")
-def context_command(session_start, prompt, project):
+def context_command(session_start, prompt, session_id, project):
     """Print exactly what a hook would inject, for debugging.
 
     Read-only: it does not mark anything as shown for any session.
@@ -350,7 +354,10 @@ def context_command(session_start, prompt, project):
     if bool(session_start) == (prompt is not None):
         raise click.UsageError("give exactly one of --session-start or --prompt TEXT")
     say_if_no_database()
-    text = Memory().context(project=project_root_of(project), prompt=None if session_start else prompt)
+    if session_id and prompt is None:
+        raise click.UsageError("--session goes with --prompt TEXT (a session start is printed once per session)")
+    text = Memory().context(project=project_root_of(project), prompt=None if session_start else prompt,
+                            session_id=session_id)
     if text:
         click.echo(text, nl=False)
     else:
@@ -520,7 +527,8 @@ def _echo_lists(found: dict, terminal) -> None:
 @click.option("--with-model", is_flag=True,
               help="Also run `kirolearn model install` (all-MiniLM-L6-v2, ~90 MB, no torch); asked in a terminal.")
 def install_command(project, global_, portable, dry_run, yes, set_default, agent, with_model):
-    """Wire kirolearn's hooks and MCP server into Kiro (CLI and IDE).
+    """Wire kirolearn's hooks and MCP server into an agent: Kiro (CLI and IDE; the default), or with
+    --agent Claude Code, Codex, Copilot CLI, Gemini CLI, opencode or Cursor.
 
     Writes only its own entries, keeps everything else in shared files byte
     for byte, and records what it wrote so `kirolearn uninstall` can undo
@@ -569,7 +577,7 @@ def _apply_changes(changes, dry_run, yes, *, installing):
     todo = [c for c in changes if c.changed]
     for c in changes:
         if not c.problem and not c.changed:
-            click.echo(f"unchanged  {c.path}")
+            click.echo(f"unchanged  {c.path}" + ("" if installing else ": nothing to remove"))
     for c in todo:
         verb = "create" if c.before is None else ("remove" if c.after is None else "update")
         click.echo(f"{verb:<10} {c.path}")

@@ -162,7 +162,8 @@ def _log_traceback() -> str:
 @click.group(cls=KirolearnGroup, context_settings=CONTEXT_SETTINGS)
 @click.version_option(__version__, prog_name="kirolearn")
 def cli():
-    """kirolearn: durable memory for coding agents (Kiro CLI and IDE, Claude Code).
+    """kirolearn: durable memory for coding agents (Kiro CLI and IDE, Claude Code, Codex, Copilot CLI,
+    Gemini CLI, opencode, Cursor).
 
     Hooks capture each agent turn into a spool; `kirolearn drain` turns the
     spool into searchable memory records in $KIROLEARN_HOME/kirolearn.db, and

@@ -166,3 +166,23 @@ def remove(text: str, insertions: "list[tuple[int, str]]") -> "str | None":
             return None
         text = text[:offset] + text[offset + len(inserted):]
     return text
+
+
+def remove_moved(text: str, insertions: "list[tuple[int, str]]") -> "str | None":
+    """`text` without `insertions` after the user edited the file around them: each one is taken out where
+    it stands, else where its exact text is found (nearest its old offset); None if one cannot be found.
+
+    The caller checks that what is left is the file without kirolearn's entries: a hand edit inside
+    an insertion, or a copy of it, makes this answer unusable and the caller falls back.
+    """
+    for offset, inserted in reversed(insertions):
+        if text[offset:offset + len(inserted)] != inserted:
+            found, start = [], text.find(inserted)
+            while start != -1:
+                found.append(start)
+                start = text.find(inserted, start + 1)
+            if not found:
+                return None
+            offset = min(found, key=lambda at: abs(at - offset))
+        text = text[:offset] + text[offset + len(inserted):]
+    return text

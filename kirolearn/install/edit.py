@@ -210,7 +210,26 @@ def undo(entry: dict, edits=(), *, ours=lambda value: False, unwired=None):
         return install.Change(path, before, before, record=entry)
     if not rest and entry.get("created"):
         return install.Change(path, before, None, record=entry)
-    return install.Change(path, before, install.dump_json(rest, before), record=entry)
+    restored = without_insertions(path, before, entry.get("insertions"), lambda left: left == rest)
+    return install.Change(path, before, restored if restored is not None else install.dump_json(rest, before),
+                          record=entry)
+
+
+def without_insertions(path: str, text: str, insertions, accept) -> "str | None":
+    """The user's edited `text` with only install's recorded insertions taken out, every other byte kept,
+    when `accept(data)` says what is left is the file without kirolearn's entries; else None."""
+    from kirolearn.install import engine as install
+    from kirolearn.core import jsontext
+
+    if not insertions:
+        return None
+    restored = jsontext.remove_moved(text, [tuple(i) for i in insertions])
+    if restored is None:
+        return None
+    try:
+        return restored if accept(install.load_json(path, install.strip_bom(restored))) else None
+    except install.InstallError:
+        return None
 
 
 def _prune(data: dict, keys) -> None:

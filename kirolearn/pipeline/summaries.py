@@ -49,12 +49,15 @@ class Project:
         return os.path.basename(self.root.rstrip(os.sep)) or self.root
 
 
-def _who(db, project: Project, session_id: "str | None", settings=None) -> dict:
-    """Attribution of a summary written now: the configured actor or OS user, this host, the session's agent."""
+def _who(db, project: Project, session_id: "str | None", settings=None, agent: "str | None" = None) -> dict:
+    """Attribution of a summary written now: the configured actor or OS user, this host, and the agent that
+    called (an MCP client names itself), else the agent whose hooks recorded the session."""
     from kirolearn.team import membership as team
     from kirolearn.store.sqlite.team import session_agent
 
-    return team.attribution(settings, agent=session_agent(db, project.id, session_id) if session_id else None)
+    if agent is None and session_id:
+        agent = session_agent(db, project.id, session_id)
+    return team.attribution(settings, agent=agent)
 
 
 def _text(name: str, value, *, required: bool = True) -> str:
@@ -108,7 +111,7 @@ def turn_summary_markdown(investigated: str, learned: str, completed: str, next_
 
 def save_turn_summary(db, project: Project, *, request, investigated, learned, completed, next_steps,
                       files_read, files_modified, session_id: "str | None" = None,
-                      scrubber: "Scrubber | None" = None) -> MemoryRecord:
+                      scrubber: "Scrubber | None" = None, agent: "str | None" = None) -> MemoryRecord:
     """Store the agent's structured turn summary as a session_summary record."""
     scrubber = scrubber or Scrubber()
     fields = {n: _text(n, v) for n, v in (("request", request), ("investigated", investigated),
@@ -129,7 +132,7 @@ def save_turn_summary(db, project: Project, *, request, investigated, learned, c
                                       fields["next_steps"]),
         facts=[], concepts=[], files_touched=files, observation_type="session_summary",
         strategy="mcp_session_summary", source_event_ids=[new_ulid()], created_at=store.now_iso(),
-        **_who(db, project, session_id),
+        **_who(db, project, session_id, agent=agent),
     )
     _insert_record(db, record)
     return record
@@ -139,7 +142,8 @@ def save_turn_summary(db, project: Project, *, request, investigated, learned, c
 
 
 def save_observation(db, project: Project, *, title, summary, observation_type, facts, concepts, files_touched,
-                     session_id: "str | None" = None, scrubber: "Scrubber | None" = None) -> MemoryRecord:
+                     session_id: "str | None" = None, scrubber: "Scrubber | None" = None,
+                     agent: "str | None" = None) -> MemoryRecord:
     """Store one hand-made observation (any type but session_summary)."""
     scrubber = scrubber or Scrubber()
     if observation_type not in HAND_MADE_TYPES:
@@ -166,7 +170,7 @@ def save_observation(db, project: Project, *, title, summary, observation_type, 
         record_id="mr_" + new_ulid(), project_id=project.id, project_root=project.root,
         session_id=session_id or "mcp", title=title, summary=summary, observation_type=observation_type,
         strategy="mcp_observation", source_event_ids=[new_ulid()], created_at=store.now_iso(), **lists,
-        **_who(db, project, session_id),
+        **_who(db, project, session_id, agent=agent),
     )
     _insert_record(db, record)
     return record
@@ -266,8 +270,9 @@ def _session_record_text(summary: str, highlights, pitfalls, next_steps, open_qu
 
 def session_end(db, project: Project, *, session_id, summary=None, highlights=None, pitfalls=None,
                 next_steps=None, open_questions=None, label="general", auto_compress=False, transcript=None,
-                settings=None, complete=None, scrubber: "Scrubber | None" = None) -> dict:
-    """Save an end-of-session summary; returns the tool's result object."""
+                settings=None, complete=None, scrubber: "Scrubber | None" = None, agent: "str | None" = None) -> dict:
+    """Save an end-of-session summary; returns the tool's result object. `agent`: the caller, when the
+    session's own events (which name the agent whose hooks recorded them) do not say."""
     scrubber = scrubber or Scrubber()
     session_id = scrubber.scrub_text(_text("session_id", session_id)).strip()
     if not session_id:
@@ -305,7 +310,9 @@ def session_end(db, project: Project, *, session_id, summary=None, highlights=No
     ended_at = store.now_iso()
     summary_id = new_uuid4().replace("-", "")
     record = None
-    who = _who(db, project, session_id, settings)
+    from kirolearn.store.sqlite.team import session_agent
+
+    who = _who(db, project, session_id, settings, agent=session_agent(db, project.id, session_id) or agent)
     if summary:  # an empty summary is stored as such (the seed), never as a searchable placeholder
         source_ids = [event_id for event_id, _ in store.session_event_rows(db, project.id, session_id)] \
             or [new_ulid()]

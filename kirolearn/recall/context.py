@@ -429,6 +429,25 @@ def for_prompt(conn, project_root: str, prompt: str, *, already=(), now: "float 
     return scrub_out(text, conf, store_current=current), [h.record_id for h in hits[:used]]
 
 
+def prompt_preview(conn, project_root: str, prompt: str, *, session_id: "str | None" = None,
+                   conf: "dict | None" = None) -> "tuple[str, list]":
+    """What the prompt hook would print for `prompt`, read only (`kirolearn context --prompt`).
+
+    In session `session_id`, as that session's state stands (what it was shown already, or what a
+    session start of the project printed moments ago: for_event's rule); without one, as the first
+    prompt of a new session, whose session-start block came first and is not repeated.
+    """
+    conf = conf or settings()
+    if session_id:
+        state = load_state(session_id)
+        already = state["records"]
+        if not state.get("session_start") and not already:
+            already = _recent_start({"project_root": project_root, "session_id": session_id})
+    else:
+        _, already = session_start(conn, project_root, conf=conf)
+    return for_prompt(conn, project_root, prompt, already=already, conf=conf)
+
+
 def _served(prompt: str, pid: str, limit: int, already) -> "list | None":
     """The recall server's hits for a prompt (kirolearn.recall.client), None when it is not up or fails."""
     if not os.path.exists(os.path.join(paths.home(), "lexical.sock")):

@@ -138,6 +138,8 @@ def session_2(fake, codex_bin, project):
     assert hosts and all(h.startswith("http://127.0.0.1:") for h in hosts), hosts  # nothing left loopback
     requests = fake.requests[start:]
     assert "KLFINAL-7731" in request_text(requests[0]), "the memory kirolearn injected did not reach the model"
+    # kirolearn-mcp answers tools/list before Codex's first model request (issue #33: it used to come too late)
+    assert "mcp__kirolearn.search_memory" in tool_names(requests[0]), tool_names(requests[0])
     assert searches, "kirolearn's search_memory was never offered to the model"
     offered = next(tool_names(r) for r in requests if any(n.endswith("search_memory") for n in tool_names(r)))
     assert "mcp__kirolearn.search_memory" in offered and "mcp__kirolearn.forget_memory" in offered, offered

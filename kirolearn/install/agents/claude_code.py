@@ -247,6 +247,20 @@ def uninstall_settings(only_project: "str | None" = None):
                 changes.append(install.Change(path, before, before, problem=str(exc)))
                 continue
             rest = _unwired(data)
-            restored = None if (not rest and entry.get("created")) else install.dump_json(rest, before)
+            if rest == data:  # nothing of kirolearn's is left: nothing to remove
+                restored = before
+            elif not rest and entry.get("created"):
+                restored = None
+            else:  # edited since install: take out only what install added, else the entries by structure
+                from kirolearn.install.edit import without_insertions
+
+                def accept(left) -> bool:  # none of ours left, and the rest as the user has it (an empty list kept)
+                    return _unwired(left) == rest and not any(
+                        _is_ours(g) for groups in (left.get("hooks") or {}).values() if isinstance(groups, list)
+                        for g in groups)
+
+                restored = without_insertions(path, before, entry.get("insertions"), accept)
+                if restored is None:
+                    restored = install.dump_json(rest, before)
         changes.append(install.Change(path, before, restored, record={"kind": "claude-settings"}))
     return changes

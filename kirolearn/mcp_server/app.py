@@ -1,13 +1,10 @@
-"""`kirolearn-mcp`: the MCP stdio server Kiro starts (official SDK, mcp 1.x FastMCP).
+"""The MCP server's tools on the official SDK (mcp 1.x FastMCP); `kirolearn-mcp` (the package's
+`main`) answers a client's start-up without it and hands over here at the first tool call.
 
-Stdout carries only the protocol; logs go to stderr and $KIROLEARN_HOME/logs/mcp.log.
-The project is resolved once, by the same marker walk as the hooks, from
-`--project DIR`, else $KIROLEARN_PROJECT, else the directory Kiro starts us in.
-Every tool validates its input and answers errors as MCP error results; the
-server itself never dies on bad input.
+Every tool validates its input and answers errors as MCP error results; the server itself never
+dies on bad input.
 """
 
-import argparse
 import contextlib
 import inspect
 import json
@@ -28,7 +25,6 @@ from kirolearn.pipeline import summaries
 from kirolearn.core.observation_types import HAND_MADE_TYPES, OBSERVATION_TYPES
 from kirolearn.pipeline.schema import (CONCEPT_MAX, CONCEPTS_COUNT_MAX, FACT_MAX, FACTS_COUNT_MAX, FILE_MAX, FILES_KEPT,
                                        FORGET_REASON_MAX, RECORD_ID_PATTERN, SUMMARY_MAX, TITLE_MAX)
-from kirolearn.core.project import find_project_root
 from kirolearn.recall.lexical import SEARCH_LIMIT_MAX
 
 log = logging.getLogger("kirolearn.mcp")
@@ -299,12 +295,16 @@ def malformed_reply(line: str):
 
 
 @contextlib.asynccontextmanager
-async def guarded_stdio():
+async def guarded_stdio(replay=(), answered=None):
     """The SDK's stdio transport (mcp.server.stdio), except for a line that is not a valid message.
 
     The SDK hands such a line on as an exception: the server logs it (with the end of the line in
     pydantic's message) and answers nothing, so the client waits out its own timeout. Here it is
     answered at once (malformed_reply) and logged by its size only.
+
+    `replay`: lines the client sent before this server ran (the package's start-up front answered
+    them), read before stdin; `answered`: (id, result) of the `initialize` the front answered, whose
+    repeated answer is not sent again.
     """
     from io import TextIOWrapper
 
@@ -318,10 +318,16 @@ async def guarded_stdio():
     write_stream, write_reader = anyio.create_memory_object_stream(0)
     replies = write_stream.clone()  # the session closes its own copy when it ends
 
+    async def lines():
+        for raw in replay:
+            yield raw.decode("utf-8", errors="replace")
+        async for line in stdin:
+            yield line
+
     async def stdin_reader():
         try:
             async with read_writer, replies:
-                async for line in stdin:
+                async for line in lines():
                     if not line.strip():
                         continue
                     try:
@@ -341,7 +347,17 @@ async def guarded_stdio():
     async def stdout_writer():
         try:
             async with write_reader:
+                pending = answered
                 async for session_message in write_reader:
+                    root = session_message.message.root
+                    if pending is not None and isinstance(root, types.JSONRPCResponse) and root.id == pending[0]:
+                        ours = pending[1]
+                        pending = None
+                        sdk = root.result
+                        if sdk != ours:  # listing.json is stale for this SDK: scripts/mcp_listing.py rewrites it
+                            log.warning("the start-up answer to initialize differed from the SDK's: %s",
+                                        json.dumps(sdk)[:500])
+                        continue  # the client has its answer already
                     await stdout.write(session_message.message.model_dump_json(by_alias=True, exclude_none=True) + "\n")
                     await stdout.flush()
         except anyio.ClosedResourceError:
@@ -353,13 +369,27 @@ async def guarded_stdio():
         yield read_stream, write_stream
 
 
-def describe_project(start: str) -> "tuple[str, str]":
-    """(project root, how messages name it) for a start directory: the global project is named as such."""
-    root, is_global = find_project_root(os.path.abspath(start))
-    if is_global:
-        return root, (f"the global project (this server started in {start}, which is in no project: "
-                      "no marker such as .git, pyproject.toml or .kiro; pass --project DIR)")
-    return root, f"project {root}"
+# An MCP client's clientInfo name -> the agent kirolearn's hooks call it (the capture adapters' NAMEs).
+CLIENT_AGENTS = (("claude", "claude-code"), ("codex", "codex"), ("copilot", "copilot"), ("gemini", "gemini"),
+                 ("opencode", "opencode"), ("cursor", "cursor"), ("kiro", "kiro"))
+AGENT_ENV = "KIROLEARN_AGENT"  # an MCP server entry's env may name its agent outright
+SESSION_ENVS = ("KIROLEARN_SESSION_ID", "KIRO_SESSION_ID")  # a session id the agent put in our environment
+
+
+def agent_of_client(client_name: "str | None", environ=os.environ) -> "str | None":
+    """The agent calling: $KIROLEARN_AGENT when it names a known agent, else the client's own name
+    (clientInfo: `claude-code`, `codex-mcp-client`, ...), else None (attribution's default)."""
+    known = {agent for _, agent in CLIENT_AGENTS}
+    named = (environ.get(AGENT_ENV) or "").strip().lower()
+    if named in known:
+        return named
+    lowered = (client_name or "").lower()
+    return next((agent for word, agent in CLIENT_AGENTS if word in lowered), None)
+
+
+def session_of_caller(environ=os.environ) -> "str | None":
+    """The calling agent's session id when its environment names one (else the records' session is `mcp`)."""
+    return next((environ[name].strip()[:256] for name in SESSION_ENVS if (environ.get(name) or "").strip()), None)
 
 
 def build_server(project_root: str, *, settings=None, complete=None, where: "str | None" = None) -> FastMCP:
@@ -381,6 +411,14 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
 
     memory = Facade(settings=settings)
 
+    def caller() -> "tuple[str | None, str | None]":
+        """(agent, session id) of the client calling now (its initialize named it)."""
+        try:
+            params = mcp._mcp_server.request_context.session.client_params
+        except (LookupError, AttributeError):  # outside a request
+            params = None
+        return agent_of_client(params.clientInfo.name if params is not None else None), session_of_caller()
+
     write = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
     read = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 
@@ -399,8 +437,9 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
 
         Use it at the end of a substantive turn: the record is searchable and shown to later sessions.
         """
+        agent, session = caller()
         record = memory.save_turn_summary(
-            project=here.root, request=request, investigated=investigated, learned=learned, completed=completed,
+            project=here.root, agent=agent, session_id=session, request=request, investigated=investigated, learned=learned, completed=completed,
             next_steps=next_steps, files_read=files_read, files_modified=files_modified)
         message = f"Saved turn summary {record.record_id}"
         return _result(message, SavedRecord(record_id=record.record_id, title=record.title, message=message))
@@ -426,7 +465,7 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
         result = memory.end_session(
             session_id, project=here.root, summary=summary, highlights=highlights, pitfalls=pitfalls,
             next_steps=next_steps, open_questions=open_questions, label=project, auto_compress=auto_compress,
-            transcript=transcript, complete=complete)
+            transcript=transcript, complete=complete, agent=caller()[0])
         return _result(json.dumps(result), SessionEndResult(**result))
 
     @tool(read)
@@ -557,8 +596,9 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
                                  Field(max_length=FILES_KEPT, description="Paths")],
     ) -> Annotated[CallToolResult, SavedRecord]:
         """Save one observation (a decision, error, discovery, pattern or tool use) to this project's memory."""
+        agent, session = caller()
         record = memory.save_observation(
-            project=here.root, title=title, summary=summary, observation_type=observation_type, facts=facts,
+            project=here.root, agent=agent, session_id=session, title=title, summary=summary, observation_type=observation_type, facts=facts,
             concepts=concepts, files_touched=files_touched)
         message = f"Saved observation {record.record_id}"
         return _result(message, SavedRecord(record_id=record.record_id, title=record.title, message=message))
@@ -566,7 +606,7 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
     return mcp
 
 
-def _setup_logging() -> None:
+def setup_logging() -> None:
     handlers: list = [logging.StreamHandler(sys.stderr)]
     try:
         handlers.append(logging.StreamHandler(os.fdopen(paths.open_log("mcp.log"), "a", encoding="utf-8")))
@@ -578,22 +618,30 @@ def _setup_logging() -> None:
     logging.basicConfig(level=logging.WARNING, handlers=handlers)
 
 
-def main(argv=None) -> int:
-    """Console-script entry point: serve MCP over stdio until the client hangs up."""
-    parser = argparse.ArgumentParser(prog="kirolearn-mcp", description="kirolearn's MCP stdio server for Kiro.")
-    parser.add_argument("--project", help="project directory (default: $KIROLEARN_PROJECT, else the current directory)")
-    parser.add_argument("--version", action="version", version=f"kirolearn-mcp {__version__}")
-    args = parser.parse_args(argv)
-    _setup_logging()
-    start = args.project or os.environ.get("KIROLEARN_PROJECT") or os.getcwd()
-    if not os.path.isdir(start):
-        log.error("project directory %s does not exist: pass an existing --project DIR", start)
-        return 1
-    root, where = describe_project(start)
+def serve_stdio(root: str, where: str, *, replay=(), answered=None) -> None:
+    """Serve the project over stdio until the client hangs up, first reading `replay` (see guarded_stdio)."""
+    import anyio
+
+    server = build_server(root, where=where)
     log.info("serving %s", where)
-    build_server(root, where=where).run("stdio")
-    return 0
+
+    async def run():
+        async with guarded_stdio(replay, answered) as (read_stream, write_stream):
+            lowlevel = server._mcp_server
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+    anyio.run(run)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+async def listing_of(server) -> dict:
+    """What the package's front answers at start-up (listing.json), from the SDK server itself."""
+    from mcp.shared.version import SUPPORTED_PROTOCOL_VERSIONS
+    from mcp.types import LATEST_PROTOCOL_VERSION
+
+    lowlevel = server._mcp_server
+    options = lowlevel.create_initialization_options()
+    tools = await server.list_tools()
+    return {"server_name": options.server_name, "instructions": options.instructions,
+            "capabilities": options.capabilities.model_dump(by_alias=True, exclude_none=True, mode="json"),
+            "protocol_versions": list(SUPPORTED_PROTOCOL_VERSIONS), "latest_protocol": LATEST_PROTOCOL_VERSION,
+            "tools": [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in tools]}
