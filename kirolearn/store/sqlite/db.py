@@ -340,6 +340,11 @@ def record_row(record) -> dict:
     data["record_hash"] = data.get("record_hash") or record_hash(data)
     for key in ("facts", "concepts", "files_touched", "source_event_ids"):
         data[key] = json.dumps(data.get(key) or [], ensure_ascii=False)
+    if isinstance(data.get("file_state"), dict):  # issue #31: what the record's files were when stored
+        data["file_state"] = json.dumps(data["file_state"], ensure_ascii=False, sort_keys=True)
+        data.setdefault("freshness_checked_at", data.get("created_at"))  # just taken: due after the others
+    elif "file_state" in data and not data["file_state"]:
+        data.pop("file_state")
     return data
 
 

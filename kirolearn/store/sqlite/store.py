@@ -114,8 +114,11 @@ class SqliteStore(Store):
 
     def changes(self, project_ids: "list[str]", *, after: int = 0, limit: int = 500) -> dict:
         found = recordstore.changes(self.db, project_ids, after, limit)
-        found["records"] = [recordstore.decode_record(r) for r in found["records"]]
+        found["records"] = [_shared(recordstore.decode_record(r)) for r in found["records"]]
         return found
+
+    def set_marks(self, marks: "list[dict]", *, actor: str) -> "list[dict]":
+        return recordstore.set_marks(self.db, marks, actor=actor)
 
     def events_since(self, project_ids: "list[str]", stored_since: "str | None", *,
                      after: "tuple[str, str] | None" = None, limit: int = 1000) -> "list[dict]":
@@ -211,6 +214,14 @@ class SqliteStore(Store):
                     row[key] = json.dumps(row.get(key) or [], ensure_ascii=False)
             rows[kind].append({k: v for k, v in row.items() if k in columns[kind]})
         return records.import_rows(self.db, rows["event"], rows["record"], rows["summary"])
+
+
+def _shared(record: dict) -> dict:
+    """A record as it leaves this home (the change feed): without what only this machine can use (the
+    file_state its working tree gave, and when it was checked: a teammate's tree is another)."""
+    record.pop("file_state", None)
+    record.pop("freshness_checked_at", None)
+    return record
 
 
 def migrate_file(path: "str | None" = None) -> dict:
