@@ -932,7 +932,7 @@ def _insert_many(cur, table: str, columns, rows: "list[dict]", key: str) -> "lis
 
 
 _DEFAULTS = {"events": EVENT_DEFAULTS,
-             "memory_records": {k: [] for k in RECORD_LISTS},
+             "memory_records": {**{k: [] for k in RECORD_LISTS}, "outcome": "unknown", "freshness": "current"},
              "session_summaries": {k: [] for k in SUMMARY_LISTS}}
 
 

@@ -196,7 +196,9 @@ class SqliteStore(Store):
         return records.figures(self.db, since)
 
     def export_objects(self):
-        return backup.objects(self.db)
+        # the store contract's objects (what a team upload carries): no machine-local file_state; the
+        # `kirolearn export` backup (backup.export) keeps it, for a restore on this machine
+        return (_shared(o) if o["type"] == "record" else o for o in backup.objects(self.db))
 
     def import_objects(self, objects: "list[dict]") -> dict:
         columns = {kind: set(records.table_columns(self.db, table)) for kind, table in
