@@ -180,6 +180,8 @@ def _status(event: dict) -> "bool | None":
             return True
         if str(response.get("exit_code", "")).strip() == "0":
             return True
+        if "llmContent" in response and "error" not in response:
+            return True  # Gemini CLI's AfterTool carries `error` when a tool failed, and only then
         if isinstance(response.get("result"), list) and any(
                 isinstance(i, dict) and str(i.get("exit_status", "")) == "0" for i in response["result"]):
             return True
