@@ -284,3 +284,22 @@ def test_purging_a_teammates_record_stays_local(homes, team):
     out = sync(homes, "ben", team)
     assert (out.forgets_sent, out.purges_sent) == (0, 0)
     assert team.get_record("mr_0001")["summary"] == "rotate the staging token monthly"
+
+
+def test_a_mark_change_reaches_the_team_and_the_other_developer_once(homes, team):
+    """Issue #31: ana's drain marks her record deleted; the mark goes up, comes down to ben, and stops."""
+    _, ana = homes["ana"]
+    _, ben = homes["ben"]
+    drained(ana, 1, summary="wrote src/gone.py")
+    sync(homes, "ana", team)
+    sync(homes, "ben", team)
+    assert ben.get_record("mr_0001")["freshness"] == "current"
+    ana.set_marks([{"record_id": "mr_0001", "freshness": "deleted", "reason": "src/gone.py: deleted"}], actor="drain")
+    sent = sync(homes, "ana", team)
+    assert sent.marks_sent == 1 and team.get_record("mr_0001")["freshness"] == "deleted"
+    got = sync(homes, "ben", team)
+    assert got.marks_received == 1 and ben.get_record("mr_0001")["freshness"] == "deleted"
+    # what came down and goes up again is no change: nothing more moves, both ways
+    assert sync(homes, "ben", team).marks_sent == 0
+    assert (sync(homes, "ana", team).marks_received, sync(homes, "ben", team).marks_received) == (0, 0)
+    assert ana.get_record("mr_0001")["freshness"] == "deleted"

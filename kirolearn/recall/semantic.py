@@ -20,6 +20,7 @@ import time
 from kirolearn.core import crashpoint
 from kirolearn.recall import lexical as recall
 from kirolearn.recall import when
+from kirolearn.core import marks
 from kirolearn.store.sqlite import reader
 from kirolearn.store.sqlite import db as store
 from kirolearn.store.sqlite.derived import SqliteDerived
@@ -390,6 +391,11 @@ class Searcher:
             best = max(fused.values(), default=0.0) or 1.0
             for rid in fused:
                 fused[rid] += when.DATE_WEIGHT * best * when.closeness(index.times.get(rid), dates)
+        # issue #31: a record whose files changed or were deleted since, or whose turn failed, keeps
+        # kirolearn.core.marks.factor of its fused score (the lexical half has it already, the vector half not)
+        # (recall.scores leaves the marks out: they weigh the fused score once, here)
+        for rid, (fresh, outcome) in reader.marks_of(self.conn, list(fused)).items():
+            fused[rid] *= marks.factor(fresh, outcome)
         ranked = sorted(((rid, s) for rid, s in fused.items() if s > 0), key=lambda kv: (-kv[1], kv[0]))
         hits = self._hits(ranked[: max(limit * 3, limit + 10)] if types else ranked[:limit])
         if types:
