@@ -635,14 +635,29 @@ _LOGIN_CMD_RE = _lazy(
 )
 _SPACED_P_RE = _lazy("_SPACED_P_RE", r"(?<=[ \t])-p[ \t]+(?!-)" + _QUOTED_PW)
 # <private>, < private >, </ private>, and the escaped forms tools write: &lt;private&gt;
-# (HTML), \u003cprivate\u003e (Go's encoding/json), &#60;private&#62;.
-_LT = r"(?:<|&lt;|\\u003c|&#0*60;|&#x0*3c;)"
-_GT = r"(?:>|&gt;|\\u003e|&#0*62;|&#x0*3e;)"
-_PRIVATE_TAG_RE = _lazy(
-    "_PRIVATE_TAG_RE",
-    _LT + r"[ \t]*(/?)[ \t]*private(?:[ \t]*|\s(?:(?!" + _GT + r")[^<>]){0,256}?)(/?)" + _GT,
-    re.I,
-)
+# (HTML, also escaped twice: &amp;lt;), \u003cprivate\u003e (Go's encoding/json), &#60;private&#62;;
+# fullwidth and small-form brackets (＜private＞, ﹤private﹥), markdown's escapes (\<private\>, the
+# backslash before `>` and `/`), and (_PRIVATE_ZW_RE) zero-width characters inside the word.
+_LT = r"(?:<|\uff1c|\ufe64|&(?:amp;){0,3}(?:lt|#0*60|#x0*3c|#0*65308|#x0*ff1c|#0*65124|#x0*fe64);" \
+      r"|\\u003c|\\uff1c|\\ufe64)"
+_GT = r"(?:>|\uff1e|\ufe65|&(?:amp;){0,3}(?:gt|#0*62|#x0*3e|#0*65310|#x0*ff1e|#0*65125|#x0*fe65);" \
+      r"|\\u003e|\\uff1e|\\ufe65)"
+_PRIVATE_WORD = "private"
+# Characters that render as nothing: a tag written with one inside `private` must still count.
+_ZW_CHARS = "\u00ad\u180e\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\ufeff"
+_ZW = r"(?:[" + _ZW_CHARS + r"]|\\u(?:00[aA][dD]|180[eE]|200[b-fB-F]|206[0-4]|[fF][eE][fF][fF])" \
+      r"|&(?:amp;){0,3}#(?:173|8203|8204|8205|8288|65279|x0*(?:ad|200[b-d]|2060|feff));)*"
+
+
+def _private_tag(word: str) -> str:
+    return (_LT + r"[ \t]*(\\?/)?[ \t]*" + word + r"(?:[ \t]*|\s(?:(?!" + _GT + r")[^<>]){0,256}?)(/?)"
+            + r"[ \t]*\\{0,4}" + _GT)
+
+
+_PRIVATE_TAG_RE = _lazy("_PRIVATE_TAG_RE", _private_tag(_PRIVATE_WORD), re.I)
+_PRIVATE_ZW_RE = _lazy("_PRIVATE_ZW_RE", _private_tag(_ZW.join(_PRIVATE_WORD)), re.I)
+_ZW_ANY_RE = _lazy("_ZW_ANY_RE", r"[" + _ZW_CHARS + r"]|\\u(?:00ad|180e|200[b-f]|206[0-4]|feff)"
+                   r"|&(?:amp;){0,3}#(?:173|8203|8204|8205|8288|65279|x0*(?:ad|200[b-d]|2060|feff));", re.I)
 # Matched against the lowered text (a literal first is ~20x faster than a case-insensitive pattern);
 # the value is then copied from the original text at the same offsets.
 _AUTH_HEADER_RE = _lazy(
@@ -1293,11 +1308,22 @@ class Scrubber:
 
     def _scrub_private(self, text: str) -> str:
         low = text.lower()
-        if "private" not in low or ("<" not in text and "&" not in text and "\\u003" not in low):
+        ascii_text = text.isascii()
+        regex = _PRIVATE_TAG_RE
+        if "private" not in low:
+            # `pri\u200bvate`: a zero-width character hides the word from a plain search.
+            if ascii_text and "\\u" not in text and not ("&" in text and "#" in text):
+                return text
+            if not _ZW_ANY_RE.search(text):
+                return text
+            regex = _PRIVATE_ZW_RE
+        elif ascii_text and "<" not in text and "&" not in text and "\\u" not in low:
             return text
+        elif (not ascii_text or "\\u" in text or "&#" in text or "&amp;#" in text) and _ZW_ANY_RE.search(text):
+            regex = _PRIVATE_ZW_RE
         out = []
         last = depth = start = 0
-        for m in _PRIVATE_TAG_RE.finditer(text):
+        for m in regex.finditer(text):
             if m.group(1):  # closing tag
                 if depth == 0:
                     continue  # stray closing tag: left as is
