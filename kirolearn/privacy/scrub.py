@@ -495,7 +495,8 @@ _PROSE_RE = _lazy(  # run on the lowered text; the value is taken from the origi
 )
 _ENV_NAME_RE = _lazy("_ENV_NAME_RE",
                      r"(?m)(?:^|[;(]|&&|\|\||\\n|\bexport[ \t])[ \t]*[A-Za-z_][A-Za-z0-9_.\-]{0,80}=")
-_COMMAND_WORDS = ("private key", "mysql", "mariadb", "login", "sshpass", "authorization", "basic ", "pin ")
+_COMMAND_WORDS = ("private key", "mysql", "mariadb", "login", "sshpass", "authorization", "basic ", "pin ", "cookie",
+                  "base64", "b64decode", "atob(")
 _PROSE_TRIGGERS = ("pw", "pin", "pass phrase", "pass word")
 
 
@@ -734,6 +735,166 @@ _PREV_WORD_RE = _lazy("_PREV_WORD_RE", r"([A-Za-z]+)[ \t_\-]+$")
 _CANDIDATE_RE = _lazy(
     "_CANDIDATE_RE", r"(?<![A-Za-z0-9+/_\-=])[A-Za-z0-9+/_\-]{20,1024}={0,2}(?![A-Za-z0-9+/_\-=])"
 )
+# --------------------------------------------------------------------------------------------------
+# Shapes of issue #34: .netrc entries, cookies, bearer tokens anywhere, wrapped URL passwords,
+# base64 blobs of secret-bearing text
+# --------------------------------------------------------------------------------------------------
+
+# `machine HOST login USER password PW` (any order of the pairs, across lines too; `\n` as JSON
+# writes it); `default` starts an entry at the start of a line.
+_NETRC_SEP = r"(?:[ \t\r\n]|\\[nrt])+"
+_NETRC_START_RE = _lazy(
+    "_NETRC_START_RE",
+    r"(?<![\w.\-])machine" + _NETRC_SEP + r"(?P<host>[^\s\\\"'`;|&]{1,253})(?=[ \t\r\n\\])"
+    r"|(?:^|(?<=\n)|(?<=\\n))[ \t]*default(?=" + _NETRC_SEP + r"(?:login|password|account)\b)",
+    re.M,
+)
+_NETRC_PAIR_RE = _lazy(
+    "_NETRC_PAIR_RE",
+    _NETRC_SEP + r"(login|password|passwd|account|port|protocol|force)" + _NETRC_SEP
+    + r"(?:\"(?P<dq>[^\"\n]{1,256})\"|'(?P<sq>[^'\n]{1,256})'|(?P<bare>[^\s\\\"'`;|&]{1,256}))",
+)
+_NETRC_HOST_RE = _lazy("_NETRC_HOST_RE",
+                       r"(?:[A-Za-z0-9\-_]{1,63}\.)+[A-Za-z0-9\-]{1,63}(?::[0-9]{1,5})?|localhost(?::[0-9]{1,5})?"
+                       r"|\[[0-9A-Fa-f:.]{2,45}\](?::[0-9]{1,5})?")
+_PASSWORD_WORDS = frozenset(("pass", "password", "passwd", "pwd", "pw", "secret", "token"))
+
+
+def _netrc_password_ok(value: str) -> bool:
+    return not _is_placeholder(value) and value.lower() not in _PASSWORD_WORDS and "[REDACTED:" not in value
+
+
+# Cookie: a=1; b=2 / Set-Cookie: name=value; Path=/ (also as a JSON or Python key: "Cookie": "…").
+_COOKIE_RE = _lazy(
+    "_COOKIE_RE",
+    r"(?i)(?<![A-Za-z0-9_\-])(set-)?cookie2?[\"']?[ \t]*:[ \t]*[\"']?([^\r\n<>]{3,4096})",
+)
+# One `name=value` of the header, and the `;` before the next one (none: the header ends there).
+_COOKIE_PAIR_RE = _lazy(
+    "_COOKIE_PAIR_RE",
+    r"[ \t]*([^=;\s,\"']{1,128})[ \t]*=[ \t]*(\"[^\";]{0,4096}\"|'[^';]{0,4096}'|[^;\s\"']{0,4096})[ \t]*(;?)",
+)
+_COOKIE_SECRET_NAME_RE = _lazy(
+    "_COOKIE_SECRET_NAME_RE",
+    r"(?i)sess|sid|token|auth|csrf|xsrf|jwt|remember|login|secret|key|pass|cred|saml|oauth|refresh|access|identity",
+)
+_COOKIE_ATTRIBUTES = frozenset("path domain expires max-age samesite secure httponly priority partitioned version "
+                               "comment".split())
+_COOKIE_PLAIN_WORDS = frozenset("deleted expired invalid logout loggedout anonymous guest".split())
+
+
+def _cookie_value_is_secret(name: str, value: str) -> bool:
+    """A cookie's value: a secret under a session-like name unless it is a word or a mask; under
+    any other name (theme, lang, consent) only when it looks random."""
+    v = value.strip("\"'")
+    if "&" in v or "\\" in v:
+        return False  # an HTML entity or a JSON escape: the decoded view judges the value
+    if len(v) < 6 or "[REDACTED:" in v or _is_placeholder(v) or v.lower() in _COOKIE_PLAIN_WORDS:
+        return False
+    if _COOKIE_SECRET_NAME_RE.search(name):
+        if v.isalpha() and _views.wordlike(v):
+            return False
+        return not _SMALL_NUMBER_RE.fullmatch(v) and not _VERSIONISH_RE.fullmatch(v)
+    return _env_value_is_secret(v, name) or _looks_random(v)
+
+
+# A bearer token wherever it is written: `UPSTREAM=Bearer …`, `X_HEADER="Bearer …"`, a header line
+# of any name (RFC 6750's b64token characters).
+_BEARER_RE = _lazy(
+    "_BEARER_RE",
+    r"(?<![A-Za-z0-9_\-])(?i:bearer)[ \t]+([\"']?)([A-Za-z0-9\-._~+/]{8,4096}=*)(?![A-Za-z0-9\-._~+/=])",
+)
+
+
+def _bearer_value_ok(value: str, after: str) -> bool:
+    """Whether the word after `Bearer` is a token, not prose (`Bearer authentication`), a name
+    (`Bearer access_token`, `Bearer self.token`, `Bearer LITELLM_KEY`) or code (`Bearer f(x)`)."""
+    v = value.rstrip(".")
+    if len(v) < 8 or after[:1] in ("(", "["):
+        return False
+    if _is_placeholder(v) or _VERSIONISH_RE.fullmatch(v) or _CONSTANT_RE.fullmatch(v):
+        return False
+    if _has_digit(v):
+        return True
+    if _DOTTED_RE.fullmatch(v) or _IDENTISH_RE.fullmatch(v) or (_IDENT_RE.fullmatch(v) and "_" in v):
+        return False
+    if v.isalpha():
+        if _mixed_case(v):  # CapWords (AccessToken) against random case flips
+            return len(v) >= 10 and len(_PART_RE.findall(v)) / len(v) >= 0.3
+        return len(v) >= 12 and not _views.wordlike(v)
+    return True
+
+
+# A URL password that a terminal or a pager wrapped: `postgres://user:pa\nss@host` (the one-line
+# form is the url-password rule's).
+_WRAPPED_URL_RE = _lazy(
+    "_WRAPPED_URL_RE",
+    r"(?<=[A-Za-z0-9])://([^\s:/?#@\"'<>\[\]]{0,256}):((?:[^\s?#\"'<>@/]|\r?\n[ \t]*){1,300})@(?=[A-Za-z0-9\[])",
+)
+
+
+def _wrapped_url_password(user: str, pw: str) -> bool:
+    if "\n" not in pw or pw.count("\n") > 3:
+        return False
+    first = next((piece for piece in re.split(r"\r?\n[ \t]*", pw) if piece), "")
+    if first.isdigit() and len(first) <= 5 and ("." in user or user.lower() == "localhost" or not user):
+        return False  # http://host:8080 at a line's end, an e-mail address on the next line
+    joined = re.sub(r"\r?\n[ \t]*", "", pw)
+    return bool(joined) and _url_password_ok(joined)
+
+
+# Base64 blobs: decoded when they hold printable text, and masked whole when that text holds a secret.
+_B64_MIN, _B64_MAX = 16, 8192
+_B64_MAX_DEPTH = 2  # a blob inside a blob is decoded too; deeper is not
+# Base64's alphabet as a bytes.translate table: its characters become `x`, every other byte a
+# space, and a blob candidate is a run of `x` that bytes.find locates (a regex tried at every offset
+# of every text, or a split into words, cost the drain a third of its scrub time).
+_B64_MARKS = bytes(0x78 if chr(c).isascii() and (chr(c).isalnum() or chr(c) in "+/") else 0x20 for c in range(256))
+_B64_RUN = b"x" * _B64_MIN
+_B64_EDGE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-")
+
+
+def _b64_candidates(text: str) -> list:
+    """(start, end) of each base64 blob candidate: a run of 16-8192 characters of the alphabet,
+    its `=` padding, and no identifier character (`_`, `-`) or more `=` right around it."""
+    # One byte per character either way (a non-ASCII character becomes `?`, no base64 character).
+    marks = (text.encode("ascii") if text.isascii() else text.encode("ascii", "replace")).translate(_B64_MARKS)
+    i = marks.find(_B64_RUN)
+    if i < 0:
+        return []
+    out = []
+    n = len(text)
+    while i >= 0:
+        s = marks.rfind(b" ", 0, i) + 1
+        e = marks.find(b" ", i)
+        e = n if e < 0 else e
+        if e - s <= _B64_MAX and (s == 0 or text[s - 1] not in _B64_EDGE or text[s - 1] == "="):
+            pad = e
+            while pad < n and pad - e < 2 and text[pad] == "=":
+                pad += 1
+            if pad == n or text[pad] not in _B64_EDGE:
+                out.append((s, pad))
+        i = marks.find(_B64_RUN, e)
+    return out
+
+
+def _b64_text(blob: str) -> "str | None":
+    """The printable UTF-8 text a base64 blob encodes, or None."""
+    import base64
+    import binascii
+
+    core = blob.rstrip("=")
+    if len(core) % 4 == 1 or not _mixed_case(core):
+        return None
+    try:
+        decoded = base64.b64decode(core + "=" * (-len(core) % 4), validate=True).decode("utf-8")
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        return None
+    if len(decoded) < 8 or not decoded.replace("\n", " ").replace("\t", " ").replace("\r", " ").isprintable():
+        return None
+    return decoded
+
+
 _ENTROPY_WINDOW = 40
 _MAX_PASSES = 4
 
@@ -891,8 +1052,13 @@ def _break_matters(text: str, s: int, left: str, right: str) -> bool:
     random, or holds a rule's trigger that may match it, or the line before the break assigns
     to a secret-looking name. The verdict is remembered per (line, right run).
     """
-    if not _piece_of_token(left) or not _piece_of_token(right):
+    if not _piece_of_token(right):
         return False
+    if not _piece_of_token(left):
+        # a value's first piece may be short or read as a word (`Bearer oha` + `zrydar…`)
+        line = text[max(text.rfind("\n", 0, s) + 1, s - 400):s].rstrip("\r")
+        if not left or not _views.value_start(line[:len(line) - len(left)]):
+            return False
     if _complete_item(left.rsplit("=", 1)[-1]) or _complete_item(right):
         return False  # a line that ends with a UUID or a digest, a line that starts with a path: whole items
     line_start = max(text.rfind("\n", 0, s) + 1, s - 400)
@@ -992,6 +1158,7 @@ class Scrubber:
         self._allow_set = frozenset(self._allow)
         self._clean: set = set()
         self._memo: "tuple | None" = None
+        self._b64_depth = 0
 
     # -- public -----------------------------------------------------------------------------------
 
@@ -1053,6 +1220,14 @@ class Scrubber:
             text = self._sub_auth_header(text)
         if "basic" in low:
             text = self._sub_basic_credentials(text)
+        if ("password" in low or "passwd" in low) and ("machine" in text or "default" in text):
+            text = self._sub_netrc(text)
+        if "cookie" in low:
+            text = self._sub_cookies(text)
+        if "://" in text and "\n" in text:
+            text = self._sub_wrapped_url(text)
+        if self._b64_depth < _B64_MAX_DEPTH:
+            text = self._sub_base64(text)
         if text is not before:  # a redaction changed the words: look again
             low = text.lower()
             found, matter = _scan(text, low)
@@ -1060,6 +1235,8 @@ class Scrubber:
         if matter is None or matter:
             text = self._keyword_pass(text, matter)
         text = self._table_pass(text, found if text is before else None)
+        if "bearer" in low:  # after the keyword pass, which names a long random token high-entropy
+            text = self._sub_bearer(text)
         # Shape rules last: a catalogue rule names the secret better than "high-entropy".
         if "=" in text:
             text = self._env_pass(text)
@@ -1254,8 +1431,13 @@ class Scrubber:
 
     def scrub_value(self, value: object) -> object:
         """Scrub a JSON-like value recursively (dict keys too), returning new objects."""
+        return self._walk(value, self.scrub_text)
+
+    def _walk(self, value: object, scrub_text: "Callable[[str], str]") -> object:
+        """scrub_value, with `scrub_text` for the string values (keys always use this scrubber's:
+        kirolearn.privacy.carry passes one that sees the text before)."""
         if isinstance(value, str):
-            return self.scrub_text(value)
+            return scrub_text(value)
         if isinstance(value, dict):
             # A string under a secret-named key is replaced whole (see _scrub_secret_field); nested
             # containers under one are walked like any other. Keys that scrub to the same text
@@ -1266,12 +1448,12 @@ class Scrubber:
                 if isinstance(key, str) and isinstance(item, str) and _is_secret_key(key):
                     out[new_key] = self._scrub_secret_field(item)
                 else:
-                    out[new_key] = self.scrub_value(item)
+                    out[new_key] = self._walk(item, scrub_text)
             return out
         if isinstance(value, list):
-            return [self.scrub_value(item) for item in value]
+            return [self._walk(item, scrub_text) for item in value]
         if isinstance(value, tuple):
-            return tuple(self.scrub_value(item) for item in value)
+            return tuple(self._walk(item, scrub_text) for item in value)
         return value
 
     # -- helpers ----------------------------------------------------------------------------------
@@ -1461,6 +1643,98 @@ class Scrubber:
             return m.group(0)[: m.start(1) - m.start()] + marker("authorization")
 
         return _BASIC_B64_RE.sub(replace, text)
+
+    def _sub_netrc(self, text: str) -> str:
+        """The password of each .netrc entry (`machine HOST login USER password PW`, one line or several)."""
+        spans = []
+        for m in _NETRC_START_RE.finditer(text):
+            host = m.group("host")
+            if host is not None and not _NETRC_HOST_RE.fullmatch(host):
+                continue  # "machine learning login page": no host
+            pos = m.end()
+            for _ in range(8):
+                pair = _NETRC_PAIR_RE.match(text, pos)
+                if not pair:
+                    break
+                pos = pair.end()
+                group = pair.lastgroup
+                if pair.group(1) in ("password", "passwd", "account") and _netrc_password_ok(pair.group(group)):
+                    if not spans or pair.start(group) >= spans[-1][1]:
+                        spans.append(pair.span(group))
+        return self._mark(text, spans, "user-password")
+
+    def _sub_cookies(self, text: str) -> str:
+        """The values of a `Cookie:` header and the cookie of a `Set-Cookie:` one that are secrets."""
+        spans = []
+        for m in _COOKIE_RE.finditer(text):
+            region, base = m.group(2), m.start(2)
+            for esc in ("\\n", "\\r", '\\"'):  # a header inside a JSON string ends at its escape
+                cut = region.find(esc)
+                if cut >= 0:
+                    region = region[:cut]
+            pos = 0
+            for i in range(64):
+                pair = _COOKIE_PAIR_RE.match(region, pos)
+                if pair is None:
+                    break
+                pos = pair.end()
+                name, value = pair.group(1), pair.group(2)
+                if m.group(1) and (i > 0 or name.lower() in _COOKIE_ATTRIBUTES):
+                    break  # Set-Cookie: one cookie, then its attributes
+                if _cookie_value_is_secret(name, value):
+                    s, e = pair.span(2)
+                    if value[:1] in ("'", '"') and value.endswith(value[0]) and len(value) > 1:
+                        s, e = s + 1, e - 1
+                    if not spans or base + s >= spans[-1][1]:
+                        spans.append((base + s, base + e))
+                if not pair.group(3):
+                    break
+        return self._mark(text, spans, "authorization")
+
+    def _sub_bearer(self, text: str) -> str:
+        """`Bearer <token>` under any name: an .env line, a quoted header value, a log line."""
+        spans = []
+        for m in _BEARER_RE.finditer(text):
+            value = m.group(2)
+            if _bearer_value_ok(value, text[m.end():m.end() + 1]):
+                s = m.start(2)
+                spans.append((s, s + len(value.rstrip("."))))
+        return self._mark(text, spans, "authorization")
+
+    def _sub_wrapped_url(self, text: str) -> str:
+        """A URL password that a line break cut in two: the whole password, break included."""
+        spans = [m.span(2) for m in _WRAPPED_URL_RE.finditer(text) if _wrapped_url_password(m.group(1), m.group(2))]
+        return self._mark(text, spans, "url-password")
+
+    def _sub_base64(self, text: str) -> str:
+        """Base64 blobs whose decoded text holds a secret (`echo <base64 of DB_PASSWORD=…> | base64 -d`)
+        are masked whole, with the type of what the decoded text holds."""
+        spans = []
+        for start, end in _b64_candidates(text):
+            decoded = _b64_text(text[start:end])
+            if decoded is None or not self._rules_may_apply(decoded):
+                continue
+            counts = Counter(self.counts)
+            self._b64_depth += 1
+            try:
+                out = self._plain_fixpoint(self._scrub_private(decoded))
+            finally:
+                self._b64_depth -= 1
+                self.counts.clear()
+                self.counts.update(counts)
+            if out != decoded:
+                found = _MARKER_RE.search(out)
+                kind = found.group(0)[len("[REDACTED:"):-1] if found else "secret-assignment"
+                spans.append((start, end, kind))
+        if not spans:
+            return text
+        out, last = [], 0
+        for s, e, kind in spans:
+            out += [text[last:s], marker(kind)]
+            self.counts[kind] += 1
+            last = e
+        out.append(text[last:])
+        return "".join(out)
 
     def _env_pass(self, text: str) -> str:
         """High-entropy values of .env lines and `export NAME=value`, whatever the name."""
