@@ -14,7 +14,7 @@ One row per rule: (id, keywords, form, name, secret, group, entropy, allow, stop
 Patterns are Python `re` syntax (translated from Go RE2) and are compiled lazily, per rule.
 """
 
-RULES_VERSION = 3
+RULES_VERSION = 4
 CATALOGUES = {'gitleaks': 'v8.30.0-27-gb58d3f10 (b58d3f1)', 'betterleaks': 'v1.7.0 (6381fa4)'}
 KV, TOKEN, RAW = "KV", "TOKEN", "RAW"
 
