@@ -829,7 +829,7 @@ def _bearer_value_ok(value: str, after: str) -> bool:
 # form is the url-password rule's).
 _WRAPPED_URL_RE = _lazy(
     "_WRAPPED_URL_RE",
-    r"(?<=[A-Za-z0-9])://([^\s:/?#@\"'<>\[\]]{0,256}):((?:[^\s?#\"'<>@/]|\r?\n[ \t]*){1,300})@(?=[A-Za-z0-9\[])",
+    r"://([^\s:/?#@\"'<>\[\]]{0,256}):((?:[^\s?#\"'<>@/]|\r?\n[ \t]*){1,300})@(?=[A-Za-z0-9\[])",
 )
 
 
@@ -1703,7 +1703,9 @@ class Scrubber:
 
     def _sub_wrapped_url(self, text: str) -> str:
         """A URL password that a line break cut in two: the whole password, break included."""
-        spans = [m.span(2) for m in _WRAPPED_URL_RE.finditer(text) if _wrapped_url_password(m.group(1), m.group(2))]
+        # (the pattern starts with its literal, which re finds fast; the scheme is checked here)
+        spans = [m.span(2) for m in _WRAPPED_URL_RE.finditer(text)
+                 if m.start() > 0 and text[m.start() - 1].isalnum() and _wrapped_url_password(m.group(1), m.group(2))]
         return self._mark(text, spans, "url-password")
 
     def _sub_base64(self, text: str) -> str:
