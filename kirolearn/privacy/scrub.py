@@ -495,9 +495,6 @@ _PROSE_RE = _lazy(  # run on the lowered text; the value is taken from the origi
 )
 _ENV_NAME_RE = _lazy("_ENV_NAME_RE",
                      r"(?m)(?:^|[;(]|&&|\|\||\\n|\bexport[ \t])[ \t]*[A-Za-z_][A-Za-z0-9_.\-]{0,80}=")
-_COMMAND_WORDS = ("private key", "mysql", "mariadb", "login", "sshpass", "authorization", "basic ", "pin ", "cookie",
-                  "base64", "b64decode", "atob(")
-_PROSE_TRIGGERS = ("pw", "pin", "pass phrase", "pass word")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -657,6 +654,7 @@ def _private_tag(word: str) -> str:
 
 _PRIVATE_TAG_RE = _lazy("_PRIVATE_TAG_RE", _private_tag(_PRIVATE_WORD), re.I)
 _PRIVATE_ZW_RE = _lazy("_PRIVATE_ZW_RE", _private_tag(_ZW.join(_PRIVATE_WORD)), re.I)
+_ZW_CHAR_RE = _lazy("_ZW_CHAR_RE", r"[" + _ZW_CHARS + r"]")
 _ZW_ANY_RE = _lazy("_ZW_ANY_RE", r"[" + _ZW_CHARS + r"]|\\u(?:00ad|180e|200[b-f]|206[0-4]|feff)"
                    r"|&(?:amp;){0,3}#(?:173|8203|8204|8205|8288|65279|x0*(?:ad|200[b-d]|2060|feff));", re.I)
 # Matched against the lowered text (a literal first is ~20x faster than a case-insensitive pattern);
@@ -895,6 +893,48 @@ def _b64_text(blob: str) -> "str | None":
     return decoded
 
 
+class _Shape:
+    """A pass gated by words, as the trigger index sees it: in a text's `found` when one of its
+    keywords occurs, so that no pass scans the text for its words again (a dozen `in` scans of
+    every text were ~4% of the drain's scrub). `views`: its words make the decoded views and the
+    wrapped-token view worth a look (_rules_may_apply); `regex`: what a line break's verdict tries."""
+
+    __slots__ = ("kind", "triggers", "regex", "lower", "also", "views")
+
+    def __init__(self, kind: str, triggers: tuple, regex: "re.Pattern[str]", also: tuple, views: bool) -> None:
+        self.kind = kind
+        self.triggers = triggers  # lower-case keywords
+        self.regex = regex
+        self.lower = True
+        self.also = also  # and one of these must occur in the lowered text too
+        self.views = views
+
+    def may_match(self, low: str) -> bool:
+        return self.views and (not self.also or any(w in low for w in self.also))
+
+
+# (name, keywords, the pattern's name, words one of which must occur too, views). Issue #34's
+# shapes; then the command words and prose words the passes used to look for with `in`
+# (their pattern never matches: a line break's verdict is theirs as before).
+_SHAPE_SPECS = (
+    ("netrc", ("machine", "default"), "_NETRC_START_RE", ("password", "passwd"), True),
+    ("cookie", ("cookie",), "_COOKIE_RE", (), True),
+    ("bearer", ("bearer",), "_BEARER_RE", (), True),
+    ("base64", ("base64", "b64decode", "atob"), "_B64_HINT_RE", (), True),  # views of such text: a wrapped blob
+    ("mysql", ("mysql", "mariadb"), "_NEVER_RE", (), True),
+    ("login", ("login", "sshpass"), "_NEVER_RE", (), True),
+    ("authorization", ("authorization",), "_NEVER_RE", (), True),
+    ("basic-command", ("basic ",), "_NEVER_RE", (), True),
+    ("private-key", ("private key",), "_NEVER_RE", (), True),
+    ("pin", ("pin ",), "_NEVER_RE", (), True),
+    ("basic", ("basic",), "_NEVER_RE", (), False),
+    ("prose", ("pw", "pin", "pass phrase", "pass word"), "_NEVER_RE", (), False),
+)
+_B64_HINT_RE = _lazy("_B64_HINT_RE", r"(?i)base64|b64decode|atob")
+_NEVER_RE = _lazy("_NEVER_RE", r"(?!)")
+_SHAPES: dict = {}  # name -> _Shape, built with the rules
+_SHAPE_SET: frozenset = frozenset()
+_URL_RULE: "list" = []  # the url-password rule: its `://` trigger also gates the wrapped-URL pass
 _ENTROPY_WINDOW = 40
 _MAX_PASSES = 4
 
@@ -907,7 +947,7 @@ _CLEAN_CACHE_SIZE = 16384
 
 
 def _builtin_rules() -> tuple:
-    global _COMPILED, _TRIGGER_INDEX
+    global _COMPILED, _TRIGGER_INDEX, _SHAPE_SET
     if _COMPILED is None:
         g = globals()
         for name, (pattern, flags) in _SOURCES.items():
@@ -916,10 +956,15 @@ def _builtin_rules() -> tuple:
             _Rule(kind, triggers, re.compile(pattern, flags), group, check, lower)
             for kind, triggers, pattern, group, check, lower, flags in _RULE_SPECS
         )
-        # One index for the built-in rules' triggers and the catalogue rules' keywords: a text's
-        # words are looked up once for both.
+        for name, keywords, regex, also, views in _SHAPE_SPECS:
+            _SHAPES[name] = _Shape(name, keywords, g[regex], also, views)
+        _SHAPE_SET = frozenset(_SHAPES.values())
+        _URL_RULE[:] = [r for r in rules if r.kind == "url-password"][:1]
+        # One index for the built-in rules' triggers, the shapes' keywords and the catalogue rules'
+        # keywords: a text's words are looked up once for all.
         _TRIGGER_INDEX = _scrub_table.KeywordIndex(
             [(t, r, not r.lower) for r in rules for t in r.triggers]
+            + [(t, shape, False) for shape in _SHAPES.values() for t in shape.triggers]
             + [(kw, rule, False) for rule in _scrub_table.table().rules for kw in rule.keywords],
             segment_chars=_NAME_CHARS)
         _COMPILED = rules
@@ -960,10 +1005,10 @@ def _verdict(run: str) -> int:
 _LOWERS_TO_ASCII = ("\u0130", "\u212a")
 
 
-def _scan(text: str, low: str) -> "tuple[set, set | None]":
+def _scan(text: str, low: str, shapes: bool = False) -> "tuple[set, set | None]":
     """What the text's words say: (the rules whose keyword or trigger occurs, the runs of name
     characters whose keyword hits the assignment pass must judge; None: all hits). `low` is
-    text.lower().
+    text.lower(). `shapes`: the found rules include the shape passes (_Shape) whose keyword occurs.
 
     Keywords made of name characters (all but a few), and every hit of the assignment pass, lie
     inside one run of name characters: the text is split into its distinct runs once, and each
@@ -989,8 +1034,12 @@ def _scan(text: str, low: str) -> "tuple[set, set | None]":
     if not ascii_text:
         if any(c in text for c in _LOWERS_TO_ASCII):  # the pass must look at every hit in `low`
             matter = None if any(k in low for k in _KEYWORD_TRIGGERS) else set()
-        return _TRIGGER_INDEX.find(text, low, _scrub_table.words(low)), matter
-    return _TRIGGER_INDEX.resolve(text, low, total >> 1), matter
+        found = _TRIGGER_INDEX.find(text, low, _scrub_table.words(low))
+    else:
+        found = _TRIGGER_INDEX.resolve(text, low, total >> 1)
+    if not shapes and found and not _SHAPE_SET.isdisjoint(found):
+        found -= _SHAPE_SET  # a new set on every call: changed in place
+    return found, matter
 
 
 def _run_spans(text: str, runs: set) -> list:
@@ -1119,7 +1168,7 @@ def _break_verdict(line: str, left: str, right: str) -> bool:
         return True
     for part in (joined, line + right):
         low = part.lower()
-        found, matter = _scan(part, low)
+        found, matter = _scan(part, low, True)
         if matter is None or matter:
             return True
         for rule in found:
@@ -1158,6 +1207,7 @@ class Scrubber:
         self._allow_set = frozenset(self._allow)
         self._clean: set = set()
         self._memo: "tuple | None" = None
+        self._low_memo: "tuple | None" = None
         self._b64_depth = 0
 
     # -- public -----------------------------------------------------------------------------------
@@ -1209,39 +1259,44 @@ class Scrubber:
         # The text's words pick the rules worth running, and whether the assignment pass is.
         low, found, matter = self._scanned(text)
         before = text
-        for rule in self._rules:
-            if rule in found:
-                text = self._sub(text, rule.kind, rule.regex, rule.group, rule.check)
-        if "mysql" in low or "mariadb" in low:
-            text = _MYSQL_CMD_RE.sub(self._sub_password_flags, text)
-        if "login" in low or "sshpass" in low:
-            text = _LOGIN_CMD_RE.sub(self._sub_password_flags, text)
-        if "authorization" in low:
-            text = self._sub_auth_header(text)
-        if "basic" in low:
-            text = self._sub_basic_credentials(text)
-        if ("password" in low or "passwd" in low) and ("machine" in text or "default" in text):
-            text = self._sub_netrc(text)
-        if "cookie" in low:
-            text = self._sub_cookies(text)
-        if "://" in text and "\n" in text:
-            text = self._sub_wrapped_url(text)
+        bearer = prose = False
+        if found:
+            for rule in self._rules:
+                if rule in found:
+                    text = self._sub(text, rule.kind, rule.regex, rule.group, rule.check)
+            shapes = _SHAPES
+            if shapes["mysql"] in found:
+                text = _MYSQL_CMD_RE.sub(self._sub_password_flags, text)
+            if shapes["login"] in found:
+                text = _LOGIN_CMD_RE.sub(self._sub_password_flags, text)
+            if shapes["authorization"] in found:
+                text = self._sub_auth_header(text)
+            if shapes["basic"] in found:
+                text = self._sub_basic_credentials(text)
+            if shapes["netrc"] in found and ("password" in low or "passwd" in low):
+                text = self._sub_netrc(text)
+            if shapes["cookie"] in found:
+                text = self._sub_cookies(text)
+            if _URL_RULE[0] in found and "\n" in text:
+                text = self._sub_wrapped_url(text)
+            bearer = shapes["bearer"] in found
+            prose = shapes["prose"] in found
         if self._b64_depth < _B64_MAX_DEPTH:
             text = self._sub_base64(text)
         if text is not before:  # a redaction changed the words: look again
             low = text.lower()
-            found, matter = _scan(text, low)
+            found, matter = _scan(text, low, True)
             before = text
         if matter is None or matter:
             text = self._keyword_pass(text, matter)
         text = self._table_pass(text, found if text is before else None)
-        if "bearer" in low:  # after the keyword pass, which names a long random token high-entropy
+        if bearer:  # after the keyword pass, which names a long random token high-entropy
             text = self._sub_bearer(text)
         # Shape rules last: a catalogue rule names the secret better than "high-entropy".
         if "=" in text:
             text = self._env_pass(text)
         # (every prose word but these is a secret-looking name, so `matter` holds it)
-        if matter is None or matter or any(w in low for w in _PROSE_TRIGGERS):
+        if matter is None or matter or prose:
             text = self._prose_pass(text)
         if self._betterleaks is not None and len(text) >= 16:
             text = self._betterleaks_pass(text)
@@ -1275,7 +1330,8 @@ class Scrubber:
         spans = []
         if _views.has_escapes(text):
             for view in _views.escape_views(text):
-                if self._rules_may_apply(view.text):
+                # (a zero-width character decoded inside `private`: the private pass in the view)
+                if self._rules_may_apply(view.text) or (not view.text.isascii() and _ZW_CHAR_RE.search(view.text)):
                     spans += [(*view.span(s, e), kind) for s, e, kind in self._view_spans(view.text)]
         # Breaks are looked at only where a rule may apply: walking every line of every tool
         # output would double the drain's scrub time. (A break inside the very keyword a rule
@@ -1323,10 +1379,20 @@ class Scrubber:
         memo = self._memo
         if memo is not None and memo[0] is text:
             return memo[1:]
-        low = text.lower()
-        found, matter = _scan(text, low)
+        low = self._lower(text)
+        found, matter = _scan(text, low, True)
         self._memo = (text, low, found, matter)
         return low, found, matter
+
+    def _lower(self, text: str) -> str:
+        """text.lower(), remembered for the last text: the private pass, the scan and the table pass
+        of one text share it (three lower() calls were ~3% of the drain's scrub)."""
+        memo = self._low_memo
+        if memo is not None and memo[0] is text:
+            return memo[1]
+        low = text.lower()
+        self._low_memo = (text, low)
+        return low
 
     def _rules_may_apply(self, text: str) -> bool:
         """False when no rule can redact anything in this text or in its views: no rule's
@@ -1335,11 +1401,13 @@ class Scrubber:
         low, found, matter = self._scanned(text)
         if matter is None or matter or self._extra or self._betterleaks is not None:
             return True
-        for rule in found:
-            if type(rule) is not _scrub_table.Rule or rule.may_match(text, low):
+        for rule in found:  # a command word (mysql, login, authorization, ...) is a _Shape too
+            kind = type(rule)
+            if kind is _Shape:
+                if rule.may_match(low):
+                    return True
+            elif kind is not _scrub_table.Rule or rule.may_match(text, low):
                 return True
-        if any(w in low for w in _COMMAND_WORDS):
-            return True
         return "=" in text and _ENV_NAME_RE.search(text) is not None
 
     def _wrapped_spans(self, text: str) -> list:
@@ -1392,11 +1460,9 @@ class Scrubber:
                 if not rule.starts:
                     for kw in rule.keywords:
                         at(low, kw)
-            else:
+            elif type(rule) is not _Shape or rule.views:  # (command words are shapes: see _SHAPE_SPECS)
                 for lit in rule.triggers:
                     at(low if rule.lower else text, lit)
-        for w in _COMMAND_WORDS:
-            at(low, w)
         if "=" in text:
             for m in _ENV_NAME_RE.finditer(text):
                 pos.append(m.start())
@@ -1489,19 +1555,18 @@ class Scrubber:
         return text, table
 
     def _scrub_private(self, text: str) -> str:
-        low = text.lower()
+        low = self._lower(text)
         ascii_text = text.isascii()
         regex = _PRIVATE_TAG_RE
         if "private" not in low:
-            # `pri\u200bvate`: a zero-width character hides the word from a plain search.
-            if ascii_text and "\\u" not in text and not ("&" in text and "#" in text):
-                return text
-            if not _ZW_ANY_RE.search(text):
+            # `pri\u200bvate`: a zero-width character hides the word from a plain search. In ASCII
+            # text it can only be an escape (`\u200b`, `&#8203;`), which the escape views decode.
+            if ascii_text or not _ZW_CHAR_RE.search(text):
                 return text
             regex = _PRIVATE_ZW_RE
         elif ascii_text and "<" not in text and "&" not in text and "\\u" not in low:
             return text
-        elif (not ascii_text or "\\u" in text or "&#" in text or "&amp;#" in text) and _ZW_ANY_RE.search(text):
+        elif (not ascii_text or "\\u" in text or "&#" in text) and _ZW_ANY_RE.search(text):
             regex = _PRIVATE_ZW_RE
         out = []
         last = depth = start = 0
@@ -1555,7 +1620,7 @@ class Scrubber:
 
         `found` is what `_scan` gave for this very text, if known.
         """
-        low = text.lower()
+        low = self._lower(text)
         if found is None:
             found, _ = _scan(text, low)
         rules = sorted((r for r in found if type(r) is _scrub_table.Rule and r.may_match(text, low)), key=_RULE_ORDER)
