@@ -9,4 +9,4 @@ with it, and `kirolearn rescrub` brings older text up to it.
 __version__ = "0.1.0"
 
 # Bump on every change of the generated table (privacy/rules.py) or of the scrubber's rules.
-SCRUB_RULES_VERSION = 3
+SCRUB_RULES_VERSION = 4

@@ -495,8 +495,6 @@ _PROSE_RE = _lazy(  # run on the lowered text; the value is taken from the origi
 )
 _ENV_NAME_RE = _lazy("_ENV_NAME_RE",
                      r"(?m)(?:^|[;(]|&&|\|\||\\n|\bexport[ \t])[ \t]*[A-Za-z_][A-Za-z0-9_.\-]{0,80}=")
-_COMMAND_WORDS = ("private key", "mysql", "mariadb", "login", "sshpass", "authorization", "basic ", "pin ")
-_PROSE_TRIGGERS = ("pw", "pin", "pass phrase", "pass word")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -635,14 +633,30 @@ _LOGIN_CMD_RE = _lazy(
 )
 _SPACED_P_RE = _lazy("_SPACED_P_RE", r"(?<=[ \t])-p[ \t]+(?!-)" + _QUOTED_PW)
 # <private>, < private >, </ private>, and the escaped forms tools write: &lt;private&gt;
-# (HTML), \u003cprivate\u003e (Go's encoding/json), &#60;private&#62;.
-_LT = r"(?:<|&lt;|\\u003c|&#0*60;|&#x0*3c;)"
-_GT = r"(?:>|&gt;|\\u003e|&#0*62;|&#x0*3e;)"
-_PRIVATE_TAG_RE = _lazy(
-    "_PRIVATE_TAG_RE",
-    _LT + r"[ \t]*(/?)[ \t]*private(?:[ \t]*|\s(?:(?!" + _GT + r")[^<>]){0,256}?)(/?)" + _GT,
-    re.I,
-)
+# (HTML, also escaped twice: &amp;lt;), \u003cprivate\u003e (Go's encoding/json), &#60;private&#62;;
+# fullwidth and small-form brackets (＜private＞, ﹤private﹥), markdown's escapes (\<private\>, the
+# backslash before `>` and `/`), and (_PRIVATE_ZW_RE) zero-width characters inside the word.
+_LT = r"(?:<|\uff1c|\ufe64|&(?:amp;){0,3}(?:lt|#0*60|#x0*3c|#0*65308|#x0*ff1c|#0*65124|#x0*fe64);" \
+      r"|\\u003c|\\uff1c|\\ufe64)"
+_GT = r"(?:>|\uff1e|\ufe65|&(?:amp;){0,3}(?:gt|#0*62|#x0*3e|#0*65310|#x0*ff1e|#0*65125|#x0*fe65);" \
+      r"|\\u003e|\\uff1e|\\ufe65)"
+_PRIVATE_WORD = "private"
+# Characters that render as nothing: a tag written with one inside `private` must still count.
+_ZW_CHARS = "\u00ad\u180e\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\ufeff"
+_ZW = r"(?:[" + _ZW_CHARS + r"]|\\u(?:00[aA][dD]|180[eE]|200[b-fB-F]|206[0-4]|[fF][eE][fF][fF])" \
+      r"|&(?:amp;){0,3}#(?:173|8203|8204|8205|8288|65279|x0*(?:ad|200[b-d]|2060|feff));)*"
+
+
+def _private_tag(word: str) -> str:
+    return (_LT + r"[ \t]*(\\?/)?[ \t]*" + word + r"(?:[ \t]*|\s(?:(?!" + _GT + r")[^<>]){0,256}?)(/?)"
+            + r"[ \t]*\\{0,4}" + _GT)
+
+
+_PRIVATE_TAG_RE = _lazy("_PRIVATE_TAG_RE", _private_tag(_PRIVATE_WORD), re.I)
+_PRIVATE_ZW_RE = _lazy("_PRIVATE_ZW_RE", _private_tag(_ZW.join(_PRIVATE_WORD)), re.I)
+_ZW_CHAR_RE = _lazy("_ZW_CHAR_RE", r"[" + _ZW_CHARS + r"]")
+_ZW_ANY_RE = _lazy("_ZW_ANY_RE", r"[" + _ZW_CHARS + r"]|\\u(?:00ad|180e|200[b-f]|206[0-4]|feff)"
+                   r"|&(?:amp;){0,3}#(?:173|8203|8204|8205|8288|65279|x0*(?:ad|200[b-d]|2060|feff));", re.I)
 # Matched against the lowered text (a literal first is ~20x faster than a case-insensitive pattern);
 # the value is then copied from the original text at the same offsets.
 _AUTH_HEADER_RE = _lazy(
@@ -719,6 +733,208 @@ _PREV_WORD_RE = _lazy("_PREV_WORD_RE", r"([A-Za-z]+)[ \t_\-]+$")
 _CANDIDATE_RE = _lazy(
     "_CANDIDATE_RE", r"(?<![A-Za-z0-9+/_\-=])[A-Za-z0-9+/_\-]{20,1024}={0,2}(?![A-Za-z0-9+/_\-=])"
 )
+# --------------------------------------------------------------------------------------------------
+# Shapes of issue #34: .netrc entries, cookies, bearer tokens anywhere, wrapped URL passwords,
+# base64 blobs of secret-bearing text
+# --------------------------------------------------------------------------------------------------
+
+# `machine HOST login USER password PW` (any order of the pairs, across lines too; `\n` as JSON
+# writes it); `default` starts an entry at the start of a line.
+_NETRC_SEP = r"(?:[ \t\r\n]|\\[nrt])+"
+_NETRC_START_RE = _lazy(
+    "_NETRC_START_RE",
+    r"(?<![\w.\-])machine" + _NETRC_SEP + r"(?P<host>[^\s\\\"'`;|&]{1,253})(?=[ \t\r\n\\])"
+    r"|(?:^|(?<=\n)|(?<=\\n))[ \t]*default(?=" + _NETRC_SEP + r"(?:login|password|account)\b)",
+    re.M,
+)
+_NETRC_PAIR_RE = _lazy(
+    "_NETRC_PAIR_RE",
+    _NETRC_SEP + r"(login|password|passwd|account|port|protocol|force)" + _NETRC_SEP
+    + r"(?:\"(?P<dq>[^\"\n]{1,256})\"|'(?P<sq>[^'\n]{1,256})'|(?P<bare>[^\s\\\"'`;|&]{1,256}))",
+)
+_NETRC_HOST_RE = _lazy("_NETRC_HOST_RE",
+                       r"(?:[A-Za-z0-9\-_]{1,63}\.)+[A-Za-z0-9\-]{1,63}(?::[0-9]{1,5})?|localhost(?::[0-9]{1,5})?"
+                       r"|\[[0-9A-Fa-f:.]{2,45}\](?::[0-9]{1,5})?")
+_PASSWORD_WORDS = frozenset(("pass", "password", "passwd", "pwd", "pw", "secret", "token"))
+
+
+def _netrc_password_ok(value: str) -> bool:
+    return not _is_placeholder(value) and value.lower() not in _PASSWORD_WORDS and "[REDACTED:" not in value
+
+
+# Cookie: a=1; b=2 / Set-Cookie: name=value; Path=/ (also as a JSON or Python key: "Cookie": "…").
+_COOKIE_RE = _lazy(
+    "_COOKIE_RE",
+    r"(?i)(?<![A-Za-z0-9_\-])(set-)?cookie2?[\"']?[ \t]*:[ \t]*[\"']?([^\r\n<>]{3,4096})",
+)
+# One `name=value` of the header, and the `;` before the next one (none: the header ends there).
+_COOKIE_PAIR_RE = _lazy(
+    "_COOKIE_PAIR_RE",
+    r"[ \t]*([^=;\s,\"']{1,128})[ \t]*=[ \t]*(\"[^\";]{0,4096}\"|'[^';]{0,4096}'|[^;\s\"']{0,4096})[ \t]*(;?)",
+)
+_COOKIE_SECRET_NAME_RE = _lazy(
+    "_COOKIE_SECRET_NAME_RE",
+    r"(?i)sess|sid|token|auth|csrf|xsrf|jwt|remember|login|secret|key|pass|cred|saml|oauth|refresh|access|identity",
+)
+_COOKIE_ATTRIBUTES = frozenset("path domain expires max-age samesite secure httponly priority partitioned version "
+                               "comment".split())
+_COOKIE_PLAIN_WORDS = frozenset("deleted expired invalid logout loggedout anonymous guest".split())
+
+
+def _cookie_value_is_secret(name: str, value: str) -> bool:
+    """A cookie's value: a secret under a session-like name unless it is a word or a mask; under
+    any other name (theme, lang, consent) only when it looks random."""
+    v = value.strip("\"'")
+    if "&" in v or "\\" in v:
+        return False  # an HTML entity or a JSON escape: the decoded view judges the value
+    if len(v) < 6 or "[REDACTED:" in v or _is_placeholder(v) or v.lower() in _COOKIE_PLAIN_WORDS:
+        return False
+    if _COOKIE_SECRET_NAME_RE.search(name):
+        if v.isalpha() and _views.wordlike(v):
+            return False
+        return not _SMALL_NUMBER_RE.fullmatch(v) and not _VERSIONISH_RE.fullmatch(v)
+    return _env_value_is_secret(v, name) or _looks_random(v)
+
+
+# A bearer token wherever it is written: `UPSTREAM=Bearer …`, `X_HEADER="Bearer …"`, a header line
+# of any name (RFC 6750's b64token characters).
+_BEARER_RE = _lazy(
+    "_BEARER_RE",
+    r"(?<![A-Za-z0-9_\-])(?i:bearer)[ \t]+([\"']?)([A-Za-z0-9\-._~+/]{8,4096}=*)(?![A-Za-z0-9\-._~+/=])",
+)
+
+
+def _bearer_value_ok(value: str, after: str) -> bool:
+    """Whether the word after `Bearer` is a token, not prose (`Bearer authentication`), a name
+    (`Bearer access_token`, `Bearer self.token`, `Bearer LITELLM_KEY`) or code (`Bearer f(x)`)."""
+    v = value.rstrip(".")
+    if len(v) < 8 or after[:1] in ("(", "["):
+        return False
+    if _is_placeholder(v) or _VERSIONISH_RE.fullmatch(v) or _CONSTANT_RE.fullmatch(v):
+        return False
+    if _has_digit(v):
+        return True
+    if _DOTTED_RE.fullmatch(v) or _IDENTISH_RE.fullmatch(v) or (_IDENT_RE.fullmatch(v) and "_" in v):
+        return False
+    if v.isalpha():
+        if _mixed_case(v):  # CapWords (AccessToken) against random case flips
+            return len(v) >= 10 and len(_PART_RE.findall(v)) / len(v) >= 0.3
+        return len(v) >= 12 and not _views.wordlike(v)
+    return True
+
+
+# A URL password that a terminal or a pager wrapped: `postgres://user:pa\nss@host` (the one-line
+# form is the url-password rule's).
+_WRAPPED_URL_RE = _lazy(
+    "_WRAPPED_URL_RE",
+    r"://([^\s:/?#@\"'<>\[\]]{0,256}):((?:[^\s?#\"'<>@/]|\r?\n[ \t]*){1,300})@(?=[A-Za-z0-9\[])",
+)
+
+
+def _wrapped_url_password(user: str, pw: str) -> bool:
+    if "\n" not in pw or pw.count("\n") > 3:
+        return False
+    first = next((piece for piece in re.split(r"\r?\n[ \t]*", pw) if piece), "")
+    if first.isdigit() and len(first) <= 5 and ("." in user or user.lower() == "localhost" or not user):
+        return False  # http://host:8080 at a line's end, an e-mail address on the next line
+    joined = re.sub(r"\r?\n[ \t]*", "", pw)
+    return bool(joined) and _url_password_ok(joined)
+
+
+# Base64 blobs: decoded when they hold printable text, and masked whole when that text holds a secret.
+_B64_MIN, _B64_MAX = 16, 8192
+_B64_MAX_DEPTH = 2  # a blob inside a blob is decoded too; deeper is not
+# Base64's alphabet as a bytes.translate table: its characters become `x`, every other byte a
+# space, and a blob candidate is a run of `x` that bytes.find locates (a regex tried at every offset
+# of every text, or a split into words, cost the drain a third of its scrub time).
+_B64_MARKS = bytes(0x78 if chr(c).isascii() and (chr(c).isalnum() or chr(c) in "+/") else 0x20 for c in range(256))
+_B64_RUN = b"x" * _B64_MIN
+_B64_EDGE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-")
+
+
+def _b64_candidates(text: str) -> list:
+    """(start, end) of each base64 blob candidate: a run of 16-8192 characters of the alphabet,
+    its `=` padding, and no identifier character (`_`, `-`) or more `=` right around it."""
+    # One byte per character either way (a non-ASCII character becomes `?`, no base64 character).
+    marks = (text.encode("ascii") if text.isascii() else text.encode("ascii", "replace")).translate(_B64_MARKS)
+    i = marks.find(_B64_RUN)
+    if i < 0:
+        return []
+    out = []
+    n = len(text)
+    while i >= 0:
+        s = marks.rfind(b" ", 0, i) + 1
+        e = marks.find(b" ", i)
+        e = n if e < 0 else e
+        if e - s <= _B64_MAX and (s == 0 or text[s - 1] not in _B64_EDGE or text[s - 1] == "="):
+            pad = e
+            while pad < n and pad - e < 2 and text[pad] == "=":
+                pad += 1
+            if pad == n or text[pad] not in _B64_EDGE:
+                out.append((s, pad))
+        i = marks.find(_B64_RUN, e)
+    return out
+
+
+def _b64_text(blob: str) -> "str | None":
+    """The printable UTF-8 text a base64 blob encodes, or None."""
+    import base64
+    import binascii
+
+    core = blob.rstrip("=")
+    if len(core) % 4 == 1 or not _mixed_case(core):
+        return None
+    try:
+        decoded = base64.b64decode(core + "=" * (-len(core) % 4), validate=True).decode("utf-8")
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        return None
+    if len(decoded) < 8 or not decoded.replace("\n", " ").replace("\t", " ").replace("\r", " ").isprintable():
+        return None
+    return decoded
+
+
+class _Shape:
+    """A pass gated by words, as the trigger index sees it: in a text's `found` when one of its
+    keywords occurs, so that no pass scans the text for its words again (a dozen `in` scans of
+    every text were ~4% of the drain's scrub). `views`: its words make the decoded views and the
+    wrapped-token view worth a look (_rules_may_apply); `regex`: what a line break's verdict tries."""
+
+    __slots__ = ("kind", "triggers", "regex", "lower", "also", "views")
+
+    def __init__(self, kind: str, triggers: tuple, regex: "re.Pattern[str]", also: tuple, views: bool) -> None:
+        self.kind = kind
+        self.triggers = triggers  # lower-case keywords
+        self.regex = regex
+        self.lower = True
+        self.also = also  # and one of these must occur in the lowered text too
+        self.views = views
+
+    def may_match(self, low: str) -> bool:
+        return self.views and (not self.also or any(w in low for w in self.also))
+
+
+# (name, keywords, the pattern's name, words one of which must occur too, views). Issue #34's
+# shapes; then the command words and prose words the passes used to look for with `in`
+# (their pattern never matches: a line break's verdict is theirs as before).
+_SHAPE_SPECS = (
+    ("netrc", ("machine", "default"), "_NETRC_START_RE", ("password", "passwd"), True),
+    ("cookie", ("cookie",), "_COOKIE_RE", (), True),
+    ("bearer", ("bearer",), "_BEARER_RE", (), True),
+    ("base64", ("base64", "b64decode", "atob"), "_B64_HINT_RE", (), True),  # views of such text: a wrapped blob
+    ("mysql", ("mysql", "mariadb"), "_NEVER_RE", (), True),
+    ("login", ("login", "sshpass"), "_NEVER_RE", (), True),
+    ("authorization", ("authorization",), "_NEVER_RE", (), True),
+    ("basic-command", ("basic ",), "_NEVER_RE", (), True),
+    ("private-key", ("private key",), "_NEVER_RE", (), True),
+    ("pin", ("pin ",), "_NEVER_RE", (), True),
+    ("basic", ("basic",), "_NEVER_RE", (), False),
+    ("prose", ("pw", "pin", "pass phrase", "pass word"), "_NEVER_RE", (), False),
+)
+_B64_HINT_RE = _lazy("_B64_HINT_RE", r"(?i)base64|b64decode|atob")
+_NEVER_RE = _lazy("_NEVER_RE", r"(?!)")
+_SHAPES: dict = {}  # name -> _Shape, built with the rules
+_SHAPE_SET: frozenset = frozenset()
+_URL_RULE: "list" = []  # the url-password rule: its `://` trigger also gates the wrapped-URL pass
 _ENTROPY_WINDOW = 40
 _MAX_PASSES = 4
 
@@ -731,7 +947,7 @@ _CLEAN_CACHE_SIZE = 16384
 
 
 def _builtin_rules() -> tuple:
-    global _COMPILED, _TRIGGER_INDEX
+    global _COMPILED, _TRIGGER_INDEX, _SHAPE_SET
     if _COMPILED is None:
         g = globals()
         for name, (pattern, flags) in _SOURCES.items():
@@ -740,10 +956,15 @@ def _builtin_rules() -> tuple:
             _Rule(kind, triggers, re.compile(pattern, flags), group, check, lower)
             for kind, triggers, pattern, group, check, lower, flags in _RULE_SPECS
         )
-        # One index for the built-in rules' triggers and the catalogue rules' keywords: a text's
-        # words are looked up once for both.
+        for name, keywords, regex, also, views in _SHAPE_SPECS:
+            _SHAPES[name] = _Shape(name, keywords, g[regex], also, views)
+        _SHAPE_SET = frozenset(_SHAPES.values())
+        _URL_RULE[:] = [r for r in rules if r.kind == "url-password"][:1]
+        # One index for the built-in rules' triggers, the shapes' keywords and the catalogue rules'
+        # keywords: a text's words are looked up once for all.
         _TRIGGER_INDEX = _scrub_table.KeywordIndex(
             [(t, r, not r.lower) for r in rules for t in r.triggers]
+            + [(t, shape, False) for shape in _SHAPES.values() for t in shape.triggers]
             + [(kw, rule, False) for rule in _scrub_table.table().rules for kw in rule.keywords],
             segment_chars=_NAME_CHARS)
         _COMPILED = rules
@@ -784,10 +1005,10 @@ def _verdict(run: str) -> int:
 _LOWERS_TO_ASCII = ("\u0130", "\u212a")
 
 
-def _scan(text: str, low: str) -> "tuple[set, set | None]":
+def _scan(text: str, low: str, shapes: bool = False) -> "tuple[set, set | None]":
     """What the text's words say: (the rules whose keyword or trigger occurs, the runs of name
     characters whose keyword hits the assignment pass must judge; None: all hits). `low` is
-    text.lower().
+    text.lower(). `shapes`: the found rules include the shape passes (_Shape) whose keyword occurs.
 
     Keywords made of name characters (all but a few), and every hit of the assignment pass, lie
     inside one run of name characters: the text is split into its distinct runs once, and each
@@ -813,8 +1034,12 @@ def _scan(text: str, low: str) -> "tuple[set, set | None]":
     if not ascii_text:
         if any(c in text for c in _LOWERS_TO_ASCII):  # the pass must look at every hit in `low`
             matter = None if any(k in low for k in _KEYWORD_TRIGGERS) else set()
-        return _TRIGGER_INDEX.find(text, low, _scrub_table.words(low)), matter
-    return _TRIGGER_INDEX.resolve(text, low, total >> 1), matter
+        found = _TRIGGER_INDEX.find(text, low, _scrub_table.words(low))
+    else:
+        found = _TRIGGER_INDEX.resolve(text, low, total >> 1)
+    if not shapes and found and not _SHAPE_SET.isdisjoint(found):
+        found -= _SHAPE_SET  # a new set on every call: changed in place
+    return found, matter
 
 
 def _run_spans(text: str, runs: set) -> list:
@@ -876,8 +1101,13 @@ def _break_matters(text: str, s: int, left: str, right: str) -> bool:
     random, or holds a rule's trigger that may match it, or the line before the break assigns
     to a secret-looking name. The verdict is remembered per (line, right run).
     """
-    if not _piece_of_token(left) or not _piece_of_token(right):
+    if not _piece_of_token(right):
         return False
+    if not _piece_of_token(left):
+        # a value's first piece may be short or read as a word (`Bearer oha` + `zrydar…`)
+        line = text[max(text.rfind("\n", 0, s) + 1, s - 400):s].rstrip("\r")
+        if not left or not _views.value_start(line[:len(line) - len(left)]):
+            return False
     if _complete_item(left.rsplit("=", 1)[-1]) or _complete_item(right):
         return False  # a line that ends with a UUID or a digest, a line that starts with a path: whole items
     line_start = max(text.rfind("\n", 0, s) + 1, s - 400)
@@ -938,7 +1168,7 @@ def _break_verdict(line: str, left: str, right: str) -> bool:
         return True
     for part in (joined, line + right):
         low = part.lower()
-        found, matter = _scan(part, low)
+        found, matter = _scan(part, low, True)
         if matter is None or matter:
             return True
         for rule in found:
@@ -977,6 +1207,8 @@ class Scrubber:
         self._allow_set = frozenset(self._allow)
         self._clean: set = set()
         self._memo: "tuple | None" = None
+        self._low_memo: "tuple | None" = None
+        self._b64_depth = 0
 
     # -- public -----------------------------------------------------------------------------------
 
@@ -1027,29 +1259,44 @@ class Scrubber:
         # The text's words pick the rules worth running, and whether the assignment pass is.
         low, found, matter = self._scanned(text)
         before = text
-        for rule in self._rules:
-            if rule in found:
-                text = self._sub(text, rule.kind, rule.regex, rule.group, rule.check)
-        if "mysql" in low or "mariadb" in low:
-            text = _MYSQL_CMD_RE.sub(self._sub_password_flags, text)
-        if "login" in low or "sshpass" in low:
-            text = _LOGIN_CMD_RE.sub(self._sub_password_flags, text)
-        if "authorization" in low:
-            text = self._sub_auth_header(text)
-        if "basic" in low:
-            text = self._sub_basic_credentials(text)
+        bearer = prose = False
+        if found:
+            for rule in self._rules:
+                if rule in found:
+                    text = self._sub(text, rule.kind, rule.regex, rule.group, rule.check)
+            shapes = _SHAPES
+            if shapes["mysql"] in found:
+                text = _MYSQL_CMD_RE.sub(self._sub_password_flags, text)
+            if shapes["login"] in found:
+                text = _LOGIN_CMD_RE.sub(self._sub_password_flags, text)
+            if shapes["authorization"] in found:
+                text = self._sub_auth_header(text)
+            if shapes["basic"] in found:
+                text = self._sub_basic_credentials(text)
+            if shapes["netrc"] in found and ("password" in low or "passwd" in low):
+                text = self._sub_netrc(text)
+            if shapes["cookie"] in found:
+                text = self._sub_cookies(text)
+            if _URL_RULE[0] in found and "\n" in text:
+                text = self._sub_wrapped_url(text)
+            bearer = shapes["bearer"] in found
+            prose = shapes["prose"] in found
+        if self._b64_depth < _B64_MAX_DEPTH:
+            text = self._sub_base64(text)
         if text is not before:  # a redaction changed the words: look again
             low = text.lower()
-            found, matter = _scan(text, low)
+            found, matter = _scan(text, low, True)
             before = text
         if matter is None or matter:
             text = self._keyword_pass(text, matter)
         text = self._table_pass(text, found if text is before else None)
+        if bearer:  # after the keyword pass, which names a long random token high-entropy
+            text = self._sub_bearer(text)
         # Shape rules last: a catalogue rule names the secret better than "high-entropy".
         if "=" in text:
             text = self._env_pass(text)
         # (every prose word but these is a secret-looking name, so `matter` holds it)
-        if matter is None or matter or any(w in low for w in _PROSE_TRIGGERS):
+        if matter is None or matter or prose:
             text = self._prose_pass(text)
         if self._betterleaks is not None and len(text) >= 16:
             text = self._betterleaks_pass(text)
@@ -1083,7 +1330,8 @@ class Scrubber:
         spans = []
         if _views.has_escapes(text):
             for view in _views.escape_views(text):
-                if self._rules_may_apply(view.text):
+                # (a zero-width character decoded inside `private`: the private pass in the view)
+                if self._rules_may_apply(view.text) or (not view.text.isascii() and _ZW_CHAR_RE.search(view.text)):
                     spans += [(*view.span(s, e), kind) for s, e, kind in self._view_spans(view.text)]
         # Breaks are looked at only where a rule may apply: walking every line of every tool
         # output would double the drain's scrub time. (A break inside the very keyword a rule
@@ -1131,10 +1379,20 @@ class Scrubber:
         memo = self._memo
         if memo is not None and memo[0] is text:
             return memo[1:]
-        low = text.lower()
-        found, matter = _scan(text, low)
+        low = self._lower(text)
+        found, matter = _scan(text, low, True)
         self._memo = (text, low, found, matter)
         return low, found, matter
+
+    def _lower(self, text: str) -> str:
+        """text.lower(), remembered for the last text: the private pass, the scan and the table pass
+        of one text share it (three lower() calls were ~3% of the drain's scrub)."""
+        memo = self._low_memo
+        if memo is not None and memo[0] is text:
+            return memo[1]
+        low = text.lower()
+        self._low_memo = (text, low)
+        return low
 
     def _rules_may_apply(self, text: str) -> bool:
         """False when no rule can redact anything in this text or in its views: no rule's
@@ -1143,11 +1401,13 @@ class Scrubber:
         low, found, matter = self._scanned(text)
         if matter is None or matter or self._extra or self._betterleaks is not None:
             return True
-        for rule in found:
-            if type(rule) is not _scrub_table.Rule or rule.may_match(text, low):
+        for rule in found:  # a command word (mysql, login, authorization, ...) is a _Shape too
+            kind = type(rule)
+            if kind is _Shape:
+                if rule.may_match(low):
+                    return True
+            elif kind is not _scrub_table.Rule or rule.may_match(text, low):
                 return True
-        if any(w in low for w in _COMMAND_WORDS):
-            return True
         return "=" in text and _ENV_NAME_RE.search(text) is not None
 
     def _wrapped_spans(self, text: str) -> list:
@@ -1200,11 +1460,9 @@ class Scrubber:
                 if not rule.starts:
                     for kw in rule.keywords:
                         at(low, kw)
-            else:
+            elif type(rule) is not _Shape or rule.views:  # (command words are shapes: see _SHAPE_SPECS)
                 for lit in rule.triggers:
                     at(low if rule.lower else text, lit)
-        for w in _COMMAND_WORDS:
-            at(low, w)
         if "=" in text:
             for m in _ENV_NAME_RE.finditer(text):
                 pos.append(m.start())
@@ -1239,8 +1497,13 @@ class Scrubber:
 
     def scrub_value(self, value: object) -> object:
         """Scrub a JSON-like value recursively (dict keys too), returning new objects."""
+        return self._walk(value, self.scrub_text)
+
+    def _walk(self, value: object, scrub_text: "Callable[[str], str]") -> object:
+        """scrub_value, with `scrub_text` for the string values (keys always use this scrubber's:
+        kirolearn.privacy.carry passes one that sees the text before)."""
         if isinstance(value, str):
-            return self.scrub_text(value)
+            return scrub_text(value)
         if isinstance(value, dict):
             # A string under a secret-named key is replaced whole (see _scrub_secret_field); nested
             # containers under one are walked like any other. Keys that scrub to the same text
@@ -1251,12 +1514,12 @@ class Scrubber:
                 if isinstance(key, str) and isinstance(item, str) and _is_secret_key(key):
                     out[new_key] = self._scrub_secret_field(item)
                 else:
-                    out[new_key] = self.scrub_value(item)
+                    out[new_key] = self._walk(item, scrub_text)
             return out
         if isinstance(value, list):
-            return [self.scrub_value(item) for item in value]
+            return [self._walk(item, scrub_text) for item in value]
         if isinstance(value, tuple):
-            return tuple(self.scrub_value(item) for item in value)
+            return tuple(self._walk(item, scrub_text) for item in value)
         return value
 
     # -- helpers ----------------------------------------------------------------------------------
@@ -1292,12 +1555,22 @@ class Scrubber:
         return text, table
 
     def _scrub_private(self, text: str) -> str:
-        low = text.lower()
-        if "private" not in low or ("<" not in text and "&" not in text and "\\u003" not in low):
+        low = self._lower(text)
+        ascii_text = text.isascii()
+        regex = _PRIVATE_TAG_RE
+        if "private" not in low:
+            # `pri\u200bvate`: a zero-width character hides the word from a plain search. In ASCII
+            # text it can only be an escape (`\u200b`, `&#8203;`), which the escape views decode.
+            if ascii_text or not _ZW_CHAR_RE.search(text):
+                return text
+            regex = _PRIVATE_ZW_RE
+        elif ascii_text and "<" not in text and "&" not in text and "\\u" not in low:
             return text
+        elif (not ascii_text or "\\u" in text or "&#" in text) and _ZW_ANY_RE.search(text):
+            regex = _PRIVATE_ZW_RE
         out = []
         last = depth = start = 0
-        for m in _PRIVATE_TAG_RE.finditer(text):
+        for m in regex.finditer(text):
             if m.group(1):  # closing tag
                 if depth == 0:
                     continue  # stray closing tag: left as is
@@ -1347,7 +1620,7 @@ class Scrubber:
 
         `found` is what `_scan` gave for this very text, if known.
         """
-        low = text.lower()
+        low = self._lower(text)
         if found is None:
             found, _ = _scan(text, low)
         rules = sorted((r for r in found if type(r) is _scrub_table.Rule and r.may_match(text, low)), key=_RULE_ORDER)
@@ -1435,6 +1708,100 @@ class Scrubber:
             return m.group(0)[: m.start(1) - m.start()] + marker("authorization")
 
         return _BASIC_B64_RE.sub(replace, text)
+
+    def _sub_netrc(self, text: str) -> str:
+        """The password of each .netrc entry (`machine HOST login USER password PW`, one line or several)."""
+        spans = []
+        for m in _NETRC_START_RE.finditer(text):
+            host = m.group("host")
+            if host is not None and not _NETRC_HOST_RE.fullmatch(host):
+                continue  # "machine learning login page": no host
+            pos = m.end()
+            for _ in range(8):
+                pair = _NETRC_PAIR_RE.match(text, pos)
+                if not pair:
+                    break
+                pos = pair.end()
+                group = pair.lastgroup
+                if pair.group(1) in ("password", "passwd", "account") and _netrc_password_ok(pair.group(group)):
+                    if not spans or pair.start(group) >= spans[-1][1]:
+                        spans.append(pair.span(group))
+        return self._mark(text, spans, "user-password")
+
+    def _sub_cookies(self, text: str) -> str:
+        """The values of a `Cookie:` header and the cookie of a `Set-Cookie:` one that are secrets."""
+        spans = []
+        for m in _COOKIE_RE.finditer(text):
+            region, base = m.group(2), m.start(2)
+            for esc in ("\\n", "\\r", '\\"'):  # a header inside a JSON string ends at its escape
+                cut = region.find(esc)
+                if cut >= 0:
+                    region = region[:cut]
+            pos = 0
+            for i in range(64):
+                pair = _COOKIE_PAIR_RE.match(region, pos)
+                if pair is None:
+                    break
+                pos = pair.end()
+                name, value = pair.group(1), pair.group(2)
+                if m.group(1) and (i > 0 or name.lower() in _COOKIE_ATTRIBUTES):
+                    break  # Set-Cookie: one cookie, then its attributes
+                if _cookie_value_is_secret(name, value):
+                    s, e = pair.span(2)
+                    if value[:1] in ("'", '"') and value.endswith(value[0]) and len(value) > 1:
+                        s, e = s + 1, e - 1
+                    if not spans or base + s >= spans[-1][1]:
+                        spans.append((base + s, base + e))
+                if not pair.group(3):
+                    break
+        return self._mark(text, spans, "authorization")
+
+    def _sub_bearer(self, text: str) -> str:
+        """`Bearer <token>` under any name: an .env line, a quoted header value, a log line."""
+        spans = []
+        for m in _BEARER_RE.finditer(text):
+            value = m.group(2)
+            if _bearer_value_ok(value, text[m.end():m.end() + 1]):
+                s = m.start(2)
+                spans.append((s, s + len(value.rstrip("."))))
+        return self._mark(text, spans, "authorization")
+
+    def _sub_wrapped_url(self, text: str) -> str:
+        """A URL password that a line break cut in two: the whole password, break included."""
+        # (the pattern starts with its literal, which re finds fast; the scheme is checked here)
+        spans = [m.span(2) for m in _WRAPPED_URL_RE.finditer(text)
+                 if m.start() > 0 and text[m.start() - 1].isalnum() and _wrapped_url_password(m.group(1), m.group(2))]
+        return self._mark(text, spans, "url-password")
+
+    def _sub_base64(self, text: str) -> str:
+        """Base64 blobs whose decoded text holds a secret (`echo <base64 of DB_PASSWORD=…> | base64 -d`)
+        are masked whole, with the type of what the decoded text holds."""
+        spans = []
+        for start, end in _b64_candidates(text):
+            decoded = _b64_text(text[start:end])
+            if decoded is None or not self._rules_may_apply(decoded):
+                continue
+            counts = Counter(self.counts)
+            self._b64_depth += 1
+            try:
+                out = self._plain_fixpoint(self._scrub_private(decoded))
+            finally:
+                self._b64_depth -= 1
+                self.counts.clear()
+                self.counts.update(counts)
+            if out != decoded:
+                found = _MARKER_RE.search(out)
+                kind = found.group(0)[len("[REDACTED:"):-1] if found else "secret-assignment"
+                spans.append((start, end, kind))
+        if not spans:
+            return text
+        out, last = [], 0
+        for s, e, kind in spans:
+            out += [text[last:s], marker(kind)]
+            self.counts[kind] += 1
+            last = e
+        out.append(text[last:])
+        return "".join(out)
 
     def _env_pass(self, text: str) -> str:
         """High-entropy values of .env lines and `export NAME=value`, whatever the name."""

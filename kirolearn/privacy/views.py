@@ -196,6 +196,18 @@ def wordlike(piece: str) -> bool:
     return (piece.islower() or piece.isupper() or piece[1:].islower()) and not _CONSONANT_RUN_RE.search(piece)
 
 
+_VALUE_START_WORDS = ("bearer", "password", "passwd", "token", "secret")
+
+
+def value_start(before: str) -> bool:
+    """Whether a piece written after `before` starts a value: after `=`, or after `Bearer ` or
+    `password ` (a wrapped value's first piece may read as a word: `Bearer oha` + `zrydar…`)."""
+    b = before.rstrip(" \t\"'")
+    if len(b) == len(before):
+        return before.endswith("=")
+    return b.endswith("=") or b[-8:].lower().endswith(_VALUE_START_WORDS)
+
+
 def breaks(text: str, start: int = 0, end: "int | None" = None) -> list:
     """(start, end, left run, right run) of each line break that may cut a token in two: token
     characters on both sides (after the next line's indentation), the left run not a plain word
@@ -231,7 +243,8 @@ def breaks(text: str, start: int = 0, end: "int | None" = None) -> list:
             if line[-1] not in tokens:
                 continue
             left = line[len(line.rstrip(tokens + ":")):].lstrip(":")  # id:secret split after its colon
-            if left.isalpha() and len(left) < 16 and wordlike(left) and not left.startswith(_TOKEN_PREFIXES):
+            if left.isalpha() and len(left) < 16 and wordlike(left) and not left.startswith(_TOKEN_PREFIXES) and (
+                    not value_start(line[:len(line) - len(left)])):
                 continue
             nxt = lines[i + 1]
             body = nxt.lstrip(" \t")

@@ -1,0 +1,187 @@
+"""Scrub the texts of one turn in order, each with the open end of the text before it (issue #34).
+
+A secret can be split over two tool outputs of one turn: `aws_secret_access_key =` ends one, the
+value alone starts the next. Neither text holds the secret with its name, so scrubbing each alone
+keeps the value. `TurnCarry` remembers the last line of a text when it leaves a secret open (it
+names a secret, a rule's trigger or a command word, and ends with an operator, a keyword, a PEM
+header or a cut token) and, for the next few texts, also scrubs a window made of that line and
+the start of the text; what the rules find in the text's part of the window is redacted in the
+text too.
+
+    carry = TurnCarry(scrubber)          # one per session; reset() at each turn's start and end
+    clean = carry.scrub_event(event)     # capture.events.scrub_event(event, scrubber), plus the carry
+    clean = carry.scrub_text(text)       # or one text at a time (scrub_value: a JSON-like value)
+
+Only texts of the fields a person or a tool wrote (CARRIED_FIELDS), of MIN_VALUE_CHARS or more,
+are handed the remembered line, and a plain word at the start of a text is never taken for the
+value. The remembered lines are raw text held in memory only, for the next `ttl` such texts.
+
+Standard library only; pure (no I/O).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+
+from kirolearn.privacy import scrub as _scrub
+from kirolearn.privacy import views as _views
+
+__all__ = ["TurnCarry", "scrub_sequence"]
+
+TAIL_CHARS = 256  # the most of the previous text's last line that is kept as context
+HEAD_CHARS = 4096  # the most of the next text that the window holds (its first line)
+PEM_HEAD_CHARS = 16384  # after a PEM header: the key body runs over many lines
+DEFAULT_TTL = 8  # string values a remembered line stays offered to (an event has a few)
+
+# The end of a line that leaves a value to come: an operator, a secret-ish keyword as the last
+# word (`password`, `Bearer`, `token`), a PEM header.
+_OPEN_END_RE = re.compile(
+    r"(?:[=:>(,]|=>|:=|-----|(?<![A-Za-z0-9])(?i:pass(?:word|wd|phrase)?|pwd?|secret|token|key|bearer|basic|"
+    r"authorization|auth|credentials?|cookie|login|-p|--password))[ \t\"']*$"
+)
+_TOKEN_TAIL_RE = re.compile(r"[A-Za-z0-9+/=_\-.]{4,}$")
+MIN_VALUE_CHARS = 6  # a shorter text is an id, a count, a tool name: never handed the open line
+# The fields of an event that hold what a person or a tool wrote (capture.events): the envelope's
+# ids, paths and names are scrubbed without the carry.
+CARRIED_FIELDS = frozenset(("prompt", "tool_input", "tool_response", "assistant_response", "extra"))
+
+
+class TurnCarry:
+    """Scrubs consecutive texts of one turn with `scrubber`, each also with the open end of the one
+    before it as context. Counts go to the scrubber's `counts`."""
+
+    def __init__(self, scrubber: "_scrub.Scrubber | None" = None, *, ttl: int = DEFAULT_TTL) -> None:
+        self.scrubber = scrubber if scrubber is not None else _scrub._default()
+        self.ttl = ttl
+        self._tail: "str | None" = None
+        self._left = 0
+
+    @property
+    def counts(self) -> Counter:
+        return self.scrubber.counts
+
+    def reset(self) -> None:
+        """Forget the remembered line (a new turn, a new session)."""
+        self._tail = None
+        self._left = 0
+
+    def scrub_event(self, event: dict) -> dict:
+        """capture.events.scrub_event with the carry: the fields a person or a tool wrote are
+        scrubbed in order with it, the rest of the envelope as the scrubber alone would."""
+        from kirolearn.capture.events import GENERATED_FIELDS
+
+        scrubber = self.scrubber
+        return {k: v if k in GENERATED_FIELDS else self.scrub_value(v) if k in CARRIED_FIELDS
+                else scrubber.scrub_value(v) for k, v in event.items()}
+
+    def scrub_value(self, value: object) -> object:
+        """`Scrubber.scrub_value`, each string value scrubbed with the carry (keys without)."""
+        return self.scrubber._walk(value, self.scrub_text)
+
+    def scrub_text(self, text: str) -> str:
+        """`Scrubber.scrub_text(text)`, plus what the open end of the texts before reveals in it."""
+        scrubber = self.scrubber
+        tail = self._tail
+        if tail is not None and len(text.strip()) >= MIN_VALUE_CHARS:
+            spans = self._spans_after(tail, text)
+            if spans:
+                text = self._mark(text, spans)
+                self._tail = None  # the value it left open was found
+            else:
+                self._left -= 1
+                if self._left <= 0:
+                    self._tail = None
+        out = scrubber.scrub_text(text)
+        opened = self._open_tail(text)
+        if opened is not None:
+            self._tail, self._left = opened, self.ttl
+        return out
+
+    # -- helpers ----------------------------------------------------------------------------------
+
+    def _open_tail(self, text: str) -> "str | None":
+        """The last line of `text` if it leaves a secret's value to the next text, else None."""
+        end = len(text.rstrip(" \t\r\n"))
+        if end == 0:
+            return None
+        line = text[max(text.rfind("\n", 0, end) + 1, end - TAIL_CHARS):end]
+        if "\\n" in line:  # JSON text: its last escaped line
+            line = line[line.rfind("\\n") + 2:]
+        if not line.strip() or "[REDACTED:" in line[-40:]:
+            return None
+        if not _OPEN_END_RE.search(line):
+            cut = _TOKEN_TAIL_RE.search(line)
+            if cut is None or _views.wordlike(cut.group(0)):
+                return None
+        if not self.scrubber._rules_may_apply(line):
+            return None
+        # The lines before it too, whole, up to TAIL_CHARS: a .netrc entry names its host and
+        # login there, a PEM block its header.
+        start = end - len(line)
+        while start > 0 and end - start < TAIL_CHARS:
+            prev = text.rfind("\n", 0, start - 1) + 1
+            if end - prev > TAIL_CHARS:
+                break
+            start = prev
+        return text[start:end]
+
+    def _spans_after(self, tail: str, text: str) -> list:
+        """(start, end, kind) in `text` of what the rules find in `tail` + the start of `text`."""
+        h0 = len(text) - len(text.lstrip())
+        limit = PEM_HEAD_CHARS if "PRIVATE KEY" in tail else HEAD_CHARS
+        h1 = text.find("\n", h0)
+        h1 = min(len(text) if h1 < 0 or limit == PEM_HEAD_CHARS else h1, h0 + limit)
+        head = text[h0:h1]
+        if not head:
+            return []
+        joins = [tail.rstrip() + " "]
+        if h0 == 0 and (tail[-1:].isalnum() or tail[-1:] in "_-+/:"):
+            joins.append(tail)  # cut mid-line: a token, `user:` + `password@host`
+        spans = []
+        for left in joins:
+            joined = left + head
+            for s, e, kind in self._found(joined):
+                if e <= len(left):
+                    continue
+                s, e = max(s, len(left)) - len(left) + h0, min(e - len(left) + h0, h1)
+                piece = text[s:e]
+                if (piece.isalpha() and len(piece) < 16 and _views.wordlike(piece)) or _scrub._complete_item(piece):
+                    continue  # `DB_PASSWORD=` then `exit status 0`: a word, an id, a path starts the next text
+                spans.append((s, e, kind))
+        return sorted(spans)
+
+    def _found(self, text: str) -> list:
+        scrubber = self.scrubber
+        counts = Counter(scrubber.counts)
+        try:
+            out = scrubber.scrub_text(text)
+        finally:  # in place: callers may hold the Counter itself
+            scrubber.counts.clear()
+            scrubber.counts.update(counts)
+        if out == text:
+            return []
+        return _views.redacted_spans(text, out, _scrub._MARKER_RE)
+
+    def _mark(self, text: str, spans: list) -> str:
+        out, last = [], 0
+        for s, e, kind in spans:
+            if e <= last:
+                continue
+            s = max(s, last)
+            if _scrub._MARKER_RE.fullmatch(text, s, e):
+                continue
+            out += [text[last:s], _scrub.marker(kind)]
+            self.scrubber.counts[kind] += 1
+            last = e
+        out.append(text[last:])
+        return "".join(out)
+
+
+def scrub_sequence(texts: Iterable[str], scrubber: "_scrub.Scrubber | None" = None) -> "list[str]":
+    """Scrub consecutive texts of one turn (tool outputs, in order), each with the open end of the
+    one before it as context: `aws_secret_access_key =` ending one text redacts the value that
+    starts the next."""
+    carry = TurnCarry(scrubber)
+    return [carry.scrub_text(text) for text in texts]

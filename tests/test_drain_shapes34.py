@@ -1,0 +1,57 @@
+"""Issue #34's shapes through the real drain: nothing of them in the database (every table, the
+FTS index's too) nor in `export`."""
+
+import base64
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from kirolearn.cli.commands import cli
+
+PW = "Zq8mP2vL9xR4tW"  # fake, as every value here
+SID = "wnuh3ylome9odbqwou6tx2k9t3r6uw3p"
+TOKEN = "bPIa84yRnBUb"
+AWS_SECRET = "r7y7qYRPxkfVUX04Wl/ZbTi8MGGaB+Q5ZUoNxYz1"
+BLOB = base64.b64encode(f"DB_PASSWORD={PW}4".encode()).decode()
+SECRETS = (PW, SID, TOKEN, BLOB, "Oak Street")
+
+
+def _everything(db, home):
+    tables = [r[0] for r in db.execute("select name from sqlite_master where type = 'table'")]
+    rows = []
+    for table in tables:
+        try:
+            rows += [str(tuple(r)) for r in db.execute(f'select * from "{table}"')]
+        except Exception:  # noqa: BLE001 - an FTS shadow table that cannot be read directly
+            continue
+    exported = CliRunner().invoke(cli, ["export"], env={"KIROLEARN_HOME": str(home)}).output
+    return "\n".join(rows) + "\n" + exported
+
+
+def test_the_shapes_are_clean_in_the_store_and_export(make_event, drain_now, home):
+    make_event("userPromptSubmit", prompt="my netrc:\nmachine api.example.com login bob password " + PW
+               + "\n＜private＞12 Oak Street＜/private＞")
+    make_event(tool_name="execute_bash", tool_input={"command": f"echo {BLOB} | base64 -d"},
+               tool_response=f"> Cookie: sessionid={SID}; theme=dark\nUPSTREAM=Bearer {TOKEN}\n")
+    make_event(tool_name="execute_bash", tool_input={"command": "env"},
+               tool_response=f"DATABASE_URL=postgres://app:{PW[:5]}\n{PW[5:]}2@db.internal/app\n")
+    make_event("stop", assistant_response="Done: &amp;lt;private&amp;gt;12 Oak Street&amp;lt;/private&amp;gt;")
+    stats, db = drain_now(flush=True)
+    dump = _everything(db, home)
+    for secret in SECRETS + (PW[5:] + "2",):
+        assert secret not in dump, secret
+    assert stats.redactions.get("user-password", 0) >= 1 and stats.redactions.get("private", 0) >= 2
+
+
+@pytest.mark.xfail(strict=True, reason="the drain does not call privacy.carry.TurnCarry yet (issue #34): "
+                                       "drop this mark once kirolearn/pipeline/drain.py does")
+def test_a_key_split_over_two_tool_outputs_is_clean_in_the_store(make_event, drain_now, home):
+    make_event("userPromptSubmit", prompt="show me the credentials file, in two parts")
+    make_event(tool_name="execute_bash", tool_input={"command": "head -c 60 ~/.aws/credentials"},
+               tool_response="[default]\naws_secret_access_key =")
+    make_event(tool_name="execute_bash", tool_input={"command": "tail -c 41 ~/.aws/credentials"},
+               tool_response=f"{AWS_SECRET}\n")
+    make_event("stop", assistant_response="Those are your credentials.")
+    _, db = drain_now(flush=True)
+    assert AWS_SECRET not in _everything(db, home)
