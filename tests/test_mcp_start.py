@@ -103,13 +103,21 @@ def test_start_up_loads_neither_the_sdk_nor_the_store(project, home):
     assert pong == {"jsonrpc": "2.0", "id": 2, "result": {}}
 
 
-def raw_session(project, messages):
-    """kirolearn-mcp fed raw lines; its stdout lines parsed."""
-    done = subprocess.run([os.path.join(BIN, "kirolearn-mcp"), "--project", str(project)], timeout=120,
-                          input="".join(m if isinstance(m, str) else json.dumps(m) for m in messages).encode(),
-                          capture_output=True)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return [json.loads(line) for line in done.stdout.splitlines()]
+def raw_session(project, messages, replies):
+    """kirolearn-mcp fed raw lines; its first `replies` stdout lines, parsed. Stdin stays open until they
+    came: a server whose stdin ends may stop before it answers a request still in flight."""
+    proc = subprocess.Popen([os.path.join(BIN, "kirolearn-mcp"), "--project", str(project)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        proc.stdin.write("".join(messages).encode())
+        proc.stdin.flush()
+        got = [json.loads(proc.stdout.readline()) for _ in range(replies)]  # the test's timeout bounds this
+    finally:
+        proc.stdin.close()
+        assert proc.wait(timeout=120) == 0, proc.stderr.read()[-2000:]
+        proc.stdout.close()
+        proc.stderr.close()
+    return got
 
 
 def test_what_the_front_does_not_know_goes_to_the_sdk(project, home):
@@ -120,7 +128,7 @@ def test_what_the_front_does_not_know_goes_to_the_sdk(project, home):
     replies = raw_session(project, [json.dumps(init) + "\n", '{"jsonrpc": "2.0", "method": "notifications/initialized"}\n',
                                     '{"jsonrpc": "2.0", "id": 2, "method": 42}\n',
                                     '{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": '
-                                    '"session_init", "arguments": {}}}\n'])
+                                    '"session_init", "arguments": {}}}\n'], 3)
     from mcp.types import LATEST_PROTOCOL_VERSION
 
     assert [r["id"] for r in replies] == [1, 2, 3]  # the replayed initialize is not answered twice
