@@ -153,7 +153,7 @@ def test_failed_records_are_demoted_and_marked_in_recall(repo):
     found = json.loads(cli("search", "deploy zanzibar service", "--json", "--project", str(repo)).stdout)
     hits = found["results"] if isinstance(found, dict) else found
     assert [h["outcome"] for h in hits[:2]] == ["succeeded", "failed"]
-    done = cli("context", "--prompt", "how do I deploy the zanzibar service", "--project", str(repo))
+    done = cli("context", "--prompt", "how do I deploy the zanzibar service", "--project", str(repo), "--session", s + "c")
     assert done.returncode == 0, done.stderr
     lines = [ln for ln in done.stdout.splitlines() if hits[1]["record_id"] in ln]
     assert len(lines) == 1 and "Tried `./deploy zanzibar`: failed because" in lines[0], done.stdout

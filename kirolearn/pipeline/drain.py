@@ -505,7 +505,7 @@ class Drainer:
         """Re-check the files of at most `drain.freshness_per_pass` records, the longest unchecked first (an
         index range, never every record: design.md rule 15); a change of mark is kept with its reason."""
         limit = self.settings.drain.freshness_per_pass
-        due = self.local.freshness_due(limit) if limit else []
+        due = (self.store.freshness_due(limit) or []) if limit else []
         if not due:
             return
         marks, checked = [], []
@@ -522,7 +522,7 @@ class Drainer:
         stats.freshness_checked += len(checked)
         stats.freshness_marked += len(self.store.set_marks(
             [dict(m, at=now) for m in marks], actor="drain")) if marks else 0
-        self.local.note_checked(checked, now)
+        self.store.note_checked(checked, now)
 
     def extract_batch(self, batch: extract.Batch, stats: DrainStats) -> None:
         """Extract one batch and commit its records, or leave it buffered on failure."""

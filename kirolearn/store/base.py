@@ -302,6 +302,17 @@ class Store(abc.ABC):
         """The file the store lives in ('' in memory), for messages; None for a server."""
         return None
 
+    def freshness_due(self, limit: int) -> "list[dict] | None":
+        """Up to `limit` records whose files this machine recorded (file_state), the longest unchecked
+        first, through an index (issue #31): the drain's bounded freshness pass. None when the backend
+        keeps no file state (a team store: a teammate's working tree is another)."""
+        return None
+
+    def note_checked(self, record_ids, at: str) -> None:
+        """Put these records at the back of the freshness queue (checked at `at`); a no-op where
+        freshness_due is None."""
+        return None
+
 
     @abc.abstractmethod
     def figures(self, since: str) -> dict:

@@ -77,6 +77,12 @@ class SqliteStore(Store):
     def database_file(self) -> str:
         return reader.database_file(self.db)
 
+    def freshness_due(self, limit: int) -> "list[dict]":
+        return self.extension().freshness_due(limit)
+
+    def note_checked(self, record_ids, at: str) -> None:
+        self.extension().note_checked(record_ids, at)
+
     # events
     def add_events(self, events: "list[dict]") -> int:
         with writing(self.db):
