@@ -255,7 +255,9 @@ def kind_label(hit) -> str:
 
 def render_hit(hit: lexical.Hit, now: float, summary_chars: int = SUMMARY_CHARS, reader: "str | None" = None) -> str:
     """One record as one quoted line: what it holds · its kind · its age [· its author] · its id."""
-    line = (f"- {outcome_line(hit)} · {kind_label(hit)} · {age(hit.created_at, now)}"
+    # a record a newer one superseded is shown only marked so (issue #31), never as current
+    mark = f"(superseded by {hit.superseded_by}) " if getattr(hit, "superseded_by", None) else ""
+    line = (f"- {mark}{outcome_line(hit)} · {kind_label(hit)} · {age(hit.created_at, now)}"
             f"{_by(getattr(hit, 'actor', None), reader)} · {hit.record_id}")
     return _quote([" ".join(line.split("\n"))])
 

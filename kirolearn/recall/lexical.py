@@ -49,6 +49,9 @@ _STOPWORDS = frozenset(
 # Searched (a bug can be about yesterday's date), but no prompt is about one of them alone: a record is
 # injected for the prompt's other words ("thanks, that's all for today" matched a commit's "today")
 RELATIVE_DAYS = frozenset(("today", "tonight", "tomorrow", "yesterday"))
+# A record a newer one superseded (issue #31: "RETRIES is 3" under "raised RETRIES from 3 to 7") scores
+# this share of its match, in lexical and semantic ranking alike; a merged record is not recalled at all.
+SUPERSEDED_FACTOR = 0.1
 
 
 class Hit:
@@ -56,16 +59,18 @@ class Hit:
 
     FIELDS = ("record_id", "project_root", "session_id", "title", "summary", "facts", "concepts",
               "files_touched", "observation_type", "strategy", "created_at", "bm25", "score", "matched_terms",
-              "actor")
+              "actor", "superseded_by", "merged_into")
     __slots__ = FIELDS
 
     def __init__(self, record_id, project_root, session_id, title, summary, facts, concepts, files_touched,
-                 observation_type, strategy, created_at, bm25=0.0, actor=None):
+                 observation_type, strategy, created_at, bm25=0.0, actor=None, superseded_by=None,
+                 merged_into=None):
         self.record_id, self.project_root, self.session_id = record_id, project_root, session_id
         self.title, self.summary, self.facts, self.concepts = title, summary, facts, concepts
         self.files_touched, self.observation_type, self.strategy = files_touched, observation_type, strategy
         self.created_at, self.bm25, self.score, self.matched_terms = created_at, bm25, 0.0, []
         self.actor = actor  # who made it (#16): a teammate's records say so in the context block
+        self.superseded_by, self.merged_into = superseded_by, merged_into  # marks (#31)
 
     def to_dict(self) -> dict:
         """Plain dict for --json output and MCP results."""
@@ -170,7 +175,9 @@ def hit_of(row, bm25: float = 0.0) -> Hit:
     return Hit(row["record_id"], row["project_root"], row["session_id"], row["title"], row["summary"],
                lst(row["facts"]), lst(row["concepts"]), lst(row["files_touched"]), row["observation_type"],
                row["strategy"], row["created_at"], bm25=bm25,
-               actor=row["actor"] if "actor" in row.keys() else None)
+               actor=row["actor"] if "actor" in row.keys() else None,
+               superseded_by=row["superseded_by"] if "superseded_by" in row.keys() else None,
+               merged_into=row["merged_into"] if "merged_into" in row.keys() else None)
 
 
 def _drop_common(conn, words: "list[str]") -> "list[str]":
@@ -238,6 +245,7 @@ def search(conn, query: str, *, project_id: "str | None" = None, types=None, lim
                               project_in_match=in_match)
     scored = [(row, -row["bm25"] * TYPE_WEIGHTS.get(row["observation_type"], 1.0) * _recency(row["created_at"], now))
               for row in rows]
+    scored = marked(conn, scored, key=lambda item: item[0]["record_id"])
     if dates:
         best = max((score for _, score in scored), default=0.0) or 1.0
         scored = [(row, score + when.DATE_WEIGHT * best * when.closeness(
@@ -273,8 +281,26 @@ def scores(conn, query: str, *, project_id: "str | None" = None, types=None, lim
                               types=types, columns=reader.SCORE_COLUMNS, project_in_match=in_match)
     found = [(r["record_id"], -r["bm25"] * TYPE_WEIGHTS.get(r["observation_type"], 1.0)
               * _recency(r["created_at"], now)) for r in rows]
+    found = marked(conn, found)
     found.sort(key=lambda kv: (-kv[1], kv[0]))
     return found[:limit]
+
+
+def marked(conn, scored: "list[tuple]", key=lambda item: item[0]) -> "list[tuple]":
+    """(record id or row, score) pairs with the marks applied: merged records dropped, superseded ones
+    scored SUPERSEDED_FACTOR of their match (reader.record_marks: one primary-key lookup of the candidates)."""
+    if not scored:
+        return scored
+    marks = reader.record_marks(conn, [key(item) for item in scored])
+    if not marks:
+        return scored
+    out = []
+    for item in scored:
+        sup, merged = marks.get(key(item), (None, None))
+        if merged:
+            continue
+        out.append((item[0], item[1] * SUPERSEDED_FACTOR) if sup else item)
+    return out
 
 
 def _neg(text: str) -> "tuple":
@@ -310,4 +336,4 @@ def latest(conn, project_id: str, *, types=None, limit: int = 5, exclude=(), exc
         return []
     rows = reader.latest_records(conn, project_id, types=types, exclude_strategies=exclude_strategies,
                                  limit=limit + len(exclude))
-    return [h for h in (hit_of(r) for r in rows) if h.record_id not in exclude][:limit]
+    return [h for h in (hit_of(r) for r in rows) if h.record_id not in exclude and not h.merged_into][:limit]

@@ -1,0 +1,252 @@
+"""Memory that stays true (issue #31): supersede and near-duplicate detection, without a model.
+
+**Supersede.** A record states values of settings ("set RETRIES to 3", "RETRIES = 3", "raised RETRIES
+from 3 to 7", "RETRIES: 3 -> 7", "RETRIES was 3; it is 7 now"). A newer record of the same project
+supersedes an older one when both state a value of the same identifier (a name with an underscore, a
+digit, camelCase or ALL CAPS), the older's values are not all among the newer's, and, when both name
+files, they share one. Values are numbers, quoted strings and a few literals (true, false, none, on,
+off, ALL-CAPS words): a sentence that only mentions a name states nothing. Precision first: two records
+about the same file but no stated value never supersede each other.
+
+**Near duplicates.** Two records are the same chore when they ran the same commands (each command's
+program and first word, flags and paths' trailing slashes aside), neither holds an error, and, when
+both name files, their files are the same. `near_identical` (what the drain merges by itself) also
+asks for the very same command lines.
+
+Candidates come from the FTS index (kirolearn.store.sqlite.records.mark_candidates), a few per new
+record: the cost follows the new records, never the store (rule 15).
+"""
+
+from __future__ import annotations
+
+import re
+
+from kirolearn.store.sqlite import records as recordstore
+
+CANDIDATES = 30  # older records compared with each new one (FTS, best first)
+
+_IDENT = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
+_VALUE = r"\"[^\"\n]{0,40}\"|'[^'\n]{0,40}'|-?\d+(?:\.\d+)?(?:[a-zA-Z%]{0,3})?\b|true|false|none|null|on|off|True|False|None|[A-Z][A-Z0-9_]{1,}"
+_FROM_TO = re.compile(rf"\b(?P<s>{_IDENT})`?\s+(?:from|was)\s+`?(?P<a>{_VALUE})`?\s*(?:to|->|→|;\s*it is(?: now)?)\s+`?(?P<b>{_VALUE})")
+_ARROW = re.compile(rf"\b(?P<s>{_IDENT})`?\s*:\s*`?(?P<a>{_VALUE})`?\s*(?:->|→)\s*`?(?P<b>{_VALUE})")
+_ASSIGN = re.compile(rf"\b(?P<s>{_IDENT})`?\s*(?:=|:=|==)\s*`?(?P<b>{_VALUE})")
+_VERB = re.compile(rf"\b(?:set|sets|setting|change|changed|changes|raise|raised|lower|lowered|bump|bumped|make|made|"
+                   rf"configure|configured|update|updated|increase|increased|decrease|decreased)\s+`?(?P<s>{_IDENT})`?"
+                   rf"\s+(?:to\s+|as\s+|=\s*)?`?(?P<b>{_VALUE})", re.IGNORECASE)
+_IS = re.compile(rf"\b(?P<s>{_IDENT})`?\s+(?:is|should be|becomes|became)(?: now)?\s+`?(?P<b>{_VALUE})")
+_WAS = re.compile(rf"\(was\s+`?(?P<a>{_VALUE})`?\)")
+_ERROR = re.compile(r"\*\*Errors:\*\*|\bfailed\b|\berror\b|Traceback|Exit Code: [1-9]|exit_code|Read-only file system|"
+                    r"Permission denied|\bFAIL\b", re.IGNORECASE)
+_RAN = re.compile(r"\*\*Ran:\*\*([^\n]*)")
+_TICKED = re.compile(r"`([^`\n]+)`")
+
+
+def is_identifier(name: str) -> bool:
+    """A name a setting or symbol would have: an underscore or digit, camelCase, or ALL CAPS (3+)."""
+    if len(name) < 3 or name.lower() in {"the", "this", "that", "it", "value"}:
+        return False
+    core = name.replace(".", "")
+    return ("_" in core or any(c.isdigit() for c in core) or (core[:1].islower() and core.lower() != core)
+            or (core.isupper() and len(core) >= 3))
+
+
+def _norm(value: str) -> str:
+    return value.strip().strip("`").strip("\"'").lower()
+
+
+def record_text(record: dict) -> str:
+    return "\n".join([record.get("title") or "", record.get("summary") or "",
+                      *(str(f) for f in record.get("facts") or ())])
+
+
+def statements(record: dict) -> "dict[str, tuple[set, set]]":
+    """{identifier: (values the record gives it, values it says it had before)}."""
+    text = record_text(record)
+    out: "dict[str, tuple[set, set]]" = {}
+
+    def put(subject, new=None, old=None):
+        if not is_identifier(subject):
+            return
+        now, before = out.setdefault(subject, (set(), set()))
+        if new is not None:
+            now.add(_norm(new))
+        if old is not None:
+            before.add(_norm(old))
+
+    for pattern in (_FROM_TO, _ARROW):
+        for m in pattern.finditer(text):
+            put(m["s"], m["b"], m["a"])
+    for pattern in (_ASSIGN, _VERB, _IS):
+        for m in pattern.finditer(text):
+            put(m["s"], m["b"])
+            tail = text[m.end():m.end() + 30]
+            was = _WAS.match(tail.lstrip())
+            if was:
+                put(m["s"], old=was["a"])
+    # a value named as the old one is not stated as current (a sed command quotes the old line too)
+    return {s: (now - before, before) for s, (now, before) in out.items() if now - before}
+
+
+def supersede_reason(new: dict, old: dict) -> "str | None":
+    """Why `new` supersedes `old` ("RETRIES: 3 -> 7"), or None when it does not."""
+    if new["record_id"] == old["record_id"] or new.get("project_id") != old.get("project_id"):
+        return None
+    if (old.get("created_at") or "", old["record_id"]) >= (new.get("created_at") or "", new["record_id"]):
+        return None
+    new_files, old_files = set(new.get("files_touched") or ()), set(old.get("files_touched") or ())
+    if new_files and old_files and not new_files & old_files:
+        return None
+    mine, theirs = statements(new), statements(old)
+    for subject in sorted(set(mine) & set(theirs)):
+        now, _ = mine[subject]
+        was, _ = theirs[subject]
+        if was and not was <= now:
+            return f"{subject}: {', '.join(sorted(was))} -> {', '.join(sorted(now))}"
+    return None
+
+
+def subjects(record: dict) -> "list[str]":
+    """The identifiers a record states a value of (what FTS looks up among older records)."""
+    return sorted(statements(record))
+
+
+# --- near duplicates -------------------------------------------------------------------------------
+
+
+def commands(record: dict) -> "list[str]":
+    """The command lines a record ran (its summary's **Ran:** line), in order."""
+    found = []
+    for line in _RAN.findall(record.get("summary") or ""):
+        found += [c.strip() for c in _TICKED.findall(line)]
+    return found
+
+
+def command_head(command: str) -> str:
+    """A command's program and first word, without flags or a path's trailing slash ("black src")."""
+    words = [w.rstrip("/") for w in command.split() if not w.startswith("-")]
+    words = [w for w in words if w]
+    return " ".join(words[:2])
+
+
+def has_error(record: dict) -> bool:
+    return bool(_ERROR.search(record_text(record)))
+
+
+def same_chore(a: dict, b: dict) -> "str | None":
+    """Why two records are the same chore done twice, or None."""
+    if a["record_id"] == b["record_id"] or a.get("project_id") != b.get("project_id"):
+        return None
+    ca, cb = commands(a), commands(b)
+    if not ca or not cb:
+        return None
+    heads_a, heads_b = {command_head(c) for c in ca}, {command_head(c) for c in cb}
+    if heads_a != heads_b or has_error(a) or has_error(b):
+        return None
+    fa, fb = set(a.get("files_touched") or ()), set(b.get("files_touched") or ())
+    if (fa or fb) and fa != fb:
+        return None
+    return "same commands: " + "; ".join(sorted(heads_a))
+
+
+def near_identical(a: dict, b: dict) -> "str | None":
+    """Why two records are near-identical (the drain merges these by itself), or None."""
+    why = same_chore(a, b)
+    if why is None or [" ".join(c.split()) for c in commands(a)] != [" ".join(c.split()) for c in commands(b)]:
+        return None
+    return "identical commands: " + "; ".join(commands(a))
+
+
+def chore_words(record: dict) -> "list[str]":
+    """Words FTS finds a record's chore siblings by: its commands' programs and first words."""
+    words = []
+    for head in {command_head(c) for c in commands(record)}:
+        words += [w for w in re.findall(r"[A-Za-z0-9_]+", head) if len(w) >= 2]
+    return sorted(set(words))
+
+
+def groups(records: "list[dict]", candidates_of, rule=same_chore) -> "list[dict]":
+    """Groups of records that `rule` joins (each joined to the group's first record, the oldest), each
+    {"record_ids", "into", "why"}: the survivor is the newest. `candidates_of(record)` gives the
+    records to compare it with."""
+    seen: set = set()
+    out = []
+    for rec in sorted(records, key=lambda r: (r.get("created_at") or "", r["record_id"])):
+        if rec["record_id"] in seen:
+            continue
+        members, why = [rec], ""
+        for other in sorted(candidates_of(rec), key=lambda r: (r.get("created_at") or "", r["record_id"])):
+            if other["record_id"] in seen or any(other["record_id"] == m["record_id"] for m in members):
+                continue
+            reason = rule(rec, other)
+            if reason:
+                members.append(other)
+                why = why or reason
+        if len(members) > 1:
+            seen.update(m["record_id"] for m in members)
+            members.sort(key=lambda r: (r.get("created_at") or "", r["record_id"]))
+            out.append({"record_ids": [m["record_id"] for m in members], "into": members[-1]["record_id"],
+                        "why": why, "records": members})
+    return out
+
+
+def union(records: "list[dict]") -> dict:
+    """The list fields of a merged group: every source event, fact, concept and file, in first-seen order."""
+    out = {}
+    for key in ("source_event_ids", "facts", "concepts", "files_touched"):
+        seen: dict = {}
+        for rec in records:
+            for value in rec.get(key) or ():
+                seen.setdefault(value if not isinstance(value, (list, dict)) else str(value), value)
+        out[key] = list(seen.values())
+    return out
+
+
+def merge_group(db, group: dict, *, actor: str) -> bool:
+    """Fold a group into its survivor (kirolearn.store.sqlite.records.merge_records)."""
+    survivor = next(r for r in group["records"] if r["record_id"] == group["into"])
+    ordered = [survivor] + [r for r in group["records"] if r is not survivor]
+    others = [r["record_id"] for r in group["records"] if r is not survivor]
+    return recordstore.merge_records(db, group["into"], others, union(ordered), actor=actor,
+                                     reason=group["why"])
+
+
+# --- the drain's pass ------------------------------------------------------------------------------
+
+
+def mark_new(db, record_ids: "list[str]", *, merge: bool = True, log=None) -> dict:
+    """After new records are stored: supersede what they changed, and merge near-identical chores.
+
+    Each new record is compared with at most CANDIDATES older live records that FTS finds by its
+    stated identifiers (and its commands' words). Returns {"superseded": [[old, new, why]], "merged": [...]}.
+    """
+    done: dict = {"superseded": [], "merged": []}
+    if not record_ids or not recordstore.has_marks(db):
+        return done
+    fresh = [r for r in (recordstore.get_record(db, rid) for rid in dict.fromkeys(record_ids)) if r]
+    fresh.sort(key=lambda r: (r.get("created_at") or "", r["record_id"]))
+    for new in fresh:
+        words = subjects(new)
+        if not words:
+            continue
+        for old in recordstore.mark_candidates(db, new["project_id"], words, exclude=[new["record_id"]],
+                                               before=new.get("created_at"), limit=CANDIDATES):
+            why = supersede_reason(new, old)
+            if why and recordstore.set_mark(db, old["record_id"], "superseded_by", new["record_id"],
+                                            actor="drain", reason=f"superseded: {why}"):
+                done["superseded"].append([old["record_id"], new["record_id"], why])
+                if log:
+                    log(f"superseded {old['record_id']} by {new['record_id']} ({why})")
+    if merge:
+        live = [r for r in (recordstore.get_record(db, r["record_id"]) for r in fresh)
+                if r and not r.get("merged_into") and commands(r)]
+
+        def candidates(rec):
+            return recordstore.mark_candidates(db, rec["project_id"], chore_words(rec), exclude=[rec["record_id"]],
+                                               limit=CANDIDATES)
+
+        for group in groups(live, candidates, rule=near_identical):
+            if merge_group(db, group, actor="drain"):
+                done["merged"].append({k: group[k] for k in ("record_ids", "into", "why")})
+                if log:
+                    log(f"merged {', '.join(group['record_ids'])} into {group['into']} ({group['why']})")
+    return done
