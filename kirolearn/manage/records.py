@@ -297,6 +297,9 @@ def show(record_id: str, db=None) -> dict:
            "history": recordstore.audit_for(db, record_id)}
     if tomb is not None:
         out["forgotten"] = {k: tomb[k] for k in ("forgotten_at", "reason", "actor", "purged_at")}
+    # the marks both ways (issue #31): what superseded or absorbed this record, and what it superseded or absorbed
+    out["marks"] = {"superseded_by": (record or {}).get("superseded_by"),
+                    "merged_into": (record or {}).get("merged_into"), **recordstore.marked_by(db, record_id)}
     if record is not None:
         events = recordstore.events_by_ids(db, record["source_event_ids"])
         out["events"] = events
@@ -382,12 +385,26 @@ def restore(record_ids, *, actor: str = "cli", db=None) -> "list[dict]":
     """Bring forgotten records back into recall; a purged or unknown id is an error."""
     db = db or _writable()
     record_ids = resolve_ids(record_ids, db)
+    unmarked = []
     for rid in record_ids:
         if recordstore.get_forgotten(db, rid) is None:
-            if recordstore.get_record(db, rid) is not None:
-                raise ManageError(f"record {rid!r} is not forgotten: nothing to restore")
+            live = recordstore.get_record(db, rid)
+            if live is not None and (live.get("superseded_by") or live.get("merged_into")):
+                unmarked.append(rid)  # a superseded or merged record: restoring it clears the mark
+                continue
+            if live is not None:
+                raise ManageError(f"record {rid!r} is not forgotten, superseded or merged: nothing to restore")
             raise NotFound(f"no forgotten record {rid!r}")
+    done = []
+    for rid in unmarked:
+        for mark in recordstore.MARKS:
+            recordstore.set_mark(db, rid, mark, None, actor=actor, reason="restored")
+        done.append(recordstore.get_record(db, rid))
+    record_ids = [rid for rid in record_ids if rid not in unmarked]
+    if not record_ids:
+        return clean(done)
     restored, purged = recordstore.restore(db, record_ids, actor=actor)
+    restored = done + restored
     _rederive(db, restored)
     if purged:
         raise ManageError(f"record(s) {', '.join(purged)} were purged: their text is gone for good",

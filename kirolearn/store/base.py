@@ -227,6 +227,14 @@ class Store(abc.ABC):
         other record cites, old audit text) except their hash and ids, so it never comes back. Live or
         unknown ids and tombstones already purged are left alone. Returns how many were purged."""
 
+    # --- marks (issue #31) --------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def apply_marks(self, records: "list[dict]", *, actor: str = "sync") -> int:
+        """Set the marks (`superseded_by`, `merged_into`: a record id or None) each record dict carries on
+        the live record of its id, when they differ, with an audit row; a dict without a mark's key leaves
+        it alone. Returns how many marks changed (each change is fed to `changes` as a 'record')."""
+
     # --- change feed (what the team store uploads and the cache pulls) -----------------------
 
     @abc.abstractmethod

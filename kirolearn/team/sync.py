@@ -60,6 +60,8 @@ class SyncStats:
     records_sent: int = 0
     forgets_sent: int = 0
     records_received: int = 0
+    marks_sent: int = 0  # superseded_by / merged_into changes sent (issue #31)
+    marks_received: int = 0
     forgets_received: int = 0
     restores_sent: int = 0
     restores_received: int = 0
@@ -139,6 +141,7 @@ def _records_up(local, team, project_id: str, cursor: dict, me: str, stats: Sync
             return
         if found["records"]:
             stats.records_sent += team.add_records(_clean_records(found["records"], scrub))
+            stats.marks_sent += team.apply_marks(found["records"], actor=me)  # superseded / merged (#31)
             _restores_up(team, found["records"], cursor, me, stats)
         unknown = [t["record_id"] for t in found["forgotten"] if not t.get("record_actor")]  # purged here already
         authors = _team_authors(team, unknown) if unknown else {}
@@ -181,6 +184,7 @@ def _records_down(local, team, project_id: str, cursor: dict, stats: SyncStats) 
             return
         if found["records"]:
             stats.records_received += local.add_records(found["records"])
+            stats.marks_received += local.apply_marks(found["records"], actor="team")
             # a record the team forgot, and restored since: back here too, unless this user forgot it himself
             held = local.tombstones([r["record_id"] for r in found["records"]])
             back = [rid for rid, t in held.items() if str(t.get("actor") or "").startswith("team:")]
