@@ -26,7 +26,8 @@ from kirolearn.store.sqlite import records as recordstore
 CANDIDATES = 30  # older records compared with each new one (FTS, best first)
 
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
-_VALUE = r"\"[^\"\n]{0,40}\"|'[^'\n]{0,40}'|-?\d+(?:\.\d+)?(?:[a-zA-Z%]{0,3})?\b|true|false|none|null|on|off|True|False|None|[A-Z][A-Z0-9_]{1,}"
+_VALUE = (r"\"[^\"\n]{0,40}\"|'[^'\n]{0,40}'|-?\d+(?:\.\d+)?(?:[a-zA-Z%]{0,3})?\b"
+          r"|(?-i:(?:true|false|none|null|on|off|True|False|None)\b|[A-Z][A-Z0-9_]+\b)")
 _FROM_TO = re.compile(rf"\b(?P<s>{_IDENT})`?\s+(?:from|was)\s+`?(?P<a>{_VALUE})`?\s*(?:to|->|→|;\s*it is(?: now)?)\s+`?(?P<b>{_VALUE})")
 _ARROW = re.compile(rf"\b(?P<s>{_IDENT})`?\s*:\s*`?(?P<a>{_VALUE})`?\s*(?:->|→)\s*`?(?P<b>{_VALUE})")
 _ASSIGN = re.compile(rf"\b(?P<s>{_IDENT})`?\s*(?:=|:=|==)\s*`?(?P<b>{_VALUE})")
