@@ -555,3 +555,35 @@ class StoreContract:
             assert other.add_events(sent) == 3 and other.add_events(sent) == 0
         finally:
             other.close()
+
+    # --- marks (issue #31): superseded_by and merged_into ------------------------------------------
+
+    def test_marks_start_null_are_set_fed_exported_and_cleared(self, store):
+        self.extract(store, 1, [record(1), record(2), record(3)])
+        assert [(r["superseded_by"], r["merged_into"]) for r in store.list_records()] == [(None, None)] * 3
+        start = store.changes(["p1"])["after"]
+        marks = [{"record_id": "mr_0001", "superseded_by": "mr_0002"}, {"record_id": "mr_0003", "merged_into": "mr_0002"}]
+        assert store.apply_marks(marks, actor="ana") == 2
+        assert store.apply_marks(marks, actor="ana") == 0  # the same marks again change nothing
+        assert store.apply_marks([{"record_id": "mr_0002"}]) == 0  # a record without the keys keeps its marks
+        assert store.get_record("mr_0001")["superseded_by"] == "mr_0002"
+        assert store.get_record("mr_0003")["merged_into"] == "mr_0002"
+        fed = store.changes(["p1"], after=start)  # the team sync sends the mark changes
+        assert {r["record_id"]: (r["superseded_by"], r["merged_into"]) for r in fed["records"]} == {
+            "mr_0001": ("mr_0002", None), "mr_0003": (None, "mr_0002")}
+        exported = [o for o in store.export_objects() if o["type"] == "record"]
+        other = self.make_store("marks-copy")
+        try:
+            other.import_objects(exported)
+            assert other.get_record("mr_0001")["superseded_by"] == "mr_0002"
+            assert other.get_record("mr_0003")["merged_into"] == "mr_0002"
+            made = [store.get_record(rid) for rid in ("mr_0001", "mr_0003")]
+            third = self.make_store("marks-sync")
+            try:  # what a sync does: the records, then their marks
+                assert third.add_records(made) == 2 and third.get_record("mr_0001")["superseded_by"] == "mr_0002"
+            finally:
+                third.close()
+        finally:
+            other.close()
+        assert store.apply_marks([{"record_id": "mr_0001", "superseded_by": None}], actor="ana") == 1
+        assert store.get_record("mr_0001")["superseded_by"] is None

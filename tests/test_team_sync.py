@@ -284,3 +284,26 @@ def test_purging_a_teammates_record_stays_local(homes, team):
     out = sync(homes, "ben", team)
     assert (out.forgets_sent, out.purges_sent) == (0, 0)
     assert team.get_record("mr_0001")["summary"] == "rotate the staging token monthly"
+
+
+def test_superseded_and_merged_marks_reach_the_team_and_the_teammate_and_stop_there(homes, team):
+    _, ana = homes["ana"]
+    _, ben = homes["ben"]
+    for n in range(1, 4):
+        drained(ana, n)
+    sync(homes, "ana", team)
+    assert sync(homes, "ben", team).records_received == 3
+    # ana's drain marks two of them (issue #31); the marks travel, once
+    assert ana.apply_marks([{"record_id": "mr_0001", "superseded_by": "mr_0002"},
+                            {"record_id": "mr_0003", "merged_into": "mr_0002"}], actor="drain") == 2
+    sent = sync(homes, "ana", team)
+    assert sent.marks_sent == 2 and sent.records_sent == 0 and sent.error == ""
+    assert team.get_record("mr_0001")["superseded_by"] == "mr_0002"
+    got = sync(homes, "ben", team)
+    assert got.marks_received == 2 and got.records_received == 0
+    assert ben.get_record("mr_0003")["merged_into"] == "mr_0002"
+    assert (sync(homes, "ana", team).marks_received, sync(homes, "ben", team).marks_sent) == (0, 0)
+    # ben restores the superseded one: the cleared mark goes back the same way
+    assert ben.apply_marks([{"record_id": "mr_0001", "superseded_by": None}], actor="cli") == 1
+    assert sync(homes, "ben", team).marks_sent == 1
+    assert sync(homes, "ana", team).marks_received == 1 and ana.get_record("mr_0001")["superseded_by"] is None

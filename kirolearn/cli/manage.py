@@ -283,7 +283,8 @@ def forget_command(record_ids, session_id, query, project, all_projects, limit, 
 @click.argument("record_ids", nargs=-1, required=True)
 @json_option
 def restore_command(record_ids, json_):
-    """Bring forgotten records back into recall (until they are purged)."""
+    """Bring forgotten records back into recall (until they are purged), or clear a record's superseded or
+    merged mark (docs/memory-marks.md)."""
     from kirolearn.manage import records as manage
 
     _refuse_lost()

@@ -235,6 +235,11 @@ class Store(abc.ABC):
         the live record of its id, when they differ, with an audit row; a dict without a mark's key leaves
         it alone. Returns how many marks changed (each change is fed to `changes` as a 'record')."""
 
+    def own_marks(self, record_ids) -> "list[dict]":
+        """The marks of these records set or cleared in this store itself, not received from the team
+        ({"record_id", mark: value} each): what a sync sends up. A team store makes none of its own."""
+        return []
+
     # --- change feed (what the team store uploads and the cache pulls) -----------------------
 
     @abc.abstractmethod

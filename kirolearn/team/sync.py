@@ -141,7 +141,9 @@ def _records_up(local, team, project_id: str, cursor: dict, me: str, stats: Sync
             return
         if found["records"]:
             stats.records_sent += team.add_records(_clean_records(found["records"], scrub))
-            stats.marks_sent += team.apply_marks(found["records"], actor=me)  # superseded / merged (#31)
+            # superseded / merged marks made here (#31); a record that came from the team sends none back
+            stats.marks_sent += team.apply_marks(local.own_marks([r["record_id"] for r in found["records"]]),
+                                                 actor=me)
             _restores_up(team, found["records"], cursor, me, stats)
         unknown = [t["record_id"] for t in found["forgotten"] if not t.get("record_actor")]  # purged here already
         authors = _team_authors(team, unknown) if unknown else {}

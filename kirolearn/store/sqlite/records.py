@@ -691,6 +691,32 @@ def apply_marks(db, records: "list[dict]", *, actor: str = "sync") -> int:
     return changed
 
 
+def own_marks(conn, record_ids) -> "list[dict]":
+    """The marks of these records that were set or cleared here (their latest mark audit row is not the
+    team sync's): {"record_id", mark: value} for each such mark. What a team sync sends up, so a record
+    that merely arrived from the team never sends its (maybe older) marks back."""
+    ids = list(dict.fromkeys(record_ids))
+    if not ids or not has_marks(conn):
+        return []
+    out = []
+    for i in range(0, len(ids), 500):
+        part = ids[i:i + 500]
+        rows = _rows(conn, f"select a.record_id, a.actor, a.before, a.after from record_audit a "
+                           f"where a.record_id in ({','.join('?' * len(part))}) "
+                           f"and a.action in ('supersede', 'merge', 'unmark') order by a.audit_id", part)
+        latest: dict = {}
+        for row in rows:
+            for mark in json.loads(row["after"] or "{}"):
+                latest[(row["record_id"], mark)] = row["actor"]
+        current = {r["record_id"]: r for r in _rows(
+            conn, f"select record_id, superseded_by, merged_into from memory_records "
+                  f"where record_id in ({','.join('?' * len(part))})", part)}
+        for (rid, mark), actor in latest.items():
+            if actor != "team" and rid in current:
+                out.append({"record_id": rid, mark: current[rid][mark]})
+    return out
+
+
 def mark_figures(conn) -> dict:
     """How many records are superseded and merged (partial indexes: no table scan)."""
     if not has_marks(conn):
