@@ -8,7 +8,7 @@ brings one back). Candidates come from the FTS index, a few per record of the pr
 that ran a command are read once, each compared with the few older ones FTS finds by its commands' words.
 """
 
-from kirolearn.manage.records import ManageError, _writable, clean, open_existing, project_id_of
+from kirolearn.manage.records import ManageError, writable, clean, open_existing, project_id_of
 from kirolearn.pipeline import truth
 from kirolearn.store.sqlite import records as recordstore
 
@@ -24,7 +24,7 @@ def find_groups(*, project_root=None, db=None, limit: int = SCAN_LIMIT) -> "list
     if pid is None:
         raise ManageError("consolidate works on one project", "run it inside the project, or give --project")
     records = [r for r in recordstore.list_records(db, limit=limit, project_id=pid)
-               if not r.get("merged_into") and truth.commands(r)]
+               if not r.get("merged_into") and (truth.commands(r) or truth.tool_results(r))]
 
     def candidates(rec):
         return recordstore.mark_candidates(db, pid, truth.chore_words(rec), exclude=[rec["record_id"]],
@@ -35,7 +35,7 @@ def find_groups(*, project_root=None, db=None, limit: int = SCAN_LIMIT) -> "list
 
 def consolidate(*, project_root=None, apply: bool = False, actor: str = "cli", db=None) -> dict:
     """{"groups": [{"record_ids", "into", "why"}], "applied": bool}; merges them when `apply`."""
-    db = (db or _writable()) if apply else (db or open_existing())
+    db = (db or writable()) if apply else (db or open_existing())
     found = find_groups(project_root=project_root, db=db)
     merged = []
     if apply:

@@ -136,7 +136,8 @@ def parse_since(text: "str | None", now: "datetime | None" = None) -> "str | Non
 open_existing = store.open_existing  # the store, None on a fresh home, StoreLost when it was lost
 
 
-def _writable():
+def writable():
+    """The store to change, or a ManageError saying there is none yet."""
     db = open_existing()
     if db is None:
         raise ManageError(f"no database at {paths.db_path()}", "run `kirolearn drain` first")
@@ -366,7 +367,7 @@ def _own_text(record: dict) -> str:
 
 def forget(record_ids, *, reason: str = "", actor: str = "cli", project_root=None, db=None) -> "list[dict]":
     """Soft-forget records: gone from recall at once, kept for `restore` until purged. Returns them."""
-    db = db or _writable()
+    db = db or writable()
     if project_root is not None:  # the MCP server may only forget its own project's records
         pid = project_id_of(project_root)
         for rid in record_ids:
@@ -383,7 +384,7 @@ def forget(record_ids, *, reason: str = "", actor: str = "cli", project_root=Non
 
 def restore(record_ids, *, actor: str = "cli", db=None) -> "list[dict]":
     """Bring forgotten records back into recall; a purged or unknown id is an error."""
-    db = db or _writable()
+    db = db or writable()
     record_ids = resolve_ids(record_ids, db)
     unmarked = []
     for rid in record_ids:
@@ -423,7 +424,7 @@ def _rederive(db, records) -> None:
 
 def purge(record_ids=None, *, older_than: "str | None" = None, actor: str = "cli", db=None) -> dict:
     """Remove the bytes of forgotten records (all, some, or those forgotten before a time) for good."""
-    db = db or _writable()
+    db = db or writable()
     ids = recordstore.purgeable(db, record_ids=record_ids, older_than=older_than)
     if ids:
         store.forget_terms(db)  # the hook's word counts may name words only the purged records had
@@ -443,7 +444,7 @@ def purge(record_ids=None, *, older_than: "str | None" = None, actor: str = "cli
 def edit(record_id: str, *, title: "str | None" = None, summary: "str | None" = None, actor: str = "cli",
          reason: str = "", db=None) -> dict:
     """Change a record's title and/or summary: scrubbed, versioned in the audit, re-indexed."""
-    db = db or _writable()
+    db = db or writable()
     record_id = resolve_id(record_id, db)
     if recordstore.get_record(db, record_id) is None:
         if recordstore.get_forgotten(db, record_id):

@@ -122,6 +122,23 @@ def commands(record: dict) -> "list[str]":
     return found
 
 
+def _word(word: str) -> str:
+    word = word.strip("'\"").rstrip("/")
+    return word[:-1] if len(word) > 4 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def command_words(record: dict) -> "dict[str, set]":
+    """{program: the words (not flags) its commands in this record were given}: `black src/` and
+    `black --quiet src` are {"black": {"src"}}; `make reset-db seed` and `make reset-db`; `make seed`
+    are {"make": {"reset-db", "seed"}}."""
+    out: "dict[str, set]" = {}
+    for command in commands(record):
+        words = [w for w in command.split() if w and not w.startswith("-")]
+        if words:
+            out.setdefault(words[0], set()).update(_word(w) for w in words[1:] if _word(w))
+    return out
+
+
 def command_head(command: str) -> str:
     """A command's program and first word, without flags or a path's trailing slash ("black src")."""
     words = [w.rstrip("/") for w in command.split() if not w.startswith("-")]
@@ -129,40 +146,68 @@ def command_head(command: str) -> str:
     return " ".join(words[:2])
 
 
+_DIGITS = re.compile(r"\d+(?:\.\d+)*")
+_RESULTS = re.compile(r"\*\*Tool results:\*\*\n((?:- [^\n]*\n?)+)")
+
+
+def tool_results(record: dict) -> "frozenset[str]":
+    """The record's tool-result lines with their numbers blanked ("execute_bash: reformatted # files"):
+    what stands for its commands when the agent did not say what it ran (Kiro v3's empty tool_input)."""
+    found = set()
+    for block in _RESULTS.findall(record.get("summary") or ""):
+        found.update(" ".join(_DIGITS.sub("#", line[2:]).split()).lower() for line in block.splitlines()
+                     if line.startswith("- "))
+    return frozenset(f for f in found if f)
+
+
 def has_error(record: dict) -> bool:
     return bool(_ERROR.search(record_text(record)))
+
+
+def _close(a: set, b: set) -> bool:
+    if not a or not b:
+        return a == b
+    return a <= b or b <= a or len(a & b) * 3 >= 2 * len(a | b)
 
 
 def same_chore(a: dict, b: dict) -> "str | None":
     """Why two records are the same chore done twice, or None."""
     if a["record_id"] == b["record_id"] or a.get("project_id") != b.get("project_id"):
         return None
-    ca, cb = commands(a), commands(b)
-    if not ca or not cb:
-        return None
-    heads_a, heads_b = {command_head(c) for c in ca}, {command_head(c) for c in cb}
-    if heads_a != heads_b or has_error(a) or has_error(b):
-        return None
+    if has_error(a) or has_error(b) or statements(a) or statements(b):
+        return None  # a failure is not a chore done; a record that sets a value is for supersede
     fa, fb = set(a.get("files_touched") or ()), set(b.get("files_touched") or ())
     if (fa or fb) and fa != fb:
         return None
-    return "same commands: " + "; ".join(sorted(heads_a))
+    wa, wb = command_words(a), command_words(b)
+    if wa or wb:
+        if set(wa) != set(wb) or not all(_close(wa[p], wb[p]) for p in wa):
+            return None
+        return "same commands: " + "; ".join(f"{p} {' '.join(sorted(wa[p] | wb[p]))}".strip() for p in sorted(wa))
+    ra, rb = tool_results(a), tool_results(b)
+    if ra and ra == rb:
+        return "same tool results: " + "; ".join(sorted(ra))
+    return None
 
 
 def near_identical(a: dict, b: dict) -> "str | None":
     """Why two records are near-identical (the drain merges these by itself), or None."""
     why = same_chore(a, b)
-    if why is None or [" ".join(c.split()) for c in commands(a)] != [" ".join(c.split()) for c in commands(b)]:
+    if why is None or not commands(a) or [" ".join(c.split()) for c in commands(a)] != [" ".join(c.split()) for c in commands(b)]:
         return None
     return "identical commands: " + "; ".join(commands(a))
 
 
 def chore_words(record: dict) -> "list[str]":
-    """Words FTS finds a record's chore siblings by: its commands' programs and first words."""
+    """Words FTS finds a record's chore siblings by: its commands' programs and words, else the words
+    of its tool results."""
     words = []
-    for head in {command_head(c) for c in commands(record)}:
-        words += [w for w in re.findall(r"[A-Za-z0-9_]+", head) if len(w) >= 2]
-    return sorted(set(words))
+    for program, args in command_words(record).items():
+        words += re.findall(r"[A-Za-z0-9_]{2,}", program + " " + " ".join(args))
+    if not words:
+        for line in tool_results(record):
+            words += [w for w in re.findall(r"[A-Za-z_]{4,}", line.partition(":")[2])]
+    return sorted(set(words))[:12]
 
 
 def groups(records: "list[dict]", candidates_of, rule=same_chore) -> "list[dict]":
@@ -239,7 +284,7 @@ def mark_new(db, record_ids: "list[str]", *, merge: bool = True, log=None) -> di
                     log(f"superseded {old['record_id']} by {new['record_id']} ({why})")
     if merge:
         live = [r for r in (recordstore.get_record(db, r["record_id"]) for r in fresh)
-                if r and not r.get("merged_into") and commands(r)]
+                if r and not r.get("merged_into") and commands(r)]  # identical command lines only
 
         def candidates(rec):
             return recordstore.mark_candidates(db, rec["project_id"], chore_words(rec), exclude=[rec["record_id"]],
