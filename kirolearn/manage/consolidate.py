@@ -26,11 +26,13 @@ def find_groups(*, project_root=None, db=None, limit: int = SCAN_LIMIT) -> "list
     records = [r for r in recordstore.list_records(db, limit=limit, project_id=pid)
                if not r.get("merged_into") and (truth.commands(r) or truth.tool_results(r))]
 
-    def candidates(rec):
-        return recordstore.mark_candidates(db, pid, truth.chore_words(rec), exclude=[rec["record_id"]],
-                                           limit=truth.CANDIDATES)
+    results_of = truth.results_reader(db)
 
-    return truth.groups(records, candidates)
+    def candidates(rec):
+        return recordstore.mark_candidates(db, pid, truth.chore_words(rec, results_of(rec)),
+                                           exclude=[rec["record_id"]], limit=truth.CANDIDATES)
+
+    return truth.groups(records, candidates, rule=lambda a, b: truth.same_chore(a, b, results_of))
 
 
 def consolidate(*, project_root=None, apply: bool = False, actor: str = "cli", db=None) -> dict:

@@ -133,6 +133,11 @@ def _response_text(event: dict) -> str:
     return json.dumps(response)
 
 
+def response_text(event: dict) -> str:
+    """A tool event's response as text (what a record's **Tool results:** line shows of it)."""
+    return _response_text(event)
+
+
 def failed(event: dict) -> bool:
     """Did this tool call fail (success flag, exit status or `Exit Code: N`)?"""
     response = event.get("tool_response")

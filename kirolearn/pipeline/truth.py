@@ -155,9 +155,40 @@ def tool_results(record: dict) -> "frozenset[str]":
     what stands for its commands when the agent did not say what it ran (Kiro v3's empty tool_input)."""
     found = set()
     for block in _RESULTS.findall(record.get("summary") or ""):
-        found.update(" ".join(_DIGITS.sub("#", line[2:]).split()).lower() for line in block.splitlines()
-                     if line.startswith("- "))
+        found.update(_blank(line[2:].rstrip("…")) for line in block.splitlines() if line.startswith("- "))
     return frozenset(f for f in found if f)
+
+
+def _blank(line: str) -> str:
+    return " ".join(_DIGITS.sub("#", line).split()).lower()
+
+
+def results_reader(db):
+    """A `results_of(record)` for same_chore: its summary's tool results, or, for a record that ran
+    commands, what those commands answered (read from its source events, once per record), so a turn
+    whose agent said what it ran and one whose agent did not can still be found to be the same chore."""
+    from kirolearn.pipeline import extract
+    from kirolearn.pipeline.schema import clip
+
+    cache: dict = {}
+
+    def results_of(record: dict) -> "frozenset[str]":
+        rid = record["record_id"]
+        if rid not in cache:
+            found = tool_results(record)
+            if not found and commands(record):
+                lines = set()
+                for event in recordstore.events_by_ids(db, record.get("source_event_ids") or (), limit=40):
+                    body = event["body"]
+                    if extract.command_of(body) and not extract.failed(body):
+                        text = " ".join(extract.response_text(body).split())
+                        if text:
+                            lines.add(_blank(f"{body.get('tool_name')}: " + clip(text, 160).rstrip("…")))
+                found = frozenset(lines)
+            cache[rid] = found
+        return cache[rid]
+
+    return results_of
 
 
 def has_error(record: dict) -> bool:
@@ -170,8 +201,9 @@ def _close(a: set, b: set) -> bool:
     return a <= b or b <= a or len(a & b) * 3 >= 2 * len(a | b)
 
 
-def same_chore(a: dict, b: dict) -> "str | None":
-    """Why two records are the same chore done twice, or None."""
+def same_chore(a: dict, b: dict, results_of=None) -> "str | None":
+    """Why two records are the same chore done twice, or None. `results_of` (results_reader) lets a
+    record that ran commands be compared with one that only shows tool results."""
     if a["record_id"] == b["record_id"] or a.get("project_id") != b.get("project_id"):
         return None
     if has_error(a) or has_error(b) or statements(a) or statements(b):
@@ -180,6 +212,13 @@ def same_chore(a: dict, b: dict) -> "str | None":
     if (fa or fb) and fa != fb:
         return None
     wa, wb = command_words(a), command_words(b)
+    if bool(wa) != bool(wb):  # one said what it ran, the other only what came back
+        if results_of is None:
+            return None
+        ra, rb = results_of(a), results_of(b)
+        if ra and rb and (ra <= rb or rb <= ra):
+            return "same tool results: " + "; ".join(sorted(ra & rb))
+        return None
     if wa or wb:
         if set(wa) != set(wb) or not all(_close(wa[p], wb[p]) for p in wa):
             return None
@@ -198,40 +237,54 @@ def near_identical(a: dict, b: dict) -> "str | None":
     return "identical commands: " + "; ".join(commands(a))
 
 
-def chore_words(record: dict) -> "list[str]":
-    """Words FTS finds a record's chore siblings by: its commands' programs and words, else the words
-    of its tool results."""
+def chore_words(record: dict, results=()) -> "list[str]":
+    """Words FTS finds a record's chore siblings by: its commands' programs and words, and the words of
+    its tool results (`results`, else its summary's)."""
     words = []
     for program, args in command_words(record).items():
         words += re.findall(r"[A-Za-z0-9_]{2,}", program + " " + " ".join(args))
-    if not words:
-        for line in tool_results(record):
-            words += [w for w in re.findall(r"[A-Za-z_]{4,}", line.partition(":")[2])]
-    return sorted(set(words))[:12]
+    for line in results or tool_results(record):
+        words += [w for w in re.findall(r"[A-Za-z_]{4,}", line.partition(":")[2])]
+    return sorted(set(words))[:16]
 
 
 def groups(records: "list[dict]", candidates_of, rule=same_chore) -> "list[dict]":
-    """Groups of records that `rule` joins (each joined to the group's first record, the oldest), each
-    {"record_ids", "into", "why"}: the survivor is the newest. `candidates_of(record)` gives the
-    records to compare it with."""
-    seen: set = set()
-    out = []
-    for rec in sorted(records, key=lambda r: (r.get("created_at") or "", r["record_id"])):
-        if rec["record_id"] in seen:
-            continue
-        members, why = [rec], ""
-        for other in sorted(candidates_of(rec), key=lambda r: (r.get("created_at") or "", r["record_id"])):
-            if other["record_id"] in seen or any(other["record_id"] == m["record_id"] for m in members):
+    """Groups of records that `rule` joins, pair by pair (connected: a record joins a group when it is
+    the same as one of its members), each {"record_ids" (oldest first), "into" (the newest, the
+    survivor), "why", "records"}. `candidates_of(record)` gives the records to compare it with."""
+    parent: dict = {}
+    known: dict = {}
+    why: dict = {}
+
+    def root(rid):
+        while parent.setdefault(rid, rid) != rid:
+            parent[rid] = parent[parent[rid]]
+            rid = parent[rid]
+        return rid
+
+    for rec in records:
+        known.setdefault(rec["record_id"], rec)
+        for other in candidates_of(rec):
+            if other["record_id"] == rec["record_id"]:
                 continue
             reason = rule(rec, other)
             if reason:
-                members.append(other)
-                why = why or reason
-        if len(members) > 1:
-            seen.update(m["record_id"] for m in members)
-            members.sort(key=lambda r: (r.get("created_at") or "", r["record_id"]))
-            out.append({"record_ids": [m["record_id"] for m in members], "into": members[-1]["record_id"],
-                        "why": why, "records": members})
+                known.setdefault(other["record_id"], other)
+                a, b = root(rec["record_id"]), root(other["record_id"])
+                if a != b:
+                    parent[b] = a
+                    why[a] = why.get(a) or why.get(b) or reason
+    members: dict = {}
+    for rid in parent:
+        members.setdefault(root(rid), []).append(known[rid])
+    out = []
+    for top, group in members.items():
+        if len(group) < 2:
+            continue
+        group.sort(key=lambda r: (r.get("created_at") or "", r["record_id"]))
+        out.append({"record_ids": [m["record_id"] for m in group], "into": group[-1]["record_id"],
+                    "why": why.get(top, ""), "records": group})
+    out.sort(key=lambda g: (g["records"][0].get("created_at") or "", g["record_ids"][0]))
     return out
 
 
