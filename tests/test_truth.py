@@ -247,3 +247,25 @@ def test_export_and_import_carry_the_marks(project, tmp_path, monkeypatch):
     monkeypatch.setenv("KIROLEARN_HOME", str(tmp_path / "second-home"))
     assert cli("import", str(dump)).returncode == 0
     assert listed(project)[SET]["superseded_by"] == records[CHANGE]["record_id"]
+
+
+def test_consolidate_joins_a_turn_that_only_shows_its_output_to_the_chore_it_repeats(project):
+    def tool_only(session, prompt, output):
+        hook(project, "userPromptSubmit", session, prompt=prompt)
+        hook(project, "postToolUse", session, tool_name="execute_bash", tool_input={},
+             tool_response={"success": True, "result": [{"exit_status": "0", "stdout": output, "stderr": ""}]})
+        hook(project, "stop", session, assistant_response="Done.")
+
+    turn(project, "f1", "run the formatter over src/", "Done.",
+         commands=[("black src/", "reformatted 3 files, 4 files left unchanged")])
+    turn(project, "f2", "reformat everything under src with black", "Done.",
+         commands=[("black --quiet src", "reformatted 1 files, 6 files left unchanged")])
+    tool_only("f3", "format the src tree before I commit", "reformatted 5 files, 2 files left unchanged")
+    tool_only("f4", "run the type checker over src/", "Success: no issues found in 41 source files")  # a near miss
+    assert drain()["merged"] == []
+    records = listed(project)
+    wanted = [records[t]["record_id"] for t in ("run the formatter over src/",
+                                                "reformat everything under src with black",
+                                                "format the src tree before I commit")]
+    groups = json.loads(cli("consolidate", "--json", "--project", str(project)).stdout)["groups"]
+    assert [g["record_ids"] for g in groups] == [wanted], groups
