@@ -21,7 +21,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, StrictBool
 
 from kirolearn import __version__
-from kirolearn.core import paths
+from kirolearn.core import marks, paths
 from kirolearn.recall import context
 from kirolearn.store.sqlite import db as store
 from kirolearn.pipeline import summaries
@@ -110,6 +110,9 @@ class Memory(BaseModel):
     files_touched: list[str]
     created_at: str
     score: float
+    # issue #31 (docs/memory-marks.md): current | changed | deleted, and failed | succeeded | unknown
+    freshness: str = "current"
+    outcome: str = "unknown"
     superseded_by: Optional[str] = None  # a newer record changed what this one stated (issue #31)
     merged_into: Optional[str] = None
 
@@ -128,6 +131,8 @@ class MemoryDetails(BaseModel):
     created_at: str
     session_id: str
     actor: Optional[str] = None
+    freshness: str = "current"  # issue #31: current | changed | deleted
+    outcome: str = "unknown"  # issue #31: failed | succeeded | unknown
     superseded_by: Optional[str] = None  # the newer record that changed what this one stated (issue #31)
     merged_into: Optional[str] = None  # the record this one was merged into
     supersedes: list[str] = []  # older records this one superseded
@@ -472,8 +477,9 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
 
         blocks = []
         for h in hits:  # memory is untrusted: one-line fields, the summary quoted line by line (architecture.md rule 9)
+            flags = "".join(f", {label}" for label in marks.labels(h.freshness, h.outcome))  # issue #31
             mark = f", superseded by {h.superseded_by}" if h.superseded_by else ""
-            block = (f"### {one_line(h.title)}\n({h.record_id}, {context.kind_label(h)}, {h.created_at[:10]}{mark})\n\n"
+            block = (f"### {one_line(h.title)}\n({h.record_id}, {context.kind_label(h)}{flags}, {h.created_at[:10]}{mark})\n\n"
                      f"{quote(h.summary.split(chr(10)))}")
             if h.concepts:
                 block += "\nConcepts: " + ", ".join(one_line(c) for c in h.concepts)
@@ -486,7 +492,8 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
         results = [Memory(record_id=h["record_id"], title=h["title"], summary=h["summary"],
                           observation_type=h["observation_type"], concepts=[str(c) for c in h["concepts"]],
                           files_touched=[str(f) for f in h["files_touched"]], created_at=h["created_at"],
-                          score=round(h["score"], 4), superseded_by=h.get("superseded_by"),
+                          score=round(h["score"], 4), freshness=h.get("freshness") or "current",
+                          outcome=h.get("outcome") or "unknown", superseded_by=h.get("superseded_by"),
                           merged_into=h.get("merged_into")) for h in clean([h.to_dict() for h in hits])]
         return _result(text, SearchResult(results=results))
 
@@ -518,7 +525,9 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
         found = manage.clean(found)
         details = MemoryDetails(**{k: found.get(k) for k in MemoryDetails.model_fields if k in found})
         lines = [f"### {found['title']}",
-                 f"({record_id}, {context.kind_label(details)}, {found['created_at'][:10]})", "", found["summary"]]
+                 f"({record_id}, {context.kind_label(details)}"
+                 + "".join(f", {label}" for label in marks.labels(details.freshness, details.outcome))
+                 + f", {found['created_at'][:10]})", "", found["summary"]]
         if details.facts:
             lines += ["", "Facts:"] + [f"- {f}" for f in details.facts]
         if details.files_touched:

@@ -87,6 +87,8 @@ class Drain(_Section):
     lock_wait_seconds: float = Field(2.0, ge=0, description="how long a second drainer waits for the lock before giving up")
     auto_merge: bool = Field(True, description="merge near-identical records (the very same commands) as they are "
                                                "stored; `kirolearn consolidate` previews the rest")
+    freshness_per_pass: int = Field(50, ge=0, le=10_000, description="records whose files one drain pass "
+                                    "re-checks, the longest unchecked first (0: none; docs/memory-marks.md)")
 
 
 class Recall(_Section):

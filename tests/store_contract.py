@@ -520,8 +520,31 @@ class StoreContract:
             seen += ids(rest["records"])
         assert seen == ["mr_0001", "mr_0002", "mr_0004", "mr_0005"]  # only the projects asked for
         assert store.changes(["p1"], after=rest["after"]) == {"records": [], "forgotten": [], "purged": [],
-                                                              "after": rest["after"]}
+                                                              "marks": [], "after": rest["after"]}
         assert store.changes([], after=0)["records"] == []
+
+    def test_marks_start_unknown_current_and_changes_are_fed_and_audited(self, store):
+        """Issue #31: freshness and outcome on every record; a change of mark is fed once, an equal one never."""
+        self.extract(store, 1, [record(1), dict(record(2), outcome="failed"), record(3, project="p2")])
+        assert (store.get_record("mr_0001")["freshness"], store.get_record("mr_0001")["outcome"]) == ("current", "unknown")
+        assert store.get_record("mr_0002")["outcome"] == "failed"
+        start = store.changes(["p1", "p2"], limit=100)["after"]
+        done = store.set_marks([{"record_id": "mr_0001", "freshness": "deleted", "reason": "src/a.py: deleted"},
+                                {"record_id": "mr_0002", "outcome": "failed"},  # as it is: no change
+                                {"record_id": "mr_0003", "freshness": "changed"},
+                                {"record_id": "mr_nope", "freshness": "changed"}], actor="drain")
+        assert [(d["record_id"], d["before"], d["after"]) for d in done] == [
+            ("mr_0001", {"freshness": "current"}, {"freshness": "deleted"}),
+            ("mr_0003", {"freshness": "current"}, {"freshness": "changed"})]
+        got = store.changes(["p1"], after=start)
+        assert [(m["record_id"], m["freshness"], m["outcome"]) for m in got["marks"]] == [
+            ("mr_0001", "deleted", "unknown")]  # only the projects asked for
+        assert got["records"] == [] and store.changes(["p1"], after=got["after"])["marks"] == []
+        assert store.get_record("mr_0001")["freshness"] == "deleted"
+        assert store.set_marks([{"record_id": "mr_0001", "freshness": "deleted"}], actor="drain") == []
+        assert store.changes(["p1"], after=got["after"])["marks"] == []
+        exported = [o for o in store.export_objects() if o["type"] == "record"]
+        assert {o["record_id"]: (o["freshness"], o["outcome"]) for o in exported}["mr_0002"] == ("current", "failed")
 
     def test_changes_feed_tombstones_and_numbers_are_never_reused(self, store):
         self.extract(store, 1, [record(1), record(2)])
@@ -587,3 +610,29 @@ class StoreContract:
             other.close()
         assert store.apply_marks([{"record_id": "mr_0001", "superseded_by": None}], actor="ana") == 1
         assert store.get_record("mr_0001")["superseded_by"] is None
+
+    # --- both halves of issue #31's marks on one record ---------------------------------------------
+
+    def test_all_four_marks_live_side_by_side_on_one_record(self, store):
+        """set_marks (freshness, outcome: fed as 'mark') and apply_marks (superseded_by, merged_into: fed as
+        'record') change one record independently; the feed, the record and an export carry all four."""
+        self.extract(store, 1, [record(1), record(2)])
+        start = store.changes(["p1"])["after"]
+        assert len(store.set_marks([{"record_id": "mr_0001", "freshness": "changed", "outcome": "failed",
+                                     "reason": "src/a.py: changed"}], actor="drain")) == 1
+        assert store.apply_marks([{"record_id": "mr_0001", "superseded_by": "mr_0002"}], actor="drain") == 1
+        # neither half touches the other's marks
+        assert store.apply_marks([{"record_id": "mr_0001", "freshness": "current"}], actor="drain") == 0
+        assert store.set_marks([{"record_id": "mr_0001", "superseded_by": None}], actor="drain") == []
+        got = store.get_record("mr_0001")
+        assert (got["freshness"], got["outcome"], got["superseded_by"], got["merged_into"]) == (
+            "changed", "failed", "mr_0002", None)
+        fed = store.changes(["p1"], after=start)
+        assert [(m["record_id"], m["freshness"], m["outcome"]) for m in fed["marks"]] == [
+            ("mr_0001", "changed", "failed")]
+        assert [(r["record_id"], r["superseded_by"], r["freshness"]) for r in fed["records"]] == [
+            ("mr_0001", "mr_0002", "changed")]
+        exported = {o["record_id"]: o for o in store.export_objects() if o["type"] == "record"}
+        assert {k: exported["mr_0001"][k] for k in ("freshness", "outcome", "superseded_by", "merged_into")} == {
+            "freshness": "changed", "outcome": "failed", "superseded_by": "mr_0002", "merged_into": None}
+        assert "file_state" not in exported["mr_0001"]  # machine-local: never in what a team store takes

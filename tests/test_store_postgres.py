@@ -298,7 +298,7 @@ def test_the_change_feed_never_skips_a_number_still_in_flight(new_schema):
             worker = threading.Thread(target=lambda: b.add_records([record(2)]))
             worker.start()
             wait_until_blocked(a, b.conn.info.backend_pid)  # b waits: it cannot take a later number yet
-            assert reader.changes(["p1"]) == {"records": [], "forgotten": [], "purged": [], "after": 0}
+            assert reader.changes(["p1"]) == {"records": [], "forgotten": [], "purged": [], "marks": [], "after": 0}
         worker.join(timeout=30)
         first = reader.changes(["p1"])
         assert ids_of(first["records"]) == ["mr_0001", "mr_0002"]

@@ -12,6 +12,7 @@ import click
 
 from kirolearn.cli.common import existing_db, project_root_of, project_where, say_if_no_database, since_option, cli, json_option
 from kirolearn.core.observation_types import OBSERVATION_TYPES, kind_label
+from kirolearn.core.marks import OUTCOMES
 
 
 def filter_options(func):
@@ -331,17 +332,19 @@ def consolidate_command(project, apply_, json_):
 @click.argument("record_id")
 @click.option("--title", help="The new title (one line, at most 200 characters).")
 @click.option("--summary", help="The new summary (at most 4,000 characters).")
+@click.option("--outcome", type=click.Choice(OUTCOMES),
+              help="Correct the record's outcome mark (docs/memory-marks.md).")
 @click.option("--reason", default="", help="Why (kept in the audit trail).")
 @json_option
-def edit_command(record_id, title, summary, reason, json_):
-    """Correct a record's title or summary; with neither option, open it in $EDITOR (on a terminal).
+def edit_command(record_id, title, summary, outcome, reason, json_):
+    """Correct a record's title, summary or outcome; with none of them, open it in $EDITOR (on a terminal).
 
     The text is scrubbed and re-indexed; the old version is kept in the audit trail.
     """
     from kirolearn.manage import records as manage
 
     _refuse_lost()
-    if title is None and summary is None:
+    if title is None and summary is None and outcome is None:
         if not (sys.stdin.isatty() and sys.stdout.isatty()):
             raise click.UsageError("give --title and/or --summary (or run on a terminal to edit in $EDITOR)")
         current = manage.show(record_id)
@@ -354,7 +357,7 @@ def edit_command(record_id, title, summary, reason, json_):
             click.echo("unchanged: nothing saved", err=True)
             return
         title, summary = manage.parse_editor_text(edited)
-    record = manage.edit(record_id, title=title, summary=summary, reason=reason, actor="cli")
+    record = manage.edit(record_id, title=title, summary=summary, outcome=outcome, reason=reason, actor="cli")
     if json_:
         _echo_json(record)
         return

@@ -442,8 +442,9 @@ def purge(record_ids=None, *, older_than: "str | None" = None, actor: str = "cli
 
 
 def edit(record_id: str, *, title: "str | None" = None, summary: "str | None" = None, actor: str = "cli",
-         reason: str = "", db=None) -> dict:
-    """Change a record's title and/or summary: scrubbed, versioned in the audit, re-indexed."""
+         reason: str = "", db=None, outcome: "str | None" = None) -> dict:
+    """Change a record's title and/or summary: scrubbed, versioned in the audit, re-indexed; and/or its
+    outcome mark (issue #31), kept in the audit as a 'mark'."""
     db = db or writable()
     record_id = resolve_id(record_id, db)
     if recordstore.get_record(db, record_id) is None:
@@ -466,8 +467,17 @@ def edit(record_id: str, *, title: "str | None" = None, summary: "str | None" = 
         if len(summary.strip()) > SUMMARY_MAX:
             raise ManageError(f"the summary is {len(summary.strip())} characters; the limit is {SUMMARY_MAX}")
         changes["summary"] = clip(text, SUMMARY_MAX)
+    if outcome is not None:
+        from kirolearn.core.marks import OUTCOMES
+
+        if outcome not in OUTCOMES:
+            raise ManageError(f"unknown outcome {outcome!r}", f"give one of {', '.join(OUTCOMES)}")
+        recordstore.set_marks(db, [{"record_id": record_id, "outcome": outcome,
+                                    "reason": scrub.scrub_text(reason or "") or "edited by hand"}], actor=actor)
+        if not changes:
+            return clean(recordstore.get_record(db, record_id))
     if not changes:
-        raise ManageError("nothing to change", "give --title and/or --summary")
+        raise ManageError("nothing to change", "give --title, --summary and/or --outcome")
     edited = recordstore.edit(db, record_id, changes, actor=actor, reason=reason)
     _rederive(db, [edited] if edited else [])
     return clean(edited)
@@ -542,13 +552,16 @@ def import_lines(lines, *, db=None) -> dict:
                 if mark is not None and not (isinstance(mark, dict) and isinstance(mark.get("forgotten_at"), str)):
                     raise ManageError("a record's 'forgotten' must be an object with forgotten_at")
                 MemoryRecord.model_validate({k: v for k, v in item.items() if k in record_fields})
-                keep = ("record_id", "project_id", "created_at", "record_hash", "run_id", "source_event_ids",
+                keep = ("record_id", "project_id", "created_at", "record_hash", "run_id", "source_event_ids", "outcome",
+                        "freshness", "freshness_checked_at", "superseded_by", "merged_into",
                         "observation_type", "strategy")
                 row = {k: v if k in keep else scrub.scrub_value(v) for k, v in item.items() if k in record_cols}
                 if not row.get("record_hash"):
                     raise ManageError("a record needs its record_hash")
                 for key in RECORD_LISTS:
                     row[key] = json.dumps(row.get(key) or [], ensure_ascii=False)
+                if isinstance(row.get("file_state"), dict):  # issue #31: what its files were, as JSON text
+                    row["file_state"] = json.dumps(row["file_state"], ensure_ascii=False, sort_keys=True)
                 if mark is not None:
                     forgotten.append((row, {k: scrub.scrub_value(v) if k == "reason" else v
                                             for k, v in mark.items()}))

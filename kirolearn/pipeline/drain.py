@@ -17,6 +17,7 @@ manual run never process the same file twice. Invariants:
   deterministic extractor.
 """
 
+import logging
 import json
 import os
 import signal
@@ -30,7 +31,7 @@ from pydantic import ValidationError
 from kirolearn.core import crashpoint, isotime
 from kirolearn.team import membership as team
 from kirolearn.core import dedup
-from kirolearn.pipeline import extract
+from kirolearn.pipeline import extract, freshness
 from kirolearn.capture import spool
 from kirolearn.capture.events import scrub_event
 from kirolearn.store import state
@@ -48,6 +49,8 @@ RECHECK_SECONDS = 60.0  # --watch: how often a pass re-runs quick_check before i
 BREAKER_COOL_OFF_SECONDS = 300.0  # an open breaker lets one call through again after this long
 EMBED_SECONDS = 3.0  # a pass embeds for about this long at most, after its commit (issue #22)
 TEAM_SYNC_SECONDS = 15.0  # --watch: the team store is synced at most this often (every run of a single drain)
+
+log = logging.getLogger("kirolearn.pipeline.drain")
 
 
 @dataclass
@@ -75,6 +78,8 @@ class DrainStats:
     model_breaker_open: bool = False
     records_embedded: int = 0
     embedding_error: str = ""
+    freshness_checked: int = 0  # records whose files this pass re-checked (issue #31)
+    freshness_marked: int = 0  # of which the freshness changed
     team: dict = field(default_factory=dict)  # the team store sync of this drain ({} without one)
     superseded: int = 0  # older records a new one superseded (kirolearn.pipeline.truth, issue #31)
     merged: list = field(default_factory=list)  # near-identical groups merged: {record_ids, into, why}
@@ -137,6 +142,7 @@ class Drainer:
         self.llm_deadline = None
         self.last_team_sync = None  # monotonic time of the last team store sync
         self.new_record_ids: "list[str]" = []  # records this pass wrote: what supersede and merge look at
+        self._heads: dict = {}  # HEAD commits read in this pass, by project root (kirolearn.pipeline.freshness)
 
     @property
     def db(self):
@@ -408,6 +414,7 @@ class Drainer:
             who = team.attribution(self.settings, actor=first.get("actor"), host=first.get("host"),
                                    agent=first.get("agent"))
             cand = self.scrubber.scrub_value(cand)
+            cand["file_state"] = self._file_state(batch.project_root, cand.get("files_touched"))
             cand.update(
                 title=clip(" ".join(str(cand.get("title", "")).split()), TITLE_MAX),
                 summary=clip(str(cand.get("summary", "")), SUMMARY_MAX),
@@ -424,6 +431,37 @@ class Drainer:
                 first = exc.errors()[0]
                 problems.append(f"dropped a candidate: {'.'.join(map(str, first['loc']))}: {first['msg']}")
         return records, problems
+
+    def _file_state(self, project_root: str, files) -> "dict | None":
+        """What the record's files are now (issue #31, kirolearn.pipeline.freshness), never an error."""
+        try:
+            return freshness.take(project_root, files, self._heads)
+        except Exception as exc:  # noqa: BLE001 - a file the drain cannot read must never lose the record
+            log.warning("file state of %s not taken: %s: %s", project_root, type(exc).__name__, exc)
+            return None
+
+    def check_freshness(self, stats: DrainStats) -> None:
+        """Re-check the files of at most `drain.freshness_per_pass` records, the longest unchecked first (an
+        index range, never every record: design.md rule 15); a change of mark is kept with its reason."""
+        limit = self.settings.drain.freshness_per_pass
+        due = self.local.freshness_due(limit) if limit else []
+        if not due:
+            return
+        marks, checked = [], []
+        for record in due:
+            try:
+                value, reason = freshness.check(record)
+            except Exception as exc:  # noqa: BLE001 - an odd file or repository is not checked, never lost
+                log.warning("freshness of %s not checked: %s: %s", record["record_id"], type(exc).__name__, exc)
+                value, reason = record.get("freshness") or "current", ""
+            checked.append(record["record_id"])
+            if value != record.get("freshness"):
+                marks.append({"record_id": record["record_id"], "freshness": value, "reason": reason})
+        now = isotime.now_iso()
+        stats.freshness_checked += len(checked)
+        stats.freshness_marked += len(self.store.set_marks(
+            [dict(m, at=now) for m in marks], actor="drain")) if marks else 0
+        self.local.note_checked(checked, now)
 
     def extract_batch(self, batch: extract.Batch, stats: DrainStats) -> None:
         """Extract one batch and commit its records, or leave it buffered on failure."""
@@ -562,12 +600,15 @@ class Drainer:
         budget = self.settings.extract.drain_llm_budget_seconds
         self.llm_deadline = time.monotonic() + budget if budget else None
         self.new_record_ids = []
+        self._heads = {}
         for batch in self.ready_batches(time.time(), flush=flush):
             self.extract_batch(batch, stats)
         self.mark_truth(stats)
         stats.model_breaker_open = self.breaker_open()
         stats.expired_events = self.expire_events()
         self.expire_forgotten()
+        self._heads = {}  # HEAD commits read this pass, by project root
+        self.check_freshness(stats)
         self.embed_records(stats)
         stats.pending_events = self.store.pending_event_count()
         self.release(done, stats)

@@ -119,14 +119,16 @@ def _response_text(event: dict) -> str:
     if isinstance(response, dict):
         # Claude Code's Bash answers {"stdout", "stderr", "interrupted"} at the top level; Gemini CLI
         # {"llmContent", "returnDisplay"}, Cursor's afterShellExecution {"output"}.
-        parts = [str(response[k]) for k in ("stdout", "stderr", "output", "llmContent")
+        # Copilot CLI's {"resultType", "textResultForLlm"}.
+        parts = [str(response[k]) for k in ("stdout", "stderr", "output", "llmContent", "textResultForLlm")
                  if isinstance(response.get(k), str) and response[k]]
         for key in ("result", "error"):
             value = response.get(key)
             items = value if isinstance(value, list) else [value]
             for item in items:
                 if isinstance(item, dict):
-                    parts.extend(str(item.get(k, "")) for k in ("stdout", "stderr") if item.get(k))
+                    # Gemini CLI's error {"message", "type"}
+                    parts.extend(str(item.get(k, "")) for k in ("stdout", "stderr", "message") if item.get(k))
                 elif item is not None:
                     parts.append(str(item))
         return "\n".join(parts)
@@ -138,18 +140,90 @@ def response_text(event: dict) -> str:
     return _response_text(event)
 
 
-def failed(event: dict) -> bool:
-    """Did this tool call fail (success flag, exit status or `Exit Code: N`)?"""
+_FAILED_RESULT_TYPES = ("failure", "error", "denied", "rejected")  # Copilot CLI's toolResult.resultType
+# Copilot's shell text ends "<shellId: 0 completed with exit code 1>"
+_COMPLETED_EXIT = re.compile(r"completed with exit code\s*(-?\d+)", re.I)
+
+
+def _status(event: dict) -> "bool | None":
+    """How a tool call ended, in every payload shape the adapters store: False failed, True ended well
+    with a definite status (an exit code 0, a success flag, a "success" result), None unknown.
+
+    Failed: a false success flag (Kiro classic, the Kiro IDE's toolSuccess), a non-zero exit status
+    (Kiro's result[].exit_status, Codex's / Cursor's exit_code), `Exit Code: N` (N != 0) in a string
+    response (Kiro v3), an agent's error payload (Gemini CLI's `error`, Copilot CLI's resultType
+    "failure", an `is_error` flag), Codex's `exit_code: null` with an error in its output (the
+    sandbox killed it: "Read-only file system").
+    """
     response = event.get("tool_response")
     if isinstance(response, dict):
-        if response.get("success") is False:
-            return True
+        if response.get("success") is False or response.get("is_error") is True:
+            return False
+        if str(response.get("resultType", "")).lower() in _FAILED_RESULT_TYPES:
+            return False
+        error = response.get("error")
+        if isinstance(error, dict) and (error.get("message") or error.get("type")):
+            return False
         for item in response.get("result") or () if isinstance(response.get("result"), list) else ():
             if isinstance(item, dict) and str(item.get("exit_status", "0")) not in ("0", ""):
-                return True
+                return False
+        if "exit_code" in response:
+            code = response["exit_code"]
+            if code is None:
+                text = _response_text(event)
+                if _STRONG_ERROR.search(text[-2000:]) or "Read-only file system" in text:
+                    return False
+                return None
+            if str(code).strip() not in ("0", ""):
+                return False
     text = _response_text(event)
-    match = _EXIT_CODE.search(text[-500:])
-    return bool(match and match.group(1) != "0")
+    match = _EXIT_CODE.search(text[-500:]) or _COMPLETED_EXIT.search(text[-500:])
+    if match:
+        return match.group(1) == "0"
+    if isinstance(response, dict):
+        if response.get("success") is True or str(response.get("resultType", "")).lower() == "success":
+            return True
+        if str(response.get("exit_code", "")).strip() == "0":
+            return True
+        if "llmContent" in response and "error" not in response:
+            return True  # Gemini CLI's AfterTool carries `error` when a tool failed, and only then
+        if isinstance(response.get("result"), list) and any(
+                isinstance(i, dict) and str(i.get("exit_status", "")) == "0" for i in response["result"]):
+            return True
+    return None
+
+
+def failed(event: dict) -> bool:
+    """Did this tool call fail (see _status for every shape)?"""
+    return _status(event) is False
+
+
+def _resolved(tools: list, i: int) -> bool:
+    """Did something later in the turn undo the failure of tools[i]: a re-run of the same command (same
+    program and first arguments) or, for a call that is no command, of the same tool, that did not fail?"""
+    command = command_of(tools[i])
+    name = tools[i].get("tool_name")
+    for later in tools[i + 1:]:
+        again = command_of(later)
+        if command and again:
+            same = _same_command(command, again)
+        else:
+            same = not command and not again and later.get("tool_name") == name
+        if same and not failed(later):
+            return True
+    return False
+
+
+def turn_outcome(tools: list) -> str:
+    """A turn's outcome from its tool calls, oldest first (kirolearn.core.marks): `failed` when a call
+    failed and nothing later in the turn re-ran it with success; `succeeded` when some call ended
+    well with a definite status (or a failure was fixed) and none stayed failed; else `unknown`."""
+    statuses = [_status(t) for t in tools]
+    if any(s is False and not _resolved(tools, i) for i, s in enumerate(statuses)):
+        return "failed"
+    if any(s is not None for s in statuses):
+        return "succeeded"
+    return "unknown"
 
 
 def error_line(event: dict) -> str:
@@ -329,7 +403,8 @@ def _describe_turn(turn: list, root: str) -> "dict | None":
     if not (request or closing.strip() or tools):
         return None
 
-    commands, read, changed, errors, results = [], [], [], [], []
+    commands, read, changed, errors, results, tried = [], [], [], [], [], []
+    outcome = turn_outcome(tools)
     for i, event in enumerate(tools):
         name = _tool_base(event.get("tool_name", ""))
         command = command_of(event)
@@ -345,14 +420,17 @@ def _describe_turn(turn: list, root: str) -> "dict | None":
                 results.append(f"{event.get('tool_name')}: {clip(text, 160)}")
         if failed(event):
             what = f"`{clip(command, 120)}`" if command else f"{event.get('tool_name')}"
-            errors.append(f"{what} failed: {error_line(event)}{_fix_of(tools, i, root)}")
+            if _resolved(tools, i):
+                errors.append(f"{what} failed: {error_line(event)}{_fix_of(tools, i, root)}")
+            else:  # the turn's work ended in this failure: never told as done
+                tried.append(f"Tried {what}: failed because {error_line(event)}")
 
     has_stop = any(e["kind"] == "session_summary" for e in turn)
     if not tools and not names_project_content(request, closing):
         observation_type = "conversation"  # chatter: kept, weighed low, never a session start's headline
     elif has_stop:
         observation_type = "session_summary"
-    elif errors:
+    elif errors or tried:
         observation_type = "error"
     elif tools:
         observation_type = "tool_use"
@@ -367,9 +445,12 @@ def _describe_turn(turn: list, root: str) -> "dict | None":
         sections.append(f"**Request:** {clip(request, 1200)}")
     if closing:
         sections.append(f"**Outcome:** {clip(closing, 1500)}")
+    if tried:
+        sections.append("**Failed:** " + "\n".join(tried[:6]))
     if commands:
         shown = list(dict.fromkeys(clip(c, 160) for c in commands))
-        sections.append("**Ran:** " + "; ".join(f"`{c}`" for c in shown[:8]) + (f" (+{len(shown) - 8} more)" if len(shown) > 8 else ""))
+        verb = "**Tried:** " if outcome == "failed" else "**Ran:** "  # a failed turn's commands were not done
+        sections.append(verb + "; ".join(f"`{c}`" for c in shown[:8]) + (f" (+{len(shown) - 8} more)" if len(shown) > 8 else ""))
     if read:
         sections.append("**Read:** " + ", ".join(list(dict.fromkeys(read))[:12]))
     if changed:
@@ -380,7 +461,7 @@ def _describe_turn(turn: list, root: str) -> "dict | None":
         sections.append("**Errors:**\n" + "\n".join(f"- {e}" for e in errors[:6]))
     summary = clip("\n\n".join(sections), SUMMARY_MAX)
 
-    facts = errors + [f"Changed {p}" for p in dict.fromkeys(changed)] + _sentences(closing, 4)
+    facts = tried + errors + [f"Changed {p}" for p in dict.fromkeys(changed)] + _sentences(closing, 4)
     return {
         "title": title,
         "summary": summary,
@@ -389,6 +470,7 @@ def _describe_turn(turn: list, root: str) -> "dict | None":
         "files_touched": clip_list(list(dict.fromkeys(read + changed)), FILE_MAX, FILES_KEPT),
         "observation_type": observation_type,
         "strategy": DETERMINISTIC_STRATEGY,
+        "outcome": outcome,
     }
 
 
@@ -520,6 +602,9 @@ def candidates_from(extraction: Extraction, batch: Batch) -> "list[dict]":
             }
         )
     records = [r for r in records if r["title"] and r["summary"]]
+    outcome = turn_outcome(_paired_tools(batch.events))  # the model does not decide a turn's outcome
+    for r in records:
+        r["outcome"] = outcome
     ended = any(e["kind"] == "session_summary" for e in batch.events)
     if ended and not any(r["observation_type"] == "session_summary" for r in records):
         turns = [t for t in split_turns(batch.events) if any(e["kind"] == "session_summary" for e in t)]

@@ -14,6 +14,7 @@ from kirolearn.capture import agents as _agents
 from kirolearn.capture import events as _events
 from kirolearn.core.ids import ULID_PATTERN
 from kirolearn.core.observation_types import OBSERVATION_TYPES
+from kirolearn.core.marks import DEFAULT_FRESHNESS, DEFAULT_OUTCOME, FRESHNESS, OUTCOMES
 
 NonEmpty = Annotated[str, Field(min_length=1)]
 Json = Any  # any value json.loads can produce
@@ -110,6 +111,11 @@ class MemoryRecord(BaseModel):
     actor: Optional[str] = None
     host: Optional[str] = None
     agent: Optional[str] = None
+    # issue #31 (kirolearn.core.marks): how the turn's work ended, and whether its files are still as it
+    # left them; file_state is what the drain saw of those files when it stored the record
+    outcome: Literal[OUTCOMES] = DEFAULT_OUTCOME
+    freshness: Literal[FRESHNESS] = DEFAULT_FRESHNESS
+    file_state: Optional[dict] = None
 
 
 def clip(text: str, limit: int) -> str:

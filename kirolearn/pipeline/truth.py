@@ -192,7 +192,8 @@ def results_reader(db):
 
 
 def has_error(record: dict) -> bool:
-    return bool(_ERROR.search(record_text(record)))
+    """A record of a failed attempt: its outcome mark says so (m020), or its text shows an error."""
+    return record.get("outcome") == "failed" or bool(_ERROR.search(record_text(record)))
 
 
 def _close(a: set, b: set) -> bool:

@@ -13,7 +13,7 @@ import time
 from kirolearn.core import paths, isotime, textcut
 from kirolearn.capture import agents
 from kirolearn.recall import lexical
-from kirolearn.core import observation_types
+from kirolearn.core import marks, observation_types
 from kirolearn.core.ids import sha256_hex  # no hashlib: it loads OpenSSL (~3 ms)
 from kirolearn.core import identity
 from kirolearn.core.limits import DEFAULTS, MAX_BUDGET_TOKENS  # noqa: F401 - context.DEFAULTS, as callers know them
@@ -225,6 +225,10 @@ def outcome_line(hit) -> str:
     if hit.strategy in SESSION_END_STRATEGIES:
         return _first_sentences("Session end: " + summary.split("\n\n", 1)[0], LINE_CHARS)
     parts = sections(summary, "**")
+    if parts.get("Failed") and not _empty(parts["Failed"]):  # a failed turn (issue #31): what was tried, and why it failed
+        return _with_request(title, _cut(_flat(parts["Failed"].split("\n")[0]), LINE_CHARS))
+    if getattr(hit, "outcome", None) == "failed" and not title.lower().startswith("tried"):
+        title = f"Tried: {title}"  # a model's record of a failed turn: never told as done
     if "Request" in parts or "Outcome" in parts or "Ran" in parts or "Changed" in parts:  # the deterministic record
         outcome = parts.get("Outcome", "")
         if outcome and not _empty(outcome):
@@ -257,7 +261,9 @@ def render_hit(hit: lexical.Hit, now: float, summary_chars: int = SUMMARY_CHARS,
     """One record as one quoted line: what it holds · its kind · its age [· its author] · its id."""
     # a record a newer one superseded is shown only marked so (issue #31), never as current
     mark = f"(superseded by {hit.superseded_by}) " if getattr(hit, "superseded_by", None) else ""
-    line = (f"- {mark}{outcome_line(hit)} · {kind_label(hit)} · {age(hit.created_at, now)}"
+    flags = "".join(f" · {label}" for label in marks.labels(getattr(hit, "freshness", None),
+                                                            getattr(hit, "outcome", None)))
+    line = (f"- {mark}{outcome_line(hit)} · {kind_label(hit)}{flags} · {age(hit.created_at, now)}"
             f"{_by(getattr(hit, 'actor', None), reader)} · {hit.record_id}")
     return _quote([" ".join(line.split("\n"))])
 

@@ -7,13 +7,15 @@ sqlite3.Error, which the hook logs and turns into silence. Used by the hook, `ki
 
 Ranking: FTS5 BM25 over title, summary, facts, concepts and files (column
 weights below), then weighted by record type (summaries and decisions outrank
-routine tool use) and recency; ties break on created_at, then record_id.
+routine tool use), recency and the record's marks (issue #31: a record whose files changed or were
+deleted since, or whose turn failed, keeps kirolearn.core.marks.factor of its score); ties break on
+created_at, then record_id.
 """
 
 import os
 import time
 
-from kirolearn.core import paths
+from kirolearn.core import marks, paths
 from kirolearn.core.isotime import iso_epoch
 from kirolearn.core.limits import DEFAULT_TIME_BUDGET
 from kirolearn.recall import when
@@ -59,18 +61,20 @@ class Hit:
 
     FIELDS = ("record_id", "project_root", "session_id", "title", "summary", "facts", "concepts",
               "files_touched", "observation_type", "strategy", "created_at", "bm25", "score", "matched_terms",
-              "actor", "superseded_by", "merged_into")
+              "actor", "freshness", "outcome", "superseded_by", "merged_into")
     __slots__ = FIELDS
 
     def __init__(self, record_id, project_root, session_id, title, summary, facts, concepts, files_touched,
-                 observation_type, strategy, created_at, bm25=0.0, actor=None, superseded_by=None,
-                 merged_into=None):
+                 observation_type, strategy, created_at, bm25=0.0, actor=None, freshness=None, outcome=None,
+                 superseded_by=None, merged_into=None):
         self.record_id, self.project_root, self.session_id = record_id, project_root, session_id
         self.title, self.summary, self.facts, self.concepts = title, summary, facts, concepts
         self.files_touched, self.observation_type, self.strategy = files_touched, observation_type, strategy
         self.created_at, self.bm25, self.score, self.matched_terms = created_at, bm25, 0.0, []
         self.actor = actor  # who made it (#16): a teammate's records say so in the context block
-        self.superseded_by, self.merged_into = superseded_by, merged_into  # marks (#31)
+        # issue #31 (kirolearn.core.marks): demoted and labelled when its files changed or its turn failed
+        self.freshness, self.outcome = freshness or marks.DEFAULT_FRESHNESS, outcome or marks.DEFAULT_OUTCOME
+        self.superseded_by, self.merged_into = superseded_by, merged_into  # marks (#31): demoted / hidden
 
     def to_dict(self) -> dict:
         """Plain dict for --json output and MCP results."""
@@ -176,8 +180,16 @@ def hit_of(row, bm25: float = 0.0) -> Hit:
                lst(row["facts"]), lst(row["concepts"]), lst(row["files_touched"]), row["observation_type"],
                row["strategy"], row["created_at"], bm25=bm25,
                actor=row["actor"] if "actor" in row.keys() else None,
+               freshness=row["freshness"] if "freshness" in row.keys() else None,
+               outcome=row["outcome"] if "outcome" in row.keys() else None,
                superseded_by=row["superseded_by"] if "superseded_by" in row.keys() else None,
                merged_into=row["merged_into"] if "merged_into" in row.keys() else None)
+
+
+def _weight(row, now: float, marked: bool = True) -> float:
+    """What a match's BM25 is multiplied by: its type, its age, and its marks (kirolearn.core.marks.factor)."""
+    weight = TYPE_WEIGHTS.get(row["observation_type"], 1.0) * _recency(row["created_at"], now)
+    return weight * marks.factor(row.get("freshness"), row.get("outcome")) if marked else weight
 
 
 def _drop_common(conn, words: "list[str]") -> "list[str]":
@@ -243,9 +255,8 @@ def search(conn, query: str, *, project_id: "str | None" = None, types=None, lim
                               project_id=project_id, types=types, since=since, session_id=session_id, file=file,
                               columns=reader.RANK_COLUMNS + (", r.source_event_ids" if dates else ""),
                               project_in_match=in_match)
-    scored = [(row, -row["bm25"] * TYPE_WEIGHTS.get(row["observation_type"], 1.0) * _recency(row["created_at"], now))
-              for row in rows]
-    scored = marked(conn, scored, key=lambda item: item[0]["record_id"])
+    scored = [(row, -row["bm25"] * _weight(row, now)) for row in rows]
+    scored = marked(conn, scored, key=lambda item: item[0]["record_id"])  # superseded demoted, merged dropped
     if dates:
         best = max((score for _, score in scored), default=0.0) or 1.0
         scored = [(row, score + when.DATE_WEIGHT * best * when.closeness(
@@ -270,7 +281,8 @@ def search(conn, query: str, *, project_id: "str | None" = None, types=None, lim
 def scores(conn, query: str, *, project_id: "str | None" = None, types=None, limit: int = 60,
            now: "float | None" = None) -> "list[tuple[str, float]]":
     """(record_id, score) of the best `limit` matches, scored as search() scores them but
-    without building hits: the lexical half of semantic.Searcher's fusion."""
+    without building hits, nor the marks (semantic.Searcher weighs the fused score by them once):
+    the lexical half of semantic.Searcher's fusion."""
     words = _query_words(conn, query, limit)
     if words is None:
         return []
@@ -279,8 +291,8 @@ def scores(conn, query: str, *, project_id: "str | None" = None, types=None, lim
     in_match, share = _project_in_match(conn, project_id)
     rows = reader.fts_matches(conn, words, depth=_ceil(depth / share), limit=depth, project_id=project_id,
                               types=types, columns=reader.SCORE_COLUMNS, project_in_match=in_match)
-    found = [(r["record_id"], -r["bm25"] * TYPE_WEIGHTS.get(r["observation_type"], 1.0)
-              * _recency(r["created_at"], now)) for r in rows]
+    # fusion weighs freshness/outcome once (semantic.Searcher); superseded/merged apply here already
+    found = [(r["record_id"], -r["bm25"] * _weight(r, now, marked=False)) for r in rows]
     found = marked(conn, found)
     found.sort(key=lambda kv: (-kv[1], kv[0]))
     return found[:limit]

@@ -19,6 +19,7 @@ import time
 
 from kirolearn.recall import lexical as recall
 from kirolearn.recall import when
+from kirolearn.core import marks
 from kirolearn.store.sqlite import reader
 from kirolearn.store.sqlite import db as store
 from kirolearn.recall.embeddings.registry import EmbeddingUnavailable, from_settings
@@ -374,7 +375,12 @@ class Searcher:
             best = max(fused.values(), default=0.0) or 1.0
             for rid in fused:
                 fused[rid] += when.DATE_WEIGHT * best * when.closeness(index.times.get(rid), dates)
-        # marks (issue #31): a merged record is not recalled, a superseded one is demoted
+        # issue #31: a record whose files changed or were deleted since, or whose turn failed, keeps
+        # kirolearn.core.marks.factor of its fused score
+        # (recall.scores leaves those marks out: they weigh the fused score once, here)
+        for rid, (fresh, outcome) in reader.marks_of(self.conn, list(fused)).items():
+            fused[rid] *= marks.factor(fresh, outcome)
+        # and a merged record is not recalled, a superseded one is demoted
         ranked = sorted(recall.marked(self.conn, [(rid, s) for rid, s in fused.items() if s > 0]),
                         key=lambda kv: (-kv[1], kv[0]))
         hits = self._hits(ranked[: max(limit * 3, limit + 10)] if types else ranked[:limit])

@@ -227,7 +227,15 @@ class Store(abc.ABC):
         other record cites, old audit text) except their hash and ids, so it never comes back. Live or
         unknown ids and tombstones already purged are left alone. Returns how many were purged."""
 
-    # --- marks (issue #31) --------------------------------------------------------------------
+    # --- marks (issue #31) -------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def set_marks(self, marks: "list[dict]", *, actor: str) -> "list[dict]":
+        """Set live records' marks: each {record_id, freshness? (current|changed|deleted), outcome?
+        (failed|succeeded|unknown), reason?, at?}. A mark equal to the record's is no change; each
+        change is kept in the record's audit history (action 'mark', before, after, reason, time) and
+        numbered in the change feed ("marks"), so a team sync carries it. Unknown or forgotten ids are
+        left alone; nothing is removed (design.md rule 14). Returns [{record_id, before, after, reason}]."""
 
     @abc.abstractmethod
     def apply_marks(self, records: "list[dict]", *, actor: str = "sync") -> int:
@@ -250,7 +258,8 @@ class Store(abc.ABC):
         [{record_id, record_hash, project_id, actor (who forgot it), forgotten_at,
         record_actor (who made the record; None when unknown)} of tombstones that
         arrived], "purged": [{record_id, record_hash, project_id, purged_at} of
-        tombstones purged], "after": the number to pass next time}. Numbers only
+        tombstones purged], "marks": [{record_id, project_id, freshness, outcome} of live records
+        whose marks changed (issue #31), their values now], "after": the number to pass next time}. Numbers only
         grow and are never reused; at most `limit` changes are read per call;
         calling again with the returned `after` until "after" stops moving reads
         everything once.
@@ -294,19 +303,25 @@ class Store(abc.ABC):
         Returns {"events"|"records"|"summaries": {"added": n, "present": n}, "forgotten_skipped": n}."""
 
 
-def assemble_changes(feed: "list[dict]", live: dict, gone: dict, purged: dict) -> dict:
+def assemble_changes(feed: "list[dict]", live: dict, gone: dict, purged: dict, marked: "dict | None" = None) -> dict:
     """Store.changes' answer from a read of the change feed (dicts with seq, record_id, change) and
-    what each change names, by record id: live records, tombstones, purged tombstones. In feed
-    order; a record forgotten since it arrived is no longer live, so it is not sent."""
-    records, forgotten, purges = [], [], []
+    what each change names, by record id: live records, tombstones, purged tombstones, and the
+    marks of live records whose marks changed ({record_id, project_id, freshness, outcome}: their
+    values now). In feed order; a record forgotten since it arrived is no longer live, so it is not sent."""
+    records, forgotten, purges, marks = [], [], [], []
+    marked = dict(marked or {})
     for c in feed:
+        if c["change"] == "mark":
+            if c["record_id"] in marked:
+                marks.append(marked.pop(c["record_id"]))
+            continue
         if c["change"] == "record" and c["record_id"] in live:
             records.append(live.pop(c["record_id"]))
         elif c["change"] == "forgotten" and c["record_id"] in gone:
             forgotten.append(gone.pop(c["record_id"]))
         elif c["change"] == "purged" and c["record_id"] in purged:
             purges.append(purged.pop(c["record_id"]))
-    return {"records": records, "forgotten": forgotten, "purged": purges, "after": feed[-1]["seq"]}
+    return {"records": records, "forgotten": forgotten, "purged": purges, "marks": marks, "after": feed[-1]["seq"]}
 
 
 def start_of_day(now=None) -> str:

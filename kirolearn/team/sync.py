@@ -17,6 +17,10 @@ Per shared project, in this order:
    restore (a record of this user, live here, that the team store holds a
    tombstone for, is restored there) and a purge (the team store's tombstone
    of this user's record loses its text too).
+   A change of a record's marks (issue #31) goes up as it is now: freshness and outcome
+   through the feed's 'mark' (`set_marks`), superseded_by and merged_into with the record's
+   'record' change, only those set here (`own_marks`, `apply_marks`); an equal mark is no
+   change, so a mark that came down stops there.
 3. **records down**: the team store's change feed after the last number read:
    teammates' records land in the local store (idempotent), their tombstones
    forget the record here too, so a forgotten record never comes back. A record
@@ -60,13 +64,15 @@ class SyncStats:
     records_sent: int = 0
     forgets_sent: int = 0
     records_received: int = 0
-    marks_sent: int = 0  # superseded_by / merged_into changes sent (issue #31)
-    marks_received: int = 0
     forgets_received: int = 0
     restores_sent: int = 0
     restores_received: int = 0
     purges_sent: int = 0
     purges_received: int = 0
+    # issue #31: marks changed, each counted once: a record's freshness/outcome change (set_marks, the
+    # feed's 'mark') and each superseded_by/merged_into change (apply_marks, carried by its 'record')
+    marks_sent: int = 0
+    marks_received: int = 0
     error: str = ""
     per_project: dict = field(default_factory=dict)
 
@@ -134,6 +140,19 @@ def _team_authors(team, record_ids: "list[str]") -> "dict[str, str | None]":
     return authors
 
 
+def _marks(found: "list[dict]") -> "list[dict]":
+    """Marks read from one store's feed as another store's set_marks takes them (an equal mark is no
+    change there, so a mark that came down and goes up again stops at once)."""
+    return [{"record_id": m["record_id"], "freshness": m.get("freshness"), "outcome": m.get("outcome"),
+             "reason": "synced from the team store"} for m in found]
+
+
+def _count(done: "list[dict]") -> int:
+    """How many marks set_marks changed (a record whose freshness and outcome both changed: two), as
+    apply_marks counts superseded_by and merged_into."""
+    return sum(len(d.get("after") or {}) for d in done)
+
+
 def _records_up(local, team, project_id: str, cursor: dict, me: str, stats: SyncStats, scrub=None) -> None:
     while True:
         found = local.changes([project_id], after=cursor["up"], limit=PAGE)
@@ -157,6 +176,8 @@ def _records_up(local, team, project_id: str, cursor: dict, me: str, stats: Sync
             mine = [rid for rid in purged if authors.get(rid) == me]
             if mine:
                 stats.purges_sent += team.purge(mine, actor=me)
+        if found.get("marks"):  # issue #31: a record's freshness or outcome changed here
+            stats.marks_sent += _count(team.set_marks(_marks(found["marks"]), actor=me))
         cursor["up"] = found["after"]
         _save(project_id, cursor)
 
@@ -201,6 +222,8 @@ def _records_down(local, team, project_id: str, cursor: dict, stats: SyncStats) 
         purged = [p["record_id"] for p in found.get("purged", [])]
         if purged:  # the author erased its text team-wide: whatever tombstone this cache keeps of it goes too
             stats.purges_received += local.purge(purged, actor="team")
+        if found.get("marks"):  # a teammate's drain marked a record (issue #31): the same marks here
+            stats.marks_received += _count(local.set_marks(_marks(found["marks"]), actor="team"))
         cursor["down"] = found["after"]
         _save(project_id, cursor)
 

@@ -237,10 +237,21 @@ create trigger record_changes_purged after update of purged_at on forgotten_reco
 create index idx_record_changes_record on record_changes (record_id, seq);
 """
 
+# Issue #31: a record's outcome and freshness marks (SQLite's m020). Old records start unknown / current.
+# A change of either mark is numbered in the feed ('mark'), so every cache pulls it. The file_state a
+# drain took stays on the machine that took it: a teammate's working tree is another.
+PG004_RECORD_MARKS = """
+alter table memory_records add column outcome text collate "C" not null default 'unknown';
+alter table memory_records add column freshness text collate "C" not null default 'current';
+create trigger record_changes_mark after update of freshness, outcome on memory_records
+    for each row when (old.freshness is distinct from new.freshness or old.outcome is distinct from new.outcome)
+    execute function kirolearn_feed('mark');
+"""
+
 # Marks (issue #31, SQLite's m021): superseded_by (a newer record changed what this one stated) and
 # merged_into (consolidation folded it into a survivor), both a record id or null; a mark that changes
 # feeds record_changes ('record'), so a teammate's cache gets it. Old records start with neither.
-PG004_RECORD_MARKS = """
+PG005_SUPERSEDE_MERGE = """
 alter table memory_records add column superseded_by text collate "C";
 alter table memory_records add column merged_into text collate "C";
 create index idx_records_superseded_by on memory_records (superseded_by) where superseded_by is not null;
@@ -257,6 +268,7 @@ MIGRATIONS: "list[tuple[str, str]]" = [
     ("pg002_record_changes", PG002_RECORD_CHANGES),
     ("pg003_purge_changes", PG003_PURGE_CHANGES),
     ("pg004_record_marks", PG004_RECORD_MARKS),
+    ("pg005_supersede_merge", PG005_SUPERSEDE_MERGE),
 ]
 
 # The tables a drainer reads and writes (`kirolearn migrate --grant ROLE` grants them; the ledger

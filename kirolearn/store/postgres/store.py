@@ -38,7 +38,10 @@ EVENT_COLUMNS = ("event_id", "content_hash", "kind", "trigger", "hook", "generat
 EVENT_DEFAULTS = {"extract_state": "pending", "agent": "kiro"}
 RECORD_COLUMNS = ("record_id", "project_id", "project_root", "session_id", "title", "summary", "facts", "concepts",
                   "files_touched", "observation_type", "strategy", "source_event_ids", "run_id", "record_hash",
-                  "created_at", "expansion", "actor", "host", "agent", "superseded_by", "merged_into")
+                  "created_at", "expansion", "actor", "host", "agent", "outcome", "freshness",
+                  "superseded_by", "merged_into")
+# What a record keeps on the machine that stored it only (issue #31: its files as that working tree had them).
+LOCAL_ONLY = ("file_state", "freshness_checked_at")
 SUMMARY_COLUMNS = ("id", "session_id", "project", "project_id", "project_root", "branch", "summary", "highlights",
                    "pitfalls", "next_steps", "open_questions", "auto_compress", "compressed_used",
                    "auto_compress_error", "record_id", "ended_at", "actor", "host", "agent")
@@ -659,7 +662,7 @@ class PostgresStore(Store):
         The feed keeps each change's project, so a team server with many projects reads only
         the asked ones' numbers; `after` comes back as the last number read.
         """
-        empty = {"records": [], "forgotten": [], "purged": [], "after": after}
+        empty = {"records": [], "forgotten": [], "purged": [], "marks": [], "after": after}
         if not project_ids:
             return empty
         with self._tx("reading") as cur:
@@ -683,7 +686,42 @@ class PostgresStore(Store):
                         "where record_id = any(%s::text[]) and project_id = any(%s::text[]) "
                         "and purged_at is not null", [purged_ids, list(project_ids)])
             purged = {r["record_id"]: r for r in cur.fetchall()}
-        return assemble_changes(feed, live, gone, purged)
+            mark_ids = [c["record_id"] for c in feed if c["change"] == "mark"]
+            marked = {}
+            if mark_ids:
+                cur.execute("select record_id, project_id, freshness, outcome from memory_records "
+                            "where record_id = any(%s::text[]) and project_id = any(%s::text[])",
+                            [mark_ids, list(project_ids)])
+                marked = {r["record_id"]: dict(r) for r in cur.fetchall()}
+        return assemble_changes(feed, live, gone, purged, marked)
+
+    def set_marks(self, marks: "list[dict]", *, actor: str) -> "list[dict]":
+        from kirolearn.core.ids import new_ulid
+
+        done = []
+        if not marks:
+            return done
+        with self._tx("marking records in") as cur:
+            for mark in sorted(marks, key=lambda m: m["record_id"]):  # one lock order: no deadlock
+                cur.execute("select record_id, freshness, outcome from memory_records where record_id = %s "
+                            "for update", [mark["record_id"]])
+                row = cur.fetchone()
+                if row is None:
+                    continue
+                after = {k: mark[k] for k in ("freshness", "outcome") if mark.get(k) is not None and mark[k] != row[k]}
+                if not after:
+                    continue
+                before = {k: row[k] for k in after}
+                cur.execute("update memory_records set freshness = %s, outcome = %s where record_id = %s",
+                            [after.get("freshness", row["freshness"]), after.get("outcome", row["outcome"]),
+                             mark["record_id"]])
+                _insert(cur, "record_audit", {"audit_id": new_ulid(), "record_id": mark["record_id"],
+                                              "action": "mark", "actor": actor, "reason": mark.get("reason") or "",
+                                              "at": mark.get("at") or _now(), "before": before,
+                                              "after": after})
+                done.append({"record_id": mark["record_id"], "before": before, "after": after,
+                             "reason": mark.get("reason") or ""})
+        return done
 
     def events_since(self, project_ids: "list[str]", stored_since: "str | None", *,
                      after: "tuple[str, str] | None" = None, limit: int = 1000) -> "list[dict]":
@@ -860,6 +898,8 @@ def _refuse_unknown(rows: "list[dict]", columns, table: str) -> None:
 def _record_row(record: dict) -> dict:
     """A record dict with its record_hash (kirolearn.store.base.record_hash) and lists as lists."""
     data = record.model_dump(mode="json") if hasattr(record, "model_dump") else dict(record)
+    for key in LOCAL_ONLY:
+        data.pop(key, None)
     for key in RECORD_LISTS:
         value = data.get(key)
         if isinstance(value, str):  # a SQLite row's JSON text
@@ -908,7 +948,7 @@ def _insert_many(cur, table: str, columns, rows: "list[dict]", key: str) -> "lis
 
 
 _DEFAULTS = {"events": EVENT_DEFAULTS,
-             "memory_records": {k: [] for k in RECORD_LISTS},
+             "memory_records": {**{k: [] for k in RECORD_LISTS}, "outcome": "unknown", "freshness": "current"},
              "session_summaries": {k: [] for k in SUMMARY_LISTS}}
 
 

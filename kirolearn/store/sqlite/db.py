@@ -21,6 +21,7 @@ from operator import itemgetter
 import sqlite_utils
 
 from kirolearn.core import paths, crashpoint, isotime
+from kirolearn.core.marks import DEFAULT_FRESHNESS, DEFAULT_OUTCOME
 from kirolearn.store.base import record_hash, spend_limit_reason, start_of_day
 from kirolearn.store.sqlite.migrations import migrations
 from kirolearn.core.errors import SchemaTooNew
@@ -340,6 +341,16 @@ def record_row(record) -> dict:
     data["record_hash"] = data.get("record_hash") or record_hash(data)
     for key in ("facts", "concepts", "files_touched", "source_event_ids"):
         data[key] = json.dumps(data.get(key) or [], ensure_ascii=False)
+    # Issue #31's columns, in every row: rows of one insert_all must share their keys (a key missing
+    # from one row is NULL there, which a NOT NULL column's "insert or ignore" would drop silently).
+    data["outcome"] = data.get("outcome") or DEFAULT_OUTCOME
+    data["freshness"] = data.get("freshness") or DEFAULT_FRESHNESS
+    if isinstance(data.get("file_state"), dict):  # what the record's files were when stored
+        data["file_state"] = json.dumps(data["file_state"], ensure_ascii=False, sort_keys=True)
+        data["freshness_checked_at"] = data.get("freshness_checked_at") or data.get("created_at")
+    else:
+        data["file_state"] = data.get("file_state") or None
+        data["freshness_checked_at"] = data.get("freshness_checked_at")
     return data
 
 

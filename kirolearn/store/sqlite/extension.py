@@ -49,3 +49,16 @@ class SqliteExtension:
             return False
         sqlite.mark_created(path or self.database_file(), counted_at=isotime.now_iso(), **counted)
         return True
+
+    def freshness_due(self, limit: int) -> "list[dict]":
+        """Up to `limit` records with a file_state, the longest unchecked first (issue #31; an index
+        range, kirolearn.store.sqlite.records.freshness_due): the drain's bounded freshness pass."""
+        from kirolearn.store.sqlite import records
+
+        return records.freshness_due(self.db, limit)
+
+    def note_checked(self, record_ids, at: str) -> None:
+        """Put these records at the back of the freshness queue (checked at `at`)."""
+        from kirolearn.store.sqlite import records
+
+        records.note_checked(self.db, record_ids, at)

@@ -381,6 +381,31 @@ def m019_purge_changes(db):
 
 
 @migrations()
+def m020_record_freshness_outcome(db):
+    """Issue #31: a record's `outcome` and `freshness` marks, and what its files were when it was stored.
+
+    `outcome` (failed | succeeded | unknown) is decided at extraction; `freshness` (current |
+    changed | deleted) by the drain's re-checks against the working tree. `file_state` (JSON:
+    the HEAD commit and each touched file's git blob id, size and line fingerprint) is taken
+    by the drain when it stores a record; `freshness_checked_at` is when it was last checked,
+    and the partial index serves the drain's "oldest-checked first" pass (design.md rule 15):
+    records with no file_state (old ones, teammates', records that touched no file) are not in it.
+    Old records start `unknown` / `current`. A change of mark feeds record_changes ('mark') so a
+    team sync sends it, as an insert feeds 'record'.
+    """
+    table = db["memory_records"]
+    table.add_column("outcome", str, not_null_default="unknown")
+    table.add_column("freshness", str, not_null_default="current")
+    table.add_column("file_state", str)
+    table.add_column("freshness_checked_at", str)
+    db.execute("create index if not exists idx_records_freshness_due on memory_records "
+               "(freshness_checked_at, record_id) where file_state is not null")
+    db.execute("create trigger if not exists record_changes_mark after update of freshness, outcome "
+               "on memory_records when old.freshness is not new.freshness or old.outcome is not new.outcome "
+               "begin insert into record_changes (record_id, change) values (new.record_id, 'mark'); end")
+
+
+@migrations()
 def m021_record_supersede_merge(db):
     """Two marks on a record (issue #31): `superseded_by` (a newer record changed what it stated) and
     `merged_into` (consolidation folded it into a survivor). Both name another record's id; NULL = none.

@@ -166,6 +166,17 @@ def fts_matches(conn, words: "list[str]", *, depth: int, limit: int, project_id=
                                  file=file)
     narrow = project_id if project_in_match else None
     try:
+        return _fts_matches(conn, columns, words, narrow, depth, weights, conds, args, limit)
+    except sqlite3.OperationalError as exc:
+        if MARK_COLUMNS not in columns or "no such column" not in str(exc):
+            raise
+        # a store the drain has not migrated to m020 yet: no marks, nothing demoted
+        return _fts_matches(conn, columns.replace(MARK_COLUMNS, ""), words, narrow, depth, weights, conds, args,
+                            limit)
+
+
+def _fts_matches(conn, columns, words, narrow, depth, weights, conds, args, limit):
+    try:
         return _fts_top(conn, columns, fts_query(words, narrow, TEXT_COLUMNS), depth, weights, conds, args,
                         limit)
     except sqlite3.OperationalError as exc:
@@ -191,8 +202,27 @@ def project_share(conn, project_id: str) -> "float | None":
     return min(1.0, docs[0] / total[0])
 
 
-SCORE_COLUMNS = "r.record_id, r.observation_type, r.created_at"  # what fusion needs of a match
+# what fusion needs of a match; the marks (issue #31, m020) demote a record whose files changed or whose
+# turn failed: fts_matches leaves them out on a store not migrated yet
+MARK_COLUMNS = ", r.freshness, r.outcome"
+SCORE_COLUMNS = "r.record_id, r.observation_type, r.created_at" + MARK_COLUMNS
 RANK_COLUMNS = "r.rowid, " + SCORE_COLUMNS  # what ranking needs, and where to read the rest
+
+
+def marks_of(conn, record_ids) -> "dict[str, tuple]":
+    """{record_id: (freshness, outcome)} of these records ({} on a store before m020)."""
+    ids = list(record_ids)
+    out = {}
+    try:
+        for i in range(0, len(ids), 500):
+            part = ids[i:i + 500]
+            for rid, fresh, outcome in conn.execute("select record_id, freshness, outcome from memory_records "
+                                                    f"where record_id in ({_placeholders(part)})", part):
+                out[rid] = (fresh, outcome)
+    except sqlite3.OperationalError as exc:
+        if "no such column" not in str(exc):
+            raise
+    return out
 
 
 def records_by_rowid(conn, rowids: "list[int]") -> list:

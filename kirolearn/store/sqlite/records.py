@@ -58,6 +58,12 @@ def decode_record(row: dict) -> dict:
             except ValueError:
                 value = []
             out[key] = value if isinstance(value, list) else []
+    if isinstance(out.get("file_state"), str):
+        try:
+            state = json.loads(out["file_state"])
+        except ValueError:
+            state = None
+        out["file_state"] = state if isinstance(state, dict) else None
     return out
 
 
@@ -292,16 +298,23 @@ def project_figures(conn) -> "list[dict]":
 def changes(conn, project_ids: "list[str]", after: int, limit: int) -> dict:
     """Store.changes on SQLite: the record_changes feed (m017), joined to what each change names."""
     if not project_ids:
-        return {"records": [], "forgotten": [], "purged": [], "after": after}
+        return {"records": [], "forgotten": [], "purged": [], "marks": [], "after": after}
     marks = ",".join("?" * len(project_ids))
     feed = _rows(conn, "select seq, record_id, change from record_changes where seq > ? order by seq limit ?",
                  [after, limit])
     if not feed:
-        return {"records": [], "forgotten": [], "purged": [], "after": after}
+        return {"records": [], "forgotten": [], "purged": [], "marks": [], "after": after}
     new_ids = [c["record_id"] for c in feed if c["change"] == "record"]
     gone_ids = [c["record_id"] for c in feed if c["change"] == "forgotten"]
     purged_ids = [c["record_id"] for c in feed if c["change"] == "purged"]
-    live, gone, purged = {}, {}, {}
+    mark_ids = list(dict.fromkeys(c["record_id"] for c in feed if c["change"] == "mark"))
+    live, gone, purged, marked = {}, {}, {}, {}
+    for i in range(0, len(mark_ids), 500):
+        part = mark_ids[i:i + 500]
+        for row in _rows(conn, "select record_id, project_id, freshness, outcome from memory_records "
+                               f"where record_id in ({','.join('?' * len(part))}) and project_id in ({marks})",
+                         [*part, *project_ids]):
+            marked[row["record_id"]] = row
     for i in range(0, len(new_ids), 500):
         part = new_ids[i:i + 500]
         for row in _rows(conn, f"select * from memory_records where record_id in ({','.join('?' * len(part))}) "
@@ -322,7 +335,7 @@ def changes(conn, project_ids: "list[str]", after: int, limit: int) -> dict:
             purged[row["record_id"]] = row
     from kirolearn.store.base import assemble_changes
 
-    return assemble_changes(feed, live, gone, purged)
+    return assemble_changes(feed, live, gone, purged, marked)
 
 
 def tombstones(conn, record_ids) -> "dict[str, dict]":
@@ -785,3 +798,58 @@ def import_rows(db, events: "list[dict]", records: "list[dict]", summaries: "lis
 def table_columns(db, table: str) -> "list[str]":
     """Column names of a table."""
     return [r[1] for r in db.execute(f"pragma table_info({table})")]
+
+
+# --- marks (issue #31: freshness and outcome) ----------------------------------------------------
+
+MARK_FIELDS = ("freshness", "outcome")
+
+
+def set_marks(db, marks: "list[dict]", *, actor: str) -> "list[dict]":
+    """Store.set_marks on SQLite: each {record_id, freshness?, outcome?, reason?, at?} applied to a live
+    record whose marks differ, with an audit row ('mark': before, after, reason, time); the change
+    feed numbers it through its trigger (m020). Nothing is removed. Returns the changes made."""
+    done = []
+    if not marks or "freshness" not in table_columns(db, "memory_records"):
+        return done
+    with store.writing(db):
+        for mark in marks:
+            rows = _rows(db, "select record_id, freshness, outcome from memory_records where record_id = ?",
+                         [mark["record_id"]])
+            if not rows:
+                continue
+            after = {k: mark[k] for k in MARK_FIELDS if mark.get(k) is not None and mark[k] != rows[0][k]}
+            if not after:
+                continue
+            before = {k: rows[0][k] for k in after}
+            db.execute(f"update memory_records set {', '.join(f'{k} = ?' for k in after)} where record_id = ?",
+                       [*after.values(), mark["record_id"]])
+            _audit(db, mark["record_id"], "mark", actor, mark.get("reason") or "", before=before, after=after,
+                   at=mark.get("at"))
+            done.append({"record_id": mark["record_id"], "before": before, "after": after,
+                         "reason": mark.get("reason") or ""})
+    return done
+
+
+def freshness_due(conn, limit: int) -> "list[dict]":
+    """The records whose files were checked longest ago (never checked first), at most `limit`: one range
+    of the partial index idx_records_freshness_due (records with a file_state only), never a scan."""
+    if limit <= 0 or not has_table(conn, "memory_records") or "file_state" not in table_columns(conn, "memory_records"):
+        return []
+    rows = _rows(conn, FRESHNESS_DUE_SQL.replace("select record_id ", "select record_id, project_root, freshness, "
+                                                 "outcome, file_state, freshness_checked_at ", 1), [limit])
+    return [decode_record(r) for r in rows]
+
+
+FRESHNESS_DUE_SQL = ("select record_id from memory_records indexed by idx_records_freshness_due "
+                     "where file_state is not null order by freshness_checked_at, record_id limit ?")
+
+
+def note_checked(db, record_ids, at: str) -> None:
+    """When these records' files were last checked (they go to the back of freshness_due's queue)."""
+    ids = list(record_ids)
+    with store.writing(db):
+        for i in range(0, len(ids), 500):
+            part = ids[i:i + 500]
+            db.execute(f"update memory_records set freshness_checked_at = ? where record_id in "
+                       f"({','.join('?' * len(part))})", [at, *part])

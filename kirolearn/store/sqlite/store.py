@@ -120,8 +120,11 @@ class SqliteStore(Store):
 
     def changes(self, project_ids: "list[str]", *, after: int = 0, limit: int = 500) -> dict:
         found = recordstore.changes(self.db, project_ids, after, limit)
-        found["records"] = [recordstore.decode_record(r) for r in found["records"]]
+        found["records"] = [_shared(recordstore.decode_record(r)) for r in found["records"]]
         return found
+
+    def set_marks(self, marks: "list[dict]", *, actor: str) -> "list[dict]":
+        return recordstore.set_marks(self.db, marks, actor=actor)
 
     def events_since(self, project_ids: "list[str]", stored_since: "str | None", *,
                      after: "tuple[str, str] | None" = None, limit: int = 1000) -> "list[dict]":
@@ -199,7 +202,9 @@ class SqliteStore(Store):
         return records.figures(self.db, since)
 
     def export_objects(self):
-        return backup.objects(self.db)
+        # the store contract's objects (what a team upload carries): no machine-local file_state; the
+        # `kirolearn export` backup (backup.export) keeps it, for a restore on this machine
+        return (_shared(o) if o["type"] == "record" else o for o in backup.objects(self.db))
 
     def import_objects(self, objects: "list[dict]") -> dict:
         columns = {kind: set(records.table_columns(self.db, table)) for kind, table in
@@ -217,6 +222,14 @@ class SqliteStore(Store):
                     row[key] = json.dumps(row.get(key) or [], ensure_ascii=False)
             rows[kind].append({k: v for k, v in row.items() if k in columns[kind]})
         return records.import_rows(self.db, rows["event"], rows["record"], rows["summary"])
+
+
+def _shared(record: dict) -> dict:
+    """A record as it leaves this home (the change feed): without what only this machine can use (the
+    file_state its working tree gave, and when it was checked: a teammate's tree is another)."""
+    record.pop("file_state", None)
+    record.pop("freshness_checked_at", None)
+    return record
 
 
 def migrate_file(path: "str | None" = None) -> dict:

@@ -1,0 +1,45 @@
+"""A record's marks of issue #31 that this module names once: `freshness` and `outcome`.
+
+Standard library only: the hook's recall (kirolearn.recall.lexical ranks by them,
+kirolearn.recall.context labels lines with them) imports it. docs/memory-marks.md says
+how each mark is decided, what it costs and how to undo it.
+
+- freshness: `current` (the record's files are as its turn left them, or it touched
+  none), `changed` (a touched file changed substantially since), `deleted` (a touched
+  file is gone, after following a git rename). Set by the drain (kirolearn.pipeline.freshness).
+- outcome: `failed` (the turn's work ended in failure and nothing later in the turn
+  fixed it), `succeeded` (its commands ended well), `unknown`. Set at extraction
+  (kirolearn.pipeline.extract.turn_outcome).
+
+Recall multiplies a record's score by `factor(freshness, outcome)`: a record about a
+file rewritten since, or deleted, or a failed attempt, still comes back when nothing
+better matches, but below a record of the same relevance that is still true.
+"""
+
+FRESHNESS = ("current", "changed", "deleted")
+OUTCOMES = ("failed", "succeeded", "unknown")
+DEFAULT_FRESHNESS, DEFAULT_OUTCOME = "current", "unknown"  # old records, until checked
+
+# Recall's demotion factors (lexical ranking, semantic fusion, the recall server).
+FRESHNESS_FACTORS = {"current": 1.0, "changed": 0.6, "deleted": 0.4}
+OUTCOME_FACTORS = {"failed": 0.5, "succeeded": 1.0, "unknown": 1.0}
+
+# What the context block says on a marked record's line.
+FRESHNESS_LABELS = {"changed": "files changed since", "deleted": "file deleted"}
+OUTCOME_LABELS = {"failed": "failed attempt"}
+
+
+def factor(freshness, outcome) -> float:
+    """How much of its score a record keeps in recall (1.0: a current record, or an unmarked one)."""
+    return FRESHNESS_FACTORS.get(freshness or DEFAULT_FRESHNESS, 1.0) * OUTCOME_FACTORS.get(
+        outcome or DEFAULT_OUTCOME, 1.0)
+
+
+def labels(freshness, outcome) -> "list[str]":
+    """The words a context-block line carries for these marks ([] for a current record of any other outcome)."""
+    out = []
+    if outcome in OUTCOME_LABELS:
+        out.append(OUTCOME_LABELS[outcome])
+    if freshness in FRESHNESS_LABELS:
+        out.append(FRESHNESS_LABELS[freshness])
+    return out
