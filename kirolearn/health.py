@@ -141,7 +141,8 @@ def status(settings) -> dict:
         found = records.figures(db, store.iso_shift(store.now_iso(), -86400))
         info["database"] = {"path": paths.db_path(),
                             **{k: found[k] for k in ("events", "records", "projects", "last_drain",
-                                                      "extraction_failures_24h", "agent_events_24h")}}
+                                                      "extraction_failures_24h", "agent_events_24h", "superseded",
+                                                      "merged")}}
         info["extractor"].update(tokens_today=tokens, cost_usd_today=round(dollars, 6))
         from kirolearn.privacy.rescrub import state as scrub_state
 

@@ -90,6 +90,8 @@ class Drain(_Section):
     poll_seconds: float = Field(1.0, gt=0, description="--watch: how often the spool is checked")
     chunk_size: int = Field(500, ge=1, le=50_000, description="events stored per transaction")
     lock_wait_seconds: float = Field(2.0, ge=0, description="how long a second drainer waits for the lock before giving up")
+    auto_merge: bool = Field(True, description="merge near-identical records (the very same commands) as they are "
+                                               "stored; `kirolearn consolidate` previews the rest")
     freshness_per_pass: int = Field(50, ge=0, le=10_000, description="records whose files one drain pass "
                                     "re-checks, the longest unchecked first (0: none; docs/memory-marks.md)")
 

@@ -638,3 +638,61 @@ class StoreContract:
         assert [h["title"] for h in store.search(["wal"])] == ["enable WAL mode"]
         idle = drainer.run_once()
         assert (idle.events_read, idle.records_written) == (0, 0) and drainer.checks == 1
+
+    # --- marks (issue #31): superseded_by and merged_into ------------------------------------------
+
+    def test_marks_start_null_are_set_fed_exported_and_cleared(self, store):
+        self.extract(store, 1, [record(1), record(2), record(3)])
+        assert [(r["superseded_by"], r["merged_into"]) for r in store.list_records()] == [(None, None)] * 3
+        start = store.changes(["p1"])["after"]
+        marks = [{"record_id": "mr_0001", "superseded_by": "mr_0002"}, {"record_id": "mr_0003", "merged_into": "mr_0002"}]
+        assert store.apply_marks(marks, actor="ana") == 2
+        assert store.apply_marks(marks, actor="ana") == 0  # the same marks again change nothing
+        assert store.apply_marks([{"record_id": "mr_0002"}]) == 0  # a record without the keys keeps its marks
+        assert store.get_record("mr_0001")["superseded_by"] == "mr_0002"
+        assert store.get_record("mr_0003")["merged_into"] == "mr_0002"
+        fed = store.changes(["p1"], after=start)  # the team sync sends the mark changes
+        assert {r["record_id"]: (r["superseded_by"], r["merged_into"]) for r in fed["records"]} == {
+            "mr_0001": ("mr_0002", None), "mr_0003": (None, "mr_0002")}
+        exported = [o for o in store.export_objects() if o["type"] == "record"]
+        other = self.make_store("marks-copy")
+        try:
+            other.import_objects(exported)
+            assert other.get_record("mr_0001")["superseded_by"] == "mr_0002"
+            assert other.get_record("mr_0003")["merged_into"] == "mr_0002"
+            made = [store.get_record(rid) for rid in ("mr_0001", "mr_0003")]
+            third = self.make_store("marks-sync")
+            try:  # what a sync does: the records, then their marks
+                assert third.add_records(made) == 2 and third.get_record("mr_0001")["superseded_by"] == "mr_0002"
+            finally:
+                third.close()
+        finally:
+            other.close()
+        assert store.apply_marks([{"record_id": "mr_0001", "superseded_by": None}], actor="ana") == 1
+        assert store.get_record("mr_0001")["superseded_by"] is None
+
+    # --- both halves of issue #31's marks on one record ---------------------------------------------
+
+    def test_all_four_marks_live_side_by_side_on_one_record(self, store):
+        """set_marks (freshness, outcome: fed as 'mark') and apply_marks (superseded_by, merged_into: fed as
+        'record') change one record independently; the feed, the record and an export carry all four."""
+        self.extract(store, 1, [record(1), record(2)])
+        start = store.changes(["p1"])["after"]
+        assert len(store.set_marks([{"record_id": "mr_0001", "freshness": "changed", "outcome": "failed",
+                                     "reason": "src/a.py: changed"}], actor="drain")) == 1
+        assert store.apply_marks([{"record_id": "mr_0001", "superseded_by": "mr_0002"}], actor="drain") == 1
+        # neither half touches the other's marks
+        assert store.apply_marks([{"record_id": "mr_0001", "freshness": "current"}], actor="drain") == 0
+        assert store.set_marks([{"record_id": "mr_0001", "superseded_by": None}], actor="drain") == []
+        got = store.get_record("mr_0001")
+        assert (got["freshness"], got["outcome"], got["superseded_by"], got["merged_into"]) == (
+            "changed", "failed", "mr_0002", None)
+        fed = store.changes(["p1"], after=start)
+        assert [(m["record_id"], m["freshness"], m["outcome"]) for m in fed["marks"]] == [
+            ("mr_0001", "changed", "failed")]
+        assert [(r["record_id"], r["superseded_by"], r["freshness"]) for r in fed["records"]] == [
+            ("mr_0001", "mr_0002", "changed")]
+        exported = {o["record_id"]: o for o in store.export_objects() if o["type"] == "record"}
+        assert {k: exported["mr_0001"][k] for k in ("freshness", "outcome", "superseded_by", "merged_into")} == {
+            "freshness": "changed", "outcome": "failed", "superseded_by": "mr_0002", "merged_into": None}
+        assert "file_state" not in exported["mr_0001"]  # machine-local: never in what a team store takes

@@ -286,6 +286,29 @@ def test_purging_a_teammates_record_stays_local(homes, team):
     assert team.get_record("mr_0001")["summary"] == "rotate the staging token monthly"
 
 
+def test_superseded_and_merged_marks_reach_the_team_and_the_teammate_and_stop_there(homes, team):
+    _, ana = homes["ana"]
+    _, ben = homes["ben"]
+    for n in range(1, 4):
+        drained(ana, n)
+    sync(homes, "ana", team)
+    assert sync(homes, "ben", team).records_received == 3
+    # ana's drain marks two of them (issue #31); the marks travel, once
+    assert ana.apply_marks([{"record_id": "mr_0001", "superseded_by": "mr_0002"},
+                            {"record_id": "mr_0003", "merged_into": "mr_0002"}], actor="drain") == 2
+    sent = sync(homes, "ana", team)
+    assert sent.marks_sent == 2 and sent.records_sent == 0 and sent.error == ""
+    assert team.get_record("mr_0001")["superseded_by"] == "mr_0002"
+    got = sync(homes, "ben", team)
+    assert got.marks_received == 2 and got.records_received == 0
+    assert ben.get_record("mr_0003")["merged_into"] == "mr_0002"
+    assert (sync(homes, "ana", team).marks_received, sync(homes, "ben", team).marks_sent) == (0, 0)
+    # ben restores the superseded one: the cleared mark goes back the same way
+    assert ben.apply_marks([{"record_id": "mr_0001", "superseded_by": None}], actor="cli") == 1
+    assert sync(homes, "ben", team).marks_sent == 1
+    assert sync(homes, "ana", team).marks_received == 1 and ana.get_record("mr_0001")["superseded_by"] is None
+
+
 def test_a_mark_change_reaches_the_team_and_the_other_developer_once(homes, team):
     """Issue #31: ana's drain marks her record deleted; the mark goes up, comes down to ben, and stops."""
     _, ana = homes["ana"]
@@ -303,3 +326,24 @@ def test_a_mark_change_reaches_the_team_and_the_other_developer_once(homes, team
     assert sync(homes, "ben", team).marks_sent == 0
     assert (sync(homes, "ana", team).marks_received, sync(homes, "ben", team).marks_received) == (0, 0)
     assert ana.get_record("mr_0001")["freshness"] == "deleted"
+
+
+def test_all_four_marks_travel_together_each_counted_once(homes, team):
+    """Issue #31, both halves: freshness/outcome (set_marks, the feed's 'mark') and superseded_by/merged_into
+    (apply_marks, the feed's 'record') of one record go up and come down in one sync, each mark counted once."""
+    _, ana = homes["ana"]
+    _, ben = homes["ben"]
+    for n in range(1, 3):
+        drained(ana, n)
+    sync(homes, "ana", team)
+    assert sync(homes, "ben", team).records_received == 2
+    assert len(ana.set_marks([{"record_id": "mr_0001", "freshness": "changed", "outcome": "failed",
+                               "reason": "src/app.py: changed"}], actor="drain")) == 1
+    assert ana.apply_marks([{"record_id": "mr_0001", "superseded_by": "mr_0002"}], actor="drain") == 1
+    sent = sync(homes, "ana", team)
+    assert (sent.marks_sent, sent.records_sent, sent.error) == (3, 0, "")
+    got = sync(homes, "ben", team)
+    assert (got.marks_received, got.records_received) == (3, 0)
+    mine = ben.get_record("mr_0001")
+    assert (mine["freshness"], mine["outcome"], mine["superseded_by"]) == ("changed", "failed", "mr_0002")
+    assert (sync(homes, "ben", team).marks_sent, sync(homes, "ana", team).marks_received) == (0, 0)

@@ -268,6 +268,12 @@ def status_command(json_):
     if last:
         click.echo(f"last drain: {last['finished_at']}: {last['events_read']} read, {last['stored']} stored, "
                    f"{last['records_written']} records")
+        for group in last.get("merged") or ():  # what the drain merged by itself (issue #31)
+            click.echo(f"  merged {', '.join(i for i in group['record_ids'] if i != group['into'])} into "
+                       f"{group['into']}")
+    if db_info.get("superseded") or db_info.get("merged"):
+        click.echo(f"marks: {db_info.get('superseded', 0)} records superseded, {db_info.get('merged', 0)} merged "
+                   "(kirolearn restore ID undoes one)")
     if db_info["extraction_failures_24h"]:
         click.echo(f"model failures in the last 24 h: {db_info['extraction_failures_24h']}")
     sc = db_info["scrub"]

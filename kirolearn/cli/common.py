@@ -24,7 +24,7 @@ def json_option(func):
 COMMAND_SECTIONS = (
     ("Capture and drain", ("drain", "status", "repair")),
     ("Recall", ("search", "context", "reindex", "model", "serve-recall")),
-    ("Memory", ("list", "show", "forget", "restore", "edit", "export", "import", "serve", "scan", "rescrub")),
+    ("Memory", ("list", "show", "forget", "restore", "edit", "consolidate", "export", "import", "serve", "scan", "rescrub")),
     ("Summaries", ("save-summary", "session-end", "session-init")),
     ("Setup", ("install", "uninstall", "schedule", "doctor", "config")),
     ("Team", ("team", "migrate")),

@@ -151,6 +151,15 @@ def show_command(record_id, json_):
                  f"strategy {rec['strategy']}"))
     if rec.get("actor"):
         click.echo(t(f"by {rec['actor']} on {rec.get('host') or '?'} with {rec.get('agent') or '?'}"))
+    marks = found.get("marks") or {}
+    if marks.get("superseded_by"):
+        click.echo(t(f"superseded by {marks['superseded_by']} (kirolearn restore {record_id} undoes it)"))
+    if marks.get("merged_into"):
+        click.echo(t(f"merged into {marks['merged_into']} (kirolearn restore {record_id} brings it back)"))
+    if marks.get("supersedes"):
+        click.echo(t("supersedes " + ", ".join(marks["supersedes"])))
+    if marks.get("merged_from"):
+        click.echo(t("merged from " + ", ".join(marks["merged_from"])))
     click.echo("")
     from kirolearn.privacy.sanitize import quote
 
@@ -275,7 +284,8 @@ def forget_command(record_ids, session_id, query, project, all_projects, limit, 
 @click.argument("record_ids", nargs=-1, required=True)
 @json_option
 def restore_command(record_ids, json_):
-    """Bring forgotten records back into recall (until they are purged)."""
+    """Bring forgotten records back into recall (until they are purged), or clear a record's superseded or
+    merged mark (docs/memory-marks.md)."""
     from kirolearn.manage import records as manage
 
     _refuse_lost()
@@ -285,6 +295,37 @@ def restore_command(record_ids, json_):
         return
     for record in restored:
         click.echo(f"restored {_line(record)}")
+
+
+@cli.command(name="consolidate")
+@click.option("--project", type=click.Path(file_okay=False, exists=True),
+              help="Project directory (default: the current one).")
+@click.option("--apply", "apply_", is_flag=True, help="Merge each group (default: only show them).")
+@json_option
+def consolidate_command(project, apply_, json_):
+    """Show groups of near-duplicate records of a project (the same chore done again); --apply merges them.
+
+    A merge keeps one live record per group, the newest, with every source event and the union of the
+    group's facts and files; the others are marked merged into it (hidden from recall, never deleted:
+    `kirolearn restore ID` brings one back). Without --apply nothing changes.
+    """
+    from kirolearn.manage.consolidate import consolidate
+
+    _refuse_lost()
+    found = consolidate(project_root=project_root_of(project), apply=apply_, actor="cli")
+    if json_:
+        _echo_json(found)
+        return
+    if not found["groups"]:
+        click.echo("no near-duplicate records in this project")
+        return
+    from kirolearn.manage.records import terminal as t
+
+    for group in found["groups"]:
+        click.echo(t(f"{'merged' if apply_ else 'would merge'} {', '.join(i for i in group['record_ids'] if i != group['into'])}"
+                     f" into {group['into']} ({group['why']})"))
+    if not apply_:
+        click.echo(f"{len(found['groups'])} group(s); run `kirolearn consolidate --apply` to merge them")
 
 
 @cli.command(name="edit")

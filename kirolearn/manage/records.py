@@ -137,7 +137,8 @@ def parse_since(text: "str | None", now: "datetime | None" = None) -> "str | Non
 open_existing = store.open_existing  # the store, None on a fresh home, StoreLost when it was lost
 
 
-def _writable():
+def writable():
+    """The store to change, or a ManageError saying there is none yet."""
     db = open_existing()
     if db is None:
         raise ManageError(f"no database at {paths.db_path()}", "run `kirolearn drain` first")
@@ -298,6 +299,9 @@ def show(record_id: str, db=None) -> dict:
            "history": recordstore.audit_for(db, record_id)}
     if tomb is not None:
         out["forgotten"] = {k: tomb[k] for k in ("forgotten_at", "reason", "actor", "purged_at")}
+    # the marks both ways (issue #31): what superseded or absorbed this record, and what it superseded or absorbed
+    out["marks"] = {"superseded_by": (record or {}).get("superseded_by"),
+                    "merged_into": (record or {}).get("merged_into"), **recordstore.marked_by(db, record_id)}
     if record is not None:
         events = recordstore.events_by_ids(db, record["source_event_ids"])
         out["events"] = events
@@ -364,7 +368,7 @@ def _own_text(record: dict) -> str:
 
 def forget(record_ids, *, reason: str = "", actor: str = "cli", project_root=None, db=None) -> "list[dict]":
     """Soft-forget records: gone from recall at once, kept for `restore` until purged. Returns them."""
-    db = db or _writable()
+    db = db or writable()
     if project_root is not None:  # the MCP server may only forget its own project's records
         pid = project_id_of(project_root)
         for rid in record_ids:
@@ -381,14 +385,28 @@ def forget(record_ids, *, reason: str = "", actor: str = "cli", project_root=Non
 
 def restore(record_ids, *, actor: str = "cli", db=None) -> "list[dict]":
     """Bring forgotten records back into recall; a purged or unknown id is an error."""
-    db = db or _writable()
+    db = db or writable()
     record_ids = resolve_ids(record_ids, db)
+    unmarked = []
     for rid in record_ids:
         if recordstore.get_forgotten(db, rid) is None:
-            if recordstore.get_record(db, rid) is not None:
-                raise ManageError(f"record {rid!r} is not forgotten: nothing to restore")
+            live = recordstore.get_record(db, rid)
+            if live is not None and (live.get("superseded_by") or live.get("merged_into")):
+                unmarked.append(rid)  # a superseded or merged record: restoring it clears the mark
+                continue
+            if live is not None:
+                raise ManageError(f"record {rid!r} is not forgotten, superseded or merged: nothing to restore")
             raise NotFound(f"no forgotten record {rid!r}")
+    done = []
+    for rid in unmarked:
+        for mark in recordstore.MARKS:
+            recordstore.set_mark(db, rid, mark, None, actor=actor, reason="restored")
+        done.append(recordstore.get_record(db, rid))
+    record_ids = [rid for rid in record_ids if rid not in unmarked]
+    if not record_ids:
+        return clean(done)
     restored, purged = recordstore.restore(db, record_ids, actor=actor)
+    restored = done + restored
     _rederive(db, restored)
     if purged:
         raise ManageError(f"record(s) {', '.join(purged)} were purged: their text is gone for good",
@@ -407,7 +425,7 @@ def _rederive(db, records) -> None:
 
 def purge(record_ids=None, *, older_than: "str | None" = None, actor: str = "cli", db=None) -> dict:
     """Remove the bytes of forgotten records (all, some, or those forgotten before a time) for good."""
-    db = db or _writable()
+    db = db or writable()
     ids = recordstore.purgeable(db, record_ids=record_ids, older_than=older_than)
     if ids:
         store.forget_terms(db)  # the hook's word counts may name words only the purged records had
@@ -428,7 +446,7 @@ def edit(record_id: str, *, title: "str | None" = None, summary: "str | None" = 
          reason: str = "", db=None, outcome: "str | None" = None) -> dict:
     """Change a record's title and/or summary: scrubbed, versioned in the audit, re-indexed; and/or its
     outcome mark (issue #31), kept in the audit as a 'mark'."""
-    db = db or _writable()
+    db = db or writable()
     record_id = resolve_id(record_id, db)
     if recordstore.get_record(db, record_id) is None:
         if recordstore.get_forgotten(db, record_id):
@@ -536,7 +554,7 @@ def import_lines(lines, *, db=None) -> dict:
                     raise ManageError("a record's 'forgotten' must be an object with forgotten_at")
                 MemoryRecord.model_validate({k: v for k, v in item.items() if k in record_fields})
                 keep = ("record_id", "project_id", "created_at", "record_hash", "run_id", "source_event_ids", "outcome",
-                        "freshness", "freshness_checked_at",
+                        "freshness", "freshness_checked_at", "superseded_by", "merged_into",
                         "observation_type", "strategy")
                 row = {k: v if k in keep else scrub.scrub_value(v) for k, v in item.items() if k in record_cols}
                 if not row.get("record_hash"):

@@ -109,6 +109,8 @@ class Memory(BaseModel):
     # issue #31 (docs/memory-marks.md): current | changed | deleted, and failed | succeeded | unknown
     freshness: str = "current"
     outcome: str = "unknown"
+    superseded_by: Optional[str] = None  # a newer record changed what this one stated (issue #31)
+    merged_into: Optional[str] = None
 
 
 class MemoryDetails(BaseModel):
@@ -127,6 +129,10 @@ class MemoryDetails(BaseModel):
     actor: Optional[str] = None
     freshness: str = "current"  # issue #31: current | changed | deleted
     outcome: str = "unknown"  # issue #31: failed | succeeded | unknown
+    superseded_by: Optional[str] = None  # the newer record that changed what this one stated (issue #31)
+    merged_into: Optional[str] = None  # the record this one was merged into
+    supersedes: list[str] = []  # older records this one superseded
+    merged_from: list[str] = []  # records merged into this one
 
 
 class ForgetResult(BaseModel):
@@ -511,7 +517,8 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
         blocks = []
         for h in hits:  # memory is untrusted: one-line fields, the summary quoted line by line (architecture.md rule 9)
             flags = "".join(f", {label}" for label in marks.labels(h.freshness, h.outcome))  # issue #31
-            block = (f"### {one_line(h.title)}\n({h.record_id}, {context.kind_label(h)}{flags}, {h.created_at[:10]})\n\n"
+            mark = f", superseded by {h.superseded_by}" if h.superseded_by else ""
+            block = (f"### {one_line(h.title)}\n({h.record_id}, {context.kind_label(h)}{flags}, {h.created_at[:10]}{mark})\n\n"
                      f"{quote(h.summary.split(chr(10)))}")
             if h.concepts:
                 block += "\nConcepts: " + ", ".join(one_line(c) for c in h.concepts)
@@ -525,7 +532,8 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
                           observation_type=h["observation_type"], concepts=[str(c) for c in h["concepts"]],
                           files_touched=[str(f) for f in h["files_touched"]], created_at=h["created_at"],
                           score=round(h["score"], 4), freshness=h.get("freshness") or "current",
-                          outcome=h.get("outcome") or "unknown") for h in clean([h.to_dict() for h in hits])]
+                          outcome=h.get("outcome") or "unknown", superseded_by=h.get("superseded_by"),
+                          merged_into=h.get("merged_into")) for h in clean([h.to_dict() for h in hits])]
         return _result(text, SearchResult(results=results))
 
     @tool(read)
@@ -543,6 +551,8 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
         db = store.open_existing()
         try:
             found = recordstore.get_record(db, record_id) if db is not None else None
+            if found is not None:
+                found.update(recordstore.marked_by(db, record_id))  # the chain both ways (issue #31)
         finally:
             if db is not None:
                 db.conn.close()
@@ -563,6 +573,14 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
             lines += ["", "Files: " + ", ".join(details.files_touched)]
         if details.concepts:
             lines += ["Concepts: " + ", ".join(details.concepts)]
+        if details.superseded_by:
+            lines += ["", f"Superseded by {details.superseded_by}: a newer record changed what this one states."]
+        if details.merged_into:
+            lines += ["", f"Merged into {details.merged_into}."]
+        if details.supersedes:
+            lines += ["", "Supersedes " + ", ".join(details.supersedes) + "."]
+        if details.merged_from:
+            lines += ["", "Merged from " + ", ".join(details.merged_from) + "."]
         return _result(context.scrub_out("\n".join(lines), context.settings()), details)
 
     @tool(ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False))

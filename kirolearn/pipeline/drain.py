@@ -88,6 +88,8 @@ class DrainStats:
     freshness_checked: int = 0  # records whose files this pass re-checked (issue #31)
     freshness_marked: int = 0  # of which the freshness changed
     team: dict = field(default_factory=dict)  # the team store sync of this drain ({} without one)
+    superseded: int = 0  # older records a new one superseded (kirolearn.pipeline.truth, issue #31)
+    merged: list = field(default_factory=list)  # near-identical groups merged: {record_ids, into, why}
     duration_ms: int = 0
 
     def add(self, other: "DrainStats") -> None:
@@ -144,6 +146,7 @@ class Drainer:
         self.model_failures = int(state.read(state.MODEL).get("consecutive_failures", 0) or 0)
         self.llm_deadline = None
         self.last_team_sync = None  # monotonic time of the last team store sync
+        self.new_record_ids: "list[str]" = []  # records this pass wrote: what supersede and merge look at
         self._heads: dict = {}  # HEAD commits read in this pass, by project root (kirolearn.pipeline.freshness)
 
     @property
@@ -576,6 +579,7 @@ class Drainer:
         run.update(outcome="ok", finished_at=isotime.now_iso(),
                    error="; ".join(filter(None, [run.get("error", ""), *problems]))[:2000])
         stats.records_written += self.store.commit_extraction(run, records, batch.event_ids)
+        self.new_record_ids += [r.record_id for r in records]
         stats.batches_extracted += 1
 
     # -- whole runs ---------------------------------------------------------------------------
@@ -593,6 +597,26 @@ class Drainer:
         if not days:
             return 0
         return self.store.expire_forgotten(isotime.shift(isotime.now_iso(), -days * 86400))
+
+    def mark_truth(self, stats: DrainStats) -> None:
+        """Supersede what the new records changed and merge near-identical chores (issue #31), right after
+        they are stored; the cost follows the new records (a few FTS candidates each)."""
+        if not self.new_record_ids:
+            return
+        from kirolearn.pipeline import truth
+
+        lines: list = []
+        done = truth.mark_new(self.local.db, self.new_record_ids, merge=self.settings.drain.auto_merge,
+                              log=lines.append)
+        stats.superseded += len(done["superseded"])
+        stats.merged += done["merged"]
+        if lines:
+            from kirolearn.core import paths
+
+            path = os.path.join(paths.ensure_private_dir(paths.logs_dir()), "truth.log")
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            with os.fdopen(fd, "a", encoding="utf-8") as out:
+                out.writelines(f"{isotime.now_iso()} drain {line}\n" for line in lines)
 
     def embed_records(self, stats: DrainStats) -> None:
         """Expansions of new records (plain text for the hook's index: no model needed) and the hook's
@@ -642,9 +666,11 @@ class Drainer:
         self._half_open()
         budget = self.settings.extract.drain_llm_budget_seconds
         self.llm_deadline = time.monotonic() + budget if budget else None
+        self.new_record_ids = []
         self._heads = {}
         for batch in self.ready_batches(time.time(), flush=flush):
             self.extract_batch(batch, stats)
+        self.mark_truth(stats)
         stats.model_breaker_open = self.breaker_open()
         stats.expired_events = self.expire_events()
         self.expire_forgotten()

@@ -135,6 +135,11 @@ def _response_text(event: dict) -> str:
     return json.dumps(response)
 
 
+def response_text(event: dict) -> str:
+    """A tool event's response as text (what a record's **Tool results:** line shows of it)."""
+    return _response_text(event)
+
+
 _FAILED_RESULT_TYPES = ("failure", "error", "denied", "rejected")  # Copilot CLI's toolResult.resultType
 # Copilot's shell text ends "<shellId: 0 completed with exit code 1>"
 _COMPLETED_EXIT = re.compile(r"completed with exit code\s*(-?\d+)", re.I)

@@ -118,7 +118,8 @@ def hits_of(answer: "dict | None"):
             hit = recall.Hit(d["record_id"], d["project_root"], d["session_id"], d["title"], d["summary"],
                              d["facts"], d["concepts"], d["files_touched"], d["observation_type"], d["strategy"],
                              d["created_at"], bm25=d.get("bm25") or 0.0, actor=d.get("actor"),
-                             freshness=d.get("freshness"), outcome=d.get("outcome"))
+                             freshness=d.get("freshness"), outcome=d.get("outcome"),
+                             superseded_by=d.get("superseded_by"), merged_into=d.get("merged_into"))
             hit.score = float(d.get("score") or 0.0)
             hit.matched_terms = list(d.get("matched_terms") or [])
             out.append(hit)

@@ -259,9 +259,11 @@ def kind_label(hit) -> str:
 
 def render_hit(hit: lexical.Hit, now: float, summary_chars: int = SUMMARY_CHARS, reader: "str | None" = None) -> str:
     """One record as one quoted line: what it holds · its kind · its age [· its author] · its id."""
+    # a record a newer one superseded is shown only marked so (issue #31), never as current
+    mark = f"(superseded by {hit.superseded_by}) " if getattr(hit, "superseded_by", None) else ""
     flags = "".join(f" · {label}" for label in marks.labels(getattr(hit, "freshness", None),
                                                             getattr(hit, "outcome", None)))
-    line = (f"- {outcome_line(hit)} · {kind_label(hit)}{flags} · {age(hit.created_at, now)}"
+    line = (f"- {mark}{outcome_line(hit)} · {kind_label(hit)}{flags} · {age(hit.created_at, now)}"
             f"{_by(getattr(hit, 'actor', None), reader)} · {hit.record_id}")
     return _quote([" ".join(line.split("\n"))])
 

@@ -51,6 +51,9 @@ _STOPWORDS = frozenset(
 # Searched (a bug can be about yesterday's date), but no prompt is about one of them alone: a record is
 # injected for the prompt's other words ("thanks, that's all for today" matched a commit's "today")
 RELATIVE_DAYS = frozenset(("today", "tonight", "tomorrow", "yesterday"))
+# A record a newer one superseded (issue #31: "RETRIES is 3" under "raised RETRIES from 3 to 7") scores
+# this share of its match, in lexical and semantic ranking alike; a merged record is not recalled at all.
+SUPERSEDED_FACTOR = 0.1
 
 
 class Hit:
@@ -58,11 +61,12 @@ class Hit:
 
     FIELDS = ("record_id", "project_root", "session_id", "title", "summary", "facts", "concepts",
               "files_touched", "observation_type", "strategy", "created_at", "bm25", "score", "matched_terms",
-              "actor", "freshness", "outcome")
+              "actor", "freshness", "outcome", "superseded_by", "merged_into")
     __slots__ = FIELDS
 
     def __init__(self, record_id, project_root, session_id, title, summary, facts, concepts, files_touched,
-                 observation_type, strategy, created_at, bm25=0.0, actor=None, freshness=None, outcome=None):
+                 observation_type, strategy, created_at, bm25=0.0, actor=None, freshness=None, outcome=None,
+                 superseded_by=None, merged_into=None):
         self.record_id, self.project_root, self.session_id = record_id, project_root, session_id
         self.title, self.summary, self.facts, self.concepts = title, summary, facts, concepts
         self.files_touched, self.observation_type, self.strategy = files_touched, observation_type, strategy
@@ -70,6 +74,7 @@ class Hit:
         self.actor = actor  # who made it (#16): a teammate's records say so in the context block
         # issue #31 (kirolearn.core.marks): demoted and labelled when its files changed or its turn failed
         self.freshness, self.outcome = freshness or marks.DEFAULT_FRESHNESS, outcome or marks.DEFAULT_OUTCOME
+        self.superseded_by, self.merged_into = superseded_by, merged_into  # marks (#31): demoted / hidden
 
     def to_dict(self) -> dict:
         """Plain dict for --json output and MCP results."""
@@ -176,7 +181,9 @@ def hit_of(row, bm25: float = 0.0) -> Hit:
                row["strategy"], row["created_at"], bm25=bm25,
                actor=row["actor"] if "actor" in row.keys() else None,
                freshness=row["freshness"] if "freshness" in row.keys() else None,
-               outcome=row["outcome"] if "outcome" in row.keys() else None)
+               outcome=row["outcome"] if "outcome" in row.keys() else None,
+               superseded_by=row["superseded_by"] if "superseded_by" in row.keys() else None,
+               merged_into=row["merged_into"] if "merged_into" in row.keys() else None)
 
 
 def _weight(row, now: float, marked: bool = True) -> float:
@@ -249,6 +256,7 @@ def search(conn, query: str, *, project_id: "str | None" = None, types=None, lim
                               columns=reader.RANK_COLUMNS + (", r.source_event_ids" if dates else ""),
                               project_in_match=in_match)
     scored = [(row, -row["bm25"] * _weight(row, now)) for row in rows]
+    scored = marked(conn, scored, key=lambda item: item[0]["record_id"])  # superseded demoted, merged dropped
     if dates:
         best = max((score for _, score in scored), default=0.0) or 1.0
         scored = [(row, score + when.DATE_WEIGHT * best * when.closeness(
@@ -283,9 +291,28 @@ def scores(conn, query: str, *, project_id: "str | None" = None, types=None, lim
     in_match, share = _project_in_match(conn, project_id)
     rows = reader.fts_matches(conn, words, depth=_ceil(depth / share), limit=depth, project_id=project_id,
                               types=types, columns=reader.SCORE_COLUMNS, project_in_match=in_match)
-    found = [(r["record_id"], -r["bm25"] * _weight(r, now, marked=False)) for r in rows]  # fusion weighs marks
+    # fusion weighs freshness/outcome once (semantic.Searcher); superseded/merged apply here already
+    found = [(r["record_id"], -r["bm25"] * _weight(r, now, marked=False)) for r in rows]
+    found = marked(conn, found)
     found.sort(key=lambda kv: (-kv[1], kv[0]))
     return found[:limit]
+
+
+def marked(conn, scored: "list[tuple]", key=lambda item: item[0]) -> "list[tuple]":
+    """(record id or row, score) pairs with the marks applied: merged records dropped, superseded ones
+    scored SUPERSEDED_FACTOR of their match (reader.record_marks: one primary-key lookup of the candidates)."""
+    if not scored:
+        return scored
+    marks = reader.record_marks(conn, [key(item) for item in scored])
+    if not marks:
+        return scored
+    out = []
+    for item in scored:
+        sup, merged = marks.get(key(item), (None, None))
+        if merged:
+            continue
+        out.append((item[0], item[1] * SUPERSEDED_FACTOR) if sup else item)
+    return out
 
 
 def _neg(text: str) -> "tuple":
@@ -321,4 +348,4 @@ def latest(conn, project_id: str, *, types=None, limit: int = 5, exclude=(), exc
         return []
     rows = reader.latest_records(conn, project_id, types=types, exclude_strategies=exclude_strategies,
                                  limit=limit + len(exclude))
-    return [h for h in (hit_of(r) for r in rows) if h.record_id not in exclude][:limit]
+    return [h for h in (hit_of(r) for r in rows) if h.record_id not in exclude and not h.merged_into][:limit]

@@ -283,8 +283,9 @@ class Searcher:
             return []
         import numpy as np
 
-        top = np.argsort(-sims)[:limit]
-        return self._hits([(index.ids[i], float(sims[i])) for i in top])
+        top = np.argsort(-sims)[:limit * 2]
+        scored = recall.marked(self.conn, [(index.ids[i], float(sims[i])) for i in top])
+        return self._hits(sorted(scored, key=lambda kv: (-kv[1], kv[0]))[:limit])
 
     def _hits(self, scored: "list[tuple[str, float]]") -> "list[recall.Hit]":
         rows = {r["record_id"]: r for r in store.records_by_id(self.conn, [rid for rid, _ in scored])}
@@ -392,11 +393,13 @@ class Searcher:
             for rid in fused:
                 fused[rid] += when.DATE_WEIGHT * best * when.closeness(index.times.get(rid), dates)
         # issue #31: a record whose files changed or were deleted since, or whose turn failed, keeps
-        # kirolearn.core.marks.factor of its fused score (the lexical half has it already, the vector half not)
-        # (recall.scores leaves the marks out: they weigh the fused score once, here)
+        # kirolearn.core.marks.factor of its fused score
+        # (recall.scores leaves those marks out: they weigh the fused score once, here)
         for rid, (fresh, outcome) in reader.marks_of(self.conn, list(fused)).items():
             fused[rid] *= marks.factor(fresh, outcome)
-        ranked = sorted(((rid, s) for rid, s in fused.items() if s > 0), key=lambda kv: (-kv[1], kv[0]))
+        # and a merged record is not recalled, a superseded one is demoted
+        ranked = sorted(recall.marked(self.conn, [(rid, s) for rid, s in fused.items() if s > 0]),
+                        key=lambda kv: (-kv[1], kv[0]))
         hits = self._hits(ranked[: max(limit * 3, limit + 10)] if types else ranked[:limit])
         if types:
             hits = [h for h in hits if h.observation_type in types]

@@ -238,6 +238,17 @@ class Store(abc.ABC):
         numbered in the change feed ("marks"), so a team sync carries it. Unknown or forgotten ids are
         left alone; nothing is removed (design.md rule 14). Returns [{record_id, before, after, reason}]."""
 
+    @abc.abstractmethod
+    def apply_marks(self, records: "list[dict]", *, actor: str = "sync") -> int:
+        """Set the marks (`superseded_by`, `merged_into`: a record id or None) each record dict carries on
+        the live record of its id, when they differ, with an audit row; a dict without a mark's key leaves
+        it alone. Returns how many marks changed (each change is fed to `changes` as a 'record')."""
+
+    def own_marks(self, record_ids) -> "list[dict]":
+        """The marks of these records set or cleared in this store itself, not received from the team
+        ({"record_id", mark: value} each): what a sync sends up. A team store makes none of its own."""
+        return []
+
     # --- change feed (what the team store uploads and the cache pulls) -----------------------
 
     @abc.abstractmethod

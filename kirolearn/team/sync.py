@@ -17,8 +17,10 @@ Per shared project, in this order:
    restore (a record of this user, live here, that the team store holds a
    tombstone for, is restored there) and a purge (the team store's tombstone
    of this user's record loses its text too).
-   A change of a record's marks (freshness, outcome: issue #31) goes up as it is now
-   (`set_marks`); an equal mark is no change, so a mark that came down stops there.
+   A change of a record's marks (issue #31) goes up as it is now: freshness and outcome
+   through the feed's 'mark' (`set_marks`), superseded_by and merged_into with the record's
+   'record' change, only those set here (`own_marks`, `apply_marks`); an equal mark is no
+   change, so a mark that came down stops there.
 3. **records down**: the team store's change feed after the last number read:
    teammates' records land in the local store (idempotent), their tombstones
    forget the record here too, so a forgotten record never comes back. A record
@@ -67,7 +69,9 @@ class SyncStats:
     restores_received: int = 0
     purges_sent: int = 0
     purges_received: int = 0
-    marks_sent: int = 0  # freshness / outcome changes (issue #31)
+    # issue #31: marks changed, each counted once: a record's freshness/outcome change (set_marks, the
+    # feed's 'mark') and each superseded_by/merged_into change (apply_marks, carried by its 'record')
+    marks_sent: int = 0
     marks_received: int = 0
     error: str = ""
     per_project: dict = field(default_factory=dict)
@@ -143,6 +147,12 @@ def _marks(found: "list[dict]") -> "list[dict]":
              "reason": "synced from the team store"} for m in found]
 
 
+def _count(done: "list[dict]") -> int:
+    """How many marks set_marks changed (a record whose freshness and outcome both changed: two), as
+    apply_marks counts superseded_by and merged_into."""
+    return sum(len(d.get("after") or {}) for d in done)
+
+
 def _records_up(local, team, project_id: str, cursor: dict, me: str, stats: SyncStats, scrub=None) -> None:
     while True:
         found = local.changes([project_id], after=cursor["up"], limit=PAGE)
@@ -150,6 +160,9 @@ def _records_up(local, team, project_id: str, cursor: dict, me: str, stats: Sync
             return
         if found["records"]:
             stats.records_sent += team.add_records(_clean_records(found["records"], scrub))
+            # superseded / merged marks made here (#31); a record that came from the team sends none back
+            stats.marks_sent += team.apply_marks(local.own_marks([r["record_id"] for r in found["records"]]),
+                                                 actor=me)
             _restores_up(team, found["records"], cursor, me, stats)
         unknown = [t["record_id"] for t in found["forgotten"] if not t.get("record_actor")]  # purged here already
         authors = _team_authors(team, unknown) if unknown else {}
@@ -164,7 +177,7 @@ def _records_up(local, team, project_id: str, cursor: dict, me: str, stats: Sync
             if mine:
                 stats.purges_sent += team.purge(mine, actor=me)
         if found.get("marks"):  # issue #31: a record's freshness or outcome changed here
-            stats.marks_sent += len(team.set_marks(_marks(found["marks"]), actor=me))
+            stats.marks_sent += _count(team.set_marks(_marks(found["marks"]), actor=me))
         cursor["up"] = found["after"]
         _save(project_id, cursor)
 
@@ -194,6 +207,7 @@ def _records_down(local, team, project_id: str, cursor: dict, stats: SyncStats) 
             return
         if found["records"]:
             stats.records_received += local.add_records(found["records"])
+            stats.marks_received += local.apply_marks(found["records"], actor="team")
             # a record the team forgot, and restored since: back here too, unless this user forgot it himself
             held = local.tombstones([r["record_id"] for r in found["records"]])
             back = [rid for rid, t in held.items() if str(t.get("actor") or "").startswith("team:")]
@@ -209,7 +223,7 @@ def _records_down(local, team, project_id: str, cursor: dict, stats: SyncStats) 
         if purged:  # the author erased its text team-wide: whatever tombstone this cache keeps of it goes too
             stats.purges_received += local.purge(purged, actor="team")
         if found.get("marks"):  # a teammate's drain marked a record (issue #31): the same marks here
-            stats.marks_received += len(local.set_marks(_marks(found["marks"]), actor="team"))
+            stats.marks_received += _count(local.set_marks(_marks(found["marks"]), actor="team"))
         cursor["down"] = found["after"]
         _save(project_id, cursor)
 

@@ -248,12 +248,27 @@ create trigger record_changes_mark after update of freshness, outcome on memory_
     execute function kirolearn_feed('mark');
 """
 
+# Marks (issue #31, SQLite's m021): superseded_by (a newer record changed what this one stated) and
+# merged_into (consolidation folded it into a survivor), both a record id or null; a mark that changes
+# feeds record_changes ('record'), so a teammate's cache gets it. Old records start with neither.
+PG005_SUPERSEDE_MERGE = """
+alter table memory_records add column superseded_by text collate "C";
+alter table memory_records add column merged_into text collate "C";
+create index idx_records_superseded_by on memory_records (superseded_by) where superseded_by is not null;
+create index idx_records_merged_into on memory_records (merged_into) where merged_into is not null;
+create trigger record_changes_marks after update of superseded_by, merged_into on memory_records
+    for each row when (old.superseded_by is distinct from new.superseded_by
+                       or old.merged_into is distinct from new.merged_into)
+    execute function kirolearn_feed('record');
+"""
+
 # (name, SQL) in the order they apply. Append only.
 MIGRATIONS: "list[tuple[str, str]]" = [
     ("pg001_tables", PG001_TABLES),
     ("pg002_record_changes", PG002_RECORD_CHANGES),
     ("pg003_purge_changes", PG003_PURGE_CHANGES),
     ("pg004_record_marks", PG004_RECORD_MARKS),
+    ("pg005_supersede_merge", PG005_SUPERSEDE_MERGE),
 ]
 
 # The tables a drainer reads and writes (`kirolearn migrate --grant ROLE` grants them; the ledger

@@ -38,7 +38,8 @@ EVENT_COLUMNS = ("event_id", "content_hash", "kind", "trigger", "hook", "generat
 EVENT_DEFAULTS = {"extract_state": "pending", "agent": "kiro"}
 RECORD_COLUMNS = ("record_id", "project_id", "project_root", "session_id", "title", "summary", "facts", "concepts",
                   "files_touched", "observation_type", "strategy", "source_event_ids", "run_id", "record_hash",
-                  "created_at", "expansion", "actor", "host", "agent", "outcome", "freshness")
+                  "created_at", "expansion", "actor", "host", "agent", "outcome", "freshness",
+                  "superseded_by", "merged_into")
 # What a record keeps on the machine that stored it only (issue #31: its files as that working tree had them).
 LOCAL_ONLY = ("file_state", "freshness_checked_at")
 SUMMARY_COLUMNS = ("id", "session_id", "project", "project_id", "project_root", "branch", "summary", "highlights",
@@ -506,6 +507,21 @@ class PostgresStore(Store):
         with self._tx("reading") as cur:
             cur.execute(query + " order by s.ended_at desc, s.id desc limit %s", [*args, limit])
             return [_decode_summary(r) for r in cur.fetchall()]
+
+    def apply_marks(self, records: "list[dict]", *, actor: str = "sync") -> int:
+        changed = 0
+        with self._tx("marking records in") as cur:
+            for rec in records:
+                for mark in ("superseded_by", "merged_into"):
+                    if mark not in rec:
+                        continue
+                    cur.execute(f"update memory_records set {mark} = %s where record_id = %s "
+                                f"and {mark} is distinct from %s", [rec[mark], rec["record_id"], rec[mark]])
+                    if cur.rowcount:
+                        changed += 1
+                        self._audit(cur, rec["record_id"], "supersede" if mark == "superseded_by" and rec[mark]
+                                    else "merge" if rec[mark] else "unmark", actor, "from a teammate's store")
+        return changed
 
     # -- forgetting ------------------------------------------------------------------------------
 

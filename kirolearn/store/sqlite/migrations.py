@@ -428,3 +428,27 @@ def m020_record_freshness_outcome(db):
     db.execute("create trigger if not exists record_changes_mark after update of freshness, outcome "
                "on memory_records when old.freshness is not new.freshness or old.outcome is not new.outcome "
                "begin insert into record_changes (record_id, change) values (new.record_id, 'mark'); end")
+
+
+@migrations()
+def m021_record_supersede_merge(db):
+    """Two marks on a record (issue #31): `superseded_by` (a newer record changed what it stated) and
+    `merged_into` (consolidation folded it into a survivor). Both name another record's id; NULL = none.
+
+    Nothing is deleted: recall demotes a superseded record and hides a merged one, and `kirolearn
+    restore ID` clears either mark. The reverse lookups ("supersedes Y", "merged from Z") use the
+    indexes; a mark that changes feeds record_changes ('record'), so the team sync sends it.
+    Existing records start with neither mark.
+    """
+    columns = {c.name for c in db["memory_records"].columns}
+    for name in ("superseded_by", "merged_into"):
+        if name not in columns:
+            db["memory_records"].add_column(name, str)
+    db.execute("create index if not exists idx_records_superseded_by on memory_records (superseded_by) "
+               "where superseded_by is not null")
+    db.execute("create index if not exists idx_records_merged_into on memory_records (merged_into) "
+               "where merged_into is not null")
+    db.execute("create trigger if not exists record_changes_marks after update of superseded_by, merged_into "
+               "on memory_records when old.superseded_by is not new.superseded_by "
+               "or old.merged_into is not new.merged_into begin "
+               "insert into record_changes (record_id, change) values (new.record_id, 'record'); end")

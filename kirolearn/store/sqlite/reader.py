@@ -300,3 +300,25 @@ def all_records(conn) -> "list[dict]":
 def record_count(conn) -> int:
     """How many records the store holds."""
     return conn.execute("select count(*) from memory_records").fetchone()[0]
+
+
+# --- marks (issue #31): superseded_by, merged_into ------------------------------------------
+
+
+def record_marks(conn, record_ids) -> "dict[str, tuple]":
+    """{record_id: (superseded_by, merged_into)} of the marked ones among these ids; {} on a store
+    before m021 (no such columns). Primary-key lookups: recall asks it for its ranked candidates."""
+    ids = list(dict.fromkeys(record_ids))
+    out: dict = {}
+    try:
+        for i in range(0, len(ids), 500):
+            part = ids[i:i + 500]
+            for rid, sup, merged in conn.execute(
+                    f"select record_id, superseded_by, merged_into from memory_records where record_id in "
+                    f"({_placeholders(part)}) and (superseded_by is not null or merged_into is not null)", part):
+                out[rid] = (sup, merged)
+    except sqlite3.OperationalError as exc:
+        if "no such column" not in str(exc):
+            raise
+        return {}
+    return out

@@ -383,6 +383,7 @@ def figures(conn, since_iso: str, *, projects: bool = True) -> dict:
     found = {**store.counts(conn), "forgotten": forgotten, "pending_events": pending_event_count(conn),
              "last_drain": last_drain(conn), "extraction_failures_24h": extraction_failures_since(conn, since_iso),
              "agent_events_24h": events_by_agent_since(conn, since_iso)}
+    found.update(mark_figures(conn))
     if projects:
         found["projects"] = project_figures(conn)
     return found
@@ -605,6 +606,138 @@ def purge_edit_history(db, record_ids=None) -> int:
         args = ids
     with store.writing(db):
         return db.execute(sql, args).rowcount
+
+
+# --- marks (issue #31): superseded_by and merged_into ------------------------------------------
+
+MARKS = ("superseded_by", "merged_into")
+
+
+def has_marks(conn) -> bool:
+    """Whether the store has the mark columns (m021)."""
+    return "superseded_by" in table_columns(conn, "memory_records")
+
+
+def mark_candidates(conn, project_id: str, words: "list[str]", *, exclude=(), before: "str | None" = None,
+                    limit: int = 30) -> "list[dict]":
+    """Live, unmarked records of a project holding any of `words` (FTS5, best BM25 first), older than
+    `before` (created_at) when given: the only records supersede and consolidation compare a new one with,
+    so their cost follows the new records, never the store."""
+    if not words or not has_marks(conn):
+        return []
+    from kirolearn.store.sqlite.reader import BM25_WEIGHTS, OLD_TEXT_COLUMNS, fts_query
+
+    ex = list(dict.fromkeys(exclude))
+    sql = (f"with top as (select rowid, bm25(memory_records_fts, {BM25_WEIGHTS}) as bm25 from memory_records_fts "
+           f"where memory_records_fts match ? order by bm25 limit ?) "
+           f"select r.*, top.bm25 from top join memory_records r on r.rowid = top.rowid "
+           f"where r.superseded_by is null and r.merged_into is null")
+    args: list = [fts_query(words, project_id, OLD_TEXT_COLUMNS), limit * 4]
+    if before is not None:
+        sql += " and r.created_at <= ?"
+        args.append(before)
+    if ex:
+        sql += f" and r.record_id not in ({','.join('?' * len(ex))})"
+        args.extend(ex)
+    return [decode_record(r) for r in _rows(conn, sql + " order by top.bm25 limit ?", [*args, limit])]
+
+
+def marked_by(conn, record_id: str) -> dict:
+    """The other end of a record's marks: {"supersedes": ids it superseded, "merged_from": ids merged into it}."""
+    if not has_marks(conn):
+        return {"supersedes": [], "merged_from": []}
+    return {"supersedes": [r[0] for r in conn.execute(
+                "select record_id from memory_records where superseded_by = ? order by created_at, record_id",
+                [record_id])],
+            "merged_from": [r[0] for r in conn.execute(
+                "select record_id from memory_records where merged_into = ? order by created_at, record_id",
+                [record_id])]}
+
+
+def set_mark(db, record_id: str, mark: str, value: "str | None", *, actor: str, reason: str = "",
+             action: "str | None" = None) -> bool:
+    """Set (or clear, with None) one mark of a live record, its old and new value in the audit; False when
+    the record is not live or already so. The change feed follows (m021's trigger)."""
+    if mark not in MARKS:
+        raise ValueError(f"no mark {mark!r}")
+    with store.writing(db):
+        row = db.execute(f"select {mark} from memory_records where record_id = ?", [record_id]).fetchone()
+        if row is None or row[0] == value:
+            return False
+        db.execute(f"update memory_records set {mark} = ? where record_id = ?", [value, record_id])
+        name = action or ({"superseded_by": "supersede", "merged_into": "merge"}[mark] if value else "unmark")
+        _audit(db, record_id, name, actor, reason, before={mark: row[0]}, after={mark: value})
+    return True
+
+
+def merge_records(db, survivor_id: str, merged_ids: "list[str]", union: dict, *, actor: str, reason: str) -> bool:
+    """Fold records into a survivor: its list fields become `union` (every source event, fact and file of
+    the group), each other record gets merged_into = the survivor. One transaction; nothing is deleted."""
+    with store.writing(db):
+        rows = _rows(db, "select * from memory_records where record_id = ? and merged_into is null", [survivor_id])
+        if not rows:
+            return False
+        row = rows[0]
+        changes = {k: json.dumps(v, ensure_ascii=False) for k, v in union.items() if k in RECORD_LISTS}
+        before = {k: row[k] for k in changes if row[k] != changes[k]}
+        if before:
+            db["memory_records"].update(survivor_id, {k: changes[k] for k in before})
+            _forget_derived(db, survivor_id, row)
+        _audit(db, survivor_id, "merge-survivor", actor, reason, before={**before, "merged": []},
+               after={**{k: changes[k] for k in before}, "merged": list(merged_ids)})
+        for rid in merged_ids:
+            set_mark(db, rid, "merged_into", survivor_id, actor=actor, reason=reason)
+    return True
+
+
+def apply_marks(db, records: "list[dict]", *, actor: str = "sync") -> int:
+    """A teammate's (or the team store's) marks on records held here: each mark a row carries that differs
+    is set, with an audit row; returns how many records changed. A row without the keys changes nothing."""
+    if not has_marks(db):
+        return 0
+    changed = 0
+    for rec in records:
+        for mark in MARKS:
+            if mark in rec and set_mark(db, rec["record_id"], mark, rec[mark], actor=actor,
+                                        reason="from the team store"):
+                changed += 1
+    return changed
+
+
+def own_marks(conn, record_ids) -> "list[dict]":
+    """The marks of these records that were set or cleared here (their latest mark audit row is not the
+    team sync's): {"record_id", mark: value} for each such mark. What a team sync sends up, so a record
+    that merely arrived from the team never sends its (maybe older) marks back."""
+    ids = list(dict.fromkeys(record_ids))
+    if not ids or not has_marks(conn):
+        return []
+    out = []
+    for i in range(0, len(ids), 500):
+        part = ids[i:i + 500]
+        rows = _rows(conn, f"select a.record_id, a.actor, a.before, a.after from record_audit a "
+                           f"where a.record_id in ({','.join('?' * len(part))}) "
+                           f"and a.action in ('supersede', 'merge', 'unmark') order by a.audit_id", part)
+        latest: dict = {}
+        for row in rows:
+            for mark in json.loads(row["after"] or "{}"):
+                latest[(row["record_id"], mark)] = row["actor"]
+        current = {r["record_id"]: r for r in _rows(
+            conn, f"select record_id, superseded_by, merged_into from memory_records "
+                  f"where record_id in ({','.join('?' * len(part))})", part)}
+        for (rid, mark), actor in latest.items():
+            if actor != "team" and rid in current:
+                out.append({"record_id": rid, mark: current[rid][mark]})
+    return out
+
+
+def mark_figures(conn) -> dict:
+    """How many records are superseded and merged (partial indexes: no table scan)."""
+    if not has_marks(conn):
+        return {"superseded": 0, "merged": 0}
+    return {"superseded": conn.execute("select count(*) from memory_records indexed by idx_records_superseded_by "
+                                       "where superseded_by is not null").fetchone()[0],
+            "merged": conn.execute("select count(*) from memory_records indexed by idx_records_merged_into "
+                                   "where merged_into is not null").fetchone()[0]}
 
 
 # --- import ------------------------------------------------------------------------------------

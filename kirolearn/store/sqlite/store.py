@@ -139,6 +139,12 @@ class SqliteStore(Store):
                     insert_record(self.db, row)
             return counts(self.db)["records"] - before
 
+    def apply_marks(self, records: "list[dict]", *, actor: str = "sync") -> int:
+        return recordstore.apply_marks(self.db, records, actor=actor)
+
+    def own_marks(self, record_ids) -> "list[dict]":
+        return recordstore.own_marks(self.db, record_ids)
+
     def changes(self, project_ids: "list[str]", *, after: int = 0, limit: int = 500) -> dict:
         found = recordstore.changes(self.db, project_ids, after, limit)
         found["records"] = [_shared(recordstore.decode_record(r)) for r in found["records"]]

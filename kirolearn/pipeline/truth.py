@@ -1,0 +1,352 @@
+"""Memory that stays true (issue #31): supersede and near-duplicate detection, without a model.
+
+**Supersede.** A record states values of settings ("set RETRIES to 3", "RETRIES = 3", "raised RETRIES
+from 3 to 7", "RETRIES: 3 -> 7", "RETRIES was 3; it is 7 now"). A newer record of the same project
+supersedes an older one when both state a value of the same identifier (a name with an underscore, a
+digit, camelCase or ALL CAPS), the older's values are not all among the newer's, and, when both name
+files, they share one. Values are numbers, quoted strings and a few literals (true, false, none, on,
+off, ALL-CAPS words): a sentence that only mentions a name states nothing. Precision first: two records
+about the same file but no stated value never supersede each other.
+
+**Near duplicates.** Two records are the same chore when they ran the same commands (each command's
+program and first word, flags and paths' trailing slashes aside), neither holds an error, and, when
+both name files, their files are the same. `near_identical` (what the drain merges by itself) also
+asks for the very same command lines.
+
+Candidates come from the FTS index (kirolearn.store.sqlite.records.mark_candidates), a few per new
+record: the cost follows the new records, never the store (rule 15).
+"""
+
+from __future__ import annotations
+
+import re
+
+from kirolearn.store.sqlite import records as recordstore
+
+CANDIDATES = 30  # older records compared with each new one (FTS, best first)
+
+_IDENT = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
+_VALUE = (r"\"[^\"\n]{0,40}\"|'[^'\n]{0,40}'|-?\d+(?:\.\d+)?(?:[a-zA-Z%]{0,3})?\b"
+          r"|(?-i:(?:true|false|none|null|on|off|True|False|None)\b|[A-Z][A-Z0-9_]+\b)")
+_FROM_TO = re.compile(rf"\b(?P<s>{_IDENT})`?\s+(?:from|was)\s+`?(?P<a>{_VALUE})`?\s*(?:to|->|→|;\s*it is(?: now)?)\s+`?(?P<b>{_VALUE})")
+_ARROW = re.compile(rf"\b(?P<s>{_IDENT})`?\s*:\s*`?(?P<a>{_VALUE})`?\s*(?:->|→)\s*`?(?P<b>{_VALUE})")
+_ASSIGN = re.compile(rf"\b(?P<s>{_IDENT})`?\s*(?:=|:=|==)\s*`?(?P<b>{_VALUE})")
+_VERB = re.compile(rf"\b(?:set|sets|setting|change|changed|changes|raise|raised|lower|lowered|bump|bumped|make|made|"
+                   rf"configure|configured|update|updated|increase|increased|decrease|decreased)\s+`?(?P<s>{_IDENT})`?"
+                   rf"\s+(?:to\s+|as\s+|=\s*)?`?(?P<b>{_VALUE})", re.IGNORECASE)
+_IS = re.compile(rf"\b(?P<s>{_IDENT})`?\s+(?:is|should be|becomes|became)(?: now)?\s+`?(?P<b>{_VALUE})")
+_WAS = re.compile(rf"\(was\s+`?(?P<a>{_VALUE})`?\)")
+_ERROR = re.compile(r"\*\*Errors:\*\*|\bfailed\b|\berror\b|Traceback|Exit Code: [1-9]|exit_code|Read-only file system|"
+                    r"Permission denied|\bFAIL\b", re.IGNORECASE)
+_RAN = re.compile(r"\*\*Ran:\*\*([^\n]*)")
+_TICKED = re.compile(r"`([^`\n]+)`")
+
+
+def is_identifier(name: str) -> bool:
+    """A name a setting or symbol would have: an underscore or digit, camelCase, or ALL CAPS (3+)."""
+    if len(name) < 3 or name.lower() in {"the", "this", "that", "it", "value"}:
+        return False
+    core = name.replace(".", "")
+    return ("_" in core or any(c.isdigit() for c in core) or (core[:1].islower() and core.lower() != core)
+            or (core.isupper() and len(core) >= 3))
+
+
+def _norm(value: str) -> str:
+    return value.strip().strip("`").strip("\"'").lower()
+
+
+def record_text(record: dict) -> str:
+    return "\n".join([record.get("title") or "", record.get("summary") or "",
+                      *(str(f) for f in record.get("facts") or ())])
+
+
+def statements(record: dict) -> "dict[str, tuple[set, set]]":
+    """{identifier: (values the record gives it, values it says it had before)}."""
+    text = record_text(record)
+    out: "dict[str, tuple[set, set]]" = {}
+
+    def put(subject, new=None, old=None):
+        if not is_identifier(subject):
+            return
+        now, before = out.setdefault(subject, (set(), set()))
+        if new is not None:
+            now.add(_norm(new))
+        if old is not None:
+            before.add(_norm(old))
+
+    for pattern in (_FROM_TO, _ARROW):
+        for m in pattern.finditer(text):
+            put(m["s"], m["b"], m["a"])
+    for pattern in (_ASSIGN, _VERB, _IS):
+        for m in pattern.finditer(text):
+            put(m["s"], m["b"])
+            tail = text[m.end():m.end() + 30]
+            was = _WAS.match(tail.lstrip())
+            if was:
+                put(m["s"], old=was["a"])
+    # a value named as the old one is not stated as current (a sed command quotes the old line too)
+    return {s: (now - before, before) for s, (now, before) in out.items() if now - before}
+
+
+def supersede_reason(new: dict, old: dict) -> "str | None":
+    """Why `new` supersedes `old` ("RETRIES: 3 -> 7"), or None when it does not."""
+    if new["record_id"] == old["record_id"] or new.get("project_id") != old.get("project_id"):
+        return None
+    if (old.get("created_at") or "", old["record_id"]) >= (new.get("created_at") or "", new["record_id"]):
+        return None
+    new_files, old_files = set(new.get("files_touched") or ()), set(old.get("files_touched") or ())
+    if new_files and old_files and not new_files & old_files:
+        return None
+    mine, theirs = statements(new), statements(old)
+    for subject in sorted(set(mine) & set(theirs)):
+        now, _ = mine[subject]
+        was, _ = theirs[subject]
+        if was and not was <= now:
+            return f"{subject}: {', '.join(sorted(was))} -> {', '.join(sorted(now))}"
+    return None
+
+
+def subjects(record: dict) -> "list[str]":
+    """The identifiers a record states a value of (what FTS looks up among older records)."""
+    return sorted(statements(record))
+
+
+# --- near duplicates -------------------------------------------------------------------------------
+
+
+def commands(record: dict) -> "list[str]":
+    """The command lines a record ran (its summary's **Ran:** line), in order."""
+    found = []
+    for line in _RAN.findall(record.get("summary") or ""):
+        found += [c.strip() for c in _TICKED.findall(line)]
+    return found
+
+
+def _word(word: str) -> str:
+    word = word.strip("'\"").rstrip("/")
+    return word[:-1] if len(word) > 4 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def command_words(record: dict) -> "dict[str, set]":
+    """{program: the words (not flags) its commands in this record were given}: `black src/` and
+    `black --quiet src` are {"black": {"src"}}; `make reset-db seed` and `make reset-db`; `make seed`
+    are {"make": {"reset-db", "seed"}}."""
+    out: "dict[str, set]" = {}
+    for command in commands(record):
+        words = [w for w in command.split() if w and not w.startswith("-")]
+        if words:
+            out.setdefault(words[0], set()).update(_word(w) for w in words[1:] if _word(w))
+    return out
+
+
+def command_head(command: str) -> str:
+    """A command's program and first word, without flags or a path's trailing slash ("black src")."""
+    words = [w.rstrip("/") for w in command.split() if not w.startswith("-")]
+    words = [w for w in words if w]
+    return " ".join(words[:2])
+
+
+_DIGITS = re.compile(r"\d+(?:\.\d+)*")
+_RESULTS = re.compile(r"\*\*Tool results:\*\*\n((?:- [^\n]*\n?)+)")
+
+
+def tool_results(record: dict) -> "frozenset[str]":
+    """The record's tool-result lines with their numbers blanked ("execute_bash: reformatted # files"):
+    what stands for its commands when the agent did not say what it ran (Kiro v3's empty tool_input)."""
+    found = set()
+    for block in _RESULTS.findall(record.get("summary") or ""):
+        found.update(_blank(line[2:].rstrip("…")) for line in block.splitlines() if line.startswith("- "))
+    return frozenset(f for f in found if f)
+
+
+def _blank(line: str) -> str:
+    return " ".join(_DIGITS.sub("#", line).split()).lower()
+
+
+def results_reader(db):
+    """A `results_of(record)` for same_chore: its summary's tool results, or, for a record that ran
+    commands, what those commands answered (read from its source events, once per record), so a turn
+    whose agent said what it ran and one whose agent did not can still be found to be the same chore."""
+    from kirolearn.pipeline import extract
+    from kirolearn.pipeline.schema import clip
+
+    cache: dict = {}
+
+    def results_of(record: dict) -> "frozenset[str]":
+        rid = record["record_id"]
+        if rid not in cache:
+            found = tool_results(record)
+            if not found and commands(record):
+                lines = set()
+                for event in recordstore.events_by_ids(db, record.get("source_event_ids") or (), limit=40):
+                    body = event["body"]
+                    if extract.command_of(body) and not extract.failed(body):
+                        text = " ".join(extract.response_text(body).split())
+                        if text:
+                            lines.add(_blank(f"{body.get('tool_name')}: " + clip(text, 160).rstrip("…")))
+                found = frozenset(lines)
+            cache[rid] = found
+        return cache[rid]
+
+    return results_of
+
+
+def has_error(record: dict) -> bool:
+    """A record of a failed attempt: its outcome mark says so (m020), or its text shows an error."""
+    return record.get("outcome") == "failed" or bool(_ERROR.search(record_text(record)))
+
+
+def _close(a: set, b: set) -> bool:
+    if not a or not b:
+        return a == b
+    return a <= b or b <= a or len(a & b) * 3 >= 2 * len(a | b)
+
+
+def same_chore(a: dict, b: dict, results_of=None) -> "str | None":
+    """Why two records are the same chore done twice, or None. `results_of` (results_reader) lets a
+    record that ran commands be compared with one that only shows tool results."""
+    if a["record_id"] == b["record_id"] or a.get("project_id") != b.get("project_id"):
+        return None
+    if has_error(a) or has_error(b) or statements(a) or statements(b):
+        return None  # a failure is not a chore done; a record that sets a value is for supersede
+    fa, fb = set(a.get("files_touched") or ()), set(b.get("files_touched") or ())
+    if (fa or fb) and fa != fb:
+        return None
+    wa, wb = command_words(a), command_words(b)
+    if bool(wa) != bool(wb):  # one said what it ran, the other only what came back
+        if results_of is None:
+            return None
+        ra, rb = results_of(a), results_of(b)
+        if ra and rb and (ra <= rb or rb <= ra):
+            return "same tool results: " + "; ".join(sorted(ra & rb))
+        return None
+    if wa or wb:
+        if set(wa) != set(wb) or not all(_close(wa[p], wb[p]) for p in wa):
+            return None
+        return "same commands: " + "; ".join(f"{p} {' '.join(sorted(wa[p] | wb[p]))}".strip() for p in sorted(wa))
+    ra, rb = tool_results(a), tool_results(b)
+    if ra and ra == rb:
+        return "same tool results: " + "; ".join(sorted(ra))
+    return None
+
+
+def near_identical(a: dict, b: dict) -> "str | None":
+    """Why two records are near-identical (the drain merges these by itself), or None."""
+    why = same_chore(a, b)
+    if why is None or not commands(a) or [" ".join(c.split()) for c in commands(a)] != [" ".join(c.split()) for c in commands(b)]:
+        return None
+    return "identical commands: " + "; ".join(commands(a))
+
+
+def chore_words(record: dict, results=()) -> "list[str]":
+    """Words FTS finds a record's chore siblings by: its commands' programs and words, and the words of
+    its tool results (`results`, else its summary's)."""
+    words = []
+    for program, args in command_words(record).items():
+        words += re.findall(r"[A-Za-z0-9_]{2,}", program + " " + " ".join(args))
+    for line in results or tool_results(record):
+        words += [w for w in re.findall(r"[A-Za-z_]{4,}", line.partition(":")[2])]
+    return sorted(set(words))[:16]
+
+
+def groups(records: "list[dict]", candidates_of, rule=same_chore) -> "list[dict]":
+    """Groups of records that `rule` joins, pair by pair (connected: a record joins a group when it is
+    the same as one of its members), each {"record_ids" (oldest first), "into" (the newest, the
+    survivor), "why", "records"}. `candidates_of(record)` gives the records to compare it with."""
+    parent: dict = {}
+    known: dict = {}
+    why: dict = {}
+
+    def root(rid):
+        while parent.setdefault(rid, rid) != rid:
+            parent[rid] = parent[parent[rid]]
+            rid = parent[rid]
+        return rid
+
+    for rec in records:
+        known.setdefault(rec["record_id"], rec)
+        for other in candidates_of(rec):
+            if other["record_id"] == rec["record_id"]:
+                continue
+            reason = rule(rec, other)
+            if reason:
+                known.setdefault(other["record_id"], other)
+                a, b = root(rec["record_id"]), root(other["record_id"])
+                if a != b:
+                    parent[b] = a
+                    why[a] = why.get(a) or why.get(b) or reason
+    members: dict = {}
+    for rid in parent:
+        members.setdefault(root(rid), []).append(known[rid])
+    out = []
+    for top, group in members.items():
+        if len(group) < 2:
+            continue
+        group.sort(key=lambda r: (r.get("created_at") or "", r["record_id"]))
+        out.append({"record_ids": [m["record_id"] for m in group], "into": group[-1]["record_id"],
+                    "why": why.get(top, ""), "records": group})
+    out.sort(key=lambda g: (g["records"][0].get("created_at") or "", g["record_ids"][0]))
+    return out
+
+
+def union(records: "list[dict]") -> dict:
+    """The list fields of a merged group: every source event, fact, concept and file, in first-seen order."""
+    out = {}
+    for key in ("source_event_ids", "facts", "concepts", "files_touched"):
+        seen: dict = {}
+        for rec in records:
+            for value in rec.get(key) or ():
+                seen.setdefault(value if not isinstance(value, (list, dict)) else str(value), value)
+        out[key] = list(seen.values())
+    return out
+
+
+def merge_group(db, group: dict, *, actor: str) -> bool:
+    """Fold a group into its survivor (kirolearn.store.sqlite.records.merge_records)."""
+    survivor = next(r for r in group["records"] if r["record_id"] == group["into"])
+    ordered = [survivor] + [r for r in group["records"] if r is not survivor]
+    others = [r["record_id"] for r in group["records"] if r is not survivor]
+    return recordstore.merge_records(db, group["into"], others, union(ordered), actor=actor,
+                                     reason=group["why"])
+
+
+# --- the drain's pass ------------------------------------------------------------------------------
+
+
+def mark_new(db, record_ids: "list[str]", *, merge: bool = True, log=None) -> dict:
+    """After new records are stored: supersede what they changed, and merge near-identical chores.
+
+    Each new record is compared with at most CANDIDATES older live records that FTS finds by its
+    stated identifiers (and its commands' words). Returns {"superseded": [[old, new, why]], "merged": [...]}.
+    """
+    done: dict = {"superseded": [], "merged": []}
+    if not record_ids or not recordstore.has_marks(db):
+        return done
+    fresh = [r for r in (recordstore.get_record(db, rid) for rid in dict.fromkeys(record_ids)) if r]
+    fresh.sort(key=lambda r: (r.get("created_at") or "", r["record_id"]))
+    for new in fresh:
+        words = subjects(new)
+        if not words:
+            continue
+        for old in recordstore.mark_candidates(db, new["project_id"], words, exclude=[new["record_id"]],
+                                               before=new.get("created_at"), limit=CANDIDATES):
+            why = supersede_reason(new, old)
+            if why and recordstore.set_mark(db, old["record_id"], "superseded_by", new["record_id"],
+                                            actor="drain", reason=f"superseded: {why}"):
+                done["superseded"].append([old["record_id"], new["record_id"], why])
+                if log:
+                    log(f"superseded {old['record_id']} by {new['record_id']} ({why})")
+    if merge:
+        live = [r for r in (recordstore.get_record(db, r["record_id"]) for r in fresh)
+                if r and not r.get("merged_into") and commands(r)]  # identical command lines only
+
+        def candidates(rec):
+            return recordstore.mark_candidates(db, rec["project_id"], chore_words(rec), exclude=[rec["record_id"]],
+                                               limit=CANDIDATES)
+
+        for group in groups(live, candidates, rule=near_identical):
+            if merge_group(db, group, actor="drain"):
+                done["merged"].append({k: group[k] for k in ("record_ids", "into", "why")})
+                if log:
+                    log(f"merged {', '.join(group['record_ids'])} into {group['into']} ({group['why']})")
+    return done

@@ -1,0 +1,271 @@
+"""Issue #31, supersede and consolidation: turns through the real hook, `kirolearn drain`, the CLI, the MCP
+client and the viewer; the marks' store side in tests/store_contract.py (SQLite and PostgreSQL)."""
+
+import json
+import re
+import subprocess
+
+import anyio
+import pytest
+from mcp.shared.memory import create_connected_server_and_client_session
+from starlette.testclient import TestClient
+
+from conftest import BIN, cli, hook_env, run_hook
+
+pytestmark = pytest.mark.filterwarnings("ignore:Items? .* `ReadOnly` qualifier:UserWarning")
+
+
+def hook(project, name, session, **payload):
+    body = {"hook_event_name": name, "cwd": str(project), "session_id": session, **payload}
+    result = run_hook([], json.dumps(body).encode())
+    assert result.returncode == 0 and result.stderr == b"", result.stderr
+    return result.stdout.decode("utf-8")
+
+
+def turn(project, session, prompt, answer, *, write=None, commands=()):
+    """One Kiro CLI turn: the prompt, a file write and/or shell commands, the answer."""
+    hook(project, "userPromptSubmit", session, prompt=prompt)
+    if write:
+        path, text = write
+        hook(project, "postToolUse", session, tool_name="fs_write",
+             tool_input={"command": "create", "path": str(project / path), "file_text": text},
+             tool_response={"success": True, "result": [f"Created {path}"]})
+    for command, output in commands:
+        hook(project, "postToolUse", session, tool_name="execute_bash", tool_input={"command": command},
+             tool_response={"success": True, "result": [{"exit_status": "0", "stdout": output, "stderr": ""}]})
+    hook(project, "stop", session, assistant_response=answer)
+
+
+def drain():
+    result = subprocess.run([str(BIN / "kirolearn"), "drain", "--flush", "--json"], capture_output=True, text=True,
+                            timeout=120, env=hook_env())
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def listed(project):
+    found = cli("list", "--json", "--limit", "100", "--project", str(project))
+    assert found.returncode == 0, found.stderr
+    return {r["title"]: r for r in json.loads(found.stdout)}
+
+
+def shown(record_id):
+    found = cli("show", record_id, "--json")
+    assert found.returncode == 0, found.stderr
+    return json.loads(found.stdout)
+
+
+SET = "set RETRIES to 3 in config/retry.py"
+CHANGE = "raise RETRIES from 3 to 7"
+
+
+def settings_history(project):
+    turn(project, "s1", SET, "Set RETRIES to 3 in config/retry.py.", write=("config/retry.py", "RETRIES = 3\n"))
+    turn(project, "s1", "make PAGE_SIZE 25 (config/api.py)", "PAGE_SIZE is now 25 (config/api.py).",
+         write=("config/api.py", "PAGE_SIZE = 25\nMAX_PAGE_SIZE = 200\n"))
+    assert drain()["superseded"] == 0
+    turn(project, "s2", CHANGE, "Changed RETRIES from 3 to 7 in config/retry.py.",
+         write=("config/retry.py", "RETRIES = 7\n"))
+    # near misses: another setting of the same file, a mention without a value, the same value again
+    turn(project, "s2", "MAX_PAGE_SIZE should be 500 now instead of 200",
+         "Updated config/api.py: MAX_PAGE_SIZE = 500 (was 200).",
+         write=("config/api.py", "PAGE_SIZE = 25\nMAX_PAGE_SIZE = 500\n"))
+    turn(project, "s2", "explain what RETRIES does", "RETRIES is how often the client retries a request.")
+    stats = drain()
+    assert stats["superseded"] == 1, stats
+    return listed(project)
+
+
+def test_a_changed_setting_supersedes_the_older_record_and_nothing_else(project, tmp_path):
+    records = settings_history(project)
+    old, new = records[SET], records[CHANGE]
+    assert old["superseded_by"] == new["record_id"] and new["superseded_by"] is None
+    others = [r for t, r in records.items() if t != SET]
+    assert all(r["superseded_by"] is None and r["merged_into"] is None for r in others), others
+    # the same setting in another project is never touched
+    other = tmp_path / "other"
+    (other / ".git").mkdir(parents=True)
+    turn(other, "o1", "set RETRIES to 9 in config/retry.py", "Set RETRIES to 9.", write=("config/retry.py", "RETRIES = 9\n"))
+    assert drain()["superseded"] == 0
+    assert listed(project)[CHANGE]["superseded_by"] is None
+    # the history says why and when; show gives the chain both ways
+    old_shown, new_shown = shown(old["record_id"]), shown(new["record_id"])
+    assert old_shown["marks"]["superseded_by"] == new["record_id"]
+    assert new_shown["marks"]["supersedes"] == [old["record_id"]]
+    entry = [h for h in old_shown["history"] if h["action"] == "supersede"]
+    assert len(entry) == 1 and "RETRIES: 3 -> 7" in entry[0]["reason"] and entry[0]["at"] and entry[0]["actor"] == "drain"
+    text = cli("show", old["record_id"]).stdout
+    assert f"superseded by {new['record_id']}" in text
+    assert f"supersedes {old['record_id']}" in cli("show", new["record_id"]).stdout
+    log = (tmp_path / "kirolearn-home" / "logs" / "truth.log").read_text("utf-8")
+    assert f"superseded {old['record_id']} by {new['record_id']}" in log
+
+
+def test_recall_ranks_the_newer_first_and_marks_the_older_in_the_block(project):
+    records = settings_history(project)
+    old, new = records[SET], records[CHANGE]
+    found = cli("search", "RETRIES value", "--json", "--project", str(project))
+    ids = [h["record_id"] for h in json.loads(found.stdout)]
+    assert ids.index(new["record_id"]) < ids.index(old["record_id"]), ids
+    hit = next(h for h in json.loads(found.stdout) if h["record_id"] == old["record_id"])
+    assert hit["superseded_by"] == new["record_id"]
+    block = hook(project, "agentSpawn", "s3")  # the session-start block lists the project's latest records
+    old_lines = [line for line in block.splitlines() if old["record_id"] in line]
+    assert old_lines and all(f"(superseded by {new['record_id']})" in line for line in old_lines), block
+    new_lines = [line for line in block.splitlines() if new["record_id"] in line]
+    assert new_lines and "superseded" not in new_lines[0]
+
+
+def test_restore_clears_the_mark_with_history_and_the_older_ranks_as_before(project):
+    records = settings_history(project)
+    old = records[SET]
+    done = cli("restore", old["record_id"], "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["restored"] == [old["record_id"]]
+    assert listed(project)[SET]["superseded_by"] is None
+    assert [h["action"] for h in shown(old["record_id"])["history"]][-2:] == ["supersede", "unmark"]
+    again = cli("restore", old["record_id"])
+    assert again.returncode == 1 and "nothing to restore" in again.stderr
+
+
+def test_mcp_get_memory_and_search_memory_carry_the_chain(project):
+    from kirolearn import mcp_server
+
+    records = settings_history(project)
+    old, new = records[SET], records[CHANGE]
+    server = mcp_server.build_server(str(project))
+
+    async def go():
+        async with create_connected_server_and_client_session(server._mcp_server) as client:
+            return (await client.call_tool("get_memory", {"record_id": old["record_id"]}),
+                    await client.call_tool("get_memory", {"record_id": new["record_id"]}),
+                    await client.call_tool("search_memory", {"query": "RETRIES"}))
+
+    got_old, got_new, searched = anyio.run(go)
+    assert got_old.structuredContent["superseded_by"] == new["record_id"]
+    assert f"Superseded by {new['record_id']}" in got_old.content[0].text
+    assert got_new.structuredContent["supersedes"] == [old["record_id"]]
+    assert f"Supersedes {old['record_id']}" in got_new.content[0].text
+    results = {r["record_id"]: r for r in searched.structuredContent["results"]}
+    assert results[old["record_id"]]["superseded_by"] == new["record_id"]
+    assert f"superseded by {new['record_id']}" in searched.content[0].text
+
+
+def test_the_viewer_shows_the_chain_both_ways_and_restores(project):
+    from kirolearn.viewer.app import create_app
+
+    records = settings_history(project)
+    old, new = records[SET], records[CHANGE]
+    c = TestClient(create_app("secret-token", 8765), base_url="http://127.0.0.1:8765")
+    assert c.get("/?token=secret-token").status_code == 200
+    page = c.get(f"/record/{old['record_id']}").text
+    assert "Superseded by" in page and f'href="/record/{new["record_id"]}"' in page
+    assert "Restore (clear the superseded mark)" in page
+    assert f'href="/record/{old["record_id"]}"' in c.get(f"/record/{new['record_id']}").text
+    token = re.search(r'name="csrf" value="([0-9a-f]+)"', page).group(1)
+    assert c.post(f"/record/{old['record_id']}/restore", data={"csrf": token}).status_code in (200, 303)
+    assert listed(project)[SET]["superseded_by"] is None
+
+
+CHORE = [("bump the version and regenerate the changelog", ["bump-my-version bump patch", "git cliff -o CHANGELOG.md"]),
+         ("cut a patch release: version bump plus a fresh CHANGELOG",
+          ["bump-my-version bump patch --no-commit", "git cliff --output CHANGELOG.md"]),
+         ("do the release chore again - bump version, regenerate changelog",
+          ["bump-my-version bump patch", "git cliff --output CHANGELOG.md"])]
+NEAR = [("bump the requests pin to 2.32.3 in requirements.in",
+         ["pip-compile --upgrade-package requests==2.32.3 requirements.in"]),
+        ("run the type checker over src/", ["mypy src/"]),
+        ("run the formatter over src/", ["black src/"]),
+        ("run the tests of the release module", ["pytest -q tests/test_release.py"])]
+
+
+def chores(project):
+    for i, (prompt, commands) in enumerate(CHORE + NEAR):
+        turn(project, f"c{i}", prompt, "Done.", commands=[(c, "ok") for c in commands])
+    stats = drain()
+    assert stats["merged"] == [], stats  # no two of them ran the very same command lines
+    return listed(project)
+
+
+def test_consolidate_previews_merges_and_restores_the_same_chore_only(project):
+    records = chores(project)
+    chore_ids = [records[p]["record_id"] for p, _ in CHORE]
+    preview = cli("consolidate", "--json", "--project", str(project))
+    assert preview.returncode == 0, preview.stderr
+    groups = json.loads(preview.stdout)["groups"]
+    assert groups == [{"record_ids": chore_ids, "into": chore_ids[-1], "why": groups[0]["why"]}]
+    assert "bump-my-version bump" in groups[0]["why"]
+    assert all(r["merged_into"] is None for r in listed(project).values())  # a preview changes nothing
+    assert "would merge" in cli("consolidate", "--project", str(project)).stdout
+    applied = cli("consolidate", "--apply", "--json", "--project", str(project))
+    assert json.loads(applied.stdout)["merged"] == 2
+    after = listed(project)
+    assert [after[p]["merged_into"] for p, _ in CHORE] == [chore_ids[-1], chore_ids[-1], None]
+    assert all(after[p]["merged_into"] is None for p, _ in NEAR)
+    survivor = after[CHORE[-1][0]]
+    every_source = [e for p, _ in CHORE for e in records[p]["source_event_ids"]]
+    assert sorted(survivor["source_event_ids"]) == sorted(set(every_source))
+    assert set(survivor["facts"]) >= {f for p, _ in CHORE for f in records[p]["facts"]}
+    # recall hides the merged ones; the survivor names them; restore brings one back
+    found = [h["record_id"] for h in json.loads(cli("search", "changelog version bump", "--json",
+                                                      "--project", str(project)).stdout)]
+    assert chore_ids[-1] in found and not set(chore_ids[:-1]) & set(found)
+    assert shown(chore_ids[-1])["marks"]["merged_from"] == chore_ids[:-1]
+    assert f"merged into {chore_ids[-1]}" in cli("show", chore_ids[0]).stdout
+    assert cli("restore", chore_ids[0]).returncode == 0
+    assert chore_ids[0] in [h["record_id"] for h in json.loads(cli("search", "changelog version bump", "--json",
+                                                                    "--project", str(project)).stdout)]
+    assert json.loads(cli("consolidate", "--json", "--project", str(project)).stdout)["groups"][0]["record_ids"] \
+        == [chore_ids[0], chore_ids[-1]]
+
+
+def test_the_drain_merges_near_identical_records_and_status_says_so(project, tmp_path):
+    for i in range(2):
+        turn(project, f"d{i}", ["regenerate uv.lock", "refresh the lock file"][i], "Refreshed uv.lock.",
+             commands=[("uv lock", "Resolved 84 packages")])
+    turn(project, "d9", "add httpx as a dependency", "Added httpx.", commands=[("uv add httpx", "+ httpx==0.27.2")])
+    stats = drain()
+    assert len(stats["merged"]) == 1 and len(stats["merged"][0]["record_ids"]) == 2, stats
+    status = json.loads(cli("status", "--json").stdout)
+    assert status["database"]["merged"] == 1 and status["database"]["last_drain"]["merged"] == stats["merged"]
+    assert f"into {stats['merged'][0]['into']}" in cli("status").stdout
+    records = listed(project)
+    assert records["add httpx as a dependency"]["merged_into"] is None
+    log = (tmp_path / "kirolearn-home" / "logs" / "truth.log").read_text("utf-8")
+    assert f"into {stats['merged'][0]['into']}" in log
+
+
+def test_export_and_import_carry_the_marks(project, tmp_path, monkeypatch):
+    records = settings_history(project)
+    out = cli("export")
+    rows = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+    exported = {r["record_id"]: r for r in rows if r["type"] == "record"}
+    assert exported[records[SET]["record_id"]]["superseded_by"] == records[CHANGE]["record_id"]
+    assert exported[records[CHANGE]["record_id"]]["merged_into"] is None
+    dump = tmp_path / "dump.jsonl"
+    dump.write_text(out.stdout, "utf-8")
+    monkeypatch.setenv("KIROLEARN_HOME", str(tmp_path / "second-home"))
+    assert cli("import", str(dump)).returncode == 0
+    assert listed(project)[SET]["superseded_by"] == records[CHANGE]["record_id"]
+
+
+def test_consolidate_joins_a_turn_that_only_shows_its_output_to_the_chore_it_repeats(project):
+    def tool_only(session, prompt, output):
+        hook(project, "userPromptSubmit", session, prompt=prompt)
+        hook(project, "postToolUse", session, tool_name="execute_bash", tool_input={},
+             tool_response={"success": True, "result": [{"exit_status": "0", "stdout": output, "stderr": ""}]})
+        hook(project, "stop", session, assistant_response="Done.")
+
+    turn(project, "f1", "run the formatter over src/", "Done.",
+         commands=[("black src/", "reformatted 3 files, 4 files left unchanged")])
+    turn(project, "f2", "reformat everything under src with black", "Done.",
+         commands=[("black --quiet src", "reformatted 1 files, 6 files left unchanged")])
+    tool_only("f3", "format the src tree before I commit", "reformatted 5 files, 2 files left unchanged")
+    tool_only("f4", "run the type checker over src/", "Success: no issues found in 41 source files")  # a near miss
+    assert drain()["merged"] == []
+    records = listed(project)
+    wanted = [records[t]["record_id"] for t in ("run the formatter over src/",
+                                                "reformat everything under src with black",
+                                                "format the src tree before I commit")]
+    groups = json.loads(cli("consolidate", "--json", "--project", str(project)).stdout)["groups"]
+    assert [g["record_ids"] for g in groups] == [wanted], groups
