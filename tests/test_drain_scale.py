@@ -145,6 +145,17 @@ def plans(db, run) -> "dict[str, list[str]]":
 PENDING_INDEXES = ("idx_records_expansion_pending", "idx_vectors_before_parts")
 
 
+def test_retention_reads_only_the_expired_events(new_store):
+    db = new_store()
+    statements = []
+    db.conn.set_trace_callback(statements.append)
+    store.expire_events(db, "2026-01-01T00:00:00.000Z")
+    db.conn.set_trace_callback(None)
+    delete = next(sql for sql in statements if sql.lstrip().lower().startswith("delete"))
+    plan = [row[3] for row in db.execute("EXPLAIN QUERY PLAN " + delete)]
+    assert plan == ["SEARCH events USING INDEX idx_events_expiry (received_at<?)"]
+
+
 def test_pending_work_queries_read_their_indexes_not_every_record(new_store):
     from kirolearn.store.sqlite.derived import SqliteDerived
 
