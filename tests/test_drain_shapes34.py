@@ -44,8 +44,6 @@ def test_the_shapes_are_clean_in_the_store_and_export(make_event, drain_now, hom
     assert stats.redactions.get("user-password", 0) >= 1 and stats.redactions.get("private", 0) >= 2
 
 
-@pytest.mark.xfail(strict=True, reason="the drain does not call privacy.carry.TurnCarry yet (issue #34): "
-                                       "drop this mark once kirolearn/pipeline/drain.py does")
 def test_a_key_split_over_two_tool_outputs_is_clean_in_the_store(make_event, drain_now, home):
     make_event("userPromptSubmit", prompt="show me the credentials file, in two parts")
     make_event(tool_name="execute_bash", tool_input={"command": "head -c 60 ~/.aws/credentials"},
@@ -55,3 +53,22 @@ def test_a_key_split_over_two_tool_outputs_is_clean_in_the_store(make_event, dra
     make_event("stop", assistant_response="Those are your credentials.")
     _, db = drain_now(flush=True)
     assert AWS_SECRET not in _everything(db, home)
+
+
+def test_prompts_that_differ_only_inside_private_stay_two_events(make_event, drain_now, home):
+    """Within the 3 s window, two prompts whose only difference was private scrubbed to one text and
+    were taken for a twin hook call (#34, defect 11). The dedup key is now a keyed hash of the raw
+    text: the two stay two, a real twin (the same raw payload) is still one, and nothing stored
+    holds what was private."""
+    import time
+
+    now = time.time()
+    make_event("userPromptSubmit", now=now, prompt="deploy with <private>hunter2-alpha</private> please")
+    make_event("userPromptSubmit", now=now + 0.5, prompt="deploy with <private>hunter2-bravo</private> please")
+    make_event("userPromptSubmit", now=now + 0.6, prompt="deploy with <private>hunter2-bravo</private> please")
+    stats, db = drain_now()
+    assert stats.stored == 2 and stats.duplicates == 1
+    stored = _everything(db, home)
+    assert "hunter2" not in stored
+    hashes = [r[0] for r in db.execute("select content_hash from events").fetchall()]
+    assert all(h.startswith("hmac-sha256:") for h in hashes) and len(set(hashes)) == 2

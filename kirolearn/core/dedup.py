@@ -52,3 +52,19 @@ def stop_content_hash(event: dict, turn_key: "str | None") -> str:
     fields = {k: event.get(k) for k in EVENT_CONTENT_FIELDS}
     fields["turn"] = turn_key
     return tagged_hash(fields)
+
+
+KEYED_PREFIX = "hmac-sha256:"
+
+
+def keyed_content_hash(event: dict, key: bytes, turn_key: "str | None" = None, stop: bool = False) -> str:
+    """A content hash of an event's raw text, keyed: for an event whose scrubbing removed something
+    (a <private> span, a secret). Two such events that differ only in what was removed get different
+    hashes, and without the home's key the hash reveals nothing of the removed text."""
+    import hmac
+
+    fields = {k: event.get(k) for k in EVENT_CONTENT_FIELDS}
+    if stop:
+        fields["turn"] = turn_key
+    data = canonical_json(fields).encode("utf-8", "surrogatepass")
+    return KEYED_PREFIX + hmac.new(key, data, hashlib.sha256).hexdigest()

@@ -563,7 +563,9 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
                             "search_memory finds the live ones")
         found = manage.clean(found)
         details = MemoryDetails(**{k: found.get(k) for k in MemoryDetails.model_fields if k in found})
-        lines = [f"### {found['title']}",
+        from kirolearn.privacy.sanitize import one_line
+
+        lines = [f"### {one_line(found['title'])}",  # a title with line breaks must not end the heading
                  f"({record_id}, {context.kind_label(details)}"
                  + "".join(f", {label}" for label in marks.labels(details.freshness, details.outcome))
                  + f", {found['created_at'][:10]})", "", found["summary"]]

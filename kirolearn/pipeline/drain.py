@@ -35,7 +35,7 @@ from kirolearn.team import membership as team
 from kirolearn.core import dedup
 from kirolearn.pipeline import extract, freshness
 from kirolearn.capture import spool
-from kirolearn.capture.events import scrub_event
+from kirolearn.privacy.carry import TurnCarry
 from kirolearn.store import state
 from kirolearn.store.base import Store, event_row
 from kirolearn.store.sqlite.store import SqliteStore
@@ -46,6 +46,7 @@ from kirolearn.pipeline.schema import (CONCEPT_MAX, CONCEPTS_COUNT_MAX, FACT_MAX
 from kirolearn.privacy.scrub import Scrubber
 from kirolearn.core.errors import DrainLocked, SpoolError, StoreCorrupt
 
+TURN_STARTS = ("userPromptSubmit", "agentSpawn")  # a new turn: nothing of the last one carries into it
 STALE_TMP_SECONDS = 600  # a tmp file this old belongs to a hook that died mid-write
 # The store's integrity check (SQLite's quick_check reads every page: ~1 s at 1M records) runs at most
 # once a pass, before it takes events in, and only when it is due: after an unclean stop (a pass that
@@ -147,6 +148,7 @@ class Drainer:
         self.llm_deadline = None
         self.last_team_sync = None  # monotonic time of the last team store sync
         self.new_record_ids: "list[str]" = []  # records this pass wrote: what supersede and merge look at
+        self._carries: dict = {}  # (project root, session) -> TurnCarry: the open end of a turn's last text
         self._heads: dict = {}  # HEAD commits read in this pass, by project root (kirolearn.pipeline.freshness)
 
     @property
@@ -197,9 +199,17 @@ class Drainer:
                 return True
         return content_hash in stored and self.store.content_duplicate(content_hash, since, until)
 
-    def _content_hash(self, event: dict, earlier: list) -> str:
-        """The event's content hash; a stop's is keyed on its turn (the newest non-stop event before it)."""
+    def _content_hash(self, event: dict, earlier: list, raw: "dict | None" = None) -> str:
+        """The event's content hash; a stop's is keyed on its turn (the newest non-stop event before it).
+
+        When scrubbing removed something (`raw` differs from `event` in a content field), the hash is of
+        the raw text, keyed with this home's secret (dedup.keyed_content_hash): two prompts that differ
+        only inside <private> stay two events, and the stored hash reveals nothing of what was removed.
+        """
+        scrubbed = raw is not None and any(raw.get(k) != event.get(k) for k in dedup.EVENT_CONTENT_FIELDS)
         if event["kind"] != "session_summary":
+            if scrubbed:
+                return dedup.keyed_content_hash(raw, state.dedup_key())
             return dedup.event_content_hash(event)
         key = None
         for _, other, _ in reversed(earlier):  # this chunk first: oldest first, like the spool
@@ -210,7 +220,26 @@ class Drainer:
         if key is None:
             key = self.store.last_turn_event_id(project_id(event["project_root"]), event["session_id"],
                                                 event["event_id"])
+        if scrubbed:
+            return dedup.keyed_content_hash(raw, state.dedup_key(), key, stop=True)
         return dedup.stop_content_hash(event, key)
+
+    def _scrub_in_turn(self, data: dict) -> dict:
+        """Scrub one event with its session's carry (privacy.carry.TurnCarry): a secret whose name ends
+        one tool output and whose value starts the next is redacted in both. A prompt starts a turn and
+        a stop ends it: neither hands anything on to another turn."""
+        key = (data.get("project_root"), data.get("session_id"))
+        carry = self._carries.get(key)
+        if carry is None:
+            if len(self._carries) >= 256:  # many sessions in one pass: the oldest carry goes
+                self._carries.pop(next(iter(self._carries)))
+            carry = self._carries[key] = TurnCarry(self.scrubber)
+        if data.get("trigger") in TURN_STARTS:
+            carry.reset()
+        clean = carry.scrub_event(data)
+        if data.get("kind") == "session_summary":
+            carry.reset()
+        return clean
 
     def ingest(self, paths: "list[str]", stats: DrainStats) -> "list[tuple[str, str | None]]":
         """Store one chunk of spool files in one transaction.
@@ -257,8 +286,8 @@ class Drainer:
                 stats.already_stored += 1
                 continue
             known.add(data["event_id"])
-            clean = scrub_event(data, self.scrubber)
-            fresh.append((path, clean, self._content_hash(clean, fresh)))
+            clean = self._scrub_in_turn(data)
+            fresh.append((path, clean, self._content_hash(clean, fresh, raw=data)))
         stored_hashes = self.store.content_hashes_present({h for _, _, h in fresh})
         stored_at = isotime.now_iso()
         for path, clean, content_hash in fresh:

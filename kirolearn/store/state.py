@@ -155,3 +155,33 @@ def try_update(name: str, **values) -> None:
         update(name, **values)
     except OSError:
         pass
+
+
+DEDUP_KEY = "dedup.key"  # the file in state/ holding this home's key for hashes of raw text
+
+
+def dedup_key() -> bytes:
+    """This home's secret key (32 random bytes, 0600 in state/, created on first use): the drain
+    keys a hash of raw text with it, so a hash tells two texts apart without revealing either."""
+    path = os.path.join(state_dir(), DEDUP_KEY)
+    for _ in range(2):
+        try:
+            with open(path, "rb") as fh:
+                key = fh.read(64)
+            if len(key) == 32:
+                return key
+            os.remove(path)  # damaged: a new key only makes the next window's twins miss each other
+        except FileNotFoundError:
+            pass
+        directory = paths.ensure_private_dir(state_dir())
+        try:
+            fd = os.open(os.path.join(directory, DEDUP_KEY), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            continue  # another drainer wrote it first: read theirs
+        key = os.urandom(32)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(key)
+            fh.flush()
+            os.fsync(fh.fileno())
+        return key
+    raise OSError(f"{path}: cannot read or create the dedup key")
