@@ -237,11 +237,17 @@ create trigger record_changes_purged after update of purged_at on forgotten_reco
 create index idx_record_changes_record on record_changes (record_id, seq);
 """
 
+# A model run keeps its prompt's version, the structured-output form and the raw answer (SQLite's m020, #36).
+PG004_EXTRACTION_ANSWERS = """
+alter table extraction_runs add column answer text, add column prompt_version text, add column response_form text;
+"""
+
 # (name, SQL) in the order they apply. Append only.
 MIGRATIONS: "list[tuple[str, str]]" = [
     ("pg001_tables", PG001_TABLES),
     ("pg002_record_changes", PG002_RECORD_CHANGES),
     ("pg003_purge_changes", PG003_PURGE_CHANGES),
+    ("pg004_extraction_answers", PG004_EXTRACTION_ANSWERS),
 ]
 
 # The tables a drainer reads and writes (`kirolearn migrate --grant ROLE` grants them; the ledger

@@ -378,3 +378,13 @@ def m019_purge_changes(db):
                "when old.purged_at is null and new.purged_at is not null begin "
                "insert into record_changes (record_id, change) values (new.record_id, 'purged'); end")
     db.execute("create index if not exists idx_record_changes_record on record_changes (record_id, seq)")
+
+
+@migrations()
+def m020_extraction_answers(db):
+    """A model run keeps what it was asked with and what it answered (#36): the prompt's version,
+    the structured-output form the server took, and the raw answer (scrubbed, cut to 8,000
+    characters), so a bad record can be traced to its run."""
+    for column in ("answer", "prompt_version", "response_form"):
+        if column not in db["extraction_runs"].columns_dict:
+            db["extraction_runs"].add_column(column, str)
