@@ -18,6 +18,7 @@ manual run never process the same file twice. Invariants:
 """
 
 import json
+import logging
 import os
 import signal
 import time
@@ -42,6 +43,8 @@ from kirolearn.pipeline.schema import (CONCEPT_MAX, CONCEPTS_COUNT_MAX, FACT_MAX
                                        SUMMARY_MAX, TITLE_MAX, Event, MemoryRecord, clip, clip_list)
 from kirolearn.privacy.scrub import Scrubber
 from kirolearn.core.errors import DrainLocked, SpoolError, StoreCorrupt
+
+log = logging.getLogger("kirolearn.drain")  # stderr; logs/drain.log under the scheduler
 
 STALE_TMP_SECONDS = 600  # a tmp file this old belongs to a hook that died mid-write
 RECHECK_SECONDS = 60.0  # --watch: how often a pass re-runs quick_check before it ingests
@@ -445,21 +448,29 @@ class Drainer:
                 partial = getattr(exc, "result", None)
                 stats.llm_failures += 1
                 self.store.record_failed_run(dict(
-                    run, extractor="llm", outcome="failed", error=str(exc)[:2000], finished_at=isotime.now_iso(),
+                    run, extractor="llm", outcome="failed", error=self.scrubber.scrub_text(str(exc))[:2000],
+                    finished_at=isotime.now_iso(),
                     request=partial.request if partial else "",
                     prompt_tokens=partial.prompt_tokens if partial else 0,
                     completion_tokens=partial.completion_tokens if partial else 0,
                     cost_usd=partial.cost_usd if partial else 0.0,
+                    **self._provenance(partial),
                 ))
                 if partial:
                     stats.tokens_used += partial.prompt_tokens + partial.completion_tokens
                     stats.cost_usd += partial.cost_usd
+                if not (partial and partial.botched):
+                    return  # the provider failed (down, refusing): the batch waits for a later drain
+                self._botched(batch, run, partial.botched, stats)
+                candidates = extract.deterministic(batch)
+                run = dict(run, run_id=new_ulid(), extractor="deterministic", request="")
+                self._commit(batch, run, candidates, stats)
                 return
             stats.llm_seconds = round(stats.llm_seconds + time.monotonic() - began, 3)
             self._note_model(True)
             candidates = result.records
             run.update(extractor="llm", request=result.request, prompt_tokens=result.prompt_tokens,
-                       fallback_reason=result.note,
+                       fallback_reason=result.note, **self._provenance(result),
                        completion_tokens=result.completion_tokens, cost_usd=result.cost_usd,
                        error="; ".join(result.errors))
             stats.tokens_used += result.prompt_tokens + result.completion_tokens
@@ -469,12 +480,31 @@ class Drainer:
                 stats.fallbacks += 1
             candidates = extract.deterministic(batch)
             run.update(extractor="deterministic", request="")
-        records, problems = self._records(batch, candidates, run_id, isotime.now_iso())
+        self._commit(batch, run, candidates, stats)
+
+    def _commit(self, batch: extract.Batch, run: dict, candidates: list, stats: DrainStats) -> None:
+        """Scrub and validate the candidates, then commit them with the run row and mark the batch done."""
+        records, problems = self._records(batch, candidates, run["run_id"], isotime.now_iso())
         crashpoint.reached("extract-before-commit")
         run.update(outcome="ok", finished_at=isotime.now_iso(),
                    error="; ".join(filter(None, [run.get("error", ""), *problems]))[:2000])
         stats.records_written += self.store.commit_extraction(run, records, batch.event_ids)
         stats.batches_extracted += 1
+
+    # -- a model's answers (#36) --------------------------------------------------------------
+
+    def _provenance(self, result) -> dict:
+        """The run row's trace of a model call: prompt version, structured-output form, raw answer (scrubbed)."""
+        answer = getattr(result, "answer", "") if result is not None else ""
+        return {"prompt_version": extract.PROMPT_VERSION, "response_form": getattr(result, "form", "") or "",
+                "answer": self.scrubber.scrub_text(answer)[:extract.ANSWER_KEPT_CHARS] if answer else ""}
+
+    def _botched(self, batch: extract.Batch, run: dict, reason: str, stats: DrainStats) -> None:
+        """A batch whose model answer was unusable: this batch only goes to the deterministic extractor, now."""
+        stats.fallbacks += 1
+        run["fallback_reason"] = f"model answer unusable: {reason}"[:500]
+        log.warning("batch %s (%d events): the model's answer was unusable, deterministic extractor used: %s",
+                    batch.key, len(batch.events), reason[:300])
 
     # -- whole runs ---------------------------------------------------------------------------
 
