@@ -44,10 +44,11 @@ def llama_server():
         yield url
 
 
-def configure(write_config, url, extra=""):
-    write_config(f'[extract]\nmodel = "{MODEL}"\napi_base = "{url}"\ntimeout_seconds = 240\n'
-                 f"call_budget_seconds = 300\ndrain_llm_budget_seconds = 900\nretries = 0\n"
-                 f"max_answer_tokens = 256\nmax_field_chars = 300\nmax_prompt_chars = 3000\n{extra}")
+def configure(write_config, url, **keys):
+    values = {"model": MODEL, "api_base": url, "timeout_seconds": 240, "call_budget_seconds": 300,
+              "drain_llm_budget_seconds": 900, "retries": 0, "max_answer_tokens": 256, "max_field_chars": 300,
+              "max_prompt_chars": 3000, **keys}
+    write_config("[extract]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in values.items()))
 
 
 def turn(make_event, session, n):
@@ -102,7 +103,7 @@ def test_drain_batches_through_the_real_server(home, make_event, drain_now, writ
 
 
 def test_doctor_probes_the_real_server(home, write_config, llama_server):
-    configure(write_config, llama_server, "timeout_seconds = 120\n")
+    configure(write_config, llama_server, timeout_seconds=120)
     result = cli("doctor", "--json")
     checks = json.loads(result.stdout)["checks"]
     (probe,) = [c for c in checks if f"model {MODEL} at {llama_server}" in c["message"]]
@@ -135,7 +136,7 @@ def test_the_server_killed_mid_batch_loses_nothing(home, make_event, drain_now, 
         pytest.skip(f"no llama.cpp server venv in {CACHE}")
     gguf = llmserver.assemble_model(python)
     with llmserver.running_server(python, gguf, log_path=CACHE / "test-kill.log", startup_timeout=180) as url:
-        configure(write_config, url, "max_answer_tokens = 2000\n")
+        configure(write_config, url, max_answer_tokens=2000)
         turn(make_event, "killed", 0)
         port = int(url.rsplit(":", 1)[1].split("/")[0])
         done = threading.Event()
