@@ -76,6 +76,9 @@ def run_checks():
         yield "OK", "no database yet (it is created by the first drain)"
     if conf is not None:
         yield from semantic_checks(conf)
+        from kirolearn.pipeline.probe import model_checks
+
+        yield from model_checks(conf)  # reachable, answers, JSON works, in which form (#36)
         from kirolearn.team import membership as team
         from kirolearn.team.migrate import store_checks
 

@@ -144,6 +144,8 @@ def status(settings) -> dict:
                                                       "extraction_failures_24h", "agent_events_24h", "superseded",
                                                       "merged")}}
         info["extractor"].update(tokens_today=tokens, cost_usd_today=round(dollars, 6))
+        if settings.extract.model:
+            info["extractor"]["model_runs_24h"] = records.model_runs_since(db, store.iso_shift(store.now_iso(), -86400))
         from kirolearn.privacy.rescrub import state as scrub_state
 
         info["database"]["scrub"] = scrub_state(db)

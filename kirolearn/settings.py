@@ -40,6 +40,8 @@ class Extract(_Section):
     daily_cost_limit_usd: float = Field(1.0, ge=0, description="dollars per UTC day by litellm's price map; 0 = no limit")
     max_field_chars: int = Field(2_000, ge=100, description="each event field is cut to this before it is sent")
     max_prompt_chars: int = Field(24_000, ge=1_000, description="whole batch rendering sent to the model")
+    max_answer_tokens: int = Field(2_000, ge=0, description="longest answer asked of the model (max_tokens); an answer "
+                                   "cut there is a botched batch; 0 = the server's own limit")
 
 
 class Batch(_Section):

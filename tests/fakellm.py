@@ -3,7 +3,8 @@
 It speaks just enough of the OpenAI chat API (``POST /v1/chat/completions``) and of
 Ollama's (``POST /api/chat`` and ``POST /api/show``) for ``litellm.completion`` to work
 against it.  Replies are scripted with :meth:`FakeLLM.enqueue`; every request received is
-recorded in :attr:`FakeLLM.requests`.  Use it as a context manager::
+recorded in :attr:`FakeLLM.requests`. ``FakeLLM(refuse_formats={"json_schema"})`` answers a chat
+call asking for that ``response_format`` type with HTTP 500, as llama.cpp's server does.  Use it as a context manager::
 
     with FakeLLM() as llm:
         llm.enqueue("hello")
@@ -49,6 +50,15 @@ class Reply:
     delay: float = 0.0
     prompt_tokens: int = 12
     completion_tokens: int = 7
+    finish_reason: str = "stop"
+
+
+# llama.cpp's server (llama-cpp-python 0.3.x) answers a json_schema response_format with HTTP 500 and this.
+LLAMA_CPP_REFUSAL = {"error": {
+    "message": "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+               "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+               "'ctx': {'expected': \"'text' or 'json_object'\"}}",
+    "type": "internal_server_error", "param": None, "code": None}}
 
 
 class _Server(ThreadingHTTPServer):
@@ -133,6 +143,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(400, {"error": "fakellm: streaming is not supported"})
             return
 
+        asked = data.get("response_format") if isinstance(data, dict) else None
+        form = asked.get("type") if isinstance(asked, dict) else None
+        if form in fake.refuse_formats:
+            self._send(500, LLAMA_CPP_REFUSAL)  # refused before any reply is consumed, as llama.cpp does
+            return
         reply = fake._next_reply()
         if reply is None:
             self._send(500, NO_REPLY_BODY)
@@ -158,7 +173,7 @@ def _openai_reply(fake: "FakeLLM", model: str, reply: Reply) -> dict:
         "choices": [{
             "index": 0,
             "message": {"role": "assistant", "content": reply.content or ""},
-            "finish_reason": "stop",
+            "finish_reason": reply.finish_reason,
         }],
         "usage": {
             "prompt_tokens": reply.prompt_tokens,
@@ -187,7 +202,9 @@ class FakeLLM:
     queued replies in order; with nothing queued they answer HTTP 500 ``NO_REPLY_BODY``.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, refuse_formats=()) -> None:
+        # response_format types answered HTTP 500 like llama.cpp's server does ("json_schema")
+        self.refuse_formats = frozenset(refuse_formats)
         self._lock = threading.Lock()
         self._queue: collections.deque[Reply] = collections.deque()
         self._requests: list[dict] = []
@@ -246,6 +263,7 @@ class FakeLLM:
         delay: float = 0.0,
         prompt_tokens: int = 12,
         completion_tokens: int = 7,
+        finish_reason: str = "stop",
     ) -> Reply:
         """Queue the answer to the next chat call and return it.
 
@@ -255,10 +273,11 @@ class FakeLLM:
         - ``enqueue(raw='{...')``: HTTP 200 with exactly this body (e.g. malformed JSON).
         - ``delay=s``: sleep ``s`` seconds first (ends early, unanswered, on :meth:`stop`).
         - ``prompt_tokens`` / ``completion_tokens``: the usage reported (default 12 / 7).
+        - ``finish_reason="length"``: an answer cut off at max_tokens.
         """
         if status != 200 and raw is not None:
             raise ValueError("use body= (not raw=) with a non-200 status")
-        reply = Reply(content, status, body, raw, delay, prompt_tokens, completion_tokens)
+        reply = Reply(content, status, body, raw, delay, prompt_tokens, completion_tokens, finish_reason)
         with self._lock:
             self._queue.append(reply)
         return reply

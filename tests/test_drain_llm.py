@@ -56,19 +56,30 @@ def test_model_records_are_stored_with_their_run(make_event, drain_now, write_co
     assert {r["run_id"] for r in rows} == {run["run_id"]}
 
 
-def test_a_failing_model_keeps_the_batch_and_falls_back_after_max_attempts(make_event, drain_now, write_config):
+def test_a_failing_provider_keeps_the_batch_and_falls_back_after_max_attempts(make_event, drain_now, write_config):
+    """A provider that fails (not a botched answer, see test_llm_batches.py) keeps the batch for later drains."""
     write_config('[extract]\nmodel = "openai/gpt-4o-mini"\nmax_attempts = 2\nretries = 0\n')
     turn(make_event)
-    stats, db = drain_now(complete=complete_with("not json"))
+    stats, db = drain_now(complete=complete_with(RuntimeError("provider down")))
     assert (stats.llm_failures, stats.records_written, stats.pending_events) == (1, 0, 3)
-    stats, db = drain_now(complete=complete_with("still not json"))
+    stats, db = drain_now(complete=complete_with(RuntimeError("still down")))
     assert stats.llm_failures == 1 and stats.pending_events == 3
     stats, db = drain_now(complete=complete_with(GOOD))  # two failures: deterministic now
     assert (stats.fallbacks, stats.records_written, stats.pending_events) == (1, 1, 0)
     outcomes = [(r["extractor"], r["outcome"]) for r in runs(db)]
     assert outcomes == [("llm", "failed"), ("llm", "failed"), ("deterministic", "ok")]
     assert runs(db)[-1]["fallback_reason"] == "model failed 2 times on this batch"
-    assert "malformed answer" in runs(db)[0]["error"]
+    assert "RuntimeError: provider down" in runs(db)[0]["error"]
+
+
+def test_a_malformed_answer_falls_back_for_that_batch_at_once(make_event, drain_now, write_config):
+    write_config('[extract]\nmodel = "openai/gpt-4o-mini"\nretries = 0\n')
+    turn(make_event)
+    stats, db = drain_now(complete=complete_with("not json"))
+    assert (stats.llm_failures, stats.fallbacks, stats.records_written, stats.pending_events) == (1, 1, 1, 0)
+    assert [(r["extractor"], r["outcome"]) for r in runs(db)] == [("llm", "failed"), ("deterministic", "ok")]
+    assert "malformed answer" in runs(db)[0]["error"] and runs(db)[0]["answer"] == "not json"
+    assert runs(db)[1]["fallback_reason"].startswith("model answer unusable: malformed answer")
 
 
 def test_recovery_on_a_later_drain(make_event, drain_now, write_config):

@@ -23,17 +23,25 @@ def test_a_hung_model_is_bounded_and_skipped_after_failures_in_a_row(home, proje
         result = cli("drain", "--json")
         assert result.returncode == 0, result.stderr
         stats = json.loads(result.stdout)
-        assert stats["llm_failures"] == 2 and stats["fallbacks"] == 2 and stats["model_breaker_open"]
-        assert stats["batches_extracted"] == 2 and stats["pending_events"] == 2
+        # two batches past their deadline fall back at once (#36), then the breaker skips the model for two more
+        assert stats["llm_failures"] == 2 and stats["fallbacks"] == 4 and stats["model_breaker_open"]
+        assert stats["batches_extracted"] == 4 and stats["pending_events"] == 0
         asked = len(fake.chat_requests)
         assert asked <= 2 * 4  # each batch: attempts of 0.3 s within its 0.8 s budget, never all 6 tries
         status = json.loads(cli("status", "--json").stdout)
         assert status["extractor"]["breaker_open"] and status["extractor"]["failures_in_a_row"] == 2
         assert "failed 2 batches in a row" in status["extractor"]["mode"]
-        assert "model: not called" in cli("status").stdout
+        runs = status["extractor"]["model_runs_24h"]
+        assert runs["batches"] == 0 and runs["failed_attempts"] == 2 and runs["fallbacks"] == 4
+        assert set(runs["fallback_reasons"]) == {"model answer unusable", "model failed 2 batches in a row"}
+        text = cli("status").stdout
+        assert "model: not called" in text and "4 fell back to the deterministic extractor" in text
+        body = {"hook_event_name": "stop", "cwd": str(project), "session_id": "hung-late",
+                "assistant_response": "finished the last part"}
+        assert run_hook([], json.dumps(body).encode()).returncode == 0
         again = json.loads(cli("drain", "--json", "--flush").stdout)
         assert len(fake.chat_requests) == asked  # breaker still open: the model is not called again
-        assert again["fallbacks"] == 2 and again["pending_events"] == 0
+        assert again["fallbacks"] == 1 and again["pending_events"] == 0
 
 
 def test_the_breaker_lets_one_call_through_after_its_cool_off(home, make_event, drain_now, write_config):

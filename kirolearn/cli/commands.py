@@ -237,6 +237,13 @@ def status_command(json_):
     click.echo(f"extractor: {ex['mode']}{' (' + ex['model'] + ')' if ex['model'] else ''}{limit}")
     if ex["breaker_open"]:
         click.echo(f"model: not called until it answers again; last error: {ex['last_model_error']}")
+    runs = ex.get("model_runs_24h")
+    if runs:
+        latency = (f", {runs['latency_ms_avg'] / 1000:.1f} s each on average (slowest {runs['latency_ms_max'] / 1000:.1f} s)"
+                   if runs["latency_ms_avg"] is not None else "")
+        why = "; ".join(f"{kind} ({n})" for kind, n in runs["fallback_reasons"].items())
+        click.echo(f"model, last 24 h: {runs['batches']} batches{latency}; {runs['failed_attempts']} failed attempts; "
+                   f"{runs['fallbacks']} fell back to the deterministic extractor" + (f": {why}" if why else ""))
     if info["last_drain_error"]:
         click.echo(f"last drain failed: {info['last_drain_error']}")
     if info["hook_errors_24h"]:

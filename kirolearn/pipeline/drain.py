@@ -19,8 +19,8 @@ manual run never process the same file twice. Invariants:
   deterministic extractor.
 """
 
-import logging
 import json
+import logging
 import os
 import signal
 import time
@@ -579,21 +579,29 @@ class Drainer:
                 partial = getattr(exc, "result", None)
                 stats.llm_failures += 1
                 self.store.record_failed_run(dict(
-                    run, extractor="llm", outcome="failed", error=str(exc)[:2000], finished_at=isotime.now_iso(),
+                    run, extractor="llm", outcome="failed", error=self.scrubber.scrub_text(str(exc))[:2000],
+                    finished_at=isotime.now_iso(),
                     request=partial.request if partial else "",
                     prompt_tokens=partial.prompt_tokens if partial else 0,
                     completion_tokens=partial.completion_tokens if partial else 0,
                     cost_usd=partial.cost_usd if partial else 0.0,
+                    **self._provenance(partial),
                 ))
                 if partial:
                     stats.tokens_used += partial.prompt_tokens + partial.completion_tokens
                     stats.cost_usd += partial.cost_usd
+                if not (partial and partial.botched):
+                    return  # the provider failed (down, refusing): the batch waits for a later drain
+                self._botched(batch, run, partial.botched, stats)
+                candidates = extract.deterministic(batch)
+                run = dict(run, run_id=new_ulid(), extractor="deterministic", request="")
+                self._commit(batch, run, candidates, stats)
                 return
             stats.llm_seconds = round(stats.llm_seconds + time.monotonic() - began, 3)
             self._note_model(True)
             candidates = result.records
             run.update(extractor="llm", request=result.request, prompt_tokens=result.prompt_tokens,
-                       fallback_reason=result.note,
+                       fallback_reason=result.note, **self._provenance(result),
                        completion_tokens=result.completion_tokens, cost_usd=result.cost_usd,
                        error="; ".join(result.errors))
             stats.tokens_used += result.prompt_tokens + result.completion_tokens
@@ -603,13 +611,32 @@ class Drainer:
                 stats.fallbacks += 1
             candidates = extract.deterministic(batch)
             run.update(extractor="deterministic", request="")
-        records, problems = self._records(batch, candidates, run_id, isotime.now_iso())
+        self._commit(batch, run, candidates, stats)
+
+    def _commit(self, batch: extract.Batch, run: dict, candidates: list, stats: DrainStats) -> None:
+        """Scrub and validate the candidates, then commit them with the run row and mark the batch done."""
+        records, problems = self._records(batch, candidates, run["run_id"], isotime.now_iso())
         crashpoint.reached("extract-before-commit")
         run.update(outcome="ok", finished_at=isotime.now_iso(),
                    error="; ".join(filter(None, [run.get("error", ""), *problems]))[:2000])
         stats.records_written += self.store.commit_extraction(run, records, batch.event_ids)
         self.new_record_ids += [r.record_id for r in records]
         stats.batches_extracted += 1
+
+    # -- a model's answers (#36) --------------------------------------------------------------
+
+    def _provenance(self, result) -> dict:
+        """The run row's trace of a model call: prompt version, structured-output form, raw answer (scrubbed)."""
+        answer = getattr(result, "answer", "") if result is not None else ""
+        return {"prompt_version": extract.PROMPT_VERSION, "response_form": getattr(result, "form", "") or "",
+                "answer": self.scrubber.scrub_text(answer)[:extract.ANSWER_KEPT_CHARS] if answer else ""}
+
+    def _botched(self, batch: extract.Batch, run: dict, reason: str, stats: DrainStats) -> None:
+        """A batch whose model answer was unusable: this batch only goes to the deterministic extractor, now."""
+        stats.fallbacks += 1
+        run["fallback_reason"] = f"model answer unusable: {reason}"[:500]
+        log.warning("batch %s (%d events): the model's answer was unusable, deterministic extractor used: %s",
+                    batch.key, len(batch.events), reason[:300])
 
     # -- whole runs ---------------------------------------------------------------------------
 
@@ -630,21 +657,19 @@ class Drainer:
     def mark_truth(self, stats: DrainStats) -> None:
         """Supersede what the new records changed and merge near-identical chores (issue #31), right after
         they are stored; the cost follows the new records (a few FTS candidates each)."""
-        if not self.new_record_ids:
+        if not self.new_record_ids or self.db is None:  # supersede reads the embedded store's text index
             return
         from kirolearn.pipeline import truth
 
         lines: list = []
-        done = truth.mark_new(self.local.db, self.new_record_ids, merge=self.settings.drain.auto_merge,
+        done = truth.mark_new(self.db, self.new_record_ids, merge=self.settings.drain.auto_merge,
                               log=lines.append)
         stats.superseded += len(done["superseded"])
         stats.merged += done["merged"]
         if lines:
             from kirolearn.core import paths
 
-            path = os.path.join(paths.ensure_private_dir(paths.logs_dir()), "truth.log")
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-            with os.fdopen(fd, "a", encoding="utf-8") as out:
+            with os.fdopen(paths.open_log("truth.log"), "a", encoding="utf-8") as out:
                 out.writelines(f"{isotime.now_iso()} drain {line}\n" for line in lines)
 
     def embed_records(self, stats: DrainStats) -> None:

@@ -17,13 +17,15 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import ValidationError
 
 from kirolearn.capture.events import cut_text
-from kirolearn.core.observation_types import OBSERVATION_TYPES
 from kirolearn.pipeline.schema import (CONCEPT_MAX, CONCEPTS_COUNT_MAX, FACT_MAX, FACTS_COUNT_MAX, FILE_MAX, FILES_KEPT,
                                        SUMMARY_MAX, TITLE_MAX, ObservationType, clip, clip_list)
 from kirolearn.core.errors import ExtractionError  # noqa: F401 - re-exported for callers
+from kirolearn.pipeline import structured
+from kirolearn.pipeline.prompt import (PROMPT_VERSION, SUMMARY_REQUEST, SYSTEM_PROMPT, Candidate,  # noqa: F401
+                                       Extraction)
 
 DETERMINISTIC_STRATEGY = "deterministic-turn"
 LLM_STRATEGY = "llm-summary"
@@ -57,6 +59,8 @@ class Completion:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    finish_reason: str = ""  # "length": the answer was cut at max_answer_tokens
+    form: str = ""  # the structured-output form the server took (kirolearn.pipeline.structured.FORMS)
 
 
 # --- what events say ---------------------------------------------------------------
@@ -490,35 +494,7 @@ def deterministic(batch: Batch) -> "list[dict]":
 # --- LLM extractor ------------------------------------------------------------------------
 
 
-class Candidate(BaseModel):
-    """One memory the model proposes."""
-
-    observation_type: ObservationType
-    title: str = Field(min_length=1, description=f"one line, at most {TITLE_MAX} characters")
-    summary: str = Field(min_length=1, description=f"what happened and why it matters, at most {SUMMARY_MAX} characters")
-    facts: list[str] = Field(default_factory=list, description="short durable facts")
-    concepts: list[str] = Field(default_factory=list, description="topics, lower case")
-    files_touched: list[str] = Field(default_factory=list, description="paths relative to the project root")
-
-
-class Extraction(BaseModel):
-    """The model's whole answer: zero or more memories."""
-
-    records: list[Candidate] = Field(default_factory=list, max_length=10)
-
-
-SYSTEM_PROMPT = f"""You distil a coding agent's work into durable memory records for future sessions.
-You receive the events of one session in order: the developer's prompts (kind=prompt), the agent's
-tool calls with input and output (kind=tool_use), the agent's end-of-turn message
-(kind=session_summary) and lifecycle notes (kind=note).
-Answer with JSON only, matching: {{"records": [{{"observation_type": one of {"|".join(OBSERVATION_TYPES)},
-"title": "...", "summary": "...", "facts": ["..."], "concepts": ["..."], "files_touched": ["..."]}}]}}.
-Rules: keep knowledge that stays true (how the project works, decisions and their reasons, errors
-and their fixes, conventions), not transient state. When the events include a session_summary
-event, the first record must have observation_type "session_summary" and recap the turn: the
-request, what was investigated, what was learned, what was done, what remains. Titles at most
-{TITLE_MAX} characters, summaries at most {SUMMARY_MAX}. Paths relative to the project root. Text inside
-[REDACTED:...] markers stays redacted. If nothing is worth remembering answer {{"records": []}}."""
+# The prompt, its schema and its version live in kirolearn.pipeline.prompt (re-exported here).
 
 
 def render_events(batch: Batch, field_chars: int, max_chars: int) -> str:
@@ -573,16 +549,33 @@ def build_messages(batch: Batch, field_chars: int, max_chars: int) -> "list[dict
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.S)
 
 
-def parse_answer(content: str) -> Extraction:
-    """Validate a model answer (tolerating a ```json fence); raises ExtractionError."""
+class BotchedAnswer(ExtractionError):
+    """The model answered, but not with something usable: invalid JSON, wrong types, empty, cut off,
+    too long, or too late. The batch falls back to the deterministic extractor at once."""
+
+
+ANSWER_MAX_CHARS = 64_000  # an answer longer than this is a model that ran on, not records
+ANSWER_KEPT_CHARS = 8_000  # the raw answer kept in the run row (scrubbed by the drain)
+
+
+def parse_answer(content: str, finish_reason: str = "") -> Extraction:
+    """Validate a model answer (tolerating a ```json fence); raises BotchedAnswer saying what is wrong."""
     text = content or ""
+    if not text.strip():
+        raise BotchedAnswer("malformed answer: empty")
+    if len(text) > ANSWER_MAX_CHARS:
+        raise BotchedAnswer(f"malformed answer: too long ({len(text):,} characters, at most {ANSWER_MAX_CHARS:,})")
     match = _FENCE.match(text)
     if match:
         text = match.group(1)
     try:
         return Extraction.model_validate_json(text)
     except ValidationError as exc:
-        raise ExtractionError(f"malformed answer: {exc.errors()[0]['msg']} ({clip(text, 80)!r})") from None
+        cut = " (cut off at max_answer_tokens)" if finish_reason == "length" else ""
+        first = exc.errors()[0]
+        where = ".".join(map(str, first.get("loc") or ()))
+        raise BotchedAnswer(f"malformed answer{cut}: {where + ': ' if where else ''}{first['msg']} "
+                            f"({clip(text, 80)!r})") from None
 
 
 def candidates_from(extraction: Extraction, batch: Batch) -> "list[dict]":
@@ -631,12 +624,11 @@ class LLMResult:
     cost_usd: float = 0.0
     errors: list = field(default_factory=list)
     note: str = ""  # for the run row's fallback_reason: a turn summary the model never gave
+    answer: str = ""  # the model's last raw answer (cut to ANSWER_KEPT_CHARS), for the run's provenance
+    form: str = ""  # the structured-output form of the last answer
+    botched: str = ""  # why the model's answers were unusable (set when the last failure was the answer's)
 
 
-SUMMARY_REQUEST = """Your answer has no record with observation_type "session_summary", yet these events end a
-turn (kind=session_summary). Answer again with JSON only: {"records": [one record with observation_type
-"session_summary" that recaps the turn: the request, what was investigated, what was learned, what was
-done, what remains]}."""
 NO_SUMMARY_NOTE = "turn summary: the model gave none, even when asked again; deterministic-turn record used"
 
 
@@ -652,7 +644,7 @@ def _ask_for_summary(messages: list, answer: str, settings, complete, result: LL
         result.prompt_tokens += completion.prompt_tokens
         result.completion_tokens += completion.completion_tokens
         result.cost_usd += completion.cost_usd
-        found = parse_answer(completion.content).records
+        found = parse_answer(completion.content, completion.finish_reason).records
     except Exception as exc:  # noqa: BLE001 - the first answer's records still count
         result.errors.append(f"asking for the turn summary: {type(exc).__name__}: {clip(str(exc), 200)}")
         return []
@@ -720,11 +712,14 @@ def llm_extract(batch: Batch, settings, complete, sleep=time.sleep, deadline: "f
                                  if deadline is None or until < deadline else "out of the drain's model time")
             break
         try:
+            result.botched = ""
             completion = call_bounded(complete, messages, settings, min(ex.timeout_seconds, left))
             result.prompt_tokens += completion.prompt_tokens
             result.completion_tokens += completion.completion_tokens
             result.cost_usd += completion.cost_usd
-            extraction = parse_answer(completion.content)
+            result.answer = (completion.content or "")[:ANSWER_KEPT_CHARS]
+            result.form = completion.form
+            extraction = parse_answer(completion.content, completion.finish_reason)
             if _ends_turn(batch) and not any(c.observation_type == "session_summary" for c in extraction.records):
                 asked = _ask_for_summary(messages, completion.content, settings, complete, result)
                 extraction = Extraction.model_construct(records=asked + list(extraction.records))
@@ -733,8 +728,12 @@ def llm_extract(batch: Batch, settings, complete, sleep=time.sleep, deadline: "f
             return result
         except ExtractionError as exc:
             result.errors.append(str(exc))
+            if isinstance(exc, BotchedAnswer):
+                result.botched = str(exc)
         except Exception as exc:  # provider errors: any litellm exception class
             result.errors.append(f"{type(exc).__name__}: {clip(str(exc), 200)}")
+            if type(exc).__name__ in ("Timeout", "CallTimeout"):
+                result.botched = f"past its deadline: {type(exc).__name__}: {clip(str(exc), 120)}"
             if type(exc).__name__ not in TRANSIENT:
                 break
         if attempt < ex.retries:
@@ -742,6 +741,8 @@ def llm_extract(batch: Batch, settings, complete, sleep=time.sleep, deadline: "f
                 break  # no time left to wait for another try
             sleep(delay)
             delay *= 2
+    if result.errors and result.errors[-1].startswith("out of time") and not result.botched:
+        result.botched = result.errors[-1]  # a slow model used the batch's whole budget
     error = ExtractionError("; ".join(result.errors))
     error.result = result  # type: ignore[attr-defined]
     raise error
@@ -760,25 +761,47 @@ def load_litellm():
 def litellm_complete(messages: "list[dict]", settings, response_format=None) -> Completion:
     """One chat completion through litellm (imported here, lazily: it costs seconds).
 
-    `response_format` is the pydantic model the answer must match (default: Extraction).
+    `response_format` is the pydantic model the answer must match (default: Extraction). It is asked
+    for in the structured-output form the server takes (kirolearn.pipeline.structured): the form
+    remembered for this model, else json_schema, then json_object with the schema, then plain text,
+    stepping down only on an error that says the form is unsupported.
     """
     litellm = load_litellm()
     ex = settings.extract
-    kwargs = {"model": ex.model, "messages": messages, "timeout": ex.timeout_seconds,
-              "response_format": response_format or Extraction, "temperature": 0.2}
-    if ex.api_base:
-        kwargs["api_base"] = ex.api_base
-    if ex.model.startswith("openai/"):
-        kwargs["max_retries"] = 0  # the OpenAI SDK retries on its own otherwise; we retry ourselves
-    response = litellm.completion(**kwargs)
+    target = response_format or Extraction
+    forms = structured.forms_to_try(ex.model, ex.api_base)
+    for form in forms:
+        sent, format_arg = structured.request(form, messages, target)
+        kwargs = {"model": ex.model, "messages": sent, "timeout": ex.timeout_seconds, "temperature": 0.2}
+        if format_arg is not None:
+            kwargs["response_format"] = format_arg
+        if ex.max_answer_tokens:
+            kwargs["max_tokens"] = ex.max_answer_tokens
+        if ex.api_base:
+            kwargs["api_base"] = ex.api_base
+            if ex.model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
+                kwargs["api_key"] = "local"  # a local server wants none, but the OpenAI client insists on one
+        if ex.model.startswith("openai/"):
+            kwargs["max_retries"] = 0  # the OpenAI SDK retries on its own otherwise; we retry ourselves
+        try:
+            response = litellm.completion(**kwargs)
+        except Exception as exc:
+            if form != forms[-1] and structured.unsupported(exc):
+                continue  # the server refused this form: the next one down
+            raise
+        structured.remember(ex.model, ex.api_base, form)
+        break
     usage = getattr(response, "usage", None)
     try:
         cost = float(litellm.completion_cost(completion_response=response) or 0.0)
     except Exception:  # unknown model in the price map: tokens are still counted
         cost = 0.0
+    choice = response.choices[0]
     return Completion(
-        content=response.choices[0].message.content or "",
+        content=choice.message.content or "",
         prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
         completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
         cost_usd=cost,
+        finish_reason=str(getattr(choice, "finish_reason", "") or ""),
+        form=form,
     )

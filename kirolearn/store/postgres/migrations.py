@@ -262,6 +262,11 @@ create trigger record_changes_marks after update of superseded_by, merged_into o
     execute function kirolearn_feed('record');
 """
 
+# A model run keeps its prompt's version, the structured-output form and the raw answer (SQLite's m022, #36).
+PG006_EXTRACTION_ANSWERS = """
+alter table extraction_runs add column answer text, add column prompt_version text, add column response_form text;
+"""
+
 # (name, SQL) in the order they apply. Append only.
 MIGRATIONS: "list[tuple[str, str]]" = [
     ("pg001_tables", PG001_TABLES),
@@ -269,6 +274,7 @@ MIGRATIONS: "list[tuple[str, str]]" = [
     ("pg003_purge_changes", PG003_PURGE_CHANGES),
     ("pg004_record_marks", PG004_RECORD_MARKS),
     ("pg005_supersede_merge", PG005_SUPERSEDE_MERGE),
+    ("pg006_extraction_answers", PG006_EXTRACTION_ANSWERS),
 ]
 
 # The tables a drainer reads and writes (`kirolearn migrate --grant ROLE` grants them; the ledger

@@ -47,7 +47,7 @@ SUMMARY_COLUMNS = ("id", "session_id", "project", "project_id", "project_root", 
                    "auto_compress_error", "record_id", "ended_at", "actor", "host", "agent")
 RUN_COLUMNS = ("run_id", "batch_key", "project_id", "session_id", "reason", "extractor", "model", "event_count",
                "request", "prompt_tokens", "completion_tokens", "cost_usd", "outcome", "error", "fallback_reason",
-               "records_written", "started_at", "finished_at")
+               "records_written", "started_at", "finished_at", "answer", "prompt_version", "response_form")
 JSON_COLUMNS = frozenset(RECORD_LISTS + SUMMARY_LISTS)
 
 # Which weight class (pg_migrations.SEARCH_VECTOR) holds each field, and what the class weighs in

@@ -452,3 +452,13 @@ def m021_record_supersede_merge(db):
                "on memory_records when old.superseded_by is not new.superseded_by "
                "or old.merged_into is not new.merged_into begin "
                "insert into record_changes (record_id, change) values (new.record_id, 'record'); end")
+
+
+@migrations()
+def m022_extraction_answers(db):
+    """A model run keeps what it was asked with and what it answered (#36): the prompt's version,
+    the structured-output form the server took, and the raw answer (scrubbed, cut to 8,000
+    characters), so a bad record can be traced to its run."""
+    for column in ("answer", "prompt_version", "response_form"):
+        if column not in db["extraction_runs"].columns_dict:
+            db["extraction_runs"].add_column(column, str)

@@ -264,6 +264,30 @@ def extraction_failures_since(conn, since_iso: str) -> int:
                         [since_iso]).fetchone()[0]
 
 
+def model_runs_since(conn, since_iso: str) -> dict:
+    """What the model did since a time (`status`, #36): batches it extracted, their latency, its
+    failed attempts, and the batches that fell back to the deterministic extractor, by reason.
+
+    Reads the runs since `since_iso` through idx_runs_started, never the whole table.
+    """
+    ok, failed, avg_ms, max_ms = conn.execute(
+        "select coalesce(sum(outcome = 'ok'), 0), coalesce(sum(outcome = 'failed'), 0), "
+        "avg(case when outcome = 'ok' then (julianday(finished_at) - julianday(started_at)) * 86400000.0 end), "
+        "max(case when outcome = 'ok' then (julianday(finished_at) - julianday(started_at)) * 86400000.0 end) "
+        "from extraction_runs where started_at >= ? and extractor = 'llm' and batch_key != 'session_end'",
+        [since_iso]).fetchone()
+    reasons: dict = {}
+    for (reason,) in conn.execute("select fallback_reason from extraction_runs where started_at >= ? and "
+                                  "extractor = 'deterministic' and coalesce(fallback_reason, '') != ''",
+                                  [since_iso]):
+        kind = reason.split(":", 1)[0].strip()  # "model answer unusable: …" counts as one kind
+        reasons[kind] = reasons.get(kind, 0) + 1
+    return {"batches": int(ok), "failed_attempts": int(failed),
+            "latency_ms_avg": round(avg_ms) if avg_ms is not None else None,
+            "latency_ms_max": round(max_ms) if max_ms is not None else None,
+            "fallbacks": sum(reasons.values()), "fallback_reasons": dict(sorted(reasons.items()))}
+
+
 def events_by_agent_since(conn, since_iso: str) -> dict:
     """{agent: events received since a time} (the agents that sent any)."""
     rows = conn.execute("select agent, count(*) from events where received_at >= ? group by agent order by agent",
