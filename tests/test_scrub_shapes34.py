@@ -357,3 +357,14 @@ def test_the_shapes_look_alikes_are_kept():
 
     result = shapes34.keep(Scrubber())
     assert result["kept"] == result["total"], result["changed"][:5]
+
+
+def test_a_complete_token_at_the_end_of_a_text_does_not_swallow_the_next_texts_first_word():
+    """The carry joins a cut token with the next text; a token the rules already match whole was not
+    cut: `token=ghp_…` closing a prompt, then `pytest tests/…` as the next command, stays `pytest`."""
+    from kirolearn.privacy.carry import TurnCarry
+
+    carry = TurnCarry(Scrubber({}, []))
+    carry.scrub_text("Why does the export job fail? token=ghp_" + "a" * 36)
+    assert carry.scrub_text("pytest tests/test_export.py") == "pytest tests/test_export.py"
+    assert carry.counts["github-token"] == 1

@@ -42,6 +42,8 @@ _OPEN_END_RE = re.compile(
     r"authorization|auth|credentials?|cookie|login|-p|--password))[ \t\"']*$"
 )
 _TOKEN_TAIL_RE = re.compile(r"[A-Za-z0-9+/=_\-.]{4,}$")
+# Rules whose value has no fixed length: a match at a text's end may still be cut (`token: ghp_`).
+OPEN_ENDED = frozenset(("secret-assignment", "authorization", "generic-api-key", "high-entropy"))
 MIN_VALUE_CHARS = 6  # a shorter text is an id, a count, a tool name: never handed the open line
 # The fields of an event that hold what a person or a tool wrote (capture.events): the envelope's
 # ids, paths and names are scrubbed without the carry.
@@ -137,7 +139,7 @@ class TurnCarry:
         if not head:
             return []
         joins = [tail.rstrip() + " "]
-        if h0 == 0 and (tail[-1:].isalnum() or tail[-1:] in "_-+/:"):
+        if h0 == 0 and (tail[-1:].isalnum() or tail[-1:] in "_-+/:") and not self._ends_complete(tail):
             joins.append(tail)  # cut mid-line: a token, `user:` + `password@host`
         spans = []
         for left in joins:
@@ -151,6 +153,12 @@ class TurnCarry:
                     continue  # `DB_PASSWORD=` then `exit status 0`: a word, an id, a path starts the next text
                 spans.append((s, e, kind))
         return sorted(spans)
+
+    def _ends_complete(self, tail: str) -> bool:
+        """Does a rule already match the whole token `tail` ends with? Then it was not cut, and the next
+        text's first word is not its rest (`token=ghp_…` then `pytest …` must not become one token)."""
+        end = len(tail.rstrip())
+        return any(e >= end and kind not in OPEN_ENDED for _, e, kind in self._found(tail))
 
     def _found(self, text: str) -> list:
         scrubber = self.scrubber

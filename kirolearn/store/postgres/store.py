@@ -196,8 +196,8 @@ class PostgresStore(Store):
             raise SchemaTooNew(f"the team store {shown_url(self.url)} was migrated by a newer kirolearn (unknown "
                                f"migrations: {', '.join(schema['unknown'])})", "upgrade kirolearn")
         if schema["pending"]:
-            raise StoreError(f"the team store {shown_url(self.url)} needs {len(schema['pending'])} migration(s) "
-                             f"({', '.join(schema['pending'])})",
+            raise StoreError(f"the team store {shown_url(self.url)} needs {len(schema['pending'])} migration(s), "
+                             f"which `kirolearn migrate` applies ({', '.join(schema['pending'])})",
                              "run `kirolearn migrate` (as a role allowed to create tables there)")
 
     def schema(self) -> dict:
