@@ -60,7 +60,8 @@ def cases(rng: random.Random, per_family: int = 2) -> list:
         out.append(("cookie", f"Cookie: sessionid={sid}; csrftoken={csrf}", sid))
         out.append(("cookie-second", f"Cookie: theme=dark; sessionid={sid}; csrftoken={csrf}", csrf))
         sess = _r(rng, 24) + "%3D"
-        out.append(("set-cookie", f"Set-Cookie: _app_session={sess}; Path=/; HttpOnly; Secure; SameSite=Lax", sess))
+        out.append(("set-cookie", f"Set-Cookie: _app_session={sess}; Path=/; HttpOnly; Secure; SameSite=Lax",
+                    sess))
         pw = _password(rng)
         blob = _b64(f"DB_PASSWORD={pw}")
         out.append(("base64-env", f"echo {blob} | base64 -d", blob))
@@ -68,7 +69,8 @@ def cases(rng: random.Random, per_family: int = 2) -> list:
         out.append(("base64-env-export", f"printf '%s' {blob} | base64 --decode >> .env", blob))
         pw = _password(rng).replace("!", "x")
         url = f"postgres://app_user:{pw}@db.internal:5432/app"
-        out.append(("postgres-url", rng.choice([f"psql {url}", f"DATABASE_URL={url}", f"connecting to {url} ..."]), pw))
+        shell = rng.choice([f"psql {url}", f"DATABASE_URL={url}", f"connecting to {url} ..."])
+        out.append(("postgres-url", shell, pw))
         tok = rng.choice([_r(rng, 12), _r(rng, 16), _r(rng, 28, string.ascii_lowercase)])
         out.append(("bearer-env", f"UPSTREAM=Bearer {tok}", tok))
         tok = rng.choice([_r(rng, 10), "abc123" + _r(rng, 8, string.ascii_lowercase + string.digits)])

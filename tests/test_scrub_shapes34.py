@@ -254,7 +254,8 @@ AWS_SECRET = "r7y7qYRPxkfVUX04Wl/ZbTi8MGGaB+Q5ZUoNxYz1"
 @pytest.mark.parametrize("first, second, secret", [
     ("$ cat part1\naws_secret_access_key =", f"{AWS_SECRET}\n", AWS_SECRET),
     ("aws_secret_access_key = ", AWS_SECRET, AWS_SECRET),
-    ("[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\naws_secret_access_key=\n", f"  {AWS_SECRET}\nok", AWS_SECRET),
+    ("[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\naws_secret_access_key=\n", f"  {AWS_SECRET}\nok",
+     AWS_SECRET),
     ("export DB_PASSWORD=", f"{PW}\nexit status 0", PW),
     ("Authorization: Bearer", f" {SID}", SID),
     ("machine api.example.com\n  login bob\n  password", f" {PW}\n", PW),
@@ -302,7 +303,8 @@ def test_the_carry_walks_events_like_the_drain():
                 "tool_input": {"command": command},
                 "tool_response": {"success": True, "result": [{"exit_status": "0", "stdout": stdout}]}}
 
-    events = [tool("head -c 200 creds", "[default]\naws_secret_access_key ="), tool("tail -c 41 creds", f"{AWS_SECRET}\n")]
+    events = [tool("head -c 200 creds", "[default]\naws_secret_access_key ="),
+              tool("tail -c 41 creds", f"{AWS_SECRET}\n")]
     assert AWS_SECRET in json.dumps([scrub_event(e, Scrubber()) for e in events])  # without the carry
     first, second = carry.scrub_event(events[0]), carry.scrub_event(events[1])
     assert AWS_SECRET not in json.dumps([first, second])
