@@ -6,7 +6,8 @@ keeps the value. `TurnCarry` remembers the last line of a text when it leaves a 
 names a secret, a rule's trigger or a command word, and ends with an operator, a keyword, a PEM
 header or a cut token) and, for the next few texts, also scrubs a window made of that line and
 the start of the text; what the rules find in the text's part of the window is redacted in the
-text too.
+text too. A `<private>` span a text opens and does not close goes on in the texts after it, up to
+its closing tag (or the turn's end).
 
     carry = TurnCarry(scrubber)          # one per session; reset() at each turn's start and end
     clean = carry.scrub_event(event)     # capture.events.scrub_event(event, scrubber), plus the carry
@@ -43,6 +44,8 @@ _OPEN_WORDS = frozenset("pass password passwd passphrase pw pwd secret token key
 _ENTRY_WORDS = ("password", "passwd", "login", "account")
 _ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 _TOKEN_CHARS = _ALNUM + "+/=_-."
+_PRIVATE_OPEN = "<private>"
+_PRIVATE_MARKER = _scrub.marker("private")
 CLOSED_CACHE_TEXT, CLOSED_CACHE_SIZE = 256, 4096  # short texts found not to leave a value open
 MIN_VALUE_CHARS = 6  # a shorter text is an id, a count, a tool name: never handed the open line
 # The fields of an event that hold what a person or a tool wrote (capture.events): the envelope's
@@ -92,6 +95,7 @@ class TurnCarry:
         self._tail: "str | None" = None
         self._left = 0
         self._cut_only = False
+        self._private_open = False
         self._closed: set = set()
 
     @property
@@ -99,9 +103,10 @@ class TurnCarry:
         return self.scrubber.counts
 
     def reset(self) -> None:
-        """Forget the remembered line (a new turn, a new session)."""
+        """Forget the remembered line and any private span left open (a new turn, a new session)."""
         self._tail = None
         self._left = 0
+        self._private_open = False
 
     def scrub_event(self, event: dict) -> dict:
         """capture.events.scrub_event with the carry: the fields a person or a tool wrote are
@@ -118,6 +123,13 @@ class TurnCarry:
     def scrub_text(self, text: str) -> str:
         """`Scrubber.scrub_text(text)`, plus what the open end of the texts before reveals in it."""
         scrubber = self.scrubber
+        if self._private_open:  # a text before opened a private span and did not close it
+            joined = _PRIVATE_OPEN + text
+            out = scrubber.scrub_text(joined)
+            if out.startswith(_PRIVATE_MARKER):
+                self._private_open = scrubber._private_unclosed(joined)
+                return out
+            self._private_open = False
         tail = self._tail
         if tail is not None and len(text.strip()) >= MIN_VALUE_CHARS:
             spans = self._spans_after(tail, text)
@@ -129,6 +141,9 @@ class TurnCarry:
                 if self._left <= 0:
                     self._tail = None
         out = scrubber.scrub_text(text)
+        if out.endswith(_PRIVATE_MARKER) and scrubber._private_unclosed(text):
+            self._private_open = True  # what follows, up to the closing tag, is private too
+            return out
         short = len(text) <= CLOSED_CACHE_TEXT
         if short and text in self._closed:  # a short text seen before that leaves nothing open
             return out

@@ -1328,9 +1328,8 @@ class Scrubber:
         spans = []
         if _views.has_escapes(text):
             for view in _views.escape_views(text):
-                # (a zero-width character decoded inside `private`: the private pass in the view)
-                if self._rules_may_apply(view.text) or (
-                        not view.text.isascii() and _ZW_CHAR_RE.search(view.text)):
+                # (a private tag decoded, `%EF%BC%9Cprivate…`, `pri\u200bvate`: the private pass in the view)
+                if self._rules_may_apply(view.text) or self._private_regex(view.text) is not None:
                     spans += [(*view.span(s, e), kind) for s, e, kind in self._view_spans(view.text)]
         # Breaks are looked at only where a rule may apply: walking every line of every tool
         # output would double the drain's scrub time. (A break inside the very keyword a rule
@@ -1553,20 +1552,37 @@ class Scrubber:
                 code += 1
         return text, table
 
-    def _scrub_private(self, text: str) -> str:
+    def _private_regex(self, text: str) -> "re.Pattern[str] | None":
+        """The private-tag pattern this text needs, or None when it cannot hold a tag."""
         low = self._lower(text)
         ascii_text = text.isascii()
-        regex = _PRIVATE_TAG_RE
         if "private" not in low:
             # `pri\u200bvate`: a zero-width character hides the word from a plain search. In ASCII
             # text it can only be an escape (`\u200b`, `&#8203;`), which the escape views decode.
             if ascii_text or not _ZW_CHAR_RE.search(text):
-                return text
-            regex = _PRIVATE_ZW_RE
-        elif ascii_text and "<" not in text and "&" not in text and "\\u" not in low:
+                return None
+            return _PRIVATE_ZW_RE
+        if ascii_text and "<" not in text and "&" not in text and "\\u" not in low:
+            return None
+        if (not ascii_text or "\\u" in text or "&#" in text) and _ZW_ANY_RE.search(text):
+            return _PRIVATE_ZW_RE
+        return _PRIVATE_TAG_RE
+
+    def _private_unclosed(self, text: str) -> bool:
+        """Whether `text` ends inside a private span: an opening tag whose closing one is not there
+        (every spelling, escaped zero-width characters too: only asked about rare texts)."""
+        depth = 0
+        for m in _PRIVATE_ZW_RE.finditer(text):
+            if m.group(1):
+                depth = max(0, depth - 1)
+            elif not m.group(2):
+                depth += 1
+        return depth > 0
+
+    def _scrub_private(self, text: str) -> str:
+        regex = self._private_regex(text)
+        if regex is None:
             return text
-        elif (not ascii_text or "\\u" in text or "&#" in text) and _ZW_ANY_RE.search(text):
-            regex = _PRIVATE_ZW_RE
         out = []
         last = depth = start = 0
         for m in regex.finditer(text):
