@@ -3,7 +3,8 @@
 Families (each with fresh random secrets, seeded): a .netrc dump (one line, several lines, a
 `default` entry), `Cookie:` and `Set-Cookie:` headers, a base64 blob of an env line, a URL whose
 password a terminal wrapped, a bearer token on an .env line under a neutral name, an AWS secret
-key after its name. Transforms: none, the JSON / URL / HTML escapes and shell quotes and line
+key after its name; and text inside the four `<private>` spellings that leaked (HTML-encoded
+twice, fullwidth brackets, a zero-width space in the word, markdown-escaped). Transforms: none, the JSON / URL / HTML escapes and shell quotes and line
 break of tests/transforms.py, a hard wrap at a terminal column inside the secret, and `split`:
 the text cut in two just before the secret, as two tool outputs of one turn (scrubbed with
 kirolearn.privacy.carry.scrub_sequence when it exists, each text alone otherwise). Carriers:
@@ -60,7 +61,8 @@ def cases(rng: random.Random, per_family: int = 2) -> list:
         out.append(("cookie", f"Cookie: sessionid={sid}; csrftoken={csrf}", sid))
         out.append(("cookie-second", f"Cookie: theme=dark; sessionid={sid}; csrftoken={csrf}", csrf))
         sess = _r(rng, 24) + "%3D"
-        out.append(("set-cookie", f"Set-Cookie: _app_session={sess}; Path=/; HttpOnly; Secure; SameSite=Lax", sess))
+        out.append(("set-cookie", f"Set-Cookie: _app_session={sess}; Path=/; HttpOnly; Secure; SameSite=Lax",
+                    sess))
         pw = _password(rng)
         blob = _b64(f"DB_PASSWORD={pw}")
         out.append(("base64-env", f"echo {blob} | base64 -d", blob))
@@ -68,14 +70,28 @@ def cases(rng: random.Random, per_family: int = 2) -> list:
         out.append(("base64-env-export", f"printf '%s' {blob} | base64 --decode >> .env", blob))
         pw = _password(rng).replace("!", "x")
         url = f"postgres://app_user:{pw}@db.internal:5432/app"
-        out.append(("postgres-url", rng.choice([f"psql {url}", f"DATABASE_URL={url}", f"connecting to {url} ..."]), pw))
+        shell = rng.choice([f"psql {url}", f"DATABASE_URL={url}", f"connecting to {url} ..."])
+        out.append(("postgres-url", shell, pw))
         tok = rng.choice([_r(rng, 12), _r(rng, 16), _r(rng, 28, string.ascii_lowercase)])
         out.append(("bearer-env", f"UPSTREAM=Bearer {tok}", tok))
         tok = rng.choice([_r(rng, 10), "abc123" + _r(rng, 8, string.ascii_lowercase + string.digits)])
         out.append(("bearer-env-quoted", f'X_HEADER="Bearer {tok}"', tok))
         aws = _r(rng, 18) + "/" + _r(rng, 10) + "+" + _r(rng, 11)
         out.append(("aws-secret", f"aws_secret_access_key = {aws}", aws))
+        body = f"my home is {rng.randint(10, 999)} Oak Street, flat {_r(rng, 3, string.ascii_uppercase)}"
+        for name, (lt, gt, slash) in PRIVATE_SPELLINGS.items():
+            word = "pri\u200bvate" if name == "private-zero-width" else "private"
+            out.append((name, f"deploy it. {lt}{word}{gt}{body}{lt}{slash}{word}{gt} thanks", body))
     return out
+
+
+# issue #34's four `<private>` spellings: (opening bracket, closing bracket, the closing tag's slash)
+PRIVATE_SPELLINGS = {
+    "private-html-twice": ("&amp;lt;", "&amp;gt;", "/"),
+    "private-fullwidth": ("\uff1c", "\uff1e", "/"),
+    "private-zero-width": ("<", ">", "/"),  # the zero-width space goes inside the word, below
+    "private-markdown": ("\\<", "\\>", "/"),
+}
 
 
 # Text that only looks like the families: kept unchanged.

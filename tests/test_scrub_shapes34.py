@@ -39,11 +39,14 @@ SPELLINGS = {
 
 
 @pytest.mark.parametrize("name", sorted(SPELLINGS))
-@pytest.mark.parametrize("carrier", ["bare", "prose", "html", "json"])
+@pytest.mark.parametrize("carrier", ["bare", "prose", "html", "json", "url"])
 def test_private_spellings_are_redacted(s, name, carrier):
+    import urllib.parse
+
     tag = SPELLINGS[name]
     text = {"bare": tag, "prose": f"note {tag} thanks", "html": f"<p>{tag}</p>",
-            "json": json.dumps({"prompt": f"note {tag} thanks"})}[carrier]
+            "json": json.dumps({"prompt": f"note {tag} thanks"}),
+            "url": "https://app.example.com/cb?q=" + urllib.parse.quote(f"note {tag} thanks")}[carrier]
     out = s.scrub_text(text)
     assert "Oak" not in out, out
     assert "[REDACTED:private]" in out
@@ -254,7 +257,8 @@ AWS_SECRET = "r7y7qYRPxkfVUX04Wl/ZbTi8MGGaB+Q5ZUoNxYz1"
 @pytest.mark.parametrize("first, second, secret", [
     ("$ cat part1\naws_secret_access_key =", f"{AWS_SECRET}\n", AWS_SECRET),
     ("aws_secret_access_key = ", AWS_SECRET, AWS_SECRET),
-    ("[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\naws_secret_access_key=\n", f"  {AWS_SECRET}\nok", AWS_SECRET),
+    ("[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\naws_secret_access_key=\n", f"  {AWS_SECRET}\nok",
+     AWS_SECRET),
     ("export DB_PASSWORD=", f"{PW}\nexit status 0", PW),
     ("Authorization: Bearer", f" {SID}", SID),
     ("machine api.example.com\n  login bob\n  password", f" {PW}\n", PW),
@@ -302,7 +306,8 @@ def test_the_carry_walks_events_like_the_drain():
                 "tool_input": {"command": command},
                 "tool_response": {"success": True, "result": [{"exit_status": "0", "stdout": stdout}]}}
 
-    events = [tool("head -c 200 creds", "[default]\naws_secret_access_key ="), tool("tail -c 41 creds", f"{AWS_SECRET}\n")]
+    events = [tool("head -c 200 creds", "[default]\naws_secret_access_key ="),
+              tool("tail -c 41 creds", f"{AWS_SECRET}\n")]
     assert AWS_SECRET in json.dumps([scrub_event(e, Scrubber()) for e in events])  # without the carry
     first, second = carry.scrub_event(events[0]), carry.scrub_event(events[1])
     assert AWS_SECRET not in json.dumps([first, second])
@@ -314,6 +319,22 @@ def test_the_carry_walks_events_like_the_drain():
     carry.scrub_value(tool("x", "aws_secret_access_key ="))
     carry.reset()
     assert AWS_SECRET in json.dumps(carry.scrub_value(tool("y", AWS_SECRET)))
+
+
+@pytest.mark.parametrize("name", sorted(SPELLINGS))
+def test_a_private_span_left_open_goes_on_in_the_next_texts(name):
+    from kirolearn.privacy.carry import TurnCarry
+
+    tag = SPELLINGS[name]
+    opening, closing = tag.split(BODY)
+    carry = TurnCarry(Scrubber())
+    out = [carry.scrub_text(t) for t in (f"note {opening}my home address", "is 12 Oak",
+                                         f"Street{closing} thanks", "the next text")]
+    assert "Oak" not in "".join(out) and "address" not in out[0], out
+    assert out[2].endswith(" thanks") and out[3] == "the next text"
+    carry.scrub_text(f"note {opening}my home address")
+    carry.reset()  # a new turn: the span does not go on
+    assert carry.scrub_text("is 12 Oak Street") == "is 12 Oak Street"
 
 
 def test_the_carry_forgets_after_its_ttl():
@@ -368,3 +389,16 @@ def test_a_complete_token_at_the_end_of_a_text_does_not_swallow_the_next_texts_f
     carry.scrub_text("Why does the export job fail? token=ghp_" + "a" * 36)
     assert carry.scrub_text("pytest tests/test_export.py") == "pytest tests/test_export.py"
     assert carry.counts["github-token"] == 1
+
+
+def test_a_url_encoded_utf8_character_is_one_escape_of_the_view():
+    from kirolearn.privacy import views
+
+    text = "q=%EF%BC%9Cprivate%EF%BC%9E%20x%C3%A9%F0%9F%94%91"
+    (view,) = views.escape_views(text)
+    assert view.text == "q=＜private＞ xé🔑"
+    for ch, escaped in (("＜", "%EF%BC%9C"), ("é", "%C3%A9"), ("🔑", "%F0%9F%94%91")):
+        i = view.text.index(ch)
+        a, b = view.span(i, i + 1)
+        assert text[a:b] == escaped
+    assert views.escape_views("bad %C3%28 stays")[0].text == "bad Ã( stays"  # not UTF-8: byte by byte

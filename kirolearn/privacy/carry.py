@@ -6,7 +6,8 @@ keeps the value. `TurnCarry` remembers the last line of a text when it leaves a 
 names a secret, a rule's trigger or a command word, and ends with an operator, a keyword, a PEM
 header or a cut token) and, for the next few texts, also scrubs a window made of that line and
 the start of the text; what the rules find in the text's part of the window is redacted in the
-text too.
+text too. A `<private>` span a text opens and does not close goes on in the texts after it, up to
+its closing tag (or the turn's end).
 
     carry = TurnCarry(scrubber)          # one per session; reset() at each turn's start and end
     clean = carry.scrub_event(event)     # capture.events.scrub_event(event, scrubber), plus the carry
@@ -21,7 +22,6 @@ Standard library only; pure (no I/O).
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable
 
@@ -33,21 +33,56 @@ __all__ = ["TurnCarry", "scrub_sequence"]
 TAIL_CHARS = 256  # the most of the previous text's last line that is kept as context
 HEAD_CHARS = 4096  # the most of the next text that the window holds (its first line)
 PEM_HEAD_CHARS = 16384  # after a PEM header: the key body runs over many lines
-DEFAULT_TTL = 8  # string values a remembered line stays offered to (an event has a few)
+DEFAULT_TTL = 4  # texts a remembered line stays offered to: a preToolUse's command, then the
+# postToolUse's command and output
 
-# The end of a line that leaves a value to come: an operator, a secret-ish keyword as the last
-# word (`password`, `Bearer`, `token`), a PEM header.
-_OPEN_END_RE = re.compile(
-    r"(?:[=:>(,]|=>|:=|-----|(?<![A-Za-z0-9])(?i:pass(?:word|wd|phrase)?|pwd?|secret|token|key|bearer|basic|"
-    r"authorization|auth|credentials?|cookie|login|-p|--password))[ \t\"']*$"
-)
-_TOKEN_TAIL_RE = re.compile(r"[A-Za-z0-9+/=_\-.]{4,}$")
-# Rules whose value has no fixed length: a match at a text's end may still be cut (`token: ghp_`).
-OPEN_ENDED = frozenset(("secret-assignment", "authorization", "generic-api-key", "high-entropy"))
+# The end of a line that leaves a value to come: an operator, a PEM header's dashes, a
+# secret-ish keyword as the last word (`password`, `Bearer`, `token`); or a cut token.
+_OPEN_CHARS = "=:>(,"
+_OPEN_WORDS = frozenset("pass password passwd passphrase pw pwd secret token key bearer basic authorization auth "
+                        "credential credentials cookie login p".split())  # (`-p`: mysql's, sshpass')
+_ENTRY_WORDS = ("password", "passwd", "login", "account")
+_ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+_TOKEN_CHARS = _ALNUM + "+/=_-."
+_PRIVATE_OPEN = "<private>"
+_PRIVATE_MARKER = _scrub.marker("private")
+CLOSED_CACHE_TEXT, CLOSED_CACHE_SIZE = 256, 4096  # short texts found not to leave a value open
 MIN_VALUE_CHARS = 6  # a shorter text is an id, a count, a tool name: never handed the open line
 # The fields of an event that hold what a person or a tool wrote (capture.events): the envelope's
 # ids, paths and names are scrubbed without the carry.
 CARRIED_FIELDS = frozenset(("prompt", "tool_input", "tool_response", "assistant_response", "extra"))
+
+
+def _generated_fields() -> frozenset:
+    from kirolearn.capture.events import GENERATED_FIELDS  # down the layers; loaded when first used
+
+    return GENERATED_FIELDS
+
+
+def _cut_token(run: str) -> bool:
+    """Whether a run of token characters may be a piece of a token cut between two texts: not a
+    word (`PASSED`, `Done`), a number, a path or a host, but letters and digits mixed, case flips,
+    or a token's symbols (`ghp_`, `tok_3f…`). String methods only: the carry asks about every text."""
+    if len(run) < 4:
+        return False
+    if run.isalpha():
+        return not (run.islower() or run.isupper() or run.istitle())
+    if run.isdigit():
+        return False
+    return run.isalnum() or not _scrub._complete_item(run)
+
+
+def _ends_open(end_of_line: str) -> bool:
+    """Whether a line ends where a value is to come."""
+    t = end_of_line.rstrip(" \t\"'")
+    if not t:
+        return False
+    if t[-1] in _OPEN_CHARS or t.endswith("-----"):
+        return True
+    word = t[len(t.rstrip(_ALNUM)):]
+    if word and word.lower() in _OPEN_WORDS:
+        return word != "p" or t.endswith(" -p")
+    return _cut_token(t[len(t.rstrip(_TOKEN_CHARS)):].strip("."))  # `ghp_` + `A1b2…` in the next text
 
 
 class TurnCarry:
@@ -59,23 +94,26 @@ class TurnCarry:
         self.ttl = ttl
         self._tail: "str | None" = None
         self._left = 0
+        self._cut_only = False
+        self._private_open = False
+        self._closed: set = set()
 
     @property
     def counts(self) -> Counter:
         return self.scrubber.counts
 
     def reset(self) -> None:
-        """Forget the remembered line (a new turn, a new session)."""
+        """Forget the remembered line and any private span left open (a new turn, a new session)."""
         self._tail = None
         self._left = 0
+        self._private_open = False
 
     def scrub_event(self, event: dict) -> dict:
         """capture.events.scrub_event with the carry: the fields a person or a tool wrote are
         scrubbed in order with it, the rest of the envelope as the scrubber alone would."""
-        from kirolearn.capture.events import GENERATED_FIELDS
-
+        generated = _generated_fields()
         scrubber = self.scrubber
-        return {k: v if k in GENERATED_FIELDS else self.scrub_value(v) if k in CARRIED_FIELDS
+        return {k: v if k in generated else self.scrub_value(v) if k in CARRIED_FIELDS
                 else scrubber.scrub_value(v) for k, v in event.items()}
 
     def scrub_value(self, value: object) -> object:
@@ -85,6 +123,13 @@ class TurnCarry:
     def scrub_text(self, text: str) -> str:
         """`Scrubber.scrub_text(text)`, plus what the open end of the texts before reveals in it."""
         scrubber = self.scrubber
+        if self._private_open:  # a text before opened a private span and did not close it
+            joined = _PRIVATE_OPEN + text
+            out = scrubber.scrub_text(joined)
+            if out.startswith(_PRIVATE_MARKER):
+                self._private_open = scrubber._private_unclosed(joined)
+                return out
+            self._private_open = False
         tail = self._tail
         if tail is not None and len(text.strip()) >= MIN_VALUE_CHARS:
             spans = self._spans_after(tail, text)
@@ -96,32 +141,50 @@ class TurnCarry:
                 if self._left <= 0:
                     self._tail = None
         out = scrubber.scrub_text(text)
-        opened = self._open_tail(text)
-        if opened is not None:
-            self._tail, self._left = opened, self.ttl
+        if out.endswith(_PRIVATE_MARKER) and scrubber._private_unclosed(text):
+            self._private_open = True  # what follows, up to the closing tag, is private too
+            return out
+        short = len(text) <= CLOSED_CACHE_TEXT
+        if short and text in self._closed:  # a short text seen before that leaves nothing open
+            return out
+        opened = self._open_tail(text, out)
+        if opened is None:
+            if short:
+                if len(self._closed) >= CLOSED_CACHE_SIZE:
+                    self._closed.clear()
+                self._closed.add(text)
+        else:
+            # What ends the text was redacted (`API_TOKEN=tok_…`): a whole value, or the head of a
+            # token cut in two. Only the very next text is then looked at, and only as its
+            # continuation (most such lines are whole: this keeps the carry cheap).
+            cut_only = out.rstrip(" \t\r\n").endswith("]") and _scrub._MARKER_RE.search(
+                out, max(0, len(out) - 80)) is not None
+            self._tail, self._left, self._cut_only = opened, 1 if cut_only else self.ttl, cut_only
         return out
 
     # -- helpers ----------------------------------------------------------------------------------
 
-    def _open_tail(self, text: str) -> "str | None":
-        """The last line of `text` if it leaves a secret's value to the next text, else None."""
+    def _open_tail(self, text: str, out: str) -> "str | None":
+        """The end of `text` (its last lines, up to TAIL_CHARS) if its last line leaves a secret's
+        value to the next text, else None. `out` is the text scrubbed."""
         end = len(text.rstrip(" \t\r\n"))
-        if end == 0:
+        if end < 3:
             return None
-        line = text[max(text.rfind("\n", 0, end) + 1, end - TAIL_CHARS):end]
+        if not _ends_open(text[max(0, end - 40):end]):  # every open end is shorter
+            return None
+        line_start = max(text.rfind("\n", 0, end) + 1, end - TAIL_CHARS)
+        line = text[line_start:end]
         if "\\n" in line:  # JSON text: its last escaped line
             line = line[line.rfind("\\n") + 2:]
         if not line.strip() or "[REDACTED:" in line[-40:]:
             return None
-        if not _OPEN_END_RE.search(line):
-            cut = _TOKEN_TAIL_RE.search(line)
-            if cut is None or _views.wordlike(cut.group(0)):
-                return None
         if not self.scrubber._rules_may_apply(line):
             return None
-        # The lines before it too, whole, up to TAIL_CHARS: a .netrc entry names its host and
-        # login there, a PEM block its header.
         start = end - len(line)
+        if not line.lstrip().startswith(_ENTRY_WORDS):
+            return line
+        # A .netrc entry's `password` line: the lines before it too, whole, up to TAIL_CHARS (its
+        # host and login are there).
         while start > 0 and end - start < TAIL_CHARS:
             prev = text.rfind("\n", 0, start - 1) + 1
             if end - prev > TAIL_CHARS:
@@ -138,9 +201,14 @@ class TurnCarry:
         head = text[h0:h1]
         if not head:
             return []
-        joins = [tail.rstrip() + " "]
-        if h0 == 0 and (tail[-1:].isalnum() or tail[-1:] in "_-+/:") and not self._ends_complete(tail):
-            joins.append(tail)  # cut mid-line: a token, `user:` + `password@host`
+        joins = [] if self._cut_only else [tail.rstrip() + " "]
+        if h0 == 0 and (tail[-1:].isalnum() or tail[-1:] in "_-+/:"):
+            # cut mid-line: a token, `user:` + `password@host`; a piece that reads as a word is
+            # not a token's rest (the wrapped-token view's rule: views.breaks)
+            first = head[:len(head) - len(head.lstrip(_TOKEN_CHARS))]
+            if first and not (first.isalpha() and len(first) < 16 and _views.wordlike(first)) and (
+                    not self._cut_only or _cut_token(first)):
+                joins.append(tail)
         spans = []
         for left in joins:
             joined = left + head
@@ -149,16 +217,11 @@ class TurnCarry:
                     continue
                 s, e = max(s, len(left)) - len(left) + h0, min(e - len(left) + h0, h1)
                 piece = text[s:e]
-                if (piece.isalpha() and len(piece) < 16 and _views.wordlike(piece)) or _scrub._complete_item(piece):
-                    continue  # `DB_PASSWORD=` then `exit status 0`: a word, an id, a path starts the next text
+                if (piece.isalpha() and len(piece) < 16 and _views.wordlike(piece)) or (
+                        _scrub._complete_item(piece)):
+                    continue  # `DB_PASSWORD=` then `exit status 0`: a word, an id, a path starts the text
                 spans.append((s, e, kind))
         return sorted(spans)
-
-    def _ends_complete(self, tail: str) -> bool:
-        """Does a rule already match the whole token `tail` ends with? Then it was not cut, and the next
-        text's first word is not its rest (`token=ghp_…` then `pytest …` must not become one token)."""
-        end = len(tail.rstrip())
-        return any(e >= end and kind not in OPEN_ENDED for _, e, kind in self._found(tail))
 
     def _found(self, text: str) -> list:
         scrubber = self.scrubber

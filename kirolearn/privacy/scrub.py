@@ -60,6 +60,13 @@ def _lazy(name: str, pattern: str, flags: int = 0) -> "re.Pattern[str]":
     return None  # type: ignore[return-value]  # compiled by _builtin_rules()
 
 
+def _rare(pattern: str, flags: int = 0) -> "re.Pattern[str]":
+    """A pattern compiled when first used, not with the rules (_builtin_rules): the passes of issue
+    #34 and the private-tag patterns are large (~60 ms to compile together) and most processes,
+    the prompt hook's recall among them, never need them."""
+    return _views._Lazy(pattern, flags)  # type: ignore[return-value]
+
+
 _MARKER_RE = _lazy("_MARKER_RE", r"\[REDACTED:[A-Za-z0-9_\-]{1,64}\]")
 _TYPE_NAME_RE = _lazy("_TYPE_NAME_RE", r"[A-Za-z0-9][A-Za-z0-9_\-]{0,39}")
 
@@ -652,10 +659,10 @@ def _private_tag(word: str) -> str:
             + r"[ \t]*\\{0,4}" + _GT)
 
 
-_PRIVATE_TAG_RE = _lazy("_PRIVATE_TAG_RE", _private_tag(_PRIVATE_WORD), re.I)
-_PRIVATE_ZW_RE = _lazy("_PRIVATE_ZW_RE", _private_tag(_ZW.join(_PRIVATE_WORD)), re.I)
-_ZW_CHAR_RE = _lazy("_ZW_CHAR_RE", r"[" + _ZW_CHARS + r"]")
-_ZW_ANY_RE = _lazy("_ZW_ANY_RE", r"[" + _ZW_CHARS + r"]|\\u(?:00ad|180e|200[b-f]|206[0-4]|feff)"
+_PRIVATE_TAG_RE = _rare(_private_tag(_PRIVATE_WORD), re.I)
+_PRIVATE_ZW_RE = _rare(_private_tag(_ZW.join(_PRIVATE_WORD)), re.I)
+_ZW_CHAR_RE = _rare(r"[" + _ZW_CHARS + r"]")
+_ZW_ANY_RE = _rare(r"[" + _ZW_CHARS + r"]|\\u(?:00ad|180e|200[b-f]|206[0-4]|feff)"
                    r"|&(?:amp;){0,3}#(?:173|8203|8204|8205|8288|65279|x0*(?:ad|200[b-d]|2060|feff));", re.I)
 # Matched against the lowered text (a literal first is ~20x faster than a case-insensitive pattern);
 # the value is then copied from the original text at the same offsets.
@@ -741,19 +748,16 @@ _CANDIDATE_RE = _lazy(
 # `machine HOST login USER password PW` (any order of the pairs, across lines too; `\n` as JSON
 # writes it); `default` starts an entry at the start of a line.
 _NETRC_SEP = r"(?:[ \t\r\n]|\\[nrt])+"
-_NETRC_START_RE = _lazy(
-    "_NETRC_START_RE",
+_NETRC_START_RE = _rare(
     r"(?<![\w.\-])machine" + _NETRC_SEP + r"(?P<host>[^\s\\\"'`;|&]{1,253})(?=[ \t\r\n\\])"
     r"|(?:^|(?<=\n)|(?<=\\n))[ \t]*default(?=" + _NETRC_SEP + r"(?:login|password|account)\b)",
     re.M,
 )
-_NETRC_PAIR_RE = _lazy(
-    "_NETRC_PAIR_RE",
+_NETRC_PAIR_RE = _rare(
     _NETRC_SEP + r"(login|password|passwd|account|port|protocol|force)" + _NETRC_SEP
-    + r"(?:\"(?P<dq>[^\"\n]{1,256})\"|'(?P<sq>[^'\n]{1,256})'|(?P<bare>[^\s\\\"'`;|&]{1,256}))",
+    + r"(?:\"(?P<dq>[^\"\n]{1,256})\"|'(?P<sq>[^'\n]{1,256})'|(?P<bare>[^\s\\\"'`;|&]{1,256}))"
 )
-_NETRC_HOST_RE = _lazy("_NETRC_HOST_RE",
-                       r"(?:[A-Za-z0-9\-_]{1,63}\.)+[A-Za-z0-9\-]{1,63}(?::[0-9]{1,5})?|localhost(?::[0-9]{1,5})?"
+_NETRC_HOST_RE = _rare(r"(?:[A-Za-z0-9\-_]{1,63}\.)+[A-Za-z0-9\-]{1,63}(?::[0-9]{1,5})?|localhost(?::[0-9]{1,5})?"
                        r"|\[[0-9A-Fa-f:.]{2,45}\](?::[0-9]{1,5})?")
 _PASSWORD_WORDS = frozenset(("pass", "password", "passwd", "pwd", "pw", "secret", "token"))
 
@@ -763,18 +767,13 @@ def _netrc_password_ok(value: str) -> bool:
 
 
 # Cookie: a=1; b=2 / Set-Cookie: name=value; Path=/ (also as a JSON or Python key: "Cookie": "…").
-_COOKIE_RE = _lazy(
-    "_COOKIE_RE",
-    r"(?i)(?<![A-Za-z0-9_\-])(set-)?cookie2?[\"']?[ \t]*:[ \t]*[\"']?([^\r\n<>]{3,4096})",
-)
+_COOKIE_RE = _rare(r"(?i)(?<![A-Za-z0-9_\-])(set-)?cookie2?[\"']?[ \t]*:[ \t]*[\"']?([^\r\n<>]{3,4096})")
 # One `name=value` of the header, and the `;` before the next one (none: the header ends there).
-_COOKIE_PAIR_RE = _lazy(
-    "_COOKIE_PAIR_RE",
-    r"[ \t]*([^=;\s,\"']{1,128})[ \t]*=[ \t]*(\"[^\";]{0,4096}\"|'[^';]{0,4096}'|[^;\s\"']{0,4096})[ \t]*(;?)",
+_COOKIE_PAIR_RE = _rare(
+    r"[ \t]*([^=;\s,\"']{1,128})[ \t]*=[ \t]*(\"[^\";]{0,4096}\"|'[^';]{0,4096}'|[^;\s\"']{0,4096})[ \t]*(;?)"
 )
-_COOKIE_SECRET_NAME_RE = _lazy(
-    "_COOKIE_SECRET_NAME_RE",
-    r"(?i)sess|sid|token|auth|csrf|xsrf|jwt|remember|login|secret|key|pass|cred|saml|oauth|refresh|access|identity",
+_COOKIE_SECRET_NAME_RE = _rare(
+    r"(?i)sess|sid|token|auth|csrf|xsrf|jwt|remember|login|secret|key|pass|cred|saml|oauth|refresh|access|identity"
 )
 _COOKIE_ATTRIBUTES = frozenset("path domain expires max-age samesite secure httponly priority partitioned version "
                                "comment".split())
@@ -798,9 +797,8 @@ def _cookie_value_is_secret(name: str, value: str) -> bool:
 
 # A bearer token wherever it is written: `UPSTREAM=Bearer …`, `X_HEADER="Bearer …"`, a header line
 # of any name (RFC 6750's b64token characters).
-_BEARER_RE = _lazy(
-    "_BEARER_RE",
-    r"(?<![A-Za-z0-9_\-])(?i:bearer)[ \t]+([\"']?)([A-Za-z0-9\-._~+/]{8,4096}=*)(?![A-Za-z0-9\-._~+/=])",
+_BEARER_RE = _rare(
+    r"(?<![A-Za-z0-9_\-])(?i:bearer)[ \t]+([\"']?)([A-Za-z0-9\-._~+/]{8,4096}=*)(?![A-Za-z0-9\-._~+/=])"
 )
 
 
@@ -825,9 +823,8 @@ def _bearer_value_ok(value: str, after: str) -> bool:
 
 # A URL password that a terminal or a pager wrapped: `postgres://user:pa\nss@host` (the one-line
 # form is the url-password rule's).
-_WRAPPED_URL_RE = _lazy(
-    "_WRAPPED_URL_RE",
-    r"://([^\s:/?#@\"'<>\[\]]{0,256}):((?:[^\s?#\"'<>@/]|\r?\n[ \t]*){1,300})@(?=[A-Za-z0-9\[])",
+_WRAPPED_URL_RE = _rare(
+    r"://([^\s:/?#@\"'<>\[\]]{0,256}):((?:[^\s?#\"'<>@/]|\r?\n[ \t]*){1,300})@(?=[A-Za-z0-9\[])"
 )
 
 
@@ -847,7 +844,8 @@ _B64_MAX_DEPTH = 2  # a blob inside a blob is decoded too; deeper is not
 # Base64's alphabet as a bytes.translate table: its characters become `x`, every other byte a
 # space, and a blob candidate is a run of `x` that bytes.find locates (a regex tried at every offset
 # of every text, or a split into words, cost the drain a third of its scrub time).
-_B64_MARKS = bytes(0x78 if chr(c).isascii() and (chr(c).isalnum() or chr(c) in "+/") else 0x20 for c in range(256))
+_B64_MARKS = bytes(0x78 if chr(c).isascii() and (chr(c).isalnum() or chr(c) in "+/") else 0x20
+                   for c in range(256))
 _B64_RUN = b"x" * _B64_MIN
 _B64_EDGE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-")
 
@@ -920,7 +918,7 @@ _SHAPE_SPECS = (
     ("netrc", ("machine", "default"), "_NETRC_START_RE", ("password", "passwd"), True),
     ("cookie", ("cookie",), "_COOKIE_RE", (), True),
     ("bearer", ("bearer",), "_BEARER_RE", (), True),
-    ("base64", ("base64", "b64decode", "atob"), "_B64_HINT_RE", (), True),  # views of such text: a wrapped blob
+    ("base64", ("base64", "b64decode", "atob"), "_B64_HINT_RE", (), True),  # views: a wrapped blob
     ("mysql", ("mysql", "mariadb"), "_NEVER_RE", (), True),
     ("login", ("login", "sshpass"), "_NEVER_RE", (), True),
     ("authorization", ("authorization",), "_NEVER_RE", (), True),
@@ -930,7 +928,7 @@ _SHAPE_SPECS = (
     ("basic", ("basic",), "_NEVER_RE", (), False),
     ("prose", ("pw", "pin", "pass phrase", "pass word"), "_NEVER_RE", (), False),
 )
-_B64_HINT_RE = _lazy("_B64_HINT_RE", r"(?i)base64|b64decode|atob")
+_B64_HINT_RE = _rare(r"(?i)base64|b64decode|atob")
 _NEVER_RE = _lazy("_NEVER_RE", r"(?!)")
 _SHAPES: dict = {}  # name -> _Shape, built with the rules
 _SHAPE_SET: frozenset = frozenset()
@@ -957,7 +955,7 @@ def _builtin_rules() -> tuple:
             for kind, triggers, pattern, group, check, lower, flags in _RULE_SPECS
         )
         for name, keywords, regex, also, views in _SHAPE_SPECS:
-            _SHAPES[name] = _Shape(name, keywords, g[regex], also, views)
+            _SHAPES[name] = _Shape(name, keywords, g[regex], also, views)  # (_rare: compiled when used)
         _SHAPE_SET = frozenset(_SHAPES.values())
         _URL_RULE[:] = [r for r in rules if r.kind == "url-password"][:1]
         # One index for the built-in rules' triggers, the shapes' keywords and the catalogue rules'
@@ -1330,8 +1328,8 @@ class Scrubber:
         spans = []
         if _views.has_escapes(text):
             for view in _views.escape_views(text):
-                # (a zero-width character decoded inside `private`: the private pass in the view)
-                if self._rules_may_apply(view.text) or (not view.text.isascii() and _ZW_CHAR_RE.search(view.text)):
+                # (a private tag decoded, `%EF%BC%9Cprivate…`, `pri\u200bvate`: the private pass in the view)
+                if self._rules_may_apply(view.text) or self._private_regex(view.text) is not None:
                     spans += [(*view.span(s, e), kind) for s, e, kind in self._view_spans(view.text)]
         # Breaks are looked at only where a rule may apply: walking every line of every tool
         # output would double the drain's scrub time. (A break inside the very keyword a rule
@@ -1554,20 +1552,37 @@ class Scrubber:
                 code += 1
         return text, table
 
-    def _scrub_private(self, text: str) -> str:
+    def _private_regex(self, text: str) -> "re.Pattern[str] | None":
+        """The private-tag pattern this text needs, or None when it cannot hold a tag."""
         low = self._lower(text)
         ascii_text = text.isascii()
-        regex = _PRIVATE_TAG_RE
         if "private" not in low:
             # `pri\u200bvate`: a zero-width character hides the word from a plain search. In ASCII
             # text it can only be an escape (`\u200b`, `&#8203;`), which the escape views decode.
             if ascii_text or not _ZW_CHAR_RE.search(text):
-                return text
-            regex = _PRIVATE_ZW_RE
-        elif ascii_text and "<" not in text and "&" not in text and "\\u" not in low:
+                return None
+            return _PRIVATE_ZW_RE
+        if ascii_text and "<" not in text and "&" not in text and "\\u" not in low:
+            return None
+        if (not ascii_text or "\\u" in text or "&#" in text) and _ZW_ANY_RE.search(text):
+            return _PRIVATE_ZW_RE
+        return _PRIVATE_TAG_RE
+
+    def _private_unclosed(self, text: str) -> bool:
+        """Whether `text` ends inside a private span: an opening tag whose closing one is not there
+        (every spelling, escaped zero-width characters too: only asked about rare texts)."""
+        depth = 0
+        for m in _PRIVATE_ZW_RE.finditer(text):
+            if m.group(1):
+                depth = max(0, depth - 1)
+            elif not m.group(2):
+                depth += 1
+        return depth > 0
+
+    def _scrub_private(self, text: str) -> str:
+        regex = self._private_regex(text)
+        if regex is None:
             return text
-        elif (not ascii_text or "\\u" in text or "&#" in text) and _ZW_ANY_RE.search(text):
-            regex = _PRIVATE_ZW_RE
         out = []
         last = depth = start = 0
         for m in regex.finditer(text):
@@ -1770,7 +1785,8 @@ class Scrubber:
         """A URL password that a line break cut in two: the whole password, break included."""
         # (the pattern starts with its literal, which re finds fast; the scheme is checked here)
         spans = [m.span(2) for m in _WRAPPED_URL_RE.finditer(text)
-                 if m.start() > 0 and text[m.start() - 1].isalnum() and _wrapped_url_password(m.group(1), m.group(2))]
+                 if m.start() > 0 and text[m.start() - 1].isalnum()
+                 and _wrapped_url_password(m.group(1), m.group(2))]
         return self._mark(text, spans, "url-password")
 
     def _sub_base64(self, text: str) -> str:

@@ -33,13 +33,16 @@ class _Lazy:
 
 # One escape of the three encodings; the decoded text is searched again once (double encoding:
 # `%2522`, `&amp;lt;`).
+# A character beyond ASCII is URL-encoded as its UTF-8 bytes (`%EF%BC%9C` is `＜`): one escape.
+_UTF8_PCT = (r"%[CDcd][0-9A-Fa-f]%[89ABab][0-9A-Fa-f]|%[Ee][0-9A-Fa-f](?:%[89ABab][0-9A-Fa-f]){2}"
+             r"|%[Ff][0-7](?:%[89ABab][0-9A-Fa-f]){3}")
 _ESCAPE_RE = _Lazy(
-    r"\\u([0-9a-fA-F]{4})|\\([/\"\\nrt])|%([0-9A-Fa-f]{2})"
+    r"\\u([0-9a-fA-F]{4})|\\([/\"\\nrt])|(" + _UTF8_PCT + r")|%([0-9A-Fa-f]{2})"
     r"|&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z]{2,8});")
 # The same without URL escapes: a secret may hold `%` followed by two hex digits
 # (facebook-access-token's `id%token` form), which URL decoding would change.
 _ESCAPE_NO_URL_RE = _Lazy(
-    r"\\u([0-9a-fA-F]{4})|\\([/\"\\nrt])|(?!)(x)|&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z]{2,8});")
+    r"\\u([0-9a-fA-F]{4})|\\([/\"\\nrt])|(?!)(x)|(?!)(x)|&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z]{2,8});")
 _URL_ESCAPE_RE = _Lazy(r"%[0-9A-Fa-f]{2}")
 _JSON_CHARS = {"/": "/", '"': '"', "\\": "\\", "n": "\n", "r": "\r", "t": "\t"}
 _ENTITIES = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'", "sol": "/", "colon": ":",
@@ -81,8 +84,13 @@ def _decode_once(text: str, url: bool = True) -> "tuple[str, list] | None":
     last = v = 0
     changed = False
     for m in (_ESCAPE_RE if url else _ESCAPE_NO_URL_RE).finditer(text):
-        u, slash, pct, ent = m.groups()
-        if u is not None:
+        u, slash, utf8, pct, ent = m.groups()
+        if utf8 is not None:
+            try:
+                ch = bytes.fromhex(utf8.replace("%", "")).decode("utf-8")
+            except UnicodeDecodeError:  # an overlong or surrogate form: left as written
+                continue
+        elif u is not None:
             ch = chr(int(u, 16))
             if 0xD800 <= ord(ch) <= 0xDFFF:
                 continue  # half a surrogate pair: left as written
