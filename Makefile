@@ -85,6 +85,9 @@ bench: $(BENCH_VENV)/.installed ## print speed figures (never fails the build)
 	@echo
 	$(BENCH_VENV)/bin/python bench/bench_scrub.py
 	@echo
+	@# memory that stays true (#31): a scripted month of a real git repository, the held-back half
+	$(BENCH_VENV)/bin/python bench/bench_truth.py --half heldout --bin $(BENCH_VENV)/bin
+	@echo
 	$(BENCH_VENV)/bin/python bench/bench_viewer.py
 	@echo
 	$(BENCH_VENV)/bin/python bench/bench_pgstore.py
