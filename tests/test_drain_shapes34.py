@@ -26,7 +26,11 @@ def _everything(db, home):
         except Exception:  # noqa: BLE001 - an FTS shadow table that cannot be read directly
             continue
     exported = CliRunner().invoke(cli, ["export"], env={"KIROLEARN_HOME": str(home)}).output
-    return "\n".join(rows) + "\n" + exported
+    raw = []  # every file's bytes under the home: the database, its WAL, the logs, the state
+    for path in sorted(home.rglob("*")):
+        if path.is_file() and "spool" not in path.parts:  # the spool keeps raw text until the drain (rule 3)
+            raw.append(path.read_bytes().decode("utf-8", "replace"))
+    return "\n".join(rows) + "\n" + exported + "\n" + "\n".join(raw)
 
 
 def test_the_shapes_are_clean_in_the_store_and_export(make_event, drain_now, home):

@@ -230,3 +230,26 @@ def test_the_drain_syncs_and_a_server_that_was_down_gets_everything_once(tmp_pat
                     "--project", str(dev["shop"]))
         assert "replica" in found and "retries" in found.lower()
     projects.forget_cached_ids()
+
+
+def test_issue_34s_shapes_never_reach_the_team_store(world, monkeypatch):
+    """A .netrc dump, a Cookie header, a bearer token under a plain name, a wrapped URL password and a
+    <private> span in fullwidth brackets go through ana's hook, drain and sync: the team store holds
+    none of them (#34)."""
+    from test_drain_shapes34 import PW, SID, TOKEN
+
+    devs, team_store = world
+    ana = devs["ana"]
+    monkeypatch.setenv("USER", "ana")
+    turn(ana, "shop", "s-34", "my netrc:\nmachine api.example.com login bob password " + PW
+         + "\n＜private＞12 Oak Street＜/private＞",
+         f"Cookie: sessionid={SID}; theme=dark\nUPSTREAM=Bearer {TOKEN}\n"
+         f"DATABASE_URL=postgres://app:{PW[:5]}\n{PW[5:]}2@db.internal/app")
+    cli_as(ana, "drain", "--flush")
+    cli_as(ana, "team", "join", "--project", str(ana["shop"]))
+    sent = sync_as(ana, "ana", team_store)
+    assert sent.error == "" and sent.events_sent == 2 and sent.records_sent >= 1
+    held = json.dumps(list(team_store.export_objects()), default=str)  # every event, record and summary
+    assert "machine api.example.com" in held  # what was sent is there, only its secrets are not
+    for secret in (PW, SID, TOKEN, PW[5:] + "2", "12 Oak Street"):
+        assert secret not in held, secret
