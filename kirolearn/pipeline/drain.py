@@ -148,6 +148,7 @@ class Drainer:
         self.llm_deadline = None
         self.last_team_sync = None  # monotonic time of the last team store sync
         self.new_record_ids: "list[str]" = []  # records this pass wrote: what supersede and merge look at
+        self._key: "bytes | None" = None  # the home's dedup key, once a scrubbed event needs it
         self._carries: dict = {}  # (project root, session) -> TurnCarry: the open end of a turn's last text
         self._heads: dict = {}  # HEAD commits read in this pass, by project root (kirolearn.pipeline.freshness)
 
@@ -209,7 +210,7 @@ class Drainer:
         scrubbed = raw is not None and any(raw.get(k) != event.get(k) for k in dedup.EVENT_CONTENT_FIELDS)
         if event["kind"] != "session_summary":
             if scrubbed:
-                return dedup.keyed_content_hash(raw, state.dedup_key())
+                return dedup.keyed_content_hash(raw, self._dedup_key())
             return dedup.event_content_hash(event)
         key = None
         for _, other, _ in reversed(earlier):  # this chunk first: oldest first, like the spool
@@ -221,8 +222,14 @@ class Drainer:
             key = self.store.last_turn_event_id(project_id(event["project_root"]), event["session_id"],
                                                 event["event_id"])
         if scrubbed:
-            return dedup.keyed_content_hash(raw, state.dedup_key(), key, stop=True)
+            return dedup.keyed_content_hash(raw, self._dedup_key(), key, stop=True)
         return dedup.stop_content_hash(event, key)
+
+    def _dedup_key(self) -> bytes:
+        """This home's dedup key (state.dedup_key), read once per drainer rather than once per event."""
+        if self._key is None:
+            self._key = state.dedup_key()
+        return self._key
 
     def _scrub_in_turn(self, data: dict) -> dict:
         """Scrub one event with its session's carry (privacy.carry.TurnCarry): a secret whose name ends
