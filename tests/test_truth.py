@@ -269,3 +269,87 @@ def test_consolidate_joins_a_turn_that_only_shows_its_output_to_the_chore_it_rep
                                                 "format the src tree before I commit")]
     groups = json.loads(cli("consolidate", "--json", "--project", str(project)).stdout)["groups"]
     assert [g["record_ids"] for g in groups] == [wanted], groups
+
+
+# --- a later success of the same work supersedes a failed attempt ------------------------------------
+
+def failing(project, session, prompt, command, error):
+    """A Kiro CLI turn whose one command failed (exit status 1) and stayed failed."""
+    hook(project, "userPromptSubmit", session, prompt=prompt)
+    hook(project, "postToolUse", session, tool_name="execute_bash", tool_input={"command": command},
+         tool_response={"success": True, "result": [{"exit_status": "1", "stdout": "", "stderr": error}]})
+    hook(project, "stop", session, assistant_response=f"`{command}` failed: {error}")
+
+
+def claude_bash(project, session, prompt, command, output):
+    """A Claude Code turn whose Bash call reports no exit status: outcome unknown, but the work was done."""
+    base = {"session_id": session, "cwd": str(project), "transcript_path": str(project / "t.jsonl")}
+    for body in ({"hook_event_name": "UserPromptSubmit", "prompt": prompt},
+                 {"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_input": {"command": command},
+                  "tool_response": {"stdout": output, "stderr": "", "interrupted": False}},
+                 {"hook_event_name": "Stop", "stop_hook_active": False, "last_assistant_message": "Done, it runs."}):
+        result = run_hook(["--agent", "claude-code"], json.dumps({**base, **body}).encode(), cwd=str(project))
+        assert result.returncode == 0 and result.stderr == b"", result.stderr
+
+
+API, DB, LINT, BUILD = ("run the api tests", "run the db tests", "lint the sources", "build the docs")
+
+
+def test_a_later_success_of_the_same_command_supersedes_the_failed_attempt_and_nothing_else(project, tmp_path):
+    failing(project, "f1", API, "pytest -q tests/test_api.py", "FAILED tests/test_api.py::test_login - assert 401 == 200")
+    failing(project, "f1", DB, "pytest -q tests/test_db.py", "FAILED tests/test_db.py::test_pool - TimeoutError")
+    failing(project, "f1", LINT, "ruff check src", "src/app.py:3:1: F401 `os` imported but unused")
+    failing(project, "f1", BUILD, "mkdocs build --strict", "ERROR - Config value 'nav': a page is missing")
+    first = drain()
+    assert first["superseded"] == 0, first
+    records = listed(project)
+    assert {records[t]["outcome"] for t in (API, DB, LINT, BUILD)} == {"failed"}
+    # later: the same api command passes (after a fix); the db tests pass only for one test (other work);
+    # another lint command passes; the docs build runs in Claude Code, which reports no exit status
+    turn(project, "f2", "fix the login test and rerun it", "Fixed the token check; the api tests pass.",
+         write=("src/auth.py", "def check(token):\n    return bool(token)\n"),
+         commands=[("pytest tests/test_api.py", "12 passed in 0.4s")])
+    turn(project, "f2", "run only the pool test", "The pool test passes.",
+         commands=[("pytest -q tests/test_db.py -k pool", "1 passed in 0.1s")])
+    turn(project, "f2", "format the sources", "Formatted.", commands=[("ruff format src", "3 files reformatted")])
+    claude_bash(project, "f3", "build the docs again", "mkdocs build --strict", "INFO - Documentation built in 0.52 seconds")
+    second = drain()
+    assert second["superseded"] == 2, second
+    after = listed(project)
+    fix, docs = after["fix the login test and rerun it"], after["build the docs again"]
+    assert fix["outcome"] == "succeeded" and docs["outcome"] == "unknown"
+    assert after[API]["superseded_by"] == fix["record_id"]
+    assert after[BUILD]["superseded_by"] == docs["record_id"]
+    # precision: another command that also failed, and one whose later run was other work, stay as they were
+    assert after[DB]["superseded_by"] is None and after[LINT]["superseded_by"] is None
+    assert all(r["superseded_by"] is None for t, r in after.items() if t not in (API, BUILD))
+    # the history says why and when; the chain shows both ways; search ranks the success first
+    old = shown(after[API]["record_id"])
+    entry = [h for h in old["history"] if h["action"] == "supersede"]
+    assert len(entry) == 1 and entry[0]["actor"] == "drain" and entry[0]["at"], entry
+    assert "a later success of the same work" in entry[0]["reason"] and "tests/test_api.py" in entry[0]["reason"]
+    assert shown(fix["record_id"])["marks"]["supersedes"] == [after[API]["record_id"]]
+    hits = json.loads(cli("search", "api tests test_api", "--json", "--project", str(project)).stdout)
+    ids = [h["record_id"] for h in hits]
+    assert ids.index(fix["record_id"]) < ids.index(after[API]["record_id"]), ids
+    log = (tmp_path / "kirolearn-home" / "logs" / "truth.log").read_text("utf-8")
+    assert f"superseded {after[API]['record_id']} by {fix['record_id']}" in log
+    # restore undoes it, with the history kept
+    assert cli("restore", after[API]["record_id"]).returncode == 0
+    assert listed(project)[API]["superseded_by"] is None
+
+
+def test_a_success_before_the_failure_or_in_another_project_supersedes_nothing(project, tmp_path):
+    turn(project, "g1", "check the build", "It builds.", commands=[("make build", "ok")])
+    drain()
+    failing(project, "g2", "build it once more", "make build", "make: *** [build] Error 2")
+    other = tmp_path / "other"
+    (other / ".git").mkdir(parents=True)
+    failing(other, "g3", "build the other project", "make build", "make: *** [build] Error 2")
+    drain()
+    turn(project, "g4", "build it after the merge", "Builds again.", commands=[("make build", "ok")])
+    assert drain()["superseded"] == 1
+    records = listed(project)
+    assert records["build it once more"]["superseded_by"] == records["build it after the merge"]["record_id"]
+    assert records["check the build"]["superseded_by"] is None
+    assert listed(other)["build the other project"]["superseded_by"] is None

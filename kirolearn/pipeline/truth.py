@@ -310,6 +310,118 @@ def merge_group(db, group: dict, *, actor: str) -> bool:
                                      reason=group["why"])
 
 
+# --- a later success of the same work --------------------------------------------------------------
+
+_TRIED = re.compile(r"Tried `([^`\n]+)`: failed because")
+
+
+def _args(command: str) -> "tuple[str, frozenset]":
+    """A command's program and the words it was given, flags and leading VAR=value aside, each word as
+    command_words normalises it: `pytest -q tests/api/` and `pytest tests/api` are one."""
+    words = [w for w in command.split() if w and not w.startswith("-")]
+    while words and "=" in words[0]:
+        words.pop(0)
+    if not words:
+        return "", frozenset()
+    return words[0], frozenset(_word(w) for w in words[1:] if _word(w))
+
+
+def _same_work(a: str, b: str) -> bool:
+    """Is command `b` the very work of command `a`: the same program given the same words (flags aside)?
+    `pytest tests/test_api.py` is not `pytest tests/test_db.py`, nor `pytest` alone."""
+    pa, wa = _args(a)
+    pb, wb = _args(b)
+    return bool(pa) and pa == pb and wa == wb
+
+
+def work_reader(db):
+    """A `work_of(record)`: {"failed": the calls a record's turn left failed, each ("command", text) or
+    ("files", paths), or None when one of them is neither; "done": commands that ended well or with no
+    status; "wrote": paths written by calls that did not fail}, read from its source events (once per
+    record), else from its summary (a failed record's `Tried X: failed because`, a record's **Ran:**)."""
+    from kirolearn.pipeline import extract
+
+    cache: dict = {}
+
+    def work_of(record: dict) -> dict:
+        rid = record["record_id"]
+        if rid in cache:
+            return cache[rid]
+        root = record.get("project_root") or ""
+        events = recordstore.events_by_ids(db, record.get("source_event_ids") or (), limit=80)
+        tools = extract._paired_tools([e["body"] for e in events if isinstance(e.get("body"), dict)
+                                       and e["body"].get("kind") == "tool_use"])
+        failed: "list | None" = []
+        done, wrote = [], set()
+        for i, body in enumerate(tools):
+            command = extract.command_of(body)
+            paths = [extract._relative(p, root) for p in extract._paths_of(body)]
+            if extract.failed(body):
+                if extract._resolved(tools, i):
+                    continue
+                if command:
+                    failed.append(("command", command))
+                elif paths:
+                    failed.append(("files", frozenset(paths)))
+                else:
+                    failed = None  # a failed call the later work cannot be told to cover
+                    break
+            elif command:
+                done.append(command)
+            elif extract._tool_base(body.get("tool_name", "")) in extract._WRITE_TOOLS:
+                wrote.update(paths)
+        if not tools:  # no events (expired, imported): what the summary says
+            text = record_text(record)
+            failed = [("command", c) for c in dict.fromkeys(_TRIED.findall(text))] or None
+            done = commands(record)
+        cache[rid] = {"failed": failed if failed != [] else None, "done": done, "wrote": wrote}
+        return cache[rid]
+
+    return work_of
+
+
+def fixes_failure(new: dict, old: dict, work_of) -> "str | None":
+    """Why `new`, a later turn that ended well, did the very work `old`, a failed attempt, failed at
+    (every call `old` left failed: the same command run again without failure, or the same files
+    written), or None. Precision first: another command that also failed, a success of another
+    command, or a failure of a call with neither command nor file is never superseded."""
+    if new["record_id"] == old["record_id"] or new.get("project_id") != old.get("project_id"):
+        return None
+    if old.get("outcome") != "failed" or new.get("outcome") == "failed":
+        return None
+    if (old.get("created_at") or "", old["record_id"]) >= (new.get("created_at") or "", new["record_id"]):
+        return None
+    if new.get("outcome") != "succeeded" and has_error(new):
+        return None  # unknown but done: it ran the work and shows no error
+    tried, later = work_of(old), work_of(new)
+    if not tried["failed"]:
+        return None
+    said = []
+    for kind, what in tried["failed"]:
+        if kind == "command":
+            again = next((c for c in later["done"] if _same_work(what, c)), None)
+            if again is None:
+                return None
+            said.append(f"`{again}`")
+        elif what and what <= later["wrote"]:
+            said.append(", ".join(sorted(what)))
+        else:
+            return None
+    return "a later success of the same work: " + "; ".join(dict.fromkeys(said))
+
+
+def failure_words(record: dict, work_of) -> "list[str]":
+    """Words FTS finds the failed attempts a record may fix by: its commands' words and its written files'."""
+    work = work_of(record)
+    words = []
+    for command in work["done"]:
+        program, args = _args(command)
+        words += re.findall(r"[A-Za-z0-9_]{2,}", program + " " + " ".join(args))
+    for path in work["wrote"]:
+        words += re.findall(r"[A-Za-z0-9_]{2,}", path)
+    return sorted(set(words))[:16]
+
+
 # --- the drain's pass ------------------------------------------------------------------------------
 
 
@@ -331,6 +443,21 @@ def mark_new(db, record_ids: "list[str]", *, merge: bool = True, log=None) -> di
         for old in recordstore.mark_candidates(db, new["project_id"], words, exclude=[new["record_id"]],
                                                before=new.get("created_at"), limit=CANDIDATES):
             why = supersede_reason(new, old)
+            if why and recordstore.set_mark(db, old["record_id"], "superseded_by", new["record_id"],
+                                            actor="drain", reason=f"superseded: {why}"):
+                done["superseded"].append([old["record_id"], new["record_id"], why])
+                if log:
+                    log(f"superseded {old['record_id']} by {new['record_id']} ({why})")
+    work_of = work_reader(db)
+    for new in fresh:  # a later success of the same work supersedes a failed attempt
+        if new.get("outcome") == "failed":
+            continue
+        words = failure_words(new, work_of)
+        if not words:
+            continue
+        for old in recordstore.mark_candidates(db, new["project_id"], words, exclude=[new["record_id"]],
+                                               before=new.get("created_at"), limit=CANDIDATES, outcome="failed"):
+            why = fixes_failure(new, old, work_of)
             if why and recordstore.set_mark(db, old["record_id"], "superseded_by", new["record_id"],
                                             actor="drain", reason=f"superseded: {why}"):
                 done["superseded"].append([old["record_id"], new["record_id"], why])
