@@ -671,6 +671,34 @@ class StoreContract:
         assert store.apply_marks([{"record_id": "mr_0001", "superseded_by": None}], actor="ana") == 1
         assert store.get_record("mr_0001")["superseded_by"] is None
 
+    def test_search_demotes_marked_records_by_recalls_factors_and_leaves_merged_ones_out(self, store):
+        """A store's own search (the team store's recall) keeps of a marked record's relevance what SQLite's
+        recall does (kirolearn.core.marks): changed 0.6, deleted 0.4, failed 0.5, superseded 0.1; merged: gone."""
+        from kirolearn.core import marks
+
+        same = "the uploader retries a chunk three times before it gives up"
+        made = [record(n, title="uploader retries", summary=same) for n in range(1, 8)]
+        self.extract(store, 1, made)
+        plain = {r["record_id"]: r["relevance"] for r in store.search(["uploader", "retries"])}
+        assert len(plain) == 7 and max(plain.values()) - min(plain.values()) < 1e-6 * max(plain.values())
+        store.set_marks([{"record_id": "mr_0002", "freshness": "changed"},
+                         {"record_id": "mr_0003", "freshness": "deleted"},
+                         {"record_id": "mr_0004", "outcome": "failed"},
+                         {"record_id": "mr_0007", "freshness": "changed", "outcome": "failed"}], actor="drain")
+        store.apply_marks([{"record_id": "mr_0005", "superseded_by": "mr_0001"},
+                           {"record_id": "mr_0006", "merged_into": "mr_0001"}], actor="drain")
+        found = store.search(["uploader", "retries"])
+        got = {r["record_id"]: r["relevance"] / plain[r["record_id"]] for r in found}
+        want = {"mr_0001": 1.0, "mr_0002": 0.6, "mr_0003": 0.4, "mr_0004": 0.5,
+                "mr_0005": marks.SUPERSEDED_FACTOR, "mr_0007": 0.3}
+        assert set(got) == set(want), got  # the merged record is left out
+        assert all(abs(got[k] - want[k]) < 1e-4 for k in want), got
+        assert [r["record_id"] for r in found] == ["mr_0001", "mr_0002", "mr_0004", "mr_0003", "mr_0007", "mr_0005"]
+        # the cut comes after the demotion: the unmarked record wins a limit of one
+        assert [r["record_id"] for r in store.search(["uploader"], limit=1)] == ["mr_0001"]
+        store.apply_marks([{"record_id": "mr_0006", "merged_into": None}], actor="ana")  # restored: back
+        assert "mr_0006" in {r["record_id"] for r in store.search(["uploader", "retries"])}
+
     # --- both halves of issue #31's marks on one record ---------------------------------------------
 
     def test_all_four_marks_live_side_by_side_on_one_record(self, store):

@@ -253,3 +253,72 @@ def test_issue_34s_shapes_never_reach_the_team_store(world, monkeypatch):
     assert "machine api.example.com" in held  # what was sent is there, only its secrets are not
     for secret in (PW, SID, TOKEN, PW[5:] + "2", "12 Oak Street"):
         assert secret not in held, secret
+
+
+def chore(dev, session, prompt, command, output):
+    """A turn that ran one command, spooled by the hook's own code."""
+    from kirolearn.capture import events as ev
+    from kirolearn.capture import spool
+
+    with paths.using_home(str(dev["home"])):
+        for name, payload in (("userPromptSubmit", {"prompt": prompt}),
+                              ("postToolUse", {"tool_name": "execute_bash", "tool_input": {"command": command},
+                                               "tool_response": {"success": True, "result": [
+                                                   {"exit_status": "0", "stdout": output, "stderr": ""}]}}),
+                              ("stop", {"assistant_response": f"Done: {output}."})):
+            event = ev.build_event(name, {"cwd": str(dev["shop"]), "session_id": session, **payload})
+            spool.append(event["event_id"], ev.serialize(event))
+
+
+def test_a_merge_survivors_new_lists_reach_the_team_store_and_the_teammate_once(world, monkeypatch):
+    """Issue #31: `consolidate --apply` grows the survivor's lists (the union of its group's); the sync sends
+    them up (merge_lists), the team feeds them to ben's cache, and nothing moves again after."""
+    devs, team_store = world
+    ana, ben = devs["ana"], devs["ben"]
+    monkeypatch.setenv("USER", "ana")
+    cli_as(ana, "team", "join", "--project", str(ana["shop"]))
+    for i, (prompt, command) in enumerate((("regenerate the changelog for the release", "git cliff -o CHANGELOG.md"),
+                                           ("refresh CHANGELOG.md from the commits", "git cliff --output CHANGELOG.md"))):
+        chore(ana, f"c{i}", prompt, command, f"wrote {12 + i} entries")
+        cli_as(ana, "drain", "--flush")  # one pass each: the drain's own merge wants the very same lines
+    assert sync_as(ana, "ana", team_store).records_sent == 2
+    monkeypatch.setenv("USER", "ben")
+    cli_as(ben, "team", "join", "--project", str(ben["shop"]))
+    assert sync_as(ben, "ben", team_store).records_received == 2
+
+    monkeypatch.setenv("USER", "ana")
+    applied = json.loads(cli_as(ana, "consolidate", "--apply", "--json", "--project", str(ana["shop"])))
+    assert applied["merged"] == 1, applied
+    (group,) = applied["groups"]
+    survivor, merged = group["into"], group["record_ids"][0]
+    with paths.using_home(str(ana["home"])):
+        local = SqliteStore(paths.db_path())
+        try:
+            union = local.get_record(survivor)
+            old = local.get_record(merged)
+        finally:
+            local.close()
+    assert set(union["source_event_ids"]) == set(old["source_event_ids"]) | set(union["source_event_ids"])
+    assert len(union["source_event_ids"]) == 6 and set(old["facts"]) <= set(union["facts"])
+    before = team_store.get_record(survivor)
+    assert len(before["source_event_ids"]) == 3  # the team store still holds the survivor as it was
+
+    sent = sync_as(ana, "ana", team_store)
+    assert (sent.error, sent.lists_sent, sent.marks_sent) == ("", 1, 1), sent
+    held = team_store.get_record(survivor)
+    for key in ("source_event_ids", "facts", "concepts", "files_touched"):
+        assert held[key] == union[key], key  # the union, in the survivor's order
+    assert team_store.get_record(merged)["merged_into"] == survivor
+    again = sync_as(ana, "ana", team_store)  # the team's feed brings it back: equal, so it stops here
+    assert (again.lists_sent, again.lists_received, again.marks_sent) == (0, 0, 0), again
+
+    monkeypatch.setenv("USER", "ben")
+    got = sync_as(ben, "ben", team_store)
+    assert (got.error, got.lists_received, got.marks_received) == ("", 1, 1), got
+    shown = json.loads(cli_as(ben, "show", survivor, "--json"))
+    record = shown.get("record", shown)
+    assert record["source_event_ids"] == union["source_event_ids"] and record["facts"] == union["facts"]
+    assert shown["marks"]["merged_from"] == [merged]
+    assert any(h["action"] == "merge-survivor" and h["actor"] == "team" for h in shown["history"])
+    quiet = sync_as(ben, "ben", team_store)  # what came down does not go back up
+    assert (quiet.lists_sent, quiet.lists_received, quiet.records_sent) == (0, 0, 0), quiet

@@ -23,6 +23,7 @@ DEFAULT_FRESHNESS, DEFAULT_OUTCOME = "current", "unknown"  # old records, until 
 # Recall's demotion factors (lexical ranking, semantic fusion, the recall server).
 FRESHNESS_FACTORS = {"current": 1.0, "changed": 0.6, "deleted": 0.4}
 OUTCOME_FACTORS = {"failed": 0.5, "succeeded": 1.0, "unknown": 1.0}
+SUPERSEDED_FACTOR = 0.1  # a record a newer one superseded (superseded_by); a merged one is not returned
 
 # What the context block says on a marked record's line.
 FRESHNESS_LABELS = {"changed": "files changed since", "deleted": "file deleted"}
@@ -33,6 +34,13 @@ def factor(freshness, outcome) -> float:
     """How much of its score a record keeps in recall (1.0: a current record, or an unmarked one)."""
     return FRESHNESS_FACTORS.get(freshness or DEFAULT_FRESHNESS, 1.0) * OUTCOME_FACTORS.get(
         outcome or DEFAULT_OUTCOME, 1.0)
+
+
+def record_factor(record: dict) -> float:
+    """factor() times SUPERSEDED_FACTOR for a superseded record: what a store's own search (the
+    Store contract's `search`, SQLite and the team store alike) multiplies a match's relevance by."""
+    keep = factor(record.get("freshness"), record.get("outcome"))
+    return keep * SUPERSEDED_FACTOR if record.get("superseded_by") else keep
 
 
 def labels(freshness, outcome) -> "list[str]":

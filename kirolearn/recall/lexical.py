@@ -53,7 +53,7 @@ _STOPWORDS = frozenset(
 RELATIVE_DAYS = frozenset(("today", "tonight", "tomorrow", "yesterday"))
 # A record a newer one superseded (issue #31: "RETRIES is 3" under "raised RETRIES from 3 to 7") scores
 # this share of its match, in lexical and semantic ranking alike; a merged record is not recalled at all.
-SUPERSEDED_FACTOR = 0.1
+SUPERSEDED_FACTOR = marks.SUPERSEDED_FACTOR
 
 
 class Hit:

@@ -244,6 +244,20 @@ class Store(abc.ABC):
         the live record of its id, when they differ, with an audit row; a dict without a mark's key leaves
         it alone. Returns how many marks changed (each change is fed to `changes` as a 'record')."""
 
+    @abc.abstractmethod
+    def merge_lists(self, records: "list[dict]", *, actor: str = "sync") -> int:
+        """A merge survivor's lists, made in another store (issue #31): for each record dict whose
+        `source_event_ids` hold an event the live record of its id lacks (a merge always brings its
+        group's events), each list it carries (RECORD_LISTS) becomes its union with the one held, order
+        kept, with a 'merge-survivor' audit row; a dict that brings no new event changes nothing (edits
+        do not sync). Returns how many records changed; each change is fed to `changes` as a
+        'record' (an equal union is no change, so what a sync brings back stops there)."""
+
+    def own_lists(self, record_ids) -> "list[dict]":
+        """The merge survivors among these records whose lists grew in this store itself ({"record_id",
+        and each of RECORD_LISTS}): what a sync sends up to `merge_lists`. A team store makes none."""
+        return []
+
     def own_marks(self, record_ids) -> "list[dict]":
         """The marks of these records set or cleared in this store itself, not received from the team
         ({"record_id", mark: value} each): what a sync sends up. A team store makes none of its own."""

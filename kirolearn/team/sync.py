@@ -20,9 +20,13 @@ Per shared project, in this order:
    A change of a record's marks (issue #31) goes up as it is now: freshness and outcome
    through the feed's 'mark' (`set_marks`), superseded_by and merged_into with the record's
    'record' change, only those set here (`own_marks`, `apply_marks`); an equal mark is no
-   change, so a mark that came down stops there.
+   change, so a mark that came down stops there. A merge survivor's new lists (the union of its
+   group's facts, concepts, files and events, from `consolidate --apply` or the drain's merge) go
+   up with its 'record' change (`own_lists`, `merge_lists`: a union, so nothing sent twice grows
+   it again); other edits of a record do not sync.
 3. **records down**: the team store's change feed after the last number read:
-   teammates' records land in the local store (idempotent), their tombstones
+   teammates' records land in the local store (idempotent; a survivor's grown lists are
+   merged in, `merge_lists`), their tombstones
    forget the record here too, so a forgotten record never comes back. A record
    the team restored comes back here when this cache forgot it only because the
    team did (actor `team:…`), never when this user forgot it; a team purge
@@ -73,6 +77,9 @@ class SyncStats:
     # feed's 'mark') and each superseded_by/merged_into change (apply_marks, carried by its 'record')
     marks_sent: int = 0
     marks_received: int = 0
+    # issue #31: merge survivors whose lists (the union of their group's) changed on the other side
+    lists_sent: int = 0
+    lists_received: int = 0
     error: str = ""
     per_project: dict = field(default_factory=dict)
 
@@ -163,6 +170,9 @@ def _records_up(local, team, project_id: str, cursor: dict, me: str, stats: Sync
             # superseded / merged marks made here (#31); a record that came from the team sends none back
             stats.marks_sent += team.apply_marks(local.own_marks([r["record_id"] for r in found["records"]]),
                                                  actor=me)
+            # a merge survivor's new lists (union of its group's facts, files, events), made here
+            stats.lists_sent += team.merge_lists(
+                _clean_records(local.own_lists([r["record_id"] for r in found["records"]]), scrub), actor=me)
             _restores_up(team, found["records"], cursor, me, stats)
         unknown = [t["record_id"] for t in found["forgotten"] if not t.get("record_actor")]  # purged here already
         authors = _team_authors(team, unknown) if unknown else {}
@@ -208,6 +218,7 @@ def _records_down(local, team, project_id: str, cursor: dict, stats: SyncStats) 
         if found["records"]:
             stats.records_received += local.add_records(found["records"])
             stats.marks_received += local.apply_marks(found["records"], actor="team")
+            stats.lists_received += local.merge_lists(found["records"], actor="team")
             # a record the team forgot, and restored since: back here too, unless this user forgot it himself
             held = local.tombstones([r["record_id"] for r in found["records"]])
             back = [rid for rid, t in held.items() if str(t.get("actor") or "").startswith("team:")]

@@ -267,6 +267,17 @@ PG006_EXTRACTION_ANSWERS = """
 alter table extraction_runs add column answer text, add column prompt_version text, add column response_form text;
 """
 
+# A merge survivor's lists grown in another store (issue #31: Store.merge_lists, a teammate's
+# consolidate or drain) feed record_changes ('record'), so every cache pulls the union.
+PG007_TRUTH2_RECORD_LISTS = """
+create trigger record_changes_lists after update of facts, concepts, files_touched, source_event_ids
+    on memory_records
+    for each row when (old.facts is distinct from new.facts or old.concepts is distinct from new.concepts
+                       or old.files_touched is distinct from new.files_touched
+                       or old.source_event_ids is distinct from new.source_event_ids)
+    execute function kirolearn_feed('record');
+"""
+
 # (name, SQL) in the order they apply. Append only.
 MIGRATIONS: "list[tuple[str, str]]" = [
     ("pg001_tables", PG001_TABLES),
@@ -275,6 +286,7 @@ MIGRATIONS: "list[tuple[str, str]]" = [
     ("pg004_record_marks", PG004_RECORD_MARKS),
     ("pg005_supersede_merge", PG005_SUPERSEDE_MERGE),
     ("pg006_extraction_answers", PG006_EXTRACTION_ANSWERS),
+    ("pg007_truth2_record_lists", PG007_TRUTH2_RECORD_LISTS),
 ]
 
 # The tables a drainer reads and writes (`kirolearn migrate --grant ROLE` grants them; the ledger

@@ -24,6 +24,7 @@ import json
 import urllib.parse
 from typing import Iterator
 
+from kirolearn.core import marks
 from kirolearn.core.errors import SchemaTooNew, StoreError, one_line
 from kirolearn.store.base import RECORD_LISTS, SUMMARY_LISTS, Store, assemble_changes, record_hash
 from kirolearn.store.postgres.migrations import LEDGER, MIGRATIONS, TABLES
@@ -66,6 +67,12 @@ def _class_weights() -> "list[float]":
 
 
 RANK_WEIGHTS = _class_weights()
+# What a marked record keeps of its relevance (issue #31: kirolearn.core.marks, the factors SQLite's
+# recall applies): freshness times outcome times superseded; a merged record is not returned.
+MARK_FACTOR_SQL = (
+    "(case r.freshness " + " ".join(f"when '{k}' then {v!r}" for k, v in marks.FRESHNESS_FACTORS.items())
+    + " else 1.0 end) * (case r.outcome " + " ".join(f"when '{k}' then {v!r}" for k, v in marks.OUTCOME_FACTORS.items())
+    + f" else 1.0 end) * (case when r.superseded_by is null then 1.0 else {marks.SUPERSEDED_FACTOR!r} end)")
 RANK_NORMALIZATION = 1  # divide by 1 + log(document length): a long record does not win by length alone
 
 
@@ -448,7 +455,9 @@ class PostgresStore(Store):
         above a common one. Document frequencies are counted (one GIN lookup a word, done once:
         the CTEs are materialized, or PostgreSQL would inline them into every matched row); the
         record count is the planner's estimate (pg_class.reltuples, kept by autovacuum), as
-        counting every record would cost more than the search.
+        counting every record would cost more than the search. A marked record's relevance is
+        multiplied by the factors SQLite's recall uses (MARK_FACTOR_SQL: changed 0.6, deleted 0.4,
+        failed 0.5, superseded 0.1); a merged record is left out (issue #31).
         """
         words = [w for w in words if isinstance(w, str) and w.strip()]
         if not words or limit <= 0:
@@ -473,9 +482,10 @@ class PostgresStore(Store):
             )
             select {_RECORD_SELECT},
                    (select sum(w.idf * ts_rank(%s::float4[], r.search, w.q, {RANK_NORMALIZATION})) from weighed w)
-                   as relevance
+                   * {MARK_FACTOR_SQL} as relevance
             from memory_records r
-            where r.search @@ (select string_agg('(' || q::text || ')', ' | ')::tsquery from useful){extra}
+            where r.search @@ (select string_agg('(' || q::text || ')', ' | ')::tsquery from useful)
+              and r.merged_into is null{extra}
             order by relevance desc, r.record_id
             limit %s"""
         with self._tx("searching") as cur:
@@ -521,6 +531,31 @@ class PostgresStore(Store):
                         changed += 1
                         self._audit(cur, rec["record_id"], "supersede" if mark == "superseded_by" and rec[mark]
                                     else "merge" if rec[mark] else "unmark", actor, "from a teammate's store")
+        return changed
+
+    def merge_lists(self, records: "list[dict]", *, actor: str = "sync") -> int:
+        changed = 0
+        with self._tx("merging a record's lists in") as cur:
+            for rec in records:
+                cur.execute(f"select {_RECORD_SELECT} from memory_records r where r.record_id = %s for update",
+                            [rec.get("record_id")])
+                row = cur.fetchone()
+                if row is None:
+                    continue
+                held = _decode_record(row)
+                if not set(map(str, rec.get("source_event_ids") or ())) - set(map(str, held["source_event_ids"])):
+                    continue
+                after = {k: _union(held.get(k), rec.get(k)) for k in RECORD_LISTS if k in rec}
+                after = {k: v for k, v in after.items() if v != held.get(k)}
+                if not after:
+                    continue
+                # pg007's trigger feeds the change ('record'), so every teammate's cache takes the lists
+                cur.execute(f"update memory_records set {', '.join(f'{k} = %s::jsonb' for k in after)} "
+                            f"where record_id = %s", [*(json.dumps(v, ensure_ascii=False) for v in after.values()),
+                                                      row["record_id"]])
+                self._forget_derived(cur, row)
+                self._audit(cur, row["record_id"], "merge-survivor", actor, "lists merged in another store")
+                changed += 1
         return changed
 
     # -- forgetting ------------------------------------------------------------------------------
@@ -881,6 +916,14 @@ _SUMMARY_SELECT = ", ".join(f"s.{c}" for c in SUMMARY_COLUMNS)
 
 def _select_records(tail: str) -> str:
     return f"select {_RECORD_SELECT} from memory_records r {tail}"
+
+
+def _union(held, incoming) -> list:
+    """Two lists' union, the held one's order first (a merge survivor's lists, Store.merge_lists)."""
+    seen: dict = {}
+    for value in [*(held or ()), *(incoming or ())]:
+        seen.setdefault(json.dumps(value, sort_keys=True, ensure_ascii=False), value)
+    return list(seen.values())
 
 
 def _now() -> str:

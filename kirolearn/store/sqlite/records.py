@@ -643,10 +643,11 @@ def has_marks(conn) -> bool:
 
 
 def mark_candidates(conn, project_id: str, words: "list[str]", *, exclude=(), before: "str | None" = None,
-                    limit: int = 30) -> "list[dict]":
+                    limit: int = 30, outcome: "str | None" = None) -> "list[dict]":
     """Live, unmarked records of a project holding any of `words` (FTS5, best BM25 first), older than
-    `before` (created_at) when given: the only records supersede and consolidation compare a new one with,
-    so their cost follows the new records, never the store."""
+    `before` (created_at) when given, of one `outcome` when given (failed attempts: the FTS range read is
+    deeper, as few of the matches are): the only records supersede and consolidation compare a new one
+    with, so their cost follows the new records, never the store."""
     if not words or not has_marks(conn):
         return []
     from kirolearn.store.sqlite.reader import BM25_WEIGHTS, OLD_TEXT_COLUMNS, fts_query
@@ -656,7 +657,10 @@ def mark_candidates(conn, project_id: str, words: "list[str]", *, exclude=(), be
            f"where memory_records_fts match ? order by bm25 limit ?) "
            f"select r.*, top.bm25 from top join memory_records r on r.rowid = top.rowid "
            f"where r.superseded_by is null and r.merged_into is null")
-    args: list = [fts_query(words, project_id, OLD_TEXT_COLUMNS), limit * 4]
+    args: list = [fts_query(words, project_id, OLD_TEXT_COLUMNS), limit * (20 if outcome else 4)]
+    if outcome is not None:
+        sql += " and r.outcome = ?"
+        args.append(outcome)
     if before is not None:
         sql += " and r.created_at <= ?"
         args.append(before)
@@ -707,6 +711,8 @@ def merge_records(db, survivor_id: str, merged_ids: "list[str]", union: dict, *,
         if before:
             db["memory_records"].update(survivor_id, {k: changes[k] for k in before})
             _forget_derived(db, survivor_id, row)
+            # its new lists are a change the team sync sends (own_lists, Store.merge_lists), as a 'record'
+            db.execute("insert into record_changes (record_id, change) values (?, 'record')", [survivor_id])
         _audit(db, survivor_id, "merge-survivor", actor, reason, before={**before, "merged": []},
                after={**{k: changes[k] for k in before}, "merged": list(merged_ids)})
         for rid in merged_ids:
@@ -726,6 +732,60 @@ def apply_marks(db, records: "list[dict]", *, actor: str = "sync") -> int:
                                         reason="from the team store"):
                 changed += 1
     return changed
+
+
+def _union(held, incoming) -> list:
+    seen: dict = {}
+    for value in [*(held or ()), *(incoming or ())]:
+        seen.setdefault(json.dumps(value, sort_keys=True, ensure_ascii=False), value)
+    return list(seen.values())
+
+
+def merge_lists(db, records: "list[dict]", *, actor: str) -> int:
+    """Store.merge_lists on SQLite: a merge survivor's lists made elsewhere (a teammate's consolidate or
+    drain). Each record dict whose `source_event_ids` hold an event the live record here lacks (a merge
+    always brings its group's events) gives each list its union with what is here, order kept, with a
+    'merge-survivor' audit row, fed as a 'record' (a SQLite team store passes it on; a cache's own_lists
+    leaves what the team sync brought alone); anything else changes nothing (edits do not sync).
+    Returns how many records changed."""
+    changed = 0
+    with store.writing(db):
+        for rec in records:
+            rows = _rows(db, "select * from memory_records where record_id = ?", [rec.get("record_id")])
+            if not rows:
+                continue
+            row = rows[0]
+            held = decode_record(dict(row))
+            if not set(map(str, rec.get("source_event_ids") or ())) - set(map(str, held.get("source_event_ids") or ())):
+                continue
+            after = {k: _union(held.get(k), rec.get(k)) for k in RECORD_LISTS if k in rec}
+            after = {k: json.dumps(v, ensure_ascii=False) for k, v in after.items()}
+            before = {k: row[k] for k in after if row[k] != after[k]}
+            if not before:
+                continue
+            db["memory_records"].update(row["record_id"], {k: after[k] for k in before})
+            _forget_derived(db, row["record_id"], row)
+            _audit(db, row["record_id"], "merge-survivor", actor, "lists merged in another store",
+                   before=before, after={k: after[k] for k in before})
+            db.execute("insert into record_changes (record_id, change) values (?, 'record')", [row["record_id"]])
+            changed += 1
+    return changed
+
+
+def own_lists(conn, record_ids) -> "list[dict]":
+    """The merge survivors among these records whose lists grew here (a 'merge-survivor' audit row that is
+    not the team sync's): {"record_id", and each list} each, what a team sync sends up (Store.merge_lists)."""
+    ids = list(dict.fromkeys(record_ids))
+    out = []
+    for i in range(0, len(ids), 500):
+        part = ids[i:i + 500]
+        rows = _rows(conn, f"select r.* from memory_records r where r.record_id in ({','.join('?' * len(part))}) "
+                           f"and exists (select 1 from record_audit a where a.record_id = r.record_id "
+                           f"and a.action = 'merge-survivor' and a.actor != 'team')", part)
+        for row in rows:
+            rec = decode_record(row)
+            out.append({"record_id": rec["record_id"], **{k: rec.get(k) or [] for k in RECORD_LISTS}})
+    return out
 
 
 def own_marks(conn, record_ids) -> "list[dict]":

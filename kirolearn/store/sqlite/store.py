@@ -11,7 +11,7 @@ import sqlite3
 
 import sqlite_utils
 
-from kirolearn.core import paths, crashpoint
+from kirolearn.core import crashpoint, marks, paths
 from kirolearn.store.sqlite import backup, reader, records, db as sqlite
 from kirolearn.store.sqlite import records as recordstore
 from kirolearn.store.base import SUMMARY_LISTS, Store
@@ -142,6 +142,12 @@ class SqliteStore(Store):
     def apply_marks(self, records: "list[dict]", *, actor: str = "sync") -> int:
         return recordstore.apply_marks(self.db, records, actor=actor)
 
+    def merge_lists(self, records: "list[dict]", *, actor: str = "sync") -> int:
+        return recordstore.merge_lists(self.db, records, actor=actor)
+
+    def own_lists(self, record_ids) -> "list[dict]":
+        return recordstore.own_lists(self.db, record_ids)
+
     def own_marks(self, record_ids) -> "list[dict]":
         return recordstore.own_marks(self.db, record_ids)
 
@@ -168,14 +174,19 @@ class SqliteStore(Store):
     def search(self, words: "list[str]", *, project_id=None, types=None, limit: int = 10) -> "list[dict]":
         if not words or limit <= 0:
             return []
+        # marked records (issue #31) keep marks.record_factor of their relevance, merged ones none: a few
+        # more matches are ranked so a demoted one can fall below the cut
         rows = reader.fts_matches(self.db.conn, words, depth=max(limit * 5, 25) * (20 if types else 1),
-                                  limit=limit, project_id=project_id, types=types)
+                                  limit=limit * 3, project_id=project_id, types=types)
         out = []
         for row in rows:
             found = records.decode_record(row)
-            found["relevance"] = -found.pop("bm25")
+            if found.get("merged_into"):
+                continue
+            found["relevance"] = -found.pop("bm25") * marks.record_factor(found)
             out.append(found)
-        return out
+        out.sort(key=lambda r: (-r["relevance"], r["record_id"]))
+        return out[:limit]
 
     def latest(self, project_id: str, *, types=None, limit: int = 5) -> "list[dict]":
         return [records.decode_record(r) for r in reader.latest_records(self.db.conn, project_id, types=types,
