@@ -213,6 +213,37 @@ def test_freshness_follows_the_code_in_a_real_repository(repo):
     assert [h["action"] for h in shown["history"]].count("mark") == 2
 
 
+def templated(noun):
+    """A module written from one template, as agents write many: two of them share half their bytes."""
+    return "".join(f"def {verb}_{noun}(rows):\n    \"\"\"{verb.title()} {noun} rows.\"\"\"\n    out = []\n"
+                   f"    for row in rows:\n        out.append(row)\n    return out\n\n\n"
+                   for verb in ("load", "rank", "describe", "total", "top", "count"))
+
+
+@needs_git
+def test_a_plain_rm_committed_beside_a_look_alike_new_file_is_deleted_and_a_real_rename_still_followed(repo):
+    """Issue #31's held-out miss: `rm` (no git rm) of a module, then `git add -A` commits the deletion with
+    another module of the same template; git pairs them as a 50-60 % "rename", which must not be followed."""
+    s = "sess-" + uuid.uuid4().hex[:6]
+    kiro_turn(repo, s + "a", "write the invoice helpers", [write_tool(repo, "src/invoice.py", templated("invoice"))])
+    kiro_turn(repo, s + "b", "write the ticket helpers", [write_tool(repo, "src/ticket.py", templated("ticket"))])
+    drain()
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "agent work")
+    os.remove(repo / "src" / "invoice.py")  # a plain rm
+    (repo / "src" / "voucher.py").write_text(templated("voucher"))  # the day's other work
+    git(repo, "mv", "src/ticket.py", "src/ticket_v2.py")
+    with open(repo / "src" / "ticket_v2.py", "a") as f:  # a rename with a light edit in the same commit
+        f.write("# moved: keep the ticket helpers together\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "day 2")
+    pairs = git(repo, "log", "-1", "-M", "--name-status", "--format=")
+    assert "src/invoice.py\tsrc/voucher.py" in pairs  # git's default threshold does pair them
+    drain()
+    assert by_title("invoice helpers")[0]["freshness"] == "deleted"
+    assert by_title("ticket helpers")[0]["freshness"] == "current"
+
+
 @needs_git
 def test_detached_head_and_submodule_get_a_defined_freshness(repo, tmp_path):
     from kirolearn.pipeline import freshness
