@@ -127,16 +127,73 @@ def _word(word: str) -> str:
     return word[:-1] if len(word) > 4 and word.endswith("s") and not word.endswith("ss") else word
 
 
+# Flags whose value names what the work is done to (a package, a workspace, a service, a test
+# selection, an image, a config file), not how: `npm run build --workspace admin` is other work than
+# `npm run build`, while `isort --profile black src` is `isort src` done another way.
+SELECTOR_FLAGS = frozenset((
+    "-p", "--package", "-pl", "--projects", "--project", "--workspace", "-w", "--filter", "--scope",
+    "--service", "-x", "-k", "-t", "--tag", "--target", "-f", "--file", "--config", "-C", "--directory",
+    "--dir", "--app", "-e", "--env", "--path", "--only", "--select", "--include", "--exclude", "--profile-name"))
+
+
+def selectors(command: str) -> "frozenset[str]":
+    """What a command is scoped to: each SELECTOR_FLAGS value (`--workspace=admin`, `-k pool_size`, `-x
+    service=billing`) and each NAME=value argument (`make migrate SERVICE=billing`), as "flag value"."""
+    words = command.split()
+    out = set()
+    i = 1
+    while i < len(words):
+        word = words[i]
+        flag, eq, value = word.partition("=")
+        if word.startswith("-") and flag in SELECTOR_FLAGS:
+            if eq:
+                out.add(f"{flag} {value}")
+            elif i + 1 < len(words) and not words[i + 1].startswith("-"):
+                out.add(f"{flag} {words[i + 1]}")
+                i += 1
+        elif not word.startswith("-") and "=" in word[1:] and not word.startswith(("'", '"')):
+            out.add(word)
+        i += 1
+    return frozenset(out)
+
+
+def _plain_words(command: str) -> "list[str]":
+    """A command's words but its flags and what `selectors` took (a selector's value, NAME=value)."""
+    words = command.split()
+    out, skip = [], False
+    for i, word in enumerate(words):
+        if skip:
+            skip = False
+            continue
+        if word.startswith("-"):
+            skip = (word in SELECTOR_FLAGS and i + 1 < len(words) and not words[i + 1].startswith("-"))
+            continue
+        if i and "=" in word[1:] and not word.startswith(("'", '"')):
+            continue
+        out.append(word)
+    return out
+
+
 def command_words(record: dict) -> "dict[str, set]":
     """{program: the words (not flags) its commands in this record were given}: `black src/` and
     `black --quiet src` are {"black": {"src"}}; `make reset-db seed` and `make reset-db`; `make seed`
-    are {"make": {"reset-db", "seed"}}."""
+    are {"make": {"reset-db", "seed"}}. A selector (`selectors`) is no word: command_selectors."""
     out: "dict[str, set]" = {}
     for command in commands(record):
-        words = [w for w in command.split() if w and not w.startswith("-")]
+        words = _plain_words(command)
         if words:
             out.setdefault(words[0], set()).update(_word(w) for w in words[1:] if _word(w))
     return out
+
+
+def command_selectors(record: dict) -> "dict[str, frozenset]":
+    """{program: what its commands in this record were scoped to} (`selectors`)."""
+    out: "dict[str, set]" = {}
+    for command in commands(record):
+        words = _plain_words(command)
+        if words:
+            out.setdefault(words[0], set()).update(selectors(command))
+    return {p: frozenset(v) for p, v in out.items()}
 
 
 def command_head(command: str) -> str:
@@ -223,6 +280,8 @@ def same_chore(a: dict, b: dict, results_of=None) -> "str | None":
     if wa or wb:
         if set(wa) != set(wb) or not all(_close(wa[p], wb[p]) for p in wa):
             return None
+        if command_selectors(a) != command_selectors(b):
+            return None  # the same program scoped to another package, service, test or image
         return "same commands: " + "; ".join(f"{p} {' '.join(sorted(wa[p] | wb[p]))}".strip() for p in sorted(wa))
     ra, rb = tool_results(a), tool_results(b)
     if ra and ra == rb:
