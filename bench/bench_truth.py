@@ -21,7 +21,7 @@ its primary record, the one scored.
 
 Figures (goals from issue #31): the newest record ranked above each older one for a query about a
 changed setting (100 %); `superseded_by` of each older record naming a later record of its chain
-(>= 90 %); freshness right for deleted and rewritten files (>= 95 %); false `changed` on untouched or
+(>= 90 %); a failed attempt superseded by a later success of the same command (>= 90 %); freshness right for deleted and rewritten files (>= 95 %); false `changed` on untouched or
 trivially touched files (0); renames followed (current); `outcome` failed right (>= 95 %); `failed`
 on a turn that succeeded (0); duplicate chores merged (>= 80 %: each group's records sharing one
 survivor); wrong merges (0: a record merged into one of another turn, chore or near miss); and the
@@ -264,6 +264,20 @@ def score(truth, reader):
                                 "rank_older": hits.index(older) + 1 if older in hits else None})
             has, value = field(views, older, "superseded_by")
             superseded.add(has and value in chain_ids[older], {**where, "superseded_by": value})
+    # a later success of the failed command supersedes the failed attempt (its other commands never do)
+    retried = Figure("failed attempt superseded by its later success", ">= 90%")
+    for s in truth["scenarios"]:
+        if s["family"] != "outcome" or "retried" not in s["truth"]["turns"]:
+            continue
+        old, new = (primary.get(s["truth"]["turns"][v]) for v in ("failed", "retried"))
+        where = {"scenario": s["index"], "shape": s["truth"]["shape"], "failed": old, "retried": new}
+        if old is None or new is None:
+            retried.add(False, {**where, "why": "a turn has no record"})
+            continue
+        chain_ids[old] = {new}
+        has, value = field(views, old, "superseded_by")
+        retried.add(has and value == new, {**where, "superseded_by": value})
+    retried.available = present["superseded_by"]
     superseded.available = present["superseded_by"]
     wrong_super.available = present["superseded_by"]
     if present["superseded_by"]:
@@ -394,7 +408,7 @@ def score(truth, reader):
             else:
                 wrong_merge.total += 1
 
-    figures = [ranked, superseded, wrong_super, fresh, false_changed, renamed, nofile_stale,
+    figures = [ranked, superseded, retried, wrong_super, fresh, false_changed, renamed, nofile_stale,
                failed_right, failed_on_success, succeeded_right, merged, wrong_merge]
     return {"figures": figures, "matching": how, "present": present, "merge_source": merge_source,
             "consolidate": "n/a (no such command)" if preview is None else "ran",

@@ -15,15 +15,21 @@ Scenario families (every instance carries its ground truth in truth.json):
                 the older ones for a query about the setting; each older one is superseded by a later one.
   file_fate     a turn writes a file; later the user deletes it (`git rm` + commit, or a plain `rm`)
                 or renames it (`git mv` + commit). Truth: freshness `deleted`, or `current` (rename followed).
+                Half of the plain `rm`s come with a new module of the same template the same night, which
+                git's default rename detection pairs with the deleted file (still `deleted`).
   rewrite       two turns write two files; the user rewrites one substantially (committed or not), and
                 leaves the other alone, `touch`es it, adds one comment line or a few blank lines.
                 Truth: `changed` for the rewritten one, `current` for the control.
   outcome       three turns in one failure shape the adapters see: a command that fails (and nothing
                 later in the turn succeeds), one that fails then succeeds after a fix, one that just
                 succeeds. Truth: outcome `failed`, then not failed (`succeeded`), then `succeeded`.
+                When the failure was not on the last day, a fourth turn on a later day runs the failed
+                command again with success: the failed record is superseded by it, and by nothing else.
   chore         the same chore 3-5 times in other words over different days and agents, plus one
-                near-miss turn (shared words, other work). Truth: the chore's records form one group
-                to merge; the near miss never merges with them.
+                near-miss turn (shared words, other work) and, for some chores, a second one: the
+                chore's program scoped to one package, service, test or image (`npm run build
+                --workspace admin` beside `npm run build`). Truth: the chore's records form one group
+                to merge; the near misses never merge with them.
 
 Agents and payload shapes (shared/reference/*.md, kirolearn/capture/agents/*.py, tests/agents/):
   kiro-classic  camelCase `hook_event_name`, fs_write / fs_read / execute_bash, tool_response
@@ -320,6 +326,27 @@ CHORES = [
       "Removed the legacy cassettes.")),
 ]
 CHORE_SCOPES = ("", " in the billing service", " in the admin app", " for the mobile backend")
+# A second near miss of some chores: the chore's program scoped to one package, service, test selection,
+# image or config (a selector flag's value, NAME=value): near-identical commands, other work.
+SCOPED_NEAR = {
+    "frontend-build": ("build only the {w} workspace bundle", "npm run build --workspace {w}",
+                       "built {w} in 1.9s", "Built the {w} workspace."),
+    "migrate-local": ("migrate just the {w} service's schema", "alembic -x service={w} upgrade head",
+                      "Running upgrade -> 9c1e, {w} items", "The {w} schema is at head."),
+    "reset-db": ("reset only the {w} database", "make reset-db SERVICE={w}", "seeded 40 rows",
+                 "The {w} database is reset."),
+    "docker-dev": ("build the {w} image for local runs", "docker build -t {w}:dev .", "Successfully tagged {w}:dev",
+                   "Built {w}:dev."),
+    "docs-build": ("build the {w} docs site", "mkdocs build --strict -f docs/{w}/mkdocs.yml",
+                   "INFO    -  Documentation built in 0.8 seconds", "The {w} docs build cleanly."),
+    "cassettes": ("re-record only the {w} cassettes", "pytest tests/integration --record-mode=rewrite -k {w}",
+                  "6 passed, cassettes rewritten", "Re-recorded the {w} cassettes."),
+    "protobuf": ("regenerate only the {w} stubs", "buf generate --path proto/{w}", "wrote 3 files to gen/",
+                 "Regenerated the {w} stubs."),
+    "format": ("format only the {w} package", "black src/ --include {w}", "reformatted 2 files",
+               "Formatted the {w} package."),
+}
+SCOPED_WORDS = ("worker", "payments", "admin", "search", "reports")
 
 
 # --- file contents -------------------------------------------------------------------------------
@@ -533,6 +560,11 @@ class Planner:
         new_path = f"src/{area}/{noun}_v2.py" if action == "git-mv" else None
         act = {"after_day": after, "scenario": i, "kind": action, "path": path, "to": new_path,
                "commit": action != "rm" or rng.random() < 0.5}
+        if action == "rm" and rng.random() < 0.5:
+            # the same night the user adds a module of the same template (another noun): committed with the
+            # deletion (now, or by the next day's `git add -A`), git pairs the two as a ~50 % "rename"
+            other, _ = _pick(self.files, 9 * ordinal_of(i) + 3 * 0 + 2)
+            act["sibling"] = {"path": f"src/{area}/{other[1]}_{noun}_legacy.py", "noun": f"{other[1]}x"}
         scenario["truth"] = {"turn": turn["key"], "path": path, "action": action, "to": new_path,
                              "expect": turn["expect"]["freshness"], "after_day": after}
         return [turn], [act]
@@ -604,6 +636,14 @@ class Planner:
                 outcome = "succeeded"
             expect = {"outcome": outcome, "variant": variant, "shape": shape, "unit": f"s{i:03d}t{j}"}
             turns.append(self._turn(i, j, day, agent, prompt.format(c=command), answer, tools, expect))
+        failed_day = turns[0]["day"]
+        if failed_day < self.days - 1:  # a later day: the failed command, run again, succeeds
+            command, _, _, ok = (s.format(n=noun, a=area) for s in COMMANDS[picks[0]])
+            prompt = rng.choice(["run `{c}` again now the fix is in", "retry `{c}`", "see whether `{c}` passes today"])
+            tools = [{"op": "run", "command": command, "output": ok, "status": "ok"}]
+            expect = {"outcome": "succeeded", "variant": "retried", "shape": shape, "unit": f"s{i:03d}t3"}
+            turns.append(self._turn(i, 3, rng.randrange(failed_day + 1, self.days), agent, prompt.format(c=command),
+                                    f"`{command}` passes now: {ok.splitlines()[-1]}", tools, expect))
         scenario["truth"] = {"shape": shape, "agent": agent, "what": what,
                              "turns": {t["expect"]["variant"]: t["key"] for t in turns}}
         return turns, []
@@ -640,8 +680,14 @@ class Planner:
         expect = {"outcome": "succeeded", "unit": f"s{i:03d}:near", "near_miss_of": name}
         day = rng.randrange(self.days)
         turns.append(self._turn(i, k, day, agent, near_prompt + scope, near_answer, tools, expect))
+        if name in SCOPED_NEAR:
+            prompt, command, output, answer = (x.format(w=rng.choice(SCOPED_WORDS)) for x in SCOPED_NEAR[name])
+            tools = [{"op": "run", "command": command, "output": output, "status": "ok"}]
+            expect = {"outcome": "succeeded", "unit": f"s{i:03d}:scoped", "near_miss_of": name}
+            turns.append(self._turn(i, k + 1, rng.randrange(self.days), rng.choice(ALL_AGENTS), prompt + scope,
+                                    answer, tools, expect))
         scenario["truth"] = {"chore": name, "group": [t["key"] for t in turns[:k]],
-                             "near_miss": [turns[k]["key"]]}
+                             "near_miss": [t["key"] for t in turns[k:]]}
         return turns, []
 
 
@@ -885,6 +931,7 @@ class Runner:
         self.plan, self.workdir, self.jobs, self.settle, self.log = plan, workdir, max(1, jobs), settle, log
         self.repo = os.path.join(workdir, "repo")
         self.home = os.path.join(workdir, "kirolearn-home")
+        bin_dir = os.path.abspath(bin_dir)  # the hooks run in the repository, not here
         self.hook = os.path.join(bin_dir, "kirolearn-hook")
         self.cli = os.path.join(bin_dir, "kirolearn")
         for exe in (self.hook, self.cli):
@@ -1065,6 +1112,8 @@ class Runner:
             self.git("rm", "-q", rel)
         elif kind == "rm":
             os.remove(path)
+            if action.get("sibling"):
+                self.write(action["sibling"]["path"], module_text(action["sibling"]["noun"], 10))
         elif kind == "git-mv":
             self.git("mv", rel, action["to"])
         elif kind == "rewrite":
