@@ -353,3 +353,21 @@ def test_a_success_before_the_failure_or_in_another_project_supersedes_nothing(p
     assert records["build it once more"]["superseded_by"] == records["build it after the merge"]["record_id"]
     assert records["check the build"]["superseded_by"] is None
     assert listed(other)["build the other project"]["superseded_by"] is None
+
+
+def test_consolidate_keeps_a_chore_scoped_to_another_workspace_or_service_apart(project):
+    """Near-identical commands that are other work: a selector flag's value or NAME=value differs (the
+    subset rule once merged `npm run build --workspace admin` into the `npm run build` chore)."""
+    same = [("rebuild the frontend assets", "npm run build"),
+            ("make a fresh production bundle of the UI", "npm run build -- --mode production")]
+    scoped = [("build only the admin workspace bundle", "npm run build --workspace admin"),
+              ("migrate the local database to head", "alembic upgrade head"),
+              ("migrate just the billing service's schema", "alembic -x service=billing upgrade head"),
+              ("reset only the billing database", "make reset-db SERVICE=billing"),
+              ("reset the dev database", "make reset-db")]
+    for i, (prompt, command) in enumerate(same + scoped):
+        turn(project, f"w{i}", prompt, "Done.", commands=[(command, "ok")])
+    assert drain()["merged"] == []
+    records = listed(project)
+    groups = json.loads(cli("consolidate", "--json", "--project", str(project)).stdout)["groups"]
+    assert [g["record_ids"] for g in groups] == [[records[p]["record_id"] for p, _ in same]], groups
