@@ -147,8 +147,9 @@ def test_failed_records_are_demoted_and_marked_in_recall(repo):
     s = "sess-" + uuid.uuid4().hex[:6]
     kiro_turn(repo, s + "a", "deploy the zanzibar service", [
         ("execute_bash", {"command": "./deploy zanzibar"}, "Output:\nError: permission denied\nExit Code: 1")])
+    # another program (a re-run of `./deploy zanzibar` would supersede the failure: tests/test_truth.py)
     kiro_turn(repo, s + "b", "deploy the zanzibar service again", [
-        ("execute_bash", {"command": "./deploy zanzibar --user"}, "Output:\ndeployed\nExit Code: 0")])
+        ("execute_bash", {"command": "./scripts/deploy.sh zanzibar"}, "Output:\ndeployed\nExit Code: 0")])
     drain()
     found = json.loads(cli("search", "deploy zanzibar service", "--json", "--project", str(repo)).stdout)
     hits = found["results"] if isinstance(found, dict) else found
