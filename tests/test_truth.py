@@ -371,3 +371,12 @@ def test_consolidate_keeps_a_chore_scoped_to_another_workspace_or_service_apart(
     records = listed(project)
     groups = json.loads(cli("consolidate", "--json", "--project", str(project)).stdout)["groups"]
     assert [g["record_ids"] for g in groups] == [[records[p]["record_id"] for p, _ in same]], groups
+
+
+def test_a_retry_without_status_whose_output_is_an_error_supersedes_nothing(project):
+    failing(project, "h1", "build the docs", "mkdocs build --strict", "ERROR - Config value 'nav': a page is missing")
+    drain()
+    claude_bash(project, "h2", "try the docs build again", "mkdocs build --strict",
+                "ERROR    -  Config value 'nav': a page is missing\nAborted with 1 configuration errors!")
+    assert drain()["superseded"] == 0
+    assert listed(project)["build the docs"]["superseded_by"] is None

@@ -426,6 +426,9 @@ def work_reader(db):
                     failed = None  # a failed call the later work cannot be told to cover
                     break
             elif command:
+                tail = extract.response_text(body)[-2000:] if extract._status(body) is None else ""
+                if extract._STRONG_ERROR.search(tail) or extract._WEAK_ERROR.search(tail):
+                    continue  # no status, and its output reads as an error: not known to be done
                 done.append(command)
             elif extract._tool_base(body.get("tool_name", "")) in extract._WRITE_TOOLS:
                 wrote.update(paths)
