@@ -107,7 +107,7 @@ def search(args: "list[str]") -> "tuple | None":
             return None  # empty: kirolearn.store.sqlite.db.refuse_lost may have something to say
     except OSError:
         return None  # no database: the click command says so
-    if not os.path.exists(os.path.join(paths.home(), "recall.sock")):
+    if not os.path.exists(paths.recall_socket()):
         return None
     from kirolearn.recall import client
     from kirolearn.recall import context

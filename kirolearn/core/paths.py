@@ -111,6 +111,11 @@ def db_path() -> str:
     return os.path.join(home(), "kirolearn.db")
 
 
+def recall_socket() -> str:
+    """$KIROLEARN_HOME/recall.sock: the recall server's socket (kirolearn.recall.client)."""
+    return os.path.join(home(), "recall.sock")
+
+
 def ensure_private_dir(path: str) -> str:
     """Create `path` (and missing parents) as mode 0700 if missing; return it.
 

@@ -458,7 +458,7 @@ def prompt_preview(conn, project_root: str, prompt: str, *, session_id: "str | N
 
 def _served(prompt: str, pid: str, limit: int, already) -> "list | None":
     """The recall server's hits for a prompt (kirolearn.recall.client), None when it is not up or fails."""
-    if not os.path.exists(os.path.join(paths.home(), "lexical.sock")):
+    if not os.path.exists(paths.recall_socket()):
         return None  # no server: one stat, no import
     from kirolearn.recall import client
 
