@@ -666,11 +666,15 @@ class Drainer:
         they are stored; the cost follows the new records (a few FTS candidates each)."""
         if not self.new_record_ids or self.db is None:  # supersede reads the embedded store's text index
             return
-        from kirolearn.pipeline import truth
+        from kirolearn.pipeline import judge, truth
 
         lines: list = []
+        asker = judge.Judge.configured(self.db, self.settings, self.complete, scrub=self.scrubber.scrub_text)
         done = truth.mark_new(self.db, self.new_record_ids, merge=self.settings.drain.auto_merge,
-                              log=lines.append)
+                              log=lines.append, judge=asker)
+        if asker is not None and asker.asked:
+            lines.append(f"asked the model about {asker.asked} pair(s)"
+                         + (f"; {len(asker.errors)} without a verdict: {asker.errors[-1]}" if asker.errors else ""))
         stats.superseded += len(done["superseded"])
         stats.merged += done["merged"]
         if lines:

@@ -266,7 +266,8 @@ def extraction_failures_since(conn, since_iso: str) -> int:
 
 def model_runs_since(conn, since_iso: str) -> dict:
     """What the model did since a time (`status`, #36): batches it extracted, their latency, its
-    failed attempts, and the batches that fell back to the deterministic extractor, by reason.
+    failed attempts, the batches that fell back to the deterministic extractor, by reason, and the
+    supersede questions it was asked (kirolearn.pipeline.judge) and answered.
 
     Reads the runs since `since_iso` through idx_runs_started, never the whole table.
     """
@@ -274,8 +275,11 @@ def model_runs_since(conn, since_iso: str) -> dict:
         "select coalesce(sum(outcome = 'ok'), 0), coalesce(sum(outcome = 'failed'), 0), "
         "avg(case when outcome = 'ok' then (julianday(finished_at) - julianday(started_at)) * 86400000.0 end), "
         "max(case when outcome = 'ok' then (julianday(finished_at) - julianday(started_at)) * 86400000.0 end) "
-        "from extraction_runs where started_at >= ? and extractor = 'llm' and batch_key != 'session_end'",
-        [since_iso]).fetchone()
+        "from extraction_runs where started_at >= ? and extractor = 'llm' and batch_key != 'session_end' "
+        "and coalesce(reason, '') != 'supersede'", [since_iso]).fetchone()
+    asked, answered = conn.execute(
+        "select count(*), coalesce(sum(outcome = 'ok'), 0) from extraction_runs "
+        "where started_at >= ? and reason = 'supersede'", [since_iso]).fetchone()
     reasons: dict = {}
     for (reason,) in conn.execute("select fallback_reason from extraction_runs where started_at >= ? and "
                                   "extractor = 'deterministic' and coalesce(fallback_reason, '') != ''",
@@ -285,7 +289,8 @@ def model_runs_since(conn, since_iso: str) -> dict:
     return {"batches": int(ok), "failed_attempts": int(failed),
             "latency_ms_avg": round(avg_ms) if avg_ms is not None else None,
             "latency_ms_max": round(max_ms) if max_ms is not None else None,
-            "fallbacks": sum(reasons.values()), "fallback_reasons": dict(sorted(reasons.items()))}
+            "fallbacks": sum(reasons.values()), "fallback_reasons": dict(sorted(reasons.items())),
+            "supersede_questions": int(asked), "supersede_answered": int(answered)}
 
 
 def events_by_agent_since(conn, since_iso: str) -> dict:
