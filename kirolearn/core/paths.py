@@ -11,8 +11,7 @@ from kirolearn.core.errors import HomeError
 
 HOME_ENV = "KIROLEARN_HOME"
 
-# Set by `using_home` (the library facade, `kirolearn.Memory(home=...)`): wins over the
-# environment for the current thread or task only, so two Memory objects never mix homes.
+# per thread or task (set by using_home), so two Memory objects never mix homes
 _home_override: "contextvars.ContextVar[str | None]" = contextvars.ContextVar("kirolearn_home", default=None)
 
 

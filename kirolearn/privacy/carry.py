@@ -13,9 +13,13 @@ its closing tag (or the turn's end).
     clean = carry.scrub_event(event)     # capture.events.scrub_event(event, scrubber), plus the carry
     clean = carry.scrub_text(text)       # or one text at a time (scrub_value: a JSON-like value)
 
-Only texts of the fields a person or a tool wrote (CARRIED_FIELDS), of MIN_VALUE_CHARS or more,
-are handed the remembered line, and a plain word at the start of a text is never taken for the
-value. The remembered lines are raw text held in memory only, for the next `ttl` such texts.
+Only texts of the fields a person or a tool wrote (CARRIED_FIELDS), of MIN_VALUE_CHARS or more
+(a shorter one is an id, a count, a tool name), are handed the remembered line, and a plain word
+at the start of a text is never taken for the value. The remembered lines are raw text held in
+memory only, for the next `ttl` such texts (DEFAULT_TTL 4: a pre-tool command, then the post-tool
+command and output). The window holds at most TAIL_CHARS of the remembered text's end and
+HEAD_CHARS of the next text's first line (PEM_HEAD_CHARS after a PEM header: a key body runs
+over many lines).
 
 Standard library only; pure (no I/O).
 """
@@ -30,14 +34,12 @@ from kirolearn.privacy import views as _views
 
 __all__ = ["TurnCarry", "scrub_sequence"]
 
-TAIL_CHARS = 256  # the most of the previous text's last line that is kept as context
-HEAD_CHARS = 4096  # the most of the next text that the window holds (its first line)
-PEM_HEAD_CHARS = 16384  # after a PEM header: the key body runs over many lines
-DEFAULT_TTL = 4  # texts a remembered line stays offered to: a preToolUse's command, then the
-# postToolUse's command and output
+TAIL_CHARS = 256
+HEAD_CHARS = 4096
+PEM_HEAD_CHARS = 16384
+DEFAULT_TTL = 4
 
-# The end of a line that leaves a value to come: an operator, a PEM header's dashes, a
-# secret-ish keyword as the last word (`password`, `Bearer`, `token`); or a cut token.
+# a line left open: an operator, PEM dashes, `password`/`Bearer` last, a cut token
 _OPEN_CHARS = "=:>(,"
 _OPEN_WORDS = frozenset("pass password passwd passphrase pw pwd secret token key bearer basic authorization auth "
                         "credential credentials cookie login p".split())  # (`-p`: mysql's, sshpass')
@@ -47,9 +49,8 @@ _TOKEN_CHARS = _ALNUM + "+/=_-."
 _PRIVATE_OPEN = "<private>"
 _PRIVATE_MARKER = _scrub.marker("private")
 CLOSED_CACHE_TEXT, CLOSED_CACHE_SIZE = 256, 4096  # short texts found not to leave a value open
-MIN_VALUE_CHARS = 6  # a shorter text is an id, a count, a tool name: never handed the open line
-# The fields of an event that hold what a person or a tool wrote (capture.events): the envelope's
-# ids, paths and names are scrubbed without the carry.
+MIN_VALUE_CHARS = 6
+# what a person or a tool wrote; the envelope is scrubbed without the carry
 CARRIED_FIELDS = frozenset(("prompt", "tool_input", "tool_response", "assistant_response", "extra"))
 
 
@@ -154,15 +155,11 @@ class TurnCarry:
                     self._closed.clear()
                 self._closed.add(text)
         else:
-            # What ends the text was redacted (`API_TOKEN=tok_…`): a whole value, or the head of a
-            # token cut in two. Only the very next text is then looked at, and only as its
-            # continuation (most such lines are whole: this keeps the carry cheap).
+            # a redacted end is mostly whole: check only the next text, as its rest (cheap)
             cut_only = out.rstrip(" \t\r\n").endswith("]") and _scrub._MARKER_RE.search(
                 out, max(0, len(out) - 80)) is not None
             self._tail, self._left, self._cut_only = opened, 1 if cut_only else self.ttl, cut_only
         return out
-
-    # -- helpers ----------------------------------------------------------------------------------
 
     def _open_tail(self, text: str, out: str) -> "str | None":
         """The end of `text` (its last lines, up to TAIL_CHARS) if its last line leaves a secret's
@@ -183,8 +180,7 @@ class TurnCarry:
         start = end - len(line)
         if not line.lstrip().startswith(_ENTRY_WORDS):
             return line
-        # A .netrc entry's `password` line: the lines before it too, whole, up to TAIL_CHARS (its
-        # host and login are there).
+        # a .netrc `password` line: its host and login are on the lines before
         while start > 0 and end - start < TAIL_CHARS:
             prev = text.rfind("\n", 0, start - 1) + 1
             if end - prev > TAIL_CHARS:
@@ -203,8 +199,7 @@ class TurnCarry:
             return []
         joins = [] if self._cut_only else [tail.rstrip() + " "]
         if h0 == 0 and (tail[-1:].isalnum() or tail[-1:] in "_-+/:"):
-            # cut mid-line: a token, `user:` + `password@host`; a piece that reads as a word is
-            # not a token's rest (the wrapped-token view's rule: views.breaks)
+            # cut mid-line; a word is no token's rest (views.breaks' rule)
             first = head[:len(head) - len(head.lstrip(_TOKEN_CHARS))]
             if first and not (first.isalpha() and len(first) < 16 and _views.wordlike(first)) and (
                     not self._cut_only or _cut_token(first)):

@@ -32,7 +32,7 @@ def has_table(conn, name: str) -> bool:
     return conn.execute("select 1 from sqlite_master where name = ?", [name]).fetchone() is not None
 
 
-# --- reading ---------------------------------------------------------------------------------
+# --- reading ---
 
 
 def list_records(conn, *, limit: int = 20, before=None, **filters) -> "list[dict]":
@@ -189,7 +189,7 @@ def session_labels(conn, project_id: str, session_ids) -> "dict[str, dict]":
             if prompt.strip():
                 out[sid] = {"prompt": " ".join(prompt.split()), "first_at": first_at}
         missing = [s for s in part if s not in out]
-        if missing:  # events expired (retention) or never stored here: the oldest record speaks for the session
+        if missing:  # no events left (retention): the oldest record speaks for it
             marks = ",".join("?" * len(missing))
             for sid, title, first_at in conn.execute(
                     f"select session_id, title, min(created_at) from memory_records where project_id = ? "
@@ -418,7 +418,7 @@ def figures(conn, since_iso: str, *, projects: bool = True) -> dict:
     return found
 
 
-# --- writing ----------------------------------------------------------------------------------
+# --- writing ---
 
 
 def _audit(db, record_id, action, actor, reason="", *, before=None, after=None, version=None, at=None):
@@ -637,7 +637,7 @@ def purge_edit_history(db, record_ids=None) -> int:
         return db.execute(sql, args).rowcount
 
 
-# --- marks (issue #31): superseded_by and merged_into ------------------------------------------
+# --- marks (issue #31): superseded_by and merged_into ---
 
 MARKS = ("superseded_by", "merged_into")
 
@@ -769,7 +769,7 @@ def mark_figures(conn) -> dict:
                                    "where merged_into is not null").fetchone()[0]}
 
 
-# --- import ------------------------------------------------------------------------------------
+# --- import ---
 
 
 def import_forgotten(db, rows: "list[tuple[dict, dict]]") -> dict:
@@ -829,7 +829,7 @@ def table_columns(db, table: str) -> "list[str]":
     return [r[1] for r in db.execute(f"pragma table_info({table})")]
 
 
-# --- marks (issue #31: freshness and outcome) ----------------------------------------------------
+# --- marks (issue #31: freshness and outcome) ---
 
 MARK_FIELDS = ("freshness", "outcome")
 
