@@ -18,8 +18,8 @@ import time
 from kirolearn.core import paths
 from kirolearn.core import jsonfast
 
-PROMPT_DEADLINE = 0.15  # seconds the prompt hook waits for the server, in all (connect, ask, answer)
-SEARCH_DEADLINE = 2.0  # `kirolearn search` / MCP: a loaded server answers in tens of ms
+PROMPT_DEADLINE = 0.15  # seconds in all: connect, ask, answer
+SEARCH_DEADLINE = 2.0  # a loaded server answers in tens of ms
 MAX_ANSWER = 4 * 1024 * 1024
 SUN_PATH_MAX = 104 if sys.platform == "darwin" else 108  # bytes, with the terminating NUL
 
