@@ -14,7 +14,7 @@ both name files, their files are the same. `near_identical` (what the drain merg
 asks for the very same command lines.
 
 Candidates come from the FTS index (kirolearn.store.sqlite.records.mark_candidates), a few per new
-record: the cost follows the new records, never the store (rule 15).
+record: the cost follows the new records, never the store (rule 15 in docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def statements(record: dict) -> "dict[str, tuple[set, set]]":
             was = _WAS.match(tail.lstrip())
             if was:
                 put(m["s"], old=was["a"])
-    # a value named as the old one is not stated as current (a sed command quotes the old line too)
+    # a value named as the old one is not current (sed quotes the old line too)
     return {s: (now - before, before) for s, (now, before) in out.items() if now - before}
 
 
@@ -111,7 +111,7 @@ def subjects(record: dict) -> "list[str]":
     return sorted(statements(record))
 
 
-# --- near duplicates -------------------------------------------------------------------------------
+# Near duplicates
 
 
 def commands(record: dict) -> "list[str]":
@@ -310,7 +310,7 @@ def merge_group(db, group: dict, *, actor: str) -> bool:
                                      reason=group["why"])
 
 
-# --- the drain's pass ------------------------------------------------------------------------------
+# The drain's pass
 
 
 ASKED_PER_RECORD = 2  # a new record's best FTS candidates the model may be asked about
