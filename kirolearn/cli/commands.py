@@ -384,7 +384,7 @@ def _scrubber():
     from kirolearn.privacy.scrub import Scrubber
 
     conf = _load_settings()
-    # The drain's own configuration (betterleaks too): `scan` must judge as the drain does.
+    # The drain's own configuration: `scan` must judge as the drain does.
     return Scrubber(conf.scrub.extra_patterns, conf.scrub.allow, betterleaks=conf.scrub.betterleaks)
 
 
