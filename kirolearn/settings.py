@@ -102,10 +102,9 @@ class Drain(_Section):
 
 
 class Recall(_Section):
-    """What the hooks inject (read by the hook itself with tomllib; see kirolearn.recall.context)."""
+    """What the hooks inject (the hook reads this table without pydantic: kirolearn.core.configfile.hook_view)."""
 
-    # The defaults and the cap are the hook's own (kirolearn.core.limits; kirolearn.recall.context reads this
-    # table with tomllib).
+    # The defaults and the cap are the hook's own (kirolearn.core.limits).
     budget_tokens: int = Field(limits.DEFAULTS["budget_tokens"], ge=0, le=limits.MAX_BUDGET_TOKENS,
                                description="size cap of a prompt's injected block, estimated at 4 characters a token "
                                "(a session start's is twice this); at "
