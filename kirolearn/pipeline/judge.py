@@ -12,8 +12,6 @@ an answer that is not the schema's JSON, or `false` leaves both records as they 
 is a mark, never a removal (rule 14 in docs/architecture.md): `kirolearn restore` undoes it.
 """
 
-import time
-
 from pydantic import BaseModel, Field, ValidationError
 
 from kirolearn.core.ids import new_ulid
@@ -84,7 +82,6 @@ class Judge:
         if self.complete is extract.litellm_complete:
             extract.load_litellm()  # seconds, once: not out of the call's time
         verdict, error = None, ""
-        began = time.monotonic()
         try:
             completion = extract.call_bounded(self.complete, sent, self.settings, self.settings.extract.timeout_seconds,
                                               response_format=Verdict)
@@ -102,14 +99,12 @@ class Judge:
                 error = f"answer is not the verdict's JSON: {str(exc).splitlines()[0][:160]}"
         if error:
             self.errors.append(error)
-        run.update(outcome="ok" if verdict is not None else "failed", error=error,
-                   finished_at=store.now_iso(), latency_ms=int((time.monotonic() - began) * 1000))
+        run.update(outcome="ok" if verdict is not None else "failed", error=error, finished_at=store.now_iso())
         self._keep(run)
         if verdict is None or not verdict.supersedes:
             return None
         return "model: " + (" ".join(verdict.why.split())[:200] or "the newer note replaces it")
 
     def _keep(self, run: dict) -> None:
-        columns = set(self.db["extraction_runs"].columns_dict)
         with store.writing(self.db):
-            store.insert_run(self.db, {k: v for k, v in run.items() if k in columns})
+            store.insert_run(self.db, run)

@@ -156,7 +156,7 @@ class TurnCarry:
                 self._closed.add(text)
         else:
             # a redacted end is mostly whole: check only the next text, as its rest (cheap)
-            cut_only = out.rstrip(" \t\r\n").endswith("]") and _scrub._MARKER_RE.search(
+            cut_only = out.rstrip(" \t\r\n").endswith("]") and _scrub.MARKER_RE.search(
                 out, max(0, len(out) - 80)) is not None
             self._tail, self._left, self._cut_only = opened, 1 if cut_only else self.ttl, cut_only
         return out
@@ -228,7 +228,7 @@ class TurnCarry:
             scrubber.counts.update(counts)
         if out == text:
             return []
-        return _views.redacted_spans(text, out, _scrub._MARKER_RE)
+        return _views.redacted_spans(text, out, _scrub.MARKER_RE)
 
     def _mark(self, text: str, spans: list) -> str:
         out, last = [], 0
@@ -236,7 +236,7 @@ class TurnCarry:
             if e <= last:
                 continue
             s = max(s, last)
-            if _scrub._MARKER_RE.fullmatch(text, s, e):
+            if _scrub.MARKER_RE.fullmatch(text, s, e):
                 continue
             out += [text[last:s], _scrub.marker(kind)]
             self.scrubber.counts[kind] += 1

@@ -66,7 +66,7 @@ def _rare(pattern: str, flags: int = 0) -> "re.Pattern[str]":
     return _views._Lazy(pattern, flags)  # type: ignore[return-value]
 
 
-_MARKER_RE = _lazy("_MARKER_RE", r"\[REDACTED:[A-Za-z0-9_\-]{1,64}\]")
+MARKER_RE = _lazy("MARKER_RE", r"\[REDACTED:[A-Za-z0-9_\-]{1,64}\]")
 _TYPE_NAME_RE = _lazy("_TYPE_NAME_RE", r"[A-Za-z0-9][A-Za-z0-9_\-]{0,39}")
 
 # allowed literals hide behind private-use code points no rule can match
@@ -205,7 +205,7 @@ def _is_placeholder(value: str) -> bool:
     s = value.strip()
     if not s:
         return True
-    rest = _MARKER_RE.sub("", s).strip(" \t\"'`,;:")
+    rest = MARKER_RE.sub("", s).strip(" \t\"'`,;:")
     if not rest or _only_sentinels(rest):
         return True
     if rest != s:  # judge what is left beside the markers
@@ -987,7 +987,7 @@ def _scan(text: str, low: str, shapes: bool = False) -> "tuple[set, set | None]"
     the cache meanwhile cannot make a text miss a rule.
     """
     if "[REDACTED:" in text:
-        text = _MARKER_RE.sub(" ", text)
+        text = MARKER_RE.sub(" ", text)
         low = text.lower()
     ascii_text = text.isascii()
     if ascii_text:
@@ -1030,7 +1030,7 @@ def _cuts_marker(text: str, ms: int, me: int, gs: int, ge: int) -> bool:
     """Whether a match [ms, me) touches a marker that is not wholly inside its replaced part [gs, ge)."""
     if text.find("[REDACTED:", max(0, ms - 50), me) < 0:
         return False
-    for mk in _MARKER_RE.finditer(text, max(0, ms - 50), me + 50):
+    for mk in MARKER_RE.finditer(text, max(0, ms - 50), me + 50):
         a, b = mk.span()
         if a < me and ms < b and not (gs <= a and b <= ge):
             return True
@@ -1285,7 +1285,7 @@ class Scrubber:
             self.counts.update(counts)
         if out == view_text:
             return []
-        return _views.redacted_spans(view_text, out, _MARKER_RE)
+        return _views.redacted_spans(view_text, out, MARKER_RE)
 
     def _scrub_views(self, text: str) -> str:
         """Redact, in the text as written, what the rules find in its decoded views: JSON, URL and
@@ -1313,7 +1313,7 @@ class Scrubber:
             self.counts.clear()
             self.counts.update(counts)
         if plain != text:
-            spans += _views.redacted_spans(text, plain, _MARKER_RE)
+            spans += _views.redacted_spans(text, plain, MARKER_RE)
         spans.sort()
         out = []
         last = 0
@@ -1328,7 +1328,7 @@ class Scrubber:
                 out.append(text[last:s])
                 out_kind = kind
                 self.counts[kind] += 1
-            if _MARKER_RE.fullmatch(text, s, e):
+            if MARKER_RE.fullmatch(text, s, e):
                 out.append(text[s:e])
             else:
                 out.append(marker(kind))
@@ -1492,7 +1492,7 @@ class Scrubber:
         if item.strip() in self._allow_set:
             return item
         scrubbed = self.scrub_text(item)
-        rest = _MARKER_RE.sub("", scrubbed).strip()
+        rest = MARKER_RE.sub("", scrubbed).strip()
         first, _, tail = rest.partition(" ")
         if first.lower() in _AUTH_SCHEMES:  # "Bearer [REDACTED:jwt]"
             rest = tail.strip()
@@ -1577,7 +1577,7 @@ class Scrubber:
 
         def replace(m: "re.Match[str]") -> str:
             secret = m.group(group)
-            if not secret or _MARKER_RE.fullmatch(secret) or _only_sentinels(secret):
+            if not secret or MARKER_RE.fullmatch(secret) or _only_sentinels(secret):
                 return m.group(0)
             if check is not None and not check(secret):
                 return m.group(0)
@@ -1625,7 +1625,7 @@ class Scrubber:
             if s < last or s >= e:
                 continue
             secret = text[s:e]
-            if "[REDACTED:" in secret and _MARKER_RE.fullmatch(secret.strip()):
+            if "[REDACTED:" in secret and MARKER_RE.fullmatch(secret.strip()):
                 continue
             if _only_sentinels(secret) or (
                     rule.entropy is not None and _scrub_table.entropy(secret) <= rule.entropy):
@@ -1644,7 +1644,7 @@ class Scrubber:
         return "".join(out)
 
     def _sub_extra(self, text: str, kind: str, regex: "re.Pattern[str]") -> str:
-        markers = [m.span() for m in _MARKER_RE.finditer(text)]
+        markers = [m.span() for m in MARKER_RE.finditer(text)]
         group = "secret" if "secret" in regex.groupindex else 0
         out = []
         last = 0
@@ -1667,7 +1667,7 @@ class Scrubber:
         """Redact the -p password(s) of one mysql / login command line."""
         def replace(m: "re.Match[str]") -> str:
             group = m.lastgroup or "bare"
-            if _is_placeholder(m.group(group)) or _MARKER_RE.fullmatch(m.group(group)):
+            if _is_placeholder(m.group(group)) or MARKER_RE.fullmatch(m.group(group)):
                 return m.group(0)
             self.counts["user-password"] += 1
             s, e = m.span(group)
@@ -1769,7 +1769,7 @@ class Scrubber:
                 self.counts.clear()
                 self.counts.update(counts)
             if out != decoded:
-                found = _MARKER_RE.search(out)
+                found = MARKER_RE.search(out)
                 kind = found.group(0)[len("[REDACTED:"):-1] if found else "secret-assignment"
                 spans.append((start, end, kind))
         if not spans:

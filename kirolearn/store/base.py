@@ -44,7 +44,7 @@ from typing import Iterator
 from kirolearn.core.dedup import tagged_hash
 from kirolearn.core.isotime import from_datetime, now_iso
 from kirolearn.core.project import project_id
-from kirolearn.store.sqlite.reader import FIELD_WEIGHTS  # noqa: F401 - part of the contract: how search weighs fields
+from kirolearn.store.fields import FIELD_WEIGHTS  # noqa: F401 - part of the contract: how search weighs fields
 
 RECORD_LISTS = ("facts", "concepts", "files_touched", "source_event_ids")
 SUMMARY_LISTS = ("highlights", "pitfalls", "next_steps", "open_questions")

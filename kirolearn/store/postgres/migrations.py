@@ -13,7 +13,7 @@ The tables mirror the SQLite store's (kirolearn.store.sqlite.migrations), with t
 - Timestamps stay the store's ISO text and every text column is `collate "C"`: ids and times
   sort bytewise, as in SQLite, whatever the database's own collation.
 - Full-text search: `memory_records.search` is a generated `tsvector`, one `setweight` class per
-  field (reader.FIELD_WEIGHTS decides the weights given to each class at query time, see
+  field (store.fields.FIELD_WEIGHTS decides the weights given to each class at query time, see
   kirolearn.store.postgres.store.RANK_WEIGHTS): title A, concepts B, files_touched / facts / expansion C, summary D.
   Punctuation is turned into spaces before parsing, so `kirolearn/pipeline/drain.py` is found by
   `drain` (PostgreSQL's parser would keep a path, URL or e-mail as one token; SQLite's porter

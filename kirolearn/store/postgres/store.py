@@ -27,7 +27,7 @@ from typing import Iterator
 from kirolearn.core.errors import SchemaTooNew, StoreError, one_line
 from kirolearn.store.base import RECORD_LISTS, SUMMARY_LISTS, Store, assemble_changes, record_hash
 from kirolearn.store.postgres.migrations import LEDGER, MIGRATIONS, TABLES
-from kirolearn.store.sqlite.reader import FIELD_WEIGHTS
+from kirolearn.store.fields import FIELD_WEIGHTS
 
 CONNECT_TIMEOUT_SECONDS = 5
 APPLICATION_NAME = "kirolearn"

@@ -18,11 +18,10 @@ try:  # not the sqlite3 package: its unused datetime adapters cost the hook ~3 m
 except ImportError:  # not CPython
     import sqlite3
 
+from kirolearn.store.fields import FIELD_WEIGHTS
+
 # in index order; `expansion` (drain-derived, recall.semantic) arrived in m012
 FTS_COLUMNS = ("title", "summary", "facts", "concepts", "files_touched", "project_id", "expansion")
-# every backend weighs its text search by these: a title outweighs a summary
-FIELD_WEIGHTS = {"title": 8.0, "concepts": 4.0, "files_touched": 3.0, "facts": 2.0, "expansion": 2.0,
-                 "summary": 1.0}
 BM25_WEIGHTS = ", ".join(str(FIELD_WEIGHTS.get(c, 0.0)) for c in FTS_COLUMNS)  # bm25() arguments
 TEXT_COLUMNS = "{title summary facts concepts files_touched expansion}"
 OLD_TEXT_COLUMNS = "{title summary facts concepts files_touched}"
