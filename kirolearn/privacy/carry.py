@@ -119,7 +119,7 @@ class TurnCarry:
 
     def scrub_value(self, value: object) -> object:
         """`Scrubber.scrub_value`, each string value scrubbed with the carry (keys without)."""
-        return self.scrubber._walk(value, self.scrub_text)
+        return self.scrubber.walk(value, self.scrub_text)
 
     def scrub_text(self, text: str) -> str:
         """`Scrubber.scrub_text(text)`, plus what the open end of the texts before reveals in it."""
@@ -128,7 +128,7 @@ class TurnCarry:
             joined = _PRIVATE_OPEN + text
             out = scrubber.scrub_text(joined)
             if out.startswith(_PRIVATE_MARKER):
-                self._private_open = scrubber._private_unclosed(joined)
+                self._private_open = scrubber.private_unclosed(joined)
                 return out
             self._private_open = False
         tail = self._tail
@@ -142,7 +142,7 @@ class TurnCarry:
                 if self._left <= 0:
                     self._tail = None
         out = scrubber.scrub_text(text)
-        if out.endswith(_PRIVATE_MARKER) and scrubber._private_unclosed(text):
+        if out.endswith(_PRIVATE_MARKER) and scrubber.private_unclosed(text):
             self._private_open = True  # what follows, up to the closing tag, is private too
             return out
         short = len(text) <= CLOSED_CACHE_TEXT
@@ -175,7 +175,7 @@ class TurnCarry:
             line = line[line.rfind("\\n") + 2:]
         if not line.strip() or "[REDACTED:" in line[-40:]:
             return None
-        if not self.scrubber._rules_may_apply(line):
+        if not self.scrubber.rules_may_apply(line):
             return None
         start = end - len(line)
         if not line.lstrip().startswith(_ENTRY_WORDS):

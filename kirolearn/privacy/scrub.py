@@ -870,7 +870,7 @@ class _Shape:
     """A pass gated by words, as the trigger index sees it: in a text's `found` when one of its
     keywords occurs, so that no pass scans the text for its words again (a dozen `in` scans of
     every text were ~4% of the drain's scrub). `views`: its words make the decoded views and the
-    wrapped-token view worth a look (_rules_may_apply); `regex`: what a line break's verdict tries."""
+    wrapped-token view worth a look (rules_may_apply); `regex`: what a line break's verdict tries."""
 
     __slots__ = ("kind", "triggers", "regex", "lower", "also", "views")
 
@@ -1298,10 +1298,10 @@ class Scrubber:
         if _views.has_escapes(text):
             for view in _views.escape_views(text):
                 # a decoded private tag (`%EF%BC%9Cprivate`) is the private pass's too
-                if self._rules_may_apply(view.text) or self._private_regex(view.text) is not None:
+                if self.rules_may_apply(view.text) or self._private_regex(view.text) is not None:
                     spans += [(*view.span(s, e), kind) for s, e, kind in self._view_spans(view.text)]
         # breaks only where a rule may apply: every line doubled the scrub time
-        if ("\n" in text or "\\n" in text) and self._rules_may_apply(text):
+        if ("\n" in text or "\\n" in text) and self.rules_may_apply(text):
             spans += self._wrapped_spans(text)
         if not spans:
             return text
@@ -1357,7 +1357,7 @@ class Scrubber:
         self._low_memo = (text, low)
         return low
 
-    def _rules_may_apply(self, text: str) -> bool:
+    def rules_may_apply(self, text: str) -> bool:
         """False when no rule can redact anything in this text or in its views: no rule's
         trigger that may match, no secret-looking name, no literal a command rule needs, no
         `NAME=` an .env line has. (Views cost a second scrub: most texts skip them here.)"""
@@ -1458,9 +1458,9 @@ class Scrubber:
 
     def scrub_value(self, value: object) -> object:
         """Scrub a JSON-like value recursively (dict keys too), returning new objects."""
-        return self._walk(value, self.scrub_text)
+        return self.walk(value, self.scrub_text)
 
-    def _walk(self, value: object, scrub_text: "Callable[[str], str]") -> object:
+    def walk(self, value: object, scrub_text: "Callable[[str], str]") -> object:
         """scrub_value, with `scrub_text` for the string values (keys always use this scrubber's:
         kirolearn.privacy.carry passes one that sees the text before).
 
@@ -1477,12 +1477,12 @@ class Scrubber:
                 if isinstance(key, str) and isinstance(item, str) and _is_secret_key(key):
                     out[new_key] = self._scrub_secret_field(item)
                 else:
-                    out[new_key] = self._walk(item, scrub_text)
+                    out[new_key] = self.walk(item, scrub_text)
             return out
         if isinstance(value, list):
-            return [self._walk(item, scrub_text) for item in value]
+            return [self.walk(item, scrub_text) for item in value]
         if isinstance(value, tuple):
-            return tuple(self._walk(item, scrub_text) for item in value)
+            return tuple(self.walk(item, scrub_text) for item in value)
         return value
 
     # --- helpers ---
@@ -1531,7 +1531,7 @@ class Scrubber:
             return _PRIVATE_ZW_RE
         return _PRIVATE_TAG_RE
 
-    def _private_unclosed(self, text: str) -> bool:
+    def private_unclosed(self, text: str) -> bool:
         """Whether `text` ends inside a private span: an opening tag whose closing one is not there
         (every spelling, escaped zero-width characters too: only asked about rare texts)."""
         depth = 0
@@ -1758,7 +1758,7 @@ class Scrubber:
         spans = []
         for start, end in _b64_candidates(text):
             decoded = _b64_text(text[start:end])
-            if decoded is None or not self._rules_may_apply(decoded):
+            if decoded is None or not self.rules_may_apply(decoded):
                 continue
             counts = Counter(self.counts)
             self._b64_depth += 1
