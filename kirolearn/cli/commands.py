@@ -66,25 +66,25 @@ def drain_command(watch, flush, json_, no_recall_server):
 
     from kirolearn import Memory
     from kirolearn.capture import spool
+    from kirolearn.cli.progress import for_hand_run
     from kirolearn.core.errors import DrainLocked
 
     if watch and flush:
         raise click.UsageError("--flush applies to a single drain; drop it or --watch")
     _own_drain_log()
-    bar = None
+    bars = for_hand_run(watch)  # a person at a terminal: the spool and the backfills show their progress
+    stored = None
 
     def start():  # the lock is held: show progress for a big spool, or say we are watching
-        nonlocal bar
-        waiting = spool.size()
-        if waiting >= 1000 and sys.stderr.isatty() and not watch:
-            bar = click.progressbar(length=waiting, label="draining", file=sys.stderr)
-            bar.__enter__()
+        nonlocal stored
+        if bars is not None:
+            stored = bars.phase("storing the spool", spool.size())
         if watch:
             click.echo("kirolearn: watching the spool; Ctrl-C to stop", err=True)
 
     def progress(done):
-        if bar is not None:
-            bar.update(done - bar.pos)
+        if stored is not None:
+            stored(done)
 
     def on_pass(s):
         click.echo(json.dumps(asdict(s)) if json_ else _describe(s), err=not json_)
@@ -95,7 +95,8 @@ def drain_command(watch, flush, json_, no_recall_server):
 
         server = start_in_thread()
     try:
-        stats = Memory().drain(flush=flush, watch=watch, progress=progress, on_pass=on_pass, on_start=start)
+        stats = Memory().drain(flush=flush, watch=watch, progress=progress, on_pass=on_pass, on_start=start,
+                               bars=bars)
     except DrainLocked as exc:
         if json_:
             click.echo(json.dumps({"locked": True, "message": str(exc)}))
@@ -103,8 +104,8 @@ def drain_command(watch, flush, json_, no_recall_server):
             click.echo(f"kirolearn: {exc}", err=True)
         return
     finally:
-        if bar is not None:
-            bar.__exit__(None, None, None)
+        if bars is not None:
+            bars.close()
         if server is not None:
             server.close()
     if json_ and not watch:

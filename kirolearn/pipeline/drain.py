@@ -133,7 +133,7 @@ class Drainer:
     the marker outside the file) are its optional capability calls, skipped where not supported.
     """
 
-    def __init__(self, store, settings, *, complete=None, sleep=time.sleep, progress=None):
+    def __init__(self, store, settings, *, complete=None, sleep=time.sleep, progress=None, bars=None):
         self.store: Store = store if isinstance(store, Store) else SqliteStore(db=store)
         self.settings = settings
         self.scrubber = Scrubber(settings.scrub.extra_patterns, settings.scrub.allow,
@@ -141,6 +141,9 @@ class Drainer:
         self.complete = complete or extract.litellm_complete
         self.sleep = sleep
         self.progress = progress  # callable(n_done) or None
+        # progress bars of a hand-run drain (kirolearn.cli.progress.Bars; None on every other path):
+        # phase(label, total) -> update(done, total=None) or None
+        self.bars = bars
         self.last_check = None  # monotonic time of the last integrity check that passed (this process)
         self.checks = 0  # integrity checks this drainer ran
         self._open = False  # this process marked a pass under way in state/check.json
@@ -548,13 +551,16 @@ class Drainer:
         if not due:
             return
         marks, checked = [], []
-        for record in due:
+        shown = self._phase("checking freshness", len(due))
+        for number, record in enumerate(due, 1):
             try:
                 value, reason = freshness.check(record)
             except Exception as exc:  # noqa: BLE001 - an odd file or repository is not checked, never lost
                 log.warning("freshness of %s not checked: %s: %s", record["record_id"], type(exc).__name__, exc)
                 value, reason = record.get("freshness") or "current", ""
             checked.append(record["record_id"])
+            if shown:
+                shown(number)
             if value != record.get("freshness"):
                 marks.append({"record_id": record["record_id"], "freshness": value, "reason": reason})
         now = isotime.now_iso()
@@ -686,7 +692,7 @@ class Drainer:
         if derived is not None:
             from kirolearn.recall import semantic  # recall's text rules, above the store
 
-            semantic.enrich_pending(derived)
+            semantic.enrich_pending(derived, progress=self._phase("expanding", derived.expansions_pending))
         if stats.records_written:
             self.store.refresh_term_docs()  # word counts the hook reads with one index range
 
@@ -701,10 +707,17 @@ class Drainer:
         from kirolearn.recall import semantic  # numpy and the model load only here, in the drainer
 
         stats.records_embedded, stats.embedding_error = semantic.index_with_settings(
-            derived, self.settings, seconds=seconds,
+            derived, self.settings, seconds=seconds, progress=self._phase("embedding"),
             interrupt=None if seconds is None else (lambda: bool(spool.ready_files())))
         self.vectors_pending = (bool(stats.records_embedded)
                                 and semantic.vectors_pending(derived, self.settings) > 0)
+
+    def _phase(self, label: str, total=None):
+        """The progress callable of a backfill phase when a person watches (self.bars), else None.
+        `total`: a count, or a callable counting the work (asked only when a bar may show)."""
+        if self.bars is None:
+            return None
+        return self.bars.phase(label, total() if callable(total) else total)
 
     def run_once(self, flush: bool = False) -> DrainStats:
         """Drain everything in the spool once, extract every ready batch, then release the spool files.
@@ -745,6 +758,8 @@ class Drainer:
         # last: embedding (a contextual model is CPU-bound) never holds up the spool or the team store,
         # and the records the sync fetched get their vectors in the same pass
         self.embed_vectors(stats, None if flush else EMBED_SECONDS)  # --flush: every vector now, too
+        if self.bars is not None:
+            self.bars.close()
         self._end_pass()
         stats.duration_ms = int((time.monotonic() - start) * 1000)
         return stats
