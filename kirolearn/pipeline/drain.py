@@ -689,12 +689,16 @@ class Drainer:
         """Expansions of new records (plain text for the hook's index: no model needed) and the hook's
         word counts, where the store keeps them (Store.derived, Store.refresh_term_docs)."""
         derived = self.store.derived()
+        expanded = 0
         if derived is not None:
             from kirolearn.recall import semantic  # recall's text rules, above the store
 
-            semantic.enrich_pending(derived, progress=self._phase("expanding", derived.expansions_pending))
-        if stats.records_written:
-            self.store.refresh_term_docs()  # word counts the hook reads with one index range
+            expanded = semantic.enrich_pending(derived, progress=self._phase("expanding", derived.expansions_pending))
+        if stats.records_written or expanded:
+            # word counts the hook reads with one index range; records an import or a team sync added get
+            # their expansions here, and without this copy the hook read fts5vocab's doclists instead
+            # (issue #32: 230 ms a prompt at 100k records after an import)
+            self.store.refresh_term_docs()
 
     def embed_vectors(self, stats: DrainStats, seconds: "float | None" = EMBED_SECONDS) -> None:
         """Vectors, last in a pass, bounded (EMBED_SECONDS) and ended between two batches when new turns

@@ -32,9 +32,17 @@ CHARS_PER_TOKEN = 4  # rough estimate for English and code, no tokenizer depende
 RELATIVE_FLOOR = 0.35  # a prompt match must score at least this share of the best match
 COMMON_SHARE = 0.2  # words in more than this share of records carry little BM25 weight (idf < log 4): not searched
 KEEP_RAREST = 2  # ... but the rarest few words of a prompt are always kept
+COMMON_DOCS = 5000  # ... or in more than this many records (a big store: a word's cost is its document count)
+RECENT_ROWS = 50_000  # a prompt of common words only searches this many newest records (rowids)
+STEM_CUT = 4  # the longest suffix the Porter stemmer takes off that _stem_prefix does not ("ence", "ment")
+STEM_SUFFIXES = frozenset("s es ed ing ly er ers est ence ance ment ent ion ions al ic ive ous able ible ant ness "
+                          "ful ate ize ity ism".split())
 # A project holding at least this share of the store is filtered after BM25 ranks the matches, not in
 # the MATCH: BM25 reads every MATCH phrase's whole doclist, and the project's is most of the store.
 PROJECT_IN_MATCH_BELOW = 0.75
+# ... and so is a project of more records than this: its doclist costs more than the matches it saves
+# (issue #32: at 1M records a project's phrase alone cost most of a search)
+PROJECT_MATCH_DOCS = 20_000
 
 # Dotted acronyms ("U.S.", "e.g.") stay one token; everything else is a run of word characters:
 # the regex (?:[^\W\d_]\.){2,}|\w+, read by hand in words() (re costs the hook ~25M instructions).
@@ -192,43 +200,77 @@ def _weight(row, now: float, marked: bool = True) -> float:
     return weight * marks.factor(row.get("freshness"), row.get("outcome")) if marked else weight
 
 
-def _drop_common(conn, words: "list[str]") -> "list[str]":
-    """Drop words that most records contain: BM25 gives them ~0 weight, yet they cost the most."""
+def _stems(word: str) -> "list[str]":
+    """What the index's Porter stem of `word` may be when shorter than _stem_prefix: the word without one
+    of the suffixes the stemmer takes off ("reference" -> "refer", "logged" -> "log"), never a shorter
+    word it merely starts with ("users" is not "use")."""
+    low = word.lower()
+    out = []
+    for cut in range(max(3, len(low) - STEM_CUT), len(_stem_prefix(low))):
+        stem, rest = low[:cut], low[cut:]
+        if rest in STEM_SUFFIXES or (rest[:1] == stem[-1:] and rest[1:] in STEM_SUFFIXES):  # "logged": "g" doubled
+            out.append(stem)
+    return out
+
+
+def _drop_common(conn, words: "list[str]", floor: "list | None" = None) -> "list[str]":
+    """The words worth searching; `floor` (a list) gets the rowid the search starts after (0: the whole store).
+
+    Words that most records contain get ~0 BM25 weight yet cost the most: scoring a match reads its
+    row's size, so a word's cost is its document count. A word is dropped past COMMON_SHARE of the
+    records or COMMON_DOCS of them (the cap keeps a big store's cost bounded, issue #32), but the
+    rarest KEEP_RAREST are always kept (past COMMON_DOCS only when no word is under it); when one
+    of those is past COMMON_DOCS, only the newest RECENT_ROWS records are searched. A store under COMMON_DOCS records is searched as it always was."""
+    floor = [] if floor is None else floor
     if len(words) <= KEEP_RAREST:
+        floor.append(0)
         return words
-    found = reader.term_doc_counts(conn, [_stem_prefix(w) for w in words])
+    found = reader.term_doc_counts(conn, [_stem_prefix(w) for w in words], [_stems(w) for w in words])
     if not found or not found[1]:  # counts unknown, or too few records for them to matter
+        floor.append(0)
         return words
     total, docs = found
     counts = dict(zip(words, docs))
-    rarest = set(sorted(words, key=lambda w: counts[w])[:KEEP_RAREST])
-    return [w for w in words if w in rarest or counts[w] <= COMMON_SHARE * total]
+    limit = min(COMMON_SHARE * total, COMMON_DOCS)
+    # the rarest stay, but on a big store not past COMMON_DOCS when a word under it is searched anyway
+    pool = [w for w in words if counts[w] <= COMMON_DOCS] or words
+    rarest = set(sorted(pool, key=lambda w: counts[w])[:KEEP_RAREST])
+    kept = [w for w in words if w in rarest or counts[w] <= limit]
+    heavy = max(counts[w] for w in kept) > COMMON_DOCS
+    floor.append(max(0, reader.newest_rowid(conn) - RECENT_ROWS) if heavy else 0)
+    return kept
 
 
 def _project_in_match(conn, project_id: "str | None") -> "tuple[bool, float]":
     """(narrow the MATCH by the project?, the share of ranked matches expected to be the project's).
 
-    A project holding most of the store (the one-project user) is cheaper to filter after ranking:
-    the scores are the same either way (the project column weighs 0), and the ranking depth grows
-    by 1/share so about as many of the project's matches are ranked."""
+    In the MATCH, FTS5 scores only the project's rows, but BM25 reads the project phrase's whole
+    doclist for its weight: as long as the project (PROJECT_MATCH_DOCS). A bigger project, or one
+    holding most of the store (the one-project user), is filtered after ranking instead: the scores
+    are the same either way (the project column weighs 0), and the ranking depth grows by 1/share so
+    about as many of the project's matches are ranked."""
     if not project_id:
         return True, 1.0
-    share = reader.project_share(conn, project_id)
-    if share is None or share < PROJECT_IN_MATCH_BELOW:
+    found = reader.project_docs(conn, project_id)
+    if found is None or not found[0]:
         return True, 1.0
-    return False, share
+    docs, total = found
+    if docs <= PROJECT_MATCH_DOCS and docs < PROJECT_IN_MATCH_BELOW * total:
+        return True, 1.0
+    return False, docs / total
 
 
 def _ceil(x: float) -> int:
     return int(-(-x // 1))
 
 
-def _query_words(conn, query: str, limit: int) -> "list[str] | None":
-    """The words to search `query` with, or None when there is nothing to search."""
+def _query_words(conn, query: str, limit: int, bounded: "list | None" = None) -> "list[str] | None":
+    """The words to search `query` with, or None when there is nothing to search; `bounded` (a list)
+    gets the rowid the search starts after (see _drop_common)."""
     words = terms(query)
     if conn is None or not words or limit <= 0:
         return None
-    return _drop_common(conn, words)
+    return _drop_common(conn, words, bounded)
 
 
 def search(conn, query: str, *, project_id: "str | None" = None, types=None, limit: int = 10,
@@ -243,7 +285,8 @@ def search(conn, query: str, *, project_id: "str | None" = None, types=None, lim
     # Dates the query names ("on 3 May 2023") are not searched as words; the matches that happened
     # then rank higher (kirolearn.recall.when).
     dates, query = when.windows(query)
-    words = _query_words(conn, query, limit)
+    after: list = []
+    words = _query_words(conn, query, limit, after)
     if words is None:
         return []
     now = time.time() if now is None else now
@@ -254,7 +297,7 @@ def search(conn, query: str, *, project_id: "str | None" = None, types=None, lim
     rows = reader.fts_matches(conn, words, depth=_ceil((depth * 20 if narrowed else depth) / share), limit=depth,
                               project_id=project_id, types=types, since=since, session_id=session_id, file=file,
                               columns=reader.RANK_COLUMNS + (", r.source_event_ids" if dates else ""),
-                              project_in_match=in_match)
+                              project_in_match=in_match, after_rowid=after[0])
     scored = [(row, -row["bm25"] * _weight(row, now)) for row in rows]
     scored = marked(conn, scored, key=lambda item: item[0]["record_id"])  # superseded demoted, merged dropped
     if dates:
@@ -283,14 +326,16 @@ def scores(conn, query: str, *, project_id: "str | None" = None, types=None, lim
     """(record_id, score) of the best `limit` matches, scored as search() scores them but
     without building hits, nor the marks (semantic.Searcher weighs the fused score by them once):
     the lexical half of semantic.Searcher's fusion."""
-    words = _query_words(conn, query, limit)
+    after: list = []
+    words = _query_words(conn, query, limit, after)
     if words is None:
         return []
     now = time.time() if now is None else now
     depth = limit * 20 if types else limit
     in_match, share = _project_in_match(conn, project_id)
     rows = reader.fts_matches(conn, words, depth=_ceil(depth / share), limit=depth, project_id=project_id,
-                              types=types, columns=reader.SCORE_COLUMNS, project_in_match=in_match)
+                              types=types, columns=reader.SCORE_COLUMNS, project_in_match=in_match,
+                              after_rowid=after[0])
     # fusion weighs freshness/outcome once (semantic.Searcher); superseded/merged apply here already
     found = [(r["record_id"], -r["bm25"] * _weight(r, now, marked=False)) for r in rows]
     found = marked(conn, found)
