@@ -52,6 +52,9 @@ def fill(n: int, projects: "list[str]", rng: random.Random) -> None:
 
     db = store.open_db()
     have = db["memory_records"].count
+    if have >= n:  # a kept store (--keep) already this big
+        db.conn.close()
+        return
     vocab, cum = vocabulary(rng)
     pids = [project_id(p) for p in projects]
     weights = project_weights()

@@ -121,3 +121,21 @@ def test_the_recall_queries_use_the_fts_index_and_the_rowid(big, project, monkey
     # the word counts and the newest rowid: index lookups, never a scan
     counted = plans(conn, lambda: lexical._drop_common(conn, ["deploy", "went", "fine"], []))
     assert counted and all("SCAN" not in p for p in counted), counted
+
+
+def test_a_drain_that_expands_imported_records_refreshes_the_word_counts(project, new_store, write_config):
+    """Records an import or a team sync added are expanded by the next drain, which writes none itself:
+    it copies the word counts too, or the hook read fts5vocab's doclists (230 ms a prompt at 100k)."""
+    from kirolearn import settings
+    from kirolearn.pipeline import drain
+
+    write_config('[embeddings]\nmodel = "none"\n')
+    db = new_store()
+    fill(db, project, [(f"note {i}", "the reference deploy went fine") for i in range(1200)])
+    assert db.execute("select count(*) from term_docs").fetchone()[0] == 0
+    stats = drain.Drainer(db, settings.load()).run_once()
+    assert stats.records_written == 0
+    assert db.execute("select count(*) from memory_records where expansion is null").fetchone()[0] == 0
+    assert db.execute("select docs from term_docs where term = ''").fetchone()[0] == 1200
+    conn = lexical.connect_readonly()
+    assert reader.term_doc_counts(conn, ["refere"], [["refer"]]) == (1200, [1200])
