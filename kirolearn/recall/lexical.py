@@ -229,7 +229,9 @@ def _drop_common(conn, words: "list[str]", floor: "list | None" = None) -> "list
     counts = dict(zip(words, docs))
     limit = min(COMMON_SHARE * total, COMMON_DOCS)
     # the rarest stay, but on a big store not past COMMON_DOCS when a word under it is searched anyway
-    pool = [w for w in words if counts[w] <= COMMON_DOCS] or words
+    big = COMMON_SHARE * total > COMMON_DOCS  # a smaller store is searched as it always was
+    pool = [w for w in words if counts[w] <= COMMON_DOCS] if big else []
+    pool = pool or words
     rarest = set(sorted(pool, key=lambda w: counts[w])[:KEEP_RAREST])
     kept = [w for w in words if w in rarest or counts[w] <= limit]
     heavy = max(counts[w] for w in kept) > COMMON_DOCS
