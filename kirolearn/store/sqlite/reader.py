@@ -198,17 +198,17 @@ def _fts_matches(conn, columns, words, narrow, depth, weights, conds, args, limi
 
 def _fts_ranked(conn, columns, words, narrow, depth, weights, conds, args, limit, after_rowid, text):
     rows = _fts_top(conn, columns, fts_query(words, narrow, text), depth, weights, conds, args, limit, after_rowid)
-    if narrow or not conds or len(rows) >= limit:
+    if narrow or _project_arg(conds, args) is None or len(rows) >= limit:
         return rows
-    # the filters (the project's, ...) kept fewer than asked of the `depth` best: when the index held more
-    # matches than that, others crowded them out, and the project narrows the MATCH after all
+    # the filters kept fewer than asked of the `depth` best: when the index held more matches, other
+    # projects crowded them out, and all the matches are ranked (as many as the words' capped counts:
+    # cheaper on a big store than the project's doclist in the MATCH)
     floor = " and rowid > ?" if after_rowid else ""
     matches = conn.execute(f"select count(*) from memory_records_fts where memory_records_fts match ?{floor}",
                            [fts_query(words, None, text), *([after_rowid] if after_rowid else [])]).fetchone()[0]
-    if matches <= depth or not _project_arg(conds, args):
+    if matches <= depth:
         return rows
-    return _fts_top(conn, columns, fts_query(words, _project_arg(conds, args), text), depth, weights, conds, args,
-                    limit, after_rowid)
+    return _fts_top(conn, columns, fts_query(words, None, text), matches, weights, conds, args, limit, after_rowid)
 
 
 def _project_arg(conds: list, args: list) -> "str | None":
