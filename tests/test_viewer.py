@@ -146,8 +146,8 @@ def test_search_page_uses_the_cli_ranking_and_filters(client, add_record, projec
     assert found == [h["record_id"] for h in manage.search("export job")]
     assert re.findall(r'href="/record/(mr_\w+)"', client.get("/search?q=export&type=error").text) == [b]
     assert re.findall(r'href="/record/(mr_\w+)"', client.get("/search?q=export&since=7d").text) == [a]
-    scores = re.findall(r'class="score" title="score">([^<]+)<', html)
-    assert scores and all(float(s) > 0 for s in scores)
+    scores = re.findall(r'class="score" title="[^"]+">match ([^<]+)<', html)  # labelled (#33): best = 1.00
+    assert scores and scores[0] == "1.00" and all(0 < float(s) <= 1 for s in scores)
     assert "cannot read --since" in client.get("/search?q=export&since=someday").text
 
 
