@@ -17,7 +17,6 @@ from kirolearn.viewer.app import create_app
 
 XSS_TITLE = 'Login fails <script>alert(1)</script> "><img src=x onerror=alert(2)>'
 XSS_SUMMARY = "</textarea><script>window.pwned=1</script><b onmouseover=alert(3)>hover</b> javascript:alert(4)"
-SCREENSHOT = Path(__file__).parent.parent / "docs" / "viewer.png"
 CHROMIUM = os.environ.get("KIROLEARN_CHROMIUM", "/usr/bin/chromium")
 
 
@@ -261,9 +260,7 @@ def test_viewer_in_headless_chromium(project, make_event, drain_now, add_record,
                 page.goto(f"{running.base}/")
                 page.set_viewport_size({"width": 1100, "height": 700})
                 page.screenshot(path=str(tmp_path / "viewer.png"))
-                if os.environ.get("KIROLEARN_UPDATE_SCREENSHOT"):  # the README's picture: docs/viewer.png
-                    SCREENSHOT.parent.mkdir(exist_ok=True)
-                    shutil.copy(tmp_path / "viewer.png", SCREENSHOT)
+                # the README's picture (docs/viewer.png) is scripts/screenshot.py's, from the demo's data
                 assert dialogs == [] and errors == []
             finally:
                 browser.close()

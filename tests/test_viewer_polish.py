@@ -147,3 +147,32 @@ def test_the_polish_on_the_real_page_in_chromium(add_record, project, monkeypatc
                 browser.close()
     finally:
         running.stop()
+
+
+@pytest.mark.slow
+def test_the_screenshot_script_shoots_the_demo_without_a_temporary_path(tmp_path):
+    """scripts/screenshot.py (`make screenshot`, issue #33 item 9): the demo's data, the real `kirolearn serve`,
+    headless Chromium; the page it shot names its projects `~/projects/...`, no temporary path, no test record."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from test_viewer import CHROMIUM
+
+    if not (os.environ.get("KIROLEARN_CHROMIUM") or shutil.which("chromium") or os.path.exists(CHROMIUM)):
+        pytest.skip("no Chromium: `apt-get install chromium` (as .ci/run does)")
+    out, page = tmp_path / "shot" / "viewer.png", tmp_path / "page.html"
+    env = {**os.environ, "KIROLEARN_CHROMIUM": os.environ.get("KIROLEARN_CHROMIUM") or shutil.which("chromium")
+           or CHROMIUM}
+    done = subprocess.run([sys.executable, str(Path(__file__).parent.parent / "scripts" / "screenshot.py"),
+                           "--out", str(out), "--html", str(page), "--size", "900,600"],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    png = out.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+    assert int.from_bytes(png[16:20], "big") == 900  # the width asked for
+    html = page.read_text()
+    assert "<h1>Timeline</h1>" in html and "~/projects/" in html and "Session end" in html
+    assert "/tmp" not in html and str(tmp_path) not in html and os.path.expanduser("~") not in html
+    assert "<script" not in html.lower() and "alert(" not in html
