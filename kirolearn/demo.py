@@ -50,7 +50,7 @@ def _shown(path: str) -> str:
     return path if relative.startswith("..") else relative
 
 
-# The two IDE recordings are two sessions of one app (its scripts/export.py): one project.
+# The two IDE recordings are two sessions of one app: one project.
 SAME_APP = {"ide-legacy": "export-app", "ide-v3": "export-app"}
 
 

@@ -183,7 +183,7 @@ def semantic_checks(conf):
     finally:
         conn.close()
     have = counts.get(model.model_id, 0)
-    # vectors of a model configured before (embeddings.model changed, or a new default)
+    # vectors of an earlier model (embeddings.model changed, or a new default)
     others = ", ".join(f"{n} have vectors of {m}" for m, n in sorted(counts.items()) if m != model.model_id)
     if have < total:
         yield "WARN", (f"{total - have} of {total} records have no {model.model_id} vector yet"

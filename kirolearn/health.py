@@ -128,7 +128,7 @@ def status(settings) -> dict:
     }
     from kirolearn.store.sqlite.db import refuse_lost
 
-    status_facts(info, settings)  # the model breaker and the last drain's error
+    status_facts(info, settings)
     refuse_lost(paths.db_path())  # a lost database is an error to report, not "none yet"
     if os.path.exists(paths.db_path()):
         from kirolearn.store.sqlite import records

@@ -17,7 +17,7 @@ from kirolearn.core import paths
 from kirolearn.capture import agents
 from kirolearn.capture import events
 from kirolearn.capture import spool
-from kirolearn.core import jsonfast  # not json: it imports re (~30M instructions a hook call)
+from kirolearn.core import jsonfast
 from kirolearn.core.version import __version__  # not the package: it holds the facade (kirolearn.Memory)
 
 USAGE = """\
@@ -40,8 +40,8 @@ PascalCase forms). EVENT may be one of:
 Always exits 0. Errors go to stderr and $KIROLEARN_HOME/logs/hook.log.
 """
 
-STDIN_TIMEOUT = 2.0  # seconds stdin is read for, in all, whatever the trickle (KIROLEARN_STDIN_TIMEOUT)
-STDIN_IDLE = 0.25  # once data flows, a pause this long with a complete-looking payload ends it
+STDIN_TIMEOUT = 2.0  # rule 1: IDE 0.x keeps stdin open
+STDIN_IDLE = 0.25  # a pause after a full payload ends it
 STDIN_LIMIT = 64 * 1024 * 1024
 LOG_MAX_BYTES = 1024 * 1024
 SESSION_IDLE_SECONDS = 4 * 3600  # a fallback session with no hook call for this long is over
@@ -279,7 +279,8 @@ def inject_context(event: dict, adapter=None) -> None:
     try:
         from kirolearn.recall import context  # sqlite3 and the recall code load only for these two hooks
 
-        context.for_event(event, deliver)  # what it could not print is not marked as shown
+        # what it could not print is not marked as shown
+        context.for_event(event, deliver)
     except Exception as exc:  # noqa: BLE001 - a broken recall must not cost the captured event
         if os.environ.get("KIROLEARN_RAISE_ERRORS"):
             raise

@@ -35,7 +35,7 @@ class Memory:
     def __repr__(self) -> str:
         return f"Memory(home={self.home or paths.home()!r})"
 
-    # -- plumbing -------------------------------------------------------------------------
+    # Plumbing
 
     @contextlib.contextmanager
     def _here(self):
@@ -76,7 +76,7 @@ class Memory:
         conf = settings or self._settings()
         return Scrubber(conf.scrub.extra_patterns, conf.scrub.allow)
 
-    # -- the pipeline ---------------------------------------------------------------------
+    # The pipeline
 
     def drain(self, *, flush: bool = False, wait: "float | None" = None, complete=None, progress=None,
               watch: bool = False, on_pass=None, on_start=None):
@@ -123,7 +123,7 @@ class Memory:
             drain_finished(None)
             return stats
 
-    # -- recall ---------------------------------------------------------------------------
+    # Recall
 
     def search(self, query: str, *, project=None, all_projects: bool = False, types: "Iterable[str] | None" = None,
                limit: int = 10, since: "str | None" = None, session_id: "str | None" = None,
@@ -185,7 +185,7 @@ class Memory:
                     return sorted(hits, key=lambda h: h.created_at, reverse=True)[:limit]
                 return lexical.latest(conn, pid, types=list(types or []) or None, limit=limit)
 
-    # -- summaries ------------------------------------------------------------------------
+    # Summaries
 
     def save_turn_summary(self, *, request: str, investigated: str, learned: str, completed: str,
                           next_steps: str, files_read=(), files_modified=(), project=None, agent=None,
@@ -242,7 +242,7 @@ class Memory:
             finally:
                 db.conn.close()
 
-    # -- backup ---------------------------------------------------------------------------
+    # Backup
 
     def export(self, out: IO[str]) -> int:
         """Write every stored object as JSON Lines (the `kirolearn export` format); returns the line count.
@@ -269,7 +269,7 @@ class Memory:
         with self._here():
             return manage.import_lines(source)
 
-    # -- managing records -----------------------------------------------------------------
+    # Managing records
 
     def forget(self, record_ids: "Iterable[str]", *, reason: str = "") -> list:
         """Take records out of recall for good (a tombstone; `restore` undoes it until a purge)."""
@@ -286,7 +286,7 @@ class Memory:
                 return []
             try:
                 targets = manage.resolve_targets(record_ids=ids, db=db)  # NotFound for an unknown id, as the CLI
-                if not targets:  # every one already forgotten: a no-op, as in the CLI
+                if not targets:  # already forgotten: a no-op, as in the CLI
                     return []
                 return manage.forget([r["record_id"] for r in targets], reason=reason, actor="library", db=db)
             finally:

@@ -94,15 +94,17 @@ class Drain(_Section):
     lock_wait_seconds: float = Field(2.0, ge=0, description="how long a second drainer waits for the lock before giving up")
     auto_merge: bool = Field(True, description="merge near-identical records (the very same commands) as they are "
                                                "stored; `kirolearn consolidate` previews the rest")
+    supersede_model_calls: int = Field(0, ge=0, le=1_000, description="with [extract] model set: record pairs a "
+                                       "drain pass may ask the model about when the rules cannot tell whether "
+                                       "the newer replaces the older (0: never; docs/memory-marks.md)")
     freshness_per_pass: int = Field(50, ge=0, le=10_000, description="records whose files one drain pass "
                                     "re-checks, the longest unchecked first (0: none; docs/memory-marks.md)")
 
 
 class Recall(_Section):
-    """What the hooks inject (read by the hook itself with tomllib; see kirolearn.recall.context)."""
+    """What the hooks inject (the hook reads this table without pydantic: kirolearn.core.configfile.hook_view)."""
 
-    # The defaults and the cap are the hook's own (kirolearn.core.limits; kirolearn.recall.context reads this
-    # table with tomllib).
+    # The defaults and the cap are the hook's own (kirolearn.core.limits).
     budget_tokens: int = Field(limits.DEFAULTS["budget_tokens"], ge=0, le=limits.MAX_BUDGET_TOKENS,
                                description="size cap of a prompt's injected block, estimated at 4 characters a token "
                                "(a session start's is twice this); at "

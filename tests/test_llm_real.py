@@ -44,11 +44,12 @@ def llama_server():
         yield url
 
 
-def configure(write_config, url, **keys):
+def configure(write_config, url, drain="", **keys):
     values = {"model": MODEL, "api_base": url, "timeout_seconds": 240, "call_budget_seconds": 300,
               "drain_llm_budget_seconds": 900, "retries": 0, "max_answer_tokens": 256, "max_field_chars": 300,
               "max_prompt_chars": 3000, **keys}
-    write_config("[extract]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in values.items()))
+    write_config("[extract]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in values.items())
+                 + (f"[drain]\n{drain}\n" if drain else ""))
 
 
 def turn(make_event, session, n):
@@ -124,6 +125,39 @@ def test_session_end_auto_compress_through_the_real_server(home, project, make_e
     assert result.get("auto_compress_error") in (None, "malformed_json", "timeout"), result
     found = memory.init_session(project=str(project))
     assert "Raised the webhook retries." in json.dumps(found)
+
+
+def test_the_supersede_question_through_the_real_server(home, make_event, drain_now, write_config, llama_server):
+    """The drain's supersede pass asks the real model about a pair the rules cannot decide
+    (kirolearn.pipeline.judge): a 270M model may say yes or no or botch it; either way the answer is
+    checked, the question is a run row, and only a checked yes marks the older record."""
+    from kirolearn import settings
+    from kirolearn.pipeline import judge, truth
+
+    make_event("userPromptSubmit", prompt="how is the nightly export scheduled?", session_id="old")
+    make_event("stop", assistant_response="The nightly export is scheduled by cron on app-1; EXPORT_SCHEDULE "
+               "names it in deploy/crontab.", session_id="old")
+    make_event("userPromptSubmit", prompt="move the nightly export off cron onto the worker queue", session_id="new")
+    make_event("stop", assistant_response='Set EXPORT_SCHEDULE = "worker": the worker queue runs the nightly '
+               "export now, not cron.", session_id="new")
+    stats, db = drain_now(flush=True)  # no model yet: two deterministic records
+    (old_id,), (new_id,) = ([r["record_id"] for r in db.query(
+        "select record_id from memory_records where session_id = ?", [s])] for s in ("old", "new"))
+    assert truth.mark_new(db, [new_id])["superseded"] == []  # the rules cannot tell
+    configure(write_config, llama_server, drain="supersede_model_calls = 2")
+    asker = judge.Judge.configured(db, settings.load())
+    done = truth.mark_new(db, [new_id], judge=asker)
+    (run,) = [dict(r) for r in db.query("select * from extraction_runs where reason = 'supersede'")]
+    assert asker.asked == 1 and run["model"] == MODEL and run["response_form"] == "json_object"
+    marked = db["memory_records"].get(old_id)["superseded_by"]
+    if run["outcome"] == "ok":
+        verdict = judge.Verdict.model_validate_json(judge.extract._FENCE.sub(r"\1", run["answer"]))
+        assert (marked == new_id) == verdict.supersedes and bool(done["superseded"]) == verdict.supersedes
+    else:
+        assert marked is None and run["error"] and done["superseded"] == []
+    assert db["memory_records"].count == 2  # nothing lost, nothing merged
+    print(f"\nreal model's supersede verdict: outcome {run['outcome']}, answer {run['answer'][:200]!r}, "
+          f"error {run['error'][:200]!r}")
 
 
 def test_the_server_killed_mid_batch_loses_nothing(home, make_event, drain_now, write_config):

@@ -18,29 +18,25 @@ from kirolearn.capture.agents import SESSION_START_TRIGGERS, TRIGGER_KIND
 from kirolearn.capture.rejected import Rejected  # noqa: F401 - events.Rejected, as callers know it
 from kirolearn.core.ids import new_ulid, new_uuid4
 from kirolearn.core.project import find_project_root
-from kirolearn.core import jsonfast  # not json: it imports re (~30M instructions a hook call)
+from kirolearn.core import jsonfast
 from kirolearn.core.version import __version__
 
 SCHEMA_VERSION = 2  # 2 added `agent`; version 1 files (no agent) are Kiro's and still drain
-# Envelope fields the hook generates itself and the Event model constrains to
-# ids, enumerations, timestamps or known hook names: nothing a user or tool
-# wrote can be in them, so the scrubber skips them (it is the drain's hot spot).
+
+# Made by the hook, constrained by Event: no user text, so scrubbing skips them.
 GENERATED_FIELDS = frozenset(
     ("schema_version", "agent", "event_id", "kind", "hook", "trigger", "generation", "surface", "session_source",
      "received_at", "client_version", "project_global")
 )
 
-# Size caps (documented in queue/README.md). Strings longer than MAX_STRING_CHARS
-# keep their head and tail around a marker; containers keep MAX_ITEMS entries;
-# nesting below MAX_DEPTH is replaced by a marker; the whole event is shrunk
-# until it serialises to at most MAX_EVENT_BYTES.
+# Size caps, documented in queue/README.md; shrink_event applies them.
 MAX_STRING_CHARS = 32 * 1024
 MAX_ITEMS = 500
 MAX_DEPTH = 32
 MAX_EVENT_BYTES = spool.MAX_ENTRY_BYTES  # the most the spool accepts as one entry
 MIN_STRING_CHARS = 256
 
-# Payload keys that are folded into named event fields (everything else goes to `extra`).
+# Folded into named event fields; every other key goes to `extra`.
 _KNOWN_KEYS = frozenset(
     (
         "hook_event_name",
@@ -236,7 +232,14 @@ def serialize(event: dict) -> bytes:
 
 
 def shrink_event(event: dict) -> dict:
-    """Apply the size caps; records what was cut in `event["truncated"]`."""
+    """Apply the size caps; records what was cut in `event["truncated"]`.
+
+    Strings longer than the cap (MAX_STRING_CHARS, then a quarter of it, down to
+    MIN_STRING_CHARS) keep their head and tail around a marker; containers keep
+    MAX_ITEMS entries; nesting below MAX_DEPTH becomes a marker; until the event
+    serialises to at most MAX_EVENT_BYTES. Still too big at the smallest cap
+    (e.g. thousands of keys): the envelope stays and each payload field becomes a
+    cut text rendering of it."""
     cap = MAX_STRING_CHARS
     while True:
         cut: list = []
@@ -248,8 +251,7 @@ def shrink_event(event: dict) -> dict:
         if cap <= MIN_STRING_CHARS:
             break
         cap //= 4
-    # Still too big at the smallest cap (e.g. thousands of keys): keep the
-    # envelope and replace each payload field by a cut text rendering of it.
+    # Too big even at the smallest cap: keep the envelope, cut each payload field.
     for key in ("tool_input", "tool_response", "extra", "prompt", "assistant_response"):
         if key in shrunk:
             shrunk[key] = cut_text(_text(shrunk[key]) or "", MAX_STRING_CHARS // 4)

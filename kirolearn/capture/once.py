@@ -14,7 +14,7 @@ import os
 import time
 
 from kirolearn.core import paths
-from kirolearn.core import jsonfast  # not json: it imports re (~30M instructions a hook call)
+from kirolearn.core import jsonfast
 
 WINDOW_SECONDS = 5.0
 KIRO_SOURCES = ("payload", "env")  # session ids Kiro gave us (not our own fallback)
@@ -37,8 +37,8 @@ def _lock(path: str, now: float) -> "int | None":
         pass
     try:
         if now - os.path.getmtime(path) < WINDOW_SECONDS:
-            return None  # the twin hook holds it right now: it prints the block
-        os.unlink(path)  # left behind by a hook that died while holding it
+            return None  # the twin hook holds it: it prints the block
+        os.unlink(path)  # a hook died holding it
         return os.open(path, flags, 0o600)
     except OSError:
         return None

@@ -19,8 +19,8 @@ TMP = "tmp"
 READY = "ready"
 QUARANTINE = "quarantine"
 SUFFIX = ".json"
-LOCK_NAME = ".drain.lock"  # in the spool's root: the lock a drainer holds (kirolearn.pipeline.drain.lock)
-MAX_ENTRY_BYTES = 512 * 1024  # the hook shrinks every event below this (events.MAX_EVENT_BYTES): a bigger file is not ours
+LOCK_NAME = ".drain.lock"  # the drainer's lock
+MAX_ENTRY_BYTES = 512 * 1024  # hooks shrink events below it: a bigger file is not ours
 
 _O_BINARY = getattr(os, "O_BINARY", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -85,8 +85,7 @@ def write_atomic(directory: str, name: str, data: bytes, tmp_dir: str) -> str:
     try:
         os.replace(tmp_path, final)
     except OSError as exc:
-        # Never leave a complete event in tmp/ after telling the caller it failed: a later
-        # drain would store what the hook reported as not recorded.
+        # A later drain would store what the hook reported as not recorded.
         try:
             os.unlink(tmp_path)
             where = "nothing recorded"
@@ -180,7 +179,7 @@ def quarantine(path: str, reason: str, spool_root: "str | None" = None) -> str:
     target = os.path.join(qdir, name)
     n = 0
     while os.path.lexists(target) or os.path.lexists(target + ".reason"):
-        n += 1  # never replace an earlier quarantined file (a directory cannot replace one anyway)
+        n += 1  # never replace an earlier quarantined file
         target = os.path.join(qdir, f"{name}.{n}")
     os.replace(path, target)
     try:
@@ -188,8 +187,7 @@ def quarantine(path: str, reason: str, spool_root: "str | None" = None) -> str:
 
         info = os.lstat(target)
         if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
-            # A hard link shares its mode with its other names, outside the spool too: chmod would change
-            # someone else's file. Only this name moved (into a 0700 folder); the file is left as it was.
+            # chmod would change a hard link's other names, outside the spool too.
             reason = (f"{reason.rstrip()} (a hard link, {info.st_nlink} names: only this name was moved; "
                       "the file's mode and other names were left as they were)")
         elif stat.S_ISREG(info.st_mode):

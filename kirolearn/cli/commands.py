@@ -244,6 +244,9 @@ def status_command(json_):
         why = "; ".join(f"{kind} ({n})" for kind, n in runs["fallback_reasons"].items())
         click.echo(f"model, last 24 h: {runs['batches']} batches{latency}; {runs['failed_attempts']} failed attempts; "
                    f"{runs['fallbacks']} fell back to the deterministic extractor" + (f": {why}" if why else ""))
+        if runs.get("supersede_questions"):
+            click.echo(f"model, last 24 h: {runs['supersede_questions']} supersede questions, "
+                       f"{runs['supersede_answered']} answered (see logs/truth.log)")
     if info["last_drain_error"]:
         click.echo(f"last drain failed: {info['last_drain_error']}")
     if info["hook_errors_24h"]:
@@ -381,7 +384,7 @@ def _scrubber():
     from kirolearn.privacy.scrub import Scrubber
 
     conf = _load_settings()
-    # The drain's own configuration (betterleaks too): `scan` must judge as the drain does.
+    # The drain's own configuration: `scan` must judge as the drain does.
     return Scrubber(conf.scrub.extra_patterns, conf.scrub.allow, betterleaks=conf.scrub.betterleaks)
 
 

@@ -1,4 +1,4 @@
-"""The `kirolearn` click group and what every command file shares (kirolearn.cli.commands, cli_manage, cli_team).
+"""The `kirolearn` click group and what every command file shares (kirolearn.cli.commands, .manage, .team, .model).
 
 Library errors are `kirolearn.core.errors.KirolearnError`s; `KirolearnGroup` turns
 them into one `Error:` line with a fix-it hint (exit 1, unless the error says
@@ -20,7 +20,7 @@ def json_option(func):
     return click.option("json_", "--json", is_flag=True, help="Print machine-readable JSON.")(func)
 
 
-# `kirolearn --help` lists the commands in these sections, in this order (llm and sqlite-utils do the same).
+# `--help` lists commands in these sections (as llm and sqlite-utils do).
 COMMAND_SECTIONS = (
     ("Capture and drain", ("drain", "status", "repair")),
     ("Recall", ("search", "context", "reindex", "model", "serve-recall")),
@@ -193,7 +193,7 @@ def project_root_of(project):
 
 def since_option(value):
     if value is None:
-        return None  # no import of kirolearn.manage.records (~1 s of pydantic and sqlite-utils) for nothing
+        return None  # importing manage.records costs ~1 s (pydantic, sqlite-utils)
     from kirolearn.manage.records import ManageError, parse_since
 
     try:

@@ -73,7 +73,7 @@ def parse(args: "list[str]") -> "dict | None":
     if (opts["query"] is None or not opts["query"].strip() or (opts["project"] and opts["all_projects"])
             or any(t not in OBSERVATION_TYPES for t in opts["types"])):
         return None
-    if opts["since"] is not None:  # as kirolearn.manage.records.parse_since reads it (an unreadable one: click's error)
+    if opts["since"] is not None:  # read as manage.records.parse_since reads it
         from kirolearn.core import isotime
 
         opts["since"] = isotime.since(opts["since"]) if opts["since"].strip() else None
@@ -107,7 +107,7 @@ def search(args: "list[str]") -> "tuple | None":
             return None  # empty: kirolearn.store.sqlite.db.refuse_lost may have something to say
     except OSError:
         return None  # no database: the click command says so
-    if not os.path.exists(os.path.join(paths.home(), "recall.sock")):
+    if not os.path.exists(paths.recall_socket()):
         return None
     from kirolearn.recall import client
     from kirolearn.recall import context

@@ -244,7 +244,7 @@ def forget_command(record_ids, session_id, query, project, all_projects, limit, 
         raise click.UsageError("name records to forget: IDs, --session ID or --query TEXT (or --purge)")
     root = _scope(project, all_projects) if (session_id or query) else None
     db = existing_db()  # StoreLost when it was lost
-    if db is None and record_ids:  # as with a database: an id that is not there is an error
+    if db is None and record_ids:  # an id that is not there is an error
         raise _no_database(record_ids[0])
     record_ids = manage.resolve_ids(record_ids, db) if db is not None else record_ids  # unique prefixes
     targets = manage.resolve_targets(record_ids=record_ids, session_id=session_id, query=query, project_root=root,

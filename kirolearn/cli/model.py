@@ -111,7 +111,7 @@ def model_install(wheel, no_reindex, json_):
         click.echo(SERVER_HINT, err=True)
 
 
-# After `model install`: search and MCP load the model themselves; the prompt hook cannot (architecture.md rule 1)
+# The prompt hook cannot load the model (rule 1 in docs/architecture.md).
 SERVER_HINT = ("next: the prompt hook finds questions by meaning only while a recall server runs: "
                "`kirolearn schedule --recall-server` (a user service), or `kirolearn drain --watch`")
 

@@ -80,7 +80,7 @@ def hook_view() -> dict:
     if isinstance(scrub.get("extra_patterns"), dict):
         from kirolearn.core.userpatterns import problem
 
-        # a refused pattern (settings says why, in every other command) never runs in the hook
+        # a refused pattern never runs in the hook; settings says why elsewhere
         values["scrub_extra"] = {str(k): str(v) for k, v in scrub["extra_patterns"].items() if not problem(str(v))}
     if isinstance(scrub.get("allow"), list):
         values["scrub_allow"] = [str(a) for a in scrub["allow"]]

@@ -10,8 +10,7 @@ import json
 
 HASH_PREFIX = "sha256:"
 
-# What makes two events "the same hook call": everything Kiro sent, not when or
-# by which process it arrived (event_id, received_at, hook spelling are excluded).
+# "the same hook call": what the agent sent, not when or how it arrived
 EVENT_CONTENT_FIELDS = (
     "project_root",
     "session_id",

@@ -56,8 +56,7 @@ def loads(s):
     start = len(s) - len(s.lstrip(_WHITESPACE))
     try:
         value, end = _scan(s, start)
-    except Exception:  # noqa: BLE001 - StopIteration, or no error at all: _json builds its errors from
-        # json.decoder only when something imported it (else SystemError); json raises the right one
+    except Exception:  # noqa: BLE001 - _json may raise SystemError: json raises the right one
         return _stdlib().loads(s)
     if end != len(s) and s[end:].strip(_WHITESPACE):
         return _stdlib().loads(s)  # raises json's "Extra data" error

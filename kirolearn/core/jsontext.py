@@ -21,8 +21,8 @@ class Node:
     start: int
     end: int
     kind: str  # object | array | scalar
-    members: "dict[str, Node]" = field(default_factory=dict)  # object: key -> value node
-    items: "list[Node]" = field(default_factory=list)  # array items, object values in order
+    members: "dict[str, Node]" = field(default_factory=dict)  # object: key -> value
+    items: "list[Node]" = field(default_factory=list)  # also an object's values, in order
 
 
 class JSONTextError(ValueError):

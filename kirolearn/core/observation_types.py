@@ -8,23 +8,23 @@ the extraction prompt and recall's TYPE_WEIGHTS keys. tests/test_constants.py
 fails if one of them drifts.
 """
 
-# `conversation`: a turn with no tool use that names nothing of the project ("write a haiku"): kept,
-# searchable at a low weight, never listed at session start.
+# conversation: chatter ("write a haiku"), searchable but never listed at start
 OBSERVATION_TYPES = ("tool_use", "decision", "error", "discovery", "pattern", "session_summary", "conversation")
-# What an agent may save as one observation (save_observation): turn summaries have their own tool.
-# (Nor chatter: what an agent saves on purpose is knowledge.)
+# save_observation's types: summaries have their own tool; chatter is no knowledge
 HAND_MADE_TYPES = tuple(t for t in OBSERVATION_TYPES if t not in ("session_summary", "conversation"))
-# What a session start lists beside the last turn summary: everything but routine tool use and chatter.
-# One name per record kind, everywhere a kind is shown (CLI, MCP, viewer, context block, demo): its
-# type. A session_end record is stored as a session_summary (the seed's schema) with this strategy,
-# and is shown as `session_end`: it summarises a session, not a turn.
+# a session end is stored as a session_summary (the seed's schema), shown apart
 SESSION_END_STRATEGY = "mcp_session_end"
 SESSION_END_KIND = "session_end"
 
 
 def kind_label(observation_type: str, strategy: "str | None" = None) -> str:
-    """The name a record's kind is shown under: its observation type, `session_end` for a session end."""
+    """The name a record's kind is shown under: its observation type, `session_end` for a session end.
+
+    One name per record kind wherever a kind is shown (CLI, MCP, viewer, context block, demo). A
+    session end is stored as a session_summary with SESSION_END_STRATEGY and shown as `session_end`:
+    it summarises a session, not a turn."""
     return SESSION_END_KIND if strategy == SESSION_END_STRATEGY else str(observation_type)
 
 
+# listed at session start: no routine tool use, no chatter
 NOTABLE_TYPES = tuple(t for t in OBSERVATION_TYPES if t not in ("tool_use", "conversation"))

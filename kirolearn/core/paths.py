@@ -11,8 +11,7 @@ from kirolearn.core.errors import HomeError
 
 HOME_ENV = "KIROLEARN_HOME"
 
-# Set by `using_home` (the library facade, `kirolearn.Memory(home=...)`): wins over the
-# environment for the current thread or task only, so two Memory objects never mix homes.
+# per thread or task (set by using_home), so two Memory objects never mix homes
 _home_override: "contextvars.ContextVar[str | None]" = contextvars.ContextVar("kirolearn_home", default=None)
 
 
@@ -109,6 +108,11 @@ def sessions_dir() -> str:
 def db_path() -> str:
     """The SQLite database."""
     return os.path.join(home(), "kirolearn.db")
+
+
+def recall_socket() -> str:
+    """$KIROLEARN_HOME/recall.sock: the recall server's socket (kirolearn.recall.client)."""
+    return os.path.join(home(), "recall.sock")
 
 
 def ensure_private_dir(path: str) -> str:

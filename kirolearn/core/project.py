@@ -14,7 +14,7 @@ import time
 
 from kirolearn.core.ids import sha256_hex  # not hashlib: it loads OpenSSL on every hook call (~3 ms)
 
-# Order matters only for documentation: any marker makes a directory a project root.
+# order is only for the reader: any marker makes a directory a project root
 MARKERS = (
     ".kiro",
     ".git",
@@ -80,8 +80,7 @@ def find_project_root(cwd: str, home: "str | None" = None) -> "tuple[str, bool]"
         current = parent
 
 
-# Resolved ids are kept a short while: the drainer asks once per event (50,000 in a drain) and a
-# git config read costs ~0.1 ms; a remote added or changed is seen within this many seconds.
+# the drain asks once per event (50,000 a drain); a new remote shows within this
 _ID_TTL_SECONDS = 30.0
 _ID_CACHE_MAX = 4096
 _key_cache: "dict[tuple[str, str | None], tuple[float, str]]" = {}

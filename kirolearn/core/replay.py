@@ -4,8 +4,8 @@ A recording (queue/sessions/*.jsonl) holds one hook call per line:
     {"argv": [...], "env": {...}, "stdin": {...} | "text" | null, "files": {...}}
 `${PROJECT}` anywhere in a line stands for the project directory the replay
 runs in. The optional "files" maps paths under the project to the text the
-agent had written there before that call (Claude Code's transcript, say). Used by `make demo` and by the tests, so both exercise the same
-processes Kiro would start.
+agent had written there before that call (Claude Code's transcript, say). Used by `make demo`
+and by the tests, so both exercise the same processes an agent would start.
 """
 
 import json

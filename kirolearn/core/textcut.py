@@ -46,8 +46,8 @@ def cut(text: str, limit: int, marker: str = MARKER) -> str:
     room = limit - len(marker)
     if room <= 0:
         return marker.strip()[: max(limit, 0)]
-    head = text[:room + 1]  # one more: a boundary right at the limit counts
-    floor = room // 2  # a boundary in the first half would throw away too much
+    head = text[:room + 1]  # a boundary right at the limit counts
+    floor = room // 2  # an earlier boundary would lose too much
     at = head.rfind("\n", 0, room + 1)
     if at < floor:
         end = _last_sentence_end(head, room)

@@ -8,5 +8,5 @@ with it, and `kirolearn rescrub` brings older text up to it.
 
 __version__ = "0.1.0"
 
-# Bump on every change of the generated table (privacy/rules.py) or of the scrubber's rules.
+# bump on any change of privacy/rules.py or the scrubber's rules: rescrub follows
 SCRUB_RULES_VERSION = 4

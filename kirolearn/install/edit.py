@@ -42,7 +42,9 @@ def sha(text: str) -> str:
 
 
 def _current(path: str):
-    """The file's text, None if it does not exist, or a Change with the problem when it cannot be read."""
+    """The file's text, None if it does not exist, or a Change with the problem when it cannot be read.
+
+    Callers return a non-str result as it is: gone (None), or the Change naming why."""
     from kirolearn.install import engine as install
 
     try:
@@ -180,7 +182,7 @@ def undo(entry: dict, edits=(), *, ours=lambda value: False, unwired=None):
     path = entry["path"]
     before = _current(path)
     if not isinstance(before, str):
-        return before  # gone (None), or a Change naming why it cannot be read
+        return before
     untouched = entry.get("written_sha256") == sha(before)
     if untouched and entry.get("created"):
         return install.Change(path, before, None, record=entry)
@@ -267,13 +269,13 @@ def undo_owned(entry: dict, mark: str = "kirolearn"):
     path = entry["path"]
     text = _current(path)
     if not isinstance(text, str):
-        return text  # gone (None), or a Change naming why it cannot be read
+        return text
     if mark in text:
         return install.Change(path, text, None, record=entry)
     return install.Change(path, text, text, problem=f"{path} no longer looks like kirolearn's; left alone")
 
 
-# --- TOML: whole tables of ours appended at the end of the file ---------------------------------------
+# TOML: whole tables of ours appended at the end of the file
 
 
 def _toml_problem(path: str, text: str) -> "str | None":
@@ -343,7 +345,7 @@ def undo_toml(entry: dict) -> "install.Change | None":
     path = entry["path"]
     before = _current(path)
     if not isinstance(before, str):
-        return before  # gone (None), or a Change naming why it cannot be read
+        return before
     record = {"kind": entry["kind"]}
     insertions = [tuple(i) for i in entry.get("insertions") or []]
     restored = jsontext.remove(before, insertions) if insertions else before

@@ -1,8 +1,8 @@
 """The installer's engine, shared by every agent's adapter: plan, diff, byte-exact apply, the record.
 
-Each adapter under kirolearn/capture/agents/ owns its targets (which files, and
-what goes in them: kiro_install.py for Kiro, claude_code.py, codex.py, ...) and
-builds them as `Change`s on this module and install_edit.py. Here:
+Each agent's installer half under kirolearn/install/agents/ owns its targets (which
+files, and what goes in them: kiro.py, claude_code.py, codex.py, ...) and builds
+them as `Change`s on this module and kirolearn/install/edit.py. Here:
 the Change and its diff; the commands install writes (this Python and our
 launcher, or with `--portable` names resolved on PATH) and the MCP server's
 entry; JSON text read and written in the file's own look (BOM, CRLF, indent);
@@ -24,8 +24,8 @@ from kirolearn.core import paths
 from kirolearn.core.jsontext import indent_unit, newline
 from kirolearn.core.errors import InstallError
 
-AGENT_NAME = "kirolearn"  # kirolearn's MCP server in every agent's config (and Kiro's agent)
-KIRO_KINDS = ("owned", "agent", "mcp")  # installs.json kinds Kiro's adapter writes (its records name no agent)
+AGENT_NAME = "kirolearn"  # our MCP server in every agent (and Kiro's agent)
+KIRO_KINDS = ("owned", "agent", "mcp")  # Kiro's records name no agent
 MARK = "kirolearn-hook"
 BOM = "\ufeff"
 
@@ -128,7 +128,7 @@ def machine_paths(changes: "list[Change]", project: "str | None") -> "list[str]"
             and any(p and (p in c.after or json.dumps(p)[1:-1] in c.after) for p in here)]
 
 
-# --- JSON text that keeps the user's bytes ---------------------------------------------------------
+# JSON text that keeps the user's bytes
 
 
 def read_text(path: str) -> "str | None":
@@ -170,7 +170,7 @@ def dump_json(data, like: "str | None") -> str:
     return (BOM if like.startswith(BOM) else "") + text
 
 
-# --- applying and recording ---------------------------------------------------------------------------
+# Applying and recording
 
 
 def record_path() -> str:

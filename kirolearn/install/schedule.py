@@ -2,7 +2,8 @@
 
 A systemd user timer, a crontab line or a launchd agent, each calling the
 absolute path of this installation's `kirolearn drain`; the drain's own file
-lock keeps runs from overlapping. Generation is pure (tested as text); only
+lock keeps runs from overlapping. With `--recall-server`, the recall server
+(kirolearn/recall/server.py) runs as a user service the same way. Generation is pure (tested as text); only
 `install_job` / `remove_job` touch the system.
 """
 
@@ -20,7 +21,7 @@ from kirolearn.core.errors import ScheduleError
 UNIT = "kirolearn-drain"
 CRON_MARK = "# kirolearn drain (kirolearn schedule)"
 LAUNCHD_LABEL = "dev.kirolearn.pipeline.drain"
-# The recall server (kirolearn/recall/server.py) as a user service: `kirolearn schedule --recall-server`
+# The recall server as a user service: `kirolearn schedule --recall-server`
 RECALL_UNIT = "kirolearn-recall"
 RECALL_LABEL = "dev.kirolearn.recall.server"
 

@@ -25,7 +25,7 @@ from kirolearn.pipeline.schema import FORGET_REASON_MAX, OBSERVATION_TYPES, SUMM
 ACTORS = ("cli", "mcp", "viewer", "retention")
 DEFAULT_FORGOTTEN_DAYS = 30
 _MARKER = re.compile(r"\[REDACTED:([A-Za-z0-9_\-]{1,40})\]")
-# C0 and C1 controls but tab and newline, DEL, and the bidi overrides that reorder what a terminal shows
+# Controls but tab and newline, and the bidi overrides that reorder a terminal
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -39,7 +39,7 @@ class NotFound(ManageError):
     default_fix = "`kirolearn list` shows live records, `kirolearn list --forgotten` forgotten ones"
 
 
-# --- helpers shared by every medium -------------------------------------------------------------
+# Helpers shared by every medium
 
 
 _CACHE: dict = {}
@@ -105,8 +105,7 @@ def terminal(text) -> str:
 
     text = str(text)
     if not is_plain(text):
-        # Shown as \\u200b, an invisible character still leaves a split secret legible: when removing
-        # them makes a secret the scrubber knows, print the cleaned, re-scrubbed text instead.
+        # Removing invisible characters may reveal a split secret: re-scrub that.
         cleaned = clean_text(text)
         scrubbed = scrubber().scrub_text(cleaned)
         if scrubbed != cleaned:
@@ -152,7 +151,7 @@ def project_id_of(root: "str | None") -> "str | None":
     return project_id(root) if root else None
 
 
-# --- list and search ------------------------------------------------------------------------------
+# List and search
 
 
 def list_records(*, project_root=None, types=None, since=None, session_id=None, file=None, limit=20,
@@ -185,7 +184,7 @@ def search(query: str, *, project_root=None, types=None, since=None, session_id=
     return clean([h.to_dict() for h in hits])
 
 
-# --- the viewer's pages: projects, a project's timeline, session summaries, tombstones -----------------
+# The viewer's pages: projects, timelines, session summaries, tombstones
 
 
 def projects(db=None) -> "list[dict]":
@@ -238,7 +237,7 @@ def forgotten(*, limit: int = 50, before: "str | None" = None, db=None) -> "list
     return clean(recordstore.list_forgotten(db, limit=limit, before=before))
 
 
-# --- show ----------------------------------------------------------------------------------------------
+# Show
 
 
 def redaction_counts(*values) -> dict:
@@ -302,7 +301,7 @@ def show(record_id: str, db=None) -> dict:
            "history": recordstore.audit_for(db, record_id)}
     if tomb is not None:
         out["forgotten"] = {k: tomb[k] for k in ("forgotten_at", "reason", "actor", "purged_at")}
-    # the marks both ways (issue #31): what superseded or absorbed this record, and what it superseded or absorbed
+    # the marks both ways (issue #31): what replaced this record, what it replaced
     out["marks"] = {"superseded_by": (record or {}).get("superseded_by"),
                     "merged_into": (record or {}).get("merged_into"), **recordstore.marked_by(db, record_id)}
     if record is not None:
@@ -330,7 +329,7 @@ def event_line(event: dict) -> str:
                                 text) if p)
 
 
-# --- forget, restore, purge ---------------------------------------------------------------------------
+# Forget, restore, purge
 
 
 def resolve_targets(*, record_ids=(), session_id=None, query=None, project_root=None, limit=100,
@@ -351,8 +350,7 @@ def resolve_targets(*, record_ids=(), session_id=None, query=None, project_root=
         found += [recordstore.get_record(db, rid)
                   for rid in recordstore.record_ids_of_session(db, session_id, project_id_of(project_root))]
     if query:
-        # Search also matches a record through its neighbours' text (the hidden expansion
-        # column): forget only records whose own text holds a word of the query.
+        # Search also matches via neighbours' text: forget only records' own matches.
         from kirolearn.recall.lexical import matched, terms
 
         words = terms(query)
@@ -442,7 +440,7 @@ def purge(record_ids=None, *, older_than: "str | None" = None, actor: str = "cli
     return result
 
 
-# --- edit --------------------------------------------------------------------------------------------------
+# Edit
 
 
 def edit(record_id: str, *, title: "str | None" = None, summary: "str | None" = None, actor: str = "cli",
@@ -511,7 +509,7 @@ def parse_editor_text(text: str) -> "tuple[str, str]":
     return lines[0].strip(), "\n".join(lines[1:]).strip()
 
 
-# --- import ------------------------------------------------------------------------------------------------
+# Import
 
 
 def import_lines(lines, *, db=None) -> dict:
@@ -600,7 +598,7 @@ def import_lines(lines, *, db=None) -> dict:
     return counts
 
 
-# --- health -------------------------------------------------------------------------------------------------
+# Health
 
 
 def health(db=None) -> dict:

@@ -67,8 +67,8 @@ class Front:
     def __init__(self, listing: dict, version: str):
         self.listing = listing
         self.version = version
-        self.held: "list[bytes]" = []  # what the SDK server must see before the rest
-        self.answered_initialize = None  # (request id, our result) once answered
+        self.held: "list[bytes]" = []  # the SDK server must see these first
+        self.answered_initialize = None  # (request id, our result)
         self.client_info: "dict | None" = None
 
     def reply(self, line: bytes) -> "dict | None":

@@ -29,7 +29,7 @@ from kirolearn.recall.lexical import SEARCH_LIMIT_MAX
 
 log = logging.getLogger("kirolearn.mcp")
 
-# The seed's tools/list description of session_end, byte for byte (seeds/session_end.md).
+# The seed's session_end description, byte for byte (seeds/session_end.md).
 SESSION_END_DESCRIPTION = (
     "End-of-session capture: summary + highlights + pitfalls + next_steps so the next session can resume cleanly. "
     "Set auto_compress=true to have the LLM generate the missing summary/next_steps/pitfalls from stored session "
@@ -106,7 +106,7 @@ class Memory(BaseModel):
     files_touched: list[str]
     created_at: str
     score: float
-    # issue #31 (docs/memory-marks.md): current | changed | deleted, and failed | succeeded | unknown
+    # #31: current|changed|deleted; failed|succeeded|unknown (docs/memory-marks.md)
     freshness: str = "current"
     outcome: str = "unknown"
     superseded_by: Optional[str] = None  # a newer record changed what this one stated (issue #31)
@@ -127,12 +127,13 @@ class MemoryDetails(BaseModel):
     created_at: str
     session_id: str
     actor: Optional[str] = None
-    freshness: str = "current"  # issue #31: current | changed | deleted
-    outcome: str = "unknown"  # issue #31: failed | succeeded | unknown
-    superseded_by: Optional[str] = None  # the newer record that changed what this one stated (issue #31)
-    merged_into: Optional[str] = None  # the record this one was merged into
-    supersedes: list[str] = []  # older records this one superseded
-    merged_from: list[str] = []  # records merged into this one
+    # issue #31 marks (docs/memory-marks.md), values as in MemoryHit
+    freshness: str = "current"
+    outcome: str = "unknown"
+    superseded_by: Optional[str] = None
+    merged_into: Optional[str] = None
+    supersedes: list[str] = []
+    merged_from: list[str] = []
 
 
 class ForgetResult(BaseModel):
@@ -380,11 +381,12 @@ async def guarded_stdio(replay=(), answered=None):
         yield read_stream, write_stream
 
 
-# An MCP client's clientInfo name -> the agent kirolearn's hooks call it (the capture adapters' NAMEs).
+# clientInfo name -> the agent name our hooks use (the capture adapters' NAMEs)
 CLIENT_AGENTS = (("claude", "claude-code"), ("codex", "codex"), ("copilot", "copilot"), ("gemini", "gemini"),
                  ("opencode", "opencode"), ("cursor", "cursor"), ("kiro", "kiro"))
-AGENT_ENV = "KIROLEARN_AGENT"  # an MCP server entry's env may name its agent outright
-SESSION_ENVS = ("KIROLEARN_SESSION_ID", "KIRO_SESSION_ID")  # a session id the agent put in our environment
+AGENT_ENV = "KIROLEARN_AGENT"  # a server entry's env may name its agent
+
+SESSION_ENVS = ("KIROLEARN_SESSION_ID", "KIRO_SESSION_ID")  # set by the agent
 
 
 def agent_of_client(client_name: "str | None", environ=os.environ) -> "str | None":
@@ -405,7 +407,7 @@ def session_of_caller(environ=os.environ) -> "str | None":
 
 def build_server(project_root: str, *, settings=None, complete=None, where: "str | None" = None) -> FastMCP:
     """The FastMCP server bound to one project (tests call this directly); `where` names it in messages."""
-    # Tools take a `project` *label* argument (the seed's API); the resolved project is `here`.
+    # Tools take a `project` *label* (the seed's API); the resolved one is `here`.
     here = summaries.Project(project_root)
     where = where or f"project {project_root}"
     mcp = ScrubbingFastMCP("kirolearn", instructions=INSTRUCTIONS)
@@ -466,7 +468,7 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
         next_steps: Annotated[Optional[list[str]], Field(max_length=MAX_ITEMS)] = None,
         open_questions: Annotated[Optional[list[str]], Field(max_length=MAX_ITEMS)] = None,
         project: Annotated[str, Field(max_length=200, description="Project label")] = "general",
-        # StrictBool: "yes", 1 or "false" are errors, not coerced (the seed's schema says boolean)
+        # StrictBool: "yes" or 1 are errors, not coerced (the seed says boolean)
         auto_compress: Annotated[StrictBool, Field(description="Let the configured LLM draft what is missing")] = False,
         transcript: Annotated[Optional[str], Field(max_length=MAX_TEXT,
                                                    description="Session log for auto_compress; a blank one "
@@ -515,8 +517,8 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
         from kirolearn.privacy.sanitize import one_line, quote
 
         blocks = []
-        for h in hits:  # memory is untrusted: one-line fields, the summary quoted line by line (architecture.md rule 9)
-            flags = "".join(f", {label}" for label in marks.labels(h.freshness, h.outcome))  # issue #31
+        for h in hits:  # untrusted: one-line fields, summary quoted (rule 9)
+            flags = "".join(f", {label}" for label in marks.labels(h.freshness, h.outcome))
             mark = f", superseded by {h.superseded_by}" if h.superseded_by else ""
             block = (f"### {one_line(h.title)}\n({h.record_id}, {context.kind_label(h)}{flags}, {h.created_at[:10]}{mark})\n\n"
                      f"{quote(h.summary.split(chr(10)))}")

@@ -46,24 +46,28 @@ from kirolearn.pipeline.schema import (CONCEPT_MAX, CONCEPTS_COUNT_MAX, FACT_MAX
 from kirolearn.privacy.scrub import Scrubber
 from kirolearn.core.errors import DrainLocked, SpoolError, StoreCorrupt
 
-TURN_STARTS = ("userPromptSubmit", "agentSpawn")  # a new turn: nothing of the last one carries into it
-STALE_TMP_SECONDS = 600  # a tmp file this old belongs to a hook that died mid-write
-# The store's integrity check (SQLite's quick_check reads every page: ~1 s at 1M records) runs at most
-# once a pass, before it takes events in, and only when it is due: after an unclean stop (a pass that
-# took events in and never finished), else once CHECK_EVERY_PASSES passes took events in, or
-# CHECK_EVERY_SECONDS went by, since the last one (kept in $KIROLEARN_HOME/state/check.json).
+TURN_STARTS = ("userPromptSubmit", "agentSpawn")  # nothing of the last turn carries over
+STALE_TMP_SECONDS = 600  # older: its hook died mid-write
+
+# quick_check reads every page (~1 s at 1M records): only when due (check_due).
 CHECK_EVERY_PASSES = 100
 CHECK_EVERY_SECONDS = 6 * 3600.0
-BREAKER_COOL_OFF_SECONDS = 300.0  # an open breaker lets one call through again after this long
-EMBED_SECONDS = 3.0  # a pass embeds for about this long at most, after its commit (issue #22)
-TEAM_SYNC_SECONDS = 15.0  # --watch: the team store is synced at most this often (every run of a single drain)
+BREAKER_COOL_OFF_SECONDS = 300.0  # then an open breaker lets one call through
+
+EMBED_SECONDS = 3.0  # per pass, after its commit (#22)
+TEAM_SYNC_SECONDS = 15.0  # --watch: team sync at most this often
 
 log = logging.getLogger("kirolearn.pipeline.drain")
 
 
 @dataclass
 class DrainStats:
-    """What one drain did (`kirolearn drain --json` prints this)."""
+    """What one drain did (`kirolearn drain --json` prints this).
+
+    Issue #31's fields: freshness_checked, the records whose files this pass re-checked, and
+    freshness_marked, those whose freshness changed; superseded, older records a new one
+    superseded (kirolearn.pipeline.truth); merged, the near-identical groups merged
+    ({record_ids, into, why}). team: the team store sync of this drain ({} without one)."""
 
     events_read: int = 0
     stored: int = 0
@@ -86,11 +90,11 @@ class DrainStats:
     model_breaker_open: bool = False
     records_embedded: int = 0
     embedding_error: str = ""
-    freshness_checked: int = 0  # records whose files this pass re-checked (issue #31)
-    freshness_marked: int = 0  # of which the freshness changed
-    team: dict = field(default_factory=dict)  # the team store sync of this drain ({} without one)
-    superseded: int = 0  # older records a new one superseded (kirolearn.pipeline.truth, issue #31)
-    merged: list = field(default_factory=list)  # near-identical groups merged: {record_ids, into, why}
+    freshness_checked: int = 0
+    freshness_marked: int = 0
+    team: dict = field(default_factory=dict)
+    superseded: int = 0
+    merged: list = field(default_factory=list)
     duration_ms: int = 0
 
     def add(self, other: "DrainStats") -> None:
@@ -141,23 +145,26 @@ class Drainer:
         self.complete = complete or extract.litellm_complete
         self.sleep = sleep
         self.progress = progress  # callable(n_done) or None
-        self.last_check = None  # monotonic time of the last integrity check that passed (this process)
-        self.checks = 0  # integrity checks this drainer ran
+        self.last_check = None  # monotonic time of the last passing integrity check
+
+        self.checks = 0
         self._open = False  # this process marked a pass under way in state/check.json
         self.model_failures = int(state.read(state.MODEL).get("consecutive_failures", 0) or 0)
         self.llm_deadline = None
-        self.last_team_sync = None  # monotonic time of the last team store sync
-        self.new_record_ids: "list[str]" = []  # records this pass wrote: what supersede and merge look at
-        self._key: "bytes | None" = None  # the home's dedup key, once a scrubbed event needs it
-        self._carries: dict = {}  # (project root, session) -> TurnCarry: the open end of a turn's last text
-        self._heads: dict = {}  # HEAD commits read in this pass, by project root (kirolearn.pipeline.freshness)
+        self.last_team_sync = None  # monotonic time
+        self.new_record_ids: "list[str]" = []  # what supersede and merge look at
+
+        self._key: "bytes | None" = None  # the home's dedup key, read once
+        self._carries: dict = {}  # (project root, session) -> TurnCarry
+
+        self._heads: dict = {}  # HEAD commits read this pass, by project root
 
     @property
     def db(self):
         """The embedded store's sqlite-utils Database (for callers of old; None on another backend)."""
         return getattr(self.store, "db", None)
 
-    # -- ingest ----------------------------------------------------------------------------
+    # Ingest
 
     def recover_tmp(self, stats: DrainStats, now: float) -> None:
         """Publish complete tmp files of hooks that died after writing; quarantine the rest."""
@@ -356,7 +363,12 @@ class Drainer:
         return found if found.get("store") == self._store_key() else {}
 
     def check_due(self, schedule: dict) -> "str | None":
-        """Why the integrity check is due before this pass ingests (None: not due)."""
+        """Why the integrity check is due before this pass ingests (None: not due).
+
+        SQLite's quick_check reads every page (~1 s at 1M records), so it runs at most once a
+        pass, before the pass takes events in, and only when due: after an unclean stop (a pass
+        that took events in and never finished), else once CHECK_EVERY_PASSES passes took events
+        in, or CHECK_EVERY_SECONDS went by, since the last one (state/check.json)."""
         if not schedule.get("checked_at"):
             return "never checked"
         if schedule.get("open") and not self._open:
@@ -425,7 +437,7 @@ class Drainer:
                     f"and removes them") from None
             stats.released += 1
 
-    # -- extraction -------------------------------------------------------------------------
+    # Extraction
 
     def ready_batches(self, now: float, flush: bool = False) -> "list[extract.Batch]":
         """Buffered sessions whose turn ended, that grew too big, or that went idle."""
@@ -443,8 +455,7 @@ class Drainer:
             if reason is None:
                 continue
             events = self.store.pending_events(group["project_id"], group["session_id"])
-            # a session's last turn, still open after its last stop, goes too when it is idle or flushed
-            # (one `drain --flush` extracts everything)
+            # an idle or flushed session's open last turn goes too
             cut = next((i + 1 for i, e in enumerate(events) if e["event_id"] == up_to), len(events))
             rest = events[cut:]
             events = events[:cut]
@@ -542,7 +553,7 @@ class Drainer:
 
     def check_freshness(self, stats: DrainStats) -> None:
         """Re-check the files of at most `drain.freshness_per_pass` records, the longest unchecked first (an
-        index range, never every record: design.md rule 15); a change of mark is kept with its reason."""
+        index range, never every record: rule 15 in docs/architecture.md); a change of mark is kept with its reason."""
         limit = self.settings.drain.freshness_per_pass
         due = (self.store.freshness_due(limit) or []) if limit else []
         if not due:
@@ -630,7 +641,7 @@ class Drainer:
         self.new_record_ids += [r.record_id for r in records]
         stats.batches_extracted += 1
 
-    # -- a model's answers (#36) --------------------------------------------------------------
+    # A model's answers (#36)
 
     def _provenance(self, result) -> dict:
         """The run row's trace of a model call: prompt version, structured-output form, raw answer (scrubbed)."""
@@ -645,7 +656,7 @@ class Drainer:
         log.warning("batch %s (%d events): the model's answer was unusable, deterministic extractor used: %s",
                     batch.key, len(batch.events), reason[:300])
 
-    # -- whole runs ---------------------------------------------------------------------------
+    # Whole runs
 
     def expire_events(self) -> int:
         """Delete extracted events past `retention.events_days`; returns how many."""
@@ -666,11 +677,15 @@ class Drainer:
         they are stored; the cost follows the new records (a few FTS candidates each)."""
         if not self.new_record_ids or self.db is None:  # supersede reads the embedded store's text index
             return
-        from kirolearn.pipeline import truth
+        from kirolearn.pipeline import judge, truth
 
         lines: list = []
+        asker = judge.Judge.configured(self.db, self.settings, self.complete, scrub=self.scrubber.scrub_text)
         done = truth.mark_new(self.db, self.new_record_ids, merge=self.settings.drain.auto_merge,
-                              log=lines.append)
+                              log=lines.append, judge=asker)
+        if asker is not None and asker.asked:
+            lines.append(f"asked the model about {asker.asked} pair(s)"
+                         + (f"; {len(asker.errors)} without a verdict: {asker.errors[-1]}" if asker.errors else ""))
         stats.superseded += len(done["superseded"])
         stats.merged += done["merged"]
         if lines:
@@ -742,9 +757,8 @@ class Drainer:
         self.release(done, stats)
         self.note_counts()
         stats.team = self.sync_team()
-        # last: embedding (a contextual model is CPU-bound) never holds up the spool or the team store,
-        # and the records the sync fetched get their vectors in the same pass
-        self.embed_vectors(stats, None if flush else EMBED_SECONDS)  # --flush: every vector now, too
+        # last: CPU-bound embedding never holds up the spool or team sync
+        self.embed_vectors(stats, None if flush else EMBED_SECONDS)  # --flush: all now
         self._end_pass()
         stats.duration_ms = int((time.monotonic() - start) * 1000)
         return stats

@@ -59,18 +59,18 @@ class Completion:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
-    finish_reason: str = ""  # "length": the answer was cut at max_answer_tokens
-    form: str = ""  # the structured-output form the server took (kirolearn.pipeline.structured.FORMS)
+    finish_reason: str = ""  # "length": cut at max_answer_tokens
+    form: str = ""  # one of structured.FORMS
 
 
-# --- what events say ---------------------------------------------------------------
+# What events say
 
 _COMMAND_TOOLS = ("execute_bash", "shell", "execute_pwsh", "bash", "run_command",
                   "run_shell_command")  # Gemini CLI's
 _WRITE_TOOLS = ("fs_write", "write", "str_replace", "create", "edit", "append", "multiedit", "notebookedit",
                 "write_file", "replace")  # Gemini CLI's
 _EXIT_CODE = re.compile(r"Exit Code:\s*(-?\d+)", re.I)
-# No leading \w* here: on a long run of word characters it makes search() quadratic.
+# No leading \w* here: on a long run of word characters search() goes quadratic.
 _STRONG_ERROR = re.compile(r"(?:Error|Exception)\b|Traceback|FATAL|fatal:|[Dd]enied|[Nn]o such file|not found")
 _WEAK_ERROR = re.compile(r"error|fail", re.I)
 
@@ -84,7 +84,7 @@ def command_of(event: dict) -> "str | None":
     tool_input = event.get("tool_input")
     if not (isinstance(tool_input, dict) and isinstance(tool_input.get("command"), str)):
         return None
-    # fs_write also has a "command" ("create", "str_replace"): it names an edit, not a shell command.
+    # fs_write's "command" ("create", "str_replace") names an edit, not a shell.
     if _tool_base(event.get("tool_name", "")) in _COMMAND_TOOLS or not _paths_of(event):
         return tool_input["command"]
     return None
@@ -121,9 +121,7 @@ def _response_text(event: dict) -> str:
     if isinstance(response, str):
         return response
     if isinstance(response, dict):
-        # Claude Code's Bash answers {"stdout", "stderr", "interrupted"} at the top level; Gemini CLI
-        # {"llmContent", "returnDisplay"}, Cursor's afterShellExecution {"output"}.
-        # Copilot CLI's {"resultType", "textResultForLlm"}.
+        # stdout/stderr: Claude Code; output: Cursor; llmContent: Gemini; the rest Copilot
         parts = [str(response[k]) for k in ("stdout", "stderr", "output", "llmContent", "textResultForLlm")
                  if isinstance(response.get(k), str) and response[k]]
         for key in ("result", "error"):
@@ -144,7 +142,8 @@ def response_text(event: dict) -> str:
     return _response_text(event)
 
 
-_FAILED_RESULT_TYPES = ("failure", "error", "denied", "rejected")  # Copilot CLI's toolResult.resultType
+_FAILED_RESULT_TYPES = ("failure", "error", "denied", "rejected")  # Copilot CLI's
+
 # Copilot's shell text ends "<shellId: 0 completed with exit code 1>"
 _COMPLETED_EXIT = re.compile(r"completed with exit code\s*(-?\d+)", re.I)
 
@@ -255,7 +254,7 @@ def _same_command(a: str, b: str) -> bool:
     return k > 0 and first[:k] == second[:k]
 
 
-# --- deterministic extractor ---------------------------------------------------------
+# Deterministic extractor
 
 _STOPWORDS = frozenset(
     "the and for that this with from have what when where which will would should could your you "
@@ -263,7 +262,7 @@ _STOPWORDS = frozenset(
     "don't it's fix add can not but all any how why out use using used get got now yes way same "
     "file files test tests some more only other after before about returns keeps make makes uses "
     "prints find found want need please sure into it's them those these here there example "
-    # words that say nothing of a topic (the issue's "lets", "through", "again", "because", ...)
+    # words that say nothing of a topic ("lets", "through", "again", ...)
     "lets let's let through again because since while until unless though although however therefore "
     "thus also still even ever never always often maybe perhaps really very quite rather much many "
     "most less least each every both either neither such own over under above below between among "
@@ -293,15 +292,14 @@ def _concepts(texts) -> "list[str]":
     return [w for w, _ in counts.most_common(6)]
 
 
-# A turn without tool use is about the project when its text names a file or code: a path with a
-# slash, a file name with a known extension, or a `code span`.
+# A turn without tools is about the project when it names a file or code.
 _CODE_EXTENSIONS = frozenset(
     "py pyi js jsx ts tsx mjs cjs json toml yaml yml cfg ini md rst txt sh bash zsh ps1 sql html css scss "
     "rs go java kt kts c h cc cpp hpp cs rb php swift lock xml gradle mk proto graphql vue svelte env".split())
 _FILE_TOKEN = re.compile(r"(?<![\w@])((?:[\w.-]+/)+[\w.-]+|[\w-]+(?:\.[\w-]+)*\.([A-Za-z0-9]{1,8}))(?![\w/])")
 
 
-# code identifiers: snake_case, dotted names (orders.created_at), camelCase, --flags
+# code identifiers: snake_case, dotted.names, camelCase, --flags
 _IDENTIFIER = re.compile(r"\b[A-Za-z]\w*_\w*[A-Za-z0-9]\b|\b[a-z]\w*\.[a-z_]\w*[a-z0-9_]\b|\b[a-z]+[A-Z]\w*\b|(?<!\S)--[a-z][\w-]+")
 
 
@@ -484,17 +482,16 @@ def deterministic(batch: Batch) -> "list[dict]":
     for turn in split_turns(batch.events):
         record = _describe_turn(turn, batch.project_root)
         if record is not None:
-            # Provenance is the turn, not the whole batch: forgetting and purging one turn's
-            # record must not leave its events cited by the next turn's record.
+            # Per turn: forgetting one turn must not leave its events cited elsewhere.
             record["source_event_ids"] = [e["event_id"] for e in turn]
             records.append(record)
     return records
 
 
-# --- LLM extractor ------------------------------------------------------------------------
+# LLM extractor
 
 
-# The prompt, its schema and its version live in kirolearn.pipeline.prompt (re-exported here).
+# The prompt, schema and version: kirolearn.pipeline.prompt (re-exported here).
 
 
 def render_events(batch: Batch, field_chars: int, max_chars: int) -> str:
@@ -554,8 +551,8 @@ class BotchedAnswer(ExtractionError):
     too long, or too late. The batch falls back to the deterministic extractor at once."""
 
 
-ANSWER_MAX_CHARS = 64_000  # an answer longer than this is a model that ran on, not records
-ANSWER_KEPT_CHARS = 8_000  # the raw answer kept in the run row (scrubbed by the drain)
+ANSWER_MAX_CHARS = 64_000  # longer: a model that ran on, not records
+ANSWER_KEPT_CHARS = 8_000  # kept in the run row, scrubbed
 
 
 def parse_answer(content: str, finish_reason: str = "") -> Extraction:
@@ -615,7 +612,11 @@ TRANSIENT = ("Timeout", "CallTimeout", "APIConnectionError", "RateLimitError", "
 
 @dataclass
 class LLMResult:
-    """Records plus what the call cost, for the extraction_runs row."""
+    """Records plus what the call cost, for the extraction_runs row.
+
+    note: the run row's fallback_reason (a turn summary the model never gave); answer: the model's
+    last raw answer, cut to ANSWER_KEPT_CHARS, for the run's provenance; form: the structured-output
+    form of that answer; botched: why the answers were unusable (when the last failure was theirs)."""
 
     records: list
     request: str
@@ -623,10 +624,10 @@ class LLMResult:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     errors: list = field(default_factory=list)
-    note: str = ""  # for the run row's fallback_reason: a turn summary the model never gave
-    answer: str = ""  # the model's last raw answer (cut to ANSWER_KEPT_CHARS), for the run's provenance
-    form: str = ""  # the structured-output form of the last answer
-    botched: str = ""  # why the model's answers were unusable (set when the last failure was the answer's)
+    note: str = ""
+    answer: str = ""
+    form: str = ""
+    botched: str = ""
 
 
 NO_SUMMARY_NOTE = "turn summary: the model gave none, even when asked again; deterministic-turn record used"
@@ -655,7 +656,7 @@ class CallTimeout(Exception):
     """A model call outlived its share of the time budget (the client's own timeout did not fire)."""
 
 
-HARD_CAP_GRACE = 5.0  # seconds past its timeout a call may take before it is abandoned (first calls load provider code)
+HARD_CAP_GRACE = 5.0  # seconds past the timeout: first calls load provider code
 
 
 def call_bounded(complete, messages, settings, seconds: float, **kwargs):

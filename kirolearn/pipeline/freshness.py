@@ -42,10 +42,12 @@ import zlib
 
 log = logging.getLogger("kirolearn.pipeline.freshness")
 
-FILES_PER_RECORD = 20  # files of one record that are hashed and checked (the first ones: writes come after reads)
-MAX_BYTES = 2 * 1024 * 1024  # a bigger file is not read: its size stands in for its content
+FILES_PER_RECORD = 20  # the first ones: a turn's writes come after its reads
+
+MAX_BYTES = 2 * 1024 * 1024  # bigger: its size stands in for its content
 MAX_LINES = 4000  # lines fingerprinted (the first ones)
-CHANGED_SHARE = 0.4  # share of lines new or gone (of the longer version) from which a file has `changed`
+
+CHANGED_SHARE = 0.4  # of lines new or gone (of the longer version)
 GIT_TIMEOUT = 5.0  # seconds one git call may take
 
 

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from kirolearn.core.observation_types import OBSERVATION_TYPES
 from kirolearn.pipeline.schema import SUMMARY_MAX, TITLE_MAX, ObservationType
 
-PROMPT_VERSION = "extract-2"  # extract-1: the seed's prompt, json_schema only; 2: schema in the prompt for servers without it
+PROMPT_VERSION = "extract-2"  # 2: schema in the prompt for servers without json_schema
 
 
 class Candidate(BaseModel):

@@ -31,7 +31,11 @@ NO_CONTENT_METHOD = "none: no database content to recover"  # the file was missi
 
 @dataclass
 class RepairReport:
-    """What `kirolearn repair` did (`--json` prints this)."""
+    """What `kirolearn repair` did (`--json` prints this).
+
+    rebuilt: the database file was rebuilt (from what could be recovered, and the spool);
+    nothing_saved: it held events or records, and none of them came back; repaired: rebuilt, and
+    something of what it held (or of the spool) is in it again."""
 
     database: str
     state_before: str
@@ -50,9 +54,9 @@ class RepairReport:
     quarantined: int = 0
     events: int = 0
     records: int = 0
-    rebuilt: bool = False  # the database file was rebuilt (from what could be recovered, and the spool)
-    nothing_saved: bool = False  # it held events or records, and none of them came back
-    repaired: bool = False  # rebuilt, and something of what it held (or of the spool) is in it again
+    rebuilt: bool = False
+    nothing_saved: bool = False
+    repaired: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -104,8 +108,9 @@ def repair(settings, *, force: bool = False) -> RepairReport:
     source = None
     rebuilt = None
     if report.backups and os.path.getsize(report.backups[0]) > 0:
-        damaged = report.backups[0]  # recover from the copy: the original is never modified
-        if salvage.header_damaged(damaged):  # neither .recover nor sqlite3 reads past a bad header
+        damaged = report.backups[0]  # the original is never modified
+
+        if salvage.header_damaged(damaged):  # nothing reads past a bad header
             rebuilt = os.path.join(os.path.dirname(damaged), f"header-rebuilt-{stamp}.db")
             report.page_size = salvage.rebuild_header(damaged, rebuilt) or 0
             if report.page_size:

@@ -29,10 +29,10 @@ class Event(BaseModel):
     agent: NonEmpty = "kiro"  # one of agents.names() (checked below); version 1 events are all Kiro's
     event_id: Annotated[str, Field(pattern=ULID_PATTERN)]
     kind: Literal["prompt", "tool_use", "session_summary", "note"]
-    hook: NonEmpty  # one of the names kirolearn-hook accepts (checked below)
-    trigger: NonEmpty  # a canonical trigger (checked below)
-    generation: NonEmpty  # one of the agent's GENERATIONS (checked below)
-    surface: NonEmpty  # one of the agent's SURFACES (checked below)
+    hook: NonEmpty
+    trigger: NonEmpty
+    generation: NonEmpty
+    surface: NonEmpty  # these four: checked against the agent below
     session_id: Annotated[str, Field(min_length=1, max_length=256)]
     session_source: Literal["payload", "env", "session-file"]
     cwd: NonEmpty
@@ -77,8 +77,7 @@ class Event(BaseModel):
 ObservationType = Literal[OBSERVATION_TYPES]  # the tuple, written once in observation_types.py
 TITLE_MAX, SUMMARY_MAX, FACT_MAX, CONCEPT_MAX, FILE_MAX = 200, 4000, 500, 100, 500
 FACTS_COUNT_MAX = CONCEPTS_COUNT_MAX = 50
-# A turn summary keeps the whole union of its two file lists (200 items each, read and modified);
-# an extracted or hand-made record keeps FILES_KEPT.
+# A turn summary keeps both file lists whole; other records keep FILES_KEPT.
 FILES_COUNT_MAX, FILES_KEPT = 400, 100
 RECORD_ID_PATTERN = "^mr_" + ULID_PATTERN.lstrip("^")
 FORGET_REASON_MAX = 500  # a forget's reason is kept (and shown) up to this many characters
@@ -107,12 +106,11 @@ class MemoryRecord(BaseModel):
     source_event_ids: list[NonEmpty] = Field(min_length=1)
     run_id: Optional[str] = None
     created_at: AwareDatetime
-    # who made it (#16): the person, the machine, the agent (kiro | claude-code)
+    # who made it (#16): the person, the machine, the agent (agents.names())
     actor: Optional[str] = None
     host: Optional[str] = None
     agent: Optional[str] = None
-    # issue #31 (kirolearn.core.marks): how the turn's work ended, and whether its files are still as it
-    # left them; file_state is what the drain saw of those files when it stored the record
+    # issue #31 (core.marks): how the turn ended, whether its files still are so
     outcome: Literal[OUTCOMES] = DEFAULT_OUTCOME
     freshness: Literal[FRESHNESS] = DEFAULT_FRESHNESS
     file_state: Optional[dict] = None

@@ -19,8 +19,7 @@ from kirolearn.store import state
 FORMS = ("json_schema", "json_object", "text")
 STATE_NAME = "llm_forms"
 
-# What a server says when it refuses a response_format (llama.cpp: "Input should be 'text' or
-# 'json_object'"; OpenAI-compatible others: "response_format ... not supported", "json_schema").
+# How servers refuse a response_format (llama.cpp, OpenAI-compatible others).
 _UNSUPPORTED = re.compile(r"response_format|json_schema|json_object|structured output|Input should be|"
                           r"not supported|unsupported|grammar", re.I)
 

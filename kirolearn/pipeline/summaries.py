@@ -91,7 +91,7 @@ def _insert_record(db, record: MemoryRecord) -> None:
         store.insert_record(db, store.record_row(record))
 
 
-# --- save_session_summary (turn summary) ----------------------------------------------------
+# save_session_summary (turn summary)
 
 
 def turn_summary_markdown(investigated: str, learned: str, completed: str, next_steps: str) -> str:
@@ -122,8 +122,7 @@ def save_turn_summary(db, project: Project, *, request, investigated, learned, c
     title = " ".join(fields["request"].split())[:TITLE_MAX]
     if not title:
         raise SummaryError("'request' must not be empty: it becomes the record's title")
-    # The seed's "deduplicated union": nothing dropped (each list holds at most MAX_LIST_ITEMS),
-    # modified files first since they say the most about the turn.
+    # The seed's "deduplicated union", modified files first: they say the most.
     files = clip_list(scrubber.scrub_value(modified + read), FILE_MAX, 2 * MAX_LIST_ITEMS)
     record = MemoryRecord(
         record_id="mr_" + new_ulid(), project_id=project.id, project_root=project.root,
@@ -138,7 +137,7 @@ def save_turn_summary(db, project: Project, *, request, investigated, learned, c
     return record
 
 
-# --- save_observation ----------------------------------------------------------------------------
+# save_observation
 
 
 def save_observation(db, project: Project, *, title, summary, observation_type, facts, concepts, files_touched,
@@ -176,7 +175,7 @@ def save_observation(db, project: Project, *, title, summary, observation_type, 
     return record
 
 
-# --- session_end / session_init ---------------------------------------------------------------
+# session_end / session_init
 
 
 def git_branch(root: str) -> "str | None":

@@ -14,7 +14,7 @@ both name files, their files are the same. `near_identical` (what the drain merg
 asks for the very same command lines.
 
 Candidates come from the FTS index (kirolearn.store.sqlite.records.mark_candidates), a few per new
-record: the cost follows the new records, never the store (rule 15).
+record: the cost follows the new records, never the store (rule 15 in docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def statements(record: dict) -> "dict[str, tuple[set, set]]":
             was = _WAS.match(tail.lstrip())
             if was:
                 put(m["s"], old=was["a"])
-    # a value named as the old one is not stated as current (a sed command quotes the old line too)
+    # a value named as the old one is not current (sed quotes the old line too)
     return {s: (now - before, before) for s, (now, before) in out.items() if now - before}
 
 
@@ -111,7 +111,7 @@ def subjects(record: dict) -> "list[str]":
     return sorted(statements(record))
 
 
-# --- near duplicates -------------------------------------------------------------------------------
+# Near duplicates
 
 
 def commands(record: dict) -> "list[str]":
@@ -310,14 +310,19 @@ def merge_group(db, group: dict, *, actor: str) -> bool:
                                      reason=group["why"])
 
 
-# --- the drain's pass ------------------------------------------------------------------------------
+# The drain's pass
 
 
-def mark_new(db, record_ids: "list[str]", *, merge: bool = True, log=None) -> dict:
+ASKED_PER_RECORD = 2  # a new record's best FTS candidates the model may be asked about
+
+
+def mark_new(db, record_ids: "list[str]", *, merge: bool = True, log=None, judge=None) -> dict:
     """After new records are stored: supersede what they changed, and merge near-identical chores.
 
     Each new record is compared with at most CANDIDATES older live records that FTS finds by its
-    stated identifiers (and its commands' words). Returns {"superseded": [[old, new, why]], "merged": [...]}.
+    stated identifiers (and its commands' words). `judge(new, old)` (kirolearn.pipeline.judge), when
+    given, is asked about a new record's ASKED_PER_RECORD best candidates the rules left undecided.
+    Returns {"superseded": [[old, new, why]], "merged": [...]}.
     """
     done: dict = {"superseded": [], "merged": []}
     if not record_ids or not recordstore.has_marks(db):
@@ -328,9 +333,13 @@ def mark_new(db, record_ids: "list[str]", *, merge: bool = True, log=None) -> di
         words = subjects(new)
         if not words:
             continue
+        asked = 0
         for old in recordstore.mark_candidates(db, new["project_id"], words, exclude=[new["record_id"]],
                                                before=new.get("created_at"), limit=CANDIDATES):
             why = supersede_reason(new, old)
+            if why is None and judge is not None and asked < ASKED_PER_RECORD and new.get("outcome") != "failed":
+                asked += 1
+                why = judge(new, old)
             if why and recordstore.set_mark(db, old["record_id"], "superseded_by", new["record_id"],
                                             actor="drain", reason=f"superseded: {why}"):
                 done["superseded"].append([old["record_id"], new["record_id"], why])

@@ -13,9 +13,13 @@ its closing tag (or the turn's end).
     clean = carry.scrub_event(event)     # capture.events.scrub_event(event, scrubber), plus the carry
     clean = carry.scrub_text(text)       # or one text at a time (scrub_value: a JSON-like value)
 
-Only texts of the fields a person or a tool wrote (CARRIED_FIELDS), of MIN_VALUE_CHARS or more,
-are handed the remembered line, and a plain word at the start of a text is never taken for the
-value. The remembered lines are raw text held in memory only, for the next `ttl` such texts.
+Only texts of the fields a person or a tool wrote (CARRIED_FIELDS), of MIN_VALUE_CHARS or more
+(a shorter one is an id, a count, a tool name), are handed the remembered line, and a plain word
+at the start of a text is never taken for the value. The remembered lines are raw text held in
+memory only, for the next `ttl` such texts (DEFAULT_TTL 4: a pre-tool command, then the post-tool
+command and output). The window holds at most TAIL_CHARS of the remembered text's end and
+HEAD_CHARS of the next text's first line (PEM_HEAD_CHARS after a PEM header: a key body runs
+over many lines).
 
 Standard library only; pure (no I/O).
 """
@@ -30,14 +34,12 @@ from kirolearn.privacy import views as _views
 
 __all__ = ["TurnCarry", "scrub_sequence"]
 
-TAIL_CHARS = 256  # the most of the previous text's last line that is kept as context
-HEAD_CHARS = 4096  # the most of the next text that the window holds (its first line)
-PEM_HEAD_CHARS = 16384  # after a PEM header: the key body runs over many lines
-DEFAULT_TTL = 4  # texts a remembered line stays offered to: a preToolUse's command, then the
-# postToolUse's command and output
+TAIL_CHARS = 256
+HEAD_CHARS = 4096
+PEM_HEAD_CHARS = 16384
+DEFAULT_TTL = 4
 
-# The end of a line that leaves a value to come: an operator, a PEM header's dashes, a
-# secret-ish keyword as the last word (`password`, `Bearer`, `token`); or a cut token.
+# a line left open: an operator, PEM dashes, `password`/`Bearer` last, a cut token
 _OPEN_CHARS = "=:>(,"
 _OPEN_WORDS = frozenset("pass password passwd passphrase pw pwd secret token key bearer basic authorization auth "
                         "credential credentials cookie login p".split())  # (`-p`: mysql's, sshpass')
@@ -47,9 +49,8 @@ _TOKEN_CHARS = _ALNUM + "+/=_-."
 _PRIVATE_OPEN = "<private>"
 _PRIVATE_MARKER = _scrub.marker("private")
 CLOSED_CACHE_TEXT, CLOSED_CACHE_SIZE = 256, 4096  # short texts found not to leave a value open
-MIN_VALUE_CHARS = 6  # a shorter text is an id, a count, a tool name: never handed the open line
-# The fields of an event that hold what a person or a tool wrote (capture.events): the envelope's
-# ids, paths and names are scrubbed without the carry.
+MIN_VALUE_CHARS = 6
+# what a person or a tool wrote; the envelope is scrubbed without the carry
 CARRIED_FIELDS = frozenset(("prompt", "tool_input", "tool_response", "assistant_response", "extra"))
 
 
@@ -118,7 +119,7 @@ class TurnCarry:
 
     def scrub_value(self, value: object) -> object:
         """`Scrubber.scrub_value`, each string value scrubbed with the carry (keys without)."""
-        return self.scrubber._walk(value, self.scrub_text)
+        return self.scrubber.walk(value, self.scrub_text)
 
     def scrub_text(self, text: str) -> str:
         """`Scrubber.scrub_text(text)`, plus what the open end of the texts before reveals in it."""
@@ -127,7 +128,7 @@ class TurnCarry:
             joined = _PRIVATE_OPEN + text
             out = scrubber.scrub_text(joined)
             if out.startswith(_PRIVATE_MARKER):
-                self._private_open = scrubber._private_unclosed(joined)
+                self._private_open = scrubber.private_unclosed(joined)
                 return out
             self._private_open = False
         tail = self._tail
@@ -141,7 +142,7 @@ class TurnCarry:
                 if self._left <= 0:
                     self._tail = None
         out = scrubber.scrub_text(text)
-        if out.endswith(_PRIVATE_MARKER) and scrubber._private_unclosed(text):
+        if out.endswith(_PRIVATE_MARKER) and scrubber.private_unclosed(text):
             self._private_open = True  # what follows, up to the closing tag, is private too
             return out
         short = len(text) <= CLOSED_CACHE_TEXT
@@ -154,15 +155,11 @@ class TurnCarry:
                     self._closed.clear()
                 self._closed.add(text)
         else:
-            # What ends the text was redacted (`API_TOKEN=tok_…`): a whole value, or the head of a
-            # token cut in two. Only the very next text is then looked at, and only as its
-            # continuation (most such lines are whole: this keeps the carry cheap).
-            cut_only = out.rstrip(" \t\r\n").endswith("]") and _scrub._MARKER_RE.search(
+            # a redacted end is mostly whole: check only the next text, as its rest (cheap)
+            cut_only = out.rstrip(" \t\r\n").endswith("]") and _scrub.MARKER_RE.search(
                 out, max(0, len(out) - 80)) is not None
             self._tail, self._left, self._cut_only = opened, 1 if cut_only else self.ttl, cut_only
         return out
-
-    # -- helpers ----------------------------------------------------------------------------------
 
     def _open_tail(self, text: str, out: str) -> "str | None":
         """The end of `text` (its last lines, up to TAIL_CHARS) if its last line leaves a secret's
@@ -178,13 +175,12 @@ class TurnCarry:
             line = line[line.rfind("\\n") + 2:]
         if not line.strip() or "[REDACTED:" in line[-40:]:
             return None
-        if not self.scrubber._rules_may_apply(line):
+        if not self.scrubber.rules_may_apply(line):
             return None
         start = end - len(line)
         if not line.lstrip().startswith(_ENTRY_WORDS):
             return line
-        # A .netrc entry's `password` line: the lines before it too, whole, up to TAIL_CHARS (its
-        # host and login are there).
+        # a .netrc `password` line: its host and login are on the lines before
         while start > 0 and end - start < TAIL_CHARS:
             prev = text.rfind("\n", 0, start - 1) + 1
             if end - prev > TAIL_CHARS:
@@ -203,8 +199,7 @@ class TurnCarry:
             return []
         joins = [] if self._cut_only else [tail.rstrip() + " "]
         if h0 == 0 and (tail[-1:].isalnum() or tail[-1:] in "_-+/:"):
-            # cut mid-line: a token, `user:` + `password@host`; a piece that reads as a word is
-            # not a token's rest (the wrapped-token view's rule: views.breaks)
+            # cut mid-line; a word is no token's rest (views.breaks' rule)
             first = head[:len(head) - len(head.lstrip(_TOKEN_CHARS))]
             if first and not (first.isalpha() and len(first) < 16 and _views.wordlike(first)) and (
                     not self._cut_only or _cut_token(first)):
@@ -233,7 +228,7 @@ class TurnCarry:
             scrubber.counts.update(counts)
         if out == text:
             return []
-        return _views.redacted_spans(text, out, _scrub._MARKER_RE)
+        return _views.redacted_spans(text, out, _scrub.MARKER_RE)
 
     def _mark(self, text: str, spans: list) -> str:
         out, last = [], 0
@@ -241,7 +236,7 @@ class TurnCarry:
             if e <= last:
                 continue
             s = max(s, last)
-            if _scrub._MARKER_RE.fullmatch(text, s, e):
+            if _scrub.MARKER_RE.fullmatch(text, s, e):
                 continue
             out += [text[last:s], _scrub.marker(kind)]
             self.scrubber.counts[kind] += 1

@@ -27,7 +27,7 @@ def drop_quoted_input(text: str) -> str:
         _QUOTED_INPUT.extend((
             (re.compile(r"input_value=[^\n]*(?=, input_type=)"), "input_value=[not logged]"),
             (re.compile(r"input_value=(?![\[]not logged)[^\n]*"), "input_value=[not logged]"),
-            # the mcp SDK quotes a whole client message after a failed validation: never logged
+            # the mcp SDK quotes a whole failed client message: never logged
             (re.compile(r"(Message was:|Message that failed validation:).*", re.S), r"\1 [not logged]"),
         ))
     for pattern, replacement in _QUOTED_INPUT:

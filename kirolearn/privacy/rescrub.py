@@ -1,7 +1,7 @@
 """`kirolearn rescrub` and `kirolearn scan`: apply today's scrubbing rules to what is already kept.
 
 rescrub re-applies the scrubber to every stored event, record, summary, run and FTS index
-(store_scrub walks the tables), to every log file and to the quarantine's reason files, then
+(kirolearn.store.sqlite.scrubbing walks the tables), to every log file and to the quarantine's reason files, then
 checkpoints the WAL and vacuums so the old bytes leave the database files. It is safe to
 interrupt (progress is committed per chunk) and to re-run. The quarantined event files
 themselves stay raw, like the spool they came from: they wait for a person to repair them.

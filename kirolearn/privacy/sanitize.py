@@ -33,18 +33,18 @@ and the CLI judge alike):
 
 LINE_BREAKS = "\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
-# Format characters (Cf, Unicode 15) and the printable-but-invisible ones, as regex ranges.
+# Cf (Unicode 15) and the printable-but-invisible characters, as regex ranges
 INVISIBLE_RANGES = (
     "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e"
     "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
     "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
     "\U000e0100-\U000e01ef\u115f\u1160\u3164\uffa0"  # variation selectors 17-256, Hangul fillers
 )
-# The invisible characters str.isprintable() accepts (the others are Cf, which it rejects).
+# the invisible ones isprintable() accepts (it rejects the rest, all Cf)
 _PRINTABLE_INVISIBLE = frozenset(["\u115f", "\u1160", "\u3164", "\uffa0"]
                                  + [chr(c) for c in range(0xE0100, 0xE01F0)])
 
-# ESC-introduced sequences first (so their parameters go with them), then 8-bit C1 forms.
+# ESC sequences first, so their parameters go with them; then 8-bit C1 forms
 _ESCAPES_SOURCE = (
     r"\x1b\][^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"  # OSC ... BEL / ST (never past a line end)
     r"|\x1b[P^_X][^\x1b\x9c\n]*(?:\x1b\\|\x9c)?"  # DCS, PM, APC, SOS ... ST
@@ -77,11 +77,12 @@ def clean_text(text: str) -> str:
 
 
 def is_plain(text: str) -> bool:
-    """Whether `clean_text` would leave `text` as it is (no regex needed to tell)."""
-    # Printable text (and "\n") holds nothing the patterns change but the few invisible characters
-    # isprintable() accepts: it is False for every control character (Cc: C0, C1, TAB, DEL, NEL),
-    # format character (Cf: the bidi marks, zero-width characters, tags), line or paragraph
-    # separator (Zl, Zp) and surrogate (Cs).
+    """Whether `clean_text` would leave `text` as it is (no regex needed to tell).
+
+    Printable text (and "\n") holds nothing the patterns change but the few invisible characters
+    isprintable() accepts: it is False for every control character (Cc: C0, C1, TAB, DEL, NEL),
+    format character (Cf: the bidi marks, zero-width characters, tags), line or paragraph
+    separator (Zl, Zp) and surrogate (Cs)."""
     return text.replace("\n", "").isprintable() and (text.isascii() or _PRINTABLE_INVISIBLE.isdisjoint(text))
 
 
@@ -99,13 +100,11 @@ def clean_lines(text: str) -> "list[str]":
     return clean_text(text).split("\n")
 
 
-# --- markers: no line of memory may pass for one -------------------------------------------------
+# --- markers: no line of memory may pass for one ---
 
 KIRO_MARKER = "--- CONTEXT ENTRY"  # Kiro wraps hook output between "--- CONTEXT ENTRY BEGIN/END ---"
 DEFUSED_MARKER = "— context entry"
-# A line that could pass for a marker or an instruction: a rule or fence (---, ===, ```, <<<, [[...),
-# a role label or heading (SYSTEM:, ## Assistant, [INST], <|im_start|>, <system>), or the classic
-# "ignore previous instructions".
+# rules, fences, role labels, headings, "ignore previous instructions"
 _MARKERISH_SOURCE = (
     r"(?i)^[ \t]*(?:"
     r"[-=_*~`<>\[\]|+]{3,}|#{3,}[ \t]*$"

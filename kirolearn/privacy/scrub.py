@@ -23,7 +23,7 @@ from kirolearn.privacy import views as _views
 
 __all__ = ["DEFAULT", "TYPES", "Scrubber", "marker", "rules_version", "rule_types", "scrub_text", "scrub_value"]
 
-# Every built-in redaction type, as it appears in `[REDACTED:<type>]` and in `Scrubber.counts`.
+# every built-in redaction type, as in `[REDACTED:<type>]` and Scrubber.counts
 TYPES = (
     "private", "private-key", "aws-access-key", "aws-secret-key", "github-token", "gitlab-token",
     "slack-token", "slack-webhook", "stripe-key", "openai-key", "anthropic-key", "google-api-key",
@@ -50,8 +50,7 @@ def marker(kind: str) -> str:
     return f"[REDACTED:{kind}]"
 
 
-# Patterns are compiled on first use, not at import: the prompt hook's recall imports this module only
-# when it has a block to print (context.scrub_out), and then needs only the few rules its text names.
+# compiled on first use: the prompt hook needs only the rules its text names
 _SOURCES: dict = {}
 
 
@@ -67,33 +66,28 @@ def _rare(pattern: str, flags: int = 0) -> "re.Pattern[str]":
     return _views._Lazy(pattern, flags)  # type: ignore[return-value]
 
 
-_MARKER_RE = _lazy("_MARKER_RE", r"\[REDACTED:[A-Za-z0-9_\-]{1,64}\]")
+MARKER_RE = _lazy("MARKER_RE", r"\[REDACTED:[A-Za-z0-9_\-]{1,64}\]")
 _TYPE_NAME_RE = _lazy("_TYPE_NAME_RE", r"[A-Za-z0-9][A-Za-z0-9_\-]{0,39}")
 
-# Allow-listed literals are swapped for one private-use code point each (plane 15, skipping any the
-# input already holds) while the rules run, so no rule can see them; none of these code points is
-# \w, \s or in any rule's character class.
+# allowed literals hide behind private-use code points no rule can match
 _SENTINEL_BASE = 0xF0000
 _SENTINEL_RANGE_RE = _lazy("_SENTINEL_RANGE_RE", "[\U000F0000-\U000FFFFF]")
 
-# --------------------------------------------------------------------------------------------------
-# Which names look secret
-# --------------------------------------------------------------------------------------------------
+# --- which names look secret ---
 
-# A name part (after splitting on _ - . and camelCase) that makes the name secret on its own.
+# a name part (split on _ - . and camelCase) that is secret on its own
 _SECRET_PARTS = frozenset(
     "password passwords passwd passphrase secret secrets token apikey apitoken credential credentials "
     "auth privatekey accesskey secretkey sessionkey signingkey masterkey clientsecret".split()
 )
-# Secret only as the last part of a longer name: DB_PASS, MYSQL_PWD (but not PASS:, PWD=).
+# secret only as the last part of a longer name: DB_PASS, but not PASS:
 _WEAK_PARTS = frozenset("pass pwd pw".split())
-# `<qualifier>_key` / `<qualifier>Key` is secret: API_KEY, stripeApiKey, x-api-key, SESSION_KEY.
+# `<qualifier>_key` is secret: API_KEY, stripeApiKey, x-api-key, SESSION_KEY
 _KEY_QUALIFIERS = frozenset(
     "api access private secret session signing encryption master account client auth app license shared "
     "service consumer admin webhook integration storage subscription deploy personal root".split()
 )
-# Trailing parts that still name the secret itself: SECRET_KEY_BASE, passwordHash, API_KEY_2, ...
-# Any other trailing part makes the name about something else: TOKEN_TYPE, token_count, auth_url.
+# parts that still name the secret (SECRET_KEY_BASE); others do not (TOKEN_TYPE)
 _VALUE_SUFFIXES = frozenset(
     "value val str string b64 base64 hex raw plain plaintext encoded enc literal base hash digest salt "
     "old new current prev previous next primary secondary backup main override live test prod production "
@@ -148,12 +142,9 @@ def _is_secret_key(key: str) -> bool:
     return key.strip().lower() in _SECRET_HEADER_KEYS or _secret_name_cached(key)
 
 
-# --------------------------------------------------------------------------------------------------
-# Which values are not secrets
-# --------------------------------------------------------------------------------------------------
+# --- which values are not secrets ---
 
-# Values that name a method, a type or nothing at all. Deliberately NOT here: words that are also
-# real (weak) default passwords — changeme, password, secret, admin, root, postgres, 123456 ...
+# deliberately without weak real passwords: changeme, password, admin, 123456
 _PLACEHOLDER_WORDS = frozenset(
     "none null nil true false yes no on off undefined redacted hidden masked empty unset required optional "
     "example placeholder dummy fake sample todo tbd n/a na string str bytes int integer number float bool "
@@ -214,7 +205,7 @@ def _is_placeholder(value: str) -> bool:
     s = value.strip()
     if not s:
         return True
-    rest = _MARKER_RE.sub("", s).strip(" \t\"'`,;:")
+    rest = MARKER_RE.sub("", s).strip(" \t\"'`,;:")
     if not rest or _only_sentinels(rest):
         return True
     if rest != s:  # judge what is left beside the markers
@@ -235,8 +226,8 @@ def _literal_is_secret(value: str, name: str = "") -> bool:
         return False  # a URL (passwords in URLs have their own rule), a path, a URN
     if _KEY_NAME_RE.fullmatch(s) and (s.isupper() or s.islower()) and not _DIGIT_PART_RE.search(s):
         if "." in s or _is_secret_name(s) or _related(s, name):
-            return False  # a name, not a secret: "AZURE_CLIENT_SECRET", "llm.token_count"
-    # "Token: " + token + " ..." — the quotes we matched belong to two different string literals.
+            return False  # a name
+    # the quotes belong to two literals: "Token: " + token + " ..."
     if s != value and (value[:1].isspace() and s[:1] in "+,." or value[-1:].isspace() and s[-1:] in "+,"):
         return False
     return True
@@ -309,19 +300,17 @@ def _bare_is_secret(value: str, name: str, op: str, spaced: bool, after: str, fl
     return True
 
 
-# --------------------------------------------------------------------------------------------------
-# Entropy
-# --------------------------------------------------------------------------------------------------
+# --- entropy ---
 
 _HEX_RE = _lazy("_HEX_RE", r"[0-9a-fA-F]+")
 _UUID_RE = _lazy("_UUID_RE", r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
 _NOT_RANDOM_RE = _lazy("_NOT_RANDOM_RE", r"~?/[^/]+/|sha(?:1|224|256|384|512)-")  # absolute paths, SRI hashes
 _DIGEST_HEX_LENGTHS = frozenset((40, 64, 96, 128))  # git SHA-1, SHA-256/384/512 digests
 ENTROPY_MIN_LENGTH = 20
-ENTROPY_THRESHOLD = 3.5  # bits per char for mixed base62/base64 tokens
-HEX_ENTROPY_THRESHOLD = 3.0  # hex has at most 4 bits per char
-LONG_ENTROPY_THRESHOLD = 4.8  # ≥ 32 chars: no identifier or prose word mix gets this high
-RUN_DENSITY_THRESHOLD = 0.3  # case/digit runs per char: random ≈ 0.4–0.6, identifiers ≈ 0.1–0.25
+ENTROPY_THRESHOLD = 3.5
+HEX_ENTROPY_THRESHOLD = 3.0
+LONG_ENTROPY_THRESHOLD = 4.8
+RUN_DENSITY_THRESHOLD = 0.3
 
 
 def shannon_entropy(s: str) -> float:
@@ -333,7 +322,12 @@ def shannon_entropy(s: str) -> float:
 
 
 def _looks_random(tok: str) -> bool:
-    """Whether a token next to a secret keyword is random enough to be the secret itself."""
+    """Whether a token next to a secret keyword is random enough to be the secret itself.
+
+    The thresholds, in bits per character: ENTROPY_THRESHOLD for mixed base62/base64 tokens,
+    HEX_ENTROPY_THRESHOLD for hex (at most 4 bits a character), LONG_ENTROPY_THRESHOLD from 32
+    characters (no identifier or prose word mix gets this high). RUN_DENSITY_THRESHOLD counts
+    case/digit runs per character: random ≈ 0.4–0.6, identifiers ≈ 0.1–0.25."""
     n = len(tok)
     if n < ENTROPY_MIN_LENGTH:
         return False
@@ -349,8 +343,7 @@ def _looks_random(tok: str) -> bool:
     density = len(_PART_RE.findall(tok)) / n
     if density >= RUN_DENSITY_THRESHOLD:
         return True
-    # Single-case tokens (a1b2…, A1B2…) change class less often; tell them from identifiers by
-    # their unpronounceable letters and their share of digits.
+    # single-case tokens: told from identifiers by unpronounceable letters, digits
     letters = [c for c in tok if c.isalpha()]
     if not letters or (any(c.isupper() for c in letters) and any(c.islower() for c in letters)):
         return False
@@ -369,13 +362,13 @@ _USERISH_RE = _lazy("_USERISH_RE", r"[A-Za-z0-9_+=\-]{1,128}")
 _DATEISH_RE = _lazy("_DATEISH_RE", r"[0-9:.\-+TZ_/]+")
 
 
-# Name parts that say a hex value is a digest or an id (SHAs in git context), not a secret.
+# name parts saying a hex value is a digest or an id (git SHAs), not a secret
 _DIGEST_NAME_PARTS = frozenset("sha sha1 sha256 commit rev revision hash digest checksum etag git ref head "
                                "build "
                                "version id uuid fingerprint".split())
 
 
-# Names that say what an ordinary value is: the shape rule leaves their values alone.
+# names of ordinary values: the shape rule leaves them alone
 _ORDINARY_NAME_PARTS = frozenset(
     "version ver build tag release commit rev revision ref image path dir file files url uri endpoint host "
     "hostname port region zone env mode level name id ids uuid date time timestamp lang locale tz".split())
@@ -435,9 +428,7 @@ def _env_value_is_secret(value: str, name: str = "") -> bool:
     return density >= 0.25 or (n >= 20 and entropy >= 4.0) or (n >= 24 and entropy >= 3.7)
 
 
-# Quoted or bare value of an .env line or an `export NAME=value` (any name): judged by its shape.
-# `NAME=value` (a name's run starts it: one failed class test per other character); where it
-# may start an .env line or a shell assignment is checked on the text before it (_env_context).
+# an .env line or `export NAME=value`, judged by shape; context: _env_context
 _ENV_LINE_RE = _lazy(
     "_ENV_LINE_RE",
     r"""(?<![A-Za-z0-9_.\-$@/])(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{0,80})=
@@ -488,7 +479,7 @@ def _prose_value_is_secret(value: str, strict: bool = False) -> bool:
     return True
 
 
-_PROSE_RE = _lazy(  # run on the lowered text; the value is taken from the original at the same offsets
+_PROSE_RE = _lazy(  # on the lowered text; the value is read from the original
     "_PROSE_RE",
     r"""(?<![a-z0-9_\-])(?:(?P<pw>password|passwd|passphrase|pass[ \t]phrase|pass[ \t]word|pw|pwd|pin)
     |secret|token
@@ -504,9 +495,7 @@ _ENV_NAME_RE = _lazy("_ENV_NAME_RE",
                      r"(?m)(?:^|[;(]|&&|\|\||\\n|\bexport[ \t])[ \t]*[A-Za-z_][A-Za-z0-9_.\-]{0,80}=")
 
 
-# --------------------------------------------------------------------------------------------------
-# Pattern rules
-# --------------------------------------------------------------------------------------------------
+# --- pattern rules ---
 
 
 def _mixed_case_digit(s: str) -> bool:
@@ -535,11 +524,10 @@ def _auth_value_is_code(value: str, after: str) -> bool:
 
 
 def _url_password_ok(s: str) -> bool:
-    # A password may hold '/', but `http://host:8080/path@x` is a port and a path, and a match
-    # that reaches into a second URL is not one password.
+    # '/' may be in a password, but not a port and path, nor a second URL
     if "/" in s and (_PORT_PATH_RE.match(s) or "://" in s):
         return False
-    # `scheme://user:TOKEN@host` in docs is a placeholder, as are templates and env references.
+    # `scheme://user:TOKEN@host` in docs is a placeholder, like templates
     if s.lower() in ("pass", "password", "passwd", "pwd", "pw", "secret", "token"):
         return False  # user:pass@host in documentation
     return not _is_placeholder(s) and not (s.isupper() and s.replace("_", "").isalpha())
@@ -630,25 +618,22 @@ _PRIVATE_KEY_RE = _lazy(
 )
 # mysql -uroot -pS3cret: every -p<password> of the command line
 _MYSQL_CMD_RE = _lazy("_MYSQL_CMD_RE", r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n|;&]*")
-# A password may be quoted: -p'S3cret', -p "S3cret" (the quotes are kept, the password goes).
+# -p'S3cret', -p "S3cret": the quotes are kept, the password goes
 _QUOTED_PW = r"""(?:'(?P<sq>[^'\n]{1,256})'|"(?P<dq>[^"\n]{1,256})"|(?P<bare>""" + _NOMARK + r"{1,256}))"
 _MYSQL_P_RE = _lazy("_MYSQL_P_RE", r"(?<=[ \t])-p" + _QUOTED_PW)
-# docker login -u bob -p S3cret, sshpass -p S3cret ssh host: a spaced -p (elsewhere -p is a port or a path)
+# docker login -p S3cret, sshpass -p S3cret: spaced (else a port or a path)
 _LOGIN_CMD_RE = _lazy(
     "_LOGIN_CMD_RE",
     r"\b(?:(?:docker|podman|buildah|skopeo|nerdctl|oc|helm[ \t]+registry)[ \t]+login|sshpass)\b[^\n|;&]*",
 )
 _SPACED_P_RE = _lazy("_SPACED_P_RE", r"(?<=[ \t])-p[ \t]+(?!-)" + _QUOTED_PW)
-# <private>, < private >, </ private>, and the escaped forms tools write: &lt;private&gt;
-# (HTML, also escaped twice: &amp;lt;), \u003cprivate\u003e (Go's encoding/json), &#60;private&#62;;
-# fullwidth and small-form brackets (＜private＞, ﹤private﹥), markdown's escapes (\<private\>, the
-# backslash before `>` and `/`), and (_PRIVATE_ZW_RE) zero-width characters inside the word.
+# <private> as tools escape it: HTML, JSON, fullwidth, markdown, zero-width
 _LT = r"(?:<|\uff1c|\ufe64|&(?:amp;){0,3}(?:lt|#0*60|#x0*3c|#0*65308|#x0*ff1c|#0*65124|#x0*fe64);" \
       r"|\\u003c|\\uff1c|\\ufe64)"
 _GT = r"(?:>|\uff1e|\ufe65|&(?:amp;){0,3}(?:gt|#0*62|#x0*3e|#0*65310|#x0*ff1e|#0*65125|#x0*fe65);" \
       r"|\\u003e|\\uff1e|\\ufe65)"
 _PRIVATE_WORD = "private"
-# Characters that render as nothing: a tag written with one inside `private` must still count.
+# they render as nothing: a tag with one inside `private` still counts
 _ZW_CHARS = "\u00ad\u180e\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\ufeff"
 _ZW = r"(?:[" + _ZW_CHARS + r"]|\\u(?:00[aA][dD]|180[eE]|200[b-fB-F]|206[0-4]|[fF][eE][fF][fF])" \
       r"|&(?:amp;){0,3}#(?:173|8203|8204|8205|8288|65279|x0*(?:ad|200[b-d]|2060|feff));)*"
@@ -664,8 +649,7 @@ _PRIVATE_ZW_RE = _rare(_private_tag(_ZW.join(_PRIVATE_WORD)), re.I)
 _ZW_CHAR_RE = _rare(r"[" + _ZW_CHARS + r"]")
 _ZW_ANY_RE = _rare(r"[" + _ZW_CHARS + r"]|\\u(?:00ad|180e|200[b-f]|206[0-4]|feff)"
                    r"|&(?:amp;){0,3}#(?:173|8203|8204|8205|8288|65279|x0*(?:ad|200[b-d]|2060|feff));", re.I)
-# Matched against the lowered text (a literal first is ~20x faster than a case-insensitive pattern);
-# the value is then copied from the original text at the same offsets.
+# lowered text: a literal first is ~20x faster than a case-insensitive pattern
 _AUTH_HEADER_RE = _lazy(
     "_AUTH_HEADER_RE",
     r"authorization(?<![a-z0-9_]authorization)([\"']?)[ \t]*(?::(?![:=])|=(?![=~>]))[ \t]*[\"']?"
@@ -692,9 +676,9 @@ def _is_basic_credential(b64: str) -> bool:
 
 _AUTH_SCHEMES = frozenset("bearer basic token digest negotiate ntlm apikey api-key api-token sso-key".split())
 
-# Assignment / entropy pass: every hit of a secret-ish fragment is expanded to the name around it.
-_KEYWORD_RE = _lazy("_KEYWORD_RE", r"pass|pw|secret|token|auth|credential|key|bearer")  # run on lowered text
-_NAME_RUN_RE = _lazy("_NAME_RUN_RE", r"[A-Za-z0-9_.\-$@]+")  # runs of name characters (_NAME_CHARS)
+# assignment pass: hits in the lowered text grow to the name around them
+_KEYWORD_RE = _lazy("_KEYWORD_RE", r"pass|pw|secret|token|auth|credential|key|bearer")
+_NAME_RUN_RE = _lazy("_NAME_RUN_RE", r"[A-Za-z0-9_.\-$@]+")
 
 
 def _run_matters(run: str) -> bool:
@@ -712,8 +696,7 @@ def _run_matters(run: str) -> bool:
 
 _KEYWORD_TRIGGERS = ("pass", "pw", "secret", "token", "auth", "credential", "key", "bearer")
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-$@")
-# _NAME_CHARS as a bytes.translate table (every other byte becomes a space): ASCII text splits into
-# its name runs with one C call, ~2x faster than _NAME_RUN_RE.findall.
+# one C translate splits ASCII into name runs ~2x faster than _NAME_RUN_RE
 _NAME_BYTES = bytes(c if chr(c) in _NAME_CHARS else 0x20 for c in range(256))
 _SEP_RE = _lazy("_SEP_RE", r"([ \t]*)(=>|:=|=(?![=~>])|:(?![:/\\=]))([ \t]*)")
 _FLAG_SEP_RE = _lazy("_FLAG_SEP_RE", r"=|[ \t]+")
@@ -727,7 +710,7 @@ _VALUE_RE = _lazy(
     |(?P<bare>[^\s"'`,;&|<>(){}\[\]\\]{1,4096})""",
     re.X,
 )
-# <password>value</password>, also with the value on a line of its own (an indented XML element)
+# <password>value</password>, the value also on a line of its own
 _XML_VALUE_RE = _lazy("_XML_VALUE_RE",
                       r"(?:[ \t]*\r?\n[ \t]*)?([^<\s](?:[^<\n]{0,4094}[^<\s])?)(?:[ \t]*\r?\n[ \t]*)?</")
 _STRING_PREFIXES = frozenset("f r b u rb br fr rf".split())
@@ -740,13 +723,9 @@ _PREV_WORD_RE = _lazy("_PREV_WORD_RE", r"([A-Za-z]+)[ \t_\-]+$")
 _CANDIDATE_RE = _lazy(
     "_CANDIDATE_RE", r"(?<![A-Za-z0-9+/_\-=])[A-Za-z0-9+/_\-]{20,1024}={0,2}(?![A-Za-z0-9+/_\-=])"
 )
-# --------------------------------------------------------------------------------------------------
-# Shapes of issue #34: .netrc entries, cookies, bearer tokens anywhere, wrapped URL passwords,
-# base64 blobs of secret-bearing text
-# --------------------------------------------------------------------------------------------------
+# --- shapes of issue #34: .netrc, cookies, bearer, wrapped URLs, base64 ---
 
-# `machine HOST login USER password PW` (any order of the pairs, across lines too; `\n` as JSON
-# writes it); `default` starts an entry at the start of a line.
+# .netrc `machine H login U password P`: pairs in any order, across lines
 _NETRC_SEP = r"(?:[ \t\r\n]|\\[nrt])+"
 _NETRC_START_RE = _rare(
     r"(?<![\w.\-])machine" + _NETRC_SEP + r"(?P<host>[^\s\\\"'`;|&]{1,253})(?=[ \t\r\n\\])"
@@ -766,9 +745,9 @@ def _netrc_password_ok(value: str) -> bool:
     return not _is_placeholder(value) and value.lower() not in _PASSWORD_WORDS and "[REDACTED:" not in value
 
 
-# Cookie: a=1; b=2 / Set-Cookie: name=value; Path=/ (also as a JSON or Python key: "Cookie": "…").
+# Cookie: and Set-Cookie: headers, also as a JSON or Python key
 _COOKIE_RE = _rare(r"(?i)(?<![A-Za-z0-9_\-])(set-)?cookie2?[\"']?[ \t]*:[ \t]*[\"']?([^\r\n<>]{3,4096})")
-# One `name=value` of the header, and the `;` before the next one (none: the header ends there).
+# one `name=value` of the header and its `;` (none: the header ends)
 _COOKIE_PAIR_RE = _rare(
     r"[ \t]*([^=;\s,\"']{1,128})[ \t]*=[ \t]*(\"[^\";]{0,4096}\"|'[^';]{0,4096}'|[^;\s\"']{0,4096})[ \t]*(;?)"
 )
@@ -795,8 +774,7 @@ def _cookie_value_is_secret(name: str, value: str) -> bool:
     return _env_value_is_secret(v, name) or _looks_random(v)
 
 
-# A bearer token wherever it is written: `UPSTREAM=Bearer …`, `X_HEADER="Bearer …"`, a header line
-# of any name (RFC 6750's b64token characters).
+# a bearer token anywhere: `X=Bearer …`, any header name (RFC 6750 b64token)
 _BEARER_RE = _rare(
     r"(?<![A-Za-z0-9_\-])(?i:bearer)[ \t]+([\"']?)([A-Za-z0-9\-._~+/]{8,4096}=*)(?![A-Za-z0-9\-._~+/=])"
 )
@@ -821,8 +799,7 @@ def _bearer_value_ok(value: str, after: str) -> bool:
     return True
 
 
-# A URL password that a terminal or a pager wrapped: `postgres://user:pa\nss@host` (the one-line
-# form is the url-password rule's).
+# a URL password a terminal wrapped: `postgres://user:pa\nss@host`
 _WRAPPED_URL_RE = _rare(
     r"://([^\s:/?#@\"'<>\[\]]{0,256}):((?:[^\s?#\"'<>@/]|\r?\n[ \t]*){1,300})@(?=[A-Za-z0-9\[])"
 )
@@ -838,12 +815,10 @@ def _wrapped_url_password(user: str, pw: str) -> bool:
     return bool(joined) and _url_password_ok(joined)
 
 
-# Base64 blobs: decoded when they hold printable text, and masked whole when that text holds a secret.
+# base64 blobs: decoded if printable, masked whole if that holds a secret
 _B64_MIN, _B64_MAX = 16, 8192
-_B64_MAX_DEPTH = 2  # a blob inside a blob is decoded too; deeper is not
-# Base64's alphabet as a bytes.translate table: its characters become `x`, every other byte a
-# space, and a blob candidate is a run of `x` that bytes.find locates (a regex tried at every offset
-# of every text, or a split into words, cost the drain a third of its scrub time).
+_B64_MAX_DEPTH = 2
+# bytes.find over a translate: a regex at every offset cost 1/3 of scrub time
 _B64_MARKS = bytes(0x78 if chr(c).isascii() and (chr(c).isalnum() or chr(c) in "+/") else 0x20
                    for c in range(256))
 _B64_RUN = b"x" * _B64_MIN
@@ -853,7 +828,7 @@ _B64_EDGE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01234
 def _b64_candidates(text: str) -> list:
     """(start, end) of each base64 blob candidate: a run of 16-8192 characters of the alphabet,
     its `=` padding, and no identifier character (`_`, `-`) or more `=` right around it."""
-    # One byte per character either way (a non-ASCII character becomes `?`, no base64 character).
+    # one byte per character: non-ASCII becomes `?`, no base64 character
     marks = (text.encode("ascii") if text.isascii() else text.encode("ascii", "replace")).translate(_B64_MARKS)
     i = marks.find(_B64_RUN)
     if i < 0:
@@ -895,7 +870,7 @@ class _Shape:
     """A pass gated by words, as the trigger index sees it: in a text's `found` when one of its
     keywords occurs, so that no pass scans the text for its words again (a dozen `in` scans of
     every text were ~4% of the drain's scrub). `views`: its words make the decoded views and the
-    wrapped-token view worth a look (_rules_may_apply); `regex`: what a line break's verdict tries."""
+    wrapped-token view worth a look (rules_may_apply); `regex`: what a line break's verdict tries."""
 
     __slots__ = ("kind", "triggers", "regex", "lower", "also", "views")
 
@@ -911,9 +886,7 @@ class _Shape:
         return self.views and (not self.also or any(w in low for w in self.also))
 
 
-# (name, keywords, the pattern's name, words one of which must occur too, views). Issue #34's
-# shapes; then the command words and prose words the passes used to look for with `in`
-# (their pattern never matches: a line break's verdict is theirs as before).
+# (name, keywords, pattern, words, views); word-only entries never match
 _SHAPE_SPECS = (
     ("netrc", ("machine", "default"), "_NETRC_START_RE", ("password", "passwd"), True),
     ("cookie", ("cookie",), "_COOKIE_RE", (), True),
@@ -958,8 +931,7 @@ def _builtin_rules() -> tuple:
             _SHAPES[name] = _Shape(name, keywords, g[regex], also, views)  # (_rare: compiled when used)
         _SHAPE_SET = frozenset(_SHAPES.values())
         _URL_RULE[:] = [r for r in rules if r.kind == "url-password"][:1]
-        # One index for the built-in rules' triggers, the shapes' keywords and the catalogue rules'
-        # keywords: a text's words are looked up once for all.
+        # one index for all triggers and keywords: a text's words are looked up once
         _TRIGGER_INDEX = _scrub_table.KeywordIndex(
             [(t, r, not r.lower) for r in rules for t in r.triggers]
             + [(t, shape, False) for shape in _SHAPES.values() for t in shape.triggers]
@@ -974,15 +946,9 @@ def _ci(regex: "re.Pattern[str]") -> "re.Pattern[str]":
     return re.compile(regex.pattern, regex.flags | re.I)  # re's own cache keeps this cheap
 
 
-# --------------------------------------------------------------------------------------------------
-# Which rules a text needs
-# --------------------------------------------------------------------------------------------------
+# --- which rules a text needs ---
 
-# What each run of name characters seen so far says (see _scan), as one int: its keyword-index
-# mask (KeywordIndex.in_segment) shifted left once, plus 1 if its keyword hits matter to the
-# assignment pass (_run_matters). ORing a text's verdicts ORs both parts at once. A text reads the
-# verdicts of its runs once (map(dict.get), in C) and works from that snapshot only, so a thread
-# that clears the cache meanwhile cannot make it miss a rule.
+# run -> keyword mask << 1 | matters to the assignment pass (see _scan)
 _RUN_VERDICTS: dict = {}
 _RUN_CACHE_SIZE = 65536
 _RUN_CACHE_MAX_LEN = 128  # longer runs (random blobs) are judged each time they occur, not remembered
@@ -998,8 +964,7 @@ def _verdict(run: str) -> int:
     return verdict
 
 
-# The only characters whose lower() holds an ASCII letter (İ -> i̇, the Kelvin sign -> k): in text
-# with one, a keyword hit of `low` can span a run boundary of the text.
+# their lower() holds an ASCII letter: a hit may span a run boundary
 _LOWERS_TO_ASCII = ("\u0130", "\u212a")
 
 
@@ -1014,9 +979,15 @@ def _scan(text: str, low: str, shapes: bool = False) -> "tuple[set, set | None]"
     letter (the Kelvin sign into k): the rules of such text are looked up in its lowered words.
     A marker's type is the scrubber's word, not the text's: `[REDACTED:secret-assignment]` does
     not make the rules keyed on `secret` run again over what it already redacted.
+
+    _RUN_VERDICTS keeps each run's verdict as one int: its keyword-index mask
+    (KeywordIndex.in_segment) shifted left once, plus 1 if its keyword hits matter to the
+    assignment pass (_run_matters), so ORing a text's verdicts ORs both parts at once. The
+    verdicts are read once (map(dict.get), in C) and used as a snapshot, so a thread that clears
+    the cache meanwhile cannot make a text miss a rule.
     """
     if "[REDACTED:" in text:
-        text = _MARKER_RE.sub(" ", text)
+        text = MARKER_RE.sub(" ", text)
         low = text.lower()
     ascii_text = text.isascii()
     if ascii_text:
@@ -1059,7 +1030,7 @@ def _cuts_marker(text: str, ms: int, me: int, gs: int, ge: int) -> bool:
     """Whether a match [ms, me) touches a marker that is not wholly inside its replaced part [gs, ge)."""
     if text.find("[REDACTED:", max(0, ms - 50), me) < 0:
         return False
-    for mk in _MARKER_RE.finditer(text, max(0, ms - 50), me + 50):
+    for mk in MARKER_RE.finditer(text, max(0, ms - 50), me + 50):
         a, b = mk.span()
         if a < me and ms < b and not (gs <= a and b <= ge):
             return True
@@ -1107,7 +1078,7 @@ def _break_matters(text: str, s: int, left: str, right: str) -> bool:
         if not left or not _views.value_start(line[:len(line) - len(left)]):
             return False
     if _complete_item(left.rsplit("=", 1)[-1]) or _complete_item(right):
-        return False  # a line that ends with a UUID or a digest, a line that starts with a path: whole items
+        return False  # a UUID or digest at the end, a path at the start: whole items
     line_start = max(text.rfind("\n", 0, s) + 1, s - 400)
     line = text[line_start:s]
     key = (line, right)
@@ -1132,7 +1103,7 @@ def _complete_item(piece: str) -> bool:
 
 
 def _letters_wordish(piece: str) -> bool:
-    # every segment is a word or a number, not a mix: github.com/acme/lib, dist/app-8.20
+    # every segment a word or a number: github.com/acme/lib, dist/app-8.20
     for seg in re.split(r"[./\-_]", piece):
         if seg and not (seg.isalpha() or seg.isdigit()):
             return False
@@ -1178,9 +1149,7 @@ def _break_verdict(line: str, left: str, right: str) -> bool:
     return False
 
 
-# --------------------------------------------------------------------------------------------------
-# The scrubber
-# --------------------------------------------------------------------------------------------------
+# --- the scrubber ---
 
 
 class Scrubber:
@@ -1189,7 +1158,7 @@ class Scrubber:
     def __init__(self, extra_patterns: "dict[str, str] | None" = None, allow: "Iterable[str]" = (),
                  *, betterleaks: bool = False) -> None:
         self.counts: Counter = Counter()
-        # An optional extra layer (kirolearn[scan]): betterleaks' Go engine after our own rules.
+        # optional (kirolearn[scan]): betterleaks' Go engine after our own rules
         self._betterleaks = _betterleaks_scan() if betterleaks else None
         self._rules = _builtin_rules()
         self._extra: list = []
@@ -1208,21 +1177,17 @@ class Scrubber:
         self._low_memo: "tuple | None" = None
         self._b64_depth = 0
 
-    # -- public -----------------------------------------------------------------------------------
+    # --- public ---
 
     def scrub_text(self, text: str) -> str:
         """Return `text` with every private span and credential replaced by `[REDACTED:<type>]`."""
         if not isinstance(text, str):
             raise TypeError(f"scrub_text expects str, got {type(text).__name__}")
-        # Short texts recur (paths, tool names, session ids, hook fields): one found clean is
-        # remembered as clean, so the next event pays a dict look-up for it.
+        # short texts recur (paths, ids): one found clean costs a dict look-up next
         short = len(text) <= _CLEAN_CACHE_TEXT
         if short and text in self._clean:
             return text
-        # Rules judge context, and a redaction can change the context another rule saw (two tokens
-        # written without a gap: see test_glued_secrets_need_the_second_pass), so the pass repeats
-        # until nothing changes, at most _MAX_PASSES times; every text we know of is stable after
-        # two. Text without secrets, the common case, takes a single pass.
+        # a redaction changes what rules saw: repeat until stable (module docstring)
         original = text
         out = self._scrub_once(text)
         for _ in range(_MAX_PASSES - 1):
@@ -1254,7 +1219,7 @@ class Scrubber:
             text = self._sub(text, "private-key", _PRIVATE_KEY_RE, 0, None)
         for kind, regex in self._extra:
             text = self._sub_extra(text, kind, regex)
-        # The text's words pick the rules worth running, and whether the assignment pass is.
+        # the text's words pick the rules, and whether the assignment pass runs
         low, found, matter = self._scanned(text)
         before = text
         bearer = prose = False
@@ -1300,7 +1265,7 @@ class Scrubber:
             text = self._betterleaks_pass(text)
         return text
 
-    # -- decoded views (issue #23) ----------------------------------------------------------------
+    # --- decoded views (issue #23) ---
 
     def _plain_fixpoint(self, text: str) -> str:
         out = self._scrub_plain(text)
@@ -1320,27 +1285,27 @@ class Scrubber:
             self.counts.update(counts)
         if out == view_text:
             return []
-        return _views.redacted_spans(view_text, out, _MARKER_RE)
+        return _views.redacted_spans(view_text, out, MARKER_RE)
 
     def _scrub_views(self, text: str) -> str:
         """Redact, in the text as written, what the rules find in its decoded views: JSON, URL and
-        HTML escapes decoded; tokens a line break cut in two joined again."""
+        HTML escapes decoded; tokens a line break cut in two joined again.
+
+        Breaks are looked at only where a rule may apply: walking every line of every tool output
+        would double the drain's scrub time. A break inside the very keyword a rule needs
+        (FLWSECK_TES + T-…) is the cost: tests/test_scrub_matrix.py's KNOWN_GAPS."""
         spans = []
         if _views.has_escapes(text):
             for view in _views.escape_views(text):
-                # (a private tag decoded, `%EF%BC%9Cprivate…`, `pri\u200bvate`: the private pass in the view)
-                if self._rules_may_apply(view.text) or self._private_regex(view.text) is not None:
+                # a decoded private tag (`%EF%BC%9Cprivate`) is the private pass's too
+                if self.rules_may_apply(view.text) or self._private_regex(view.text) is not None:
                     spans += [(*view.span(s, e), kind) for s, e, kind in self._view_spans(view.text)]
-        # Breaks are looked at only where a rule may apply: walking every line of every tool
-        # output would double the drain's scrub time. (A break inside the very keyword a rule
-        # needs, FLWSECK_TES + T-…, is the cost: tests/test_scrub_matrix.py's KNOWN_GAPS.)
-        if ("\n" in text or "\\n" in text) and self._rules_may_apply(text):
+        # breaks only where a rule may apply: every line doubled the scrub time
+        if ("\n" in text or "\\n" in text) and self.rules_may_apply(text):
             spans += self._wrapped_spans(text)
         if not spans:
             return text
-        # What the rules find in the text as written is redacted whole as well: a view's finding
-        # may overlap a secret the plain pass sees (a wrapped line joined to the token after it),
-        # and must not leave part of it behind.
+        # redact the plain pass's finds too: a view's find may overlap them
         counts = Counter(self.counts)
         try:
             plain = self._scrub_plain(text)
@@ -1348,7 +1313,7 @@ class Scrubber:
             self.counts.clear()
             self.counts.update(counts)
         if plain != text:
-            spans += _views.redacted_spans(text, plain, _MARKER_RE)
+            spans += _views.redacted_spans(text, plain, MARKER_RE)
         spans.sort()
         out = []
         last = 0
@@ -1363,7 +1328,7 @@ class Scrubber:
                 out.append(text[last:s])
                 out_kind = kind
                 self.counts[kind] += 1
-            if _MARKER_RE.fullmatch(text, s, e):
+            if MARKER_RE.fullmatch(text, s, e):
                 out.append(text[s:e])
             else:
                 out.append(marker(kind))
@@ -1392,7 +1357,7 @@ class Scrubber:
         self._low_memo = (text, low)
         return low
 
-    def _rules_may_apply(self, text: str) -> bool:
+    def rules_may_apply(self, text: str) -> bool:
         """False when no rule can redact anything in this text or in its views: no rule's
         trigger that may match, no secret-looking name, no literal a command rule needs, no
         `NAME=` an .env line has. (Views cost a second scrub: most texts skip them here.)"""
@@ -1415,9 +1380,7 @@ class Scrubber:
         if not cuts:
             return []
         spans = []
-        # One window per group of lines that the relevant breaks tie together, all of them joined;
-        # in a group of several, each break also on its own (joining a word before a token to it
-        # would hide the token: `--verbose` + `AKCp…`).
+        # one window per tied group, each break alone too (`--verbose` + `AKCp…`)
         i = 0
         singles = 0
         while i < len(cuts):
@@ -1495,40 +1458,41 @@ class Scrubber:
 
     def scrub_value(self, value: object) -> object:
         """Scrub a JSON-like value recursively (dict keys too), returning new objects."""
-        return self._walk(value, self.scrub_text)
+        return self.walk(value, self.scrub_text)
 
-    def _walk(self, value: object, scrub_text: "Callable[[str], str]") -> object:
+    def walk(self, value: object, scrub_text: "Callable[[str], str]") -> object:
         """scrub_value, with `scrub_text` for the string values (keys always use this scrubber's:
-        kirolearn.privacy.carry passes one that sees the text before)."""
+        kirolearn.privacy.carry passes one that sees the text before).
+
+        A string under a secret-named key is replaced whole (_scrub_secret_field). Keys that scrub
+        to the same text (two private keys) collide and the later wins: nothing leaks, one entry
+        is lost."""
         if isinstance(value, str):
             return scrub_text(value)
         if isinstance(value, dict):
-            # A string under a secret-named key is replaced whole (see _scrub_secret_field); nested
-            # containers under one are walked like any other. Keys that scrub to the same text
-            # (two private keys) collide and the later wins: nothing leaks, one entry is lost.
+            # secret-named key: replaced whole; keys scrubbing alike: the later wins
             out = {}
             for key, item in value.items():
                 new_key = self.scrub_text(key) if isinstance(key, str) else key
                 if isinstance(key, str) and isinstance(item, str) and _is_secret_key(key):
                     out[new_key] = self._scrub_secret_field(item)
                 else:
-                    out[new_key] = self._walk(item, scrub_text)
+                    out[new_key] = self.walk(item, scrub_text)
             return out
         if isinstance(value, list):
-            return [self._walk(item, scrub_text) for item in value]
+            return [self.walk(item, scrub_text) for item in value]
         if isinstance(value, tuple):
-            return tuple(self._walk(item, scrub_text) for item in value)
+            return tuple(self.walk(item, scrub_text) for item in value)
         return value
 
-    # -- helpers ----------------------------------------------------------------------------------
+    # --- helpers ---
 
     def _scrub_secret_field(self, item: str) -> str:
-        # The value of a secret-named key is a secret whatever it looks like, unless it is a
-        # placeholder, an allowed literal, or already fully redacted (after the ordinary text pass).
+        # a secret-named key's value is secret unless placeholder, allowed or redacted
         if item.strip() in self._allow_set:
             return item
         scrubbed = self.scrub_text(item)
-        rest = _MARKER_RE.sub("", scrubbed).strip()
+        rest = MARKER_RE.sub("", scrubbed).strip()
         first, _, tail = rest.partition(" ")
         if first.lower() in _AUTH_SCHEMES:  # "Bearer [REDACTED:jwt]"
             rest = tail.strip()
@@ -1557,8 +1521,7 @@ class Scrubber:
         low = self._lower(text)
         ascii_text = text.isascii()
         if "private" not in low:
-            # `pri\u200bvate`: a zero-width character hides the word from a plain search. In ASCII
-            # text it can only be an escape (`\u200b`, `&#8203;`), which the escape views decode.
+            # a zero-width char hides `private`; in ASCII it is an escape the views decode
             if ascii_text or not _ZW_CHAR_RE.search(text):
                 return None
             return _PRIVATE_ZW_RE
@@ -1568,7 +1531,7 @@ class Scrubber:
             return _PRIVATE_ZW_RE
         return _PRIVATE_TAG_RE
 
-    def _private_unclosed(self, text: str) -> bool:
+    def private_unclosed(self, text: str) -> bool:
         """Whether `text` ends inside a private span: an opening tag whose closing one is not there
         (every spelling, escaped zero-width characters too: only asked about rare texts)."""
         depth = 0
@@ -1614,7 +1577,7 @@ class Scrubber:
 
         def replace(m: "re.Match[str]") -> str:
             secret = m.group(group)
-            if not secret or _MARKER_RE.fullmatch(secret) or _only_sentinels(secret):
+            if not secret or MARKER_RE.fullmatch(secret) or _only_sentinels(secret):
                 return m.group(0)
             if check is not None and not check(secret):
                 return m.group(0)
@@ -1662,7 +1625,7 @@ class Scrubber:
             if s < last or s >= e:
                 continue
             secret = text[s:e]
-            if "[REDACTED:" in secret and _MARKER_RE.fullmatch(secret.strip()):
+            if "[REDACTED:" in secret and MARKER_RE.fullmatch(secret.strip()):
                 continue
             if _only_sentinels(secret) or (
                     rule.entropy is not None and _scrub_table.entropy(secret) <= rule.entropy):
@@ -1681,7 +1644,7 @@ class Scrubber:
         return "".join(out)
 
     def _sub_extra(self, text: str, kind: str, regex: "re.Pattern[str]") -> str:
-        markers = [m.span() for m in _MARKER_RE.finditer(text)]
+        markers = [m.span() for m in MARKER_RE.finditer(text)]
         group = "secret" if "secret" in regex.groupindex else 0
         out = []
         last = 0
@@ -1704,7 +1667,7 @@ class Scrubber:
         """Redact the -p password(s) of one mysql / login command line."""
         def replace(m: "re.Match[str]") -> str:
             group = m.lastgroup or "bare"
-            if _is_placeholder(m.group(group)) or _MARKER_RE.fullmatch(m.group(group)):
+            if _is_placeholder(m.group(group)) or MARKER_RE.fullmatch(m.group(group)):
                 return m.group(0)
             self.counts["user-password"] += 1
             s, e = m.span(group)
@@ -1783,7 +1746,7 @@ class Scrubber:
 
     def _sub_wrapped_url(self, text: str) -> str:
         """A URL password that a line break cut in two: the whole password, break included."""
-        # (the pattern starts with its literal, which re finds fast; the scheme is checked here)
+        # the pattern starts with its literal (fast in re); the scheme is checked here
         spans = [m.span(2) for m in _WRAPPED_URL_RE.finditer(text)
                  if m.start() > 0 and text[m.start() - 1].isalnum()
                  and _wrapped_url_password(m.group(1), m.group(2))]
@@ -1795,7 +1758,7 @@ class Scrubber:
         spans = []
         for start, end in _b64_candidates(text):
             decoded = _b64_text(text[start:end])
-            if decoded is None or not self._rules_may_apply(decoded):
+            if decoded is None or not self.rules_may_apply(decoded):
                 continue
             counts = Counter(self.counts)
             self._b64_depth += 1
@@ -1806,7 +1769,7 @@ class Scrubber:
                 self.counts.clear()
                 self.counts.update(counts)
             if out != decoded:
-                found = _MARKER_RE.search(out)
+                found = MARKER_RE.search(out)
                 kind = found.group(0)[len("[REDACTED:"):-1] if found else "secret-assignment"
                 spans.append((start, end, kind))
         if not spans:
@@ -1926,8 +1889,7 @@ class Scrubber:
                         continue
                 if lowname != "bearer" and (lowname != "key" or not _after_key_qualifier(text, s)):
                     continue
-            # A token after a keyword does not consume the text before it: a later name there
-            # (`token <password>…`) is still parsed, and overlapping spans are merged below.
+            # a token after a keyword keeps the text before it parsed; spans merge below
             tok = _entropy_after(text, e)
             if tok is not None:
                 spans.append((tok[0], tok[1], "high-entropy"))
@@ -2061,9 +2023,7 @@ class Scrubber:
         return vs, ve, _bare_is_secret(content, name, op, spaced, after, spaced_flag)
 
 
-# --------------------------------------------------------------------------------------------------
-# Module-level conveniences
-# --------------------------------------------------------------------------------------------------
+# --- module-level conveniences ---
 
 def _betterleaks_scan():
     """betterleaks.scan_string, or an error that says how to install it."""

@@ -24,18 +24,13 @@ from collections.abc import Iterator
 _WORD_RE = re.compile(r"[a-z0-9]+")
 _RUN_RE = re.compile(r"[a-z0-9]+")
 
-# Right edges. KV values end at a quote, space, separator, closing bracket, escape or a sentence
-# end; the catalogue's own edge (quote, space, `;`, escape, end) loses "key: abc123." in prose.
+# a sentence end closes a value too: the catalogues' edge loses "key: abc123."
 _KV_RIGHT = r"(?=[\x60'\"\s;,)\]}&|<>\\]|[.!?:](?:\s|$)|$)"
-# Name, operator and value stay on one line (the catalogues allow a line break, which lets a
-# generic rule take the next line's variable name for a secret); quotes may be escaped (JSON
-# inside a JSON string: `{\"key\": \"value\"}`).
+# one line: across a break a rule takes the next line's name for a secret
 _KV_OPERATOR = r"(?:[ \t\w.-]{0,20})[ \t'\"\\\]]{0,5}(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'\" \t=\\]{0,6}"
 _TOKEN_LEFT, _TOKEN_RIGHT = r"(?<![A-Za-z0-9])", r"(?![A-Za-z0-9_+=\-])"
 
-# The catalogues' global allowlist (placeholders, not credentials), aimed at the secret, plus
-# kirolearn's: templates, masks and elisions. (The scrubber's own placeholder test is not used
-# here: it takes `test_…` for a sample value, and `$aact_…` for a variable.)
+# not scrub's placeholder test: it takes `test_…` and `$aact_…` for placeholders
 _GLOBAL_ALLOW_SOURCE = (
     r"(?i)^(?:true|false|null)$"
     r"|^(?i:a+|b+|c+|d+|e+|f+|g+|h+|i+|j+|k+|l+|m+|n+|o+|p+|q+|r+|s+|t+|u+|v+|w+|x+|y+|z+|\*+|\.+|0+|1+)$"
@@ -50,7 +45,15 @@ _GLOBAL_STOPWORDS = ("abcdefghijklmnopqrstuvwxyz", "014df517-39d1-4453-b7b3-9930
 
 
 class Rule:
-    """One catalogue rule; its pattern is compiled on first use."""
+    """One catalogue rule; its pattern is compiled on first use.
+
+    `broad`: a rule triggered by a common word (key, token, secret, ...) names no provider, so a
+    git SHA or a SHA-256 under `cache_key` is a digest, not its secret. `starts`: literals one of
+    which starts every match (a KV rule's name, matched ignoring case; a TOKEN or RAW rule's
+    secret, matched as written). Text with a keyword but none of them cannot match: lob-api-key's
+    keyword `test_` is in every test log, its name `lob` is rarely there; twilio-api-key's keyword
+    `sk` is in "task", its tokens start with `SK`.
+    """
 
     __slots__ = ("id", "keywords", "form", "name", "secret", "group", "entropy", "allow", "stopwords",
                  "order", "broad", "starts", "cased", "_regex")
@@ -59,13 +62,9 @@ class Rule:
         (self.id, self.keywords, self.form, self.name, self.secret, self.group, self.entropy,
          self.allow, self.stopwords) = row
         self.order = order
-        # A rule triggered by a common word (key, token, secret, ...) names no provider: a git SHA
-        # or a SHA-256 under `cache_key` is a digest, not its secret.
+        # a common-word trigger names no provider: a digest is not its secret
         self.broad = bool(_BROAD_KEYWORDS.intersection(self.keywords))
-        # Literals one of which starts every match: a KV rule's name (matched ignoring case), a
-        # TOKEN or RAW rule's secret (matched as written). Text with a keyword but without any of
-        # them cannot match: lob-api-key's keyword `test_` is in every test log, its name `lob` is
-        # rarely there; twilio-api-key's keyword `sk` is in "task", its tokens start with `SK`.
+        # a keyword alone is weak evidence (`test_`, `sk`): see the class docstring
         if self.form == "KV":
             self.starts, self.cased = tuple(s.lower() for s in _leading_literals(self.name)), False
         else:
@@ -220,18 +219,17 @@ class KeywordIndex:
                                    for (kw, cased), items in kws.items())
                         for run, kws in by_run.items()}
         self._always = self._by_run.get("", ())  # keywords without a letter or digit
-        # The same, split by where a keyword can be confirmed: inside one segment, or in the text.
+        # confirmed in one segment, or in the text
         inside = (lambda kw: set(kw) <= segment_chars) if segment_chars else (lambda kw: False)
         self._in_segment = {run: tuple(e for e in entries if inside(e[0])) for run, entries in self._by_run.items()}
         self._in_text = {run: tuple(e for e in entries if not inside(e[0])) for run, entries in self._by_run.items()}
-        # Runs by their first two characters (one-character runs apart): a new word is matched
-        # against the few runs its own bigrams start, not against all of them.
+        # by bigram: a new word is tried against a few runs, not all of them
         self._short = tuple(r for r in self._by_run if len(r) == 1)
         self._by_bigram: dict = {}
         for run in self._by_run:
             if len(run) >= 2:
                 self._by_bigram.setdefault(run[:2], []).append(run)
-        # Mask bits: one per item, then one per run that has keywords to confirm in the whole text.
+        # mask bits: items first, then runs to confirm in the whole text
         self._items = tuple(dict.fromkeys(
             item for entries in self._by_run.values() for _, items, _, _ in entries for item in items))
         self._item_bit = {item: 1 << i for i, item in enumerate(self._items)}
@@ -239,8 +237,7 @@ class KeywordIndex:
         self._text_runs = tuple(run for run, entries in self._in_text.items() if run and entries)
         self._run_bit = {run: 1 << (len(self._items) + i) for i, run in enumerate(self._text_runs)}
         self._word_cache: dict = {}
-        # No keyword's run is all digits (in today's table): a number, the commonest new word in
-        # tool output, then holds none, and is neither searched nor remembered.
+        # no all-digit run today: numbers, tool output's commonest word, are skipped
         self._digit_runs = any(run.isdigit() for run in self._by_run)
 
     def runs_in(self, word: str) -> tuple:
@@ -306,8 +303,7 @@ def _bits(mask: int) -> "Iterator[int]":
         mask ^= lowest
 
 
-# Every byte but a-z and 0-9 becomes a space: splitting ASCII text with one C translate is ~3x
-# faster than scanning it with _WORD_RE.
+# one C translate splits ASCII text ~3x faster than _WORD_RE
 _WORD_BYTES = bytes(c if 0x30 <= c <= 0x39 or 0x61 <= c <= 0x7A else 0x20 for c in range(256))
 
 

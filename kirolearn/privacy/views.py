@@ -31,16 +31,13 @@ class _Lazy:
             rx = self._rx = re.compile(*self._args)
         return getattr(rx, name)
 
-# One escape of the three encodings; the decoded text is searched again once (double encoding:
-# `%2522`, `&amp;lt;`).
-# A character beyond ASCII is URL-encoded as its UTF-8 bytes (`%EF%BC%9C` is `＜`): one escape.
+# decoded text is searched once more (`%2522`); `%EF%BC%9C` is one escape
 _UTF8_PCT = (r"%[CDcd][0-9A-Fa-f]%[89ABab][0-9A-Fa-f]|%[Ee][0-9A-Fa-f](?:%[89ABab][0-9A-Fa-f]){2}"
              r"|%[Ff][0-7](?:%[89ABab][0-9A-Fa-f]){3}")
 _ESCAPE_RE = _Lazy(
     r"\\u([0-9a-fA-F]{4})|\\([/\"\\nrt])|(" + _UTF8_PCT + r")|%([0-9A-Fa-f]{2})"
     r"|&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z]{2,8});")
-# The same without URL escapes: a secret may hold `%` followed by two hex digits
-# (facebook-access-token's `id%token` form), which URL decoding would change.
+# no URL escapes: a secret may hold `%` + two hex digits (facebook's `id%token`)
 _ESCAPE_NO_URL_RE = _Lazy(
     r"\\u([0-9a-fA-F]{4})|\\([/\"\\nrt])|(?!)(x)|(?!)(x)|&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z]{2,8});")
 _URL_ESCAPE_RE = _Lazy(r"%[0-9A-Fa-f]{2}")
@@ -172,13 +169,12 @@ def escape_view(text: str) -> "View | None":
     return views[-1] if views else None
 
 
-# A line break inside a token: token characters on both sides (after the next line's
-# indentation), written as a real break or as a JSON `\n` escape.
+# a break with token characters on both sides, real or a JSON `\n` escape
 _TOKEN_CHARS = "A-Za-z0-9+/=_\\-."
 _TOKEN_SET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-."
 _TOKEN_PREFIXES = ("AKIA", "ASIA", "ABIA", "ACCA", "A3T", "eyJ", "ZXlK")
 _ESCAPED_BREAK_RE = _Lazy(r"[" + _TOKEN_CHARS + r"](\\r?\\n)[ \t]*(?=[" + _TOKEN_CHARS + r"])")
-# The next line starts a new assignment or entry (`PORT=8080`, `- name`): not a continuation.
+# a new assignment or entry (`PORT=8080`, `- name`) is not a continuation
 _NEW_ENTRY_RE = _Lazy(r"[A-Za-z_][A-Za-z0-9_.\-]{0,80}[ \t]*(?:=(?![=\r\n]|$)|:[ \t]|:$)|-[ \t]", re.M)
 
 

@@ -18,16 +18,15 @@ import time
 from kirolearn.core import paths
 from kirolearn.core import jsonfast
 
-SOCKET_NAME = "recall.sock"
-PROMPT_DEADLINE = 0.15  # seconds the prompt hook waits for the server, in all (connect, ask, answer)
-SEARCH_DEADLINE = 2.0  # `kirolearn search` / MCP: a loaded server answers in tens of ms
+PROMPT_DEADLINE = 0.15  # seconds in all: connect, ask, answer
+SEARCH_DEADLINE = 2.0  # a loaded server answers in tens of ms
 MAX_ANSWER = 4 * 1024 * 1024
 SUN_PATH_MAX = 104 if sys.platform == "darwin" else 108  # bytes, with the terminating NUL
 
 
 def socket_path() -> str:
     """$KIROLEARN_HOME/recall.sock."""
-    return os.path.join(paths.home(), SOCKET_NAME)
+    return paths.recall_socket()
 
 
 def too_long(path: str) -> bool:

@@ -1,7 +1,7 @@
-"""Recall: read-only lexical search over memory records (the block itself is rendered in context.py).
+"""Recall: read-only lexical search over memory records (kirolearn.recall.context renders the block).
 
 Standard library only: it runs inside the hook process (architecture.md rule 1), so
-it opens SQLite read-only through the stdlib driver, inside a time budget. No
+it opens SQLite read-only through the stdlib driver (kirolearn.store.sqlite.reader), inside a time budget. No
 database means nothing to say; a locked, corrupt or slow one raises
 sqlite3.Error, which the hook logs and turns into silence. Used by the hook, `kirolearn search` / `kirolearn context`, and MCP.
 
@@ -20,24 +20,24 @@ from kirolearn.core.isotime import iso_epoch
 from kirolearn.core.limits import DEFAULT_TIME_BUDGET
 from kirolearn.recall import when
 from kirolearn.store.sqlite import reader
-from kirolearn.core import jsonfast  # not json: it imports re (~30M instructions a hook call)
+from kirolearn.core import jsonfast
 
-# One weight per observation type (kirolearn.core.observation_types; tests/test_constants.py checks).
+# One weight per observation type (tests/test_constants.py checks).
 TYPE_WEIGHTS = {"session_summary": 1.3, "decision": 1.3, "error": 1.15, "discovery": 1.1, "pattern": 1.1,
                 "tool_use": 1.0, "conversation": 0.6}
 RECENCY_HALF_LIFE_DAYS = 30.0
 MAX_TERMS = 24
-SEARCH_LIMIT_MAX = 100  # the most hits one search returns (CLI --limit, MCP limit)
-CHARS_PER_TOKEN = 4  # rough estimate for English and code, no tokenizer dependency
-RELATIVE_FLOOR = 0.35  # a prompt match must score at least this share of the best match
-COMMON_SHARE = 0.2  # words in more than this share of records carry little BM25 weight (idf < log 4): not searched
-KEEP_RAREST = 2  # ... but the rarest few words of a prompt are always kept
-# A project holding at least this share of the store is filtered after BM25 ranks the matches, not in
-# the MATCH: BM25 reads every MATCH phrase's whole doclist, and the project's is most of the store.
+SEARCH_LIMIT_MAX = 100  # CLI --limit, MCP limit
+CHARS_PER_TOKEN = 4  # rough: no tokenizer dependency
+RELATIVE_FLOOR = 0.35  # of the best match's score
+
+COMMON_SHARE = 0.2  # commoner words (idf < log 4): not searched
+KEEP_RAREST = 2  # but a prompt's rarest few are kept
+
+# Filter a big project after ranking: BM25 reads its whole doclist in MATCH.
 PROJECT_IN_MATCH_BELOW = 0.75
 
-# Dotted acronyms ("U.S.", "e.g.") stay one token; everything else is a run of word characters:
-# the regex (?:[^\W\d_]\.){2,}|\w+, read by hand in words() (re costs the hook ~25M instructions).
+# words() tokenizes by hand: re costs the hook ~25M instructions.
 _STOPWORDS = frozenset(
     """a an and are as at be been but by can could did do does doing done for from get got had has have
     how i if in into is it its it's just let me my no not now of on or our please should so some such
@@ -48,11 +48,9 @@ _STOPWORDS = frozenset(
     he him his she her hers herself himself i'm me mine myself ours yours yourself its about say said says
     tell told kind kinds type types thing things ever much many lot lots""".split()
 )
-# Searched (a bug can be about yesterday's date), but no prompt is about one of them alone: a record is
-# injected for the prompt's other words ("thanks, that's all for today" matched a commit's "today")
+# Searched, but no prompt is about one alone ("that's all for today").
 RELATIVE_DAYS = frozenset(("today", "tonight", "tomorrow", "yesterday"))
-# A record a newer one superseded (issue #31: "RETRIES is 3" under "raised RETRIES from 3 to 7") scores
-# this share of its match, in lexical and semantic ranking alike; a merged record is not recalled at all.
+# Superseded (issue #31): this share of its match; merged ones are not recalled.
 SUPERSEDED_FACTOR = 0.1
 
 
@@ -71,8 +69,8 @@ class Hit:
         self.title, self.summary, self.facts, self.concepts = title, summary, facts, concepts
         self.files_touched, self.observation_type, self.strategy = files_touched, observation_type, strategy
         self.created_at, self.bm25, self.score, self.matched_terms = created_at, bm25, 0.0, []
-        self.actor = actor  # who made it (#16): a teammate's records say so in the context block
-        # issue #31 (kirolearn.core.marks): demoted and labelled when its files changed or its turn failed
+        self.actor = actor  # who made it (#16)
+        # marks of issue #31 (core.marks): demoted and labelled
         self.freshness, self.outcome = freshness or marks.DEFAULT_FRESHNESS, outcome or marks.DEFAULT_OUTCOME
         self.superseded_by, self.merged_into = superseded_by, merged_into  # marks (#31): demoted / hidden
 
@@ -81,7 +79,7 @@ class Hit:
         return {k: getattr(self, k) for k in self.FIELDS}
 
 
-# --- opening the store read-only ------------------------------------------------------
+# Opening the store read-only
 
 
 def connect_readonly(db_path: "str | None" = None, budget: float = DEFAULT_TIME_BUDGET):
@@ -89,7 +87,7 @@ def connect_readonly(db_path: "str | None" = None, budget: float = DEFAULT_TIME_
     return reader.connect_readonly(db_path or paths.db_path(), budget)
 
 
-# --- query building --------------------------------------------------------------------
+# Query building
 
 
 def _is_word_char(ch: str) -> bool:  # regex \w
@@ -144,7 +142,7 @@ def terms(text: str, limit: int = MAX_TERMS) -> "list[str]":
         short_ok = "." in low or (len(word) == 2 and word.isupper())  # "U.S.", "CI", "DB"
         if len(low) < 3 and not short_ok and not any(ch.isdigit() for ch in low) and low.isascii():
             continue
-        # identifiers (digits, underscores, camelCase) say the most, then longer words; ties keep order
+        # identifiers (digits, _, camelCase) say the most, then longer words
         identifier = any(ch.isdigit() or ch == "_" for ch in word) or (word[:1].islower() and word.lower() != word)
         seen[low] = (0 if identifier else 1, -min(len(low), 12), position)
     ranked = sorted(seen, key=seen.get)[:limit]
@@ -240,8 +238,7 @@ def search(conn, query: str, *, project_id: "str | None" = None, types=None, lim
     sqlite3.Error, which the hook logs and the CLI reports. `since` (a store
     timestamp), `session_id` and `file` narrow it like `kirolearn list`.
     """
-    # Dates the query names ("on 3 May 2023") are not searched as words; the matches that happened
-    # then rank higher (kirolearn.recall.when).
+    # Named dates ("on 3 May 2023") are not words: they rank that day's matches.
     dates, query = when.windows(query)
     words = _query_words(conn, query, limit)
     if words is None:
@@ -250,7 +247,7 @@ def search(conn, query: str, *, project_id: "str | None" = None, types=None, lim
     depth = max(limit * 5, 25)
     narrowed = bool(types or since or session_id or file)
     in_match, share = _project_in_match(conn, project_id)
-    # Rank on the columns the score needs; the full rows are read for the best `limit` alone.
+    # Full rows are read for the best `limit` alone.
     rows = reader.fts_matches(conn, words, depth=_ceil((depth * 20 if narrowed else depth) / share), limit=depth,
                               project_id=project_id, types=types, since=since, session_id=session_id, file=file,
                               columns=reader.RANK_COLUMNS + (", r.source_event_ids" if dates else ""),
@@ -291,7 +288,7 @@ def scores(conn, query: str, *, project_id: "str | None" = None, types=None, lim
     in_match, share = _project_in_match(conn, project_id)
     rows = reader.fts_matches(conn, words, depth=_ceil(depth / share), limit=depth, project_id=project_id,
                               types=types, columns=reader.SCORE_COLUMNS, project_in_match=in_match)
-    # fusion weighs freshness/outcome once (semantic.Searcher); superseded/merged apply here already
+    # fusion weighs freshness/outcome once; superseded/merged apply here already
     found = [(r["record_id"], -r["bm25"] * _weight(r, now, marked=False)) for r in rows]
     found = marked(conn, found)
     found.sort(key=lambda kv: (-kv[1], kv[0]))

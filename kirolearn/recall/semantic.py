@@ -26,8 +26,7 @@ from kirolearn.store.sqlite import db as store
 from kirolearn.store.sqlite.derived import SqliteDerived
 from kirolearn.recall.embeddings.registry import EmbeddingUnavailable, from_settings
 
-# The lexical / vector fusion weights and the meaning-alone floor are the model's
-# (EmbeddingModel.lexical_weight, vector_weight, vector_only_min_similarity, lexical_coverage_power).
+# Fusion weights and the meaning-alone floor are the model's (EmbeddingModel).
 NEIGHBOUR_WEIGHT = 0.2
 QUESTION_WEIGHT = 0.3  # extra share a question passes to the turn right after it (its likely answer)
 CANDIDATES = 60
@@ -77,8 +76,7 @@ def record_parts(row) -> "list[str]":
             outcome = outcome[len(title.rstrip("…")):].strip()
     if not request or not outcome:
         return [whole]
-    # the whole text is a part too unless the two hold every piece of it (a deterministic turn's facts
-    # and concepts are its outcome's sentences and words): the same recall, in fewer model tokens
+    # the whole text too, unless the two parts hold all of it: fewer model tokens
     inside = f"{request}\n{outcome}".lower()
     held = [title, *(text for label, text in sections.items() if label not in ("Request", "Outcome")),
             *_listed(row["facts"]), *_listed(row["concepts"])]
@@ -170,7 +168,7 @@ def index_pending(db, model, *, batch: int = 512, progress=None, seconds: "float
                     continue
                 break
             vectors, texts = embed_records(model, rows)
-            # a record's vector blob holds its parts' rows one after another (`dimensions` floats each)
+            # the blob holds the parts' rows in a row (`dimensions` floats each)
             derived.save_vectors([
                 {"record_id": r["record_id"], "project_id": r["project_id"], "model_id": model.model_id,
                  "dimensions": int(vectors[i].shape[1]), "vector": vectors[i].tobytes(),
@@ -192,15 +190,13 @@ class _ProjectIndex:
         rows = store.load_vectors(conn, model_id, project_id)
         self.ids = [r[1] for r in rows]
         self.position = {rid: i for i, rid in enumerate(self.ids)}
-        # one row per embedded text: a record embedded in parts (record_parts) has several, in a row;
-        # starts[i] is record i's first row, and a record scores its best row's cosine
+        # one row per embedded text; starts[i] is record i's first row
         counts = np.array([max(1, len(r[3]) // (4 * r[4])) if r[4] else 1 for r in rows], dtype=np.int64)
         self.starts = np.concatenate([[0], np.cumsum(counts)[:-1]]) if rows else np.zeros(0, dtype=np.int64)
         self.parts = bool(rows) and int(counts.max()) > 1
         self.matrix = (np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(int(counts.sum()), -1)
                        if rows else np.zeros((0, 1), dtype=np.float32))
-        # record -> [(neighbour, weight)]: both session neighbours pass NEIGHBOUR_WEIGHT of their
-        # score; a record that asks a question passes QUESTION_WEIGHT more to the one after it.
+        # record -> [(neighbour, weight)], weights NEIGHBOUR_WEIGHT / QUESTION_WEIGHT
         self.neighbours: "dict[str, list[tuple[str, float]]]" = {}
         self.times: "dict[str, float | None]" = {}  # when each record's turn happened (its first event)
         previous = (None, None, False)
@@ -213,7 +209,7 @@ class _ProjectIndex:
             previous = (record_id, session_id, "?" in (title or ""))
 
 
-_INDEXES: dict = {}  # (database file, model id, project id) -> (stamp, _ProjectIndex), kept between calls
+_INDEXES: dict = {}  # (db file, model id, project id) -> (stamp, _ProjectIndex)
 
 
 def _database_file(conn) -> str:
@@ -244,8 +240,9 @@ class Searcher:
                 self.error, model = exc.message, None
         self.model = model
         self._file = _database_file(conn)
-        self.last_similarity: "dict[str, float]" = {}  # the last search's hits: record id -> cosine with the query
-        self.last_routed = False  # whether the last search ranked by the vector alone (see _fuse)
+        self.last_similarity: "dict[str, float]" = {}  # last hits: record id -> cosine
+
+        self.last_routed = False  # the last search ranked by the vector alone (_fuse)
 
     @property
     def semantic(self) -> bool:
@@ -310,7 +307,7 @@ class Searcher:
         if self.conn is None or self.model is None or filters:  # no database yet: recall.search gives []
             return recall.search(self.conn, query, project_id=project_id, types=types, limit=limit, now=now,
                                  **filters)
-        # Dates the query names rank the records of those days; their words are not searched.
+        # Named dates rank the records of those days; their words are not searched.
         dates, words_query = when.windows(query)
         index, sims = self.similarities(words_query, project_id)
         if sims is None:
@@ -339,20 +336,17 @@ class Searcher:
 
         lexical = dict(lexical_scores)
         best_lex = max(lexical.values(), default=0.0) or 1.0
-        # A follow-up in other words still matches an incidental word of some record, and normalising
-        # by the best BM25 score would count that match in full. With a model that reads meaning well
-        # (EmbeddingModel.lexical_coverage_power > 0) a match counts by how much of the query it holds.
+        # An incidental word match would count in full: weigh it by query coverage.
         power = self.model.lexical_coverage_power
         route_below = self.model.route_below_coverage
         coverage = self._coverage(query, lexical) if (power or route_below) and lexical else {}
         if power and lexical:
             lexical = {rid: value * coverage.get(rid, 1.0) ** power for rid, value in lexical.items()}
-        # Routed fusion: when no lexical candidate of the best ROUTE_TOP holds `route_below` of the
-        # query's words, the words found nothing that reads like the question: rank by meaning alone.
+        # Routed fusion: no top lexical match reads like the question, so meaning alone.
         top_lexical = sorted(lexical_scores, key=lambda kv: -kv[1])[:ROUTE_TOP]
         routed = bool(route_below) and all(coverage.get(rid, 0.0) < route_below for rid, _ in top_lexical)
         self.last_routed = routed
-        # Vector scores: how far above the project's typical similarity, relative to the best.
+        # Vector scores: how far above the project's typical similarity.
         order = np.argsort(-sims)
         floor = float(np.median(sims)) if len(sims) >= 3 else float(sims.min()) - 1e-6
         top_sim = float(sims[order[0]])
@@ -366,9 +360,7 @@ class Searcher:
             pos = index.position.get(rid)
             return max(0.0, (float(sims[pos]) - floor) / span) if pos is not None else 0.0
 
-        # A record no query word reaches (itself or a session neighbour) must be close in meaning on
-        # its own: the vector score above is relative, so without this every query, even an empty or
-        # unrelated one, would return the project's nearest records.
+        # The vector score is relative: without this floor any query finds something.
         reached = set(lexical) | {n for rid in lexical for n, _ in index.neighbours.get(rid, ())}
 
         def close_enough(rid):
@@ -392,9 +384,7 @@ class Searcher:
             best = max(fused.values(), default=0.0) or 1.0
             for rid in fused:
                 fused[rid] += when.DATE_WEIGHT * best * when.closeness(index.times.get(rid), dates)
-        # issue #31: a record whose files changed or were deleted since, or whose turn failed, keeps
-        # kirolearn.core.marks.factor of its fused score
-        # (recall.scores leaves those marks out: they weigh the fused score once, here)
+        # issue #31: marks weigh the fused score once, here (recall.scores skips them)
         for rid, (fresh, outcome) in reader.marks_of(self.conn, list(fused)).items():
             fused[rid] *= marks.factor(fresh, outcome)
         # and a merged record is not recalled, a superseded one is demoted
@@ -446,22 +436,24 @@ def prompt_hits(searcher: Searcher, prompt: str, *, project_id: "str | None", li
 
 
 NEIGHBOUR_CHARS = 200  # of each neighbour's text copied into a record's expansion
-# How many turns on each side of a record lend it their text. Measured on LoCoMo (hit@5, hook /
-# hybrid): one each side 0.676 / 0.742, two 0.691 / 0.750, three (the farthest cut to 100 or 200
-# characters) at most 0.684 / 0.745.
+
+# Turns each side that lend their text (measured: see expansions_for).
 NEIGHBOUR_SPAN = 2
 
 
 def _turn_text(rec: dict) -> str:
     title = " ".join(rec["title"].split())
     summary = " ".join(_MARKUP.sub(" ", rec["summary"] or "").split())
-    # deterministic records restate the (possibly clipped) title at the start of the summary
+    # deterministic records restate the (maybe clipped) title in the summary
     text = summary if summary.startswith(title[:60].rstrip("…")) else f"{title} {summary}"
     return text.strip()[:NEIGHBOUR_CHARS]
 
 
 def expansions_for(records: "list[dict]") -> "dict[str, str]":
-    """Each record's expansion: the text of the NEIGHBOUR_SPAN records before and after it in its session."""
+    """Each record's expansion: the text of the NEIGHBOUR_SPAN records before and after it in its session.
+
+    NEIGHBOUR_SPAN measured on LoCoMo (hit@5, hook / hybrid): one each side 0.676 / 0.742, two
+    0.691 / 0.750, three (the farthest cut to 100 or 200 characters) at most 0.684 / 0.745."""
     out = {}
     for i, rec in enumerate(records):
         near = [records[j] for j in range(i - NEIGHBOUR_SPAN, i + NEIGHBOUR_SPAN + 1)
@@ -503,7 +495,7 @@ def enrich_sessions(db, sessions) -> int:
     for key in dict.fromkeys(map(tuple, sessions)):
         project_id, session_id, first = (*key, 0)[:3]
         records = derived.session_records(project_id, session_id, first, context=2 * NEIGHBOUR_SPAN)
-        # the context rows before `first` lend their text; only the NEIGHBOUR_SPAN nearest it change
+        # only the NEIGHBOUR_SPAN context rows nearest `first` change
         context = sum(1 for r in records if r["rowid"] < first)
         keep = max(0, context - NEIGHBOUR_SPAN)
         derived_text = expansions_for(records)

@@ -35,8 +35,8 @@ from kirolearn.core.errors import KirolearnError
 from kirolearn.recall import client
 
 log = logging.getLogger("kirolearn.recall.server")
-READ_TIMEOUT = 1.0  # seconds a client has to send its request line
-MAX_CONNECTIONS = 16  # clients read at once; beyond it a connection is closed at once (the client falls back)
+READ_TIMEOUT = 1.0  # seconds to send the request line
+MAX_CONNECTIONS = 16  # more are closed at once: the client falls back
 MAX_REQUEST = 256 * 1024
 WARM_BUDGET = 60.0  # seconds _warm may take to load a project's vectors
 
@@ -48,7 +48,13 @@ class ServerError(KirolearnError):
 
 
 class RecallServer:
-    """Bind with `start()`, then `serve_forever()` (or `start_thread()`); `close()` removes the socket."""
+    """Bind with `start()`, then `serve_forever()` (or `start_thread()`); `close()` removes the socket.
+
+    numpy's BLAS runs on one thread while serving (embeddings.local.one_blas_thread): a query's
+    matrices are small, and a second thread mostly waits for a core another process holds. The
+    forward pass is limited already; the cosine of the query with a project's vectors (5,000 x 384
+    at 100k records) ran on two, and on two shared, busy cores a prompt's answer took 52 ms (median,
+    100k records) against 37 ms on one thread, measured in turns in one process."""
 
     def __init__(self, settings=None, path: "str | None" = None):
         self.path = path or client.socket_path()
@@ -58,11 +64,7 @@ class RecallServer:
         self.model_error = ""
         self.sock = None
         self._lock = None
-        # numpy's BLAS on one thread while serving (backends_local.one_blas_thread): a query's matrices
-        # are small, and a second thread mostly waits for a core another process holds. The forward
-        # pass is limited already; the cosine of the query with a project's vectors (5,000 x 384 at
-        # 100k records) ran on two, and on two shared, busy cores a prompt's answer took 52 ms (median,
-        # 100k records) against 37 ms on one thread, measured in turns in one process.
+        # BLAS on one thread while serving: measured faster (see RecallServer)
         self._blas = None
         self._stop = threading.Event()
         self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
@@ -70,7 +72,7 @@ class RecallServer:
         self._thread = None
         self.served = 0
 
-    # -- start and stop -----------------------------------------------------------------------
+    # Start and stop
 
     def start(self) -> "RecallServer":
         from filelock import FileLock, Timeout
@@ -146,7 +148,7 @@ class RecallServer:
         self._thread.start()
         return self._thread
 
-    # -- the model and settings ---------------------------------------------------------------
+    # The model and settings
 
     @staticmethod
     def _stamp():
@@ -183,7 +185,7 @@ class RecallServer:
             log.warning("recall server: the embedding model cannot load, answering with words alone: %s",
                         exc.message)
 
-    # -- serving ------------------------------------------------------------------------------
+    # Serving
 
     def serve_forever(self, should_stop=None) -> None:
         """Accept connections until stop()/close() (or should_stop()); each is read in its own thread,
@@ -262,7 +264,7 @@ class RecallServer:
         if conn is None:
             return
         try:
-            semantic.Searcher(conn, self.model)._index(request.get("project_id") or None)  # cached in semantic
+            semantic.Searcher(conn, self.model)._index(request.get("project_id") or None)  # cached
         except Exception:  # noqa: BLE001 - warming is best effort; the next request tries again
             log.exception("recall server: loading the project's vectors failed")
         finally:
@@ -316,12 +318,12 @@ class RecallServer:
             conn.close()
         rows = [h.to_dict() for h in hits]
         scrubbed = False
-        if op == "search":  # what `kirolearn search` prints: re-scrubbed here, where the scrubber stays compiled
+        if op == "search":  # re-scrubbed here, where the scrubber stays compiled
             from kirolearn.privacy.sanitize import outbound_value
             from kirolearn.privacy.scrub import Scrubber
 
-            conf = self._settings_now()  # the user's extra patterns and allow-list, as manage.scrubber() uses
-            if getattr(self, "_scrubber_for", None) is not conf:  # compiled once per config.toml version
+            conf = self._settings_now()  # extra patterns and allow-list, as manage.scrubber()
+            if getattr(self, "_scrubber_for", None) is not conf:  # once per config version
                 self._scrubber_for, self._scrubber = conf, Scrubber(conf.scrub.extra_patterns, conf.scrub.allow)
             rows = outbound_value(rows, self._scrubber)
             scrubbed = True

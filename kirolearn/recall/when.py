@@ -33,11 +33,11 @@ _SOURCES = (
     (YEAR, rf"\b(?:in|during|since|throughout|of)\s+{_YEAR}\b", lambda m: (m[1], None, None)),
     (ANY_YEAR_MONTH, rf"\b(?:in|during|since|throughout|of)\s+({_MONTH})\b(?!\s*\d)", lambda m: (None, m[1], None)),
 )
-_PATTERNS: list = []  # compiled on the first query that may name a date (the prompt hook rarely sees one)
-# bytes.translate table: ASCII lower-case letters stay, every other byte becomes a space
+_PATTERNS: list = []  # lazy: prompts rarely name a date
+# a-z stay, any other byte becomes a space
 _NOT_A_TO_Z = bytes(b if 97 <= b <= 122 else 32 for b in range(256))
 _MONTH_WORDS = frozenset(name.encode() for name in MONTHS)
-# the non-ASCII letters a re.I pattern takes for ASCII ones (dotless and dotted I, long S, Kelvin sign)
+# non-ASCII letters a re.I pattern matches as ASCII (dotless i, long s, Kelvin)
 _IGNORECASE_EXTRA = {0x131: "i", 0x130: "i", 0x17F: "s", 0x212A: "k"}
 
 

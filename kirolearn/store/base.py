@@ -44,7 +44,7 @@ from typing import Iterator
 from kirolearn.core.dedup import tagged_hash
 from kirolearn.core.isotime import from_datetime, now_iso
 from kirolearn.core.project import project_id
-from kirolearn.store.sqlite.reader import FIELD_WEIGHTS  # noqa: F401 - part of the contract: how search weighs fields
+from kirolearn.store.fields import FIELD_WEIGHTS  # noqa: F401 - part of the contract: how search weighs fields
 
 RECORD_LISTS = ("facts", "concepts", "files_touched", "source_event_ids")
 SUMMARY_LISTS = ("highlights", "pitfalls", "next_steps", "open_questions")
@@ -56,7 +56,7 @@ class Store(abc.ABC):
     #: "sqlite" or "postgresql"; shown by `status` and `doctor`.
     backend: str = ""
 
-    # --- schema ---------------------------------------------------------------------------
+    # --- schema ---
 
     @abc.abstractmethod
     def migrate(self) -> "list[str]":
@@ -76,7 +76,7 @@ class Store(abc.ABC):
     def __exit__(self, *exc) -> None:
         self.close()
 
-    # --- events ---------------------------------------------------------------------------
+    # --- events ---
 
     @abc.abstractmethod
     def add_events(self, events: "list[dict]") -> int:
@@ -94,8 +94,8 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def content_duplicate(self, content_hash: str, since: "str | None", until: "str | None") -> bool:
         """Is an event with this content hash stored, received in [since, until] (both ends included;
-        both None: at any time)? The drain's content dedup (design.md: the 3 s window, a session
-        start once per session)."""
+        both None: at any time)? The drain's content dedup (Drainer._is_duplicate: the
+        [dedup] window, 3 s by default, or any time for a session start)."""
 
     @abc.abstractmethod
     def last_turn_event_id(self, project_id: str, session_id: str, before: str) -> "str | None":
@@ -120,7 +120,7 @@ class Store(abc.ABC):
     def expire_events(self, before: str) -> int:
         """Delete extracted events received before `before`; waiting ones are kept. Returns how many."""
 
-    # --- records --------------------------------------------------------------------------
+    # --- records ---
 
     @abc.abstractmethod
     def commit_extraction(self, run: dict, records: "list[dict]", event_ids: "list[str]") -> int:
@@ -186,7 +186,7 @@ class Store(abc.ABC):
     def latest(self, project_id: str, *, types=None, limit: int = 5) -> "list[dict]":
         """A project's newest live records, optionally of some observation types."""
 
-    # --- session summaries -----------------------------------------------------------------
+    # --- session summaries ---
 
     @abc.abstractmethod
     def add_session_summary(self, summary: dict, record: "dict | None" = None) -> None:
@@ -197,7 +197,7 @@ class Store(abc.ABC):
                           limit: int = 50) -> "list[dict]":
         """A project's session summaries (of one label, if given), newest first."""
 
-    # --- forgetting ------------------------------------------------------------------------
+    # --- forgetting ---
 
     @abc.abstractmethod
     def forget(self, record_ids, *, reason: str, actor: str) -> "list[dict]":
@@ -228,7 +228,7 @@ class Store(abc.ABC):
         other record cites, old audit text) except their hash and ids, so it never comes back. Live or
         unknown ids and tombstones already purged are left alone. Returns how many were purged."""
 
-    # --- marks (issue #31) -------------------------------------------------------------------
+    # --- marks (issue #31) ---
 
     @abc.abstractmethod
     def set_marks(self, marks: "list[dict]", *, actor: str) -> "list[dict]":
@@ -236,7 +236,7 @@ class Store(abc.ABC):
         (failed|succeeded|unknown), reason?, at?}. A mark equal to the record's is no change; each
         change is kept in the record's audit history (action 'mark', before, after, reason, time) and
         numbered in the change feed ("marks"), so a team sync carries it. Unknown or forgotten ids are
-        left alone; nothing is removed (design.md rule 14). Returns [{record_id, before, after, reason}]."""
+        left alone; nothing is removed (rule 14 in docs/architecture.md). Returns [{record_id, before, after, reason}]."""
 
     @abc.abstractmethod
     def apply_marks(self, records: "list[dict]", *, actor: str = "sync") -> int:
@@ -249,7 +249,7 @@ class Store(abc.ABC):
         ({"record_id", mark: value} each): what a sync sends up. A team store makes none of its own."""
         return []
 
-    # --- change feed (what the team store uploads and the cache pulls) -----------------------
+    # --- change feed (what the team store uploads and the cache pulls) ---
 
     @abc.abstractmethod
     def changes(self, project_ids: "list[str]", *, after: int = 0, limit: int = 500) -> dict:
@@ -273,7 +273,7 @@ class Store(abc.ABC):
         order, after the keyset `after` = (stored_at, event_id) of the last one read: the events an
         upload has not sent yet (a resend is harmless, add_events is idempotent)."""
 
-    # --- figures, health, export and import ---------------------------------------------------
+    # --- figures, health, export and import ---
 
     @abc.abstractmethod
     def counts(self) -> dict:
@@ -288,9 +288,7 @@ class Store(abc.ABC):
         which reads every page; a server that guards its own pages (PostgreSQL) answers None once it
         responds. A store that cannot be reached raises, as every method does."""
 
-    # --- optional capabilities: what some backends keep beside the contract --------------------
-    # A backend without one answers None ("not supported") and the drainer skips that step; the
-    # contract suite runs each of them on every backend, whichever way it answers.
+    # --- optional capabilities: None means "not supported" (module docstring) ---
 
     def derived(self) -> "DerivedIndex | None":
         """The store-side object recall's passes write expansions and vectors through (DerivedIndex),

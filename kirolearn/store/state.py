@@ -25,7 +25,7 @@ from kirolearn.core import paths, isotime
 STORE = "store"
 DRAIN = "drain"
 MODEL = "model"
-CHECK = "check"  # the drain's integrity-check schedule (kirolearn.pipeline.drain.Drainer.check_due)
+CHECK = "check"  # the drain's integrity-check schedule (Drainer.check_due)
 
 
 def state_dir() -> str:

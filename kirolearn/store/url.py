@@ -13,7 +13,7 @@ import urllib.parse
 from kirolearn.core.errors import ConfigError
 
 SCHEMES = ("postgresql", "postgres")
-# libpq connection parameters that carry a secret: never accepted in a URL kirolearn stores
+# libpq parameters holding a secret: never in a URL kirolearn stores
 SECRET_PARAMS = ("password", "sslpassword")
 
 PASSWORD_FIX = ("leave the password out of the URL and let libpq find it: a line in ~/.pgpass (or the file "
@@ -75,6 +75,6 @@ def redact_url(url: str) -> str:
     if secret_query:
         query = "&".join(f"{k}=***" if k.lower() in SECRET_PARAMS else f"{k}={urllib.parse.quote(v, safe='/')}"
                          for k, v in pairs)
-    # built by hand: urlunsplit drops the '//' of an empty host (postgresql:///db means the local socket)
+    # by hand: urlunsplit drops the '//' of an empty host (the local socket)
     return (f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
             + (f"#{parts.fragment}" if parts.fragment else ""))

@@ -21,8 +21,7 @@ from kirolearn.core.errors import KirolearnError
 from kirolearn.core.identity import os_user, this_host
 from kirolearn.store.url import redact_url
 
-# $KIROLEARN_HOME/state/sharing.json: its own file, never shared with the sync's cursors (team.json),
-# so a `team leave` can never be lost to a drain rewriting that file at the same moment
+# Not team.json: a drain rewriting that must not lose a `team leave`.
 STATE_NAME = "sharing"
 
 
@@ -30,7 +29,7 @@ class TeamError(KirolearnError):
     """A team command cannot do what was asked (the message says why)."""
 
 
-# --- attribution ---------------------------------------------------------------------------------
+# Attribution
 
 def attribution(settings=None, *, actor: "str | None" = None, host: "str | None" = None,
                 agent: "str | None" = None) -> dict:
@@ -47,7 +46,7 @@ def attribution(settings=None, *, actor: "str | None" = None, host: "str | None"
     return {"actor": configured or actor or os_user(), "host": host or this_host(), "agent": agent or "kiro"}
 
 
-# --- opt-in sharing --------------------------------------------------------------------------------
+# Opt-in sharing
 
 def _lock():
     from filelock import FileLock
@@ -150,7 +149,7 @@ def status() -> dict:
         if pid not in shared:
             continue
         root = entry.get("root")
-        # the clone's remote changed since it joined: its memory now has another id, which is not shared
+        # its remote changed since it joined: a new id, which is not shared
         stale = bool(isinstance(root, str) and os.path.isdir(root) and project.project_id(root) != pid)
         projects.append({"project_id": pid, "identity": entry.get("identity"), "root": root,
                          "joined_at": entry.get("joined_at"), "stale": stale})
@@ -159,7 +158,7 @@ def status() -> dict:
             "state_file": os.path.join(state.state_dir(), STATE_NAME + ".json"), "projects": projects}
 
 
-# --- doctor --------------------------------------------------------------------------------------
+# Doctor
 
 
 def doctor_checks(settings):

@@ -57,7 +57,11 @@ EVENT_OVERLAP_SECONDS = 120  # events stored slightly out of order (two drains r
 
 @dataclass
 class SyncStats:
-    """What one sync did (`kirolearn drain --json` prints it under "team")."""
+    """What one sync did (`kirolearn drain --json` prints it under "team").
+
+    marks_sent / marks_received (issue #31) count each mark change once: a record's
+    freshness/outcome change (set_marks, the feed's 'mark') and each superseded_by /
+    merged_into change (apply_marks, carried by its 'record')."""
 
     projects: int = 0
     events_sent: int = 0
@@ -69,8 +73,7 @@ class SyncStats:
     restores_received: int = 0
     purges_sent: int = 0
     purges_received: int = 0
-    # issue #31: marks changed, each counted once: a record's freshness/outcome change (set_marks, the
-    # feed's 'mark') and each superseded_by/merged_into change (apply_marks, carried by its 'record')
+    # issue #31: each mark change counted once (see SyncStats)
     marks_sent: int = 0
     marks_received: int = 0
     error: str = ""
@@ -160,7 +163,7 @@ def _records_up(local, team, project_id: str, cursor: dict, me: str, stats: Sync
             return
         if found["records"]:
             stats.records_sent += team.add_records(_clean_records(found["records"], scrub))
-            # superseded / merged marks made here (#31); a record that came from the team sends none back
+            # marks made here (#31); a record from the team sends none back
             stats.marks_sent += team.apply_marks(local.own_marks([r["record_id"] for r in found["records"]]),
                                                  actor=me)
             _restores_up(team, found["records"], cursor, me, stats)
@@ -208,7 +211,7 @@ def _records_down(local, team, project_id: str, cursor: dict, stats: SyncStats) 
         if found["records"]:
             stats.records_received += local.add_records(found["records"])
             stats.marks_received += local.apply_marks(found["records"], actor="team")
-            # a record the team forgot, and restored since: back here too, unless this user forgot it himself
+            # forgotten by the team, restored since: back here, unless forgotten here
             held = local.tombstones([r["record_id"] for r in found["records"]])
             back = [rid for rid, t in held.items() if str(t.get("actor") or "").startswith("team:")]
             if back:
@@ -220,7 +223,7 @@ def _records_down(local, team, project_id: str, cursor: dict, stats: SyncStats) 
         for actor, gone in by_actor.items():
             stats.forgets_received += len(local.forget(gone, reason="forgotten team-wide", actor=f"team:{actor}"))
         purged = [p["record_id"] for p in found.get("purged", [])]
-        if purged:  # the author erased its text team-wide: whatever tombstone this cache keeps of it goes too
+        if purged:  # erased team-wide: this cache's tombstone of it goes too
             stats.purges_received += local.purge(purged, actor="team")
         if found.get("marks"):  # a teammate's drain marked a record (issue #31): the same marks here
             stats.marks_received += _count(local.set_marks(_marks(found["marks"]), actor="team"))

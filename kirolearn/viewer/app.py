@@ -145,7 +145,7 @@ class TokenGate:
             return await self._plain(403, "403 Forbidden: unknown Host header\n", scope, receive, send)
         given = request.query_params.get("token")
         if given is not None and hmac.compare_digest(given.encode(), self.token.encode()):
-            # Trade the token in the URL for a cookie, and drop it from the address bar and history.
+            # Trade the URL's token for a cookie; drop it from the address bar.
             rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
             target = "/" + request.url.path.lstrip("/")  # never "//host": no redirect off this server
             target += "?" + urlencode(rest) if rest else ""
@@ -187,7 +187,7 @@ def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
     def not_found(request, message: str) -> HTMLResponse:
         return page("error.html", request, status=404, message=message)
 
-    # --- pages ------------------------------------------------------------------------------------
+    # Pages
 
     def timeline(request):
         db = manage.open_existing()
@@ -285,7 +285,7 @@ def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
     def health(request):
         return page("health.html", request, h=manage.health())
 
-    # --- writes: POST only, CSRF token and same origin -----------------------------------------------
+    # Writes: POST only, CSRF token and same origin
 
     async def _form(request) -> "dict | Response":
         site = request.headers.get("sec-fetch-site")

@@ -1,8 +1,8 @@
 """Agent adapters: everything that differs between the coding agents kirolearn serves.
 
 One module per agent owns its hook names and payload shapes, the environment
-hints it gives, the config files it reads (and so the installer's targets),
-and how recalled context is handed back to it. The rest of kirolearn speaks
+hints it gives, and how recalled context is handed back to it; its installer
+half (config files, install targets) is in kirolearn.install.agents. The rest of kirolearn speaks
 one vocabulary: the canonical triggers `agentSpawn`, `userPromptSubmit`,
 `preToolUse`, `postToolUse`, `stop` (plus lifecycle notes), and events with an
 `agent` field.
@@ -16,8 +16,7 @@ installer writes `--agent` explicitly.
 DEFAULT = "kiro"
 
 
-# One loader per adapter: a hook call imports only the adapter it runs (a plain import, which the
-# import contracts see), never all seven.
+# One loader per adapter: a hook call imports only the adapter it runs.
 def _kiro():
     from kirolearn.capture.agents import kiro
     return kiro
@@ -68,8 +67,7 @@ TRIGGER_KIND = {
 SESSION_START_TRIGGERS = ("agentSpawn",)
 CONTEXT_TRIGGERS = ("agentSpawn", "userPromptSubmit")
 
-# Payload keys only one agent sends. A hint for a hook run without --agent, never a guess:
-# checking it must not import every adapter on each Kiro hook call.
+# Keys only one agent sends: a hint for a hook run without --agent, never a guess.
 ONLY_KEYS = {"claude-code": ("transcript_path",)}
 
 

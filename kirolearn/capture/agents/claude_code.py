@@ -20,8 +20,7 @@ SURFACES = ("claude-code",)
 SESSION_ENV = None  # Claude Code always sends session_id
 TRANSCRIPT_TAIL_BYTES = common.TRANSCRIPT_TAIL_BYTES
 
-# A tool that failed comes as PostToolUseFailure (tool_name, tool_input, error, is_interrupt): a
-# postToolUse whose response says it failed, so the turn's outcome can tell.
+# A failed tool's postToolUse, so the turn's outcome can tell it failed.
 FAILURE_EVENT = "PostToolUseFailure"
 TRIGGERS = dict(common.CLAUDE_TRIGGERS, **{FAILURE_EVENT: "postToolUse"})
 # Lifecycle events with no Kiro twin: kept as notes, payload in `extra`.

@@ -30,7 +30,7 @@ SURFACES = ("codex-cli",)
 SESSION_ENV = None  # Codex always sends session_id
 TRANSCRIPT_TAIL_BYTES = common.TRANSCRIPT_TAIL_BYTES
 
-TRIGGERS = common.CLAUDE_TRIGGERS  # Claude Code's hook names
+TRIGGERS = common.CLAUDE_TRIGGERS
 # Codex's other documented events: kept as notes, payload in `extra`.
 NOTE_TRIGGERS = ("SessionEnd", "SubagentStart", "SubagentStop", "PreCompact", "PostCompact",
                  "PermissionRequest", "Interrupt", "StopFailure")
@@ -43,8 +43,6 @@ HOOKS = (
     ("PostToolUse", "post_tool_use", 2),
     ("Stop", "stop", 5),
 )
-# APPROVED_TOOLS: the MCP tools Codex may call without asking (approval_mode = "approve"); the others keep
-# Codex's default, which asks (and is declined in `codex exec`).
 
 
 def resolve_trigger(name: str) -> "tuple[str, str]":

@@ -8,16 +8,16 @@ nothing more).
 
 import os
 
-from kirolearn.core import jsonfast  # not json: it imports re (~30M instructions a hook call)
+from kirolearn.core import jsonfast
 from kirolearn.capture.rejected import Rejected
 
-MARK = "kirolearn-hook"  # in every hook command kirolearn installs: how its own entries are found again
-# The MCP tools an agent may run without asking, where it has such a list: the read-only ones.
-# forget_memory (destructive) and the writers keep the agent's default, which asks.
+MARK = "kirolearn-hook"  # how kirolearn finds its own hook entries again
+
+# Read-only tools only: forget_memory and the writers keep asking.
 APPROVED_TOOLS = ("search_memory", "get_memory", "session_init")
 TRANSCRIPT_TAIL_BYTES = 256 * 1024  # how much of a transcript's end a stop hook reads
-# Claude Code's hook names for the canonical triggers, which Codex and Copilot CLI (its VS Code
-# compatible spellings) use too.
+
+# Claude Code's hook names, which Codex and Copilot CLI use too.
 CLAUDE_TRIGGERS = {
     "SessionStart": "agentSpawn",
     "UserPromptSubmit": "userPromptSubmit",

@@ -22,7 +22,7 @@ writes); kirolearn does not trust folders on the user's behalf.
 Standard library only (the hook imports it); its installer half is kirolearn.install.agents.copilot.
 """
 
-from kirolearn.core import jsonfast  # not json: it imports re (~30M instructions a hook call)
+from kirolearn.core import jsonfast
 from kirolearn.capture.agents import common
 
 NAME = "copilot"
@@ -30,7 +30,7 @@ GENERATIONS = ("copilot",)
 SURFACES = ("copilot-cli",)
 SESSION_ENV = None  # every payload has sessionId
 TRANSCRIPT_TAIL_BYTES = common.TRANSCRIPT_TAIL_BYTES
-FINAL_WAIT = 1.5  # seconds a stop hook waits for the final assistant message to reach the transcript
+FINAL_WAIT = 1.5  # seconds a stop hook waits for the final answer to reach the transcript
 FINAL_POLL = 0.02
 
 TRIGGERS = {
@@ -39,7 +39,7 @@ TRIGGERS = {
     "preToolUse": "preToolUse",
     "postToolUse": "postToolUse",
     "agentStop": "stop",
-    **common.CLAUDE_TRIGGERS,  # the VS Code compatible (PascalCase, snake_case payload) spellings of the same events
+    **common.CLAUDE_TRIGGERS,  # the VS Code compatible spellings of the same events
 }
 NOTE_TRIGGERS = ("sessionEnd", "subagentStart", "subagentStop", "errorOccurred", "preCompact",
                  "postToolUseFailure", "notification", "permissionRequest", "userPromptTransformed",
@@ -76,7 +76,7 @@ def normalise(trigger: str, payload: dict, env) -> dict:
             out[key] = value
     if trigger != "stop":
         return out
-    # last_assistant_message / response: sent by newer versions for subagents; welcome here
+    # newer versions send these for subagents
     return common.final_answer(out, ("last_assistant_message", "response"), final_text,
                                path_keys=("transcriptPath", "transcript_path"))
 

@@ -26,7 +26,7 @@ Standard library only (the hook imports it); its installer half is kirolearn.ins
 
 import os
 
-from kirolearn.core import jsonfast  # not json: it imports re (~30M instructions a hook call)
+from kirolearn.core import jsonfast
 from kirolearn.capture.agents import common
 
 NAME = "cursor"
@@ -52,8 +52,7 @@ TRIGGERS = {
 NOTE_TRIGGERS = ("sessionEnd", "afterAgentResponse", "afterAgentThought", "preCompact", "subagentStart",
                  "subagentStop", "postToolUseFailure", "beforeTabFileRead", "afterTabFileEdit")
 
-# What install wires: event, timeout in seconds. The specific after* events, not the generic
-# postToolUse as well: both fire for one shell command, which would record it twice.
+# Timeouts in seconds; not postToolUse as well: it would record commands twice.
 HOOKS = (
     ("sessionStart", 5),
     ("beforeSubmitPrompt", 5),

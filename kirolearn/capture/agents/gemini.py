@@ -44,8 +44,6 @@ HOOKS = (
     ("AfterTool", 2000),
     ("AfterAgent", 5000),
 )
-# APPROVED_TOOLS: the MCP tools Gemini may run without asking (`tools.allowed`; in `gemini -p` a tool that
-# needs a confirmation is not offered at all). forget_memory keeps asking.
 
 
 def resolve_trigger(name: str) -> "tuple[str, str]":

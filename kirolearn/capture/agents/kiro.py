@@ -11,7 +11,7 @@ kirolearn.install.agents.kiro, on the shared engine kirolearn.install.engine.
 """
 
 from kirolearn.capture.rejected import Rejected
-from kirolearn.core import jsonfast  # not json: it imports re (~30M instructions a hook call)
+from kirolearn.core import jsonfast
 
 NAME = "kiro"
 GENERATIONS = ("classic", "v3", "ide-legacy", "unknown")
@@ -52,7 +52,7 @@ HOOK_ARGS = {
 }
 
 
-# The EVENT argument names `kirolearn-hook --help` and errors list (session-start is an alias of agent-spawn).
+# What --help and errors list (session-start is an alias of agent-spawn).
 EVENT_ARGS = [name for name in HOOK_ARGS if name != "session-start"] + list(IDE_LEGACY_ARGS)
 
 

@@ -11,7 +11,6 @@ from kirolearn.core import jsonfast
 from kirolearn.install.agents import common
 
 
-# --- installing: ~/.claude/settings.json or <project>/.claude/settings.json ------------------------
 
 
 def settings_path(project: "str | None") -> str:
@@ -252,7 +251,7 @@ def uninstall_settings(only_project: "str | None" = None):
                 restored = before
             elif not rest and entry.get("created"):
                 restored = None
-            else:  # edited since install: take out only what install added, else the entries by structure
+            else:  # edited since: take out only what install added, else ours by structure
                 from kirolearn.install.edit import without_insertions
 
                 def accept(left) -> bool:  # none of ours left, and the rest as the user has it (an empty list kept)

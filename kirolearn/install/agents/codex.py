@@ -11,7 +11,6 @@ from kirolearn.core.mcp_tools import MCP_SERVER
 from kirolearn.install.agents import common
 
 
-# --- installing: $CODEX_HOME (default ~/.codex): hooks.json, and config.toml (MCP server + hook trust) -------
 
 
 def codex_home() -> str:
@@ -67,7 +66,7 @@ def config_block(hooks_path: str, data: dict, portable: bool = False) -> str:
     if entry["env"]:
         lines.append("env = { " + ", ".join(f"{k} = {_toml_string(v)}" for k, v in entry["env"].items()) + " }")
     lines.append("")
-    for tool in APPROVED_TOOLS:
+    for tool in APPROVED_TOOLS:  # the rest keep Codex's default: ask (declined in `codex exec`)
         lines += [f"[mcp_servers.{MCP_SERVER}.tools.{tool}]", 'approval_mode = "approve"', ""]
     existing = data.get("hooks", {}) if isinstance(data.get("hooks"), dict) else {}
     for event, label, timeout in HOOKS:

@@ -19,7 +19,6 @@ def hook_command(agent: str, *args: str, portable: bool = False) -> str:
     return f"{install.env_prefix()}{' '.join(shlex.quote(a) for a in install.hook_argv())} --agent {agent}{tail} || true"
 
 
-# --- installing (the CLI's side): the JSON shapes several agents' config files share --------------------
 
 
 def is_our_command(entry, agent: str) -> bool:

@@ -9,7 +9,6 @@ from kirolearn.capture.agents.copilot import NAME, HOOKS
 from kirolearn.install.agents import common
 
 
-# --- installing: <project>/.github/hooks/kirolearn.json and .github/mcp.json ----------------------------
 
 KINDS = ("copilot-hooks", "copilot-mcp")
 
@@ -40,8 +39,7 @@ def hook_file(portable: bool = False) -> str:
 def mcp_entry(portable: bool = False) -> dict:
     from kirolearn.install import engine as install
 
-    # `tools` is which tools Copilot offers the model (all of them); approving a call is the user's
-    # (`--allow-tool 'kirolearn(search_memory)'`, or the prompt): nothing is auto-approved here.
+    # tools: what Copilot offers; approving a call stays the user's (--allow-tool).
     return {"type": "local", **install.mcp_entry(portable, NAME), "tools": ["*"]}
 
 

@@ -10,7 +10,6 @@ from kirolearn.core.mcp_tools import MCP_SERVER
 from kirolearn.install.agents import common
 
 
-# --- installing: <project>/.cursor/ or ~/.cursor/: hooks.json and mcp.json ---------------------------
 
 
 def cursor_dir(project: "str | None") -> str:

@@ -11,7 +11,6 @@ from kirolearn.core.mcp_tools import MCP_SERVER
 from kirolearn.install.agents import common
 
 
-# --- installing: ~/.gemini/settings.json or <project>/.gemini/settings.json ------------------------
 
 
 def settings_path(project: "str | None") -> str:
@@ -69,6 +68,7 @@ def _additions(portable: bool = False) -> list:
         {"name": f"kirolearn-{event}", "type": "command", "command": hook_command(portable), "timeout": timeout}]})
         for event, timeout in HOOKS]
     additions.append(Member(("mcpServers",), MCP_SERVER, common.mcp_server(NAME, portable)))
+    # Unlisted tools ask, and `gemini -p` does not offer a tool that needs confirming.
     additions += [Item(("tools", "allowed"), tool_name(t)) for t in APPROVED_TOOLS]
     return additions
 
@@ -77,7 +77,7 @@ def plan_install(project: "str | None", global_: bool = False, portable: bool = 
     """The one settings.json install would write (hooks, the MCP server, its read-only tools allowed)."""
     from kirolearn.install import edit as install_edit
 
-    # One scope per run: were the user's and a project's hooks merged, wiring both would fire each twice.
+    # One scope per run: if user and project hooks merge, each would fire twice.
     path = settings_path(project)
     return [install_edit.plan(path, _additions(portable), "gemini-settings", unwired=_unwired, problem=_problem)]
 

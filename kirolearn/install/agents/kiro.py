@@ -21,9 +21,22 @@ What goes where (one wiring per surface, one MCP definition per scope):
   No workspace agent: a workspace `kirolearn` agent would carry classic hooks
   next to the v3 file (every hook twice) and clash with the global agent's name.
 
+Agent fields, checked against Kiro's agent configuration reference for IDE 1.0 / CLI 3.0
+(https://kiro.dev/docs/custom-agents/configuration-reference/): `name`, `description`,
+`tools` (["*"]: every tool; omitting it means none), `allowedTools` ("@server" allows one
+MCP server's tools; a bare "*" is not accepted there), `includeMcpJson` (the agent also gets the
+servers of ~/.kiro/settings/mcp.json and <cwd>/.kiro/settings/mcp.json), `hooks` (CLI only; the
+IDE ignores it). Each hook entry is `command` plus `matcher` (pre/postToolUse only), and
+`timeout_ms` from https://kiro.dev/docs/cli/hooks (default 30000). Kiro CLI 2.x
+(https://kiro.dev/docs/cli/custom-agents/configuration-reference) documents `useLegacyMcpJson`
+instead of `includeMcpJson`, so a version reads one flag or the other: the agent therefore also
+defines kirolearn's server in its own `mcpServers` (every version reads that; agent > project >
+global, so the same name is one server). `allowedTools` names each non-destructive tool: never
+"@kirolearn", which would auto-approve forget_memory (the server marks it destructive).
+
 The shared engine (Change, the diff, the all-or-nothing apply, installs.json)
-is kirolearn.install.engine. Not on the hook path: kiro.py loads this module only when
-the CLI installs or uninstalls; `doctor` asks it about Kiro-side clashes.
+is kirolearn.install.engine. Not on the hook path: only the CLI's install and uninstall
+load this module (through kirolearn.install.agents); `doctor` asks it about Kiro-side clashes.
 """
 
 import json
@@ -38,19 +51,7 @@ from kirolearn.core.errors import InstallError
 from kirolearn.install.engine import (AGENT_NAME, BOM, KIRO_KINDS, MARK, Change, commands, dump_json, env_prefix,
                                home_travels, load_json, read_text, strip_bom, hook_argv, load_record, mcp_entry)
 
-# Agent fields, checked against Kiro's agent configuration reference for IDE 1.0 / CLI 3.0,
-# https://kiro.dev/docs/custom-agents/configuration-reference/ : `name`, `description`,
-# `tools` (["*"]: every tool; omitting it means none), `allowedTools` ("@server" allows one
-# MCP server's tools; a bare "*" is not accepted there), `includeMcpJson` (the agent also gets the
-# servers of ~/.kiro/settings/mcp.json and <cwd>/.kiro/settings/mcp.json; Q CLI / Kiro CLI 2.x
-# called it `useLegacyMcpJson`), `hooks` (CLI only; the IDE ignores it). Each hook entry is
-# `command` plus `matcher` (pre/postToolUse only) from that page, and `timeout_ms` from
-# https://kiro.dev/docs/cli/hooks (default 30000). The Kiro CLI reference for 2.x
-# (https://kiro.dev/docs/cli/custom-agents/configuration-reference) documents `useLegacyMcpJson`
-# instead of `includeMcpJson`, so a version reads one flag or the other: the agent therefore also
-# defines kirolearn's server in its own `mcpServers` (every version reads that; agent > project >
-# global, so the same name is one server). `allowedTools` names each non-destructive tool: never
-# "@kirolearn", which would auto-approve forget_memory (the server marks it destructive).
+# Fields per Kiro's agent reference; see this module's docstring for the traps.
 def _allowed_tools() -> list:
     from kirolearn.core.mcp_tools import MCP_SAFE_TOOLS
 
@@ -115,7 +116,7 @@ def hook_command(event: str, windows: "bool | None" = None, portable: bool = Fal
     return f"{env_prefix(portable)}{' '.join(shlex.quote(a) for a in argv)} {event} || true"
 
 
-# --- JSON text that keeps the user's bytes (the mcp.json entry) ----------------------------------
+# JSON text that keeps the user's bytes (the mcp.json entry)
 
 _WS = re.compile(r"[ \t\r\n]*")
 _DECODER = json.JSONDecoder()
@@ -238,7 +239,7 @@ def _is_ours(entry) -> bool:
     return isinstance(entry, dict) and MARK in str(entry.get("command", ""))
 
 
-# --- what install writes ---------------------------------------------------------------------
+# What install writes
 
 
 def _edit(path: str, edit, kind: str) -> Change:
@@ -399,7 +400,7 @@ def plan_install(project: "str | None", global_: bool, portable: bool = False) -
     return changes
 
 
-# --- what uninstall removes ------------------------------------------------------------------------
+# What uninstall removes
 
 
 def _agent_unedit(data: dict) -> "dict | None":

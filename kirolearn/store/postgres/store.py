@@ -27,7 +27,7 @@ from typing import Iterator
 from kirolearn.core.errors import SchemaTooNew, StoreError, one_line
 from kirolearn.store.base import RECORD_LISTS, SUMMARY_LISTS, Store, assemble_changes, record_hash
 from kirolearn.store.postgres.migrations import LEDGER, MIGRATIONS, TABLES
-from kirolearn.store.sqlite.reader import FIELD_WEIGHTS
+from kirolearn.store.fields import FIELD_WEIGHTS
 
 CONNECT_TIMEOUT_SECONDS = 5
 APPLICATION_NAME = "kirolearn"
@@ -40,7 +40,7 @@ RECORD_COLUMNS = ("record_id", "project_id", "project_root", "session_id", "titl
                   "files_touched", "observation_type", "strategy", "source_event_ids", "run_id", "record_hash",
                   "created_at", "expansion", "actor", "host", "agent", "outcome", "freshness",
                   "superseded_by", "merged_into")
-# What a record keeps on the machine that stored it only (issue #31: its files as that working tree had them).
+# kept only on the storing machine: another working tree has other files (#31)
 LOCAL_ONLY = ("file_state", "freshness_checked_at")
 SUMMARY_COLUMNS = ("id", "session_id", "project", "project_id", "project_root", "branch", "summary", "highlights",
                    "pitfalls", "next_steps", "open_questions", "auto_compress", "compressed_used",
@@ -50,13 +50,14 @@ RUN_COLUMNS = ("run_id", "batch_key", "project_id", "session_id", "reason", "ext
                "records_written", "started_at", "finished_at", "answer", "prompt_version", "response_form")
 JSON_COLUMNS = frozenset(RECORD_LISTS + SUMMARY_LISTS)
 
-# Which weight class (pg_migrations.SEARCH_VECTOR) holds each field, and what the class weighs in
-# ts_rank: the mean of its fields' FIELD_WEIGHTS over the heaviest, so a title (A) match counts 8x a
-# summary (D) match, as in SQLite's bm25 weights. ts_rank takes them as {D, C, B, A}.
+# the setweight class of each field in migrations.SEARCH_VECTOR
 FIELD_CLASSES = {"title": "A", "concepts": "B", "files_touched": "C", "facts": "C", "expansion": "C", "summary": "D"}
 
 
 def _class_weights() -> "list[float]":
+    """What each weight class weighs in ts_rank, in its order {D, C, B, A}: the mean of its fields'
+    FIELD_WEIGHTS over the heaviest, so a title (A) match counts 8x a summary (D) match, as in
+    SQLite's bm25 weights."""
     top = max(FIELD_WEIGHTS.values())
     out = []
     for cls in "DCBA":
@@ -69,7 +70,7 @@ RANK_WEIGHTS = _class_weights()
 RANK_NORMALIZATION = 1  # divide by 1 + log(document length): a long record does not win by length alone
 
 
-# --- URLs and errors ----------------------------------------------------------------------------------
+# --- URLs and errors ---
 
 
 def shown_url(url: str) -> str:
@@ -120,7 +121,7 @@ def _psycopg():
     return psycopg
 
 
-# --- the store ------------------------------------------------------------------------------------------
+# --- the store ---
 
 
 class PostgresStore(Store):
@@ -148,7 +149,7 @@ class PostgresStore(Store):
             self.close()
             raise
 
-    # -- connection and transactions -------------------------------------------------------------
+    # --- connection and transactions ---
 
     def _connect(self) -> None:
         psycopg = _psycopg()
@@ -175,13 +176,13 @@ class PostgresStore(Store):
             self.conn = None
 
     def _shared_forget_lock(self, cur) -> None:
-        # Writers of records hold it shared, forget holds it exclusive (see the module docstring).
+        # writers hold it shared, forget exclusive (see the module docstring)
         cur.execute("select pg_advisory_xact_lock_shared(hashtext(current_schema() || ':kirolearn:forget'))")
 
     def _exclusive_forget_lock(self, cur) -> None:
         cur.execute("select pg_advisory_xact_lock(hashtext(current_schema() || ':kirolearn:forget'))")
 
-    # -- schema --------------------------------------------------------------------------------------
+    # --- schema ---
 
     def _applied(self, cur) -> "list[str]":
         cur.execute("select to_regclass('kirolearn_migrations') is not null as present")
@@ -265,7 +266,7 @@ class PostgresStore(Store):
             cur.execute("select installed_version from pg_available_extensions where name = 'vector'")
             row = cur.fetchone()
         pgvector = "absent" if row is None else "installed" if row["installed_version"] else "available"
-        # No migration stores vectors yet: even with pgvector installed, this version keeps none.
+        # no migration stores vectors yet, pgvector or not
         return {"vectors": False, "pgvector": pgvector, "server_version": server["version"],
                 "server_version_num": server["version_num"], "read_only": server["read_only"],
                 "schema": server["schema"], "can_create": server["can_create"]}
@@ -282,7 +283,7 @@ class PostgresStore(Store):
             return False, _first_line(exc)
         return True, ""
 
-    # -- events --------------------------------------------------------------------------------------
+    # --- events ---
 
     def add_events(self, events: "list[dict]") -> int:
         """COPY into a temporary table (emptied at commit), then one `insert … on conflict do nothing`:
@@ -363,7 +364,7 @@ class PostgresStore(Store):
             cur.execute("delete from events where extract_state = 'done' and received_at < %s", [before])
             return cur.rowcount
 
-    # -- records -------------------------------------------------------------------------------------
+    # --- records ---
 
     def _insert_records(self, cur, records: "list[dict]", skip_forgotten: bool = True) -> "list[str]":
         """Insert record rows (record_hash set) not yet present nor forgotten; returns the ids written."""
@@ -488,7 +489,7 @@ class PostgresStore(Store):
             out.append(found)
         return out
 
-    # -- session summaries ---------------------------------------------------------------------------
+    # --- session summaries ---
 
     def add_session_summary(self, summary: dict, record: "dict | None" = None) -> None:
         row = {k: v for k, v in summary.items()}
@@ -523,10 +524,10 @@ class PostgresStore(Store):
                                     else "merge" if rec[mark] else "unmark", actor, "from a teammate's store")
         return changed
 
-    # -- forgetting ------------------------------------------------------------------------------
+    # --- forgetting ---
 
     def _forget_derived(self, cur, row: dict) -> None:
-        # A record's session neighbours carry its text in their expansion: derive it again.
+        # the session neighbours' expansions hold its text: derive them again
         cur.execute("update memory_records set expansion = null "
                     "where project_id = %s and session_id is not distinct from %s and expansion is not null",
                     [row["project_id"], row["session_id"]])
@@ -553,7 +554,7 @@ class PostgresStore(Store):
                             "order by s.id", [record_id])
                 summaries = [_decode_summary(s) for s in cur.fetchall()]
                 at = _now()
-                # replaced whole (as SQLite's insert-or-replace), so the change feed's trigger sees it
+                # replaced whole, as SQLite does, so the feed's insert trigger fires
                 cur.execute("delete from forgotten_records where record_id = %s", [record_id])
                 cur.execute(
                     "insert into forgotten_records (record_id, record_hash, project_id, session_id, reason, actor, "
@@ -654,10 +655,10 @@ class PostgresStore(Store):
             ids = [r["record_id"] for r in cur.fetchall()]
             return self._purge(cur, ids, "retention") if ids else 0
 
-    # -- change feed ------------------------------------------------------------------------------
+    # --- change feed ---
 
     def changes(self, project_ids: "list[str]", *, after: int = 0, limit: int = 500) -> dict:
-        """The record_changes feed (pg_migrations.PG002_RECORD_CHANGES) of these projects after `after`.
+        """The record_changes feed (migrations.PG002_RECORD_CHANGES) of these projects after `after`.
 
         The feed keeps each change's project, so a team server with many projects reads only
         the asked ones' numbers; `after` comes back as the last number read.
@@ -739,7 +740,7 @@ class PostgresStore(Store):
             cur.execute(query + " order by stored_at, event_id limit %s", [*args, limit])
             return cur.fetchall()
 
-    # -- figures, export and import ------------------------------------------------------------
+    # --- figures, export and import ---
 
     def counts(self) -> dict:
         with self._tx("reading") as cur:
@@ -867,13 +868,13 @@ class _Transaction:
     def _translate(self, exc: BaseException) -> None:
         import psycopg
 
-        # Of the programming errors, these come from the server's set-up, not from our SQL.
+        # programming errors caused by the server's set-up, not by our SQL
         setup = (psycopg.errors.InsufficientPrivilege, psycopg.errors.InvalidSchemaName, psycopg.errors.UndefinedTable)
         if isinstance(exc, setup) or (isinstance(exc, psycopg.Error) and not isinstance(exc, psycopg.ProgrammingError)):
             raise store_error(exc, self.store.url, self.doing) from None
 
 
-# --- rows ------------------------------------------------------------------------------------------
+# --- rows ---
 
 _RECORD_SELECT = ", ".join(f"r.{c}" for c in RECORD_COLUMNS)
 _SUMMARY_SELECT = ", ".join(f"s.{c}" for c in SUMMARY_COLUMNS)
@@ -934,7 +935,7 @@ def _insert_many(cur, table: str, columns, rows: "list[dict]", key: str) -> "lis
     nothing`); returns the keys of the rows written. A column a row lacks takes its default."""
     if not rows:
         return []
-    # in key order: two uploads of overlapping rows then wait for each other, never deadlock
+    # key order: overlapping uploads then wait for each other, never deadlock
     rows = sorted((_with_defaults(table, row) for row in rows), key=lambda r: str(r.get(key)))
     from psycopg import sql
     from psycopg.types.json import Jsonb

@@ -59,8 +59,7 @@ def open_db(path: "str | None" = None, *, mark: bool = True) -> sqlite_utils.Dat
     db.execute(f"PRAGMA busy_timeout = {int(wait * 1000)}")
     refuse_newer_schema(db, path)
     if db.journal_mode != "wal" or migrations.pending(db):
-        # Several processes may open a fresh store at once (drainer, MCP server, CLI):
-        # one of them sets it up while the others wait, then finds nothing to do.
+        # drainer, MCP and CLI may open a fresh store at once: one sets it up
         from filelock import FileLock
 
         os.close(os.open(path + ".setup.lock", os.O_WRONLY | os.O_CREAT, 0o600))  # 0600 whatever the umask
@@ -74,7 +73,7 @@ def open_db(path: "str | None" = None, *, mark: bool = True) -> sqlite_utils.Dat
     return db
 
 
-# --- health: telling "never created" from "lost", and "damaged" from "fine" ----------------
+# --- health: "never created" or "lost", "damaged" or "fine" ---
 
 
 def _marker_matches(marker: dict, path: str) -> bool:
@@ -112,7 +111,7 @@ def lost_reason(path: str) -> str:
     events, records = int(marker.get("events") or 0), int(marker.get("records") or 0)
     held = f"{events} event{'s' * (events != 1)} and {records} record{'s' * (records != 1)}"
     when = f" ({marker['counted_at']})" if marker.get("counted_at") else ""
-    # Writes since that drain (save-summary, session-end, import, MCP) are not counted yet.
+    # "at least": writes since that drain (MCP, import) are not counted yet
     return (f"the database {path} {what}, but it was created on {marker.get('created_at', '?')} and held "
             f"at least {held} at the last drain{when}")
 
@@ -225,7 +224,7 @@ def writing(db):
     db.conn.execute("COMMIT")
 
 
-# --- events ----------------------------------------------------------------
+# --- events ---
 
 
 def _events_holding(db, column: str, values) -> "set[str]":
@@ -287,7 +286,7 @@ def insert_events(db, rows: "list[dict]") -> None:
     db.conn.executemany(sql, values)
 
 
-# --- extraction buffer -------------------------------------------------------
+# --- extraction buffer ---
 
 
 def pending_sessions(db) -> "list[dict]":
@@ -348,8 +347,7 @@ def record_row(record) -> dict:
     data["record_hash"] = data.get("record_hash") or record_hash(data)
     for key in ("facts", "concepts", "files_touched", "source_event_ids"):
         data[key] = json.dumps(data.get(key) or [], ensure_ascii=False)
-    # Issue #31's columns, in every row: rows of one insert_all must share their keys (a key missing
-    # from one row is NULL there, which a NOT NULL column's "insert or ignore" would drop silently).
+    # in every row: insert_all's rows share keys, a missing NOT NULL one drops the row
     data["outcome"] = data.get("outcome") or DEFAULT_OUTCOME
     data["freshness"] = data.get("freshness") or DEFAULT_FRESHNESS
     if isinstance(data.get("file_state"), dict):  # what the record's files were when stored
@@ -407,7 +405,7 @@ def record_failed_run(db, run: dict) -> None:
 def expire_events(db, before: str) -> int:
     """Delete extracted events received before `before` (ISO); returns how many."""
     with writing(db):
-        # the partial index of extracted events by time: the planner would walk every extracted event
+        # forced: the planner would otherwise walk every extracted event
         cursor = db.execute("delete from events indexed by idx_events_expiry "
                             "where extract_state = 'done' and received_at < ?", [before])
     return cursor.rowcount
@@ -429,12 +427,10 @@ def iso_shift(iso: str, seconds: float) -> str:
     return isotime.shift(iso, seconds)
 
 
-# --- embeddings (issue #11) ---------------------------------------------------------------
-# Writes take a sqlite-utils Database; reads take any sqlite3 connection (the read-only
-# one of recall.connect_readonly too), so search needs no sqlite-utils.
+# --- embeddings (#11): reads take any sqlite3 connection, no sqlite-utils ---
 
 
-PARTS_MARK = "p"  # starts the text_hash of a vector made in parts (recall/semantic.py); no hex digest does
+PARTS_MARK = "p"  # no hex digest starts with it (recall/semantic.py)
 
 
 def _to_embed(before_parts: bool) -> str:

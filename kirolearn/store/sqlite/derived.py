@@ -17,8 +17,8 @@ and nothing is embedded twice.
 from kirolearn.store.base import DerivedIndex
 from kirolearn.store.sqlite import db as sqlite
 
-BACKFILL_WINDOW = 5000  # rowids a backfill query looks at: each query stays bounded
-BACKFILL_WINDOWS = 40  # windows one call looks at, at most (200k rowids: well under a second)
+BACKFILL_WINDOW = 5000  # rowids per backfill query: each stays bounded
+BACKFILL_WINDOWS = 40  # per call at most: 200k rowids, well under a second
 PARTS = "substr(coalesce(v.text_hash, ''), 1, 1) != 'p'"  # idx_vectors_before_parts' condition, verbatim
 _EMBED_COLUMNS = ("rowid", "record_id", "project_id", "title", "summary", "facts", "concepts")
 _SELECT = "r.rowid, r.record_id, r.project_id, r.title, r.summary, r.facts, r.concepts"
@@ -35,8 +35,6 @@ class SqliteDerived(DerivedIndex):
 
     def __init__(self, db):
         self.db = db
-
-    # --- expansions ------------------------------------------------------------------------
 
     def sessions_needing_expansion(self, limit: int = 500) -> "list[tuple[str, str, int]]":
         """(project_id, session_id, rowid of its first record without an expansion), through the partial
@@ -65,8 +63,6 @@ class SqliteDerived(DerivedIndex):
 
     def clear_expansions(self) -> None:
         sqlite.clear_expansions(self.db)
-
-    # --- vectors ---------------------------------------------------------------------------
 
     def _progress(self, model_id: str) -> "tuple[int, int | None]":
         """(feed watermark, backfill rowid cursor or None when done) of a model; started on first use."""
@@ -176,6 +172,6 @@ class SqliteDerived(DerivedIndex):
         """Delete vectors of every model but `keep_model_id` (all when None), and their progress."""
         with sqlite.writing(self.db):
             dropped = sqlite.drop_vectors(self.db, keep_model_id)
-            self.db.execute("delete from vectors_stale")  # what is dropped is found by the backfill
-            self.db.execute("delete from vector_progress")  # every model starts over: a full backfill
+            self.db.execute("delete from vectors_stale")  # the backfill finds what is dropped
+            self.db.execute("delete from vector_progress")  # every model starts over
         return dropped

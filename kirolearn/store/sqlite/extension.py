@@ -20,7 +20,7 @@ class SqliteExtension:
     """What only the embedded store does, over its sqlite-utils Database (`SqliteStore.extension()`)."""
 
     def __init__(self, db):
-        #: The sqlite-utils Database: the handle recall's vector and expansion passes take.
+        #: the sqlite-utils Database recall's vector and expansion passes take
         self.db = db
 
     def database_file(self) -> str:

@@ -37,7 +37,7 @@ def m001_events(db):
             "client_version": str,
             "body": str,  # the whole scrubbed event, JSON
             "extract_state": str,  # pending | done
-            "run_id": str,  # the extraction run that consumed it
+            "run_id": str,  # the run that consumed it
         },
         pk="event_id",
         not_null={"content_hash", "kind", "session_id", "project_id", "received_at", "body", "extract_state"},
@@ -153,8 +153,8 @@ def m008_session_summaries(db):
         {
             "id": str,
             "session_id": str,
-            "project": str,  # the label the caller gave ("general" by default)
-            "project_id": str,  # the project root the server resolved (marker walk)
+            "project": str,  # the caller's label ("general" by default)
+            "project_id": str,  # resolved by the server (marker walk)
             "project_root": str,
             "branch": str,
             "summary": str,
@@ -231,15 +231,15 @@ def m011_forgotten_and_audit(db):
             "actor": str,
             "reason": str,
             "at": str,
-            "version": int,  # edits: 1 for the first edit, ...
-            "before": str,  # JSON of the changed fields as they were; NULL once purged
-            "after": str,  # JSON of the changed fields as they became; NULL once purged
+            "version": int,  # edits: 1, 2, ...
+            "before": str,  # changed fields as JSON; NULL once purged
+            "after": str,  # NULL once purged
         },
         pk="audit_id",
         not_null={"record_id", "action", "at"},
     )
     db["record_audit"].create_index(["record_id", "audit_id"], index_name="idx_audit_record")
-    # `list` / the viewer page through all projects, or one session, newest first at 100k records
+    # `list` and the viewer page newest first, fast at 100k records
     db["memory_records"].create_index(["created_at", "record_id"], index_name="idx_records_created")
     db["memory_records"].create_index(["session_id", "created_at"], index_name="idx_records_session")
 
@@ -401,7 +401,7 @@ def m020_pending_work(db):
                "insert or ignore into vectors_stale (record_id) values (old.record_id); end")
     db.execute("create index if not exists idx_vectors_before_parts on record_vectors (model_id, record_id) "
                "where substr(coalesce(text_hash, ''), 1, 1) != 'p'")
-    # retention finds the extracted events past their time in this range, not among every event
+    # retention reads this range, not every event
     db.execute("create index if not exists idx_events_expiry on events (received_at) where extract_state = 'done'")
 
 

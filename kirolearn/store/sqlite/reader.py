@@ -13,18 +13,15 @@ A store older than a migration gives what it can: no table means no rows.
 import os
 import time
 
-try:  # the C module alone: the sqlite3 package adds datetime adapters nothing here uses (~3 ms of the hook)
+try:  # not the sqlite3 package: its unused datetime adapters cost the hook ~3 ms
     import _sqlite3 as sqlite3
 except ImportError:  # not CPython
     import sqlite3
 
-# The FTS5 index's columns, in order; `expansion` holds words the drainer derived (session
-# neighbours' text, see recall.semantic.enrich_pending); a store before m012 has no expansion.
+from kirolearn.store.fields import FIELD_WEIGHTS
+
+# in index order; `expansion` (drain-derived, recall.semantic) arrived in m012
 FTS_COLUMNS = ("title", "summary", "facts", "concepts", "files_touched", "project_id", "expansion")
-# How much a word found in each text field counts (a title match outweighs a summary match);
-# every backend weighs its text search by these.
-FIELD_WEIGHTS = {"title": 8.0, "concepts": 4.0, "files_touched": 3.0, "facts": 2.0, "expansion": 2.0,
-                 "summary": 1.0}
 BM25_WEIGHTS = ", ".join(str(FIELD_WEIGHTS.get(c, 0.0)) for c in FTS_COLUMNS)  # bm25() arguments
 TEXT_COLUMNS = "{title summary facts concepts files_touched expansion}"
 OLD_TEXT_COLUMNS = "{title summary facts concepts files_touched}"
@@ -42,7 +39,7 @@ def connect_readonly(db_path: str, budget: float):
     """A read-only connection that gives up after `budget` seconds, or None if there is no database."""
     if not os.path.exists(db_path):
         return None
-    # An SQLite URI path only needs '%', '?' and '#' escaped (urllib.parse costs an import).
+    # by hand: urllib.parse costs an import; a URI path needs only these escaped
     escaped = os.path.abspath(db_path).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
     uri = "file:" + escaped + "?mode=ro"
     conn = sqlite3.connect(uri, uri=True, timeout=min(budget, 0.2), check_same_thread=False)
@@ -85,14 +82,14 @@ def record_filters(*, project_id=None, types=None, since=None, session_id=None, 
         conds.append(f"{alias}.session_id = ?")
         args.append(session_id)
     if file:
-        # a stored path equal to FILE, or ending in /FILE (records keep paths as the agent wrote them)
+        # FILE or */FILE: records keep paths as the agent wrote them
         conds.append(f"exists (select 1 from json_each({alias}.files_touched) j "
                      "where j.value = ? or j.value like ? escape '\\')")
         args.extend([file, "%/" + _like(file.lstrip("/"))])
     return conds, args
 
 
-# --- word statistics (which prompt words are too common to search) -----------------------
+# --- word statistics (which prompt words are too common to search) ---
 
 
 def term_doc_counts(conn, prefixes: "list[str]") -> "tuple[int, list[int]] | None":
@@ -121,7 +118,7 @@ def term_doc_counts(conn, prefixes: "list[str]") -> "tuple[int, list[int]] | Non
         return None
 
 
-# --- full-text search ----------------------------------------------------------------------
+# --- full-text search ---
 
 
 def _phrase(word: str) -> str:
@@ -137,8 +134,10 @@ def fts_query(words: "list[str]", project_id: "str | None" = None, columns: str 
 
 
 def _fts_top(conn, columns: str, match: str, depth: int, weights: str, conds: list, args: list, limit: int):
-    # Rank inside the FTS index first and join only the top rows: joining every match
-    # before sorting read thousands of full records per query at 100k records.
+    """Up to `limit` rows, best first, of the `depth` best index matches that pass `conds`. Ranked
+    inside the FTS index before the join: joining every match before sorting read thousands of
+    full records per query at 100k records."""
+    # rank first, join only the top rows
     sql = (f"with top as (select rowid, bm25(memory_records_fts, {weights}) as bm25 from memory_records_fts "
            f"where memory_records_fts match ? order by bm25 limit ?) "
            f"select {columns}, top.bm25 from top join memory_records r on r.rowid = top.rowid")
@@ -202,8 +201,7 @@ def project_share(conn, project_id: str) -> "float | None":
     return min(1.0, docs[0] / total[0])
 
 
-# what fusion needs of a match; the marks (issue #31, m020) demote a record whose files changed or whose
-# turn failed: fts_matches leaves them out on a store not migrated yet
+# the marks (#31) demote stale or failed records; absent before m020
 MARK_COLUMNS = ", r.freshness, r.outcome"
 SCORE_COLUMNS = "r.record_id, r.observation_type, r.created_at" + MARK_COLUMNS
 RANK_COLUMNS = "r.rowid, " + SCORE_COLUMNS  # what ranking needs, and where to read the rest
@@ -257,7 +255,7 @@ def latest_records(conn, project_id: str, *, types=None, exclude_strategies=(), 
     return _dicts(conn.execute(sql, args))
 
 
-# --- session summaries (what a new session resumes from) -----------------------------------
+# --- session summaries (what a new session resumes from) ---
 
 
 def session_end_rows(conn, project_id: str, label: "str | None", limit: int) -> "tuple[list, list[str]]":
@@ -302,7 +300,7 @@ def record_count(conn) -> int:
     return conn.execute("select count(*) from memory_records").fetchone()[0]
 
 
-# --- marks (issue #31): superseded_by, merged_into ------------------------------------------
+# --- marks (issue #31): superseded_by, merged_into ---
 
 
 def record_marks(conn, record_ids) -> "dict[str, tuple]":

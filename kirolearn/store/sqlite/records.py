@@ -32,7 +32,7 @@ def has_table(conn, name: str) -> bool:
     return conn.execute("select 1 from sqlite_master where name = ?", [name]).fetchone() is not None
 
 
-# --- reading ---------------------------------------------------------------------------------
+# --- reading ---
 
 
 def list_records(conn, *, limit: int = 20, before=None, **filters) -> "list[dict]":
@@ -189,7 +189,7 @@ def session_labels(conn, project_id: str, session_ids) -> "dict[str, dict]":
             if prompt.strip():
                 out[sid] = {"prompt": " ".join(prompt.split()), "first_at": first_at}
         missing = [s for s in part if s not in out]
-        if missing:  # events expired (retention) or never stored here: the oldest record speaks for the session
+        if missing:  # no events left (retention): the oldest record speaks for it
             marks = ",".join("?" * len(missing))
             for sid, title, first_at in conn.execute(
                     f"select session_id, title, min(created_at) from memory_records where project_id = ? "
@@ -266,7 +266,8 @@ def extraction_failures_since(conn, since_iso: str) -> int:
 
 def model_runs_since(conn, since_iso: str) -> dict:
     """What the model did since a time (`status`, #36): batches it extracted, their latency, its
-    failed attempts, and the batches that fell back to the deterministic extractor, by reason.
+    failed attempts, the batches that fell back to the deterministic extractor, by reason, and the
+    supersede questions it was asked (kirolearn.pipeline.judge) and answered.
 
     Reads the runs since `since_iso` through idx_runs_started, never the whole table.
     """
@@ -274,8 +275,11 @@ def model_runs_since(conn, since_iso: str) -> dict:
         "select coalesce(sum(outcome = 'ok'), 0), coalesce(sum(outcome = 'failed'), 0), "
         "avg(case when outcome = 'ok' then (julianday(finished_at) - julianday(started_at)) * 86400000.0 end), "
         "max(case when outcome = 'ok' then (julianday(finished_at) - julianday(started_at)) * 86400000.0 end) "
-        "from extraction_runs where started_at >= ? and extractor = 'llm' and batch_key != 'session_end'",
-        [since_iso]).fetchone()
+        "from extraction_runs where started_at >= ? and extractor = 'llm' and batch_key != 'session_end' "
+        "and coalesce(reason, '') != 'supersede'", [since_iso]).fetchone()
+    asked, answered = conn.execute(
+        "select count(*), coalesce(sum(outcome = 'ok'), 0) from extraction_runs "
+        "where started_at >= ? and reason = 'supersede'", [since_iso]).fetchone()
     reasons: dict = {}
     for (reason,) in conn.execute("select fallback_reason from extraction_runs where started_at >= ? and "
                                   "extractor = 'deterministic' and coalesce(fallback_reason, '') != ''",
@@ -285,7 +289,8 @@ def model_runs_since(conn, since_iso: str) -> dict:
     return {"batches": int(ok), "failed_attempts": int(failed),
             "latency_ms_avg": round(avg_ms) if avg_ms is not None else None,
             "latency_ms_max": round(max_ms) if max_ms is not None else None,
-            "fallbacks": sum(reasons.values()), "fallback_reasons": dict(sorted(reasons.items()))}
+            "fallbacks": sum(reasons.values()), "fallback_reasons": dict(sorted(reasons.items())),
+            "supersede_questions": int(asked), "supersede_answered": int(answered)}
 
 
 def events_by_agent_since(conn, since_iso: str) -> dict:
@@ -413,7 +418,7 @@ def figures(conn, since_iso: str, *, projects: bool = True) -> dict:
     return found
 
 
-# --- writing ----------------------------------------------------------------------------------
+# --- writing ---
 
 
 def _audit(db, record_id, action, actor, reason="", *, before=None, after=None, version=None, at=None):
@@ -632,7 +637,7 @@ def purge_edit_history(db, record_ids=None) -> int:
         return db.execute(sql, args).rowcount
 
 
-# --- marks (issue #31): superseded_by and merged_into ------------------------------------------
+# --- marks (issue #31): superseded_by and merged_into ---
 
 MARKS = ("superseded_by", "merged_into")
 
@@ -764,7 +769,7 @@ def mark_figures(conn) -> dict:
                                    "where merged_into is not null").fetchone()[0]}
 
 
-# --- import ------------------------------------------------------------------------------------
+# --- import ---
 
 
 def import_forgotten(db, rows: "list[tuple[dict, dict]]") -> dict:
@@ -824,7 +829,7 @@ def table_columns(db, table: str) -> "list[str]":
     return [r[1] for r in db.execute(f"pragma table_info({table})")]
 
 
-# --- marks (issue #31: freshness and outcome) ----------------------------------------------------
+# --- marks (issue #31: freshness and outcome) ---
 
 MARK_FIELDS = ("freshness", "outcome")
 

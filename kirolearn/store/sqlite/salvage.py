@@ -14,7 +14,7 @@ import subprocess
 
 from kirolearn.store.sqlite import db as store
 
-PROBE_LIMIT = 100_000  # rowids probed one by one past the last readable one when max(rowid) is unreadable
+PROBE_LIMIT = 100_000  # rowids probed past the last readable one if max(rowid) is not
 
 
 def sqlite3_cli() -> "str | None":
@@ -24,8 +24,7 @@ def sqlite3_cli() -> "str | None":
         return None
     import tempfile
 
-    # Some builds (Debian's 3.40, for one) have the command but not the sqlite_dbpage table it
-    # needs: try it on a one-row database instead of trusting the version number.
+    # tried, not trusted by version: Debian's 3.40 lacks the sqlite_dbpage it needs
     with tempfile.TemporaryDirectory() as tmp:
         probe = os.path.join(tmp, "probe.db")
         conn = sqlite3.connect(probe)
@@ -46,7 +45,7 @@ def recover_with_cli(exe: str, damaged: str, scratch: str) -> bool:
     os.close(fd)
     try:
         dump = subprocess.Popen([exe, damaged, ".recover"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        # Without -bail the loading shell goes on past a statement that fails: one bad row costs one row.
+        # no -bail: the shell goes past a failing statement, one bad row costs one row
         subprocess.run([exe, scratch], stdin=dump.stdout, capture_output=True, timeout=3600)
         dump.stdout.close()
         dump.wait(timeout=60)

@@ -17,8 +17,7 @@ from collections import Counter
 from kirolearn.store.sqlite.db import writing
 
 CHUNK_ROWS = 500
-# Columns that hold identifiers, digests or times: never text a secret could be in, and keys
-# other rows refer to.
+# ids, digests and times hold no secret, and other rows refer to them
 _SKIP_SUFFIXES = ("_id", "_ids", "_hash", "_at")
 _SKIP_NAMES = frozenset(("id", "key", "kind", "trigger", "hook", "generation", "surface", "extract_state",
                          "outcome", "extractor", "observation_type", "strategy"))

@@ -1,7 +1,7 @@
 """The store contract (kirolearn.store.base.Store) over the SQLite functions of kirolearn.store.sqlite.db.
 
-Its own module, above sqlite.py, records.py, reader.py, backup.py and sqlite_extension.py, which it wraps: those
-modules never need the class, so nothing below imports back up (the methods once imported them
+Its own module, above db.py, records.py, reader.py, backup.py and extension.py, which it wraps:
+those modules never need the class, so nothing below imports back up (the methods once imported them
 lazily, to break that cycle).
 """
 
@@ -229,8 +229,7 @@ class SqliteStore(Store):
         return records.figures(self.db, since)
 
     def export_objects(self):
-        # the store contract's objects (what a team upload carries): no machine-local file_state; the
-        # `kirolearn export` backup (backup.export) keeps it, for a restore on this machine
+        # no machine-local file_state: only `kirolearn export` keeps it, for this machine
         return (_shared(o) if o["type"] == "record" else o for o in backup.objects(self.db))
 
     def import_objects(self, objects: "list[dict]") -> dict:

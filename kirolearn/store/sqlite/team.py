@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-# Tables whose rows name their project root beside its id: where the old -> new mapping is learnt.
+# rows naming their root beside its id: where the old -> new mapping is learnt
 _ROOTED = ("events", "memory_records", "session_summaries")
 
 
