@@ -121,7 +121,7 @@ def test_portable_wiring_runs_from_path_and_says_so_when_path_lacks_it(agent, pr
     if agent == "copilot":
         command = next(c for c in commands if "userPromptSubmitted" in c)
     logs = home / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
+    assert home.is_dir() and not logs.exists()  # install made the home (installs.json); the hook makes logs/
     # PATH has kirolearn-hook: the hook runs, and the event is kept
     count = spooled()
     ran = run_in_shell(command, PAYLOADS[agent], project, f"{path_bin}:{BARE_PATH}")
@@ -131,6 +131,7 @@ def test_portable_wiring_runs_from_path_and_says_so_when_path_lacks_it(agent, pr
     missing = run_in_shell(command, PAYLOADS[agent], project, BARE_PATH)
     assert missing.returncode == 0 and missing.stdout == b""
     assert b"kirolearn-hook is not on PATH" in missing.stderr and spooled() == count + 1
+    assert oct((logs / "hook.log").stat().st_mode & 0o777) == "0o600" and oct(logs.stat().st_mode & 0o777) == "0o700"
     log = (logs / "hook.log").read_text()
     assert log.count("kirolearn-hook is not on PATH") == 1 and log[:4].isdigit()
 

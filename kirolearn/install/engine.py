@@ -103,8 +103,8 @@ def mcp_entry(portable: bool = False, agent: "str | None" = None) -> dict:
     return {"command": command_path("kirolearn-mcp", portable), "args": [], "env": env}
 
 
-# A portable hook command (POSIX shell): `kirolearn-hook` found on PATH, or, when PATH lacks it, one line
-# on stderr and one in the default home's hook.log (which `doctor` counts) instead of silence; exit 0 either way.
+# A portable hook command (POSIX shell): `kirolearn-hook` found on PATH, or, when PATH lacks it, one line on
+# stderr and one in hook.log of the kirolearn home when there is one (doctor counts it); exit 0 either way.
 PORTABLE_GUARD = f"if command -v {MARK} >/dev/null 2>&1; then "
 NOT_ON_PATH = (f"kirolearn: {MARK} is not on PATH, so this hook records nothing; install kirolearn where this "
                "agent's PATH finds it (pipx install kirolearn), or run kirolearn install without --portable")
@@ -112,9 +112,9 @@ NOT_ON_PATH = (f"kirolearn: {MARK} is not on PATH, so this hook records nothing;
 
 def portable_hook_command(args: str) -> str:
     """The portable POSIX hook command running `kirolearn-hook ARGS` (see PORTABLE_GUARD)."""
-    log = '"${KIROLEARN_HOME:-$HOME/.kirolearn}/logs/hook.log"'
-    return (f"{PORTABLE_GUARD}{MARK} {args} || true; else m=\"{NOT_ON_PATH}\"; echo \"$m\" >&2; "
-            f"{{ echo \"$(date -u +%Y-%m-%dT%H:%M:%S.000Z) $m\" >>{log}; }} 2>/dev/null || true; fi")
+    log = ('{ d="${KIROLEARN_HOME:-$HOME/.kirolearn}"; [ -d "$d" ] && (umask 077; mkdir -p "$d/logs" && '
+           'echo "$(date -u +%Y-%m-%dT%H:%M:%S.000Z) $m" >>"$d/logs/hook.log"); } 2>/dev/null')
+    return f"{PORTABLE_GUARD}{MARK} {args} || true; else m=\"{NOT_ON_PATH}\"; echo \"$m\" >&2; {log}; true; fi"
 
 
 def machine_paths(changes: "list[Change]", project: "str | None") -> "list[str]":
