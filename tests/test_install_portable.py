@@ -104,6 +104,7 @@ def machine_words(home) -> "list[str]":
     return [str(BIN), os.path.dirname(install.LAUNCHER), str(home), os.environ["HOME"]]
 
 
+@pytest.mark.slow  # ~10 s an agent: shells, two doctor runs
 @pytest.mark.parametrize("agent", ["claude-code", "codex", "copilot", "gemini", "cursor", "kiro"])
 def test_portable_wiring_runs_from_path_and_says_so_when_path_lacks_it(agent, project, home, path_bin):
     files = install_portable(agent, project)
@@ -157,6 +158,7 @@ def test_portable_wiring_runs_from_path_and_says_so_when_path_lacks_it(agent, pr
             assert install.MARK not in Path(f).read_text() and "kirolearn-mcp" not in Path(f).read_text(), f
 
 
+@pytest.mark.slow
 def test_the_mcp_server_started_from_a_portable_entry_names_its_agent(project, home, path_bin):
     """The real kirolearn-mcp, started as Claude Code would start the .mcp.json entry (its command found
     on PATH, its env), by a client whose clientInfo names no agent: the record is Claude Code's."""

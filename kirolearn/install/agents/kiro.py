@@ -48,7 +48,7 @@ import shutil
 from kirolearn.core import paths
 from kirolearn.core.jsontext import indent_unit, line_indent, newline
 from kirolearn.core.errors import InstallError
-from kirolearn.install.engine import (AGENT_NAME, BOM, KIRO_KINDS, MARK, Change, commands, dump_json, env_prefix,
+from kirolearn.install.engine import (AGENT_NAME, BOM, KIRO_KINDS, MARK, Change, dump_json, env_prefix,
                                home_travels, load_json, read_text, strip_bom, hook_argv, load_record, mcp_entry)
 
 # Fields per Kiro's agent reference; see this module's docstring for the traps.
