@@ -113,6 +113,9 @@ SCALE_MAX ?= 100000
 bench-scale: $(BENCH_VENV)/.installed ## drain, hook and search costs at 10k / 100k records (SCALE_MAX=1000000: and 1M)
 	$(BENCH_VENV)/bin/python bench/bench_scale.py --venv $(BENCH_VENV) --max $(SCALE_MAX)
 
+bench-extraction: $(BENCH_VENV)/.installed ## deterministic extractor against the local model (tests/llmserver.py --ensure first; ~35 min on 2 busy cores)
+	nice $(BENCH_VENV)/bin/python bench/bench_extraction.py
+
 SOAK_SECONDS ?= 90
 soak: $(BENCH_VENV)/.installed ## hooks, drains, a watcher and SIGKILLs for SOAK_SECONDS; prints lost and duplicated events
 	$(BENCH_VENV)/bin/python bench/soak.py --seconds $(SOAK_SECONDS) --venv $(BENCH_VENV)
