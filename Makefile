@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 BENCH_VENV ?= .venv-bench
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-slow test-all test-agents test-llm demo docs cli-docs bench bench-scale soak mutate clean
+.PHONY: help install test test-slow test-all test-agents test-llm demo screenshot docs cli-docs bench bench-scale soak mutate clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
@@ -54,6 +54,9 @@ test-all: $(VENV)/.installed ## run every test, fast and slow
 
 demo: $(VENV)/.installed ## replay recorded sessions through the real hooks and show the result (ARGS=--keep: keep its home, print how to open the viewer on it)
 	$(PY) -m kirolearn.demo $(ARGS)
+
+screenshot: $(VENV)/.installed ## retake docs/viewer.png (the README's picture) from the demo's data with headless Chromium (~30 s)
+	$(PY) scripts/screenshot.py $(ARGS)
 
 docs: $(VENV)/.installed ## build the docs site into site/ (warnings are errors)
 	@$(PY) -c 'import mkdocs, material' 2>/dev/null || { echo "== installing the docs extra (mkdocs, mkdocs-material) into $(VENV): about 40 s, once"; \
@@ -110,6 +113,9 @@ SCALE_MAX ?= 100000
 
 bench-scale: $(BENCH_VENV)/.installed ## drain, hook and search costs at 10k / 100k records (SCALE_MAX=1000000: and 1M)
 	$(BENCH_VENV)/bin/python bench/bench_scale.py --venv $(BENCH_VENV) --max $(SCALE_MAX)
+
+bench-extraction: $(BENCH_VENV)/.installed ## deterministic extractor against the local model (tests/llmserver.py --ensure first; ~35 min on 2 busy cores)
+	nice $(BENCH_VENV)/bin/python bench/bench_extraction.py
 
 SOAK_SECONDS ?= 90
 soak: $(BENCH_VENV)/.installed ## hooks, drains, a watcher and SIGKILLs for SOAK_SECONDS; prints lost and duplicated events

@@ -8,7 +8,7 @@ what the next session would be told through the real hook command: a
 `kirolearn session-end`, then the session-start block (one line per record, with
 its id and the block's size) and the block for that session's first prompt,
 which never repeats what the start showed.
-Run: python -m kirolearn.demo [--keep] [RECORDING ...]
+Run: python -m kirolearn.demo [--keep | --into DIR] [RECORDING ...]
 """
 
 import argparse
@@ -69,12 +69,17 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kirolearn.demo", description=__doc__.splitlines()[0])
     parser.add_argument("recordings", nargs="*", help="recorded sessions (default: queue/sessions/*.jsonl)")
     parser.add_argument("--keep", action="store_true", help="keep the demo home directory and print its path")
+    parser.add_argument("--into", metavar="DIR", help="build in DIR (created; kept) instead of a temporary folder: "
+                                                      "scripts/screenshot.py shoots the viewer on it")
     args = parser.parse_args(argv)
+    if args.into:
+        args.keep = True
     recordings = args.recordings or sorted(glob.glob(os.path.join(RECORDINGS, "*.jsonl")))
     if not recordings:
         parser.error(f"no recordings found in {RECORDINGS}")
 
-    work = tempfile.mkdtemp(prefix="kirolearn-demo-")
+    work = os.path.abspath(args.into) if args.into else tempfile.mkdtemp(prefix="kirolearn-demo-")
+    os.makedirs(work, exist_ok=True)
     home = os.path.join(work, "kirolearn home")  # a space, on purpose
     os.environ["KIROLEARN_HOME"] = home
     print(f"kirolearn demo: KIROLEARN_HOME={home}\n")

@@ -100,13 +100,8 @@ def run_checks():
             continue
         if not entry["present"]:
             yield "FAIL", f"{entry['path']}: kirolearn's entries are gone; re-run `kirolearn install`"
-        elif entry.get("missing_programs"):
-            yield "FAIL", (f"{entry['path']}: its hook commands run {', '.join(entry['missing_programs'])}, which does "
-                           "not exist (a moved or deleted virtual environment?), so every hook fails without a word; "
-                           "re-run `kirolearn install` from the current installation")
-        elif entry["missing_binaries"]:
-            yield "FAIL", (f"{entry['path']} points at {', '.join(entry['missing_binaries'])}, which no longer exists; "
-                           "re-run `kirolearn install` from the current installation")
+        elif entry.get("missing_programs") or entry["missing_binaries"]:
+            yield "FAIL", missing_message(entry)
         elif entry.get("broken_programs"):
             yield "FAIL", (f"{entry['path']}: its hook command fails: {'; '.join(entry['broken_programs'])}; "
                            "re-run `kirolearn install` from the current installation")
@@ -119,6 +114,29 @@ def run_checks():
         else:
             yield "OK", f"{agent}: kirolearn's MCP server is registered"
     yield from _wiring_clashes()
+
+
+def missing_message(entry: dict) -> str:
+    """What doctor says of a wired file whose interpreter, launcher or command is not there: per agent, each
+    path that does not exist and each command PATH does not find, and the fix for each kind."""
+    agent = entry["agent"]
+    programs, binaries = entry.get("missing_programs", []), entry["missing_binaries"]
+    bare = [w for w in [*programs, *binaries] if os.sep not in w and not (os.altsep and os.altsep in w)]
+    again = f"`kirolearn install --agent {agent}` (with the same --project)"
+    parts = []
+    if [w for w in programs if w not in bare]:
+        parts.append(f"its hook commands run {', '.join(w for w in programs if w not in bare)}, which does not "
+                     "exist (a moved or deleted virtual environment?), so every hook fails without a word")
+    if [w for w in binaries if w not in bare]:
+        parts.append(f"it points at {', '.join(w for w in binaries if w not in bare)}, which no longer exists")
+    if parts:
+        parts[-1] += f"; re-run {again} from the current installation"
+    if bare:
+        parts.append(f"it runs {', '.join(bare)} from PATH, which this PATH does not find (the agent's may differ), "
+                     "so its hooks only log that they cannot run and its MCP server does not start; install "
+                     f"kirolearn where that PATH finds it (pipx install kirolearn), or re-run {again} without "
+                     "--portable")
+    return f"{agent}: {entry['path']}: " + "; and ".join(parts)
 
 
 def _wiring_clashes():

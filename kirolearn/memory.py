@@ -79,10 +79,11 @@ class Memory:
     # The pipeline
 
     def drain(self, *, flush: bool = False, wait: "float | None" = None, complete=None, progress=None,
-              watch: bool = False, on_pass=None, on_start=None):
+              watch: bool = False, on_pass=None, on_start=None, bars=None):
         """Store what the spool holds and extract records, as `kirolearn drain`; returns DrainStats.
 
-        `progress(done)` is called as spool files are stored. With `watch`, it keeps
+        `progress(done)` is called as spool files are stored; `bars` (kirolearn.cli.progress.Bars) shows
+        the backfills' progress to a person at a terminal. With `watch`, it keeps
         draining as events arrive until interrupted, calling `on_pass(stats)` after
         each pass (each pass is recorded for `status`). `on_start()` runs once the
         drain lock is held. Raises `kirolearn.core.errors.DrainLocked` when another drain
@@ -104,7 +105,7 @@ class Memory:
                     started = store.now_iso()
                     if on_start is not None:
                         on_start()
-                    drainer = drain.Drainer(db, settings, complete=complete, progress=progress)
+                    drainer = drain.Drainer(db, settings, complete=complete, progress=progress, bars=bars)
                     if watch:
                         def each_pass(stats):
                             store.record_drain(db, new_ulid(), store.now_iso(), asdict(stats))  # status sees it

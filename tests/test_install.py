@@ -140,9 +140,10 @@ def test_portable_install_names_commands_on_path(project, tmp_path, monkeypatch)
     result = run("install", "--project", str(project), "--portable", "--yes")
     assert result.exit_code == 0 and "absolute paths" not in result.output
     v3 = json.loads((project / ".kiro" / "hooks" / "kirolearn.json").read_text())
-    assert v3["hooks"][0]["action"]["command"] == "kirolearn-hook agent-spawn || true"  # no venv, no KIROLEARN_HOME
+    # no venv, no KIROLEARN_HOME: kirolearn-hook from PATH (and a line on stderr and in the log without it)
+    assert v3["hooks"][0]["action"]["command"] == install.portable_hook_command("agent-spawn")
     mcp = json.loads((project / ".kiro" / "settings" / "mcp.json").read_text())
-    assert mcp["mcpServers"]["kirolearn"] == {"command": "kirolearn-mcp", "args": [], "env": {}}
+    assert mcp["mcpServers"]["kirolearn"] == {"command": "kirolearn-mcp", "args": [], "env": {"KIROLEARN_AGENT": "kiro"}}
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))  # kirolearn-hook no longer found on PATH
     broken = [w for w in wiring.wiring() if w["missing_binaries"]]
     assert broken and broken[0]["missing_binaries"] == ["kirolearn-hook"]
@@ -285,7 +286,7 @@ def test_install_then_uninstall_gives_back_the_exact_bytes(layout, variant, tmp_
     installed = path.read_bytes()
     text = installed.decode("utf-8")
     data = json.loads(text.lstrip("\ufeff"))
-    assert data["mcpServers"]["kirolearn"] == install.mcp_entry()
+    assert data["mcpServers"]["kirolearn"] == install.mcp_entry(agent="kiro")
     theirs = json.loads(original.decode().lstrip("\ufeff"))
     assert {k: v for k, v in data.items() if k != "mcpServers"} == {k: v for k, v in theirs.items() if k != "mcpServers"}
     assert installed.startswith(b"\xef\xbb\xbf") == original.startswith(b"\xef\xbb\xbf")
@@ -301,7 +302,7 @@ def test_install_then_uninstall_gives_back_the_exact_bytes(layout, variant, tmp_
 def test_an_mcp_json_install_created_is_removed_and_an_empty_one_restored(tmp_path):
     path = Path(os.environ["HOME"]) / ".kiro" / "settings" / "mcp.json"
     run("install", "--yes")
-    assert json.loads(path.read_text()) == {"mcpServers": {"kirolearn": install.mcp_entry()}}
+    assert json.loads(path.read_text()) == {"mcpServers": {"kirolearn": install.mcp_entry(agent="kiro")}}
     run("uninstall", "--yes")
     assert not (Path(os.environ["HOME"]) / ".kiro").exists()
     path.parent.mkdir(parents=True)

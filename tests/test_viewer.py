@@ -17,7 +17,6 @@ from kirolearn.viewer.app import create_app
 
 XSS_TITLE = 'Login fails <script>alert(1)</script> "><img src=x onerror=alert(2)>'
 XSS_SUMMARY = "</textarea><script>window.pwned=1</script><b onmouseover=alert(3)>hover</b> javascript:alert(4)"
-SCREENSHOT = Path(__file__).parent.parent / "docs" / "viewer.png"
 CHROMIUM = os.environ.get("KIROLEARN_CHROMIUM", "/usr/bin/chromium")
 
 
@@ -146,8 +145,8 @@ def test_search_page_uses_the_cli_ranking_and_filters(client, add_record, projec
     assert found == [h["record_id"] for h in manage.search("export job")]
     assert re.findall(r'href="/record/(mr_\w+)"', client.get("/search?q=export&type=error").text) == [b]
     assert re.findall(r'href="/record/(mr_\w+)"', client.get("/search?q=export&since=7d").text) == [a]
-    scores = re.findall(r'class="score" title="score">([^<]+)<', html)
-    assert scores and all(float(s) > 0 for s in scores)
+    scores = re.findall(r'class="score" title="[^"]+">match ([^<]+)<', html)  # labelled (#33): best = 1.00
+    assert scores and scores[0] == "1.00" and all(0 < float(s) <= 1 for s in scores)
     assert "cannot read --since" in client.get("/search?q=export&since=someday").text
 
 
@@ -261,9 +260,7 @@ def test_viewer_in_headless_chromium(project, make_event, drain_now, add_record,
                 page.goto(f"{running.base}/")
                 page.set_viewport_size({"width": 1100, "height": 700})
                 page.screenshot(path=str(tmp_path / "viewer.png"))
-                if os.environ.get("KIROLEARN_UPDATE_SCREENSHOT"):  # the README's picture: docs/viewer.png
-                    SCREENSHOT.parent.mkdir(exist_ok=True)
-                    shutil.copy(tmp_path / "viewer.png", SCREENSHOT)
+                # the README's picture (docs/viewer.png) is scripts/screenshot.py's, from the demo's data
                 assert dialogs == [] and errors == []
             finally:
                 browser.close()

@@ -66,25 +66,25 @@ def drain_command(watch, flush, json_, no_recall_server):
 
     from kirolearn import Memory
     from kirolearn.capture import spool
+    from kirolearn.cli.progress import for_hand_run
     from kirolearn.core.errors import DrainLocked
 
     if watch and flush:
         raise click.UsageError("--flush applies to a single drain; drop it or --watch")
     _own_drain_log()
-    bar = None
+    bars = for_hand_run(watch)  # a person at a terminal: the spool and the backfills show their progress
+    stored = None
 
     def start():  # the lock is held: show progress for a big spool, or say we are watching
-        nonlocal bar
-        waiting = spool.size()
-        if waiting >= 1000 and sys.stderr.isatty() and not watch:
-            bar = click.progressbar(length=waiting, label="draining", file=sys.stderr)
-            bar.__enter__()
+        nonlocal stored
+        if bars is not None:
+            stored = bars.phase("storing the spool", spool.size())
         if watch:
             click.echo("kirolearn: watching the spool; Ctrl-C to stop", err=True)
 
     def progress(done):
-        if bar is not None:
-            bar.update(done - bar.pos)
+        if stored is not None:
+            stored(done)
 
     def on_pass(s):
         click.echo(json.dumps(asdict(s)) if json_ else _describe(s), err=not json_)
@@ -95,7 +95,8 @@ def drain_command(watch, flush, json_, no_recall_server):
 
         server = start_in_thread()
     try:
-        stats = Memory().drain(flush=flush, watch=watch, progress=progress, on_pass=on_pass, on_start=start)
+        stats = Memory().drain(flush=flush, watch=watch, progress=progress, on_pass=on_pass, on_start=start,
+                               bars=bars)
     except DrainLocked as exc:
         if json_:
             click.echo(json.dumps({"locked": True, "message": str(exc)}))
@@ -103,8 +104,8 @@ def drain_command(watch, flush, json_, no_recall_server):
             click.echo(f"kirolearn: {exc}", err=True)
         return
     finally:
-        if bar is not None:
-            bar.__exit__(None, None, None)
+        if bars is not None:
+            bars.close()
         if server is not None:
             server.close()
     if json_ and not watch:
@@ -533,7 +534,8 @@ def _echo_lists(found: dict, terminal) -> None:
               help="Wire ~/.kiro (the kirolearn agent and the MCP server); the default when --project is not given.")
 @click.option("--portable", is_flag=True,
               help="Write commands found on PATH (kirolearn-hook, kirolearn-mcp) instead of this machine's "
-                   "absolute paths: for .kiro/ files a team commits.")
+                   "absolute paths, for files a team commits (.kiro/, .claude/settings.json, .mcp.json, ...); "
+                   "a hook whose PATH lacks kirolearn-hook says so on stderr and in the log. Not for opencode.")
 @click.option("--dry-run", is_flag=True, help="Print the diff of every file it would touch; write nothing.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before writing.")
 @click.option("--set-default", is_flag=True, help="Also make `kirolearn` Kiro CLI's default agent.")
@@ -559,31 +561,42 @@ def install_command(project, global_, portable, dry_run, yes, set_default, agent
         kirolearn install --project . --portable    # .kiro/ files fit to commit
         kirolearn install --project . --dry-run
         kirolearn install --agent claude-code       # ~/.claude/settings.json hooks
+        kirolearn install --agent claude-code --project . --portable   # fit to commit
     """
     from kirolearn.install import agents
 
     if agent != "kiro":
-        if set_default or portable:
-            raise click.UsageError(f"--set-default and --portable are Kiro options; drop them with --agent {agent}")
-        _apply_changes(agents.get(agent).plan_install(project, global_ or not project), dry_run, yes, installing=True)
+        if set_default:
+            raise click.UsageError(f"--set-default is a Kiro option; drop it with --agent {agent}")
+        changes = agents.get(agent).plan_install(project, global_ or not project, portable=portable)
+        _apply_changes(changes, dry_run, yes, installing=True)
+        _note_machine_paths(changes, project, agent)
         if not dry_run:
             cli_model.offer_model(with_model, yes)
             click.echo(f"next: `kirolearn schedule` to drain in the background; {agent} picks kirolearn up "
                        "at its next start (docs/agents/" + agent + ".md)")
         return
-    from kirolearn.install.agents import kiro as kiro_install  # the Kiro-only options: --portable, --set-default
+    from kirolearn.install.agents import kiro as kiro_install  # the Kiro-only option: --set-default
 
     changes = agents.get("kiro").plan_install(project, global_ or not project, portable=portable)
     _apply_changes(changes, dry_run, yes, installing=True)
-    for path in kiro_install.machine_paths(changes):
-        click.echo(f"note       {path} holds absolute paths of this machine; "
-                   "if your team commits .kiro/, re-run with --portable", err=True)
+    _note_machine_paths(changes, project, "kiro")
     if set_default and not dry_run:
         click.echo(kiro_install.set_default_agent())
     if not dry_run:
         cli_model.offer_model(with_model, yes)
         click.echo("next: `kirolearn schedule` to drain in the background; Kiro CLI users start "
                    + ("`kiro-cli chat --agent kirolearn`" if global_ or not project else "`kiro-cli chat` here"))
+
+
+def _note_machine_paths(changes, project, agent: str) -> None:
+    """Say which project files hold this machine's absolute paths (a teammate's clone could not run them)."""
+    from kirolearn.install import engine as install
+
+    for path in install.machine_paths(changes, project):
+        fix = ("keep it out of the commit (docs/agents/opencode.md)" if agent == "opencode"
+               else "if your team commits it, re-run with --portable")
+        click.echo(f"note       {path} holds absolute paths of this machine; {fix}", err=True)
 
 
 def _apply_changes(changes, dry_run, yes, *, installing):

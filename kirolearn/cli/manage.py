@@ -6,6 +6,7 @@ sequences); `--json` output is the re-scrubbed data itself.
 """
 
 import json
+import os
 import sys
 
 import click
@@ -364,6 +365,27 @@ def edit_command(record_id, title, summary, outcome, reason, json_):
     click.echo(f"edited   {_line(record)}")
 
 
+IMPORT_BAR_BYTES = 256 * 1024  # a smaller export imports in a blink: no bar
+
+
+def _read_with_progress(source, bars):
+    """The lines of `source`, with a bar over its bytes when a person watches a big regular file (a pipe
+    has no size: no bar)."""
+    try:
+        size = os.fstat(source.fileno()).st_size if bars is not None else 0
+    except (AttributeError, OSError, ValueError):
+        size = 0
+    update = bars.phase("importing", size) if size >= IMPORT_BAR_BYTES else None
+    if update is None:
+        yield from source
+        return
+    done = 0
+    for line in source:
+        done += len(line.encode("utf-8", "surrogatepass"))
+        update(done)
+        yield line
+
+
 @cli.command(name="import")
 @click.argument("source", type=click.File("r", encoding="utf-8"))
 @json_option
@@ -373,9 +395,15 @@ def import_command(source, json_):
     Idempotent: what is already there is kept as it is. Ids and provenance are
     kept; every text is scrubbed on the way in; forgotten records stay forgotten.
     """
+    from kirolearn.cli.progress import for_hand_run
     from kirolearn.manage import records as manage
 
-    counts = manage.import_lines(source)
+    bars = for_hand_run()
+    try:
+        counts = manage.import_lines(_read_with_progress(source, bars))
+    finally:
+        if bars is not None:
+            bars.close()
     if json_:
         click.echo(json.dumps(counts, sort_keys=True))
         return

@@ -92,10 +92,40 @@ def hook_argv(portable: bool = False) -> "list[str]":
     return [os.path.abspath(sys.executable), LAUNCHER]
 
 
-def mcp_entry(portable: bool = False) -> dict:
-    """Our MCP server entry (command, args, env)."""
+AGENT_ENV = "KIROLEARN_AGENT"  # the MCP server reads it (mcp_server/app.py): records name the agent without clientInfo
+
+
+def mcp_entry(portable: bool = False, agent: "str | None" = None) -> dict:
+    """Our MCP server entry (command, args, env); `agent` goes into its env as KIROLEARN_AGENT."""
     env = {paths.HOME_ENV: paths.home()} if home_travels(portable) else {}
+    if agent:
+        env[AGENT_ENV] = agent
     return {"command": command_path("kirolearn-mcp", portable), "args": [], "env": env}
+
+
+# A portable hook command (POSIX shell): `kirolearn-hook` found on PATH, or, when PATH lacks it, one line on
+# stderr and one in hook.log of the kirolearn home when there is one (doctor counts it); exit 0 either way.
+PORTABLE_GUARD = f"if command -v {MARK} >/dev/null 2>&1; then "
+NOT_ON_PATH = (f"kirolearn: {MARK} is not on PATH, so this hook records nothing; install kirolearn where this "
+               "agent's PATH finds it (pipx install kirolearn), or run kirolearn install without --portable")
+
+
+def portable_hook_command(args: str) -> str:
+    """The portable POSIX hook command running `kirolearn-hook ARGS` (see PORTABLE_GUARD)."""
+    log = ('{ d="${KIROLEARN_HOME:-$HOME/.kirolearn}"; [ -d "$d" ] && (umask 077; mkdir -p "$d/logs" && '
+           'echo "$(date -u +%Y-%m-%dT%H:%M:%S.000Z) $m" >>"$d/logs/hook.log"); } 2>/dev/null')
+    return f"{PORTABLE_GUARD}{MARK} {args} || true; else m=\"{NOT_ON_PATH}\"; echo \"$m\" >&2; {log}; true; fi"
+
+
+def machine_paths(changes: "list[Change]", project: "str | None") -> "list[str]":
+    """Files inside `project` this install would write holding this machine's absolute paths (this Python,
+    the launcher, the home): a teammate's clone could not run them, and `--portable` writes none."""
+    if not project:
+        return []
+    root = os.path.abspath(project) + os.sep
+    here = [os.path.dirname(os.path.abspath(sys.executable)), os.path.dirname(LAUNCHER), paths.home()]
+    return [c.path for c in changes if c.changed and c.after and not c.undo and c.path.startswith(root)
+            and any(p and (p in c.after or json.dumps(p)[1:-1] in c.after) for p in here)]
 
 
 # JSON text that keeps the user's bytes

@@ -8,8 +8,8 @@ import subprocess
 
 from kirolearn.core.errors import InstallError
 from kirolearn.install import agents
-from kirolearn.install.engine import (AGENT_NAME, MARK, agent_of, binaries, commands, load_record, read_text,
-                                      strip_bom)
+from kirolearn.install.engine import (AGENT_NAME, MARK, PORTABLE_GUARD, agent_of, binaries, commands, load_record,
+                                      read_text, strip_bom)
 
 PROBE_SECONDS = 20
 
@@ -17,6 +17,8 @@ PROBE_SECONDS = 20
 def hook_program(command: str) -> "tuple[dict, list[str]]":
     """(environment assignments, the words up to and including the hook's own word) of a wired hook
     command such as `KIROLEARN_HOME=/h /venv/bin/python /pkg/launcher/kirolearn-hook --agent codex || true`."""
+    if command.startswith(PORTABLE_GUARD):  # `--portable`: kirolearn-hook from PATH, guarded
+        return {}, [MARK]
     try:
         words = shlex.split(command)
     except ValueError:

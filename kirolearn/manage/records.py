@@ -197,7 +197,10 @@ def _brief(record: dict) -> dict:
     """What a timeline row shows (scrubbing the rest would be wasted work): turn summaries in full."""
     keep = ("record_id", "session_id", "title", "observation_type", "strategy", "created_at", "project_root")
     row = {k: record[k] for k in keep}
-    row["summary"] = record["summary"] if record["observation_type"] == "session_summary" else ""
+    for mark in ("freshness", "outcome", "superseded_by"):  # the card's labels (issue #31)
+        row[mark] = record.get(mark)
+    # a turn summary in full; a conversation's card shows its outcome (its title is the request)
+    row["summary"] = record["summary"] if record["observation_type"] in ("session_summary", "conversation") else ""
     return row
 
 

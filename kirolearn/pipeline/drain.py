@@ -137,7 +137,7 @@ class Drainer:
     the marker outside the file) are its optional capability calls, skipped where not supported.
     """
 
-    def __init__(self, store, settings, *, complete=None, sleep=time.sleep, progress=None):
+    def __init__(self, store, settings, *, complete=None, sleep=time.sleep, progress=None, bars=None):
         self.store: Store = store if isinstance(store, Store) else SqliteStore(db=store)
         self.settings = settings
         self.scrubber = Scrubber(settings.scrub.extra_patterns, settings.scrub.allow,
@@ -145,6 +145,7 @@ class Drainer:
         self.complete = complete or extract.litellm_complete
         self.sleep = sleep
         self.progress = progress  # callable(n_done) or None
+        self.bars = bars  # a hand-run drain's progress bars (cli.progress.Bars), else None
         self.last_check = None  # monotonic time of the last passing integrity check
 
         self.checks = 0
@@ -559,13 +560,16 @@ class Drainer:
         if not due:
             return
         marks, checked = [], []
-        for record in due:
+        shown = self._phase("checking freshness", len(due))
+        for number, record in enumerate(due, 1):
             try:
                 value, reason = freshness.check(record)
             except Exception as exc:  # noqa: BLE001 - an odd file or repository is not checked, never lost
                 log.warning("freshness of %s not checked: %s: %s", record["record_id"], type(exc).__name__, exc)
                 value, reason = record.get("freshness") or "current", ""
             checked.append(record["record_id"])
+            if shown:
+                shown(number)
             if value != record.get("freshness"):
                 marks.append({"record_id": record["record_id"], "freshness": value, "reason": reason})
         now = isotime.now_iso()
@@ -698,12 +702,16 @@ class Drainer:
         """Expansions of new records (plain text for the hook's index: no model needed) and the hook's
         word counts, where the store keeps them (Store.derived, Store.refresh_term_docs)."""
         derived = self.store.derived()
+        expanded = 0
         if derived is not None:
             from kirolearn.recall import semantic  # recall's text rules, above the store
 
-            semantic.enrich_pending(derived)
-        if stats.records_written:
-            self.store.refresh_term_docs()  # word counts the hook reads with one index range
+            expanded = semantic.enrich_pending(derived, progress=self._phase("expanding", derived.expansions_pending))
+        if stats.records_written or expanded:
+            # word counts the hook reads with one index range; records an import or a team sync added get
+            # their expansions here, and without this copy the hook read fts5vocab's doclists instead
+            # (issue #32: 230 ms a prompt at 100k records after an import)
+            self.store.refresh_term_docs()
 
     def embed_vectors(self, stats: DrainStats, seconds: "float | None" = EMBED_SECONDS) -> None:
         """Vectors, last in a pass, bounded (EMBED_SECONDS) and ended between two batches when new turns
@@ -716,10 +724,17 @@ class Drainer:
         from kirolearn.recall import semantic  # numpy and the model load only here, in the drainer
 
         stats.records_embedded, stats.embedding_error = semantic.index_with_settings(
-            derived, self.settings, seconds=seconds,
+            derived, self.settings, seconds=seconds, progress=self._phase("embedding"),
             interrupt=None if seconds is None else (lambda: bool(spool.ready_files())))
         self.vectors_pending = (bool(stats.records_embedded)
                                 and semantic.vectors_pending(derived, self.settings) > 0)
+
+    def _phase(self, label: str, total=None):
+        """The progress callable of a backfill phase when a person watches (self.bars), else None.
+        `total`: a count, or a callable counting the work (asked only when a bar may show)."""
+        if self.bars is None:
+            return None
+        return self.bars.phase(label, total() if callable(total) else total)
 
     def run_once(self, flush: bool = False) -> DrainStats:
         """Drain everything in the spool once, extract every ready batch, then release the spool files.
@@ -759,6 +774,8 @@ class Drainer:
         stats.team = self.sync_team()
         # last: CPU-bound embedding never holds up the spool or team sync
         self.embed_vectors(stats, None if flush else EMBED_SECONDS)  # --flush: all now
+        if self.bars is not None:
+            self.bars.close()
         self._end_pass()
         stats.duration_ms = int((time.monotonic() - start) * 1000)
         return stats

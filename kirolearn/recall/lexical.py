@@ -33,9 +33,15 @@ RELATIVE_FLOOR = 0.35  # of the best match's score
 
 COMMON_SHARE = 0.2  # commoner words (idf < log 4): not searched
 KEEP_RAREST = 2  # but a prompt's rarest few are kept
+COMMON_DOCS = 5000  # nor words in more records: a word costs its document count (#32)
+RECENT_ROWS = 50_000  # newest rowids a prompt of common words only searches
+STEM_CUT = 4  # longest suffix Porter drops past _stem_prefix ("ence", "ment")
+STEM_SUFFIXES = frozenset("s es ed ing ly er ers est ence ance ment ent ion ions al ic ive ous able ible ant ness "
+                          "ful ate ize ity ism".split())
 
 # Filter a big project after ranking: BM25 reads its whole doclist in MATCH.
 PROJECT_IN_MATCH_BELOW = 0.75
+PROJECT_MATCH_DOCS = 20_000  # so is a bigger project: its doclist costs more than it saves (#32)
 
 # words() tokenizes by hand: re costs the hook ~25M instructions.
 _STOPWORDS = frozenset(
@@ -190,43 +196,79 @@ def _weight(row, now: float, marked: bool = True) -> float:
     return weight * marks.factor(row.get("freshness"), row.get("outcome")) if marked else weight
 
 
-def _drop_common(conn, words: "list[str]") -> "list[str]":
-    """Drop words that most records contain: BM25 gives them ~0 weight, yet they cost the most."""
+def _stems(word: str) -> "list[str]":
+    """What the index's Porter stem of `word` may be when shorter than _stem_prefix: the word without one
+    of the suffixes the stemmer takes off ("reference" -> "refer", "logged" -> "log"), never a shorter
+    word it merely starts with ("users" is not "use")."""
+    low = word.lower()
+    out = []
+    for cut in range(max(3, len(low) - STEM_CUT), len(_stem_prefix(low))):
+        stem, rest = low[:cut], low[cut:]
+        if rest in STEM_SUFFIXES or (rest[:1] == stem[-1:] and rest[1:] in STEM_SUFFIXES):  # "logged": "g" doubled
+            out.append(stem)
+    return out
+
+
+def _drop_common(conn, words: "list[str]", floor: "list | None" = None) -> "list[str]":
+    """The words worth searching; `floor` (a list) gets the rowid the search starts after (0: the whole store).
+
+    Words that most records contain get ~0 BM25 weight yet cost the most: scoring a match reads its
+    row's size, so a word's cost is its document count. A word is dropped past COMMON_SHARE of the
+    records or COMMON_DOCS of them (the cap keeps a big store's cost bounded, issue #32), but the
+    rarest KEEP_RAREST are always kept (past COMMON_DOCS only when no word is under it); when one
+    of those is past COMMON_DOCS, only the newest RECENT_ROWS records are searched. A store under COMMON_DOCS records is searched as it always was."""
+    floor = [] if floor is None else floor
     if len(words) <= KEEP_RAREST:
+        floor.append(0)
         return words
-    found = reader.term_doc_counts(conn, [_stem_prefix(w) for w in words])
+    found = reader.term_doc_counts(conn, [_stem_prefix(w) for w in words], [_stems(w) for w in words])
     if not found or not found[1]:  # counts unknown, or too few records for them to matter
+        floor.append(0)
         return words
     total, docs = found
     counts = dict(zip(words, docs))
-    rarest = set(sorted(words, key=lambda w: counts[w])[:KEEP_RAREST])
-    return [w for w in words if w in rarest or counts[w] <= COMMON_SHARE * total]
+    limit = min(COMMON_SHARE * total, COMMON_DOCS)
+    # the rarest stay, but on a big store not past COMMON_DOCS when a word under it is searched anyway
+    big = COMMON_SHARE * total > COMMON_DOCS  # a smaller store is searched as it always was
+    pool = [w for w in words if counts[w] <= COMMON_DOCS] if big else []
+    pool = pool or words
+    rarest = set(sorted(pool, key=lambda w: counts[w])[:KEEP_RAREST])
+    kept = [w for w in words if w in rarest or counts[w] <= limit]
+    heavy = max(counts[w] for w in kept) > COMMON_DOCS
+    floor.append(max(0, reader.newest_rowid(conn) - RECENT_ROWS) if heavy else 0)
+    return kept
 
 
 def _project_in_match(conn, project_id: "str | None") -> "tuple[bool, float]":
     """(narrow the MATCH by the project?, the share of ranked matches expected to be the project's).
 
-    A project holding most of the store (the one-project user) is cheaper to filter after ranking:
-    the scores are the same either way (the project column weighs 0), and the ranking depth grows
-    by 1/share so about as many of the project's matches are ranked."""
+    In the MATCH, FTS5 scores only the project's rows, but BM25 reads the project phrase's whole
+    doclist for its weight: as long as the project (PROJECT_MATCH_DOCS). A bigger project, or one
+    holding most of the store (the one-project user), is filtered after ranking instead: the scores
+    are the same either way (the project column weighs 0), and the ranking depth grows by 1/share so
+    about as many of the project's matches are ranked."""
     if not project_id:
         return True, 1.0
-    share = reader.project_share(conn, project_id)
-    if share is None or share < PROJECT_IN_MATCH_BELOW:
+    found = reader.project_docs(conn, project_id)
+    if found is None or not found[0]:
         return True, 1.0
-    return False, share
+    docs, total = found
+    if docs <= PROJECT_MATCH_DOCS and docs < PROJECT_IN_MATCH_BELOW * total:
+        return True, 1.0
+    return False, docs / total
 
 
 def _ceil(x: float) -> int:
     return int(-(-x // 1))
 
 
-def _query_words(conn, query: str, limit: int) -> "list[str] | None":
-    """The words to search `query` with, or None when there is nothing to search."""
+def _query_words(conn, query: str, limit: int, bounded: "list | None" = None) -> "list[str] | None":
+    """The words to search `query` with, or None when there is nothing to search; `bounded` (a list)
+    gets the rowid the search starts after (see _drop_common)."""
     words = terms(query)
     if conn is None or not words or limit <= 0:
         return None
-    return _drop_common(conn, words)
+    return _drop_common(conn, words, bounded)
 
 
 def search(conn, query: str, *, project_id: "str | None" = None, types=None, limit: int = 10,
@@ -240,7 +282,8 @@ def search(conn, query: str, *, project_id: "str | None" = None, types=None, lim
     """
     # Named dates ("on 3 May 2023") are not words: they rank that day's matches.
     dates, query = when.windows(query)
-    words = _query_words(conn, query, limit)
+    after: list = []
+    words = _query_words(conn, query, limit, after)
     if words is None:
         return []
     now = time.time() if now is None else now
@@ -251,7 +294,7 @@ def search(conn, query: str, *, project_id: "str | None" = None, types=None, lim
     rows = reader.fts_matches(conn, words, depth=_ceil((depth * 20 if narrowed else depth) / share), limit=depth,
                               project_id=project_id, types=types, since=since, session_id=session_id, file=file,
                               columns=reader.RANK_COLUMNS + (", r.source_event_ids" if dates else ""),
-                              project_in_match=in_match)
+                              project_in_match=in_match, after_rowid=after[0])
     scored = [(row, -row["bm25"] * _weight(row, now)) for row in rows]
     scored = marked(conn, scored, key=lambda item: item[0]["record_id"])  # superseded demoted, merged dropped
     if dates:
@@ -280,14 +323,16 @@ def scores(conn, query: str, *, project_id: "str | None" = None, types=None, lim
     """(record_id, score) of the best `limit` matches, scored as search() scores them but
     without building hits, nor the marks (semantic.Searcher weighs the fused score by them once):
     the lexical half of semantic.Searcher's fusion."""
-    words = _query_words(conn, query, limit)
+    after: list = []
+    words = _query_words(conn, query, limit, after)
     if words is None:
         return []
     now = time.time() if now is None else now
     depth = limit * 20 if types else limit
     in_match, share = _project_in_match(conn, project_id)
     rows = reader.fts_matches(conn, words, depth=_ceil(depth / share), limit=depth, project_id=project_id,
-                              types=types, columns=reader.SCORE_COLUMNS, project_in_match=in_match)
+                              types=types, columns=reader.SCORE_COLUMNS, project_in_match=in_match,
+                              after_rowid=after[0])
     # fusion weighs freshness/outcome once; superseded/merged apply here already
     found = [(r["record_id"], -r["bm25"] * _weight(r, now, marked=False)) for r in rows]
     found = marked(conn, found)

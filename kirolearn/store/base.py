@@ -364,6 +364,10 @@ class DerivedIndex(abc.ABC):
     def sessions_needing_expansion(self, limit: int = 500) -> "list[tuple[str, str, int]]":
         """(project_id, session_id, rowid of its first record without an expansion), at most `limit`."""
 
+    def expansions_pending(self) -> "int | None":
+        """How many records await their expansion (a hand-run drain's progress bar), None when unknown."""
+        return None
+
     @abc.abstractmethod
     def session_records(self, project_id: str, session_id: str, from_rowid: int = 0,
                         context: int = 0) -> "list[dict]":

@@ -59,16 +59,66 @@ def _env() -> Environment:
     env = Environment(loader=FileSystemLoader(os.path.join(HERE, "templates")),
                       autoescape=select_autoescape(default=True, default_for_string=True), finalize=shown)
     env.filters["when"] = lambda iso: (iso or "")[:19].replace("T", " ")
-    env.filters["score"] = lambda value: f"{value:.3g}"
+    env.filters["match"] = match
     env.filters["oneline"] = lambda text: " ".join(str(text or "").split())
+    env.filters["outcome_of"] = outcome_of
+    env.filters["where"] = where
     from kirolearn.viewer import markdown
 
     env.filters["markdown"] = markdown.render  # markdown-it-py, raw HTML, links and images off
+    env.filters["inline"] = markdown.render_inline  # a fact: `code` as code, escaped first
+    env.filters["snippet"] = markdown.snippet  # a cut summary whose code spans stay closed
+    env.globals["mark_labels"] = mark_labels
+    env.globals["match_tip"] = MATCH_TIP
     env.globals["event_line"] = manage.event_line
     env.globals["session_label"] = session_label
     env.globals["kind_label"] = kind_label
     env.globals["types"] = OBSERVATION_TYPES
     return env
+
+
+MATCH_TIP = ("How well this record matches the search, relative to the best result (1.00): the ranking of "
+             "`kirolearn search` (words and meaning), weighed by the record's type, age and marks")
+
+
+def match(score, best) -> str:
+    """A hit's score as a person reads it: relative to the best hit of the page, 0.00 to 1.00."""
+    try:
+        return f"{max(0.0, min(1.0, float(score) / float(best))):.2f}" if best else "–"
+    except (TypeError, ValueError):
+        return "–"
+
+
+MARK_TIPS = {  # what each label means (docs/memory-marks.md)
+    "files changed since": "A file this record touched has changed substantially since: it may no longer hold",
+    "file deleted": "A file this record touched is gone",
+    "failed attempt": "The turn's work ended in failure: what was tried, not what was done",
+}
+
+
+def mark_labels(record) -> "list[tuple[str, str]]":
+    """(label, tooltip) for a record's freshness and outcome when they are not current / unknown (issue #31)."""
+    from kirolearn.core import marks
+
+    record = record or {}
+    found = marks.labels(record.get("freshness"), record.get("outcome"))
+    return [(label, MARK_TIPS.get(label, label)) for label in found]
+
+
+def outcome_of(summary) -> str:
+    """A turn's outcome (its summary's `**Outcome:**` section), for a card that shows only its title."""
+    from kirolearn.recall.context import sections
+
+    return " ".join((sections(str(summary or ""), "**").get("Outcome") or "").split())
+
+
+def where(path) -> str:
+    """A project root as its user says it: the home folder as `~` (shorter, and no user name on screen)."""
+    path = str(path or "")
+    home = os.path.expanduser("~").rstrip(os.sep)
+    if home and home != os.sep and (path == home or path.startswith(home + os.sep)):
+        return "~" + path[len(home):]
+    return path
 
 
 def session_label(label: dict, session_id: str) -> str:
@@ -164,9 +214,15 @@ def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
             by_session.setdefault(s["session_id"], s)
         labels = manage.session_labels(db, pid, [g["session_id"] for g in groups]) \
             if db and groups else {}
-        for g in groups:
-            g["session_end"] = by_session.get(g["session_id"])
+        ended = set()
+        for g in groups:  # a session's end shows once: in its newest block, in place of its record's card
+            end = by_session.get(g["session_id"]) if g["session_id"] not in ended else None
+            ended.add(g["session_id"])
+            g["session_end"] = end
             g["label"] = labels.get(g["session_id"]) or {}
+            end_ids = {s.get("record_id") for s in summaries if s["session_id"] == g["session_id"]} - {None}
+            g["records"] = [r for r in g["records"] if r["record_id"] not in end_ids]
+        groups = [g for g in groups if g["records"] or g["session_end"]]
         next_cursor = f"{rows[-1]['created_at']}|{rows[-1]['record_id']}" if more else None
         return page("timeline.html", request, projects=projects, current=current, groups=groups,
                     next_cursor=next_cursor, first_page=not before, session=session)

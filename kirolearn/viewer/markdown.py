@@ -27,3 +27,31 @@ def render(text) -> Markup:
     from kirolearn.privacy.sanitize import guard_lines
 
     return Markup(_renderer().render(guard_lines(str(text or ""))))
+
+
+def render_inline(text) -> Markup:
+    """Safe HTML of one line of memory text (a fact): `code` spans and emphasis, no paragraph; the
+    source escaped first by the renderer, raw HTML, links and images off as in `render`."""
+    from kirolearn.privacy.sanitize import guard_lines
+
+    return Markup(_renderer().renderInline(" ".join(guard_lines(str(text or "")).split())))
+
+
+def snippet(text, limit: int = 300) -> str:
+    """`text` cut to about `limit` characters at a word, with its code closed: a cut inside a `code span`
+    or a fenced block gets its closing backticks, so no stray backtick swallows what follows."""
+    text = str(text or "")
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    space = cut.rfind(" ")
+    if space > limit // 2:
+        cut = cut[:space]
+    cut = cut.rstrip()
+    fences = cut.count("```")
+    if fences % 2:  # inside a fenced block: close it on its own line, the marker after it
+        return cut + "…\n```"
+    ticks = cut.replace("```", "").count("`")
+    if ticks % 2:  # inside a code span: close it before the marker
+        return cut + "…`"
+    return cut + "…"

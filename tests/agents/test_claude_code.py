@@ -112,3 +112,46 @@ def test_claude_code_end_to_end(claude, project):
     # 4. uninstall: the user's bytes, exactly, and nothing of ours left
     kirolearn("uninstall", "--agent", "claude-code", "--project", str(project), "--yes")
     assert snapshot(project) == before
+
+
+def test_claude_code_runs_portable_wiring_from_path(claude, project, tmp_path):
+    """`install --portable` (#33 item 5): the committed .claude/settings.json and .mcp.json name only
+    kirolearn-hook / kirolearn-mcp; real Claude Code with them on PATH captures the turn and offers the
+    MCP tools; with a PATH that lacks them the turn still completes and hook.log says why nothing was kept."""
+    import os
+    import pathlib
+    import sys
+
+    trust(project)
+    path_bin = tmp_path / "path-bin"
+    path_bin.mkdir()
+    for name in ("kirolearn-hook", "kirolearn-mcp"):
+        (path_bin / name).symlink_to(pathlib.Path(sys.executable).parent / name)
+    kirolearn("install", "--agent", "claude-code", "--project", str(project), "--portable", "--yes")
+    wired = (project / ".claude" / "settings.json").read_text() + (project / ".mcp.json").read_text()
+    assert str(pathlib.Path(sys.executable).parent) not in wired and "launcher" not in wired
+    assert json.loads((project / ".mcp.json").read_text())["mcpServers"]["kirolearn"]["env"] == {
+        "KIROLEARN_AGENT": "claude-code"}
+    bare = f"{pathlib.Path(claude).parent}:/usr/bin:/bin"
+
+    script = [ToolCall("Bash", {"command": f"echo {MARK}", "description": "Print the marker"}), Text(FINAL)]
+    with FakeAnthropic(script) as fake:
+        env = agent_env(ANTHROPIC_BASE_URL=fake.url, ANTHROPIC_API_KEY="dummy-key-for-the-fake",
+                        PATH=f"{path_bin}:{bare}")
+        out = run([claude, "-p", "What does the marker command print?", "--allowedTools", "Bash"], project, env)
+        assert fake.errors == []
+        offered = {t["name"] for r in fake.main_requests() for t in r["tools"]}
+    assert FINAL in out.stdout
+    if "WaitForMcpServers" not in offered:
+        assert "mcp__kirolearn__search_memory" in offered  # kirolearn-mcp found on PATH
+    stops = [e for e in events_of(export(project), "claude-code") if e["trigger"] == "stop"]
+    assert [s["assistant_response"] for s in stops] == [FINAL]
+
+    log = pathlib.Path(os.environ["KIROLEARN_HOME"]) / "logs" / "hook.log"
+    with FakeAnthropic([Text("Nothing to run.")]) as fake:
+        env = agent_env(ANTHROPIC_BASE_URL=fake.url, ANTHROPIC_API_KEY="dummy-key-for-the-fake", PATH=bare)
+        out = run([claude, "-p", "Say something short."], project, env)  # the hooks exit 0: the turn completes
+        assert fake.errors == []
+    assert "Nothing to run." in out.stdout
+    assert "kirolearn-hook is not on PATH" in log.read_text()
+    assert len([e for e in events_of(export(project), "claude-code") if e["trigger"] == "stop"]) == 1

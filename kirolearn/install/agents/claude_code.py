@@ -20,9 +20,9 @@ def settings_path(project: "str | None") -> str:
     return common.user_path(".claude", "settings.json")
 
 
-def hook_command() -> str:
+def hook_command(portable: bool = False) -> str:
     """The command Claude Code runs (through a POSIX shell, Git Bash on Windows); a missing binary is a no-op."""
-    return common.hook_command(NAME)
+    return common.hook_command(NAME, portable=portable)
 
 
 def _is_ours(group) -> bool:
@@ -30,10 +30,10 @@ def _is_ours(group) -> bool:
         isinstance(h, dict) and MARK in str(h.get("command", "")) for h in group.get("hooks", []) or [])
 
 
-def _wired(data: dict) -> dict:
+def _wired(data: dict, portable: bool = False) -> dict:
     data = jsonfast.loads(jsonfast.dumps(data))  # a copy
     hooks = data.setdefault("hooks", {})
-    command = hook_command()
+    command = hook_command(portable)
     for event, timeout in HOOKS:
         groups = [g for g in hooks.get(event, []) or [] if not _is_ours(g)]
         hooks[event] = groups + [{"matcher": "", "hooks": [{"type": "command", "command": command,
@@ -61,14 +61,15 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _insert_as_text(before: str, data: dict) -> "tuple[str, list] | None":
+def _insert_as_text(before: str, data: dict, portable: bool = False) -> "tuple[str, list] | None":
     """`before` with our hook groups added as text (and the insertions), or None if that cannot be done."""
     from kirolearn.core import jsontext
 
     text, insertions = before, []
     try:
         for event, timeout in HOOKS:
-            group = {"matcher": "", "hooks": [{"type": "command", "command": hook_command(), "timeout": timeout}]}
+            group = {"matcher": "", "hooks": [{"type": "command", "command": hook_command(portable),
+                                                 "timeout": timeout}]}
             root = jsontext.parse(text)
             hooks = jsontext.find(root, "hooks")
             if hooks is None:
@@ -97,22 +98,22 @@ def local_settings_path(project: str) -> str:
     return os.path.join(os.path.abspath(project), ".claude", "settings.local.json")
 
 
-def mcp_entry() -> dict:
+def mcp_entry(portable: bool = False) -> dict:
     """Our server as Claude Code's MCP config has it (a stdio server)."""
     from kirolearn.install import engine as install
 
-    return {"type": "stdio", **install.mcp_entry()}
+    return {"type": "stdio", **install.mcp_entry(portable, NAME)}
 
 
 def _server_is_ours(value) -> bool:
     return isinstance(value, dict) and str(value.get("command", "")).endswith("kirolearn-mcp")
 
 
-def _mcp_edits() -> list:
+def _mcp_edits(portable: bool = False) -> list:
     from kirolearn.core import mcp_tools as agents
     from kirolearn.install.edit import Member
 
-    return [Member(("mcpServers",), agents.MCP_SERVER, mcp_entry())]
+    return [Member(("mcpServers",), agents.MCP_SERVER, mcp_entry(portable))]
 
 
 def _local_edits() -> list:
@@ -124,7 +125,7 @@ def _local_edits() -> list:
             *(Item(("permissions", "allow"), f"mcp__{agents.MCP_SERVER}__{tool}") for tool in agents.MCP_SAFE_TOOLS)]
 
 
-def plan_install(project: "str | None", global_: bool = False, **options):
+def plan_install(project: "str | None", global_: bool = False, portable: bool = False, **options):
     """The files install would write, as install.Changes (nothing is written).
 
     Hooks go into the settings file (`.claude/settings.json`, or the user's);
@@ -136,10 +137,10 @@ def plan_install(project: "str | None", global_: bool = False, **options):
     """
     from kirolearn.install import edit as install_edit
 
-    changes = plan_settings(project)
+    changes = plan_settings(project, portable)
     previous = {e["path"]: e for e in _records()}
     path = mcp_path(project)
-    changes.append(install_edit.plan(path, _mcp_edits(), "claude-mcp", ours=_server_is_ours,
+    changes.append(install_edit.plan(path, _mcp_edits(portable), "claude-mcp", ours=_server_is_ours,
                                      previous=previous.get(path)))
     if project:
         path = local_settings_path(project)
@@ -169,7 +170,7 @@ def wired(entry: dict, data) -> bool:
                for g in groups)
 
 
-def plan_settings(project: "str | None"):
+def plan_settings(project: "str | None", portable: bool = False):
     """The one settings file install would write, as an install.Change (nothing is written).
 
     Our hook groups are added as text at the end of each list, so the user's
@@ -188,13 +189,13 @@ def plan_settings(project: "str | None"):
             isinstance(v, list) for v in data.get("hooks", {}).values()):
         return [install.Change(path, before, before,
                                problem=f"{path}: 'hooks' is not an object of lists; left untouched")]
-    wired = _wired(data)
+    wired = _wired(data, portable)
     if before is not None and wired == data:
         return [install.Change(path, before, before, record={"kind": "claude-settings"})]
     record = {"kind": "claude-settings", "insertions": None}
     as_text = None
     if before is not None and not any(_is_ours(g) for groups in data.get("hooks", {}).values() for g in groups):
-        as_text = _insert_as_text(before, data)
+        as_text = _insert_as_text(before, data, portable)
     if as_text and jsonfast.loads(as_text[0].lstrip("\ufeff")) == wired:
         after, record["insertions"] = as_text
     else:

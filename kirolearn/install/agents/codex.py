@@ -19,13 +19,13 @@ def codex_home() -> str:
     return common.user_path(".codex")
 
 
-def hook_command() -> str:
+def hook_command(portable: bool = False) -> str:
     """The command Codex runs (through a shell); a missing binary is a no-op."""
-    return common.hook_command(NAME)
+    return common.hook_command(NAME, portable=portable)
 
 
-def _handler(timeout: int) -> dict:
-    return {"type": "command", "command": hook_command(), "timeout": timeout}
+def _handler(timeout: int, portable: bool = False) -> dict:
+    return {"type": "command", "command": hook_command(portable), "timeout": timeout}
 
 
 def _is_ours(group) -> bool:
@@ -57,11 +57,11 @@ def _toml_string(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)  # a JSON string is a TOML basic string (BMP text)
 
 
-def config_block(hooks_path: str, data: dict) -> str:
+def config_block(hooks_path: str, data: dict, portable: bool = False) -> str:
     """The TOML tables install appends to config.toml: the MCP server, tool approvals and hook trust."""
     from kirolearn.install import engine as install
 
-    entry = install.mcp_entry()
+    entry = install.mcp_entry(portable, NAME)
     lines = [f"[mcp_servers.{MCP_SERVER}]", f"command = {_toml_string(entry['command'])}", "args = []"]
     if entry["env"]:
         lines.append("env = { " + ", ".join(f"{k} = {_toml_string(v)}" for k, v in entry["env"].items()) + " }")
@@ -72,7 +72,7 @@ def config_block(hooks_path: str, data: dict) -> str:
     for event, label, timeout in HOOKS:
         index = len([g for g in existing.get(event, []) or [] if not _is_ours(g)])
         key = f"{hooks_path}:{label}:{index}:0"
-        lines += [f"[hooks.state.{_toml_string(key)}]", f"trusted_hash = {_toml_string(trust_hash(label, _handler(timeout)))}", ""]
+        lines += [f"[hooks.state.{_toml_string(key)}]", f"trusted_hash = {_toml_string(trust_hash(label, _handler(timeout, portable)))}", ""]
     return "\n".join(lines)
 
 
@@ -80,7 +80,7 @@ def _headers(block: str) -> "list[str]":
     return [line for line in block.splitlines() if line.startswith("[")]
 
 
-def plan_install(project: "str | None", global_: bool = False, **options):
+def plan_install(project: "str | None", global_: bool = False, portable: bool = False, **options):
     """hooks.json and config.toml under $CODEX_HOME (nothing is written).
 
     Codex reads a project's .codex/ only in a project the user trusted, so
@@ -93,13 +93,13 @@ def plan_install(project: "str | None", global_: bool = False, **options):
     home = codex_home()
     hooks_path = os.path.join(home, "hooks.json")
     recorded = {e["path"]: e for e in install.load_record()}
-    additions = [Item(("hooks", event), {"hooks": [_handler(timeout)]}) for event, _, timeout in HOOKS]
+    additions = [Item(("hooks", event), {"hooks": [_handler(timeout, portable)]}) for event, _, timeout in HOOKS]
     hooks_change = install_edit.plan(hooks_path, additions, "codex-hooks", unwired=_unwired,
                                      problem=_hooks_problem)
     if hooks_change.problem:
         return [hooks_change]
     data = install.load_json(hooks_path, hooks_change.before)
-    block = config_block(hooks_path, _unwired(data))
+    block = config_block(hooks_path, _unwired(data), portable)
     config_path = os.path.join(home, "config.toml")
     config_change = install_edit.plan_toml(config_path, "codex-config", block, _headers(block),
                                            recorded.get(config_path))

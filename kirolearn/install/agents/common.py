@@ -6,13 +6,16 @@ from kirolearn.capture.agents.common import MARK
 from kirolearn.core.mcp_tools import MCP_SERVER
 
 
-def hook_command(agent: str, *args: str) -> str:
-    """The hook command an agent runs through a shell, `--agent agent` and `args` after it; a missing binary is a no-op."""
+def hook_command(agent: str, *args: str, portable: bool = False) -> str:
+    """The hook command an agent runs through a shell, `--agent agent` and `args` after it; a missing binary
+    is a no-op (portable: `kirolearn-hook` from PATH, and a line on stderr and in the log when PATH lacks it)."""
     import shlex
 
     from kirolearn.install import engine as install
 
     tail = "".join(f" {a}" for a in args)
+    if portable:
+        return install.portable_hook_command(f"--agent {agent}{tail}")
     return f"{install.env_prefix()}{' '.join(shlex.quote(a) for a in install.hook_argv())} --agent {agent}{tail} || true"
 
 
@@ -64,11 +67,11 @@ def is_our_server(entry) -> bool:
     return isinstance(entry, dict) and os.path.basename(str(entry.get("command", ""))).startswith("kirolearn-mcp")
 
 
-def mcp_server() -> dict:
-    """Our stdio server in the plain `mcpServers` shape: command, args, and env when it needs one."""
+def mcp_server(agent: str, portable: bool = False) -> dict:
+    """Our stdio server in the plain `mcpServers` shape: command, args, and env (KIROLEARN_AGENT=agent)."""
     from kirolearn.install import engine as install
 
-    entry = install.mcp_entry()
+    entry = install.mcp_entry(portable, agent)
     server = {"command": entry["command"], "args": entry["args"]}
     if entry["env"]:
         server["env"] = entry["env"]

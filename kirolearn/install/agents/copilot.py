@@ -24,37 +24,37 @@ def mcp_path(project: "str | None") -> str:
     return common.user_path(".copilot", "mcp-config.json")
 
 
-def hook_command(event: str) -> str:
-    return common.hook_command(NAME, event)
+def hook_command(event: str, portable: bool = False) -> str:
+    return common.hook_command(NAME, event, portable=portable)
 
 
-def hook_file() -> str:
+def hook_file(portable: bool = False) -> str:
     import json
 
-    hooks = {event: [{"type": "command", "bash": hook_command(event), "timeoutSec": timeout}]
+    hooks = {event: [{"type": "command", "bash": hook_command(event, portable), "timeoutSec": timeout}]
              for event, timeout in HOOKS}
     return json.dumps({"version": 1, "hooks": hooks}, indent=2) + "\n"
 
 
-def mcp_entry() -> dict:
+def mcp_entry(portable: bool = False) -> dict:
     from kirolearn.install import engine as install
 
     # tools: what Copilot offers; approving a call stays the user's (--allow-tool).
-    return {"type": "local", **install.mcp_entry(), "tools": ["*"]}
+    return {"type": "local", **install.mcp_entry(portable, NAME), "tools": ["*"]}
 
 
 def _server_is_ours(value) -> bool:
     return isinstance(value, dict) and str(value.get("command", "")).endswith("kirolearn-mcp")
 
 
-def _mcp_edits() -> list:
+def _mcp_edits(portable: bool = False) -> list:
     from kirolearn.core import mcp_tools as agents
     from kirolearn.install.edit import Member
 
-    return [Member(("mcpServers",), agents.MCP_SERVER, mcp_entry())]
+    return [Member(("mcpServers",), agents.MCP_SERVER, mcp_entry(portable))]
 
 
-def plan_install(project: "str | None", global_: bool = False, **options):
+def plan_install(project: "str | None", global_: bool = False, portable: bool = False, **options):
     """Hooks (a project's `.github/hooks/kirolearn.json`, all ours) and the MCP server entry."""
     from kirolearn.install import engine as install, edit as install_edit
 
@@ -62,8 +62,8 @@ def plan_install(project: "str | None", global_: bool = False, **options):
         raise install.InstallError("Copilot CLI loads hooks from the repository (.github/hooks/)",
                                    "run `kirolearn install --agent copilot --project DIR`")
     previous = {e["path"]: e for e in install.load_record() if e.get("kind") in KINDS}
-    changes = [install_edit.owned(hooks_path(project), hook_file(), "copilot-hooks", mark=common.MARK),
-               install_edit.plan(mcp_path(project), _mcp_edits(), "copilot-mcp", ours=_server_is_ours,
+    changes = [install_edit.owned(hooks_path(project), hook_file(portable), "copilot-hooks", mark=common.MARK),
+               install_edit.plan(mcp_path(project), _mcp_edits(portable), "copilot-mcp", ours=_server_is_ours,
                                  previous=previous.get(mcp_path(project)))]
     for change in changes:
         change.record.setdefault("agent", NAME)

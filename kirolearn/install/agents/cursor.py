@@ -18,9 +18,9 @@ def cursor_dir(project: "str | None") -> str:
     return common.user_path(".cursor")
 
 
-def hook_command() -> str:
+def hook_command(portable: bool = False) -> str:
     """The command Cursor runs (through a shell); a missing binary is a no-op."""
-    return common.hook_command(NAME)
+    return common.hook_command(NAME, portable=portable)
 
 
 def _is_ours(entry) -> bool:
@@ -43,14 +43,14 @@ _mcp_unwired = common.drop_our_server
 _mcp_problem = common.servers_problem
 
 
-def plan_install(project: "str | None", global_: bool = False, **options):
+def plan_install(project: "str | None", global_: bool = False, portable: bool = False, **options):
     """hooks.json and mcp.json in the project's .cursor/ (or ~/.cursor/); nothing is written."""
     from kirolearn.install import engine as install, edit as install_edit
     from kirolearn.install.edit import Item, Member
 
     folder = cursor_dir(project)
     hooks_path = os.path.join(folder, "hooks.json")
-    additions = [Item(("hooks", event), {"command": hook_command(), "timeout": timeout})
+    additions = [Item(("hooks", event), {"command": hook_command(portable), "timeout": timeout})
                  for event, timeout in HOOKS]
     before = install.read_text(hooks_path)
     try:  # the version key is added with our hooks when the file has none of its own
@@ -62,7 +62,7 @@ def plan_install(project: "str | None", global_: bool = False, **options):
     hooks = install_edit.plan(hooks_path, additions, "cursor-hooks", unwired=_hooks_unwired,
                               problem=_hooks_problem)
     mcp = install_edit.plan(os.path.join(folder, "mcp.json"), [Member(("mcpServers",), MCP_SERVER,
-                                                                      common.mcp_server())],
+                                                                      common.mcp_server(NAME, portable))],
                             "cursor-mcp", unwired=_mcp_unwired, problem=_mcp_problem)
     return [hooks, mcp]
 

@@ -19,9 +19,9 @@ def settings_path(project: "str | None") -> str:
     return common.user_path(".gemini", "settings.json")
 
 
-def hook_command() -> str:
+def hook_command(portable: bool = False) -> str:
     """The command Gemini CLI runs (through a shell); a missing binary is a no-op."""
-    return common.hook_command(NAME)
+    return common.hook_command(NAME, portable=portable)
 
 
 def tool_name(tool: str) -> str:
@@ -61,25 +61,25 @@ def _problem(data: dict) -> "str | None":
     return None
 
 
-def _additions() -> list:
+def _additions(portable: bool = False) -> list:
     from kirolearn.install.edit import Item, Member
 
     additions = [Item(("hooks", event), {"matcher": "", "hooks": [
-        {"name": f"kirolearn-{event}", "type": "command", "command": hook_command(), "timeout": timeout}]})
+        {"name": f"kirolearn-{event}", "type": "command", "command": hook_command(portable), "timeout": timeout}]})
         for event, timeout in HOOKS]
-    additions.append(Member(("mcpServers",), MCP_SERVER, common.mcp_server()))
+    additions.append(Member(("mcpServers",), MCP_SERVER, common.mcp_server(NAME, portable)))
     # Unlisted tools ask, and `gemini -p` does not offer a tool that needs confirming.
     additions += [Item(("tools", "allowed"), tool_name(t)) for t in APPROVED_TOOLS]
     return additions
 
 
-def plan_install(project: "str | None", global_: bool = False, **options):
+def plan_install(project: "str | None", global_: bool = False, portable: bool = False, **options):
     """The one settings.json install would write (hooks, the MCP server, its read-only tools allowed)."""
     from kirolearn.install import edit as install_edit
 
     # One scope per run: if user and project hooks merge, each would fire twice.
     path = settings_path(project)
-    return [install_edit.plan(path, _additions(), "gemini-settings", unwired=_unwired, problem=_problem)]
+    return [install_edit.plan(path, _additions(portable), "gemini-settings", unwired=_unwired, problem=_problem)]
 
 
 def plan_uninstall(only_project: "str | None" = None):

@@ -48,7 +48,7 @@ import shutil
 from kirolearn.core import paths
 from kirolearn.core.jsontext import indent_unit, line_indent, newline
 from kirolearn.core.errors import InstallError
-from kirolearn.install.engine import (AGENT_NAME, BOM, KIRO_KINDS, MARK, Change, commands, dump_json, env_prefix,
+from kirolearn.install.engine import (AGENT_NAME, BOM, KIRO_KINDS, MARK, Change, dump_json, env_prefix,
                                home_travels, load_json, read_text, strip_bom, hook_argv, load_record, mcp_entry)
 
 # Fields per Kiro's agent reference; see this module's docstring for the traps.
@@ -109,6 +109,10 @@ def hook_command(event: str, windows: "bool | None" = None, portable: bool = Fal
 
         home = f'set "{paths.HOME_ENV}={paths.home()}" && ' if home_travels(portable) else ""
         return f"{home}{subprocess.list2cmdline([*argv, event])} || exit /b 0"
+    if portable:  # found on PATH; when it is not, a line on stderr and in the log, not silence
+        from kirolearn.install.engine import portable_hook_command
+
+        return portable_hook_command(event)
     return f"{env_prefix(portable)}{' '.join(shlex.quote(a) for a in argv)} {event} || true"
 
 
@@ -262,7 +266,7 @@ def _agent_edit(portable: bool):
         if not isinstance(servers, dict):
             servers = data["mcpServers"] = {}
         if AGENT_NAME not in servers or _is_ours_server(servers[AGENT_NAME]):
-            servers[AGENT_NAME] = {**mcp_entry(portable), "timeout": 120000}  # whichever MCP flag a version reads
+            servers[AGENT_NAME] = {**mcp_entry(portable, "kiro"), "timeout": 120000}  # whichever MCP flag a version reads
         hooks = data.setdefault("hooks", {})
         for trigger, event, timeout in CLASSIC_HOOKS:
             kept = [h for h in hooks.get(trigger, []) if not _is_ours(h)]
@@ -372,7 +376,7 @@ def plan_install(project: "str | None", global_: bool, portable: bool = False) -
     scopes = []
     if global_:
         changes.append(_edit(os.path.join(kiro, "agents", f"{AGENT_NAME}.json"), _agent_edit(portable), "agent"))
-        changes.append(_mcp_install(global_mcp, mcp_entry(portable), recorded.get(global_mcp, {})))
+        changes.append(_mcp_install(global_mcp, mcp_entry(portable, "kiro"), recorded.get(global_mcp, {})))
         scopes.append(kiro + os.sep)
     if project:
         dot = project_dot(project)
@@ -385,7 +389,7 @@ def plan_install(project: "str | None", global_: bool, portable: bool = False) -
                                   legacy_hook_file(stem, when, event, description, portable)))
         if not (global_ or _has_our_server(global_mcp)):
             path = os.path.join(dot, "settings", "mcp.json")
-            changes.append(_mcp_install(path, mcp_entry(portable), recorded.get(path, {})))
+            changes.append(_mcp_install(path, mcp_entry(portable, "kiro"), recorded.get(path, {})))
         scopes.append(dot + os.sep)
     planned = {c.path for c in changes}
     for path, entry in recorded.items():
@@ -394,24 +398,6 @@ def plan_install(project: "str | None", global_: bool, portable: bool = False) -
             stale.undo = True
             changes.append(stale)
     return changes
-
-
-def machine_paths(changes: "list[Change]") -> "list[str]":
-    """Project files this install would write with absolute paths of this machine."""
-    home = paths.user_home_dir() or ""
-    found = []
-    for c in changes:
-        if c.changed and c.after and not c.undo and os.sep + ".kiro" + os.sep in c.path \
-                and not c.path.startswith(os.path.join(home, ".kiro") + os.sep) and os.sep in _first_command(c.after):
-            found.append(c.path)
-    return found
-
-
-def _first_command(text: str) -> str:
-    try:
-        return next(commands(json.loads(strip_bom(text))), "")
-    except ValueError:
-        return ""
 
 
 # What uninstall removes

@@ -59,7 +59,7 @@ def plugin_text() -> str:
 def mcp_entry() -> dict:
     from kirolearn.install import engine as install
 
-    entry = install.mcp_entry()
+    entry = install.mcp_entry(False, NAME)
     return {"type": "local", "command": [entry["command"], *entry["args"]], "environment": entry["env"],
             "enabled": True}
 
@@ -78,9 +78,16 @@ def _config_edits(project: "str | None") -> list:
             *(Member(("permission",), f"{agents.MCP_SERVER}_{tool}", "ask") for tool in agents.MCP_DESTRUCTIVE_TOOLS)]
 
 
-def plan_install(project: "str | None", global_: bool = False, **options):
+def plan_install(project: "str | None", global_: bool = False, portable: bool = False, **options):
     """The plugin (a file of ours) and our entries in opencode.json (added as text, recorded)."""
     from kirolearn.install import engine as install, edit as install_edit
+
+    if portable:  # opencode.json names the plugin by this machine's path; nothing portable to write yet
+        raise install.InstallError(
+            "--portable is not offered for opencode: opencode.json loads kirolearn's plugin by its path on this "
+            "machine (a plugin under .opencode/plugin/ would make opencode install its SDK from npm at every start)",
+            "have each teammate run `kirolearn install --agent opencode --project .` and keep opencode.json's "
+            "kirolearn entries out of the commit (docs/agents/opencode.md)")
 
     previous = {e["path"]: e for e in install.load_record() if e.get("kind") in KINDS}
     path = config_path(project)

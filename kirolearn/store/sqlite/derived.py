@@ -43,6 +43,11 @@ class SqliteDerived(DerivedIndex):
             "select project_id, session_id, min(rowid) from memory_records indexed by idx_records_expansion_pending "
             "where expansion is null group by project_id, session_id limit ?", [limit])]
 
+    def expansions_pending(self) -> int:
+        """How many records await their expansion: a count of the partial index, as long as the work."""
+        return self.db.execute("select count(*) from memory_records indexed by idx_records_expansion_pending "
+                               "where expansion is null").fetchone()[0]
+
     def session_records(self, project_id: str, session_id: str, from_rowid: int = 0,
                         context: int = 0) -> "list[dict]":
         """A session's records in creation order from `from_rowid` on, after the `context` records before it:

@@ -92,13 +92,16 @@ def record_filters(*, project_id=None, types=None, since=None, session_id=None, 
 # --- word statistics (which prompt words are too common to search) ---
 
 
-def term_doc_counts(conn, prefixes: "list[str]") -> "tuple[int, list[int]] | None":
+def term_doc_counts(conn, prefixes: "list[str]", stems: "list[list[str]] | None" = None
+                    ) -> "tuple[int, list[int]] | None":
     """(records indexed, records containing a term starting with each prefix), or None if unknown.
 
     The drainer keeps these counts in term_docs (one indexed range per word); a
     store without it falls back to FTS5's vocabulary table, which walks each
-    term's whole doclist (~8 ms a word at 100k). The counts are upper bounds:
-    the index holds Porter stems and a word is looked up by its stem-like prefix.
+    term's whole doclist (~8 ms a word at 100k). The index holds Porter stems and
+    a word is looked up by its stem-like prefix, which misses a stem shorter than
+    it ("reference" is indexed as "refer"): `stems`, for each prefix, the exact
+    terms the stem may be (primary-key lookups); a word counts the most of both.
     """
     try:
         row = conn.execute("select docs from term_docs where term = ''").fetchone()
@@ -113,7 +116,12 @@ def term_doc_counts(conn, prefixes: "list[str]") -> "tuple[int, list[int]] | Non
             total = conn.execute("select count(*) from memory_records_fts_docsize").fetchone()[0]
         if total < 1000:  # too few records for the counts to matter: the caller keeps every word
             return total, []
-        return total, [conn.execute(sql, [p, p + "\U0010ffff"]).fetchone()[0] for p in prefixes]
+        counts = [conn.execute(sql, [p, p + "\U0010ffff"]).fetchone()[0] for p in prefixes]
+        if stems and row is not None:
+            exact = "select coalesce(max(docs), 0) from term_docs where term in ({})"
+            counts = [max(count, conn.execute(exact.format(_placeholders(candidates)), candidates).fetchone()[0])
+                      if candidates else count for count, candidates in zip(counts, stems)]
+        return total, counts
     except sqlite3.OperationalError:  # an older store without the vocabulary table
         return None
 
@@ -133,23 +141,25 @@ def fts_query(words: "list[str]", project_id: "str | None" = None, columns: str 
     return f"project_id : {_phrase(project_id)} AND {text}" if project_id else text
 
 
-def _fts_top(conn, columns: str, match: str, depth: int, weights: str, conds: list, args: list, limit: int):
-    """Up to `limit` rows, best first, of the `depth` best index matches that pass `conds`. Ranked
-    inside the FTS index before the join: joining every match before sorting read thousands of
-    full records per query at 100k records."""
-    # rank first, join only the top rows
+def _fts_top(conn, columns: str, match: str, depth: int, weights: str, conds: list, args: list, limit: int,
+             after_rowid: int = 0):
+    """Up to `limit` rows, best first, of the `depth` best index matches that pass `conds` (and past
+    `after_rowid`). Ranked inside the FTS index before the join: joining every match before sorting
+    read thousands of full records per query at 100k records."""
+    # rank first, join only the top rows; a rowid floor goes inside the FTS query (#32)
+    floor = " and rowid > ?" if after_rowid else ""
     sql = (f"with top as (select rowid, bm25(memory_records_fts, {weights}) as bm25 from memory_records_fts "
-           f"where memory_records_fts match ? order by bm25 limit ?) "
+           f"where memory_records_fts match ?{floor} order by bm25 limit ?) "
            f"select {columns}, top.bm25 from top join memory_records r on r.rowid = top.rowid")
     if conds:
         sql += " where " + " and ".join(conds)
     sql += " order by top.bm25 limit ?"
-    return _dicts(conn.execute(sql, [match, depth, *args, limit]))
+    return _dicts(conn.execute(sql, [match, *([after_rowid] if after_rowid else []), depth, *args, limit]))
 
 
 def fts_matches(conn, words: "list[str]", *, depth: int, limit: int, project_id=None, types=None,
                 since=None, session_id=None, file=None, columns: str = "r.*", weights: str = BM25_WEIGHTS,
-                project_in_match: bool = True) -> list:
+                project_in_match: bool = True, after_rowid: int = 0) -> list:
     """Rows (dicts) of memory_records containing any of `words`, best BM25 first, with a `bm25` column
     (lower is better, as SQLite gives it).
 
@@ -157,7 +167,8 @@ def fts_matches(conn, words: "list[str]", *, depth: int, limit: int, project_id=
     project narrows the MATCH itself (so FTS5 scores only its rows) unless
     `project_in_match` is false: then it filters the ranked matches like the
     other filters (cheaper when the project holds most records: BM25 reads a
-    MATCH phrase's whole doclist, the project's too). A store not yet migrated
+    MATCH phrase's whole doclist, the project's too). `after_rowid`: only records
+    past that rowid (the newest ones) are ranked. A store not yet migrated
     to m012 (no `expansion` column) is searched too. The query is always
     well-formed: any other error means a sick store.
     """
@@ -165,30 +176,55 @@ def fts_matches(conn, words: "list[str]", *, depth: int, limit: int, project_id=
                                  file=file)
     narrow = project_id if project_in_match else None
     try:
-        return _fts_matches(conn, columns, words, narrow, depth, weights, conds, args, limit)
+        return _fts_matches(conn, columns, words, narrow, depth, weights, conds, args, limit, after_rowid)
     except sqlite3.OperationalError as exc:
         if MARK_COLUMNS not in columns or "no such column" not in str(exc):
             raise
         # a store the drain has not migrated to m020 yet: no marks, nothing demoted
         return _fts_matches(conn, columns.replace(MARK_COLUMNS, ""), words, narrow, depth, weights, conds, args,
-                            limit)
+                            limit, after_rowid)
 
 
-def _fts_matches(conn, columns, words, narrow, depth, weights, conds, args, limit):
+def _fts_matches(conn, columns, words, narrow, depth, weights, conds, args, limit, after_rowid=0):
     try:
-        return _fts_top(conn, columns, fts_query(words, narrow, TEXT_COLUMNS), depth, weights, conds, args,
-                        limit)
+        return _fts_ranked(conn, columns, words, narrow, depth, weights, conds, args, limit, after_rowid,
+                           TEXT_COLUMNS)
     except sqlite3.OperationalError as exc:
         if "expansion" not in str(exc):
             raise
-        return _fts_top(conn, columns, fts_query(words, narrow, OLD_TEXT_COLUMNS), depth, weights, conds,
-                        args, limit)
+        return _fts_ranked(conn, columns, words, narrow, depth, weights, conds, args, limit, after_rowid,
+                           OLD_TEXT_COLUMNS)
 
 
-def project_share(conn, project_id: str) -> "float | None":
-    """The share of indexed records that belong to a project, from the drainer's term_docs copy
-    (a project id is one indexed token; its first 12 characters are looked up, as a stemmer may
-    have cut its end), or None when unknown."""
+def _fts_ranked(conn, columns, words, narrow, depth, weights, conds, args, limit, after_rowid, text):
+    rows = _fts_top(conn, columns, fts_query(words, narrow, text), depth, weights, conds, args, limit, after_rowid)
+    if narrow or _project_arg(conds, args) is None or len(rows) >= limit:
+        return rows
+    # the filters kept fewer than asked of the `depth` best: when the index held more matches, other
+    # projects crowded them out, and all the matches are ranked (as many as the words' capped counts:
+    # cheaper on a big store than the project's doclist in the MATCH)
+    floor = " and rowid > ?" if after_rowid else ""
+    matches = conn.execute(f"select count(*) from memory_records_fts where memory_records_fts match ?{floor}",
+                           [fts_query(words, None, text), *([after_rowid] if after_rowid else [])]).fetchone()[0]
+    if matches <= depth:
+        return rows
+    return _fts_top(conn, columns, fts_query(words, None, text), matches, weights, conds, args, limit, after_rowid)
+
+
+def _project_arg(conds: list, args: list) -> "str | None":
+    """The project id among record_filters' conditions (it comes first when given), or None."""
+    return args[0] if conds and conds[0].endswith(".project_id = ?") else None
+
+
+def newest_rowid(conn) -> int:
+    """The highest rowid of memory_records (0 when empty): one step down the table's b-tree."""
+    return conn.execute("select coalesce(max(rowid), 0) from memory_records").fetchone()[0]
+
+
+def project_docs(conn, project_id: str) -> "tuple[int, int] | None":
+    """(records of a project, records indexed), from the drainer's term_docs copy (a project id is one
+    indexed token; its first 12 characters are looked up, as a stemmer may have cut its end), or None
+    when unknown."""
     key = project_id.lower()[:12]
     try:
         total = conn.execute("select docs from term_docs where term = ''").fetchone()
@@ -198,7 +234,13 @@ def project_share(conn, project_id: str) -> "float | None":
         return None
     if total is None or not total[0] or len(key) < 12:
         return None
-    return min(1.0, docs[0] / total[0])
+    return min(docs[0], total[0]), total[0]
+
+
+def project_share(conn, project_id: str) -> "float | None":
+    """The share of indexed records that belong to a project (project_docs), or None when unknown."""
+    found = project_docs(conn, project_id)
+    return None if found is None else found[0] / found[1]
 
 
 # the marks (#31) demote stale or failed records; absent before m020

@@ -1,0 +1,203 @@
+"""`kirolearn install --agent X --portable` (issue #33 item 5): the files a team commits name
+`kirolearn-hook` / `kirolearn-mcp` found on PATH, never this machine's paths.
+
+Each agent's real installer writes into a temporary HOME and project; the wired hook commands
+then run through a POSIX shell (as every agent but Kiro-on-Windows runs them) with a PATH that
+has kirolearn-hook (the event reaches the spool) and one that lacks it (exit 0, a line on stderr
+and in hook.log, which doctor counts), and `doctor` names the file, the agent and the fix.
+Uninstall gives back every byte of the user's files. The MCP entry's env names the agent, and the
+real `kirolearn-mcp` started from that entry stores the record under that agent.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import cli
+from kirolearn.install import engine as install
+
+BIN = Path(sys.executable).parent
+BARE_PATH = "/usr/bin:/bin"  # sh, date: but no kirolearn-hook
+USER_FILES = {  # files a user already has, which install edits and uninstall must give back byte for byte
+    "claude-code": {".claude/settings.json": '{"env": {"A": "1"}}', ".mcp.json": '{\n  "mcpServers": {\n    '
+                    '"github": {"command": "gh-mcp"}\n  }\n}\n'},
+    "gemini": {".gemini/settings.json": '{\r\n    "theme": "dark"\r\n}\r\n'},
+    "cursor": {".cursor/mcp.json": '{"mcpServers": {"other": {"command": "x"}}}'},
+    "copilot": {".github/mcp.json": '{\n\t"mcpServers": {}\n}\n'},
+    "kiro": {".kiro/settings/mcp.json": '{"mcpServers": {"github": {"command": "gh-mcp"}}}\n'},
+    "codex": {},
+}
+PAYLOADS = {  # a prompt, in each agent's own shape
+    "claude-code": {"hook_event_name": "UserPromptSubmit", "session_id": "p1", "prompt": "portable hello"},
+    "codex": {"hook_event_name": "UserPromptSubmit", "session_id": "p1", "prompt": "portable hello"},
+    "gemini": {"hook_event_name": "BeforeAgent", "session_id": "p1", "prompt": "portable hello"},
+    "cursor": {"hook_event_name": "beforeSubmitPrompt", "conversation_id": "p1", "prompt": "portable hello"},
+    "copilot": {"sessionId": "p1", "prompt": "portable hello"},
+    "kiro": {"hook_event_name": "userPromptSubmit", "prompt": "portable hello"},
+}
+
+
+@pytest.fixture
+def path_bin(tmp_path):
+    """A folder holding only kirolearn's console scripts (as pipx would put them on PATH)."""
+    folder = tmp_path / "path-bin"
+    folder.mkdir()
+    for name in ("kirolearn-hook", "kirolearn-mcp"):
+        (folder / name).symlink_to(BIN / name)
+    return folder
+
+
+def install_portable(agent, project):
+    for name, text in USER_FILES[agent].items():
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_bytes(text.encode())
+    args = ["install", "--agent", agent, "--portable", "--yes"]
+    if agent != "codex":  # Codex is wired in the user's Codex home only
+        args += ["--project", str(project)]
+    result = cli(*args)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "absolute paths of this machine" not in result.stderr
+    return [e["path"] for e in install.load_record()]
+
+
+def wired_data(path):
+    text = Path(path).read_text(encoding="utf-8")
+    if path.endswith(".toml"):
+        import tomllib
+
+        return tomllib.loads(text)
+    return json.loads(text)
+
+
+def hook_commands(files) -> "list[str]":
+    return [c for f in files if not f.endswith(".toml") for c in install.commands(wired_data(f))
+            if install.MARK in c]
+
+
+def mcp_entries(files) -> "list[dict]":
+    found = []
+    for f in files:
+        data = wired_data(f)
+        for key in ("mcpServers", "mcp_servers"):
+            if isinstance(data.get(key), dict) and "kirolearn" in data[key]:
+                found.append(data[key]["kirolearn"])
+    return found
+
+
+def run_in_shell(command, payload, project, path, event_arg=""):
+    env = {"PATH": path, "HOME": os.environ["HOME"], "KIROLEARN_HOME": os.environ["KIROLEARN_HOME"],
+           "KIROLEARN_EMBEDDING_MODEL": "none"}
+    return subprocess.run(["/bin/sh", "-c", command], input=json.dumps({**payload, "cwd": str(project)}).encode(),
+                          cwd=project, env=env, capture_output=True, timeout=60)
+
+
+def spooled() -> int:
+    spool = Path(os.environ["KIROLEARN_HOME"]) / "spool"
+    return sum(1 for sub in ("ready", "quarantine") if (spool / sub).is_dir() for _ in (spool / sub).iterdir())
+
+
+def machine_words(home) -> "list[str]":
+    return [str(BIN), os.path.dirname(install.LAUNCHER), str(home), os.environ["HOME"]]
+
+
+@pytest.mark.slow  # ~10 s an agent: shells, two doctor runs
+@pytest.mark.parametrize("agent", ["claude-code", "codex", "copilot", "gemini", "cursor", "kiro"])
+def test_portable_wiring_runs_from_path_and_says_so_when_path_lacks_it(agent, project, home, path_bin):
+    files = install_portable(agent, project)
+    user_bytes = {name: text.encode() for name, text in USER_FILES[agent].items()}
+    for f in files:  # nothing of this machine in any file install wrote
+        text = Path(f).read_text(encoding="utf-8")
+        assert not [w for w in machine_words(home) if w in text.replace(os.environ["HOME"] + "/.codex", "")], f
+    commands = hook_commands(files)
+    assert commands and all(c.startswith(install.PORTABLE_GUARD) for c in commands)
+    (entry,) = {json.dumps(e, sort_keys=True) for e in mcp_entries(files) if "timeout" not in e} or {None}
+    entry = json.loads(entry)
+    assert entry["command"] == "kirolearn-mcp" and entry["env"] == {"KIROLEARN_AGENT": agent}
+
+    command = commands[0] if agent != "kiro" else next(c for c in commands if "prompt-submit" in c)
+    if agent == "copilot":
+        command = next(c for c in commands if "userPromptSubmitted" in c)
+    logs = home / "logs"
+    assert home.is_dir() and not logs.exists()  # install made the home (installs.json); the hook makes logs/
+    # PATH has kirolearn-hook: the hook runs, and the event is kept
+    count = spooled()
+    ran = run_in_shell(command, PAYLOADS[agent], project, f"{path_bin}:{BARE_PATH}")
+    assert ran.returncode == 0 and ran.stdout == b"", ran.stderr
+    assert spooled() == count + 1
+    # PATH lacks it: exit 0 all the same, one line on stderr the agent can show, one in the log
+    missing = run_in_shell(command, PAYLOADS[agent], project, BARE_PATH)
+    assert missing.returncode == 0 and missing.stdout == b""
+    assert b"kirolearn-hook is not on PATH" in missing.stderr and spooled() == count + 1
+    assert oct((logs / "hook.log").stat().st_mode & 0o777) == "0o600" and oct(logs.stat().st_mode & 0o777) == "0o700"
+    log = (logs / "hook.log").read_text()
+    assert log.count("kirolearn-hook is not on PATH") == 1 and log[:4].isdigit()
+
+    # doctor, as run from a shell whose PATH lacks it: the agent, the file, what is wrong and the fix
+    doctor = subprocess.run([str(BIN / "kirolearn"), "doctor"], env={**os.environ, "PATH": BARE_PATH},
+                            capture_output=True, text=True, timeout=120, cwd=project)
+    fails = [line for line in doctor.stdout.splitlines() if "from PATH, which this PATH does not find" in line]
+    assert fails and all(line.startswith("FAIL") and f"{agent}: " in line for line in fails), doctor.stdout
+    assert any("kirolearn-hook" in line and "pipx install kirolearn" in line for line in fails)
+    assert "1 hook error(s) in the last 24 h" in doctor.stdout
+    # ... and from one whose PATH has it: every wired file is OK (the hook program answered --version)
+    doctor = subprocess.run([str(BIN / "kirolearn"), "doctor"],
+                            env={**os.environ, "PATH": f"{path_bin}:{BARE_PATH}"},
+                            capture_output=True, text=True, timeout=120, cwd=project)
+    assert "from PATH" not in doctor.stdout and "wired: " in doctor.stdout, doctor.stdout
+
+    # uninstall: every byte of the user's files back, nothing of ours left
+    result = cli("uninstall", "--agent", agent, "--yes")
+    assert result.returncode == 0, result.stderr
+    assert {p: (project / p).read_bytes() for p in user_bytes} == user_bytes
+    for f in files:
+        if Path(f).exists():
+            assert install.MARK not in Path(f).read_text() and "kirolearn-mcp" not in Path(f).read_text(), f
+
+
+@pytest.mark.slow
+def test_the_mcp_server_started_from_a_portable_entry_names_its_agent(project, home, path_bin):
+    """The real kirolearn-mcp, started as Claude Code would start the .mcp.json entry (its command found
+    on PATH, its env), by a client whose clientInfo names no agent: the record is Claude Code's."""
+    files = install_portable("claude-code", project)
+    (entry,) = mcp_entries(files)
+    env = {**os.environ, **entry["env"], "PATH": f"{path_bin}:{BARE_PATH}"}
+    proc = subprocess.Popen(["/bin/sh", "-c", entry["command"]], cwd=project, env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    args = {"title": "Portable wiring note", "summary": "the hook runs from PATH", "observation_type": "discovery",
+            "facts": [], "concepts": [], "files_touched": []}
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "some-client", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "save_observation", "arguments": args}},
+    ]
+    replies = {}
+    try:
+        for message in messages:
+            proc.stdin.write((json.dumps(message) + "\n").encode())
+            proc.stdin.flush()
+            while "id" in message and message["id"] not in replies:
+                line = proc.stdout.readline()
+                assert line, proc.stderr.read().decode()[-2000:]
+                reply = json.loads(line)
+                replies[reply.get("id")] = reply
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=30)
+        finally:
+            proc.kill()
+    assert not replies[2]["result"].get("isError"), replies[2]
+    exported = [json.loads(line) for line in cli("export").stdout.splitlines()]
+    (record,) = [o for o in exported if o.get("type") == "record" and o.get("title") == args["title"]]
+    assert record["agent"] == "claude-code", record
+
+
+def test_opencode_portable_is_refused_with_the_reason_and_the_fix(project):
+    result = cli("install", "--agent", "opencode", "--project", str(project), "--portable", "--yes")
+    assert result.returncode == 1 and "--portable is not offered for opencode" in result.stderr
+    assert "each teammate" in result.stderr and not (project / "opencode.json").exists()

@@ -1,0 +1,141 @@
+"""Recall whose cost follows the matches it ranks, not the store (issue #32): word counts find a word
+whose Porter stem is shorter than its prefix, a word in too many records is not searched, a prompt of
+common words only ranks the newest records, a big project is filtered after ranking, and the recall
+query reads the FTS index and joins by rowid (EXPLAIN QUERY PLAN). On a small store nothing changes."""
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from kirolearn.core.ids import new_ulid
+from kirolearn.core.project import project_id
+from kirolearn.pipeline.schema import MemoryRecord
+from kirolearn.recall import lexical
+from kirolearn.store.sqlite import db as store
+from kirolearn.store.sqlite import reader
+
+
+def fill(db, root, texts, start=0):
+    """One record per (title, summary), oldest first, in one transaction (as a big import lands)."""
+    now = datetime.now(timezone.utc)
+    with store.writing(db):
+        for i, (title, summary) in enumerate(texts):
+            store.insert_record(db, store.record_row(MemoryRecord(
+                record_id="mr_" + new_ulid(), project_id=project_id(str(root)), project_root=str(root),
+                session_id=f"s{(start + i) // 20}", title=title, summary=summary, observation_type="discovery",
+                strategy="test", source_event_ids=[new_ulid()],
+                created_at=now - timedelta(minutes=len(texts) - i))))
+
+
+@pytest.fixture
+def big(project, new_store):
+    """1,200 records that all hold "reference" and "deploy"; "zanzibar" in record 7, "quokka" in the last."""
+    db = new_store()
+    fill(db, project, [(f"note {i}", "the reference deploy went fine" + (" zanzibar" if i == 7 else "")
+                        + (" quokka" if i == 1199 else "")) for i in range(1200)])
+    assert store.refresh_term_docs(db, force=True)
+    return db
+
+
+def test_a_word_indexed_by_a_shorter_stem_is_counted(big):
+    """Porter indexes "reference" as "refer": its stem-like prefix "refere" finds no term, and the word was
+    searched as if rare, ranking every record that holds it."""
+    conn = lexical.connect_readonly()
+    assert lexical._stems("reference") == ["refer"] and lexical._stems("logged") == ["log"]
+    assert lexical._stems("users") == []  # "use" is another word, not a stem of it
+    total, counts = reader.term_doc_counts(conn, ["refere"], [["refer"]])
+    assert total == 1200 and counts == [1200]
+    assert lexical._drop_common(conn, ["zanzibar", "quokka", "reference", "went"]) == ["zanzibar", "quokka"]
+
+
+def test_common_words_only_rank_the_newest_records(big, project, monkeypatch):
+    monkeypatch.setattr(lexical, "COMMON_DOCS", 100)
+    monkeypatch.setattr(lexical, "RECENT_ROWS", 300)
+    conn = lexical.connect_readonly()
+    pid = project_id(str(project))
+    floor: list = []
+    # a rare word among them: the common ones are not searched, the rare one in the whole store
+    assert lexical._drop_common(conn, ["deploy", "zanzibar", "went", "fine"], floor) == ["zanzibar"]
+    assert floor == [0]
+    hits = lexical.search(conn, "deploy zanzibar went fine", project_id=pid)
+    assert hits[0].title == "note 7"
+    # common words only: the newest RECENT_ROWS records are ranked, nothing older
+    floor = []
+    assert lexical._drop_common(conn, ["deploy", "went", "fine"], floor) == ["deploy", "went"]  # the rarest two
+    assert floor == [1200 - 300]
+    hits = lexical.search(conn, "deploy went fine", project_id=pid, limit=100)
+    assert len(hits) == 100 and all(int(h.title.split()[1]) >= 900 for h in hits)
+    assert [s for s in lexical.scores(conn, "deploy went fine", project_id=pid, limit=300)]
+    # on a store under COMMON_DOCS records nothing is bounded (the real constants: 5,000)
+    monkeypatch.undo()
+    floor = []
+    lexical._drop_common(conn, ["deploy", "went", "fine"], floor)
+    assert floor == [0]
+
+
+def test_a_big_project_is_filtered_after_ranking_with_the_same_hits(big, project, tmp_path, monkeypatch):
+    other = tmp_path / "other"
+    (other / ".git").mkdir(parents=True)
+    fill(big, other, [(f"other {i}", "the reference deploy went fine zanzibar") for i in range(600)], start=1200)
+    store.refresh_term_docs(big, force=True)
+    conn = lexical.connect_readonly()
+    pid = project_id(str(project))
+    assert lexical._project_in_match(conn, pid) == (True, 1.0)  # 1,200 records: narrowed in the MATCH
+    now = 1.9e9
+    narrowed = [(h.record_id, h.score) for h in lexical.search(conn, "zanzibar fine", project_id=pid, now=now)]
+    monkeypatch.setattr(lexical, "PROJECT_MATCH_DOCS", 1000)
+    in_match, share = lexical._project_in_match(conn, pid)
+    assert not in_match and share == pytest.approx(1200 / 1800)
+    after = [(h.record_id, h.score) for h in lexical.search(conn, "zanzibar fine", project_id=pid, now=now)]
+    assert after == narrowed and len(narrowed) == 10  # the other project's 600 matches crowded the ranking
+    rare = [(h.record_id, h.score) for h in lexical.search(conn, "quokka fine", project_id=pid, now=now)]
+    monkeypatch.undo()
+    assert rare == [(h.record_id, h.score) for h in lexical.search(conn, "quokka fine", project_id=pid, now=now)]
+
+
+def plans(conn, run) -> "list[str]":
+    """EXPLAIN QUERY PLAN of every statement `run` executes on `conn` (the trace gives them expanded)."""
+    seen: list = []
+    conn.set_trace_callback(seen.append)
+    run()
+    conn.set_trace_callback(None)
+    out = []
+    for sql in seen:
+        if sql.lstrip().lower().startswith(("with", "select")):
+            out.append(" | ".join(row[3] for row in conn.execute("explain query plan " + sql)))
+    return out
+
+
+def test_the_recall_queries_use_the_fts_index_and_the_rowid(big, project, monkeypatch):
+    monkeypatch.setattr(lexical, "COMMON_DOCS", 100)
+    monkeypatch.setattr(lexical, "RECENT_ROWS", 300)
+    conn = lexical.connect_readonly()
+    pid = project_id(str(project))
+    found = plans(conn, lambda: lexical.search(conn, "deploy went fine", project_id=pid))
+    ranking = [p for p in found if "memory_records_fts" in p and "VIRTUAL TABLE" in p]
+    assert ranking, found
+    for plan in ranking:
+        assert "SCAN memory_records_fts VIRTUAL TABLE INDEX" in plan
+        assert "SEARCH r USING INTEGER PRIMARY KEY (rowid=?)" in plan  # only the top rows are joined
+        assert "SCAN r" not in plan and "SCAN memory_records " not in plan
+    # the word counts and the newest rowid: index lookups, never a scan
+    counted = plans(conn, lambda: lexical._drop_common(conn, ["deploy", "went", "fine"], []))
+    assert counted and all("SCAN" not in p for p in counted), counted
+
+
+def test_a_drain_that_expands_imported_records_refreshes_the_word_counts(project, new_store, write_config):
+    """Records an import or a team sync added are expanded by the next drain, which writes none itself:
+    it copies the word counts too, or the hook read fts5vocab's doclists (230 ms a prompt at 100k)."""
+    from kirolearn import settings
+    from kirolearn.pipeline import drain
+
+    write_config('[embeddings]\nmodel = "none"\n')
+    db = new_store()
+    fill(db, project, [(f"note {i}", "the reference deploy went fine") for i in range(1200)])
+    assert db.execute("select count(*) from term_docs").fetchone()[0] == 0
+    stats = drain.Drainer(db, settings.load()).run_once()
+    assert stats.records_written == 0
+    assert db.execute("select count(*) from memory_records where expansion is null").fetchone()[0] == 0
+    assert db.execute("select docs from term_docs where term = ''").fetchone()[0] == 1200
+    conn = lexical.connect_readonly()
+    assert reader.term_doc_counts(conn, ["refere"], [["refer"]]) == (1200, [1200])
