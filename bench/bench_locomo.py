@@ -99,7 +99,7 @@ def run_layout(tmp: str, convs, layout: str, chosen) -> None:
     from kirolearn.recall import lexical as recall
     from kirolearn.recall import semantic
 
-    embeddings._CACHE.clear()
+    embeddings.CACHE.clear()
     semantic._INDEXES.clear()
     marker = os.path.join(tmp, "ingested")
     start = time.perf_counter()

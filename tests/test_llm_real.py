@@ -151,7 +151,7 @@ def test_the_supersede_question_through_the_real_server(home, make_event, drain_
     assert asker.asked == 1 and run["model"] == MODEL and run["response_form"] == "json_object"
     marked = db["memory_records"].get(old_id)["superseded_by"]
     if run["outcome"] == "ok":
-        verdict = judge.Verdict.model_validate_json(judge.extract._FENCE.sub(r"\1", run["answer"]))
+        verdict = judge.Verdict.model_validate_json(judge.extract.FENCE.sub(r"\1", run["answer"]))
         assert (marked == new_id) == verdict.supersedes and bool(done["superseded"]) == verdict.supersedes
     else:
         assert marked is None and run["error"] and done["superseded"] == []

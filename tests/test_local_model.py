@@ -66,7 +66,7 @@ def no_sources(monkeypatch, tmp_path):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hf-cache"))
     monkeypatch.setitem(backends_local.OFFICIAL[NAME], "distributions", ("no-such-weights-distribution",))
-    monkeypatch.setattr(embeddings, "_CACHE", {})
+    monkeypatch.setattr(embeddings, "CACHE", {})
 
 
 def _fake_files(folder):

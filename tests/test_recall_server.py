@@ -40,7 +40,7 @@ def minilm(monkeypatch):
     real = _require(REAL)
     monkeypatch.setenv("KIROLEARN_MODEL_DIR", str(real))
     monkeypatch.setenv("KIROLEARN_EMBEDDING_MODEL", LOCAL)
-    monkeypatch.setattr(embeddings, "_CACHE", {})
+    monkeypatch.setattr(embeddings, "CACHE", {})
 
 
 @pytest.fixture

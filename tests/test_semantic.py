@@ -348,7 +348,7 @@ def test_a_project_holding_most_records_is_filtered_after_ranking(project, tmp_p
 def test_a_platform_without_numpy_drains_and_searches_on_words(project, make_event, drain_now, monkeypatch):
     # Where the default backend's wheels are missing, capture and drain must go on (issue #11).
     monkeypatch.setitem(sys.modules, "numpy", None)  # `import numpy` now raises ImportError
-    monkeypatch.setattr(embeddings, "_CACHE", {})
+    monkeypatch.setattr(embeddings, "CACHE", {})
     monkeypatch.delenv("KIROLEARN_EMBEDDING_MODEL", raising=False)
     make_event("userPromptSubmit", prompt="why is the export locked")
     make_event("stop", assistant_response="switched the export to WAL mode")

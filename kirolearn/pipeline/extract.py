@@ -67,15 +67,15 @@ class Completion:
 
 _COMMAND_TOOLS = ("execute_bash", "shell", "execute_pwsh", "bash", "run_command",
                   "run_shell_command")  # Gemini CLI's
-_WRITE_TOOLS = ("fs_write", "write", "str_replace", "create", "edit", "append", "multiedit", "notebookedit",
+WRITE_TOOLS = ("fs_write", "write", "str_replace", "create", "edit", "append", "multiedit", "notebookedit",
                 "write_file", "replace")  # Gemini CLI's
 _EXIT_CODE = re.compile(r"Exit Code:\s*(-?\d+)", re.I)
 # No leading \w* here: on a long run of word characters search() goes quadratic.
-_STRONG_ERROR = re.compile(r"(?:Error|Exception)\b|Traceback|FATAL|fatal:|[Dd]enied|[Nn]o such file|not found")
-_WEAK_ERROR = re.compile(r"error|fail", re.I)
+STRONG_ERROR = re.compile(r"(?:Error|Exception)\b|Traceback|FATAL|fatal:|[Dd]enied|[Nn]o such file|not found")
+WEAK_ERROR = re.compile(r"error|fail", re.I)
 
 
-def _tool_base(name: str) -> str:
+def tool_base(name: str) -> str:
     return (name or "").rsplit("/", 1)[-1].lower()
 
 
@@ -85,12 +85,12 @@ def command_of(event: dict) -> "str | None":
     if not (isinstance(tool_input, dict) and isinstance(tool_input.get("command"), str)):
         return None
     # fs_write's "command" ("create", "str_replace") names an edit, not a shell.
-    if _tool_base(event.get("tool_name", "")) in _COMMAND_TOOLS or not _paths_of(event):
+    if tool_base(event.get("tool_name", "")) in _COMMAND_TOOLS or not paths_of(event):
         return tool_input["command"]
     return None
 
 
-def _paths_of(event: dict) -> "list[str]":
+def paths_of(event: dict) -> "list[str]":
     tool_input = event.get("tool_input")
     paths = []
     if isinstance(tool_input, dict):
@@ -103,7 +103,7 @@ def _paths_of(event: dict) -> "list[str]":
     return paths
 
 
-def _relative(path: str, root: str) -> str:
+def relative(path: str, root: str) -> str:
     if root and os.path.isabs(path):
         try:
             rel = os.path.relpath(path, root)
@@ -148,7 +148,7 @@ _FAILED_RESULT_TYPES = ("failure", "error", "denied", "rejected")  # Copilot CLI
 _COMPLETED_EXIT = re.compile(r"completed with exit code\s*(-?\d+)", re.I)
 
 
-def _status(event: dict) -> "bool | None":
+def tool_status(event: dict) -> "bool | None":
     """How a tool call ended, in every payload shape the adapters store: False failed, True ended well
     with a definite status (an exit code 0, a success flag, a "success" result), None unknown.
 
@@ -174,7 +174,7 @@ def _status(event: dict) -> "bool | None":
             code = response["exit_code"]
             if code is None:
                 text = _response_text(event)
-                if _STRONG_ERROR.search(text[-2000:]) or "Read-only file system" in text:
+                if STRONG_ERROR.search(text[-2000:]) or "Read-only file system" in text:
                     return False
                 return None
             if str(code).strip() not in ("0", ""):
@@ -197,11 +197,11 @@ def _status(event: dict) -> "bool | None":
 
 
 def failed(event: dict) -> bool:
-    """Did this tool call fail (see _status for every shape)?"""
-    return _status(event) is False
+    """Did this tool call fail (see tool_status for every shape)?"""
+    return tool_status(event) is False
 
 
-def _resolved(tools: list, i: int) -> bool:
+def resolved(tools: list, i: int) -> bool:
     """Did something later in the turn undo the failure of tools[i]: a re-run of the same command (same
     program and first arguments) or, for a call that is no command, of the same tool, that did not fail?"""
     command = command_of(tools[i])
@@ -221,8 +221,8 @@ def turn_outcome(tools: list) -> str:
     """A turn's outcome from its tool calls, oldest first (kirolearn.core.marks): `failed` when a call
     failed and nothing later in the turn re-ran it with success; `succeeded` when some call ended
     well with a definite status (or a failure was fixed) and none stayed failed; else `unknown`."""
-    statuses = [_status(t) for t in tools]
-    if any(s is False and not _resolved(tools, i) for i, s in enumerate(statuses)):
+    statuses = [tool_status(t) for t in tools]
+    if any(s is False and not resolved(tools, i) for i, s in enumerate(statuses)):
         return "failed"
     if any(s is not None for s in statuses):
         return "succeeded"
@@ -233,7 +233,7 @@ def error_line(event: dict) -> str:
     """The most telling line of a failed call's output (an error line near the end)."""
     lines = [ln.strip() for ln in _response_text(event).splitlines() if ln.strip()]
     lines = [ln for ln in lines if not _EXIT_CODE.fullmatch(ln) and ln != "Output:"]
-    for pattern in (_STRONG_ERROR, _WEAK_ERROR):
+    for pattern in (STRONG_ERROR, WEAK_ERROR):
         for line in reversed(lines[-30:]):
             if pattern.search(line) and not line.startswith("Traceback"):
                 return clip(line, 240)
@@ -343,7 +343,7 @@ def _sentences(text: str, limit: int) -> "list[str]":
 _PATH_IN_TEXT = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.[A-Za-z0-9]{1,6})\b")
 
 
-def _paired_tools(turn: list) -> "list[dict]":
+def paired_tools(turn: list) -> "list[dict]":
     """Post-tool events, each given its pre-tool twin's input when Kiro sent it empty.
 
     v3 / IDE 1.x PostToolUse payloads often carry `tool_input: {}` while the
@@ -366,7 +366,7 @@ def _paired_tools(turn: list) -> "list[dict]":
 
 
 def _changed_paths(event: dict, root: str) -> "list[str]":
-    paths = [_relative(p, root) for p in _paths_of(event)]
+    paths = [relative(p, root) for p in paths_of(event)]
     if not paths and isinstance(event.get("tool_response"), (str, dict)):
         # IDE payloads name the file only in the result: "Created the src/store.py file."
         paths = _PATH_IN_TEXT.findall(_response_text(event)[:300])
@@ -389,7 +389,7 @@ def _fix_of(tools: list, i: int, root: str) -> str:
     edits = [
         p
         for t in tools[i + 1 : tools.index(fix)]
-        if _tool_base(t.get("tool_name", "")) in _WRITE_TOOLS
+        if tool_base(t.get("tool_name", "")) in WRITE_TOOLS
         for p in _changed_paths(t, root)
     ]
     via = f" after changing {', '.join(dict.fromkeys(edits))}" if edits else ""
@@ -401,28 +401,28 @@ def _describe_turn(turn: list, root: str) -> "dict | None":
     prompts = [e.get("prompt") or "" for e in turn if e["kind"] == "prompt"]
     request = " ".join(p.strip() for p in prompts if p.strip())
     closing = " ".join((e.get("assistant_response") or "").strip() for e in turn if e["kind"] == "session_summary")
-    tools = _paired_tools(turn)
+    tools = paired_tools(turn)
     if not (request or closing.strip() or tools):
         return None
 
     commands, read, changed, errors, results, tried = [], [], [], [], [], []
     outcome = turn_outcome(tools)
     for i, event in enumerate(tools):
-        name = _tool_base(event.get("tool_name", ""))
+        name = tool_base(event.get("tool_name", ""))
         command = command_of(event)
         if command:
             commands.append(command)
-        if name in _WRITE_TOOLS:
+        if name in WRITE_TOOLS:
             changed.extend(_changed_paths(event, root))
         elif not command:
-            read.extend(_relative(p, root) for p in _paths_of(event))
-        if not command and not _paths_of(event) and isinstance(event.get("tool_response"), (str, dict)):
+            read.extend(relative(p, root) for p in paths_of(event))
+        if not command and not paths_of(event) and isinstance(event.get("tool_response"), (str, dict)):
             text = " ".join(_response_text(event).split())
             if text and not failed(event):
                 results.append(f"{event.get('tool_name')}: {clip(text, 160)}")
         if failed(event):
             what = f"`{clip(command, 120)}`" if command else f"{event.get('tool_name')}"
-            if _resolved(tools, i):
+            if resolved(tools, i):
                 errors.append(f"{what} failed: {error_line(event)}{_fix_of(tools, i, root)}")
             else:  # the turn's work ended in this failure: never told as done
                 tried.append(f"Tried {what}: failed because {error_line(event)}")
@@ -440,7 +440,7 @@ def _describe_turn(turn: list, root: str) -> "dict | None":
         observation_type = "conversation"  # a question about the project that no answer closed yet
 
     title = clip(" ".join(request.split()), TITLE_MAX) if request else (
-        clip(" ".join(closing.split()), TITLE_MAX) if closing else f"Tool activity: {', '.join(dict.fromkeys(_tool_base(t.get('tool_name', '')) for t in tools))}"
+        clip(" ".join(closing.split()), TITLE_MAX) if closing else f"Tool activity: {', '.join(dict.fromkeys(tool_base(t.get('tool_name', '')) for t in tools))}"
     )
     sections = []
     if request:
@@ -543,7 +543,7 @@ def build_messages(batch: Batch, field_chars: int, max_chars: int) -> "list[dict
     ]
 
 
-_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.S)
+FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.S)
 
 
 class BotchedAnswer(ExtractionError):
@@ -562,7 +562,7 @@ def parse_answer(content: str, finish_reason: str = "") -> Extraction:
         raise BotchedAnswer("malformed answer: empty")
     if len(text) > ANSWER_MAX_CHARS:
         raise BotchedAnswer(f"malformed answer: too long ({len(text):,} characters, at most {ANSWER_MAX_CHARS:,})")
-    match = _FENCE.match(text)
+    match = FENCE.match(text)
     if match:
         text = match.group(1)
     try:
@@ -585,14 +585,14 @@ def candidates_from(extraction: Extraction, batch: Batch) -> "list[dict]":
                 "summary": clip(c.summary, SUMMARY_MAX),
                 "facts": clip_list(c.facts, FACT_MAX, FACTS_COUNT_MAX),
                 "concepts": clip_list([x.lower() for x in c.concepts], CONCEPT_MAX, CONCEPTS_COUNT_MAX),
-                "files_touched": clip_list([_relative(p, batch.project_root) for p in c.files_touched], FILE_MAX,
+                "files_touched": clip_list([relative(p, batch.project_root) for p in c.files_touched], FILE_MAX,
                                            FILES_KEPT),
                 "observation_type": c.observation_type,
                 "strategy": LLM_STRATEGY,
             }
         )
     records = [r for r in records if r["title"] and r["summary"]]
-    outcome = turn_outcome(_paired_tools(batch.events))  # the model does not decide a turn's outcome
+    outcome = turn_outcome(paired_tools(batch.events))  # the model does not decide a turn's outcome
     for r in records:
         r["outcome"] = outcome
     ended = any(e["kind"] == "session_summary" for e in batch.events)

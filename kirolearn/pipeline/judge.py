@@ -92,7 +92,7 @@ class Judge:
                        cost_usd=completion.cost_usd, response_form=completion.form,
                        answer=self.scrub(completion.content or "")[:extract.ANSWER_KEPT_CHARS])
             text = completion.content or ""
-            match = extract._FENCE.match(text)
+            match = extract.FENCE.match(text)
             try:
                 verdict = Verdict.model_validate_json(match.group(1) if match else text)
             except ValidationError as exc:

@@ -237,7 +237,7 @@ def compress(db, log: str, settings, complete=None) -> "tuple[dict | None, str |
         return None, "timeout" if name in ("Timeout", "CallTimeout") else "provider_unavailable"
     _record_spend(db, completion, settings)
     text = completion.content or ""
-    match = extract._FENCE.match(text)
+    match = extract.FENCE.match(text)
     try:
         draft = Draft.model_validate_json(match.group(1) if match else text)
     except ValidationError:

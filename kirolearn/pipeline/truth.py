@@ -408,15 +408,15 @@ def work_reader(db):
             return cache[rid]
         root = record.get("project_root") or ""
         events = recordstore.events_by_ids(db, record.get("source_event_ids") or (), limit=80)
-        tools = extract._paired_tools([e["body"] for e in events if isinstance(e.get("body"), dict)
+        tools = extract.paired_tools([e["body"] for e in events if isinstance(e.get("body"), dict)
                                        and e["body"].get("kind") == "tool_use"])
         failed: "list | None" = []
         done, wrote = [], set()
         for i, body in enumerate(tools):
             command = extract.command_of(body)
-            paths = [extract._relative(p, root) for p in extract._paths_of(body)]
+            paths = [extract.relative(p, root) for p in extract.paths_of(body)]
             if extract.failed(body):
-                if extract._resolved(tools, i):
+                if extract.resolved(tools, i):
                     continue
                 if command:
                     failed.append(("command", command))
@@ -426,11 +426,11 @@ def work_reader(db):
                     failed = None  # a failed call the later work cannot be told to cover
                     break
             elif command:
-                tail = extract.response_text(body)[-2000:] if extract._status(body) is None else ""
-                if extract._STRONG_ERROR.search(tail) or extract._WEAK_ERROR.search(tail):
+                tail = extract.response_text(body)[-2000:] if extract.tool_status(body) is None else ""
+                if extract.STRONG_ERROR.search(tail) or extract.WEAK_ERROR.search(tail):
                     continue  # no status, and its output reads as an error: not known to be done
                 done.append(command)
-            elif extract._tool_base(body.get("tool_name", "")) in extract._WRITE_TOOLS:
+            elif extract.tool_base(body.get("tool_name", "")) in extract.WRITE_TOOLS:
                 wrote.update(paths)
         if not tools:  # no events (expired, imported): what the summary says
             text = record_text(record)

@@ -70,7 +70,7 @@ def _cut_token(run: str) -> bool:
         return not (run.islower() or run.isupper() or run.istitle())
     if run.isdigit():
         return False
-    return run.isalnum() or not _scrub._complete_item(run)
+    return run.isalnum() or not _scrub.complete_item(run)
 
 
 def _ends_open(end_of_line: str) -> bool:
@@ -91,7 +91,7 @@ class TurnCarry:
     before it as context. Counts go to the scrubber's `counts`."""
 
     def __init__(self, scrubber: "_scrub.Scrubber | None" = None, *, ttl: int = DEFAULT_TTL) -> None:
-        self.scrubber = scrubber if scrubber is not None else _scrub._default()
+        self.scrubber = scrubber if scrubber is not None else _scrub.default_scrubber()
         self.ttl = ttl
         self._tail: "str | None" = None
         self._left = 0
@@ -213,7 +213,7 @@ class TurnCarry:
                 s, e = max(s, len(left)) - len(left) + h0, min(e - len(left) + h0, h1)
                 piece = text[s:e]
                 if (piece.isalpha() and len(piece) < 16 and _views.wordlike(piece)) or (
-                        _scrub._complete_item(piece)):
+                        _scrub.complete_item(piece)):
                     continue  # `DB_PASSWORD=` then `exit status 0`: a word, an id, a path starts the text
                 spans.append((s, e, kind))
         return sorted(spans)

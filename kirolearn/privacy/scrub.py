@@ -63,7 +63,7 @@ def _rare(pattern: str, flags: int = 0) -> "re.Pattern[str]":
     """A pattern compiled when first used, not with the rules (_builtin_rules): the passes of issue
     #34 and the private-tag patterns are large (~60 ms to compile together) and most processes,
     the prompt hook's recall among them, never need them."""
-    return _views._Lazy(pattern, flags)  # type: ignore[return-value]
+    return _views.Lazy(pattern, flags)  # type: ignore[return-value]
 
 
 MARKER_RE = _lazy("MARKER_RE", r"\[REDACTED:[A-Za-z0-9_\-]{1,64}\]")
@@ -1077,7 +1077,7 @@ def _break_matters(text: str, s: int, left: str, right: str) -> bool:
         line = text[max(text.rfind("\n", 0, s) + 1, s - 400):s].rstrip("\r")
         if not left or not _views.value_start(line[:len(line) - len(left)]):
             return False
-    if _complete_item(left.rsplit("=", 1)[-1]) or _complete_item(right):
+    if complete_item(left.rsplit("=", 1)[-1]) or complete_item(right):
         return False  # a UUID or digest at the end, a path at the start: whole items
     line_start = max(text.rfind("\n", 0, s) + 1, s - 400)
     line = text[line_start:s]
@@ -1093,7 +1093,7 @@ def _break_matters(text: str, s: int, left: str, right: str) -> bool:
 _WORDISH_PATH_RE = _lazy("_WORDISH_PATH_RE", r"[a-z0-9\-]+(?:[./][a-z0-9_\-]+)+/?")
 
 
-def _complete_item(piece: str) -> bool:
+def complete_item(piece: str) -> bool:
     """A run that is a whole item of its own: a UUID, a hex digest, a lower-case path or host."""
     if _UUID_RE.fullmatch(piece) or (_HEX_RE.fullmatch(piece) and len(piece) in _DIGEST_HEX_LENGTHS):
         return True
@@ -2041,7 +2041,7 @@ def _betterleaks_scan():
 _DEFAULT: "Scrubber | None" = None
 
 
-def _default() -> Scrubber:
+def default_scrubber() -> Scrubber:
     global _DEFAULT
     if _DEFAULT is None:
         _DEFAULT = Scrubber()
@@ -2050,15 +2050,15 @@ def _default() -> Scrubber:
 
 def __getattr__(name: str) -> object:
     if name == "DEFAULT":  # built on first use: keeps `import kirolearn.privacy.scrub` cheap for the hook
-        return _default()
+        return default_scrubber()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def scrub_text(text: str) -> str:
     """Scrub `text` with the default Scrubber."""
-    return _default().scrub_text(text)
+    return default_scrubber().scrub_text(text)
 
 
 def scrub_value(value: object) -> object:
     """Scrub a JSON-like value with the default Scrubber."""
-    return _default().scrub_value(value)
+    return default_scrubber().scrub_value(value)

