@@ -177,3 +177,19 @@ def test_the_docs_site_loads_no_web_fonts():
     with open(os.path.join(ROOT, "mkdocs.yml"), encoding="utf-8") as fh:
         theme = re.split(r"\n(?=\S)", fh.read().split("\ntheme:", 1)[1], maxsplit=1)[0]
     assert "\n  font: false" in theme
+
+
+def test_the_architecture_layout_names_every_module():
+    """docs/architecture.md's Layout table lists each module of its folder (issue #35: the table matches the tree)."""
+    text = (ROOT / "docs" / "architecture.md").read_text("utf-8")
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `(kirolearn/[a-z_/]*)`(?: \(top\))? \| (.*?) \| [^|]* \|$",
+                                                         text, re.M)}
+    missing = []
+    for path in sorted((ROOT / "kirolearn").rglob("*.py")):
+        parts = path.relative_to(ROOT).parts
+        if path.name == "__init__.py" or "__pycache__" in parts:
+            continue
+        row = "kirolearn/" if len(parts) == 2 or parts[1] == "mcp_server" else f"kirolearn/{parts[1]}/"
+        if f"`{path.name}`" not in rows.get(row, ""):
+            missing.append("/".join(parts))
+    assert rows and missing == [], f"add these to docs/architecture.md's Layout table: {missing}"
