@@ -653,18 +653,18 @@ def mark_candidates(conn, project_id: str, words: "list[str]", *, exclude=(), be
     given, of one `outcome` when given: the only records supersede and consolidation compare a new one
     with, so their cost follows the new records, never the store (rule 15).
 
-    The pool is the newest matches (FTS5 walks its rowids backwards and stops at the pool's size; deeper
-    for failed attempts, as few matches are), ranked by BM25 within it. Ranking every match first cost
-    0.2 s a call at 100k records when a command's words were common (bench/bench_scale.py)."""
+    Newest first: FTS5 walks its rowids backwards and stops at the pool's size (deeper for failed
+    attempts, as few matches are). No BM25: its per-phrase document counts read each word's and the
+    project's whole doclist, 14 ms a call at 100k records against 0.4 ms without (bench/bench_scale.py)."""
     if not words or not has_marks(conn):
         return []
-    from kirolearn.store.sqlite.reader import BM25_WEIGHTS, OLD_TEXT_COLUMNS, fts_query
+    from kirolearn.store.sqlite.reader import OLD_TEXT_COLUMNS, fts_query
 
     ex = list(dict.fromkeys(exclude))
-    sql = (f"with top as (select rowid, bm25(memory_records_fts, {BM25_WEIGHTS}) as bm25 from memory_records_fts "
-           f"where memory_records_fts match ? order by rowid desc limit ?) "
-           f"select r.*, top.bm25 from top join memory_records r on r.rowid = top.rowid "
-           f"where r.superseded_by is null and r.merged_into is null")
+    sql = ("with top as (select rowid from memory_records_fts where memory_records_fts match ? "
+           "order by rowid desc limit ?) "
+           "select r.* from top join memory_records r on r.rowid = top.rowid "
+           "where r.superseded_by is null and r.merged_into is null")
     args: list = [fts_query(words, project_id, OLD_TEXT_COLUMNS), limit * (20 if outcome else 4)]
     if outcome is not None:
         sql += " and r.outcome = ?"
@@ -675,7 +675,7 @@ def mark_candidates(conn, project_id: str, words: "list[str]", *, exclude=(), be
     if ex:
         sql += f" and r.record_id not in ({','.join('?' * len(ex))})"
         args.extend(ex)
-    return [decode_record(r) for r in _rows(conn, sql + " order by top.bm25 limit ?", [*args, limit])]
+    return [decode_record(r) for r in _rows(conn, sql + " order by top.rowid desc limit ?", [*args, limit])]
 
 
 def marked_by(conn, record_id: str) -> dict:
