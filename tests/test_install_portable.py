@@ -11,6 +11,7 @@ real `kirolearn-mcp` started from that entry stores the record under that agent.
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -197,7 +198,66 @@ def test_the_mcp_server_started_from_a_portable_entry_names_its_agent(project, h
     assert record["agent"] == "claude-code", record
 
 
-def test_opencode_portable_is_refused_with_the_reason_and_the_fix(project):
+def test_opencode_portable_needs_a_project(project):
+    result = cli("install", "--agent", "opencode", "--portable", "--yes")
+    assert result.returncode == 1 and "--portable for opencode wires a project" in result.stderr
+    assert "--project DIR" in result.stderr
+
+
+NODE_CALLS_THE_PLUGIN = """
+const { pathToFileURL } = await import("node:url");
+const plugin = await import(pathToFileURL(process.argv[1]).href);
+const hooks = await plugin.Kirolearn({ directory: process.argv[2] });
+for (const id of ["s1", "s2"]) {
+  const output = { parts: [{ type: "text", text: "portable hello" }] };
+  await hooks["chat.message"]({ sessionID: id }, output);
+}
+console.log("done");
+"""
+
+
+@pytest.mark.slow
+def test_opencode_portable_plugin_is_the_projects_and_runs_kirolearn_hook_from_path(project, home, path_bin):
+    """opencode --portable: the plugin is a project file named relative to opencode.json, its hook is
+    `kirolearn-hook` from PATH (a missing one: a line on stderr and in hook.log, the agent unharmed), the MCP
+    command is bare; uninstall gives back every byte."""
+    user = '{\n  "model": "anthropic/claude-sonnet-4-5",\n  "plugin": ["other-plugin"]\n}\n'
+    (project / "opencode.json").write_text(user)
+    before = {str(p.relative_to(project)): p.read_bytes() for p in project.rglob("*") if p.is_file()}
     result = cli("install", "--agent", "opencode", "--project", str(project), "--portable", "--yes")
-    assert result.returncode == 1 and "--portable is not offered for opencode" in result.stderr
-    assert "each teammate" in result.stderr and not (project / "opencode.json").exists()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "absolute paths of this machine" not in result.stderr
+    plugin = project / ".kirolearn" / "opencode-plugin.js"
+    wired = json.loads((project / "opencode.json").read_text())
+    assert wired["plugin"] == ["other-plugin", "./.kirolearn/opencode-plugin.js"]
+    assert wired["mcp"]["kirolearn"]["command"] == ["kirolearn-mcp"]
+    assert wired["mcp"]["kirolearn"]["environment"] == {"KIROLEARN_AGENT": "opencode"}
+    assert wired["permission"] == {"kirolearn_forget_memory": "ask"}
+    for f in (plugin, project / "opencode.json"):
+        text = f.read_text()
+        assert not [w for w in machine_words(home) if w in text], f
+    assert 'const HOOK = ["kirolearn-hook", "--agent", "opencode"];' in plugin.read_text()
+    assert sorted(e["path"] for e in install.load_record()) == sorted([str(plugin), str(project / "opencode.json")])
+
+    node = shutil.which("node")
+    if node:  # the plugin itself, as opencode (Bun) would call it
+        def call(path):
+            env = {"PATH": path, "HOME": os.environ["HOME"], "KIROLEARN_HOME": os.environ["KIROLEARN_HOME"],
+                   "KIROLEARN_EMBEDDING_MODEL": "none"}
+            return subprocess.run([node, "--input-type=module", "-e", NODE_CALLS_THE_PLUGIN, str(plugin),
+                                   str(project)], env=env, capture_output=True, text=True, timeout=60, cwd=project)
+
+        count = spooled()
+        ran = call(f"{path_bin}:{os.path.dirname(node)}:{BARE_PATH}")
+        assert ran.returncode == 0 and ran.stdout == "done\n" and ran.stderr == "", ran.stderr
+        assert spooled() == count + 4  # each session's start and its prompt
+        missing = call(f"{os.path.dirname(node)}:{BARE_PATH}")
+        assert missing.returncode == 0 and missing.stdout == "done\n"
+        assert missing.stderr.count("kirolearn-hook is not on PATH") == 1 and spooled() == count + 4
+        log = (home / "logs" / "hook.log").read_text()
+        assert log.count("kirolearn-hook is not on PATH") == 1 and log[:4].isdigit()
+
+    result = cli("uninstall", "--agent", "opencode", "--project", str(project), "--yes")
+    assert result.returncode == 0, result.stderr
+    after = {str(p.relative_to(project)): p.read_bytes() for p in project.rglob("*") if p.is_file()}
+    assert after == before and not (project / ".kirolearn").exists()

@@ -535,7 +535,7 @@ def _echo_lists(found: dict, terminal) -> None:
 @click.option("--portable", is_flag=True,
               help="Write commands found on PATH (kirolearn-hook, kirolearn-mcp) instead of this machine's "
                    "absolute paths, for files a team commits (.kiro/, .claude/settings.json, .mcp.json, ...); "
-                   "a hook whose PATH lacks kirolearn-hook says so on stderr and in the log. Not for opencode.")
+                   "a hook whose PATH lacks kirolearn-hook says so on stderr and in the log.")
 @click.option("--dry-run", is_flag=True, help="Print the diff of every file it would touch; write nothing.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before writing.")
 @click.option("--set-default", is_flag=True, help="Also make `kirolearn` Kiro CLI's default agent.")
@@ -594,9 +594,8 @@ def _note_machine_paths(changes, project, agent: str) -> None:
     from kirolearn.install import engine as install
 
     for path in install.machine_paths(changes, project):
-        fix = ("keep it out of the commit (docs/agents/opencode.md)" if agent == "opencode"
-               else "if your team commits it, re-run with --portable")
-        click.echo(f"note       {path} holds absolute paths of this machine; {fix}", err=True)
+        click.echo(f"note       {path} holds absolute paths of this machine; if your team commits it, re-run "
+                   "with --portable", err=True)
 
 
 def _apply_changes(changes, dry_run, yes, *, installing):

@@ -209,7 +209,8 @@ def _prune_empty_dirs(directory: str) -> None:
         directory = os.path.dirname(directory)
 
 
-TOP_DIRS = (".kiro", ".claude", ".github", ".opencode", ".codex", ".gemini", ".cursor")  # agent folders pruned when install left them empty
+# agent folders (and a project's .kirolearn/ of opencode --portable) pruned when install left them empty
+TOP_DIRS = (".kiro", ".claude", ".github", ".opencode", ".codex", ".gemini", ".cursor", ".kirolearn")
 
 
 def apply(changes: "list[Change]", *, installing: bool) -> None:

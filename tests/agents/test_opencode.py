@@ -8,12 +8,13 @@ install must leave as it found it on uninstall).
 """
 
 import json
+import os
 import pathlib
 
 import pytest
 
 import npmcache
-from agentrun import (agent_env, events_of, export, kirolearn, quarantined, run, run_hook_command, snapshot,
+from agentrun import (BIN, agent_env, events_of, export, kirolearn, quarantined, run, run_hook_command, snapshot,
                       tool_results, tool_uses)
 from fake_anthropic import FakeAnthropic, Text, ToolCall
 
@@ -98,3 +99,52 @@ def test_opencode_end_to_end(opencode, project):
     kirolearn("uninstall", "--agent", "opencode", "--project", str(project), "--yes")
     assert snapshot(project) == before
     assert not plugin.exists()
+
+
+def test_opencode_portable_wiring(opencode, project, tmp_path):
+    """`--portable`: the plugin is the project's `.kirolearn/opencode-plugin.js`, named in opencode.json as
+    `./.kirolearn/opencode-plugin.js` (relative to opencode.json, so opencode started in a subfolder finds
+    it), running `kirolearn-hook` from PATH; the MCP command is bare `kirolearn-mcp`. opencode loads it
+    without an npm install into the project (no .opencode/ appears)."""
+    path_bin = tmp_path / "path-bin"  # kirolearn's console scripts only, as pipx would put them on PATH
+    path_bin.mkdir()
+    for name in ("kirolearn-hook", "kirolearn-mcp"):
+        (path_bin / name).symlink_to(BIN / name)
+    env = agent_env(PATH=f"{path_bin}:{os.environ['PATH']}")
+    with FakeAnthropic() as fake:
+        config = project / "opencode.json"
+        config.write_text(user_config(fake))
+        before = snapshot(project)
+        kirolearn("install", "--agent", "opencode", "--project", str(project), "--portable", "--yes")
+        wired = json.loads(config.read_text())
+        assert wired["plugin"] == ["./.kirolearn/opencode-plugin.js"]
+        assert wired["mcp"]["kirolearn"]["command"] == ["kirolearn-mcp"]
+        assert wired["mcp"]["kirolearn"]["environment"] == {"KIROLEARN_AGENT": "opencode"}
+        plugin = project / ".kirolearn" / "opencode-plugin.js"
+        assert str(BIN) not in plugin.read_text() and str(BIN) not in config.read_text()
+
+        fake.script = [ToolCall("bash", {"command": f"echo {MARK}", "description": "Print the marker"},
+                                text="Let me run a command."),
+                       Text(FINAL)]
+        out = run([opencode, "run", "What does the marker command print?"], project / "src", env)
+        assert fake.errors == [] and FINAL in out.stdout
+        assert "kirolearn_search_memory" in {t["name"] for r in fake.main_requests() for t in r["tools"]}
+        stored = events_of(export(project), "opencode")
+        assert [s["assistant_response"] for s in stored if s["trigger"] == "stop"] == [FINAL]
+        assert [(t["tool_name"], t["tool_input"]["command"]) for t in stored
+                if t["trigger"] == "postToolUse"] == [("bash", f"echo {MARK}")]
+
+        fake.clear()
+        fake.script = [ToolCall("search_memory", {"query": "marker command"}), Text("It is in memory.")]
+        run([opencode, "run", "Which marker did we see last time?"], project, env)
+        assert fake.errors == []
+        first, last = fake.main_requests()[0], fake.main_requests()[-1]
+        assert MARK in json.dumps(first["system"])
+        (call,) = [u for u in tool_uses(last) if u[1] == "kirolearn_search_memory"]
+        answers = [text for use_id, text in tool_results(last) if use_id == call[0]]
+        assert answers and MARK in answers[0]
+        assert not (project / ".opencode").exists() and not (project / "node_modules").exists()
+
+    kirolearn("uninstall", "--agent", "opencode", "--project", str(project), "--yes")
+    assert snapshot(project) == before
+    assert not (project / ".kirolearn").exists()

@@ -3,10 +3,33 @@
 // runs as a subprocess per event (the same stdlib-only hook every agent uses); any failure here is
 // swallowed, so kirolearn can never break a session.
 import { spawnSync } from "node:child_process";
+import { appendFileSync, existsSync, mkdirSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
 
 const HOOK = __KIROLEARN_HOOK_ARGV__;
 const HOOK_ENV = __KIROLEARN_HOOK_ENV__;
+// Portable wiring (`--portable`): HOOK is `kirolearn-hook` found on PATH; when PATH lacks it, this line
+// goes once to stderr and to hook.log of the kirolearn home when there is one (doctor counts it).
+const NOT_ON_PATH = __KIROLEARN_NOT_ON_PATH__;
 const TIMEOUT_MS = 5000;
+let missingSaid = false;
+
+function sayMissing() {
+  if (missingSaid || !NOT_ON_PATH) return;
+  missingSaid = true;
+  try {
+    process.stderr.write(NOT_ON_PATH + "\n");
+  } catch {}
+  try {
+    const home = process.env.KIROLEARN_HOME || join(homedir(), ".kirolearn");
+    if (!existsSync(home)) return;
+    const logs = join(home, "logs");
+    mkdirSync(logs, { recursive: true, mode: 0o700 });
+    const stamp = new Date().toISOString().replace(/\.\d+Z$/, ".000Z");
+    appendFileSync(join(logs, "hook.log"), `${stamp} ${NOT_ON_PATH}\n`, { mode: 0o600 });
+  } catch {}
+}
 
 function hook(event, payload) {
   try {
@@ -17,6 +40,7 @@ function hook(event, payload) {
       encoding: "utf8",
       stdio: ["pipe", "pipe", "ignore"],
     });
+    if (result.error && result.error.code === "ENOENT") sayMissing();
     return result.status === 0 && typeof result.stdout === "string" ? result.stdout.trim() : "";
   } catch {
     return "";
