@@ -23,7 +23,7 @@ import re
 
 from kirolearn.store.sqlite import records as recordstore
 
-CANDIDATES = 30  # older records compared with each new one (FTS, best first)
+CANDIDATES = 30  # older records compared with each new one (FTS matches, newest first)
 
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
 _VALUE = (r"\"[^\"\n]{0,40}\"|'[^'\n]{0,40}'|-?\d+(?:\.\d+)?(?:[a-zA-Z%]{0,3})?\b"
@@ -488,7 +488,7 @@ def failure_words(record: dict, work_of) -> "list[str]":
 # The drain's pass
 
 
-ASKED_PER_RECORD = 2  # a new record's best FTS candidates the model may be asked about
+ASKED_PER_RECORD = 2  # a new record's undecided candidates the model may be asked about
 
 
 def mark_new(db, record_ids: "list[str]", *, merge: bool = True, log=None, judge=None) -> dict:
@@ -496,7 +496,7 @@ def mark_new(db, record_ids: "list[str]", *, merge: bool = True, log=None, judge
 
     Each new record is compared with at most CANDIDATES older live records that FTS finds by its
     stated identifiers (and its commands' words). `judge(new, old)` (kirolearn.pipeline.judge), when
-    given, is asked about a new record's ASKED_PER_RECORD best candidates the rules left undecided.
+    given, is asked about a new record's first ASKED_PER_RECORD candidates the rules left undecided.
     Returns {"superseded": [[old, new, why]], "merged": [...]}.
     """
     done: dict = {"superseded": [], "merged": []}
