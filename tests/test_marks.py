@@ -311,7 +311,7 @@ def test_freshness_pass_is_bounded_and_uses_an_index(repo, write_config):
         stats = drain()
         passes += 1
         assert stats["freshness_checked"] <= m
-        assert passes <= math.ceil(n / m)
+        assert passes <= math.ceil(n / m), (stats, [(r["title"], r["freshness"]) for r in records()])
     assert passes == math.ceil(n / m)  # every record re-checked once in ceil(N/M) passes, M at most each
     db = store.open_db()
     plan = [row[3] for row in db.execute("explain query plan " + recordstore.FRESHNESS_DUE_SQL, [m])]
