@@ -72,7 +72,7 @@ def run_arm(tmp: str, name: str, turns: list, noise: list, url: "str | None") ->
                                                turn["outcome"] + (" Files: " + ", ".join(turn["files"])
                                                                   if turn.get("files") else "")))
     wall, cpu = time.perf_counter(), time.process_time()
-    stats = drain_all()
+    drain_all()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     n_events = sum(len(ids) for ids in events_of.values())
 
@@ -108,8 +108,7 @@ def run_arm(tmp: str, name: str, turns: list, noise: list, url: "str | None") ->
     return {"found": found, "n": len(turns), "tokens": sum(tokens) / max(1, len(tokens)),
             "batches": len(runs), "fell_back": len(fell_back),
             "why": collections.Counter(r["reason"].split(":")[0] for r in fell_back),
-            "strategies": strategies, "events": n_events, "wall": wall, "cpu": cpu,
-            "drain": stats}
+            "strategies": strategies, "events": n_events, "wall": wall, "cpu": cpu}
 
 
 def local_server():

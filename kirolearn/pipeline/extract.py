@@ -546,6 +546,12 @@ def build_messages(batch: Batch, field_chars: int, max_chars: int) -> "list[dict
 FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.S)
 
 
+def unfenced(text: str) -> str:
+    """A model's answer without the ```json fence some models wrap it in."""
+    match = FENCE.match(text or "")
+    return match.group(1) if match else (text or "")
+
+
 class BotchedAnswer(ExtractionError):
     """The model answered, but not with something usable: invalid JSON, wrong types, empty, cut off,
     too long, or too late. The batch falls back to the deterministic extractor at once."""
@@ -562,9 +568,7 @@ def parse_answer(content: str, finish_reason: str = "") -> Extraction:
         raise BotchedAnswer("malformed answer: empty")
     if len(text) > ANSWER_MAX_CHARS:
         raise BotchedAnswer(f"malformed answer: too long ({len(text):,} characters, at most {ANSWER_MAX_CHARS:,})")
-    match = FENCE.match(text)
-    if match:
-        text = match.group(1)
+    text = unfenced(text)
     try:
         return Extraction.model_validate_json(text)
     except ValidationError as exc:

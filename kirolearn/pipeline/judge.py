@@ -91,10 +91,8 @@ class Judge:
             run.update(prompt_tokens=completion.prompt_tokens, completion_tokens=completion.completion_tokens,
                        cost_usd=completion.cost_usd, response_form=completion.form,
                        answer=self.scrub(completion.content or "")[:extract.ANSWER_KEPT_CHARS])
-            text = completion.content or ""
-            match = extract.FENCE.match(text)
             try:
-                verdict = Verdict.model_validate_json(match.group(1) if match else text)
+                verdict = Verdict.model_validate_json(extract.unfenced(completion.content))
             except ValidationError as exc:
                 error = f"answer is not the verdict's JSON: {str(exc).splitlines()[0][:160]}"
         if error:

@@ -73,7 +73,7 @@ def model_checks(conf, complete=None):
     took = time.monotonic() - began
     form = completion.form or "?"
     try:
-        Probe.model_validate_json(extract.FENCE.sub(r"\1", completion.content or ""))
+        Probe.model_validate_json(extract.unfenced(completion.content))
     except ValidationError:
         yield "WARN", (f"model {where} answers ({took:.1f} s) but not with valid JSON (structured output: {form}; "
                        f"answer {completion.content[:80]!r}): its batches will fall back to the deterministic "

@@ -236,10 +236,8 @@ def compress(db, log: str, settings, complete=None) -> "tuple[dict | None, str |
         name = type(exc).__name__
         return None, "timeout" if name in ("Timeout", "CallTimeout") else "provider_unavailable"
     _record_spend(db, completion, settings)
-    text = completion.content or ""
-    match = extract.FENCE.match(text)
     try:
-        draft = Draft.model_validate_json(match.group(1) if match else text)
+        draft = Draft.model_validate_json(extract.unfenced(completion.content))
     except ValidationError:
         return None, "malformed_json"
     return draft.model_dump(), None
