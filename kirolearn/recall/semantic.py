@@ -17,6 +17,8 @@ import json
 import re
 import time
 
+import logging
+
 from kirolearn.core import crashpoint
 from kirolearn.recall import lexical as recall
 from kirolearn.recall import when
@@ -24,6 +26,8 @@ from kirolearn.core import marks
 from kirolearn.store.sqlite import reader
 from kirolearn.store.sqlite import db as store
 from kirolearn.store.sqlite.derived import SqliteDerived
+from kirolearn.store.sqlite import vector_rows
+from kirolearn.recall import ann
 from kirolearn.recall.embeddings.registry import EmbeddingUnavailable, from_settings
 
 # Fusion weights and the meaning-alone floor are the model's (EmbeddingModel).
@@ -31,6 +35,8 @@ NEIGHBOUR_WEIGHT = 0.2
 QUESTION_WEIGHT = 0.3  # extra share a question passes to the turn right after it (its likely answer)
 CANDIDATES = 60
 ROUTE_TOP = 10  # lexical candidates routed fusion reads (EmbeddingModel.route_below_coverage)
+
+log = logging.getLogger("kirolearn.recall.semantic")
 
 _MARKUP = re.compile(r"\*\*(Request|Outcome|Ran|Read|Changed|Tool results|Errors):\*\*")
 
@@ -210,6 +216,95 @@ class _ProjectIndex:
 
 
 _INDEXES: dict = {}  # (db file, model id, project id) -> (stamp, _ProjectIndex)
+_TAILS: dict = {}  # (index file, watermark) -> {record id: (rowid, part rows)} above it
+_WHY: set = set()  # (db file, project, reason) already logged
+
+
+def _best(parts, q) -> float:
+    return float((parts @ q).max())
+
+
+class _AnnIndex:
+    """A big project's usearch index (kirolearn.recall.ann) and the rows above its watermark."""
+
+    def __init__(self, conn, model_id: str, project_id: str, opened):
+        self.conn, self.model_id, self.project_id, self.opened = conn, model_id, project_id, opened
+        meta = opened[1]
+        key = (ann.paths(reader.database_file(conn), model_id, project_id)["index"], meta["watermark"])
+        for old in [k for k in _TAILS if k[0] == key[0] and k != key]:
+            del _TAILS[old]  # the drain merged that tail into the index
+        tail = _TAILS.setdefault(key, {})
+        last = max((rowid for rowid, _ in tail.values()), default=meta["watermark"])
+        while True:  # only the rows written since the last query
+            found = vector_rows.vector_records_after(conn, model_id, project_id, last, ann.ADD_CHUNK)
+            for rowid, record_id, blob, dims in found:
+                tail[record_id] = (rowid, ann._unit_rows(blob, dims))
+            if len(found) < ann.ADD_CHUNK:
+                break
+            last = found[-1][0]
+        if not ann._stamp_holds(conn, meta):  # rowids at the top reused: those rows count as new
+            for rowid, blob, dims, _, record_id in ann.rewritten_rows(conn, model_id, project_id, meta):
+                if rowid > tail.get(record_id, (0,))[0]:
+                    tail[record_id] = (rowid, ann._unit_rows(blob, dims))
+        self.tail = tail
+        self.ids = ()  # not a matrix of every record: Searcher.similarities asks candidates()
+
+    def candidates(self, q, extra=()) -> "tuple[_Candidates, object]":
+        """The query's nearest records (index and tail), `extra` records (the lexical candidates),
+        each one's session neighbours and theirs, with exact similarities from their stored vectors."""
+        import numpy as np
+
+        sims: "dict[str, tuple[int, float]]" = {}  # record -> (vector rowid, best part's cosine)
+        for rowid, record_id, project_id, model_id, blob, dims in vector_rows.vectors_by_rowid(
+                self.conn, ann.nearest_rows(self.opened, q)):
+            if model_id == self.model_id and project_id == self.project_id:
+                sims[record_id] = (rowid, _best(ann._unit_rows(blob, dims), q))
+        for record_id, (rowid, parts) in self.tail.items():
+            if rowid >= sims.get(record_id, (0, 0.0))[0]:
+                sims[record_id] = (rowid, _best(parts, q))
+        nearest = sorted(sims, key=lambda rid: -sims[rid][1])[:CANDIDATES]
+        view = _Candidates(ann.sample_floor(self.opened, q))
+        first = list(dict.fromkeys([*nearest, *extra]))
+        rings = self._neighbours(first, view)
+        second = [n for rid in extra for n, _ in view.neighbours.get(rid, ())]
+        self._neighbours([n for n in second if n not in rings], view)
+        wanted = set(sims) | set(view.neighbours) | {n for near in view.neighbours.values() for n, _ in near}
+        missing = [rid for rid in wanted if rid not in sims]
+        for record_id, project_id, blob, dims in vector_rows.vectors_of_records(self.conn, self.model_id, missing):
+            if project_id == self.project_id:
+                sims[record_id] = (0, _best(ann._unit_rows(blob, dims), q))
+        view.ids = list(sims)
+        view.position = {rid: i for i, rid in enumerate(view.ids)}
+        return view, np.asarray([sims[rid][1] for rid in view.ids], dtype=np.float32)
+
+    def _neighbours(self, record_ids, view) -> set:
+        """Fill view.neighbours and view.times of these records (as _ProjectIndex pairs them)."""
+        found = vector_rows.session_neighbours(self.conn, self.project_id, list(record_ids))
+        for record_id, (row, before, after) in found.items():
+            near = []
+            if before is not None:
+                near.append((before[1], NEIGHBOUR_WEIGHT + (QUESTION_WEIGHT if "?" in (before[3] or "") else 0.0)))
+            if after is not None:
+                near.append((after[1], NEIGHBOUR_WEIGHT))
+            if near:
+                view.neighbours[record_id] = near
+            for one in (row, before, after):
+                if one is not None:
+                    view.times[one[1]] = when.record_time(one[4], one[5])
+        return set(found)
+
+
+class _Candidates:
+    """What _fuse reads of a project, for the candidates of one query only (an _AnnIndex's answer):
+    ids, position, neighbours and times as _ProjectIndex has them, and the project's typical
+    similarity (`floor`) estimated from the index's sample instead of every record's."""
+
+    def __init__(self, floor):
+        self.floor = floor
+        self.ids: list = []
+        self.position: dict = {}
+        self.neighbours: "dict[str, list[tuple[str, float]]]" = {}
+        self.times: "dict[str, float | None]" = {}
 
 
 def _database_file(conn) -> str:
@@ -250,6 +345,15 @@ class Searcher:
         return self.model is not None and bool(store.vector_counts(self.conn).get(self.model.model_id))
 
     def _index(self, project_id):
+        """The project's vectors: its usearch index when the drain keeps one (kirolearn.recall.ann),
+        else every vector in a matrix (cached until they change)."""
+        if project_id and self._file:
+            opened, why = ann.open_index(self.conn, self._file, self.model.model_id, project_id)
+            if opened is not None:
+                return _AnnIndex(self.conn, self.model.model_id, project_id, opened)
+            if why and (self._file, project_id, why) not in _WHY:
+                _WHY.add((self._file, project_id, why))
+                log.warning("searching project %s exactly: %s", project_id, why)
         key = (self._file, self.model.model_id, project_id)
         stamp = store.vector_stamp(self.conn, self.model.model_id, project_id)
         cached = _INDEXES.get(key)
@@ -258,9 +362,13 @@ class Searcher:
             _INDEXES[key] = cached
         return cached[1]
 
-    def similarities(self, query: str, project_id: "str | None"):
-        """(index, cosine of the query with every record vector of the project)."""
+    def similarities(self, query: str, project_id: "str | None", extra=()):
+        """(index, cosine of the query with every record vector of the project); for a project with a
+        usearch index, (its candidates: the nearest records, `extra` and their neighbours, their cosines)."""
         index = self._index(project_id)
+        if isinstance(index, _AnnIndex):
+            view, sims = index.candidates(self.model.embed_batch([query])[0], extra)
+            return (view, sims) if len(sims) else (view, None)
         if not len(index.ids):
             return index, None
         q = self.model.embed_batch([query])[0]
@@ -309,11 +417,11 @@ class Searcher:
                                  **filters)
         # Named dates rank the records of those days; their words are not searched.
         dates, words_query = when.windows(query)
-        index, sims = self.similarities(words_query, project_id)
-        if sims is None:
-            return recall.search(self.conn, query, project_id=project_id, types=types, limit=limit, now=now)
         lexical = recall.scores(self.conn, words_query, project_id=project_id, types=types, limit=CANDIDATES,
                                 now=now)
+        index, sims = self.similarities(words_query, project_id, extra=[rid for rid, _ in lexical])
+        if sims is None:
+            return recall.search(self.conn, query, project_id=project_id, types=types, limit=limit, now=now)
         return self._fuse(words_query, lexical, index, sims, types=types, limit=limit, dates=dates)
 
     def _coverage(self, query: str, record_ids) -> "dict[str, float]":
@@ -348,7 +456,9 @@ class Searcher:
         self.last_routed = routed
         # Vector scores: how far above the project's typical similarity.
         order = np.argsort(-sims)
-        floor = float(np.median(sims)) if len(sims) >= 3 else float(sims.min()) - 1e-6
+        floor = getattr(index, "floor", None)  # an index's: from its sample of the project
+        if floor is None:
+            floor = float(np.median(sims)) if len(sims) >= 3 else float(sims.min()) - 1e-6
         top_sim = float(sims[order[0]])
         span = (top_sim - floor) or 1.0
         candidates = set(lexical)
@@ -522,9 +632,26 @@ def index_with_settings(db, conf, *, progress=None, seconds: "float | None" = No
     if model is None:
         return 0, "embeddings are off"
     try:
-        return index_pending(db, model, progress=progress, seconds=seconds, interrupt=interrupt), ""
+        embedded = index_pending(db, model, progress=progress, seconds=seconds, interrupt=interrupt)
     except EmbeddingUnavailable as exc:
         return 0, exc.message
+    refresh_ann(db, model, seconds=None if seconds is None else ann.BUILD_SECONDS)
+    return embedded, ""
+
+
+def refresh_ann(db, model, *, seconds: "float | None" = None) -> dict:
+    """Bring the usearch indexes of the embedded store's big projects up to date after embedding
+    (kirolearn.recall.ann.refresh; nothing for another store, or without usearch)."""
+    database = getattr(derived_of(db), "db", None)
+    conn = getattr(database, "conn", None)
+    if conn is None or model is None or not ann.available():
+        return {}
+    try:
+        return ann.refresh(conn, model.model_id, reader.database_file(conn), dimensions=model.dimensions,
+                           seconds=seconds)
+    except OSError as exc:  # a full disk or a read-only home: search stays exact
+        log.warning("vector indexes not updated: %s", exc)
+        return {"error": str(exc)}
 
 
 def vectors_pending(db, conf) -> int:
@@ -556,5 +683,6 @@ def reindex(db, conf, *, everything: bool = False, progress=None) -> dict:
     dropped = derived.drop_vectors(None if everything else model.model_id)
     start = time.monotonic()
     embedded = index_pending(db, model, progress=progress)
+    refresh_ann(db, model)
     return {"model": model.model_id, "dimensions": model.dimensions, "embedded": embedded, "dropped": dropped,
             "expanded": expanded, "seconds": round(time.monotonic() - start, 2)}

@@ -1,0 +1,377 @@
+"""Approximate nearest neighbours for big projects: one usearch HNSW index per (model, project).
+
+Below THRESHOLD vector rows a project is searched exactly (kirolearn.recall.semantic's matrix,
+unchanged). Above it the drain (`refresh`, after its vector backfill) keeps an index file per
+(model, project) beside the database, `vectors/<model>/<project>.usearch` (for the default
+kirolearn.db; `vectors.<stem>/` for another file), with a JSON sidecar saying what it covers:
+every vector row of the project up to a rowid watermark. Keys are the record_vectors rowid
+times 8 plus the part (kirolearn.recall.semantic.record_parts), so an edited record (a new
+vector row) or a forgotten one (no row) is told apart at query time: candidates are re-read from
+the store and re-scored exactly, and rows that are gone, or of another model or project, drop out.
+
+Rule 15: the rows above the watermark (the tail) are searched exactly by the query, and merged
+into the index by the drain once they pass MERGE_FRACTION of it (at least MERGE_MIN, at most
+MERGE_MAX): rewriting the index file is then paid once for every hundredth of its size, a cost per
+new vector that does not grow with the store. A first build of a big project goes on for at most
+BUILD_SECONDS a pass, saved at the end of each, so a killed build resumes. A query never builds:
+with no usable index (missing, corrupt, a tail past MAX_TAIL, usearch not installed) the
+searcher scans exactly and logs why.
+
+usearch is optional (the `vectors` extra); without it nothing here runs and search is exact.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import time
+
+from kirolearn.core import crashpoint
+from kirolearn.store.sqlite import vector_rows as rows_sql
+
+log = logging.getLogger("kirolearn.recall.ann")
+
+THRESHOLD = 20_000  # vector rows of a project below which search stays exact
+THRESHOLD_ENV = "KIROLEARN_ANN_THRESHOLD"  # overrides THRESHOLD (benches and tests force 0)
+CANDIDATE_ROWS = 200  # index rows a query asks for, re-scored exactly from the store
+MERGE_FRACTION = 0.01  # tail share of the index that makes the drain merge it in
+MERGE_MIN = 2_000
+MERGE_MAX = 10_000
+MAX_TAIL = 2 * MERGE_MAX  # rows past the index a query still scans exactly; more: exact fallback
+BUILD_SECONDS = 20.0  # per drain pass, for a bounded pass's first build or merge
+ADD_CHUNK = 4_096
+SAMPLE = 1_024  # records kept to estimate the project's median similarity (semantic._fuse)
+PART_BITS = 3  # a vector blob holds at most 8 parts (record_parts gives 3)
+DTYPE = "i8"  # 384 + ~150 bytes a row; candidates are re-scored in f32 (docs/benchmarks.md)
+CONNECTIVITY = 16
+EXPANSION_ADD = 64
+FORMAT = 1
+
+
+def threshold() -> int:
+    """THRESHOLD, or $KIROLEARN_ANN_THRESHOLD when it holds a whole number."""
+    try:
+        return max(0, int(os.environ.get(THRESHOLD_ENV, "")))
+    except ValueError:
+        return THRESHOLD
+
+
+def available() -> bool:
+    """Whether usearch can be imported (the `vectors` extra)."""
+    try:
+        import usearch.index  # noqa: F401
+    except Exception:  # noqa: BLE001 - a missing or broken wheel: exact search
+        return False
+    return True
+
+
+def _slug(text: str) -> str:
+    clean = re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:40]
+    return f"{clean}-{hashlib.sha256(text.encode()).hexdigest()[:10]}"
+
+
+def directory(db_file: str, model_id: str) -> str:
+    """Where a database's indexes of one model live ('' for an in-memory database)."""
+    if not db_file:
+        return ""
+    folder, name = os.path.split(os.path.abspath(db_file))
+    stem = os.path.splitext(name)[0]
+    return os.path.join(folder, "vectors" if stem == "kirolearn" else f"vectors.{stem}", _slug(model_id))
+
+
+def paths(db_file: str, model_id: str, project_id: str) -> "dict[str, str]":
+    base = os.path.join(directory(db_file, model_id), _slug(project_id))
+    return {"index": base + ".usearch", "meta": base + ".json", "sample": base + ".sample.npy"}
+
+
+def _merge_at(size: int) -> int:
+    floor = min(MERGE_MIN, threshold())
+    return max(floor, min(MERGE_MAX, int(size * MERGE_FRACTION)))
+
+
+def _read_json(path: str) -> "dict | None":
+    try:
+        with open(path, encoding="utf-8") as handle:
+            found = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def _replace_json(path: str, value: dict) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(value, handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def _unit_rows(blob: bytes, dimensions: int):
+    import numpy as np
+
+    return np.frombuffer(blob, dtype=np.float32).reshape(-1, dimensions)
+
+
+# -- drain side -------------------------------------------------------------------------------------
+
+
+class _Builder:
+    """One project's index opened for writing: the index, its meta and its sample."""
+
+    def __init__(self, conn, model_id: str, project_id: str, files: "dict[str, str]", dimensions: int):
+        import numpy as np
+        from usearch.index import Index
+
+        self.conn, self.model_id, self.project_id, self.files = conn, model_id, project_id, files
+        meta = _read_json(files["meta"])
+        self.index = None
+        if meta and meta.get("format") == FORMAT and meta.get("model_id") == model_id and \
+                meta.get("dimensions") == dimensions and os.path.exists(files["index"]):
+            try:
+                self.index = Index.restore(files["index"])
+                sample = np.load(files["sample"])
+                self.sample = [sample["rows"][a:b] for a, b in zip(sample["starts"], sample["ends"])]
+            except Exception as exc:  # noqa: BLE001 - a torn or foreign file: rebuilt
+                log.warning("vector index %s cannot be read (%s): rebuilding it", files["index"], exc)
+                self.index = None
+            if self.index is not None and (self.index.ndim != dimensions or not _first_holds(conn, meta)):
+                log.warning("vector index %s no longer matches the store: rebuilding it", files["index"])
+                self.index = None
+        if self.index is None:
+            meta = {"format": FORMAT, "model_id": model_id, "project_id": project_id, "dimensions": dimensions,
+                    "watermark": 0, "stamp": None, "updated": "", "records": 0}
+            self.index = Index(ndim=dimensions, metric="cos", dtype=DTYPE, connectivity=CONNECTIVITY,
+                               expansion_add=EXPANSION_ADD)
+            self.sample = []
+        self.meta = meta
+        self.added = 0
+
+    def _take(self, rows) -> None:
+        """Add vector rows (rowid, blob, dimensions, updated_at) not in the index yet."""
+        import numpy as np
+
+        keys, vectors = [], []
+        for rowid, blob, dims, updated in rows:
+            parts = _unit_rows(blob, dims)[: 1 << PART_BITS]
+            keys += [(rowid << PART_BITS) | p for p in range(len(parts))]
+            vectors.append(parts)
+            self.meta["records"] += 1
+            seen = self.meta["records"]
+            # reservoir sample of records (deterministic: seeded by the count)
+            if len(self.sample) < SAMPLE:
+                self.sample.append(parts)
+            else:
+                slot = int(np.random.default_rng(seen).integers(0, seen))
+                if slot < SAMPLE:
+                    self.sample[slot] = parts
+            self.meta["updated"] = max(self.meta["updated"] or "", updated or "")
+        if not keys:
+            return
+        keys_array = np.asarray(keys, dtype=np.uint64)
+        matrix = np.ascontiguousarray(np.concatenate(vectors).astype(np.float32))
+        present = np.asarray(self.index.contains(keys_array), dtype=bool).reshape(-1)
+        if present.any():  # a resumed update, or a reused rowid: the store's row wins
+            for key in keys_array[present]:
+                self.index.remove(int(key))
+        self.index.add(keys_array, matrix, threads=1)
+        self.added += len(rows)
+
+    def catch_up(self, deadline: "float | None") -> bool:
+        """Add rows above the watermark (and rewritten rows at its top) until done or the deadline;
+        True when the index covers every row of the project."""
+        meta = self.meta
+        if not _stamp_holds(self.conn, meta):
+            # the newest rows were deleted and their rowids reused: take the rewritten ones again
+            self._take([r[:4] for r in rewritten_rows(self.conn, self.model_id, self.project_id, meta)])
+            meta["stamp"] = list(rows_sql.vector_row_stamp(self.conn, meta["watermark"]) or ())
+        while True:
+            if deadline is not None and self.added and time.monotonic() >= deadline:
+                return False
+            rows = rows_sql.vector_rows_after(self.conn, self.model_id, self.project_id, meta["watermark"],
+                                              ADD_CHUNK)
+            if not rows:
+                return True
+            if not meta["watermark"]:
+                meta["first"] = [rows[0][0], *(rows_sql.vector_row_stamp(self.conn, rows[0][0]) or ())]
+            self._take(rows)
+            meta["watermark"] = rows[-1][0]
+            meta["stamp"] = list(rows_sql.vector_row_stamp(self.conn, meta["watermark"]) or ())
+
+    def save(self) -> None:
+        """Index, sample, then meta (the commit): a kill before the meta leaves the old meta, whose
+        watermark is below what the index holds, and the next update re-adds (replaces) those rows."""
+        import numpy as np
+
+        os.makedirs(os.path.dirname(self.files["index"]), mode=0o700, exist_ok=True)
+        tmp = self.files["index"] + ".tmp"
+        self.index.save(tmp)
+        os.replace(tmp, self.files["index"])
+        crashpoint.reached("ann-after-index")  # tests/test_ann.py: the meta is the commit
+        ends = np.cumsum([len(s) for s in self.sample]) if self.sample else np.zeros(0, dtype=np.int64)
+        starts = ends - np.asarray([len(s) for s in self.sample], dtype=np.int64) if self.sample else ends
+        rows = np.concatenate(self.sample) if self.sample else np.zeros((0, self.meta["dimensions"]), np.float32)
+        with open(self.files["sample"] + ".tmp", "wb") as handle:
+            np.savez(handle, rows=rows.astype(np.float32), starts=starts, ends=ends)
+        os.replace(self.files["sample"] + ".tmp", self.files["sample"])
+        self.meta["index_bytes"] = os.path.getsize(self.files["index"])
+        self.meta["rows"] = len(self.index)
+        _replace_json(self.files["meta"], self.meta)
+
+
+def _first_holds(conn, meta: dict) -> bool:
+    """Whether the first row the index took is still there: else the store was replaced (a backup
+    restored, a reindex), or its oldest vector deleted, and the index is rebuilt."""
+    first = meta.get("first")
+    if not first:
+        return not meta.get("watermark")
+    now = rows_sql.vector_row_stamp(conn, first[0])
+    return now is not None and list(now) == list(first[1:])
+
+
+def rewritten_rows(conn, model_id: str, project_id: str, meta: dict, chunk: int = 64):
+    """Rows at or below the watermark written after the index took its newest (rowids reused once
+    the newest rows were deleted): newest first, until an older row. Reads a few rows when none."""
+    at_most = meta.get("watermark") or 0
+    while at_most > 0:
+        rows = rows_sql.vector_rows_down(conn, model_id, project_id, at_most, chunk)
+        for row in rows:
+            if (row[3] or "") < (meta.get("updated") or ""):
+                return
+            yield row
+        if len(rows) < chunk:
+            return
+        at_most = rows[-1][0] - 1
+
+
+def _stamp_holds(conn, meta: dict) -> bool:
+    """Whether the watermark's row is still the one the index took (not deleted nor rewritten)."""
+    if not meta.get("watermark"):
+        return True
+    now = rows_sql.vector_row_stamp(conn, meta["watermark"])
+    return now is not None and list(now) == list(meta.get("stamp") or ())
+
+
+def refresh(conn, model_id: str, db_file: str, *, dimensions: int, seconds: "float | None" = BUILD_SECONDS) -> dict:
+    """The drain's step after its vector backfill: bring each big project's index up to date.
+
+    Finds the projects with vectors written since the last call (a per-model watermark file), and
+    builds the index of one that reached threshold(), or merges a tail past _merge_at into one that
+    has an index; `seconds` bounds the building (None: until done). Returns what it did."""
+    done = {"projects": 0, "added": 0, "pending": 0, "error": ""}
+    if not db_file or not available():
+        return done
+    folder = directory(db_file, model_id)
+    feed_file = os.path.join(folder, "feed.json")
+    feed = _read_json(feed_file) or {"after": 0, "pending": []}
+    top = rows_sql.vector_max_rowid(conn)
+    if top < feed["after"]:  # a store restored or rebuilt under the same name: start over
+        feed = {"after": 0, "pending": []}
+    projects = list(dict.fromkeys([*feed.get("pending", []),
+                                   *(rows_sql.projects_with_vectors_after(conn, model_id, feed["after"])
+                                     if top > feed["after"] else [])]))
+    deadline = None if seconds is None else time.monotonic() + seconds
+    pending = []
+    for project_id in projects:
+        if deadline is not None and time.monotonic() >= deadline:
+            pending.append(project_id)
+            continue
+        try:
+            if not _refresh_project(conn, model_id, project_id, db_file, dimensions, deadline, done):
+                pending.append(project_id)
+        except Exception as exc:  # noqa: BLE001 - search stays exact; the next pass tries again
+            log.warning("vector index of project %s not updated: %s", project_id, exc)
+            done["error"] = str(exc)
+            pending.append(project_id)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    _replace_json(feed_file, {"after": top, "pending": pending})
+    done["pending"] = len(pending)
+    return done
+
+
+def _refresh_project(conn, model_id, project_id, db_file, dimensions, deadline, done) -> bool:
+    """Update one project's index; True when nothing is left for a later pass."""
+    files = paths(db_file, model_id, project_id)
+    meta = _read_json(files["meta"])
+    if meta is None or not os.path.exists(files["index"]):
+        if rows_sql.count_vectors_capped(conn, model_id, project_id, max(1, threshold())) < threshold():
+            return True  # small: searched exactly
+    elif meta.get("model_id") == model_id and _stamp_holds(conn, meta) and _first_holds(conn, meta) and \
+            os.path.getsize(files["index"]) == meta.get("index_bytes"):
+        tail = rows_sql.count_vectors_capped_after(conn, model_id, project_id, meta["watermark"],
+                                                   _merge_at(meta.get("records", 0)))
+        if tail < _merge_at(meta.get("records", 0)):
+            return True  # queries scan the short tail
+    builder = _Builder(conn, model_id, project_id, files, dimensions)
+    complete = builder.catch_up(deadline)
+    builder.save()
+    done["projects"] += 1
+    done["added"] += builder.added
+    return complete
+
+
+# -- query side -------------------------------------------------------------------------------------
+
+_OPEN: dict = {}  # index file -> (meta file mtime, meta, view, sample matrix, sample starts)
+
+
+def open_index(conn, db_file: str, model_id: str, project_id: str) -> "tuple[object, str]":
+    """(the project's index as a read-only Index view with its meta and sample, '') or (None, why not).
+
+    A missing file is the normal case of a small project ('' as the reason)."""
+    if not db_file or not project_id:
+        return None, ""
+    files = paths(db_file, model_id, project_id)
+    try:
+        mtime = os.stat(files["meta"]).st_mtime_ns
+    except OSError:
+        return None, ""
+    cached = _OPEN.get(files["index"])
+    if cached is None or cached[0] != mtime:
+        if not available():
+            return None, "usearch is not installed (pip install 'kirolearn[vectors]')"
+        import numpy as np
+        from usearch.index import Index
+
+        meta = _read_json(files["meta"])
+        if not meta or meta.get("model_id") != model_id or meta.get("format") != FORMAT:
+            return None, f"{files['meta']} is not an index of {model_id}"
+        try:
+            if os.path.getsize(files["index"]) != meta.get("index_bytes"):
+                return None, f"{files['index']} is not the file its meta describes (an update was cut short)"
+            view = Index.restore(files["index"], view=True)
+            sample = np.load(files["sample"])
+            cached = (mtime, meta, view, sample["rows"], sample["starts"])
+        except Exception as exc:  # noqa: BLE001 - the drain rebuilds it
+            return None, f"{files['index']} cannot be read ({exc})"
+        _OPEN[files["index"]] = cached
+    meta = cached[1]
+    if not _first_holds(conn, meta):
+        return None, f"{files['index']} is not an index of this store's vectors (the drain rebuilds it)"
+    tail = rows_sql.count_vectors_capped_after(conn, model_id, project_id, meta["watermark"], MAX_TAIL + 1)
+    if tail > MAX_TAIL:
+        return None, f"{tail}+ vectors are not in {files['index']} yet (the drain adds them)"
+    return cached, ""
+
+
+def nearest_rows(opened, query_vector, k: int = CANDIDATE_ROWS) -> "list[int]":
+    """The record_vectors rowids of the index's k nearest rows to the query (any part)."""
+    view = opened[2]
+    if len(view) == 0:
+        return []
+    found = view.search(query_vector, min(k, len(view)), threads=1)
+    return list(dict.fromkeys(int(key) >> PART_BITS for key in found.keys))
+
+
+def sample_floor(opened, query_vector) -> "float | None":
+    """The median similarity of the query with the sampled records (each its best part)."""
+    import numpy as np
+
+    rows, starts = opened[3], opened[4]
+    if not len(starts):
+        return None
+    sims = np.maximum.reduceat(rows @ query_vector, starts)
+    return float(np.median(sims)) if len(sims) >= 3 else float(sims.min()) - 1e-6

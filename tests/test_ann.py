@@ -1,0 +1,189 @@
+"""Issue #32, vectors at scale: a big project's usearch index (kirolearn.recall.ann), built and kept
+up to date by the drain, used by search instead of a scan of every vector, and exact search below
+the threshold, without usearch, and while an index cannot be trusted.
+
+The threshold is forced to 0 (KIROLEARN_ANN_THRESHOLD) so a small real store gets an index; the
+model is the shipped wordllama, through a real drain."""
+
+import json
+import logging
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kirolearn.recall import ann, context
+from kirolearn.recall import lexical as recall
+from kirolearn.recall import semantic
+from kirolearn.core import paths
+from kirolearn.store.sqlite import db as store
+
+from tests.conftest import hook_env
+from tests.test_semantic import _coding_store, spool_turn, wordllama  # noqa: F401 - a fixture
+
+pytest.importorskip("usearch")
+
+
+@pytest.fixture
+def forced(monkeypatch):
+    monkeypatch.setenv(ann.THRESHOLD_ENV, "0")
+
+
+def _exact(monkeypatch):
+    """Search as if no index existed (the exact matrix), for comparison."""
+    monkeypatch.setattr(ann, "open_index", lambda *a, **k: (None, ""))
+
+
+def _meta(project):
+    files = ann.paths(paths.db_path(), _model_id(), context.project_id(str(project)))
+    with open(files["meta"], encoding="utf-8") as handle:
+        return json.load(handle), files
+
+
+def _model_id():
+    return "wordllama/l2_supercat_256"
+
+
+def _ranks(searcher, turns, pid):
+    return [[h.record_id for h in searcher.search(t["ordinary"], project_id=pid, limit=5)] for t in turns]
+
+
+def test_a_small_store_is_searched_exactly_with_no_index(project, wordllama, drain_now):  # noqa: F811
+    turns = _coding_store(project, 10, 60)
+    drain_now(flush=True)
+    pid = context.project_id(str(project))
+    assert not list(Path(paths.db_path()).parent.rglob("*.usearch"))  # below THRESHOLD: no index
+    searcher = semantic.Searcher(recall.connect_readonly())
+    assert isinstance(searcher._index(pid), semantic._ProjectIndex)
+    assert searcher.search(turns[0]["ordinary"], project_id=pid, limit=1)[0].title[:40] == turns[0]["prompt"][:40]
+
+
+def test_the_drain_builds_the_index_and_search_uses_it_not_the_scan(project, wordllama, forced, drain_now,
+                                                                   monkeypatch):  # noqa: F811
+    turns = _coding_store(project, 40, 400)
+    drain_now(flush=True)
+    pid = context.project_id(str(project))
+    meta, files = _meta(project)
+    conn = recall.connect_readonly(budget=60)
+    vectors = store.vector_stamp(conn, _model_id(), pid)[0]
+    assert meta["records"] == vectors and meta["rows"] >= vectors  # every record, each of its parts
+
+    with monkeypatch.context() as m:
+        _exact(m)
+        exact = _ranks(semantic.Searcher(conn), turns, pid)
+
+    def no_scan(*args, **kwargs):
+        raise AssertionError("the exact scan ran")
+
+    monkeypatch.setattr(store, "load_vectors", no_scan)
+    searcher = semantic.Searcher(conn)
+    assert isinstance(searcher._index(pid), semantic._AnnIndex)
+    approximate = _ranks(searcher, turns, pid)
+    assert sum(a[0] == e[0] for a, e in zip(approximate, exact)) >= 38  # the same best hit, nearly always
+    assert sum(len(set(a) & set(e)) for a, e in zip(approximate, exact)) >= 0.9 * 5 * len(turns)
+    only = searcher.vector_only(turns[0]["ordinary"], project_id=pid, limit=5)
+    assert only and all(h.score <= 1.0 for h in only)
+
+
+def test_new_records_are_added_to_the_index_alone(project, wordllama, forced, drain_now, monkeypatch):  # noqa: F811
+    _coding_store(project, 10, 60)
+    drain_now(flush=True)
+    before, files = _meta(project)
+    taken = []
+    original = ann._Builder._take
+
+    def counting(self, rows):
+        taken.extend(r[0] for r in rows)
+        return original(self, rows)
+
+    monkeypatch.setattr(ann._Builder, "_take", counting)
+    spool_turn(project, "late", "The nightly export drops rows with a NULL owner",
+               "coalesce the owner column to the team account before the join")
+    drain_now(flush=True)
+    after, _ = _meta(project)
+    assert len(taken) == after["records"] - before["records"] >= 1  # only the new vectors
+    assert min(taken) > before["watermark"] and after["watermark"] == max(taken)
+    pid = context.project_id(str(project))
+    monkeypatch.setattr(store, "load_vectors", lambda *a, **k: pytest.fail("the exact scan ran"))
+    top = semantic.Searcher(recall.connect_readonly()).search("export loses rows without an owner",
+                                                              project_id=pid, limit=3)
+    assert "nightly export" in top[0].title
+
+
+def test_a_forgotten_record_is_not_found_through_the_index(project, wordllama, forced, drain_now):  # noqa: F811
+    from kirolearn import Memory
+
+    turns = _coding_store(project, 10, 60)
+    drain_now(flush=True)
+    pid = context.project_id(str(project))
+    searcher = semantic.Searcher(recall.connect_readonly())
+    [hit] = searcher.search(turns[3]["ordinary"], project_id=pid, limit=1)
+    Memory().forget([hit.record_id])
+    again = semantic.Searcher(recall.connect_readonly())
+    assert isinstance(again._index(pid), semantic._AnnIndex)  # the index still holds its vector
+    assert hit.record_id not in {h.record_id for h in again.search(turns[3]["ordinary"], project_id=pid)}
+    assert hit.record_id not in {h.record_id for h in again.vector_only(turns[3]["ordinary"], project_id=pid)}
+
+
+REFRESH = """
+from kirolearn.recall import semantic
+from kirolearn.settings import load
+from kirolearn.core import paths
+from kirolearn.store.sqlite import db as store
+print(semantic.index_with_settings(store.open_db(), load()))
+"""
+
+
+def test_a_kill_between_the_index_and_its_meta_is_repaired(project, wordllama, forced, drain_now):  # noqa: F811
+    turns = _coding_store(project, 10, 60)
+    drain_now(flush=True)
+    before, files = _meta(project)
+    spool_turn(project, "late", "The nightly export drops rows with a NULL owner", "coalesce the owner column")
+    env = hook_env(KIROLEARN_CRASH_AT="ann-after-index")
+    monkey_env = dict(env, KIROLEARN_EMBEDDING_MODEL=_model_id())
+    # the new turn's record without its vector; then a child embeds it and dies mid-update
+    with pytest.MonkeyPatch.context() as m:
+        m.setenv("KIROLEARN_EMBEDDING_MODEL", "none")
+        drain_now(flush=True)
+    killed = subprocess.run([sys.executable, "-c", REFRESH], env=monkey_env, capture_output=True, text=True,
+                            timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    torn, _ = _meta(project)
+    assert torn == before  # the old meta: the index file on disk is newer than it
+    pid = context.project_id(str(project))
+    opened, why = ann.open_index(recall.connect_readonly(), paths.db_path(), _model_id(), pid)
+    assert opened is None and "cut short" in why  # not trusted: search is exact meanwhile
+    searcher = semantic.Searcher(recall.connect_readonly())
+    assert searcher.search(turns[2]["ordinary"], project_id=pid, limit=1)[0].title[:40] == turns[2]["prompt"][:40]
+    done = subprocess.run([sys.executable, "-c", REFRESH], env=dict(monkey_env, KIROLEARN_CRASH_AT=""),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    after, _ = _meta(project)
+    opened, why = ann.open_index(recall.connect_readonly(), paths.db_path(), _model_id(), pid)
+    assert opened is not None, why
+    assert len(opened[2]) == after["rows"] and after["records"] == before["records"] + 1  # no row twice
+    top = semantic.Searcher(recall.connect_readonly()).search("export loses rows without an owner",
+                                                              project_id=pid, limit=1)
+    assert "nightly export" in top[0].title
+
+
+def test_without_usearch_search_is_exact_and_says_why(project, wordllama, forced, drain_now, monkeypatch,
+                                                       caplog):  # noqa: F811
+    turns = _coding_store(project, 10, 60)
+    drain_now(flush=True)
+    pid = context.project_id(str(project))
+    monkeypatch.setitem(sys.modules, "usearch", None)  # `import usearch` raises ImportError
+    monkeypatch.setitem(sys.modules, "usearch.index", None)
+    monkeypatch.setattr(ann, "_OPEN", {})
+    assert not ann.available()
+    with caplog.at_level(logging.WARNING, logger="kirolearn.recall.semantic"):
+        searcher = semantic.Searcher(recall.connect_readonly())
+        hits = searcher.search(turns[1]["ordinary"], project_id=pid, limit=1)
+    assert hits[0].title[:40] == turns[1]["prompt"][:40]
+    assert isinstance(searcher._index(pid), semantic._ProjectIndex)
+    assert "usearch is not installed" in caplog.text
+    spool_turn(project, "late", "a turn drained without usearch", "nothing breaks")
+    stats, _ = drain_now(flush=True)
+    assert stats.records_embedded >= 1 and not stats.embedding_error
