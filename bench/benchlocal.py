@@ -47,6 +47,7 @@ def embed_copy(model, folder: str) -> "tuple[object, int, float]":
     try:
         start = time.perf_counter()
         n = semantic.index_pending(db, model)
+        semantic.refresh_ann(db, model)  # big projects' indexes (KIROLEARN_ANN_THRESHOLD=0: every one)
         seconds = time.perf_counter() - start
     finally:
         db.conn.close()

@@ -48,6 +48,7 @@ PART_BITS = 3  # a vector blob holds at most 8 parts (record_parts gives 3)
 DTYPE = "i8"  # 384 + ~150 bytes a row; candidates are re-scored in f32 (docs/benchmarks.md)
 CONNECTIVITY = 16
 EXPANSION_ADD = 64
+EXPANSION_SEARCH = 256  # recall@10 0.94 -> 0.97 on bench_vectors' 20k rows, for +25 % query CPU
 FORMAT = 1
 
 
@@ -343,6 +344,7 @@ def open_index(conn, db_file: str, model_id: str, project_id: str) -> "tuple[obj
             if os.path.getsize(files["index"]) != meta.get("index_bytes"):
                 return None, f"{files['index']} is not the file its meta describes (an update was cut short)"
             view = Index.restore(files["index"], view=True)
+            view.expansion_search = EXPANSION_SEARCH
             sample = np.load(files["sample"])
             cached = (mtime, meta, view, sample["rows"], sample["starts"])
         except Exception as exc:  # noqa: BLE001 - the drain rebuilds it

@@ -220,8 +220,15 @@ _TAILS: dict = {}  # (index file, watermark) -> {record id: (rowid, part rows)} 
 _WHY: set = set()  # (db file, project, reason) already logged
 
 
-def _best(parts, q) -> float:
-    return float((parts @ q).max())
+def _best(blobs, q) -> "list[float]":
+    """Each (blob, dimensions)'s best part's cosine with q, in one product."""
+    import numpy as np
+
+    if not blobs:
+        return []
+    parts = [ann._unit_rows(blob, dims) for blob, dims in blobs]
+    starts = np.cumsum([0] + [len(p) for p in parts[:-1]])
+    return np.maximum.reduceat(np.concatenate(parts) @ q, starts).tolist()
 
 
 class _AnnIndex:
@@ -255,13 +262,13 @@ class _AnnIndex:
         import numpy as np
 
         sims: "dict[str, tuple[int, float]]" = {}  # record -> (vector rowid, best part's cosine)
-        for rowid, record_id, project_id, model_id, blob, dims in vector_rows.vectors_by_rowid(
-                self.conn, ann.nearest_rows(self.opened, q)):
-            if model_id == self.model_id and project_id == self.project_id:
-                sims[record_id] = (rowid, _best(ann._unit_rows(blob, dims), q))
+        found = [r for r in vector_rows.vectors_by_rowid(self.conn, ann.nearest_rows(self.opened, q))
+                 if r[3] == self.model_id and r[2] == self.project_id]
+        for row, sim in zip(found, _best([(r[4], r[5]) for r in found], q)):
+            sims[row[1]] = (row[0], sim)
         for record_id, (rowid, parts) in self.tail.items():
             if rowid >= sims.get(record_id, (0, 0.0))[0]:
-                sims[record_id] = (rowid, _best(parts, q))
+                sims[record_id] = (rowid, float((parts @ q).max()))
         nearest = sorted(sims, key=lambda rid: -sims[rid][1])[:CANDIDATES]
         view = _Candidates(ann.sample_floor(self.opened, q))
         first = list(dict.fromkeys([*nearest, *extra]))
@@ -270,9 +277,10 @@ class _AnnIndex:
         self._neighbours([n for n in second if n not in rings], view)
         wanted = set(sims) | set(view.neighbours) | {n for near in view.neighbours.values() for n, _ in near}
         missing = [rid for rid in wanted if rid not in sims]
-        for record_id, project_id, blob, dims in vector_rows.vectors_of_records(self.conn, self.model_id, missing):
-            if project_id == self.project_id:
-                sims[record_id] = (0, _best(ann._unit_rows(blob, dims), q))
+        found = [r for r in vector_rows.vectors_of_records(self.conn, self.model_id, missing)
+                 if r[1] == self.project_id]
+        for row, sim in zip(found, _best([(r[2], r[3]) for r in found], q)):
+            sims[row[0]] = (0, sim)
         view.ids = list(sims)
         view.position = {rid: i for i, rid in enumerate(view.ids)}
         return view, np.asarray([sims[rid][1] for rid in view.ids], dtype=np.float32)
@@ -290,7 +298,7 @@ class _AnnIndex:
                 view.neighbours[record_id] = near
             for one in (row, before, after):
                 if one is not None:
-                    view.times[one[1]] = when.record_time(one[4], one[5])
+                    view.sources[one[1]] = (one[4], one[5])
         return set(found)
 
 
@@ -304,7 +312,15 @@ class _Candidates:
         self.ids: list = []
         self.position: dict = {}
         self.neighbours: "dict[str, list[tuple[str, float]]]" = {}
-        self.times: "dict[str, float | None]" = {}
+        self.sources: "dict[str, tuple]" = {}  # record -> (source_event_ids, created_at)
+        self._times = None
+
+    @property
+    def times(self) -> "dict[str, float | None]":
+        """When each record's turn happened (read only by a query that names a date)."""
+        if self._times is None:
+            self._times = {rid: when.record_time(*raw) for rid, raw in self.sources.items()}
+        return self._times
 
 
 def _database_file(conn) -> str:

@@ -97,6 +97,8 @@ def vectors_of_records(conn, model_id: str, record_ids: "list[str]") -> "list[tu
 
 
 _RECORD = "rowid, record_id, session_id, title, source_event_ids, created_at"
+_SIDE = ("(select p.rowid from memory_records p indexed by idx_records_project_session where p.project_id = "
+         "r.project_id and p.session_id is r.session_id and p.rowid {} r.rowid order by p.rowid {} limit 1)")
 
 
 def session_neighbours(conn, project_id: str, record_ids: "list[str]") -> "dict[str, tuple]":
@@ -106,25 +108,30 @@ def session_neighbours(conn, project_id: str, record_ids: "list[str]") -> "dict[
     "Just before" is the previous record of the project in rowid order when it is of the same
     session (what kirolearn.recall.semantic's session order pairs): the session's previous record,
     found through idx_records_project_session, with no other record of the project between.
+    Three statements for 500 records, and one for each pair with other rows between them.
     """
     out = {}
-    for record_id in dict.fromkeys(record_ids):
-        row = conn.execute(f"select {_RECORD} from memory_records where record_id = ? and project_id = ?",
-                           [record_id, project_id]).fetchone()
-        if row is None:
-            continue
-        rowid, session = row[0], row[2]
-        before = conn.execute(f"select {_RECORD} from memory_records indexed by idx_records_project_session "
-                              "where project_id = ? and session_id is ? and rowid < ? order by rowid desc limit 1",
-                              [project_id, session, rowid]).fetchone()
-        after = conn.execute(f"select {_RECORD} from memory_records indexed by idx_records_project_session "
-                             "where project_id = ? and session_id is ? and rowid > ? order by rowid limit 1",
-                             [project_id, session, rowid]).fetchone()
-        if before is not None and _between(conn, project_id, before[0], rowid):
-            before = None
-        if after is not None and _between(conn, project_id, rowid, after[0]):
-            after = None
-        out[record_id] = (row, before, after)
+    ids = list(dict.fromkeys(record_ids))
+    for i in range(0, len(ids), 500):
+        part = ids[i : i + 500]
+        # `+r.project_id`: seek each id, never walk the project's index
+        found = conn.execute(
+            f"select {_RECORD}, {_SIDE.format('<', 'desc')}, {_SIDE.format('>', 'asc')} from memory_records r "
+            f"where r.record_id in ({','.join('?' * len(part))}) and +r.project_id = ?", [*part, project_id]
+        ).fetchall()
+        sides = sorted({rowid for row in found for rowid in row[6:8] if rowid is not None})
+        by_rowid = {}
+        for j in range(0, len(sides), 500):
+            chunk = sides[j : j + 500]
+            by_rowid.update((r[0], r) for r in conn.execute(
+                f"select {_RECORD} from memory_records where rowid in ({','.join('?' * len(chunk))})", chunk))
+        for row in found:
+            before, after = by_rowid.get(row[6]), by_rowid.get(row[7])
+            if before is not None and _between(conn, project_id, before[0], row[0]):
+                before = None
+            if after is not None and _between(conn, project_id, row[0], after[0]):
+                after = None
+            out[row[1]] = (row[:6], before, after)
     return out
 
 
