@@ -187,3 +187,32 @@ def test_without_usearch_search_is_exact_and_says_why(project, wordllama, forced
     spool_turn(project, "late", "a turn drained without usearch", "nothing breaks")
     stats, _ = drain_now(flush=True)
     assert stats.records_embedded >= 1 and not stats.embedding_error
+
+
+def test_an_edited_newest_record_is_found_by_its_new_text(project, wordllama, forced, drain_now,
+                                                          monkeypatch):  # noqa: F811
+    """The newest vector row deleted and written again takes its rowid back (at the watermark):
+    search reads it as new (ann.rewritten_rows), not the index's copy of the old text."""
+    from click.testing import CliRunner
+
+    from kirolearn.cli.commands import cli
+
+    _coding_store(project, 10, 60)
+    spool_turn(project, "late", "The nightly export drops rows with a NULL owner", "coalesce the owner column")
+    drain_now(flush=True)
+    before, _ = _meta(project)
+    pid = context.project_id(str(project))
+    conn = recall.connect_readonly()
+    [newest] = [h for h in semantic.Searcher(conn).search("nightly export NULL owner", project_id=pid, limit=3)
+                if "nightly export" in h.title]
+    result = CliRunner().invoke(cli, ["edit", newest.record_id, "--title", "Kubernetes pods evicted under memory "
+                                      "pressure", "--summary", "raise the memory limit of the worker deployment"])
+    assert result.exit_code == 0, result.output
+    drain_now(flush=True)
+    conn = recall.connect_readonly()
+    assert store.vector_stamp(conn, _model_id(), pid)[1] == before["watermark"]  # the same rowid again
+    monkeypatch.setattr(store, "load_vectors", lambda *a, **k: pytest.fail("the exact scan ran"))
+    searcher = semantic.Searcher(conn)
+    assert newest.record_id in searcher._index(pid).tail  # read from the store, not the index's old copy
+    only = searcher.vector_only("pods evicted for memory pressure", project_id=pid, limit=1)
+    assert only[0].record_id == newest.record_id

@@ -263,7 +263,7 @@ def refresh(conn, model_id: str, db_file: str, *, dimensions: int, seconds: "flo
     builds the index of one that reached threshold(), or merges a tail past _merge_at into one that
     has an index; `seconds` bounds the building (None: until done). Returns what it did."""
     done = {"projects": 0, "added": 0, "pending": 0, "error": ""}
-    if not db_file or not available():
+    if not db_file:
         return done
     folder = directory(db_file, model_id)
     feed_file = os.path.join(folder, "feed.json")
@@ -287,10 +287,14 @@ def refresh(conn, model_id: str, db_file: str, *, dimensions: int, seconds: "flo
             log.warning("vector index of project %s not updated: %s", project_id, exc)
             done["error"] = str(exc)
             pending.append(project_id)
-    os.makedirs(folder, mode=0o700, exist_ok=True)
-    _replace_json(feed_file, {"after": top, "pending": pending})
+    if {"after": top, "pending": pending} != feed:  # an idle pass writes nothing
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        _replace_json(feed_file, {"after": top, "pending": pending})
     done["pending"] = len(pending)
     return done
+
+
+_WARNED: list = []  # the missing-usearch warning, once a process
 
 
 def _refresh_project(conn, model_id, project_id, db_file, dimensions, deadline, done) -> bool:
@@ -306,6 +310,12 @@ def _refresh_project(conn, model_id, project_id, db_file, dimensions, deadline, 
                                                    _merge_at(meta.get("records", 0)))
         if tail < _merge_at(meta.get("records", 0)):
             return True  # queries scan the short tail
+    if not available():  # usearch is imported only once a project needs an index (~0.3 s)
+        if not _WARNED:
+            _WARNED.append(project_id)
+            log.warning("project %s is past %s vectors: pip install 'kirolearn[vectors]' for an index, "
+                        "until then its search scans them all", project_id, threshold())
+        return True
     builder = _Builder(conn, model_id, project_id, files, dimensions)
     complete = builder.catch_up(deadline)
     builder.save()

@@ -660,7 +660,7 @@ def refresh_ann(db, model, *, seconds: "float | None" = None) -> dict:
     (kirolearn.recall.ann.refresh; nothing for another store, or without usearch)."""
     database = getattr(derived_of(db), "db", None)
     conn = getattr(database, "conn", None)
-    if conn is None or model is None or not ann.available():
+    if conn is None or model is None:
         return {}
     try:
         return ann.refresh(conn, model.model_id, reader.database_file(conn), dimensions=model.dimensions,
