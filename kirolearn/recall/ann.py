@@ -85,7 +85,7 @@ def directory(db_file: str, model_id: str) -> str:
 
 def paths(db_file: str, model_id: str, project_id: str) -> "dict[str, str]":
     base = os.path.join(directory(db_file, model_id), _slug(project_id))
-    return {"index": base + ".usearch", "meta": base + ".json", "sample": base + ".sample.npy"}
+    return {"index": base + ".usearch", "meta": base + ".json", "sample": base + ".sample.npy", "lock": base + ".lock"}
 
 
 def _merge_at(size: int) -> int:
@@ -103,7 +103,7 @@ def _read_json(path: str) -> "dict | None":
 
 
 def _replace_json(path: str, value: dict) -> None:
-    tmp = path + ".tmp"
+    tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w", encoding="utf-8") as handle:
         json.dump(value, handle)
         handle.flush()
@@ -208,16 +208,17 @@ class _Builder:
         import numpy as np
 
         os.makedirs(os.path.dirname(self.files["index"]), mode=0o700, exist_ok=True)
-        tmp = self.files["index"] + ".tmp"
+        tmp = self.files["index"] + ".tmp"  # a killed writer's is overwritten (under the lock)
         self.index.save(tmp)
         os.replace(tmp, self.files["index"])
         crashpoint.reached("ann-after-index")  # tests/test_ann.py: the meta is the commit
         ends = np.cumsum([len(s) for s in self.sample]) if self.sample else np.zeros(0, dtype=np.int64)
         starts = ends - np.asarray([len(s) for s in self.sample], dtype=np.int64) if self.sample else ends
         rows = np.concatenate(self.sample) if self.sample else np.zeros((0, self.meta["dimensions"]), np.float32)
-        with open(self.files["sample"] + ".tmp", "wb") as handle:
+        tmp = self.files["sample"] + ".tmp"
+        with open(tmp, "wb") as handle:
             np.savez(handle, rows=rows.astype(np.float32), starts=starts, ends=ends)
-        os.replace(self.files["sample"] + ".tmp", self.files["sample"])
+        os.replace(tmp, self.files["sample"])
         self.meta["index_bytes"] = os.path.getsize(self.files["index"])
         self.meta["rows"] = len(self.index)
         _replace_json(self.files["meta"], self.meta)
@@ -316,9 +317,16 @@ def _refresh_project(conn, model_id, project_id, db_file, dimensions, deadline, 
             log.warning("project %s is past %s vectors: pip install 'kirolearn[vectors]' for an index, "
                         "until then its search scans them all", project_id, threshold())
         return True
-    builder = _Builder(conn, model_id, project_id, files, dimensions)
-    complete = builder.catch_up(deadline)
-    builder.save()
+    from filelock import FileLock, Timeout
+
+    os.makedirs(os.path.dirname(files["index"]), mode=0o700, exist_ok=True)
+    try:
+        with FileLock(files["lock"], timeout=0):  # a reindex beside a drain: one writes, one waits a pass
+            builder = _Builder(conn, model_id, project_id, files, dimensions)
+            complete = builder.catch_up(deadline)
+            builder.save()
+    except Timeout:
+        return False
     done["projects"] += 1
     done["added"] += builder.added
     return complete
