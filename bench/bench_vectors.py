@@ -73,7 +73,7 @@ def pct(values, p) -> float:
     return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
 
 
-def library(n: int, folder: str, dtypes) -> "list[tuple]":
+def library(n: int, folder: str, dtypes, threads: int = 1) -> "list[tuple]":
     from usearch.index import Index
 
     from kirolearn.recall import ann
@@ -95,7 +95,7 @@ def library(n: int, folder: str, dtypes) -> "list[tuple]":
         cpu, wall = time.process_time(), time.perf_counter()
         for start in range(0, n, ann.ADD_CHUNK):
             end = min(n, start + ann.ADD_CHUNK)
-            index.add(np.arange(start, end, dtype=np.uint64), matrix[start:end], threads=1)
+            index.add(np.arange(start, end, dtype=np.uint64), matrix[start:end], threads=threads)
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
         path = os.path.join(folder, f"{n}-{dtype}.usearch")
         index.save(path)
@@ -116,7 +116,8 @@ def library(n: int, folder: str, dtypes) -> "list[tuple]":
         recall = statistics.mean(len(set(f) & set(t)) / 10 for f, t in zip(found, truth))
         recall_raw = statistics.mean(len(set(f) & set(t)) / 10 for f, t in zip(raw, truth))
         rows += [
-            (f"{n:,} rows, {dtype} index: build (one thread)", f"{cpu:.0f} s CPU, {wall:.0f} s wall",
+            (f"{n:,} rows, {dtype} index: build ({threads} thread{'s' if threads > 1 else ''})",
+             f"{cpu:.0f} s CPU, {wall:.0f} s wall",
              f"{cpu / n * 1e6:.0f} µs CPU a row"),
             (f"{n:,} rows, {dtype} index: bytes a row on disk", f"{size / n:.0f}", f"{size / 2**20:.0f} MB"),
             (f"{n:,} rows, {dtype} index: CPU per query p50 / p95 ({ann.CANDIDATE_ROWS} re-scored)",
@@ -237,6 +238,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100000,1000000")
     parser.add_argument("--store", type=int, default=100_000, help="records of the searcher's store (0: none)")
+    parser.add_argument("--threads", type=int, default=1, help="threads of the index build (the drain: 1)")
     parser.add_argument("--keep", help="make (or reuse) the searcher's store in this folder")
     parser.add_argument("--profile", action="store_true", help="profile the indexed searcher's queries")
     parser.add_argument("--f16", action="store_true", help="also an f16 index (i8 is what ann.py keeps)")
@@ -251,7 +253,7 @@ def main() -> int:
             ("load average (1 / 5 / 15 min) at the start", " / ".join(f"{x:.2f}" for x in os.getloadavg()), "")]
     with tempfile.TemporaryDirectory() as folder:
         for n in [int(x) for x in args.sizes.split(",") if x]:
-            rows += library(n, folder, ["i8", "f16"] if args.f16 else ["i8"])
+            rows += library(n, folder, ["i8", "f16"] if args.f16 else ["i8"], args.threads)
             print_table("vector index (usearch HNSW) vs exact scan, so far", rows)
         if args.store:
             rows += searcher_rows(args.store, args.keep or folder, args.profile)

@@ -658,8 +658,8 @@ def index_with_settings(db, conf, *, progress=None, seconds: "float | None" = No
 def refresh_ann(db, model, *, seconds: "float | None" = None) -> dict:
     """Bring the usearch indexes of the embedded store's big projects up to date after embedding
     (kirolearn.recall.ann.refresh; nothing for another store, or without usearch)."""
-    database = getattr(derived_of(db), "db", None)
-    conn = getattr(database, "conn", None)
+    derived = derived_of(db)
+    conn = derived.db.conn if isinstance(derived, SqliteDerived) else None
     if conn is None or model is None:
         return {}
     try:
