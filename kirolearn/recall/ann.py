@@ -369,6 +369,8 @@ def open_index(conn, db_file: str, model_id: str, project_id: str) -> "tuple[obj
             return None, f"{files['index']} cannot be read ({exc})"
         _OPEN[files["index"]] = cached
     meta = cached[1]
+    if meta.get("records", 0) < threshold():
+        return None, ""  # the threshold was raised past it: exact, as for any small project
     if not _first_holds(conn, meta):
         return None, f"{files['index']} is not an index of this store's vectors (the drain rebuilds it)"
     tail = rows_sql.count_vectors_capped_after(conn, model_id, project_id, meta["watermark"], MAX_TAIL + 1)
