@@ -216,3 +216,17 @@ def test_an_edited_newest_record_is_found_by_its_new_text(project, wordllama, fo
     assert newest.record_id in searcher._index(pid).tail  # read from the store, not the index's old copy
     only = searcher.vector_only("pods evicted for memory pressure", project_id=pid, limit=1)
     assert only[0].record_id == newest.record_id
+
+
+def test_a_lowered_threshold_indexes_a_store_with_no_new_vectors(project, wordllama, drain_now,
+                                                                  monkeypatch):  # noqa: F811
+    """An upgraded store (or a new threshold): the next pass indexes what is there, no new turn needed."""
+    _coding_store(project, 10, 60)
+    drain_now(flush=True)
+    assert not list(Path(paths.db_path()).parent.rglob("*.usearch"))
+    monkeypatch.setenv(ann.THRESHOLD_ENV, "0")
+    stats, _ = drain_now(flush=True)
+    assert stats.records_embedded == 0  # nothing new was embedded
+    meta, files = _meta(project)
+    assert Path(files["index"]).exists() and meta["records"] == store.vector_stamp(
+        recall.connect_readonly(), _model_id(), context.project_id(str(project)))[0]

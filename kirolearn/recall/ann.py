@@ -270,8 +270,8 @@ def refresh(conn, model_id: str, db_file: str, *, dimensions: int, seconds: "flo
     feed_file = os.path.join(folder, "feed.json")
     feed = _read_json(feed_file) or {"after": 0, "pending": []}
     top = rows_sql.vector_max_rowid(conn)
-    if top < feed["after"]:  # a store restored or rebuilt under the same name: start over
-        feed = {"after": 0, "pending": []}
+    if top < feed["after"] or feed.get("threshold") != threshold():
+        feed = {"after": 0, "pending": []}  # a store restored, or a new threshold: every project again
     projects = list(dict.fromkeys([*feed.get("pending", []),
                                    *(rows_sql.projects_with_vectors_after(conn, model_id, feed["after"])
                                      if top > feed["after"] else [])]))
@@ -288,9 +288,10 @@ def refresh(conn, model_id: str, db_file: str, *, dimensions: int, seconds: "flo
             log.warning("vector index of project %s not updated: %s", project_id, exc)
             done["error"] = str(exc)
             pending.append(project_id)
-    if {"after": top, "pending": pending} != feed:  # an idle pass writes nothing
+    now = {"after": top, "pending": pending, "threshold": threshold()}
+    if now != feed:  # an idle pass writes nothing
         os.makedirs(folder, mode=0o700, exist_ok=True)
-        _replace_json(feed_file, {"after": top, "pending": pending})
+        _replace_json(feed_file, now)
     done["pending"] = len(pending)
     return done
 
