@@ -1,6 +1,6 @@
 """Approximate nearest neighbours for big projects: one usearch HNSW index per (model, project).
 
-Below THRESHOLD vector rows a project is searched exactly (kirolearn.recall.semantic's matrix,
+Below THRESHOLD records with a vector a project is searched exactly (kirolearn.recall.semantic's matrix,
 unchanged). Above it the drain (`refresh`, after its vector backfill) keeps an index file per
 (model, project) beside the database, `vectors/<model>/<project>.usearch` (for the default
 kirolearn.db; `vectors.<stem>/` for another file), with a JSON sidecar saying what it covers:
@@ -34,7 +34,7 @@ from kirolearn.store.sqlite import vector_rows as rows_sql
 
 log = logging.getLogger("kirolearn.recall.ann")
 
-THRESHOLD = 20_000  # vector rows of a project below which search stays exact
+THRESHOLD = 50_000  # records with a vector below which a project's search stays exact (see docs)
 THRESHOLD_ENV = "KIROLEARN_ANN_THRESHOLD"  # overrides THRESHOLD (benches and tests force 0)
 CANDIDATE_ROWS = 200  # index rows a query asks for, re-scored exactly from the store
 MERGE_FRACTION = 0.01  # tail share of the index that makes the drain merge it in
