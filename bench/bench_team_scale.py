@@ -108,9 +108,10 @@ def cpu_of(pid: int) -> float:
 
 
 def indexes_only(ddl: str) -> bool:
-    """True when a migration only creates indexes (the bench can take it off and apply it again)."""
-    statements = [s.strip() for s in re.sub(r"--[^\n]*", "", ddl).split(";") if s.strip()]
-    return bool(statements) and all(s.lower().startswith("create index") for s in statements)
+    """True when a migration only creates (or drops, if they exist) indexes: the bench can take it
+    off and apply it again."""
+    statements = [s.strip().lower() for s in re.sub(r"--[^\n]*", "", ddl).split(";") if s.strip()]
+    return bool(statements) and all(s.startswith(("create index", "drop index if exists")) for s in statements)
 
 
 def load_texts(conn, texts: "list[str]") -> None:

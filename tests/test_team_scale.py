@@ -119,7 +119,7 @@ def test_a_sync_pass_finds_its_pending_work_through_indexes(team, mate, home):
     assert len(feed) >= 3, [doc["Query Text"] for doc in plans.found]
     for plan in feed:
         reads = list(under(plan, "record_changes"))
-        assert reads and all(parent == "Limit" and index == "idx_record_changes_project"
+        assert reads and all(parent == "Limit" and index == "idx_record_changes_feed"
                              for parent, index in reads), plan
 
 
@@ -180,7 +180,8 @@ def test_pg008_upgrades_a_team_store_made_at_pg007(pg_url):
     with PostgresStore(pg_url) as store:
         indexes = {r["indexname"] for r in store.conn.execute(
             "select indexname from pg_indexes where schemaname = current_schema()").fetchall()}
-        assert {"idx_records_source_events", "idx_records_run", "idx_forgotten_source_events"} <= indexes
+        assert {"idx_records_source_events", "idx_records_run", "idx_forgotten_source_events",
+                "idx_record_changes_feed"} <= indexes and "idx_record_changes_project" not in indexes
         assert store.counts()["records"] == 29
         assert len(store.changes(["p1"], limit=100)["records"]) == 29
         assert store.purge(["mr_ana_p1_0003"], actor="ana") == 1

@@ -714,7 +714,7 @@ class PostgresStore(Store):
 
         The feed keeps each change's project, so a team server with many projects reads only
         the asked ones' numbers; `after` comes back as the last number read. Each project's
-        numbers are read in order from idx_record_changes_project, at most `limit` of each
+        numbers are read in order from idx_record_changes_feed (pg008), at most `limit` of each
         (FEED_AFTER): `project_id = any(…) order by seq` sorted every number of the project after
         the cursor for each page (a joining teammate's pages grew with the square of the project),
         or walked the whole feed's newer numbers when the cursor of a quiet project was old.
