@@ -15,8 +15,8 @@ of the store), through kirolearn.team.sync.sync, in process:
 - the pass after it: the records that came down are in the local feed, so they go up once
   (idempotent there);
 - idle pass: nothing new (median of 15);
-- new-work pass: a teammate adds 100 records to the team store and the developer 100 locally,
-  then one pass (median of 5, each carrying the previous round's 100 back up, as in steady state);
+- new-work pass: a teammate adds 100 records to the team store and the developer 100 locally
+  with their 300 events, then one pass (median of 5, each carrying the previous round's 100 back up, as in steady state);
 - team search p50 / p95 (200 queries of 1-3 words, in p10, and across all projects);
 - bytes per record: pg_total_relation_size of every kirolearn table (indexes, TOAST) / records.
 Each pass reports the client's CPU (time.process_time: sync, psycopg and the SQLite side), its
@@ -261,6 +261,24 @@ def new_records(n: int, start: int, actor: str) -> "list[dict]":
              "host": f"laptop-{actor}", "agent": "kiro"} for i in range(n)]
 
 
+def new_events(n: int, start: int, minute: int) -> "list[dict]":
+    """n events of this developer's turns in the joined project, stored `minute` minutes into 2027
+    (rounds 10 minutes apart: past the sync's 2-minute overlap, so each pass sends only its own)."""
+    at = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(1798761600 + minute * 60))
+    out = []
+    for i in range(n):
+        event_id = f"ev_{ME}_{start + i:09d}"
+        body = {"event_id": event_id, "kind": "tool_use", "session_id": f"{ME}_live",
+                "payload": {"tool_name": "execute_bash", "tool_input": f"pytest -k case_{start + i}"}}
+        out.append({"event_id": event_id, "content_hash": f"h_{event_id}", "kind": "tool_use",
+                    "trigger": "postToolUse", "hook": "postToolUse", "generation": "classic", "surface": "kiro-cli",
+                    "agent": "kiro", "session_id": f"{ME}_live", "project_id": JOINED,
+                    "project_root": f"/src/{JOINED}", "cwd": f"/src/{JOINED}", "received_at": f"{at}.{i % 1000:03d}Z",
+                    "stored_at": f"{at}.{i % 1000:03d}Z", "actor": ME, "host": f"laptop-{ME}", "client_version": "1",
+                    "body": json.dumps(body), "extract_state": "done", "run_id": None})
+    return out
+
+
 def measure_size(cluster, url: str, size: int, asked, show_plans: bool) -> dict:
     from kirolearn.store.postgres.store import PostgresStore
 
@@ -283,13 +301,16 @@ def measure_size(cluster, url: str, size: int, asked, show_plans: bool) -> dict:
             for r in range(5):
                 mate.add_records(new_records(100, size * 10 + r * 100, "dev1"))
                 dev.local.add_records(new_records(100, size * 10 + r * 100, ME))
+                dev.local.add_events(new_events(EVENTS_PER_RECORD * 100, size * 10 + r * 300, r * 10))
                 rounds.append(dev.sync())
-                assert rounds[-1]["stats"].records_received == 100, rounds[-1]["stats"]
+                stats = rounds[-1]["stats"]
+                assert (stats.records_received, stats.events_sent) == (100, 300), stats
             out["new"] = median_pass(rounds)
             dev.sync()  # the last round's 100 go back up: then idle
             out["idle_explained"] = dev.explained(cluster.log_path)
             mate.add_records(new_records(100, size * 10 + 900, "dev1"))
             dev.local.add_records(new_records(100, size * 10 + 900, ME))
+            dev.local.add_events(new_events(EVENTS_PER_RECORD * 100, size * 10 + 2700, 90))
             out["new_explained"] = dev.explained(cluster.log_path)
             # nothing lost, nothing twice: the cache holds exactly the team's project
             team_ids = {r["record_id"] for r in dev.team.conn.execute(
@@ -406,10 +427,10 @@ def report(results: dict, sizes: "list[int]", migration: str) -> None:
     row("idle pass: wall ms", ms, lambda r: r["idle"]["wall"], f"<= {GOAL}x")
     row("idle pass: server CPU ms", ms, lambda r: r["idle"]["server"])
     row("idle pass: shared buffers", str, lambda r: r["idle_explained"]["buffers"], f"<= {GOAL}x")
-    row("100 down + 100 up: client CPU ms", ms, lambda r: r["new"]["cpu"], f"<= {GOAL}x")
-    row("100 down + 100 up: wall ms", ms, lambda r: r["new"]["wall"], f"<= {GOAL}x")
-    row("100 down + 100 up: server CPU ms", ms, lambda r: r["new"]["server"])
-    row("100 down + 100 up: shared buffers", str, lambda r: r["new_explained"]["buffers"], f"<= {GOAL}x")
+    row("100 down + 100 up (+300 events): client CPU ms", ms, lambda r: r["new"]["cpu"], f"<= {GOAL}x")
+    row("100 down + 100 up (+300 events): wall ms", ms, lambda r: r["new"]["wall"], f"<= {GOAL}x")
+    row("100 down + 100 up (+300 events): server CPU ms", ms, lambda r: r["new"]["server"])
+    row("100 down + 100 up (+300 events): buffers", str, lambda r: r["new_explained"]["buffers"], f"<= {GOAL}x")
     row("join: project rows", lambda v: f"{v:,}", lambda r: r["join"]["rows"], "3.5 % of the store")
     row("join: first sync wall s", lambda v: f"{v:.1f}", lambda r: r["join"]["wall"], "linear")
     row("join: rows/s", lambda v: f"{v:,.0f}", lambda r: r["join"]["rows"] / r["join"]["wall"], "flat")

@@ -223,3 +223,23 @@ def test_the_feed_pages_of_several_projects_hold_each_change_once_in_order(team)
     team.conn.commit()
     assert len(read) == len(set(read)) == 29 + 1  # 29 live records, one tombstone
     assert [r for r in read if not r.startswith("-")] == want and "-mr_ana_p2_0004" in read
+
+
+def test_events_in_the_overlap_go_up_once_and_a_late_one_still_goes(team, home):
+    from store_contract import event
+
+    def ev(n: int, second: int) -> dict:
+        at = f"2026-11-01T10:00:{second:02d}.000Z"
+        return dict(event(n, received=at), event_id=f"ev_ana_{n:04d}", stored_at=at)
+
+    home.add_events([ev(n, 10 + n) for n in range(5)])
+    assert team_sync.sync(home, team, ["p1"], me="ana").events_sent == 5
+    with Plans(team) as plans:
+        idle = team_sync.sync(home, team, ["p1"], me="ana")
+    assert idle.events_sent == 0
+    assert not [d for d in plans.found if "insert into events" in d["Query Text"]], "the overlap was sent again"
+    home.add_events([ev(9, 11)])  # a racing drain's event, stored before the cursor, committed after it
+    late = team_sync.sync(home, team, ["p1"], me="ana")
+    assert late.events_sent == 1
+    assert team.event_ids_present([f"ev_ana_{n:04d}" for n in (0, 1, 2, 3, 4, 9)]) == {
+        f"ev_ana_{n:04d}" for n in (0, 1, 2, 3, 4, 9)}

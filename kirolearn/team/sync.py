@@ -8,7 +8,9 @@ Per shared project, in this order:
 1. **events up**: the project's events stored since the last upload (less a
    safety overlap) go to the team store, page by page. `add_events` is
    idempotent by event id, so a resend after a crash or a network cut stores
-   nothing twice.
+   nothing twice; the events of the overlap the team store already holds
+   (`event_ids_present`, its primary key) are not sent again, so an idle pass
+   does not re-send the last two minutes' events every time (issue #32).
 2. **records up**: the local change feed (Store.changes) after the last number
    sent: new records go up with their ids and hashes (`add_records`, idempotent
    by id and hash); a tombstone goes up as a team-wide forget only when the
@@ -132,7 +134,11 @@ def _events_up(local, team, project_id: str, cursor: dict, stats: SyncStats, scr
         page = local.events_since([project_id], since, after=key, limit=PAGE)
         if not page:
             return
-        stats.events_sent += team.add_events(_clean_events(page, scrub))
+        # the overlap re-reads events already sent: one id lookup, not a re-send
+        held = team.event_ids_present([e["event_id"] for e in page])
+        fresh = [e for e in page if e["event_id"] not in held]
+        if fresh:
+            stats.events_sent += team.add_events(_clean_events(fresh, scrub))
         key = (page[-1]["stored_at"], page[-1]["event_id"])
         cursor["events"] = max(cursor["events"] or "", key[0])
         _save(project_id, cursor)
