@@ -13,8 +13,9 @@ At each size, one developer (a fresh KIROLEARN_HOME and SQLite store) joins proj
 of the store), through kirolearn.team.sync.sync, in process:
 - first sync: the project's records come down (linear in them: rows/s);
 - the pass after it: the records that came down are in the local feed, so they go up once
-  (idempotent there);
-- idle pass: nothing new (median of 15);
+  (the team store looks them up by id and inserts none);
+- idle pass: nothing new (median of 15; the events of the sync's 2-minute overlap are read
+  again here and looked up there);
 - new-work pass: a teammate adds 100 records to the team store and the developer 100 locally
   with their 300 events, then one pass (median of 5, each carrying the previous round's 100 back up, as in steady state);
 - team search p50 / p95 (200 queries of 1-3 words, in p10, and across all projects);
