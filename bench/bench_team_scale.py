@@ -14,10 +14,11 @@ of the store), through kirolearn.team.sync.sync, in process:
 - first sync: the project's records come down (linear in them: rows/s);
 - the pass after it: the records that came down are in the local feed, so they go up once
   (the team store looks them up by id and inserts none);
-- idle pass: nothing new (median of 15; the events of the sync's 2-minute overlap are read
-  again here and looked up there);
+- idle pass: nothing new (median of 15; the local events of the sync's 2-minute overlap are
+  read again, and neither sent nor asked of the server while the overlap is unchanged);
 - new-work pass: a teammate adds 100 records to the team store and the developer 100 locally
-  with their 300 events, then one pass (median of 5, each carrying the previous round's 100 back up, as in steady state);
+  with their 300 events, then one pass (median of 5, each carrying the previous round's 100
+  back up, as in steady state);
 - team search p50 / p95 (200 queries of 1-3 words, in p10, and across all projects);
 - bytes per record: pg_total_relation_size of every kirolearn table (indexes, TOAST) / records.
 Each pass reports the client's CPU (time.process_time: sync, psycopg and the SQLite side), its
