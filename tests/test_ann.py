@@ -143,7 +143,7 @@ def test_a_kill_between_the_index_and_its_meta_is_repaired(project, wordllama, f
     spool_turn(project, "late", "The nightly export drops rows with a NULL owner", "coalesce the owner column")
     env = hook_env(KIROLEARN_CRASH_AT="ann-after-index")
     monkey_env = dict(env, KIROLEARN_EMBEDDING_MODEL=_model_id())
-    # the new turn's record without its vector; then a child embeds it and dies mid-update
+    # the new record, no vector yet; a child embeds it, dies mid-update
     with pytest.MonkeyPatch.context() as m:
         m.setenv("KIROLEARN_EMBEDDING_MODEL", "none")
         drain_now(flush=True)

@@ -117,7 +117,7 @@ def _unit_rows(blob: bytes, dimensions: int):
     return np.frombuffer(blob, dtype=np.float32).reshape(-1, dimensions)
 
 
-# -- drain side -------------------------------------------------------------------------------------
+# drain side
 
 
 class _Builder:
@@ -186,7 +186,7 @@ class _Builder:
         True when the index covers every row of the project."""
         meta = self.meta
         if not _stamp_holds(self.conn, meta):
-            # the newest rows were deleted and their rowids reused: take the rewritten ones again
+            # the newest rows deleted, their rowids reused: take those again
             self._take([r[:4] for r in rewritten_rows(self.conn, self.model_id, self.project_id, meta)])
             meta["stamp"] = list(rows_sql.vector_row_stamp(self.conn, meta["watermark"]) or ())
         while True:
@@ -333,7 +333,7 @@ def _refresh_project(conn, model_id, project_id, db_file, dimensions, deadline, 
     return complete
 
 
-# -- query side -------------------------------------------------------------------------------------
+# query side
 
 _OPEN: dict = {}  # index file -> (meta file mtime, meta, view, sample matrix, sample starts)
 
