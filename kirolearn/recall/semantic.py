@@ -378,10 +378,11 @@ class Searcher:
             _INDEXES[key] = cached
         return cached[1]
 
-    def similarities(self, query: str, project_id: "str | None", extra=()):
+    def similarities(self, query: str, project_id: "str | None", extra=(), index=None):
         """(index, cosine of the query with every record vector of the project); for a project with a
-        usearch index, (its candidates: the nearest records, `extra` and their neighbours, their cosines)."""
-        index = self._index(project_id)
+        usearch index, (its candidates: the nearest records, `extra` and their neighbours, their cosines).
+        `index`: the project's, when the caller has it (_index)."""
+        index = index if index is not None else self._index(project_id)
         if isinstance(index, _AnnIndex):
             view, sims = index.candidates(self.model.embed_batch([query])[0], extra)
             return (view, sims) if len(sims) else (view, None)
@@ -433,9 +434,10 @@ class Searcher:
                                  **filters)
         # Named dates rank the records of those days; their words are not searched.
         dates, words_query = when.windows(query)
+        index = self._index(project_id)  # first: a big project's load is kept even if the rest fails
         lexical = recall.scores(self.conn, words_query, project_id=project_id, types=types, limit=CANDIDATES,
                                 now=now)
-        index, sims = self.similarities(words_query, project_id, extra=[rid for rid, _ in lexical])
+        index, sims = self.similarities(words_query, project_id, extra=[rid for rid, _ in lexical], index=index)
         if sims is None:
             return recall.search(self.conn, query, project_id=project_id, types=types, limit=limit, now=now)
         return self._fuse(words_query, lexical, index, sims, types=types, limit=limit, dates=dates)
