@@ -357,6 +357,27 @@ def test_freshness_pass_is_bounded_and_uses_an_index(repo, write_config):
     db.conn.close()
 
 
+def test_a_record_checked_while_the_clock_stepped_back_goes_to_the_back_of_the_queue(repo):
+    """The freshness queue orders by the last check's wall-clock stamp: a pass whose clock stepped back
+    (NTP on a loaded VM) must not send the records it checked to the front, where the next pass would
+    check them again before the rest (a bound of ceil(N/M) passes would fail). One index lookup."""
+    from kirolearn.store.sqlite import db as store
+    from kirolearn.store.sqlite import records as recordstore
+
+    for i in range(3):
+        kiro_turn(repo, "clk-" + uuid.uuid4().hex[:6], f"write clock module {i}",
+                  [write_tool(repo, f"src/c{i}.py", module(f"c{i}"))])
+    drain()
+    db = store.open_db()
+    first = recordstore.freshness_due(db.conn, 1)[0]
+    recordstore.note_checked(db, [first["record_id"]], "2000-01-01T00:00:00.000Z")  # a clock far behind
+    queue = [r["record_id"] for r in recordstore.freshness_due(db.conn, 10)]
+    assert queue[-1] == first["record_id"] and len(queue) == 3, queue
+    plan = [row[3] for row in db.execute("explain query plan " + recordstore.NEWEST_CHECKED_SQL)]
+    assert plan == ["SEARCH memory_records USING INDEX idx_records_freshness_due"], plan  # max(): one seek
+    db.conn.close()
+
+
 # --- the contract (part 5) ------------------------------------------------------------------------
 
 @needs_git
