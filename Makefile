@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 BENCH_VENV ?= .venv-bench
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-slow test-all test-agents test-llm demo screenshot docs cli-docs bench bench-scale soak mutate clean
+.PHONY: help install test test-slow test-all test-agents test-llm demo screenshot docs cli-docs bench bench-scale bench-fulldisk soak mutate clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
@@ -112,7 +112,12 @@ bench: $(BENCH_VENV)/.installed ## print speed figures (never fails the build)
 SCALE_MAX ?= 100000
 
 bench-scale: $(BENCH_VENV)/.installed ## drain, hook and search costs at 10k / 100k records (SCALE_MAX=1000000: and 1M)
-	$(BENCH_VENV)/bin/python bench/bench_scale.py --venv $(BENCH_VENV) --max $(SCALE_MAX)
+	$(BENCH_VENV)/bin/python bench/bench_scale.py --venv $(BENCH_VENV) --max $(SCALE_MAX) $(if $(SCALE_KEEP),--keep $(SCALE_KEEP))
+
+# SCALE_KEEP=DIR keeps the stores (DIR/home) for bench-fulldisk: FULLDISK_HOME=DIR/home
+FULLDISK_HOME ?= $(SCALE_KEEP)/home
+bench-fulldisk: $(BENCH_VENV)/.installed ## a kept bench-scale store (FULLDISK_HOME) drained on a nearly full tmpfs: nothing lost (root)
+	$(BENCH_VENV)/bin/python bench/bench_fulldisk.py --home $(FULLDISK_HOME)
 
 bench-extraction: $(BENCH_VENV)/.installed ## deterministic extractor against the local model (tests/llmserver.py --ensure first; ~35 min on 2 busy cores)
 	nice $(BENCH_VENV)/bin/python bench/bench_extraction.py
