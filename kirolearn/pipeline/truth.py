@@ -208,7 +208,8 @@ def flag_values(record: dict) -> "dict[str, set]":
             continue
         seen = command.split()
         for flag, value in zip(seen, seen[1:]):
-            if flag.startswith("-") and "=" not in flag and flag not in SELECTOR_FLAGS and not value.startswith("-"):
+            if (flag.startswith("-") and "=" not in flag and flag not in SELECTOR_FLAGS
+                    and not value.startswith("-")):
                 out.setdefault(words[0], set()).add(_chore_word(value))
     return out
 
@@ -486,7 +487,8 @@ def fixes_failure(new: dict, old: dict, work_of) -> "str | None":
         elif kind == "files" and what and what <= later["wrote"]:
             said.append(", ".join(sorted(what)))
         elif kind == "unnamed" and tried["spans"]:
-            ran = [next((c for c in later["done"] if _same_work(span, c)), None) for span in sorted(tried["spans"])]
+            ran = [next((c for c in later["done"] if _same_work(span, c)), None)
+                   for span in sorted(tried["spans"])]
             if all(ran):
                 said += [f"`{c}`" for c in ran]
             elif what in later["unnamed_ok"] and tried["spans"] <= later["spans"]:

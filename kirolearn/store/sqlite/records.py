@@ -937,8 +937,8 @@ FRESHNESS_DUE_SQL = ("select record_id from memory_records indexed by idx_record
                      "where file_state is not null order by freshness_checked_at, record_id limit ?")
 
 
-NEWEST_CHECKED_SQL = ("select max(freshness_checked_at) from memory_records indexed by idx_records_freshness_due "
-                      "where file_state is not null")
+NEWEST_CHECKED_SQL = ("select max(freshness_checked_at) from memory_records "
+                      "indexed by idx_records_freshness_due where file_state is not null")
 
 
 def note_checked(db, record_ids, at: str) -> None:
