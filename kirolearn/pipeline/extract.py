@@ -384,7 +384,6 @@ def _changed_paths(event: dict, root: str) -> "list[str]":
 
 def _fix_of(tools: list, i: int, root: str) -> str:
     """' — fixed after changing X: `cmd` then succeeded' when a later re-run succeeded."""
-    command = command_of(tools[i])
     name = tools[i].get("tool_name")
     fix = None
     for later in tools[i + 1 :]:
