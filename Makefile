@@ -119,6 +119,14 @@ FULLDISK_HOME ?= $(SCALE_KEEP)/home
 bench-fulldisk: $(BENCH_VENV)/.installed ## a kept bench-scale store (FULLDISK_HOME) drained on a nearly full tmpfs: nothing lost (root)
 	$(BENCH_VENV)/bin/python bench/bench_fulldisk.py --home $(FULLDISK_HOME)
 
+# The team store at 10k / 100k / 1M records (#32): sync passes, a join, search, bytes per record.
+# About 25 minutes on 2 busy cores, most of it filling 1M (TEAM_SCALE_SIZES=10000,100000: 3 minutes).
+TEAM_SCALE_SIZES ?= 10000,100000,1000000
+
+.PHONY: bench-team-scale
+bench-team-scale: $(BENCH_VENV)/.installed ## team store sync, join and search at 10k / 100k / 1M records
+	$(BENCH_VENV)/bin/python bench/bench_team_scale.py --sizes $(TEAM_SCALE_SIZES)
+
 bench-extraction: $(BENCH_VENV)/.installed ## deterministic extractor against the local model (tests/llmserver.py --ensure first; ~35 min on 2 busy cores)
 	nice $(BENCH_VENV)/bin/python bench/bench_extraction.py
 

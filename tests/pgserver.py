@@ -83,9 +83,11 @@ def _run_as() -> "pwd.struct_passwd | None":
 class PgCluster:
     """A private PostgreSQL cluster in a temp folder, reachable only through its Unix socket."""
 
-    def __init__(self, bindir: "str | None" = None, max_connections: int = 40):
+    def __init__(self, bindir: "str | None" = None, max_connections: int = 40, settings: "dict | None" = None):
+        """`settings`: server settings over the defaults below (a benchmark's shared_buffers)."""
         self.bindir = bindir or find_bindir()
         self.max_connections = max_connections
+        self.extra_settings = dict(settings or {})
         self.user = _run_as()
         self.base = ""
         self.proc: "subprocess.Popen | None" = None
@@ -142,6 +144,7 @@ class PgCluster:
                 "dynamic_shared_memory_type": "posix",
                 "logging_collector": "off",
                 "log_min_messages": "warning",
+                **self.extra_settings,
             }
             self._args = [self._tool("postgres"), "-D", self.data_dir]
             for key, value in settings.items():

@@ -42,6 +42,7 @@ STEM_SUFFIXES = frozenset("s es ed ing ly er ers est ence ance ment ent ion ions
 # Filter a big project after ranking: BM25 reads its whole doclist in MATCH.
 PROJECT_IN_MATCH_BELOW = 0.75
 PROJECT_MATCH_DOCS = 20_000  # so is a bigger project: its doclist costs more than it saves (#32)
+SHARE_MARGIN = 2.0  # rank this many times the project's expected share, or all are ranked again
 
 # words() tokenizes by hand: re costs the hook ~25M instructions.
 _STOPWORDS = frozenset(
@@ -209,14 +210,51 @@ def _stems(word: str) -> "list[str]":
     return out
 
 
-def _drop_common(conn, words: "list[str]", floor: "list | None" = None) -> "list[str]":
+def _parts(word: str) -> "list[str]":
+    """The tokens FTS5's unicode61 tokenizer makes of a word: its runs of letters and digits
+    ("test_checkout_total" is searched as the phrase "test checkout total")."""
+    out, run = [], ""
+    for ch in word.lower():
+        if ch.isalnum():
+            run += ch
+        elif run:
+            out.append(run)
+            run = ""
+    return out + [run] if run else out
+
+
+def _heavy_phrases(conn, words: "list[str]") -> "list[str]":
+    """The words made of several tokens one of which is in more than COMMON_DOCS records.
+
+    FTS5 matches such a phrase by reading every token's doclist, and bm25() counts the phrase's
+    records over the whole index before it scores one: ~50 ms a phrase at 1M records, whatever
+    rowid floor the query has (issue #32). A token of three characters or fewer is counted
+    exactly, not by prefix ("ci" is not every word that starts with it)."""
+    phrases = [w for w in words if len(_parts(w)) > 1]
+    if not phrases:
+        return []
+    parts = sorted({p for w in phrases for p in _parts(w)})
+    found = reader.term_doc_counts(conn, [_stem_prefix(p) if len(p) > 3 else p + "\x00" for p in parts],
+                                   [_stems(p) if len(p) > 3 else [p] for p in parts])
+    if not found or not found[1]:
+        return []
+    counts = dict(zip(parts, found[1]))
+    return [w for w in phrases if max(counts[p] for p in _parts(w)) > COMMON_DOCS]
+
+
+def _drop_common(conn, words: "list[str]", floor: "list | None" = None, apart: "list | None" = None
+                 ) -> "list[str]":
     """The words worth searching; `floor` (a list) gets the rowid the search starts after (0: the whole store).
 
     Words that most records contain get ~0 BM25 weight yet cost the most: scoring a match reads its
     row's size, so a word's cost is its document count. A word is dropped past COMMON_SHARE of the
     records or COMMON_DOCS of them (the cap keeps a big store's cost bounded, issue #32), but the
     rarest KEEP_RAREST are always kept (past COMMON_DOCS only when no word is under it); when one
-    of those is past COMMON_DOCS, only the newest RECENT_ROWS records are searched. A store under COMMON_DOCS records is searched as it always was."""
+    of those is past COMMON_DOCS, only the newest RECENT_ROWS records are searched. A store under COMMON_DOCS records is searched as it always was.
+
+    `apart` (a list), when given, gets the kept words that are heavy phrases (_heavy_phrases):
+    they leave the ranked words, and the caller looks them up unranked in the newest records
+    (_with_phrases)."""
     floor = [] if floor is None else floor
     if len(words) <= KEEP_RAREST:
         floor.append(0)
@@ -234,7 +272,10 @@ def _drop_common(conn, words: "list[str]", floor: "list | None" = None) -> "list
     pool = pool or words
     rarest = set(sorted(pool, key=lambda w: counts[w])[:KEEP_RAREST])
     kept = [w for w in words if w in rarest or counts[w] <= limit]
-    heavy = max(counts[w] for w in kept) > COMMON_DOCS
+    if apart is not None and big:
+        apart.extend(_heavy_phrases(conn, kept))
+        kept = [w for w in kept if w not in apart]
+    heavy = max((counts[w] for w in kept), default=0) > COMMON_DOCS
     floor.append(max(0, reader.newest_rowid(conn) - RECENT_ROWS) if heavy else 0)
     return kept
 
@@ -245,8 +286,9 @@ def _project_in_match(conn, project_id: "str | None") -> "tuple[bool, float]":
     In the MATCH, FTS5 scores only the project's rows, but BM25 reads the project phrase's whole
     doclist for its weight: as long as the project (PROJECT_MATCH_DOCS). A bigger project, or one
     holding most of the store (the one-project user), is filtered after ranking instead: the scores
-    are the same either way (the project column weighs 0), and the ranking depth grows by 1/share so
-    about as many of the project's matches are ranked."""
+    are the same either way (the project column weighs 0), and the ranking depth grows by
+    SHARE_MARGIN/share so that enough of the project's matches are ranked: with fewer than asked,
+    reader.fts_matches ranks every match again (twice the cost; ranking deeper costs only the join)."""
     if not project_id:
         return True, 1.0
     found = reader.project_docs(conn, project_id)
@@ -255,20 +297,38 @@ def _project_in_match(conn, project_id: "str | None") -> "tuple[bool, float]":
     docs, total = found
     if docs <= PROJECT_MATCH_DOCS and docs < PROJECT_IN_MATCH_BELOW * total:
         return True, 1.0
-    return False, docs / total
+    return False, min(1.0, docs / total / SHARE_MARGIN)
 
 
 def _ceil(x: float) -> int:
     return int(-(-x // 1))
 
 
-def _query_words(conn, query: str, limit: int, bounded: "list | None" = None) -> "list[str] | None":
+def _query_words(conn, query: str, limit: int, bounded: "list | None" = None, apart: "list | None" = None
+                 ) -> "list[str] | None":
     """The words to search `query` with, or None when there is nothing to search; `bounded` (a list)
-    gets the rowid the search starts after (see _drop_common)."""
+    gets the rowid the search starts after, `apart` the heavy phrases (see _drop_common)."""
     words = terms(query)
     if conn is None or not words or limit <= 0:
         return None
-    return _drop_common(conn, words, bounded)
+    return _drop_common(conn, words, bounded, apart)
+
+
+def _with_phrases(conn, rows: "list[dict]", phrases: "list[str]", *, limit: int, columns: str,
+                  **filters) -> "list[dict]":
+    """`rows` (ranked matches, best first) with the records of the newest RECENT_ROWS that hold a
+    heavy phrase (_heavy_phrases). An identifier is the most telling word of a prompt (terms()
+    puts it first), so each phrase a record holds adds the best ranked match's score to its own:
+    it ranks above the matches of the other words alone. Best first again."""
+    after = max(0, reader.newest_rowid(conn) - RECENT_ROWS)
+    best = max((-r["bm25"] for r in rows), default=0.0) or 1.0
+    merged = {r["record_id"]: dict(r) for r in rows}
+    for phrase in phrases:
+        for row in reader.phrase_matches(conn, phrase, after_rowid=after, limit=limit, columns=columns,
+                                         **filters):
+            held = merged.setdefault(row["record_id"], dict(row))
+            held["bm25"] -= best
+    return sorted(merged.values(), key=lambda r: r["bm25"])[:max(limit, len(rows))]
 
 
 def search(conn, query: str, *, project_id: "str | None" = None, types=None, limit: int = 10,
@@ -283,18 +343,23 @@ def search(conn, query: str, *, project_id: "str | None" = None, types=None, lim
     # Named dates ("on 3 May 2023") are not words: they rank that day's matches.
     dates, query = when.windows(query)
     after: list = []
-    words = _query_words(conn, query, limit, after)
+    apart: list = []
+    words = _query_words(conn, query, limit, after, apart)
     if words is None:
         return []
     now = time.time() if now is None else now
     depth = max(limit * 5, 25)
     narrowed = bool(types or since or session_id or file)
     in_match, share = _project_in_match(conn, project_id)
+    columns = reader.RANK_COLUMNS + (", r.source_event_ids" if dates else "")
+    filters = {"project_id": project_id, "types": types, "since": since, "session_id": session_id, "file": file}
     # Full rows are read for the best `limit` alone.
     rows = reader.fts_matches(conn, words, depth=_ceil((depth * 20 if narrowed else depth) / share), limit=depth,
-                              project_id=project_id, types=types, since=since, session_id=session_id, file=file,
-                              columns=reader.RANK_COLUMNS + (", r.source_event_ids" if dates else ""),
-                              project_in_match=in_match, after_rowid=after[0])
+                              columns=columns, project_in_match=in_match, after_rowid=after[0],
+                              **filters) if words else []
+    if apart:
+        rows = _with_phrases(conn, rows, apart, limit=depth, columns=columns, **filters)
+    words = words + apart
     scored = [(row, -row["bm25"] * _weight(row, now)) for row in rows]
     scored = marked(conn, scored, key=lambda item: item[0]["record_id"])  # superseded demoted, merged dropped
     if dates:
@@ -324,7 +389,8 @@ def scores(conn, query: str, *, project_id: "str | None" = None, types=None, lim
     without building hits, nor the marks (semantic.Searcher weighs the fused score by them once):
     the lexical half of semantic.Searcher's fusion."""
     after: list = []
-    words = _query_words(conn, query, limit, after)
+    apart: list = []
+    words = _query_words(conn, query, limit, after, apart)
     if words is None:
         return []
     now = time.time() if now is None else now
@@ -332,7 +398,10 @@ def scores(conn, query: str, *, project_id: "str | None" = None, types=None, lim
     in_match, share = _project_in_match(conn, project_id)
     rows = reader.fts_matches(conn, words, depth=_ceil(depth / share), limit=depth, project_id=project_id,
                               types=types, columns=reader.SCORE_COLUMNS, project_in_match=in_match,
-                              after_rowid=after[0])
+                              after_rowid=after[0]) if words else []
+    if apart:
+        rows = _with_phrases(conn, rows, apart, limit=depth, columns=reader.SCORE_COLUMNS, project_id=project_id,
+                             types=types)
     # fusion weighs freshness/outcome once; superseded/merged apply here already
     found = [(r["record_id"], -r["bm25"] * _weight(r, now, marked=False)) for r in rows]
     found = marked(conn, found)

@@ -8,7 +8,8 @@ Per shared project, in this order:
 1. **events up**: the project's events stored since the last upload (less a
    safety overlap) go to the team store, page by page. `add_events` is
    idempotent by event id, so a resend after a crash or a network cut stores
-   nothing twice.
+   nothing twice. The overlap's events are sent again only when the team
+   store lacks them (`_held_window`): an idle pass sends and asks nothing.
 2. **records up**: the local change feed (Store.changes) after the last number
    sent: new records go up with their ids and hashes (`add_records`, idempotent
    by id and hash); a tombstone goes up as a team-wide forget only when the
@@ -125,19 +126,52 @@ def _clean_records(records: "list[dict]", scrub) -> "list[dict]":
 
 
 def _events_up(local, team, project_id: str, cursor: dict, stats: SyncStats, scrub=None) -> None:
-    since = cursor["events"]
-    since = store.iso_shift(since, -EVENT_OVERLAP_SECONDS) if since else None
+    """Send the project's events stored after the cursor, and those of the overlap before it that
+    the team store lacks (see _held_window)."""
+    old = cursor["events"]
+    since = store.iso_shift(old, -EVENT_OVERLAP_SECONDS) if old else None
     key = None  # (stored_at, event_id) of the last event sent in this sync: pages never overlap
+    seen: "list[tuple[str, str]]" = []  # (stored_at, event_id) read in this pass
     while True:
         page = local.events_since([project_id], since, after=key, limit=PAGE)
         if not page:
             return
-        stats.events_sent += team.add_events(_clean_events(page, scrub))
+        fresh = [e for e in page if old is None or e["stored_at"] > old]
+        window = [e for e in page if old is not None and e["stored_at"] <= old]
+        if window:
+            whole = key is None and (len(page) < PAGE or bool(fresh))  # all of the overlap is in this page
+            fresh = _held_window(team, window, cursor.get("window") if whole else None) + fresh
+        if fresh:
+            stats.events_sent += team.add_events(_clean_events(fresh, scrub))
+        seen += [(e["stored_at"], e["event_id"]) for e in page]
         key = (page[-1]["stored_at"], page[-1]["event_id"])
         cursor["events"] = max(cursor["events"] or "", key[0])
+        low = store.iso_shift(cursor["events"], -EVENT_OVERLAP_SECONDS)
+        cursor["window"] = _digest(i for at, i in seen if low <= at <= cursor["events"])
         _save(project_id, cursor)
         if len(page) < PAGE:
             return
+
+
+def _digest(event_ids) -> str:
+    import hashlib
+
+    return hashlib.sha256("\n".join(sorted(event_ids)).encode()).hexdigest()[:32]
+
+
+def _held_window(team, window: "list[dict]", saved: "str | None") -> "list[dict]":
+    """The events of the overlap (stored up to the cursor) the team store lacks.
+
+    The overlap catches an event a racing drain stored with an earlier time after the cursor
+    moved past it. When the overlap holds exactly the events it held at the last pass (the
+    digest of their ids, `saved`), all were sent then: nothing to ask. Otherwise the team store
+    is asked which it holds (one primary-key lookup each) and only the others are sent. So an
+    idle pass sends nothing and asks nothing (issue #32: it re-sent the last two minutes' events).
+    """
+    if saved is not None and _digest(e["event_id"] for e in window) == saved:
+        return []
+    held = team.event_ids_present([e["event_id"] for e in window])
+    return [e for e in window if e["event_id"] not in held]
 
 
 def _team_authors(team, record_ids: "list[str]") -> "dict[str, str | None]":

@@ -272,6 +272,22 @@ create trigger record_changes_lists after update of facts, concepts, files_touch
     execute function kirolearn_feed('record');
 """
 
+# Issue #32: the queries a sync pass or a purge runs, found through an index at 1M records.
+# The feed's page of a project is an index-only range of idx_record_changes_feed (it covers
+# record_id and change, so the planner never prefers walking every project's newer numbers by
+# the primary key; it replaces pg002's idx_record_changes_project).
+# A purge keeps an event that a live record or a kept tombstone cites: `@>` on these GIN
+# indexes (jsonb_path_ops: hashes of paths, a third of jsonb_ops' size); a run keeps its prompt
+# while a record cites it (run_id). Without them each purge read every record.
+PG008_SCALE_INDEXES = """
+create index idx_record_changes_feed on record_changes (project_id, seq) include (record_id, change);
+drop index if exists idx_record_changes_project;
+create index idx_records_source_events on memory_records using gin (source_event_ids jsonb_path_ops);
+create index idx_records_run on memory_records (run_id);
+create index idx_forgotten_source_events on forgotten_records
+    using gin ((payload -> 'record' -> 'source_event_ids') jsonb_path_ops) where payload is not null;
+"""
+
 # (name, SQL) in the order they apply. Append only.
 MIGRATIONS: "list[tuple[str, str]]" = [
     ("pg001_tables", PG001_TABLES),
@@ -281,6 +297,7 @@ MIGRATIONS: "list[tuple[str, str]]" = [
     ("pg005_supersede_merge", PG005_SUPERSEDE_MERGE),
     ("pg006_extraction_answers", PG006_EXTRACTION_ANSWERS),
     ("pg007_truth2_record_lists", PG007_TRUTH2_RECORD_LISTS),
+    ("pg008_scale_indexes", PG008_SCALE_INDEXES),
 ]
 
 # what `migrate --grant ROLE` grants a drainer; append when a migration adds one

@@ -51,6 +51,14 @@ RUN_COLUMNS = ("run_id", "batch_key", "project_id", "session_id", "reason", "ext
                "records_written", "started_at", "finished_at", "answer", "prompt_version", "response_form")
 JSON_COLUMNS = frozenset(RECORD_LISTS + SUMMARY_LISTS)
 
+# a page of the change feed: each project's next numbers by index, merged
+FEED_AFTER = """
+select c.seq, c.record_id, c.change
+from unnest(%s::text[]) as p(project_id)
+cross join lateral (select f.seq, f.record_id, f.change from record_changes f
+                    where f.project_id = p.project_id and f.seq > %s order by f.seq limit %s) c
+order by c.seq limit %s"""
+
 # the setweight class of each field in migrations.SEARCH_VECTOR
 FIELD_CLASSES = {"title": "A", "concepts": "B", "files_touched": "C", "facts": "C", "expansion": "C", "summary": "D"}
 
@@ -380,6 +388,11 @@ class PostgresStore(Store):
         if skip_forgotten:
             gone = self._forgotten_hashes(cur, [r["record_hash"] for r in records])
             records = [r for r in records if r["record_hash"] not in gone]
+        # held already (a record a teammate's cache sends back): its tsvector is not computed again
+        cur.execute("select record_id from memory_records where record_id = any(%s::text[])",
+                    [[r["record_id"] for r in records]])
+        held = {r["record_id"] for r in cur.fetchall()}
+        records = [r for r in records if r["record_id"] not in held]
         return _insert_many(cur, "memory_records", RECORD_COLUMNS, records, "record_id")
 
     def commit_extraction(self, run: dict, records: "list[dict]", event_ids: "list[str]") -> int:
@@ -563,9 +576,11 @@ class PostgresStore(Store):
 
     def _forget_derived(self, cur, row: dict) -> None:
         # the session neighbours' expansions hold its text: derive them again
-        cur.execute("update memory_records set expansion = null "
-                    "where project_id = %s and session_id is not distinct from %s and expansion is not null",
-                    [row["project_id"], row["session_id"]])
+        # (`=` or `is null`: `is not distinct from` cannot use the index)
+        same = "session_id is null" if row["session_id"] is None else "session_id = %s"
+        cur.execute(f"update memory_records set expansion = null "
+                    f"where project_id = %s and {same} and expansion is not null",
+                    [row["project_id"], *([] if row["session_id"] is None else [row["session_id"]])])
 
     def _audit(self, cur, record_id: str, action: str, actor: str, reason: str = "", at: "str | None" = None):
         from kirolearn.core.ids import new_ulid
@@ -671,11 +686,13 @@ class PostgresStore(Store):
                     "where record_id = any(%s::text[])", [at, done])
         cur.execute("update record_audit set before = null, after = null where record_id = any(%s::text[])",
                     [done])
-        if events:
+        if events:  # `@>` of a one-id array: pg008's GIN indexes find who cites it
             cur.execute("delete from events e where e.event_id = any(%s::text[]) "
-                        "and not exists (select 1 from memory_records r where r.source_event_ids ? e.event_id) "
+                        "and not exists (select 1 from memory_records r "
+                        "where r.source_event_ids @> jsonb_build_array(e.event_id)) "
                         "and not exists (select 1 from forgotten_records f where f.payload is not null "
-                        "and f.payload -> 'record' -> 'source_event_ids' ? e.event_id)", [events])
+                        "and f.payload -> 'record' -> 'source_event_ids' @> jsonb_build_array(e.event_id))",
+                        [events])
         if runs:
             cur.execute("update extraction_runs x set request = '' where x.run_id = any(%s::text[]) "
                         "and not exists (select 1 from memory_records r where r.run_id = x.run_id)", [runs])
@@ -696,14 +713,17 @@ class PostgresStore(Store):
         """The record_changes feed (migrations.PG002_RECORD_CHANGES) of these projects after `after`.
 
         The feed keeps each change's project, so a team server with many projects reads only
-        the asked ones' numbers; `after` comes back as the last number read.
+        the asked ones' numbers; `after` comes back as the last number read. Each project's
+        numbers are read in order from idx_record_changes_feed (pg008), at most `limit` of each
+        (FEED_AFTER): `project_id = any(…) order by seq` sorted every number of the project after
+        the cursor for each page (a joining teammate's pages grew with the square of the project),
+        or walked the whole feed's newer numbers when the cursor of a quiet project was old.
         """
         empty = {"records": [], "forgotten": [], "purged": [], "marks": [], "after": after}
         if not project_ids:
             return empty
         with self._tx("reading") as cur:
-            cur.execute("select seq, record_id, change from record_changes where project_id = any(%s::text[]) "
-                        "and seq > %s order by seq limit %s", [list(project_ids), after, limit])
+            cur.execute(FEED_AFTER, [list(dict.fromkeys(project_ids)), after, limit, limit])
             feed = cur.fetchall()
             if not feed:
                 return empty

@@ -211,6 +211,31 @@ def _fts_ranked(conn, columns, words, narrow, depth, weights, conds, args, limit
     return _fts_top(conn, columns, fts_query(words, None, text), matches, weights, conds, args, limit, after_rowid)
 
 
+PHRASE_SCAN = 5000  # matches of one phrase read past the floor, oldest first
+
+
+def phrase_matches(conn, phrase: str, *, after_rowid: int, limit: int, columns: str, project_id=None, types=None,
+                   since=None, session_id=None, file=None) -> list:
+    """Rows (dicts, newest first, `bm25` 0.0) of records past `after_rowid` that hold one word as
+    FTS5 reads it, unranked: bm25() would count the word's records over the whole index first.
+    The FTS5 range from the floor up is read in rowid order, up to PHRASE_SCAN matches."""
+    conds, args = record_filters(project_id=project_id, types=types, since=since, session_id=session_id,
+                                 file=file)
+    where = " where " + " and ".join(conds) if conds else ""
+    for text in (TEXT_COLUMNS, OLD_TEXT_COLUMNS):
+        for cols in (columns, columns.replace(MARK_COLUMNS, "")):
+            sql = (f"with top as (select rowid from memory_records_fts where memory_records_fts match ? "
+                   f"and rowid > ? limit ?) select {cols}, 0.0 as bm25 from top "
+                   f"join memory_records r on r.rowid = top.rowid{where} order by r.rowid desc limit ?")
+            try:
+                return _dicts(conn.execute(sql, [fts_query([phrase], None, text), after_rowid, PHRASE_SCAN,
+                                                 *args, limit]))
+            except sqlite3.OperationalError as exc:  # a store before m012 (expansion) or m020 (marks)
+                if "expansion" not in str(exc) and "no such column" not in str(exc):
+                    raise
+    return []
+
+
 def _project_arg(conds: list, args: list) -> "str | None":
     """The project id among record_filters' conditions (it comes first when given), or None."""
     return args[0] if conds and conds[0].endswith(".project_id = ?") else None
