@@ -21,13 +21,14 @@ its primary record, the one scored.
 
 Figures (goals from issue #31): the newest record ranked above each older one for a query about a
 changed setting (100 %); `superseded_by` of each older record naming a later record of its chain
-(>= 90 %); a failed attempt superseded by a later success of the same command (>= 90 %); freshness right for deleted and rewritten files (>= 95 %); false `changed` on untouched or
+(>= 90 %); a failed attempt superseded by a later success of the same command (>= 90 %; a different
+failed work beside it, never retried, superseded by nothing); freshness right for deleted and rewritten files (>= 95 %); false `changed` on untouched or
 trivially touched files (0); renames followed (current); `outcome` failed right (>= 95 %); `failed`
 on a turn that succeeded (0); duplicate chores merged (>= 80 %: each group's records sharing one
 survivor); wrong merges (0: a record merged into one of another turn, chore or near miss); and the
 CPU seconds of the postToolUse hook and of the drain passes (wait4 of each process).
 
-    python bench/bench_truth.py [--half tune|heldout] [--seed 1] [--scenarios 40] [--json] [--misses]
+    python bench/bench_truth.py [--half tune|heldout] [--seed 1] [--scenarios 60] [--json] [--misses]
                                 [--bin DIR] [--keep DIR] [--jobs 3]
 """
 
@@ -266,11 +267,16 @@ def score(truth, reader):
             superseded.add(has and value in chain_ids[older], {**where, "superseded_by": value})
     # a later success of the failed command supersedes the failed attempt (its other commands never do)
     retried = Figure("failed attempt superseded by its later success", ">= 90%")
+    pairs = []
     for s in truth["scenarios"]:
-        if s["family"] != "outcome" or "retried" not in s["truth"]["turns"]:
-            continue
-        old, new = (primary.get(s["truth"]["turns"][v]) for v in ("failed", "retried"))
-        where = {"scenario": s["index"], "shape": s["truth"]["shape"], "failed": old, "retried": new}
+        if s["family"] == "outcome" and "retried" in s["truth"]["turns"]:
+            pairs.append((s, {v: s["truth"]["turns"][v] for v in ("failed", "retried")}))
+        elif s["family"] == "retry":  # its controls, failed too and never retried, must stay unsuperseded
+            pairs += [(s, pair) for pair in s["truth"]["pairs"]]
+    for s, pair in pairs:
+        old, new = primary.get(pair["failed"]), primary.get(pair["retried"])
+        where = {"scenario": s["index"], "shape": s["truth"]["shape"], "failed": old, "retried": new,
+                 "agents": [turns[pair[v]]["agent"] for v in ("failed", "retried")]}
         if old is None or new is None:
             retried.add(False, {**where, "why": "a turn has no record"})
             continue
@@ -448,7 +454,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--half", choices=history.HALVES, default="tune")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--scenarios", type=int, default=40, help="scenarios per half (default 40)")
+    parser.add_argument("--scenarios", type=int, default=history.SCENARIOS,
+                        help="scenarios per half (default %(default)s)")
     parser.add_argument("--days", type=int, default=history.DAYS)
     parser.add_argument("--bin", default=os.environ.get("KIROLEARN_BENCH_BIN", history.DEFAULT_BIN),
                         help="folder with the kirolearn and kirolearn-hook scripts (default %(default)s)")

@@ -28,8 +28,15 @@ Scenario families (every instance carries its ground truth in truth.json):
   chore         the same chore 3-5 times in other words over different days and agents, plus one
                 near-miss turn (shared words, other work) and, for some chores, a second one: the
                 chore's program scoped to one package, service, test or image (`npm run build
-                --workspace admin` beside `npm run build`). Truth: the chore's records form one group
-                to merge; the near misses never merge with them.
+                --workspace admin` beside `npm run build`; every other one from Kiro IDE 0.x, which shows
+                only its output), and a third: one step of the chore alone (`make seed` beside `make
+                reset-db seed`). Truth: the chore's records form one group to merge; the near misses
+                never merge with them.
+  retry         in one failure shape: two failed attempts, each run again with success on a later day
+                (by the same agent, or another one: the failed record is superseded by that success), a
+                different work on the same module that failed too and is never retried (superseded by
+                nothing), and two turns that recovered: the command re-run at once (Kiro v3's identical
+                PreToolUse within the dedup window) or after reading a file (outcome never `failed`).
 
 Agents and payload shapes (shared/reference/*.md, kirolearn/capture/agents/*.py, tests/agents/):
   kiro-classic  camelCase `hook_event_name`, fs_write / fs_read / execute_bash, tool_response
@@ -48,10 +55,10 @@ Agents and payload shapes (shared/reference/*.md, kirolearn/capture/agents/*.py,
                 "textResultForLlm"}; agentStop reads the answer from its events.jsonl transcript
 
 Halves: scenario index i over 0 .. 2N-1; even i is "tune", odd i is "heldout"; the family of i is
-FAMILIES[(i // 2) % 5], so both halves hold every family equally. Every random choice of scenario i
+FAMILIES[(i // 2) % 6], so both halves hold every family equally. Every random choice of scenario i
 comes from random.Random(f"{seed}/{i}"), so a scenario is the same whichever half or size runs it.
 
-    python bench/history.py --half tune --seed 1 --scenarios 40 [--workdir DIR] [--bin DIR] [--plan-only]
+    python bench/history.py --half tune --seed 1 --scenarios 60 [--workdir DIR] [--bin DIR] [--plan-only]
 """
 
 import argparse
@@ -67,10 +74,11 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-FAMILIES = ("changed_fact", "file_fate", "rewrite", "outcome", "chore")
+FAMILIES = ("changed_fact", "file_fate", "rewrite", "outcome", "chore", "retry")
 HALVES = ("tune", "heldout")
 DEFAULT_BIN = "/work/main/.venv/bin"
 DAYS = 6
+SCENARIOS = 60  # per half: 10 of each family, so every goal counts 20+ cases (docs/benchmarks.md)
 MORE_SETTLE = 8  # idle drain passes allowed past --settle while vectors are still being computed
 ALL_AGENTS = ("kiro-classic", "kiro-v3", "kiro-ide", "claude-code", "codex", "gemini", "copilot")
 # Agents whose file edits an adapter can attribute to a path (Codex edits through shell commands).
@@ -324,6 +332,38 @@ CHORES = [
      ("delete the cassettes we no longer use",
       ("run", "git rm -q tests/cassettes/legacy_*.yaml", "rm 'tests/cassettes/legacy_a.yaml'"),
       "Removed the legacy cassettes.")),
+    ("sbom", ["regenerate the SBOM", "write a fresh CycloneDX bill of materials for the repo",
+              "refresh sbom.json with syft", "produce the software bill of materials again",
+              "update the sbom file before the audit"],
+     [["syft . -o cyclonedx-json=sbom.json"], ["syft . -q -o cyclonedx-json=sbom.json"]],
+     "Cataloged {k}12 packages",
+     ["sbom.json regenerated with syft (CycloneDX).", "The SBOM is fresh: sbom.json."],
+     ("scan the dev image for vulnerabilities", ("run", "grype app:dev", "No vulnerabilities found"),
+      "grype found no vulnerabilities in app:dev.")),
+    ("licenses", ["regenerate the third-party licenses file", "refresh THIRD_PARTY.md from the installed packages",
+                  "update the list of dependency licenses", "rebuild the licenses page for the release",
+                  "write the third party notices again"],
+     [["pip-licenses --format=markdown --output-file=THIRD_PARTY.md"],
+      ["pip-licenses --output-file=THIRD_PARTY.md --format=markdown"]],
+     "wrote {k}1 packages to THIRD_PARTY.md",
+     ["THIRD_PARTY.md lists the dependency licenses again.", "Regenerated THIRD_PARTY.md with pip-licenses."],
+     ("check that no dependency is GPL licensed", ("run", "liccheck -s strategy.ini", "all packages allowed"),
+      "liccheck allows every dependency.")),
+    ("dead-links", ["check the docs for broken links", "run the link checker over docs/",
+                    "look for dead links in the documentation", "verify every link in docs still resolves",
+                    "scan docs/ for 404s"],
+     [["lychee docs/"], ["lychee --no-progress docs/"]], "{k}3 links OK",
+     ["Every link in docs/ resolves.", "lychee found no broken links in docs/."],
+     ("check the links in README.md only", ("run", "lychee README.md", "12 links OK"),
+      "README.md has no broken links.")),
+    ("fixtures", ["dump the fixtures from the dev database", "export the dev data as fixtures/dev.json",
+                  "refresh fixtures/dev.json from my local db", "re-dump the development fixtures",
+                  "write the dev database out to the fixtures file"],
+     [["python manage.py dumpdata --indent 2 -o fixtures/dev.json"],
+      ["python manage.py dumpdata -o fixtures/dev.json --indent 2"]],
+     "dumped {k}14 objects", ["fixtures/dev.json holds the dev data again.", "Dumped the dev data to fixtures/dev.json."],
+     ("load the fixtures into the dev database", ("run", "python manage.py loaddata fixtures/dev.json",
+      "Installed 214 object(s) from 1 fixture(s)"), "Loaded fixtures/dev.json.")),
 ]
 CHORE_SCOPES = ("", " in the billing service", " in the admin app", " for the mobile backend")
 # A second near miss of some chores: the chore's program scoped to one package, service, test selection,
@@ -347,6 +387,20 @@ SCOPED_NEAR = {
                "Formatted the {w} package."),
 }
 SCOPED_WORDS = ("worker", "payments", "admin", "search", "reports")
+# A third near miss of some chores: one step of the chore alone, other work (`make seed` beside `make
+# reset-db seed`): its program and words a subset of the chore's.
+SUBSET_NEAR = {
+    "reset-db": ("load the seed data again without resetting anything", "make seed", "seeded 40 rows",
+                 "Loaded the seed data into the existing database."),
+    "coverage": ("rebuild only the html coverage report from the data we have", "coverage html",
+                 "Wrote HTML report to htmlcov/index.html", "htmlcov/ rebuilt from the existing data."),
+    "tag-release": ("push the tags we already have to origin", "git push --tags", "Everything up-to-date",
+                    "Pushed the existing tags."),
+    "translations": ("merge messages.pot into the catalogs without extracting",
+                     "pybabel update -i messages.pot -d translations",
+                     "updating catalog translations/de/LC_MESSAGES/messages.po",
+                     "Catalogs updated from the existing messages.pot."),
+}
 
 
 # --- file contents -------------------------------------------------------------------------------
@@ -502,9 +556,9 @@ class Planner:
                 "answer": answer, "tools": tools, "expect": expect}
 
     def _file(self, i, slot):
-        """A (area, noun) no other scenario of any family uses: slot < 3 of the scenario's own nine."""
-        family = ("file_fate", "rewrite", "outcome").index(family_of(i))
-        (area, noun), again = _pick(self.files, 9 * ordinal_of(i) + 3 * family + slot)
+        """A (area, noun) no other scenario of any family uses: slot < 3 of the scenario's own twelve."""
+        family = ("file_fate", "rewrite", "outcome", "retry").index(family_of(i))
+        (area, noun), again = _pick(self.files, 12 * ordinal_of(i) + 3 * family + slot)
         noun = noun + (str(again + 1) if again else "")
         return area, noun
 
@@ -563,7 +617,7 @@ class Planner:
         if action == "rm" and rng.random() < 0.5:
             # the same night the user adds a module of the same template (another noun): committed with the
             # deletion (now, or by the next day's `git add -A`), git pairs the two as a ~50 % "rename"
-            other, _ = _pick(self.files, 9 * ordinal_of(i) + 3 * 0 + 2)
+            other, _ = _pick(self.files, 12 * ordinal_of(i) + 3 * 0 + 2)
             act["sibling"] = {"path": f"src/{area}/{other[1]}_{noun}_legacy.py", "noun": f"{other[1]}x"}
         scenario["truth"] = {"turn": turn["key"], "path": path, "action": action, "to": new_path,
                              "expect": turn["expect"]["freshness"], "after_day": after}
@@ -648,6 +702,59 @@ class Planner:
                              "turns": {t["expect"]["variant"]: t["key"] for t in turns}}
         return turns, []
 
+    # f. failed attempts, their later successes, a different failed work, and turns that recovered
+    def _retry(self, i, rng, scenario, config_values):
+        """Two failed attempts in one shape, each run again with success on a later day (the failed record
+        is superseded by that success); a different work on the same module that also failed and is never
+        retried (superseded by nothing); and two turns that recovered: the same command re-run at once
+        (Kiro v3's identical PreToolUse, seconds apart), or after a look at a file. Every shape, every half."""
+        shape, agent, what = SHAPES[(ordinal_of(i) // 2) % len(SHAPES)]
+        area, noun = self._file(i, 0)
+        noun = f"{noun}_{area}"  # the pool repeats a noun in other areas; most commands name only the noun
+        picks = [self.commands[(5 * ordinal_of(i) + k) % len(self.commands)] for k in range(5)]
+        cmds = [tuple(x.format(n=noun, a=area) for x in COMMANDS[c]) for c in picks]
+        if shape == "codex-exit-null-readonly":
+            cmds = [(c, rng.choice(READONLY_ERRORS).format(n=noun, a=area), f, o) for c, _, f, o in cmds]
+        turns, pairs = [], []
+
+        def fail_turn(j, command, error, day, variant):
+            prompt = rng.choice(["try `{c}` for the {n} module", "run `{c}` and report", "see if `{c}` works"])
+            tools = [{"op": "run", "command": command, "output": error, "status": "fail", "shape": shape}]
+            answer = f"`{command}` failed: {error.splitlines()[-1]}. Left as it is."
+            expect = {"outcome": "failed", "variant": variant, "shape": shape, "unit": f"s{i:03d}t{j}"}
+            return self._turn(i, j, day, agent, prompt.format(c=command, n=noun), answer, tools, expect)
+
+        for k in range(2):
+            command, error, _, ok = cmds[k]
+            day = rng.randrange(self.days - 1)
+            failed = fail_turn(2 * k, command, error, day, "failed")
+            later = agent if agent == "kiro-ide" or rng.random() < 0.7 else rng.choice(FACT_AGENTS)
+            prompt = rng.choice(["retry `{c}` now", "run `{c}` again, it should pass", "`{c}` once more please"])
+            tools = [{"op": "run", "command": command, "output": ok, "status": "ok"}]
+            expect = {"outcome": "succeeded", "variant": "retried", "shape": shape, "unit": f"s{i:03d}t{2 * k + 1}"}
+            retried = self._turn(i, 2 * k + 1, rng.randrange(day + 1, self.days), later,
+                                 prompt.format(c=command), f"`{command}` passes now: {ok.splitlines()[-1]}",
+                                 tools, expect)
+            turns += [failed, retried]
+            pairs.append({"failed": failed["key"], "retried": retried["key"]})
+        command, error, _, _ = cmds[2]
+        control = fail_turn(4, command, error, rng.randrange(self.days), "failed")
+        turns.append(control)
+        for j, form in ((5, "at-once"), (6, "after-a-look")):
+            command, error, _, ok = cmds[j - 2]
+            tools = [{"op": "run", "command": command, "output": error, "status": "fail", "shape": shape}]
+            if form == "after-a-look":
+                tools.append({"op": "read", "path": f"config/{sorted(config_values)[0]}.py"})
+            tools.append({"op": "run", "command": command, "output": ok, "status": "ok"})
+            prompt = rng.choice(["get `{c}` through", "`{c}` is flaky, make it pass"]).format(c=command)
+            expect = {"outcome": "succeeded", "variant": "recovered", "shape": shape, "form": form,
+                      "unit": f"s{i:03d}t{j}"}
+            turns.append(self._turn(i, j, rng.randrange(self.days), agent, prompt,
+                                    f"`{command}` failed once, then passed: {ok.splitlines()[-1]}", tools, expect))
+        scenario["truth"] = {"shape": shape, "agent": agent, "what": what, "pairs": pairs,
+                             "controls": [control["key"]]}
+        return turns, []
+
     # e. repeated chores and a near miss
     def _chore(self, i, rng, scenario, config_values):
         c, again = _pick(self.chores, ordinal_of(i))
@@ -684,7 +791,15 @@ class Planner:
             prompt, command, output, answer = (x.format(w=rng.choice(SCOPED_WORDS)) for x in SCOPED_NEAR[name])
             tools = [{"op": "run", "command": command, "output": output, "status": "ok"}]
             expect = {"outcome": "succeeded", "unit": f"s{i:03d}:scoped", "near_miss_of": name}
-            turns.append(self._turn(i, k + 1, rng.randrange(self.days), rng.choice(ALL_AGENTS), prompt + scope,
+            # every other one from Kiro IDE 0.x, whose calls carry no command: only its output is seen
+            agent = "kiro-ide" if (ordinal_of(i) // 2) % 2 == 0 else rng.choice(ALL_AGENTS)
+            turns.append(self._turn(i, k + 1, rng.randrange(self.days), agent, prompt + scope,
+                                    answer, tools, expect))
+        if name in SUBSET_NEAR:
+            prompt, command, output, answer = SUBSET_NEAR[name]
+            tools = [{"op": "run", "command": command, "output": output, "status": "ok"}]
+            expect = {"outcome": "succeeded", "unit": f"s{i:03d}:subset", "near_miss_of": name}
+            turns.append(self._turn(i, k + 2, rng.randrange(self.days), rng.choice(ALL_AGENTS), prompt + scope,
                                     answer, tools, expect))
         scenario["truth"] = {"chore": name, "group": [t["key"] for t in turns[:k]],
                              "near_miss": [t["key"] for t in turns[k:]]}
@@ -1200,7 +1315,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--half", choices=HALVES, default="tune")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--scenarios", type=int, default=40, help="scenarios per half (default 40)")
+    parser.add_argument("--scenarios", type=int, default=SCENARIOS, help=f"scenarios per half (default {SCENARIOS})")
     parser.add_argument("--days", type=int, default=DAYS)
     parser.add_argument("--workdir",
                         help="where the repository and KIROLEARN_HOME go (default: a new temp folder, kept)")

@@ -143,6 +143,43 @@ def test_outcome_in_every_failure_shape_the_adapters_see(repo):
     assert "**Ran:**" in by_title("plain success")[0]["summary"]
 
 
+def v3_turn(root, session, prompt, calls):
+    """One Kiro CLI v3 turn: PreToolUse carries the input, PostToolUse `tool_input: {}` and a string
+    response; the Stop carries no answer. `calls`: (tool name, input, response) in order."""
+    hook(root, {"hook_event_name": "UserPromptSubmit", "session_id": session, "prompt": prompt})
+    for name, tool_input, response in calls:
+        hook(root, {"hook_event_name": "PreToolUse", "session_id": session, "tool_name": name,
+                    "tool_input": tool_input})
+        hook(root, {"hook_event_name": "PostToolUse", "session_id": session, "tool_name": name, "tool_input": {},
+                    "tool_response": response})
+    hook(root, {"hook_event_name": "Stop", "session_id": session})
+
+
+def test_a_kiro_v3_turn_that_recovered_is_never_failed(repo):
+    """A v3 re-run's PreToolUse is identical to the first run's, so within the dedup window (3 s) the drain
+    keeps one: the re-run reaches the store without its command. A turn whose failed command may have been
+    re-run with success is not `failed` (issue #31: nothing later in the turn succeeded); an unrelated
+    later success, whose command is known, does not undo the failure."""
+    s = "sess_" + uuid.uuid4().hex[:12]
+    run = {"command": "pytest -q tests/test_api.py", "cwd": str(repo)}
+    failed = "Output:\nE   ImportError: cannot import name 'login'\nExit Code: 1"
+    passed = "Output:\n12 passed in 0.84s\nExit Code: 0"
+    v3_turn(repo, s + "a", "make the api tests pass at once", [("shell", run, failed), ("shell", run, passed)])
+    v3_turn(repo, s + "b", "make the api tests pass after a look", [
+        ("shell", run, failed), ("read", {"operations": [{"mode": "Line", "path": str(repo / "README.md")}]}, "hello"),
+        ("shell", run, passed)])
+    v3_turn(repo, s + "c", "run the api tests then look at git", [
+        ("shell", run, failed), ("shell", {"command": "git status --short", "cwd": str(repo)},
+                                 "Output:\n M README.md\nExit Code: 0")])
+    v3_turn(repo, s + "d", "run the api tests once", [("shell", run, failed)])
+    drain()
+    found = {words: by_title(words)[0]["outcome"] for words in
+             ("pass at once", "pass after a look", "then look at git", "api tests once")}
+    assert found == {"pass at once": "succeeded", "pass after a look": "succeeded", "then look at git": "failed",
+                     "api tests once": "failed"}, found
+    assert "**Ran:**" in by_title("pass at once")[0]["summary"]
+
+
 def test_failed_records_are_demoted_and_marked_in_recall(repo):
     s = "sess-" + uuid.uuid4().hex[:6]
     kiro_turn(repo, s + "a", "deploy the zanzibar service", [
@@ -317,6 +354,27 @@ def test_freshness_pass_is_bounded_and_uses_an_index(repo, write_config):
     plan = [row[3] for row in db.execute("explain query plan " + recordstore.FRESHNESS_DUE_SQL, [m])]
     # one walk of the partial index in its order, stopped at the limit: no table scan, no sort
     assert plan == ["SCAN memory_records USING INDEX idx_records_freshness_due"], plan
+    db.conn.close()
+
+
+def test_a_record_checked_while_the_clock_stepped_back_goes_to_the_back_of_the_queue(repo):
+    """The freshness queue orders by the last check's wall-clock stamp: a pass whose clock stepped back
+    (NTP on a loaded VM) must not send the records it checked to the front, where the next pass would
+    check them again before the rest (a bound of ceil(N/M) passes would fail). One index lookup."""
+    from kirolearn.store.sqlite import db as store
+    from kirolearn.store.sqlite import records as recordstore
+
+    for i in range(3):
+        kiro_turn(repo, "clk-" + uuid.uuid4().hex[:6], f"write clock module {i}",
+                  [write_tool(repo, f"src/c{i}.py", module(f"c{i}"))])
+    drain()
+    db = store.open_db()
+    first = recordstore.freshness_due(db.conn, 1)[0]
+    recordstore.note_checked(db, [first["record_id"]], "2000-01-01T00:00:00.000Z")  # a clock far behind
+    queue = [r["record_id"] for r in recordstore.freshness_due(db.conn, 10)]
+    assert queue[-1] == first["record_id"] and len(queue) == 3, queue
+    plan = [row[3] for row in db.execute("explain query plan " + recordstore.NEWEST_CHECKED_SQL)]
+    assert plan == ["SEARCH memory_records USING INDEX idx_records_freshness_due"], plan  # max(): one seek
     db.conn.close()
 
 

@@ -101,6 +101,30 @@ def test_a_changed_setting_supersedes_the_older_record_and_nothing_else(project,
     assert f"superseded {old['record_id']} by {new['record_id']}" in log
 
 
+def test_a_turn_that_only_read_the_setting_is_not_superseded_when_it_changes(project):
+    """What a file held when a turn read it is in the record's tool results, not a value the turn stated:
+    a later change of that setting supersedes the turn that set it, not one that looked at the file."""
+    (project / "config").mkdir()
+    (project / "config" / "api.py").write_text("PAGE_SIZE = 20\nMAX_PAGE_SIZE = 200\n")
+    turn(project, "r1", "make MAX_PAGE_SIZE 200 (config/api.py)", "MAX_PAGE_SIZE is now 200 (config/api.py).",
+         write=("config/api.py", "PAGE_SIZE = 20\nMAX_PAGE_SIZE = 200\n"))
+    hook(project, "userPromptSubmit", "r2", prompt="get the alembic upgrade through")
+    hook(project, "postToolUse", "r2", tool_name="fs_read",
+         tool_input={"operations": [{"mode": "Line", "path": str(project / "config" / "api.py")}]},
+         tool_response={"success": True, "result": ["PAGE_SIZE = 20\nMAX_PAGE_SIZE = 200\n"]})
+    hook(project, "postToolUse", "r2", tool_name="execute_bash", tool_input={"command": "alembic upgrade head"},
+         tool_response={"success": True, "result": [{"exit_status": "0", "stdout": "Running upgrade", "stderr": ""}]})
+    hook(project, "stop", "r2", assistant_response="The upgrade went through.")
+    drain()
+    turn(project, "r3", "raise MAX_PAGE_SIZE from 200 to 500", "Updated config/api.py: MAX_PAGE_SIZE = 500 (was 200).",
+         write=("config/api.py", "PAGE_SIZE = 20\nMAX_PAGE_SIZE = 500\n"))
+    assert drain()["superseded"] == 1
+    records = listed(project)
+    new = records["raise MAX_PAGE_SIZE from 200 to 500"]["record_id"]
+    assert records["make MAX_PAGE_SIZE 200 (config/api.py)"]["superseded_by"] == new
+    assert records["get the alembic upgrade through"]["superseded_by"] is None
+
+
 def test_recall_ranks_the_newer_first_and_marks_the_older_in_the_block(project):
     records = settings_history(project)
     old, new = records[SET], records[CHANGE]
@@ -249,26 +273,56 @@ def test_export_and_import_carry_the_marks(project, tmp_path, monkeypatch):
     assert listed(project)[SET]["superseded_by"] == records[CHANGE]["record_id"]
 
 
-def test_consolidate_joins_a_turn_that_only_shows_its_output_to_the_chore_it_repeats(project):
-    def tool_only(session, prompt, output):
-        hook(project, "userPromptSubmit", session, prompt=prompt)
-        hook(project, "postToolUse", session, tool_name="execute_bash", tool_input={},
-             tool_response={"success": True, "result": [{"exit_status": "0", "stdout": output, "stderr": ""}]})
-        hook(project, "stop", session, assistant_response="Done.")
+def ide_turn(project, prompt, calls, answer="Done."):
+    """One Kiro IDE 0.x turn: hooks given USER_PROMPT, tool calls without their input (toolArgs {})."""
+    def fire(event, text):
+        result = run_hook([event], b"", env={**hook_env(), "USER_PROMPT": text}, cwd=str(project))
+        assert result.returncode == 0 and result.stderr == b"", result.stderr
 
-    turn(project, "f1", "run the formatter over src/", "Done.",
-         commands=[("black src/", "reformatted 3 files, 4 files left unchanged")])
-    turn(project, "f2", "reformat everything under src with black", "Done.",
-         commands=[("black --quiet src", "reformatted 1 files, 6 files left unchanged")])
-    tool_only("f3", "format the src tree before I commit", "reformatted 5 files, 2 files left unchanged")
-    tool_only("f4", "run the type checker over src/", "Success: no issues found in 41 source files")  # a near miss
+    fire("ide-prompt-submit", prompt)
+    for output, ok in calls:
+        fire("ide-post-tool", json.dumps({"toolName": "execute_bash", "toolArgs": {}, "toolResult": output,
+                                          "toolSuccess": ok}))
+    fire("ide-agent-stop", answer)
+
+
+def test_consolidate_never_groups_a_turn_that_only_shows_its_output(project):
+    """Kiro IDE 0.x sends its calls without input: `seeded 40 rows` from `make reset-db SERVICE=billing`
+    reads like the reset-db chore's output, so such a turn is never grouped (precision over recall)."""
+    chore = [("reset the dev database and reseed it", [("make reset-db", ""), ("make seed", "seeded 30 rows")]),
+             ("give me a clean seeded database", [("make reset-db seed", "seeded 40 rows")])]
+    for i, (prompt, commands) in enumerate(chore):
+        turn(project, f"c{i}", prompt, "Done.", commands=commands)
+    ide_turn(project, "reset only the billing database", [("seeded 40 rows", True)])
+    ide_turn(project, "wipe the local db and load the seed data again", [("seeded 50 rows", True)])
     assert drain()["merged"] == []
     records = listed(project)
-    wanted = [records[t]["record_id"] for t in ("run the formatter over src/",
-                                                "reformat everything under src with black",
-                                                "format the src tree before I commit")]
     groups = json.loads(cli("consolidate", "--json", "--project", str(project)).stdout)["groups"]
-    assert [g["record_ids"] for g in groups] == [wanted], groups
+    assert [g["record_ids"] for g in groups] == [[records[p]["record_id"] for p, _ in chore]], groups
+
+
+def test_consolidate_keeps_one_step_of_a_chore_apart_and_joins_the_chore_done_another_way(project):
+    """`make seed` alone is one step of `make reset-db seed`, other work; `coverage html -d htmlcov` and
+    `buf generate --template buf.gen.yaml` are the chore done another way (a flag's value, not a target)."""
+    same = [("regenerate the coverage report", [("coverage run -m pytest -q", ""), ("coverage html", "total 84%")]),
+            ("refresh htmlcov with the current coverage",
+             [("coverage run -m pytest", ""), ("coverage html -d htmlcov", "total 85%")]),
+            ("regenerate the protobuf stubs", [("buf generate", "wrote 4 files")]),
+            ("refresh the gRPC stubs under gen/", [("buf generate --template buf.gen.yaml", "wrote 5 files")]),
+            ("reset the dev database and reseed it", [("make reset-db seed", "seeded 30 rows")]),
+            ("wipe the local db and load the seed data again", [("make reset-db", ""), ("make seed", "seeded 40 rows")])]
+    apart = [("load the seed data again without resetting anything", [("make seed", "seeded 40 rows")]),
+             ("rebuild only the html coverage report", [("coverage html", "total 84%")]),
+             ("push the tags we already have", [("git push --tags", "Everything up-to-date")]),
+             ("tag the release and push the tags", [("git tag v1.4.3", ""), ("git push origin --tags", "new tag")])]
+    for i, (prompt, commands) in enumerate(same + apart):
+        turn(project, f"s{i}", prompt, "Done.", commands=commands)
+    drain()
+    records = listed(project)
+    groups = json.loads(cli("consolidate", "--json", "--project", str(project)).stdout)["groups"]
+    ids = [records[p]["record_id"] for p, _ in same]
+    assert sorted(map(sorted, (g["record_ids"] for g in groups))) == sorted(
+        [sorted(ids[0:2]), sorted(ids[2:4]), sorted(ids[4:6])]), groups
 
 
 # --- a later success of the same work supersedes a failed attempt ------------------------------------
@@ -380,3 +434,33 @@ def test_a_retry_without_status_whose_output_is_an_error_supersedes_nothing(proj
                 "ERROR    -  Config value 'nav': a page is missing\nAborted with 1 configuration errors!")
     assert drain()["superseded"] == 0
     assert listed(project)["build the docs"]["superseded_by"] is None
+
+
+def test_a_kiro_ide_failure_is_superseded_by_the_later_success_its_request_names(project):
+    """Kiro IDE 0.x's calls carry no command: its failed attempt is superseded by a later success whose
+    request quotes the same command, and only then; a different failed work, and a failure whose request
+    quotes nothing, stay as they were."""
+    api, cargo, vague = ("try `pytest -q tests/test_api.py` for the api module", "run `cargo test -p api` and report",
+                         "run the tests and tell me")
+    ide_turn(project, api, [("Command failed: E   ImportError: cannot import name 'login'", False)])
+    ide_turn(project, cargo, [("Command failed: error[E0425]: cannot find value `limit`", False)])
+    ide_turn(project, vague, [("Command failed: 2 failed, 10 passed", False)])
+    drain()
+    assert {listed(project)[t]["outcome"] for t in (api, cargo, vague)} == {"failed"}
+    ide_turn(project, "retry `pytest -q tests/test_api.py` now", [("12 passed in 0.84s", True)])
+    ide_turn(project, "the tests for the api module, once more please", [("12 passed in 0.9s", True)])
+    done = drain()
+    assert done["superseded"] == 1, done
+    after = listed(project)
+    retry = after["retry `pytest -q tests/test_api.py` now"]
+    assert retry["outcome"] == "succeeded"
+    assert after[api]["superseded_by"] == retry["record_id"]
+    assert after[cargo]["superseded_by"] is None and after[vague]["superseded_by"] is None
+    entry = [h for h in shown(after[api]["record_id"])["history"] if h["action"] == "supersede"]
+    assert "pytest -q tests/test_api.py" in entry[0]["reason"], entry
+    # another agent running the quoted command supersedes the IDE's failed attempt too
+    turn(project, "k2", "build the api crate", "It builds.", commands=[("cargo test -p api", "test result: ok")])
+    drain()
+    after = listed(project)
+    assert after[cargo]["superseded_by"] == after["build the api crate"]["record_id"]
+    assert after[vague]["superseded_by"] is None

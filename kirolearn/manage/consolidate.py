@@ -1,11 +1,12 @@
 """`kirolearn consolidate`: groups of near-duplicate records of a project, previewed or merged (issue #31).
 
 Two records are the same chore when kirolearn.pipeline.truth.same_chore says so (the same commands,
-no error in either, the same files). The preview changes nothing. `apply` folds each group into its
-newest record, which keeps every source event and the union of facts, concepts and files; the others
-get `merged_into` = that survivor (recall hides them; nothing is deleted; `kirolearn restore ID`
-brings one back). Candidates come from the FTS index, a few per record of the project: the records
-that ran a command are read once, each compared with the few older ones FTS finds by its commands' words.
+no error in either, the same files; a record that does not say what it ran is never grouped). The
+preview changes nothing. `apply` folds each group into its newest record, which keeps every source
+event and the union of facts, concepts and files; the others get `merged_into` = that survivor
+(recall hides them; nothing is deleted; `kirolearn restore ID` brings one back). Candidates come
+from the FTS index, a few per record of the project: the records that ran a command are read once,
+each compared with the few older ones FTS finds by its commands' words.
 """
 
 from kirolearn.manage.records import ManageError, writable, clean, open_existing, project_id_of
@@ -23,16 +24,15 @@ def find_groups(*, project_root=None, db=None, limit: int = SCAN_LIMIT) -> "list
     pid = project_id_of(project_root)
     if pid is None:
         raise ManageError("consolidate works on one project", "run it inside the project, or give --project")
+    # a record that does not say what it ran (IDE 0.x) is never grouped
     records = [r for r in recordstore.list_records(db, limit=limit, project_id=pid)
-               if not r.get("merged_into") and (truth.commands(r) or truth.tool_results(r))]
-
-    results_of = truth.results_reader(db)
+               if not r.get("merged_into") and truth.commands(r)]
 
     def candidates(rec):
-        return recordstore.mark_candidates(db, pid, truth.chore_words(rec, results_of(rec)),
-                                           exclude=[rec["record_id"]], limit=truth.CANDIDATES)
+        return recordstore.mark_candidates(db, pid, truth.chore_words(rec), exclude=[rec["record_id"]],
+                                           limit=truth.CANDIDATES)
 
-    return truth.groups(records, candidates, rule=lambda a, b: truth.same_chore(a, b, results_of))
+    return truth.groups(records, candidates, rule=truth.same_chore)
 
 
 def consolidate(*, project_root=None, apply: bool = False, actor: str = "cli", db=None) -> dict:

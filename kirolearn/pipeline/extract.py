@@ -201,20 +201,29 @@ def failed(event: dict) -> bool:
     return tool_status(event) is False
 
 
+def _unnamed(event: dict) -> bool:
+    """A call whose input did not reach the store: an empty `tool_input` (Kiro v3's PostToolUse) that no
+    pre-tool twin filled in (paired_tools), e.g. a re-run's PreToolUse dropped as a content duplicate of
+    the first run's (identical within the dedup window). It may have run anything, the failed command too."""
+    return not event.get("tool_input") and event.get("trigger") != "preToolUse"
+
+
+def _may_rerun(failed_call: dict, later: dict) -> bool:
+    """Can `later` be a re-run of `failed_call`: the same command (same program and first arguments); for
+    a call that is no command, the same tool; or the same tool with its input unknown (`_unnamed`)."""
+    command, again = command_of(failed_call), command_of(later)
+    if command and again:
+        return _same_command(command, again)
+    if later.get("tool_name") != failed_call.get("tool_name"):
+        return False
+    return not again and (not command or _unnamed(later))
+
+
 def resolved(tools: list, i: int) -> bool:
-    """Did something later in the turn undo the failure of tools[i]: a re-run of the same command (same
-    program and first arguments) or, for a call that is no command, of the same tool, that did not fail?"""
-    command = command_of(tools[i])
-    name = tools[i].get("tool_name")
-    for later in tools[i + 1:]:
-        again = command_of(later)
-        if command and again:
-            same = _same_command(command, again)
-        else:
-            same = not command and not again and later.get("tool_name") == name
-        if same and not failed(later):
-            return True
-    return False
+    """Did something later in the turn undo the failure of tools[i]: a call that may be its re-run
+    (`_may_rerun`) and did not fail? So `failed` needs that nothing later in the turn that could be the
+    same work succeeded (issue #31, point 3); an unrelated later command does not undo a failure."""
+    return any(_may_rerun(tools[i], later) and not failed(later) for later in tools[i + 1:])
 
 
 def turn_outcome(tools: list) -> str:
@@ -375,13 +384,10 @@ def _changed_paths(event: dict, root: str) -> "list[str]":
 
 def _fix_of(tools: list, i: int, root: str) -> str:
     """' — fixed after changing X: `cmd` then succeeded' when a later re-run succeeded."""
-    command = command_of(tools[i])
     name = tools[i].get("tool_name")
     fix = None
     for later in tools[i + 1 :]:
-        again = command_of(later)
-        same = _same_command(command, again) if command and again else later.get("tool_name") == name
-        if same and not failed(later):
+        if _may_rerun(tools[i], later) and not failed(later):
             fix = later
             break
     if fix is None:

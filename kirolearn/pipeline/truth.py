@@ -8,9 +8,11 @@ files, they share one. Values are numbers, quoted strings and a few literals (tr
 off, ALL-CAPS words): a sentence that only mentions a name states nothing. Precision first: two records
 about the same file but no stated value never supersede each other.
 
-**Near duplicates.** Two records are the same chore when they ran the same commands (each command's
-program and first word, flags and paths' trailing slashes aside), neither holds an error, and, when
-both name files, their files are the same. `near_identical` (what the drain merges by itself) also
+**Near duplicates.** Two records are the same chore when they ran the same commands (each program
+given about the same words, flags and paths' trailing slashes aside; `_close`), neither holds an
+error, and, when both name files, their files are the same. A record that does not say what it ran
+(Kiro IDE 0.x) is never grouped: its output alone cannot tell a chore from the same program scoped
+to other work. `near_identical` (what the drain merges by itself) also
 asks for the very same command lines.
 
 Candidates come from the FTS index (kirolearn.store.sqlite.records.mark_candidates), a few per new
@@ -61,8 +63,9 @@ def record_text(record: dict) -> str:
 
 
 def statements(record: dict) -> "dict[str, tuple[set, set]]":
-    """{identifier: (values the record gives it, values it says it had before)}."""
-    text = record_text(record)
+    """{identifier: (values the record gives it, values it says it had before)}. Its tool results are
+    not read: what a file held when the turn read it (`PAGE_SIZE = 20`) is not what the turn stated."""
+    text = _RESULTS.sub("", record_text(record))
     out: "dict[str, tuple[set, set]]" = {}
 
     def put(subject, new=None, old=None):
@@ -127,6 +130,15 @@ def _word(word: str) -> str:
     return word[:-1] if len(word) > 4 and word.endswith("s") and not word.endswith("ss") else word
 
 
+_VERSION = re.compile(r"v?\d+(?:\.\d+){1,3}")
+
+
+def _chore_word(word: str) -> str:
+    """_word, with a version number as one word: `git tag v1.4.3` and `git tag v1.4.5` are one chore."""
+    word = _word(word)
+    return "<version>" if _VERSION.fullmatch(word) else word
+
+
 # Flags whose value names what the work is done to (a package, a workspace, a service, a test
 # selection, an image, a config file), not how: `npm run build --workspace admin` is other work than
 # `npm run build`, while `isort --profile black src` is `isort src` done another way.
@@ -182,7 +194,23 @@ def command_words(record: dict) -> "dict[str, set]":
     for command in commands(record):
         words = _plain_words(command)
         if words:
-            out.setdefault(words[0], set()).update(_word(w) for w in words[1:] if _word(w))
+            out.setdefault(words[0], set()).update(_chore_word(w) for w in words[1:] if _word(w))
+    return out
+
+
+def flag_values(record: dict) -> "dict[str, set]":
+    """{program: the words its commands gave as the value of a flag that is no selector}: how the work
+    was done (`--mode production`, `-d htmlcov`, `--template buf.gen.yaml`), not what it was done to."""
+    out: "dict[str, set]" = {}
+    for command in commands(record):
+        words = _plain_words(command)
+        if not words:
+            continue
+        seen = command.split()
+        for flag, value in zip(seen, seen[1:]):
+            if (flag.startswith("-") and "=" not in flag and flag not in SELECTOR_FLAGS
+                    and not value.startswith("-")):
+                out.setdefault(words[0], set()).add(_chore_word(value))
     return out
 
 
@@ -220,73 +248,42 @@ def _blank(line: str) -> str:
     return " ".join(_DIGITS.sub("#", line).split()).lower()
 
 
-def results_reader(db):
-    """A `results_of(record)` for same_chore: its summary's tool results, or, for a record that ran
-    commands, what those commands answered (read from its source events, once per record), so a turn
-    whose agent said what it ran and one whose agent did not can still be found to be the same chore."""
-    from kirolearn.pipeline import extract
-    from kirolearn.pipeline.schema import clip
-
-    cache: dict = {}
-
-    def results_of(record: dict) -> "frozenset[str]":
-        rid = record["record_id"]
-        if rid not in cache:
-            found = tool_results(record)
-            if not found and commands(record):
-                lines = set()
-                for event in recordstore.events_by_ids(db, record.get("source_event_ids") or (), limit=40):
-                    body = event["body"]
-                    if extract.command_of(body) and not extract.failed(body):
-                        text = " ".join(extract.response_text(body).split())
-                        if text:
-                            lines.add(_blank(f"{body.get('tool_name')}: " + clip(text, 160).rstrip("…")))
-                found = frozenset(lines)
-            cache[rid] = found
-        return cache[rid]
-
-    return results_of
-
-
 def has_error(record: dict) -> bool:
     """A record of a failed attempt: its outcome mark says so (m020), or its text shows an error."""
     return record.get("outcome") == "failed" or bool(_ERROR.search(record_text(record)))
 
 
-def _close(a: set, b: set) -> bool:
+def _close(a: set, b: set, how: "set | frozenset" = frozenset()) -> bool:
+    """About the same words: equal; one a subset of the other whose extra words are all flag values
+    (`how`: `npm run build` and `npm run build -- --mode production`); or two thirds of them shared.
+    An extra positional word is other work: `make seed` is not `make reset-db seed`."""
     if not a or not b:
         return a == b
-    return a <= b or b <= a or len(a & b) * 3 >= 2 * len(a | b)
+    small, big = (a, b) if len(a) <= len(b) else (b, a)
+    if small <= big and big - small <= how:
+        return True
+    return len(a & b) * 3 >= 2 * len(a | b)
 
 
 def same_chore(a: dict, b: dict, results_of=None) -> "str | None":
-    """Why two records are the same chore done twice, or None. `results_of` (results_reader) lets a
-    record that ran commands be compared with one that only shows tool results."""
+    """Why two records are the same chore done twice, or None. Both must say what they ran: a record
+    with tool results only (Kiro IDE 0.x) is never grouped (`results_of` is accepted and not used)."""
     if a["record_id"] == b["record_id"] or a.get("project_id") != b.get("project_id"):
+        return None
+    wa, wb = command_words(a), command_words(b)
+    if not wa or not wb or set(wa) != set(wb):
         return None
     if has_error(a) or has_error(b) or statements(a) or statements(b):
         return None  # a failure is not a chore done; a record that sets a value is for supersede
     fa, fb = set(a.get("files_touched") or ()), set(b.get("files_touched") or ())
     if (fa or fb) and fa != fb:
         return None
-    wa, wb = command_words(a), command_words(b)
-    if bool(wa) != bool(wb):  # one said what it ran, the other only what came back
-        if results_of is None:
-            return None
-        ra, rb = results_of(a), results_of(b)
-        if ra and rb and (ra <= rb or rb <= ra):
-            return "same tool results: " + "; ".join(sorted(ra & rb))
+    how_a, how_b = flag_values(a), flag_values(b)
+    if not all(_close(wa[p], wb[p], how_a.get(p, set()) | how_b.get(p, set())) for p in wa):
         return None
-    if wa or wb:
-        if set(wa) != set(wb) or not all(_close(wa[p], wb[p]) for p in wa):
-            return None
-        if command_selectors(a) != command_selectors(b):
-            return None  # the same program scoped to another package, service, test or image
-        return "same commands: " + "; ".join(f"{p} {' '.join(sorted(wa[p] | wb[p]))}".strip() for p in sorted(wa))
-    ra, rb = tool_results(a), tool_results(b)
-    if ra and ra == rb:
-        return "same tool results: " + "; ".join(sorted(ra))
-    return None
+    if command_selectors(a) != command_selectors(b):
+        return None  # the same program scoped to another package, service, test or image
+    return "same commands: " + "; ".join(f"{p} {' '.join(sorted(wa[p] | wb[p]))}".strip() for p in sorted(wa))
 
 
 def near_identical(a: dict, b: dict) -> "str | None":
@@ -394,11 +391,22 @@ def _same_work(a: str, b: str) -> bool:
     return bool(pa) and pa == pb and wa == wb
 
 
+_SPAN = re.compile(r"`([^`\n]{3,200})`")
+
+
+def request_spans(text: str) -> "frozenset[str]":
+    """The code a request quotes in backticks (`pytest tests/test_api.py`), whitespace-normalised: what
+    names the work when the agent's tool calls do not (Kiro IDE 0.x)."""
+    return frozenset(" ".join(m.split()) for m in _SPAN.findall(text or "") if m.strip())
+
+
 def work_reader(db):
-    """A `work_of(record)`: {"failed": the calls a record's turn left failed, each ("command", text) or
-    ("files", paths), or None when one of them is neither; "done": commands that ended well or with no
-    status; "wrote": paths written by calls that did not fail}, read from its source events (once per
-    record), else from its summary (a failed record's `Tried X: failed because`, a record's **Ran:**)."""
+    """A `work_of(record)`: {"failed": the calls a record's turn left failed, each ("command", text),
+    ("files", paths) or ("unnamed", tool name: a call sent without its input, Kiro IDE 0.x), or None when
+    there are none; "done": commands that ended well or with no status; "wrote": paths written by calls
+    that did not fail; "unnamed_ok": tools of calls without input that ended well; "spans": the code the
+    turn's request quotes (request_spans)}, read from its source events (once per record), else from
+    its summary (a failed record's `Tried X: failed because`, a record's **Ran:**)."""
     from kirolearn.pipeline import extract
 
     cache: dict = {}
@@ -412,7 +420,10 @@ def work_reader(db):
         tools = extract.paired_tools([e["body"] for e in events if isinstance(e.get("body"), dict)
                                        and e["body"].get("kind") == "tool_use"])
         failed: "list | None" = []
-        done, wrote = [], set()
+        done, wrote, unnamed_ok = [], set(), set()
+        prompts = [e["body"].get("prompt") or "" for e in events
+                   if isinstance(e.get("body"), dict) and e["body"].get("kind") == "prompt"]
+        spans = request_spans("\n".join(prompts) if prompts else record.get("title") or "")
         for i, body in enumerate(tools):
             command = extract.command_of(body)
             paths = [extract.relative(p, root) for p in extract.paths_of(body)]
@@ -424,8 +435,7 @@ def work_reader(db):
                 elif paths:
                     failed.append(("files", frozenset(paths)))
                 else:
-                    failed = None  # a failed call the later work cannot be told to cover
-                    break
+                    failed.append(("unnamed", body.get("tool_name") or ""))
             elif command:
                 tail = extract.response_text(body)[-2000:] if extract.tool_status(body) is None else ""
                 if extract.STRONG_ERROR.search(tail) or extract.WEAK_ERROR.search(tail):
@@ -433,11 +443,14 @@ def work_reader(db):
                 done.append(command)
             elif extract.tool_base(body.get("tool_name", "")) in extract.WRITE_TOOLS:
                 wrote.update(paths)
+            elif not body.get("tool_input") and extract.tool_status(body) is True:
+                unnamed_ok.add(body.get("tool_name") or "")
         if not tools:  # no events (expired, imported): what the summary says
             text = record_text(record)
             failed = [("command", c) for c in dict.fromkeys(_TRIED.findall(text))] or None
             done = commands(record)
-        cache[rid] = {"failed": failed if failed != [] else None, "done": done, "wrote": wrote}
+        cache[rid] = {"failed": failed or None, "done": done, "wrote": wrote, "unnamed_ok": unnamed_ok,
+                      "spans": spans}
         return cache[rid]
 
     return work_of
@@ -446,8 +459,13 @@ def work_reader(db):
 def fixes_failure(new: dict, old: dict, work_of) -> "str | None":
     """Why `new`, a later turn that ended well, did the very work `old`, a failed attempt, failed at
     (every call `old` left failed: the same command run again without failure, or the same files
-    written), or None. Precision first: another command that also failed, a success of another
-    command, or a failure of a call with neither command nor file is never superseded."""
+    written), or None. Precision first: another command that also failed, or a success of another
+    command, is never superseded.
+
+    A failed call sent without its input (Kiro IDE 0.x) counts as done again only when `old`'s request
+    quotes its work in backticks and `new` names it the same way: `new` ran a quoted command (the same
+    work, flags aside), or its request quotes every span `old`'s did and a call of the same tool, also
+    without input, ended well in it. A request that quotes nothing leaves such a failure as it is."""
     if new["record_id"] == old["record_id"] or new.get("project_id") != old.get("project_id"):
         return None
     if old.get("outcome") != "failed" or new.get("outcome") == "failed":
@@ -466,8 +484,17 @@ def fixes_failure(new: dict, old: dict, work_of) -> "str | None":
             if again is None:
                 return None
             said.append(f"`{again}`")
-        elif what and what <= later["wrote"]:
+        elif kind == "files" and what and what <= later["wrote"]:
             said.append(", ".join(sorted(what)))
+        elif kind == "unnamed" and tried["spans"]:
+            ran = [next((c for c in later["done"] if _same_work(span, c)), None)
+                   for span in sorted(tried["spans"])]
+            if all(ran):
+                said += [f"`{c}`" for c in ran]
+            elif what in later["unnamed_ok"] and tried["spans"] <= later["spans"]:
+                said.append(" ".join(f"`{span}`" for span in sorted(tried["spans"])) + " (as requested)")
+            else:
+                return None
         else:
             return None
     return "a later success of the same work: " + "; ".join(dict.fromkeys(said))
@@ -482,6 +509,10 @@ def failure_words(record: dict, work_of) -> "list[str]":
         words += re.findall(r"[A-Za-z0-9_]{2,}", program + " " + " ".join(args))
     for path in work["wrote"]:
         words += re.findall(r"[A-Za-z0-9_]{2,}", path)
+    if work["unnamed_ok"] or work["done"]:  # what it quoted: a failed attempt without input names only that
+        for span in work["spans"]:
+            program, args = _args(span)
+            words += re.findall(r"[A-Za-z0-9_]{2,}", program + " " + " ".join(args))
     return sorted(set(words))[:16]
 
 

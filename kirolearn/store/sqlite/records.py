@@ -937,9 +937,22 @@ FRESHNESS_DUE_SQL = ("select record_id from memory_records indexed by idx_record
                      "where file_state is not null order by freshness_checked_at, record_id limit ?")
 
 
+NEWEST_CHECKED_SQL = ("select max(freshness_checked_at) from memory_records "
+                      "indexed by idx_records_freshness_due where file_state is not null")
+
+
 def note_checked(db, record_ids, at: str) -> None:
-    """When these records' files were last checked (they go to the back of freshness_due's queue)."""
+    """When these records' files were last checked: they go to the back of freshness_due's queue, behind
+    every stamp already there even when the wall clock stepped back (`at` older than the newest stamp,
+    which would send them to the front and check them again before the rest). One index lookup."""
     ids = list(record_ids)
+    if not ids:
+        return
+    newest = db.execute(NEWEST_CHECKED_SQL).fetchone()[0]
+    if newest and newest >= at:
+        from kirolearn.core import isotime
+
+        at = isotime.shift(newest, 0.001)
     with store.writing(db):
         for i in range(0, len(ids), 500):
             part = ids[i:i + 500]
