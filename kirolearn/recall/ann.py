@@ -111,7 +111,7 @@ def _replace_json(path: str, value: dict) -> None:
     os.replace(tmp, path)
 
 
-def _unit_rows(blob: bytes, dimensions: int):
+def unit_rows(blob: bytes, dimensions: int):
     import numpy as np
 
     return np.frombuffer(blob, dtype=np.float32).reshape(-1, dimensions)
@@ -157,7 +157,7 @@ class _Builder:
 
         keys, vectors = [], []
         for rowid, blob, dims, updated in rows:
-            parts = _unit_rows(blob, dims)[: 1 << PART_BITS]
+            parts = unit_rows(blob, dims)[: 1 << PART_BITS]
             keys += [(rowid << PART_BITS) | p for p in range(len(parts))]
             vectors.append(parts)
             self.meta["records"] += 1
@@ -185,7 +185,7 @@ class _Builder:
         """Add rows above the watermark (and rewritten rows at its top) until done or the deadline;
         True when the index covers every row of the project."""
         meta = self.meta
-        if not _stamp_holds(self.conn, meta):
+        if not stamp_holds(self.conn, meta):
             # the newest rows deleted, their rowids reused: take those again
             self._take([r[:4] for r in rewritten_rows(self.conn, self.model_id, self.project_id, meta)])
             meta["stamp"] = list(rows_sql.vector_row_stamp(self.conn, meta["watermark"]) or ())
@@ -249,7 +249,7 @@ def rewritten_rows(conn, model_id: str, project_id: str, meta: dict, chunk: int 
         at_most = rows[-1][0] - 1
 
 
-def _stamp_holds(conn, meta: dict) -> bool:
+def stamp_holds(conn, meta: dict) -> bool:
     """Whether the watermark's row is still the one the index took (not deleted nor rewritten)."""
     if not meta.get("watermark"):
         return True
@@ -306,7 +306,7 @@ def _refresh_project(conn, model_id, project_id, db_file, dimensions, deadline, 
     if meta is None or not os.path.exists(files["index"]):
         if rows_sql.count_vectors_capped(conn, model_id, project_id, max(1, threshold())) < threshold():
             return True  # small: searched exactly
-    elif meta.get("model_id") == model_id and _stamp_holds(conn, meta) and _first_holds(conn, meta) and \
+    elif meta.get("model_id") == model_id and stamp_holds(conn, meta) and _first_holds(conn, meta) and \
             os.path.getsize(files["index"]) == meta.get("index_bytes"):
         tail = rows_sql.count_vectors_capped_after(conn, model_id, project_id, meta["watermark"],
                                                    _merge_at(meta.get("records", 0)))

@@ -226,7 +226,7 @@ def _best(blobs, q) -> "list[float]":
 
     if not blobs:
         return []
-    parts = [ann._unit_rows(blob, dims) for blob, dims in blobs]
+    parts = [ann.unit_rows(blob, dims) for blob, dims in blobs]
     starts = np.cumsum([0] + [len(p) for p in parts[:-1]])
     return np.maximum.reduceat(np.concatenate(parts) @ q, starts).tolist()
 
@@ -245,14 +245,14 @@ class _AnnIndex:
         while True:  # only the rows written since the last query
             found = vector_rows.vector_records_after(conn, model_id, project_id, last, ann.ADD_CHUNK)
             for rowid, record_id, blob, dims in found:
-                tail[record_id] = (rowid, ann._unit_rows(blob, dims))
+                tail[record_id] = (rowid, ann.unit_rows(blob, dims))
             if len(found) < ann.ADD_CHUNK:
                 break
             last = found[-1][0]
-        if not ann._stamp_holds(conn, meta):  # rowids at the top reused: those rows count as new
+        if not ann.stamp_holds(conn, meta):  # rowids at the top reused: those rows count as new
             for rowid, blob, dims, _, record_id in ann.rewritten_rows(conn, model_id, project_id, meta):
                 if rowid > tail.get(record_id, (0,))[0]:
-                    tail[record_id] = (rowid, ann._unit_rows(blob, dims))
+                    tail[record_id] = (rowid, ann.unit_rows(blob, dims))
         self.tail = tail
         self.ids = ()  # not a matrix of every record: Searcher.similarities asks candidates()
 
