@@ -175,25 +175,28 @@ def fts_matches(conn, words: "list[str]", *, depth: int, limit: int, project_id=
     conds, args = record_filters(project_id=project_id, types=types, since=since, session_id=session_id,
                                  file=file)
     narrow = project_id if project_in_match else None
+    return _on_any_store(lambda cols, text: _fts_ranked(conn, cols, words, narrow, depth, weights, conds, args,
+                                                        limit, after_rowid, text), columns)
+
+
+def _on_any_store(run, columns: str) -> list:
+    """run(columns, text columns) on this store; a store the drain has not migrated yet is asked again
+    without the marks (before m020: nothing demoted) or without the expansion column (before m012)."""
     try:
-        return _fts_matches(conn, columns, words, narrow, depth, weights, conds, args, limit, after_rowid)
+        return _on_any_text(run, columns)
     except sqlite3.OperationalError as exc:
         if MARK_COLUMNS not in columns or "no such column" not in str(exc):
             raise
-        # a store the drain has not migrated to m020 yet: no marks, nothing demoted
-        return _fts_matches(conn, columns.replace(MARK_COLUMNS, ""), words, narrow, depth, weights, conds, args,
-                            limit, after_rowid)
+        return _on_any_text(run, columns.replace(MARK_COLUMNS, ""))
 
 
-def _fts_matches(conn, columns, words, narrow, depth, weights, conds, args, limit, after_rowid=0):
+def _on_any_text(run, columns: str) -> list:
     try:
-        return _fts_ranked(conn, columns, words, narrow, depth, weights, conds, args, limit, after_rowid,
-                           TEXT_COLUMNS)
+        return run(columns, TEXT_COLUMNS)
     except sqlite3.OperationalError as exc:
         if "expansion" not in str(exc):
             raise
-        return _fts_ranked(conn, columns, words, narrow, depth, weights, conds, args, limit, after_rowid,
-                           OLD_TEXT_COLUMNS)
+        return run(columns, OLD_TEXT_COLUMNS)
 
 
 def _fts_ranked(conn, columns, words, narrow, depth, weights, conds, args, limit, after_rowid, text):
@@ -222,18 +225,14 @@ def phrase_matches(conn, phrase: str, *, after_rowid: int, limit: int, columns: 
     conds, args = record_filters(project_id=project_id, types=types, since=since, session_id=session_id,
                                  file=file)
     where = " where " + " and ".join(conds) if conds else ""
-    for text in (TEXT_COLUMNS, OLD_TEXT_COLUMNS):
-        for cols in (columns, columns.replace(MARK_COLUMNS, "")):
-            sql = (f"with top as (select rowid from memory_records_fts where memory_records_fts match ? "
-                   f"and rowid > ? limit ?) select {cols}, 0.0 as bm25 from top "
-                   f"join memory_records r on r.rowid = top.rowid{where} order by r.rowid desc limit ?")
-            try:
-                return _dicts(conn.execute(sql, [fts_query([phrase], None, text), after_rowid, PHRASE_SCAN,
-                                                 *args, limit]))
-            except sqlite3.OperationalError as exc:  # a store before m012 (expansion) or m020 (marks)
-                if "expansion" not in str(exc) and "no such column" not in str(exc):
-                    raise
-    return []
+
+    def run(cols, text):
+        sql = (f"with top as (select rowid from memory_records_fts where memory_records_fts match ? "
+               f"and rowid > ? limit ?) select {cols}, 0.0 as bm25 from top "
+               f"join memory_records r on r.rowid = top.rowid{where} order by r.rowid desc limit ?")
+        return _dicts(conn.execute(sql, [fts_query([phrase], None, text), after_rowid, PHRASE_SCAN, *args, limit]))
+
+    return _on_any_store(run, columns)
 
 
 def _project_arg(conds: list, args: list) -> "str | None":
