@@ -1,6 +1,7 @@
 """Recall whose cost follows the matches it ranks, not the store (issue #32): word counts find a word
 whose Porter stem is shorter than its prefix, a word in too many records is not searched, a prompt of
-common words only ranks the newest records, a big project is filtered after ranking, and the recall
+prompt of common words only looks them up in the newest records, words matching more than a budget rank
+only the newest records, a big project is filtered after ranking, and the recall
 query reads the FTS index and joins by rowid (EXPLAIN QUERY PLAN). On a small store nothing changes."""
 
 from datetime import datetime, timedelta, timezone
@@ -39,18 +40,20 @@ def big(project, new_store):
 
 def test_a_word_indexed_by_a_shorter_stem_is_counted(big):
     """Porter indexes "reference" as "refer": its stem-like prefix "refere" finds no term, and the word was
-    searched as if rare, ranking every record that holds it."""
+    searched as if rare, ranking every record that holds it. Each word is counted by the term FTS5's own
+    tokenizer makes of it ("died" is "di": at 1M records its 2,300 matches were ranked as if it had none)."""
     conn = lexical.connect_readonly()
-    assert lexical._stems("reference") == ["refer"] and lexical._stems("logged") == ["log"]
-    assert lexical._stems("users") == []  # "use" is another word, not a stem of it
-    total, counts = reader.term_doc_counts(conn, ["refere"], [["refer"]])
+    assert reader.index_terms(["reference", "logged", "users", "died", "test_checkout", ""]) == [
+        ["refer"], ["log"], ["user"], ["di"], ["test", "checkout"], []]
+    total, counts = reader.term_doc_counts(conn, ["refere"], ["reference"])
     assert total == 1200 and counts == [1200]
     assert lexical._drop_common(conn, ["zanzibar", "quokka", "reference", "went"]) == ["zanzibar", "quokka"]
 
 
-def test_common_words_only_rank_the_newest_records(big, project, monkeypatch):
+def test_common_words_only_are_looked_up_in_the_newest_records(big, project, monkeypatch):
     monkeypatch.setattr(lexical, "COMMON_DOCS", 100)
     monkeypatch.setattr(lexical, "RECENT_ROWS", 300)
+    monkeypatch.setattr(lexical, "MATCH_BUDGET", 600)
     conn = lexical.connect_readonly()
     pid = project_id(str(project))
     floor: list = []
@@ -59,17 +62,52 @@ def test_common_words_only_rank_the_newest_records(big, project, monkeypatch):
     assert floor == [0]
     hits = lexical.search(conn, "deploy zanzibar went fine", project_id=pid)
     assert hits[0].title == "note 7"
-    # common words only: the newest RECENT_ROWS records are ranked, nothing older
+    # common words only, ranked: the newest part of the store holding MATCH_BUDGET of their 2,400 matches
     floor = []
     assert lexical._drop_common(conn, ["deploy", "went", "fine"], floor) == ["deploy", "went"]  # the rarest two
-    assert floor == [1200 - 300]
+    assert floor == [1200 - 1200 * 600 // 2400]
+    # search() ranks none of them (bm25() would read their whole doclists): each is looked up unranked
+    # in the newest RECENT_ROWS records, newest first
+    apart: list = []
+    assert lexical._drop_common(conn, ["deploy", "went", "fine"], [], apart) == [] and apart == ["deploy", "went"]
+    seen: list = []
+    conn.set_trace_callback(seen.append)
     hits = lexical.search(conn, "deploy went fine", project_id=pid, limit=100)
+    conn.set_trace_callback(None)
+    assert not [sql for sql in seen if "bm25(" in sql]
     assert len(hits) == 100 and all(int(h.title.split()[1]) >= 900 for h in hits)
     assert [s for s in lexical.scores(conn, "deploy went fine", project_id=pid, limit=300)]
-    # on a store under COMMON_DOCS records nothing is bounded (the real constants: 5,000)
+    # two words alone are bounded too (they were searched unbounded: 2 s at 1M records)
+    apart = []
+    assert lexical._drop_common(conn, ["deploy", "went"], [], apart) == [] and apart == ["deploy", "went"]
+    # on a store under COMMON_DOCS / COMMON_SHARE records nothing is bounded (the real constants: 25,000)
     monkeypatch.undo()
+    floor, apart = [], []
+    assert lexical._drop_common(conn, ["deploy", "went", "fine"], floor, apart) == ["deploy", "went"]
+    assert floor == [0] and apart == []
+
+
+def test_words_matching_more_than_the_budget_rank_the_newest_records(project, new_store, monkeypatch):
+    """Words each under COMMON_DOCS whose matches together pass MATCH_BUDGET are ranked only in the newest
+    part of the store expected to hold MATCH_BUDGET of them: ranking costs its matches (#32)."""
+    db = new_store()
+    fill(db, project, [(f"note {i}", ("died " if i % 2 else "") + ("cron " if i % 3 == 0 else "") + "zanzibar")
+                       for i in range(3000)])
+    assert store.refresh_term_docs(db, force=True)
+    monkeypatch.setattr(lexical, "COMMON_DOCS", 1600)  # the store is big: 0.6 x 3,000 > 1,600
+    monkeypatch.setattr(lexical, "COMMON_SHARE", 0.6)
+    monkeypatch.setattr(lexical, "MATCH_BUDGET", 500)
+    conn = lexical.connect_readonly()
+    pid = project_id(str(project))
+    floor: list = []
+    # "died" (1,500 records, indexed as "di") and "cron" (1,000): 2,500 matches, five times the budget
+    assert lexical._drop_common(conn, ["died", "cron", "zanzibar"], floor) == ["died", "cron"]
+    assert floor == [3000 - 3000 * 500 // 2500]
+    hits = lexical.search(conn, "died cron zanzibar", project_id=pid, limit=50)
+    assert len(hits) == 50 and all(int(h.title.split()[1]) >= 2400 for h in hits)
+    monkeypatch.setattr(lexical, "MATCH_BUDGET", 2500)  # within the budget: the whole store
     floor = []
-    lexical._drop_common(conn, ["deploy", "went", "fine"], floor)
+    lexical._drop_common(conn, ["died", "cron", "zanzibar"], floor)
     assert floor == [0]
 
 
@@ -141,13 +179,16 @@ def test_the_recall_queries_use_the_fts_index_and_the_rowid(big, project, monkey
     monkeypatch.setattr(lexical, "RECENT_ROWS", 300)
     conn = lexical.connect_readonly()
     pid = project_id(str(project))
-    found = plans(conn, lambda: lexical.search(conn, "deploy went fine", project_id=pid))
-    ranking = [p for p in found if "memory_records_fts" in p and "VIRTUAL TABLE" in p]
-    assert ranking, found
-    for plan in ranking:
-        assert "SCAN memory_records_fts VIRTUAL TABLE INDEX" in plan
-        assert "SEARCH r USING INTEGER PRIMARY KEY (rowid=?)" in plan  # only the top rows are joined
-        assert "SCAN r" not in plan and "SCAN memory_records " not in plan
+    for prompt in ("zanzibar quokka fine", "deploy went fine"):  # ranked; looked up unranked
+        found = plans(conn, lambda: lexical.search(conn, prompt, project_id=pid))
+        index = [p for p in found if "VIRTUAL TABLE" in p]
+        assert index, found
+        for plan in index:
+            assert plan.startswith(("SCAN memory_records_fts VIRTUAL TABLE INDEX", "SCAN f VIRTUAL TABLE INDEX",
+                                    "MATERIALIZE top | SCAN memory_records_fts VIRTUAL TABLE INDEX")), plan
+            assert "SCAN r" not in plan and "SCAN memory_records " not in plan
+        joined = [p for p in index if " r " in p]
+        assert joined and all("SEARCH r USING INTEGER PRIMARY KEY (rowid=?)" in p for p in joined)  # top rows only
     # the word counts and the newest rowid: index lookups, never a scan
     counted = plans(conn, lambda: lexical._drop_common(conn, ["deploy", "went", "fine"], []))
     assert counted and all("SCAN" not in p for p in counted), counted
@@ -168,4 +209,4 @@ def test_a_drain_that_expands_imported_records_refreshes_the_word_counts(project
     assert db.execute("select count(*) from memory_records where expansion is null").fetchone()[0] == 0
     assert db.execute("select docs from term_docs where term = ''").fetchone()[0] == 1200
     conn = lexical.connect_readonly()
-    assert reader.term_doc_counts(conn, ["refere"], [["refer"]]) == (1200, [1200])
+    assert reader.term_doc_counts(conn, ["refere"], ["reference"]) == (1200, [1200])

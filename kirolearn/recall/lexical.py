@@ -12,7 +12,6 @@ deleted since, or whose turn failed, keeps kirolearn.core.marks.factor of its sc
 created_at, then record_id.
 """
 
-import os
 import time
 
 from kirolearn.core import marks, paths
@@ -34,10 +33,8 @@ RELATIVE_FLOOR = 0.35  # of the best match's score
 COMMON_SHARE = 0.2  # commoner words (idf < log 4): not searched
 KEEP_RAREST = 2  # but a prompt's rarest few are kept
 COMMON_DOCS = 5000  # nor words in more records: a word costs its document count (#32)
-RECENT_ROWS = 50_000  # newest rowids a prompt of common words only searches
-STEM_CUT = 4  # longest suffix Porter drops past _stem_prefix ("ence", "ment")
-STEM_SUFFIXES = frozenset("s es ed ing ly er ers est ence ance ment ent ion ions al ic ive ous able ible ant ness "
-                          "ful ate ize ity ism".split())
+RECENT_ROWS = 50_000  # newest rowids a heavy phrase is looked up in (_with_phrases)
+MATCH_BUDGET = 3000  # index matches a prompt ranks on a big store; past it, the newest records only (#32)
 
 # Filter a big project after ranking: BM25 reads its whole doclist in MATCH.
 PROJECT_IN_MATCH_BELOW = 0.75
@@ -197,19 +194,6 @@ def _weight(row, now: float, marked: bool = True) -> float:
     return weight * marks.factor(row.get("freshness"), row.get("outcome")) if marked else weight
 
 
-def _stems(word: str) -> "list[str]":
-    """What the index's Porter stem of `word` may be when shorter than _stem_prefix: the word without one
-    of the suffixes the stemmer takes off ("reference" -> "refer", "logged" -> "log"), never a shorter
-    word it merely starts with ("users" is not "use")."""
-    low = word.lower()
-    out = []
-    for cut in range(max(3, len(low) - STEM_CUT), len(_stem_prefix(low))):
-        stem, rest = low[:cut], low[cut:]
-        if rest in STEM_SUFFIXES or (rest[:1] == stem[-1:] and rest[1:] in STEM_SUFFIXES):  # "logged": "g" doubled
-            out.append(stem)
-    return out
-
-
 def _parts(word: str) -> "list[str]":
     """The tokens FTS5's unicode61 tokenizer makes of a word: its runs of letters and digits
     ("test_checkout_total" is searched as the phrase "test checkout total")."""
@@ -234,8 +218,7 @@ def _heavy_phrases(conn, words: "list[str]") -> "list[str]":
     if not phrases:
         return []
     parts = sorted({p for w in phrases for p in _parts(w)})
-    found = reader.term_doc_counts(conn, [_stem_prefix(p) if len(p) > 3 else p + "\x00" for p in parts],
-                                   [_stems(p) if len(p) > 3 else [p] for p in parts])
+    found = reader.term_doc_counts(conn, [_stem_prefix(p) if len(p) > 3 else p + "\x00" for p in parts], parts)
     if not found or not found[1]:
         return []
     counts = dict(zip(parts, found[1]))
@@ -249,35 +232,47 @@ def _drop_common(conn, words: "list[str]", floor: "list | None" = None, apart: "
     Words that most records contain get ~0 BM25 weight yet cost the most: scoring a match reads its
     row's size, so a word's cost is its document count. A word is dropped past COMMON_SHARE of the
     records or COMMON_DOCS of them (the cap keeps a big store's cost bounded, issue #32), but the
-    rarest KEEP_RAREST are always kept (past COMMON_DOCS only when no word is under it); when one
-    of those is past COMMON_DOCS, only the newest RECENT_ROWS records are searched. A store under COMMON_DOCS records is searched as it always was.
+    rarest KEEP_RAREST are always kept (past COMMON_DOCS only when no word is under it). A store
+    under COMMON_DOCS / COMMON_SHARE records is searched as it always was; on a bigger one, when
+    the kept words are in more than MATCH_BUDGET records together, only the newest part of the store
+    expected to hold MATCH_BUDGET of their matches is searched (`_budget_floor`).
 
-    `apart` (a list), when given, gets the kept words that are heavy phrases (_heavy_phrases):
-    they leave the ranked words, and the caller looks them up unranked in the newest records
-    (_with_phrases)."""
+    `apart` (a list), when given, gets the kept words of a big store that are in more than
+    COMMON_DOCS records, or are heavy phrases (_heavy_phrases): BM25 would read their whole
+    doclists whatever the floor, so they leave the ranked words, and the caller looks them up
+    unranked in the newest records (_with_phrases)."""
     floor = [] if floor is None else floor
-    if len(words) <= KEEP_RAREST:
-        floor.append(0)
-        return words
-    found = reader.term_doc_counts(conn, [_stem_prefix(w) for w in words], [_stems(w) for w in words])
+    found = reader.term_doc_counts(conn, [_stem_prefix(w) for w in words], words)
     if not found or not found[1]:  # counts unknown, or too few records for them to matter
         floor.append(0)
         return words
     total, docs = found
     counts = dict(zip(words, docs))
-    limit = min(COMMON_SHARE * total, COMMON_DOCS)
-    # the rarest stay, but on a big store not past COMMON_DOCS when a word under it is searched anyway
     big = COMMON_SHARE * total > COMMON_DOCS  # a smaller store is searched as it always was
-    pool = [w for w in words if counts[w] <= COMMON_DOCS] if big else []
-    pool = pool or words
-    rarest = set(sorted(pool, key=lambda w: counts[w])[:KEEP_RAREST])
-    kept = [w for w in words if w in rarest or counts[w] <= limit]
-    if apart is not None and big:
-        apart.extend(_heavy_phrases(conn, kept))
+    kept = words
+    if len(words) > KEEP_RAREST:
+        limit = min(COMMON_SHARE * total, COMMON_DOCS)
+        # the rarest stay, but on a big store not past COMMON_DOCS when a word under it is searched anyway
+        pool = [w for w in words if counts[w] <= COMMON_DOCS] if big else []
+        pool = pool or words
+        rarest = set(sorted(pool, key=lambda w: counts[w])[:KEEP_RAREST])
+        kept = [w for w in words if w in rarest or counts[w] <= limit]
+    if apart is not None and big:  # bm25() would count these words' records over the whole index
+        apart.extend([w for w in kept if counts[w] > COMMON_DOCS] + _heavy_phrases(conn, kept))
         kept = [w for w in kept if w not in apart]
-    heavy = max((counts[w] for w in kept), default=0) > COMMON_DOCS
-    floor.append(max(0, reader.newest_rowid(conn) - RECENT_ROWS) if heavy else 0)
+    floor.append(_budget_floor(conn, sum(counts[w] for w in kept)) if big else 0)
     return kept
+
+
+def _budget_floor(conn, matches: int) -> int:
+    """The rowid past which the newest records hold about MATCH_BUDGET of `matches` (the kept words'
+    records, taken as spread evenly over the rowids), or 0 when all of them fit the budget. Ranking
+    costs ~10 us a match at 1M records: a prompt of common words ("database locked") ranked a
+    million of them in 2 s, and the hook's deadline gave it no memory (issue #32)."""
+    if matches <= MATCH_BUDGET:
+        return 0
+    newest = reader.newest_rowid(conn)
+    return max(0, newest - newest * MATCH_BUDGET // matches)
 
 
 def _project_in_match(conn, project_id: "str | None") -> "tuple[bool, float]":

@@ -10,6 +10,7 @@ connection, including a sqlite-utils Database's `.conn`) and returns plain rows.
 A store older than a migration gives what it can: no table means no rows.
 """
 
+import _thread  # built in: `threading` would cost the hook ~1.5 ms of imports
 import os
 import time
 
@@ -92,7 +93,31 @@ def record_filters(*, project_id=None, types=None, since=None, session_id=None, 
 # --- word statistics (which prompt words are too common to search) ---
 
 
-def term_doc_counts(conn, prefixes: "list[str]", stems: "list[list[str]] | None" = None
+TOKENIZER = "porter"  # memory_records_fts's, as kirolearn.store.sqlite.migrations makes it
+_tokenizer: list = []  # the in-memory index, made on first use
+_tokenizing = _thread.allocate_lock()  # the recall server's threads share it
+
+
+def index_terms(words: "list[str]") -> "list[list[str]]":
+    """The terms memory_records_fts indexes for each word: FTS5's own Porter tokenizer, run on an
+    in-memory table (~1 ms the first time in a process, ~0.3 ms after), so a word is counted as the
+    index holds it ("died" is "di", "test_checkout" is "test" and "checkout")."""
+    with _tokenizing:
+        if not _tokenizer:
+            conn = sqlite3.connect(":memory:", check_same_thread=False)
+            conn.execute(f"create virtual table t using fts5(x, tokenize='{TOKENIZER}')")
+            conn.execute("create virtual table v using fts5vocab(t, 'instance')")
+            _tokenizer.append(conn)
+        conn = _tokenizer[0]
+        conn.execute("delete from t")
+        conn.executemany("insert into t(rowid, x) values (?, ?)", list(enumerate(words)))
+        out: "list[list[str]]" = [[] for _ in words]
+        for term, doc in conn.execute("select term, doc from v order by doc, offset"):
+            out[doc].append(term)
+    return out
+
+
+def term_doc_counts(conn, prefixes: "list[str]", words: "list[str] | None" = None
                     ) -> "tuple[int, list[int]] | None":
     """(records indexed, records containing a term starting with each prefix), or None if unknown.
 
@@ -100,8 +125,9 @@ def term_doc_counts(conn, prefixes: "list[str]", stems: "list[list[str]] | None"
     store without it falls back to FTS5's vocabulary table, which walks each
     term's whole doclist (~8 ms a word at 100k). The index holds Porter stems and
     a word is looked up by its stem-like prefix, which misses a stem shorter than
-    it ("reference" is indexed as "refer"): `stems`, for each prefix, the exact
-    terms the stem may be (primary-key lookups); a word counts the most of both.
+    it ("reference" is indexed as "refer", "died" as "di"): `words`, when given, are
+    the words the prefixes come from, each also counted by the term it is indexed as
+    (index_terms; a primary-key lookup); a word counts the most of both.
     """
     try:
         row = conn.execute("select docs from term_docs where term = ''").fetchone()
@@ -117,10 +143,10 @@ def term_doc_counts(conn, prefixes: "list[str]", stems: "list[list[str]] | None"
         if total < 1000:  # too few records for the counts to matter: the caller keeps every word
             return total, []
         counts = [conn.execute(sql, [p, p + "\U0010ffff"]).fetchone()[0] for p in prefixes]
-        if stems and row is not None:
-            exact = "select coalesce(max(docs), 0) from term_docs where term in ({})"
-            counts = [max(count, conn.execute(exact.format(_placeholders(candidates)), candidates).fetchone()[0])
-                      if candidates else count for count, candidates in zip(counts, stems)]
+        if words and row is not None:
+            exact = "select coalesce(max(docs), 0) from term_docs where term = ?"
+            counts = [max(count, conn.execute(exact, terms).fetchone()[0]) if len(terms) == 1 else count
+                      for count, terms in zip(counts, index_terms(words))]
         return total, counts
     except sqlite3.OperationalError:  # an older store without the vocabulary table
         return None
@@ -214,23 +240,39 @@ def _fts_ranked(conn, columns, words, narrow, depth, weights, conds, args, limit
     return _fts_top(conn, columns, fts_query(words, None, text), matches, weights, conds, args, limit, after_rowid)
 
 
-PHRASE_SCAN = 5000  # matches of one phrase read past the floor, oldest first
+PHRASE_SCAN = 5000  # matches of one phrase read past the floor, newest first
 
 
 def phrase_matches(conn, phrase: str, *, after_rowid: int, limit: int, columns: str, project_id=None, types=None,
                    since=None, session_id=None, file=None) -> list:
     """Rows (dicts, newest first, `bm25` 0.0) of records past `after_rowid` that hold one word as
     FTS5 reads it, unranked: bm25() would count the word's records over the whole index first.
-    The FTS5 range from the floor up is read in rowid order, up to PHRASE_SCAN matches."""
+
+    At most PHRASE_SCAN of the word's matches past the floor are read. A word of one index term is
+    read newest first and the reading stops at `limit` rows that pass the filters (a word in every
+    record: ~2 ms at 1M records, where joining its 5,000 newest matches cost ~10 ms). A phrase of
+    several terms (an identifier) is read oldest first from the floor and its matches joined
+    and sorted: FTS5 walks a phrase backwards ~7x slower, and a phrase has few matches."""
     conds, args = record_filters(project_id=project_id, types=types, since=since, session_id=session_id,
                                  file=file)
-    where = " where " + " and ".join(conds) if conds else ""
+    where = "".join(" and " + c for c in conds)
+    several = len(index_terms([phrase])[0]) > 1
 
     def run(cols, text):
-        sql = (f"with top as (select rowid from memory_records_fts where memory_records_fts match ? "
-               f"and rowid > ? limit ?) select {cols}, 0.0 as bm25 from top "
-               f"join memory_records r on r.rowid = top.rowid{where} order by r.rowid desc limit ?")
-        return _dicts(conn.execute(sql, [fts_query([phrase], None, text), after_rowid, PHRASE_SCAN, *args, limit]))
+        match = fts_query([phrase], None, text)
+        if several:
+            sql = (f"with top as (select rowid from memory_records_fts where memory_records_fts match ? "
+                   f"and rowid > ? limit ?) select {cols}, 0.0 as bm25 from top "
+                   f"join memory_records r on r.rowid = top.rowid where 1{where} order by r.rowid desc limit ?")
+            return _dicts(conn.execute(sql, [match, after_rowid, PHRASE_SCAN, *args, limit]))
+        edge = conn.execute("select rowid from memory_records_fts where memory_records_fts match ? and rowid > ? "
+                            "order by rowid desc limit 1 offset ?", [match, after_rowid, PHRASE_SCAN - 1]).fetchone()
+        floor = max(after_rowid, edge[0] - 1) if edge else after_rowid
+        # CROSS JOIN keeps the index outside: the planner would otherwise walk a filter's records
+        sql = (f"select {cols}, 0.0 as bm25 from memory_records_fts f cross join memory_records r "
+               f"on r.rowid = f.rowid where memory_records_fts match ? and f.rowid > ?{where} "
+               f"order by f.rowid desc limit ?")
+        return _dicts(conn.execute(sql, [match, floor, *args, limit]))
 
     return _on_any_store(run, columns)
 
