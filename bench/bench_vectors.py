@@ -5,7 +5,9 @@ numpy (2,000 centres, noise around each), at each --sizes rows. For each size: t
 per query (`matrix @ q` and the top 200, what semantic._ProjectIndex does), the index's build (as
 the drain adds rows: chunks of ann.ADD_CHUNK, one thread) in CPU and wall seconds, its bytes a row
 on disk, its query CPU (ann.CANDIDATE_ROWS nearest, re-scored in float32 as the searcher does),
-recall@10 against the exact top 10 with and without that re-scoring, and (--f16) the same for f16.
+recall@10 against the exact top 10 with and without that re-scoring, whether the exact best comes
+first, the found ten's summed similarity over the exact ten's (a miss among near-ties costs ~nothing),
+the same for more candidates or a larger search expansion (SWEEP), and (--f16) the same for f16.
 Queries: near-duplicates of stored rows and mixtures of two centres, 200 of them.
 
 Part 2, the searcher (--store N): a real SQLite store of N records in one project (bench_scale's
@@ -35,6 +37,7 @@ from benchtable import print_table  # noqa: E402
 DIM = 384
 CENTRES = 2000
 QUERIES = 200
+SWEEP = ((400, 256), (200, 512), (1000, 1024))  # (candidates re-scored, search expansion) besides ann.py's
 
 
 def clustered(n: int, seed: int = 0) -> np.ndarray:
@@ -104,17 +107,33 @@ def library(n: int, folder: str, dtypes, threads: int = 1) -> "list[tuple]":
         view = Index.restore(path, view=True)
         view.expansion_search = ann.EXPANSION_SEARCH
 
-        def approximate(q, rescore=True):
-            keys = view.search(q, ann.CANDIDATE_ROWS, threads=1).keys.astype(np.int64)
+        def approximate(q, rescore=True, candidates=ann.CANDIDATE_ROWS):
+            keys = view.search(q, candidates, threads=1).keys.astype(np.int64)
             if not rescore:
                 return keys[:10]
             sims = matrix[keys] @ q  # the searcher reads these rows from the store
             return keys[np.argsort(-sims)][:10]
 
+        def kept(found) -> "tuple[float, float]":
+            """(recall@10, the found ten's summed similarity over the exact ten's) over the queries."""
+            recall = statistics.mean(len(set(f) & set(t)) / 10 for f, t in zip(found, truth))
+            share = statistics.mean(float((matrix[f] @ q).sum() / (matrix[t] @ q).sum())
+                                    for f, t, q in zip(found, truth, qs))
+            return recall, share
+
         qtimes, found = cpu_ms(approximate, qs)
         raw = [approximate(q, rescore=False) for q in qs]
-        recall = statistics.mean(len(set(f) & set(t)) / 10 for f, t in zip(found, truth))
+        recall, share = kept(found)
         recall_raw = statistics.mean(len(set(f) & set(t)) / 10 for f, t in zip(raw, truth))
+        best = statistics.mean(float(f[0] == t[0]) for f, t in zip(found, truth))
+        sweep = []
+        for candidates, expansion in SWEEP:  # the levers, on the same index
+            view.expansion_search = expansion
+            stimes, sfound = cpu_ms(lambda q: approximate(q, candidates=candidates), qs)
+            srecall, sshare = kept(sfound)
+            sweep.append((f"{n:,} rows, {dtype} index: {candidates} candidates, search expansion {expansion}",
+                          f"recall@10 {srecall:.3f}, similarity {sshare:.4f}", f"CPU p50 {pct(stimes, 50):.2f} ms"))
+        view.expansion_search = ann.EXPANSION_SEARCH
         rows += [
             (f"{n:,} rows, {dtype} index: build ({threads} thread{'s' if threads > 1 else ''})",
              f"{cpu:.0f} s CPU, {wall:.0f} s wall",
@@ -124,8 +143,11 @@ def library(n: int, folder: str, dtypes, threads: int = 1) -> "list[tuple]":
              f"{pct(qtimes, 50):.2f} / {pct(qtimes, 95):.2f} ms", f"{pct(times, 50) / pct(qtimes, 50):.0f}x less"),
             (f"{n:,} rows, {dtype} index: recall@10 vs exact, re-scored / raw", f"{recall:.3f} / {recall_raw:.3f}",
              ""),
+            (f"{n:,} rows, {dtype} index: exact best found first; found ten's similarity / exact ten's",
+             f"{best:.3f}; {share:.4f}", "ties: how much nearer the missed rows were"),
+            *sweep,
         ]
-        del view
+        view = None  # the memory map closed before the file goes
         os.remove(path)
     return rows
 

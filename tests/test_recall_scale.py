@@ -77,6 +77,10 @@ def test_common_words_only_are_looked_up_in_the_newest_records(big, project, mon
     assert not [sql for sql in seen if "bm25(" in sql]
     assert len(hits) == 100 and all(int(h.title.split()[1]) >= 900 for h in hits)
     assert [s for s in lexical.scores(conn, "deploy went fine", project_id=pid, limit=300)]
+    # the filters hold in the lookup (it stops at the first `limit` records that pass them)
+    assert not lexical.search(conn, "deploy went fine", project_id=pid, types=["decision"])
+    assert len(lexical.search(conn, "deploy went fine", project_id=pid, types=["discovery"])) == 10
+    assert not lexical.search(conn, "deploy went fine", project_id="another-project")
     # two words alone are bounded too (they were searched unbounded: 2 s at 1M records)
     apart = []
     assert lexical._drop_common(conn, ["deploy", "went"], [], apart) == [] and apart == ["deploy", "went"]
