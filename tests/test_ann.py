@@ -19,6 +19,7 @@ from kirolearn.recall import lexical as recall
 from kirolearn.recall import semantic
 from kirolearn.core import paths
 from kirolearn.store.sqlite import db as store
+from kirolearn.store.sqlite import reader
 
 from tests.conftest import hook_env
 from tests.test_semantic import _coding_store, spool_turn, wordllama  # noqa: F401 - a fixture
@@ -85,6 +86,16 @@ def test_the_drain_builds_the_index_and_search_uses_it_not_the_scan(project, wor
     assert sum(len(set(a) & set(e)) for a, e in zip(approximate, exact)) >= 0.9 * 5 * len(turns)
     only = searcher.vector_only(turns[0]["ordinary"], project_id=pid, limit=5)
     assert only and all(h.score <= 1.0 for h in only)
+    opened, _ = ann.open_index(conn, reader.database_file(conn), _model_id(), pid)
+    assert opened[2].expansion_search == ann.expansion_for(meta["rows"]) == ann.EXPANSION_SEARCH
+
+
+def test_a_bigger_index_searches_wider():
+    """HNSW's recall falls as the graph grows at a fixed expansion (bench_vectors: 0.47 of a mixture's
+    exact ten at 1M rows with 256): one row in EXPANSION_SHARE is explored past 256k rows, up to 1,024."""
+    assert ann.expansion_for(0) == ann.expansion_for(256_000) == 256
+    assert ann.expansion_for(512_000) == 512 and ann.expansion_for(1_000_000) == 1000
+    assert ann.expansion_for(10_000_000) == ann.EXPANSION_MAX
 
 
 def test_new_records_are_added_to_the_index_alone(project, wordllama, forced, drain_now, monkeypatch):  # noqa: F811
