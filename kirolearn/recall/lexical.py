@@ -258,7 +258,7 @@ def _drop_common(conn, words: "list[str]", floor: "list | None" = None, apart: "
         rarest = set(sorted(pool, key=lambda w: counts[w])[:KEEP_RAREST])
         kept = [w for w in words if w in rarest or counts[w] <= limit]
     if apart is not None and big:  # bm25() would count these words' records over the whole index
-        apart.extend([w for w in kept if counts[w] > COMMON_DOCS] + _heavy_phrases(conn, kept))
+        apart.extend(dict.fromkeys([w for w in kept if counts[w] > COMMON_DOCS] + _heavy_phrases(conn, kept)))
         kept = [w for w in kept if w not in apart]
     floor.append(_budget_floor(conn, sum(counts[w] for w in kept)) if big else 0)
     return kept
@@ -267,7 +267,7 @@ def _drop_common(conn, words: "list[str]", floor: "list | None" = None, apart: "
 def _budget_floor(conn, matches: int) -> int:
     """The rowid past which the newest records hold about MATCH_BUDGET of `matches` (the kept words'
     records, taken as spread evenly over the rowids), or 0 when all of them fit the budget. Ranking
-    costs ~10 us a match at 1M records: a prompt of common words ("database locked") ranked a
+    costs 4-10 us a match at 1M records: a prompt of common words ("database locked") ranked a
     million of them in 2 s, and the hook's deadline gave it no memory (issue #32)."""
     if matches <= MATCH_BUDGET:
         return 0
