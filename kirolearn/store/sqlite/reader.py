@@ -46,6 +46,12 @@ def connect_readonly(db_path: str, budget: float):
     conn = sqlite3.connect(uri, uri=True, timeout=min(budget, 0.2), check_same_thread=False)
     conn.row_factory = sqlite3.Row
     conn.set_progress_handler(_Deadline(budget), 2000)
+    # up to 32 MB of pages, used as read (SQLite's default is 2 MB): a long-lived reader (the recall
+    # server, MCP, search in process) keeps the rows a ranking joins, ~16 -> ~11 ms a prompt at 1M
+    try:
+        conn.execute("pragma cache_size = -32768")
+    except sqlite3.OperationalError:  # locked or unreadable: the first query says so, where callers expect it
+        pass
     return conn
 
 
