@@ -194,19 +194,6 @@ def _weight(row, now: float, marked: bool = True) -> float:
     return weight * marks.factor(row.get("freshness"), row.get("outcome")) if marked else weight
 
 
-def _parts(word: str) -> "list[str]":
-    """The tokens FTS5's unicode61 tokenizer makes of a word: its runs of letters and digits
-    ("test_checkout_total" is searched as the phrase "test checkout total")."""
-    out, run = [], ""
-    for ch in word.lower():
-        if ch.isalnum():
-            run += ch
-        elif run:
-            out.append(run)
-            run = ""
-    return out + [run] if run else out
-
-
 def _heavy_phrases(conn, words: "list[str]") -> "list[str]":
     """The words made of several tokens one of which is in more than COMMON_DOCS records.
 
@@ -214,15 +201,15 @@ def _heavy_phrases(conn, words: "list[str]") -> "list[str]":
     records over the whole index before it scores one: ~50 ms a phrase at 1M records, whatever
     rowid floor the query has (issue #32). A token of three characters or fewer is counted
     exactly, not by prefix ("ci" is not every word that starts with it)."""
-    phrases = [w for w in words if len(_parts(w)) > 1]
+    phrases = [w for w in words if len(reader.word_tokens(w)) > 1]
     if not phrases:
         return []
-    parts = sorted({p for w in phrases for p in _parts(w)})
+    parts = sorted({p for w in phrases for p in reader.word_tokens(w)})
     found = reader.term_doc_counts(conn, [_stem_prefix(p) if len(p) > 3 else p + "\x00" for p in parts], parts)
     if not found or not found[1]:
         return []
     counts = dict(zip(parts, found[1]))
-    return [w for w in phrases if max(counts[p] for p in _parts(w)) > COMMON_DOCS]
+    return [w for w in phrases if max(counts[p] for p in reader.word_tokens(w)) > COMMON_DOCS]
 
 
 def _drop_common(conn, words: "list[str]", floor: "list | None" = None, apart: "list | None" = None

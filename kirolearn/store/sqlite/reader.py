@@ -104,6 +104,19 @@ _tokenizer: list = []  # the in-memory index, made on first use
 _tokenizing = _thread.allocate_lock()  # the recall server's threads share it
 
 
+def word_tokens(word: str) -> "list[str]":
+    """The tokens FTS5's unicode61 tokenizer makes of a word, unstemmed: its runs of letters and
+    digits ("test_checkout_total" is searched as the phrase "test checkout total")."""
+    out, run = [], ""
+    for ch in word.lower():
+        if ch.isalnum():
+            run += ch
+        elif run:
+            out.append(run)
+            run = ""
+    return out + [run] if run else out
+
+
 def index_terms(words: "list[str]") -> "list[list[str]]":
     """The terms memory_records_fts indexes for each word: FTS5's own Porter tokenizer, run on an
     in-memory table (~1 ms the first time in a process, ~0.3 ms after), so a word is counted as the
@@ -262,7 +275,7 @@ def phrase_matches(conn, phrase: str, *, after_rowid: int, limit: int, columns: 
     conds, args = record_filters(project_id=project_id, types=types, since=since, session_id=session_id,
                                  file=file)
     where = "".join(" and " + c for c in conds)
-    several = len(index_terms([phrase])[0]) > 1
+    several = len(word_tokens(phrase)) > 1
 
     def run(cols, text):
         match = fts_query([phrase], None, text)
