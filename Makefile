@@ -7,7 +7,8 @@ PY := $(VENV)/bin/python
 BENCH_VENV ?= .venv-bench
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-slow test-all test-agents test-llm demo screenshot docs cli-docs bench bench-scale bench-fulldisk bench-vectors soak mutate clean
+
+.PHONY: lint format help install test test-slow test-all test-agents test-llm demo screenshot docs cli-docs bench bench-scale bench-fulldisk bench-vectors soak mutate clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
@@ -31,6 +32,17 @@ install: $(VENV)/.installed ## create .venv with kirolearn (editable) and the te
 # tests start many processes of their own and are few: one pytest process runs them (two
 # workers, each collecting the whole suite, measured slower).
 TEST_WORKERS ?= auto
+
+# ruff over every Python file of the repository (pyproject.toml's [tool.ruff]: rules and the formatter's
+# check), then mypy over the package (setup.cfg's [mypy]), then the import contracts (setup.cfg).
+lint: $(VENV)/.installed ## ruff (rules and format check), mypy and the import contracts; CI runs it
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
+
+format: $(VENV)/.installed ## format every Python file with ruff's formatter and apply ruff's safe fixes
+	$(VENV)/bin/ruff check --fix-only --quiet .
+	$(VENV)/bin/ruff format .
 
 test: $(VENV)/.installed ## run the fast tests, everything not marked slow or agents (~3 min on 2 quiet cores, 5+ when busy; .venv: 1-2 min more, once)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not slow and not agents and not llm"

@@ -24,6 +24,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_recall import fill  # noqa: E402
 from benchdata import make_project, spool_turn  # noqa: E402
+from benchstore import as_store  # noqa: E402
 from benchtable import print_table  # noqa: E402
 
 MODEL = "local/all-MiniLM-L6-v2"
@@ -37,11 +38,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["KIROLEARN_HOME"] = os.path.join(tmp, "home")
         os.environ["KIROLEARN_EMBEDDING_MODEL"] = MODEL
-        from kirolearn.core import paths
         from kirolearn import settings
+        from kirolearn.core import paths
         from kirolearn.pipeline import drain
-        from kirolearn.recall.embeddings import registry as embeddings
         from kirolearn.recall import lexical
+        from kirolearn.recall.embeddings import registry as embeddings
         from kirolearn.store.sqlite import db as store
 
         try:
@@ -53,7 +54,7 @@ def main() -> int:
         fill(paths.db_path(), args.records, [project], random.Random(3))
         conf = settings.load()
         db = store.open_db()
-        drainer = drain.Drainer(db, conf)
+        drainer = drain.Drainer(as_store(db), conf)
         passes, latencies, embedded = [], [], 0
         to_embed, embedding = [], []  # per pass: spooled -> embedding starts; the embedding slice itself
         embed_vectors = drainer.embed_vectors
@@ -69,7 +70,9 @@ def main() -> int:
         n = 0
         while True:
             spooled = time.perf_counter()
-            spool_turn(project, f"live-{n}", f"live turn {n}: why does the export fail", time.time(), "fixed it")
+            spool_turn(
+                project, f"live-{n}", f"live turn {n}: why does the export fail", time.time(), "fixed it"
+            )
             lock = drain.lock()
             try:
                 t0 = time.perf_counter()
@@ -78,7 +81,9 @@ def main() -> int:
             finally:
                 lock.release()
             conn = lexical.connect_readonly(budget=60)
-            found = conn.execute("select count(*) from memory_records where session_id = ?", [f"live-{n}"]).fetchone()[0]
+            found = conn.execute(
+                "select count(*) from memory_records where session_id = ?", [f"live-{n}"]
+            ).fetchone()[0]
             conn.close()
             if found:
                 latencies.append(time.perf_counter() - spooled)
@@ -92,15 +97,31 @@ def main() -> int:
     rows = [
         (f"backfill: {args.records:,} records embedded with {MODEL} (s)", f"{total:.0f}", ""),
         ("  records embedded / s (whole passes)", f"{rate:.1f}", "~40 on these machines"),
-        ("  passes / longest pass (s)", f"{len(passes)} / {max(passes):.1f}", f"each <= ~{drain.EMBED_SECONDS:.0f} s + ingest"),
-        ("  embedding slice per pass, median / max (s)",
-         f"{statistics.median(embedding):.1f} / {max(embedding):.1f}", f"~{drain.EMBED_SECONDS:.0f} s"),
-        ("  a turn spooled before a pass: stored + spool released, median / max (s)",
-         f"{statistics.median(to_embed):.2f} / {max(to_embed):.2f}", "before any embedding"),
-        ("  a turn spooled before a pass: end of that pass, median / max (s)",
-         f"{statistics.median(latencies):.1f} / {max(latencies):.1f}" if latencies else "never", "one pass"),
-        (f"a heavy day ({args.day:,} records): embedding time at that rate (s)",
-         f"{args.day / rate:.0f}" if rate else "?", "spread over passes"),
+        (
+            "  passes / longest pass (s)",
+            f"{len(passes)} / {max(passes):.1f}",
+            f"each <= ~{drain.EMBED_SECONDS:.0f} s + ingest",
+        ),
+        (
+            "  embedding slice per pass, median / max (s)",
+            f"{statistics.median(embedding):.1f} / {max(embedding):.1f}",
+            f"~{drain.EMBED_SECONDS:.0f} s",
+        ),
+        (
+            "  a turn spooled before a pass: stored + spool released, median / max (s)",
+            f"{statistics.median(to_embed):.2f} / {max(to_embed):.2f}",
+            "before any embedding",
+        ),
+        (
+            "  a turn spooled before a pass: end of that pass, median / max (s)",
+            f"{statistics.median(latencies):.1f} / {max(latencies):.1f}" if latencies else "never",
+            "one pass",
+        ),
+        (
+            f"a heavy day ({args.day:,} records): embedding time at that rate (s)",
+            f"{args.day / rate:.0f}" if rate else "?",
+            "spread over passes",
+        ),
     ]
     print_table("the drain keeps up: embedding after the commit, bounded per pass", rows)
     return 0

@@ -31,25 +31,43 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchdata import HERE, PlainBM25, coding_set, distractors, drain_all, make_project, spool_turn  # noqa: E402
-from benchtable import pct, print_table  # noqa: E402
 import benchlocal  # noqa: E402
+from benchdata import HERE, PlainBM25, coding_set, distractors, drain_all, make_project, spool_turn  # noqa: E402
+from benchstore import as_store  # noqa: E402
+from benchtable import pct, print_table  # noqa: E402
 
 SESSION = 20
 TOPICAL = os.path.join(HERE, "data", "coding_distractors_topical.jsonl.gz")
 # Prompts about nothing in the store: the prompt hook must inject nothing for them
-UNRELATED = ["thanks, that's all for today", "write a haiku about autumn", "what is the recipe for banana bread",
-             "tell me a joke about cats", "how tall is mount everest", "who won the football world cup in 2010",
-             "translate good morning into spanish", "what should I cook for dinner tonight",
-             "recommend a good science fiction novel", "how do I water a cactus",
-             "what is the capital of australia", "explain the rules of chess to a child"]
+UNRELATED = [
+    "thanks, that's all for today",
+    "write a haiku about autumn",
+    "what is the recipe for banana bread",
+    "tell me a joke about cats",
+    "how tall is mount everest",
+    "who won the football world cup in 2010",
+    "translate good morning into spanish",
+    "what should I cook for dinner tonight",
+    "recommend a good science fiction novel",
+    "how do I water a cactus",
+    "what is the capital of australia",
+    "explain the rules of chess to a child",
+]
 # More of them, written after the prompt hook's meaning floor was chosen on the list above: reported only
-UNRELATED_HELD_OUT = ["what time does the bakery open on sundays", "suggest a name for my new puppy",
-                      "how many calories are in an avocado", "what is a good stretching routine after running",
-                      "plan a weekend trip to the mountains", "why is the sky blue",
-                      "write a birthday message for my grandmother", "which houseplants need little light",
-                      "how do I knit a scarf", "summarise the plot of romeo and juliet",
-                      "what are the symptoms of a cold", "how long should I boil an egg"]
+UNRELATED_HELD_OUT = [
+    "what time does the bakery open on sundays",
+    "suggest a name for my new puppy",
+    "how many calories are in an avocado",
+    "what is a good stretching routine after running",
+    "plan a weekend trip to the mountains",
+    "why is the sky blue",
+    "write a birthday message for my grandmother",
+    "which houseplants need little light",
+    "how do I knit a scarf",
+    "summarise the plot of romeo and juliet",
+    "what are the symptoms of a cold",
+    "how long should I boil an egg",
+]
 
 
 def topical() -> "list[str]":
@@ -79,8 +97,13 @@ def ingest(project: str, turns: list, noise: "list[str]", seed: int = 11) -> Non
             first, _, rest = item.partition(". ")
             spool_turn(project, sid, first, when, rest or None)
         else:
-            spool_turn(project, sid, item["prompt"], when, item["outcome"] + (
-                " Files: " + ", ".join(item["files"]) if item.get("files") else ""))
+            spool_turn(
+                project,
+                sid,
+                item["prompt"],
+                when,
+                item["outcome"] + (" Files: " + ", ".join(item["files"]) if item.get("files") else ""),
+            )
     drain_all()
 
 
@@ -90,7 +113,9 @@ def shared_words(question: str, turn: dict) -> "set[str]":
 
     db = sqlite3.connect(":memory:")
     db.execute("create virtual table t using fts5(x, tokenize='porter')")
-    db.execute("insert into t values (?)", [" ".join([turn["prompt"], turn["outcome"], *turn.get("files", [])])])
+    db.execute(
+        "insert into t values (?)", [" ".join([turn["prompt"], turn["outcome"], *turn.get("files", [])])]
+    )
     db.execute("create virtual table v using fts5vocab(t, 'row')")
     turn_terms = {r[0] for r in db.execute("select term from v")}
     q = sqlite3.connect(":memory:")
@@ -115,9 +140,8 @@ def run(tmp: str, n_distractors: int, local: bool = True, with_topical: bool = T
         ingest(project, turns, noise)
         open(marker, "w").close()
     ingest_s = time.perf_counter() - start
-    from kirolearn.recall import context
+    from kirolearn.recall import context, semantic
     from kirolearn.recall import lexical as recall
-    from kirolearn.recall import semantic
 
     conn = recall.connect_readonly(budget=1e9)
     pid = context.project_id(project)
@@ -125,9 +149,12 @@ def run(tmp: str, n_distractors: int, local: bool = True, with_topical: bool = T
     record_of = {}
     for rid, title in conn.execute("select record_id, title from memory_records"):
         for t in turns:
-            if " ".join(title.split()) == " ".join(t["prompt"].split())[: len(" ".join(title.split()))] and title:
+            if (
+                " ".join(title.split()) == " ".join(t["prompt"].split())[: len(" ".join(title.split()))]
+                and title
+            ):
                 record_of.setdefault(t["id"], rid)
-    searcher = semantic.Searcher(conn)
+    searcher = semantic.Searcher(as_store(conn))
     plain = PlainBM25(conn)
 
     def hook_lexical(q):  # what the prompt hook injects with no recall server (context.for_prompt)
@@ -138,9 +165,11 @@ def run(tmp: str, n_distractors: int, local: bool = True, with_topical: bool = T
         "prompt hook, lexical (no recall server)": hook_lexical,
         "wordllama alone": lambda q: [h.record_id for h in searcher.vector_only(q, project_id=pid, limit=3)],
         "kirolearn search, wordllama (no contextual model)": lambda q: [
-            h.record_id for h in searcher.search(q, project_id=pid, limit=3)],
+            h.record_id for h in searcher.search(q, project_id=pid, limit=3)
+        ],
         "prompt hook via recall server, wordllama": lambda q: [
-            h.record_id for h in semantic.prompt_hits(searcher, q, project_id=pid, limit=3)],
+            h.record_id for h in semantic.prompt_hits(searcher, q, project_id=pid, limit=3)
+        ],
     }
     notes = []
     if local:  # a copy of the store, embedded with all-MiniLM-L6-v2 (bench/benchlocal.py)
@@ -157,12 +186,15 @@ def run(tmp: str, n_distractors: int, local: bool = True, with_topical: bool = T
                     model.route_below_coverage = routed
 
             methods["MiniLM alone"] = lambda q: [
-                h.record_id for h in local_searcher.vector_only(q, project_id=pid, limit=3)]
+                h.record_id for h in local_searcher.vector_only(q, project_id=pid, limit=3)
+            ]
             methods["kirolearn search, MiniLM, last round's fusion"] = unrouted
             methods["kirolearn search, MiniLM (model install; default with weights)"] = lambda q: [
-                h.record_id for h in local_searcher.search(q, project_id=pid, limit=3)]
+                h.record_id for h in local_searcher.search(q, project_id=pid, limit=3)
+            ]
             methods["prompt hook via recall server, MiniLM"] = lambda q: [
-                h.record_id for h in semantic.prompt_hits(local_searcher, q, project_id=pid, limit=3)]
+                h.record_id for h in semantic.prompt_hits(local_searcher, q, project_id=pid, limit=3)
+            ]
     overlap = [t["id"] for t in turns if shared_words(t["hard"], t)]
     results = {}
     for name, fn in methods.items():
@@ -178,15 +210,20 @@ def run(tmp: str, n_distractors: int, local: bool = True, with_topical: bool = T
                     found[(kind, half(i))] += 1
                 else:
                     misses.append(f"{kind}:{t['id']}")
-        unrelated = ((sum(bool(fn(q)) for q in UNRELATED), sum(bool(fn(q)) for q in UNRELATED_HELD_OUT))
-                     if name.startswith("prompt hook") else None)
+        unrelated = (
+            (sum(bool(fn(q)) for q in UNRELATED), sum(bool(fn(q)) for q in UNRELATED_HELD_OUT))
+            if name.startswith("prompt hook")
+            else None
+        )
         results[name] = (found, ms, misses, unrelated)
     return turns, noise, results, overlap, record_of, ingest_s, notes
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--distractors", type=int, default=0, help="how many of the general ones (default: all)")
+    parser.add_argument(
+        "--distractors", type=int, default=0, help="how many of the general ones (default: all)"
+    )
     parser.add_argument("--no-topical", action="store_true", help="leave out the topical distractors")
     parser.add_argument("--keep", help="reuse (or create) the ingested store in this folder")
     parser.add_argument("--misses", action="store_true", help="list the missed questions")
@@ -194,28 +231,52 @@ def main() -> int:
     args = parser.parse_args()
     tmp = args.keep or tempfile.mkdtemp(prefix="kl-coding-")
     turns, noise, results, overlap, record_of, ingest_s, notes = run(
-        tmp, args.distractors or None, local=not args.no_local, with_topical=not args.no_topical)
+        tmp, args.distractors or None, local=not args.no_local, with_topical=not args.no_topical
+    )
     for note in notes:
         print(note)
     n = len(turns)
     per_half = n // 2
-    print(f"coding set: {n} turns among {len(noise):,} commit-message distractor turns (one project"
-          f"{'' if args.no_topical else ', topical ones included'}), {len(record_of)} turns mapped to records; "
-          f"hard questions sharing a content word with their turn: {len(overlap)} {overlap if overlap else ''}"
-          + (f"; ingested in {ingest_s:.0f} s" if ingest_s > 1 else ""))
+    print(
+        f"coding set: {n} turns among {len(noise):,} commit-message distractor turns (one project"
+        f"{'' if args.no_topical else ', topical ones included'}), {len(record_of)} turns mapped to records; "
+        f"hard questions sharing a content word with their turn: {len(overlap)} {overlap if overlap else ''}"
+        + (f"; ingested in {ingest_s:.0f} s" if ingest_s > 1 else "")
+    )
     rows = []
     for name, (found, ms, misses, unrelated) in results.items():
         o = found[("ordinary", "held out")]
         h = found[("hard", "held out")]
         goal = name.startswith("kirolearn search") or name.startswith("prompt hook via")
-        rows.append((f"{name}: held out, top-3 ordinary / hard (of {per_half})",
-                     f"{o} / {h}  (= {12 * o / per_half:.1f}/12, {8 * h / per_half:.1f}/8)",
-                     ">= 11/12, >= 5/8" if goal else ""))
-        rows.append(("  tuned-on half: ordinary / hard", f"{found[('ordinary', 'tune')]} / {found[('hard', 'tune')]}", ""))
+        rows.append(
+            (
+                f"{name}: held out, top-3 ordinary / hard (of {per_half})",
+                f"{o} / {h}  (= {12 * o / per_half:.1f}/12, {8 * h / per_half:.1f}/8)",
+                ">= 11/12, >= 5/8" if goal else "",
+            )
+        )
+        rows.append(
+            (
+                "  tuned-on half: ordinary / hard",
+                f"{found[('ordinary', 'tune')]} / {found[('hard', 'tune')]}",
+                "",
+            )
+        )
         if unrelated is not None:
-            rows.append((f"  unrelated prompts injecting: tuned-on list / held-out list (of {len(UNRELATED)} each)",
-                         f"{unrelated[0]} / {unrelated[1]}", "0"))
-        rows.append(("  per query p50 / p95 (ms, in process)", f"{statistics.median(ms):.1f} / {pct(ms, 0.95):.1f}", ""))
+            rows.append(
+                (
+                    f"  unrelated prompts injecting: tuned-on list / held-out list (of {len(UNRELATED)} each)",
+                    f"{unrelated[0]} / {unrelated[1]}",
+                    "0",
+                )
+            )
+        rows.append(
+            (
+                "  per query p50 / p95 (ms, in process)",
+                f"{statistics.median(ms):.1f} / {pct(ms, 0.95):.1f}",
+                "",
+            )
+        )
         if args.misses:
             print(name, "misses:", " ".join(misses))
     print_table("coding-domain recall (held-out half; fusion tuned on the other)", rows)
@@ -232,10 +293,14 @@ def where_it_stops(results: dict, n: int) -> str:
             continue
         o, h = found[("ordinary", "held out")], found[("hard", "held out")]
         verdict = "goal reached" if o >= ordinary_goal and h >= hard_goal else "goal NOT reached"
-        lines.append(f"{name}: held out {o}/{n} ordinary (goal {ordinary_goal}), {h}/{n} hard (goal {hard_goal}): "
-                     f"{verdict}")
-    lines.append("wordllama's vectors are static token vectors (one per word, whatever the sentence): a hard "
-                 "question shares no word with its turn, so only a contextual model finds it.")
+        lines.append(
+            f"{name}: held out {o}/{n} ordinary (goal {ordinary_goal}), {h}/{n} hard (goal {hard_goal}): "
+            f"{verdict}"
+        )
+    lines.append(
+        "wordllama's vectors are static token vectors (one per word, whatever the sentence): a hard "
+        "question shares no word with its turn, so only a contextual model finds it."
+    )
     return "\n".join(lines)
 
 

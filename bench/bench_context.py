@@ -24,8 +24,13 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchdata import (LOCOMO_ZIP, coding_set, distractors, drain_all, locomo_conversations, make_project,  # noqa: E402
-                       spool_turn, turn_text)
+from benchdata import (  # noqa: E402
+    LOCOMO_ZIP,
+    coding_set,
+    distractors,
+    locomo_conversations,
+    make_project,
+)
 from benchtable import pct, print_table  # noqa: E402
 
 PROMPT_GOAL, START_GOAL = 300, 600  # tokens (issue #24)
@@ -40,8 +45,12 @@ def token_counter():
         from tokenizers import Tokenizer
 
         spec = importlib.util.find_spec("litellm")  # its folder only: importing litellm costs seconds
-        path = os.path.join(list(spec.submodule_search_locations)[0], "litellm_core_utils", "tokenizers",
-                            "anthropic_tokenizer.json")
+        path = os.path.join(
+            list(spec.submodule_search_locations)[0],
+            "litellm_core_utils",
+            "tokenizers",
+            "anthropic_tokenizer.json",
+        )
         tok = Tokenizer.from_file(path)
         return "Claude tokenizer (litellm's anthropic_tokenizer.json)", lambda text: len(tok.encode(text).ids)
     except Exception:  # noqa: BLE001 - any missing piece: the estimate the product itself uses
@@ -118,37 +127,63 @@ def measure(conn, questions, count):
             MISSES.append(question)
         in_either += bool(needed & (set(ids) | set(start_ids)))
     shown = [t for t in prompt_tokens if t]
-    return {"n": n, "starts": len(start_tokens), "start_mean": statistics.mean(start_tokens or [0]),
-            "start_max": max(start_tokens or [0]), "prompt_mean": statistics.mean(shown or [0]),
-            "prompt_p95": pct(shown, 0.95) if shown else 0, "prompt_max": max(shown or [0]),
-            "empty": empty, "in_prompt": in_prompt, "in_either": in_either,
-            "lines": statistics.mean([x for x in lines if x] or [0])}
+    return {
+        "n": n,
+        "starts": len(start_tokens),
+        "start_mean": statistics.mean(start_tokens or [0]),
+        "start_max": max(start_tokens or [0]),
+        "prompt_mean": statistics.mean(shown or [0]),
+        "prompt_p95": pct(shown, 0.95) if shown else 0,
+        "prompt_max": max(shown or [0]),
+        "empty": empty,
+        "in_prompt": in_prompt,
+        "in_either": in_either,
+        "lines": statistics.mean([x for x in lines if x] or [0]),
+    }
 
 
 def where_it_stops(name: str, m: dict) -> str:
     """One line on the goals (<= ~300 tokens a prompt block, <= ~600 a session start), from this run's figures."""
     said = []
-    said.append(f"prompt blocks {'within' if m['prompt_p95'] <= PROMPT_GOAL * 1.05 else 'OVER'} ~{PROMPT_GOAL} "
-                f"tokens at p95 ({m['prompt_p95']:.0f})")
-    said.append(f"session starts {'within' if m['start_max'] <= START_GOAL else 'OVER'} {START_GOAL} "
-                f"({m['start_max']} at most)")
+    said.append(
+        f"prompt blocks {'within' if m['prompt_p95'] <= PROMPT_GOAL * 1.05 else 'OVER'} ~{PROMPT_GOAL} "
+        f"tokens at p95 ({m['prompt_p95']:.0f})"
+    )
+    said.append(
+        f"session starts {'within' if m['start_max'] <= START_GOAL else 'OVER'} {START_GOAL} "
+        f"({m['start_max']} at most)"
+    )
     if not m["start_max"]:
-        said.append("no session start block: no record of this set is a turn summary or notable (all chatter "
-                    "or routine), so a new session is told nothing until its first prompt")
+        said.append(
+            "no session start block: no record of this set is a turn summary or notable (all chatter "
+            "or routine), so a new session is told nothing until its first prompt"
+        )
     return f"{name}: " + "; ".join(said)
 
 
 def rows_of(name, m):
     n = max(m["n"], 1)
     return [
-        (f"{name}: session start tokens mean / max ({m['starts']} projects)",
-         f"{m['start_mean']:.0f} / {m['start_max']}", f"<= {START_GOAL}"),
-        (f"{name}: prompt block tokens mean / p95 / max (non-empty)",
-         f"{m['prompt_mean']:.0f} / {m['prompt_p95']:.0f} / {m['prompt_max']}", f"<= {PROMPT_GOAL}"),
-        (f"{name}: needed record in the prompt block", f"{m['in_prompt']}/{m['n']} = {m['in_prompt'] / n:.3f}",
-         "at least as often as before"),
-        (f"{name}: ... in the session start or the prompt block", f"{m['in_either']}/{m['n']} = "
-         f"{m['in_either'] / n:.3f}", ""),
+        (
+            f"{name}: session start tokens mean / max ({m['starts']} projects)",
+            f"{m['start_mean']:.0f} / {m['start_max']}",
+            f"<= {START_GOAL}",
+        ),
+        (
+            f"{name}: prompt block tokens mean / p95 / max (non-empty)",
+            f"{m['prompt_mean']:.0f} / {m['prompt_p95']:.0f} / {m['prompt_max']}",
+            f"<= {PROMPT_GOAL}",
+        ),
+        (
+            f"{name}: needed record in the prompt block",
+            f"{m['in_prompt']}/{m['n']} = {m['in_prompt'] / n:.3f}",
+            "at least as often as before",
+        ),
+        (
+            f"{name}: ... in the session start or the prompt block",
+            f"{m['in_either']}/{m['n']} = {m['in_either'] / n:.3f}",
+            "",
+        ),
         (f"{name}: prompts with no block / quoted lines per block", f"{m['empty']} / {m['lines']:.1f}", ""),
     ]
 
@@ -157,9 +192,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--distractors", type=int, default=0, help="coding distractor turns (default: all)")
     parser.add_argument("--sets", default="coding,locomo")
-    parser.add_argument("--limit-questions", type=int, default=0, help="LoCoMo: ask only the first N questions")
+    parser.add_argument(
+        "--limit-questions", type=int, default=0, help="LoCoMo: ask only the first N questions"
+    )
     parser.add_argument("--zip", default=LOCOMO_ZIP)
-    parser.add_argument("--misses", action="store_true", help="list the questions whose record the block missed")
+    parser.add_argument(
+        "--misses", action="store_true", help="list the questions whose record the block missed"
+    )
     args = parser.parse_args()
     global MISSES
     MISSES = [] if args.misses else None
@@ -176,8 +215,10 @@ def main() -> int:
         conn = recall.connect_readonly(budget=1e9)
         m = measure(conn, _coding_questions(conn, project, turns), count)
         conn.close()
-        notes.append(f"coding: {len(turns)} turns, {args.distractors or 'all'} distractors, {m['n']} questions "
-                     f"({time.perf_counter() - t0:.0f} s)")
+        notes.append(
+            f"coding: {len(turns)} turns, {args.distractors or 'all'} distractors, {m['n']} questions "
+            f"({time.perf_counter() - t0:.0f} s)"
+        )
         rows += rows_of("coding", m)
         notes.append(where_it_stops("coding", m))
     if "locomo" in args.sets and not os.path.exists(args.zip):
@@ -190,7 +231,9 @@ def main() -> int:
         conn = recall.connect_readonly(budget=1e9)
         m = measure(conn, _locomo_questions(conn, convs, projects, by_text, args.limit_questions), count)
         conn.close()
-        notes.append(f"LoCoMo: {len(convs)} conversations, {m['n']} questions ({time.perf_counter() - t0:.0f} s)")
+        notes.append(
+            f"LoCoMo: {len(convs)} conversations, {m['n']} questions ({time.perf_counter() - t0:.0f} s)"
+        )
         rows += rows_of("LoCoMo", m)
         notes.append(where_it_stops("LoCoMo", m))
     for question in MISSES or ():

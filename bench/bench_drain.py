@@ -15,12 +15,12 @@ import sys
 import tempfile
 import time
 
+from benchstore import as_store  # noqa: E402
 from benchtable import print_table
 
 
 def make_spool(n: int, project: str) -> int:
-    from kirolearn.capture import events
-    from kirolearn.capture import spool
+    from kirolearn.capture import events, spool
 
     rng = random.Random(1)
     ready = os.path.join(spool.ensure_layout(), spool.READY)
@@ -30,18 +30,27 @@ def make_spool(n: int, project: str) -> int:
         session = f"sess-{i // 40}"
         step = i % 40
         if step == 0:
-            payload = {"hook_event_name": "userPromptSubmit", "prompt": "Why does the export job fail when "
-                       f"the table has {i} rows? Check scripts/export.py and fix it."}
+            payload = {
+                "hook_event_name": "userPromptSubmit",
+                "prompt": "Why does the export job fail when "
+                f"the table has {i} rows? Check scripts/export.py and fix it.",
+            }
         elif step == 39:
-            payload = {"hook_event_name": "stop", "assistant_response": "Fixed the export: it now streams "
-                       "rows in batches of 500 and the tests pass. " * rng.randint(1, 4)}
+            payload = {
+                "hook_event_name": "stop",
+                "assistant_response": "Fixed the export: it now streams "
+                "rows in batches of 500 and the tests pass. " * rng.randint(1, 4),
+            }
         else:
             out = "\n".join(rng.sample(lines, rng.randint(5, 60)))
             if rng.random() < 0.05:
                 out += f"\nexport API_TOKEN=tok_{rng.getrandbits(96):024x}"
-            payload = {"hook_event_name": "postToolUse", "tool_name": "execute_bash",
-                       "tool_input": {"command": f"python -m pytest tests/ -q -k case_{i}"},
-                       "tool_response": {"success": True, "result": [{"exit_status": "0", "stdout": out}]}}
+            payload = {
+                "hook_event_name": "postToolUse",
+                "tool_name": "execute_bash",
+                "tool_input": {"command": f"python -m pytest tests/ -q -k case_{i}"},
+                "tool_response": {"success": True, "result": [{"exit_status": "0", "stdout": out}]},
+            }
         payload.update(cwd=project, session_id=session)
         event = events.build_event(payload["hook_event_name"], payload)
         data = events.serialize(event)
@@ -60,15 +69,15 @@ def main() -> int:
         project = os.path.join(tmp, "project")
         os.makedirs(os.path.join(project, ".git"))
         from kirolearn import settings
-        from kirolearn.pipeline import drain
         from kirolearn.capture import spool
-        from kirolearn.store.sqlite import db as store
+        from kirolearn.pipeline import drain
         from kirolearn.pipeline.drain import DrainStats
+        from kirolearn.store.sqlite import db as store
 
         size = make_spool(args.events, project)
         conf = settings.load()
         db = store.open_db()
-        drainer = drain.Drainer(db, conf)
+        drainer = drain.Drainer(as_store(db), conf)
         stats = DrainStats()
         files = spool.ready_files()
         start = time.perf_counter()
@@ -89,7 +98,11 @@ def main() -> int:
         ("mean event size (bytes)", f"{size // args.events}", ""),
         ("ingest: parse+validate+dedup+scrub+store+verify (s)", f"{ingest_s:.1f}", ""),
         ("ingest throughput (events/s)", f"{args.events / ingest_s:,.0f}", ">= 3,000"),
-        ("stored / duplicates / redactions", f"{stats.stored}/{stats.duplicates}/{sum(stats.redactions.values())}", ""),
+        (
+            "stored / duplicates / redactions",
+            f"{stats.stored}/{stats.duplicates}/{sum(stats.redactions.values())}",
+            "",
+        ),
         ("deterministic extraction (batches/s)", f"{len(batches) / extract_s:,.0f}", ""),
         ("records written", f"{extract_stats.records_written}", ""),
         ("database size (MB)", f"{db_mb:.1f}", ""),

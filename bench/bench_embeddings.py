@@ -20,6 +20,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchstore import as_store  # noqa: E402
 from benchtable import print_table  # noqa: E402
 
 DEFAULT_MODELS = "wordllama/l2_supercat_256,static/minilm-l6-w30k"
@@ -39,17 +40,21 @@ def model_size(model) -> str:
 
 
 def load_seconds(spec: str) -> float:
-    code = ("import time; t = time.perf_counter(); from kirolearn.recall.embeddings.registry import get_model; "
-            f"get_model({spec!r}).embed_batch(['warm up']); print(time.perf_counter() - t)")
-    runs = [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
-            for _ in range(3)]
+    code = (
+        "import time; t = time.perf_counter(); from kirolearn.recall.embeddings.registry import get_model; "
+        f"get_model({spec!r}).embed_batch(['warm up']); print(time.perf_counter() - t)"
+    )
+    runs = [
+        float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+        for _ in range(3)
+    ]
     return min(runs)
 
 
 def embed_all(specs, progress_label):
     """Embed every record with each model in turn, yielding (spec, model, records/s) after each."""
-    from kirolearn.recall.embeddings import registry as embeddings
     from kirolearn.recall import semantic
+    from kirolearn.recall.embeddings import registry as embeddings
     from kirolearn.store.sqlite import db as store
 
     for spec in specs:
@@ -57,7 +62,7 @@ def embed_all(specs, progress_label):
         model = embeddings.get_model(spec)
         model.embed_batch(["warm up"])
         start = time.perf_counter()
-        n = semantic.index_pending(db, model)
+        n = semantic.index_pending(as_store(db), model)
         seconds = time.perf_counter() - start
         db.conn.close()
         print(f"{progress_label}: {spec} embedded {n} records in {seconds:.1f} s", file=sys.stderr)
@@ -84,14 +89,19 @@ def coding(tmp, specs):
     record_of = {}
     for rid, title in conn.execute("select record_id, title from memory_records"):
         for t in turns:
-            if title and " ".join(title.split()) == " ".join(t["prompt"].split())[: len(" ".join(title.split()))]:
+            if (
+                title
+                and " ".join(title.split()) == " ".join(t["prompt"].split())[: len(" ".join(title.split()))]
+            ):
                 record_of.setdefault(t["id"], rid)
     results, models = {}, {}
     for spec, model, per_second in embed_all(specs, "coding"):
         models[spec] = (model, per_second)
-        searcher = semantic.Searcher(conn, model)
-        for method, fn in (("embedding alone", lambda q: searcher.vector_only(q, project_id=pid, limit=3)),
-                           ("hybrid", lambda q: searcher.search(q, project_id=pid, limit=3))):
+        searcher = semantic.Searcher(as_store(conn), model)
+        for method, fn in (
+            ("embedding alone", lambda q, s=searcher: s.vector_only(q, project_id=pid, limit=3)),
+            ("hybrid", lambda q, s=searcher: s.search(q, project_id=pid, limit=3)),
+        ):
             found = {"ordinary": 0, "hard": 0}
             for t in turns:
                 for kind in found:
@@ -101,7 +111,9 @@ def coding(tmp, specs):
     hook = {"ordinary": 0, "hard": 0}
     for t in turns:
         for kind in hook:
-            if record_of.get(t["id"]) in [h.record_id for h in recall.search(conn, t[kind], project_id=pid, limit=3)]:
+            if record_of.get(t["id"]) in [
+                h.record_id for h in recall.search(conn, t[kind], project_id=pid, limit=3)
+            ]:
                 hook[kind] += 1
     conn.close()
     return models, results, (hook["ordinary"], hook["hard"], len(turns))
@@ -146,11 +158,13 @@ def locomo(tmp, specs):
     results, models = {}, {}
     for spec, model, per_second in embed_all(specs, "locomo"):
         models[spec] = (model, per_second)
-        searcher = semantic.Searcher(conn, model)
+        searcher = semantic.Searcher(as_store(conn), model)
         results[(spec, "embedding alone")] = measure(
-            lambda q, pid: [h.record_id for h in searcher.vector_only(q, project_id=pid, limit=5)])
+            lambda q, pid, s=searcher: [h.record_id for h in s.vector_only(q, project_id=pid, limit=5)]
+        )
         results[(spec, "hybrid")] = measure(
-            lambda q, pid: [h.record_id for h in searcher.search(q, project_id=pid, limit=5)])
+            lambda q, pid, s=searcher: [h.record_id for h in s.search(q, project_id=pid, limit=5)]
+        )
     hook = measure(lambda q, pid: [h.record_id for h in recall.search(conn, q, project_id=pid, limit=5)])
     conn.close()
     return models, results, hook
@@ -161,8 +175,10 @@ def locomo_cell(halves) -> str:
         return sum(r[k] for r in rows) / len(rows)
 
     every = halves[0] + halves[1]
-    return (f"{mean(every, 0):.3f} / {mean(every, 1):.3f}  (odd {mean(halves[0], 0):.3f} / {mean(halves[0], 1):.3f}, "
-            f"even {mean(halves[1], 0):.3f} / {mean(halves[1], 1):.3f})")
+    return (
+        f"{mean(every, 0):.3f} / {mean(every, 1):.3f}  (odd {mean(halves[0], 0):.3f} / {mean(halves[0], 1):.3f}, "
+        f"even {mean(halves[1], 0):.3f} / {mean(halves[1], 1):.3f})"
+    )
 
 
 def main() -> int:
@@ -178,10 +194,17 @@ def main() -> int:
     models = {}
     if args.only in (None, "coding"):
         models, results, hook = coding(os.path.join(tmp, "coding"), specs)
-        rows.append(("coding set, top 3 ordinary / hard: hook (lexical, no model)", f"{hook[0]} / {hook[1]} of {hook[2]}",
-                     ""))
+        rows.append(
+            (
+                "coding set, top 3 ordinary / hard: hook (lexical, no model)",
+                f"{hook[0]} / {hook[1]} of {hook[2]}",
+                "",
+            )
+        )
         for (spec, method), (o, h, n) in results.items():
-            rows.append((f"  {spec}: {method}", f"{o} / {h} of {n}", ">= 25 hard" if method == "hybrid" else ""))
+            rows.append(
+                (f"  {spec}: {method}", f"{o} / {h} of {n}", ">= 25 hard" if method == "hybrid" else "")
+            )
     if args.only in (None, "locomo"):
         found = locomo(os.path.join(tmp, "locomo"), specs)
         if found is None:
@@ -190,10 +213,21 @@ def main() -> int:
             models, results, hook = found
             rows.append(("LoCoMo R@5 / hit@5: hook (lexical, no model)", locomo_cell(hook), ""))
             for (spec, method), halves in results.items():
-                rows.append((f"  {spec}: {method}", locomo_cell(halves), ">= 0.68 / 0.75" if method == "hybrid" else ""))
+                rows.append(
+                    (
+                        f"  {spec}: {method}",
+                        locomo_cell(halves),
+                        ">= 0.68 / 0.75" if method == "hybrid" else "",
+                    )
+                )
     for spec, (model, per_second) in models.items():
-        rows.append((f"{spec}: load (fresh process) / records per s / size",
-                     f"{load_seconds(spec):.2f} s / {per_second or 0:,.0f} / {model_size(model)}", ""))
+        rows.append(
+            (
+                f"{spec}: load (fresh process) / records per s / size",
+                f"{load_seconds(spec):.2f} s / {per_second or 0:,.0f} / {model_size(model)}",
+                "",
+            )
+        )
     print_table("embedding models side by side (no LLM)", rows)
     return 0
 

@@ -44,9 +44,17 @@ def held_out(turns: list) -> list:
 
 def model_config(url: str) -> str:
     """The [extract] keys of tests/test_llm_real.py: a patient budget, no retries, short answers."""
-    values = {"model": MODEL, "api_base": url, "timeout_seconds": 240, "call_budget_seconds": 300,
-              "drain_llm_budget_seconds": 3600, "retries": 0, "max_answer_tokens": 256, "max_field_chars": 300,
-              "max_prompt_chars": 3000}
+    values = {
+        "model": MODEL,
+        "api_base": url,
+        "timeout_seconds": 240,
+        "call_budget_seconds": 300,
+        "drain_llm_budget_seconds": 3600,
+        "retries": 0,
+        "max_answer_tokens": 256,
+        "max_field_chars": 300,
+        "max_prompt_chars": 3000,
+    }
     return "[extract]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in values.items())
 
 
@@ -68,16 +76,21 @@ def run_arm(tmp: str, name: str, turns: list, noise: list, url: "str | None") ->
     events_of = {}
     for n, turn in enumerate(turns):
         when += 60
-        events_of[turn["id"]] = set(spool_turn(project, f"target-s{n // SESSION}", turn["prompt"], when,
-                                               turn["outcome"] + (" Files: " + ", ".join(turn["files"])
-                                                                  if turn.get("files") else "")))
+        events_of[turn["id"]] = set(
+            spool_turn(
+                project,
+                f"target-s{n // SESSION}",
+                turn["prompt"],
+                when,
+                turn["outcome"] + (" Files: " + ", ".join(turn["files"]) if turn.get("files") else ""),
+            )
+        )
     wall, cpu = time.perf_counter(), time.process_time()
     drain_all()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     n_events = sum(len(ids) for ids in events_of.values())
 
-    from kirolearn.recall import context
-    from kirolearn.recall import lexical
+    from kirolearn.recall import context, lexical
 
     conn = lexical.connect_readonly(budget=1e9)
     pid = context.project_id(project)
@@ -86,15 +99,22 @@ def run_arm(tmp: str, name: str, turns: list, noise: list, url: "str | None") ->
         for tid, ids in events_of.items():
             if ids & set(json.loads(sources or "[]")):
                 made_from[tid].add(rid)
-    runs = [dict(zip(("extractor", "reason"), r)) for r in conn.execute(
-        "select extractor, coalesce(fallback_reason, '') from extraction_runs where outcome = 'ok' "
-        "and session_id like 'target-%'")]
-    strategies = collections.Counter(r[0] for r in conn.execute(
-        "select strategy from memory_records where session_id like 'target-%'"))
+    runs = [
+        dict(zip(("extractor", "reason"), r))
+        for r in conn.execute(
+            "select extractor, coalesce(fallback_reason, '') from extraction_runs where outcome = 'ok' "
+            "and session_id like 'target-%'"
+        )
+    ]
+    strategies = collections.Counter(
+        r[0] for r in conn.execute("select strategy from memory_records where session_id like 'target-%'")
+    )
 
     def injected(question):
-        return [h.record_id for h in lexical.relevant(lexical.search(conn, question, project_id=pid, limit=15),
-                                                      question)][:3]
+        return [
+            h.record_id
+            for h in lexical.relevant(lexical.search(conn, question, project_id=pid, limit=15), question)
+        ][:3]
 
     found = {"ordinary": 0, "hard": 0}
     tokens = []
@@ -105,10 +125,18 @@ def run_arm(tmp: str, name: str, turns: list, noise: list, url: "str | None") ->
         tokens.append(len(text) / 4)
     conn.close()
     fell_back = [r for r in runs if r["extractor"] == "deterministic" and r["reason"]]
-    return {"found": found, "n": len(turns), "tokens": sum(tokens) / max(1, len(tokens)),
-            "batches": len(runs), "fell_back": len(fell_back),
-            "why": collections.Counter(r["reason"].split(":")[0] for r in fell_back),
-            "strategies": strategies, "events": n_events, "wall": wall, "cpu": cpu}
+    return {
+        "found": found,
+        "n": len(turns),
+        "tokens": sum(tokens) / max(1, len(tokens)),
+        "batches": len(runs),
+        "fell_back": len(fell_back),
+        "why": collections.Counter(r["reason"].split(":")[0] for r in fell_back),
+        "strategies": strategies,
+        "events": n_events,
+        "wall": wall,
+        "cpu": cpu,
+    }
 
 
 def local_server():
@@ -139,22 +167,35 @@ def main() -> None:
 
             log = llmserver.DEFAULT_CACHE_DIR / "bench-server.log"
             with llmserver.running_server(*server, log_path=log, startup_timeout=300) as url:
-                results[f"local model ({MODEL.split('/')[-1]}, llama.cpp)"] = run_arm(tmp, "local", turns, noise, url)
+                results[f"local model ({MODEL.split('/')[-1]}, llama.cpp)"] = run_arm(
+                    tmp, "local", turns, noise, url
+                )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     rows = []
     for name, r in results.items():
         why = ", ".join(f"{k} ({v})" for k, v in r["why"].most_common()) or "none"
-        rows += [(f"{name}: recall@3, ordinary / hard (of {r['n']})", f"{r['found']['ordinary']} / {r['found']['hard']}", ""),
-                 ("  context block for an ordinary question", f"{r['tokens']:.0f} tokens", "chars / 4"),
-                 ("  batches that fell back to deterministic", f"{r['fell_back']} of {r['batches']}", why),
-                 ("  drain over the turns' events", f"{r['events'] / r['wall']:.2f} events/s",
-                  f"{r['events'] / max(r['cpu'], 1e-6):.0f} events per CPU s; {r['wall']:.1f} s wall"),
-                 ("  records by strategy", ", ".join(f"{k} {v}" for k, v in r["strategies"].most_common()), "")]
+        rows += [
+            (
+                f"{name}: recall@3, ordinary / hard (of {r['n']})",
+                f"{r['found']['ordinary']} / {r['found']['hard']}",
+                "",
+            ),
+            ("  context block for an ordinary question", f"{r['tokens']:.0f} tokens", "chars / 4"),
+            ("  batches that fell back to deterministic", f"{r['fell_back']} of {r['batches']}", why),
+            (
+                "  drain over the turns' events",
+                f"{r['events'] / r['wall']:.2f} events/s",
+                f"{r['events'] / max(r['cpu'], 1e-6):.0f} events per CPU s; {r['wall']:.1f} s wall",
+            ),
+            ("  records by strategy", ", ".join(f"{k} {v}" for k, v in r["strategies"].most_common()), ""),
+        ]
     if note:
         rows.append(("local model", "not run", note))
-    print_table(f"Extraction on the coding set's held-out half ({len(turns)} turns among {len(noise)} distractors)",
-                rows)
+    print_table(
+        f"Extraction on the coding set's held-out half ({len(turns)} turns among {len(noise)} distractors)",
+        rows,
+    )
 
 
 if __name__ == "__main__":

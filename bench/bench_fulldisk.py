@@ -48,11 +48,18 @@ def spool_turns(count: int, project: str) -> "list[str]":
 
     ids = []
     for t in range(count):
-        for name, payload in (("userPromptSubmit", {"prompt": f"rebuild the index of shard {t}"}),
-                              ("postToolUse", {"tool_name": "shell",
-                                               "tool_input": {"command": f"make shard-{t}"},
-                                               "tool_response": f"shard {t} line\n" * 400}),
-                              ("stop", {"assistant_response": f"shard {t} rebuilt"})):
+        for name, payload in (
+            ("userPromptSubmit", {"prompt": f"rebuild the index of shard {t}"}),
+            (
+                "postToolUse",
+                {
+                    "tool_name": "shell",
+                    "tool_input": {"command": f"make shard-{t}"},
+                    "tool_response": f"shard {t} line\n" * 400,
+                },
+            ),
+            ("stop", {"assistant_response": f"shard {t} rebuilt"}),
+        ):
             event = events.build_event(name, {"cwd": project, "session_id": f"full-{t // 10}", **payload})
             spool.append(event["event_id"], events.serialize(event))
             ids.append(event["event_id"])
@@ -66,11 +73,14 @@ def stored(db_file: str, ids: "list[str]") -> "tuple[int, int]":
         rows = 0
         distinct = 0
         for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
+            chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            rows += conn.execute(f"select count(*) from events where event_id in ({marks})", chunk).fetchone()[0]
-            distinct += conn.execute(f"select count(distinct event_id) from events where event_id in ({marks})",
-                                     chunk).fetchone()[0]
+            rows += conn.execute(
+                f"select count(*) from events where event_id in ({marks})", chunk
+            ).fetchone()[0]
+            distinct += conn.execute(
+                f"select count(distinct event_id) from events where event_id in ({marks})", chunk
+            ).fetchone()[0]
         return distinct, rows - distinct
     finally:
         conn.close()
@@ -86,13 +96,17 @@ def quick_check(db_file: str) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--home", required=True, help="a kept store's KIROLEARN_HOME (bench_scale.py --keep DIR: DIR/home)")
+    parser.add_argument(
+        "--home", required=True, help="a kept store's KIROLEARN_HOME (bench_scale.py --keep DIR: DIR/home)"
+    )
     parser.add_argument("--turns", type=int, default=200, help="new turns to spool (three events each)")
     parser.add_argument("--headroom", type=int, default=256, help="free KB left on the disk for the drain")
     parser.add_argument("--kirolearn", default=os.path.join(os.path.dirname(sys.executable), "kirolearn"))
     args = parser.parse_args()
     if not os.path.exists(os.path.join(args.home, "kirolearn.db")):
-        print(f"no store at {args.home}: build one with bench/bench_scale.py --keep DIR first", file=sys.stderr)
+        print(
+            f"no store at {args.home}: build one with bench/bench_scale.py --keep DIR first", file=sys.stderr
+        )
         return 0
     if os.geteuid() != 0:
         print("bench_fulldisk needs root to mount a tmpfs; skipped", file=sys.stderr)
@@ -116,12 +130,16 @@ def main() -> int:
         full = disk_used(point) + args.headroom * 1024
         mount(point, full, remount=True)
         env = {**os.environ, "KIROLEARN_HOME": home, "KIROLEARN_EMBEDDING_MODEL": "none"}
-        first = subprocess.run([args.kirolearn, "drain"], env=env, capture_output=True, text=True, timeout=3600)
+        first = subprocess.run(
+            [args.kirolearn, "drain"], env=env, capture_output=True, text=True, timeout=3600
+        )
         db_file = os.path.join(home, "kirolearn.db")
         after_full, twice_full = stored(db_file, ids)
         waiting = len(set(ids) & {n[:-5] for n in os.listdir(os.path.join(home, "spool", "ready"))})
         mount(point, full + 1024 * 1024 * 1024, remount=True)
-        second = subprocess.run([args.kirolearn, "drain"], env=env, capture_output=True, text=True, timeout=3600)
+        second = subprocess.run(
+            [args.kirolearn, "drain"], env=env, capture_output=True, text=True, timeout=3600
+        )
         after, twice = stored(db_file, ids)
         check = quick_check(db_file)
         error = (first.stderr.strip().splitlines() or ["(nothing)"])[-1]
@@ -130,8 +148,11 @@ def main() -> int:
             ("new events spooled", str(len(ids)), f"{args.turns} turns"),
             ("free space for the drain (KB)", str(args.headroom), ""),
             ("drain on the full disk: exit status", str(first.returncode), "goal: 1"),
-            ("new events stored by it / left in the spool", f"{after_full} / {waiting}",
-             f"goal: 0 / {len(ids)} (or all stored if it fit)"),
+            (
+                "new events stored by it / left in the spool",
+                f"{after_full} / {waiting}",
+                f"goal: 0 / {len(ids)} (or all stored if it fit)",
+            ),
             ("drain after room is made: exit status", str(second.returncode), "goal: 0"),
             ("new events stored", f"{after} / {len(ids)}", "goal: all"),
             ("events lost", str(len(ids) - after), "goal: 0"),

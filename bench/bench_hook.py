@@ -45,43 +45,101 @@ def agent_payloads(cwd: str) -> dict:
     stdout = kiro["tool_response"]["result"][0]["stdout"]
     command = {"command": "python -m pytest -q tests/", "description": "run the test suite"}
     return {
-        "claude-code": (["--agent", "claude-code"], {
-            "session_id": kiro["session_id"], "transcript_path": os.path.join(cwd, "t.jsonl"), "cwd": cwd,
-            "permission_mode": "default", "hook_event_name": "PostToolUse", "tool_name": "Bash",
-            "tool_input": command, "tool_use_id": "toolu_01",
-            "tool_response": {"stdout": stdout, "stderr": "", "interrupted": False, "isImage": False}}),
-        "copilot": (["--agent", "copilot", "postToolUse"], {
-            "sessionId": kiro["session_id"], "timestamp": 1796110435788, "cwd": cwd, "toolName": "bash",
-            "toolArgs": command, "toolResult": {"resultType": "success", "textResultForLlm": stdout}}),
-        "opencode": (["--agent", "opencode", "tool.execute.after"], {
-            "hook_event_name": "tool.execute.after", "session_id": "ses_dcf18edfbffexElq9LI0WUKbjy", "cwd": cwd,
-            "tool_name": "bash", "tool_input": command,
-            "tool_response": {"title": command["command"], "output": stdout,
-                              "metadata": {"output": stdout, "exit": 0, "truncated": False}}}),
+        "claude-code": (
+            ["--agent", "claude-code"],
+            {
+                "session_id": kiro["session_id"],
+                "transcript_path": os.path.join(cwd, "t.jsonl"),
+                "cwd": cwd,
+                "permission_mode": "default",
+                "hook_event_name": "PostToolUse",
+                "tool_name": "Bash",
+                "tool_input": command,
+                "tool_use_id": "toolu_01",
+                "tool_response": {"stdout": stdout, "stderr": "", "interrupted": False, "isImage": False},
+            },
+        ),
+        "copilot": (
+            ["--agent", "copilot", "postToolUse"],
+            {
+                "sessionId": kiro["session_id"],
+                "timestamp": 1796110435788,
+                "cwd": cwd,
+                "toolName": "bash",
+                "toolArgs": command,
+                "toolResult": {"resultType": "success", "textResultForLlm": stdout},
+            },
+        ),
+        "opencode": (
+            ["--agent", "opencode", "tool.execute.after"],
+            {
+                "hook_event_name": "tool.execute.after",
+                "session_id": "ses_dcf18edfbffexElq9LI0WUKbjy",
+                "cwd": cwd,
+                "tool_name": "bash",
+                "tool_input": command,
+                "tool_response": {
+                    "title": command["command"],
+                    "output": stdout,
+                    "metadata": {"output": stdout, "exit": 0, "truncated": False},
+                },
+            },
+        ),
         # Codex, Gemini CLI and Cursor name the event in the payload: install writes `--agent NAME` only
-        "codex": (["--agent", "codex"], {
-            "session_id": kiro["session_id"], "turn_id": "019ad5f2-7c1e-7d30-9a41-3be1f4c2d8a0",
-            "transcript_path": os.path.join(cwd, "rollout.jsonl"), "cwd": cwd, "hook_event_name": "PostToolUse",
-            "model": "gpt-5-codex", "permission_mode": "default", "tool_name": "Bash",
-            "tool_input": {"command": command["command"]}, "tool_response": stdout, "tool_use_id": "call_01"}),
-        "gemini": (["--agent", "gemini"], {
-            "session_id": kiro["session_id"], "transcript_path": os.path.join(cwd, "chat.jsonl"), "cwd": cwd,
-            "hook_event_name": "AfterTool", "timestamp": "2026-12-01T09:00:00.000Z", "tool_name": "run_shell_command",
-            "tool_input": command,
-            "tool_response": {"llmContent": f"Output: {stdout}\nExit Code: 0", "returnDisplay": stdout}}),
-        "cursor": (["--agent", "cursor"], {  # its shell hook: install wires afterShellExecution, not postToolUse
-            "conversation_id": kiro["session_id"], "generation_id": "5f0c3a52-9d7e-4b8a-a1f6-2c9e8d7b4a10",
-            "model": "claude-4.5-sonnet", "hook_event_name": "afterShellExecution", "cursor_version": "2.4.21",
-            "workspace_roots": [cwd], "user_email": "dev@example.com", "cwd": cwd,
-            "command": command["command"], "output": stdout, "duration": 812}),
+        "codex": (
+            ["--agent", "codex"],
+            {
+                "session_id": kiro["session_id"],
+                "turn_id": "019ad5f2-7c1e-7d30-9a41-3be1f4c2d8a0",
+                "transcript_path": os.path.join(cwd, "rollout.jsonl"),
+                "cwd": cwd,
+                "hook_event_name": "PostToolUse",
+                "model": "gpt-5-codex",
+                "permission_mode": "default",
+                "tool_name": "Bash",
+                "tool_input": {"command": command["command"]},
+                "tool_response": stdout,
+                "tool_use_id": "call_01",
+            },
+        ),
+        "gemini": (
+            ["--agent", "gemini"],
+            {
+                "session_id": kiro["session_id"],
+                "transcript_path": os.path.join(cwd, "chat.jsonl"),
+                "cwd": cwd,
+                "hook_event_name": "AfterTool",
+                "timestamp": "2026-12-01T09:00:00.000Z",
+                "tool_name": "run_shell_command",
+                "tool_input": command,
+                "tool_response": {"llmContent": f"Output: {stdout}\nExit Code: 0", "returnDisplay": stdout},
+            },
+        ),
+        "cursor": (
+            ["--agent", "cursor"],
+            {  # its shell hook: install wires afterShellExecution, not postToolUse
+                "conversation_id": kiro["session_id"],
+                "generation_id": "5f0c3a52-9d7e-4b8a-a1f6-2c9e8d7b4a10",
+                "model": "claude-4.5-sonnet",
+                "hook_event_name": "afterShellExecution",
+                "cursor_version": "2.4.21",
+                "workspace_roots": [cwd],
+                "user_email": "dev@example.com",
+                "cwd": cwd,
+                "command": command["command"],
+                "output": stdout,
+                "duration": 812,
+            },
+        ),
     }
 
 
 def time_run(cmd, stdin: bytes, env) -> float:
     start = time.perf_counter()
-    subprocess.run(cmd, input=stdin, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    subprocess.run(
+        cmd, input=stdin, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
+    )
     return (time.perf_counter() - start) * 1000
-
 
 
 def main() -> int:
@@ -99,8 +157,10 @@ def main() -> int:
         env = dict(os.environ, KIROLEARN_HOME=os.path.join(tmp, "home"))
         stdin = payload_2kb(project)
         bare, hooked, wrapper = [], [], []
-        agents = {name: (hook[:-1] + argv, json.dumps(body).encode(), [])
-                  for name, (argv, body) in agent_payloads(project).items()}
+        agents = {
+            name: (hook[:-1] + argv, json.dumps(body).encode(), [])
+            for name, (argv, body) in agent_payloads(project).items()
+        }
         for _ in range(3):  # warm the page cache
             time_run([python, "-c", "pass"], stdin, env)
             time_run(hook, stdin, env)
@@ -120,16 +180,28 @@ def main() -> int:
         ("venv `python -c pass` median (ms)", f"{med_bare:.1f}", ""),
         ("installed hook command postToolUse median (ms)", f"{med_hook:.1f}", ""),
         ("installed hook command p90 (ms)", f"{pct(hooked, 0.9):.1f}", ""),
-        ("pip's `kirolearn-hook` console script (--portable) median (ms)", f"{statistics.median(wrapper):.1f}", ""),
+        (
+            "pip's `kirolearn-hook` console script (--portable) median (ms)",
+            f"{statistics.median(wrapper):.1f}",
+            "",
+        ),
         ("hook / bare python ratio (medians)", f"{med_hook / med_bare:.2f}", "<= 2.0"),
-        *((f"{name} postToolUse hook / bare python ratio (medians; {statistics.median(times):.1f} ms)",
-           f"{statistics.median(times) / med_bare:.2f}", "<= 2.0") for name, (_, _, times) in agents.items()),
+        *(
+            (
+                f"{name} postToolUse hook / bare python ratio (medians; {statistics.median(times):.1f} ms)",
+                f"{statistics.median(times) / med_bare:.2f}",
+                "<= 2.0",
+            )
+            for name, (_, _, times) in agents.items()
+        ),
         ("events spooled", f"{spooled}", f"{(2 + len(agents)) * args.runs + 3}"),
         ("payloads quarantined (an agent's payload the hook could not read)", f"{rejected}", "0"),
         ("Node-based Kiro memory hook, for scale (ms)", "~215", "reference/libraries"),
     ]
-    print_table(f"hook latency, {args.runs} alternating runs each, venv {args.venv}\n"
-                f"hook command: {' '.join(hook)}", rows)
+    print_table(
+        f"hook latency, {args.runs} alternating runs each, venv {args.venv}\nhook command: {' '.join(hook)}",
+        rows,
+    )
     return 0
 
 

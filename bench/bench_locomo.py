@@ -29,9 +29,19 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchdata import LOCOMO_ZIP, PlainBM25, drain_all, locomo_conversations, make_project, score, spool_turn, turn_text  # noqa: E402
-from benchtable import pct, print_table  # noqa: E402
 import benchlocal  # noqa: E402
+from benchdata import (  # noqa: E402
+    LOCOMO_ZIP,
+    PlainBM25,
+    drain_all,
+    locomo_conversations,
+    make_project,
+    score,
+    spool_turn,
+    turn_text,
+)
+from benchstore import as_store  # noqa: E402
+from benchtable import pct, print_table  # noqa: E402
 
 
 def gold_turns(q: dict) -> "set[str]":
@@ -63,7 +73,9 @@ def ingest(tmp: str, convs, per_turn: bool = False) -> "tuple[dict, dict]":
 
 def dia_of_records(conn, by_text) -> "dict[str, str]":
     out = {}
-    for record_id, session_id, title in conn.execute("select record_id, session_id, title from memory_records"):
+    for record_id, session_id, title in conn.execute(
+        "select record_id, session_id, title from memory_records"
+    ):
         dias = by_text.get((session_id, _key(title)))
         if dias:
             out[record_id] = dias.pop(0) if len(dias) > 1 else dias[0]
@@ -74,10 +86,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--zip", default=LOCOMO_ZIP)
     parser.add_argument("--keep", help="reuse (or create) the ingested stores in this folder")
-    parser.add_argument("--layouts", default="session,turn", help="session: one agent session per LoCoMo session; "
-                        "turn: one per turn")
-    parser.add_argument("--methods", default="bm25,embedding,hook,kirolearn,local,kirolearn-local",
-                        help="local, kirolearn-local: all-MiniLM-L6-v2 alone / in the hybrid, when installed")
+    parser.add_argument(
+        "--layouts",
+        default="session,turn",
+        help="session: one agent session per LoCoMo session; turn: one per turn",
+    )
+    parser.add_argument(
+        "--methods",
+        default="bm25,embedding,hook,kirolearn,local,kirolearn-local",
+        help="local, kirolearn-local: all-MiniLM-L6-v2 alone / in the hybrid, when installed",
+    )
     args = parser.parse_args()
     if not os.path.exists(args.zip):
         print(f"LoCoMo not found at {args.zip}: skipped")
@@ -86,18 +104,24 @@ def main() -> int:
     base = args.keep or tempfile.mkdtemp(prefix="kl-locomo-")
     for layout in args.layouts.split(","):
         # the session layout keeps the folder's old place, so stores kept before still serve
-        run_layout(os.path.join(base, "per-turn") if layout == "turn" else base, convs, layout, args.methods.split(","))
+        run_layout(
+            os.path.join(base, "per-turn") if layout == "turn" else base,
+            convs,
+            layout,
+            args.methods.split(","),
+        )
     return 0
 
 
 def run_layout(tmp: str, convs, layout: str, chosen) -> None:
     os.makedirs(tmp, exist_ok=True)
     os.environ["KIROLEARN_HOME"] = os.path.join(tmp, "home")
-    os.environ["KIROLEARN_EMBEDDING_MODEL"] = "wordllama/l2_supercat_256"  # the local model's rows embed a copy
-    from kirolearn.recall import context
-    from kirolearn.recall.embeddings import registry as embeddings
+    os.environ["KIROLEARN_EMBEDDING_MODEL"] = (
+        "wordllama/l2_supercat_256"  # the local model's rows embed a copy
+    )
+    from kirolearn.recall import context, semantic
     from kirolearn.recall import lexical as recall
-    from kirolearn.recall import semantic
+    from kirolearn.recall.embeddings import registry as embeddings
 
     embeddings.CACHE.clear()
     semantic._INDEXES.clear()
@@ -116,27 +140,42 @@ def run_layout(tmp: str, convs, layout: str, chosen) -> None:
         ingest_s = 0.0
     conn = recall.connect_readonly(budget=1e9)
     dia = dia_of_records(conn, {k: list(v) for k, v in by_text.items()})
-    searcher = semantic.Searcher(conn)
+    searcher = semantic.Searcher(as_store(conn))
     plain = PlainBM25(conn)
     methods = {
         "plain BM25": plain,
-        "embedding alone": lambda q, pid, k: [h.record_id for h in searcher.vector_only(q, project_id=pid, limit=k)],
-        "hook (lexical, SQLite only)": lambda q, pid, k: [h.record_id for h in recall.search(conn, q, project_id=pid, limit=k)],
-        "kirolearn search (hybrid)": lambda q, pid, k: [h.record_id for h in searcher.search(q, project_id=pid, limit=k)],
+        "embedding alone": lambda q, pid, k: [
+            h.record_id for h in searcher.vector_only(q, project_id=pid, limit=k)
+        ],
+        "hook (lexical, SQLite only)": lambda q, pid, k: [
+            h.record_id for h in recall.search(conn, q, project_id=pid, limit=k)
+        ],
+        "kirolearn search (hybrid)": lambda q, pid, k: [
+            h.record_id for h in searcher.search(q, project_id=pid, limit=k)
+        ],
     }
-    wanted = {"bm25": "plain BM25", "embedding": "embedding alone", "hook": "hook (lexical, SQLite only)",
-              "kirolearn": "kirolearn search (hybrid)", "local": "local model alone",
-              "kirolearn-local": "kirolearn search with local model"}
+    wanted = {
+        "bm25": "plain BM25",
+        "embedding": "embedding alone",
+        "hook": "hook (lexical, SQLite only)",
+        "kirolearn": "kirolearn search (hybrid)",
+        "local": "local model alone",
+        "kirolearn-local": "kirolearn search with local model",
+    }
     notes = []
     if {"local", "kirolearn-local"} & set(chosen):  # all-MiniLM-L6-v2 vectors beside the default's
         local_searcher, notes = benchlocal.prepare(tmp)
         if local_searcher is not None:
             methods["local model alone"] = lambda q, pid, k: [
-                h.record_id for h in local_searcher.vector_only(q, project_id=pid, limit=k)]
+                h.record_id for h in local_searcher.vector_only(q, project_id=pid, limit=k)
+            ]
             methods["kirolearn search with local model"] = lambda q, pid, k: [
-                h.record_id for h in local_searcher.search(q, project_id=pid, limit=k)]
+                h.record_id for h in local_searcher.search(q, project_id=pid, limit=k)
+            ]
     methods = {wanted[m]: methods[wanted[m]] for m in chosen if wanted[m] in methods}
-    results = {name: {"r5": [], "h5": [], "r10": [], "ms": [], "cat": {}, "half": {0: [], 1: []}} for name in methods}
+    results = {
+        name: {"r5": [], "h5": [], "r10": [], "ms": [], "cat": {}, "half": {0: [], 1: []}} for name in methods
+    }
     asked = 0
     for n_conv, (conv_id, _, qa) in enumerate(convs):
         pid = context.project_id(projects[conv_id])
@@ -156,9 +195,11 @@ def run_layout(tmp: str, convs, layout: str, chosen) -> None:
                 res["r5"].append(r5), res["h5"].append(h5), res["r10"].append(r10)
                 res["cat"].setdefault(q["category"], []).append(h5)
                 res["half"][n_conv % 2].append((r5, h5))
-    print(f"LoCoMo, {layout} layout: {sum(len(t) for _, s, _ in convs for _, _, t in s)} turns in {len(convs)} "
-          f"projects, {len(dia)} records mapped, {asked} questions (categories 1-4)"
-          + (f", ingested through spool+drain in {ingest_s:.0f} s" if ingest_s else ""))
+    print(
+        f"LoCoMo, {layout} layout: {sum(len(t) for _, s, _ in convs for _, _, t in s)} turns in {len(convs)} "
+        f"projects, {len(dia)} records mapped, {asked} questions (categories 1-4)"
+        + (f", ingested through spool+drain in {ingest_s:.0f} s" if ingest_s else "")
+    )
     for note in notes:
         print(note)
     rows = []
@@ -166,14 +207,37 @@ def run_layout(tmp: str, convs, layout: str, chosen) -> None:
     for name, res in results.items():
         mean = lambda xs: sum(xs) / len(xs) if xs else 0.0  # noqa: E731
         cats = " ".join(f"{c}:{mean(v):.2f}" for c, v in sorted(res["cat"].items()))
-        halves = [(mean([r for r, _ in res["half"][h]]), mean([x for _, x in res["half"][h]])) for h in (0, 1)]
-        rows.append((f"{name}: held out (even conversations) R@5 / hit@5", f"{halves[1][0]:.3f} / {halves[1][1]:.3f}",
-                     goal if name.startswith("kirolearn search") else ""))
-        rows.append(("  tuned-on half (odd conversations) R@5 / hit@5", f"{halves[0][0]:.3f} / {halves[0][1]:.3f}", ""))
-        rows.append(("  all: evidence R@5 / hit@5 / R@10", f"{mean(res['r5']):.3f} / {mean(res['h5']):.3f} / "
-                     f"{mean(res['r10']):.3f}", ""))
-        rows.append((f"  hit@5 by category / p50 / p95 ms", f"{cats} / {statistics.median(res['ms']):.1f} / "
-                     f"{pct(res['ms'], 0.95):.1f}", ""))
+        halves = [
+            (mean([r for r, _ in res["half"][h]]), mean([x for _, x in res["half"][h]])) for h in (0, 1)
+        ]
+        rows.append(
+            (
+                f"{name}: held out (even conversations) R@5 / hit@5",
+                f"{halves[1][0]:.3f} / {halves[1][1]:.3f}",
+                goal if name.startswith("kirolearn search") else "",
+            )
+        )
+        rows.append(
+            (
+                "  tuned-on half (odd conversations) R@5 / hit@5",
+                f"{halves[0][0]:.3f} / {halves[0][1]:.3f}",
+                "",
+            )
+        )
+        rows.append(
+            (
+                "  all: evidence R@5 / hit@5 / R@10",
+                f"{mean(res['r5']):.3f} / {mean(res['h5']):.3f} / {mean(res['r10']):.3f}",
+                "",
+            )
+        )
+        rows.append(
+            (
+                "  hit@5 by category / p50 / p95 ms",
+                f"{cats} / {statistics.median(res['ms']):.1f} / {pct(res['ms'], 0.95):.1f}",
+                "",
+            )
+        )
     print_table(f"LoCoMo retrieval, {layout} layout ('local model' rows: all-MiniLM-L6-v2)", rows)
     conn.close()
 

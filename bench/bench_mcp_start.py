@@ -19,14 +19,15 @@ import tempfile
 import time
 
 import anyio
+from benchtable import compile_package, print_table
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from benchtable import compile_package, print_table
-
 HERE = os.path.dirname(os.path.abspath(__file__))
-SDK_ONLY = ("import sys; from kirolearn.mcp_server import app; app.setup_logging(); "
-            "app.serve_stdio(sys.argv[1], 'bench')")
+SDK_ONLY = (
+    "import sys; from kirolearn.mcp_server import app; app.setup_logging(); "
+    "app.serve_stdio(sys.argv[1], 'bench')"
+)
 
 
 def bare(python: str, env) -> float:
@@ -67,7 +68,9 @@ def main() -> int:
         os.makedirs(os.path.join(project, ".git"))
         env = dict(os.environ, KIROLEARN_HOME=os.path.join(tmp, "home"), KIROLEARN_EMBEDDING_MODEL="none")
         runs = {"bare": [], "front": [], "sdk": [], "call": []}
-        client_run(server, ["--project", project], env, call_tool=True)  # warm: bytecode, the home's first files
+        client_run(
+            server, ["--project", project], env, call_tool=True
+        )  # warm: bytecode, the home's first files
         for _ in range(args.runs):
             runs["bare"].append(bare(python, env))
             runs["front"].append(client_run(server, ["--project", project], env))

@@ -30,13 +30,36 @@ def make_events(n: int) -> "list[dict]":
     out = []
     for i in range(n):
         at = f"2026-11-01T{10 + i // 360000 % 10:02d}:{i // 6000 % 60:02d}:{i // 100 % 60:02d}.{i % 100:03d}Z"
-        body = {"event_id": f"ev{i:08d}", "kind": "tool_use", "session_id": f"s{i // 50}", "payload": {"n": i}}
-        out.append({"event_id": f"ev{i:08d}", "content_hash": f"h{i:08d}", "kind": "tool_use",
-                    "trigger": "postToolUse", "hook": "postToolUse", "generation": "classic", "surface": "kiro-cli",
-                    "agent": "kiro", "session_id": f"s{i // 50}", "project_id": f"p{i % 8}",
-                    "project_root": f"/src/p{i % 8}", "cwd": f"/src/p{i % 8}", "received_at": at, "stored_at": at,
-                    "actor": "dev", "host": "laptop", "client_version": "1", "body": json.dumps(body),
-                    "extract_state": "pending", "run_id": None})
+        body = {
+            "event_id": f"ev{i:08d}",
+            "kind": "tool_use",
+            "session_id": f"s{i // 50}",
+            "payload": {"n": i},
+        }
+        out.append(
+            {
+                "event_id": f"ev{i:08d}",
+                "content_hash": f"h{i:08d}",
+                "kind": "tool_use",
+                "trigger": "postToolUse",
+                "hook": "postToolUse",
+                "generation": "classic",
+                "surface": "kiro-cli",
+                "agent": "kiro",
+                "session_id": f"s{i // 50}",
+                "project_id": f"p{i % 8}",
+                "project_root": f"/src/p{i % 8}",
+                "cwd": f"/src/p{i % 8}",
+                "received_at": at,
+                "stored_at": at,
+                "actor": "dev",
+                "host": "laptop",
+                "client_version": "1",
+                "body": json.dumps(body),
+                "extract_state": "pending",
+                "run_id": None,
+            }
+        )
     return out
 
 
@@ -45,12 +68,23 @@ def make_records(n: int, texts: "list[str]") -> "list[dict]":
     for i in range(n):
         text = texts[i % len(texts)]
         words = text.split()
-        out.append({"record_id": f"mr_{i:08d}", "project_id": f"p{i % 8}", "project_root": f"/src/p{i % 8}",
-                    "session_id": f"s{i // 20}", "title": " ".join(words[:8]) or f"record {i}",
-                    "summary": f"{text} (turn {i})", "facts": [" ".join(words[8:16])] if len(words) > 8 else [],
-                    "concepts": [], "files_touched": [f"src/mod_{i % 97}.py"], "observation_type": "tool_use",
-                    "strategy": "deterministic", "source_event_ids": [f"ev{i:08d}"],
-                    "created_at": f"2026-11-01T10:00:00.{i % 1000:03d}Z"})
+        out.append(
+            {
+                "record_id": f"mr_{i:08d}",
+                "project_id": f"p{i % 8}",
+                "project_root": f"/src/p{i % 8}",
+                "session_id": f"s{i // 20}",
+                "title": " ".join(words[:8]) or f"record {i}",
+                "summary": f"{text} (turn {i})",
+                "facts": [" ".join(words[8:16])] if len(words) > 8 else [],
+                "concepts": [],
+                "files_touched": [f"src/mod_{i % 97}.py"],
+                "observation_type": "tool_use",
+                "strategy": "deterministic",
+                "source_event_ids": [f"ev{i:08d}"],
+                "created_at": f"2026-11-01T10:00:00.{i % 1000:03d}Z",
+            }
+        )
     return out
 
 
@@ -63,20 +97,34 @@ def queries(texts: "list[str]", n: int) -> "list[list[str]]":
 def measure(store, events, records, asked) -> dict:
     t = time.perf_counter()
     for i in range(0, len(events), 500):
-        store.add_events(events[i:i + 500])
+        store.add_events(events[i : i + 500])
     events_s = len(events) / (time.perf_counter() - t)
     t = time.perf_counter()
     for i in range(0, len(records), 10):
-        store.commit_extraction({"run_id": f"run{i:08d}", "batch_key": f"b{i}", "extractor": "deterministic",
-                                 "outcome": "ok", "started_at": "2026-11-01T10:00:00.000Z"}, records[i:i + 10], [])
+        store.commit_extraction(
+            {
+                "run_id": f"run{i:08d}",
+                "batch_key": f"b{i}",
+                "extractor": "deterministic",
+                "outcome": "ok",
+                "started_at": "2026-11-01T10:00:00.000Z",
+            },
+            records[i : i + 10],
+            [],
+        )
     records_s = len(records) / (time.perf_counter() - t)
     times, hits = [], 0
     for words in asked:
         t = time.perf_counter()
         hits += bool(store.search(words, limit=10))
         times.append((time.perf_counter() - t) * 1000)
-    return {"events_s": events_s, "records_s": records_s, "p50": pct(times, 0.5), "p95": pct(times, 0.95),
-            "hit": hits / len(asked)}
+    return {
+        "events_s": events_s,
+        "records_s": records_s,
+        "p50": pct(times, 0.5),
+        "p95": pct(times, 0.95),
+        "hit": hits / len(asked),
+    }
 
 
 def main() -> int:
@@ -85,7 +133,6 @@ def main() -> int:
     args = parser.parse_args()
     try:
         import psycopg  # noqa: F401
-
         from pgserver import PgCluster, PostgresUnavailable
     except ImportError as exc:
         print(f"PostgreSQL store: skipped ({exc}; pip install 'kirolearn[team]')")
@@ -113,13 +160,22 @@ def main() -> int:
         cluster.stop()
     rows = []
     for name, f in (("postgresql", pg_figures), ("sqlite", lite_figures)):
-        rows += [(f"{name}: add_events, events/s (chunks of 500)", f"{f['events_s']:,.0f}", ""),
-                 (f"{name}: commit_extraction, records/s (10 a run)", f"{f['records_s']:,.0f}", ""),
-                 (f"{name}: search p50 / p95 ms ({args.records:,} records)", f"{f['p50']:.1f} / {f['p95']:.1f}", ""),
-                 (f"{name}: queries with a result", f"{f['hit']:.0%}", "")]
-    rows.append(("search p95, postgresql / sqlite", f"{pg_figures['p95'] / lite_figures['p95']:.1f}x", "figure only"))
-    print_table(f"Store backends, {args.records:,} events and records, one run (PostgreSQL {cluster_version()})",
-                rows)
+        rows += [
+            (f"{name}: add_events, events/s (chunks of 500)", f"{f['events_s']:,.0f}", ""),
+            (f"{name}: commit_extraction, records/s (10 a run)", f"{f['records_s']:,.0f}", ""),
+            (
+                f"{name}: search p50 / p95 ms ({args.records:,} records)",
+                f"{f['p50']:.1f} / {f['p95']:.1f}",
+                "",
+            ),
+            (f"{name}: queries with a result", f"{f['hit']:.0%}", ""),
+        ]
+    rows.append(
+        ("search p95, postgresql / sqlite", f"{pg_figures['p95'] / lite_figures['p95']:.1f}x", "figure only")
+    )
+    print_table(
+        f"Store backends, {args.records:,} events and records, one run (PostgreSQL {cluster_version()})", rows
+    )
     return 0
 
 
@@ -128,7 +184,9 @@ def cluster_version() -> str:
 
     from pgserver import find_bindir
 
-    out = subprocess.run([os.path.join(find_bindir(), "postgres"), "--version"], capture_output=True, text=True)
+    out = subprocess.run(
+        [os.path.join(find_bindir(), "postgres"), "--version"], capture_output=True, text=True
+    )
     found = re.search(r"\) (\d+(\.\d+)*)", out.stdout)
     return found.group(1) if found else "?"
 

@@ -31,18 +31,20 @@ import sys
 import tempfile
 import time
 
+from benchstore import as_store  # noqa: E402
 from benchtable import compile_package, installed_hook, pct, print_table
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURE = os.path.join(os.path.dirname(HERE), "tests", "fixtures", "relevance.json")
-WORDS = ("database lock timeout export script migration alembic column index query login session token "
-         "refresh middleware cache redis expire queue worker email signup checkout discount total report "
-         "timezone docker image wheel arm64 postgres driver vite node npm workflow pagination cursor order "
-         "reference apostrophe quote parameter injection sqlite wal journal busy retry backoff rate limit "
-         "window structlog logging handler gunicorn request api endpoint test flaky ordering fixture mock "
-         "config setting environment variable deploy staging production rollback feature flag build "
-         "compile error exception traceback stack import module package version upgrade dependency").split()
-
+WORDS = (
+    "database lock timeout export script migration alembic column index query login session token "
+    "refresh middleware cache redis expire queue worker email signup checkout discount total report "
+    "timezone docker image wheel arm64 postgres driver vite node npm workflow pagination cursor order "
+    "reference apostrophe quote parameter injection sqlite wal journal busy retry backoff rate limit "
+    "window structlog logging handler gunicorn request api endpoint test flaky ordering fixture mock "
+    "config setting environment variable deploy staging production rollback feature flag build "
+    "compile error exception traceback stack import module package version upgrade dependency"
+).split()
 
 
 def vocabulary(rng):
@@ -66,15 +68,27 @@ def fill(db_path, n, projects, rng):
     for i in range(have, n):
         root = projects[i % len(projects)]
         words = lambda k: " ".join(rng.choices(vocab, cum_weights=cum, k=k))  # noqa: E731
-        rows.append({
-            "record_id": f"mr_{i:026d}", "project_id": store_pid(root), "project_root": root,
-            "session_id": f"s{i // 10}", "title": words(8).capitalize(), "summary": ". ".join(words(14) for _ in range(4)),
-            "facts": json.dumps([words(9) for _ in range(2)]), "concepts": json.dumps(words(3).split()),
-            "files_touched": json.dumps([f"app/{rng.choice(WORDS)}.py"]),
-            "observation_type": rng.choice(["tool_use", "tool_use", "session_summary", "error", "decision", "discovery"]),
-            "strategy": "bench", "source_event_ids": "[]", "run_id": None, "record_hash": f"h{i}",
-            "created_at": f"2026-{1 + i % 11:02d}-{1 + i % 28:02d}T10:00:00.000Z",
-        })
+        rows.append(
+            {
+                "record_id": f"mr_{i:026d}",
+                "project_id": store_pid(root),
+                "project_root": root,
+                "session_id": f"s{i // 10}",
+                "title": words(8).capitalize(),
+                "summary": ". ".join(words(14) for _ in range(4)),
+                "facts": json.dumps([words(9) for _ in range(2)]),
+                "concepts": json.dumps(words(3).split()),
+                "files_touched": json.dumps([f"app/{rng.choice(WORDS)}.py"]),
+                "observation_type": rng.choice(
+                    ["tool_use", "tool_use", "session_summary", "error", "decision", "discovery"]
+                ),
+                "strategy": "bench",
+                "source_event_ids": "[]",
+                "run_id": None,
+                "record_hash": f"h{i}",
+                "created_at": f"2026-{1 + i % 11:02d}-{1 + i % 28:02d}T10:00:00.000Z",
+            }
+        )
     with db.atomic():
         db["memory_records"].insert_all(rows, batch_size=1000)
     db.conn.close()
@@ -82,25 +96,24 @@ def fill(db_path, n, projects, rng):
 
 def derive(embed: bool) -> None:
     """What the drainer adds for semantic recall: neighbour text always, vectors for the largest store."""
-    from kirolearn.recall.embeddings import registry as embeddings
     from kirolearn.recall import semantic
+    from kirolearn.recall.embeddings import registry as embeddings
     from kirolearn.store.sqlite import db as store
 
     db = store.open_db()
-    semantic.enrich_pending(db)
+    semantic.enrich_pending(as_store(db))
     store.refresh_term_docs(db, force=True)
     if embed:
-        semantic.index_pending(db, embeddings.get_model())
+        semantic.index_pending(as_store(db), embeddings.get_model())
     db.conn.close()
 
 
 def hybrid_row(n, prompts, pid):
     """`kirolearn search` / MCP search in process: BM25 + vectors + neighbours (semantic.Searcher)."""
-    from kirolearn.recall import lexical
-    from kirolearn.recall import semantic
+    from kirolearn.recall import lexical, semantic
 
     conn = lexical.connect_readonly(budget=60.0)
-    searcher = semantic.Searcher(conn)
+    searcher = semantic.Searcher(as_store(conn))
     searcher.search(prompts[0], project_id=pid, limit=10)  # loads the model and the project's vectors once
     times = []
     for _ in range(3):
@@ -109,23 +122,46 @@ def hybrid_row(n, prompts, pid):
             searcher.search(prompt, project_id=pid, limit=10)
             times.append((time.perf_counter() - start) * 1000)
     conn.close()
-    return (f"hybrid search (vectors) at {n:,} records: median / p95 (ms)",
-            f"{statistics.median(times):.1f} / {pct(times, 0.95):.1f}", "p95 <= 50 at 100k")
+    return (
+        f"hybrid search (vectors) at {n:,} records: median / p95 (ms)",
+        f"{statistics.median(times):.1f} / {pct(times, 0.95):.1f}",
+        "p95 <= 50 at 100k",
+    )
 
 
-def hook_rows(where: str, python: str, hook: "list[str]", sets: dict, project: str, runs: int,
-              python3: "str | None" = None) -> list:
+def hook_rows(
+    where: str,
+    python: str,
+    hook: "list[str]",
+    sets: dict,
+    project: str,
+    runs: int,
+    python3: "str | None" = None,
+) -> list:
     """Whole-process prompt-submit hook runs, alternated with the venv's bare `python -c pass`."""
     times = {"bare": [], "py3": [], "fixture": [], "rare": []}
     cpu = {key: [] for key in times}
     printed = {"fixture": 0, "rare": 0}
     for i in range(runs):
-        order = [("bare", [python, "-c", "pass"], b"")] + ([("py3", [python3, "-c", "pass"], b"")] if python3 else [])
+        order = [("bare", [python, "-c", "pass"], b"")] + (
+            [("py3", [python3, "-c", "pass"], b"")] if python3 else []
+        )
         for key, chosen in sets.items():
-            order.append((key, hook, json.dumps({"hook_event_name": "userPromptSubmit", "cwd": project,
-                                                 "session_id": f"b{key}{i}{where}",
-                                                 "prompt": chosen[i % len(chosen)]}).encode()))
-        for key, cmd, payload in (order if i % 2 else order[::-1]):  # alternate the order too
+            order.append(
+                (
+                    key,
+                    hook,
+                    json.dumps(
+                        {
+                            "hook_event_name": "userPromptSubmit",
+                            "cwd": project,
+                            "session_id": f"b{key}{i}{where}",
+                            "prompt": chosen[i % len(chosen)],
+                        }
+                    ).encode(),
+                )
+            )
+        for key, cmd, payload in order if i % 2 else order[::-1]:  # alternate the order too
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
             out = subprocess.run(cmd, input=payload, capture_output=True, env=os.environ).stdout
@@ -138,15 +174,29 @@ def hook_rows(where: str, python: str, hook: "list[str]", sets: dict, project: s
     rows = []
     for key, label in (("fixture", "fixture prompts"), ("rare", "prompts naming rarer stored words")):
         med = statistics.median(times[key])
-        rows.append((f"prompt-submit hook {where}, {label}: median / p90 (ms)",
-                     f"{med:.1f} / {pct(times[key], 0.9):.1f}", ""))
+        rows.append(
+            (
+                f"prompt-submit hook {where}, {label}: median / p90 (ms)",
+                f"{med:.1f} / {pct(times[key], 0.9):.1f}",
+                "",
+            )
+        )
         rows.append(("  runs that printed memory", f"{printed[key]}/{runs}", ""))
         if python3:
-            rows.append(("  ratio to `python3 -c pass` (PATH shim)", f"{med / statistics.median(times['py3']):.2f}", ""))
+            rows.append(
+                (
+                    "  ratio to `python3 -c pass` (PATH shim)",
+                    f"{med / statistics.median(times['py3']):.2f}",
+                    "",
+                )
+            )
         rows += [
             ("  ratio to venv `python -c pass`", f"{med / bare:.2f}", "<= 3.0"),
-            ("  CPU-time ratio to venv `python -c pass` (steadier on a loaded machine)",
-             f"{statistics.median(cpu[key]) / bare_cpu:.2f}", ""),
+            (
+                "  CPU-time ratio to venv `python -c pass` (steadier on a loaded machine)",
+                f"{statistics.median(cpu[key]) / bare_cpu:.2f}",
+                "",
+            ),
         ]
     return rows
 
@@ -166,15 +216,28 @@ def fake_vectors(model_id: str, dims: int) -> int:
             break
         vectors = rng.standard_normal((len(rows), dims)).astype(np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        store.save_vectors(db, [{"record_id": r["record_id"], "project_id": r["project_id"], "model_id": model_id,
-                                 "dimensions": dims, "vector": vectors[i].tobytes(), "text_hash": "bench"}
-                                for i, r in enumerate(rows)])
+        store.save_vectors(
+            db,
+            [
+                {
+                    "record_id": r["record_id"],
+                    "project_id": r["project_id"],
+                    "model_id": model_id,
+                    "dimensions": dims,
+                    "vector": vectors[i].tobytes(),
+                    "text_hash": "bench",
+                }
+                for i, r in enumerate(rows)
+            ],
+        )
         total += len(rows)
     db.conn.close()
     return total
 
 
-def server_rows(venv: str, python: str, hook: "list[str]", sets: dict, project: str, runs: int, n: int) -> list:
+def server_rows(
+    venv: str, python: str, hook: "list[str]", sets: dict, project: str, runs: int, n: int
+) -> list:
     """The prompt hook and `kirolearn search` (whole processes) while the recall server runs."""
     from kirolearn.recall import client
     from kirolearn.recall.embeddings.registry import EmbeddingUnavailable, get_model
@@ -187,7 +250,9 @@ def server_rows(venv: str, python: str, hook: "list[str]", sets: dict, project: 
     fake_vectors(model.model_id, 384 if model.model_id.startswith("local/") else 256)
     env = dict(os.environ, KIROLEARN_EMBEDDING_MODEL=model.model_id)
     kirolearn = os.path.join(venv, "bin", "kirolearn")
-    server = subprocess.Popen([kirolearn, "serve-recall"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    server = subprocess.Popen(
+        [kirolearn, "serve-recall"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     rows = []
     try:
         deadline = time.monotonic() + 300
@@ -197,27 +262,45 @@ def server_rows(venv: str, python: str, hook: "list[str]", sets: dict, project: 
             time.sleep(0.1)
         for prompt in sets["fixture"][:3]:  # its first queries load the project's vectors
             client.ask({"op": "prompt", "query": prompt, "project_id": store_pid(project), "limit": 5}, 30.0)
-        rows += hook_rows(f"over {n:,} records, recall server up ({model.model_id})", python, hook, sets, project, runs)
+        rows += hook_rows(
+            f"over {n:,} records, recall server up ({model.model_id})", python, hook, sets, project, runs
+        )
         # the console script (its fast path: kirolearn.cli.fast), the click command it ran before, the bare interpreter
-        click = [python, "-c", "import sys; sys.argv[0] = 'kirolearn'; from kirolearn.cli.commands import cli; cli()"]
+        click = [
+            python,
+            "-c",
+            "import sys; sys.argv[0] = 'kirolearn'; from kirolearn.cli.commands import cli; cli()",
+        ]
         times = {"bare": [], "search": [], "click": []}
         same = 0
         for i in range(runs):
             query = sets["fixture"][i % len(sets["fixture"])]
-            order = [("bare", [python, "-c", "pass"]), ("search", [kirolearn, "search", query, "--project", project]),
-                     ("click", click + ["search", query, "--project", project])]
+            order = [
+                ("bare", [python, "-c", "pass"]),
+                ("search", [kirolearn, "search", query, "--project", project]),
+                ("click", click + ["search", query, "--project", project]),
+            ]
             outs = {}
-            for key, cmd in (order if i % 2 else order[::-1]):
+            for key, cmd in order if i % 2 else order[::-1]:
                 start = time.perf_counter()
                 outs[key] = subprocess.run(cmd, capture_output=True, env=env).stdout
                 times[key].append((time.perf_counter() - start) * 1000)
             same += outs["search"].split()[:1] == outs["click"].split()[:1]  # the same first record
         bare = statistics.median(times["bare"])
-        for key, label, target in (("search", "`kirolearn search` whole process, recall server up", "p50 <= 150"),
-                                   ("click", "  the same through the click command (the path before kirolearn.cli.fast)", "")):
-            rows.append((f"{label}: p50 / p90 (ms)", f"{statistics.median(times[key]):.1f} / {pct(times[key], 0.9):.1f}",
-                         target))
-            rows.append(("  ratio to venv `python -c pass`", f"{statistics.median(times[key]) / bare:.2f}", ""))
+        for key, label, target in (
+            ("search", "`kirolearn search` whole process, recall server up", "p50 <= 150"),
+            ("click", "  the same through the click command (the path before kirolearn.cli.fast)", ""),
+        ):
+            rows.append(
+                (
+                    f"{label}: p50 / p90 (ms)",
+                    f"{statistics.median(times[key]):.1f} / {pct(times[key], 0.9):.1f}",
+                    target,
+                )
+            )
+            rows.append(
+                ("  ratio to venv `python -c pass`", f"{statistics.median(times[key]) / bare:.2f}", "")
+            )
         rows.append(("  runs where both printed the same first record", f"{same}/{runs}", ""))
         answered = client.ask({"op": "ping"}, 2.0)
         rows.append(("  requests the server answered", f"{(answered or {}).get('served', '?')}", ""))
@@ -239,8 +322,11 @@ def main() -> int:
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--no-server", action="store_true", help="skip the rows with the recall server up")
-    parser.add_argument("--skip-one-project", action="store_true",
-                        help="skip the hook over the largest size's records in one project")
+    parser.add_argument(
+        "--skip-one-project",
+        action="store_true",
+        help="skip the hook over the largest size's records in one project",
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     compile_package(args.venv)
@@ -251,8 +337,7 @@ def main() -> int:
         home = os.path.join(tmp, "home")
         os.environ["KIROLEARN_HOME"] = home
         from kirolearn.core import paths
-        from kirolearn.recall import context
-        from kirolearn.recall import lexical
+        from kirolearn.recall import context, lexical
 
         projects = [os.path.join(tmp, f"project{i}") for i in range(20)]
         for p in projects:
@@ -269,8 +354,13 @@ def main() -> int:
                     lexical.search(conn, prompt, project_id=pid, limit=15)
                     times.append((time.perf_counter() - start) * 1000)
             conn.close()
-            rows.append((f"search at {n:,} records: median / p95 (ms)",
-                         f"{statistics.median(times):.1f} / {pct(times, 0.95):.1f}", "p95 <= 20 at 100k"))
+            rows.append(
+                (
+                    f"search at {n:,} records: median / p95 (ms)",
+                    f"{statistics.median(times):.1f} / {pct(times, 0.95):.1f}",
+                    "p95 <= 20 at 100k",
+                )
+            )
             if n == sizes[-1]:
                 rows.append(hybrid_row(n, prompts, context.project_id(projects[0])))
         # whole-process prompt-submit hook with recall over the largest store, on two prompt sets:
@@ -281,17 +371,39 @@ def main() -> int:
         python3 = shutil.which("python3") or python
         conn = lexical.connect_readonly(budget=5.0)
         total = conn.execute("select docs from term_docs where term = ''").fetchone()[0]
-        rare = [r[0] for r in conn.execute("select term from term_docs where docs between 20 and ? and length(term) > 5 "
-                                           "order by term limit 400", [total // 50])]
+        rare = [
+            r[0]
+            for r in conn.execute(
+                "select term from term_docs where docs between 20 and ? and length(term) > 5 "
+                "order by term limit 400",
+                [total // 50],
+            )
+        ]
         conn.close()
         pick = random.Random(5)
-        printing = [f"the export broke again after the {pick.choice(rare)} change, is it the {pick.choice(rare)} config?"
-                    for _ in range(20)]
-        rows += hook_rows(f"over {sizes[-1]:,} records", python, hook, {"fixture": prompts, "rare": printing}, projects[0], args.runs,
-                          python3)
+        printing = [
+            f"the export broke again after the {pick.choice(rare)} change, is it the {pick.choice(rare)} config?"
+            for _ in range(20)
+        ]
+        rows += hook_rows(
+            f"over {sizes[-1]:,} records",
+            python,
+            hook,
+            {"fixture": prompts, "rare": printing},
+            projects[0],
+            args.runs,
+            python3,
+        )
         if not args.no_server:
-            rows += server_rows(args.venv, python, hook, {"fixture": prompts, "rare": printing}, projects[0], args.runs,
-                                sizes[-1])
+            rows += server_rows(
+                args.venv,
+                python,
+                hook,
+                {"fixture": prompts, "rare": printing},
+                projects[0],
+                args.runs,
+                sizes[-1],
+            )
         if not args.skip_one_project:
             # the same records in one project (a user with one big repository): the project narrows nothing
             os.environ["KIROLEARN_HOME"] = os.path.join(tmp, "home-one")
@@ -301,8 +413,14 @@ def main() -> int:
             for n in sizes:
                 fill(paths.db_path(), n, [solo], same)
                 derive(False)
-            rows += hook_rows(f"over {sizes[-1]:,} records of one project", python, hook,
-                              {"fixture": prompts, "rare": printing}, solo, args.runs)
+            rows += hook_rows(
+                f"over {sizes[-1]:,} records of one project",
+                python,
+                hook,
+                {"fixture": prompts, "rare": printing},
+                solo,
+                args.runs,
+            )
     print_table("recall speed", rows)
     return 0
 

@@ -47,8 +47,12 @@ class _BetterleaksOnly:
 
 def _row(name, r):
     by = r["recall_by_carrier"]
-    return (name, f"{r['recall']:.3f} ({by['prompt']:.3f} / {by['shell']:.3f} / {by['tool_output']:.3f})",
-            f"{r['keep']:.3f}", f"{len(r['missed'])}")
+    return (
+        name,
+        f"{r['recall']:.3f} ({by['prompt']:.3f} / {by['shell']:.3f} / {by['tool_output']:.3f})",
+        f"{r['keep']:.3f}",
+        f"{len(r['missed'])}",
+    )
 
 
 def drain_like_events(n=2000):
@@ -60,15 +64,24 @@ def drain_like_events(n=2000):
     for i in range(n):
         step = i % 40
         if step == 0:
-            out.append({"prompt": f"Why does the export job fail when the table has {i} rows? Fix scripts/export.py."})
+            out.append(
+                {
+                    "prompt": f"Why does the export job fail when the table has {i} rows? Fix scripts/export.py."
+                }
+            )
         elif step == 39:
             out.append({"assistant_response": "Fixed the export: it streams rows in batches of 500. " * 2})
         else:
             text = "\n".join(rng.sample(lines, rng.randint(5, 60)))
             if rng.random() < 0.05:
                 text += f"\nexport API_TOKEN=tok_{rng.getrandbits(96):024x}"
-            out.append({"tool_name": "execute_bash", "tool_input": {"command": f"python -m pytest -q -k case_{i}"},
-                        "tool_response": {"success": True, "result": [{"exit_status": "0", "stdout": text}]}})
+            out.append(
+                {
+                    "tool_name": "execute_bash",
+                    "tool_input": {"command": f"python -m pytest -q -k case_{i}"},
+                    "tool_response": {"success": True, "result": [{"exit_status": "0", "stdout": text}]},
+                }
+            )
     return out
 
 
@@ -132,26 +145,45 @@ def matrix_rows(scrubber) -> None:
     import random
 
     common = transforms.matrix(scrubber, transforms.common_cases(random.Random(5)))
-    catalogue_cases = [(c.rule, c.text, c.secret) for c in secret_corpus.credential_cases(1)
-                       if c.carrier == "tool_output"]
+    catalogue_cases = [
+        (c.rule, c.text, c.secret) for c in secret_corpus.credential_cases(1) if c.carrier == "tool_output"
+    ]
     catalogue = transforms.matrix(scrubber, catalogue_cases)
-    keep = transforms.keep(scrubber, transforms.ordinary_texts(secret_corpus.ordinary_lines(2000, seed=31),
-                                                               random.Random(4)))
+    keep = transforms.keep(
+        scrubber, transforms.ordinary_texts(secret_corpus.ordinary_lines(2000, seed=31), random.Random(4))
+    )
     rows = [
-        ("transform matrix, common secrets x 9 transforms x 3 carriers (recall)",
-         f"{common['recall']:.4f} ({common['cases']})", ">= 0.99"),
-        ("transform matrix, every catalogue rule x 9 transforms x 3 carriers (recall)",
-         f"{catalogue['recall']:.4f} ({catalogue['cases']})", ">= 0.99"),
-        ("ordinary text in the same shapes kept unchanged (keep)", f"{keep['keep']:.4f} ({keep['texts']})", ">= 0.99"),
+        (
+            "transform matrix, common secrets x 9 transforms x 3 carriers (recall)",
+            f"{common['recall']:.4f} ({common['cases']})",
+            ">= 0.99",
+        ),
+        (
+            "transform matrix, every catalogue rule x 9 transforms x 3 carriers (recall)",
+            f"{catalogue['recall']:.4f} ({catalogue['cases']})",
+            ">= 0.99",
+        ),
+        (
+            "ordinary text in the same shapes kept unchanged (keep)",
+            f"{keep['keep']:.4f} ({keep['texts']})",
+            ">= 0.99",
+        ),
     ]
     if os.path.exists(secret_corpus.HELDOUT):
         held = secret_corpus.measure_heldout(scrubber)
         by = held["recall_by_carrier"]
-        rows.append(("held out: gitleaks' own samples, recall (prompt / shell / tool output)",
-                     f"{by['prompt']:.4f} / {by['shell']:.4f} / {by['tool_output']:.4f} ({held['cases']}, "
-                     f"{held['rules']} rules)", ">= 0.995"))
+        rows.append(
+            (
+                "held out: gitleaks' own samples, recall (prompt / shell / tool output)",
+                f"{by['prompt']:.4f} / {by['shell']:.4f} / {by['tool_output']:.4f} ({held['cases']}, "
+                f"{held['rules']} rules)",
+                ">= 0.995",
+            )
+        )
         # gitleaks' negatives are per rule ("this rule must not fire"): many are secrets to other rules.
-        rows.append(("held out: gitleaks' per-rule negatives kept", f"{held['keep']:.3f} ({held['fps']})", ""))
+        rows.append(
+            ("held out: gitleaks' per-rule negatives kept", f"{held['keep']:.3f} ({held['fps']})", "")
+        )
     print_table("secrets as tools write them (issue #23)", rows)
     for kind, name, carrier, _ in sorted(set((k, n, c, "") for k, n, c, _ in catalogue["missed"]))[:12]:
         print(f"  matrix miss: {kind} / {name} / {carrier}")
@@ -171,8 +203,12 @@ def main() -> int:
     original = Scrubber._table_pass
     Scrubber._table_pass = lambda self, text, found=None: text
     try:
-        rows.append(_row("built-in rules only (before the table)", secret_corpus.measure(Scrubber(), args.examples,
-                                                                                         args.lines)))
+        rows.append(
+            _row(
+                "built-in rules only (before the table)",
+                secret_corpus.measure(Scrubber(), args.examples, args.lines),
+            )
+        )
     finally:
         Scrubber._table_pass = original
     try:
@@ -182,19 +218,27 @@ def main() -> int:
     except ImportError:
         have_bl = False
     if have_bl:
-        rows.append(_row("betterleaks alone", secret_corpus.measure(_BetterleaksOnly(), args.examples, args.lines)))
-        rows.append(_row("kirolearn + betterleaks layer",
-                         secret_corpus.measure(Scrubber(betterleaks=True), args.examples, args.lines)))
+        rows.append(
+            _row("betterleaks alone", secret_corpus.measure(_BetterleaksOnly(), args.examples, args.lines))
+        )
+        rows.append(
+            _row(
+                "kirolearn + betterleaks layer",
+                secret_corpus.measure(Scrubber(betterleaks=True), args.examples, args.lines),
+            )
+        )
     else:
         rows.append(("betterleaks", "not installed (pip install 'kirolearn[scan]')", "", ""))
     catalogue = ", ".join(f"{k} {v}" for k, v in table.catalogues.items())
-    print(f"secrets: {mine['cases']} credentials from {mine['rules']} rules ({catalogue}), "
-          f"{mine['ordinary']} ordinary lines")
+    print(
+        f"secrets: {mine['cases']} credentials from {mine['rules']} rules ({catalogue}), "
+        f"{mine['ordinary']} ordinary lines"
+    )
     width = max(len(r[0]) for r in rows)
     print(f"{'scrubber':<{width}}  {'recall (prompt / shell / tool output)':<38}  {'keep':>5}  rules missed")
     for name, recall, keep, missed in rows:
         print(f"{name:<{width}}  {recall:<38}  {keep:>5}  {missed}")
-    print(f"targets: recall >= 0.99 in every carrier, keep >= 0.99")
+    print("targets: recall >= 0.99 in every carrier, keep >= 0.99")
     for rule, cases in sorted(mine["missed"].items())[:10]:
         print(f"  missed: {rule} ({len(cases)})")
     print()
@@ -209,8 +253,10 @@ def main() -> int:
         old_keep = code_keep(Scrubber(), code)
     finally:
         Scrubber._table_pass = original
-    print(f"installed packages' source, {len(code):,} lines kept unchanged: {mine_keep:.5f} "
-          f"(built-in rules only: {old_keep:.5f})")
+    print(
+        f"installed packages' source, {len(code):,} lines kept unchanged: {mine_keep:.5f} "
+        f"(built-in rules only: {old_keep:.5f})"
+    )
     print()
 
     events = drain_like_events()
@@ -226,10 +272,20 @@ def main() -> int:
         ("catalogue table's share of the scrub", f"{(full - builtin) / full:.0%}", ""),
     ]
     if have_bl:
-        cost.append(("scrub per drain-like event with the betterleaks layer (us CPU)",
-                     f"{per_event_us(Scrubber(betterleaks=True), events[:500], 1):.0f}", ""))
-    cost.append(("recall-time re-scrub, cold process: import + Scrubber() + 1 KB (ms, median)",
-                 f"{cold_ms():.1f}", "within the prompt hook's budget"))
+        cost.append(
+            (
+                "scrub per drain-like event with the betterleaks layer (us CPU)",
+                f"{per_event_us(Scrubber(betterleaks=True), events[:500], 1):.0f}",
+                "",
+            )
+        )
+    cost.append(
+        (
+            "recall-time re-scrub, cold process: import + Scrubber() + 1 KB (ms, median)",
+            f"{cold_ms():.1f}",
+            "within the prompt hook's budget",
+        )
+    )
     print_table("scrub cost", cost)
     return 0
 

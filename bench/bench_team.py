@@ -26,7 +26,6 @@ cache after 8.8 s p50).
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -54,20 +53,32 @@ def turn_payloads(dev: int, turn: int, size: int, marker: "str | None") -> "list
         prompt += f" Note {marker}."
     out = [{"hook_event_name": "userPromptSubmit", "prompt": prompt}]
     for step in range(size - 2):
-        out.append({"hook_event_name": "postToolUse", "tool_name": "execute_bash",
-                    "tool_input": {"command": f"pytest tests/test_checkout.py -k case_{dev}_{turn}_{step}"},
-                    "tool_response": {"success": True, "result": [{"exit_status": "0",
-                                                                   "stdout": f"{step} passed in 0.{step}s"}]}})
-    out.append({"hook_event_name": "stop", "assistant_response": f"The batch {dev}-{turn} query had no index "
-                "on orders.created_at; added one and the timeout is gone."})
+        out.append(
+            {
+                "hook_event_name": "postToolUse",
+                "tool_name": "execute_bash",
+                "tool_input": {"command": f"pytest tests/test_checkout.py -k case_{dev}_{turn}_{step}"},
+                "tool_response": {
+                    "success": True,
+                    "result": [{"exit_status": "0", "stdout": f"{step} passed in 0.{step}s"}],
+                },
+            }
+        )
+    out.append(
+        {
+            "hook_event_name": "stop",
+            "assistant_response": f"The batch {dev}-{turn} query had no index "
+            "on orders.created_at; added one and the timeout is gone.",
+        }
+    )
     return out
 
 
 def developer(args) -> int:
     """One developer's process: rounds of (spool a turn, drain + sync); writes what it sent as JSON."""
     from kirolearn import Memory
-    from kirolearn.team import membership as team
     from kirolearn.capture import events, spool
+    from kirolearn.team import membership as team
 
     team.join(args.project)
     sent_ids, markers, drains = [], {}, []
@@ -99,9 +110,9 @@ def developer(args) -> int:
 def reader(args) -> int:
     """The teammate who recalls: sync, search the local cache, note when each marker arrives."""
     from kirolearn import Memory
-    from kirolearn.team import membership as team
     from kirolearn.core.project import project_id
     from kirolearn.recall import lexical
+    from kirolearn.team import membership as team
 
     team.join(args.project)
     memory = Memory()
@@ -134,8 +145,11 @@ def reader(args) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--developers", type=int, default=8)
-    parser.add_argument("--embedding-model", default="wordllama/l2_supercat_256",
-                        help="the developers' [embeddings] model (default: the static one, fast enough to stay out of the way)")
+    parser.add_argument(
+        "--embedding-model",
+        default="wordllama/l2_supercat_256",
+        help="the developers' [embeddings] model (default: the static one, fast enough to stay out of the way)",
+    )
     parser.add_argument("--events", type=int, default=50_000)
     parser.add_argument("--turn", type=int, default=25, help="events per turn (one drain each)")
     parser.add_argument("--marker-every", type=int, default=5, help="every Nth turn carries a marker")
@@ -178,22 +192,51 @@ def main() -> int:
         base_env["KIROLEARN_EMBEDDING_MODEL"] = args.embedding_model
 
         def spawn(role, i, project, out, extra=()):
-            env = dict(base_env, KIROLEARN_HOME=os.path.join(tmp, f"home-{role}-{i}"),
-                       KIROLEARN_ACTOR=f"{role}{i}", HOME=os.path.join(tmp, f"user-{role}-{i}"))
+            env = dict(
+                base_env,
+                KIROLEARN_HOME=os.path.join(tmp, f"home-{role}-{i}"),
+                KIROLEARN_ACTOR=f"{role}{i}",
+                HOME=os.path.join(tmp, f"user-{role}-{i}"),
+            )
             os.makedirs(env["HOME"], exist_ok=True)
-            cmd = [sys.executable, __file__, "--role", role, "--dev", str(i), "--project", project, "--out", out,
-                   "--events", str(args.events), "--developers", str(args.developers), "--turn", str(args.turn),
-                   "--marker-every", str(args.marker_every), *extra]
+            cmd = [
+                sys.executable,
+                __file__,
+                "--role",
+                role,
+                "--dev",
+                str(i),
+                "--project",
+                project,
+                "--out",
+                out,
+                "--events",
+                str(args.events),
+                "--developers",
+                str(args.developers),
+                "--turn",
+                str(args.turn),
+                "--marker-every",
+                str(args.marker_every),
+                *extra,
+            ]
             return subprocess.Popen(cmd, env=env)
 
         stop = os.path.join(tmp, "stop")
         reader_out = os.path.join(tmp, "reader.json")
-        reading = spawn("reader", 0, clone(os.path.join(tmp, "clones", "reader", "shop")), reader_out,
-                        ["--stop", stop, "--markers", ",".join(markers)])
+        reading = spawn(
+            "reader",
+            0,
+            clone(os.path.join(tmp, "clones", "reader", "shop")),
+            reader_out,
+            ["--stop", stop, "--markers", ",".join(markers)],
+        )
         outs = [os.path.join(tmp, f"dev{i}.json") for i in range(args.developers)]
         start = time.time()
-        devs = [spawn("developer", i, clone(os.path.join(tmp, "clones", f"dev{i}", "shop")), outs[i])
-                for i in range(args.developers)]
+        devs = [
+            spawn("developer", i, clone(os.path.join(tmp, "clones", f"dev{i}", "shop")), outs[i])
+            for i in range(args.developers)
+        ]
         codes = [p.wait() for p in devs]
         pushed = time.time() - start
         try:  # the reader stops by itself once it has seen every marker
@@ -208,13 +251,16 @@ def main() -> int:
 
         with psycopg.connect(url) as conn:
             server_events = conn.execute("select count(*), count(distinct event_id) from events").fetchone()
-            server_records = conn.execute("select count(*), count(distinct record_hash) from memory_records").fetchone()
+            server_records = conn.execute(
+                "select count(*), count(distinct record_hash) from memory_records"
+            ).fetchone()
             ids = [i for s in sent for i in s["event_ids"]]
             present = set()
             for k in range(0, len(ids), 5000):
-                part = ids[k:k + 5000]
-                present.update(r[0] for r in conn.execute("select event_id from events where event_id = any(%s)",
-                                                          [part]))
+                part = ids[k : k + 5000]
+                present.update(
+                    r[0] for r in conn.execute("select event_id from events where event_id = any(%s)", [part])
+                )
         lost = len(set(ids) - present)
         lags = [seen["seen"][m] - s["markers"][m] for s in sent for m in s["markers"] if m in seen["seen"]]
         drains = [d for s in sent for d in s["drain_seconds"]]
@@ -227,14 +273,23 @@ def main() -> int:
             ("duplicated events on the server", f"{server_events[0] - server_events[1]}", "0"),
             ("duplicated records on the server", f"{server_records[0] - server_records[1]}", "0"),
             ("records on the server", f"{server_records[0]:,}", ""),
-            ("drain + sync per turn p50 / p95 (s)", f"{pct(drains, .5):.2f} / {pct(drains, .95):.2f}", ""),
-            ("reader search p50 / p95 (ms, local cache)",
-             f"{pct(seen['latencies'], .5) * 1000:.1f} / {pct(seen['latencies'], .95) * 1000:.1f}", "≤ 50"),
+            ("drain + sync per turn p50 / p95 (s)", f"{pct(drains, 0.5):.2f} / {pct(drains, 0.95):.2f}", ""),
+            (
+                "reader search p50 / p95 (ms, local cache)",
+                f"{pct(seen['latencies'], 0.5) * 1000:.1f} / {pct(seen['latencies'], 0.95) * 1000:.1f}",
+                "≤ 50",
+            ),
             ("markers seen by the reader", f"{len(seen['seen'])} of {len(markers)}", f"{len(markers)}"),
-            ("turn spooled → in a teammate's cache p50 / p95 (s)",
-             f"{pct(lags, .5):.2f} / {pct(lags, .95):.2f}" if lags else "n/a", ""),
+            (
+                "turn spooled → in a teammate's cache p50 / p95 (s)",
+                f"{pct(lags, 0.5):.2f} / {pct(lags, 0.95):.2f}" if lags else "n/a",
+                "",
+            ),
         ]
-        print_table(f"team store load (PostgreSQL on a Unix socket, one machine; embeddings: {args.embedding_model})", rows)
+        print_table(
+            f"team store load (PostgreSQL on a Unix socket, one machine; embeddings: {args.embedding_model})",
+            rows,
+        )
     return 0
 
 

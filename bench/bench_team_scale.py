@@ -43,7 +43,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 
-from benchtable import pct, print_table  # noqa: E402
+from benchtable import pct  # noqa: E402
 
 PROJECTS, AUTHORS, EVENTS_PER_RECORD = 20, 10, 3
 JOINED = "p10"
@@ -55,8 +55,10 @@ TICK = os.sysconf("SC_CLK_TCK")
 _U = "((hashint4({g}) & 2147483647)::float8 / 2147483648)"
 PROJECT = f"'p' || lpad(floor({PROJECTS} * power({_U.format(g='g')}, 2))::int::text, 2, '0')"
 AUTHOR = f"'dev' || floor({AUTHORS} * power({_U.format(g='g + 1000003')}, 1.5))::int"
-AT = "to_char(timestamptz '2026-01-01 00:00:00+00' + g * interval '7 seconds', " \
-     "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+AT = (
+    "to_char(timestamptz '2026-01-01 00:00:00+00' + g * interval '7 seconds', "
+    '\'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"\')'
+)
 
 FILL_RECORDS = f"""
 insert into memory_records (record_id, project_id, project_root, session_id, title, summary, facts, concepts,
@@ -113,18 +115,29 @@ def indexes_only(ddl: str) -> bool:
     """True when a migration only creates (or drops, if they exist) indexes: the bench can take it
     off and apply it again."""
     statements = [s.strip().lower() for s in re.sub(r"--[^\n]*", "", ddl).split(";") if s.strip()]
-    return bool(statements) and all(s.startswith(("create index", "drop index if exists")) for s in statements)
+    return bool(statements) and all(
+        s.startswith(("create index", "drop index if exists")) for s in statements
+    )
 
 
 def load_texts(conn, texts: "list[str]") -> None:
-    conn.execute("create table if not exists bench_texts (i int primary key, text text, title text, fact text, "
-                 "concept text)")
+    conn.execute(
+        "create table if not exists bench_texts (i int primary key, text text, title text, fact text, "
+        "concept text)"
+    )
     conn.execute("truncate bench_texts")
     with conn.cursor().copy("copy bench_texts (i, text, title, fact, concept) from stdin") as copy:
         for i, text in enumerate(texts):
             words = text.split()
-            copy.write_row([i, text, " ".join(words[:8]) or f"text {i}", " ".join(words[8:16]),
-                            max((w.strip(".,;:()") for w in words), key=len, default="x").lower()])
+            copy.write_row(
+                [
+                    i,
+                    text,
+                    " ".join(words[:8]) or f"text {i}",
+                    " ".join(words[8:16]),
+                    max((w.strip(".,;:()") for w in words), key=len, default="x").lower(),
+                ]
+            )
     conn.execute("analyze bench_texts")
 
 
@@ -200,8 +213,12 @@ class Developer:
 
         server, cpu, wall = cpu_of(self.pid), time.process_time(), time.perf_counter()
         stats = sync(self.local, self.team, [JOINED], me=ME)
-        out = {"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu,
-               "server": cpu_of(self.pid) - server, "stats": stats}
+        out = {
+            "wall": time.perf_counter() - wall,
+            "cpu": time.process_time() - cpu,
+            "server": cpu_of(self.pid) - server,
+            "stats": stats,
+        }
         if stats.error:
             raise RuntimeError(f"sync failed: {stats.error}")
         return out
@@ -209,10 +226,15 @@ class Developer:
     def explained(self, log_path: str) -> dict:
         """One pass with auto_explain on this connection: shared buffers touched, and each plan's shape."""
         conn = self.team.conn
-        for setting in ("load 'auto_explain'", "set auto_explain.log_min_duration = 0",
-                        "set auto_explain.log_analyze = on", "set auto_explain.log_buffers = on",
-                        "set auto_explain.log_timing = off", "set auto_explain.log_format = json",
-                        "set auto_explain.log_level = log"):
+        for setting in (
+            "load 'auto_explain'",
+            "set auto_explain.log_min_duration = 0",
+            "set auto_explain.log_analyze = on",
+            "set auto_explain.log_buffers = on",
+            "set auto_explain.log_timing = off",
+            "set auto_explain.log_format = json",
+            "set auto_explain.log_level = log",
+        ):
             conn.execute(setting)
         conn.commit()
         start = os.path.getsize(log_path)
@@ -246,21 +268,38 @@ def plans(log: str) -> dict:
 
 
 def shape(plan: dict) -> str:
-    name = plan["Node Type"] + (f" using {plan['Index Name']}" if plan.get("Index Name") else "") + \
-        (f" on {plan['Relation Name']}" if plan.get("Relation Name") and not plan.get("Index Name") else "")
+    name = (
+        plan["Node Type"]
+        + (f" using {plan['Index Name']}" if plan.get("Index Name") else "")
+        + (f" on {plan['Relation Name']}" if plan.get("Relation Name") and not plan.get("Index Name") else "")
+    )
     inner = [shape(p) for p in plan.get("Plans", [])]
     return name + (f" [{'; '.join(inner)}]" if inner else "")
 
 
 def new_records(n: int, start: int, actor: str) -> "list[dict]":
     """n new records of `actor` in the joined project; `start` makes their ids and text unique."""
-    return [{"record_id": f"nr_{actor}_{start + i:09d}", "project_id": JOINED, "project_root": f"/src/{JOINED}",
-             "session_id": f"{actor}_live_{start // 100}", "title": f"checkout retry {actor} {start + i}",
-             "summary": f"the checkout service retried order batch {start + i} after a timeout",
-             "facts": [f"batch {start + i} retried"], "concepts": ["checkout"], "files_touched": ["src/checkout.py"],
-             "observation_type": "tool_use", "strategy": "deterministic", "source_event_ids": [],
-             "created_at": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()), "actor": actor,
-             "host": f"laptop-{actor}", "agent": "kiro"} for i in range(n)]
+    return [
+        {
+            "record_id": f"nr_{actor}_{start + i:09d}",
+            "project_id": JOINED,
+            "project_root": f"/src/{JOINED}",
+            "session_id": f"{actor}_live_{start // 100}",
+            "title": f"checkout retry {actor} {start + i}",
+            "summary": f"the checkout service retried order batch {start + i} after a timeout",
+            "facts": [f"batch {start + i} retried"],
+            "concepts": ["checkout"],
+            "files_touched": ["src/checkout.py"],
+            "observation_type": "tool_use",
+            "strategy": "deterministic",
+            "source_event_ids": [],
+            "created_at": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()),
+            "actor": actor,
+            "host": f"laptop-{actor}",
+            "agent": "kiro",
+        }
+        for i in range(n)
+    ]
 
 
 def new_events(n: int, start: int, minute: int) -> "list[dict]":
@@ -270,14 +309,36 @@ def new_events(n: int, start: int, minute: int) -> "list[dict]":
     out = []
     for i in range(n):
         event_id = f"ev_{ME}_{start + i:09d}"
-        body = {"event_id": event_id, "kind": "tool_use", "session_id": f"{ME}_live",
-                "payload": {"tool_name": "execute_bash", "tool_input": f"pytest -k case_{start + i}"}}
-        out.append({"event_id": event_id, "content_hash": f"h_{event_id}", "kind": "tool_use",
-                    "trigger": "postToolUse", "hook": "postToolUse", "generation": "classic", "surface": "kiro-cli",
-                    "agent": "kiro", "session_id": f"{ME}_live", "project_id": JOINED,
-                    "project_root": f"/src/{JOINED}", "cwd": f"/src/{JOINED}", "received_at": f"{at}.{i % 1000:03d}Z",
-                    "stored_at": f"{at}.{i % 1000:03d}Z", "actor": ME, "host": f"laptop-{ME}", "client_version": "1",
-                    "body": json.dumps(body), "extract_state": "done", "run_id": None})
+        body = {
+            "event_id": event_id,
+            "kind": "tool_use",
+            "session_id": f"{ME}_live",
+            "payload": {"tool_name": "execute_bash", "tool_input": f"pytest -k case_{start + i}"},
+        }
+        out.append(
+            {
+                "event_id": event_id,
+                "content_hash": f"h_{event_id}",
+                "kind": "tool_use",
+                "trigger": "postToolUse",
+                "hook": "postToolUse",
+                "generation": "classic",
+                "surface": "kiro-cli",
+                "agent": "kiro",
+                "session_id": f"{ME}_live",
+                "project_id": JOINED,
+                "project_root": f"/src/{JOINED}",
+                "cwd": f"/src/{JOINED}",
+                "received_at": f"{at}.{i % 1000:03d}Z",
+                "stored_at": f"{at}.{i % 1000:03d}Z",
+                "actor": ME,
+                "host": f"laptop-{ME}",
+                "client_version": "1",
+                "body": json.dumps(body),
+                "extract_state": "done",
+                "run_id": None,
+            }
+        )
     return out
 
 
@@ -315,11 +376,19 @@ def measure_size(cluster, url: str, size: int, asked, show_plans: bool) -> dict:
             dev.local.add_events(new_events(EVENTS_PER_RECORD * 100, size * 10 + 2700, 90))
             out["new_explained"] = dev.explained(cluster.log_path)
             # nothing lost, nothing twice: the cache holds exactly the team's project
-            team_ids = {r["record_id"] for r in dev.team.conn.execute(
-                "select record_id from memory_records where project_id = %s", [JOINED]).fetchall()}
+            team_ids = {
+                r["record_id"]
+                for r in dev.team.conn.execute(
+                    "select record_id from memory_records where project_id = %s", [JOINED]
+                ).fetchall()
+            }
             dev.team.conn.commit()
-            local_ids = {r[0] for r in dev.local.db.execute(
-                "select record_id from memory_records where project_id = ?", [JOINED]).fetchall()}
+            local_ids = {
+                r[0]
+                for r in dev.local.db.execute(
+                    "select record_id from memory_records where project_id = ?", [JOINED]
+                ).fetchall()
+            }
             out["same"] = team_ids == local_ids
             out["search_project"] = timed_search(mate, asked, JOINED)
             out["search_all"] = timed_search(mate, asked, None)
@@ -359,13 +428,12 @@ def main() -> int:
     sizes = [int(s) for s in args.sizes.split(",")]
     try:
         import psycopg
-
         from pgserver import PgCluster, PostgresUnavailable
     except ImportError as exc:
         print(f"team store at scale: skipped ({exc}; pip install 'kirolearn[team]')")
         return 0
-    from benchdata import distractors
     from bench_pgstore import queries
+    from benchdata import distractors
 
     from kirolearn.store.postgres.migrations import MIGRATIONS
     from kirolearn.store.postgres.store import PostgresStore
@@ -401,7 +469,9 @@ def main() -> int:
             results[size].update(fill=took, bytes=sized, size=size)
             if args.plans:
                 for what in ("idle_explained", "new_explained"):
-                    print(f"-- {size:,} records, {what}: {results[size][what]['buffers']:,} buffers", flush=True)
+                    print(
+                        f"-- {size:,} records, {what}: {results[size][what]['buffers']:,} buffers", flush=True
+                    )
                     for query, plan in results[size][what]["plans"]:
                         print(f"   {query}\n      {plan}", flush=True)
         conn.close()
@@ -432,7 +502,12 @@ def report(results: dict, sizes: "list[int]", migration: str) -> None:
     row("100 down + 100 up (+300 events): client CPU ms", ms, lambda r: r["new"]["cpu"], f"<= {GOAL}x")
     row("100 down + 100 up (+300 events): wall ms", ms, lambda r: r["new"]["wall"], f"<= {GOAL}x")
     row("100 down + 100 up (+300 events): server CPU ms", ms, lambda r: r["new"]["server"])
-    row("100 down + 100 up (+300 events): buffers", str, lambda r: r["new_explained"]["buffers"], f"<= {GOAL}x")
+    row(
+        "100 down + 100 up (+300 events): buffers",
+        str,
+        lambda r: r["new_explained"]["buffers"],
+        f"<= {GOAL}x",
+    )
     row("join: project rows", lambda v: f"{v:,}", lambda r: r["join"]["rows"], "3.5 % of the store")
     row("join: first sync wall s", lambda v: f"{v:.1f}", lambda r: r["join"]["wall"], "linear")
     row("join: rows/s", lambda v: f"{v:,.0f}", lambda r: r["join"]["rows"] / r["join"]["wall"], "flat")
@@ -443,12 +518,24 @@ def report(results: dict, sizes: "list[int]", migration: str) -> None:
     row("team search, all projects: p50 ms", lambda v: f"{v:.1f}", lambda r: r["search_all"]["p50"])
     row("team search, all projects: p95 ms", lambda v: f"{v:.1f}", lambda r: r["search_all"]["p95"])
     row("bytes per record, all tables", lambda v: f"{v:,.0f}", lambda r: sum(r["bytes"].values()) / r["size"])
-    row("  of which memory_records", lambda v: f"{v:,.0f}", lambda r: r["bytes"]["memory_records"] / r["size"])
+    row(
+        "  of which memory_records", lambda v: f"{v:,.0f}", lambda r: r["bytes"]["memory_records"] / r["size"]
+    )
     row("  of which events (3 a record)", lambda v: f"{v:,.0f}", lambda r: r["bytes"]["events"] / r["size"])
-    row("  of which record_changes", lambda v: f"{v:,.0f}", lambda r: r["bytes"]["record_changes"] / r["size"])
-    row("fill: seconds", lambda v: f"{v:.0f}", lambda r: sum(v for k, v in r["fill"].items() if k != "migrate"))
-    row(f"{migration} on the filled store: s", lambda v: f"{v:.1f}", lambda r: r["fill"]["migrate"],
-        "an upgrade")
+    row(
+        "  of which record_changes", lambda v: f"{v:,.0f}", lambda r: r["bytes"]["record_changes"] / r["size"]
+    )
+    row(
+        "fill: seconds",
+        lambda v: f"{v:.0f}",
+        lambda r: sum(v for k, v in r["fill"].items() if k != "migrate"),
+    )
+    row(
+        f"{migration} on the filled store: s",
+        lambda v: f"{v:.1f}",
+        lambda r: r["fill"]["migrate"],
+        "an upgrade",
+    )
     row("cache == team store after the passes", str, lambda r: r["same"], "True")
     header = ("figure", *(f"{s:,}" for s in sizes), "per 10x", "goal")
     print_rows(f"Team store at scale (load average {os.getloadavg()[0]:.2f} at the end)", header, rows)
@@ -458,8 +545,12 @@ def print_rows(title: str, header, rows) -> None:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     print(title)
     for r in [header, *rows]:
-        print("  " + "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in
-                                enumerate(zip(r, widths))))
+        print(
+            "  "
+            + "  ".join(
+                str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(r, widths))
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import tempfile
 import time
 
 from bench_recall import fill
+from benchstore import as_store  # noqa: E402
 from benchtable import pct, print_table
 
 
@@ -39,8 +40,8 @@ def main() -> int:
 
         from kirolearn.core import paths
         from kirolearn.manage import records as manage
-        from kirolearn.store.sqlite import records as recordstore
         from kirolearn.store.sqlite import db as store
+        from kirolearn.store.sqlite import records as recordstore
         from kirolearn.viewer.app import create_app
 
         projects = [os.path.join(tmp, f"project{i}") for i in range(20)]
@@ -56,29 +57,61 @@ def main() -> int:
         ids = [r["record_id"] for r in rows_deep[:200]]
         n = args.records
         rows = [
-            (f"timeline, first page of 50 at {n:,}: median / p95 (ms)",
-             timed(lambda: client.get(f"/?project={pid}"), args.runs), "<= 100"),
-            ("timeline, page 50 (keyset cursor)", timed(lambda: client.get(f"/?project={pid}&before={cursor}"),
-                                                        args.runs), "<= 100"),
-            ("search page, all projects, 25 best", timed(
-                lambda: client.get("/search?q=why+does+the+alembic+migration+fail+on+the+index"), args.runs), ""),
-            ("search page, one project", timed(
-                lambda: client.get(f"/search?q=why+does+the+alembic+migration+fail+on+the+index&project={pid}"),
-                args.runs), ""),
+            (
+                f"timeline, first page of 50 at {n:,}: median / p95 (ms)",
+                timed(lambda: client.get(f"/?project={pid}"), args.runs),
+                "<= 100",
+            ),
+            (
+                "timeline, page 50 (keyset cursor)",
+                timed(lambda: client.get(f"/?project={pid}&before={cursor}"), args.runs),
+                "<= 100",
+            ),
+            (
+                "search page, all projects, 25 best",
+                timed(
+                    lambda: client.get("/search?q=why+does+the+alembic+migration+fail+on+the+index"),
+                    args.runs,
+                ),
+                "",
+            ),
+            (
+                "search page, one project",
+                timed(
+                    lambda: client.get(
+                        f"/search?q=why+does+the+alembic+migration+fail+on+the+index&project={pid}"
+                    ),
+                    args.runs,
+                ),
+                "",
+            ),
             ("record page with provenance", timed(lambda: client.get(f"/record/{ids[0]}"), args.runs), ""),
             ("health page", timed(lambda: client.get("/health"), args.runs), ""),
-            ("`list --all-projects --limit 20` query", timed(lambda: manage.list_records(limit=20), args.runs), ""),
-            ("`list --file app/cache.py` query", timed(lambda: manage.list_records(file="app/cache.py", limit=20),
-                                                       args.runs), ""),
+            (
+                "`list --all-projects --limit 20` query",
+                timed(lambda: manage.list_records(limit=20), args.runs),
+                "",
+            ),
+            (
+                "`list --file app/cache.py` query",
+                timed(lambda: manage.list_records(file="app/cache.py", limit=20), args.runs),
+                "",
+            ),
         ]
         start = time.perf_counter()
-        manage.forget(ids, actor="cli", db=db)
+        manage.forget(ids, actor="cli", store=as_store(db))
         forget_ms = (time.perf_counter() - start) * 1000
         start = time.perf_counter()
-        manage.purge(ids, db=db)
+        manage.purge(ids, store=as_store(db))
         purge_ms = (time.perf_counter() - start) * 1000
-        rows += [("forget 200 records (ms)", f"{forget_ms:.0f}", ""),
-                 (f"purge them: secure delete, FTS optimize over {n - 200:,}, WAL truncate (ms)", f"{purge_ms:.0f}", "")]
+        rows += [
+            ("forget 200 records (ms)", f"{forget_ms:.0f}", ""),
+            (
+                f"purge them: secure delete, FTS optimize over {n - 200:,}, WAL truncate (ms)",
+                f"{purge_ms:.0f}",
+                "",
+            ),
+        ]
     print_table("viewer and management speed", rows)
     return 0
 

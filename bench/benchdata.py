@@ -13,6 +13,8 @@ import os
 import zipfile
 from datetime import datetime
 
+from benchstore import as_store  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 LOCOMO_ZIP = os.path.join(os.path.dirname(os.path.dirname(HERE)), "shared", "bench", "locomo", "locomo10.zip")
 DISTRACTORS = os.path.join(HERE, "data", "coding_distractors.jsonl.gz")
@@ -66,19 +68,29 @@ def make_project(path: str) -> str:
     return path
 
 
-def spool_turn(project: str, session_id: str, prompt: str, when: float, outcome: "str | None" = None) -> "list[str]":
+def spool_turn(
+    project: str, session_id: str, prompt: str, when: float, outcome: "str | None" = None
+) -> "list[str]":
     """Write one turn (a prompt, optionally a stop with the agent's answer) to the spool; returns event ids."""
-    from kirolearn.capture import events
-    from kirolearn.capture import spool
+    from kirolearn.capture import events, spool
 
     ids = []
-    payload = {"hook_event_name": "userPromptSubmit", "cwd": project, "session_id": session_id, "prompt": prompt}
+    payload = {
+        "hook_event_name": "userPromptSubmit",
+        "cwd": project,
+        "session_id": session_id,
+        "prompt": prompt,
+    }
     event = events.build_event("userPromptSubmit", payload, now=when)
     spool.append(event["event_id"], events.serialize(event))
     ids.append(event["event_id"])
     if outcome is not None:
-        payload = {"hook_event_name": "stop", "cwd": project, "session_id": session_id,
-                   "assistant_response": outcome}
+        payload = {
+            "hook_event_name": "stop",
+            "cwd": project,
+            "session_id": session_id,
+            "assistant_response": outcome,
+        }
         event = events.build_event("stop", payload, now=when + 1)
         spool.append(event["event_id"], events.serialize(event))
         ids.append(event["event_id"])
@@ -95,7 +107,7 @@ def drain_all(progress=None) -> dict:
     conf = settings.load()
     lock = drain.lock()
     try:
-        stats = drain.Drainer(db, conf, progress=progress).run_once(flush=True)
+        stats = drain.Drainer(as_store(db), conf, progress=progress).run_once(flush=True)
     finally:
         lock.release()
     db.conn.close()
@@ -104,7 +116,10 @@ def drain_all(progress=None) -> dict:
 
 def record_sources(conn) -> "dict[str, list[str]]":
     """record_id -> its source event ids."""
-    return {r[0]: json.loads(r[1] or "[]") for r in conn.execute("select record_id, source_event_ids from memory_records")}
+    return {
+        r[0]: json.loads(r[1] or "[]")
+        for r in conn.execute("select record_id, source_event_ids from memory_records")
+    }
 
 
 def score(ranked: "list[str]", gold: "set[str]", k: int) -> "tuple[float, float]":
@@ -125,10 +140,14 @@ class PlainBM25:
         import sqlite3
 
         self.db = sqlite3.connect(":memory:")
-        self.db.execute("create virtual table f using fts5(title, summary, pid unindexed, rid unindexed, "
-                        "tokenize='porter')")
-        self.db.executemany("insert into f values (?, ?, ?, ?)", conn.execute(
-            "select title, summary, project_id, record_id from memory_records").fetchall())
+        self.db.execute(
+            "create virtual table f using fts5(title, summary, pid unindexed, rid unindexed, "
+            "tokenize='porter')"
+        )
+        self.db.executemany(
+            "insert into f values (?, ?, ?, ?)",
+            conn.execute("select title, summary, project_id, record_id from memory_records").fetchall(),
+        )
 
     def __call__(self, question: str, pid: str, k: int) -> "list[str]":
         import re
@@ -137,5 +156,9 @@ class PlainBM25:
         if not words:
             return []
         match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
-        return [r[0] for r in self.db.execute(
-            "select rid from f where f match ? and pid = ? order by bm25(f) limit ?", [match, pid, k])]
+        return [
+            r[0]
+            for r in self.db.execute(
+                "select rid from f where f match ? and pid = ? order by bm25(f) limit ?", [match, pid, k]
+            )
+        ]

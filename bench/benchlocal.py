@@ -9,6 +9,8 @@ so one run prints both.
 
 import time
 
+from benchstore import as_store  # noqa: E402
+
 LOCAL_MODEL = "local/all-MiniLM-L6-v2"
 
 
@@ -31,9 +33,8 @@ def embed_copy(model, folder: str) -> "tuple[object, int, float]":
     import os
     import sqlite3
 
-    from kirolearn.recall import lexical
-    from kirolearn.recall import semantic
     from kirolearn.core import paths
+    from kirolearn.recall import lexical, semantic
     from kirolearn.store.sqlite import db as store
 
     os.makedirs(folder, exist_ok=True)
@@ -46,8 +47,10 @@ def embed_copy(model, folder: str) -> "tuple[object, int, float]":
     db = store.open_db(path, mark=False)
     try:
         start = time.perf_counter()
-        n = semantic.index_pending(db, model)
-        semantic.refresh_ann(db, model)  # big projects' indexes (KIROLEARN_ANN_THRESHOLD=0: every one)
+        n = semantic.index_pending(as_store(db), model)
+        semantic.refresh_ann(
+            as_store(db), model
+        )  # big projects' indexes (KIROLEARN_ANN_THRESHOLD=0: every one)
         seconds = time.perf_counter() - start
     finally:
         db.conn.close()
@@ -58,7 +61,7 @@ def searcher(conn, model):
     """A hybrid Searcher over `conn` that uses `model` (its own fusion weights)."""
     from kirolearn.recall import semantic
 
-    return semantic.Searcher(conn, model)
+    return semantic.Searcher(as_store(conn), model)
 
 
 def prepare(tmp: str) -> "tuple[object | None, list[str]]":

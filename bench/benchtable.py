@@ -11,7 +11,9 @@ def installed_hook(venv: str) -> "list[str]":
     python = os.path.join(venv, "bin", "python")
     code = "import json; from kirolearn.install import engine; print(json.dumps(engine.hook_argv()))"
     # -I: not the source tree in the current folder, the installed package, as `kirolearn install` sees it
-    return json.loads(subprocess.run([python, "-I", "-c", code], capture_output=True, text=True, check=True).stdout)
+    return json.loads(
+        subprocess.run([python, "-I", "-c", code], capture_output=True, text=True, check=True).stdout
+    )
 
 
 def compile_package(venv: str) -> None:

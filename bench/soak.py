@@ -53,18 +53,24 @@ def main() -> int:
         stop = threading.Event()
         lock = threading.Lock()
         acked, refused = [], []
-        running: "list[subprocess.Popen]" = []
+        running: list[subprocess.Popen] = []
         drain_runs, drain_failures, kills = Counter(), [], []
 
         def writer(w: int) -> None:
             i = 0
             while not stop.is_set():
                 marker = f"soak-{w}-{i}"
-                body = {"hook_event_name": "postToolUse", "cwd": project, "session_id": f"soak-{w}",
-                        "tool_name": "execute_bash", "tool_input": {"command": f"echo {marker}"},
-                        "tool_response": {"success": True, "result": [{"stdout": marker * 20}]}}
-                done = subprocess.run([hook], input=json.dumps(body).encode(), env=env, capture_output=True,
-                                      timeout=60)
+                body = {
+                    "hook_event_name": "postToolUse",
+                    "cwd": project,
+                    "session_id": f"soak-{w}",
+                    "tool_name": "execute_bash",
+                    "tool_input": {"command": f"echo {marker}"},
+                    "tool_response": {"success": True, "result": [{"stdout": marker * 20}]},
+                }
+                done = subprocess.run(
+                    [hook], input=json.dumps(body).encode(), env=env, capture_output=True, timeout=60
+                )
                 with lock:
                     (acked if done.returncode == 0 and not done.stderr else refused).append(marker)
                 i += 1
@@ -127,8 +133,9 @@ def main() -> int:
             t.join(timeout=120)
         elapsed = time.monotonic() - began
 
-        final = subprocess.run([kirolearn, "drain", "--flush", "--json"], env=env, capture_output=True, text=True,
-                               timeout=600)
+        final = subprocess.run(
+            [kirolearn, "drain", "--flush", "--json"], env=env, capture_output=True, text=True, timeout=600
+        )
         exported = subprocess.run([kirolearn, "export"], env=env, capture_output=True, text=True, timeout=600)
         stored = Counter()
         for line in exported.stdout.splitlines():
@@ -138,8 +145,11 @@ def main() -> int:
                 if command.startswith("echo soak-"):
                     stored[command[5:]] += 1
         quarantine = os.path.join(env["KIROLEARN_HOME"], "spool", "quarantine")
-        quarantined = len([n for n in os.listdir(quarantine) if not n.endswith(".reason")]) \
-            if os.path.isdir(quarantine) else 0
+        quarantined = (
+            len([n for n in os.listdir(quarantine) if not n.endswith(".reason")])
+            if os.path.isdir(quarantine)
+            else 0
+        )
         ready = os.path.join(env["KIROLEARN_HOME"], "spool", "ready")
         left = len(os.listdir(ready)) if os.path.isdir(ready) else 0
 

@@ -18,8 +18,8 @@ import os
 import sys
 import tempfile
 
-from kirolearn.core import replay
 from kirolearn.capture import spool
+from kirolearn.core import replay
 from kirolearn.core.observation_types import kind_label
 from kirolearn.privacy.scrub import scrub_text
 
@@ -69,8 +69,12 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kirolearn.demo", description=__doc__.splitlines()[0])
     parser.add_argument("recordings", nargs="*", help="recorded sessions (default: queue/sessions/*.jsonl)")
     parser.add_argument("--keep", action="store_true", help="keep the demo home directory and print its path")
-    parser.add_argument("--into", metavar="DIR", help="build in DIR (created; kept) instead of a temporary folder: "
-                                                      "scripts/screenshot.py shoots the viewer on it")
+    parser.add_argument(
+        "--into",
+        metavar="DIR",
+        help="build in DIR (created; kept) instead of a temporary folder: "
+        "scripts/screenshot.py shoots the viewer on it",
+    )
     args = parser.parse_args(argv)
     if args.into:
         args.keep = True
@@ -97,21 +101,27 @@ def main(argv=None) -> int:
             if len(spool.ready_files()) == before:
                 silent.append(call)
         failures = [r for r in results if r.returncode != 0 or r.stdout or r.stderr]
-        print(f"== replayed {len(calls)} hook calls from {_shown(path)}: "
-              f"{len(calls) - len(silent)} events recorded ({len(failures)} calls with output or errors)")
+        print(
+            f"== replayed {len(calls)} hook calls from {_shown(path)}: "
+            f"{len(calls) - len(silent)} events recorded ({len(failures)} calls with output or errors)"
+        )
         for call in silent:
             print(f"   {_why_silent(call)}")
         for r in failures:
             sys.stdout.write(r.stderr.decode("utf-8", "replace"))
 
     files = spool.ready_files()
-    print(f"\n== spool: {len(files)} events in {os.path.join(spool.root(), 'ready')} (files 0600; text shown scrubbed)")
+    print(
+        f"\n== spool: {len(files)} events in {os.path.join(spool.root(), 'ready')} (files 0600; text shown scrubbed)"
+    )
     print(f"{'kind':<16} {'trigger':<17} {'surface':<11} {'tool':<13} text")
     for path in files:
         with open(path, encoding="utf-8") as fh:
             event = json.load(fh)
-        print(f"{event['kind']:<16} {event['trigger']:<17} {event['surface']:<11} "
-              f"{(event.get('tool_name') or '-'):<13} {_short(event)}")
+        print(
+            f"{event['kind']:<16} {event['trigger']:<17} {event['surface']:<11} "
+            f"{(event.get('tool_name') or '-'):<13} {_short(event)}"
+        )
     drained = _drain()
     if drained is None:
         return 1
@@ -160,8 +170,10 @@ def _why_silent(call) -> str:
     else:
         name = call.stdin.get("hook_event_name", "hook") if isinstance(call.stdin, dict) else "hook"
     if name == "ide-agent-stop" and not call.env.get("USER_PROMPT", "").strip():
-        return ("1 call recorded nothing, by design: the IDE's agentStop came with an empty USER_PROMPT "
-                "(Kiro IDE often sends none), so there is no turn summary to keep")
+        return (
+            "1 call recorded nothing, by design: the IDE's agentStop came with an empty USER_PROMPT "
+            "(Kiro IDE often sends none), so there is no turn summary to keep"
+        )
     return f"1 call ({name}) recorded nothing: see logs/hook.log in the demo home"
 
 
@@ -177,15 +189,14 @@ def _drain() -> "str | None":
 
 
 def _show_records() -> None:
-    from kirolearn.store.sqlite import reader
-    from kirolearn.store.sqlite.db import open_db
+    from kirolearn.store.backends import open_store
 
-    db = open_db()
-    rows = reader.all_records(db)
+    with open_store() as store:
+        rows = list(reversed(store.list_records(limit=100_000)))  # oldest first
     print(f"\n== {len(rows)} memory records in {os.path.join(os.environ['KIROLEARN_HOME'], 'kirolearn.db')}")
     for row in rows:
         print(f"\n### [{kind_label(row['observation_type'], row['strategy'])}] {row['title']}")
-        print(f"strategy {row['strategy']}, files {', '.join(json.loads(row['files_touched'])) or '-'}")
+        print(f"strategy {row['strategy']}, files {', '.join(row['files_touched']) or '-'}")
         print(row["summary"])
 
 
@@ -198,13 +209,29 @@ def _end_session(project: str) -> None:
     import subprocess
 
     command = os.path.join(os.path.dirname(sys.executable), "kirolearn")
-    result = subprocess.run([command, "session-end", "--project", project, "--session-id", "demo-session-1",
-                             "--summary", "Fixed the SQL injection in find_user and in the orders lookup.",
-                             "--next-step", "Audit app/ for any other string-formatted SQL",
-                             "--pitfall", "Emails with + or quotes are the regression cases"],
-                            capture_output=True, text=True, timeout=60)
-    print(f"\n== kirolearn session-end --project {os.path.basename(project)} ...: "
-          f"{(result.stdout or result.stderr).strip()}")
+    result = subprocess.run(
+        [
+            command,
+            "session-end",
+            "--project",
+            project,
+            "--session-id",
+            "demo-session-1",
+            "--summary",
+            "Fixed the SQL injection in find_user and in the orders lookup.",
+            "--next-step",
+            "Audit app/ for any other string-formatted SQL",
+            "--pitfall",
+            "Emails with + or quotes are the regression cases",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    print(
+        f"\n== kirolearn session-end --project {os.path.basename(project)} ...: "
+        f"{(result.stdout or result.stderr).strip()}"
+    )
 
 
 def _show_recall(project: str, session: str = "demo-next", prompt: str = NEXT_PROMPT) -> None:
@@ -213,25 +240,43 @@ def _show_recall(project: str, session: str = "demo-next", prompt: str = NEXT_PR
 
     hook = replay.hook_command()
     for title, payload in (
-        ("a new session starts (agentSpawn)", {"hook_event_name": "agentSpawn", "cwd": project, "session_id": session}),
-        (f"in that session, the developer asks: {prompt!r}",
-         {"hook_event_name": "userPromptSubmit", "cwd": project, "session_id": session, "prompt": prompt}),
+        (
+            "a new session starts (agentSpawn)",
+            {"hook_event_name": "agentSpawn", "cwd": project, "session_id": session},
+        ),
+        (
+            f"in that session, the developer asks: {prompt!r}",
+            {"hook_event_name": "userPromptSubmit", "cwd": project, "session_id": session, "prompt": prompt},
+        ),
     ):
         out = subprocess.run([hook], input=json.dumps(payload).encode(), capture_output=True, timeout=30)
         print(f"\n== recall in {os.path.basename(project)}: {title}; the hook prints:\n")
-        print(out.stdout.decode("utf-8", "replace").rstrip()
-              or "(nothing new: the session start showed the records that match; a session never gets one twice)")
+        print(
+            out.stdout.decode("utf-8", "replace").rstrip()
+            or "(nothing new: the session start showed the records that match; a session never gets one twice)"
+        )
 
 
 def _show_claude_recall(project: str) -> None:
     import subprocess
 
-    payload = {"hook_event_name": "SessionStart", "source": "startup", "cwd": project, "session_id": "demo-claude-next",
-               "transcript_path": os.path.join(project, ".claude", "next.jsonl")}
-    out = subprocess.run([replay.hook_command(), "--agent", "claude-code"], input=json.dumps(payload).encode(),
-                         capture_output=True, timeout=30)
-    print(f"\n== recall in {os.path.basename(project)}: a new Claude Code session starts "
-          "(kirolearn-hook --agent claude-code); the hook prints:\n")
+    payload = {
+        "hook_event_name": "SessionStart",
+        "source": "startup",
+        "cwd": project,
+        "session_id": "demo-claude-next",
+        "transcript_path": os.path.join(project, ".claude", "next.jsonl"),
+    }
+    out = subprocess.run(
+        [replay.hook_command(), "--agent", "claude-code"],
+        input=json.dumps(payload).encode(),
+        capture_output=True,
+        timeout=30,
+    )
+    print(
+        f"\n== recall in {os.path.basename(project)}: a new Claude Code session starts "
+        "(kirolearn-hook --agent claude-code); the hook prints:\n"
+    )
     print(out.stdout.decode("utf-8", "replace").rstrip() or "(nothing)")
 
 

@@ -3,11 +3,12 @@
 import os
 import time
 
-from kirolearn.core import paths
-from kirolearn.install import agents as install_agents, engine as install, wiring
 from kirolearn.capture import spool
-from kirolearn.health import hook_errors_since
+from kirolearn.core import paths
 from kirolearn.core.ids import ulid_time_ms
+from kirolearn.health import hook_errors_since
+from kirolearn.install import agents as install_agents
+from kirolearn.install import wiring
 
 SPOOL_STALE_SECONDS = 3600
 
@@ -18,8 +19,12 @@ def run_checks():
 
     try:
         conf = load()
-        yield "OK", "config.toml is valid" if os.path.exists(os.path.join(paths.home(), "config.toml")) else \
-            "no config.toml: all defaults"
+        yield (
+            "OK",
+            "config.toml is valid"
+            if os.path.exists(os.path.join(paths.home(), "config.toml"))
+            else "no config.toml: all defaults",
+        )
     except SettingsError as exc:
         yield "FAIL", f"{exc}"
         conf = None
@@ -30,8 +35,13 @@ def run_checks():
     if files:
         age = time.time() - ulid_time_ms(os.path.basename(files[0])[:26]) / 1000
         if age > SPOOL_STALE_SECONDS:
-            yield "FAIL", (f"{len(files)} events waiting, the oldest {age / 3600:.1f} h old: no drain is running; "
-                           "run `kirolearn drain` and `kirolearn schedule`")
+            yield (
+                "FAIL",
+                (
+                    f"{len(files)} events waiting, the oldest {age / 3600:.1f} h old: no drain is running; "
+                    "run `kirolearn drain` and `kirolearn schedule`"
+                ),
+            )
         else:
             yield "OK", f"{len(files)} events waiting to be drained"
     else:
@@ -42,32 +52,43 @@ def run_checks():
         yield "WARN", f"{len(quarantined)} quarantined file(s) in {qdir}: read the .reason files beside them"
     errors = hook_errors_since(86400)
     if errors:
-        yield "WARN", f"{errors} hook error(s) in the last 24 h: see {os.path.join(paths.logs_dir(), 'hook.log')}"
+        yield (
+            "WARN",
+            f"{errors} hook error(s) in the last 24 h: see {os.path.join(paths.logs_dir(), 'hook.log')}",
+        )
     from kirolearn import health
 
     found = health.store_health()
     if found["state"] == "lost":
         yield "FAIL", f"{found['detail']}: run `kirolearn repair` (the spool keeps new events until then)"
     elif found["state"] in ("damaged", "unreadable"):
-        yield "FAIL", (f"the database {paths.db_path()} is {found['state']} ({found['detail']}): run "
-                       "`kirolearn repair` (it backs the file up first; the spool keeps new events until then)")
+        yield (
+            "FAIL",
+            (
+                f"the database {paths.db_path()} is {found['state']} ({found['detail']}): run "
+                "`kirolearn repair` (it backs the file up first; the spool keeps new events until then)"
+            ),
+        )
     elif found["state"] == "ok":
         try:
-            from kirolearn.store.sqlite import records
-            from kirolearn.store.sqlite import db as store
+            from kirolearn.core.isotime import now_iso, shift
+            from kirolearn.store.backends import open_store
 
-            db = store.open_db()
-            failures = records.extraction_failures_since(db, store.iso_shift(store.now_iso(), -86400))
+            store = open_store()
+            failures = store.figures(shift(now_iso(), -86400), projects=False)["extraction_failures_24h"]
             yield "OK", f"database {found['detail']}"
             from kirolearn.privacy.rescrub import note
 
-            stale = note(db)
+            stale = note(store)
             if stale:
                 yield "WARN", stale
             if failures:
-                yield "WARN", f"{failures} failed model extraction(s) in the last 24 h: check extract.model and the key"
+                yield (
+                    "WARN",
+                    f"{failures} failed model extraction(s) in the last 24 h: check extract.model and the key",
+                )
             if conf and conf.extract.model:
-                spent = store.daily_limit_reached(db, conf.extract)
+                spent = store.daily_limit_reached(conf.extract)
                 if spent:
                     yield "WARN", f"{spent}: extraction is deterministic until tomorrow (UTC)"
         except Exception as exc:  # a sick database
@@ -85,32 +106,62 @@ def run_checks():
         yield from store_checks(conf)  # the server: nothing unless [store] url names a team store
         yield from team.doctor_checks(conf)  # what sharing adds
     model = health.model_state()
-    if conf and conf.extract.model and int(model.get("consecutive_failures") or 0) >= conf.extract.breaker_failures:
-        yield "WARN", (f"the model failed {model['consecutive_failures']} batches in a row (last: "
-                       f"{model.get('last_error', '?')[:200]}): drains use the deterministic extractor until it answers")
+    if (
+        conf
+        and conf.extract.model
+        and int(model.get("consecutive_failures") or 0) >= conf.extract.breaker_failures
+    ):
+        yield (
+            "WARN",
+            (
+                f"the model failed {model['consecutive_failures']} batches in a row (last: "
+                f"{model.get('last_error', '?')[:200]}): drains use the deterministic extractor until it answers"
+            ),
+        )
     yield from health.drain_checks()
     wired = wiring.wiring(run=True)
     if not wired:
-        yield "WARN", ("no agent is wired: run `kirolearn install --agent NAME` (" + ", ".join(install_agents.names())
-                       + "; `--project DIR` for a workspace)")
+        yield (
+            "WARN",
+            (
+                "no agent is wired: run `kirolearn install --agent NAME` ("
+                + ", ".join(install_agents.names())
+                + "; `--project DIR` for a workspace)"
+            ),
+        )
     for entry in wired:
         if not entry.get("parses", True):
-            yield "FAIL", (f"{entry['path']} is not valid JSON any more, so its agent ignores kirolearn's entries: "
-                           "fix the file, then re-run `kirolearn install`")
+            yield (
+                "FAIL",
+                (
+                    f"{entry['path']} is not valid JSON any more, so its agent ignores kirolearn's entries: "
+                    "fix the file, then re-run `kirolearn install`"
+                ),
+            )
             continue
         if not entry["present"]:
             yield "FAIL", f"{entry['path']}: kirolearn's entries are gone; re-run `kirolearn install`"
         elif entry.get("missing_programs") or entry["missing_binaries"]:
             yield "FAIL", missing_message(entry)
         elif entry.get("broken_programs"):
-            yield "FAIL", (f"{entry['path']}: its hook command fails: {'; '.join(entry['broken_programs'])}; "
-                           "re-run `kirolearn install` from the current installation")
+            yield (
+                "FAIL",
+                (
+                    f"{entry['path']}: its hook command fails: {'; '.join(entry['broken_programs'])}; "
+                    "re-run `kirolearn install` from the current installation"
+                ),
+            )
         else:
             yield "OK", f"wired: {entry['path']}"
     for agent in dict.fromkeys(e["agent"] for e in wired):  # every wired agent: is the MCP server registered?
         if not any(e["mcp"] for e in wired if e["agent"] == agent and e.get("mcp") is not None):
-            yield "WARN", (f"{agent}: no wired file registers kirolearn's MCP server, so the model cannot search "
-                           f"memory; re-run `kirolearn install --agent {agent}`")
+            yield (
+                "WARN",
+                (
+                    f"{agent}: no wired file registers kirolearn's MCP server, so the model cannot search "
+                    f"memory; re-run `kirolearn install --agent {agent}`"
+                ),
+            )
         else:
             yield "OK", f"{agent}: kirolearn's MCP server is registered"
     yield from _wiring_clashes()
@@ -125,34 +176,50 @@ def missing_message(entry: dict) -> str:
     again = f"`kirolearn install --agent {agent}` (with the same --project)"
     parts = []
     if [w for w in programs if w not in bare]:
-        parts.append(f"its hook commands run {', '.join(w for w in programs if w not in bare)}, which does not "
-                     "exist (a moved or deleted virtual environment?), so every hook fails without a word")
+        parts.append(
+            f"its hook commands run {', '.join(w for w in programs if w not in bare)}, which does not "
+            "exist (a moved or deleted virtual environment?), so every hook fails without a word"
+        )
     if [w for w in binaries if w not in bare]:
-        parts.append(f"it points at {', '.join(w for w in binaries if w not in bare)}, which no longer exists")
+        parts.append(
+            f"it points at {', '.join(w for w in binaries if w not in bare)}, which no longer exists"
+        )
     if parts:
         parts[-1] += f"; re-run {again} from the current installation"
     if bare:
-        parts.append(f"it runs {', '.join(bare)} from PATH, which this PATH does not find (the agent's may differ), "
-                     "so its hooks only log that they cannot run and its MCP server does not start; install "
-                     f"kirolearn where that PATH finds it (pipx install kirolearn), or re-run {again} without "
-                     "--portable")
+        parts.append(
+            f"it runs {', '.join(bare)} from PATH, which this PATH does not find (the agent's may differ), "
+            "so its hooks only log that they cannot run and its MCP server does not start; install "
+            f"kirolearn where that PATH finds it (pipx install kirolearn), or re-run {again} without "
+            "--portable"
+        )
     return f"{agent}: {entry['path']}: " + "; and ".join(parts)
 
 
 def _wiring_clashes():
     """Kiro-side clashes: a workspace agent named like ours, and classic + v3 hooks for one session."""
-    from kirolearn.install.agents import kiro as kiro_install
     from kirolearn.core.project import find_project_root
+    from kirolearn.install.agents import kiro as kiro_install
 
     here, is_global = find_project_root(os.getcwd())
     extra = [] if is_global else [here]
     for path in kiro_install.agent_conflicts(extra):
-        yield "WARN", (f"{path} and ~/.kiro/agents/kirolearn.json are both named kirolearn: Kiro warns about the "
-                       "conflict; run `kirolearn uninstall --project` for that project and re-run "
-                       "`kirolearn install --project` (it no longer writes a workspace agent)")
+        yield (
+            "WARN",
+            (
+                f"{path} and ~/.kiro/agents/kirolearn.json are both named kirolearn: Kiro warns about the "
+                "conflict; run `kirolearn uninstall --project` for that project and re-run "
+                "`kirolearn install --project` (it no longer writes a workspace agent)"
+            ),
+        )
     for project in kiro_install.double_wiring(extra):
-        yield "WARN", (f"{project} has kirolearn's v3 hook file, which Kiro CLI >= 3 runs for every agent: start "
-                       "`kiro-cli chat` there without `--agent kirolearn`, or each hook runs twice")
+        yield (
+            "WARN",
+            (
+                f"{project} has kirolearn's v3 hook file, which Kiro CLI >= 3 runs for every agent: start "
+                "`kiro-cli chat` there without `--agent kirolearn`, or each hook runs twice"
+            ),
+        )
 
 
 def semantic_checks(conf):
@@ -161,31 +228,42 @@ def semantic_checks(conf):
 
     usable, message = embeddings.check(conf)
     yield ("OK" if usable else "WARN"), message
-    from kirolearn.recall import client  # the recall server (issue #22): whether the hook gets the model's answers
+    from kirolearn.recall import (
+        client,  # the recall server (issue #22): whether the hook gets the model's answers
+    )
 
     answer = client.ask({"op": "ping"}, deadline=1.0)
-    yield "OK", (f"recall server up (pid {answer.get('pid')}, model {answer.get('model') or 'none: words only'})"
-                 if answer else "recall server not running: the prompt hook recalls by words alone "
-                 "(`kirolearn serve-recall`, `kirolearn drain --watch`, or `kirolearn schedule --recall-server`)")
+    yield (
+        "OK",
+        (
+            f"recall server up (pid {answer.get('pid')}, model {answer.get('model') or 'none: words only'})"
+            if answer
+            else "recall server not running: the prompt hook recalls by words alone "
+            "(`kirolearn serve-recall`, `kirolearn drain --watch`, or `kirolearn schedule --recall-server`)"
+        ),
+    )
     if not usable or not os.path.exists(paths.db_path()):
         return
     model = embeddings.from_settings(conf)
     if model is None:
         return
-    from kirolearn.recall import lexical
-    from kirolearn.store.sqlite import reader
-    from kirolearn.store.sqlite import db as store
+    from kirolearn.store.backends import open_reading
 
-    conn = lexical.connect_readonly(budget=5.0)
-    try:
-        counts = store.vector_counts(conn)
-        total = reader.record_count(conn)
-    finally:
-        conn.close()
+    store = open_reading(budget=5.0)
+    if store is None:
+        return
+    with store:
+        counts = store.derived().vector_counts()
+        total = store.counts()["records"]
     have = counts.get(model.model_id, 0)
     # vectors of an earlier model (embeddings.model changed, or a new default)
     others = ", ".join(f"{n} have vectors of {m}" for m, n in sorted(counts.items()) if m != model.model_id)
     if have < total:
-        yield "WARN", (f"{total - have} of {total} records have no {model.model_id} vector yet"
-                       + (f" ({others}, which search no longer uses)" if others else "")
-                       + ": the next drain adds them, or run `kirolearn reindex`")
+        yield (
+            "WARN",
+            (
+                f"{total - have} of {total} records have no {model.model_id} vector yet"
+                + (f" ({others}, which search no longer uses)" if others else "")
+                + ": the next drain adds them, or run `kirolearn reindex`"
+            ),
+        )

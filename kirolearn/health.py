@@ -11,7 +11,7 @@ import os
 import sqlite3
 import time
 
-from kirolearn.core import paths, isotime
+from kirolearn.core import isotime, paths
 from kirolearn.store import state
 
 DRAIN_STALE_SECONDS = 3600  # no drain for this long while events wait: the schedule is not running
@@ -81,8 +81,11 @@ def status_facts(info: dict, settings) -> None:
     model = model_state()
     in_a_row = int(model.get("consecutive_failures") or 0) if settings.extract.model else 0
     breaker = bool(settings.extract.model) and in_a_row >= settings.extract.breaker_failures
-    info["extractor"].update(failures_in_a_row=in_a_row, breaker_open=breaker,
-                             last_model_error=model.get("last_error") if in_a_row else None)
+    info["extractor"].update(
+        failures_in_a_row=in_a_row,
+        breaker_open=breaker,
+        last_model_error=model.get("last_error") if in_a_row else None,
+    )
     if breaker:
         info["extractor"]["mode"] = f"deterministic (the model failed {in_a_row} batches in a row)"
     info["last_drain_error"] = last_drain().get("error") or None
@@ -116,39 +119,55 @@ def status(settings) -> dict:
     quarantine_dir = os.path.join(spool.root(), spool.QUARANTINE)
     quarantined = (
         len([n for n in os.listdir(quarantine_dir) if not n.endswith(".reason")])
-        if os.path.isdir(quarantine_dir) else 0
+        if os.path.isdir(quarantine_dir)
+        else 0
     )
     info = {
         "home": paths.home(),
         "spool": {"ready": len(files), "oldest_age_seconds": oldest_age, "quarantined": quarantined},
         "database": None,
-        "extractor": {"model": settings.extract.model or None, "mode": "llm" if settings.extract.model else "deterministic",
-                      "daily_token_limit": settings.extract.daily_token_limit,
-                      "daily_cost_limit_usd": settings.extract.daily_cost_limit_usd},
+        "extractor": {
+            "model": settings.extract.model or None,
+            "mode": "llm" if settings.extract.model else "deterministic",
+            "daily_token_limit": settings.extract.daily_token_limit,
+            "daily_cost_limit_usd": settings.extract.daily_cost_limit_usd,
+        },
     }
-    from kirolearn.store.sqlite.db import refuse_lost
+    from kirolearn.core.isotime import now_iso, shift
+    from kirolearn.store import backends
+    from kirolearn.store.base import start_of_day
 
     status_facts(info, settings)
-    refuse_lost(paths.db_path())  # a lost database is an error to report, not "none yet"
-    if os.path.exists(paths.db_path()):
-        from kirolearn.store.sqlite import records
-        from kirolearn.store.sqlite import db as store
-
-        db = store.open_db()
-        tokens, dollars = store.spend_today(db)
-        if settings.extract.model and store.daily_limit_reached(db, settings.extract):
+    store = backends.open_existing()  # a lost database is an error to report (StoreLost), not "none yet"
+    if store is not None:
+        day_ago = shift(now_iso(), -86400)
+        tokens, dollars = store.model_spend(start_of_day())
+        if settings.extract.model and store.daily_limit_reached(settings.extract):
             info["extractor"]["mode"] = "deterministic (daily limit reached)"
-        found = records.figures(db, store.iso_shift(store.now_iso(), -86400))
-        info["database"] = {"path": paths.db_path(),
-                            **{k: found[k] for k in ("events", "records", "projects", "last_drain",
-                                                      "extraction_failures_24h", "agent_events_24h", "superseded",
-                                                      "merged")}}
+        found = store.figures(day_ago)
+        info["database"] = {
+            "path": paths.db_path(),
+            **{
+                k: found[k]
+                for k in (
+                    "events",
+                    "records",
+                    "projects",
+                    "last_drain",
+                    "extraction_failures_24h",
+                    "agent_events_24h",
+                    "superseded",
+                    "merged",
+                )
+            },
+        }
         info["extractor"].update(tokens_today=tokens, cost_usd_today=round(dollars, 6))
         if settings.extract.model:
-            info["extractor"]["model_runs_24h"] = records.model_runs_since(db, store.iso_shift(store.now_iso(), -86400))
+            info["extractor"]["model_runs_24h"] = store.model_runs_since(day_ago)
         from kirolearn.privacy.rescrub import state as scrub_state
 
-        info["database"]["scrub"] = scrub_state(db)
+        info["database"]["scrub"] = scrub_state(store)
+        store.close()
     from kirolearn.install.wiring import wiring
 
     info["hook_errors_24h"] = hook_errors_since(86400)
@@ -158,35 +177,9 @@ def status(settings) -> dict:
 
 def store_health(path: "str | None" = None) -> dict:
     """{"state": "none" | "ok" | "lost" | "damaged" | "unreadable", "detail": text} without changing anything."""
-    from kirolearn.store.sqlite import db as store
+    from kirolearn.store.backends import local_health
 
-    path = path or paths.db_path()
-    lost = store.lost_reason(path)
-    if lost:
-        return {"state": "lost", "detail": lost}
-    if not os.path.exists(path):
-        return {"state": "none", "detail": "no database yet (the first drain creates it)"}
-    try:
-        conn = sqlite3.connect(f"file:{_uri_path(path)}?mode=ro", uri=True, timeout=5)
-    except sqlite3.Error as exc:
-        return {"state": "unreadable", "detail": str(exc)}
-    try:
-        problem = store.quick_check(conn)
-        if problem:
-            return {"state": "damaged", "detail": problem}
-        try:
-            found = store.counts(conn)
-            records, events = found["records"], found["events"]
-        except sqlite3.Error as exc:
-            return {"state": "unreadable", "detail": str(exc)}
-        return {"state": "ok", "detail": f"quick_check ok: {events} events, {records} records",
-                "events": events, "records": records}
-    finally:
-        conn.close()
-
-
-def _uri_path(path: str) -> str:
-    return os.path.abspath(path).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+    return local_health(path or paths.db_path())
 
 
 def schedule_status() -> dict:
@@ -210,9 +203,16 @@ def schedule_status() -> dict:
         if listing is not None:
             if schedule.CRON_MARK in listing:
                 return {"installed": True, "kind": "cron", "detail": "crontab line"}
-            return {"installed": False, "kind": None, "detail": "no drain job (systemd, launchd or cron) found"}
-    return {"installed": False, "kind": None,
-            "detail": "no systemd or launchd drain job found (and no crontab command to check cron)"}
+            return {
+                "installed": False,
+                "kind": None,
+                "detail": "no drain job (systemd, launchd or cron) found",
+            }
+    return {
+        "installed": False,
+        "kind": None,
+        "detail": "no systemd or launchd drain job found (and no crontab command to check cron)",
+    }
 
 
 def drain_checks(now: "float | None" = None):
@@ -227,7 +227,10 @@ def drain_checks(now: "float | None" = None):
     elif running:
         yield "OK", "no drain job installed, but a drain is running now (e.g. `kirolearn drain --watch`)"
     else:
-        yield "WARN", f"{sched['detail']}: run `kirolearn schedule` (or keep `kirolearn drain --watch` running)"
+        yield (
+            "WARN",
+            f"{sched['detail']}: run `kirolearn schedule` (or keep `kirolearn drain --watch` running)",
+        )
     last = last_drain()
     finished = iso_epoch(last.get("finished_at") or "")
     if last.get("error"):
@@ -237,7 +240,12 @@ def drain_checks(now: "float | None" = None):
     elif finished is None:
         yield "WARN", "no drain has run yet: run `kirolearn drain`"
     elif now - finished > DRAIN_STALE_SECONDS:
-        yield "WARN", (f"the last drain ran {(now - finished) / 3600:.1f} h ago: "
-                       "check the schedule (`kirolearn schedule`)")
+        yield (
+            "WARN",
+            (
+                f"the last drain ran {(now - finished) / 3600:.1f} h ago: "
+                "check the schedule (`kirolearn schedule`)"
+            ),
+        )
     elif not last.get("error"):
         yield "OK", f"last drain {last.get('finished_at')} succeeded"

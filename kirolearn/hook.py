@@ -13,11 +13,8 @@ import os
 import sys
 import time
 
-from kirolearn.core import paths
-from kirolearn.capture import agents
-from kirolearn.capture import events
-from kirolearn.capture import spool
-from kirolearn.core import jsonfast
+from kirolearn.capture import agents, events, spool
+from kirolearn.core import jsonfast, paths
 from kirolearn.core.version import __version__  # not the package: it holds the facade (kirolearn.Memory)
 
 USAGE = """\
@@ -144,10 +141,15 @@ def session_file_id(surface: str, project_root: str, renew: bool) -> str:
         except (OSError, ValueError, AttributeError):
             pass
     session_id = events.new_uuid4()
-    record = {"session_id": session_id, "project_root": project_root, "surface": surface,
-              "started_at": events.utc_iso(time.time())}
-    spool.write_atomic(directory, os.path.basename(path),
-                       jsonfast.dumps(record).encode("utf-8", "replace"), directory)
+    record = {
+        "session_id": session_id,
+        "project_root": project_root,
+        "surface": surface,
+        "started_at": events.utc_iso(time.time()),
+    }
+    spool.write_atomic(
+        directory, os.path.basename(path), jsonfast.dumps(record).encode("utf-8", "replace"), directory
+    )
     return session_id
 
 
@@ -246,8 +248,10 @@ def capture(argv: "list[str]", stdin: "bytes | None" = None) -> "str | None":
                 )
             if agent is None and agents.sent_by(payload) == "claude-code":
                 # Same hook names as Kiro v3: never guess, but never be silent about it either.
-                log("a payload with transcript_path (a Claude Code field) came without --agent: stored as kiro; "
-                    "run `kirolearn install --agent claude-code` to wire Claude Code properly")
+                log(
+                    "a payload with transcript_path (a Claude Code field) came without --agent: stored as kiro; "
+                    "run `kirolearn install --agent claude-code` to wire Claude Code properly"
+                )
             event = events.build_event(name, payload, session_lookup=session_file_id, agent=adapter.NAME)
         except events.Rejected as exc:
             exc.raw = raw  # an agent's payload we cannot read yet is kept in quarantine, never lost
@@ -265,6 +269,7 @@ def capture(argv: "list[str]", stdin: "bytes | None" = None) -> "str | None":
 
 def inject_context(event: dict, adapter=None) -> None:
     """Print recalled memory for the agent. Any failure prints nothing (and is logged)."""
+
     def deliver(text: str) -> bool:
         output = (adapter or agents.get()).context_output(event["trigger"], text)
         try:
@@ -272,8 +277,10 @@ def inject_context(event: dict, adapter=None) -> None:
             sys.stdout.flush()
             return True
         except (AttributeError, OSError, ValueError) as exc:  # the event is in the spool already: say so
-            report(f"{event.get('trigger')}: event recorded, but its recalled memory was not printed "
-                   f"(stdout is closed or broken: {type(exc).__name__}); the next hook offers it again")
+            report(
+                f"{event.get('trigger')}: event recorded, but its recalled memory was not printed "
+                f"(stdout is closed or broken: {type(exc).__name__}); the next hook offers it again"
+            )
             return False
 
     try:

@@ -31,18 +31,39 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 import secret_corpus  # noqa: E402
 
 _HELPERS = {
-    "Numeric": "[0-9]{%s}", "Hex": "[a-f0-9]{%s}", "AlphaNumeric": "[a-z0-9]{%s}",
-    "AlphaNumericExtendedShort": "[a-z0-9_-]{%s}", "AlphaNumericExtended": r"[a-z0-9=_\-]{%s}",
+    "Numeric": "[0-9]{%s}",
+    "Hex": "[a-f0-9]{%s}",
+    "AlphaNumeric": "[a-z0-9]{%s}",
+    "AlphaNumericExtendedShort": "[a-z0-9_-]{%s}",
+    "AlphaNumericExtended": r"[a-z0-9=_\-]{%s}",
     "AlphaNumericExtendedLong": r"[a-z0-9\/=_\+\-]{%s}",
 }
 _TEMPLATES = [  # utils.GenerateSampleSecrets (gitleaks/cmd/generate/config/utils/generate.go)
-    '{i}Token="{s}"', '{i}Token = "{s}"', "{i}Token={s}", "{i}Token = {s}",
-    '{\n    "{i}_token": "{s}"\n}', '{"config.ini": "{I}_TOKEN={s}\\nBACKUP_ENABLED=true"}',
-    "<{i}Token>\n    {s}\n</{i}Token>", "{i}_token: {s}", "{i}_token: '{s}'", '{i}_token: "{s}"',
-    'string {i}Token = "{s}";', 'var {i}Token string = "{s}"', '{i}Token := "{s}"', "{i}Token := `{s}`",
-    'String {i}Token = "{s}";', 'var {i}Token = "{s}"', '${i}Token .= "{s}"', "{i}Token = '{s}'",
-    '{i}Token = "{s}"', 'System.setProperty("{I}_TOKEN", "{s}")', '  "{i}Token" => "{s}"',
-    '{i}_TOKEN = "{s}"', '{i}_TOKEN := "{s}"', '{i}_TOKEN ::= "{s}"', '{i}_TOKEN :::= "{s}"',
+    '{i}Token="{s}"',
+    '{i}Token = "{s}"',
+    "{i}Token={s}",
+    "{i}Token = {s}",
+    '{\n    "{i}_token": "{s}"\n}',
+    '{"config.ini": "{I}_TOKEN={s}\\nBACKUP_ENABLED=true"}',
+    "<{i}Token>\n    {s}\n</{i}Token>",
+    "{i}_token: {s}",
+    "{i}_token: '{s}'",
+    '{i}_token: "{s}"',
+    'string {i}Token = "{s}";',
+    'var {i}Token string = "{s}"',
+    '{i}Token := "{s}"',
+    "{i}Token := `{s}`",
+    'String {i}Token = "{s}";',
+    'var {i}Token = "{s}"',
+    '${i}Token .= "{s}"',
+    "{i}Token = '{s}'",
+    '{i}Token = "{s}"',
+    'System.setProperty("{I}_TOKEN", "{s}")',
+    '  "{i}Token" => "{s}"',
+    '{i}_TOKEN = "{s}"',
+    '{i}_TOKEN := "{s}"',
+    '{i}_TOKEN ::= "{s}"',
+    '{i}_TOKEN :::= "{s}"',
     '{i}_TOKEN ?= "{s}"',
 ]
 
@@ -140,7 +161,10 @@ class _Parser:
             return f'{ident}_api_token = "{secret}"'
         if tok == "utils.GenerateSampleSecrets":
             ident, secret = self.args()
-            return [t.replace("{i}", ident).replace("{I}", ident.upper()).replace("{s}", secret) for t in _TEMPLATES]
+            return [
+                t.replace("{i}", ident).replace("{I}", ident.upper()).replace("{s}", secret)
+                for t in _TEMPLATES
+            ]
         if tok == "append":
             parts = self.args()
             out = []
@@ -176,7 +200,7 @@ _FUNC_RE = re.compile(r"^func \w+\(\) \*config\.Rule \{", re.M)
 _ASSIGN_RE = re.compile(r"\b(tps|fps)\s*(:?=)\s*")
 
 
-def extract(root: str, seed: int = 23, version: str = "") -> "tuple[list, dict]":
+def extract(root: str, seed: int = 23, version: str = "") -> tuple[list, dict]:
     rules_dir = os.path.join(root, "cmd", "generate", "config", "rules")
     sampler = secret_corpus._Sampler(random.Random(seed))
     samples, skipped = [], 0
@@ -201,15 +225,21 @@ def extract(root: str, seed: int = 23, version: str = "") -> "tuple[list, dict]"
                     if text is None:
                         skipped += 1
                     elif text.strip():
-                        samples.append({"rule": rid.group(1), "kind": "tp" if m.group(1) == "tps" else "fp",
-                                        "text": text})
+                        samples.append(
+                            {
+                                "rule": rid.group(1),
+                                "kind": "tp" if m.group(1) == "tps" else "fp",
+                                "text": text,
+                            }
+                        )
     return samples, {"gitleaks": version or _describe(root), "skipped_elements": skipped, "seed": seed}
 
 
 def _describe(root: str) -> str:
     try:
-        return subprocess.run(["git", "-C", root, "describe", "--tags", "--always"], capture_output=True,
-                              text=True, check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", root, "describe", "--tags", "--always"], capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -217,18 +247,26 @@ def _describe(root: str) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("gitleaks", help="a gitleaks checkout")
-    parser.add_argument("-o", "--output", default=os.path.join(os.path.dirname(HERE), "bench", "data",
-                                                                "gitleaks_samples.jsonl.gz"))
-    parser.add_argument("--version", default="", help="the checkout's version, when it is no git work tree "
-                        "(e.g. exported with git archive)")
+    parser.add_argument(
+        "-o",
+        "--output",
+        default=os.path.join(os.path.dirname(HERE), "bench", "data", "gitleaks_samples.jsonl.gz"),
+    )
+    parser.add_argument(
+        "--version",
+        default="",
+        help="the checkout's version, when it is no git work tree (e.g. exported with git archive)",
+    )
     args = parser.parse_args()
     samples, meta = extract(args.gitleaks, version=args.version)
     lines = [json.dumps({"meta": meta})] + [json.dumps(s) for s in samples]
     with open(args.output, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as fh:  # byte-stable
         fh.write(("\n".join(lines) + "\n").encode("utf-8"))
     tps = sum(s["kind"] == "tp" for s in samples)
-    print(f"{tps} true positives, {len(samples) - tps} false positives from {len({s['rule'] for s in samples})} "
-          f"rules ({meta['gitleaks']}); {meta['skipped_elements']} elements skipped -> {args.output}")
+    print(
+        f"{tps} true positives, {len(samples) - tps} false positives from {len({s['rule'] for s in samples})} "
+        f"rules ({meta['gitleaks']}); {meta['skipped_elements']} elements skipped -> {args.output}"
+    )
     return 0
 
 

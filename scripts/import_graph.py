@@ -20,7 +20,10 @@ import grimp
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def floors_from_setup_cfg(path=os.path.join(ROOT, "setup.cfg")) -> "list[list[str]]":
+SETUP_CFG = os.path.join(ROOT, "setup.cfg")
+
+
+def floors_from_setup_cfg(path=SETUP_CFG) -> "list[list[str]]":
     """The layers contract's layers, top first, as lists of absolute module names."""
     cfg = configparser.ConfigParser()
     cfg.read(path)
@@ -108,8 +111,9 @@ def main(argv) -> int:
     verbose = "--verbose" in argv
     graph = grimp.build_graph("kirolearn", cache_dir=None)  # no cache: a stale one once hid moved modules
     floors = floors_from_setup_cfg()
-    arrows = [(a, b) for a in sorted(graph.modules)
-              for b in sorted(graph.find_modules_directly_imported_by(a))]
+    arrows = [
+        (a, b) for a in sorted(graph.modules) for b in sorted(graph.find_modules_directly_imported_by(a))
+    ]
     up, unplaced = [], set()
     for a, b in arrows:
         fa, fb = floor_of(a, floors), floor_of(b, floors)

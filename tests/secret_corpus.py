@@ -31,8 +31,12 @@ except ImportError:  # pragma: no cover - Python 3.10
 CARRIERS = ("prompt", "shell", "tool_output")
 _PRINTABLE = string.ascii_letters + string.digits
 _CATEGORY = {
-    "CATEGORY_DIGIT": string.digits, "CATEGORY_WORD": _PRINTABLE + "_", "CATEGORY_SPACE": " ",
-    "CATEGORY_NOT_DIGIT": string.ascii_letters, "CATEGORY_NOT_WORD": "-.", "CATEGORY_NOT_SPACE": _PRINTABLE,
+    "CATEGORY_DIGIT": string.digits,
+    "CATEGORY_WORD": _PRINTABLE + "_",
+    "CATEGORY_SPACE": " ",
+    "CATEGORY_NOT_DIGIT": string.ascii_letters,
+    "CATEGORY_NOT_WORD": "-.",
+    "CATEGORY_NOT_SPACE": _PRINTABLE,
 }
 
 
@@ -116,50 +120,67 @@ def _names(rng: random.Random, sampler: _Sampler, rule) -> list:
         if base and re.fullmatch(r"[\w.\- ]{1,40}", base):
             out.append(base)
     base = rng.choice(out) if out else (rule.keywords[0] if rule.keywords else "api")
-    return [base.upper().replace("-", "_").replace(".", "_") + "_KEY", base + "_api_key", base + "Token",
-            base.lower() + ".secret", base]
+    return [
+        base.upper().replace("-", "_").replace(".", "_") + "_KEY",
+        base + "_api_key",
+        base + "Token",
+        base.lower() + ".secret",
+        base,
+    ]
 
 
 def _kv_texts(rng: random.Random, names: list, secret: str) -> dict:
     n_env, n_snake, n_camel, n_dot, bare = names
     return {
-        "prompt": rng.choice([
-            f"Use {n_snake} = \"{secret}\" for the staging job and retry the upload.",
-            f"my {n_camel}: {secret}\nwhy does the client still get 401?",
-            f"The config has {bare}||{secret} in it, can you rotate that?",
-        ]),
-        "shell": rng.choice([
-            f"export {n_env}={secret} && ./scripts/deploy.sh --env staging",
-            f"{n_env}='{secret}' python manage.py sync_accounts",
-            f"kubectl create secret generic app --from-literal={n_dot}={secret}",
-        ]),
-        "tool_output": rng.choice([
-            f'{{\n  "{n_snake}": "{secret}",\n  "region": "eu-west-1"\n}}',
-            f"# .env\nDEBUG=false\n{n_env}={secret}\nPORT=8080\n",
-            f"settings:\n  {n_camel}: {secret}\n  retries: 3\n",
-            f"$config['{n_snake}'] => '{secret}';",
-            f'"stdout": "{{\\"{n_snake}\\": \\"{secret}\\", \\"ok\\": true}}\\n"',
-        ]),
+        "prompt": rng.choice(
+            [
+                f'Use {n_snake} = "{secret}" for the staging job and retry the upload.',
+                f"my {n_camel}: {secret}\nwhy does the client still get 401?",
+                f"The config has {bare}||{secret} in it, can you rotate that?",
+            ]
+        ),
+        "shell": rng.choice(
+            [
+                f"export {n_env}={secret} && ./scripts/deploy.sh --env staging",
+                f"{n_env}='{secret}' python manage.py sync_accounts",
+                f"kubectl create secret generic app --from-literal={n_dot}={secret}",
+            ]
+        ),
+        "tool_output": rng.choice(
+            [
+                f'{{\n  "{n_snake}": "{secret}",\n  "region": "eu-west-1"\n}}',
+                f"# .env\nDEBUG=false\n{n_env}={secret}\nPORT=8080\n",
+                f"settings:\n  {n_camel}: {secret}\n  retries: 3\n",
+                f"$config['{n_snake}'] => '{secret}';",
+                f'"stdout": "{{\\"{n_snake}\\": \\"{secret}\\", \\"ok\\": true}}\\n"',
+            ]
+        ),
     }
 
 
 def _token_texts(rng: random.Random, secret: str, whole: str) -> dict:
     return {
-        "prompt": rng.choice([
-            f"I pasted the key {whole} by mistake, please rotate it",
-            f"why does {whole} not work anymore?",
-            f"here it is:\n{whole}\nthanks",
-        ]),
-        "shell": rng.choice([
-            f"echo '{whole}' | some-cli login --with-token",
-            f"curl -sS https://api.example.com/v1/me -d 'key={whole}'",
-            f"printf '%s\\n' \"{whole}\" > ~/.config/app/credentials",
-        ]),
-        "tool_output": rng.choice([
-            f"Created credential:\n  value: {whole}\n  expires: never\n",
-            f'{{"id": 42, "value": "{whole}", "scopes": ["read"]}}',
-            f"{whole}\n",
-        ]),
+        "prompt": rng.choice(
+            [
+                f"I pasted the key {whole} by mistake, please rotate it",
+                f"why does {whole} not work anymore?",
+                f"here it is:\n{whole}\nthanks",
+            ]
+        ),
+        "shell": rng.choice(
+            [
+                f"echo '{whole}' | some-cli login --with-token",
+                f"curl -sS https://api.example.com/v1/me -d 'key={whole}'",
+                f"printf '%s\\n' \"{whole}\" > ~/.config/app/credentials",
+            ]
+        ),
+        "tool_output": rng.choice(
+            [
+                f"Created credential:\n  value: {whole}\n  expires: never\n",
+                f'{{"id": 42, "value": "{whole}", "scopes": ["read"]}}',
+                f"{whole}\n",
+            ]
+        ),
     }
 
 
@@ -170,12 +191,16 @@ def _rand(rng: random.Random, n: int, chars: str = _PRINTABLE) -> str:
 _B64 = _PRINTABLE + "+/"
 # Rules whose pattern spans a whole document or a command line: sampled by hand, as (text, secret).
 _EXAMPLES = {
-    "curl-auth-user": lambda r: (f"curl --user deploy:{_rand(r, 14)} https://api.example.com/v1/ping",
-                                 None),
-    "curl-auth-header": lambda r: (f'curl -sS -H "Authorization: Bearer {_rand(r, 32)}" '
-                                   "https://api.example.com/v1/me", None),
-    "kubernetes-secret-yaml": lambda r: ("apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ntype: Opaque\n"
-                                         f"data:\n  password: {_rand(r, 24, _B64)}==\n", None),
+    "curl-auth-user": lambda r: (f"curl --user deploy:{_rand(r, 14)} https://api.example.com/v1/ping", None),
+    "curl-auth-header": lambda r: (
+        f'curl -sS -H "Authorization: Bearer {_rand(r, 32)}" https://api.example.com/v1/me',
+        None,
+    ),
+    "kubernetes-secret-yaml": lambda r: (
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ntype: Opaque\n"
+        f"data:\n  password: {_rand(r, 24, _B64)}==\n",
+        None,
+    ),
     "aiven-auth-token": lambda r: (f"aiven token {_rand(r, 372, _B64)}", None),
     "azure-storage-account-key": lambda r: (f"AccountKey={_rand(r, 86, _B64)}==", None),
     "amplitude-secret-key": lambda r: (f"AMPLITUDE_SECRET_KEY={_rand(r, 32, '0123456789abcdef')}", None),
@@ -183,16 +208,24 @@ _EXAMPLES = {
     "influxdb-api-token": lambda r: (f"influxdb token: {_rand(r, 88)}", None),
     "nuget-config-password": lambda r: (f'<add key="ClearTextPassword" value="{_rand(r, 16)}" />', None),
     "gcp-application-default-credentials": lambda r: (
-        '{"client_id": "7640.apps.googleusercontent.com", "client_secret": "' + _rand(r, 24)
-        + '", "refresh_token": "1//0' + _rand(r, 60) + '", "type": "authorized_user"}', None),
+        '{"client_id": "7640.apps.googleusercontent.com", "client_secret": "'
+        + _rand(r, 24)
+        + '", "refresh_token": "1//0'
+        + _rand(r, 60)
+        + '", "type": "authorized_user"}',
+        None,
+    ),
     "gcp-service-account": lambda r: (
         '{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\\n'
-        + _rand(r, 64, _B64) + '\\n-----END PRIVATE KEY-----\\n", "client_email": "x@p.iam.gserviceaccount.com", '
-        '"auth_provider_x509_cert_url": "https://www.googleapis.com/oauth2/v1/certs"}', None),
+        + _rand(r, 64, _B64)
+        + '\\n-----END PRIVATE KEY-----\\n", "client_email": "x@p.iam.gserviceaccount.com", '
+        '"auth_provider_x509_cert_url": "https://www.googleapis.com/oauth2/v1/certs"}',
+        None,
+    ),
 }
 
 
-def credential_cases(examples: int = 3, seed: int = 7) -> "list[Case]":
+def credential_cases(examples: int = 3, seed: int = 7) -> list[Case]:
     """`examples` secrets per rule, each in every carrier."""
     from kirolearn.privacy import table as scrub_table
 
@@ -201,7 +234,7 @@ def credential_cases(examples: int = 3, seed: int = 7) -> "list[Case]":
     cases = []
     for rule in scrub_table.table().rules:
         made = 0
-        for attempt in range(examples * 20):
+        for _attempt in range(examples * 20):
             if made >= examples:
                 break
             try:
@@ -253,39 +286,39 @@ _CODE = [
     "def tokenize(text: str) -> list[str]:",
     "    tokens = [t for t in text.split() if t]",
     "for key, value in sorted(config.items()):",
-    "    cache_key = f\"{user_id}:{page}\"",
+    '    cache_key = f"{user_id}:{page}"',
     "const apiUrl = `${baseUrl}/v2/items?page=${page}`;",
     "if (!token) { throw new Error('missing token'); }",
-    "    secret_name = os.environ.get(\"SECRET_NAME\", \"default\")",
+    '    secret_name = os.environ.get("SECRET_NAME", "default")',
     "func (s *Server) handleAuth(w http.ResponseWriter, r *http.Request) {",
     "    password_hash = bcrypt.hashpw(password.encode(), bcrypt.gensalt())",
-    "export PATH=\"$HOME/.local/bin:$PATH\"",
+    'export PATH="$HOME/.local/bin:$PATH"',
     "SELECT id, name, created_at FROM users WHERE org_id = $1 ORDER BY created_at DESC;",
-    "    return jsonify({\"status\": \"ok\", \"count\": len(rows)})",
+    '    return jsonify({"status": "ok", "count": len(rows)})',
     "import { useState, useEffect } from 'react';",
-    "    self.access_log = logging.getLogger(\"access\")",
+    '    self.access_log = logging.getLogger("access")',
     "    key_size = 2048",
-    "    api_version = \"2024-06-01\"",
+    '    api_version = "2024-06-01"',
     "  timeout: 30s",
     "  replicas: 3",
     "    token_count = len(encoder.encode(prompt))",
-    "    auth_method = \"oauth\"",
+    '    auth_method = "oauth"',
     "assert response.status_code == 200, response.text",
-    "with open(path, \"rb\") as fh: data = fh.read()",
-    "    raise ValueError(f\"unknown column {name!r}\")",
+    'with open(path, "rb") as fh: data = fh.read()',
+    '    raise ValueError(f"unknown column {name!r}")',
     "let total = items.reduce((sum, x) => sum + x.price, 0);",
     "pub fn parse_header(input: &[u8]) -> Result<Header, Error> {",
-    "    println!(\"{} items processed\", count);",
+    '    println!("{} items processed", count);',
     "docker compose up -d --build api worker",
     "git rebase -i HEAD~3",
     "npm install --save-dev typescript@5.4.5",
     "pip install -e '.[dev]'",
     "kubectl get pods -n monitoring -o wide",
     "python -m pytest tests/test_export.py -q -k streaming",
-    "    session_key = request.cookies.get(\"session\")",
+    '    session_key = request.cookies.get("session")',
     "class SecretManagerClient(BaseClient):",
     "    access_token_expires = timedelta(minutes=15)",
-    "    credentials_path = Path.home() / \".config\" / \"app\" / \"credentials.json\"",
+    '    credentials_path = Path.home() / ".config" / "app" / "credentials.json"',
     "# TODO: rotate the signing key before release",
     "ERROR: could not connect to server: Connection refused",
     "Ran 42 tests in 3.21s",
@@ -296,11 +329,18 @@ _CODE = [
 def _b64word(rng: random.Random) -> str:
     import base64
 
-    words = ["hello world", "the quick brown fox", "config.yaml", "release notes", "user:guest", "lorem ipsum"]
+    words = [
+        "hello world",
+        "the quick brown fox",
+        "config.yaml",
+        "release notes",
+        "user:guest",
+        "lorem ipsum",
+    ]
     return base64.b64encode(rng.choice(words).encode()).decode()
 
 
-def ordinary_lines(n: int = 2000, seed: int = 11) -> "list[str]":
+def ordinary_lines(n: int = 2000, seed: int = 11) -> list[str]:
     """`n` lines of ordinary development text, the kinds the issue lists."""
     import base64
     import hashlib
@@ -322,22 +362,38 @@ def ordinary_lines(n: int = 2000, seed: int = 11) -> "list[str]":
         lambda: f"request_id={uuid.UUID(int=rng.getrandbits(128), version=4)}",
         lambda: f"  trace {uuid.UUID(int=rng.getrandbits(128), version=4)} took {rng.randint(1, 900)} ms",
         lambda: f'      "integrity": "sha512-{digest("sha512")}",',
-        lambda: f'<script src="/app.js" integrity="sha384-{digest("sha384")}" crossorigin="anonymous"></script>',
-        lambda: f"resolved \"https://registry.npmjs.org/left-pad/-/left-pad-1.{rng.randint(0, 9)}.0.tgz#{hx(40)}\"",
+        lambda: (
+            f'<script src="/app.js" integrity="sha384-{digest("sha384")}" crossorigin="anonymous"></script>'
+        ),
+        lambda: (
+            f'resolved "https://registry.npmjs.org/left-pad/-/left-pad-1.{rng.randint(0, 9)}.0.tgz#{hx(40)}"'
+        ),
         lambda: f"sha256:{hx(64)}",
         lambda: f"{hx(64)}  dist/app-{rng.randint(1, 9)}.{rng.randint(0, 20)}.tar.gz",
         lambda: f"echo {_b64word(rng)} | base64 -d",
         lambda: f"data: {_b64word(rng)}",
         lambda: f"/home/dev/src/project/{rng.choice(['api', 'web', 'lib'])}/module_{rng.randint(1, 99)}.py",
-        lambda: f"  File \"/usr/lib/python3.11/site-packages/pkg/mod{rng.randint(1, 50)}.py\", line {rng.randint(1, 999)}",
-        lambda: f"https://github.com/acme/widgets/pull/{rng.randint(1, 9999)}#issuecomment-{rng.randint(10**8, 10**9)}",
-        lambda: f"https://docs.example.com/en/latest/{rng.choice(['install', 'usage', 'api'])}.html?highlight=token",
-        lambda: f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}.{rng.randint(0, 999):03d}Z INFO worker started",
-        lambda: f"[{rng.randint(1, 28):02d}/Nov/2026:10:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d} +0000] \"GET /health HTTP/1.1\" 200",
+        lambda: (
+            f'  File "/usr/lib/python3.11/site-packages/pkg/mod{rng.randint(1, 50)}.py", line {rng.randint(1, 999)}'
+        ),
+        lambda: (
+            f"https://github.com/acme/widgets/pull/{rng.randint(1, 9999)}#issuecomment-{rng.randint(10**8, 10**9)}"
+        ),
+        lambda: (
+            f"https://docs.example.com/en/latest/{rng.choice(['install', 'usage', 'api'])}.html?highlight=token"
+        ),
+        lambda: (
+            f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}.{rng.randint(0, 999):03d}Z INFO worker started"
+        ),
+        lambda: (
+            f'[{rng.randint(1, 28):02d}/Nov/2026:10:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d} +0000] "GET /health HTTP/1.1" 200'
+        ),
         lambda: f"version {rng.randint(0, 9)}.{rng.randint(0, 30)}.{rng.randint(0, 99)}",
-        lambda: f"bumped typescript from 5.{rng.randint(0, 9)}.{rng.randint(0, 9)} to 5.{rng.randint(0, 9)}.{rng.randint(0, 9)}-rc.{rng.randint(1, 5)}+build.{rng.randint(1, 99)}",
+        lambda: (
+            f"bumped typescript from 5.{rng.randint(0, 9)}.{rng.randint(0, 9)} to 5.{rng.randint(0, 9)}.{rng.randint(0, 9)}-rc.{rng.randint(1, 5)}+build.{rng.randint(1, 99)}"
+        ),
         lambda: f"image: ghcr.io/acme/api@sha256:{hx(64)}",
-        lambda: f"ETag: \"{hx(32)}\"",
+        lambda: f'ETag: "{hx(32)}"',
         lambda: f"Content-MD5: {digest('md5')}",
         lambda: f"github.com/acme/lib v1.{rng.randint(0, 9)}.{rng.randint(0, 9)} h1:{digest('sha256')}",
         lambda: f'checksum = "{hx(64)}"',
@@ -394,8 +450,9 @@ def measure(scrubber=None, examples: int = 3, lines: int = 2000) -> dict:
 # Held out: gitleaks' own test samples (scripts/gitleaks_samples.py), never used to tune the rules
 # --------------------------------------------------------------------------------------------------
 
-HELDOUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "data",
-                       "gitleaks_samples.jsonl.gz")
+HELDOUT = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "data", "gitleaks_samples.jsonl.gz"
+)
 
 
 def _carry(text: str, carrier: str) -> str:
@@ -406,7 +463,7 @@ def _carry(text: str, carrier: str) -> str:
     return f"$ cat config.txt\n{text}\n"
 
 
-def heldout_samples(path: str = HELDOUT) -> "tuple[list, dict]":
+def heldout_samples(path: str = HELDOUT) -> tuple[list, dict]:
     """(samples, meta) of the held-out file: each sample {"rule", "kind": "tp" | "fp", "text"}."""
     import gzip
     import json
@@ -458,6 +515,11 @@ def measure_heldout(scrubber=None, path: str = HELDOUT) -> dict:
     return {
         "recall": sum(v[0] for v in per.values()) / max(1, total),
         "recall_by_carrier": {c: v[0] / max(1, v[1]) for c, v in per.items()},
-        "cases": total, "rules": len({s["rule"] for s in samples if s["kind"] == "tp"}),
-        "missed": missed, "unlocated": unlocated, "keep": kept / max(1, fps), "fps": fps, "meta": meta,
+        "cases": total,
+        "rules": len({s["rule"] for s in samples if s["kind"] == "tp"}),
+        "missed": missed,
+        "unlocated": unlocated,
+        "keep": kept / max(1, fps),
+        "fps": fps,
+        "meta": meta,
     }

@@ -32,13 +32,17 @@ def _r(rng, n, chars=ALNUM):
 
 
 def _password(rng):
-    return rng.choice([
-        _r(rng, 14),
-        _r(rng, 3, string.ascii_uppercase) + _r(rng, 5, string.ascii_lowercase) + _r(rng, 4, string.digits),
-        "Tr0ub4dor-" + _r(rng, 6),
-        _r(rng, 8, string.ascii_lowercase) + _r(rng, 3, string.digits) + "!",
-        _r(rng, 20, string.ascii_lowercase + string.digits),
-    ])
+    return rng.choice(
+        [
+            _r(rng, 14),
+            _r(rng, 3, string.ascii_uppercase)
+            + _r(rng, 5, string.ascii_lowercase)
+            + _r(rng, 4, string.digits),
+            "Tr0ub4dor-" + _r(rng, 6),
+            _r(rng, 8, string.ascii_lowercase) + _r(rng, 3, string.digits) + "!",
+            _r(rng, 20, string.ascii_lowercase + string.digits),
+        ]
+    )
 
 
 def _b64(text):
@@ -55,14 +59,20 @@ def cases(rng: random.Random, per_family: int = 2) -> list:
         pw = _password(rng)
         out.append(("netrc-lines", f"machine {host}\n  login deploy\n  password {pw}\n", pw))
         pw = _password(rng)
-        out.append(("netrc-default", f"machine {host} login a password {_password(rng)}\n"
-                                     f"default login anonymous password {pw}", pw))
+        out.append(
+            (
+                "netrc-default",
+                f"machine {host} login a password {_password(rng)}\ndefault login anonymous password {pw}",
+                pw,
+            )
+        )
         sid, csrf = _r(rng, 32, string.ascii_lowercase + string.digits), _r(rng, 32)
         out.append(("cookie", f"Cookie: sessionid={sid}; csrftoken={csrf}", sid))
         out.append(("cookie-second", f"Cookie: theme=dark; sessionid={sid}; csrftoken={csrf}", csrf))
         sess = _r(rng, 24) + "%3D"
-        out.append(("set-cookie", f"Set-Cookie: _app_session={sess}; Path=/; HttpOnly; Secure; SameSite=Lax",
-                    sess))
+        out.append(
+            ("set-cookie", f"Set-Cookie: _app_session={sess}; Path=/; HttpOnly; Secure; SameSite=Lax", sess)
+        )
         pw = _password(rng)
         blob = _b64(f"DB_PASSWORD={pw}")
         out.append(("base64-env", f"echo {blob} | base64 -d", blob))
@@ -109,7 +119,7 @@ NEGATIVES = [
     "echo aGVsbG8gd29ybGQ= | base64 -d",
     "echo " + _b64("PORT=8080 DEBUG=false LOG_LEVEL=info") + " | base64 -d",
     "echo " + _b64("Fix the export of empty tables (#42)") + " | base64 --decode",
-    "data: " + _b64("{\"name\": \"widget\", \"size\": 3}"),
+    "data: " + _b64('{"name": "widget", "size": 3}'),
     "https://example.com/docs/install.html?page=2#usage",
     "postgres://db.internal:5432/app",
     "psql postgres://app_user@db.internal:5432/app\n  -- connected as app_user",
@@ -129,8 +139,18 @@ SPLIT_NEGATIVES = [
     ("$ cat notes.md\nthe password:", "is in the vault, not here"),
 ]
 
-TRANSFORMS = ("none", "json-string", "json-u-escape", "url-encoded", "html-entities", "single-quoted",
-              "double-quoted", "line-break", "hard-wrap", "split")
+TRANSFORMS = (
+    "none",
+    "json-string",
+    "json-u-escape",
+    "url-encoded",
+    "html-entities",
+    "single-quoted",
+    "double-quoted",
+    "line-break",
+    "hard-wrap",
+    "split",
+)
 
 
 def hard_wrap(text, secret, rng):
@@ -138,10 +158,11 @@ def hard_wrap(text, secret, rng):
     i = text.find(secret)
     k = rng.randrange(1, len(secret))
     brk = rng.choice(["\n", "\n", "\r\n", "\n  "])  # a pager or a log prefix may indent the rest
-    wrapped = text[:i + k] + brk + text[i + k:]
+    wrapped = text[: i + k] + brk + text[i + k :]
 
     def decode(s):
         return s.replace(secret[:k] + brk + secret[k:], secret)
+
     return wrapped, decode
 
 
@@ -232,7 +253,7 @@ def main() -> int:
     for family, (ok, n) in sorted(result["by_family"].items()):
         print(f"  {family:<20} {ok:>4} / {n}")
     seen = set()
-    for family, name, carrier, carried, out in result["missed"]:
+    for family, name, carrier, carried, _out in result["missed"]:
         if (family, name) not in seen:
             seen.add((family, name))
             print(f"  miss: {family} / {name} / {carrier}: {carried[:90]!r}")

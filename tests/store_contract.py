@@ -23,39 +23,112 @@ def at(minute: int, second: int = 0) -> str:
 def event(n: int, *, project="p1", session="s1", kind="tool_use", received=None, state="pending") -> dict:
     """An event as the drain stores it."""
     received = received or at(n // 60, n % 60)
-    body = {"event_id": f"ev{n:04d}", "kind": kind, "session_id": session, "project_root": f"/src/{project}",
-            "received_at": received, "payload": {"n": n, "text": f"event {n}"}}
-    return {"event_id": f"ev{n:04d}", "content_hash": f"h{n:04d}", "kind": kind, "trigger": "postToolUse",
-            "hook": "postToolUse", "generation": "classic", "surface": "kiro-cli", "agent": "kiro",
-            "session_id": session, "project_id": project, "project_root": f"/src/{project}", "cwd": f"/src/{project}",
-            "received_at": received, "stored_at": received, "actor": "dev", "host": "laptop",
-            "client_version": "1", "body": json.dumps(body), "extract_state": state, "run_id": None}
+    body = {
+        "event_id": f"ev{n:04d}",
+        "kind": kind,
+        "session_id": session,
+        "project_root": f"/src/{project}",
+        "received_at": received,
+        "payload": {"n": n, "text": f"event {n}"},
+    }
+    return {
+        "event_id": f"ev{n:04d}",
+        "content_hash": f"h{n:04d}",
+        "kind": kind,
+        "trigger": "postToolUse",
+        "hook": "postToolUse",
+        "generation": "classic",
+        "surface": "kiro-cli",
+        "agent": "kiro",
+        "session_id": session,
+        "project_id": project,
+        "project_root": f"/src/{project}",
+        "cwd": f"/src/{project}",
+        "received_at": received,
+        "stored_at": received,
+        "actor": "dev",
+        "host": "laptop",
+        "client_version": "1",
+        "body": json.dumps(body),
+        "extract_state": state,
+        "run_id": None,
+    }
 
 
-def record(n: int, *, project="p1", session="s1", title=None, summary=None, kind="tool_use", created=None,
-           facts=(), concepts=(), files=(), events=None) -> dict:
+def record(
+    n: int,
+    *,
+    project="p1",
+    session="s1",
+    title=None,
+    summary=None,
+    kind="tool_use",
+    created=None,
+    facts=(),
+    concepts=(),
+    files=(),
+    events=None,
+) -> dict:
     """A record as extraction makes it (lists as lists)."""
-    return {"record_id": f"mr_{n:04d}", "project_id": project, "project_root": f"/src/{project}",
-            "session_id": session, "title": title or f"record {n}", "summary": summary or f"summary of record {n}",
-            "facts": list(facts), "concepts": list(concepts), "files_touched": list(files),
-            "observation_type": kind, "strategy": "deterministic",
-            "source_event_ids": list(events if events is not None else [f"ev{n:04d}"]),
-            "created_at": created or at(n // 60, n % 60)}
+    return {
+        "record_id": f"mr_{n:04d}",
+        "project_id": project,
+        "project_root": f"/src/{project}",
+        "session_id": session,
+        "title": title or f"record {n}",
+        "summary": summary or f"summary of record {n}",
+        "facts": list(facts),
+        "concepts": list(concepts),
+        "files_touched": list(files),
+        "observation_type": kind,
+        "strategy": "deterministic",
+        "source_event_ids": list(events if events is not None else [f"ev{n:04d}"]),
+        "created_at": created or at(n // 60, n % 60),
+    }
 
 
 def run(n: int, **extra) -> dict:
-    return {"run_id": f"run{n:04d}", "batch_key": f"p1/s1/{n}", "extractor": "deterministic", "reason": "stop",
-            "model": "", "event_count": 1, "request": "", "prompt_tokens": 0, "completion_tokens": 0,
-            "cost_usd": 0.0, "outcome": "ok", "error": "", "fallback_reason": "", "records_written": 0,
-            "started_at": T0, "finished_at": T0, **extra}
+    return {
+        "run_id": f"run{n:04d}",
+        "batch_key": f"p1/s1/{n}",
+        "extractor": "deterministic",
+        "reason": "stop",
+        "model": "",
+        "event_count": 1,
+        "request": "",
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "cost_usd": 0.0,
+        "outcome": "ok",
+        "error": "",
+        "fallback_reason": "",
+        "records_written": 0,
+        "started_at": T0,
+        "finished_at": T0,
+        **extra,
+    }
 
 
 def summary(n: int, *, project="p1", label="general", ended=None, text="", record_id=None, **lists) -> dict:
-    return {"id": f"sum{n:04d}", "session_id": f"s{n}", "project": label, "project_id": project,
-            "project_root": f"/src/{project}", "branch": "main", "summary": text or f"session {n} ended",
-            "highlights": [], "pitfalls": [], "next_steps": [], "open_questions": [], "auto_compress": 0,
-            "compressed_used": 0, "auto_compress_error": None, "record_id": record_id,
-            "ended_at": ended or at(n), **lists}
+    return {
+        "id": f"sum{n:04d}",
+        "session_id": f"s{n}",
+        "project": label,
+        "project_id": project,
+        "project_root": f"/src/{project}",
+        "branch": "main",
+        "summary": text or f"session {n} ended",
+        "highlights": [],
+        "pitfalls": [],
+        "next_steps": [],
+        "open_questions": [],
+        "auto_compress": 0,
+        "compressed_used": 0,
+        "auto_compress_error": None,
+        "record_id": record_id,
+        "ended_at": ended or at(n),
+        **lists,
+    }
 
 
 def _record_hash(rec: dict) -> str:
@@ -106,8 +179,9 @@ class StoreContract:
         assert len(store.event_ids_present(wanted)) == 600
 
     def test_pending_sessions_and_events(self, store):
-        store.add_events([event(1), event(2, kind="session_summary"), event(3, session="s2"),
-                          event(4, state="done")])
+        store.add_events(
+            [event(1), event(2, kind="session_summary"), event(3, session="s2"), event(4, state="done")]
+        )
         sessions = {(s["project_id"], s["session_id"]): s for s in store.pending_sessions()}
         assert set(sessions) == {("p1", "s1"), ("p1", "s2")}
         s1 = sessions[("p1", "s1")]
@@ -134,10 +208,14 @@ class StoreContract:
         assert store.content_hashes_present({"h0001", "h0002", "h0009"}) == {"h0001", "h0002"}
         assert store.content_hashes_present(set()) == set()
         store.add_events([event(n) for n in range(10, 1210)])
-        assert len(store.content_hashes_present(f"h{n:04d}" for n in range(0, 2400, 2))) == 1 + 600  # h0002, h0010…
+        assert (
+            len(store.content_hashes_present(f"h{n:04d}" for n in range(0, 2400, 2))) == 1 + 600
+        )  # h0002, h0010…
 
     def test_a_content_duplicate_is_found_only_within_its_window(self, store):
-        store.add_events([event(1, received=at(1, 0)), dict(event(2, received=at(9, 0)), content_hash="h0001")])
+        store.add_events(
+            [event(1, received=at(1, 0)), dict(event(2, received=at(9, 0)), content_hash="h0001")]
+        )
         assert store.content_duplicate("h0001", at(0, 57), at(1, 3))  # the 3 s window around 10:01:00
         assert store.content_duplicate("h0001", at(1, 0), at(1, 0))  # both ends included
         assert not store.content_duplicate("h0001", at(1, 1), at(1, 7))  # same content, outside the window
@@ -147,9 +225,18 @@ class StoreContract:
         assert not store.content_duplicate("h0009", at(0, 0), at(59, 0))
 
     def test_last_turn_event_id_skips_stops_notes_and_other_sessions(self, store):
-        store.add_events([event(1), event(2, kind="note"), event(3, kind="session_summary"), event(4),
-                          event(5, kind="session_summary"), event(6, session="s2"), event(7, project="p2"),
-                          event(8, kind="prompt", state="done")])
+        store.add_events(
+            [
+                event(1),
+                event(2, kind="note"),
+                event(3, kind="session_summary"),
+                event(4),
+                event(5, kind="session_summary"),
+                event(6, session="s2"),
+                event(7, project="p2"),
+                event(8, kind="prompt", state="done"),
+            ]
+        )
         assert store.last_turn_event_id("p1", "s1", "ev0005") == "ev0004"
         assert store.last_turn_event_id("p1", "s1", "ev0004") == "ev0001"  # the note and the stop are no turn
         assert store.last_turn_event_id("p1", "s1", "ev0009") == "ev0008"  # extracted events count too
@@ -173,7 +260,9 @@ class StoreContract:
         store.record_failed_run(run(1, batch_key="p1/s1/b1", extractor="llm", error="timeout"))
         store.record_failed_run(run(2, batch_key="p1/s1/b1", extractor="llm", outcome="ok"))  # kept as failed
         store.record_failed_run(run(3, batch_key="p1/s1/b2", extractor="llm"))
-        store.commit_extraction(run(4, batch_key="p1/s1/b1"), [record(1)], ["ev0001"])  # a success: no failure
+        store.commit_extraction(
+            run(4, batch_key="p1/s1/b1"), [record(1)], ["ev0001"]
+        )  # a success: no failure
         assert store.failed_attempts("p1/s1/b1") == 2
         assert store.failed_attempts("p1/s1/b2") == 1
         assert store.failed_attempts("p1/s1/b9") == 0
@@ -187,11 +276,17 @@ class StoreContract:
 
     def test_model_spend_sums_model_runs_since_a_time(self, store):
         assert store.model_spend(T0) == (0, 0.0)
-        store.record_failed_run(run(1, extractor="llm", prompt_tokens=100, completion_tokens=20, cost_usd=0.25,
-                                    started_at=at(1)))
-        store.commit_extraction(run(2, extractor="llm", prompt_tokens=30, completion_tokens=7, cost_usd=0.5,
-                                    started_at=at(2)), [record(1)], [])
-        store.commit_extraction(run(3, prompt_tokens=999, cost_usd=9.0, started_at=at(3)), [], [])  # deterministic
+        store.record_failed_run(
+            run(1, extractor="llm", prompt_tokens=100, completion_tokens=20, cost_usd=0.25, started_at=at(1))
+        )
+        store.commit_extraction(
+            run(2, extractor="llm", prompt_tokens=30, completion_tokens=7, cost_usd=0.5, started_at=at(2)),
+            [record(1)],
+            [],
+        )
+        store.commit_extraction(
+            run(3, prompt_tokens=999, cost_usd=9.0, started_at=at(3)), [], []
+        )  # deterministic
         tokens, dollars = store.model_spend(at(0))
         assert (tokens, round(dollars, 6)) == (157, 0.75)
         tokens, dollars = store.model_spend(at(2))  # a run started at `since` counts
@@ -208,10 +303,12 @@ class StoreContract:
             return SimpleNamespace(daily_token_limit=tokens, daily_cost_limit_usd=dollars)
 
         today = start_of_day()
-        store.record_failed_run(run(1, extractor="llm", prompt_tokens=5000, cost_usd=5.0,
-                                    started_at=shift(today, -0.001)))  # yesterday's spend
-        store.record_failed_run(run(2, extractor="llm", prompt_tokens=60, completion_tokens=40, cost_usd=0.5,
-                                    started_at=today))
+        store.record_failed_run(
+            run(1, extractor="llm", prompt_tokens=5000, cost_usd=5.0, started_at=shift(today, -0.001))
+        )  # yesterday's spend
+        store.record_failed_run(
+            run(2, extractor="llm", prompt_tokens=60, completion_tokens=40, cost_usd=0.5, started_at=today)
+        )
         assert store.daily_limit_reached(limits(tokens=100)) == "daily token limit reached (100 of 100)"
         assert store.daily_limit_reached(limits(tokens=101)) == ""
         assert store.daily_limit_reached(limits(dollars=0.5)) == "daily cost limit reached ($0.5000 of $0.50)"
@@ -228,9 +325,15 @@ class StoreContract:
         assert store.figures(T0)["records"] == 1
 
     def test_a_record_reads_back_as_written(self, store):
-        rec = record(7, title="Lock order", summary="Take the spool lock before the store lock.",
-                     facts=["deadlock when reversed"], concepts=["locking"], files=["kirolearn/drain.py"],
-                     kind="decision")
+        rec = record(
+            7,
+            title="Lock order",
+            summary="Take the spool lock before the store lock.",
+            facts=["deadlock when reversed"],
+            concepts=["locking"],
+            files=["kirolearn/drain.py"],
+            kind="decision",
+        )
         self.extract(store, 1, [rec])
         got = store.get_record("mr_0007")
         assert {k: got[k] for k in rec} == rec
@@ -243,8 +346,12 @@ class StoreContract:
         assert store.get_record("mr_0001")["summary"] == text
 
     def test_list_is_newest_first_with_filters_and_keyset(self, store):
-        recs = [record(n, created=at(n), kind="decision" if n % 2 else "tool_use",
-                       project="p2" if n == 5 else "p1") for n in range(1, 7)]
+        recs = [
+            record(
+                n, created=at(n), kind="decision" if n % 2 else "tool_use", project="p2" if n == 5 else "p1"
+            )
+            for n in range(1, 7)
+        ]
         self.extract(store, 1, recs)
         assert ids(store.list_records()) == ["mr_0006", "mr_0005", "mr_0004", "mr_0003", "mr_0002", "mr_0001"]
         assert ids(store.list_records(project_id="p1", types=["decision"])) == ["mr_0003", "mr_0001"]
@@ -259,8 +366,15 @@ class StoreContract:
         assert ids(store.list_records(limit=1, before=(T0, "mr_0003"))) == ["mr_0002"]
 
     def test_latest_of_a_project(self, store):
-        self.extract(store, 1, [record(1, created=at(1)), record(2, created=at(2), kind="decision"),
-                                record(3, created=at(3), project="p2")])
+        self.extract(
+            store,
+            1,
+            [
+                record(1, created=at(1)),
+                record(2, created=at(2), kind="decision"),
+                record(3, created=at(3), project="p2"),
+            ],
+        )
         assert ids(store.latest("p1")) == ["mr_0002", "mr_0001"]
         assert ids(store.latest("p1", types=["decision"])) == ["mr_0002"]
         assert ids(store.latest("p1", limit=1)) == ["mr_0002"]
@@ -268,13 +382,17 @@ class StoreContract:
     # --- search -------------------------------------------------------------------------
 
     def test_search_finds_words_in_every_text_field(self, store):
-        self.extract(store, 1, [
-            record(1, title="Flaky retry in the uploader"),
-            record(2, summary="The nightly job times out: orders.created_at has no index"),
-            record(3, facts=["never run migrations against the replica"]),
-            record(4, concepts=["idempotency"]),
-            record(5, files=["kirolearn/pipeline/drain.py"]),
-        ])
+        self.extract(
+            store,
+            1,
+            [
+                record(1, title="Flaky retry in the uploader"),
+                record(2, summary="The nightly job times out: orders.created_at has no index"),
+                record(3, facts=["never run migrations against the replica"]),
+                record(4, concepts=["idempotency"]),
+                record(5, files=["kirolearn/pipeline/drain.py"]),
+            ],
+        )
         assert ids(store.search(["uploader"])) == ["mr_0001"]
         assert ids(store.search(["nightly"])) == ["mr_0002"]
         assert ids(store.search(["replica"])) == ["mr_0003"]
@@ -288,32 +406,75 @@ class StoreContract:
         assert ids(store.search(["runs"])) == ["mr_0001"]
 
     def test_search_ranks_a_title_match_above_a_summary_match(self, store):
-        self.extract(store, 1, [
-            record(1, title="notes", summary="we talked about the websocket reconnect a while"),
-            record(2, title="websocket reconnect backoff", summary="notes"),
-        ])
+        self.extract(
+            store,
+            1,
+            [
+                record(1, title="notes", summary="we talked about the websocket reconnect a while"),
+                record(2, title="websocket reconnect backoff", summary="notes"),
+            ],
+        )
         assert ids(store.search(["websocket"])) == ["mr_0002", "mr_0001"]
 
     def test_search_prefers_more_of_the_words(self, store):
-        self.extract(store, 1, [record(1, summary="redis cache"), record(2, summary="redis cache eviction policy"),
-                                record(3, summary="policy")])
+        self.extract(
+            store,
+            1,
+            [
+                record(1, summary="redis cache"),
+                record(2, summary="redis cache eviction policy"),
+                record(3, summary="policy"),
+            ],
+        )
         assert ids(store.search(["redis", "eviction", "policy"]))[0] == "mr_0002"
 
     def test_search_ranks_a_rare_word_above_a_common_one(self, store):
-        self.extract(store, 1, [record(n, summary="the cache layer") for n in range(1, 7)] +
-                     [record(7, summary="the eviction layer")])
+        self.extract(
+            store,
+            1,
+            [record(n, summary="the cache layer") for n in range(1, 7)]
+            + [record(7, summary="the eviction layer")],
+        )
         assert ids(store.search(["cache", "eviction"]))[0] == "mr_0007"
 
     def test_search_narrows_by_project_and_type_and_limit(self, store):
-        self.extract(store, 1, [record(n, summary="shared deploy word", project="p2" if n > 3 else "p1",
-                                       kind="error" if n % 2 else "tool_use") for n in range(1, 7)])
+        self.extract(
+            store,
+            1,
+            [
+                record(
+                    n,
+                    summary="shared deploy word",
+                    project="p2" if n > 3 else "p1",
+                    kind="error" if n % 2 else "tool_use",
+                )
+                for n in range(1, 7)
+            ],
+        )
         assert sorted(ids(store.search(["deploy"], project_id="p1"))) == ["mr_0001", "mr_0002", "mr_0003"]
         assert sorted(ids(store.search(["deploy"], project_id="p2", types=["error"]))) == ["mr_0005"]
         assert len(store.search(["deploy"], limit=2)) == 2
         assert store.search(["deploy"], project_id="p9") == []
 
-    @pytest.mark.parametrize("word", ['"', "AND", "OR", "NOT", "a*", "col:umn", "(x", "'; drop table x; --",
-                                      "NEAR(a b)", "\\", "%", "_", "^start", "ünïcödé"])
+    @pytest.mark.parametrize(
+        "word",
+        [
+            '"',
+            "AND",
+            "OR",
+            "NOT",
+            "a*",
+            "col:umn",
+            "(x",
+            "'; drop table x; --",
+            "NEAR(a b)",
+            "\\",
+            "%",
+            "_",
+            "^start",
+            "ünïcödé",
+        ],
+    )
     def test_search_never_reads_words_as_syntax(self, store, word):
         self.extract(store, 1, [record(1, summary=f"text with {word} in it")])
         store.search([word])  # no error, whatever it finds
@@ -385,7 +546,12 @@ class StoreContract:
         assert list(got) == ["mr_0001"]
         t = got["mr_0001"]
         assert (t["record_hash"], t["project_id"], t["actor"], t["record_actor"], t["purged"]) == (
-            gone["record_hash"], "p1", "cli", "ana", False)
+            gone["record_hash"],
+            "p1",
+            "cli",
+            "ana",
+            False,
+        )
         assert t["forgotten_at"] and t["seq"] > start
         assert store.changes(["p1"], after=t["seq"] - 1)["forgotten"][0]["record_id"] == "mr_0001"
         store.restore(["mr_0001"], actor="cli")
@@ -393,17 +559,29 @@ class StoreContract:
 
     def test_purge_keeps_only_the_hash(self, store):
         store.add_events([event(1), event(2, state="done")])
-        self.extract(store, 1, [record(1, summary="the staging token is hunter2", events=["ev0001"]),
-                                record(2, events=["ev0002"])], ["ev0001", "ev0002"])
+        self.extract(
+            store,
+            1,
+            [
+                record(1, summary="the staging token is hunter2", events=["ev0001"]),
+                record(2, events=["ev0002"]),
+            ],
+            ["ev0001", "ev0002"],
+        )
         (gone,) = store.forget(["mr_0001"], reason="secret", actor="ana")
-        assert store.purge(["mr_0001", "mr_0002", "mr_never"], actor="ana") == 1  # a live record is not purged
+        assert (
+            store.purge(["mr_0001", "mr_0002", "mr_never"], actor="ana") == 1
+        )  # a live record is not purged
         assert store.purge(["mr_0001"], actor="ana") == 0  # twice is harmless
         t = store.tombstones(["mr_0001"])["mr_0001"]
         assert t["purged"] and t["record_actor"] is None and t["record_hash"] == gone["record_hash"]
         assert "hunter2" not in json.dumps(list(store.export_objects()))
         assert store.event_ids_present(["ev0001", "ev0002"]) == {"ev0002"}  # its source event went with it
         assert store.forgotten_hashes([gone["record_hash"]]) == {gone["record_hash"]}
-        assert self.extract(store, 2, [record(1, summary="the staging token is hunter2", events=["ev0001"])]) == 0
+        assert (
+            self.extract(store, 2, [record(1, summary="the staging token is hunter2", events=["ev0001"])])
+            == 0
+        )
         restored, purged = store.restore(["mr_0001"], actor="ana")
         assert restored == [] and purged == ["mr_0001"]
         assert store.get_record("mr_0002") is not None
@@ -435,7 +613,9 @@ class StoreContract:
         assert store.restore(["mr_0001"], actor="ana") == ([], ["mr_0001"])
         assert store.get_record("mr_0003") is not None  # live records are not touched
         assert store.forgotten_hashes([_record_hash(record(1)), _record_hash(record(2))]) == {
-            _record_hash(record(1)), _record_hash(record(2))}  # and never come back
+            _record_hash(record(1)),
+            _record_hash(record(2)),
+        }  # and never come back
         assert self.extract(store, 2, [record(1)]) == 0
 
     # --- figures, health, export and import ------------------------------------------------
@@ -519,32 +699,50 @@ class StoreContract:
             rest = store.changes(["p1"], after=rest["after"], limit=2)
             seen += ids(rest["records"])
         assert seen == ["mr_0001", "mr_0002", "mr_0004", "mr_0005"]  # only the projects asked for
-        assert store.changes(["p1"], after=rest["after"]) == {"records": [], "forgotten": [], "purged": [],
-                                                              "marks": [], "after": rest["after"]}
+        assert store.changes(["p1"], after=rest["after"]) == {
+            "records": [],
+            "forgotten": [],
+            "purged": [],
+            "marks": [],
+            "after": rest["after"],
+        }
         assert store.changes([], after=0)["records"] == []
 
     def test_marks_start_unknown_current_and_changes_are_fed_and_audited(self, store):
         """Issue #31: freshness and outcome on every record; a change of mark is fed once, an equal one never."""
         self.extract(store, 1, [record(1), dict(record(2), outcome="failed"), record(3, project="p2")])
-        assert (store.get_record("mr_0001")["freshness"], store.get_record("mr_0001")["outcome"]) == ("current", "unknown")
+        assert (store.get_record("mr_0001")["freshness"], store.get_record("mr_0001")["outcome"]) == (
+            "current",
+            "unknown",
+        )
         assert store.get_record("mr_0002")["outcome"] == "failed"
         start = store.changes(["p1", "p2"], limit=100)["after"]
-        done = store.set_marks([{"record_id": "mr_0001", "freshness": "deleted", "reason": "src/a.py: deleted"},
-                                {"record_id": "mr_0002", "outcome": "failed"},  # as it is: no change
-                                {"record_id": "mr_0003", "freshness": "changed"},
-                                {"record_id": "mr_nope", "freshness": "changed"}], actor="drain")
+        done = store.set_marks(
+            [
+                {"record_id": "mr_0001", "freshness": "deleted", "reason": "src/a.py: deleted"},
+                {"record_id": "mr_0002", "outcome": "failed"},  # as it is: no change
+                {"record_id": "mr_0003", "freshness": "changed"},
+                {"record_id": "mr_nope", "freshness": "changed"},
+            ],
+            actor="drain",
+        )
         assert [(d["record_id"], d["before"], d["after"]) for d in done] == [
             ("mr_0001", {"freshness": "current"}, {"freshness": "deleted"}),
-            ("mr_0003", {"freshness": "current"}, {"freshness": "changed"})]
+            ("mr_0003", {"freshness": "current"}, {"freshness": "changed"}),
+        ]
         got = store.changes(["p1"], after=start)
         assert [(m["record_id"], m["freshness"], m["outcome"]) for m in got["marks"]] == [
-            ("mr_0001", "deleted", "unknown")]  # only the projects asked for
+            ("mr_0001", "deleted", "unknown")
+        ]  # only the projects asked for
         assert got["records"] == [] and store.changes(["p1"], after=got["after"])["marks"] == []
         assert store.get_record("mr_0001")["freshness"] == "deleted"
         assert store.set_marks([{"record_id": "mr_0001", "freshness": "deleted"}], actor="drain") == []
         assert store.changes(["p1"], after=got["after"])["marks"] == []
         exported = [o for o in store.export_objects() if o["type"] == "record"]
-        assert {o["record_id"]: (o["freshness"], o["outcome"]) for o in exported}["mr_0002"] == ("current", "failed")
+        assert {o["record_id"]: (o["freshness"], o["outcome"]) for o in exported}["mr_0002"] == (
+            "current",
+            "failed",
+        )
 
     def test_changes_feed_tombstones_and_numbers_are_never_reused(self, store):
         self.extract(store, 1, [record(1), record(2)])
@@ -570,7 +768,9 @@ class StoreContract:
         assert [e["event_id"] for e in store.events_since(["p1"], None)] == ["ev0001", "ev0002"]
         assert [e["event_id"] for e in store.events_since(["p1"], at(2))] == ["ev0002"]
         assert [e["event_id"] for e in store.events_since(["p1"], None, limit=1)] == ["ev0001"]
-        assert [e["event_id"] for e in store.events_since(["p1"], None, after=(at(1), "ev0001"))] == ["ev0002"]
+        assert [e["event_id"] for e in store.events_since(["p1"], None, after=(at(1), "ev0001"))] == [
+            "ev0002"
+        ]
         assert store.events_since([], None) == []
         sent = store.events_since(["p1", "p2"], None)
         other = self.make_store("team")
@@ -625,10 +825,14 @@ class StoreContract:
 
         (tmp_path / "proj" / ".git").mkdir(parents=True)
         monkeypatch.setenv("KIROLEARN_EMBEDDING_MODEL", "none")
-        for name, payload in (("userPromptSubmit", {"prompt": "enable WAL mode"}),
-                              ("postToolUse", {"tool_name": "shell", "tool_input": {"command": "make wal"},
-                                               "tool_response": "ok"}),
-                              ("stop", {"assistant_response": "WAL is on"})):
+        for name, payload in (
+            ("userPromptSubmit", {"prompt": "enable WAL mode"}),
+            (
+                "postToolUse",
+                {"tool_name": "shell", "tool_input": {"command": "make wal"}, "tool_response": "ok"},
+            ),
+            ("stop", {"assistant_response": "WAL is on"}),
+        ):
             ev = events.build_event(name, {"cwd": str(tmp_path / "proj"), "session_id": "d1", **payload})
             spool.append(ev["event_id"], events.serialize(ev))
         drainer = drain.Drainer(store, settings.load())
@@ -645,7 +849,10 @@ class StoreContract:
         self.extract(store, 1, [record(1), record(2), record(3)])
         assert [(r["superseded_by"], r["merged_into"]) for r in store.list_records()] == [(None, None)] * 3
         start = store.changes(["p1"])["after"]
-        marks = [{"record_id": "mr_0001", "superseded_by": "mr_0002"}, {"record_id": "mr_0003", "merged_into": "mr_0002"}]
+        marks = [
+            {"record_id": "mr_0001", "superseded_by": "mr_0002"},
+            {"record_id": "mr_0003", "merged_into": "mr_0002"},
+        ]
         assert store.apply_marks(marks, actor="ana") == 2
         assert store.apply_marks(marks, actor="ana") == 0  # the same marks again change nothing
         assert store.apply_marks([{"record_id": "mr_0002"}]) == 0  # a record without the keys keeps its marks
@@ -653,7 +860,9 @@ class StoreContract:
         assert store.get_record("mr_0003")["merged_into"] == "mr_0002"
         fed = store.changes(["p1"], after=start)  # the team sync sends the mark changes
         assert {r["record_id"]: (r["superseded_by"], r["merged_into"]) for r in fed["records"]} == {
-            "mr_0001": ("mr_0002", None), "mr_0003": (None, "mr_0002")}
+            "mr_0001": ("mr_0002", None),
+            "mr_0003": (None, "mr_0002"),
+        }
         exported = [o for o in store.export_objects() if o["type"] == "record"]
         other = self.make_store("marks-copy")
         try:
@@ -663,7 +872,9 @@ class StoreContract:
             made = [store.get_record(rid) for rid in ("mr_0001", "mr_0003")]
             third = self.make_store("marks-sync")
             try:  # what a sync does: the records, then their marks
-                assert third.add_records(made) == 2 and third.get_record("mr_0001")["superseded_by"] == "mr_0002"
+                assert (
+                    third.add_records(made) == 2 and third.get_record("mr_0001")["superseded_by"] == "mr_0002"
+                )
             finally:
                 third.close()
         finally:
@@ -681,19 +892,42 @@ class StoreContract:
         self.extract(store, 1, made)
         plain = {r["record_id"]: r["relevance"] for r in store.search(["uploader", "retries"])}
         assert len(plain) == 7 and max(plain.values()) - min(plain.values()) < 1e-6 * max(plain.values())
-        store.set_marks([{"record_id": "mr_0002", "freshness": "changed"},
-                         {"record_id": "mr_0003", "freshness": "deleted"},
-                         {"record_id": "mr_0004", "outcome": "failed"},
-                         {"record_id": "mr_0007", "freshness": "changed", "outcome": "failed"}], actor="drain")
-        store.apply_marks([{"record_id": "mr_0005", "superseded_by": "mr_0001"},
-                           {"record_id": "mr_0006", "merged_into": "mr_0001"}], actor="drain")
+        store.set_marks(
+            [
+                {"record_id": "mr_0002", "freshness": "changed"},
+                {"record_id": "mr_0003", "freshness": "deleted"},
+                {"record_id": "mr_0004", "outcome": "failed"},
+                {"record_id": "mr_0007", "freshness": "changed", "outcome": "failed"},
+            ],
+            actor="drain",
+        )
+        store.apply_marks(
+            [
+                {"record_id": "mr_0005", "superseded_by": "mr_0001"},
+                {"record_id": "mr_0006", "merged_into": "mr_0001"},
+            ],
+            actor="drain",
+        )
         found = store.search(["uploader", "retries"])
         got = {r["record_id"]: r["relevance"] / plain[r["record_id"]] for r in found}
-        want = {"mr_0001": 1.0, "mr_0002": 0.6, "mr_0003": 0.4, "mr_0004": 0.5,
-                "mr_0005": marks.SUPERSEDED_FACTOR, "mr_0007": 0.3}
+        want = {
+            "mr_0001": 1.0,
+            "mr_0002": 0.6,
+            "mr_0003": 0.4,
+            "mr_0004": 0.5,
+            "mr_0005": marks.SUPERSEDED_FACTOR,
+            "mr_0007": 0.3,
+        }
         assert set(got) == set(want), got  # the merged record is left out
         assert all(abs(got[k] - want[k]) < 1e-4 for k in want), got
-        assert [r["record_id"] for r in found] == ["mr_0001", "mr_0002", "mr_0004", "mr_0003", "mr_0007", "mr_0005"]
+        assert [r["record_id"] for r in found] == [
+            "mr_0001",
+            "mr_0002",
+            "mr_0004",
+            "mr_0003",
+            "mr_0007",
+            "mr_0005",
+        ]
         # the cut comes after the demotion: the unmarked record wins a limit of one
         assert [r["record_id"] for r in store.search(["uploader"], limit=1)] == ["mr_0001"]
         store.apply_marks([{"record_id": "mr_0006", "merged_into": None}], actor="ana")  # restored: back
@@ -706,21 +940,42 @@ class StoreContract:
         'record') change one record independently; the feed, the record and an export carry all four."""
         self.extract(store, 1, [record(1), record(2)])
         start = store.changes(["p1"])["after"]
-        assert len(store.set_marks([{"record_id": "mr_0001", "freshness": "changed", "outcome": "failed",
-                                     "reason": "src/a.py: changed"}], actor="drain")) == 1
+        assert (
+            len(
+                store.set_marks(
+                    [
+                        {
+                            "record_id": "mr_0001",
+                            "freshness": "changed",
+                            "outcome": "failed",
+                            "reason": "src/a.py: changed",
+                        }
+                    ],
+                    actor="drain",
+                )
+            )
+            == 1
+        )
         assert store.apply_marks([{"record_id": "mr_0001", "superseded_by": "mr_0002"}], actor="drain") == 1
         # neither half touches the other's marks
         assert store.apply_marks([{"record_id": "mr_0001", "freshness": "current"}], actor="drain") == 0
         assert store.set_marks([{"record_id": "mr_0001", "superseded_by": None}], actor="drain") == []
         got = store.get_record("mr_0001")
         assert (got["freshness"], got["outcome"], got["superseded_by"], got["merged_into"]) == (
-            "changed", "failed", "mr_0002", None)
+            "changed",
+            "failed",
+            "mr_0002",
+            None,
+        )
         fed = store.changes(["p1"], after=start)
         assert [(m["record_id"], m["freshness"], m["outcome"]) for m in fed["marks"]] == [
-            ("mr_0001", "changed", "failed")]
+            ("mr_0001", "changed", "failed")
+        ]
         assert [(r["record_id"], r["superseded_by"], r["freshness"]) for r in fed["records"]] == [
-            ("mr_0001", "mr_0002", "changed")]
+            ("mr_0001", "mr_0002", "changed")
+        ]
         exported = {o["record_id"]: o for o in store.export_objects() if o["type"] == "record"}
-        assert {k: exported["mr_0001"][k] for k in ("freshness", "outcome", "superseded_by", "merged_into")} == {
-            "freshness": "changed", "outcome": "failed", "superseded_by": "mr_0002", "merged_into": None}
+        assert {
+            k: exported["mr_0001"][k] for k in ("freshness", "outcome", "superseded_by", "merged_into")
+        } == {"freshness": "changed", "outcome": "failed", "superseded_by": "mr_0002", "merged_into": None}
         assert "file_state" not in exported["mr_0001"]  # machine-local: never in what a team store takes

@@ -5,16 +5,13 @@ import os
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import run_hook
+
 from kirolearn import demo
-from kirolearn.core import replay
-from kirolearn.capture import agents
-from kirolearn.capture import events
-from kirolearn.capture import spool
-from kirolearn.store.sqlite import db as store
+from kirolearn.capture import agents, events, spool
 from kirolearn.capture.agents import claude_code
 from kirolearn.cli.commands import cli
+from kirolearn.core import replay
 
 RECORDING = os.path.join(demo.RECORDINGS, "claude-code.jsonl")
 
@@ -39,8 +36,15 @@ def test_recorded_claude_code_session_lands_drains_and_is_recalled(tmp_path, hom
     assert len(spooled) == len(calls)
     assert {e["agent"] for e in spooled} == {"claude-code"}
     assert {e["surface"] for e in spooled} == {"claude-code"}
-    assert [e["trigger"] for e in spooled] == ["agentSpawn", "userPromptSubmit", "postToolUse", "postToolUse",
-                                                "postToolUse", "postToolUse", "stop"]
+    assert [e["trigger"] for e in spooled] == [
+        "agentSpawn",
+        "userPromptSubmit",
+        "postToolUse",
+        "postToolUse",
+        "postToolUse",
+        "postToolUse",
+        "stop",
+    ]
     stop = spooled[-1]
     # Claude Code's Stop has no text: it came from the transcript, whose last line was half written.
     assert stop["assistant_response"].startswith("Stripe retries a webhook with the same event id")
@@ -54,16 +58,26 @@ def test_recorded_claude_code_session_lands_drains_and_is_recalled(tmp_path, hom
     assert "app/webhooks.py" in json.loads(record["files_touched"])
 
     # The next session's SessionStart prints that memory as context (stdout of exit 0).
-    nxt = {"session_id": "next-session", "transcript_path": os.path.join(project, "t.jsonl"), "cwd": project,
-           "hook_event_name": "SessionStart", "source": "startup"}
+    nxt = {
+        "session_id": "next-session",
+        "transcript_path": os.path.join(project, "t.jsonl"),
+        "cwd": project,
+        "hook_event_name": "SessionStart",
+        "source": "startup",
+    }
     result = run_hook(["--agent", "claude-code"], json.dumps(nxt).encode(), cwd=project)
     assert result.returncode == 0
-    assert "Stripe retries a webhook with the same event id".encode() in result.stdout  # the line says its outcome
+    assert b"Stripe retries a webhook with the same event id" in result.stdout  # the line says its outcome
 
 
 def test_claude_payload_without_agent_is_kiro_and_logged_not_guessed(tmp_path, home, project):
-    payload = {"session_id": "s", "transcript_path": "/tmp/t.jsonl", "cwd": str(project),
-               "hook_event_name": "UserPromptSubmit", "prompt": "hello"}
+    payload = {
+        "session_id": "s",
+        "transcript_path": "/tmp/t.jsonl",
+        "cwd": str(project),
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": "hello",
+    }
     assert run_hook([], json.dumps(payload).encode(), cwd=str(project)).returncode == 0
     (event,) = [json.loads(open(p, "rb").read()) for p in spool.ready_files()]
     assert event["agent"] == "kiro"
@@ -75,8 +89,9 @@ def test_unknown_agent_and_unknown_name_are_rejected_without_echo(home, project)
     secret = "ghp_" + "a1B2" * 9
     result = run_hook(["--agent", "windsurf"], b'{"hook_event_name": "Stop"}', cwd=str(project))
     assert result.returncode == 0 and b"unknown agent 'windsurf'" in result.stderr
-    result = run_hook(["--agent", "claude-code"], json.dumps({"hook_event_name": secret}).encode(),
-                      cwd=str(project))
+    result = run_hook(
+        ["--agent", "claude-code"], json.dumps({"hook_event_name": secret}).encode(), cwd=str(project)
+    )
     assert result.returncode == 0 and b"unknown Claude Code hook event name" in result.stderr
     assert secret.encode() not in result.stderr
     assert secret not in (home / "logs" / "hook.log").read_text()
@@ -95,8 +110,10 @@ def test_version_1_spool_files_still_drain_as_kiro(home, project, drain_now):
 
 def test_transcript_reading_is_bounded_and_tolerant(tmp_path):
     path = tmp_path / "t.jsonl"
-    lines = [json.dumps({"type": "assistant", "message": {"content": [{"type": "text", "text": f"answer {i}"}]}})
-             for i in range(2000)]
+    lines = [
+        json.dumps({"type": "assistant", "message": {"content": [{"type": "text", "text": f"answer {i}"}]}})
+        for i in range(2000)
+    ]
     path.write_text("\n".join(lines) + '\n{"type": "assist')
     assert claude_code.last_assistant_text(str(path), tail_bytes=4096) == "answer 1999"
     assert claude_code.last_assistant_text(str(tmp_path / "missing.jsonl")) is None
@@ -107,12 +124,28 @@ def test_transcript_reading_is_bounded_and_tolerant(tmp_path):
 def test_claude_stop_prefers_last_assistant_message_over_the_transcript(tmp_path, home, project, spooled):
     """Claude Code 2.1.197: when Stop fires, the transcript holds only the turn's first text."""
     transcript = tmp_path / "t.jsonl"
-    transcript.write_text(json.dumps({"type": "assistant", "message": {
-        "role": "assistant", "content": [{"type": "text", "text": "Let me run a command."}]}}) + "\n")
+    transcript.write_text(
+        json.dumps(
+            {
+                "type": "assistant",
+                "message": {
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": "Let me run a command."}],
+                },
+            }
+        )
+        + "\n"
+    )
     final = "The build passes: 42 tests, none failed."
-    stop = {"session_id": "s1", "transcript_path": str(transcript), "cwd": str(project),
-            "hook_event_name": "Stop", "permission_mode": "default", "stop_hook_active": False,
-            "last_assistant_message": final}
+    stop = {
+        "session_id": "s1",
+        "transcript_path": str(transcript),
+        "cwd": str(project),
+        "hook_event_name": "Stop",
+        "permission_mode": "default",
+        "stop_hook_active": False,
+        "last_assistant_message": final,
+    }
     result = run_hook(["--agent", "claude-code"], json.dumps(stop).encode(), cwd=str(project))
     assert (result.returncode, result.stderr) == (0, b"")
     (event,) = spooled()
@@ -120,7 +153,9 @@ def test_claude_stop_prefers_last_assistant_message_over_the_transcript(tmp_path
     assert "last_assistant_message" not in event.get("extra", {})  # stored once, as the answer
     # an older Claude Code without the field (or an empty one): the transcript is the fallback
     for absent in ({}, {"last_assistant_message": ""}):
-        payload = {k: v for k, v in stop.items() if k != "last_assistant_message"} | absent | {"session_id": "s2"}
+        payload = (
+            {k: v for k, v in stop.items() if k != "last_assistant_message"} | absent | {"session_id": "s2"}
+        )
         event = events.build_event("Stop", payload, agent="claude-code")
         assert event["assistant_response"] == "Let me run a command."
 
@@ -128,9 +163,16 @@ def test_claude_stop_prefers_last_assistant_message_over_the_transcript(tmp_path
 def test_claude_tool_failure_is_captured_as_a_failed_tool_use(home, project, spooled):
     """Claude Code sends a failed tool as PostToolUseFailure (no tool_response): it is a postToolUse
     whose response says it failed, never a rejected hook call."""
-    failure = {"session_id": "s1", "cwd": str(project), "hook_event_name": "PostToolUseFailure",
-               "tool_name": "Bash", "tool_input": {"command": "touch /etc/x"}, "tool_use_id": "t1",
-               "error": "touch: cannot touch '/etc/x': Read-only file system", "is_interrupt": False}
+    failure = {
+        "session_id": "s1",
+        "cwd": str(project),
+        "hook_event_name": "PostToolUseFailure",
+        "tool_name": "Bash",
+        "tool_input": {"command": "touch /etc/x"},
+        "tool_use_id": "t1",
+        "error": "touch: cannot touch '/etc/x': Read-only file system",
+        "is_interrupt": False,
+    }
     result = run_hook(["--agent", "claude-code"], json.dumps(failure).encode(), cwd=str(project))
     assert (result.returncode, result.stderr) == (0, b"")
     (event,) = spooled()
@@ -144,7 +186,7 @@ LAYOUTS = {
     "empty object": "{}\n",
     "other settings, 2 spaces": '{\n  "model": "opus",\n  "permissions": {\n    "allow": ["Bash(ls:*)"]\n  }\n}\n',
     "their own hooks, tabs, CRLF, no newline": '{\r\n\t"hooks": {\r\n\t\t"PostToolUse": [{"matcher": "Bash", '
-                                                '"hooks": [{"type": "command", "command": "audit.sh"}]}]\r\n\t}\r\n}',
+    '"hooks": [{"type": "command", "command": "audit.sh"}]}]\r\n\t}\r\n}',
 }
 
 
@@ -189,18 +231,31 @@ def test_claude_uninstall_after_the_user_edited_the_file_removes_only_ours(home,
     assert json.loads(settings.read_text()) == {"model": "sonnet"}
 
 
-@pytest.mark.parametrize("original", ['{"env": {"A": "1"}}', '{\n  "env": {\n    "A": "1"\n  }\n}\n',
-                                      '{"env": {"A": "1"}, "hooks": {"Stop": []}}\r\n'])
+@pytest.mark.parametrize(
+    "original",
+    [
+        '{"env": {"A": "1"}}',
+        '{\n  "env": {\n    "A": "1"\n  }\n}\n',
+        '{"env": {"A": "1"}, "hooks": {"Stop": []}}\r\n',
+    ],
+)
 def test_claude_uninstall_after_a_hand_edit_keeps_every_byte_of_the_users(home, project, original):
     """Issue #33: install, a hand edit, uninstall: only kirolearn's entries go, the rest is the user's bytes."""
     settings = project / ".claude" / "settings.json"
     settings.parent.mkdir()
     settings.write_bytes(original.encode())
     runner = CliRunner()
-    assert runner.invoke(cli, ["install", "--agent", "claude-code", "--project", str(project), "--yes"]).exit_code == 0
+    assert (
+        runner.invoke(
+            cli, ["install", "--agent", "claude-code", "--project", str(project), "--yes"]
+        ).exit_code
+        == 0
+    )
     installed = settings.read_bytes().decode()
     assert "kirolearn-hook" in installed
-    settings.write_bytes(installed.replace('"A": "1"', '"A": "1", "B": "2"', 1).encode())  # the user's hand edit
+    settings.write_bytes(
+        installed.replace('"A": "1"', '"A": "1", "B": "2"', 1).encode()
+    )  # the user's hand edit
     result = runner.invoke(cli, ["uninstall", "--agent", "claude-code", "--project", str(project), "--yes"])
     assert result.exit_code == 0, result.output
     assert settings.read_bytes() == original.replace('"A": "1"', '"A": "1", "B": "2"', 1).encode()
@@ -211,8 +266,15 @@ def test_claude_uninstall_when_the_user_removed_our_entries_says_nothing_to_remo
     settings.parent.mkdir()
     settings.write_text('{"env": {"A": "1"}}')
     runner = CliRunner()
-    assert runner.invoke(cli, ["install", "--agent", "claude-code", "--project", str(project), "--yes"]).exit_code == 0
-    settings.write_text('{"env": {"A": "1"},\n "model": "opus"}')  # the user took kirolearn's hooks out by hand
+    assert (
+        runner.invoke(
+            cli, ["install", "--agent", "claude-code", "--project", str(project), "--yes"]
+        ).exit_code
+        == 0
+    )
+    settings.write_text(
+        '{"env": {"A": "1"},\n "model": "opus"}'
+    )  # the user took kirolearn's hooks out by hand
     result = runner.invoke(cli, ["uninstall", "--agent", "claude-code", "--project", str(project), "--yes"])
     assert result.exit_code == 0, result.output
     assert settings.read_text() == '{"env": {"A": "1"},\n "model": "opus"}'
@@ -223,14 +285,22 @@ def test_claude_uninstall_when_the_user_removed_our_entries_says_nothing_to_remo
 def test_status_labels_each_wired_file_by_its_agent(home, project):
     runner = CliRunner()
     assert runner.invoke(cli, ["install", "--project", str(project), "--yes"]).exit_code == 0
-    assert runner.invoke(cli, ["install", "--agent", "claude-code", "--project", str(project), "--yes"]).exit_code == 0
+    assert (
+        runner.invoke(
+            cli, ["install", "--agent", "claude-code", "--project", str(project), "--yes"]
+        ).exit_code
+        == 0
+    )
     lines = runner.invoke(cli, ["status"]).stdout.splitlines()
     kiro = [line for line in lines if line.startswith("kiro: ")]
     claude = [line for line in lines if line.startswith("claude-code: ")]
     assert len(kiro) == 1 and ".claude" not in kiro[0] and ".kiro" in kiro[0]
     assert len(claude) == 1 and claude[0] == "claude-code: " + ", ".join(
-        str(project / name) for name in (".claude/settings.json", ".mcp.json", ".claude/settings.local.json"))
-    agents_of = {w["agent"] for w in json.loads(runner.invoke(cli, ["status", "--json"]).stdout)["kiro_wiring"]}
+        str(project / name) for name in (".claude/settings.json", ".mcp.json", ".claude/settings.local.json")
+    )
+    agents_of = {
+        w["agent"] for w in json.loads(runner.invoke(cli, ["status", "--json"]).stdout)["kiro_wiring"]
+    }
     assert agents_of == {"kiro", "claude-code"}
 
 
@@ -268,12 +338,16 @@ def test_claude_install_registers_the_mcp_server_and_approves_only_safe_tools(ho
     assert result.exit_code == 0, result.output
     servers = json.loads(mcp.read_text())["mcpServers"]
     assert list(servers) == ["github", "kirolearn"] and servers["kirolearn"]["type"] == "stdio"
-    assert servers["kirolearn"]["command"].endswith("kirolearn-mcp") and os.path.exists(servers["kirolearn"]["command"])
+    assert servers["kirolearn"]["command"].endswith("kirolearn-mcp") and os.path.exists(
+        servers["kirolearn"]["command"]
+    )
     settings = json.loads(local.read_text())
     assert settings["enabledMcpjsonServers"] == ["kirolearn"]
     allowed = settings["permissions"]["allow"]
     assert allowed[0] == "Bash(ls:*)" and "mcp__kirolearn__search_memory" in allowed
-    assert not any("forget" in a for a in allowed) and "mcp__kirolearn" not in allowed  # never the whole server
+    assert (
+        not any("forget" in a for a in allowed) and "mcp__kirolearn" not in allowed
+    )  # never the whole server
     result = runner.invoke(cli, ["uninstall", "--agent", "claude-code", "--project", str(project), "--yes"])
     assert result.exit_code == 0, result.output
     assert mcp.read_text() == theirs and local.read_bytes() == b'{"permissions": {"allow": ["Bash(ls:*)"]}}'
@@ -285,13 +359,20 @@ def test_doctor_checks_each_wired_agent_and_status_counts_its_events(home, proje
     for agent in ("claude-code", "copilot", "opencode"):
         result = runner.invoke(cli, ["install", "--agent", agent, "--project", str(project), "--yes"])
         assert result.exit_code == 0, result.output
-    payloads = {"claude-code": (["--agent", "claude-code"], {"session_id": "c", "cwd": str(project),
-                                                              "hook_event_name": "UserPromptSubmit", "prompt": "hi"}),
-                "copilot": (["--agent", "copilot", "userPromptSubmitted"], {"sessionId": "p", "cwd": str(project),
-                                                                             "timestamp": 1, "prompt": "hi"}),
-                "opencode": (["--agent", "opencode", "chat.message"], {"hook_event_name": "chat.message",
-                                                                        "session_id": "o", "cwd": str(project),
-                                                                        "prompt": "hi"})}
+    payloads = {
+        "claude-code": (
+            ["--agent", "claude-code"],
+            {"session_id": "c", "cwd": str(project), "hook_event_name": "UserPromptSubmit", "prompt": "hi"},
+        ),
+        "copilot": (
+            ["--agent", "copilot", "userPromptSubmitted"],
+            {"sessionId": "p", "cwd": str(project), "timestamp": 1, "prompt": "hi"},
+        ),
+        "opencode": (
+            ["--agent", "opencode", "chat.message"],
+            {"hook_event_name": "chat.message", "session_id": "o", "cwd": str(project), "prompt": "hi"},
+        ),
+    }
     for argv, payload in payloads.values():
         assert run_hook(argv, json.dumps(payload).encode(), cwd=str(project)).returncode == 0
     stats, _ = drain_now()
@@ -314,7 +395,10 @@ def test_copilot_payload_is_mapped_and_its_stop_waits_for_the_final_message(tmp_
     from kirolearn.capture.agents import copilot
 
     def message(content, tools):
-        return json.dumps({"type": "assistant.message", "data": {"content": content, "toolRequests": tools}}) + "\n"
+        return (
+            json.dumps({"type": "assistant.message", "data": {"content": content, "toolRequests": tools}})
+            + "\n"
+        )
 
     transcript = tmp_path / "events.jsonl"
     transcript.write_text(message("Let me run a command.", [{"name": "bash"}]))
@@ -327,20 +411,39 @@ def test_copilot_payload_is_mapped_and_its_stop_waits_for_the_final_message(tmp_
 
     writer = threading.Thread(target=finish)
     writer.start()
-    stop = {"sessionId": "s1", "timestamp": 1, "cwd": str(project), "transcriptPath": str(transcript),
-            "stopReason": "end_turn", "stop_hook_active": False}
+    stop = {
+        "sessionId": "s1",
+        "timestamp": 1,
+        "cwd": str(project),
+        "transcriptPath": str(transcript),
+        "stopReason": "end_turn",
+        "stop_hook_active": False,
+    }
     done.set()
     event = events.build_event("agentStop", stop, agent="copilot")
     writer.join(5)
     assert event["assistant_response"] == "The answer." and event["session_id"] == "s1"
     assert event["surface"] == "copilot-cli" and event["extra"]["stopReason"] == "end_turn"
-    tool = events.build_event("postToolUse", {"sessionId": "s1", "cwd": str(project), "toolName": "bash",
-                                              "toolArgs": {"command": "ls"},
-                                              "toolResult": {"resultType": "success", "textResultForLlm": "a"}},
-                              agent="copilot")
-    assert (tool["tool_name"], tool["tool_input"], tool["tool_response"]["textResultForLlm"]) == ("bash", {"command": "ls"}, "a")
+    tool = events.build_event(
+        "postToolUse",
+        {
+            "sessionId": "s1",
+            "cwd": str(project),
+            "toolName": "bash",
+            "toolArgs": {"command": "ls"},
+            "toolResult": {"resultType": "success", "textResultForLlm": "a"},
+        },
+        agent="copilot",
+    )
+    assert (tool["tool_name"], tool["tool_input"], tool["tool_response"]["textResultForLlm"]) == (
+        "bash",
+        {"command": "ls"},
+        "a",
+    )
     assert json.loads(copilot.context_output("agentSpawn", "memo")) == {"additionalContext": "memo"}
-    transcript.write_text(message("Still working.", [{"name": "bash"}]))  # never finished: the newest text, in time
+    transcript.write_text(
+        message("Still working.", [{"name": "bash"}])
+    )  # never finished: the newest text, in time
     assert copilot.final_text(str(transcript), wait=0.1) == "Still working."
 
 
@@ -351,16 +454,28 @@ def test_opencode_plugin_carries_the_hook_command_and_payloads_drain(home, proje
     argv = json.loads(text.split("const HOOK = ", 1)[1].split(";\n", 1)[0])
     assert argv[-2:] == ["--agent", "opencode"] and os.path.exists(argv[0])
     assert "__KIROLEARN" not in text
-    for name, payload in (("session.created", {}), ("chat.message", {"prompt": "hi"}),
-                          ("tool.execute.after", {"tool_name": "bash", "tool_input": {"command": "ls"},
-                                                  "tool_response": {"output": "a"}}),
-                          ("session.idle", {"assistant_response": "done"})):
+    for name, payload in (
+        ("session.created", {}),
+        ("chat.message", {"prompt": "hi"}),
+        (
+            "tool.execute.after",
+            {"tool_name": "bash", "tool_input": {"command": "ls"}, "tool_response": {"output": "a"}},
+        ),
+        ("session.idle", {"assistant_response": "done"}),
+    ):
         body = {"hook_event_name": name, "session_id": "ses_1", "cwd": str(project), **payload}
-        assert run_hook(["--agent", "opencode", name], json.dumps(body).encode(), cwd=str(project)).returncode == 0
+        assert (
+            run_hook(["--agent", "opencode", name], json.dumps(body).encode(), cwd=str(project)).returncode
+            == 0
+        )
     stats, db = drain_now()
     assert stats.stored == 4 and stats.quarantined == 0
     assert [r["trigger"] for r in db.query("select trigger from events order by received_at")] == [
-        "agentSpawn", "userPromptSubmit", "postToolUse", "stop"]
+        "agentSpawn",
+        "userPromptSubmit",
+        "postToolUse",
+        "stop",
+    ]
 
 
 def test_install_leaves_a_users_own_entry_of_our_name_alone_and_writes_nothing(home, project):

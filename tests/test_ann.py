@@ -14,14 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from kirolearn.recall import ann, context
-from kirolearn.recall import lexical as recall
-from kirolearn.recall import semantic
 from kirolearn.core import paths
-from kirolearn.store.sqlite import db as store
+from kirolearn.recall import ann, context, semantic
+from kirolearn.recall import lexical as recall
 from kirolearn.store.sqlite import reader
-
-from tests.conftest import hook_env
+from kirolearn.store.sqlite.vector_rows import VectorRows
+from tests.conftest import as_store, hook_env
 from tests.test_semantic import _coding_store, spool_turn, wordllama  # noqa: F401 - a fixture
 
 pytest.importorskip("usearch")
@@ -56,37 +54,41 @@ def test_a_small_store_is_searched_exactly_with_no_index(project, wordllama, dra
     drain_now(flush=True)
     pid = context.project_id(str(project))
     assert not list(Path(paths.db_path()).parent.rglob("*.usearch"))  # below THRESHOLD: no index
-    searcher = semantic.Searcher(recall.connect_readonly())
+    searcher = semantic.Searcher(as_store(recall.connect_readonly()))
     assert isinstance(searcher._index(pid), semantic._ProjectIndex)
-    assert searcher.search(turns[0]["ordinary"], project_id=pid, limit=1)[0].title[:40] == turns[0]["prompt"][:40]
+    assert (
+        searcher.search(turns[0]["ordinary"], project_id=pid, limit=1)[0].title[:40]
+        == turns[0]["prompt"][:40]
+    )
 
 
-def test_the_drain_builds_the_index_and_search_uses_it_not_the_scan(project, wordllama, forced, drain_now,
-                                                                   monkeypatch):  # noqa: F811
+def test_the_drain_builds_the_index_and_search_uses_it_not_the_scan(
+    project, wordllama, forced, drain_now, monkeypatch
+):  # noqa: F811
     turns = _coding_store(project, 40, 400)
     drain_now(flush=True)
     pid = context.project_id(str(project))
     meta, files = _meta(project)
     conn = recall.connect_readonly(budget=60)
-    vectors = store.vector_stamp(conn, _model_id(), pid)[0]
+    vectors = as_store(conn).derived().vector_stamp(_model_id(), pid)[0]
     assert meta["records"] == vectors and meta["rows"] >= vectors  # every record, each of its parts
 
     with monkeypatch.context() as m:
         _exact(m)
-        exact = _ranks(semantic.Searcher(conn), turns, pid)
+        exact = _ranks(semantic.Searcher(as_store(conn)), turns, pid)
 
     def no_scan(*args, **kwargs):
         raise AssertionError("the exact scan ran")
 
-    monkeypatch.setattr(store, "load_vectors", no_scan)
-    searcher = semantic.Searcher(conn)
+    monkeypatch.setattr(VectorRows, "load_vectors", no_scan)
+    searcher = semantic.Searcher(as_store(conn))
     assert isinstance(searcher._index(pid), semantic._AnnIndex)
     approximate = _ranks(searcher, turns, pid)
     assert sum(a[0] == e[0] for a, e in zip(approximate, exact)) >= 38  # the same best hit, nearly always
     assert sum(len(set(a) & set(e)) for a, e in zip(approximate, exact)) >= 0.9 * 5 * len(turns)
     only = searcher.vector_only(turns[0]["ordinary"], project_id=pid, limit=5)
     assert only and all(h.score <= 1.0 for h in only)
-    opened, _ = ann.open_index(conn, reader.database_file(conn), _model_id(), pid)
+    opened, _ = ann.open_index(as_store(conn).derived(), reader.database_file(conn), _model_id(), pid)
     assert opened[2].expansion_search == ann.expansion_for(meta["rows"]) == ann.EXPANSION_SEARCH
 
 
@@ -110,16 +112,21 @@ def test_new_records_are_added_to_the_index_alone(project, wordllama, forced, dr
         return original(self, rows)
 
     monkeypatch.setattr(ann._Builder, "_take", counting)
-    spool_turn(project, "late", "The nightly export drops rows with a NULL owner",
-               "coalesce the owner column to the team account before the join")
+    spool_turn(
+        project,
+        "late",
+        "The nightly export drops rows with a NULL owner",
+        "coalesce the owner column to the team account before the join",
+    )
     drain_now(flush=True)
     after, _ = _meta(project)
     assert len(taken) == after["records"] - before["records"] >= 1  # only the new vectors
     assert min(taken) > before["watermark"] and after["watermark"] == max(taken)
     pid = context.project_id(str(project))
-    monkeypatch.setattr(store, "load_vectors", lambda *a, **k: pytest.fail("the exact scan ran"))
-    top = semantic.Searcher(recall.connect_readonly()).search("export loses rows without an owner",
-                                                              project_id=pid, limit=3)
+    monkeypatch.setattr(VectorRows, "load_vectors", lambda *a, **k: pytest.fail("the exact scan ran"))
+    top = semantic.Searcher(as_store(recall.connect_readonly())).search(
+        "export loses rows without an owner", project_id=pid, limit=3
+    )
     assert "nightly export" in top[0].title
 
 
@@ -129,10 +136,10 @@ def test_a_forgotten_record_is_not_found_through_the_index(project, wordllama, f
     turns = _coding_store(project, 10, 60)
     drain_now(flush=True)
     pid = context.project_id(str(project))
-    searcher = semantic.Searcher(recall.connect_readonly())
+    searcher = semantic.Searcher(as_store(recall.connect_readonly()))
     [hit] = searcher.search(turns[3]["ordinary"], project_id=pid, limit=1)
     Memory().forget([hit.record_id])
-    again = semantic.Searcher(recall.connect_readonly())
+    again = semantic.Searcher(as_store(recall.connect_readonly()))
     assert isinstance(again._index(pid), semantic._AnnIndex)  # the index still holds its vector
     assert hit.record_id not in {h.record_id for h in again.search(turns[3]["ordinary"], project_id=pid)}
     assert hit.record_id not in {h.record_id for h in again.vector_only(turns[3]["ordinary"], project_id=pid)}
@@ -143,7 +150,8 @@ from kirolearn.recall import semantic
 from kirolearn.settings import load
 from kirolearn.core import paths
 from kirolearn.store.sqlite import db as store
-print(semantic.index_with_settings(store.open_db(), load()))
+from kirolearn.store.sqlite.store import SqliteStore
+print(semantic.index_with_settings(SqliteStore(db=store.open_db()), load()))
 """
 
 
@@ -151,37 +159,54 @@ def test_a_kill_between_the_index_and_its_meta_is_repaired(project, wordllama, f
     turns = _coding_store(project, 10, 60)
     drain_now(flush=True)
     before, files = _meta(project)
-    spool_turn(project, "late", "The nightly export drops rows with a NULL owner", "coalesce the owner column")
+    spool_turn(
+        project, "late", "The nightly export drops rows with a NULL owner", "coalesce the owner column"
+    )
     env = hook_env(KIROLEARN_CRASH_AT="ann-after-index")
     monkey_env = dict(env, KIROLEARN_EMBEDDING_MODEL=_model_id())
     # the new record, no vector yet; a child embeds it, dies mid-update
     with pytest.MonkeyPatch.context() as m:
         m.setenv("KIROLEARN_EMBEDDING_MODEL", "none")
         drain_now(flush=True)
-    killed = subprocess.run([sys.executable, "-c", REFRESH], env=monkey_env, capture_output=True, text=True,
-                            timeout=120)
+    killed = subprocess.run(
+        [sys.executable, "-c", REFRESH], env=monkey_env, capture_output=True, text=True, timeout=120
+    )
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     torn, _ = _meta(project)
     assert torn == before  # the old meta: the index file on disk is newer than it
     pid = context.project_id(str(project))
-    opened, why = ann.open_index(recall.connect_readonly(), paths.db_path(), _model_id(), pid)
+    opened, why = ann.open_index(
+        as_store(recall.connect_readonly()).derived(), paths.db_path(), _model_id(), pid
+    )
     assert opened is None and "cut short" in why  # not trusted: search is exact meanwhile
-    searcher = semantic.Searcher(recall.connect_readonly())
-    assert searcher.search(turns[2]["ordinary"], project_id=pid, limit=1)[0].title[:40] == turns[2]["prompt"][:40]
-    done = subprocess.run([sys.executable, "-c", REFRESH], env=dict(monkey_env, KIROLEARN_CRASH_AT=""),
-                          capture_output=True, text=True, timeout=120)
+    searcher = semantic.Searcher(as_store(recall.connect_readonly()))
+    assert (
+        searcher.search(turns[2]["ordinary"], project_id=pid, limit=1)[0].title[:40]
+        == turns[2]["prompt"][:40]
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", REFRESH],
+        env=dict(monkey_env, KIROLEARN_CRASH_AT=""),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     after, _ = _meta(project)
-    opened, why = ann.open_index(recall.connect_readonly(), paths.db_path(), _model_id(), pid)
+    opened, why = ann.open_index(
+        as_store(recall.connect_readonly()).derived(), paths.db_path(), _model_id(), pid
+    )
     assert opened is not None, why
     assert len(opened[2]) == after["rows"] and after["records"] == before["records"] + 1  # no row twice
-    top = semantic.Searcher(recall.connect_readonly()).search("export loses rows without an owner",
-                                                              project_id=pid, limit=1)
+    top = semantic.Searcher(as_store(recall.connect_readonly())).search(
+        "export loses rows without an owner", project_id=pid, limit=1
+    )
     assert "nightly export" in top[0].title
 
 
-def test_without_usearch_search_is_exact_and_says_why(project, wordllama, forced, drain_now, monkeypatch,
-                                                       caplog):  # noqa: F811
+def test_without_usearch_search_is_exact_and_says_why(
+    project, wordllama, forced, drain_now, monkeypatch, caplog
+):  # noqa: F811
     turns = _coding_store(project, 10, 60)
     drain_now(flush=True)
     pid = context.project_id(str(project))
@@ -190,7 +215,7 @@ def test_without_usearch_search_is_exact_and_says_why(project, wordllama, forced
     monkeypatch.setattr(ann, "_OPEN", {})
     assert not ann.available()
     with caplog.at_level(logging.WARNING, logger="kirolearn.recall.semantic"):
-        searcher = semantic.Searcher(recall.connect_readonly())
+        searcher = semantic.Searcher(as_store(recall.connect_readonly()))
         hits = searcher.search(turns[1]["ordinary"], project_id=pid, limit=1)
     assert hits[0].title[:40] == turns[1]["prompt"][:40]
     assert isinstance(searcher._index(pid), semantic._ProjectIndex)
@@ -200,8 +225,7 @@ def test_without_usearch_search_is_exact_and_says_why(project, wordllama, forced
     assert stats.records_embedded >= 1 and not stats.embedding_error
 
 
-def test_an_edited_newest_record_is_found_by_its_new_text(project, wordllama, forced, drain_now,
-                                                          monkeypatch):  # noqa: F811
+def test_an_edited_newest_record_is_found_by_its_new_text(project, wordllama, forced, drain_now, monkeypatch):  # noqa: F811
     """The newest vector row deleted and written again takes its rowid back (at the watermark):
     search reads it as new (ann.rewritten_rows), not the index's copy of the old text."""
     from click.testing import CliRunner
@@ -209,28 +233,45 @@ def test_an_edited_newest_record_is_found_by_its_new_text(project, wordllama, fo
     from kirolearn.cli.commands import cli
 
     _coding_store(project, 10, 60)
-    spool_turn(project, "late", "The nightly export drops rows with a NULL owner", "coalesce the owner column")
+    spool_turn(
+        project, "late", "The nightly export drops rows with a NULL owner", "coalesce the owner column"
+    )
     drain_now(flush=True)
     before, _ = _meta(project)
     pid = context.project_id(str(project))
     conn = recall.connect_readonly()
-    [newest] = [h for h in semantic.Searcher(conn).search("nightly export NULL owner", project_id=pid, limit=3)
-                if "nightly export" in h.title]
-    result = CliRunner().invoke(cli, ["edit", newest.record_id, "--title", "Kubernetes pods evicted under memory "
-                                      "pressure", "--summary", "raise the memory limit of the worker deployment"])
+    [newest] = [
+        h
+        for h in semantic.Searcher(as_store(conn)).search(
+            "nightly export NULL owner", project_id=pid, limit=3
+        )
+        if "nightly export" in h.title
+    ]
+    result = CliRunner().invoke(
+        cli,
+        [
+            "edit",
+            newest.record_id,
+            "--title",
+            "Kubernetes pods evicted under memory pressure",
+            "--summary",
+            "raise the memory limit of the worker deployment",
+        ],
+    )
     assert result.exit_code == 0, result.output
     drain_now(flush=True)
     conn = recall.connect_readonly()
-    assert store.vector_stamp(conn, _model_id(), pid)[1] == before["watermark"]  # the same rowid again
-    monkeypatch.setattr(store, "load_vectors", lambda *a, **k: pytest.fail("the exact scan ran"))
-    searcher = semantic.Searcher(conn)
+    assert (
+        as_store(conn).derived().vector_stamp(_model_id(), pid)[1] == before["watermark"]
+    )  # the same rowid again
+    monkeypatch.setattr(VectorRows, "load_vectors", lambda *a, **k: pytest.fail("the exact scan ran"))
+    searcher = semantic.Searcher(as_store(conn))
     assert newest.record_id in searcher._index(pid).tail  # read from the store, not the index's old copy
     only = searcher.vector_only("pods evicted for memory pressure", project_id=pid, limit=1)
     assert only[0].record_id == newest.record_id
 
 
-def test_a_lowered_threshold_indexes_a_store_with_no_new_vectors(project, wordllama, drain_now,
-                                                                  monkeypatch):  # noqa: F811
+def test_a_lowered_threshold_indexes_a_store_with_no_new_vectors(project, wordllama, drain_now, monkeypatch):  # noqa: F811
     """An upgraded store (or a new threshold): the next pass indexes what is there, no new turn needed."""
     _coding_store(project, 10, 60)
     drain_now(flush=True)
@@ -239,5 +280,10 @@ def test_a_lowered_threshold_indexes_a_store_with_no_new_vectors(project, wordll
     stats, _ = drain_now(flush=True)
     assert stats.records_embedded == 0  # nothing new was embedded
     meta, files = _meta(project)
-    assert Path(files["index"]).exists() and meta["records"] == store.vector_stamp(
-        recall.connect_readonly(), _model_id(), context.project_id(str(project)))[0]
+    assert (
+        Path(files["index"]).exists()
+        and meta["records"]
+        == as_store(recall.connect_readonly())
+        .derived()
+        .vector_stamp(_model_id(), context.project_id(str(project)))[0]
+    )

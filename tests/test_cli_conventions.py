@@ -66,7 +66,9 @@ def test_dash_n_is_limit_wherever_a_limit_is_taken(here, add_record):
     made = [add_record(here, f"Export retry note {i}") for i in range(3)]
     assert len(json.loads(run("list", "-n", "2", "--json").stdout)) == 2
     assert len(json.loads(run("search", "export", "-n", "1", "--json").stdout)) == 1
-    forgotten = json.loads(run("forget", "--query", "export", "-n", "1", "--yes", "--json").stdout)["forgotten"]
+    forgotten = json.loads(run("forget", "--query", "export", "-n", "1", "--yes", "--json").stdout)[
+        "forgotten"
+    ]
     assert len(forgotten) == 1 and forgotten[0] in made
     for command in ("list", "search", "forget"):
         assert "-n, --limit" in run(command, "--help").stdout
@@ -94,10 +96,15 @@ def test_an_ambiguous_prefix_is_an_error_listing_the_candidates(here, add_record
     for args in (("show", common), ("forget", common), ("restore", common), ("edit", common, "--title", "x")):
         result = run(*args, ok=False)
         assert result.exit_code == 1, args
-        assert f"record id {common!r} is the start of 2 records' ids: {min(first, second)}, {max(first, second)}" \
-            in result.stderr, (args, result.stderr)
+        assert (
+            f"record id {common!r} is the start of 2 records' ids: {min(first, second)}, {max(first, second)}"
+            in result.stderr
+        ), (args, result.stderr)
         assert "give more characters of the id" in result.stderr
-    assert json.loads(run("list", "--json").stdout)[0]["title"] in ("One note", "Another note")  # nothing changed
+    assert json.loads(run("list", "--json").stdout)[0]["title"] in (
+        "One note",
+        "Another note",
+    )  # nothing changed
 
 
 def test_an_unknown_id_is_still_no_record(here, add_record):
@@ -106,9 +113,18 @@ def test_an_unknown_id_is_still_no_record(here, add_record):
     assert result.exit_code == 1 and "no record 'mr_nothing'" in result.stderr
 
 
-@pytest.mark.parametrize("wrong, right", [("delete", "forget"), ("rm", "forget"), ("remove", "forget"),
-                                          ("find", "search"), ("ls", "list"), ("purge", "forget --purge"),
-                                          ("lst", "list")])
+@pytest.mark.parametrize(
+    "wrong, right",
+    [
+        ("delete", "forget"),
+        ("rm", "forget"),
+        ("remove", "forget"),
+        ("find", "search"),
+        ("ls", "list"),
+        ("purge", "forget --purge"),
+        ("lst", "list"),
+    ],
+)
 def test_a_wrong_verb_gets_a_suggestion(wrong, right):
     result = run(wrong, "x", ok=False)
     assert result.exit_code == 2
@@ -116,8 +132,13 @@ def test_a_wrong_verb_gets_a_suggestion(wrong, right):
 
 
 def test_the_installed_command_suggests_too(tmp_path):
-    done = subprocess.run([os.path.join(BIN, "kirolearn"), "delete", "mr_x"], capture_output=True, text=True,
-                          timeout=60, env={**os.environ, "KIROLEARN_HOME": str(tmp_path / "h")})
+    done = subprocess.run(
+        [os.path.join(BIN, "kirolearn"), "delete", "mr_x"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "KIROLEARN_HOME": str(tmp_path / "h")},
+    )
     assert done.returncode == 2
     assert "did you mean `forget`?" in done.stderr
     assert not (tmp_path / "h").exists()  # a usage error creates nothing
@@ -127,12 +148,21 @@ def test_shell_completion_as_documented(tmp_path):
     """docs/install-and-agents.md: `eval "$(_KIROLEARN_COMPLETE=bash_source kirolearn)"`, and it completes."""
     kirolearn = os.path.join(BIN, "kirolearn")
     env = {**os.environ, "KIROLEARN_HOME": str(tmp_path / "h")}
-    source = subprocess.run([kirolearn], env={**env, "_KIROLEARN_COMPLETE": "bash_source"}, capture_output=True,
-                            text=True, timeout=60)
+    source = subprocess.run(
+        [kirolearn],
+        env={**env, "_KIROLEARN_COMPLETE": "bash_source"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert source.returncode == 0 and "_kirolearn_completion" in source.stdout
-    done = subprocess.run([kirolearn], capture_output=True, text=True, timeout=60,
-                          env={**env, "_KIROLEARN_COMPLETE": "bash_complete", "COMP_WORDS": "kirolearn for",
-                               "COMP_CWORD": "1"})
+    done = subprocess.run(
+        [kirolearn],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**env, "_KIROLEARN_COMPLETE": "bash_complete", "COMP_WORDS": "kirolearn for", "COMP_CWORD": "1"},
+    )
     assert done.returncode == 0 and "plain,forget" in done.stdout.split(), done.stdout
 
 
@@ -140,8 +170,12 @@ def test_top_level_help_does_not_truncate_descriptions():
     out = CliRunner().invoke(cli, ["--help"], terminal_width=80).output
     commands = out.split("Options:")[1]  # the command sections follow the options
     assert "..." not in commands
-    assert " ".join(commands.split()).count("Show the latest session-end summary of this project (it stays "
-                                            "until superseded).") == 1
+    assert (
+        " ".join(commands.split()).count(
+            "Show the latest session-end summary of this project (it stays until superseded)."
+        )
+        == 1
+    )
 
 
 def test_search_with_a_missing_project_is_an_error(tmp_path):
@@ -157,5 +191,7 @@ def test_help_names_every_agent_not_kiro_alone():
 
     for args in (["--help"], ["install", "--help"]):
         text = " ".join(CliRunner().invoke(cli, args).output.split())
-        assert all(name in text for name in ("Kiro", "Claude Code", "Codex", "Copilot", "Gemini", "opencode",
-                                             "Cursor")), (args, text[:400])
+        assert all(
+            name in text
+            for name in ("Kiro", "Claude Code", "Codex", "Copilot", "Gemini", "opencode", "Cursor")
+        ), (args, text[:400])

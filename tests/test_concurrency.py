@@ -6,10 +6,9 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from conftest import hook_env, run_hook
 
 from kirolearn.pipeline.schema import Event
-
-from conftest import hook_env, run_hook
 
 pytestmark = pytest.mark.slow  # thousands of hook calls from many processes: `make test-slow`
 
@@ -26,8 +25,10 @@ for i in range(calls):
 
 
 def test_16_processes_x_200_calls(home, project):
-    procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(w), "200", str(project)], env=hook_env())
-             for w in range(16)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WORKER, str(w), "200", str(project)], env=hook_env())
+        for w in range(16)
+    ]
     for p in procs:
         assert p.wait(timeout=120) == 0
     ready = sorted((home / "spool" / "ready").iterdir())
@@ -47,8 +48,13 @@ def test_16_processes_x_200_calls(home, project):
 
 def test_real_console_scripts_in_parallel(home, project):
     def one(i):
-        body = {"hook_event_name": "PostToolUse", "cwd": str(project), "tool_name": "shell",
-                "tool_input": {"command": f"run {i}"}, "tool_response": "ok"}
+        body = {
+            "hook_event_name": "PostToolUse",
+            "cwd": str(project),
+            "tool_name": "shell",
+            "tool_input": {"command": f"run {i}"},
+            "tool_response": "ok",
+        }
         return run_hook([], json.dumps(body).encode())
 
     with ThreadPoolExecutor(max_workers=16) as pool:

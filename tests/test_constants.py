@@ -10,10 +10,11 @@ import typing
 
 import click
 import pytest
+from conftest import as_store
 
 from kirolearn.core import isotime
-from kirolearn.pipeline import schema
 from kirolearn.core.observation_types import HAND_MADE_TYPES, NOTABLE_TYPES, OBSERVATION_TYPES
+from kirolearn.store import record as schema
 
 PACKAGE = pathlib.Path(__file__).parent.parent / "kirolearn"
 
@@ -67,12 +68,28 @@ def test_save_observation_takes_each_hand_made_type_and_no_other(project):
     db = store.open_db()
     here = summaries.Project(str(project))
     for kind in HAND_MADE_TYPES:
-        record = summaries.save_observation(db, here, title=f"a {kind}", summary="s", observation_type=kind,
-                                            facts=[], concepts=[], files_touched=[])
+        record = summaries.save_observation(
+            as_store(db),
+            here,
+            title=f"a {kind}",
+            summary="s",
+            observation_type=kind,
+            facts=[],
+            concepts=[],
+            files_touched=[],
+        )
         assert record.observation_type == kind
     with pytest.raises(summaries.SummaryError, match="must be one of " + ", ".join(HAND_MADE_TYPES)):
-        summaries.save_observation(db, here, title="t", summary="s", observation_type="session_summary",
-                                   facts=[], concepts=[], files_touched=[])
+        summaries.save_observation(
+            as_store(db),
+            here,
+            title="t",
+            summary="s",
+            observation_type="session_summary",
+            facts=[],
+            concepts=[],
+            files_touched=[],
+        )
 
 
 def _type_lists(tree):
@@ -91,7 +108,9 @@ def _type_lists(tree):
 def test_no_module_writes_the_types_out_again():
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        if path.name == "observation_types.py" or path.parent.name == "privacy":  # secret-rule keywords: other words
+        if (
+            path.name == "observation_types.py" or path.parent.name == "privacy"
+        ):  # secret-rule keywords: other words
             continue
         for line, names in _type_lists(ast.parse(path.read_text("utf-8"))):
             found.append(f"{path.relative_to(PACKAGE.parent)}:{line} {names}")
@@ -107,18 +126,25 @@ def test_the_mcp_save_observation_limits_are_the_records(project):
     props = {t.name: t.inputSchema for t in list_tools(project)}["save_observation"]["properties"]
     assert props["title"]["maxLength"] == schema.TITLE_MAX
     assert props["summary"]["maxLength"] == schema.SUMMARY_MAX
-    for name, item_max, count_max in (("facts", schema.FACT_MAX, schema.FACTS_COUNT_MAX),
-                                      ("concepts", schema.CONCEPT_MAX, schema.CONCEPTS_COUNT_MAX),
-                                      ("files_touched", schema.FILE_MAX, schema.FILES_KEPT)):
+    for name, item_max, count_max in (
+        ("facts", schema.FACT_MAX, schema.FACTS_COUNT_MAX),
+        ("concepts", schema.CONCEPT_MAX, schema.CONCEPTS_COUNT_MAX),
+        ("files_touched", schema.FILE_MAX, schema.FILES_KEPT),
+    ):
         assert (props[name]["items"]["maxLength"], props[name]["maxItems"]) == (item_max, count_max), name
 
 
 def test_the_record_model_holds_what_the_writers_clip_to():
     fields = schema.MemoryRecord.model_fields
-    limits = {name: [m.max_length for m in fields[name].metadata if hasattr(m, "max_length")]
-              for name in ("facts", "concepts", "files_touched")}
-    assert limits == {"facts": [schema.FACTS_COUNT_MAX], "concepts": [schema.CONCEPTS_COUNT_MAX],
-                      "files_touched": [schema.FILES_COUNT_MAX]}
+    limits = {
+        name: [m.max_length for m in fields[name].metadata if hasattr(m, "max_length")]
+        for name in ("facts", "concepts", "files_touched")
+    }
+    assert limits == {
+        "facts": [schema.FACTS_COUNT_MAX],
+        "concepts": [schema.CONCEPTS_COUNT_MAX],
+        "files_touched": [schema.FILES_COUNT_MAX],
+    }
     assert schema.FILES_KEPT <= schema.FILES_COUNT_MAX
 
 
@@ -127,14 +153,20 @@ def test_the_record_model_holds_what_the_writers_clip_to():
 
 def test_timestamps_have_one_format_and_sort_as_text():
     from kirolearn.capture import events
-    from kirolearn.store.sqlite import db as store
     from kirolearn.store import state
+    from kirolearn.store.sqlite import db as store
 
     stamps = [events.utc_iso(1_800_000_000.5), store.now_iso(), state.utc_now(), isotime.now_iso()]
     for stamp in stamps:
         assert len(stamp) == 24 and stamp.endswith("Z") and stamp[19] == "."
     assert events.utc_iso(1_800_000_000.5) == "2027-01-15T08:00:00.500Z"
-    for t in (1_800_000_000.0, 1_800_000_000.0005, 1_800_000_000.9994, 1_800_000_000.99951, 1_799_999_999.999999):
+    for t in (
+        1_800_000_000.0,
+        1_800_000_000.0005,
+        1_800_000_000.9994,
+        1_800_000_000.99951,
+        1_799_999_999.999999,
+    ):
         assert 0 <= t - isotime.parse(isotime.utc_iso(t)).timestamp() < 0.0011, t  # seconds and ms agree
     assert store.iso_shift("2027-01-15T08:00:00.500Z", 0.6) == "2027-01-15T08:00:01.100Z"
     # one second apart, or one millisecond: text order is time order
@@ -149,13 +181,19 @@ def test_timestamps_have_one_format_and_sort_as_text():
 
 
 def _summary(sid, ended_at):
-    return {"id": sid * 8, "session_id": sid, "project": "general", "project_id": "p1", "summary": f"ended {sid}",
-            "ended_at": ended_at}
+    return {
+        "id": sid * 8,
+        "session_id": sid,
+        "project": "general",
+        "project_id": "p1",
+        "summary": f"ended {sid}",
+        "ended_at": ended_at,
+    }
 
 
 def test_session_ends_stored_to_the_second_are_migrated_and_sort_right(home):
-    from kirolearn.store.sqlite import migrations
     from kirolearn.store.sqlite import db as store
+    from kirolearn.store.sqlite import migrations
 
     db = store.open_db()
     with store.writing(db):
@@ -164,7 +202,10 @@ def test_session_ends_stored_to_the_second_are_migrated_and_sort_right(home):
     db.execute("delete from _sqlite_migrations where name = 'm018_session_end_milliseconds'")
     db.conn.commit()
     migrations.migrations.apply(db)
-    rows = [tuple(r) for r in db.execute("select session_id, ended_at from session_summaries order by ended_at desc")]
+    rows = [
+        tuple(r)
+        for r in db.execute("select session_id, ended_at from session_summaries order by ended_at desc")
+    ]
     assert rows == [("new", "2026-09-24T18:02:11.500Z"), ("old", "2026-09-24T18:02:11.000Z")]
 
 
@@ -213,9 +254,10 @@ def test_the_hook_never_writes_an_event_the_spool_would_refuse():
 
 
 def test_the_cli_and_the_mcp_server_share_their_bounds(project):
+    from test_mcp import list_tools
+
     from kirolearn.cli.commands import cli
     from kirolearn.recall import lexical
-    from test_mcp import list_tools
 
     (limit,) = [p for p in cli.commands["search"].params if p.name == "limit"]
     assert limit.type.max == lexical.SEARCH_LIMIT_MAX

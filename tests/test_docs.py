@@ -46,7 +46,9 @@ def shell_blocks(path: pathlib.Path):
         if lang in SHELL:
             before = lines[i - 1].strip() if i else ""
             marker = NOT_RUN.match(before)
-            body = "\n".join(line[len(indent):] if line.startswith(indent) else line for line in lines[i + 1:end])
+            body = "\n".join(
+                line[len(indent) :] if line.startswith(indent) else line for line in lines[i + 1 : end]
+            )
             yield i + 1, body, (marker.group(1) if marker else None)
         i = end + 1
 
@@ -76,9 +78,16 @@ def test_every_command_has_help_and_is_on_a_hand_written_page():
 
 
 def test_the_cli_reference_is_what_the_commands_print():
-    done = subprocess.run([sys.executable, "-m", "cogapp", "--check", "docs/cli.md"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, (f"docs/cli.md is out of date: run `make cli-docs`\n{done.stdout}{done.stderr}")
+    done = subprocess.run(
+        [sys.executable, "-m", "cogapp", "--check", "docs/cli.md"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, (
+        f"docs/cli.md is out of date: run `make cli-docs`\n{done.stdout}{done.stderr}"
+    )
     reference = (ROOT / "docs" / "cli.md").read_text("utf-8")
     for path, _ in every_command():
         assert f"\n## kirolearn {' '.join(path)}\n" in reference
@@ -102,18 +111,51 @@ def test_shell_examples_run(page, tmp_path):
     (project / "app").mkdir(parents=True)
     (project / "app" / "auth.py").write_text("def find_user(email): ...\n")
     subprocess.run(["git", "init", "-q", str(project)], check=True, timeout=30)
-    env = {**os.environ, "HOME": str(tmp_path / "user"), "KIROLEARN_HOME": str(tmp_path / "kirolearn home"),
-           "PATH": BIN + os.pathsep + os.environ.get("PATH", ""), "KIROLEARN_DEBUG": "1"}
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path / "user"),
+        "KIROLEARN_HOME": str(tmp_path / "kirolearn home"),
+        "PATH": BIN + os.pathsep + os.environ.get("PATH", ""),
+        "KIROLEARN_DEBUG": "1",
+    }
     (tmp_path / "user").mkdir()
-    seed = subprocess.run([os.path.join(BIN, "kirolearn"), "save-summary", "--request", "Export job fails: database is locked",
-                           "--investigated", "scripts/export.py", "--learned", "the nightly job and the drain share the file",
-                           "--completed", "open with timeout=30 and WAL", "--next-steps", "add a retry",
-                           "--file-modified", "src/export.py"], cwd=project, env=env, capture_output=True, text=True,
-                          timeout=60, stdin=subprocess.DEVNULL)
+    seed = subprocess.run(
+        [
+            os.path.join(BIN, "kirolearn"),
+            "save-summary",
+            "--request",
+            "Export job fails: database is locked",
+            "--investigated",
+            "scripts/export.py",
+            "--learned",
+            "the nightly job and the drain share the file",
+            "--completed",
+            "open with timeout=30 and WAL",
+            "--next-steps",
+            "add a retry",
+            "--file-modified",
+            "src/export.py",
+        ],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert seed.returncode == 0, seed.stderr  # a home holding one turn summary, as after a first session
-    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=project, env=env, capture_output=True,
-                          text=True, timeout=240, stdin=subprocess.DEVNULL)
-    assert done.returncode == 0, f"{page.relative_to(ROOT)}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, (
+        f"{page.relative_to(ROOT)}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+    )
     assert "Error:" not in done.stderr, done.stderr
 
 
@@ -182,8 +224,10 @@ def test_the_docs_site_loads_no_web_fonts():
 def test_the_architecture_layout_names_every_module():
     """docs/architecture.md's Layout table lists each module of its folder (issue #35: the table matches the tree)."""
     text = (ROOT / "docs" / "architecture.md").read_text("utf-8")
-    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `(kirolearn/[a-z_/]*)`(?: \(top\))? \| (.*?) \| [^|]* \|$",
-                                                         text, re.M)}
+    rows = {
+        m.group(1): m.group(2)
+        for m in re.finditer(r"^\| `(kirolearn/[a-z_/]*)`(?: \(top\))? \| (.*?) \| [^|]* \|$", text, re.M)
+    }
     missing = []
     for path in sorted((ROOT / "kirolearn").rglob("*.py")):
         parts = path.relative_to(ROOT).parts

@@ -57,7 +57,9 @@ def test_doctor_fails_naming_a_hook_interpreter_that_is_gone(home):
     text = hooks.read_text()
     assert sys.executable in text or os.path.realpath(sys.executable) in text
     gone = "/moved/venv/bin/python3"
-    hooks.write_text(text.replace(json.loads(text)["hooks"]["Stop"][0]["hooks"][0]["command"].split()[1], gone))
+    hooks.write_text(
+        text.replace(json.loads(text)["hooks"]["Stop"][0]["hooks"][0]["command"].split()[1], gone)
+    )
     (failure,) = [m for level, m in doctor_lines() if level == "FAIL" and str(hooks) in m]
     assert gone in failure and "does not exist" in failure and "entries are gone" not in failure
 

@@ -6,11 +6,11 @@ import shutil
 
 from click.testing import CliRunner
 
-from kirolearn.core import replay
-from kirolearn.pipeline import drain
 from kirolearn.capture import spool
 from kirolearn.cli.commands import cli
+from kirolearn.core import replay
 from kirolearn.demo import RECORDINGS
+from kirolearn.pipeline import drain
 
 
 def records(db):
@@ -38,14 +38,18 @@ def test_recorded_cli_session_becomes_turn_summaries(tmp_path, drain_now, home):
     assert first["title"].startswith("Login returns a 500 when the email has a plus sign")
     assert "parameterised query" in first["summary"]
     assert "app/auth.py" in first["files_touched"]
-    assert any("failed: test_login_plus_address" in f and "fixed after changing app/auth.py" in f
-               for f in first["facts"]), first["facts"]
+    assert any(
+        "failed: test_login_plus_address" in f and "fixed after changing app/auth.py" in f
+        for f in first["facts"]
+    ), first["facts"]
     assert "app/orders.py" in second["files_touched"] and "tests/test_orders.py" in second["files_touched"]
     # Each turn's record cites that turn's events: together the whole batch, none twice.
     assert len(first["source_event_ids"]) + len(second["source_event_ids"]) == 13
     assert not set(first["source_event_ids"]) & set(second["source_event_ids"])
     # The password in the DATABASE_URL never reached the database.
-    dump = "\n".join(str(tuple(r)) for t in ("events", "memory_records") for r in db.execute(f"select * from {t}"))
+    dump = "\n".join(
+        str(tuple(r)) for t in ("events", "memory_records") for r in db.execute(f"select * from {t}")
+    )
     assert "s3cr3t-pw" not in dump
     assert "postgres://app:[REDACTED:url-password]@localhost/app" in dump
 
@@ -62,7 +66,9 @@ def test_every_recording_drains_cleanly(tmp_path, drain_now):
     assert any(t.startswith("The nightly export job keeps failing") for t in titles)
 
 
-def test_redrain_after_crash_between_commit_and_unlink_stores_nothing_twice(make_event, drain_now, home, tmp_path):
+def test_redrain_after_crash_between_commit_and_unlink_stores_nothing_twice(
+    make_event, drain_now, home, tmp_path
+):
     for i in range(5):
         make_event(tool_name="shell", tool_input={"command": f"echo {i}"})
     backup = tmp_path / "backup"
@@ -77,7 +83,11 @@ def test_redrain_after_crash_between_commit_and_unlink_stores_nothing_twice(make
 
 
 def test_same_tool_call_twice_in_the_window_is_stored_once(make_event, drain_now):
-    call = dict(tool_name="execute_bash", tool_input={"command": "ls"}, tool_response={"success": True, "result": ["a"]})
+    call = dict(
+        tool_name="execute_bash",
+        tool_input={"command": "ls"},
+        tool_response={"success": True, "result": ["a"]},
+    )
     make_event(now=1_800_000_000.0, **call)
     make_event(now=1_800_000_001.0, **call)  # Kiro fired the hook twice
     make_event(now=1_800_000_500.0, **call)  # the same command much later: a new fact
@@ -146,12 +156,16 @@ def test_secrets_are_scrubbed_from_every_field(make_event, drain_now):
     aws = "AKIA" + "IOSFODNN7EXAMPL" + "E"
     ghp = "ghp_" + "a1B2" * 9
     make_event("userPromptSubmit", prompt=f"deploy with key {aws} <private>my home address</private>")
-    make_event(tool_name="shell", tool_input={"command": f"GITHUB_TOKEN={ghp} gh pr list",
-                                              "<private>secret-key-name</private>": "v"},
-               tool_response=f"Authorization: Bearer {ghp}\n")
+    make_event(
+        tool_name="shell",
+        tool_input={"command": f"GITHUB_TOKEN={ghp} gh pr list", "<private>secret-key-name</private>": "v"},
+        tool_response=f"Authorization: Bearer {ghp}\n",
+    )
     make_event("stop", assistant_response=f"Used {aws}.", extra={"password": "hunter22"})
     stats, db = drain_now(flush=True)
-    dump = "\n".join(str(tuple(r)) for t in ("events", "memory_records") for r in db.execute(f"select * from {t}"))
+    dump = "\n".join(
+        str(tuple(r)) for t in ("events", "memory_records") for r in db.execute(f"select * from {t}")
+    )
     for secret in (aws, ghp, "my home address", "secret-key-name", "hunter22"):
         assert secret not in dump, secret
     assert "<private>" not in dump
@@ -180,8 +194,16 @@ def test_cli_drain_json_and_export(make_event, home):
     result = runner.invoke(cli, ["drain", "--json"], catch_exceptions=False)
     summary = json.loads(result.output)
     assert summary["events_read"] == 3 and summary["records_written"] == 1
-    assert set(summary) >= {"events_read", "stored", "duplicates", "quarantined", "redactions",
-                            "batches_extracted", "records_written", "tokens_used"}
+    assert set(summary) >= {
+        "events_read",
+        "stored",
+        "duplicates",
+        "quarantined",
+        "redactions",
+        "batches_extracted",
+        "records_written",
+        "tokens_used",
+    }
     lines = [json.loads(line) for line in runner.invoke(cli, ["export"]).output.splitlines()]
     assert [item["type"] for item in lines] == ["event"] * 3 + ["record"]
     assert lines[-1]["title"] == "why is the build slow?"
@@ -214,6 +236,7 @@ def test_status_reports_spool_drain_and_fallback(make_event, home, write_config,
     make_event("userPromptSubmit", prompt="a")
     make_event("stop", assistant_response="b")
     from kirolearn.pipeline.extract import Completion
+
     drain_now(complete=lambda m, c: Completion('{"records": []}', 20, 5))
     runner = CliRunner()
     runner.invoke(cli, ["drain"], catch_exceptions=False)  # records the drain run
@@ -231,7 +254,9 @@ def test_extracted_events_expire_after_retention(make_event, drain_now, write_co
     write_config("[retention]\nevents_days = 30\n[batch]\nidle_seconds = 1e12\n")
     make_event("userPromptSubmit", prompt="old question", now=1_000_000_000.0, session_id="old")
     make_event("stop", assistant_response="old answer", now=1_000_000_001.0, session_id="old")
-    make_event("userPromptSubmit", prompt="pending, old, not extracted", now=1_000_000_000.0, session_id="open")
+    make_event(
+        "userPromptSubmit", prompt="pending, old, not extracted", now=1_000_000_000.0, session_id="open"
+    )
     stats, db = drain_now()
     assert stats.records_written == 1 and stats.expired_events == 2
     assert db["events"].count == 1  # the unextracted one stays, however old
@@ -240,8 +265,11 @@ def test_extracted_events_expire_after_retention(make_event, drain_now, write_co
 
 def test_export_includes_session_summaries(project, home):
     runner = CliRunner()
-    runner.invoke(cli, ["session-end", "--session-id", "s1", "--summary", "done", "--project", str(project)],
-                  catch_exceptions=False)
+    runner.invoke(
+        cli,
+        ["session-end", "--session-id", "s1", "--summary", "done", "--project", str(project)],
+        catch_exceptions=False,
+    )
     lines = [json.loads(x) for x in runner.invoke(cli, ["export"]).output.splitlines()]
     assert [x["type"] for x in lines] == ["record", "summary"]
     assert lines[1]["summary"] == "done" and lines[1]["next_steps"] == []
@@ -254,7 +282,9 @@ def test_a_scrubbed_model_answer_is_clipped_again_not_fatal(make_event, drain_no
     make_event("userPromptSubmit", prompt="q")
     make_event("stop", assistant_response="a")
     title = "x" * 185 + " password=hunter2abc"  # the marker is longer than the secret
-    answer = json.dumps({"records": [{"observation_type": "session_summary", "title": title, "summary": "s"}]})
+    answer = json.dumps(
+        {"records": [{"observation_type": "session_summary", "title": title, "summary": "s"}]}
+    )
     stats, db = drain_now(complete=lambda m, c: Completion(answer, 10, 5))
     (row,) = db.query("select title from memory_records")
     assert len(row["title"]) <= 200 and "hunter2" not in row["title"]
@@ -296,12 +326,15 @@ def test_dedup_window_includes_exactly_3_seconds(make_event, drain_now):
 
 def test_only_a_session_start_is_stored_once_per_session(project, drain_now):
     """Other lifecycle notes (Claude Code's PreCompact, SessionEnd, ...) repeat for real: the 3 s window applies."""
-    from kirolearn.capture import events
-    from kirolearn.capture import spool
+    from kirolearn.capture import events, spool
 
     for now in (1_800_000_000.0, 1_800_000_060.0):  # the context compacted twice, a minute apart
-        event = events.build_event("PreCompact", {"cwd": str(project), "session_id": "c1", "trigger": "auto"},
-                                   now=now, agent="claude-code")
+        event = events.build_event(
+            "PreCompact",
+            {"cwd": str(project), "session_id": "c1", "trigger": "auto"},
+            now=now,
+            agent="claude-code",
+        )
         assert event["kind"] == "note" and event["trigger"] != "agentSpawn"
         spool.append(event["event_id"], events.serialize(event))
     stats, _ = drain_now()
@@ -312,7 +345,11 @@ def test_only_a_session_start_is_stored_once_per_session(project, drain_now):
 T = 1_800_000_000.0
 
 
-CALL = dict(tool_name="execute_bash", tool_input={"command": "make"}, tool_response={"success": True, "result": ["ok"]})
+CALL = dict(
+    tool_name="execute_bash",
+    tool_input={"command": "make"},
+    tool_response={"success": True, "result": ["ok"]},
+)
 
 
 def test_dedup_window_boundary_within_one_drain(make_event, drain_now):

@@ -10,14 +10,12 @@ import threading
 import time
 
 import pytest
+from conftest import as_store, hook_env, run_hook
 
 from kirolearn import settings
+from kirolearn.capture import events, spool
 from kirolearn.pipeline import drain
-from kirolearn.capture import events
-from kirolearn.capture import spool
 from kirolearn.store.sqlite import db as store
-
-from conftest import hook_env, run_hook
 
 KIROLEARN = os.path.join(os.path.dirname(sys.executable), "kirolearn")
 
@@ -25,9 +23,16 @@ KIROLEARN = os.path.join(os.path.dirname(sys.executable), "kirolearn")
 def fill_spool(project, n):
     ids = []
     for i in range(n):
-        event = events.build_event("postToolUse", {"cwd": str(project), "session_id": f"s{i % 7}",
-                                                   "tool_name": "shell", "tool_input": {"command": f"echo {i}"},
-                                                   "tool_response": "x" * 400})
+        event = events.build_event(
+            "postToolUse",
+            {
+                "cwd": str(project),
+                "session_id": f"s{i % 7}",
+                "tool_name": "shell",
+                "tool_input": {"command": f"echo {i}"},
+                "tool_response": "x" * 400,
+            },
+        )
         spool.append(event["event_id"], events.serialize(event))
         ids.append(event["event_id"])
     return ids
@@ -48,8 +53,9 @@ def test_killed_drainers_never_lose_or_duplicate_events(home, project, write_con
         if remaining == 0:
             break
         target = int(remaining * rng.uniform(0.2, 0.9))  # kill once the spool shrank to this
-        proc = subprocess.Popen([KIROLEARN, "drain"], env=hook_env(), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [KIROLEARN, "drain"], env=hook_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         deadline = time.monotonic() + 60
         while proc.poll() is None and spool.size() > target and time.monotonic() < deadline:
             time.sleep(0.002)
@@ -74,6 +80,7 @@ import dataclasses, itertools, json, os, sys
 from kirolearn import settings
 from kirolearn.pipeline import drain
 from kirolearn.store.sqlite import db as store
+from kirolearn.store.sqlite.store import SqliteStore
 from kirolearn.pipeline.extract import Completion
 calls = itertools.count()
 
@@ -86,7 +93,7 @@ def complete(messages, conf):
 
 held = drain.lock()
 try:
-    stats = drain.Drainer(store.open_db(), settings.load(), complete=complete).run_once()
+    stats = drain.Drainer(SqliteStore(db=store.open_db()), settings.load(), complete=complete).run_once()
 finally:
     held.release()
 print(json.dumps(dataclasses.asdict(stats)))
@@ -97,10 +104,14 @@ def fill_turns(project, sessions, turns=3):
     ids = []
     for s in sessions:
         for t in range(turns):
-            for name, payload in (("userPromptSubmit", {"prompt": f"task {s}-{t}"}),
-                                  ("postToolUse", {"tool_name": "shell", "tool_input": {"command": f"make {s}-{t}"},
-                                                   "tool_response": "ok"}),
-                                  ("stop", {"assistant_response": f"done {s}-{t}"})):
+            for name, payload in (
+                ("userPromptSubmit", {"prompt": f"task {s}-{t}"}),
+                (
+                    "postToolUse",
+                    {"tool_name": "shell", "tool_input": {"command": f"make {s}-{t}"}, "tool_response": "ok"},
+                ),
+                ("stop", {"assistant_response": f"done {s}-{t}"}),
+            ):
                 event = events.build_event(name, {"cwd": str(project), "session_id": s, **payload})
                 spool.append(event["event_id"], events.serialize(event))
                 ids.append(event["event_id"])
@@ -114,7 +125,7 @@ def drain_once(crash_at=None):
 
 
 def spool_ids():
-    return {os.path.basename(p)[:-len(spool.SUFFIX)] for p in spool.ready_files()}
+    return {os.path.basename(p)[: -len(spool.SUFFIX)] for p in spool.ready_files()}
 
 
 def check_nothing_lost(ids):
@@ -170,7 +181,9 @@ def test_kills_at_named_points_never_lose_or_store_twice(home, project, write_co
     marks = db.execute("select extract_state, run_id from events").fetchall()
     assert all(state == "done" and run_id in ok for state, run_id in marks)
     records = [dict(r) for r in db.query("select run_id, source_event_ids from memory_records")]
-    assert len(records) == 12 and {r["run_id"] for r in records} == set(ok)  # one record per extraction, no more
+    assert len(records) == 12 and {r["run_id"] for r in records} == set(
+        ok
+    )  # one record per extraction, no more
     owner = {}
     for r in records:  # by source event ids: no event feeds two stored records
         for event_id in json.loads(r["source_event_ids"]):
@@ -187,13 +200,15 @@ def test_hooks_keep_writing_while_a_watcher_drains(home, project):
     stop = threading.Event()
 
     def watch():  # its own connection: sqlite connections stay in the thread that made them
-        drain.Drainer(store.open_db(), conf).watch(should_stop=stop.is_set)
+        drain.Drainer(as_store(store.open_db()), conf).watch(should_stop=stop.is_set)
 
     watcher = threading.Thread(target=watch)
     watcher.start()
     try:
-        procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(w), str(project)], env=hook_env())
-                 for w in range(4)]
+        procs = [
+            subprocess.Popen([sys.executable, "-c", WRITER, str(w), str(project)], env=hook_env())
+            for w in range(4)
+        ]
         for p in procs:
             assert p.wait(timeout=60) == 0
         deadline = time.monotonic() + 30
@@ -222,10 +237,19 @@ for i in range(100):
 
 
 def test_watch_cli_stops_cleanly_on_sigterm(home, project):
-    proc = subprocess.Popen([KIROLEARN, "drain", "--watch", "--json"], env=hook_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [KIROLEARN, "drain", "--watch", "--json"],
+        env=hook_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
-        body = {"hook_event_name": "stop", "cwd": str(project), "assistant_response": "done", "session_id": "w"}
+        body = {
+            "hook_event_name": "stop",
+            "cwd": str(project),
+            "assistant_response": "done",
+            "session_id": "w",
+        }
         assert run_hook([], json.dumps(body).encode()).returncode == 0
         line = proc.stdout.readline()  # one JSON line per pass that did something
         assert json.loads(line)["stored"] == 1
@@ -239,11 +263,12 @@ def test_watch_cli_stops_cleanly_on_sigterm(home, project):
 SAVER = r"""
 import sys
 from kirolearn.store.sqlite import db as store
+from kirolearn.store.sqlite.store import SqliteStore
 from kirolearn.pipeline import summaries
 here = summaries.Project(sys.argv[2])
 for i in range(50):
     db = store.open_db()  # a fresh store opened by several processes at once, too
-    summaries.save_observation(db, here, title=f"note {sys.argv[1]}-{i}", summary="s", observation_type="discovery",
+    summaries.save_observation(SqliteStore(db=db), here, title=f"note {sys.argv[1]}-{i}", summary="s", observation_type="discovery",
                                facts=[], concepts=[], files_touched=[])
     db.conn.close()
 """
@@ -252,14 +277,23 @@ for i in range(50):
 @pytest.mark.slow
 def test_concurrent_writers_wait_instead_of_failing(home, project):
     ids = fill_spool(project, 1500)
-    drainer = subprocess.Popen([KIROLEARN, "drain"], env=hook_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    savers = [subprocess.Popen([sys.executable, "-c", SAVER, str(w), str(project)], env=hook_env(),
-                               stderr=subprocess.PIPE) for w in range(4)]
+    drainer = subprocess.Popen(
+        [KIROLEARN, "drain"], env=hook_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    savers = [
+        subprocess.Popen(
+            [sys.executable, "-c", SAVER, str(w), str(project)], env=hook_env(), stderr=subprocess.PIPE
+        )
+        for w in range(4)
+    ]
     for p in savers:
         _, err = p.communicate(timeout=120)
         assert p.returncode == 0, err.decode()[-2000:]
     out, err = drainer.communicate(timeout=120)
     assert drainer.returncode == 0, err.decode()[-2000:]
     db = store.open_db()
-    assert db.execute("select count(*) from memory_records where strategy = 'mcp_observation'").fetchone()[0] == 200
+    assert (
+        db.execute("select count(*) from memory_records where strategy = 'mcp_observation'").fetchone()[0]
+        == 200
+    )
     assert sorted(stored_ids(db)) == sorted(ids)

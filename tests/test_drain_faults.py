@@ -9,9 +9,18 @@ import subprocess
 import sys
 
 import pytest
-
-from conftest import KIROLEARN, assert_one_error, cli, hook_env, kl, read_only_ready, ready, spool_events, stored_ids
-from conftest import writable_again
+from conftest import (
+    KIROLEARN,
+    assert_one_error,
+    cli,
+    hook_env,
+    kl,
+    read_only_ready,
+    ready,
+    spool_events,
+    stored_ids,
+    writable_again,
+)
 
 
 def test_a_failing_step_after_the_commit_never_costs_a_spool_file(home, project, drain_now, monkeypatch):
@@ -46,8 +55,12 @@ def test_a_drain_under_a_file_size_limit_fails_cleanly_and_loses_nothing(home, p
 
 
 def test_a_database_lock_held_too_long_is_one_error_line(home, project, filled, monkeypatch):
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(home / "kirolearn.db")],
-                              stdout=subprocess.PIPE, stdin=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(home / "kirolearn.db")],
+        stdout=subprocess.PIPE,
+        stdin=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         spool_events(project, 3, session="late")
@@ -77,8 +90,9 @@ sys.stdin.read()  # until the test closes stdin
 def test_a_read_only_ready_folder_fails_cleanly_and_loses_nothing(home, project, filled):
     ids = spool_events(project, 4, session="ro")
     prefix = read_only_ready(home)
-    result = subprocess.run([*prefix, KIROLEARN, "drain"], env=hook_env(), capture_output=True, text=True,
-                            timeout=120)
+    result = subprocess.run(
+        [*prefix, KIROLEARN, "drain"], env=hook_env(), capture_output=True, text=True, timeout=120
+    )
     assert_one_error(result, "cannot remove their spool files", "chmod")
     assert ready(home) == sorted(i + ".json" for i in ids)
     writable_again(home)

@@ -4,22 +4,23 @@ import json
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from fakellm import FakeLLM
+from test_extract import GOOD
+from test_mcp import call
 
 from kirolearn import settings
 from kirolearn.core.ids import new_ulid
 from kirolearn.pipeline.extract import Completion
 from kirolearn.store.sqlite import db as store
 
-from fakellm import FakeLLM
-from test_extract import GOOD
-from test_mcp import call
-
 pytestmark = pytest.mark.filterwarnings("ignore:Items? .* `ReadOnly` qualifier:UserWarning")
 
 
 def turn(make_event, session="sess-1", n=0):
     make_event("userPromptSubmit", prompt=f"fix the login bug {n}", session_id=session)
-    make_event(tool_name="shell", tool_input={"command": f"pytest {n}"}, tool_response="ok", session_id=session)
+    make_event(
+        tool_name="shell", tool_input={"command": f"pytest {n}"}, tool_response="ok", session_id=session
+    )
     make_event("stop", assistant_response=f"Fixed it {n}.", session_id=session)
 
 
@@ -56,7 +57,9 @@ def test_model_records_are_stored_with_their_run(make_event, drain_now, write_co
     assert {r["run_id"] for r in rows} == {run["run_id"]}
 
 
-def test_a_failing_provider_keeps_the_batch_and_falls_back_after_max_attempts(make_event, drain_now, write_config):
+def test_a_failing_provider_keeps_the_batch_and_falls_back_after_max_attempts(
+    make_event, drain_now, write_config
+):
     """A provider that fails (not a botched answer, see test_llm_batches.py) keeps the batch for later drains."""
     write_config('[extract]\nmodel = "openai/gpt-4o-mini"\nmax_attempts = 2\nretries = 0\n')
     turn(make_event)
@@ -122,8 +125,10 @@ def test_size_and_idle_thresholds(make_event, drain_now, write_config):
 def test_end_to_end_through_litellm_and_a_fake_server(make_event, drain_now, write_config, monkeypatch):
     with FakeLLM() as fake:
         monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-key-for-tests")
-        write_config(f'[extract]\nmodel = "openai/fake-model"\napi_base = "{fake.openai_base}"\n'
-                     "timeout_seconds = 0.5\nretries = 1\nretry_backoff_seconds = 0\n")
+        write_config(
+            f'[extract]\nmodel = "openai/fake-model"\napi_base = "{fake.openai_base}"\n'
+            "timeout_seconds = 0.5\nretries = 1\nretry_backoff_seconds = 0\n"
+        )
         turn(make_event)
         fake.enqueue(delay=1.5, content="late")  # litellm.Timeout, retried ...
         fake.enqueue(raw='{"broken')  # ... a malformed body: the attempt fails
@@ -154,17 +159,35 @@ def test_custom_litellm_provider(make_event, drain_now, write_config):
     finally:
         litellm.custom_provider_map = before
     assert (stats.extractor, stats.records_written, stats.llm_failures) == ("llm", 2, 0)
-    assert json.loads(db.execute("select facts from memory_records where observation_type='session_summary'")
-                      .fetchone()[0]) == ["Use ? placeholders with sqlite3"]
+    assert json.loads(
+        db.execute("select facts from memory_records where observation_type='session_summary'").fetchone()[0]
+    ) == ["Use ? placeholders with sqlite3"]
 
 
 def _run(db, started_at, tokens=(10, 5), cost=0.25, extractor="llm"):
     with store.writing(db):
-        db["extraction_runs"].insert({
-            "run_id": new_ulid(), "batch_key": "b", "extractor": extractor, "reason": "turn-end", "model": "m",
-            "event_count": 1, "request": "", "prompt_tokens": tokens[0], "completion_tokens": tokens[1],
-            "cost_usd": cost, "outcome": "ok", "error": "", "fallback_reason": "", "records_written": 0,
-            "started_at": started_at, "finished_at": started_at}, pk="run_id", alter=True)
+        db["extraction_runs"].insert(
+            {
+                "run_id": new_ulid(),
+                "batch_key": "b",
+                "extractor": extractor,
+                "reason": "turn-end",
+                "model": "m",
+                "event_count": 1,
+                "request": "",
+                "prompt_tokens": tokens[0],
+                "completion_tokens": tokens[1],
+                "cost_usd": cost,
+                "outcome": "ok",
+                "error": "",
+                "fallback_reason": "",
+                "records_written": 0,
+                "started_at": started_at,
+                "finished_at": started_at,
+            },
+            pk="run_id",
+            alter=True,
+        )
 
 
 def _iso(dt):
@@ -195,7 +218,9 @@ def test_daily_limits_are_reached_at_the_limit_not_after(home):
     _run(db, store.now_iso(), tokens=(60, 40), cost=0.5)  # 100 tokens, $0.50 today
     assert store.daily_limit_reached(db, _limits(tokens=100)) == "daily token limit reached (100 of 100)"
     assert store.daily_limit_reached(db, _limits(tokens=101)) == ""
-    assert store.daily_limit_reached(db, _limits(dollars=0.5)) == "daily cost limit reached ($0.5000 of $0.50)"
+    assert (
+        store.daily_limit_reached(db, _limits(dollars=0.5)) == "daily cost limit reached ($0.5000 of $0.50)"
+    )
     assert store.daily_limit_reached(db, _limits(dollars=0.51)) == ""
     assert store.daily_limit_reached(db, _limits()) == ""  # 0 = no limit, for either
     assert store.daily_limit_reached(db, _limits(tokens=100, dollars=0.1)).startswith("daily token limit")
@@ -211,7 +236,9 @@ def test_no_model_is_not_a_fallback(make_event, drain_now):
 
 # The daily spend limit (kills the mutants that removed the dollar check or left auto_compress tokens uncounted).
 def test_daily_dollar_limit_switches_to_the_deterministic_extractor(make_event, drain_now, write_config):
-    write_config('[extract]\nmodel = "openai/gpt-4o-mini"\ndaily_token_limit = 0\ndaily_cost_limit_usd = 0.00005\n')
+    write_config(
+        '[extract]\nmodel = "openai/gpt-4o-mini"\ndaily_token_limit = 0\ndaily_cost_limit_usd = 0.00005\n'
+    )
     turn(make_event, session="a")
     turn(make_event, session="b", n=1)
     complete = complete_with(GOOD)  # each call costs $0.0001
@@ -234,11 +261,21 @@ def test_auto_compress_tokens_count_toward_the_daily_limit(project, make_event, 
         calls.append(messages)
         return Completion(json.dumps({"summary": "Drafted.", "next_steps": [], "pitfalls": []}), 90, 20)
 
-    first = call(project, "session_end", {"session_id": "s1", "auto_compress": True, "transcript": "did a"},
-                 settings=_conf(), complete=complete)
+    first = call(
+        project,
+        "session_end",
+        {"session_id": "s1", "auto_compress": True, "transcript": "did a"},
+        settings=_conf(),
+        complete=complete,
+    )
     assert first.structuredContent["compressed_used"] is True
-    second = call(project, "session_end", {"session_id": "s2", "auto_compress": True, "transcript": "did b"},
-                  settings=_conf(), complete=complete)
+    second = call(
+        project,
+        "session_end",
+        {"session_id": "s2", "auto_compress": True, "transcript": "did b"},
+        settings=_conf(),
+        complete=complete,
+    )
     assert second.structuredContent["auto_compress_error"] == "spend_limit_reached" and len(calls) == 1
     # and the drainer sees the same spend
     write_config('[extract]\nmodel = "openai/gpt-4o-mini"\ndaily_token_limit = 100\n')

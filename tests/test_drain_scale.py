@@ -1,13 +1,13 @@
 """Every pass costs the new work, not the store (issue #32): the integrity check at a bounded rate,
 pending work found through indexes, backfills that resume after a kill."""
 
-import json
 import os
 import signal
 import subprocess
 import sys
 
 import pytest
+from conftest import as_store, hook_env
 
 from kirolearn import settings
 from kirolearn.capture import events, spool
@@ -15,14 +15,16 @@ from kirolearn.pipeline import drain
 from kirolearn.store import state
 from kirolearn.store.sqlite import db as store
 
-from conftest import hook_env
-
 
 def spool_turn(project, session, n):
-    for name, payload in (("userPromptSubmit", {"prompt": f"task {session} {n}"}),
-                          ("postToolUse", {"tool_name": "shell", "tool_input": {"command": f"make {n}"},
-                                           "tool_response": "ok"}),
-                          ("stop", {"assistant_response": f"done {session} {n}"})):
+    for name, payload in (
+        ("userPromptSubmit", {"prompt": f"task {session} {n}"}),
+        (
+            "postToolUse",
+            {"tool_name": "shell", "tool_input": {"command": f"make {n}"}, "tool_response": "ok"},
+        ),
+        ("stop", {"assistant_response": f"done {session} {n}"}),
+    ):
         event = events.build_event(name, {"cwd": str(project), "session_id": session, **payload})
         spool.append(event["event_id"], events.serialize(event))
 
@@ -30,7 +32,9 @@ def spool_turn(project, session, n):
 def quick_checks(db) -> list:
     """The quick_check statements run on this connection from now on (a sqlite3 trace callback)."""
     seen = []
-    db.conn.set_trace_callback(lambda sql: seen.append(sql) if sql.lower().startswith("pragma quick_check") else None)
+    db.conn.set_trace_callback(
+        lambda sql: seen.append(sql) if sql.lower().startswith("pragma quick_check") else None
+    )
     return seen
 
 
@@ -39,7 +43,7 @@ def one_pass(conf, project, n, left=0):
     db = store.open_db()
     seen = quick_checks(db)
     spool_turn(project, "s", n)
-    drainer = drain.Drainer(db, conf)
+    drainer = drain.Drainer(as_store(db), conf)
     stats = drainer.run_once()
     db.conn.close()
     assert stats.stored == 3 and stats.released == 3 + left
@@ -73,7 +77,7 @@ def test_quick_check_is_due_after_hours(conf, project, monkeypatch):
 def test_watch_passes_never_check_twice(conf, project):
     db = store.open_db()
     seen = quick_checks(db)
-    drainer = drain.Drainer(db, conf)
+    drainer = drain.Drainer(as_store(db), conf)
     for n in range(4):
         spool_turn(project, "w", n)
         drainer.run_once()
@@ -85,8 +89,9 @@ DRAINER = r"""
 from kirolearn import settings
 from kirolearn.pipeline import drain
 from kirolearn.store.sqlite import db as store
+from kirolearn.store.sqlite.store import SqliteStore
 held = drain.lock()
-drain.Drainer(store.open_db(), settings.load()).run_once()
+drain.Drainer(SqliteStore(db=store.open_db()), settings.load()).run_once()
 """
 
 
@@ -94,8 +99,12 @@ def test_an_unclean_stop_makes_the_next_pass_check_first(conf, project, home):
     assert one_pass(conf, project, 0) == 1
     assert one_pass(conf, project, 1) == 0
     spool_turn(project, "k", 2)
-    killed = subprocess.run([sys.executable, "-c", DRAINER], capture_output=True, timeout=120,
-                            env=hook_env(KIROLEARN_CRASH_AT="extract-before-commit"))
+    killed = subprocess.run(
+        [sys.executable, "-c", DRAINER],
+        capture_output=True,
+        timeout=120,
+        env=hook_env(KIROLEARN_CRASH_AT="extract-before-commit"),
+    )
     assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()[-2000:]
     assert state.read(state.CHECK)["open"] is True  # the marker of a pass under way stayed
     assert one_pass(conf, project, 3, left=3) == 1  # checked before it took anything in
@@ -119,27 +128,46 @@ def test_a_replaced_database_file_is_checked(conf, project, home):
 
 # --- pending work through indexes; killed backfills resume --------------------------------------
 
+
 def fill_records(sessions: int, per_session: int = 2, start: int = 0, session=None) -> None:
     """Records as extraction writes them, `per_session` to a session, through the store contract."""
     from kirolearn.store.sqlite.store import SqliteStore
 
     with SqliteStore() as st:
-        st.add_records([{
-            "record_id": f"mr_{start + i:08d}",
-            "project_id": "p0" if session else f"p{(start + i) // per_session % 3}", "project_root": "/src/p",
-            "session_id": session or f"s{(start + i) // per_session}", "title": f"turn {start + i} about exports",
-            "summary": f"did thing {start + i}", "facts": [], "concepts": [], "files_touched": [],
-            "observation_type": "tool_use", "strategy": "test", "source_event_ids": [],
-            "created_at": "2026-11-01T10:00:00.000Z"} for i in range(sessions * per_session)])
+        st.add_records(
+            [
+                {
+                    "record_id": f"mr_{start + i:08d}",
+                    "project_id": "p0" if session else f"p{(start + i) // per_session % 3}",
+                    "project_root": "/src/p",
+                    "session_id": session or f"s{(start + i) // per_session}",
+                    "title": f"turn {start + i} about exports",
+                    "summary": f"did thing {start + i}",
+                    "facts": [],
+                    "concepts": [],
+                    "files_touched": [],
+                    "observation_type": "tool_use",
+                    "strategy": "test",
+                    "source_event_ids": [],
+                    "created_at": "2026-11-01T10:00:00.000Z",
+                }
+                for i in range(sessions * per_session)
+            ]
+        )
 
 
 def plans(db, run) -> "dict[str, list[str]]":
     """The query plan of every statement `run()` makes on this connection (EXPLAIN QUERY PLAN)."""
     statements = []
-    db.conn.set_trace_callback(lambda sql: statements.append(sql) if sql.lstrip().lower().startswith("select") else None)
+    db.conn.set_trace_callback(
+        lambda sql: statements.append(sql) if sql.lstrip().lower().startswith("select") else None
+    )
     run()
     db.conn.set_trace_callback(None)
-    return {sql: [row[3] for row in db.conn.execute("EXPLAIN QUERY PLAN " + sql)] for sql in dict.fromkeys(statements)}
+    return {
+        sql: [row[3] for row in db.conn.execute("EXPLAIN QUERY PLAN " + sql)]
+        for sql in dict.fromkeys(statements)
+    }
 
 
 PENDING_INDEXES = ("idx_records_expansion_pending", "idx_vectors_before_parts")
@@ -190,6 +218,7 @@ import numpy as np
 from kirolearn.recall import semantic
 from kirolearn.recall.embeddings.base import EmbeddingModel
 from kirolearn.store.sqlite import db as store
+from kirolearn.store.sqlite.store import SqliteStore
 
 class Counting(EmbeddingModel):
     model_id, dimensions, batch_size = "test/counting", 3, 64
@@ -201,16 +230,17 @@ class Counting(EmbeddingModel):
 
 db = store.open_db()
 if sys.argv[1] == "vectors":
-    semantic.index_pending(db, Counting(), batch=10)
+    semantic.index_pending(SqliteStore(db=db), Counting(), batch=10)
 else:
-    print(semantic.enrich_pending(db))
+    print(semantic.enrich_pending(SqliteStore(db=db)))
 """
 
 
 def embedder(what, crash_at=None):
     env = hook_env(**({"KIROLEARN_CRASH_AT": crash_at} if crash_at else {}))
-    return subprocess.run([sys.executable, "-c", EMBEDDER, what], env=env, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", EMBEDDER, what], env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_a_killed_vector_backfill_resumes_without_redoing_or_losing_work(new_store):
@@ -263,6 +293,8 @@ def test_a_killed_expansion_backfill_resumes_without_redoing_or_losing_work(new_
     db = store.open_db()
     from kirolearn.recall import semantic
 
-    whole = semantic.expansions_for(semantic.derived_of(db).session_records("p0", "long"))
-    assert whole and all(db.execute("select expansion from memory_records where record_id = ?", [rid]).fetchone()[0]
-                         == text for rid, text in whole.items())  # as if the whole session were derived
+    whole = semantic.expansions_for(semantic.derived_of(as_store(db)).session_records("p0", "long"))
+    assert whole and all(
+        db.execute("select expansion from memory_records where record_id = ?", [rid]).fetchone()[0] == text
+        for rid, text in whole.items()
+    )  # as if the whole session were derived

@@ -2,9 +2,7 @@
 FTS index's too) nor in `export`."""
 
 import base64
-import json
 
-import pytest
 from click.testing import CliRunner
 
 from kirolearn.cli.commands import cli
@@ -34,13 +32,25 @@ def _everything(db, home):
 
 
 def test_the_shapes_are_clean_in_the_store_and_export(make_event, drain_now, home):
-    make_event("userPromptSubmit", prompt="my netrc:\nmachine api.example.com login bob password " + PW
-               + "\n＜private＞12 Oak Street＜/private＞")
-    make_event(tool_name="execute_bash", tool_input={"command": f"echo {BLOB} | base64 -d"},
-               tool_response=f"> Cookie: sessionid={SID}; theme=dark\nUPSTREAM=Bearer {TOKEN}\n")
-    make_event(tool_name="execute_bash", tool_input={"command": "env"},
-               tool_response=f"DATABASE_URL=postgres://app:{PW[:5]}\n{PW[5:]}2@db.internal/app\n")
-    make_event("stop", assistant_response="Done: &amp;lt;private&amp;gt;12 Oak Street&amp;lt;/private&amp;gt;")
+    make_event(
+        "userPromptSubmit",
+        prompt="my netrc:\nmachine api.example.com login bob password "
+        + PW
+        + "\n＜private＞12 Oak Street＜/private＞",
+    )
+    make_event(
+        tool_name="execute_bash",
+        tool_input={"command": f"echo {BLOB} | base64 -d"},
+        tool_response=f"> Cookie: sessionid={SID}; theme=dark\nUPSTREAM=Bearer {TOKEN}\n",
+    )
+    make_event(
+        tool_name="execute_bash",
+        tool_input={"command": "env"},
+        tool_response=f"DATABASE_URL=postgres://app:{PW[:5]}\n{PW[5:]}2@db.internal/app\n",
+    )
+    make_event(
+        "stop", assistant_response="Done: &amp;lt;private&amp;gt;12 Oak Street&amp;lt;/private&amp;gt;"
+    )
     stats, db = drain_now(flush=True)
     dump = _everything(db, home)
     for secret in SECRETS + (PW[5:] + "2",):
@@ -50,10 +60,16 @@ def test_the_shapes_are_clean_in_the_store_and_export(make_event, drain_now, hom
 
 def test_a_key_split_over_two_tool_outputs_is_clean_in_the_store(make_event, drain_now, home):
     make_event("userPromptSubmit", prompt="show me the credentials file, in two parts")
-    make_event(tool_name="execute_bash", tool_input={"command": "head -c 60 ~/.aws/credentials"},
-               tool_response="[default]\naws_secret_access_key =")
-    make_event(tool_name="execute_bash", tool_input={"command": "tail -c 41 ~/.aws/credentials"},
-               tool_response=f"{AWS_SECRET}\n")
+    make_event(
+        tool_name="execute_bash",
+        tool_input={"command": "head -c 60 ~/.aws/credentials"},
+        tool_response="[default]\naws_secret_access_key =",
+    )
+    make_event(
+        tool_name="execute_bash",
+        tool_input={"command": "tail -c 41 ~/.aws/credentials"},
+        tool_response=f"{AWS_SECRET}\n",
+    )
     make_event("stop", assistant_response="Those are your credentials.")
     _, db = drain_now(flush=True)
     assert AWS_SECRET not in _everything(db, home)
@@ -68,8 +84,12 @@ def test_prompts_that_differ_only_inside_private_stay_two_events(make_event, dra
 
     now = time.time()
     make_event("userPromptSubmit", now=now, prompt="deploy with <private>hunter2-alpha</private> please")
-    make_event("userPromptSubmit", now=now + 0.5, prompt="deploy with <private>hunter2-bravo</private> please")
-    make_event("userPromptSubmit", now=now + 0.6, prompt="deploy with <private>hunter2-bravo</private> please")
+    make_event(
+        "userPromptSubmit", now=now + 0.5, prompt="deploy with <private>hunter2-bravo</private> please"
+    )
+    make_event(
+        "userPromptSubmit", now=now + 0.6, prompt="deploy with <private>hunter2-bravo</private> please"
+    )
     stats, db = drain_now()
     assert stats.stored == 2 and stats.duplicates == 1
     stored = _everything(db, home)

@@ -4,10 +4,10 @@ import subprocess
 import sys
 
 from click.testing import CliRunner
-
-from kirolearn.core import errors
-from kirolearn.cli.commands import cli
 from conftest import BIN
+
+from kirolearn.cli.commands import cli
+from kirolearn.core import errors
 
 
 def test_error_carries_message_fix_and_exit_code():
@@ -19,16 +19,23 @@ def test_error_carries_message_fix_and_exit_code():
 
 
 def test_every_library_error_is_in_the_family():
-    from kirolearn.core import paths
-    from kirolearn.install import engine as install, schedule
     from kirolearn import settings
-    from kirolearn.pipeline import drain
-    from kirolearn.pipeline import extract
+    from kirolearn.core import paths
+    from kirolearn.install import engine as install
+    from kirolearn.install import schedule
+    from kirolearn.pipeline import drain, extract, summaries
     from kirolearn.store.sqlite import db as store
-    from kirolearn.pipeline import summaries
 
-    for cls in (paths.HomeNotFound, drain.DrainLocked, extract.ExtractionError, install.InstallError,
-                schedule.ScheduleError, settings.SettingsError, store.SchemaTooNew, summaries.SummaryError):
+    for cls in (
+        paths.HomeNotFound,
+        drain.DrainLocked,
+        extract.ExtractionError,
+        install.InstallError,
+        schedule.ScheduleError,
+        settings.SettingsError,
+        store.SchemaTooNew,
+        summaries.SummaryError,
+    ):
         assert issubclass(cls, errors.KirolearnError), cls
 
 
@@ -89,8 +96,9 @@ def test_mcp_server_turns_library_errors_into_one_line():
 
 def test_a_closed_pipe_is_not_reported_as_a_disk_error(home):
     """`kirolearn config show | head -1`: the reader leaving is not "file system error …; check the disk"."""
-    proc = subprocess.Popen([str(BIN / "kirolearn"), "config", "show"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [str(BIN / "kirolearn"), "config", "show"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     proc.stdout.close()  # the reader is gone before anything is written
     stderr = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 141

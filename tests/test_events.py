@@ -3,12 +3,11 @@
 import json
 
 import pytest
-
-from kirolearn.capture import events
-from kirolearn import hook as hooks
-from kirolearn.pipeline.schema import Event
-
 from conftest import load_cases, substitute
+
+from kirolearn import hook as hooks
+from kirolearn.capture import events
+from kirolearn.pipeline.schema import Event
 
 CASES = load_cases()
 
@@ -20,7 +19,11 @@ def test_payload_becomes_expected_event(case, project, spooled, monkeypatch):
     for key, value in case.get("env", {}).items():
         monkeypatch.setenv(key, value)
     stdin = case["stdin"]
-    raw = None if stdin is None else (stdin if isinstance(stdin, str) else json.dumps(substitute(stdin, mapping)))
+    raw = (
+        None
+        if stdin is None
+        else (stdin if isinstance(stdin, str) else json.dumps(substitute(stdin, mapping)))
+    )
     assert hooks.handle(case["argv"], None if raw is None else raw.encode()) == 0
 
     found = spooled()
@@ -64,8 +67,13 @@ def test_payload_hook_name_wins_over_argument(project, spooled):
 
 def test_huge_tool_output_keeps_head_and_tail(project, spooled):
     output = "HEAD-LINE\n" + "x" * (20 * 1024 * 1024) + "\nTAIL-ERROR: boom"
-    payload = {"hook_event_name": "postToolUse", "cwd": str(project), "tool_name": "execute_bash",
-               "tool_input": {"command": "make"}, "tool_response": {"success": False, "result": [output]}}
+    payload = {
+        "hook_event_name": "postToolUse",
+        "cwd": str(project),
+        "tool_name": "execute_bash",
+        "tool_input": {"command": "make"},
+        "tool_response": {"success": False, "result": [output]},
+    }
     hooks.handle([], json.dumps(payload).encode())
     (event,) = spooled()
     text = event["tool_response"]["result"][0]
@@ -80,8 +88,12 @@ def test_huge_tool_output_keeps_head_and_tail(project, spooled):
 
 
 def test_many_small_strings_still_fit_the_event_cap():
-    payload = {"hook_event_name": "postToolUse", "cwd": "/", "tool_name": "grep",
-               "tool_response": [{"k%d" % i: "v" * 3000 for i in range(400)} for _ in range(3)]}
+    payload = {
+        "hook_event_name": "postToolUse",
+        "cwd": "/",
+        "tool_name": "grep",
+        "tool_response": [{"k%d" % i: "v" * 3000 for i in range(400)} for _ in range(3)],
+    }
     event = events.build_event("postToolUse", payload)
     assert len(events.serialize(event)) <= events.MAX_EVENT_BYTES
     assert "tool_response" in event["truncated"][0]
@@ -98,7 +110,9 @@ def test_deep_nesting_is_cut_not_fatal():
 
 
 def test_long_lists_keep_both_ends():
-    event = events.build_event("postToolUse", {"tool_name": "x", "cwd": "/", "tool_response": list(range(5000))})
+    event = events.build_event(
+        "postToolUse", {"tool_name": "x", "cwd": "/", "tool_response": list(range(5000))}
+    )
     kept = event["tool_response"]
     assert kept[0] == 0 and kept[-1] == 4999
     assert any(isinstance(v, str) and "cut 4500 items" in v for v in kept)

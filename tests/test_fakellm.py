@@ -4,7 +4,6 @@ import json
 import logging
 import os
 import threading
-import time
 import urllib.error
 import urllib.request
 
@@ -13,7 +12,6 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
 import litellm  # noqa: E402  (slow: imported once for the module)
-
 from fakellm import NO_REPLY_BODY, FakeLLM  # noqa: E402
 
 litellm.suppress_debug_info = True
@@ -42,9 +40,7 @@ def complete(llm, provider, timeout=5, **kwargs):
         kwargs.update(api_base=llm.openai_base, api_key="fake", max_retries=0)
     else:
         kwargs.update(api_base=llm.ollama_base)
-    return litellm.completion(
-        model=f"{provider}/fake-model", messages=MESSAGES, timeout=timeout, **kwargs
-    )
+    return litellm.completion(model=f"{provider}/fake-model", messages=MESSAGES, timeout=timeout, **kwargs)
 
 
 def post(url, payload, timeout=5):
@@ -165,9 +161,13 @@ def test_litellm_custom_usage(llm):
     assert (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens) == (100, 1, 101)
 
 
-@pytest.mark.parametrize("provider, path", [
-    ("openai", "/v1/chat/completions"), ("ollama_chat", "/api/chat"),
-])
+@pytest.mark.parametrize(
+    "provider, path",
+    [
+        ("openai", "/v1/chat/completions"),
+        ("ollama_chat", "/api/chat"),
+    ],
+)
 def test_litellm_requests_record_the_messages(llm, provider, path):
     llm.enqueue("one")
     llm.enqueue("two")
@@ -220,7 +220,9 @@ def test_litellm_empty_queue_is_an_error(llm, provider):
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_litellm_timeout(llm, provider):
-    llm.enqueue(delay=30.0, content="late")  # far past the timeout: only the client's own timer can end the call
+    llm.enqueue(
+        delay=30.0, content="late"
+    )  # far past the timeout: only the client's own timer can end the call
     with pytest.raises(litellm.Timeout) as err:
         complete(llm, provider, timeout=0.5)
     assert type(err.value) is litellm.Timeout

@@ -29,22 +29,25 @@ def test_every_form_of_one_repository_normalises_alike(url):
     assert gitremote.normalise(url) == "github.com/org/repo"
 
 
-@pytest.mark.parametrize("url, expected", [
-    ("git@gitlab.example.com:group/sub/proj.git", "gitlab.example.com/group/sub/proj"),
-    ("ssh://git@gitlab.example.com:2222/group/sub/proj.git", "gitlab.example.com/group/sub/proj"),
-    ("host:~user/r.git", "host/~user/r"),
-    ("ssh://host/~user/r", "host/~user/r"),
-    ("[::1]:repo.git", "[::1]/repo"),
-    ("https://[::1]:8443/org/r.git", "[::1]/org/r"),
-    ("file:///srv/Git/x.git", "/srv/Git/x"),  # local paths keep their case
-    ("/srv/Git/x.git", "/srv/Git/x"),
-    ("../up/x.git", "/base/up/x"),
-    ("", None),
-    ("   ", None),
-    ("https://github.com/", None),
-    ("git@github.com:", None),
-    ("https://host/a\nb", None),
-])
+@pytest.mark.parametrize(
+    "url, expected",
+    [
+        ("git@gitlab.example.com:group/sub/proj.git", "gitlab.example.com/group/sub/proj"),
+        ("ssh://git@gitlab.example.com:2222/group/sub/proj.git", "gitlab.example.com/group/sub/proj"),
+        ("host:~user/r.git", "host/~user/r"),
+        ("ssh://host/~user/r", "host/~user/r"),
+        ("[::1]:repo.git", "[::1]/repo"),
+        ("https://[::1]:8443/org/r.git", "[::1]/org/r"),
+        ("file:///srv/Git/x.git", "/srv/Git/x"),  # local paths keep their case
+        ("/srv/Git/x.git", "/srv/Git/x"),
+        ("../up/x.git", "/base/up/x"),
+        ("", None),
+        ("   ", None),
+        ("https://github.com/", None),
+        ("git@github.com:", None),
+        ("https://host/a\nb", None),
+    ],
+)
 def test_other_forms(url, expected):
     assert gitremote.normalise(url, base="/base/here") == expected
 
@@ -85,9 +88,11 @@ def test_config_parsing_finds_each_remotes_first_url_in_file_order():
 
 
 def test_odd_but_valid_headers_and_broken_ones():
-    text = ('[ remote  "a]b" ]\n url = https://h/a-b\n'
-            '[remote "broken\n url = https://h/broken\n'
-            '[Remote "MixedCase"]\n url = https://h/mixed\n')
+    text = (
+        '[ remote  "a]b" ]\n url = https://h/a-b\n'
+        '[remote "broken\n url = https://h/broken\n'
+        '[Remote "MixedCase"]\n url = https://h/mixed\n'
+    )
     assert gitremote.remote_urls(text) == [("a]b", "https://h/a-b"), ("MixedCase", "https://h/mixed")]
 
 
@@ -125,7 +130,10 @@ def test_no_remote_or_no_repository_means_no_identity(tmp_path):
 def test_a_project_inside_a_repository_keeps_its_subpath(tmp_path):
     repo = _repo(tmp_path / "mono", ("origin", "git@github.com:org/mono.git"))
     (repo / "packages" / "web").mkdir(parents=True)
-    assert gitremote.identity(str(repo / "packages" / "web"), home=str(tmp_path)) == "git:github.com/org/mono//packages/web"
+    assert (
+        gitremote.identity(str(repo / "packages" / "web"), home=str(tmp_path))
+        == "git:github.com/org/mono//packages/web"
+    )
 
 
 def test_home_is_never_inspected(tmp_path):
@@ -137,7 +145,7 @@ def test_home_is_never_inspected(tmp_path):
 
 def test_unreadable_or_huge_config_is_no_identity(tmp_path):
     repo = _repo(tmp_path / "r", ("origin", "git@github.com:org/r.git"))
-    (repo / ".git" / "config").write_bytes(b"[remote \"origin\"]\n url = x/y\n" + b"#" * (1 << 20))
+    (repo / ".git" / "config").write_bytes(b'[remote "origin"]\n url = x/y\n' + b"#" * (1 << 20))
     assert gitremote.identity(str(repo), home=str(tmp_path)) is None
     (repo / ".git" / "config").unlink()
     assert gitremote.identity(str(repo), home=str(tmp_path)) is None
@@ -157,9 +165,15 @@ def test_a_gitdir_file_points_to_the_real_git_folder(tmp_path):
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_a_linked_worktree_reads_its_main_repositorys_config(tmp_path):
     main = tmp_path / "main"
-    env = {"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1", "PATH": "/usr/bin:/bin",
-           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+    env = {
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "PATH": "/usr/bin:/bin",
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+    }
 
     def git(*args, cwd=main):
         subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, timeout=30)

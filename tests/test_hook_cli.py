@@ -7,12 +7,11 @@ import sys
 import time
 
 import pytest
-
-from kirolearn.core import paths
-from kirolearn import hook as hooks
-from kirolearn.pipeline.schema import Event
-
 from conftest import BIN, cli, hook_env, load_cases, read_only_ready, run_hook, substitute, writable_again
+
+from kirolearn import hook as hooks
+from kirolearn.core import paths
+from kirolearn.pipeline.schema import Event
 
 CASES = [c for c in load_cases() if c["expect"] is not None]
 
@@ -21,7 +20,11 @@ CASES = [c for c in load_cases() if c["expect"] is not None]
 def test_real_hook_process_spools_a_valid_event(case, project, spooled):
     mapping = {"PROJECT": str(project), "CWD": str(project / "src")}
     stdin = case["stdin"]
-    raw = b"" if stdin is None else (stdin if isinstance(stdin, str) else json.dumps(substitute(stdin, mapping))).encode()
+    raw = (
+        b""
+        if stdin is None
+        else (stdin if isinstance(stdin, str) else json.dumps(substitute(stdin, mapping))).encode()
+    )
     result = run_hook(case["argv"], raw, env=hook_env(**case.get("env", {})), cwd=project / "src")
     assert result.returncode == 0
     assert result.stdout == b""
@@ -33,8 +36,13 @@ def test_real_hook_process_spools_a_valid_event(case, project, spooled):
 
 def _held_open(argv, env, write=b""):
     """Start the hook with a stdin pipe that is never closed (IDE 0.x behaviour)."""
-    proc = subprocess.Popen([str(BIN / "kirolearn-hook"), *argv], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(
+        [str(BIN / "kirolearn-hook"), *argv],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
     if write:
         proc.stdin.write(write)
         proc.stdin.flush()
@@ -67,7 +75,9 @@ def test_stdin_held_open_and_empty_gives_up_after_the_deadline(spooled):
 
 
 def test_payload_written_but_stdin_never_closed_is_still_recorded(spooled, project):
-    payload = json.dumps({"hook_event_name": "postToolUse", "cwd": str(project), "tool_name": "shell"}).encode()
+    payload = json.dumps(
+        {"hook_event_name": "postToolUse", "cwd": str(project), "tool_name": "shell"}
+    ).encode()
     # a 60 s stdin cap: ending within _held_open's 10 s wait means the idle rule ended the read
     code, out, err, _ = _held_open([], hook_env(KIROLEARN_STDIN_TIMEOUT="60"), write=payload)
     assert (code, out, err) == (0, b"", b"")
@@ -89,17 +99,30 @@ def test_a_trickling_stdin_ends_the_hook_within_its_cap(spooled, project):
     """Each arriving byte used to push the deadline out: a trickle kept the hook alive for ever."""
     cap = 1.0
     env = hook_env(KIROLEARN_STDIN_TIMEOUT=str(cap))
-    payload = json.dumps({"hook_event_name": "postToolUse", "cwd": str(project), "tool_name": "shell",
-                          "tool_response": {"success": True, "result": ["x" * 200]}})
+    payload = json.dumps(
+        {
+            "hook_event_name": "postToolUse",
+            "cwd": str(project),
+            "tool_name": "shell",
+            "tool_response": {"success": True, "result": ["x" * 200]},
+        }
+    )
     # Baseline, same test, same machine load: the hook on a payload that is all there and closed.
     start = time.monotonic()
     assert run_hook([], payload.encode(), env=env).returncode == 0
     baseline = time.monotonic() - start
-    writer = subprocess.Popen([sys.executable, "-c", TRICKLE, payload[: len(payload) // 2]], stdout=subprocess.PIPE)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", TRICKLE, payload[: len(payload) // 2]], stdout=subprocess.PIPE
+    )
     try:
         start = time.monotonic()
-        hook = subprocess.Popen([str(BIN / "kirolearn-hook")], stdin=writer.stdout,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        hook = subprocess.Popen(
+            [str(BIN / "kirolearn-hook")],
+            stdin=writer.stdout,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
         writer.stdout.close()  # the hook holds the only read end
         out, err = hook.communicate(timeout=cap + 10 * baseline + 10)
         elapsed = time.monotonic() - start
@@ -122,8 +145,12 @@ def test_a_trickling_stdin_ends_the_hook_within_its_cap(spooled, project):
         ([], b"[1, 2]", b"stdin JSON is a list, expected an object"),
         ([], b'{"hook_event_name": "fileSave"}', b"unknown hook event name"),
         (["what-is-this"], b"", b"unknown hook event name"),
-        (["nosuch-event"], b"", b"as the EVENT argument one of agent-spawn | prompt-submit | pre-tool | post-tool | "
-                                b"stop | ide-prompt-submit | ide-post-tool | ide-agent-stop"),
+        (
+            ["nosuch-event"],
+            b"",
+            b"as the EVENT argument one of agent-spawn | prompt-submit | pre-tool | post-tool | "
+            b"stop | ide-prompt-submit | ide-post-tool | ide-agent-stop",
+        ),
         (["stop", "extra"], b"", b"expected at most one EVENT argument"),
         ([], b"[" * 100_000, b"nested too deeply"),
     ],
@@ -234,8 +261,13 @@ def test_fallback_session_ends_after_a_long_pause(project, spooled, home):
 def test_the_hook_says_nothing_was_recorded_and_means_it(home, project, filled):
     prefix = read_only_ready(home)
     body = {"hook_event_name": "postToolUse", "cwd": str(project), "session_id": "ro", "tool_name": "shell"}
-    result = subprocess.run([*prefix, str(BIN / "kirolearn-hook")], input=json.dumps(body).encode(),
-                            env=hook_env(), capture_output=True, timeout=30)
+    result = subprocess.run(
+        [*prefix, str(BIN / "kirolearn-hook")],
+        input=json.dumps(body).encode(),
+        env=hook_env(),
+        capture_output=True,
+        timeout=30,
+    )
     assert result.returncode == 0
     message = result.stderr.decode()
     assert "cannot move the event into" in message and "nothing recorded" in message, message
@@ -249,8 +281,16 @@ def test_twin_session_start_hooks_without_a_session_id_inject_once(project, add_
     add_record(project, "Sorted the checkout discounts", "by priority", observation_type="decision")
     classic = json.dumps({"hook_event_name": "agentSpawn", "cwd": str(project)}).encode()
     v3 = json.dumps({"hook_event_name": "SessionStart", "cwd": str(project)}).encode()
-    procs = [subprocess.Popen([str(BIN / "kirolearn-hook")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, env=hook_env()) for _ in (classic, v3)]
+    procs = [
+        subprocess.Popen(
+            [str(BIN / "kirolearn-hook")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=hook_env(),
+        )
+        for _ in (classic, v3)
+    ]
     outs = [p.communicate(payload, timeout=30) for p, payload in zip(procs, (classic, v3))]
     printed = [out for out, _ in outs if out]
     assert [p.returncode for p in procs] == [0, 0] and len(printed) == 1
@@ -262,21 +302,40 @@ def test_twin_session_start_hooks_without_a_session_id_inject_once(project, add_
 def test_two_real_sessions_with_their_own_ids_both_get_the_block(project, add_record):
     add_record(project, "Sorted the checkout discounts", "by priority", observation_type="decision")
     for sid in ("kiro-a", "kiro-b"):
-        out = run_hook(stdin=json.dumps({"hook_event_name": "SessionStart", "cwd": str(project),
-                                         "session_id": sid}).encode())
+        out = run_hook(
+            stdin=json.dumps(
+                {"hook_event_name": "SessionStart", "cwd": str(project), "session_id": sid}
+            ).encode()
+        )
         assert b"Sorted the checkout discounts" in out.stdout
 
 
 def test_memory_the_hook_could_not_print_is_offered_again(project, add_record):
     """An agent that closed the hook's stdout got nothing: the next hook of the session prints it."""
     add_record(project, "Sorted the checkout discounts", "by priority", observation_type="decision")
-    for trigger in ("UserPromptSubmit", "SessionStart"):  # a prompt first: a fresh start is adopted by prompts
-        body = json.dumps({"hook_event_name": trigger, "cwd": str(project), "session_id": f"closed-{trigger}",
-                           "prompt": "why are the checkout discounts sorted by priority"}).encode()
-        closed = subprocess.run(["sh", "-c", f'exec "{BIN / "kirolearn-hook"}" >&-'], input=body, env=hook_env(),
-                                capture_output=True, timeout=30)
+    for trigger in (
+        "UserPromptSubmit",
+        "SessionStart",
+    ):  # a prompt first: a fresh start is adopted by prompts
+        body = json.dumps(
+            {
+                "hook_event_name": trigger,
+                "cwd": str(project),
+                "session_id": f"closed-{trigger}",
+                "prompt": "why are the checkout discounts sorted by priority",
+            }
+        ).encode()
+        closed = subprocess.run(
+            ["sh", "-c", f'exec "{BIN / "kirolearn-hook"}" >&-'],
+            input=body,
+            env=hook_env(),
+            capture_output=True,
+            timeout=30,
+        )
         assert closed.returncode == 0
         assert b"was not printed" in closed.stderr, closed.stderr
         again = run_hook(stdin=body)
         assert b"Sorted the checkout discounts" in again.stdout, trigger
-        assert b"Sorted the checkout discounts" not in run_hook(stdin=body).stdout  # shown once it was printed
+        assert (
+            b"Sorted the checkout discounts" not in run_hook(stdin=body).stdout
+        )  # shown once it was printed

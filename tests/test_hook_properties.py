@@ -5,19 +5,33 @@ import json
 import tempfile
 from pathlib import Path
 
+from conftest import hook_env, run_hook
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kirolearn import hook as hooks
 from kirolearn.pipeline.schema import Event
 
-from conftest import hook_env, run_hook
-
-NAMES = ["agentSpawn", "userPromptSubmit", "preToolUse", "postToolUse", "stop", "SessionStart",
-         "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "Manual", "bogus", ""]
+NAMES = [
+    "agentSpawn",
+    "userPromptSubmit",
+    "preToolUse",
+    "postToolUse",
+    "stop",
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "Stop",
+    "Manual",
+    "bogus",
+    "",
+]
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
-    lambda children: st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=8), children, max_size=5),
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=8), children, max_size=5)
+    ),
     max_leaves=30,
 )
 payloads = st.fixed_dictionaries(
@@ -33,7 +47,9 @@ payloads = st.fixed_dictionaries(
         "extra": json_values,
     },
 )
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 def _outcome(home, before_log):
@@ -76,13 +92,18 @@ def test_random_bytes(home, monkeypatch, raw, arg):
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(raw=st.one_of(
-    st.binary(max_size=500),
-    st.just(b"\xed\xa0\x80 invalid utf-8 \xc3\x28"),
-    st.just(json.dumps({"hook_event_name": "postToolUse", "tool_name": "x",
-                        "tool_response": "y" * 3_000_000}).encode()),
-    st.just(b'{"hook_event_name":"stop","a":' + b"[" * 5000 + b"]" * 5000 + b"}"),
-))
+@given(
+    raw=st.one_of(
+        st.binary(max_size=500),
+        st.just(b"\xed\xa0\x80 invalid utf-8 \xc3\x28"),
+        st.just(
+            json.dumps(
+                {"hook_event_name": "postToolUse", "tool_name": "x", "tool_response": "y" * 3_000_000}
+            ).encode()
+        ),
+        st.just(b'{"hook_event_name":"stop","a":' + b"[" * 5000 + b"]" * 5000 + b"}"),
+    )
+)
 def test_real_process_never_hangs_or_prints(raw):
     with tempfile.TemporaryDirectory() as fresh:  # one home per example: earlier examples prove nothing here
         home = Path(fresh)

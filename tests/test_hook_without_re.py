@@ -17,8 +17,10 @@ from kirolearn.core import textcut
 from kirolearn.recall import lexical, when
 
 # letters, digits of several scripts, dots, underscores, backticks, marks and white space of all kinds
-ALPHABET = st.sampled_from(list("aZé.._`!?:;-/ \t\n\x0b\u2028\u3000") + ["U.S.", "e.g.", "٣", "²", "ſ", "ı", "İ", "K",
-                                                                      "ⅷ", "_x", "1.2.", "a.b.c", "May", "19", "2023"])
+ALPHABET = st.sampled_from(
+    list("aZé.._`!?:;-/ \t\n\x0b\u2028\u3000")
+    + ["U.S.", "e.g.", "٣", "²", "ſ", "ı", "İ", "K", "ⅷ", "_x", "1.2.", "a.b.c", "May", "19", "2023"]
+)
 TEXTS = st.lists(ALPHABET, max_size=40).map("".join) | st.text(max_size=60)
 OLD_WORD = re.compile(r"(?:[^\W\d_]\.){2,}|\w+", re.UNICODE)
 
@@ -36,14 +38,14 @@ def _old_cut(text: str, limit: int, marker: str = textcut.MARKER) -> str:
     room = limit - len(marker)
     if room <= 0:
         return marker.strip()[: max(limit, 0)]
-    head = text[:room + 1]
+    head = text[: room + 1]
     floor = room // 2
     at = head.rfind("\n", 0, room + 1)
     if at < floor:
         ends = [m.end() for m in re.compile(r"[.!?:;](?=\s)").finditer(head, 0, room)]
         at = ends[-1] if ends and ends[-1] >= floor else -1
     if at < floor:
-        spaces = [m.start() for m in re.finditer(r"\s", head[:room + 1])]
+        spaces = [m.start() for m in re.finditer(r"\s", head[: room + 1])]
         at = spaces[-1] if spaces and spaces[-1] >= floor // 2 else room
     piece = text[:at]
     fence_at = span_at = None
@@ -89,16 +91,24 @@ def test_a_prompt_hook_that_prints_memory_imports_neither_re_nor_json(project, a
     add_record(project, "Export job: database is locked", "use timeout=30 and WAL", observation_type="error")
     # -S and the source folder on sys.path: an editable install's import finder loads re at start-up
     root = str(Path(__file__).resolve().parent.parent)
-    code = ("import sys\n"
-            "assert 're' not in sys.modules and 'json' not in sys.modules, 'loaded at start-up'\n"
-            f"sys.path.insert(0, {root!r})\n"
-            "sys.argv = ['kirolearn-hook']\n"
-            "from kirolearn.hook import main\n"
-            "main()\n"
-            "sys.stdout.flush()\n"
-            "print('\\nLOADED', sorted(m for m in ('re', 'json', 'enum') if m in sys.modules), file=sys.stderr)\n")
-    payload = json.dumps({"hook_event_name": "userPromptSubmit", "cwd": str(project), "session_id": "h1",
-                          "prompt": "why is the export job locked"}).encode()
+    code = (
+        "import sys\n"
+        "assert 're' not in sys.modules and 'json' not in sys.modules, 'loaded at start-up'\n"
+        f"sys.path.insert(0, {root!r})\n"
+        "sys.argv = ['kirolearn-hook']\n"
+        "from kirolearn.hook import main\n"
+        "main()\n"
+        "sys.stdout.flush()\n"
+        "print('\\nLOADED', sorted(m for m in ('re', 'json', 'enum') if m in sys.modules), file=sys.stderr)\n"
+    )
+    payload = json.dumps(
+        {
+            "hook_event_name": "userPromptSubmit",
+            "cwd": str(project),
+            "session_id": "h1",
+            "prompt": "why is the export job locked",
+        }
+    ).encode()
     out = subprocess.run([sys.executable, "-S", "-c", code], input=payload, capture_output=True, timeout=60)
     assert "> - Export job: database is locked: use timeout=30 and WAL · error".encode() in out.stdout
     assert out.stderr.decode().strip().endswith("LOADED []"), out.stderr

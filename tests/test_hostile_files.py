@@ -11,13 +11,17 @@ from conftest import assert_one_error, cli, kl, run_hook, spool_events  # noqa: 
 
 def test_a_utf16_config_is_a_clear_error_not_a_kirolearn_bug(home):
     home.mkdir(parents=True, exist_ok=True)
-    (home / "config.toml").write_bytes("[recall]\nbudget_tokens = 300\n".encode("utf-16"))  # starts with a BOM
+    (home / "config.toml").write_bytes(
+        "[recall]\nbudget_tokens = 300\n".encode("utf-16")
+    )  # starts with a BOM
     for command in (["config", "show"], ["status"]):
         line = assert_one_error(cli(*command), "config.toml", "UTF-16", "UTF-8")
         assert "kirolearn bug" not in line
     from kirolearn.core.configfile import hook_view
 
-    assert hook_view()["budget_tokens"] == 300 or hook_view()["budget_tokens"] > 0  # the hook keeps its defaults
+    assert (
+        hook_view()["budget_tokens"] == 300 or hook_view()["budget_tokens"] > 0
+    )  # the hook keeps its defaults
 
 
 def test_a_utf8_bom_config_is_read(home):
@@ -33,7 +37,11 @@ def test_since_far_beyond_the_calendar_is_a_clear_error(home, project):
     assert cli("drain").returncode == 0
     result = cli("list", "--since", "99999999d")
     assert result.returncode == 2 and "Traceback" not in result.stderr  # click's usage error, one clear line
-    assert "--since" in result.stderr and "before the year 1" in result.stderr and "OverflowError" not in result.stderr
+    assert (
+        "--since" in result.stderr
+        and "before the year 1" in result.stderr
+        and "OverflowError" not in result.stderr
+    )
     assert cli("list", "--since", "36500d").returncode == 0
 
 
@@ -74,14 +82,22 @@ CATASTROPHIC = "(a+)+$"
 def test_a_catastrophic_user_pattern_is_refused_at_load_and_never_runs(home, project):
     """`(a+)+$` passed the config check and hung every drain on the first run of a's (#34, defect 1)."""
     home.mkdir(parents=True, exist_ok=True)
-    (home / "config.toml").write_text(f"[scrub.extra_patterns]\nslow = '{CATASTROPHIC}'\nfine = 'ACME-[A-Z0-9]{{8}}'\n")
+    (home / "config.toml").write_text(
+        f"[scrub.extra_patterns]\nslow = '{CATASTROPHIC}'\nfine = 'ACME-[A-Z0-9]{{8}}'\n"
+    )
     line = assert_one_error(cli("config", "show"), "scrub.extra_patterns", "slow", "exponential time")
     assert "(a+)+" in line
-    assert_one_error(cli("drain"), "exponential time")  # the drain refuses to start with it, and keeps the spool
+    assert_one_error(
+        cli("drain"), "exponential time"
+    )  # the drain refuses to start with it, and keeps the spool
     from kirolearn.core.configfile import hook_view
 
     assert hook_view()["scrub_extra"] == {"fine": "ACME-[A-Z0-9]{8}"}  # the hook never runs the refused one
-    payload = {"hook_event_name": "userPromptSubmit", "cwd": str(project), "session_id": "s",
-               "prompt": "a" * 40 + "!"}
+    payload = {
+        "hook_event_name": "userPromptSubmit",
+        "cwd": str(project),
+        "session_id": "s",
+        "prompt": "a" * 40 + "!",
+    }
     result = run_hook(stdin=json.dumps(payload).encode(), cwd=str(project), timeout=20)
     assert result.returncode == 0

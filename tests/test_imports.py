@@ -14,8 +14,7 @@ def test_hook_imports_only_the_standard_library():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     loaded = __import__("json").loads(out)
     third_party = [
-        m for m in loaded
-        if m.split(".")[0] not in sys.stdlib_module_names and m.split(".")[0] != "kirolearn"
+        m for m in loaded if m.split(".")[0] not in sys.stdlib_module_names and m.split(".")[0] != "kirolearn"
     ]
     assert third_party == []
     assert not [m for m in loaded if m.split(".")[0] in HEAVY]

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kirolearn.install import engine as install, schedule, wiring
-from kirolearn.install.agents import kiro as kiro_install
 from kirolearn.cli.commands import cli
+from kirolearn.install import engine as install
+from kirolearn.install import schedule, wiring
+from kirolearn.install.agents import kiro as kiro_install
 
 OTHER_AGENT = '{\n  "name": "reviewer",\n  "tools": ["read"],\n  "hooks": {"stop": [{"command": "notify-send done"}]}\n}\n'
 GLOBAL_MCP = '{\n    "mcpServers": {\n        "github": {"command": "gh-mcp", "args": [], "env": {"TOKEN": "${GH}"}}\n    }\n}\n'
@@ -36,8 +37,12 @@ def kiro(tmp_path, project):
 
 
 def snapshot(*roots):
-    return {str(p): p.read_bytes() for root in roots for p in sorted(Path(root).rglob("*")) if p.is_file()
-            and ".git" not in p.parts}
+    return {
+        str(p): p.read_bytes()
+        for root in roots
+        for p in sorted(Path(root).rglob("*"))
+        if p.is_file() and ".git" not in p.parts
+    }
 
 
 def run(*args):
@@ -52,23 +57,47 @@ def test_install_global_and_project_then_uninstall(kiro, project):
 
     # this Python and the launcher file (not pip's console script, which imports re first)
     hook = f"KIROLEARN_HOME={os.environ['KIROLEARN_HOME']} {sys.executable} {install.LAUNCHER}"
-    assert kiro_install.hook_command("post-tool") == f"{hook} post-tool || true"  # KIROLEARN_HOME travels along
+    assert (
+        kiro_install.hook_command("post-tool") == f"{hook} post-tool || true"
+    )  # KIROLEARN_HOME travels along
     agent = json.loads((kiro / ".kiro" / "agents" / "kirolearn.json").read_text())
     # exactly the fields of Kiro's current agent reference that install means to set
-    assert set(agent) == {"name", "description", "tools", "allowedTools", "includeMcpJson", "mcpServers", "hooks"}
+    assert set(agent) == {
+        "name",
+        "description",
+        "tools",
+        "allowedTools",
+        "includeMcpJson",
+        "mcpServers",
+        "hooks",
+    }
     assert agent["name"] == "kirolearn" and agent["tools"] == ["*"] and agent["includeMcpJson"] is True
     # each safe tool, never "@kirolearn" (that would auto-approve forget_memory, marked destructive)
-    assert agent["allowedTools"] == [f"@kirolearn/{t}" for t in ("search_memory", "get_memory", "session_init",
-                                                                  "save_session_summary", "save_observation",
-                                                                  "session_end")]
+    assert agent["allowedTools"] == [
+        f"@kirolearn/{t}"
+        for t in (
+            "search_memory",
+            "get_memory",
+            "session_init",
+            "save_session_summary",
+            "save_observation",
+            "session_end",
+        )
+    ]
     # the agent reaches kirolearn-mcp whether its Kiro reads includeMcpJson or useLegacyMcpJson
     assert agent["mcpServers"]["kirolearn"]["command"] == install.command_path("kirolearn-mcp")
-    assert agent["hooks"]["postToolUse"] == [{"matcher": "*", "command": f"{hook} post-tool || true", "timeout_ms": 2000}]
+    assert agent["hooks"]["postToolUse"] == [
+        {"matcher": "*", "command": f"{hook} post-tool || true", "timeout_ms": 2000}
+    ]
     assert set(agent["hooks"]) == {"agentSpawn", "userPromptSubmit", "postToolUse", "stop"}
     mcp = json.loads((kiro / ".kiro" / "settings" / "mcp.json").read_text())
     assert list(mcp["mcpServers"]) == ["github", "kirolearn"] and mcp["mcpServers"]["kirolearn"]["args"] == []
     assert mcp["mcpServers"]["kirolearn"]["command"] == install.command_path("kirolearn-mcp")
-    assert (kiro / ".kiro" / "settings" / "mcp.json").read_text().startswith('{\n    "mcpServers": {\n        "github"')
+    assert (
+        (kiro / ".kiro" / "settings" / "mcp.json")
+        .read_text()
+        .startswith('{\n    "mcpServers": {\n        "github"')
+    )
     # one MCP definition: the global mcp.json; no project mcp.json, no workspace agent
     assert not (project / ".kiro" / "settings" / "mcp.json").exists()
     assert not (project / ".kiro" / "agents").exists()
@@ -95,7 +124,9 @@ def test_install_global_and_project_then_uninstall(kiro, project):
 
 def test_one_malformed_target_and_nothing_is_written(kiro, project, home):
     before = snapshot(kiro, project)
-    result = run("install", "--project", str(project), "--yes")  # ~/.kiro has no server: the project's mcp.json is a target
+    result = run(
+        "install", "--project", str(project), "--yes"
+    )  # ~/.kiro has no server: the project's mcp.json is a target
     assert result.exit_code == 1
     assert "is not valid JSON" in result.output and "nothing was written" in result.output
     assert snapshot(kiro, project) == before  # not even the hook files that were fine
@@ -105,8 +136,10 @@ def test_one_malformed_target_and_nothing_is_written(kiro, project, home):
 def test_the_three_ide_hook_files_say_what_each_does(kiro, project):
     (project / ".kiro" / "settings" / "mcp.json").unlink()
     run("install", "--project", str(project), "--yes")
-    descriptions = [json.loads(p.read_text())["description"]
-                    for p in sorted((project / ".kiro" / "hooks").glob("kirolearn-*.kiro.hook"))]
+    descriptions = [
+        json.loads(p.read_text())["description"]
+        for p in sorted((project / ".kiro" / "hooks").glob("kirolearn-*.kiro.hook"))
+    ]
     assert len(descriptions) == 3 and len(set(descriptions)) == 3
     assert all(d.startswith("kirolearn: ") for d in descriptions)
 
@@ -126,11 +159,20 @@ def test_reinstall_removes_an_older_workspace_agent(project, home):
     """Older versions wrote <project>/.kiro/agents/kirolearn.json: its classic hooks doubled the v3 file."""
     agent = project / ".kiro" / "agents" / "kirolearn.json"
     agent.parent.mkdir(parents=True)
-    agent.write_text(json.dumps({**kiro_install.AGENT_SKELETON, "hooks": {"stop": [
-        {"command": kiro_install.hook_command("stop"), "timeout_ms": 5000}]}}, indent=2) + "\n")
+    agent.write_text(
+        json.dumps(
+            {
+                **kiro_install.AGENT_SKELETON,
+                "hooks": {"stop": [{"command": kiro_install.hook_command("stop"), "timeout_ms": 5000}]},
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     home.mkdir()
-    Path(install.record_path()).write_text(json.dumps({"installs": [
-        {"path": str(agent), "kind": "agent", "created": True}]}))
+    Path(install.record_path()).write_text(
+        json.dumps({"installs": [{"path": str(agent), "kind": "agent", "created": True}]})
+    )
     assert run("install", "--global", "--project", str(project), "--yes").exit_code == 0
     assert not agent.exists()
     assert str(agent) not in [e["path"] for e in install.load_record()]
@@ -143,7 +185,11 @@ def test_portable_install_names_commands_on_path(project, tmp_path, monkeypatch)
     # no venv, no KIROLEARN_HOME: kirolearn-hook from PATH (and a line on stderr and in the log without it)
     assert v3["hooks"][0]["action"]["command"] == install.portable_hook_command("agent-spawn")
     mcp = json.loads((project / ".kiro" / "settings" / "mcp.json").read_text())
-    assert mcp["mcpServers"]["kirolearn"] == {"command": "kirolearn-mcp", "args": [], "env": {"KIROLEARN_AGENT": "kiro"}}
+    assert mcp["mcpServers"]["kirolearn"] == {
+        "command": "kirolearn-mcp",
+        "args": [],
+        "env": {"KIROLEARN_AGENT": "kiro"},
+    }
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))  # kirolearn-hook no longer found on PATH
     broken = [w for w in wiring.wiring() if w["missing_binaries"]]
     assert broken and broken[0]["missing_binaries"] == ["kirolearn-hook"]
@@ -188,7 +234,9 @@ def test_uninstall_project_leaves_the_other_installs(kiro, project, tmp_path):
     assert result.exit_code == 0, result.output
     assert snapshot(project) == before  # this project's bytes back, CRLF and tabs included
     assert (other / ".kiro" / "hooks" / "kirolearn.json").exists()
-    assert {e["path"] for e in install.load_record()} == {str(p) for p in (other / ".kiro").rglob("*") if p.is_file()}
+    assert {e["path"] for e in install.load_record()} == {
+        str(p) for p in (other / ".kiro").rglob("*") if p.is_file()
+    }
 
 
 def test_uninstall_keeps_what_the_user_added_to_our_agent(kiro):
@@ -211,8 +259,12 @@ def test_uninstall_of_an_mcp_json_edited_since_takes_out_only_our_entry(kiro):
     data["mcpServers"]["notes"] = {"command": "notes-mcp", "args": []}
     path.write_text(json.dumps(data, indent=4) + "\n")
     assert run("uninstall", "--yes").exit_code == 0
-    assert json.loads(path.read_text()) == {"mcpServers": {"github": json.loads(GLOBAL_MCP)["mcpServers"]["github"],
-                                                           "notes": {"command": "notes-mcp", "args": []}}}
+    assert json.loads(path.read_text()) == {
+        "mcpServers": {
+            "github": json.loads(GLOBAL_MCP)["mcpServers"]["github"],
+            "notes": {"command": "notes-mcp", "args": []},
+        }
+    }
 
 
 def test_uninstall_purge_removes_data_only_when_asked(kiro, home):
@@ -263,7 +315,7 @@ LAYOUTS = {
     "servers-last": '{\n  "theme": "dark",\n  "mcpServers": {\n    "github": %s\n  }\n}' % GITHUB,
     "servers-first": '{\n  "mcpServers": {\n    "github": %s\n  },\n  "theme": "dark"\n}' % GITHUB,
     "no-servers-key": '{\n  "theme": "dark"\n}',
-    "empty-object": '{}',
+    "empty-object": "{}",
     "non-ascii": '{\n  "mcpServers": {\n    "café": {"command": "ça-mcp", "args": ["ü"]}\n  }\n}',
 }
 VARIANTS = {
@@ -288,7 +340,9 @@ def test_install_then_uninstall_gives_back_the_exact_bytes(layout, variant, tmp_
     data = json.loads(text.lstrip("\ufeff"))
     assert data["mcpServers"]["kirolearn"] == install.mcp_entry(agent="kiro")
     theirs = json.loads(original.decode().lstrip("\ufeff"))
-    assert {k: v for k, v in data.items() if k != "mcpServers"} == {k: v for k, v in theirs.items() if k != "mcpServers"}
+    assert {k: v for k, v in data.items() if k != "mcpServers"} == {
+        k: v for k, v in theirs.items() if k != "mcpServers"
+    }
     assert installed.startswith(b"\xef\xbb\xbf") == original.startswith(b"\xef\xbb\xbf")
     if b"\r\n" in original:
         assert text.count("\n") == text.count("\r\n")  # no bare LF slipped in
@@ -367,12 +421,19 @@ def test_config_show_names_sources(write_config, monkeypatch, home):
     write_config("[batch]\nmax_events = 7\n")
     monkeypatch.setenv("KIROLEARN_MODEL", "ollama_chat/qwen2.5")
     rows = {r["key"]: r for r in json.loads(run("config", "show", "--json").output)}
-    assert rows["batch.max_events"] == {"key": "batch.max_events", "value": 7, "source": str(home / "config.toml")}
+    assert rows["batch.max_events"] == {
+        "key": "batch.max_events",
+        "value": 7,
+        "source": str(home / "config.toml"),
+    }
     assert rows["extract.model"]["source"] == "$KIROLEARN_MODEL"
     assert rows["dedup.window_seconds"]["source"] == "default"
     write_config("[batch]\nmax_event = 7\n")
     bad = CliRunner().invoke(cli, ["config", "show"])
-    assert bad.exit_code == 1 and "unknown setting 'batch.max_event'; did you mean 'batch.max_events'?" in bad.output
+    assert (
+        bad.exit_code == 1
+        and "unknown setting 'batch.max_event'; did you mean 'batch.max_events'?" in bad.output
+    )
 
 
 def test_doctor_and_status_on_a_known_home(kiro, make_event, home, drain_now):
@@ -402,16 +463,30 @@ def test_the_written_hook_command_records_and_recalls(home, project, add_record)
     assert os.path.basename(install.LAUNCHER) == "kirolearn-hook" and os.path.isfile(install.LAUNCHER)
     add_record(project, "Export job: database is locked", "use timeout=30 and WAL", observation_type="error")
     command = kiro_install.hook_command("prompt-submit")
-    payload = json.dumps({"hook_event_name": "userPromptSubmit", "cwd": str(project), "session_id": "l1",
-                          "prompt": "why is the export job locked"})
+    payload = json.dumps(
+        {
+            "hook_event_name": "userPromptSubmit",
+            "cwd": str(project),
+            "session_id": "l1",
+            "prompt": "why is the export job locked",
+        }
+    )
     env = {k: v for k, v in os.environ.items() if k != "KIROLEARN_RAISE_ERRORS"}
-    result = subprocess.run(["bash", "-c", command], input=payload.encode(), capture_output=True, env=env,
-                            cwd=str(project), timeout=60)
+    result = subprocess.run(
+        ["bash", "-c", command],
+        input=payload.encode(),
+        capture_output=True,
+        env=env,
+        cwd=str(project),
+        timeout=60,
+    )
     assert (result.returncode, result.stderr) == (0, b"")
     assert "> - Export job: database is locked: use timeout=30 and WAL · error".encode() in result.stdout
     assert len(os.listdir(os.path.join(str(home), "spool", "ready"))) == 1
     broken = kiro_install.hook_command("prompt-submit").replace(install.LAUNCHER, install.LAUNCHER + "-gone")
-    assert subprocess.run(["bash", "-c", broken], capture_output=True, timeout=60).returncode == 0  # `|| true`
+    assert (
+        subprocess.run(["bash", "-c", broken], capture_output=True, timeout=60).returncode == 0
+    )  # `|| true`
 
 
 def test_windows_hook_commands_use_cmd_syntax(home):
@@ -430,7 +505,9 @@ def test_cron_install_creates_the_log_folder(tmp_path, monkeypatch, home):
     store = tmp_path / "crontab.txt"
     fake = tmp_path / "bin" / "crontab"
     fake.parent.mkdir()
-    fake.write_text(f'#!/bin/sh\nif [ "$1" = "-l" ]; then echo "no crontab for root" >&2; exit 1; else cat > {store}; fi\n')
+    fake.write_text(
+        f'#!/bin/sh\nif [ "$1" = "-l" ]; then echo "no crontab for root" >&2; exit 1; else cat > {store}; fi\n'
+    )
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
     assert run("schedule", "--cron").exit_code == 0
@@ -470,5 +547,7 @@ def test_install_help_says_what_project_and_global_do():
 def test_uninstall_with_nothing_recorded_says_so(kiro, tmp_path):
     """Not a silent exit 0 for a project that was never wired (or a mistyped path)."""
     result = run("uninstall", "--project", str(tmp_path / "never-wired"), "--yes")
-    assert result.exit_code == 0 and "nothing to uninstall" in result.output and "never-wired" in result.output
+    assert (
+        result.exit_code == 0 and "nothing to uninstall" in result.output and "never-wired" in result.output
+    )
     assert "nothing to uninstall" in run("uninstall", "--yes").output

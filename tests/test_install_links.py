@@ -22,8 +22,11 @@ def run(*args):
 
 
 def files_under(root: Path) -> "dict[str, bytes]":
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and not p.is_symlink()}
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
 
 
 def written_by_install(agent: str, home: Path) -> "list[Path]":
@@ -34,7 +37,9 @@ def written_by_install(agent: str, home: Path) -> "list[Path]":
     assert run("uninstall", "--agent", agent, "--yes").exit_code == 0
     shutil.rmtree(home)
     home.mkdir()
-    return [p for p in written if p.suffix in (".json", ".toml") and "kirolearn" not in p.name]  # ours alone: not a user file
+    return [
+        p for p in written if p.suffix in (".json", ".toml") and "kirolearn" not in p.name
+    ]  # ours alone: not a user file
 
 
 def seed(path: Path) -> bytes:

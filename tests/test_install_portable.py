@@ -17,15 +17,17 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import cli
+
 from kirolearn.install import engine as install
 
 BIN = Path(sys.executable).parent
 BARE_PATH = "/usr/bin:/bin"  # sh, date: but no kirolearn-hook
 USER_FILES = {  # files a user already has, which install edits and uninstall must give back byte for byte
-    "claude-code": {".claude/settings.json": '{"env": {"A": "1"}}', ".mcp.json": '{\n  "mcpServers": {\n    '
-                    '"github": {"command": "gh-mcp"}\n  }\n}\n'},
+    "claude-code": {
+        ".claude/settings.json": '{"env": {"A": "1"}}',
+        ".mcp.json": '{\n  "mcpServers": {\n    "github": {"command": "gh-mcp"}\n  }\n}\n',
+    },
     "gemini": {".gemini/settings.json": '{\r\n    "theme": "dark"\r\n}\r\n'},
     "cursor": {".cursor/mcp.json": '{"mcpServers": {"other": {"command": "x"}}}'},
     "copilot": {".github/mcp.json": '{\n\t"mcpServers": {}\n}\n'},
@@ -75,8 +77,13 @@ def wired_data(path):
 
 
 def hook_commands(files) -> "list[str]":
-    return [c for f in files if not f.endswith(".toml") for c in install.commands(wired_data(f))
-            if install.MARK in c]
+    return [
+        c
+        for f in files
+        if not f.endswith(".toml")
+        for c in install.commands(wired_data(f))
+        if install.MARK in c
+    ]
 
 
 def mcp_entries(files) -> "list[dict]":
@@ -90,15 +97,27 @@ def mcp_entries(files) -> "list[dict]":
 
 
 def run_in_shell(command, payload, project, path, event_arg=""):
-    env = {"PATH": path, "HOME": os.environ["HOME"], "KIROLEARN_HOME": os.environ["KIROLEARN_HOME"],
-           "KIROLEARN_EMBEDDING_MODEL": "none"}
-    return subprocess.run(["/bin/sh", "-c", command], input=json.dumps({**payload, "cwd": str(project)}).encode(),
-                          cwd=project, env=env, capture_output=True, timeout=60)
+    env = {
+        "PATH": path,
+        "HOME": os.environ["HOME"],
+        "KIROLEARN_HOME": os.environ["KIROLEARN_HOME"],
+        "KIROLEARN_EMBEDDING_MODEL": "none",
+    }
+    return subprocess.run(
+        ["/bin/sh", "-c", command],
+        input=json.dumps({**payload, "cwd": str(project)}).encode(),
+        cwd=project,
+        env=env,
+        capture_output=True,
+        timeout=60,
+    )
 
 
 def spooled() -> int:
     spool = Path(os.environ["KIROLEARN_HOME"]) / "spool"
-    return sum(1 for sub in ("ready", "quarantine") if (spool / sub).is_dir() for _ in (spool / sub).iterdir())
+    return sum(
+        1 for sub in ("ready", "quarantine") if (spool / sub).is_dir() for _ in (spool / sub).iterdir()
+    )
 
 
 def machine_words(home) -> "list[str]":
@@ -112,7 +131,9 @@ def test_portable_wiring_runs_from_path_and_says_so_when_path_lacks_it(agent, pr
     user_bytes = {name: text.encode() for name, text in USER_FILES[agent].items()}
     for f in files:  # nothing of this machine in any file install wrote
         text = Path(f).read_text(encoding="utf-8")
-        assert not [w for w in machine_words(home) if w in text.replace(os.environ["HOME"] + "/.codex", "")], f
+        assert not [
+            w for w in machine_words(home) if w in text.replace(os.environ["HOME"] + "/.codex", "")
+        ], f
     commands = hook_commands(files)
     assert commands and all(c.startswith(install.PORTABLE_GUARD) for c in commands)
     (entry,) = {json.dumps(e, sort_keys=True) for e in mcp_entries(files) if "timeout" not in e} or {None}
@@ -133,21 +154,37 @@ def test_portable_wiring_runs_from_path_and_says_so_when_path_lacks_it(agent, pr
     missing = run_in_shell(command, PAYLOADS[agent], project, BARE_PATH)
     assert missing.returncode == 0 and missing.stdout == b""
     assert b"kirolearn-hook is not on PATH" in missing.stderr and spooled() == count + 1
-    assert oct((logs / "hook.log").stat().st_mode & 0o777) == "0o600" and oct(logs.stat().st_mode & 0o777) == "0o700"
+    assert (
+        oct((logs / "hook.log").stat().st_mode & 0o777) == "0o600"
+        and oct(logs.stat().st_mode & 0o777) == "0o700"
+    )
     log = (logs / "hook.log").read_text()
     assert log.count("kirolearn-hook is not on PATH") == 1 and log[:4].isdigit()
 
     # doctor, as run from a shell whose PATH lacks it: the agent, the file, what is wrong and the fix
-    doctor = subprocess.run([str(BIN / "kirolearn"), "doctor"], env={**os.environ, "PATH": BARE_PATH},
-                            capture_output=True, text=True, timeout=120, cwd=project)
-    fails = [line for line in doctor.stdout.splitlines() if "from PATH, which this PATH does not find" in line]
+    doctor = subprocess.run(
+        [str(BIN / "kirolearn"), "doctor"],
+        env={**os.environ, "PATH": BARE_PATH},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=project,
+    )
+    fails = [
+        line for line in doctor.stdout.splitlines() if "from PATH, which this PATH does not find" in line
+    ]
     assert fails and all(line.startswith("FAIL") and f"{agent}: " in line for line in fails), doctor.stdout
     assert any("kirolearn-hook" in line and "pipx install kirolearn" in line for line in fails)
     assert "1 hook error(s) in the last 24 h" in doctor.stdout
     # ... and from one whose PATH has it: every wired file is OK (the hook program answered --version)
-    doctor = subprocess.run([str(BIN / "kirolearn"), "doctor"],
-                            env={**os.environ, "PATH": f"{path_bin}:{BARE_PATH}"},
-                            capture_output=True, text=True, timeout=120, cwd=project)
+    doctor = subprocess.run(
+        [str(BIN / "kirolearn"), "doctor"],
+        env={**os.environ, "PATH": f"{path_bin}:{BARE_PATH}"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=project,
+    )
     assert "from PATH" not in doctor.stdout and "wired: " in doctor.stdout, doctor.stdout
 
     # uninstall: every byte of the user's files back, nothing of ours left
@@ -166,15 +203,40 @@ def test_the_mcp_server_started_from_a_portable_entry_names_its_agent(project, h
     files = install_portable("claude-code", project)
     (entry,) = mcp_entries(files)
     env = {**os.environ, **entry["env"], "PATH": f"{path_bin}:{BARE_PATH}"}
-    proc = subprocess.Popen(["/bin/sh", "-c", entry["command"]], cwd=project, env=env,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    args = {"title": "Portable wiring note", "summary": "the hook runs from PATH", "observation_type": "discovery",
-            "facts": [], "concepts": [], "files_touched": []}
+    proc = subprocess.Popen(
+        ["/bin/sh", "-c", entry["command"]],
+        cwd=project,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    args = {
+        "title": "Portable wiring note",
+        "summary": "the hook runs from PATH",
+        "observation_type": "discovery",
+        "facts": [],
+        "concepts": [],
+        "files_touched": [],
+    }
     messages = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "some-client", "version": "1"}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "some-client", "version": "1"},
+            },
+        },
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "save_observation", "arguments": args}},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "save_observation", "arguments": args},
+        },
     ]
     replies = {}
     try:
@@ -237,15 +299,28 @@ def test_opencode_portable_plugin_is_the_projects_and_runs_kirolearn_hook_from_p
         text = f.read_text()
         assert not [w for w in machine_words(home) if w in text], f
     assert 'const HOOK = ["kirolearn-hook", "--agent", "opencode"];' in plugin.read_text()
-    assert sorted(e["path"] for e in install.load_record()) == sorted([str(plugin), str(project / "opencode.json")])
+    assert sorted(e["path"] for e in install.load_record()) == sorted(
+        [str(plugin), str(project / "opencode.json")]
+    )
 
     node = shutil.which("node")
     if node:  # the plugin itself, as opencode (Bun) would call it
+
         def call(path):
-            env = {"PATH": path, "HOME": os.environ["HOME"], "KIROLEARN_HOME": os.environ["KIROLEARN_HOME"],
-                   "KIROLEARN_EMBEDDING_MODEL": "none"}
-            return subprocess.run([node, "--input-type=module", "-e", NODE_CALLS_THE_PLUGIN, str(plugin),
-                                   str(project)], env=env, capture_output=True, text=True, timeout=60, cwd=project)
+            env = {
+                "PATH": path,
+                "HOME": os.environ["HOME"],
+                "KIROLEARN_HOME": os.environ["KIROLEARN_HOME"],
+                "KIROLEARN_EMBEDDING_MODEL": "none",
+            }
+            return subprocess.run(
+                [node, "--input-type=module", "-e", NODE_CALLS_THE_PLUGIN, str(plugin), str(project)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                cwd=project,
+            )
 
         count = spooled()
         ran = call(f"{path_bin}:{os.path.dirname(node)}:{BARE_PATH}")

@@ -18,15 +18,19 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_UPWARD = 0  # issue #35: no import goes up a floor, and setup.cfg ignores none
 
-HOW_TO_FIX = ("move the shared definition down to the floor of its lowest user (a leaf module if need be) "
-              "instead of importing up; see the layers in setup.cfg and docs/architecture.md")
+HOW_TO_FIX = (
+    "move the shared definition down to the floor of its lowest user (a leaf module if need be) "
+    "instead of importing up; see the layers in setup.cfg and docs/architecture.md"
+)
 
 
 def test_the_import_contracts_of_setup_cfg_hold():
     if importlib.util.find_spec("importlinter") is None:
         pytest.fail("import-linter is missing: pip install -e '.[dev]'")
-    code = ("import sys; from importlinter.cli import lint_imports; "
-            "sys.exit(lint_imports(config_filename='setup.cfg', no_cache=True, no_logo=True))")
+    code = (
+        "import sys; from importlinter.cli import lint_imports; "
+        "sys.exit(lint_imports(config_filename='setup.cfg', no_cache=True, no_logo=True))"
+    )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     broken = done.stdout.find("Broken contracts")
     report = done.stdout[broken:] if broken >= 0 else done.stdout
@@ -43,7 +47,7 @@ def test_kirolearn_has_no_import_cycles():
             if back:
                 loop = (importer,) + tuple(back)
                 start = loop.index(min(loop[:-1]))  # one spelling per cycle
-                cycles.add(loop[start:-1] + loop[:start + 1])
+                cycles.add(loop[start:-1] + loop[: start + 1])
     shown = "\n".join("  " + " -> ".join(c) for c in sorted(cycles))
     assert not cycles, f"import cycles:\n{shown}\n{HOW_TO_FIX}"
 
@@ -53,12 +57,14 @@ def test_upward_imports_are_few_and_each_says_why():
     cfg.read(os.path.join(ROOT, "setup.cfg"))
     layers = cfg["importlinter:contract:layers"]
     ignored = [line.strip() for line in layers.get("ignore_imports", "").splitlines() if line.strip()]
-    assert len(ignored) <= MAX_UPWARD, f"setup.cfg allows {len(ignored)} upward imports: {ignored}; {HOW_TO_FIX}"
+    assert len(ignored) <= MAX_UPWARD, (
+        f"setup.cfg allows {len(ignored)} upward imports: {ignored}; {HOW_TO_FIX}"
+    )
     with open(os.path.join(ROOT, "setup.cfg"), encoding="utf-8") as fh:
         text = fh.read()
-    section = text[text.index("[importlinter:contract:layers]"):]
+    section = text[text.index("[importlinter:contract:layers]") :]
     if ignored:
-        before = section[:section.index("ignore_imports")].rstrip().splitlines()
+        before = section[: section.index("ignore_imports")].rstrip().splitlines()
         assert before[-1].lstrip().startswith("#"), "say why above ignore_imports in setup.cfg"
 
 
@@ -80,7 +86,13 @@ def test_every_import_is_visible_to_the_contracts():
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.Call):
                 func = node.func
-                name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+                name = (
+                    func.id
+                    if isinstance(func, ast.Name)
+                    else func.attr
+                    if isinstance(func, ast.Attribute)
+                    else ""
+                )
                 if name in ("__import__", "import_module"):
                     hidden.append(f"{path}:{node.lineno}")
     assert not hidden, f"imports the contracts cannot see: {hidden}; import the module by name"
@@ -94,8 +106,11 @@ def test_no_module_imports_another_modules_underscore_name():
     for path, text in _sources():
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("kirolearn"):
-                found += [f"{path}:{node.lineno} {a.name}" for a in node.names
-                          if a.name.startswith("_") and not a.name.startswith("__")]
+                found += [
+                    f"{path}:{node.lineno} {a.name}"
+                    for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")
+                ]
     assert not found, f"underscore names imported from another module: {found}"
 
 

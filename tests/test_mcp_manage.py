@@ -4,10 +4,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from click.testing import CliRunner
+from test_mcp import call, list_tools, text
 
 from kirolearn.cli.commands import cli
-
-from test_mcp import call, list_tools, text
 
 pytestmark = pytest.mark.filterwarnings("ignore:Items? .* `ReadOnly` qualifier:UserWarning")
 
@@ -17,7 +16,15 @@ def test_search_memory_schema_has_bounds_and_filters(project):
     props = tools["search_memory"].inputSchema["properties"]
     assert (props["limit"]["minimum"], props["limit"]["maximum"]) == (1, 100)
     enum = props["observation_type"]["anyOf"][0]["enum"]
-    assert enum == ["tool_use", "decision", "error", "discovery", "pattern", "session_summary", "conversation"]
+    assert enum == [
+        "tool_use",
+        "decision",
+        "error",
+        "discovery",
+        "pattern",
+        "session_summary",
+        "conversation",
+    ]
     assert "pattern" in props["since"]["anyOf"][0] and props["since"]["anyOf"][0]["maxLength"] == 40
     forget = tools["forget_memory"]
     assert forget.inputSchema["required"] == ["record_id", "reason"]
@@ -27,16 +34,26 @@ def test_search_memory_schema_has_bounds_and_filters(project):
 
 def test_search_memory_filters_by_type_and_since(project, add_record):
     now = datetime.now(timezone.utc)
-    old = add_record(project, "Export job decision: use WAL", observation_type="decision",
-                     created_at=now - timedelta(days=30))
-    new = add_record(project, "Export job error: database is locked", observation_type="error", created_at=now)
+    old = add_record(
+        project,
+        "Export job decision: use WAL",
+        observation_type="decision",
+        created_at=now - timedelta(days=30),
+    )
+    new = add_record(
+        project, "Export job error: database is locked", observation_type="error", created_at=now
+    )
     found = call(project, "search_memory", {"query": "export job"}).structuredContent["results"]
     assert {r["record_id"] for r in found} == {old, new} and all(r["created_at"] for r in found)
     only = call(project, "search_memory", {"query": "export job", "observation_type": "decision"})
     assert [r["record_id"] for r in only.structuredContent["results"]] == [old]
     recent = call(project, "search_memory", {"query": "export job", "since": "7d"})
     assert [r["record_id"] for r in recent.structuredContent["results"]] == [new]
-    dated = call(project, "search_memory", {"query": "export job", "since": (now - timedelta(days=40)).strftime("%Y-%m-%d")})
+    dated = call(
+        project,
+        "search_memory",
+        {"query": "export job", "since": (now - timedelta(days=40)).strftime("%Y-%m-%d")},
+    )
     assert len(dated.structuredContent["results"]) == 2
     assert call(project, "search_memory", {"query": "export", "since": "last week"}).isError
     assert call(project, "search_memory", {"query": "export", "observation_type": "gossip"}).isError

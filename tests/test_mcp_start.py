@@ -21,15 +21,23 @@ from kirolearn.mcp_server import app
 
 pytestmark = pytest.mark.filterwarnings("ignore:Items? .* `ReadOnly` qualifier:UserWarning")
 BIN = os.path.dirname(sys.executable)
-TURN = {"request": "Why does checkout time out?", "investigated": "app/pay.py", "learned": "no pool limit",
-        "completed": "Added a pool", "next_steps": "Load test", "files_read": [], "files_modified": ["app/pay.py"]}
+TURN = {
+    "request": "Why does checkout time out?",
+    "investigated": "app/pay.py",
+    "learned": "no pool limit",
+    "completed": "Added a pool",
+    "next_steps": "Load test",
+    "files_read": [],
+    "files_modified": ["app/pay.py"],
+}
 
 
 def test_listing_json_is_what_the_sdk_server_answers(project):
     with open(mcp_server.LISTING, encoding="utf-8") as fh:
         stored = json.load(fh)
-    assert stored == anyio.run(app.listing_of, app.build_server(str(project))), \
+    assert stored == anyio.run(app.listing_of, app.build_server(str(project))), (
         "kirolearn/mcp_server/listing.json is stale: run `.venv/bin/python scripts/mcp_listing.py`"
+    )
 
 
 def dumped(model):
@@ -48,12 +56,14 @@ def test_the_real_client_over_stdio_meets_the_sdk_servers_answers_then_the_sdk(p
             return (await client.list_tools()).tools, client
 
     async def real():
-        params = StdioServerParameters(command=os.path.join(BIN, "kirolearn-mcp"), args=["--project", str(project)],
-                                       env=dict(os.environ))
+        params = StdioServerParameters(
+            command=os.path.join(BIN, "kirolearn-mcp"), args=["--project", str(project)], env=dict(os.environ)
+        )
         with anyio.fail_after(120):
             async with stdio_client(params) as (read, write):
-                async with ClientSession(read, write, client_info=Implementation(name="claude-code",
-                                                                                 version="2.1")) as client:
+                async with ClientSession(
+                    read, write, client_info=Implementation(name="claude-code", version="2.1")
+                ) as client:
                     init = await client.initialize()
                     tools = (await client.list_tools()).tools
                     saved = await client.call_tool("save_session_summary", TURN)
@@ -70,8 +80,11 @@ def test_the_real_client_over_stdio_meets_the_sdk_servers_answers_then_the_sdk(p
     assert not saved.isError, saved
     record_id = saved.structuredContent["record_id"]
     exported = CliRunner().invoke(cli, ["export"])
-    (record,) = [json.loads(line) for line in exported.stdout.splitlines()
-                 if json.loads(line).get("record_id") == record_id and json.loads(line)["type"] == "record"]
+    (record,) = [
+        json.loads(line)
+        for line in exported.stdout.splitlines()
+        if json.loads(line).get("record_id") == record_id and json.loads(line)["type"] == "record"
+    ]
     assert record["agent"] == "claude-code" and record["session_id"] == "claude-sess-7"
 
 
@@ -93,21 +106,30 @@ print(json.dumps({"code": code, "heavy": heavy, "replies": [json.loads(l) for l 
 
 
 def test_start_up_loads_neither_the_sdk_nor_the_store(project, home):
-    done = subprocess.run([sys.executable, "-c", START_UP, str(project)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", START_UP, str(project)], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
     assert seen["heavy"] == [] and seen["code"] == 0
     init, listed, pong = seen["replies"]
     assert init["id"] == 0 and init["result"]["protocolVersion"] == "2025-06-18"
-    assert listed["id"] == 1 and {t["name"] for t in listed["result"]["tools"]} >= {"search_memory", "session_end"}
+    assert listed["id"] == 1 and {t["name"] for t in listed["result"]["tools"]} >= {
+        "search_memory",
+        "session_end",
+    }
     assert pong == {"jsonrpc": "2.0", "id": 2, "result": {}}
 
 
 def raw_session(project, messages, replies):
     """kirolearn-mcp fed raw lines; its first `replies` stdout lines, parsed. Stdin stays open until they
     came: a server whose stdin ends may stop before it answers a request still in flight."""
-    proc = subprocess.Popen([os.path.join(BIN, "kirolearn-mcp"), "--project", str(project)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [os.path.join(BIN, "kirolearn-mcp"), "--project", str(project)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         proc.stdin.write("".join(messages).encode())
         proc.stdin.flush()
@@ -123,12 +145,27 @@ def raw_session(project, messages, replies):
 def test_what_the_front_does_not_know_goes_to_the_sdk(project, home):
     """An unknown protocol version gets the SDK's latest; a malformed request first gets the SDK path's
     JSON-RPC error; a second initialize and a call after start-up are the SDK server's answers."""
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "1999-01-01", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}}
-    replies = raw_session(project, [json.dumps(init) + "\n", '{"jsonrpc": "2.0", "method": "notifications/initialized"}\n',
-                                    '{"jsonrpc": "2.0", "id": 2, "method": 42}\n',
-                                    '{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": '
-                                    '"session_init", "arguments": {}}}\n'], 3)
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "1999-01-01",
+            "capabilities": {},
+            "clientInfo": {"name": "x", "version": "1"},
+        },
+    }
+    replies = raw_session(
+        project,
+        [
+            json.dumps(init) + "\n",
+            '{"jsonrpc": "2.0", "method": "notifications/initialized"}\n',
+            '{"jsonrpc": "2.0", "id": 2, "method": 42}\n',
+            '{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": '
+            '"session_init", "arguments": {}}}\n',
+        ],
+        3,
+    )
     from mcp.types import LATEST_PROTOCOL_VERSION
 
     assert [r["id"] for r in replies] == [1, 2, 3]  # the replayed initialize is not answered twice
@@ -137,8 +174,16 @@ def test_what_the_front_does_not_know_goes_to_the_sdk(project, home):
     assert replies[2]["result"]["structuredContent"]["found"] is False
 
 
-@pytest.mark.parametrize("client, env, agent", [
-    ("claude-code", None, "claude-code"), ("codex-mcp-client", None, "codex"), ("gemini-cli-mcp-client", None, "gemini"),
-    ("mcp", None, None), ("codex-mcp-client", "copilot", "copilot"), ("codex-mcp-client", "nonsense", "codex")])
+@pytest.mark.parametrize(
+    "client, env, agent",
+    [
+        ("claude-code", None, "claude-code"),
+        ("codex-mcp-client", None, "codex"),
+        ("gemini-cli-mcp-client", None, "gemini"),
+        ("mcp", None, None),
+        ("codex-mcp-client", "copilot", "copilot"),
+        ("codex-mcp-client", "nonsense", "codex"),
+    ],
+)
 def test_the_calling_agent_comes_from_the_environment_then_the_client(client, env, agent):
     assert app.agent_of_client(client, {app.AGENT_ENV: env} if env else {}) == agent

@@ -31,8 +31,9 @@ def test_two_homes_do_not_mix(tmp_path, project):
     from kirolearn import Memory
 
     a, b = Memory(home=tmp_path / "a"), Memory(home=tmp_path / "b")
-    a.save_turn_summary(project=project, request="Only in A", investigated="x", learned="y",
-                        completed="z", next_steps="w")
+    a.save_turn_summary(
+        project=project, request="Only in A", investigated="x", learned="y", completed="z", next_steps="w"
+    )
     assert [h.title for h in a.search("only", project=project)] == ["Only in A"]
     assert b.search("only", project=project) == []
     buf = io.StringIO()
@@ -61,8 +62,9 @@ def test_import_and_forget_through_the_facade(tmp_path, project):
     from kirolearn import Memory
 
     a, b = Memory(home=tmp_path / "a"), Memory(home=tmp_path / "b")
-    record = a.save_turn_summary(project=project, request="Backup me", investigated="x", learned="y",
-                                 completed="z", next_steps="w")
+    record = a.save_turn_summary(
+        project=project, request="Backup me", investigated="x", learned="y", completed="z", next_steps="w"
+    )
     buf = io.StringIO()
     a.export(buf)
     counts = b.import_(io.StringIO(buf.getvalue()))
@@ -77,10 +79,10 @@ def test_import_and_forget_through_the_facade(tmp_path, project):
 def test_the_facade_fails_on_bad_input_as_the_cli_does(tmp_path, project):
     from click.testing import CliRunner
 
-    from kirolearn.cli.commands import cli
     from kirolearn import Memory
-    from kirolearn.core.paths import HomeError
+    from kirolearn.cli.commands import cli
     from kirolearn.core.errors import KirolearnError, ProjectError
+    from kirolearn.core.paths import HomeError
     from kirolearn.manage.records import NotFound
 
     missing = str(tmp_path / "nonexistent")
@@ -96,8 +98,9 @@ def test_the_facade_fails_on_bad_input_as_the_cli_does(tmp_path, project):
     # forgetting an unknown id: the CLI's "no record", with and without a database
     with pytest.raises(NotFound, match="no record 'mr_nope'"):
         Memory().forget(["mr_nope"])
-    Memory().save_turn_summary(project=project, request="r", investigated="i", learned="l", completed="c",
-                               next_steps="n")
+    Memory().save_turn_summary(
+        project=project, request="r", investigated="i", learned="l", completed="c", next_steps="n"
+    )
     said = CliRunner().invoke(cli, ["forget", "mr_nope"])
     assert said.exit_code == 1 and "no record 'mr_nope'" in said.output
     with pytest.raises(NotFound, match="no record 'mr_nope'"):

@@ -9,10 +9,9 @@ import subprocess
 
 import pytest
 from click.testing import CliRunner
+from conftest import BIN, hook_env, run_hook
 
 from kirolearn.cli.commands import cli
-
-from conftest import BIN, hook_env, run_hook
 
 pytestmark = pytest.mark.filterwarnings("ignore:Items? .* `ReadOnly` qualifier:UserWarning")
 
@@ -25,8 +24,9 @@ def hook(project, name, session="s-1", **payload):
 
 
 def kirolearn(*args, cwd=None):
-    result = subprocess.run([str(BIN / "kirolearn"), *args], capture_output=True, text=True, timeout=120,
-                            env=hook_env(), cwd=cwd)
+    result = subprocess.run(
+        [str(BIN / "kirolearn"), *args], capture_output=True, text=True, timeout=120, env=hook_env(), cwd=cwd
+    )
     return result
 
 
@@ -62,9 +62,19 @@ def test_a_twin_hook_of_the_same_stop_is_still_one_event(project):
 
 def test_one_flush_extracts_each_session_s_last_open_turn(project):
     for session in ("a", "b"):
-        hook(project, "userPromptSubmit", session=session, prompt=f"first turn of {session}: edit src/{session}.py")
+        hook(
+            project,
+            "userPromptSubmit",
+            session=session,
+            prompt=f"first turn of {session}: edit src/{session}.py",
+        )
         hook(project, "stop", session=session, assistant_response=f"Edited src/{session}.py.")
-        hook(project, "userPromptSubmit", session=session, prompt=f"second turn of {session}: test src/{session}.py")
+        hook(
+            project,
+            "userPromptSubmit",
+            session=session,
+            prompt=f"second turn of {session}: test src/{session}.py",
+        )
     stats = json.loads(kirolearn("drain", "--flush", "--json").stdout)
     assert stats["pending_events"] == 0 and stats["batches_extracted"] == 4
     assert len(records("--project", str(project))) == 4
@@ -77,9 +87,14 @@ def test_one_flush_extracts_each_session_s_last_open_turn(project):
 
 def test_chatter_is_a_conversation_never_tool_use_and_never_the_session_start_headline(project):
     hook(project, "userPromptSubmit", session="w", prompt="fix the failing import in src/app.py")
-    hook(project, "postToolUse", session="w", tool_name="fs_write",
-         tool_input={"command": "str_replace", "path": str(project / "src" / "app.py")},
-         tool_response="Updated src/app.py")
+    hook(
+        project,
+        "postToolUse",
+        session="w",
+        tool_name="fs_write",
+        tool_input={"command": "str_replace", "path": str(project / "src" / "app.py")},
+        tool_response="Updated src/app.py",
+    )
     hook(project, "stop", session="w", assistant_response="Fixed the import in src/app.py.")
     hook(project, "userPromptSubmit", session="c", prompt="write a haiku about autumn")
     hook(project, "stop", session="c", assistant_response="Leaves drift on cold wind / ...")
@@ -99,10 +114,17 @@ def test_chatter_is_a_conversation_never_tool_use_and_never_the_session_start_he
 
 
 def test_concepts_have_no_stop_words_and_no_redaction_marker_words(project):
-    hook(project, "userPromptSubmit",
-         prompt="lets go through the migration again because the rollback keeps failing <private>hunter2</private>")
-    hook(project, "stop", assistant_response="The migration rollback failed because the schema table was locked; "
-                                             "lets retry through the pooled connection again.")
+    hook(
+        project,
+        "userPromptSubmit",
+        prompt="lets go through the migration again because the rollback keeps failing <private>hunter2</private>",
+    )
+    hook(
+        project,
+        "stop",
+        assistant_response="The migration rollback failed because the schema table was locked; "
+        "lets retry through the pooled connection again.",
+    )
     assert kirolearn("drain", "--flush").returncode == 0
     (record,) = records("--project", str(project))
     concepts = set(record["concepts"])
@@ -127,15 +149,36 @@ def test_session_init_returns_one_saved_row_never_two_mixed(project):
 
     from kirolearn import settings
 
-    call(project, "session_end", {"session_id": "old", "summary": "Moved JWT checks.", "next_steps": ["old step"],
-                                  "pitfalls": ["UTC tokens"]})
-    call(project, "session_end", {"session_id": "new", "auto_compress": True, "next_steps": ["new step"]},
-         settings=settings.Settings())  # no model: an empty summary is saved
+    call(
+        project,
+        "session_end",
+        {
+            "session_id": "old",
+            "summary": "Moved JWT checks.",
+            "next_steps": ["old step"],
+            "pitfalls": ["UTC tokens"],
+        },
+    )
+    call(
+        project,
+        "session_end",
+        {"session_id": "new", "auto_compress": True, "next_steps": ["new step"]},
+        settings=settings.Settings(),
+    )  # no model: an empty summary is saved
     init = call(project, "session_init", {}).structuredContent
-    assert (init["session_id"], init["summary"], init["next_steps"], init["pitfalls"]) == ("new", "", ["new step"], [])
+    assert (init["session_id"], init["summary"], init["next_steps"], init["pitfalls"]) == (
+        "new",
+        "",
+        ["new step"],
+        [],
+    )
     previous = init["previous"]
     assert (previous["session_id"], previous["summary"], previous["next_steps"], previous["pitfalls"]) == (
-        "old", "Moved JWT checks.", ["old step"], ["UTC tokens"])
+        "old",
+        "Moved JWT checks.",
+        ["old step"],
+        ["UTC tokens"],
+    )
     cli_init = CliRunner().invoke(cli, ["session-init", "--project", str(project), "--json"])
     assert json.loads(cli_init.output)["session_id"] == "new"
 
@@ -153,9 +196,15 @@ def test_messages_name_the_project_and_never_home(tmp_path, project, home):
     assert "the global project" in listed.stderr and str(outside) in listed.stderr
     assert user_home not in listed.stderr
     ended = kirolearn("session-end", "--session-id", "s", "--summary", "Did it.", "--project", str(project))
-    assert ended.returncode == 0 and f"for project {project}" in ended.stdout and "for general" not in ended.stdout
+    assert (
+        ended.returncode == 0
+        and f"for project {project}" in ended.stdout
+        and "for general" not in ended.stdout
+    )
     listed = kirolearn("list", "--project", str(outside))
-    assert "no database yet" not in listed.stderr and "No memory records in the global project" in listed.stderr
+    assert (
+        "no database yet" not in listed.stderr and "No memory records in the global project" in listed.stderr
+    )
 
 
 def test_the_mcp_server_started_from_home_names_the_project_it_uses(home):
@@ -167,7 +216,9 @@ def test_the_mcp_server_started_from_home_names_the_project_it_uses(home):
     user_home = os.environ["HOME"]
 
     async def go():
-        params = StdioServerParameters(command=str(BIN / "kirolearn-mcp"), args=[], env=hook_env(), cwd=user_home)
+        params = StdioServerParameters(
+            command=str(BIN / "kirolearn-mcp"), args=[], env=hook_env(), cwd=user_home
+        )
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:
                 await session.initialize()
@@ -181,7 +232,11 @@ def test_the_mcp_server_started_from_home_names_the_project_it_uses(home):
 
 def test_export_includes_forgotten_records_marked_and_import_round_trips_them(project, tmp_path, monkeypatch):
     hook(project, "userPromptSubmit", prompt="why is scripts/export.py locked")
-    hook(project, "stop", assistant_response="It opened sqlite without a timeout; scripts/export.py uses 30 s now.")
+    hook(
+        project,
+        "stop",
+        assistant_response="It opened sqlite without a timeout; scripts/export.py uses 30 s now.",
+    )
     hook(project, "userPromptSubmit", prompt="add --dry-run to scripts/export.py")
     hook(project, "stop", assistant_response="scripts/export.py --dry-run prints the row count.")
     assert kirolearn("drain", "--flush").returncode == 0
@@ -204,8 +259,9 @@ def test_export_includes_forgotten_records_marked_and_import_round_trips_them(pr
         forgotten = json.loads(kirolearn("list", "--forgotten", "--json", "--project", str(project)).stdout)
         assert [f["record_id"] for f in forgotten] == [first["record_id"]]
         again = [json.loads(line) for line in kirolearn("export").stdout.splitlines()]
-        assert sorted(json.dumps(x, sort_keys=True) for x in again if x["type"] == "record") == \
-            sorted(json.dumps(x, sort_keys=True) for x in lines if x["type"] == "record")
+        assert sorted(json.dumps(x, sort_keys=True) for x in again if x["type"] == "record") == sorted(
+            json.dumps(x, sort_keys=True) for x in lines if x["type"] == "record"
+        )
 
 
 # --- 3. a context block that is short and right -----------------------------------------------------------------
@@ -213,17 +269,27 @@ def test_export_includes_forgotten_records_marked_and_import_round_trips_them(pr
 
 def _work_turn(project, session, prompt, answer, path):
     hook(project, "userPromptSubmit", session=session, prompt=prompt)
-    hook(project, "postToolUse", session=session, tool_name="fs_write",
-         tool_input={"command": "str_replace", "path": str(project / path)}, tool_response=f"Updated {path}")
+    hook(
+        project,
+        "postToolUse",
+        session=session,
+        tool_name="fs_write",
+        tool_input={"command": "str_replace", "path": str(project / path)},
+        tool_response=f"Updated {path}",
+    )
     hook(project, "stop", session=session, assistant_response=answer)
 
 
 def test_the_block_is_one_line_per_record_from_its_outcome_with_its_id_and_its_size(project):
     from test_mcp import TURN, call
 
-    _work_turn(project, "w1", "make the nightly export robust in scripts/export.py",
-               "The export now opens SQLite with timeout=30 and WAL, so the nightly job no longer fails locked.",
-               "scripts/export.py")
+    _work_turn(
+        project,
+        "w1",
+        "make the nightly export robust in scripts/export.py",
+        "The export now opens SQLite with timeout=30 and WAL, so the nightly job no longer fails locked.",
+        "scripts/export.py",
+    )
     assert kirolearn("drain", "--flush").returncode == 0
     call(project, "save_session_summary", dict(TURN, investigated="none", learned="None.", next_steps="n/a"))
     start = hook(project, "agentSpawn", session="next")
@@ -234,8 +300,10 @@ def test_the_block_is_one_line_per_record_from_its_outcome_with_its_id_and_its_s
     assert len(said) == 2 and len(lines) == 4  # heading, preamble with the size, one line per record
     ids = [r["record_id"] for r in records("--project", str(project))]
     assert all(any(ln.endswith(" · " + rid) for ln in said) for rid in ids)
-    assert any("The export now opens SQLite with timeout=30 and WAL" in ln and "· session_summary ·" in ln
-               for ln in said)
+    assert any(
+        "The export now opens SQLite with timeout=30 and WAL" in ln and "· session_summary ·" in ln
+        for ln in said
+    )
     assert "**Request:**" not in start and "Files:" not in start and "## What was" not in start
     assert "none" not in start.lower().replace("no longer", "") and "n/a" not in start
     assert " · by " not in start  # the reader's own records carry no attribution
@@ -245,8 +313,10 @@ def test_the_block_is_one_line_per_record_from_its_outcome_with_its_id_and_its_s
 
 def test_own_records_are_never_attributed_even_when_the_hook_saw_no_user(project):
     env = {k: v for k, v in hook_env().items() if k not in ("USER", "LOGNAME", "USERNAME")}
-    for name, payload in (("userPromptSubmit", {"prompt": "speed up tests/test_api.py"}),
-                          ("stop", {"assistant_response": "tests/test_api.py now shares one app fixture."})):
+    for name, payload in (
+        ("userPromptSubmit", {"prompt": "speed up tests/test_api.py"}),
+        ("stop", {"assistant_response": "tests/test_api.py now shares one app fixture."}),
+    ):
         body = {"hook_event_name": name, "cwd": str(project), "session_id": "u", **payload}
         assert run_hook([], json.dumps(body).encode(), env=env).returncode == 0
     assert kirolearn("drain", "--flush").returncode == 0
@@ -262,16 +332,27 @@ def test_nothing_is_repeated_within_a_session(project, tmp_path):
     quiet = tmp_path / "quiet project"
     (quiet / ".git").mkdir(parents=True)
     for where in (project, quiet):
-        _work_turn(where, "w", "fix the export lock in scripts/export.py",
-                   "scripts/export.py opens SQLite with timeout=30 and WAL now.", "scripts/export.py")
+        _work_turn(
+            where,
+            "w",
+            "fix the export lock in scripts/export.py",
+            "scripts/export.py opens SQLite with timeout=30 and WAL now.",
+            "scripts/export.py",
+        )
     assert kirolearn("drain", "--flush").returncode == 0
     start = hook(project, "agentSpawn", session="s-next")
     assert "timeout=30" in start
-    assert hook(project, "userPromptSubmit", session="s-next", prompt="the export lock in scripts/export.py") == ""
+    assert (
+        hook(project, "userPromptSubmit", session="s-next", prompt="the export lock in scripts/export.py")
+        == ""
+    )
     # agentSpawn without a session id (kiro-cli --no-interactive), then prompts that carry one
     body = {"hook_event_name": "agentSpawn", "cwd": str(quiet)}
     assert "timeout=30" in run_hook([], json.dumps(body).encode()).stdout.decode()
-    assert hook(quiet, "userPromptSubmit", session="s-later", prompt="the export lock in scripts/export.py") == ""
+    assert (
+        hook(quiet, "userPromptSubmit", session="s-later", prompt="the export lock in scripts/export.py")
+        == ""
+    )
     state = [p for p in (pathlib_home() / "sessions").iterdir() if p.name.startswith("recall-")]
     assert state and all(p.stat().st_mode & 0o777 == 0o600 for p in state)
 
@@ -285,8 +366,13 @@ def pathlib_home():
 def test_get_memory_reads_a_record_in_full_over_mcp(project):
     from test_mcp import call, list_tools, text
 
-    _work_turn(project, "w", "fix the export lock in scripts/export.py",
-               "scripts/export.py opens SQLite with timeout=30 and WAL now.", "scripts/export.py")
+    _work_turn(
+        project,
+        "w",
+        "fix the export lock in scripts/export.py",
+        "scripts/export.py opens SQLite with timeout=30 and WAL now.",
+        "scripts/export.py",
+    )
     assert kirolearn("drain", "--flush").returncode == 0
     (record,) = records("--project", str(project))
     tool = {t.name: t for t in list_tools(project)}["get_memory"]
@@ -300,7 +386,9 @@ def test_get_memory_reads_a_record_in_full_over_mcp(project):
     assert missing.isError and f"in project {project}" in text(missing)
     other = project.parent / "other"
     (other / ".git").mkdir(parents=True)
-    assert call(other, "get_memory", {"record_id": record["record_id"]}).isError  # this project's records only
+    assert call(
+        other, "get_memory", {"record_id": record["record_id"]}
+    ).isError  # this project's records only
 
 
 def test_bench_context_measures_tokens_and_the_needed_record(tmp_path):
@@ -309,8 +397,13 @@ def test_bench_context_measures_tokens_and_the_needed_record(tmp_path):
 
     script = pathlib.Path(__file__).parent.parent / "bench" / "bench_context.py"
     env = dict(hook_env(), KIROLEARN_HOME=str(tmp_path / "unused"))
-    out = subprocess.run([sys.executable, str(script), "--sets", "coding", "--distractors", "30"],
-                         capture_output=True, text=True, timeout=300, env=env)
+    out = subprocess.run(
+        [sys.executable, str(script), "--sets", "coding", "--distractors", "30"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert out.returncode == 0, out.stderr
     assert "coding: prompt block tokens mean / p95 / max" in out.stdout
     assert "coding: needed record in the prompt block" in out.stdout and "/80 = " in out.stdout

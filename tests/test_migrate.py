@@ -5,11 +5,11 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from pgserver import pg_database, pg_server  # noqa: F401 - fixtures
+from test_store_postgres import schema_url
 
 from kirolearn.cli.commands import cli
 from kirolearn.store.postgres.migrations import MIGRATIONS
-from pgserver import pg_database, pg_server  # noqa: F401 - fixtures
-from test_store_postgres import schema_url
 
 ALL = [name for name, _ in MIGRATIONS]
 
@@ -69,7 +69,9 @@ def test_migrate_applies_the_team_store_schema_once(schema):
     assert data["backend"] == "postgresql" and data["applied"] == ALL
     assert data["schema"] == {"applied": ALL, "pending": []}
     again = run("migrate", env={"KIROLEARN_STORE_URL": url})
-    assert again.exit_code == 0 and "is up to date" in again.stdout, again.output and "team store" in again.stdout
+    assert again.exit_code == 0 and "is up to date" in again.stdout, (
+        again.output and "team store" in again.stdout
+    )
 
 
 def test_migrate_says_when_the_server_is_unreachable(tmp_path):
@@ -82,14 +84,20 @@ def test_migrate_says_when_the_server_is_unreachable(tmp_path):
 
 def test_migrate_without_create_permission_says_who_can(schema, role, admin):
     name, url = schema
-    hidden = run("migrate", env={"KIROLEARN_STORE_URL": as_role(url, role)})  # no USAGE: the schema is not seen
+    hidden = run(
+        "migrate", env={"KIROLEARN_STORE_URL": as_role(url, role)}
+    )  # no USAGE: the schema is not seen
     assert hidden.exit_code == 1
-    assert "Error: migrating the team store" in hidden.stderr and "no schema has been selected" in hidden.stderr
+    assert (
+        "Error: migrating the team store" in hidden.stderr and "no schema has been selected" in hidden.stderr
+    )
     assert "ask the server's owner for USAGE and CREATE" in hidden.stderr
     admin.execute(f'grant usage on schema "{name}" to "{role}"')
     denied = run("migrate", env={"KIROLEARN_STORE_URL": as_role(url, role)})
     assert denied.exit_code == 1
-    assert "Error: migrating the team store" in denied.stderr and "permission denied for schema" in denied.stderr
+    assert (
+        "Error: migrating the team store" in denied.stderr and "permission denied for schema" in denied.stderr
+    )
     assert "run `kirolearn migrate` themselves" in denied.stderr
 
 
@@ -111,14 +119,18 @@ def test_doctor_checks_a_team_store(schema, role, admin):
 
     admin.execute(f'grant usage on schema "{name}" to "{role}"')
     admin.execute(f'grant select on all tables in schema "{name}" to "{role}"')
-    assert not [c for c in reader_checks(url, role) if "replica" in c["message"] or "15 or newer" in c["message"]]
+    assert not [
+        c for c in reader_checks(url, role) if "replica" in c["message"] or "15 or newer" in c["message"]
+    ]
     reader = reader_checks(url, role)
     (write,) = [c for c in reader if "write to the team store" in c["message"]]
     assert write["level"] == "FAIL" and "permission denied for table drain_runs" in write["message"]
 
 
 def reader_checks(url: str, role: str) -> "list[dict]":
-    return json.loads(run("doctor", "--json", env={"KIROLEARN_STORE_URL": as_role(url, role)}).stdout)["checks"]
+    return json.loads(run("doctor", "--json", env={"KIROLEARN_STORE_URL": as_role(url, role)}).stdout)[
+        "checks"
+    ]
 
 
 def test_doctor_says_nothing_of_a_team_store_without_one():
@@ -165,8 +177,9 @@ def test_a_failed_login_says_where_credentials_come_from(pg_server, pg_database,
 
 
 def test_migrate_grants_a_developer_role_what_a_drainer_needs(schema, role):
-    from kirolearn.store.postgres.store import PostgresStore
     from store_contract import T0, event, record
+
+    from kirolearn.store.postgres.store import PostgresStore
 
     _, url = schema
     result = run("migrate", "--grant", role, "--json", env={"KIROLEARN_STORE_URL": url})
@@ -193,9 +206,9 @@ def test_migrate_grant_names_a_missing_role_and_needs_a_team_store(schema):
 def test_drain_uploads_a_shared_project_to_a_postgresql_team_store(schema, tmp_path):
     """The whole path: hook code spools a turn, `kirolearn drain` stores it and syncs it to the server;
     with the server down or its schema behind, the drain still stores locally and the sync catches up once."""
-    from kirolearn.core import project as projects
     from kirolearn.capture import events as ev
     from kirolearn.capture import spool
+    from kirolearn.core import project as projects
     from kirolearn.store.postgres.store import PostgresStore
 
     _, url = schema
@@ -203,8 +216,10 @@ def test_drain_uploads_a_shared_project_to_a_postgresql_team_store(schema, tmp_p
     (shop / ".git").mkdir(parents=True)
     (shop / ".git" / "config").write_text('[remote "origin"]\n\turl = git@github.com:acme/shop.git\n')
     projects.forget_cached_ids()
-    for name, payload in (("userPromptSubmit", {"prompt": "why does the nightly export time out"}),
-                          ("stop", {"assistant_response": "orders.created_at has no index: add one."})):
+    for name, payload in (
+        ("userPromptSubmit", {"prompt": "why does the nightly export time out"}),
+        ("stop", {"assistant_response": "orders.created_at has no index: add one."}),
+    ):
         event = ev.build_event(name, {"cwd": str(shop), "session_id": "s1", **payload})
         spool.append(event["event_id"], ev.serialize(event))
     assert run("team", "join", "--project", str(shop)).exit_code == 0
@@ -221,8 +236,14 @@ def test_drain_uploads_a_shared_project_to_a_postgresql_team_store(schema, tmp_p
     assert drained["team"]["records_sent"] >= 1
     shop_id = projects.project_id(str(shop))
     again = json.loads(run("drain", "--json", env=env).stdout)  # a re-run re-sends the overlap: stored once
-    assert again["team"]["error"] == "" and again["team"]["events_sent"] == 0 and again["team"]["records_sent"] == 0
+    assert (
+        again["team"]["error"] == ""
+        and again["team"]["events_sent"] == 0
+        and again["team"]["records_sent"] == 0
+    )
     with PostgresStore(url) as team_store:
-        assert [r["project_id"] for r in team_store.list_records()] == [shop_id] * drained["team"]["records_sent"]
+        assert [r["project_id"] for r in team_store.list_records()] == [shop_id] * drained["team"][
+            "records_sent"
+        ]
         assert team_store.figures("")["events"] == 2
     projects.forget_cached_ids()

@@ -6,18 +6,26 @@ import json
 from conftest import cli, run_hook
 
 
-def test_a_hung_model_is_bounded_and_skipped_after_failures_in_a_row(home, project, write_config, monkeypatch):
+def test_a_hung_model_is_bounded_and_skipped_after_failures_in_a_row(
+    home, project, write_config, monkeypatch
+):
     from fakellm import FakeLLM
 
     with FakeLLM() as fake:
-        write_config(f'[extract]\nmodel = "openai/fake-model"\napi_base = "{fake.openai_base}"\n'
-                     "timeout_seconds = 0.3\ncall_budget_seconds = 0.8\nretries = 5\nretry_backoff_seconds = 0\n"
-                     "breaker_failures = 2\n")
+        write_config(
+            f'[extract]\nmodel = "openai/fake-model"\napi_base = "{fake.openai_base}"\n'
+            "timeout_seconds = 0.3\ncall_budget_seconds = 0.8\nretries = 5\nretry_backoff_seconds = 0\n"
+            "breaker_failures = 2\n"
+        )
         for _ in range(40):
             fake.enqueue(delay=60, content="never")  # accepted, never answered
         for s in range(4):  # four sessions whose turn ended: four batches
-            body = {"hook_event_name": "stop", "cwd": str(project), "session_id": f"hung-{s}",
-                    "assistant_response": f"finished part {s}"}
+            body = {
+                "hook_event_name": "stop",
+                "cwd": str(project),
+                "session_id": f"hung-{s}",
+                "assistant_response": f"finished part {s}",
+            }
             assert run_hook([], json.dumps(body).encode()).returncode == 0
         monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-key-for-tests")
         result = cli("drain", "--json")
@@ -36,8 +44,12 @@ def test_a_hung_model_is_bounded_and_skipped_after_failures_in_a_row(home, proje
         assert set(runs["fallback_reasons"]) == {"model answer unusable", "model failed 2 batches in a row"}
         text = cli("status").stdout
         assert "model: not called" in text and "4 fell back to the deterministic extractor" in text
-        body = {"hook_event_name": "stop", "cwd": str(project), "session_id": "hung-late",
-                "assistant_response": "finished the last part"}
+        body = {
+            "hook_event_name": "stop",
+            "cwd": str(project),
+            "session_id": "hung-late",
+            "assistant_response": "finished the last part",
+        }
         assert run_hook([], json.dumps(body).encode()).returncode == 0
         again = json.loads(cli("drain", "--json", "--flush").stdout)
         assert len(fake.chat_requests) == asked  # breaker still open: the model is not called again
@@ -45,9 +57,9 @@ def test_a_hung_model_is_bounded_and_skipped_after_failures_in_a_row(home, proje
 
 
 def test_the_breaker_lets_one_call_through_after_its_cool_off(home, make_event, drain_now, write_config):
-    from kirolearn.store import state
-
     from test_drain_llm import GOOD
+
+    from kirolearn.store import state
 
     calls = []
 

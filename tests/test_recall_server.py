@@ -18,8 +18,8 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from kirolearn.install import schedule
 from kirolearn.cli.commands import cli
+from kirolearn.install import schedule
 from kirolearn.recall import client
 from kirolearn.recall.embeddings import registry as embeddings
 from kirolearn.recall.server import RecallServer, ServerError
@@ -28,8 +28,10 @@ from tests.test_local_model import LOCAL, REAL, _require
 from tests.test_semantic import spool_turn
 
 HARD = "session drops for people in the middle of working"  # no word in common with the turn below
-TURN = ("Users get logged out after exactly 15 minutes even while active",
-        "The access token expired after 15 minutes; an interceptor now refreshes it on 401")
+TURN = (
+    "Users get logged out after exactly 15 minutes even while active",
+    "The access token expired after 15 minutes; an interceptor now refreshes it on 401",
+)
 SHOWN = "an interceptor now refreshes it on 401"  # the context block's line for TURN is its outcome (#24)
 UNRELATED = ("what is the recipe for banana bread", "tell me a joke about cats", "how tall is mount everest")
 
@@ -46,8 +48,12 @@ def minilm(monkeypatch):
 @pytest.fixture
 def filled(project, drain_now):
     spool_turn(project, "s1", *TURN)
-    spool_turn(project, "s2", "The nightly export job fails with database is locked",
-               "Opened the database with a 30 s busy timeout and WAL mode")
+    spool_turn(
+        project,
+        "s2",
+        "The nightly export job fails with database is locked",
+        "Opened the database with a 30 s busy timeout and WAL mode",
+    )
     for i in range(12):
         spool_turn(project, f"n{i // 6}", f"update the changelog for release 1.{i}", "edited CHANGELOG.md")
     drain_now(flush=True)
@@ -69,11 +75,18 @@ def server_process(home):
     procs = []
 
     def start(env=None):
-        proc = subprocess.Popen([str(BIN / "kirolearn"), "serve-recall"], env=env or hook_env(),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            [str(BIN / "kirolearn"), "serve-recall"],
+            env=env or hook_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         procs.append(proc)
-        wait_for(lambda: proc.poll() is not None or client.ask({"op": "ping"}, 2.0) is not None, 120,
-                 "the recall server to answer")
+        wait_for(
+            lambda: proc.poll() is not None or client.ask({"op": "ping"}, 2.0) is not None,
+            120,
+            "the recall server to answer",
+        )
         assert proc.poll() is None, proc.stderr.read().decode()
         return proc
 
@@ -90,14 +103,25 @@ PATIENT = {"KIROLEARN_RECALL_DEADLINE_MS": "20000"}
 
 
 def prompt(project, text, session="p1", env=None):
-    payload = {"hook_event_name": "userPromptSubmit", "cwd": str(project), "session_id": session, "prompt": text}
-    return run_hook(stdin=json.dumps(payload).encode(), cwd=str(project),
-                    env=env or hook_env(**PATIENT)).stdout.decode()
+    payload = {
+        "hook_event_name": "userPromptSubmit",
+        "cwd": str(project),
+        "session_id": session,
+        "prompt": text,
+    }
+    return run_hook(
+        stdin=json.dumps(payload).encode(), cwd=str(project), env=env or hook_env(**PATIENT)
+    ).stdout.decode()
 
 
 def search(project, query, env=None):
-    done = subprocess.run([str(BIN / "kirolearn"), "search", query, "--json"], cwd=str(project),
-                          env=env or hook_env(), capture_output=True, timeout=120)
+    done = subprocess.run(
+        [str(BIN / "kirolearn"), "search", query, "--json"],
+        cwd=str(project),
+        env=env or hook_env(),
+        capture_output=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr.decode()
     return [h["title"] for h in json.loads(done.stdout or b"[]")]
 
@@ -106,7 +130,8 @@ def search(project, query, env=None):
 
 
 def test_the_hook_and_search_get_hard_questions_from_the_server_and_fall_back_without_it(
-        minilm, filled, home, server_process):
+    minilm, filled, home, server_process
+):
     assert prompt(filled, HARD) == ""  # no server: the hook is lexical, and the question shares no word
     proc = server_process()
     sock = home / "recall.sock"
@@ -134,8 +159,9 @@ def test_mcp_search_memory_uses_the_server(minilm, filled, server_process):
     server_process()
 
     async def call():
-        params = StdioServerParameters(command=str(BIN / "kirolearn-mcp"), args=[], env=hook_env(),
-                                       cwd=str(filled))
+        params = StdioServerParameters(
+            command=str(BIN / "kirolearn-mcp"), args=[], env=hook_env(), cwd=str(filled)
+        )
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:
                 await session.initialize()
@@ -146,11 +172,18 @@ def test_mcp_search_memory_uses_the_server(minilm, filled, server_process):
 
 
 def test_drain_watch_serves_recall_until_it_stops(minilm, filled, home):
-    proc = subprocess.Popen([str(BIN / "kirolearn"), "drain", "--watch"], env=hook_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [str(BIN / "kirolearn"), "drain", "--watch"],
+        env=hook_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
-        wait_for(lambda: proc.poll() is not None or client.ask({"op": "ping"}, 2.0) is not None, 120,
-                 "drain --watch to serve recall")
+        wait_for(
+            lambda: proc.poll() is not None or client.ask({"op": "ping"}, 2.0) is not None,
+            120,
+            "drain --watch to serve recall",
+        )
         assert proc.poll() is None, proc.stderr.read().decode()
         assert client.ask({"op": "ping"}, 5.0)["model"] == LOCAL
         assert SHOWN in prompt(filled, HARD)
@@ -220,7 +253,9 @@ def test_a_server_that_never_answers_costs_the_hook_its_deadline_only(filled, ho
     try:
         assert client.ask({"op": "ping"}, 0.2) is None
         wait_for(lambda: len(accepted) == 1, 10, "the ping's connection")
-        out = prompt(filled, "why does the export say database is locked", env=hook_env())  # its own 150 ms deadline
+        out = prompt(
+            filled, "why does the export say database is locked", env=hook_env()
+        )  # its own 150 ms deadline
         assert "database is locked" in out
         # the hook itself reached the hung server (the ping's connection is not its), then fell back
         wait_for(lambda: len(accepted) == 2, 10, "the hook's connection")
@@ -271,12 +306,25 @@ def test_search_from_the_server_is_scrubbed_and_printed_like_the_lexical_one(fil
     server = RecallServer().start()
     server.start_thread()
     try:
-        served = CliRunner().invoke(cli, ["search", "changelog release", "--project", str(filled), "--json"],
-                                    catch_exceptions=False).output
+        served = (
+            CliRunner()
+            .invoke(
+                cli,
+                ["search", "changelog release", "--project", str(filled), "--json"],
+                catch_exceptions=False,
+            )
+            .output
+        )
     finally:
         server.close()
-    alone = CliRunner().invoke(cli, ["search", "changelog release", "--project", str(filled), "--json"],
-                               catch_exceptions=False).output
+    alone = (
+        CliRunner()
+        .invoke(
+            cli, ["search", "changelog release", "--project", str(filled), "--json"], catch_exceptions=False
+        )
+        .output
+    )
+
     def shown(output):  # scores move with the clock (recency): the records, in order, and what they hold
         return [{k: v for k, v in hit.items() if k not in ("score", "bm25")} for hit in json.loads(output)]
 
@@ -293,13 +341,19 @@ def test_the_terminal_escaping_is_manages():
 def test_schedule_writes_the_recall_server_as_a_user_service(home):
     (unit,) = schedule.recall_server_jobs("systemd")
     assert unit.path.endswith("kirolearn-recall.service")
-    assert "ExecStart=" in unit.content and "serve-recall" in unit.content and "Restart=on-failure" in unit.content
+    assert (
+        "ExecStart=" in unit.content
+        and "serve-recall" in unit.content
+        and "Restart=on-failure" in unit.content
+    )
     assert f'Environment="KIROLEARN_HOME={home}"' in unit.content
     (agent,) = schedule.recall_server_jobs("launchd")
     assert "<string>serve-recall</string>" in agent.content and "<key>KeepAlive</key><true/>" in agent.content
     with pytest.raises(schedule.ScheduleError, match="cron cannot keep the recall server running"):
         schedule.recall_server_jobs("cron")
-    result = CliRunner().invoke(cli, ["schedule", "--systemd", "--recall-server", "--print"], catch_exceptions=False)
+    result = CliRunner().invoke(
+        cli, ["schedule", "--systemd", "--recall-server", "--print"], catch_exceptions=False
+    )
     assert "kirolearn-recall.service" in result.output and "kirolearn-drain.timer" in result.output
 
 
@@ -311,11 +365,15 @@ def _pid(project):
 
 def test_the_hooks_client_imports_only_the_standard_library():
     """The hook imports kirolearn.recall.client when a socket is there (architecture.md rule 1)."""
-    code = ("import sys, json; before = set(sys.modules); import kirolearn.recall.client; "
-            "print(json.dumps(sorted(set(sys.modules) - before)))")
+    code = (
+        "import sys, json; before = set(sys.modules); import kirolearn.recall.client; "
+        "print(json.dumps(sorted(set(sys.modules) - before)))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     loaded = json.loads(out)
-    assert [m for m in loaded if m.split(".")[0] not in sys.stdlib_module_names and m.split(".")[0] != "kirolearn"] == []
+    assert [
+        m for m in loaded if m.split(".")[0] not in sys.stdlib_module_names and m.split(".")[0] != "kirolearn"
+    ] == []
     assert "socket" not in loaded and "re" not in loaded  # _socket alone; no regex on the hook path
 
 

@@ -6,7 +6,6 @@ import os
 import random
 
 import pytest
-
 from conftest import assert_one_error, cli, kl, ready, spool_events, stored_ids
 
 
@@ -20,7 +19,9 @@ def corrupt(path, seed=1, size=8192):
 
     conn = sqlite3.connect(path)
     try:
-        pages = [r[0] for r in conn.execute("select pageno from dbstat where name = 'events' order by pageno")]
+        pages = [
+            r[0] for r in conn.execute("select pageno from dbstat where name = 'events' order by pageno")
+        ]
         page_size = conn.execute("pragma page_size").fetchone()[0]
     except sqlite3.OperationalError:  # an SQLite built without dbstat: the file's middle
         pages, page_size = [], 0
@@ -43,7 +44,9 @@ def test_a_corrupt_database_keeps_the_spool_and_repair_brings_it_back(home, proj
     assert doctor.returncode == 1
     checks = json.loads(doctor.stdout)["checks"]
     assert any(c["level"] == "FAIL" and "repair" in c["message"] for c in checks)
-    assert any(c["level"] == "FAIL" and "last drain" in c["message"] and "damaged" in c["message"] for c in checks)
+    assert any(
+        c["level"] == "FAIL" and "last drain" in c["message"] and "damaged" in c["message"] for c in checks
+    )
 
     repaired = cli("repair", "--json")
     assert repaired.returncode == 0, repaired.stderr
@@ -90,14 +93,29 @@ def test_a_lost_database_is_reported_not_recreated(home, project, filled, how):
 
 def test_a_lost_database_counts_records_written_between_drains(home, project):
     # save-summary writes a record directly; the drain after it reads no event but must still count it.
-    summary = ["save-summary", "--project", str(project), "--request", "Fix login", "--investigated", "auth.py",
-               "--learned", "SQL built with %", "--completed", "parameterised", "--next-steps", "orders.py"]
+    summary = [
+        "save-summary",
+        "--project",
+        str(project),
+        "--request",
+        "Fix login",
+        "--investigated",
+        "auth.py",
+        "--learned",
+        "SQL built with %",
+        "--completed",
+        "parameterised",
+        "--next-steps",
+        "orders.py",
+    ]
     assert cli(*summary).returncode == 0
     assert cli("drain").returncode == 0
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(str(home / "kirolearn.db") + suffix):
             os.remove(str(home / "kirolearn.db") + suffix)
-    assert_one_error(cli("drain"), "held at least 0 events and 1 record at the last drain", "kirolearn repair")
+    assert_one_error(
+        cli("drain"), "held at least 0 events and 1 record at the last drain", "kirolearn repair"
+    )
 
 
 def test_repair_of_a_lost_database_reads_as_sentences(home, project):
@@ -108,7 +126,9 @@ def test_repair_of_a_lost_database_reads_as_sentences(home, project):
     assert "recovered: nothing (the database file was missing or empty)" in repaired.stdout
     assert "recovered with none" not in repaired.stdout
     assert "not recoverable: 2 events" in repaired.stdout
-    assert repaired.returncode == 1 and "repair saved nothing" in repaired.stderr  # never "repaired" when it is not
+    assert (
+        repaired.returncode == 1 and "repair saved nothing" in repaired.stderr
+    )  # never "repaired" when it is not
 
 
 def test_repair_says_what_was_lost_and_fails_when_page_one_is_destroyed(home, project, filled):

@@ -8,8 +8,8 @@ import subprocess
 import pytest
 
 from kirolearn import demo
-from kirolearn.core import replay
 from kirolearn.capture import spool
+from kirolearn.core import replay
 from kirolearn.pipeline.schema import Event
 
 RECORDINGS = sorted(glob.glob(os.path.join(demo.RECORDINGS, "*.jsonl")))
@@ -100,4 +100,6 @@ def test_the_viewer_empty_state_names_every_agent(home):
 
     page = TestClient(create_app("t", 8765), base_url="http://127.0.0.1:8765").get("/?token=t").text
     assert "No memory records yet" in page
-    assert all(name in page for name in ("Kiro", "Claude Code", "Codex", "Copilot", "Gemini", "opencode", "Cursor"))
+    assert all(
+        name in page for name in ("Kiro", "Claude Code", "Codex", "Copilot", "Gemini", "opencode", "Cursor")
+    )

@@ -11,14 +11,15 @@ import os
 
 import pytest
 from click.testing import CliRunner
+from conftest import as_store
 
+from kirolearn.cli.commands import cli
 from kirolearn.core import paths
+from kirolearn.pipeline import summaries
 from kirolearn.privacy import rescrub
+from kirolearn.privacy.scrub import Scrubber, rules_version
 from kirolearn.store.sqlite import db as store
 from kirolearn.store.sqlite import scrubbing as store_scrub
-from kirolearn.pipeline import summaries
-from kirolearn.cli.commands import cli
-from kirolearn.privacy.scrub import Scrubber, rules_version
 
 # Formats only the catalogue table knows (fake, assembled at run time).
 LINEAR = "lin_api_" + "Q7w" * 13 + "x"
@@ -57,19 +58,27 @@ def test_rescrub_cleans_a_store_built_with_old_rules(make_event, drain_now, proj
 
 def _build_old_store(make_event, drain_now, project):
     make_event("userPromptSubmit", prompt=f"deploy with LINEAR={LINEAR} please")
-    make_event("postToolUse", tool_name="execute_bash",
-               tool_input={"command": f"cat config.ini && echo {SHOPIFY}"},
-               tool_response={"result": [{"stdout": f"[db]\nuser = app\npassword = {PASSWORD}\n"}]})
+    make_event(
+        "postToolUse",
+        tool_name="execute_bash",
+        tool_input={"command": f"cat config.ini && echo {SHOPIFY}"},
+        tool_response={"result": [{"stdout": f"[db]\nuser = app\npassword = {PASSWORD}\n"}]},
+    )
     make_event("stop", assistant_response=f"Done; the key {SHOPIFY} works.")
     stats, db = drain_now(flush=True)
     assert stats.stored == 3 and stats.records_written >= 1
-    summaries.session_end(db, summaries.Project(str(project)), session_id="sess-1",
-                          summary=f"used LINEAR={LINEAR}", highlights=[f"shop key {SHOPIFY}"])
+    summaries.session_end(
+        as_store(db),
+        summaries.Project(str(project)),
+        session_id="sess-1",
+        summary=f"used LINEAR={LINEAR}",
+        highlights=[f"shop key {SHOPIFY}"],
+    )
     # A forgotten record keeps its row (with the old text) in a tombstone until purge.
     from kirolearn.manage import records as manage
 
     first = db.execute("select record_id from memory_records order by created_at limit 1").fetchone()[0]
-    manage.forget([first], reason="cleanup", db=db)
+    manage.forget([first], reason="cleanup", store=as_store(db))
     assert LINEAR in db.execute("select payload from forgotten_records").fetchone()[0]
     logs = paths.ensure_private_dir(paths.logs_dir())
     with open(os.path.join(logs, "hook.log"), "a", encoding="utf-8") as fh:
@@ -77,13 +86,19 @@ def _build_old_store(make_event, drain_now, project):
     with store.writing(db):  # the old release had no scrub_state: it was scrubbed with v1
         db.execute("update scrub_state set value = '1' where key = 'scrubbed_with'")
     assert set(_secrets_in(_db_bytes())) == {LINEAR, SHOPIFY, PASSWORD}, "the old store must hold them"
-    assert LINEAR in db.execute("select group_concat(title || summary || facts) from memory_records").fetchone()[0]
+    assert (
+        LINEAR
+        in db.execute("select group_concat(title || summary || facts) from memory_records").fetchone()[0]
+    )
     db.conn.close()
 
     runner = CliRunner()
     status = json.loads(runner.invoke(cli, ["status", "--json"], catch_exceptions=False).output)
-    assert status["database"]["scrub"] == {"rules_version": rules_version(), "store_scrubbed_with": 1,
-                                           "rescrub_needed": True}
+    assert status["database"]["scrub"] == {
+        "rules_version": rules_version(),
+        "store_scrubbed_with": 1,
+        "rescrub_needed": True,
+    }
     doctor = runner.invoke(cli, ["doctor"], catch_exceptions=False)
     assert "kirolearn rescrub" in doctor.output
 
@@ -95,23 +110,31 @@ def _rescrub_and_check():
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     assert report["rows_changed"]["events"] == 3
-    assert report["rows_changed"]["session_summaries"] == 1 and report["rows_changed"]["forgotten_records"] == 1
+    assert (
+        report["rows_changed"]["session_summaries"] == 1 and report["rows_changed"]["forgotten_records"] == 1
+    )
     assert report["redactions"]["linear-api-key"] >= 2 and report["redactions"]["shopify-access-token"] >= 2
     assert report["log_lines_changed"] == {os.path.join("logs", "hook.log"): 1}
     assert report["checkpoint_complete"] is True
 
     assert _secrets_in(_db_bytes()) == []
-    assert os.path.getsize(paths.db_path() + "-wal") == 0 if os.path.exists(paths.db_path() + "-wal") else True
+    assert (
+        os.path.getsize(paths.db_path() + "-wal") == 0 if os.path.exists(paths.db_path() + "-wal") else True
+    )
     with open(os.path.join(logs, "hook.log"), encoding="utf-8") as fh:
         assert LINEAR not in fh.read()
     db = store.open_db()
     assert store_scrub.scrubbed_with(db) == rules_version() and store_scrub.progress(db) is None
     # The FTS index was rebuilt from the scrubbed rows: the secret is not a term any more, the name is.
-    assert db.execute("select count(*) from memory_records_fts where memory_records_fts match ?",
-                      ['"' + LINEAR + '"']).fetchone()[0] == 0
+    assert (
+        db.execute(
+            "select count(*) from memory_records_fts where memory_records_fts match ?", ['"' + LINEAR + '"']
+        ).fetchone()[0]
+        == 0
+    )
     # Content hashes follow the scrubbed bodies, so dedup still recognises a repeat.
-    from kirolearn.core.dedup import event_content_hash
     from kirolearn.capture.events import GENERATED_FIELDS
+    from kirolearn.core.dedup import event_content_hash
 
     for row in db.query("select body, content_hash from events"):
         body = json.loads(row["body"])
@@ -138,12 +161,12 @@ def test_rescrub_resumes_after_an_interruption(make_event, drain_now, monkeypatc
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        rescrub.rescrub(db, on_chunk=stop_after_first_chunk)
+        rescrub.rescrub(as_store(db), on_chunk=stop_after_first_chunk)
     mark = store_scrub.progress(db)
     assert mark["table"] == "events" and mark["version"] == rules_version()
     done_first = db.execute("select count(*) from events where body like ?", [f"%{LINEAR}%"]).fetchone()[0]
     assert done_first == 4  # the first chunk of 3 is committed, the rest still waits
-    report = rescrub.rescrub(db)
+    report = rescrub.rescrub(as_store(db))
     assert report["resumed"] is True and report["rows_changed"]["events"] == 4
     assert db.execute("select count(*) from events where body like ?", [f"%{LINEAR}%"]).fetchone()[0] == 0
 
@@ -168,10 +191,16 @@ def test_scan_reports_by_type_without_printing_secrets(tmp_path):
     out = runner.invoke(cli, ["scan", str(env)], catch_exceptions=False).output
     assert LINEAR not in out and SHOPIFY not in out
     assert "linear-api-key" in out and "1: LINEAR=[REDACTED:linear-api-key]" in out
-    data = json.loads(runner.invoke(cli, ["scan", "-", "--json"], input=env.read_text("utf-8"),
-                                    catch_exceptions=False).output)
+    data = json.loads(
+        runner.invoke(
+            cli, ["scan", "-", "--json"], input=env.read_text("utf-8"), catch_exceptions=False
+        ).output
+    )
     assert data["by_type"] == {"linear-api-key": 1, "shopify-access-token": 1}
-    assert data["findings"] == [{"line": 1, "type": "linear-api-key"}, {"line": 2, "type": "shopify-access-token"}]
+    assert data["findings"] == [
+        {"line": 1, "type": "linear-api-key"},
+        {"line": 2, "type": "shopify-access-token"},
+    ]
     assert data["total"] == 2 and data["rules_version"] == rules_version()
 
 
@@ -182,8 +211,13 @@ def test_mcp_log_lines_are_scrubbed(home, tmp_path):
 
     missing = tmp_path / f"LINEAR={LINEAR}"
     env = {k: v for k, v in os.environ.items() if k != "KIROLEARN_RAISE_ERRORS"}
-    result = subprocess.run([str(Path(sys.executable).parent / "kirolearn-mcp"), "--project", str(missing)],
-                            env=env, capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "kirolearn-mcp"), "--project", str(missing)],
+        env=env,
+        capture_output=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert result.returncode == 1
     log = (home / "logs" / "mcp.log").read_text("utf-8")
     assert "does not exist" in log and "[REDACTED:linear-api-key]" in log

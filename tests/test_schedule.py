@@ -6,10 +6,18 @@ from click.testing import CliRunner
 from kirolearn.cli.commands import cli
 
 
-@pytest.mark.parametrize("every, kind, ok", [
-    ("90s", "--cron", False), ("7m", "--cron", False), ("25h", "--cron", False),
-    ("90s", "--systemd", True), ("7m", "--launchd", True), ("15m", "--cron", True), ("2h", "--cron", True),
-])
+@pytest.mark.parametrize(
+    "every, kind, ok",
+    [
+        ("90s", "--cron", False),
+        ("7m", "--cron", False),
+        ("25h", "--cron", False),
+        ("90s", "--systemd", True),
+        ("7m", "--launchd", True),
+        ("15m", "--cron", True),
+        ("2h", "--cron", True),
+    ],
+)
 def test_schedule_refuses_what_cron_cannot_express(every, kind, ok):
     result = CliRunner().invoke(cli, ["schedule", "--every", every, kind, "--print"])
     assert (result.exit_code == 0) is ok, result.output

@@ -67,8 +67,11 @@ SECRETS = [
     ("ghu", "ghu_" + GHP[4:], R("github-token")),
     ("ghs", "ghs_" + GHP[4:], R("github-token")),
     ("ghr", "ghr_" + GHP[4:], R("github-token")),
-    ("github-pat", f"git clone https://{GITHUB_PAT}@github.com/o/r",
-     f"git clone https://{R('github-token')}@github.com/o/r"),
+    (
+        "github-pat",
+        f"git clone https://{GITHUB_PAT}@github.com/o/r",
+        f"git clone https://{R('github-token')}@github.com/o/r",
+    ),
     ("gitlab", f"token {GLPAT}.", f"token {R('gitlab-token')}."),
     ("slack-bot", f"SLACK={SLACK_BOT}", f"SLACK={R('slack-token')}"),
     ("slack-user", SLACK_USER, R("slack-token")),
@@ -82,11 +85,13 @@ SECRETS = [
     ("openai-proj", f"key: {OPENAI_PROJ}", f"key: {R('openai-key')}"),
     ("anthropic", f"ANTHROPIC_API_KEY={ANTHROPIC}", f"ANTHROPIC_API_KEY={R('anthropic-key')}"),
     ("google", f"maps?key={GOOGLE}&z=1", f"maps?key={R('google-api-key')}&z=1"),
-    ("azure-conn",
-     f"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={AZURE_KEY};"
-     "EndpointSuffix=core.windows.net",
-     f"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={R('azure-storage-key')};"
-     "EndpointSuffix=core.windows.net"),
+    (
+        "azure-conn",
+        f"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={AZURE_KEY};"
+        "EndpointSuffix=core.windows.net",
+        f"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={R('azure-storage-key')};"
+        "EndpointSuffix=core.windows.net",
+    ),
     ("npm", f"//registry.npmjs.org/:_authToken={NPM}", f"//registry.npmjs.org/:_authToken={R('npm-token')}"),
     ("pypi", f"password = {PYPI}", f"password = {R('pypi-token')}"),
     ("huggingface", f"HF_TOKEN={HF}", f"HF_TOKEN={R('huggingface-token')}"),
@@ -96,25 +101,39 @@ SECRETS = [
     ("pem", f"key:\n{PEM}\nafter", f"key:\n{R('private-key')}\nafter"),
     ("openssh", OPENSSH, R("private-key")),
     ("pem-unterminated", "x\n-----BEGIN PRIVATE KEY-----\n" + PEM_BODY + "more", "x\n" + R("private-key")),
-    ("pem-json-escaped",
-     '{"k": "-----BEGIN EC PRIVATE KEY-----\\n' + MIX * 2 + '\\n-----END EC PRIVATE KEY-----"}',
-     '{"k": "' + R("private-key") + '"}'),
+    (
+        "pem-json-escaped",
+        '{"k": "-----BEGIN EC PRIVATE KEY-----\\n' + MIX * 2 + '\\n-----END EC PRIVATE KEY-----"}',
+        '{"k": "' + R("private-key") + '"}',
+    ),
     ("jwt", f"cookie {JWT}", f"cookie {R('jwt')}"),
-    ("url-password", "psql postgres://admin:s3cr3t@db.example.com:5432/app",
-     f"psql postgres://admin:{R('url-password')}@db.example.com:5432/app"),
+    (
+        "url-password",
+        "psql postgres://admin:s3cr3t@db.example.com:5432/app",
+        f"psql postgres://admin:{R('url-password')}@db.example.com:5432/app",
+    ),
     ("url-password-at", "redis://:p@ss:w0rd@cache:6379/0", f"redis://:{R('url-password')}@cache:6379/0"),
     ("curl-user", "curl -u admin:S3cret https://api", f"curl -u admin:{R('user-password')} https://api"),
     ("requests-auth", 'get(u, auth=("bob", "hunter2"))', f'get(u, auth=("bob", "{R("user-password")}"))'),
     ("mysql-p", "mysql -u root -pS3cret db", f"mysql -u root -p{R('user-password')} db"),
-    ("docker-login", "docker login -u bob -p S3cret reg.io",
-     f"docker login -u bob -p {R('user-password')} reg.io"),
+    (
+        "docker-login",
+        "docker login -u bob -p S3cret reg.io",
+        f"docker login -u bob -p {R('user-password')} reg.io",
+    ),
     ("sshpass", "sshpass -p S3cret ssh host", f"sshpass -p {R('user-password')} ssh host"),
-    ("auth-bearer", "curl -H 'Authorization: Bearer abc123def456' https://x",
-     f"curl -H 'Authorization: Bearer {R('authorization')}' https://x"),
+    (
+        "auth-bearer",
+        "curl -H 'Authorization: Bearer abc123def456' https://x",
+        f"curl -H 'Authorization: Bearer {R('authorization')}' https://x",
+    ),
     ("auth-basic", "Authorization: Basic dXNlcjpwYXNz", f"Authorization: Basic {R('authorization')}"),
     ("auth-token", f"authorization: token {MIX}", f"authorization: token {R('authorization')}"),
-    ("auth-json", '{"Authorization": "Bearer abc123def456"}',
-     f'{{"Authorization": "Bearer {R("authorization")}"}}'),
+    (
+        "auth-json",
+        '{"Authorization": "Bearer abc123def456"}',
+        f'{{"Authorization": "Bearer {R("authorization")}"}}',
+    ),
     ("auth-raw", "Authorization: abc123def456", f"Authorization: {R('authorization')}"),
     ("auth-jwt", f"Authorization: Bearer {JWT}", f"Authorization: Bearer {R('jwt')}"),
     # secret-named assignments: the value goes, the name stays
@@ -122,24 +141,39 @@ SECRETS = [
     ("env-export-quoted", 'export API_TOKEN="abc 123"', f'export API_TOKEN="{R("secret-assignment")}"'),
     ("yaml", "password: hunter2", f"password: {R('secret-assignment')}"),
     ("yaml-weak-default", "password: changeme", f"password: {R('secret-assignment')}"),
-    ("json", '{"password": "hunter2", "user": "bob"}',
-     f'{{"password": "{R("secret-assignment")}", "user": "bob"}}'),
-    ("json-escaped", '{\\"client_secret\\": \\"abc\\"}',
-     '{\\"client_secret\\": \\"' + R("secret-assignment") + '\\"}'),
-    ("flag-eq", "mysql --password=hunter2 --user bob",
-     f"mysql --password={R('secret-assignment')} --user bob"),
+    (
+        "json",
+        '{"password": "hunter2", "user": "bob"}',
+        f'{{"password": "{R("secret-assignment")}", "user": "bob"}}',
+    ),
+    (
+        "json-escaped",
+        '{\\"client_secret\\": \\"abc\\"}',
+        '{\\"client_secret\\": \\"' + R("secret-assignment") + '\\"}',
+    ),
+    (
+        "flag-eq",
+        "mysql --password=hunter2 --user bob",
+        f"mysql --password={R('secret-assignment')} --user bob",
+    ),
     ("flag-space", "deploy --token t0ken9 --force", f"deploy --token {R('secret-assignment')} --force"),
     ("camel", "stripeApiKey = 'abcd'", f"stripeApiKey = '{R('secret-assignment')}'"),
     ("header", "x-api-key: abcdef123", f"x-api-key: {R('secret-assignment')}"),
-    ("header-dict", "headers={'X-Api-Key': 'abc123'}",
-     f"headers={{'X-Api-Key': '{R('secret-assignment')}'}}"),
+    (
+        "header-dict",
+        "headers={'X-Api-Key': 'abc123'}",
+        f"headers={{'X-Api-Key': '{R('secret-assignment')}'}}",
+    ),
     ("attr", "self.password = 'S3cr3t!'", f"self.password = '{R('secret-assignment')}'"),
     ("typed-default", "password: str = 'hunter2'", f"password: str = '{R('secret-assignment')}'"),
     ("ts-typed", "let password: string = 'abc123';", f"let password: string = '{R('secret-assignment')}';"),
     ("go", 'secret := "s3cr3t"', f'secret := "{R("secret-assignment")}"'),
     ("environ-set", 'os.environ["API_KEY"] = "abc"', f'os.environ["API_KEY"] = "{R("secret-assignment")}"'),
-    ("query", "https://api.example.com/v1?access_token=abcdef123456&x=1",
-     f"https://api.example.com/v1?access_token={R('secret-assignment')}&x=1"),
+    (
+        "query",
+        "https://api.example.com/v1?access_token=abcdef123456&x=1",
+        f"https://api.example.com/v1?access_token={R('secret-assignment')}&x=1",
+    ),
     ("xml", "<password>hunter2</password>", f"<password>{R('secret-assignment')}</password>"),
     ("passphrase", "SSH_PASSPHRASE=correct-horse", f"SSH_PASSPHRASE={R('secret-assignment')}"),
     ("credentials", "credentials: abc123xyz", f"credentials: {R('secret-assignment')}"),
@@ -151,8 +185,11 @@ SECRETS = [
     ("vendor-key-random", f"MAILGUN_KEY={RANDOM}", f"MAILGUN_KEY={R('high-entropy')}"),
     # random tokens right after a secret keyword
     ("entropy-prose", f"my token is {RANDOM} ok", f"my token is {R('high-entropy')} ok"),
-    ("entropy-api-key", f"Use the API key {RANDOM} for staging",
-     f"Use the API key {R('high-entropy')} for staging"),
+    (
+        "entropy-api-key",
+        f"Use the API key {RANDOM} for staging",
+        f"Use the API key {R('high-entropy')} for staging",
+    ),
     ("entropy-bearer", f"bearer {RANDOM}", f"bearer {R('high-entropy')}"),
     ("entropy-hex", "secret is 5f4dcc3b5aa765d61d8327deb882cf99", f"secret is {R('high-entropy')}"),
 ]
@@ -231,7 +268,7 @@ KEEP = [
     # code and docs met while scanning 2.6 M lines of the standard library and site-packages
     "token: Final = _ctx.set(True)",
     "auth: AuthTypes | None = None,",
-    "def reset(token: \"Token[Span | None]\") -> None:",
+    'def reset(token: "Token[Span | None]") -> None:',
     'if authorization == f"Bearer {placeholder}":',
     'user_api_key_auth(request=request, api_key=f"Bearer {api_key}")',
     "auth_val = 'Digest %s' % auth",
@@ -243,7 +280,7 @@ KEEP = [
     "SECRET_KEY = 'aws_secret_access_key'",
     'SUBJECT_TOKEN_TYPE: Final = "urn:ietf:params:oauth:token-type:access_token"',
     'CHATGPT_AUTH_BASE: Final = "https://auth.openai.com"',
-    "AUTH = \"auth\"",
+    'AUTH = "auth"',
     "Token:              '#d0d0d0',",
     "WHERE api_key = $2 AND session_id = $3",
     "headers = {'Authorization': auth_header}",
@@ -445,7 +482,8 @@ def test_every_emitted_type_is_listed():
     assert set(s.counts) <= set(scrub.TYPES)
     assert set(scrub.TYPES) - set(s.counts) <= {"azure-sas"}
     assert s.scrub_text("https://acct.blob.core.windows.net/c/b?sv=2022&sig=" + MIX + "%2B" + MIX).endswith(
-        "sig=" + R("azure-sas"))
+        "sig=" + R("azure-sas")
+    )
 
 
 def test_module_default_and_type_errors():
@@ -517,17 +555,68 @@ SECRET_TOKENS = st.one_of(
     _chars(B64URL, 60).map(lambda b: "pypi-AgEIcHlwaS5vcmc" + b),
     _chars("0123456789abcdef", 32).map(lambda b: "SK" + b),
     st.tuples(_chars(B64URL, 10, 30), _chars(B64URL, 10, 30), _chars(B64URL, 10, 40)).map(
-        lambda t: f"eyJ{t[0]}.eyJ{t[1]}.{t[2]}"),
+        lambda t: f"eyJ{t[0]}.eyJ{t[1]}.{t[2]}"
+    ),
     _chars(ALNUM + "+/", 64).map(lambda b: f"-----BEGIN PRIVATE KEY-----\n{b}\n-----END PRIVATE KEY-----"),
 )
 SEPARATORS = st.sampled_from([" ", "\n", "\t", " (", "'", '"', "=", ": ", ", ", " <", "> "])
-FRAGMENTS = st.sampled_from([
-    "<private>", "</private>", "<PRIVATE a=1>", "password", "token", "api_key", "Authorization: ", "Bearer ",
-    "=", ": ", ":", '"', "'", " ", "\n", "://", "@", "u:", "--token", "-----BEGIN PRIVATE KEY-----",
-    "[REDACTED:", "docker login -p ", "STRIPE_KEY=", 'f"', "%s", " | ", "$2", "\U000F0000",
-    "]", "AKIA", "ghp_", "sk-", "eyJ", RANDOM, MIX, SHA, "${X}", "(", ")", "{", "}", ",", "-", "_", ".", "\\",
-    "secret is ", "aws", "xoxb-1", "mysql -p", "auth=(", "<password>", "</password>",
-])
+FRAGMENTS = st.sampled_from(
+    [
+        "<private>",
+        "</private>",
+        "<PRIVATE a=1>",
+        "password",
+        "token",
+        "api_key",
+        "Authorization: ",
+        "Bearer ",
+        "=",
+        ": ",
+        ":",
+        '"',
+        "'",
+        " ",
+        "\n",
+        "://",
+        "@",
+        "u:",
+        "--token",
+        "-----BEGIN PRIVATE KEY-----",
+        "[REDACTED:",
+        "docker login -p ",
+        "STRIPE_KEY=",
+        'f"',
+        "%s",
+        " | ",
+        "$2",
+        "\U000f0000",
+        "]",
+        "AKIA",
+        "ghp_",
+        "sk-",
+        "eyJ",
+        RANDOM,
+        MIX,
+        SHA,
+        "${X}",
+        "(",
+        ")",
+        "{",
+        "}",
+        ",",
+        "-",
+        "_",
+        ".",
+        "\\",
+        "secret is ",
+        "aws",
+        "xoxb-1",
+        "mysql -p",
+        "auth=(",
+        "<password>",
+        "</password>",
+    ]
+)
 NOISY_TEXT = st.lists(st.one_of(FRAGMENTS, st.text(max_size=6)), max_size=30).map("".join)
 
 
@@ -550,15 +639,22 @@ def test_embedded_secret_never_survives(prefix, left, secret, right, suffix):
     assert body not in MARKER.sub("", out)  # (a random body may spell "secret-assignmen")
 
 
-@pytest.mark.parametrize("glued, expected", [
-    # Two tokens written without a gap: the second one's redaction gives the first its edge back,
-    # so only a second pass catches it (the repeat-until-stable loop in Scrubber.scrub_text).
-    ("HRKU-AArR5yPPj8dn1O-GaMWlp5JPoDPIqEEoYBZT7rQ2nqndoSX35Li1pnavamNbxoxd-KhhmROeIbUMlIhoz1mbKV37NWhH3bUiCgRM5"
-     "YGnjRk8KWN2X3r1HYERdK_NfxfusrpvrkU0dH6RF52HbgQOF31ZWlamh2QpZjTr3==",
-     "[REDACTED:heroku-api-key-v2][REDACTED:slack-session-cookie]"),
-    ("password=api_live_us.Jpp88xtlxNG3WCmI71p19qguZ0faLIAnVz2eZsI_pina_075nQCFlOJf7rGeas7Sj38zpOm9E5W6ucNlu"
-     "xNdulxazs7t0g",
-     "password=[REDACTED:onfido-live-api-token-us][REDACTED:pinterest-access-token]"),
-])
+@pytest.mark.parametrize(
+    "glued, expected",
+    [
+        # Two tokens written without a gap: the second one's redaction gives the first its edge back,
+        # so only a second pass catches it (the repeat-until-stable loop in Scrubber.scrub_text).
+        (
+            "HRKU-AArR5yPPj8dn1O-GaMWlp5JPoDPIqEEoYBZT7rQ2nqndoSX35Li1pnavamNbxoxd-KhhmROeIbUMlIhoz1mbKV37NWhH3bUiCgRM5"
+            "YGnjRk8KWN2X3r1HYERdK_NfxfusrpvrkU0dH6RF52HbgQOF31ZWlamh2QpZjTr3==",
+            "[REDACTED:heroku-api-key-v2][REDACTED:slack-session-cookie]",
+        ),
+        (
+            "password=api_live_us.Jpp88xtlxNG3WCmI71p19qguZ0faLIAnVz2eZsI_pina_075nQCFlOJf7rGeas7Sj38zpOm9E5W6ucNlu"
+            "xNdulxazs7t0g",
+            "password=[REDACTED:onfido-live-api-token-us][REDACTED:pinterest-access-token]",
+        ),
+    ],
+)
 def test_glued_secrets_need_the_second_pass(glued, expected):
     assert scrub.Scrubber().scrub_text(glued) == expected

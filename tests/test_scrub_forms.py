@@ -15,63 +15,204 @@ import subprocess
 
 import pytest
 from click.testing import CliRunner
+from conftest import BIN, hook_env
 
 from kirolearn.privacy import views
 
-from conftest import BIN, hook_env
 
 def _pw(tag, n=12):
     """A distinct fake password per form, so one form's leak cannot fail another's test."""
     import random
 
     rng = random.Random(tag)
-    return "".join(rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZ") + rng.choice("abcdefghijkmnpqrstuvwxyz")
-                   + rng.choice("23456789") for _ in range(n // 3))
+    return "".join(
+        rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZ")
+        + rng.choice("abcdefghijkmnpqrstuvwxyz")
+        + rng.choice("23456789")
+        for _ in range(n // 3)
+    )
 
 
 PW = _pw("pw")
 SSHPW = "Sp4Ss8" + "Ww2Dd6"
 GHP = "ghp_" + "A1b2C3d4E5f6G7h8I9j0" + "K1l2M3n4O5p6Q7r8"
 AWS = "AKIA" + "Z7Q3XW5RT2YU4KLM"
-JWT = ("eyJhbGciOiJIUzI1NiJ9" + "." + "eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ" + "."
-       + "dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk")
+JWT = (
+    "eyJhbGciOiJIUzI1NiJ9"
+    + "."
+    + "eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ"
+    + "."
+    + "dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+)
 SIGNING = "Zk3pQ9vR2xT7mW4n" + "B8cY1hJ6fL0sD5"
 PRIVATE = "my home is 12 Elm Street"
 
 # (id, carrier, text, fragments that must not survive anywhere, text that must survive)
 FORMS = [
-    ("sshpass-single-quoted", "shell", f"sshpass -p '{SSHPW}' ssh deploy@db.internal uptime", [SSHPW], "ssh deploy@db.internal"),
-    ("sshpass-double-quoted", "shell", f"sshpass -p \"{_pw('sshpass')}\" ssh deploy@db.internal uptime",
-     [_pw("sshpass")], "uptime"),
-    ("url-json-escaped-slashes", "tool_output",
-     '{"dsn": "postgres:\\/\\/admin:' + _pw("url-json-escaped-slashes") + '@db.internal:5432\\/app"}', [_pw("url-json-escaped-slashes")], "db.internal"),
-    ("json-u-escape", "tool_output", '{"value": "\\u0067' + GHP[1:] + '", "ok": true}', [GHP[1:]], '"ok": true'),
-    ("aws-key-wrapped", "tool_output", f"Created key:\n{AWS[:10]}\n{AWS[10:]}\ndone", [AWS[:10], AWS[10:]], "done"),
-    ("ghp-wrapped-indented", "tool_output", f"token:\n  {GHP[:22]}\n  {GHP[22:]}\nexpires never",
-     [GHP[:22], GHP[22:]], "expires never"),
-    ("jwt-wrapped", "tool_output", f"session cookie:\n{JWT[:40]}\n{JWT[40:]}\n(end)", [JWT[:40], JWT[40:]], "(end)"),
-    ("url-encoded-json-body", "shell",
-     f"curl -s 'https://api.internal/v1/login?data=%7B%22password%22%3A%22{_pw('url-encoded-json-body')}%22%7D'", [_pw("url-encoded-json-body")], "api.internal"),
-    ("env-neutral-name", "tool_output", f"# .env\nDEBUG=false\nSESSION_SIGNING={SIGNING}\nPORT=8080\n", [SIGNING],
-     "PORT=8080"),
-    ("export-neutral-name", "shell", f"export SESSION_SIGNING={SIGNING[::-1]} && ./run.sh", [SIGNING[::-1]], "./run.sh"),
-    ("private-spaced", "prompt", f"< private >{PRIVATE}</ private > where do I deploy?", [PRIVATE], "where do I deploy?"),
-    ("private-html-escaped", "tool_output", f"&lt;private&gt;{PRIVATE} 2&lt;/private&gt; rendered", [PRIVATE + " 2"], "rendered"),
-    ("private-go-json", "tool_output", '{"note": "\\u003cprivate\\u003e' + PRIVATE + ' 3\\u003c/private\\u003e ok"}',
-     [PRIVATE + " 3"], "ok"),
+    (
+        "sshpass-single-quoted",
+        "shell",
+        f"sshpass -p '{SSHPW}' ssh deploy@db.internal uptime",
+        [SSHPW],
+        "ssh deploy@db.internal",
+    ),
+    (
+        "sshpass-double-quoted",
+        "shell",
+        f'sshpass -p "{_pw("sshpass")}" ssh deploy@db.internal uptime',
+        [_pw("sshpass")],
+        "uptime",
+    ),
+    (
+        "url-json-escaped-slashes",
+        "tool_output",
+        '{"dsn": "postgres:\\/\\/admin:' + _pw("url-json-escaped-slashes") + '@db.internal:5432\\/app"}',
+        [_pw("url-json-escaped-slashes")],
+        "db.internal",
+    ),
+    (
+        "json-u-escape",
+        "tool_output",
+        '{"value": "\\u0067' + GHP[1:] + '", "ok": true}',
+        [GHP[1:]],
+        '"ok": true',
+    ),
+    (
+        "aws-key-wrapped",
+        "tool_output",
+        f"Created key:\n{AWS[:10]}\n{AWS[10:]}\ndone",
+        [AWS[:10], AWS[10:]],
+        "done",
+    ),
+    (
+        "ghp-wrapped-indented",
+        "tool_output",
+        f"token:\n  {GHP[:22]}\n  {GHP[22:]}\nexpires never",
+        [GHP[:22], GHP[22:]],
+        "expires never",
+    ),
+    (
+        "jwt-wrapped",
+        "tool_output",
+        f"session cookie:\n{JWT[:40]}\n{JWT[40:]}\n(end)",
+        [JWT[:40], JWT[40:]],
+        "(end)",
+    ),
+    (
+        "url-encoded-json-body",
+        "shell",
+        f"curl -s 'https://api.internal/v1/login?data=%7B%22password%22%3A%22{_pw('url-encoded-json-body')}%22%7D'",
+        [_pw("url-encoded-json-body")],
+        "api.internal",
+    ),
+    (
+        "env-neutral-name",
+        "tool_output",
+        f"# .env\nDEBUG=false\nSESSION_SIGNING={SIGNING}\nPORT=8080\n",
+        [SIGNING],
+        "PORT=8080",
+    ),
+    (
+        "export-neutral-name",
+        "shell",
+        f"export SESSION_SIGNING={SIGNING[::-1]} && ./run.sh",
+        [SIGNING[::-1]],
+        "./run.sh",
+    ),
+    (
+        "private-spaced",
+        "prompt",
+        f"< private >{PRIVATE}</ private > where do I deploy?",
+        [PRIVATE],
+        "where do I deploy?",
+    ),
+    (
+        "private-html-escaped",
+        "tool_output",
+        f"&lt;private&gt;{PRIVATE} 2&lt;/private&gt; rendered",
+        [PRIVATE + " 2"],
+        "rendered",
+    ),
+    (
+        "private-go-json",
+        "tool_output",
+        '{"note": "\\u003cprivate\\u003e' + PRIVATE + ' 3\\u003c/private\\u003e ok"}',
+        [PRIVATE + " 3"],
+        "ok",
+    ),
     ("private-upper", "prompt", f"<PRIVATE>{PRIVATE} 4</PRIVATE> thanks", [PRIVATE + " 4"], "thanks"),
-    ("prose-password", "prompt", f"the staging db password is {_pw('prose-password')}, can you connect?", [_pw("prose-password")], "can you connect?"),
-    ("prose-pw-was", "prompt", f"fyi the pw was {_pw('prose-pw-was')} before the rotation", [_pw("prose-pw-was")], "before the rotation"),
-    ("prose-token-colon", "prompt", f"token: {_pw('prose-token-colon')}Qx and then retry", [_pw("prose-token-colon")], "retry"),
-    ("flag-password-double-quoted", "shell", f"psql-admin --password \"{_pw('flag-password-double-quoted')}\" --host db", [_pw("flag-password-double-quoted")], "--host db"),
-    ("mysql-p-double-quoted", "shell", f"mysql -uroot -p\"{_pw('mysql-p-double-quoted')}\" app", [_pw("mysql-p-double-quoted")], " app"),
-    ("mysql-p-single-quoted", "shell", f"mysql -uroot -p'{_pw('mysql-p-single-quoted')}' app", [_pw("mysql-p-single-quoted")], " app"),
-    ("pgpassword-quoted", "shell", f"PGPASSWORD='{_pw('pgpassword-quoted')}' psql -h db.internal app", [_pw("pgpassword-quoted")], "psql -h db.internal"),
-    ("curl-user-quoted", "shell", f"curl -u admin:'{_pw('curl-user-quoted')}' https://api.internal/health", [_pw("curl-user-quoted")], "https://api.internal/health"),
-    ("curl-bearer-header", "shell", f"curl -H 'Authorization: Bearer {_pw('curl-bearer-header')}Zz9' https://api.internal", [_pw("curl-bearer-header")],
-     "https://api.internal"),
-    ("basic-auth", "tool_output", "> Authorization: Basic " + base64.b64encode(f"admin:{_pw('basic-auth')}".encode()).decode()
-     + "\n< HTTP/1.1 200 OK", [base64.b64encode(f"admin:{_pw('basic-auth')}".encode()).decode()], "HTTP/1.1 200 OK"),
+    (
+        "prose-password",
+        "prompt",
+        f"the staging db password is {_pw('prose-password')}, can you connect?",
+        [_pw("prose-password")],
+        "can you connect?",
+    ),
+    (
+        "prose-pw-was",
+        "prompt",
+        f"fyi the pw was {_pw('prose-pw-was')} before the rotation",
+        [_pw("prose-pw-was")],
+        "before the rotation",
+    ),
+    (
+        "prose-token-colon",
+        "prompt",
+        f"token: {_pw('prose-token-colon')}Qx and then retry",
+        [_pw("prose-token-colon")],
+        "retry",
+    ),
+    (
+        "flag-password-double-quoted",
+        "shell",
+        f'psql-admin --password "{_pw("flag-password-double-quoted")}" --host db',
+        [_pw("flag-password-double-quoted")],
+        "--host db",
+    ),
+    (
+        "mysql-p-double-quoted",
+        "shell",
+        f'mysql -uroot -p"{_pw("mysql-p-double-quoted")}" app',
+        [_pw("mysql-p-double-quoted")],
+        " app",
+    ),
+    (
+        "mysql-p-single-quoted",
+        "shell",
+        f"mysql -uroot -p'{_pw('mysql-p-single-quoted')}' app",
+        [_pw("mysql-p-single-quoted")],
+        " app",
+    ),
+    (
+        "pgpassword-quoted",
+        "shell",
+        f"PGPASSWORD='{_pw('pgpassword-quoted')}' psql -h db.internal app",
+        [_pw("pgpassword-quoted")],
+        "psql -h db.internal",
+    ),
+    (
+        "curl-user-quoted",
+        "shell",
+        f"curl -u admin:'{_pw('curl-user-quoted')}' https://api.internal/health",
+        [_pw("curl-user-quoted")],
+        "https://api.internal/health",
+    ),
+    (
+        "curl-bearer-header",
+        "shell",
+        f"curl -H 'Authorization: Bearer {_pw('curl-bearer-header')}Zz9' https://api.internal",
+        [_pw("curl-bearer-header")],
+        "https://api.internal",
+    ),
+    (
+        "basic-auth",
+        "tool_output",
+        "> Authorization: Basic "
+        + base64.b64encode(f"admin:{_pw('basic-auth')}".encode()).decode()
+        + "\n< HTTP/1.1 200 OK",
+        [base64.b64encode(f"admin:{_pw('basic-auth')}".encode()).decode()],
+        "HTTP/1.1 200 OK",
+    ),
 ]
 
 # Lines that must come out unchanged (and that scan must leave alone too).
@@ -88,11 +229,20 @@ def _payload(carrier, text, session):
     if carrier == "prompt":
         return {"hook_event_name": "userPromptSubmit", "prompt": text, "session_id": session}
     if carrier == "shell":
-        return {"hook_event_name": "postToolUse", "tool_name": "execute_bash", "session_id": session,
-                "tool_input": {"command": text}, "tool_response": {"result": [{"exit_status": "0", "stdout": ""}]}}
-    return {"hook_event_name": "postToolUse", "tool_name": "execute_bash", "session_id": session,
-            "tool_input": {"command": "./deploy.sh --verbose"},
-            "tool_response": {"result": [{"exit_status": "0", "stdout": text}]}}
+        return {
+            "hook_event_name": "postToolUse",
+            "tool_name": "execute_bash",
+            "session_id": session,
+            "tool_input": {"command": text},
+            "tool_response": {"result": [{"exit_status": "0", "stdout": ""}]},
+        }
+    return {
+        "hook_event_name": "postToolUse",
+        "tool_name": "execute_bash",
+        "session_id": session,
+        "tool_input": {"command": "./deploy.sh --verbose"},
+        "tool_response": {"result": [{"exit_status": "0", "stdout": text}]},
+    }
 
 
 def _strings(value):
@@ -128,26 +278,50 @@ def run(tmp_path_factory):
     project = root / "project"
     project.mkdir()
     (project / ".git").mkdir()
-    env = hook_env(KIROLEARN_HOME=str(root / "home"), HOME=str(root / "user"), KIROLEARN_EMBEDDING_MODEL="none")
+    env = hook_env(
+        KIROLEARN_HOME=str(root / "home"), HOME=str(root / "user"), KIROLEARN_EMBEDDING_MODEL="none"
+    )
     os.makedirs(env["HOME"], exist_ok=True)
     stored = {}
-    for i, (fid, carrier, text, _, _) in enumerate(FORMS):
+    for fid, carrier, text, _, _ in FORMS:
         stored[fid] = (carrier, text)
     for i, line in enumerate(ORDINARY):
         stored[f"ordinary-{i}"] = ("prompt", line)
-    for n, (key, (carrier, text)) in enumerate(stored.items()):
+    for n, (_key, (carrier, text)) in enumerate(stored.items()):
         payload = dict(_payload(carrier, text, f"s-{n}"), cwd=str(project))
-        proc = subprocess.run([str(BIN / "kirolearn-hook")], input=json.dumps(payload).encode(), env=env,
-                              capture_output=True, timeout=30)
+        proc = subprocess.run(
+            [str(BIN / "kirolearn-hook")],
+            input=json.dumps(payload).encode(),
+            env=env,
+            capture_output=True,
+            timeout=30,
+        )
         assert proc.returncode == 0, proc.stderr
-        stop = {"hook_event_name": "stop", "assistant_response": f"done with step {n}", "session_id": f"s-{n}",
-                "cwd": str(project)}
-        subprocess.run([str(BIN / "kirolearn-hook")], input=json.dumps(stop).encode(), env=env,
-                       capture_output=True, timeout=30, check=True)
+        stop = {
+            "hook_event_name": "stop",
+            "assistant_response": f"done with step {n}",
+            "session_id": f"s-{n}",
+            "cwd": str(project),
+        }
+        subprocess.run(
+            [str(BIN / "kirolearn-hook")],
+            input=json.dumps(stop).encode(),
+            env=env,
+            capture_output=True,
+            timeout=30,
+            check=True,
+        )
 
     def kl(*args, stdin=None):
-        proc = subprocess.run([str(BIN / "kirolearn"), *args], input=stdin, env=env, capture_output=True,
-                              text=True, timeout=120, cwd=str(project))
+        proc = subprocess.run(
+            [str(BIN / "kirolearn"), *args],
+            input=stdin,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=str(project),
+        )
         assert proc.returncode == 0, (args, proc.stderr)
         return proc.stdout
 
@@ -158,8 +332,14 @@ def run(tmp_path_factory):
     for obj in dump:
         if obj.get("type") == "event":
             by_session.setdefault(obj.get("session_id"), []).append(obj)
-    return {"dump": dump, "search": searched, "by_session": by_session, "keys": list(stored), "env": env,
-            "everything": "\n".join(t for obj in dump for t in _strings(obj)) + "\n" + searched}
+    return {
+        "dump": dump,
+        "search": searched,
+        "by_session": by_session,
+        "keys": list(stored),
+        "env": env,
+        "everything": "\n".join(t for obj in dump for t in _strings(obj)) + "\n" + searched,
+    }
 
 
 def _event_text(run, key):
@@ -205,15 +385,21 @@ def _scan_lines(text, monkeypatch, env):
     return total, printed
 
 
-@pytest.mark.parametrize("key", [f[0] for f in FORMS if f[1] == "prompt"] + [f"ordinary-{i}" for i in range(len(ORDINARY))])
+@pytest.mark.parametrize(
+    "key", [f[0] for f in FORMS if f[1] == "prompt"] + [f"ordinary-{i}" for i in range(len(ORDINARY))]
+)
 def test_scan_gives_the_drains_verdict_on_every_prompt_line(run, key, monkeypatch):
     """The same line through `kirolearn scan -` and through hook + drain + export: same verdict,
     same redacted text."""
     n = run["keys"].index(key)
     text = (FORMS + [(f"ordinary-{i}", "prompt", line, [], "") for i, line in enumerate(ORDINARY)])[n][2]
     prompts = [obj["body"] if "body" in obj else obj for obj in run["by_session"][f"s-{n}"]]
-    stored = [t for obj in prompts for t in _strings(obj) if t.replace("[REDACTED:", "").strip()
-              and _same_shape(t, text)]
+    stored = [
+        t
+        for obj in prompts
+        for t in _strings(obj)
+        if t.replace("[REDACTED:", "").strip() and _same_shape(t, text)
+    ]
     assert stored, (key, prompts)
     total, printed = _scan_lines(text, monkeypatch, run["env"])
     if stored[0] == text:
@@ -226,7 +412,11 @@ def _same_shape(stored, original):
     """Whether a stored string is the scrubbed form of `original` (same text outside the markers)."""
     import re
 
-    pattern = re.escape(re.sub(r"\[REDACTED:[A-Za-z0-9_\-]+\]", "\0", stored)).replace("\\\0", ".+?").replace("\0", ".+?")
+    pattern = (
+        re.escape(re.sub(r"\[REDACTED:[A-Za-z0-9_\-]+\]", "\0", stored))
+        .replace("\\\0", ".+?")
+        .replace("\0", ".+?")
+    )
     return re.fullmatch(pattern, original, re.S) is not None
 
 
@@ -248,20 +438,24 @@ def test_scan_gives_the_drains_verdict_on_commands_and_outputs(run, fid, monkeyp
 def test_rescrub_cleans_what_rules_v2_stored(make_event, drain_now, project):
     """A store drained before these rules (views, shape and prose rules off, marked v2) holds the
     crafted forms; `kirolearn rescrub` cleans the database file of them."""
-    from kirolearn.core import paths
     from kirolearn.cli.commands import cli
+    from kirolearn.core import paths
     from kirolearn.privacy import rules
     from kirolearn.privacy.scrub import Scrubber
-    from kirolearn.store.sqlite import scrubbing as store_scrub
     from kirolearn.store.sqlite import db as store
+    from kirolearn.store.sqlite import scrubbing as store_scrub
 
-    forms = [f for f in FORMS if f[0] in ("json-u-escape", "aws-key-wrapped", "url-encoded-json-body",
-                                           "env-neutral-name", "prose-password")]
+    forms = [
+        f
+        for f in FORMS
+        if f[0]
+        in ("json-u-escape", "aws-key-wrapped", "url-encoded-json-body", "env-neutral-name", "prose-password")
+    ]
     with pytest.MonkeyPatch.context() as m:
         m.setattr(Scrubber, "_scrub_views", lambda self, text: text)
         m.setattr(Scrubber, "_env_pass", lambda self, text: text)
         m.setattr(Scrubber, "_prose_pass", lambda self, text: text)
-        for fid, carrier, text, _, _ in forms:
+        for _fid, carrier, text, _, _ in forms:
             payload = _payload(carrier, text, "s-old")
             payload.pop("hook_event_name")
             make_event("userPromptSubmit" if carrier == "prompt" else "postToolUse", **payload)

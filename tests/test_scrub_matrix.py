@@ -10,16 +10,17 @@ the held-out corpus of gitleaks' own test samples (bench/data/gitleaks_samples.j
 import random
 
 import pytest
+import secret_corpus
+import transforms
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kirolearn.privacy import views
 from kirolearn.privacy.scrub import Scrubber
 
-import secret_corpus
-import transforms
-
-CATALOGUE = [(c.rule, c.text, c.secret) for c in secret_corpus.credential_cases(1) if c.carrier == "tool_output"]
+CATALOGUE = [
+    (c.rule, c.text, c.secret) for c in secret_corpus.credential_cases(1) if c.carrier == "tool_output"
+]
 COMMON = transforms.common_cases(random.Random(5))
 
 # Known gaps, each a (rule, transform) whose sample the property test may see leak; the full
@@ -29,9 +30,13 @@ COMMON = transforms.common_cases(random.Random(5))
 # never cuts a token's literal prefix nor leaves a piece that reads as a word (see
 # transforms.line_break): both are the wrapped-token view's limits, reported as such.
 KNOWN_GAPS = {
-    ("sidekiq-secret", "line-break"), ("sidekiq-sensitive-url", "line-break"), ("slack-app-token", "line-break"),
-    ("mongodb-connection-string", "line-break"), ("sidekiq-secret", "env-neutral-name"),
-    ("facebook-access-token", "url-encoded"), ("facebook-access-token", "json-u-escape"),
+    ("sidekiq-secret", "line-break"),
+    ("sidekiq-sensitive-url", "line-break"),
+    ("slack-app-token", "line-break"),
+    ("mongodb-connection-string", "line-break"),
+    ("sidekiq-secret", "env-neutral-name"),
+    ("facebook-access-token", "url-encoded"),
+    ("facebook-access-token", "json-u-escape"),
     ("facebook-access-token", "line-break"),  # `%` (its id%token form) is no token character
     ("flutterwave-encryption-key", "line-break"),  # the break cuts its keyword FLWSECK_TEST: no rule looks
 }
@@ -43,9 +48,19 @@ def scrubber():
 
 
 # derandomize: CI sees the same 400 cases every run (`--hypothesis-seed=N` explores others locally)
-@settings(max_examples=400, deadline=None, database=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(case=st.sampled_from(CATALOGUE + COMMON), transform=st.sampled_from(sorted(transforms.TRANSFORMS)),
-       carrier=st.sampled_from(transforms.CARRIERS), seed=st.integers(0, 2**16))
+@settings(
+    max_examples=400,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(
+    case=st.sampled_from(CATALOGUE + COMMON),
+    transform=st.sampled_from(sorted(transforms.TRANSFORMS)),
+    carrier=st.sampled_from(transforms.CARRIERS),
+    seed=st.integers(0, 2**16),
+)
 def test_every_sample_under_every_transform_in_every_carrier_is_redacted(case, transform, carrier, seed):
     rule, text, secret = case
     if not transforms.applies(transform, rule, secret) or (rule, transform) in KNOWN_GAPS:
@@ -91,10 +106,19 @@ def test_scrubbing_stays_idempotent_under_the_transforms(scrubber):
 # The views themselves: decoded offsets map back to the original
 # --------------------------------------------------------------------------------------------------
 
+
 @settings(max_examples=200, deadline=None, database=None)
-@given(st.lists(st.one_of(st.text(alphabet="abcXYZ019 /", min_size=1, max_size=6),
-                          st.sampled_from(["\\u0041", "\\/", "%2F", "%41", "&lt;", "&#x41;", "&amp;lt;", "%252F",
-                                           '\\"', "\\n"])), max_size=12))
+@given(
+    st.lists(
+        st.one_of(
+            st.text(alphabet="abcXYZ019 /", min_size=1, max_size=6),
+            st.sampled_from(
+                ["\\u0041", "\\/", "%2F", "%41", "&lt;", "&#x41;", "&amp;lt;", "%252F", '\\"', "\\n"]
+            ),
+        ),
+        max_size=12,
+    )
+)
 def test_every_view_span_maps_back_to_whole_escapes(parts):
     text = "".join(parts)
 
@@ -130,8 +154,15 @@ def test_redacted_spans_recover_each_redaction():
 
 
 @settings(max_examples=150, deadline=None, database=None)
-@given(st.lists(st.sampled_from(["ghp_A1b2C3", "d4E5f6", "PASSED", "x=1", "  key9Z", "", "\r", "done", "AKIAQW"]),
-                min_size=1, max_size=10), st.integers(0, 80), st.integers(0, 80))
+@given(
+    st.lists(
+        st.sampled_from(["ghp_A1b2C3", "d4E5f6", "PASSED", "x=1", "  key9Z", "", "\r", "done", "AKIAQW"]),
+        min_size=1,
+        max_size=10,
+    ),
+    st.integers(0, 80),
+    st.integers(0, 80),
+)
 def test_breaks_of_a_slice_are_the_breaks_of_its_lines(lines, a, b):
     text = "\n".join(lines)
     whole = views.breaks(text)

@@ -12,12 +12,11 @@ import random
 import re
 
 import pytest
+import secret_corpus
 
 from kirolearn.privacy import scrub
 from kirolearn.privacy import table as scrub_table
 from kirolearn.privacy.scrub import Scrubber
-
-import secret_corpus
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +48,9 @@ def texts(cases):
 def _pairs():
     """(keyword, item, case-sensitive) for every built-in trigger and catalogue keyword."""
     rules = scrub._builtin_rules()
-    return ([(t, r, not r.lower) for r in rules for t in r.triggers]
-            + [(kw, rule, False) for rule in scrub_table.table().rules for kw in rule.keywords])
+    return [(t, r, not r.lower) for r in rules for t in r.triggers] + [
+        (kw, rule, False) for rule in scrub_table.table().rules for kw in rule.keywords
+    ]
 
 
 def _expected(text, pairs):
@@ -88,7 +88,11 @@ def test_may_match_never_turns_away_a_match(cases):
 
 
 def test_leading_literals():
-    assert scrub_table._leading_literals("new-relic|newrelic|new_relic") == ("new-relic", "newrelic", "new_relic")
+    assert scrub_table._leading_literals("new-relic|newrelic|new_relic") == (
+        "new-relic",
+        "newrelic",
+        "new_relic",
+    )
     assert scrub_table._leading_literals("linked[_-]?in") == ("linked",)
     assert scrub_table._leading_literals(r"\bAKCp[A-Za-z0-9]{69}\b") == ("AKCp",)
     assert scrub_table._leading_literals("abc?d") == ("ab",)  # the c is optional

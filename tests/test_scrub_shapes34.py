@@ -44,9 +44,13 @@ def test_private_spellings_are_redacted(s, name, carrier):
     import urllib.parse
 
     tag = SPELLINGS[name]
-    text = {"bare": tag, "prose": f"note {tag} thanks", "html": f"<p>{tag}</p>",
-            "json": json.dumps({"prompt": f"note {tag} thanks"}),
-            "url": "https://app.example.com/cb?q=" + urllib.parse.quote(f"note {tag} thanks")}[carrier]
+    text = {
+        "bare": tag,
+        "prose": f"note {tag} thanks",
+        "html": f"<p>{tag}</p>",
+        "json": json.dumps({"prompt": f"note {tag} thanks"}),
+        "url": "https://app.example.com/cb?q=" + urllib.parse.quote(f"note {tag} thanks"),
+    }[carrier]
     out = s.scrub_text(text)
     assert "Oak" not in out, out
     assert "[REDACTED:private]" in out
@@ -61,15 +65,18 @@ def test_private_spellings_keep_their_surroundings(s):
     assert s.scrub_text(f"a {SPELLINGS['markdown-escaped']} b") == f"a \\{P} b"
 
 
-@pytest.mark.parametrize("text", [
-    "＜privateer＞x＜/privateer＞",
-    "a ＜/private＞ stray closing tag",
-    "the private\u200b key word alone",
-    "public class Foo { pri\u200bvate int x; }",
-    "\\<private/\\> is empty",
-    "&amp;lt;privately&amp;gt; held",
-    "private < public and public > protected",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "＜privateer＞x＜/privateer＞",
+        "a ＜/private＞ stray closing tag",
+        "the private\u200b key word alone",
+        "public class Foo { pri\u200bvate int x; }",
+        "\\<private/\\> is empty",
+        "&amp;lt;privately&amp;gt; held",
+        "private < public and public > protected",
+    ],
+)
 def test_private_look_alikes_are_kept(s, text):
     assert s.scrub_text(text) == text
 
@@ -97,57 +104,69 @@ def _clean(s, text, *secrets):
     return out
 
 
-@pytest.mark.parametrize("text", [
-    f"machine api.example.com login bob password {PW}",
-    f"machine api.example.com\n  login bob\n  password {PW}\n",
-    f"machine api.example.com\n\tlogin bob\n\tpassword {PW}\n\nmachine other.example.org login x password y2k",
-    f"machine 10.0.4.12 password {PW} login bob",
-    f'machine registry.internal:5000 login bob password "{PW}"',
-    f"default login anonymous password {PW}",
-    f"$ cat ~/.netrc\nmachine api.github.com\nlogin octocat\npassword {PW}\n",
-    json.dumps({"stdout": f"machine api.example.com\n  login bob\n  password {PW}\n"}),
-    f"printf 'machine api.example.com\\nlogin bob\\npassword {PW}\\n' > ~/.netrc",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"machine api.example.com login bob password {PW}",
+        f"machine api.example.com\n  login bob\n  password {PW}\n",
+        f"machine api.example.com\n\tlogin bob\n\tpassword {PW}\n\nmachine other.example.org login x password y2k",
+        f"machine 10.0.4.12 password {PW} login bob",
+        f'machine registry.internal:5000 login bob password "{PW}"',
+        f"default login anonymous password {PW}",
+        f"$ cat ~/.netrc\nmachine api.github.com\nlogin octocat\npassword {PW}\n",
+        json.dumps({"stdout": f"machine api.example.com\n  login bob\n  password {PW}\n"}),
+        f"printf 'machine api.example.com\\nlogin bob\\npassword {PW}\\n' > ~/.netrc",
+    ],
+)
 def test_netrc_passwords_are_redacted(s, text):
     out = _clean(s, text, PW)
     assert "[REDACTED:user-password]" in out
     assert "login" in out and "machine" in out or "default" in out
 
 
-@pytest.mark.parametrize("text", [
-    "machine learning login page: the password reset flow needs a redesign",
-    "netrc format: machine <host> login <user> password <password>",
-    "machine api.example.com login bob password ${NETRC_PASSWORD}",
-    "machine api.example.com login bob password password",
-    "by default login and password are both admin? no, see the docs",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "machine learning login page: the password reset flow needs a redesign",
+        "netrc format: machine <host> login <user> password <password>",
+        "machine api.example.com login bob password ${NETRC_PASSWORD}",
+        "machine api.example.com login bob password password",
+        "by default login and password are both admin? no, see the docs",
+    ],
+)
 def test_netrc_look_alikes_are_kept(s, text):
     assert s.scrub_text(text) == text
 
 
-@pytest.mark.parametrize("text, secrets", [
-    (f"Cookie: sessionid={SID}; csrftoken={CSRF}", [SID, CSRF]),
-    (f"cookie: theme=dark; sessionid={SID}", [SID]),
-    (f"> Cookie: _gh_sess={CSRF}; logged_in=yes", [CSRF]),
-    (f"Set-Cookie: sessionid={SID}; Path=/; HttpOnly; Secure", [SID]),
-    (f"set-cookie: remember_token={CSRF}%3D%3D; expires=Fri, 01 Jan 2027 00:00:00 GMT", [CSRF]),
-    (f'curl -H "Cookie: JSESSIONID={SID}" https://app.example.com/', [SID]),
-    (f'{{"headers": "Cookie: sessionid={SID}; csrftoken={CSRF}"}}', [SID, CSRF]),
-    (f"Cookie: theme=dark; app_state={SID}", [SID]),  # a random value under any name
-])
+@pytest.mark.parametrize(
+    "text, secrets",
+    [
+        (f"Cookie: sessionid={SID}; csrftoken={CSRF}", [SID, CSRF]),
+        (f"cookie: theme=dark; sessionid={SID}", [SID]),
+        (f"> Cookie: _gh_sess={CSRF}; logged_in=yes", [CSRF]),
+        (f"Set-Cookie: sessionid={SID}; Path=/; HttpOnly; Secure", [SID]),
+        (f"set-cookie: remember_token={CSRF}%3D%3D; expires=Fri, 01 Jan 2027 00:00:00 GMT", [CSRF]),
+        (f'curl -H "Cookie: JSESSIONID={SID}" https://app.example.com/', [SID]),
+        (f'{{"headers": "Cookie: sessionid={SID}; csrftoken={CSRF}"}}', [SID, CSRF]),
+        (f"Cookie: theme=dark; app_state={SID}", [SID]),  # a random value under any name
+    ],
+)
 def test_cookie_values_are_redacted(s, text, secrets):
     out = _clean(s, text, *secrets)
     assert "[REDACTED:authorization]" in out
 
 
-@pytest.mark.parametrize("text", [
-    "Cookie: theme=dark; lang=en-US",
-    "Set-Cookie: sessionid=deleted; Path=/; Expires=Thu, 01 Jan 1970 00:00:00 GMT",
-    "Set-Cookie: Path=/; HttpOnly; SameSite=Lax",
-    "send `Cookie: name=value; name2=value2` with each request",
-    "the Cookie: header is sent by the browser",
-    "cookie: consent=yes",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Cookie: theme=dark; lang=en-US",
+        "Set-Cookie: sessionid=deleted; Path=/; Expires=Thu, 01 Jan 1970 00:00:00 GMT",
+        "Set-Cookie: Path=/; HttpOnly; SameSite=Lax",
+        "send `Cookie: name=value; name2=value2` with each request",
+        "the Cookie: header is sent by the browser",
+        "cookie: consent=yes",
+    ],
+)
 def test_cookie_look_alikes_are_kept(s, text):
     assert s.scrub_text(text) == text
 
@@ -157,14 +176,24 @@ def test_set_cookie_keeps_its_attributes(s):
     assert out == "Set-Cookie: sessionid=[REDACTED:authorization]; Path=/; HttpOnly"
 
 
-@pytest.mark.parametrize("line", [
-    f"DB_PASSWORD={PW}",
-    f"export STRIPE_SECRET=sk_live_{'a1B2c3D4e5F6g7H8i9J0k1L2'}\n",
-    f"PORT=8080\nDATABASE_URL=postgres://app:{PW}@db/app\n",
-    f'{{"password": "{PW}"}}',
-])
-@pytest.mark.parametrize("shape", ["echo {} | base64 -d", "printf %s '{}' | base64 --decode", "data: {}",
-                                   "kubectl create secret generic app --from-literal=env={}"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        f"DB_PASSWORD={PW}",
+        f"export STRIPE_SECRET=sk_live_{'a1B2c3D4e5F6g7H8i9J0k1L2'}\n",
+        f"PORT=8080\nDATABASE_URL=postgres://app:{PW}@db/app\n",
+        f'{{"password": "{PW}"}}',
+    ],
+)
+@pytest.mark.parametrize(
+    "shape",
+    [
+        "echo {} | base64 -d",
+        "printf %s '{}' | base64 --decode",
+        "data: {}",
+        "kubectl create secret generic app --from-literal=env={}",
+    ],
+)
 def test_base64_of_a_secret_is_masked_whole(s, line, shape):
     blob = _b64(line)
     text = shape.format(blob)
@@ -174,32 +203,40 @@ def test_base64_of_a_secret_is_masked_whole(s, line, shape):
 
 def test_base64_wrapped_at_76_columns_is_masked(s):
     blob = _b64(f"# .env\nDEBUG=false\nDB_PASSWORD={PW}\nAWS_REGION=eu-west-1\nPORT=8080\n")
-    wrapped = "\n".join(blob[i:i + 76] for i in range(0, len(blob), 76))
-    out = _clean(s, f"echo '{wrapped}' | base64 -d > .env", *[blob[i:i + 76] for i in range(0, len(blob), 76)])
+    wrapped = "\n".join(blob[i : i + 76] for i in range(0, len(blob), 76))
+    out = _clean(
+        s, f"echo '{wrapped}' | base64 -d > .env", *[blob[i : i + 76] for i in range(0, len(blob), 76)]
+    )
     assert "[REDACTED:" in out
 
 
-@pytest.mark.parametrize("text", [
-    "echo aGVsbG8gd29ybGQ= | base64 -d",
-    "echo " + _b64("PORT=8080 DEBUG=false LOG_LEVEL=info") + " | base64 -d",
-    "echo " + _b64("Fix the export of empty tables (#42)") + " | base64 --decode",
-    "data: " + _b64('{"name": "widget", "size": 3}'),
-    "      \"integrity\": \"sha512-" + _b64("x" * 3) + "Q1w2E3r4T5y6U7i8O9p0AaSsDdFfGgHhJjKkLl==\",",
-    "/usr/lib/python3.11/site-packages/kirolearn/privacy/scrub.py",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "echo aGVsbG8gd29ybGQ= | base64 -d",
+        "echo " + _b64("PORT=8080 DEBUG=false LOG_LEVEL=info") + " | base64 -d",
+        "echo " + _b64("Fix the export of empty tables (#42)") + " | base64 --decode",
+        "data: " + _b64('{"name": "widget", "size": 3}'),
+        '      "integrity": "sha512-' + _b64("x" * 3) + 'Q1w2E3r4T5y6U7i8O9p0AaSsDdFfGgHhJjKkLl==",',
+        "/usr/lib/python3.11/site-packages/kirolearn/privacy/scrub.py",
+    ],
+)
 def test_harmless_base64_is_kept(s, text):
     assert s.scrub_text(text) == text
 
 
-@pytest.mark.parametrize("text", [
-    f"postgres://user:{PW[:6]}\n{PW[6:]}@db.internal/app",
-    f"psql postgres://app_user:{PW[:9]}\r\n{PW[9:]}@db.internal:5432/app",
-    f"DATABASE_URL=postgres://app_user:{PW[:3]}\n  {PW[3:]}@db.internal:5432/app",
-    f"connecting to postgresql://app_user:\n{PW}@db.internal:5432/app ...",
-    f"psql postgres://app_user:{PW}\n@db.internal:5432/app",
-    f"psql postgres://app_user:5\n{PW}@db.internal:5432/app",
-    json.dumps({"stdout": f"DATABASE_URL=postgres://u:{PW[:5]}\n{PW[5:]}@db/app"}),
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"postgres://user:{PW[:6]}\n{PW[6:]}@db.internal/app",
+        f"psql postgres://app_user:{PW[:9]}\r\n{PW[9:]}@db.internal:5432/app",
+        f"DATABASE_URL=postgres://app_user:{PW[:3]}\n  {PW[3:]}@db.internal:5432/app",
+        f"connecting to postgresql://app_user:\n{PW}@db.internal:5432/app ...",
+        f"psql postgres://app_user:{PW}\n@db.internal:5432/app",
+        f"psql postgres://app_user:5\n{PW}@db.internal:5432/app",
+        json.dumps({"stdout": f"DATABASE_URL=postgres://u:{PW[:5]}\n{PW[5:]}@db/app"}),
+    ],
+)
 def test_url_password_wrapped_onto_the_next_line_is_redacted(s, text):
     out = s.scrub_text(text)
     joined = out.replace("\r\n", "").replace("\n  ", "").replace("\n", "").replace("\\n", "")
@@ -208,41 +245,53 @@ def test_url_password_wrapped_onto_the_next_line_is_redacted(s, text):
     assert s.scrub_text(out) == out
 
 
-@pytest.mark.parametrize("text", [
-    "Listening on http://0.0.0.0:8080\nuser@host:~$ ls",
-    "see http://localhost:3000\n  admin@example.com will get a mail",
-    "psql postgres://app_user@db.internal:5432/app\n  -- connected as app_user",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Listening on http://0.0.0.0:8080\nuser@host:~$ ls",
+        "see http://localhost:3000\n  admin@example.com will get a mail",
+        "psql postgres://app_user@db.internal:5432/app\n  -- connected as app_user",
+    ],
+)
 def test_wrapped_url_look_alikes_are_kept(s, text):
     assert s.scrub_text(text) == text
 
 
-@pytest.mark.parametrize("text, token", [
-    ("UPSTREAM=Bearer bPIa84yRnBUb", "bPIa84yRnBUb"),
-    ("UPSTREAM=Bearer WXaSCrUZoL8g5ubb", "WXaSCrUZoL8g5ubb"),
-    ("UPSTREAM=Bearer qhyoprhlhvhyojanrudfuxjdxkxwqnqvgjjspqms", "qhyoprhlhvhyojanrudfuxjdxkxwqnqvgjjspqms"),
-    ('X_HEADER="Bearer abc123def456"', "abc123def456"),
-    ("X_HEADER='Bearer EctT2NLLzP'", "EctT2NLLzP"),
-    ("export RELAY=\"Bearer t0k3n-8f2a.Q\"", "t0k3n-8f2a.Q"),
-    ("> X-Upstream: Bearer AbCdEfGhIjKlMnOp", "AbCdEfGhIjKlMnOp"),
-])
+@pytest.mark.parametrize(
+    "text, token",
+    [
+        ("UPSTREAM=Bearer bPIa84yRnBUb", "bPIa84yRnBUb"),
+        ("UPSTREAM=Bearer WXaSCrUZoL8g5ubb", "WXaSCrUZoL8g5ubb"),
+        (
+            "UPSTREAM=Bearer qhyoprhlhvhyojanrudfuxjdxkxwqnqvgjjspqms",
+            "qhyoprhlhvhyojanrudfuxjdxkxwqnqvgjjspqms",
+        ),
+        ('X_HEADER="Bearer abc123def456"', "abc123def456"),
+        ("X_HEADER='Bearer EctT2NLLzP'", "EctT2NLLzP"),
+        ('export RELAY="Bearer t0k3n-8f2a.Q"', "t0k3n-8f2a.Q"),
+        ("> X-Upstream: Bearer AbCdEfGhIjKlMnOp", "AbCdEfGhIjKlMnOp"),
+    ],
+)
 def test_bearer_token_under_a_neutral_name_is_redacted(s, text, token):
     out = _clean(s, text, token)
     assert "[REDACTED:" in out and "Bearer" in out
 
 
-@pytest.mark.parametrize("text", [
-    "the Authorization header uses the Bearer scheme: `Authorization: Bearer <token>`",
-    'X_HEADER="Bearer $TOKEN"',
-    "UPSTREAM=Bearer ${API_TOKEN}",
-    "the bearer token expires after 3600 seconds; Bearer authentication is required",
-    'headers = {"Authorization": "Bearer " + access_token}',
-    'f"Bearer {self.token}"',
-    "Bearer access_token",
-    "Bearer self.api_token",
-    "Bearer LITELLM_MASTER_KEY",
-    "UPSTREAM=Bearer AccessToken",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the Authorization header uses the Bearer scheme: `Authorization: Bearer <token>`",
+        'X_HEADER="Bearer $TOKEN"',
+        "UPSTREAM=Bearer ${API_TOKEN}",
+        "the bearer token expires after 3600 seconds; Bearer authentication is required",
+        'headers = {"Authorization": "Bearer " + access_token}',
+        'f"Bearer {self.token}"',
+        "Bearer access_token",
+        "Bearer self.api_token",
+        "Bearer LITELLM_MASTER_KEY",
+        "UPSTREAM=Bearer AccessToken",
+    ],
+)
 def test_bearer_look_alikes_are_kept(s, text):
     assert s.scrub_text(text) == text
 
@@ -254,17 +303,23 @@ def test_bearer_look_alikes_are_kept(s, text):
 AWS_SECRET = "r7y7qYRPxkfVUX04Wl/ZbTi8MGGaB+Q5ZUoNxYz1"
 
 
-@pytest.mark.parametrize("first, second, secret", [
-    ("$ cat part1\naws_secret_access_key =", f"{AWS_SECRET}\n", AWS_SECRET),
-    ("aws_secret_access_key = ", AWS_SECRET, AWS_SECRET),
-    ("[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\naws_secret_access_key=\n", f"  {AWS_SECRET}\nok",
-     AWS_SECRET),
-    ("export DB_PASSWORD=", f"{PW}\nexit status 0", PW),
-    ("Authorization: Bearer", f" {SID}", SID),
-    ("machine api.example.com\n  login bob\n  password", f" {PW}\n", PW),
-    ("DATABASE_URL=postgres://app_user:", f"{PW}@db.internal:5432/app", PW),
-    ("token: ghp_", "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8 more", "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"),
-])
+@pytest.mark.parametrize(
+    "first, second, secret",
+    [
+        ("$ cat part1\naws_secret_access_key =", f"{AWS_SECRET}\n", AWS_SECRET),
+        ("aws_secret_access_key = ", AWS_SECRET, AWS_SECRET),
+        (
+            "[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\naws_secret_access_key=\n",
+            f"  {AWS_SECRET}\nok",
+            AWS_SECRET,
+        ),
+        ("export DB_PASSWORD=", f"{PW}\nexit status 0", PW),
+        ("Authorization: Bearer", f" {SID}", SID),
+        ("machine api.example.com\n  login bob\n  password", f" {PW}\n", PW),
+        ("DATABASE_URL=postgres://app_user:", f"{PW}@db.internal:5432/app", PW),
+        ("token: ghp_", "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8 more", "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"),
+    ],
+)
 def test_a_key_split_over_two_texts_of_one_turn(first, second, secret):
     from kirolearn.privacy.carry import scrub_sequence
 
@@ -275,16 +330,22 @@ def test_a_key_split_over_two_texts_of_one_turn(first, second, secret):
     assert out[0] == s.scrub_text(first)
 
 
-@pytest.mark.parametrize("first, second", [
-    ("Set these in ~/.aws/credentials:\naws_secret_access_key =", "(left blank on purpose, see the wiki)"),
-    ("export DB_PASSWORD=", "exit status 0"),
-    ("Authorization: Bearer", "is the scheme the API expects"),
-    ("$ cat notes.md\nthe password:", "is in the vault, not here"),
-    ("aws_secret_access_key = ", "execute_bash"),
-    ("aws_secret_access_key = ", "cat part2.txt"),
-    ("aws_secret_access_key = ", "5b0c6f1e-8a2d-4c3b-9e7f-1a2b3c4d5e6f is the request id"),
-    ("all 12 tests passed", "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY is the docs' example"),
-])
+@pytest.mark.parametrize(
+    "first, second",
+    [
+        (
+            "Set these in ~/.aws/credentials:\naws_secret_access_key =",
+            "(left blank on purpose, see the wiki)",
+        ),
+        ("export DB_PASSWORD=", "exit status 0"),
+        ("Authorization: Bearer", "is the scheme the API expects"),
+        ("$ cat notes.md\nthe password:", "is in the vault, not here"),
+        ("aws_secret_access_key = ", "execute_bash"),
+        ("aws_secret_access_key = ", "cat part2.txt"),
+        ("aws_secret_access_key = ", "5b0c6f1e-8a2d-4c3b-9e7f-1a2b3c4d5e6f is the request id"),
+        ("all 12 tests passed", "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY is the docs' example"),
+    ],
+)
 def test_two_texts_that_only_look_like_a_split_key_are_kept(first, second):
     from kirolearn.privacy.carry import scrub_sequence
 
@@ -302,19 +363,27 @@ def test_the_carry_walks_events_like_the_drain():
     carry = TurnCarry(s)
 
     def tool(command, stdout):
-        return {"event_id": "e", "kind": "tool_use", "session_id": "s1", "tool_name": "execute_bash",
-                "tool_input": {"command": command},
-                "tool_response": {"success": True, "result": [{"exit_status": "0", "stdout": stdout}]}}
+        return {
+            "event_id": "e",
+            "kind": "tool_use",
+            "session_id": "s1",
+            "tool_name": "execute_bash",
+            "tool_input": {"command": command},
+            "tool_response": {"success": True, "result": [{"exit_status": "0", "stdout": stdout}]},
+        }
 
-    events = [tool("head -c 200 creds", "[default]\naws_secret_access_key ="),
-              tool("tail -c 41 creds", f"{AWS_SECRET}\n")]
+    events = [
+        tool("head -c 200 creds", "[default]\naws_secret_access_key ="),
+        tool("tail -c 41 creds", f"{AWS_SECRET}\n"),
+    ]
     assert AWS_SECRET in json.dumps([scrub_event(e, Scrubber()) for e in events])  # without the carry
     first, second = carry.scrub_event(events[0]), carry.scrub_event(events[1])
     assert AWS_SECRET not in json.dumps([first, second])
     assert s.counts["aws-secret-key"] + s.counts["secret-assignment"] + s.counts["high-entropy"] == 1
     # the envelope and the short fields are scrubbed as without the carry
     assert {k: v for k, v in second.items() if k != "tool_response"} == {
-        k: v for k, v in scrub_event(events[1], Scrubber()).items() if k != "tool_response"}
+        k: v for k, v in scrub_event(events[1], Scrubber()).items() if k != "tool_response"
+    }
     # a new turn forgets the open line
     carry.scrub_value(tool("x", "aws_secret_access_key ="))
     carry.reset()
@@ -328,8 +397,10 @@ def test_a_private_span_left_open_goes_on_in_the_next_texts(name):
     tag = SPELLINGS[name]
     opening, closing = tag.split(BODY)
     carry = TurnCarry(Scrubber())
-    out = [carry.scrub_text(t) for t in (f"note {opening}my home address", "is 12 Oak",
-                                         f"Street{closing} thanks", "the next text")]
+    out = [
+        carry.scrub_text(t)
+        for t in (f"note {opening}my home address", "is 12 Oak", f"Street{closing} thanks", "the next text")
+    ]
     assert "Oak" not in "".join(out) and "address" not in out[0], out
     assert out[2].endswith(" thanks") and out[3] == "the next text"
     carry.scrub_text(f"note {opening}my home address")

@@ -3,11 +3,10 @@
 import re
 
 import pytest
+import secret_corpus
 
 from kirolearn.privacy import table as scrub_table
 from kirolearn.privacy.scrub import Scrubber, rule_types
-
-import secret_corpus
 
 
 def test_every_rule_has_cases_and_the_floors_hold():
@@ -26,9 +25,20 @@ def test_table_covers_the_gitleaks_catalogue():
     ids = set(scrub_table.table().ids)
     assert len(ids) == len(secret_rules.RULES), "rule ids are unique"
     # A sample of the catalogue's ids, across providers and forms (the full list is the table).
-    for rule_id in ("1password-secret-key", "adafruit-api-key", "aws-access-token", "github-pat",
-                    "gitlab-pat-routable", "hubspot-api-key", "private-key", "slack-webhook-url",
-                    "twitter-api-key", "generic-api-key", "curl-auth-user", "jwt-base64"):
+    for rule_id in (
+        "1password-secret-key",
+        "adafruit-api-key",
+        "aws-access-token",
+        "github-pat",
+        "gitlab-pat-routable",
+        "hubspot-api-key",
+        "private-key",
+        "slack-webhook-url",
+        "twitter-api-key",
+        "generic-api-key",
+        "curl-auth-user",
+        "jwt-base64",
+    ):
         assert rule_id in ids
     assert "gitleaks" in secret_rules.CATALOGUES
     assert set(ids) <= set(rule_types())
@@ -44,9 +54,13 @@ def test_table_redacts_with_the_rule_id_and_keeps_the_name():
 
 def test_placeholders_and_templates_are_not_redacted():
     s = Scrubber()
-    for text in ("twitter_key = ${TWITTER_KEY}", "twitter_key = <your-twitter-key>",
-                 "LINEAR=lin_api_" + "x" * 40, "adafruit_key = '{{ adafruit_key }}'",
-                 "LINEAR=lin_api_example" + "0a" * 16 + "12"):
+    for text in (
+        "twitter_key = ${TWITTER_KEY}",
+        "twitter_key = <your-twitter-key>",
+        "LINEAR=lin_api_" + "x" * 40,
+        "adafruit_key = '{{ adafruit_key }}'",
+        "LINEAR=lin_api_example" + "0a" * 16 + "12",
+    ):
         assert s.scrub_text(text) == text, text
 
 
@@ -61,10 +75,12 @@ def test_scrubbing_is_idempotent_on_the_corpus():
 def test_the_two_known_misses():
     s = Scrubber()
     assert s.scrub_text("[db]\nuser = app\npassword = letmein\n") == (
-        "[db]\nuser = app\npassword = [REDACTED:secret-assignment]\n")
+        "[db]\nuser = app\npassword = [REDACTED:secret-assignment]\n"
+    )
     assert s.scrub_text("password = letmein") == "password = [REDACTED:secret-assignment]"
     assert s.scrub_text("psql postgres://app:pa/ss0rd@db.internal/app") == (
-        "psql postgres://app:[REDACTED:url-password]@db.internal/app")
+        "psql postgres://app:[REDACTED:url-password]@db.internal/app"
+    )
     # ... while code and ports stay.
     for text in ("password = get_password()", "    token = tokens[0]", "http://host:8080/path@x"):
         assert s.scrub_text(text) == text
@@ -112,17 +128,26 @@ def test_corpus_through_the_drain_and_export(make_event, drain_now):
         if case.carrier == "prompt":
             make_event("userPromptSubmit", prompt=case.text)
         elif case.carrier == "shell":
-            make_event("postToolUse", tool_name="execute_bash", tool_input={"command": case.text},
-                       tool_response={"result": [{"exit_status": "0", "stdout": ""}]})
+            make_event(
+                "postToolUse",
+                tool_name="execute_bash",
+                tool_input={"command": case.text},
+                tool_response={"result": [{"exit_status": "0", "stdout": ""}]},
+            )
         else:
-            make_event("postToolUse", tool_name="fs_read", tool_input={"path": "config/app.env"},
-                       tool_response={"result": [{"stdout": case.text}]})
+            make_event(
+                "postToolUse",
+                tool_name="fs_read",
+                tool_input={"path": "config/app.env"},
+                tool_response={"result": [{"stdout": case.text}]},
+            )
     make_event("stop", assistant_response="done")
     stats, _ = drain_now(flush=True)
     # Two cases can scrub to the same event (same shape, secret redacted): dedup stores one.
     assert stats.stored + stats.duplicates == len(cases) + 1 and stats.quarantined == 0
     dump = CliRunner().invoke(cli, ["export"], catch_exceptions=False).output
     assert [json.loads(line)["type"] for line in dump.splitlines()].count("event") == stats.stored
+
     def strings(value):
         if isinstance(value, str):
             yield value
@@ -152,11 +177,13 @@ def test_corpus_through_the_drain_and_export(make_event, drain_now):
 def test_generic_catalogue_rules_keep_code():
     """Lines of real library code that gitleaks' generic rule (and betterleaks' broad ones) flag."""
     s = Scrubber()
-    for line in ("if context.get('unsigned_payload') or auth_type == 'v4-unsigned-body':",
-                 "self, private_key: ed25519.Ed25519PrivateKey, f_priv: _FragList",
-                 "return OwnerRecord(pid=pid, hostname=hostname, mode=mode, token=token, lease_duration=duration)",
-                 "def pop(self, key, default=_MISSING):",
-                 "self, msg: str | bytes, key: Ed25519PrivateKey | Ed448PrivateKey",
-                 'class BasicAuth(namedtuple("BasicAuth", ["login", "password", "encoding"])):',
-                 '    "cache_key": "' + "3f2a9c" * 6 + '1b2c",'):
+    for line in (
+        "if context.get('unsigned_payload') or auth_type == 'v4-unsigned-body':",
+        "self, private_key: ed25519.Ed25519PrivateKey, f_priv: _FragList",
+        "return OwnerRecord(pid=pid, hostname=hostname, mode=mode, token=token, lease_duration=duration)",
+        "def pop(self, key, default=_MISSING):",
+        "self, msg: str | bytes, key: Ed25519PrivateKey | Ed448PrivateKey",
+        'class BasicAuth(namedtuple("BasicAuth", ["login", "password", "encoding"])):',
+        '    "cache_key": "' + "3f2a9c" * 6 + '1b2c",',
+    ):
         assert s.scrub_text(line) == line, line

@@ -12,13 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from conftest import as_store
 
-from kirolearn.recall import context
-from kirolearn.recall.embeddings import registry as embeddings
-from kirolearn.recall import lexical as recall
-from kirolearn.recall import semantic
-from kirolearn.store.sqlite import db as store
 from kirolearn.cli.commands import cli
+from kirolearn.recall import context, semantic
+from kirolearn.recall import lexical as recall
+from kirolearn.recall.embeddings import registry as embeddings
+from kirolearn.store.sqlite import db as store
 
 ROOT = Path(__file__).parent.parent
 DISTRACTORS = ROOT / "bench" / "data" / "coding_distractors.jsonl.gz"
@@ -33,15 +33,23 @@ def wordllama(monkeypatch):
 
 def spool_turn(project, session_id, prompt, outcome=None, when=None):
     """One turn through the real capture code (what kirolearn-hook runs), into the spool."""
-    from kirolearn.capture import events
-    from kirolearn.capture import spool
+    from kirolearn.capture import events, spool
 
-    payload = {"hook_event_name": "userPromptSubmit", "cwd": str(project), "session_id": session_id, "prompt": prompt}
+    payload = {
+        "hook_event_name": "userPromptSubmit",
+        "cwd": str(project),
+        "session_id": session_id,
+        "prompt": prompt,
+    }
     event = events.build_event("userPromptSubmit", payload, now=when)
     spool.append(event["event_id"], events.serialize(event))
     if outcome is not None:
-        payload = {"hook_event_name": "stop", "cwd": str(project), "session_id": session_id,
-                   "assistant_response": outcome}
+        payload = {
+            "hook_event_name": "stop",
+            "cwd": str(project),
+            "session_id": session_id,
+            "assistant_response": outcome,
+        }
         event = events.build_event("stop", payload, now=(when or 0) + 1 if when else None)
         spool.append(event["event_id"], events.serialize(event))
 
@@ -91,10 +99,18 @@ class _FakeEmbeddings(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.server.requests.append(body)
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-        data = [{"object": "embedding", "index": i,
-                 "embedding": [float(t.count(c)) for c in "aeiou"] + [1.0]} for i, t in enumerate(texts)]
-        out = json.dumps({"object": "list", "data": data, "model": body["model"],
-                          "usage": {"prompt_tokens": 3, "total_tokens": 3}}).encode()
+        data = [
+            {"object": "embedding", "index": i, "embedding": [float(t.count(c)) for c in "aeiou"] + [1.0]}
+            for i, t in enumerate(texts)
+        ]
+        out = json.dumps(
+            {
+                "object": "list",
+                "data": data,
+                "model": body["model"],
+                "usage": {"prompt_tokens": 3, "total_tokens": 3},
+            }
+        ).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(out)))
@@ -125,8 +141,9 @@ def test_litellm_backend_through_a_local_server(fake_embedding_server, monkeypat
 
 def test_litellm_backend_failure_is_an_embedding_error(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-for-tests")
-    model = embeddings.get_model("litellm/openai/text-embedding-3-small", api_base="http://127.0.0.1:9/v1",
-                                 timeout=2.0)
+    model = embeddings.get_model(
+        "litellm/openai/text-embedding-3-small", api_base="http://127.0.0.1:9/v1", timeout=2.0
+    )
     with pytest.raises(embeddings.EmbeddingUnavailable, match="embedding call"):
         model.embed_batch(["x"])
 
@@ -140,8 +157,13 @@ def test_drain_embeds_records_and_derives_neighbour_text(project, wordllama, dra
     spool_turn(project, "s2", "a turn of another session")
     stats, db = drain_now(flush=True)
     assert stats.records_written == 3 and stats.records_embedded == 3 and stats.embedding_error == ""
-    rows = {r["title"]: r for r in db.query("select r.title, r.expansion, v.model_id, v.dimensions "
-                                             "from memory_records r join record_vectors v using (record_id)")}
+    rows = {
+        r["title"]: r
+        for r in db.query(
+            "select r.title, r.expansion, v.model_id, v.dimensions "
+            "from memory_records r join record_vectors v using (record_id)"
+        )
+    }
     assert {r["model_id"] for r in rows.values()} == {"wordllama/l2_supercat_256"}
     assert {r["dimensions"] for r in rows.values()} == {256}
     first = rows["the export job fails with database is locked"]
@@ -194,7 +216,7 @@ def test_coding_recall_floor(project, wordllama, drain_now):
     drain_now(flush=True)
     conn = recall.connect_readonly(budget=60)
     pid = context.project_id(str(project))
-    searcher = semantic.Searcher(conn)
+    searcher = semantic.Searcher(as_store(conn))
     assert searcher.semantic
     found = {"ordinary": 0, "hard": 0}
     lexical_hard = 0
@@ -202,10 +224,13 @@ def test_coding_recall_floor(project, wordllama, drain_now):
         for kind in found:
             top = [h.title[:60] for h in searcher.search(turn[kind], project_id=pid, limit=3)]
             found[kind] += turn["prompt"][:60] in top
-        lexical_hard += turn["prompt"][:60] in [h.title[:60] for h in recall.search(conn, turn["hard"],
-                                                                                    project_id=pid, limit=3)]
-    print(f"\ncoding recall floor: ordinary {found['ordinary']}/40, hard {found['hard']}/40 "
-          f"(lexical alone: {lexical_hard}/40)")
+        lexical_hard += turn["prompt"][:60] in [
+            h.title[:60] for h in recall.search(conn, turn["hard"], project_id=pid, limit=3)
+        ]
+    print(
+        f"\ncoding recall floor: ordinary {found['ordinary']}/40, hard {found['hard']}/40 "
+        f"(lexical alone: {lexical_hard}/40)"
+    )
     assert found["ordinary"] >= 37
     assert found["hard"] >= FLOOR_HARD
     assert found["hard"] > lexical_hard
@@ -214,12 +239,14 @@ def test_coding_recall_floor(project, wordllama, drain_now):
 FLOOR_HARD = 1  # wordllama is bag-of-tokens: see the README and bench_coding for the gap to the goal
 
 
-def test_search_falls_back_to_words_when_the_model_cannot_load(project, add_record, monkeypatch, write_config):
+def test_search_falls_back_to_words_when_the_model_cannot_load(
+    project, add_record, monkeypatch, write_config
+):
     add_record(project, "database is locked during export", "use WAL")
     write_config('[embeddings]\nmodel = "wordllama/missing_model"\n')
     monkeypatch.delenv("KIROLEARN_EMBEDDING_MODEL", raising=False)
     conn = recall.connect_readonly()
-    searcher = semantic.Searcher(conn)
+    searcher = semantic.Searcher(as_store(conn))
     assert searcher.model is None and "not shipped" in searcher.error
     assert [h.title for h in searcher.search("locked export")] == ["database is locked during export"]
     result = CliRunner().invoke(cli, ["doctor"], catch_exceptions=False)
@@ -227,14 +254,19 @@ def test_search_falls_back_to_words_when_the_model_cannot_load(project, add_reco
 
 
 def test_search_command_uses_vectors(project, wordllama, drain_now, monkeypatch):
-    spool_turn(project, "s1", "Users get logged out after exactly 15 minutes even while active",
-               "The access token expired; an interceptor now refreshes it on 401")
+    spool_turn(
+        project,
+        "s1",
+        "Users get logged out after exactly 15 minutes even while active",
+        "The access token expired; an interceptor now refreshes it on 401",
+    )
     for i in range(30):
         spool_turn(project, f"n{i // 10}", f"update the changelog for release 1.{i}")
     drain_now(flush=True)
     monkeypatch.chdir(project)
-    result = CliRunner().invoke(cli, ["search", "session dropped while people were working", "--json"],
-                                catch_exceptions=False)
+    result = CliRunner().invoke(
+        cli, ["search", "session dropped while people were working", "--json"], catch_exceptions=False
+    )
     assert result.exit_code == 0
     hits = json.loads(result.output)
     assert hits and hits[0]["title"].startswith("Users get logged out")
@@ -248,16 +280,18 @@ def test_reindex_embeds_with_the_configured_model_and_drops_others(project, drai
         spool_turn(project, "s1", f"turn number {i} about caching", f"answer {i}")
     drain_now(flush=True)  # embeddings off (tests default): no vectors yet
     db = store.open_db()
-    assert store.vector_counts(db.conn) == {}
-    db.execute("insert into record_vectors (record_id, project_id, model_id, dimensions, vector) "
-               "select record_id, project_id, 'old/model', 1, x'00000000' from memory_records")
+    assert as_store(db.conn).derived().vector_counts() == {}
+    db.execute(
+        "insert into record_vectors (record_id, project_id, model_id, dimensions, vector) "
+        "select record_id, project_id, 'old/model', 1, x'00000000' from memory_records"
+    )
     db.conn.commit()
     monkeypatch.setenv("KIROLEARN_EMBEDDING_MODEL", embeddings.DEFAULT_MODEL)
     result = CliRunner().invoke(cli, ["reindex", "--json"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
     assert out["model"] == "wordllama/l2_supercat_256" and out["embedded"] == 5 and out["dropped"] == 5
-    assert store.vector_counts(db.conn) == {"wordllama/l2_supercat_256": 5}
+    assert as_store(db.conn).derived().vector_counts() == {"wordllama/l2_supercat_256": 5}
     again = json.loads(CliRunner().invoke(cli, ["reindex", "--json"]).output)
     assert again["embedded"] == 0
     everything = json.loads(CliRunner().invoke(cli, ["reindex", "--all", "--json"]).output)
@@ -331,14 +365,21 @@ def test_a_project_holding_most_records_is_filtered_after_ranking(project, tmp_p
     def run():
         queries = []
         db.conn.set_trace_callback(queries.append)
-        found = ([h.record_id for h in recall.search(db.conn, "zanzibar deploy", project_id=pid, limit=10)],
-                 # equal scores tie (the same text): which of the tied records comes back may differ
-                 [round(s, 9) for _, s in recall.scores(db.conn, "zanzibar went", project_id=pid, limit=20, now=1e9)])
+        found = (
+            [h.record_id for h in recall.search(db.conn, "zanzibar deploy", project_id=pid, limit=10)],
+            # equal scores tie (the same text): which of the tied records comes back may differ
+            [
+                round(s, 9)
+                for _, s in recall.scores(db.conn, "zanzibar went", project_id=pid, limit=20, now=1e9)
+            ],
+        )
         db.conn.set_trace_callback(None)
         return found, [q for q in queries if " match " in q.lower()]
 
     after, matches = run()
-    assert matches and not any(pid in q.split(" match ")[1].split(" order by ")[0] for q in matches)  # no project
+    assert matches and not any(
+        pid in q.split(" match ")[1].split(" order by ")[0] for q in matches
+    )  # no project
     monkeypatch.setattr(recall, "PROJECT_IN_MATCH_BELOW", 1.01)  # narrow in the MATCH, as before
     inside, matches = run()
     assert all(pid in q.split(" match ")[1].split(" order by ")[0] for q in matches)
@@ -355,26 +396,38 @@ def test_a_platform_without_numpy_drains_and_searches_on_words(project, make_eve
     stats, _ = drain_now(flush=True)
     assert stats.stored == 2 and stats.records_written == 1
     assert stats.records_embedded == 0 and "numpy" in stats.embedding_error
-    searcher = semantic.Searcher(recall.connect_readonly())
+    searcher = semantic.Searcher(as_store(recall.connect_readonly()))
     assert searcher.model is None
     assert [h.title for h in searcher.search("export locked")] == ["why is the export locked"]
 
 
-def test_an_unrelated_or_empty_query_finds_nothing_through_vectors(project, wordllama, drain_now, monkeypatch):
-    spool_turn(project, "s1", "Users get logged out after exactly 15 minutes even while active",
-               "The access token expired; an interceptor now refreshes it on 401")
-    spool_turn(project, "s2", "The nightly export job fails with database is locked",
-               "Opened the database with a 30 s busy timeout and WAL mode")
+def test_an_unrelated_or_empty_query_finds_nothing_through_vectors(
+    project, wordllama, drain_now, monkeypatch
+):
+    spool_turn(
+        project,
+        "s1",
+        "Users get logged out after exactly 15 minutes even while active",
+        "The access token expired; an interceptor now refreshes it on 401",
+    )
+    spool_turn(
+        project,
+        "s2",
+        "The nightly export job fails with database is locked",
+        "Opened the database with a 30 s busy timeout and WAL mode",
+    )
     drain_now(flush=True)
     monkeypatch.chdir(project)
     for query in ("what is for lunch today", "tell me a joke about cats"):
         result = CliRunner().invoke(cli, ["search", query, "--json"], catch_exceptions=False)
         assert result.exit_code == 0 and json.loads(result.output or "[]") == [], (query, result.output)
     # a paraphrase close in meaning still comes back through its vector
-    result = CliRunner().invoke(cli, ["search", "session dropped while people were working", "--json"],
-                                catch_exceptions=False)
+    result = CliRunner().invoke(
+        cli, ["search", "session dropped while people were working", "--json"], catch_exceptions=False
+    )
     assert [h["title"] for h in json.loads(result.output)][:1] == [
-        "Users get logged out after exactly 15 minutes even while active"]
+        "Users get logged out after exactly 15 minutes even while active"
+    ]
 
 
 # --- neighbours and dates ---------------------------------------------------------------------------
@@ -413,7 +466,7 @@ def test_hybrid_search_ranks_the_turn_of_the_named_day(project, wordllama, drain
     drain_now(flush=True)
     conn = recall.connect_readonly()
     pid = context.project_id(str(project))
-    searcher = semantic.Searcher(conn)
+    searcher = semantic.Searcher(as_store(conn))
     assert searcher.semantic
     top = searcher.search("what happened at the climbing gym on 3 May 2023?", project_id=pid, limit=3)
     assert top[0].title == "went to the climbing gym again, new route"
@@ -432,7 +485,9 @@ def test_the_hook_ranks_the_turn_of_the_named_day_too(project, drain_now):
     spool_turn(project, "s3", "deployed the billing service with the new flag", when=may3 + 20 * 86400)
     drain_now(flush=True)
     conn = recall.connect_readonly()
-    hits = recall.search(conn, "billing service deployed on 3rd May 2023", project_id=context.project_id(str(project)))
+    hits = recall.search(
+        conn, "billing service deployed on 3rd May 2023", project_id=context.project_id(str(project))
+    )
     assert [h.title for h in hits][0] == "deployed the billing service, rollback needed"
     assert len(hits) == 3 and all("2023" not in h.matched_terms for h in hits)
 
@@ -443,10 +498,10 @@ def test_a_bounded_pass_embeds_a_batch_and_leaves_the_rest_to_the_next(project, 
         add_record(project, f"record number {i} about exports", "text")
     db = store.open_db()
     model = embeddings.get_model(embeddings.DEFAULT_MODEL)
-    assert semantic.index_pending(db, model, seconds=0) == semantic.BOUNDED_BATCH
+    assert semantic.index_pending(as_store(db), model, seconds=0) == semantic.BOUNDED_BATCH
     assert store.count_to_embed(db, model.model_id) == 5
-    assert semantic.index_pending(db, model, seconds=0) == 5
-    assert semantic.index_pending(db, model, seconds=0) == 0
+    assert semantic.index_pending(as_store(db), model, seconds=0) == 5
+    assert semantic.index_pending(as_store(db), model, seconds=0) == 0
 
 
 def test_an_interrupted_pass_stops_after_its_first_batch(project, add_record):
@@ -455,9 +510,12 @@ def test_an_interrupted_pass_stops_after_its_first_batch(project, add_record):
     db = store.open_db()
     model = embeddings.get_model(embeddings.DEFAULT_MODEL)
     asked = []
-    assert semantic.index_pending(db, model, seconds=60, interrupt=lambda: asked.append(1) or True) == semantic.BOUNDED_BATCH
+    assert (
+        semantic.index_pending(as_store(db), model, seconds=60, interrupt=lambda: asked.append(1) or True)
+        == semantic.BOUNDED_BATCH
+    )
     assert asked == [1]  # asked once a batch was done, not before the first
-    assert semantic.index_pending(db, model, seconds=60, interrupt=lambda: False) == 5
+    assert semantic.index_pending(as_store(db), model, seconds=60, interrupt=lambda: False) == 5
 
 
 def test_the_drainer_embeds_until_a_new_turn_reaches_the_spool(project, wordllama, drain_now, monkeypatch):
@@ -482,15 +540,28 @@ def test_the_drainer_embeds_until_a_new_turn_reaches_the_spool(project, wordllam
     assert drain.EMBED_SECONDS > 0
 
 
-def test_a_drain_releases_the_spool_and_syncs_the_team_before_it_embeds(project, wordllama, drain_now, monkeypatch):
+def test_a_drain_releases_the_spool_and_syncs_the_team_before_it_embeds(
+    project, wordllama, drain_now, monkeypatch
+):
     from kirolearn.pipeline import drain
 
     order = []
-    real_release, real_embed, real_sync = drain.Drainer.release, drain.Drainer.embed_vectors, drain.Drainer.sync_team
-    monkeypatch.setattr(drain.Drainer, "release", lambda self, *a: order.append("release") or real_release(self, *a))
+    real_release, real_embed, real_sync = (
+        drain.Drainer.release,
+        drain.Drainer.embed_vectors,
+        drain.Drainer.sync_team,
+    )
+    monkeypatch.setattr(
+        drain.Drainer, "release", lambda self, *a: order.append("release") or real_release(self, *a)
+    )
     monkeypatch.setattr(drain.Drainer, "sync_team", lambda self: order.append("sync") or real_sync(self))
-    monkeypatch.setattr(drain.Drainer, "embed_vectors",
-                        lambda self, stats, seconds=None: order.append(("embed", seconds)) or real_embed(self, stats, seconds))
+    monkeypatch.setattr(
+        drain.Drainer,
+        "embed_vectors",
+        lambda self, stats, seconds=None: (
+            order.append(("embed", seconds)) or real_embed(self, stats, seconds)
+        ),
+    )
     spool_turn(project, "s1", "the export is locked", "used WAL")
     stats, _db = drain_now()
     assert order == ["release", "sync", ("embed", drain.EMBED_SECONDS)]

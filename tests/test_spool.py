@@ -6,11 +6,9 @@ import os
 import stat
 
 import pytest
-
-from kirolearn.capture import events
-from kirolearn.capture import spool
-
 from conftest import kl, ready, spool_events, stored_ids
+
+from kirolearn.capture import events, spool
 
 
 def mode(path):
@@ -65,8 +63,11 @@ def quarantined(home):
     qdir = home / "spool" / "quarantine"
     if not qdir.exists():
         return {}
-    return {p.name: (qdir / (p.name + ".reason")).read_text() for p in qdir.iterdir()
-            if not p.name.endswith(".reason")}
+    return {
+        p.name: (qdir / (p.name + ".reason")).read_text()
+        for p in qdir.iterdir()
+        if not p.name.endswith(".reason")
+    }
 
 
 def _name():

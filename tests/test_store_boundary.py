@@ -21,10 +21,35 @@ SQL = re.compile(
     r"alter\s+table\s|pragma\s+\w+|vacuum\b)",
     re.IGNORECASE | re.DOTALL,
 )
-RUNS_SQL = {"execute", "executemany", "executescript", "query", "rows_where", "count_where", "delete_where",
-            "insert_all", "upsert_all", "enable_fts", "create_table", "add_column", "transform"}
-TABLES = {"events", "memory_records", "session_summaries", "extraction_runs", "drain_runs", "forgotten_records",
-          "record_audit", "record_vectors", "term_docs", "scrub_state", "memory_records_fts", "_migrations"}
+RUNS_SQL = {
+    "execute",
+    "executemany",
+    "executescript",
+    "query",
+    "rows_where",
+    "count_where",
+    "delete_where",
+    "insert_all",
+    "upsert_all",
+    "enable_fts",
+    "create_table",
+    "add_column",
+    "transform",
+}
+TABLES = {
+    "events",
+    "memory_records",
+    "session_summaries",
+    "extraction_runs",
+    "drain_runs",
+    "forgotten_records",
+    "record_audit",
+    "record_vectors",
+    "term_docs",
+    "scrub_state",
+    "memory_records_fts",
+    "_migrations",
+}
 
 
 def _is_database(node) -> bool:
@@ -39,11 +64,17 @@ def sql_outside_store() -> "list[str]":
         if STORE in path.parents:
             continue
         tree = ast.parse(path.read_text(), str(path))
-        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
-                      if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                      and node.body and isinstance(node.body[0], ast.Expr)
-                      and isinstance(node.body[0].value, ast.Constant)}
-        in_fstrings = {id(v) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for v in node.values}
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)
+        }
+        in_fstrings = {
+            id(v) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for v in node.values
+        }
         where = path.relative_to(PACKAGE.parent)
         for node in ast.walk(tree):
             if id(node) in in_fstrings:
@@ -55,11 +86,18 @@ def sql_outside_store() -> "list[str]":
                 head = "".join(v.value for v in node.values if isinstance(v, ast.Constant))
                 if SQL.match(head):
                     found.append(f"{where}:{node.lineno}: SQL f-string {head[:60]!r}")
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and node.func.attr in RUNS_SQL:
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in RUNS_SQL
+            ):
                 found.append(f"{where}:{node.lineno}: .{node.func.attr}() runs SQL")
-            elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) \
-                    and node.slice.value in TABLES and _is_database(node.value):
+            elif (
+                isinstance(node, ast.Subscript)
+                and isinstance(node.slice, ast.Constant)
+                and node.slice.value in TABLES
+                and _is_database(node.value)
+            ):
                 found.append(f"{where}:{node.lineno}: table {node.slice.value!r} reached by name")
     return found
 
@@ -78,7 +116,7 @@ def test_the_check_sees_each_form_of_sql(tmp_path, monkeypatch):
         '"""select words from a docstring are prose."""\n'
         'A = "select count(*) from events"\n'
         'B = f"delete from {name} where x = 1"\n'
-        'db.execute(anything)\n'
+        "db.execute(anything)\n"
         'n = db["memory_records"].count\n'
         'C = "Select the project you want"\n'
     )

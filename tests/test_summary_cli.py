@@ -3,11 +3,10 @@
 import json
 
 from click.testing import CliRunner
+from test_mcp import TURN
 
 from kirolearn import Memory
 from kirolearn.cli.commands import cli
-
-from test_mcp import TURN
 
 
 def run(args, input=None, project=None):
@@ -15,8 +14,23 @@ def run(args, input=None, project=None):
 
 
 def test_save_summary_from_options_and_from_stdin(project):
-    args = ["save-summary", "--request", TURN["request"], "--investigated", "i", "--learned", "l",
-            "--completed", "c", "--next-steps", "n", "--file-read", "a.py", "--file-modified", "a.py"]
+    args = [
+        "save-summary",
+        "--request",
+        TURN["request"],
+        "--investigated",
+        "i",
+        "--learned",
+        "l",
+        "--completed",
+        "c",
+        "--next-steps",
+        "n",
+        "--file-read",
+        "a.py",
+        "--file-modified",
+        "a.py",
+    ]
     result = run(args, project=project)
     assert result.exit_code == 0 and result.output.startswith("Saved turn summary mr_")
     result = run(["save-summary", "--stdin", "--json"], input=json.dumps(TURN), project=project)
@@ -26,8 +40,23 @@ def test_save_summary_from_options_and_from_stdin(project):
 
 
 def test_save_summary_errors(project):
-    assert "missing --learned" in run(["save-summary", "--request", "r", "--investigated", "i", "--completed", "c",
-                                       "--next-steps", "n"], project=project).output
+    assert (
+        "missing --learned"
+        in run(
+            [
+                "save-summary",
+                "--request",
+                "r",
+                "--investigated",
+                "i",
+                "--completed",
+                "c",
+                "--next-steps",
+                "n",
+            ],
+            project=project,
+        ).output
+    )
     bad = run(["save-summary", "--stdin"], input=json.dumps(dict(TURN, extra=1)), project=project)
     assert bad.exit_code == 1 and "unknown field(s) extra" in bad.output
     bad = run(["save-summary", "--stdin"], input="{nope", project=project)
@@ -37,8 +66,21 @@ def test_save_summary_errors(project):
 
 
 def test_session_end_then_init_then_session_start(project):
-    result = run(["session-end", "--session-id", "s9", "--summary", "Queue for emails done.", "--next-step",
-                  "Monitor the mail worker", "--pitfall", "RQ needs Redis 6", "--json"], project=project)
+    result = run(
+        [
+            "session-end",
+            "--session-id",
+            "s9",
+            "--summary",
+            "Queue for emails done.",
+            "--next-step",
+            "Monitor the mail worker",
+            "--pitfall",
+            "RQ needs Redis 6",
+            "--json",
+        ],
+        project=project,
+    )
     shape = json.loads(result.output)
     assert shape["next_steps_count"] == 1 and shape["project"] == "general"
     init = json.loads(run(["session-init", "--json"], project=project).output)
@@ -60,13 +102,17 @@ def test_session_end_requires_a_summary(project):
 def test_session_end_auto_compress_without_a_model_still_saves(project, tmp_path):
     log = tmp_path / "log.txt"
     log.write_text("user: fix it\nagent: fixed")
-    result = run(["session-end", "--session-id", "s", "--auto-compress", "--transcript", str(log), "--json"],
-                 project=project)
+    result = run(
+        ["session-end", "--session-id", "s", "--auto-compress", "--transcript", str(log), "--json"],
+        project=project,
+    )
     assert json.loads(result.output)["auto_compress_error"] == "provider_unavailable"
 
 
 def test_save_summary_reads_a_piped_json_document_without_stdin_flag(project):
-    result = CliRunner().invoke(cli, ["save-summary", "--json", "--project", str(project)], input=json.dumps(TURN))
+    result = CliRunner().invoke(
+        cli, ["save-summary", "--json", "--project", str(project)], input=json.dumps(TURN)
+    )
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["title"] == TURN["request"]
     empty = CliRunner().invoke(cli, ["save-summary", "--project", str(project)], input="")

@@ -7,11 +7,12 @@ import stat
 
 import pytest
 from click.testing import CliRunner
+from conftest import as_store
 
-from kirolearn.core import project as projects
 from kirolearn import settings
-from kirolearn.team import membership as team
 from kirolearn.cli.commands import cli
+from kirolearn.core import project as projects
+from kirolearn.team import membership as team
 
 SECRET = "hunter2-not-real-pw"
 
@@ -59,10 +60,16 @@ def test_config_show_prints_the_store_url(monkeypatch):
     result = run("config", "show", "--json")
     assert result.exit_code == 0, result.output
     row = next(r for r in json.loads(result.output) if r["key"] == "store.url")
-    assert row == {"key": "store.url", "value": "postgresql:///kirolearn?service=team", "source": "$KIROLEARN_STORE_URL"}
+    assert row == {
+        "key": "store.url",
+        "value": "postgresql:///kirolearn?service=team",
+        "source": "$KIROLEARN_STORE_URL",
+    }
 
 
-@pytest.mark.parametrize("url", ["mysql://db/kl", "sqlite:///tmp/x.db", "db.example.com/kirolearn", "https://db/kl"])
+@pytest.mark.parametrize(
+    "url", ["mysql://db/kl", "sqlite:///tmp/x.db", "db.example.com/kirolearn", "https://db/kl"]
+)
 def test_a_store_url_that_is_not_postgresql_is_a_named_error(write_config, url):
     write_config(f'[store]\nurl = "{url}"\n')
     result = run("config", "show")
@@ -70,14 +77,17 @@ def test_a_store_url_that_is_not_postgresql_is_a_named_error(write_config, url):
     assert "invalid setting 'store.url'" in result.output and "must start with postgresql://" in result.output
 
 
-@pytest.mark.parametrize("url", [
-    f"postgresql://kl:{SECRET}@db.example.com/kirolearn",
-    f"postgresql://kl:{SECRET}@[::1]:5432/kirolearn",
-    "postgresql://kl:@db.example.com/kirolearn",
-    f"postgresql://db.example.com/kirolearn?user=kl&password={SECRET}",
-    f"postgresql://db.example.com/kirolearn?sslpassword={SECRET}",
-    f"postgresql://db.example.com/kirolearn?PassWord={SECRET}",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"postgresql://kl:{SECRET}@db.example.com/kirolearn",
+        f"postgresql://kl:{SECRET}@[::1]:5432/kirolearn",
+        "postgresql://kl:@db.example.com/kirolearn",
+        f"postgresql://db.example.com/kirolearn?user=kl&password={SECRET}",
+        f"postgresql://db.example.com/kirolearn?sslpassword={SECRET}",
+        f"postgresql://db.example.com/kirolearn?PassWord={SECRET}",
+    ],
+)
 def test_a_password_in_the_store_url_is_refused_and_never_repeated(monkeypatch, url):
     monkeypatch.setenv("KIROLEARN_STORE_URL", url)
     result = run("config", "show")
@@ -90,16 +100,25 @@ def test_a_password_in_the_store_url_is_refused_and_never_repeated(monkeypatch, 
 
 
 def test_redact_url_hides_any_secret_and_keeps_the_rest_as_written():
-    assert team.redact_url(f"postgresql://kl:{SECRET}@db/x?sslmode=require") == "postgresql://kl:***@db/x?sslmode=require"
-    assert team.redact_url(f"postgresql:///x?password={SECRET}&host=/run/pg") == "postgresql:///x?password=***&host=/run/pg"
+    assert (
+        team.redact_url(f"postgresql://kl:{SECRET}@db/x?sslmode=require")
+        == "postgresql://kl:***@db/x?sslmode=require"
+    )
+    assert (
+        team.redact_url(f"postgresql:///x?password={SECRET}&host=/run/pg")
+        == "postgresql:///x?password=***&host=/run/pg"
+    )
     assert team.redact_url("postgresql:///x?service=team") == "postgresql:///x?service=team"
     assert team.redact_url("") == ""
 
 
 def test_actor_is_configurable_and_must_be_printable(write_config, monkeypatch):
     monkeypatch.setenv("USER", "os-user")
-    assert team.attribution(settings.load(), actor="os-user", host="h1", agent="kiro") == \
-        {"actor": "os-user", "host": "h1", "agent": "kiro"}
+    assert team.attribution(settings.load(), actor="os-user", host="h1", agent="kiro") == {
+        "actor": "os-user",
+        "host": "h1",
+        "agent": "kiro",
+    }
     write_config('[team]\nactor = "Alice Example"\n')
     assert team.attribution(settings.load(), actor="os-user", host="h1")["actor"] == "Alice Example"
     monkeypatch.setenv("KIROLEARN_ACTOR", "alice@team")
@@ -129,7 +148,9 @@ def test_a_project_without_a_remote_keeps_its_path_id(tmp_path, project):
     assert projects.project_id(str(local)) == path_id(local)  # the id every store holds today
     assert projects.project_id(str(project)) == path_id(project)  # a .git folder with no config at all
     other = clone(tmp_path / "other", "git@github.com:acme/other.git")
-    assert projects.project_id(str(other)) != projects.project_id(str(clone(tmp_path / "x", "git@github.com:acme/shop")))
+    assert projects.project_id(str(other)) != projects.project_id(
+        str(clone(tmp_path / "x", "git@github.com:acme/shop"))
+    )
 
 
 def test_events_from_two_clones_are_one_project_in_the_store(tmp_path, make_event, drain_now):
@@ -145,7 +166,9 @@ def test_events_from_two_clones_are_one_project_in_the_store(tmp_path, make_even
     assert roots == {str(a), str(b)}
     from kirolearn.recall import lexical
 
-    hits = lexical.search(lexical.connect_readonly(), "nightly job index", project_id=projects.project_id(str(b)))
+    hits = lexical.search(
+        lexical.connect_readonly(), "nightly job index", project_id=projects.project_id(str(b))
+    )
     assert hits, "clone b recalls what was learnt in clone a"
 
 
@@ -171,17 +194,27 @@ def test_an_existing_store_moves_a_project_with_a_remote_to_its_new_id(tmp_path,
     make_event("userPromptSubmit", cwd=str(shop), session_id="s1", prompt="nightly job times out")
     make_event("stop", cwd=str(shop), session_id="s1", assistant_response="orders.created_at lacks an index")
     make_event("userPromptSubmit", cwd=str(shop), session_id="s2", prompt="second session about invoices")
-    make_event("stop", cwd=str(shop), session_id="s2", assistant_response="invoices are generated at midnight")
+    make_event(
+        "stop", cwd=str(shop), session_id="s2", assistant_response="invoices are generated at midnight"
+    )
     make_event("userPromptSubmit", cwd=str(plain), session_id="p1", prompt="plain project prompt")
     _, db = drain_now(flush=True)
-    summaries.session_end(db, summaries.Project(str(shop)), session_id="s1", summary="Indexed orders.created_at.")
+    summaries.session_end(
+        as_store(db), summaries.Project(str(shop)), session_id="s1", summary="Indexed orders.created_at."
+    )
     old = path_id(shop)
-    invoices = [r["record_id"] for r in db.query(
-        "select record_id from memory_records where project_id = ? and session_id = 's2'", [old])]
+    invoices = [
+        r["record_id"]
+        for r in db.query(
+            "select record_id from memory_records where project_id = ? and session_id = 's2'", [old]
+        )
+    ]
     assert invoices
-    manage.forget(invoices, reason="test", actor="cli", db=db)
+    manage.forget(invoices, reason="test", actor="cli", store=as_store(db))
     tables = ("events", "memory_records", "session_summaries", "extraction_runs", "forgotten_records")
-    assert all(db.execute(f"select count(*) from {t} where project_id = ?", [old]).fetchone()[0] for t in tables)
+    assert all(
+        db.execute(f"select count(*) from {t} where project_id = ?", [old]).fetchone()[0] for t in tables
+    )
 
     add_remote(shop, "git@github.com:acme/shop.git")
     _reapply(db, "m016_team_project_ids")
@@ -189,14 +222,27 @@ def test_an_existing_store_moves_a_project_with_a_remote_to_its_new_id(tmp_path,
     new = projects.project_id(str(shop))
     assert new != old
     for table in tables:
-        assert db.execute(f"select count(*) from {table} where project_id = ?", [old]).fetchone()[0] == 0, table
-        assert db.execute(f"select count(*) from {table} where project_id = ?", [new]).fetchone()[0] > 0, table
-    assert {r["project_id"] for r in db.query("select project_id from events where project_root = ?",
-                                              [str(plain)])} == {path_id(plain)}
-    assert lexical.search(lexical.connect_readonly(), "orders index", project_id=new), "the FTS index followed"
+        assert db.execute(f"select count(*) from {table} where project_id = ?", [old]).fetchone()[0] == 0, (
+            table
+        )
+        assert db.execute(f"select count(*) from {table} where project_id = ?", [new]).fetchone()[0] > 0, (
+            table
+        )
+    assert {
+        r["project_id"]
+        for r in db.query("select project_id from events where project_root = ?", [str(plain)])
+    } == {path_id(plain)}
+    assert lexical.search(lexical.connect_readonly(), "orders index", project_id=new), (
+        "the FTS index followed"
+    )
     manage.restore(invoices, actor="cli")
-    assert {r["project_id"] for r in db.query(
-        f"select project_id from memory_records where record_id in ({','.join('?' * len(invoices))})", invoices)} == {new}
+    assert {
+        r["project_id"]
+        for r in db.query(
+            f"select project_id from memory_records where record_id in ({','.join('?' * len(invoices))})",
+            invoices,
+        )
+    } == {new}
 
 
 # --- attribution -----------------------------------------------------------------------------------------
@@ -228,9 +274,17 @@ def test_summaries_carry_attribution(project, monkeypatch):
     monkeypatch.setenv("KIROLEARN_ACTOR", "bob")
     db = store.open_db()
     here = summaries.Project(str(project))
-    summaries.session_end(db, here, session_id="s9", summary="Shipped the fix.")
-    rec = summaries.save_observation(db, here, title="Use the replica for reads", summary="Never write to it.",
-                                     observation_type="decision", facts=[], concepts=[], files_touched=[])
+    summaries.session_end(as_store(db), here, session_id="s9", summary="Shipped the fix.")
+    rec = summaries.save_observation(
+        as_store(db),
+        here,
+        title="Use the replica for reads",
+        summary="Never write to it.",
+        observation_type="decision",
+        facts=[],
+        concepts=[],
+        files_touched=[],
+    )
     assert (rec.actor, rec.host, rec.agent) == ("bob", team.this_host(), "kiro")
     (row,) = db.query("select actor, host, agent from session_summaries")
     assert row == {"actor": "bob", "host": team.this_host(), "agent": "kiro"}
@@ -243,7 +297,9 @@ def test_list_show_export_and_import_keep_attribution(make_event, drain_now, mon
     make_event("stop", assistant_response="settings.py loads config.toml")
     drain_now(flush=True)
     listed = json.loads(run("list", "--all-projects", "--json").output)
-    assert listed and all((r["actor"], r["host"], r["agent"]) == ("carol", team.this_host(), "kiro") for r in listed)
+    assert listed and all(
+        (r["actor"], r["host"], r["agent"]) == ("carol", team.this_host(), "kiro") for r in listed
+    )
     record_id = listed[0]["record_id"]
     shown = json.loads(run("show", record_id, "--json").output)["record"]
     assert (shown["actor"], shown["agent"]) == ("carol", "kiro")
@@ -257,7 +313,9 @@ def test_list_show_export_and_import_keep_attribution(make_event, drain_now, mon
     source.write_text(exported)
     assert run("import", str(source)).exit_code == 0
     again = json.loads(run("list", "--all-projects", "--json").output)
-    assert {(r["record_id"], r["actor"], r["agent"]) for r in again} == {(r["record_id"], "carol", "kiro") for r in listed}
+    assert {(r["record_id"], r["actor"], r["agent"]) for r in again} == {
+        (r["record_id"], "carol", "kiro") for r in listed
+    }
     from kirolearn.store.sqlite import db as store
 
     assert {r["actor"] for r in store.open_db().query("select actor from events")} == {"carol"}
@@ -270,11 +328,22 @@ def test_older_records_get_attribution_from_their_events(make_event, drain_now, 
     make_event("userPromptSubmit", prompt="old prompt")
     make_event("stop", assistant_response="old answer")
     _, db = drain_now(flush=True)
-    summaries.save_observation(db, summaries.Project(str(project)), title="no events behind this",
-                               summary="hand-made", observation_type="pattern", facts=[], concepts=[],
-                               files_touched=[])
-    summaries.session_end(db, summaries.Project(str(project)), session_id="sess-1", summary="Wrapped up.")
-    summaries.session_end(db, summaries.Project(str(project)), session_id="no-events", summary="Hand-made.")
+    summaries.save_observation(
+        as_store(db),
+        summaries.Project(str(project)),
+        title="no events behind this",
+        summary="hand-made",
+        observation_type="pattern",
+        facts=[],
+        concepts=[],
+        files_touched=[],
+    )
+    summaries.session_end(
+        as_store(db), summaries.Project(str(project)), session_id="sess-1", summary="Wrapped up."
+    )
+    summaries.session_end(
+        as_store(db), summaries.Project(str(project)), session_id="no-events", summary="Hand-made."
+    )
     for table in ("memory_records", "session_summaries"):  # the schema before m016_team_attribution
         for column in ("actor", "host", "agent"):
             db.execute(f"alter table {table} drop column {column}")
@@ -282,13 +351,20 @@ def test_older_records_get_attribution_from_their_events(make_event, drain_now, 
     db.execute("update events set actor = 'captured-user', agent = 'claude-code'")
     monkeypatch.setenv("USER", "today-user")
     _reapply(db, "m016_team_attribution")
-    rows = {(r["strategy"], r["session_id"]): (r["actor"], r["agent"])
-            for r in db.query("select strategy, session_id, actor, agent from memory_records")}
-    assert rows.pop(("mcp_observation", "mcp")) == ("today-user", "kiro")  # no source event: this machine's user
+    rows = {
+        (r["strategy"], r["session_id"]): (r["actor"], r["agent"])
+        for r in db.query("select strategy, session_id, actor, agent from memory_records")
+    }
+    assert rows.pop(("mcp_observation", "mcp")) == (
+        "today-user",
+        "kiro",
+    )  # no source event: this machine's user
     assert rows.pop(("mcp_session_end", "no-events")) == ("today-user", "kiro")
     assert rows and set(rows.values()) == {("captured-user", "claude-code")}
-    by_session = {r["session_id"]: (r["actor"], r["agent"]) for r in db.query(
-        "select session_id, actor, agent from session_summaries")}
+    by_session = {
+        r["session_id"]: (r["actor"], r["agent"])
+        for r in db.query("select session_id, actor, agent from session_summaries")
+    }
     assert by_session == {"sess-1": ("captured-user", "claude-code"), "no-events": ("today-user", "kiro")}
 
 
@@ -302,11 +378,17 @@ def test_only_joined_projects_are_shared(tmp_path):
     result = run("team", "join", "--project", str(shop / ".git" / ".."), "--json")
     assert result.exit_code == 0, result.output
     joined = json.loads(result.output)
-    assert joined["project_id"] == projects.project_id(str(shop)) and joined["identity"] == "git:github.com/acme/shop"
+    assert (
+        joined["project_id"] == projects.project_id(str(shop))
+        and joined["identity"] == "git:github.com/acme/shop"
+    )
     assert team.shared_project_ids() == {projects.project_id(str(shop))}
     assert projects.project_id(str(secret)) not in team.shared_project_ids()
     # a teammate's clone elsewhere is the same project, so it is shared too
-    assert projects.project_id(str(clone(tmp_path / "b" / "shop", "https://github.com/acme/shop"))) in team.shared_project_ids()
+    assert (
+        projects.project_id(str(clone(tmp_path / "b" / "shop", "https://github.com/acme/shop")))
+        in team.shared_project_ids()
+    )
     again = json.loads(run("team", "join", "--project", str(shop), "--json").output)
     assert again["already"] and again["joined_at"] == joined["joined_at"]
     left = run("team", "leave", "--project", str(shop))
@@ -317,7 +399,11 @@ def test_only_joined_projects_are_shared(tmp_path):
 
 def test_a_project_without_a_remote_or_the_global_memory_cannot_be_shared(tmp_path, home):
     result = run("team", "join", "--project", str(clone(tmp_path / "local")))
-    assert result.exit_code == 2 and "has no git remote" in result.output and "git remote add origin" in result.output
+    assert (
+        result.exit_code == 2
+        and "has no git remote" in result.output
+        and "git remote add origin" in result.output
+    )
     user_home = os.environ["HOME"]
     result = run("team", "join", "--project", user_home)
     assert result.exit_code == 2 and "never shared" in result.output
@@ -365,7 +451,9 @@ def test_joining_after_adding_a_remote_moves_the_local_memory(tmp_path, make_eve
     add_remote(shop, "git@github.com:acme/shop.git")
     out = json.loads(run("team", "join", "--project", str(shop), "--json").output)
     assert out["rekeyed"] == {path_id(shop): projects.project_id(str(shop))}
-    assert {r["project_id"] for r in db.query("select project_id from events")} == {projects.project_id(str(shop))}
+    assert {r["project_id"] for r in db.query("select project_id from events")} == {
+        projects.project_id(str(shop))
+    }
 
 
 # --- costs ----------------------------------------------------------------------------------------------------
@@ -387,7 +475,9 @@ def test_identity_stays_standard_library_and_psycopg_stays_lazy(tmp_path):
         "import kirolearn.cli.commands, kirolearn.team.membership\n"
         "print(json.dumps([pid, hook, 'psycopg' in sys.modules, 'kirolearn.core.gitremote' in sys.modules]))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
     pid, third_party, psycopg_loaded, gitremote_loaded = json.loads(out)
     assert pid == projects.project_id(str(repo)) and third_party == [] and gitremote_loaded
     assert psycopg_loaded is False
@@ -401,8 +491,9 @@ def test_doctor_warns_about_sharing_only_with_a_team_store(tmp_path, monkeypatch
 
     assert team_lines() == []  # no team store: nothing about sharing
     monkeypatch.setenv("KIROLEARN_STORE_URL", "postgresql://dev@db.example.com/team")
-    assert team_lines() == [("WARN", "a team store is configured but no project is shared: "
-                                     "kirolearn team join --project DIR")]
+    assert team_lines() == [
+        ("WARN", "a team store is configured but no project is shared: kirolearn team join --project DIR")
+    ]
     shop = clone(tmp_path / "shop", "git@github.com:acme/shop.git")
     team.join(str(shop))
     assert team_lines() == []

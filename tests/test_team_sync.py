@@ -8,12 +8,12 @@ which passes the same contract suite (the two-developer test runs it there).
 import json
 
 import pytest
+from store_contract import event, record, run
 
 from kirolearn.core import paths
-from kirolearn.team import sync as team_sync
 from kirolearn.store import state
 from kirolearn.store.sqlite.store import SqliteStore
-from store_contract import event, record, run
+from kirolearn.team import sync as team_sync
 
 
 @pytest.fixture
@@ -44,7 +44,9 @@ def sync(homes, who, team, projects=("shared",)):
 
 def drained(local, n, *, project="shared", **fields):
     local.add_events([event(n, project=project)])
-    local.commit_extraction(run(n), [record(n, project=project, events=[f"ev{n:04d}"], **fields)], [f"ev{n:04d}"])
+    local.commit_extraction(
+        run(n), [record(n, project=project, events=[f"ev{n:04d}"], **fields)], [f"ev{n:04d}"]
+    )
 
 
 def test_a_shared_record_reaches_the_other_developer(homes, team):
@@ -111,6 +113,7 @@ def test_a_team_store_that_is_down_costs_nothing(homes, team):
         def __getattr__(self, name):
             def fail(*args, **kwargs):
                 raise ConnectionError("connection refused (team store at postgresql://db.example/team)")
+
             return fail
 
     out = sync(homes, "ana", Down())
@@ -134,7 +137,7 @@ def test_text_scrubbed_with_older_rules_is_scrubbed_again_on_its_way_out(homes, 
     ana.add_records([record(1, project="shared", summary=f"the deploy uses {leaked}")])
     scrubbing.finish(ana.db, 1)  # stored under rules version 1: older than the installed ones
     with paths.using_home(home):
-        scrub = team_sync.outbound_scrubber(Settings(), ana.db)
+        scrub = team_sync.outbound_scrubber(Settings(), ana)
         assert scrub is not None
         sent = team_sync.sync(ana, team, ["shared"], me="ana", scrub=scrub)
     assert (sent.events_sent, sent.records_sent) == (1, 1)
@@ -150,7 +153,7 @@ def test_text_scrubbed_with_the_current_rules_goes_out_as_it_is(homes):
     home, ana = homes["ana"]
     scrubbing.finish(ana.db, rules_version())
     with paths.using_home(home):
-        assert team_sync.outbound_scrubber(Settings(), ana.db) is None
+        assert team_sync.outbound_scrubber(Settings(), ana) is None
 
 
 def authored(local, n, who, *, project="shared", **fields):
@@ -181,7 +184,9 @@ def test_restoring_my_own_record_restores_it_team_wide(homes, team):
     assert [h["record_id"] for h in ben.search(["retries"], project_id="shared")] == ["mr_0001"]
     again = (sync(homes, "ana", team), sync(homes, "ben", team))  # nothing moves twice
     assert [(s.restores_sent, s.restores_received, s.forgets_sent, s.forgets_received) for s in again] == [
-        (0, 0, 0, 0), (0, 0, 0, 0)]
+        (0, 0, 0, 0),
+        (0, 0, 0, 0),
+    ]
 
 
 def test_a_teammates_own_forget_stays_after_the_author_restores(homes, team):
@@ -246,7 +251,9 @@ def test_purging_my_forgotten_record_purges_it_team_wide(homes, team):
     ana.forget(["mr_0001"], reason="leaked", actor="cli")
     sync(homes, "ana", team)
     sync(homes, "ben", team)
-    assert secret in ben.db.execute("select payload from forgotten_records").fetchone()[0]  # the cache's tombstone
+    assert (
+        secret in ben.db.execute("select payload from forgotten_records").fetchone()[0]
+    )  # the cache's tombstone
     assert ana.purge(["mr_0001"], actor="cli") == 1
     out = sync(homes, "ana", team)
     assert (out.purges_sent, out.error) == (1, "")
@@ -257,9 +264,15 @@ def test_purging_my_forgotten_record_purges_it_team_wide(homes, team):
     got = sync(homes, "ben", team)
     assert (got.purges_received, got.error) == (1, "")
     assert ben.tombstones(["mr_0001"])["mr_0001"]["purged"]
-    assert ben.db.execute("select count(*) from forgotten_records where payload like ?",
-                          [f"%{secret}%"]).fetchone()[0] == 0
-    assert team.add_records([dict(record(1, project="shared", summary=secret), actor="ana")]) == 0  # never back
+    assert (
+        ben.db.execute(
+            "select count(*) from forgotten_records where payload like ?", [f"%{secret}%"]
+        ).fetchone()[0]
+        == 0
+    )
+    assert (
+        team.add_records([dict(record(1, project="shared", summary=secret), actor="ana")]) == 0
+    )  # never back
 
 
 def test_forgetting_and_purging_before_a_sync_still_reaches_the_team(homes, team):
@@ -294,8 +307,16 @@ def test_superseded_and_merged_marks_reach_the_team_and_the_teammate_and_stop_th
     sync(homes, "ana", team)
     assert sync(homes, "ben", team).records_received == 3
     # ana's drain marks two of them (issue #31); the marks travel, once
-    assert ana.apply_marks([{"record_id": "mr_0001", "superseded_by": "mr_0002"},
-                            {"record_id": "mr_0003", "merged_into": "mr_0002"}], actor="drain") == 2
+    assert (
+        ana.apply_marks(
+            [
+                {"record_id": "mr_0001", "superseded_by": "mr_0002"},
+                {"record_id": "mr_0003", "merged_into": "mr_0002"},
+            ],
+            actor="drain",
+        )
+        == 2
+    )
     sent = sync(homes, "ana", team)
     assert sent.marks_sent == 2 and sent.records_sent == 0 and sent.error == ""
     assert team.get_record("mr_0001")["superseded_by"] == "mr_0002"
@@ -317,7 +338,9 @@ def test_a_mark_change_reaches_the_team_and_the_other_developer_once(homes, team
     sync(homes, "ana", team)
     sync(homes, "ben", team)
     assert ben.get_record("mr_0001")["freshness"] == "current"
-    ana.set_marks([{"record_id": "mr_0001", "freshness": "deleted", "reason": "src/gone.py: deleted"}], actor="drain")
+    ana.set_marks(
+        [{"record_id": "mr_0001", "freshness": "deleted", "reason": "src/gone.py: deleted"}], actor="drain"
+    )
     sent = sync(homes, "ana", team)
     assert sent.marks_sent == 1 and team.get_record("mr_0001")["freshness"] == "deleted"
     got = sync(homes, "ben", team)
@@ -337,8 +360,22 @@ def test_all_four_marks_travel_together_each_counted_once(homes, team):
         drained(ana, n)
     sync(homes, "ana", team)
     assert sync(homes, "ben", team).records_received == 2
-    assert len(ana.set_marks([{"record_id": "mr_0001", "freshness": "changed", "outcome": "failed",
-                               "reason": "src/app.py: changed"}], actor="drain")) == 1
+    assert (
+        len(
+            ana.set_marks(
+                [
+                    {
+                        "record_id": "mr_0001",
+                        "freshness": "changed",
+                        "outcome": "failed",
+                        "reason": "src/app.py: changed",
+                    }
+                ],
+                actor="drain",
+            )
+        )
+        == 1
+    )
     assert ana.apply_marks([{"record_id": "mr_0001", "superseded_by": "mr_0002"}], actor="drain") == 1
     sent = sync(homes, "ana", team)
     assert (sent.marks_sent, sent.records_sent, sent.error) == (3, 0, "")

@@ -16,7 +16,9 @@ from kirolearn.manage import records as manage
 from kirolearn.viewer.app import create_app
 
 XSS_TITLE = 'Login fails <script>alert(1)</script> "><img src=x onerror=alert(2)>'
-XSS_SUMMARY = "</textarea><script>window.pwned=1</script><b onmouseover=alert(3)>hover</b> javascript:alert(4)"
+XSS_SUMMARY = (
+    "</textarea><script>window.pwned=1</script><b onmouseover=alert(3)>hover</b> javascript:alert(4)"
+)
 CHROMIUM = os.environ.get("KIROLEARN_CHROMIUM", "/usr/bin/chromium")
 
 
@@ -35,13 +37,23 @@ def csrf_of(html: str) -> str:
 def test_every_page_needs_the_token(add_record, project):
     add_record(project, "A record")
     c = TestClient(create_app("secret-token", 8765), base_url="http://127.0.0.1:8765")
-    for path in ("/", "/search?q=record", "/sessions", "/forgotten", "/health", "/static/style.css", "/record/x"):
+    for path in (
+        "/",
+        "/search?q=record",
+        "/sessions",
+        "/forgotten",
+        "/health",
+        "/static/style.css",
+        "/record/x",
+    ):
         r = c.get(path)
         assert r.status_code == 403 and "needs its token" in r.text, path
     assert c.get("/?token=wrong").status_code == 403
     assert c.post("/record/x/forget", data={"csrf": "x"}).status_code == 403
     first = c.get("/search?q=record&token=secret-token", follow_redirects=False)
-    assert first.status_code == 303 and first.headers["location"] == "/search?q=record"  # token leaves the URL
+    assert (
+        first.status_code == 303 and first.headers["location"] == "/search?q=record"
+    )  # token leaves the URL
     sneaky = c.get("http://127.0.0.1:8765//evil.example/x?token=secret-token", follow_redirects=False)
     assert sneaky.headers["location"] == "/evil.example/x"  # never a "//host" redirect
     cookie = first.headers["set-cookie"]
@@ -61,15 +73,24 @@ def test_security_headers_forbid_scripts(client):
 
 
 def test_memory_text_is_escaped_and_rescrubbed(client, add_record, project):
-    rid = add_record(project, XSS_TITLE, summary=XSS_SUMMARY + " key AKIAIOSFODNN7EXAMPLE",
-                     facts=["<i>fact</i>"], files=['src/"quoted".py'])
+    rid = add_record(
+        project,
+        XSS_TITLE,
+        summary=XSS_SUMMARY + " key AKIAIOSFODNN7EXAMPLE",
+        facts=["<i>fact</i>"],
+        files=['src/"quoted".py'],
+    )
     for path in ("/", f"/record/{rid}", "/search?q=login"):
         html = client.get(path).text
         assert "<script>" not in html and "<img" not in html and "<b onmouseover" not in html, path
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html, path
-        assert "AKIAIOSFODNN7EXAMPLE" not in html, path  # stored raw by an old version: re-scrubbed on the way out
+        assert "AKIAIOSFODNN7EXAMPLE" not in html, (
+            path
+        )  # stored raw by an old version: re-scrubbed on the way out
     detail = client.get(f"/record/{rid}").text
-    assert "&#34;&gt;&lt;img src=x onerror=alert(2)&gt;" in detail  # inside the edit form's value attribute too
+    assert (
+        "&#34;&gt;&lt;img src=x onerror=alert(2)&gt;" in detail
+    )  # inside the edit form's value attribute too
     assert "&lt;/textarea&gt;" in detail and "&lt;i&gt;fact&lt;/i&gt;" in detail
 
 
@@ -80,32 +101,52 @@ def test_writes_need_post_csrf_and_same_origin(client, add_record, project):
     assert client.get(f"/record/{rid}/forget").status_code == 405
     assert client.post(f"/record/{rid}/forget", data={"reason": "x"}).status_code == 403
     assert client.post(f"/record/{rid}/forget", data={"csrf": "0" * 64}).status_code == 403
-    cross = client.post(f"/record/{rid}/forget", data={"csrf": token}, headers={"origin": "http://evil.example"})
+    cross = client.post(
+        f"/record/{rid}/forget", data={"csrf": token}, headers={"origin": "http://evil.example"}
+    )
     assert cross.status_code == 403
-    assert client.post(f"/record/{rid}/forget", data={"csrf": token},
-                       headers={"sec-fetch-site": "cross-site"}).status_code == 403
+    assert (
+        client.post(
+            f"/record/{rid}/forget", data={"csrf": token}, headers={"sec-fetch-site": "cross-site"}
+        ).status_code
+        == 403
+    )
     assert manage.show(rid)["status"] == "live"
 
-    done = client.post(f"/record/{rid}/forget", data={"csrf": token, "reason": "from the viewer"},
-                       headers={"origin": "http://127.0.0.1:8765"}, follow_redirects=False)
+    done = client.post(
+        f"/record/{rid}/forget",
+        data={"csrf": token, "reason": "from the viewer"},
+        headers={"origin": "http://127.0.0.1:8765"},
+        follow_redirects=False,
+    )
     assert done.status_code == 303 and done.headers["location"] == f"/record/{rid}?done=forget"
     shown = manage.show(rid)
     assert shown["status"] == "forgotten" and shown["history"][0]["actor"] == "viewer"
     assert rid in client.get("/forgotten").text
-    assert client.post(f"/record/{rid}/restore", data={"csrf": token}).status_code == 200  # follows the redirect
+    assert (
+        client.post(f"/record/{rid}/restore", data={"csrf": token}).status_code == 200
+    )  # follows the redirect
     assert manage.show(rid)["status"] == "live"
-    r = client.post(f"/record/{rid}/edit", data={"csrf": token, "title": "Edited in the viewer",
-                                                 "summary": "token=ghp_" + "b" * 36})
+    r = client.post(
+        f"/record/{rid}/edit",
+        data={"csrf": token, "title": "Edited in the viewer", "summary": "token=ghp_" + "b" * 36},
+    )
     assert r.status_code == 200 and "Edited in the viewer" in r.text and "ghp_bbbb" not in r.text
     bad = client.post(f"/record/{rid}/edit", data={"csrf": token, "title": "", "summary": "s"})
     assert bad.status_code == 400 and "empty" in bad.text
-    assert client.post("/record/mr_01M8P11TV4D5K3PEVTAMHCTT16/forget", data={"csrf": token}).status_code == 404
+    assert (
+        client.post("/record/mr_01M8P11TV4D5K3PEVTAMHCTT16/forget", data={"csrf": token}).status_code == 404
+    )
 
 
 def test_timeline_pages_by_keyset(client, add_record, project):
     start = datetime(2026, 1, 1, tzinfo=timezone.utc)
-    made = [add_record(project, f"Record number {i}", created_at=start + timedelta(minutes=i),
-                       session_id=f"s{i // 10}") for i in range(120)]
+    made = [
+        add_record(
+            project, f"Record number {i}", created_at=start + timedelta(minutes=i), session_id=f"s{i // 10}"
+        )
+        for i in range(120)
+    ]
     seen, url = [], "/"
     while url:
         html = client.get(url).text
@@ -123,15 +164,31 @@ def test_sessions_and_health_pages(client, project, monkeypatch):
     from kirolearn.cli.commands import cli
 
     monkeypatch.chdir(project)
-    CliRunner().invoke(cli, ["session-end", "--session-id", "s1", "--summary", "Moved JWT <b>checks</b>",
-                             "--next-step", "Rate-limit /auth/refresh"], catch_exceptions=False)
+    CliRunner().invoke(
+        cli,
+        [
+            "session-end",
+            "--session-id",
+            "s1",
+            "--summary",
+            "Moved JWT <b>checks</b>",
+            "--next-step",
+            "Rate-limit /auth/refresh",
+        ],
+        catch_exceptions=False,
+    )
     html = client.get("/sessions").text
     assert "Moved JWT &lt;b&gt;checks&lt;/b&gt;" in html and "Rate-limit /auth/refresh" in html
     timeline = client.get("/").text
     assert "Session end:" in timeline and "Next: Rate-limit /auth/refresh" in timeline
     health = client.get("/health").text
-    for label in ("Spool: events waiting", "Quarantined files", "Last drain", "Extraction failures (24 h)",
-                  "Spend today"):
+    for label in (
+        "Spool: events waiting",
+        "Quarantined files",
+        "Last drain",
+        "Extraction failures (24 h)",
+        "Spend today",
+    ):
         assert label in health
     assert "of 200000 tokens" in health
 
@@ -139,7 +196,9 @@ def test_sessions_and_health_pages(client, project, monkeypatch):
 def test_search_page_uses_the_cli_ranking_and_filters(client, add_record, project):
     now = datetime.now(timezone.utc)
     a = add_record(project, "Export job decision: WAL mode", observation_type="decision", created_at=now)
-    b = add_record(project, "Export job error: locked", observation_type="error", created_at=now - timedelta(days=9))
+    b = add_record(
+        project, "Export job error: locked", observation_type="error", created_at=now - timedelta(days=9)
+    )
     html = client.get("/search?q=export+job").text
     found = re.findall(r'href="/record/(mr_\w+)"', html)
     assert found == [h["record_id"] for h in manage.search("export job")]
@@ -157,7 +216,9 @@ def _browser():
     # CI installs both (.ci/run): there a missing browser is a failure, not a skip
     give_up = pytest.fail if os.environ.get("CI") else pytest.skip
     if not shutil.which(CHROMIUM) and not os.path.exists(CHROMIUM):
-        give_up(f"no Chromium at {CHROMIUM}: `apt-get install chromium` (as .ci/run does) to run the browser test")
+        give_up(
+            f"no Chromium at {CHROMIUM}: `apt-get install chromium` (as .ci/run does) to run the browser test"
+        )
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
@@ -185,21 +246,38 @@ def test_viewer_in_headless_chromium(project, make_event, drain_now, add_record,
     from kirolearn.viewer.server import start
 
     monkeypatch.chdir(project)
-    for prompt, cmd, path in (("Why does the export job fail with database is locked?", "pytest tests/test_export.py",
-                               "src/export.py"),
-                              ("Add a cache to the product page", "make cache", "src/cache.py")):
+    for prompt, cmd, path in (
+        (
+            "Why does the export job fail with database is locked?",
+            "pytest tests/test_export.py",
+            "src/export.py",
+        ),
+        ("Add a cache to the product page", "make cache", "src/cache.py"),
+    ):
         make_event("userPromptSubmit", prompt=prompt)
         make_event(tool_name="shell", tool_input={"command": cmd}, tool_response={"stdout": "ok"})
-        make_event(tool_name="fs_write", tool_input={"path": path, "content": "x"}, tool_response={"ok": True})
+        make_event(
+            tool_name="fs_write", tool_input={"path": path, "content": "x"}, tool_response={"ok": True}
+        )
         make_event("stop", assistant_response=f"Done: changed {path}; tests pass.")
     drain_now()
     from click.testing import CliRunner
 
     from kirolearn.cli.commands import cli
 
-    CliRunner().invoke(cli, ["session-end", "--session-id", "sess-1", "--summary",
-                             "Export fixed with a busy timeout; cache added", "--next-step",
-                             "Watch the nightly export for a week"], catch_exceptions=False)
+    CliRunner().invoke(
+        cli,
+        [
+            "session-end",
+            "--session-id",
+            "sess-1",
+            "--summary",
+            "Export fixed with a busy timeout; cache added",
+            "--next-step",
+            "Watch the nightly export for a week",
+        ],
+        catch_exceptions=False,
+    )
     evil = add_record(project, XSS_TITLE, summary=XSS_SUMMARY, observation_type="error")
 
     running = start()
@@ -209,9 +287,18 @@ def test_viewer_in_headless_chromium(project, make_event, drain_now, add_record,
             urllib.request.urlopen(running.base + "/", timeout=10)
         assert refused.value.code == 403
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=[
-                "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--no-first-run", "--disable-sync"])
+            browser = pw.chromium.launch(
+                executable_path=CHROMIUM,
+                args=[
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--no-first-run",
+                    "--disable-sync",
+                ],
+            )
             try:
                 page = browser.new_page(viewport={"width": 1100, "height": 760})
                 dialogs, errors = [], []
@@ -226,7 +313,9 @@ def test_viewer_in_headless_chromium(project, make_event, drain_now, add_record,
                 assert page.locator(".rec .title", has_text="<script>alert(1)</script>").count() == 1
                 # sessions are labelled by their first prompt and date, not by UUID (#24)
                 heads = page.locator("section.session h2").all_inner_texts()
-                assert any(h.startswith("Why does the export job fail with database is locked?") for h in heads)
+                assert any(
+                    h.startswith("Why does the export job fail with database is locked?") for h in heads
+                )
                 assert not any("sess-1" in h for h in heads)
                 # memory markdown is rendered (markdown-it-py), not shown as source
                 assert page.locator(".summary.md strong", has_text="Request:").count() >= 1
@@ -276,8 +365,12 @@ def test_serve_command_listens_on_loopback_behind_its_token(home, tmp_path):
     import sys
     import threading
 
-    proc = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "kirolearn"), "serve", "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [os.path.join(os.path.dirname(sys.executable), "kirolearn"), "serve", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     timer = threading.Timer(60, proc.kill)  # bound the test whatever happens
     timer.start()
     try:

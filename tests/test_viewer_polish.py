@@ -11,15 +11,19 @@ import os
 import re
 
 import pytest
+from conftest import cli
 from starlette.testclient import TestClient
 
-from conftest import cli
 from kirolearn.store.sqlite import records as recordstore
 from kirolearn.viewer.app import create_app
 
 CODE_FACT = "Run `make test` before <b>pushing</b>"
-LONG_CODE = "Set up the cache. " * 14 + "Then run `python -m kirolearn.cli.commands drain --flush --json " \
-            + "--watch " * 30 + "` and read what it prints."
+LONG_CODE = (
+    "Set up the cache. " * 14
+    + "Then run `python -m kirolearn.cli.commands drain --flush --json "
+    + "--watch " * 30
+    + "` and read what it prints."
+)
 
 
 @pytest.fixture
@@ -34,7 +38,9 @@ def text_of(html: str) -> str:
 
 
 def test_search_scores_are_labelled_with_what_they_mean(client, add_record, project):
-    add_record(project, "Export job fails with database is locked", summary="export database locked, busy timeout")
+    add_record(
+        project, "Export job fails with database is locked", summary="export database locked, busy timeout"
+    )
     add_record(project, "Database backup script", summary="database backup nightly")
     html = client.get("/search?q=database").text
     scores = re.findall(r'<span class="score" title="([^"]+)">([^<]+)</span>', html)
@@ -61,8 +67,17 @@ def test_facts_render_backticks_as_code_and_still_escape_markup(client, add_reco
 
 def test_a_session_end_appears_once_on_the_timeline(client, add_record, project):
     add_record(project, "Fixed the login query", session_id="sess-1", observation_type="session_summary")
-    ended = cli("session-end", "--project", str(project), "--session-id", "sess-1", "--summary",
-                "Login fixed; orders next", "--next-step", "Fix the orders lookup")
+    ended = cli(
+        "session-end",
+        "--project",
+        str(project),
+        "--session-id",
+        "sess-1",
+        "--summary",
+        "Login fixed; orders next",
+        "--next-step",
+        "Fix the orders lookup",
+    )
     assert ended.returncode == 0, ended.stderr
     html = client.get("/").text
     assert html.count('class="session-end"') == 1
@@ -71,18 +86,34 @@ def test_a_session_end_appears_once_on_the_timeline(client, add_record, project)
 
 
 def test_a_conversation_card_shows_its_outcome(client, add_record, project):
-    add_record(project, "write a haiku about databases", observation_type="conversation",
-               summary="**Request:** write a haiku about databases\n\n**Outcome:** Rows wait in the dark, "
-                       "an index lights the way home, `SELECT` finds them all.")
+    add_record(
+        project,
+        "write a haiku about databases",
+        observation_type="conversation",
+        summary="**Request:** write a haiku about databases\n\n**Outcome:** Rows wait in the dark, "
+        "an index lights the way home, `SELECT` finds them all.",
+    )
     card = re.search(r'<li class="rec t-conversation">(.*?)</li>', client.get("/").text, re.S).group(1)
     assert "Outcome:" in card and "Rows wait in the dark" in card and "<code>SELECT</code>" in card
 
 
 def test_an_mcp_record_says_where_it_came_from_not_that_events_were_lost(client, project, monkeypatch):
     monkeypatch.setenv("KIROLEARN_AGENT", "codex")  # what install writes into the MCP server's entry
-    saved = cli("save-summary", "--project", str(project), "--request", "Speed up the export",
-                "--investigated", "the query plan", "--learned", "a full scan of orders",
-                "--completed", "Added an index on orders.created_at", "--next-steps", "none")
+    saved = cli(
+        "save-summary",
+        "--project",
+        str(project),
+        "--request",
+        "Speed up the export",
+        "--investigated",
+        "the query plan",
+        "--learned",
+        "a full scan of orders",
+        "--completed",
+        "Added an index on orders.created_at",
+        "--next-steps",
+        "none",
+    )
     assert saved.returncode == 0, saved.stderr
     rid = re.search(r"mr_\w+", saved.stdout).group(0)
     page = text_of(client.get(f"/record/{rid}").text)
@@ -96,17 +127,29 @@ def test_cards_and_pages_label_freshness_and_outcome_and_keep_the_chain(client, 
     failed = add_record(project, "Tried a migration", observation_type="error")
     plain = add_record(project, "Plain current record")
     db = add_record.db
-    recordstore.set_marks(db, [{"record_id": changed, "freshness": "changed", "reason": "db.py rewritten"},
-                               {"record_id": deleted, "freshness": "deleted", "reason": "gone"},
-                               {"record_id": failed, "outcome": "failed", "reason": "exit 1"}], actor="drain")
+    recordstore.set_marks(
+        db,
+        [
+            {"record_id": changed, "freshness": "changed", "reason": "db.py rewritten"},
+            {"record_id": deleted, "freshness": "deleted", "reason": "gone"},
+            {"record_id": failed, "outcome": "failed", "reason": "exit 1"},
+        ],
+        actor="drain",
+    )
     recordstore.set_mark(db, plain, "superseded_by", changed, actor="drain", reason="newer value")
     html = client.get("/").text
     cards = dict(re.findall(r'href="/record/(mr_\w+)">.*?</a>(.*?)</li>', html, re.S))
     assert "files changed since" in cards[changed] and "file deleted" in cards[deleted]
     assert "failed attempt" in cards[failed]
-    assert ">superseded<" in cards[plain] and not [w for w in ("files changed since", "file deleted", "failed attempt") if w in cards[plain]]
+    assert ">superseded<" in cards[plain] and not [
+        w for w in ("files changed since", "file deleted", "failed attempt") if w in cards[plain]
+    ]
     assert "A file this record touched" in cards[changed]  # the tooltip says what the label means
-    for rid, label in ((changed, "files changed since"), (deleted, "file deleted"), (failed, "failed attempt")):
+    for rid, label in (
+        (changed, "files changed since"),
+        (deleted, "file deleted"),
+        (failed, "failed attempt"),
+    ):
         meta = re.search(r'<p class="meta">(.*?)</p>', client.get(f"/record/{rid}").text, re.S).group(1)
         assert label in meta
     page = client.get(f"/record/{plain}").text
@@ -124,13 +167,25 @@ def test_the_polish_on_the_real_page_in_chromium(add_record, project, monkeypatc
 
     rid = add_record(project, "Release checklist", summary=LONG_CODE, facts=[CODE_FACT], session_id="sess-1")
     recordstore.set_marks(add_record.db, [{"record_id": rid, "freshness": "changed"}], actor="drain")
-    assert cli("session-end", "--project", str(project), "--session-id", "sess-1", "--summary",
-               "Checklist written").returncode == 0
+    assert (
+        cli(
+            "session-end",
+            "--project",
+            str(project),
+            "--session-id",
+            "sess-1",
+            "--summary",
+            "Checklist written",
+        ).returncode
+        == 0
+    )
     running = start()
     try:
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox",
-                                                                          "--disable-gpu", "--no-first-run"])
+            browser = pw.chromium.launch(
+                executable_path=CHROMIUM,
+                args=["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"],
+            )
             try:
                 page = browser.new_page()
                 page.goto(running.url)
@@ -163,11 +218,26 @@ def test_the_screenshot_script_shoots_the_demo_without_a_temporary_path(tmp_path
     if not (os.environ.get("KIROLEARN_CHROMIUM") or shutil.which("chromium") or os.path.exists(CHROMIUM)):
         pytest.skip("no Chromium: `apt-get install chromium` (as .ci/run does)")
     out, page = tmp_path / "shot" / "viewer.png", tmp_path / "page.html"
-    env = {**os.environ, "KIROLEARN_CHROMIUM": os.environ.get("KIROLEARN_CHROMIUM") or shutil.which("chromium")
-           or CHROMIUM}
-    done = subprocess.run([sys.executable, str(Path(__file__).parent.parent / "scripts" / "screenshot.py"),
-                           "--out", str(out), "--html", str(page), "--size", "900,600"],
-                          env=env, capture_output=True, text=True, timeout=600)
+    env = {
+        **os.environ,
+        "KIROLEARN_CHROMIUM": os.environ.get("KIROLEARN_CHROMIUM") or shutil.which("chromium") or CHROMIUM,
+    }
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(Path(__file__).parent.parent / "scripts" / "screenshot.py"),
+            "--out",
+            str(out),
+            "--html",
+            str(page),
+            "--size",
+            "900,600",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     png = out.read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000

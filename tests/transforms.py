@@ -30,7 +30,7 @@ def _json_unescape(s: str) -> str:
 def json_u(text, secret, rng):
     """One character of the secret as a JSON \\uXXXX escape (Go and Python both write these)."""
     i = rng.randrange(len(secret))
-    escaped = secret[:i] + "\\u%04x" % ord(secret[i]) + secret[i + 1:]
+    escaped = secret[:i] + "\\u%04x" % ord(secret[i]) + secret[i + 1 :]
     return text.replace(secret, escaped), _json_unescape
 
 
@@ -43,6 +43,7 @@ def json_string(text, secret, rng):
             return json.loads('"' + s.replace('"', '\\"').replace('\\\\"', '\\"') + '"')
         except ValueError:
             return _json_unescape(s).replace('\\"', '"').replace("\\n", "\n")
+
     return body, decode
 
 
@@ -54,7 +55,7 @@ def url_encoded(text, secret, rng):
 def html_entities(text, secret, rng):
     """The text HTML-escaped, one character of the secret written as a numeric entity."""
     i = rng.randrange(len(secret))
-    escaped = html.escape(secret[:i]) + "&#x%x;" % ord(secret[i]) + html.escape(secret[i + 1:])
+    escaped = html.escape(secret[:i]) + "&#x%x;" % ord(secret[i]) + html.escape(secret[i + 1 :])
     return html.escape(text).replace(html.escape(secret), escaped), html.unescape
 
 
@@ -96,7 +97,10 @@ def line_break(text, secret, rng):
     low = min(max(1, n // 3, prefix + 1), max(1, n - 3))
     for _ in range(12):
         i = rng.randrange(low, max(low + 1, n - n // 3, n - 2))
-        pieces = (re.split(r"[^A-Za-z0-9+/=_\-.]", secret[:i])[-1], re.split(r"[^A-Za-z0-9+/=_\-.]", secret[i:])[0])
+        pieces = (
+            re.split(r"[^A-Za-z0-9+/=_\-.]", secret[:i])[-1],
+            re.split(r"[^A-Za-z0-9+/=_\-.]", secret[i:])[0],
+        )
         if not any(p.isalpha() and len(p) < 16 and wordlike(p) for p in pieces):
             break
     brk = rng.choice(["\n", "\n    ", "\r\n", "\n\t"])
@@ -104,6 +108,7 @@ def line_break(text, secret, rng):
 
     def decode(s):
         return s.replace(broken, secret).replace(brk, "")
+
     return text.replace(secret, broken), decode
 
 
@@ -114,23 +119,38 @@ def basic_auth(text, secret, rng):
 
     def decode(s):
         return s.replace(b64, f"deploy:{secret}")
-    return rng.choice([f"curl -sS -H '{header}' https://api.example.com/v1/me",
-                       f"> GET /v1/me HTTP/1.1\n> Host: api.example.com\n> {header}\n",
-                       f'{{"headers": {{"Authorization": "Basic {b64}"}}}}']), decode
+
+    return rng.choice(
+        [
+            f"curl -sS -H '{header}' https://api.example.com/v1/me",
+            f"> GET /v1/me HTTP/1.1\n> Host: api.example.com\n> {header}\n",
+            f'{{"headers": {{"Authorization": "Basic {b64}"}}}}',
+        ]
+    ), decode
 
 
 def env_neutral(text, secret, rng):
     """The secret as a .env / export line under a name that holds no secret word."""
     name = rng.choice(["SESSION_SIGNING", "APP_SEAL", "UPSTREAM_SIG", "RELAY_VALUE", "EDGE_SALTING"])
-    return rng.choice([f"# .env\nDEBUG=false\n{name}={secret}\nPORT=8080\n",
-                       f"export {name}={secret}",
-                       f"{name}='{secret}' ./run.sh --port 8080"]), _ident
+    return rng.choice(
+        [
+            f"# .env\nDEBUG=false\n{name}={secret}\nPORT=8080\n",
+            f"export {name}={secret}",
+            f"{name}='{secret}' ./run.sh --port 8080",
+        ]
+    ), _ident
 
 
 TRANSFORMS = {
-    "json-u-escape": json_u, "json-string": json_string, "url-encoded": url_encoded,
-    "html-entities": html_entities, "single-quoted": single_quoted, "double-quoted": double_quoted,
-    "line-break": line_break, "basic-auth": basic_auth, "env-neutral-name": env_neutral,
+    "json-u-escape": json_u,
+    "json-string": json_string,
+    "url-encoded": url_encoded,
+    "html-entities": html_entities,
+    "single-quoted": single_quoted,
+    "double-quoted": double_quoted,
+    "line-break": line_break,
+    "basic-auth": basic_auth,
+    "env-neutral-name": env_neutral,
 }
 
 
@@ -148,6 +168,7 @@ def carry(text: str, carrier: str) -> str:
 def common_secrets(rng: random.Random) -> list:
     def r(n, chars="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"):
         return "".join(rng.choice(chars) for _ in range(n))
+
     up = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
     aws_id = "AKIA" + r(16, up)
     aws_secret = r(18) + "/" + r(10) + "+" + r(10)
@@ -158,11 +179,19 @@ def common_secrets(rng: random.Random) -> list:
         ("aws-secret-key", f"aws_secret_access_key = {aws_secret}", aws_secret),
         ("github-token", f"git push https://x:{'ghp_' + r(36)}@github.com/o/r", None),
         ("gitlab-token", "token " + "glpat-" + r(20), None),
-        ("slack-token", "SLACK_BOT=" + "xoxb-" + r(11, "0123456789") + "-" + r(13, "0123456789") + "-" + r(24), None),
+        (
+            "slack-token",
+            "SLACK_BOT=" + "xoxb-" + r(11, "0123456789") + "-" + r(13, "0123456789") + "-" + r(24),
+            None,
+        ),
         ("openai-key", "OPENAI_API_KEY=" + "sk-proj-" + r(40), None),
         ("stripe-key", "stripe.api_key = '" + "sk_live_" + r(24) + "'", None),
         ("jwt", f"cookie: session={jwt}", jwt),
-        ("private-key", "-----BEGIN RSA PRIVATE KEY-----\n" + pem_body + "\n-----END RSA PRIVATE KEY-----", pem_body),
+        (
+            "private-key",
+            "-----BEGIN RSA PRIVATE KEY-----\n" + pem_body + "\n-----END RSA PRIVATE KEY-----",
+            pem_body,
+        ),
         ("url-password", f"psql postgres://admin:{r(14)}@db.internal:5432/app", None),
         ("password-assignment", f"DB_PASSWORD={r(14)}", None),
         ("bearer", f"Authorization: Bearer {r(32)}", None),
@@ -174,8 +203,11 @@ def common_cases(rng: random.Random) -> list:
     out = []
     for kind, text, secret in common_secrets(rng):
         if secret is None:
-            secret = re.search(r"(?:ghp_|glpat-|xoxb-|sk-proj-|sk_live_)[\w\-]+|(?<=:)[A-Za-z0-9]{14}(?=@)"
-                               r"|(?<==)[A-Za-z0-9]{14}$|(?<=Bearer )\w+", text).group(0)
+            secret = re.search(
+                r"(?:ghp_|glpat-|xoxb-|sk-proj-|sk_live_)[\w\-]+|(?<=:)[A-Za-z0-9]{14}(?=@)"
+                r"|(?<==)[A-Za-z0-9]{14}$|(?<=Bearer )\w+",
+                text,
+            ).group(0)
         out.append((kind, text, secret))
     return out
 
@@ -184,8 +216,15 @@ def applies(transform: str, kind: str, secret: str) -> bool:
     """Transforms that make no sense for a secret: a PEM key is no .env value nor a Basic password."""
     if transform == "env-neutral-name" and (secret.isdigit() or _UUID.fullmatch(secret)):
         return False  # a number or a UUID under a name that says nothing is an ordinary value (an id)
-    if kind == "private-key" and transform in ("env-neutral-name", "basic-auth", "line-break", "json-u-escape",
-                                                 "html-entities", "single-quoted", "double-quoted"):
+    if kind == "private-key" and transform in (
+        "env-neutral-name",
+        "basic-auth",
+        "line-break",
+        "json-u-escape",
+        "html-entities",
+        "single-quoted",
+        "double-quoted",
+    ):
         return False
     return True
 
@@ -226,22 +265,43 @@ def matrix(scrubber, cases, seed: int = 23) -> dict:
 # --------------------------------------------------------------------------------------------------
 
 _ENV_ORDINARY = [
-    "NODE_ENV=production", "LOG_LEVEL=debug", "PORT=8080", "DEBUG=false", "WORKERS=4",
-    "DATABASE_URL=postgres://db.internal:5432/app", "REDIS_URL=redis://cache:6379/0",
-    "API_BASE=https://api.example.com/v2", "REGION=eu-west-1", "HOSTNAME=build-runner-07.internal",
-    "APP_VERSION=1.24.3", "GIT_SHA=3f2a9c1b7e4d5a6f8091a2b3c4d5e6f708192a3b", "RELEASE_ID=2026-11-30T10:22:01Z",
-    "IMAGE=ghcr.io/acme/api:v1.24.3", "REQUEST_ID=5b0c6f1e-8a2d-4c3b-9e7f-1a2b3c4d5e6f", "TZ=Europe/Berlin",
-    "PYTHONPATH=/srv/app/src", "CONFIG_FILE=config/app.prod.yaml", "SERVICE_NAME=billing_worker_v2",
-    "FEATURE_FLAGS=search,export,beta_ui", "CACHE_TTL=3600", "MAX_UPLOAD_MB=250", "JAVA_OPTS=-Xmx2g",
-    "export PATH=$HOME/.local/bin:$PATH", "export KUBECONFIG=~/.kube/staging.yaml", "export GOFLAGS=-mod=mod",
-    "CI_COMMIT_SHA=9b1d3e5f7a9c2e4f6a8b0c1d3e5f7a9b1c3d5e7f", "BUILD_NUMBER=18452", "LANG=en_US.UTF-8",
+    "NODE_ENV=production",
+    "LOG_LEVEL=debug",
+    "PORT=8080",
+    "DEBUG=false",
+    "WORKERS=4",
+    "DATABASE_URL=postgres://db.internal:5432/app",
+    "REDIS_URL=redis://cache:6379/0",
+    "API_BASE=https://api.example.com/v2",
+    "REGION=eu-west-1",
+    "HOSTNAME=build-runner-07.internal",
+    "APP_VERSION=1.24.3",
+    "GIT_SHA=3f2a9c1b7e4d5a6f8091a2b3c4d5e6f708192a3b",
+    "RELEASE_ID=2026-11-30T10:22:01Z",
+    "IMAGE=ghcr.io/acme/api:v1.24.3",
+    "REQUEST_ID=5b0c6f1e-8a2d-4c3b-9e7f-1a2b3c4d5e6f",
+    "TZ=Europe/Berlin",
+    "PYTHONPATH=/srv/app/src",
+    "CONFIG_FILE=config/app.prod.yaml",
+    "SERVICE_NAME=billing_worker_v2",
+    "FEATURE_FLAGS=search,export,beta_ui",
+    "CACHE_TTL=3600",
+    "MAX_UPLOAD_MB=250",
+    "JAVA_OPTS=-Xmx2g",
+    "export PATH=$HOME/.local/bin:$PATH",
+    "export KUBECONFIG=~/.kube/staging.yaml",
+    "export GOFLAGS=-mod=mod",
+    "CI_COMMIT_SHA=9b1d3e5f7a9c2e4f6a8b0c1d3e5f7a9b1c3d5e7f",
+    "BUILD_NUMBER=18452",
+    "LANG=en_US.UTF-8",
 ]
 
 
 def _wrapped_blob(rng, width):
     import base64 as b64
+
     blob = b64.b64encode(rng.randbytes(rng.randint(120, 600))).decode()
-    return "\n".join(blob[i:i + width] for i in range(0, len(blob), width))
+    return "\n".join(blob[i : i + width] for i in range(0, len(blob), width))
 
 
 def ordinary_texts(lines: list, rng: random.Random) -> list:

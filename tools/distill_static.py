@@ -35,7 +35,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out")
     parser.add_argument("--teacher", default="all-minilm-l6-v2")
-    parser.add_argument("--words", type=int, default=0, help="add the N most frequent English words as tokens")
+    parser.add_argument(
+        "--words", type=int, default=0, help="add the N most frequent English words as tokens"
+    )
     parser.add_argument("--dims", type=int, default=256)
     parser.add_argument("--sif", type=float, default=1e-4)
     args = parser.parse_args()
@@ -49,10 +51,16 @@ def main() -> int:
 
         import wordfreq
 
-        vocabulary = [w for w in wordfreq.top_n_list("en", args.words * 2)
-                      if re.fullmatch(r"[a-z][a-z0-9]+", w)][: args.words]
-    model = distill(model_name=teacher_path(args.teacher), vocabulary=vocabulary, pca_dims=args.dims,
-                    sif_coefficient=args.sif, quantize_to="float32")
+        vocabulary = [
+            w for w in wordfreq.top_n_list("en", args.words * 2) if re.fullmatch(r"[a-z][a-z0-9]+", w)
+        ][: args.words]
+    model = distill(
+        model_name=teacher_path(args.teacher),
+        vocabulary=vocabulary,
+        pca_dims=args.dims,
+        sif_coefficient=args.sif,
+        quantize_to="float32",
+    )
     os.makedirs(args.out, exist_ok=True)
     table = np.asarray(model.embedding, dtype=np.float32)
     scale = np.abs(table).max(axis=1) / 127.0
@@ -62,9 +70,19 @@ def main() -> int:
     np.save(os.path.join(args.out, "scale.npy"), scale.astype(np.float32))
     model.tokenizer.save(os.path.join(args.out, "tokenizer.json"))
     with open(os.path.join(args.out, "config.json"), "w") as fh:
-        json.dump({"teacher": args.teacher, "words": args.words, "dims": int(table.shape[1]),
-                   "vocabulary": int(table.shape[0]), "sif": args.sif, "unk_token_id": model.unk_token_id,
-                   "builder": "tools/distill_static.py (model2vec distill)"}, fh, indent=1)
+        json.dump(
+            {
+                "teacher": args.teacher,
+                "words": args.words,
+                "dims": int(table.shape[1]),
+                "vocabulary": int(table.shape[0]),
+                "sif": args.sif,
+                "unk_token_id": model.unk_token_id,
+                "builder": "tools/distill_static.py (model2vec distill)",
+            },
+            fh,
+            indent=1,
+        )
     print(f"{args.out}: {table.shape[0]} tokens x {table.shape[1]} dims")
     return 0
 

@@ -22,11 +22,23 @@ import time
 AREAS = {
     "dedup": ["kirolearn.core.dedup.x_*"],
     "drain order": ["kirolearn.pipeline.drain.x*Drainer*_is_duplicate__mutmut_*"],
-    "recall ranking": ["kirolearn.recall.lexical.x_relevant__mutmut_*", "kirolearn.recall.lexical.x__recency__mutmut_*"],
-    "summaries": ["kirolearn.pipeline.summaries.x_compress__mutmut_*", "kirolearn.pipeline.summaries.x__record_spend__mutmut_*"],
-    "spend limit": ["kirolearn.store.sqlite.db.x_daily_limit_reached__mutmut_*", "kirolearn.store.sqlite.db.x_spend_today__mutmut_*",
-                    "kirolearn.pipeline.drain.x*Drainer*_fallback_reason__mutmut_*"],
-    "scrubber": ["kirolearn.privacy.scrub.x*Scrubber*scrub_text__mutmut_*", "kirolearn.privacy.scrub.x*Scrubber*scrub_value__mutmut_*"],
+    "recall ranking": [
+        "kirolearn.recall.lexical.x_relevant__mutmut_*",
+        "kirolearn.recall.lexical.x__recency__mutmut_*",
+    ],
+    "summaries": [
+        "kirolearn.pipeline.summaries.x_compress__mutmut_*",
+        "kirolearn.pipeline.summaries.x__record_spend__mutmut_*",
+    ],
+    "spend limit": [
+        "kirolearn.store.sqlite.db.x_daily_limit_reached__mutmut_*",
+        "kirolearn.store.sqlite.db.x_spend_today__mutmut_*",
+        "kirolearn.pipeline.drain.x*Drainer*_fallback_reason__mutmut_*",
+    ],
+    "scrubber": [
+        "kirolearn.privacy.scrub.x*Scrubber*scrub_text__mutmut_*",
+        "kirolearn.privacy.scrub.x*Scrubber*scrub_value__mutmut_*",
+    ],
 }
 # The big functions around them: ~540 more mutants, most of them in message and bookkeeping strings.
 # `python tools/mutate.py --long` (or MUTATE_LONG=1 make mutate) adds them; it takes an hour on 2 cores.
@@ -73,8 +85,10 @@ def main(argv):
         print(f"{area:<16} {len(names):>8} {len(killed):>7} {len(lived):>9} {other:>6}  {rate}")
         survivors += lived
     if total:
-        print(f"{'all':<16} {'':>8} {total_killed:>7} {total - total_killed:>9} {'':>6}  "
-              f"{(total - total_killed) / total:.0%}")
+        print(
+            f"{'all':<16} {'':>8} {total_killed:>7} {total - total_killed:>9} {'':>6}  "
+            f"{(total - total_killed) / total:.0%}"
+        )
     for name in survivors:
         print("\n" + "\n".join(mutmut("show", name).stdout.strip().splitlines()[-12:]))
     return 0 if run is None or run.returncode in (0, 1) else run.returncode

@@ -42,8 +42,11 @@ def corpus(limit: int, seed: int = 1) -> "list[str]":
                     if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef, ast.Module)):
                         for para in re.split(r"\n\s*\n", ast.get_docstring(node) or ""):
                             para = " ".join(para.split())
-                            if (40 <= len(para) <= 400 and not re.search(r">>>|:param|:return|[{}=]{2}|^\W", para)
-                                    and len(re.findall(r"[a-zA-Z]{3,}", para)) >= 6):
+                            if (
+                                40 <= len(para) <= 400
+                                and not re.search(r">>>|:param|:return|[{}=]{2}|^\W", para)
+                                and len(re.findall(r"[a-zA-Z]{3,}", para)) >= 6
+                            ):
                                 out.add(para)
                 for m in re.finditer(r"^\s*# (.{40,300})$", src, re.M):
                     if len(re.findall(r"[a-zA-Z]{3,}", m.group(1))) >= 6:
@@ -100,7 +103,9 @@ def main() -> int:
 
     def batch(rows):
         flat = torch.tensor([i for r in rows for i in ids[r]], dtype=torch.long)
-        offsets = torch.tensor(np.concatenate(([0], np.cumsum([len(ids[r]) for r in rows])[:-1])), dtype=torch.long)
+        offsets = torch.tensor(
+            np.concatenate(([0], np.cumsum([len(ids[r]) for r in rows])[:-1])), dtype=torch.long
+        )
         return bag(flat, offsets)
 
     def held_cosine():
@@ -123,13 +128,20 @@ def main() -> int:
     os.makedirs(args.out, exist_ok=True)
     scale = np.abs(trained).max(axis=1) / 127.0
     scale[scale == 0] = 1.0
-    np.save(os.path.join(args.out, "table.npy"), np.clip(np.round(trained / scale[:, None]), -127, 127).astype(np.int8))
+    np.save(
+        os.path.join(args.out, "table.npy"),
+        np.clip(np.round(trained / scale[:, None]), -127, 127).astype(np.int8),
+    )
     np.save(os.path.join(args.out, "scale.npy"), scale.astype(np.float32))
     shutil.copy(os.path.join(args.distilled, "tokenizer.json"), os.path.join(args.out, "tokenizer.json"))
     with open(os.path.join(args.distilled, "config.json")) as fh:
         config = json.load(fh)
-    config.update({"refined": f"tools/tokenlearn_static.py: {len(ids)} docstring/comment texts, {args.epochs} epochs",
-                   "teacher_refined": args.teacher})
+    config.update(
+        {
+            "refined": f"tools/tokenlearn_static.py: {len(ids)} docstring/comment texts, {args.epochs} epochs",
+            "teacher_refined": args.teacher,
+        }
+    )
     with open(os.path.join(args.out, "config.json"), "w") as fh:
         json.dump(config, fh, indent=1)
     return 0

@@ -17,10 +17,18 @@ SKIP = re.compile(r"^(merge |bump |release |prepare |version |update changelog|c
 
 
 def messages(repo_dir: str):
-    out = subprocess.run(["git", "-C", repo_dir, "log", "--no-merges", "--format=%B%x00"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["git", "-C", repo_dir, "log", "--no-merges", "--format=%B%x00"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     for raw in out.split("\x00"):
-        lines = [ln for ln in raw.strip().splitlines() if not ln.lower().startswith(("signed-off-by", "co-authored-by"))]
+        lines = [
+            ln
+            for ln in raw.strip().splitlines()
+            if not ln.lower().startswith(("signed-off-by", "co-authored-by"))
+        ]
         text = " ".join(" ".join(lines).split())[:600]
         if len(text.split()) >= 4 and not SKIP.match(text):
             yield text

@@ -17,15 +17,22 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from make_distractors import build  # noqa: E402
 
-TOPICS = re.compile(r"\b(releas\w*|publish\w*|upload\w*|pypi|docker\w*|image\w*|container\w*|registr\w*|build\w*|"
-                    r"auth\w*|token\w*|login|logout|log in|log out|session\w*|cookie\w*|expir\w*|timeout\w*|"
-                    r"password\w*|credential\w*|oauth\w*|jwt|refresh\w*)\b", re.I)
+TOPICS = re.compile(
+    r"\b(releas\w*|publish\w*|upload\w*|pypi|docker\w*|image\w*|container\w*|registr\w*|build\w*|"
+    r"auth\w*|token\w*|login|logout|log in|log out|session\w*|cookie\w*|expir\w*|timeout\w*|"
+    r"password\w*|credential\w*|oauth\w*|jwt|refresh\w*)\b",
+    re.I,
+)
 BOTS = re.compile(r"^(build\(deps\)|\[pre-commit|pre-commit|bump |chore\(deps\))", re.I)
 
 
 def main(dirs) -> int:
-    return build(dirs, "coding_distractors_topical.jsonl.gz", "topical distractors",
-                 keep=lambda text: bool(TOPICS.search(text)) and not BOTS.match(text))
+    return build(
+        dirs,
+        "coding_distractors_topical.jsonl.gz",
+        "topical distractors",
+        keep=lambda text: bool(TOPICS.search(text)) and not BOTS.match(text),
+    )
 
 
 if __name__ == "__main__":

@@ -12,21 +12,32 @@ here writes.
 import os
 import time
 
-from kirolearn.core import identity, isotime
 from kirolearn.capture import agents, spool
 from kirolearn.capture.agents import SESSION_START_TRIGGERS, TRIGGER_KIND
 from kirolearn.capture.rejected import Rejected  # noqa: F401 - events.Rejected, as callers know it
+from kirolearn.core import identity, isotime, jsonfast
 from kirolearn.core.ids import new_ulid, new_uuid4
 from kirolearn.core.project import find_project_root
-from kirolearn.core import jsonfast
 from kirolearn.core.version import __version__
 
 SCHEMA_VERSION = 2  # 2 added `agent`; version 1 files (no agent) are Kiro's and still drain
 
 # Made by the hook, constrained by Event: no user text, so scrubbing skips them.
 GENERATED_FIELDS = frozenset(
-    ("schema_version", "agent", "event_id", "kind", "hook", "trigger", "generation", "surface", "session_source",
-     "received_at", "client_version", "project_global")
+    (
+        "schema_version",
+        "agent",
+        "event_id",
+        "kind",
+        "hook",
+        "trigger",
+        "generation",
+        "surface",
+        "session_source",
+        "received_at",
+        "client_version",
+        "project_global",
+    )
 )
 
 # Size caps, documented in queue/README.md; shrink_event applies them.
@@ -192,7 +203,7 @@ def _shrink(value, cap: int, depth: int, path: str, cut: list):
         return value
     if depth >= MAX_DEPTH:
         cut.append(path)
-        return "[... kirolearn cut nesting deeper than %d ...]" % MAX_DEPTH
+        return f"[... kirolearn cut nesting deeper than {MAX_DEPTH} ...]"
     if isinstance(value, dict):
         items = list(value.items())
         out = {}
@@ -209,7 +220,9 @@ def _shrink(value, cap: int, depth: int, path: str, cut: list):
             cut.append(path)
             head = MAX_ITEMS * 3 // 4
             tail = MAX_ITEMS - head
-            kept = list(value[:head]) + [f"[... kirolearn cut {n - MAX_ITEMS} items ...]"] + list(value[-tail:])
+            kept = (
+                list(value[:head]) + [f"[... kirolearn cut {n - MAX_ITEMS} items ...]"] + list(value[-tail:])
+            )
         else:
             kept = value
         return [_shrink(item, cap, depth + 1, f"{path}[]", cut) for item in kept]

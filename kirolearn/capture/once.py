@@ -13,8 +13,7 @@ hooks running at the same moment.
 import os
 import time
 
-from kirolearn.core import paths
-from kirolearn.core import jsonfast
+from kirolearn.core import jsonfast, paths
 
 WINDOW_SECONDS = 5.0
 KIRO_SOURCES = ("payload", "env")  # session ids Kiro gave us (not our own fallback)
@@ -44,8 +43,9 @@ def _lock(path: str, now: float) -> "int | None":
         return None
 
 
-def claim_session_start(project_root: str, session_id: str, session_source: str,
-                        now: "float | None" = None) -> bool:
+def claim_session_start(
+    project_root: str, session_id: str, session_source: str, now: "float | None" = None
+) -> bool:
     """True if this hook call should print the session-start block of `project_root`."""
     now = time.time() if now is None else now
     marker, lock = _paths(project_root)
@@ -57,8 +57,11 @@ def claim_session_start(project_root: str, session_id: str, session_source: str,
             with open(marker, encoding="utf-8") as fh:
                 last = jsonfast.load(fh)
             recent = now - float(last.get("at", 0)) < WINDOW_SECONDS
-            other_session = (session_source in KIRO_SOURCES and last.get("source") in KIRO_SOURCES
-                             and last.get("session_id") != session_id)
+            other_session = (
+                session_source in KIRO_SOURCES
+                and last.get("source") in KIRO_SOURCES
+                and last.get("session_id") != session_id
+            )
             if recent and not other_session:
                 return False
         except (OSError, ValueError, TypeError, AttributeError):

@@ -91,7 +91,9 @@ def write_atomic(directory: str, name: str, data: bytes, tmp_dir: str) -> str:
             where = "nothing recorded"
         except OSError:
             where = f"the event stays in {tmp_dir} and a later drain stores it"
-        raise PublishError(exc.errno, f"cannot move the event into {directory}: {exc.strerror or exc}; {where}") from None
+        raise PublishError(
+            exc.errno, f"cannot move the event into {directory}: {exc.strerror or exc}; {where}"
+        ) from None
     _fsync_dir(directory)
     return final
 
@@ -188,8 +190,10 @@ def quarantine(path: str, reason: str, spool_root: "str | None" = None) -> str:
         info = os.lstat(target)
         if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
             # chmod would change a hard link's other names, outside the spool too.
-            reason = (f"{reason.rstrip()} (a hard link, {info.st_nlink} names: only this name was moved; "
-                      "the file's mode and other names were left as they were)")
+            reason = (
+                f"{reason.rstrip()} (a hard link, {info.st_nlink} names: only this name was moved; "
+                "the file's mode and other names were left as they were)"
+            )
         elif stat.S_ISREG(info.st_mode):
             os.chmod(target, 0o600)  # whatever it was, it may hold raw event text
     except OSError:

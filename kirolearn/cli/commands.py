@@ -12,11 +12,20 @@ import sys
 
 import click
 
-from kirolearn.cli.common import (CONTEXT_SETTINGS, existing_db, project_root_of, project_where, say_if_no_database,
-                                  since_option, cli, json_option, reindex_with_bar)
+from kirolearn.capture.agents import names as agent_names
+from kirolearn.cli.common import (
+    CONTEXT_SETTINGS,
+    cli,
+    existing_store,
+    json_option,
+    project_root_of,
+    project_where,
+    reindex_with_bar,
+    say_if_no_database,
+    since_option,
+)
 from kirolearn.core.observation_types import OBSERVATION_TYPES
 from kirolearn.recall.lexical import SEARCH_LIMIT_MAX
-from kirolearn.capture.agents import names as agent_names
 
 AGENT_NAMES = list(agent_names())  # `--agent` of install / uninstall: every adapter's agent
 
@@ -27,10 +36,10 @@ def _load_settings():
     return load()
 
 
-def _open_db():
-    from kirolearn.store.sqlite.db import open_db
+def _open_store():
+    from kirolearn.store.backends import open_store
 
-    return open_db()
+    return open_store()
 
 
 def _own_drain_log() -> None:
@@ -48,8 +57,14 @@ def _own_drain_log() -> None:
 
 @cli.command(name="drain")
 @click.option("--watch", is_flag=True, help="Keep draining as events arrive, until interrupted.")
-@click.option("--flush", is_flag=True, help="Extract every buffered session now, without waiting for turn end or idle.")
-@click.option("--no-recall-server", is_flag=True, help="With --watch: do not also serve recall (kirolearn serve-recall).")
+@click.option(
+    "--flush", is_flag=True, help="Extract every buffered session now, without waiting for turn end or idle."
+)
+@click.option(
+    "--no-recall-server",
+    is_flag=True,
+    help="With --watch: do not also serve recall (kirolearn serve-recall).",
+)
 @json_option
 def drain_command(watch, flush, json_, no_recall_server):
     """Store spooled events and extract memory records from them.
@@ -95,8 +110,9 @@ def drain_command(watch, flush, json_, no_recall_server):
 
         server = start_in_thread()
     try:
-        stats = Memory().drain(flush=flush, watch=watch, progress=progress, on_pass=on_pass, on_start=start,
-                               bars=bars)
+        stats = Memory().drain(
+            flush=flush, watch=watch, progress=progress, on_pass=on_pass, on_start=start, bars=bars
+        )
     except DrainLocked as exc:
         if json_:
             click.echo(json.dumps({"locked": True, "message": str(exc)}))
@@ -115,11 +131,11 @@ def drain_command(watch, flush, json_, no_recall_server):
     _rescrub_note()
 
 
-def _rescrub_note(db=None) -> None:
+def _rescrub_note(store=None) -> None:
     """Say on stderr when the store's text predates the current scrubbing rules."""
     from kirolearn.privacy.rescrub import note
 
-    text = note(db or _open_db())
+    text = note(store or _open_store())
     if text:
         click.echo(f"kirolearn: {text}", err=True)
 
@@ -141,7 +157,9 @@ def _describe(stats) -> str:
     if stats.llm_failures:
         text += f"\nmodel failures: {stats.llm_failures} (batches kept, retried on the next drain)"
     if stats.fallbacks:
-        text += f"\ndeterministic fallbacks: {stats.fallbacks} (model unset, over its daily limit, or failing)"
+        text += (
+            f"\ndeterministic fallbacks: {stats.fallbacks} (model unset, over its daily limit, or failing)"
+        )
     if stats.tokens_used:
         text += f"\ntokens used: {stats.tokens_used} (${stats.cost_usd:.4f})"
     if stats.records_embedded:
@@ -150,11 +168,15 @@ def _describe(stats) -> str:
         text += f"\nsemantic recall off: {stats.embedding_error} (search uses words alone; see `kirolearn doctor`)"
     team = stats.team
     if team.get("error"):
-        text += (f"\nteam store not synced: {team['error']} (nothing is lost: it is sent at the next drain; "
-                 "see `kirolearn status`)")
+        text += (
+            f"\nteam store not synced: {team['error']} (nothing is lost: it is sent at the next drain; "
+            "see `kirolearn status`)"
+        )
     elif team:
-        text += (f"\nteam: sent {team['events_sent']} events and {team['records_sent']} records, received "
-                 f"{team['records_received']} records ({team['projects']} shared projects)")
+        text += (
+            f"\nteam: sent {team['events_sent']} events and {team['records_sent']} records, received "
+            f"{team['records_received']} records ({team['projects']} shared projects)"
+        )
     return text
 
 
@@ -178,7 +200,9 @@ class _PrivateOutput:
     def write(self, text: str) -> int:
         if self.fh is None:
             try:
-                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o600)
+                fd = os.open(
+                    self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o600
+                )
             except OSError as exc:
                 self.kind.fail(f"'{self.path}': {exc.strerror or exc}", self.param, self.ctx)
             import stat
@@ -199,8 +223,13 @@ class _PrivateOutput:
 
 
 @cli.command(name="export")
-@click.option("-o", "--output", type=PrivateFile("w", encoding="utf-8"), default="-",
-              help="File to write (default stdout); a new file is created 0600.")
+@click.option(
+    "-o",
+    "--output",
+    type=PrivateFile("w", encoding="utf-8"),
+    default="-",
+    help="File to write (default stdout); a new file is created 0600.",
+)
 def export_command(output):
     """Write every stored object as JSON Lines, for backup and tests.
 
@@ -240,14 +269,21 @@ def status_command(json_):
         click.echo(f"model: not called until it answers again; last error: {ex['last_model_error']}")
     runs = ex.get("model_runs_24h")
     if runs:
-        latency = (f", {runs['latency_ms_avg'] / 1000:.1f} s each on average (slowest {runs['latency_ms_max'] / 1000:.1f} s)"
-                   if runs["latency_ms_avg"] is not None else "")
+        latency = (
+            f", {runs['latency_ms_avg'] / 1000:.1f} s each on average (slowest {runs['latency_ms_max'] / 1000:.1f} s)"
+            if runs["latency_ms_avg"] is not None
+            else ""
+        )
         why = "; ".join(f"{kind} ({n})" for kind, n in runs["fallback_reasons"].items())
-        click.echo(f"model, last 24 h: {runs['batches']} batches{latency}; {runs['failed_attempts']} failed attempts; "
-                   f"{runs['fallbacks']} fell back to the deterministic extractor" + (f": {why}" if why else ""))
+        click.echo(
+            f"model, last 24 h: {runs['batches']} batches{latency}; {runs['failed_attempts']} failed attempts; "
+            f"{runs['fallbacks']} fell back to the deterministic extractor" + (f": {why}" if why else "")
+        )
         if runs.get("supersede_questions"):
-            click.echo(f"model, last 24 h: {runs['supersede_questions']} supersede questions, "
-                       f"{runs['supersede_answered']} answered (see logs/truth.log)")
+            click.echo(
+                f"model, last 24 h: {runs['supersede_questions']} supersede questions, "
+                f"{runs['supersede_answered']} answered (see logs/truth.log)"
+            )
     if info["last_drain_error"]:
         click.echo(f"last drain failed: {info['last_drain_error']}")
     if info["hook_errors_24h"]:
@@ -258,54 +294,98 @@ def status_command(json_):
 
         click.echo(f"agents: none wired (run `kirolearn install --agent NAME`: {', '.join(names())})")
     for agent in dict.fromkeys(w["agent"] for w in wired):  # one line per agent, in install order
-        click.echo(f"{agent}: " + ", ".join(("" if w["present"] and not w["missing_binaries"] else "BROKEN ")
-                                            + w["path"] for w in wired if w["agent"] == agent))
+        click.echo(
+            f"{agent}: "
+            + ", ".join(
+                ("" if w["present"] and not w["missing_binaries"] else "BROKEN ") + w["path"]
+                for w in wired
+                if w["agent"] == agent
+            )
+        )
     tm = info["team"]
     if tm["store"]:
-        age = (f"synced {tm['cache_age_seconds']:.0f} s ago" if tm["cache_age_seconds"] is not None
-               else "never synced")
-        click.echo(f"team store: {tm['store']}; {tm['shared_projects']} shared projects; cache {age}"
-                   + (f"; last sync failed: {tm['last_error']} (the spool and the local store keep everything)"
-                      if tm["last_error"] else ""))
+        age = (
+            f"synced {tm['cache_age_seconds']:.0f} s ago"
+            if tm["cache_age_seconds"] is not None
+            else "never synced"
+        )
+        click.echo(
+            f"team store: {tm['store']}; {tm['shared_projects']} shared projects; cache {age}"
+            + (
+                f"; last sync failed: {tm['last_error']} (the spool and the local store keep everything)"
+                if tm["last_error"]
+                else ""
+            )
+        )
     db_info = info["database"]
     if db_info is None:
         click.echo("database: none yet (run `kirolearn drain`)")
         return
     click.echo(f"database: {db_info['events']} events, {db_info['records']} records ({db_info['path']})")
     if db_info.get("agent_events_24h"):
-        click.echo("events in the last 24 h: " + ", ".join(f"{agent} {count}"
-                                                         for agent, count in db_info["agent_events_24h"].items()))
+        click.echo(
+            "events in the last 24 h: "
+            + ", ".join(f"{agent} {count}" for agent, count in db_info["agent_events_24h"].items())
+        )
     last = db_info["last_drain"]
     if last:
-        click.echo(f"last drain: {last['finished_at']}: {last['events_read']} read, {last['stored']} stored, "
-                   f"{last['records_written']} records")
+        click.echo(
+            f"last drain: {last['finished_at']}: {last['events_read']} read, {last['stored']} stored, "
+            f"{last['records_written']} records"
+        )
         for group in last.get("merged") or ():  # what the drain merged by itself (issue #31)
-            click.echo(f"  merged {', '.join(i for i in group['record_ids'] if i != group['into'])} into "
-                       f"{group['into']}")
+            click.echo(
+                f"  merged {', '.join(i for i in group['record_ids'] if i != group['into'])} into "
+                f"{group['into']}"
+            )
     if db_info.get("superseded") or db_info.get("merged"):
-        click.echo(f"marks: {db_info.get('superseded', 0)} records superseded, {db_info.get('merged', 0)} merged "
-                   "(kirolearn restore ID undoes one)")
+        click.echo(
+            f"marks: {db_info.get('superseded', 0)} records superseded, {db_info.get('merged', 0)} merged "
+            "(kirolearn restore ID undoes one)"
+        )
     if db_info["extraction_failures_24h"]:
         click.echo(f"model failures in the last 24 h: {db_info['extraction_failures_24h']}")
     sc = db_info["scrub"]
-    click.echo(f"scrub rules: v{sc['rules_version']}; stored text scrubbed with v{sc['store_scrubbed_with']}"
-               + (": run `kirolearn rescrub`" if sc["rescrub_needed"] else ""))
+    click.echo(
+        f"scrub rules: v{sc['rules_version']}; stored text scrubbed with v{sc['store_scrubbed_with']}"
+        + (": run `kirolearn rescrub`" if sc["rescrub_needed"] else "")
+    )
     for p in db_info["projects"]:
-        click.echo(f"  {p['project_root']}: {p['events']} events ({p['pending']} buffered), {p['records']} records")
+        click.echo(
+            f"  {p['project_root']}: {p['events']} events ({p['pending']} buffered), {p['records']} records"
+        )
 
 
 @cli.command(name="search")
 @click.argument("query")
-@click.option("--project", type=click.Path(file_okay=False, exists=True), help="Project directory (default: the current one).")
+@click.option(
+    "--project",
+    type=click.Path(file_okay=False, exists=True),
+    help="Project directory (default: the current one).",
+)
 @click.option("--all-projects", is_flag=True, help="Search every project.")
-@click.option("--type", "types", multiple=True,
-              type=click.Choice(OBSERVATION_TYPES),
-              help="Only records of this observation type (repeatable).")
-@click.option("--since", callback=lambda c, p, v: since_option(v), help="Only records since an age (7d, 12h, 2w) or a date.")
+@click.option(
+    "--type",
+    "types",
+    multiple=True,
+    type=click.Choice(OBSERVATION_TYPES),
+    help="Only records of this observation type (repeatable).",
+)
+@click.option(
+    "--since",
+    callback=lambda c, p, v: since_option(v),
+    help="Only records since an age (7d, 12h, 2w) or a date.",
+)
 @click.option("--session", "session_id", help="Only records of this session id.")
 @click.option("--file", help="Only records that touched this file (a path, or its tail).")
-@click.option("-n", "--limit", type=click.IntRange(1, SEARCH_LIMIT_MAX), default=10, show_default=True,
-              help="Most records to show.")
+@click.option(
+    "-n",
+    "--limit",
+    type=click.IntRange(1, SEARCH_LIMIT_MAX),
+    default=10,
+    show_default=True,
+    help="Most records to show.",
+)
 @json_option
 def search_command(query, project, all_projects, types, since, session_id, file, limit, json_):
     """Search memory records of the current project.
@@ -326,11 +406,21 @@ def search_command(query, project, all_projects, types, since, session_id, file,
     if project and all_projects:
         raise click.UsageError("--project and --all-projects cannot be combined")
     if not query.strip():  # would match nothing: say so, not "No memory records match ''"
-        raise click.UsageError("QUERY is empty: give words to search for (`kirolearn list` shows the newest records)")
+        raise click.UsageError(
+            "QUERY is empty: give words to search for (`kirolearn list` shows the newest records)"
+        )
     root = project_root_of(project)
     say_if_no_database()
-    hits = Memory().search(query, project=root, all_projects=all_projects, types=types, limit=limit, since=since,
-                           session_id=session_id, file=file)
+    hits = Memory().search(
+        query,
+        project=root,
+        all_projects=all_projects,
+        types=types,
+        limit=limit,
+        since=since,
+        session_id=session_id,
+        file=file,
+    )
     if getattr(hits, "scrubbed", False):  # the recall server re-scrubbed them (kirolearn.recall.server)
         from kirolearn.recall.client import terminal
 
@@ -352,15 +442,25 @@ def search_command(query, project, all_projects, types, since, session_id, file,
     for hit in hits:  # BM25 of a small store is tiny: significant digits, not a fixed 0.00
         kind = context.kind_label(hit)
         click.echo(terminal(clean(f"{hit.record_id}  {hit.score:8.3g}  [{kind}] {hit.title}")))
-        click.echo(f"    {context.age(hit.created_at, now)}" + (f" · {hit.project_root}" if all_projects else ""))
+        click.echo(
+            f"    {context.age(hit.created_at, now)}" + (f" · {hit.project_root}" if all_projects else "")
+        )
 
 
 @cli.command(name="context")
 @click.option("--session-start", is_flag=True, help="What the session-start hook would print.")
 @click.option("--prompt", help="What the prompt-submit hook would print for this prompt.")
-@click.option("--session", "session_id", help="With --prompt: as in this running session (what it was shown "
-              "already is not repeated); default: the first prompt of a new session, after its session-start block.")
-@click.option("--project", type=click.Path(file_okay=False, exists=True), help="Project directory (default: the current one).")
+@click.option(
+    "--session",
+    "session_id",
+    help="With --prompt: as in this running session (what it was shown "
+    "already is not repeated); default: the first prompt of a new session, after its session-start block.",
+)
+@click.option(
+    "--project",
+    type=click.Path(file_okay=False, exists=True),
+    help="Project directory (default: the current one).",
+)
 def context_command(session_start, prompt, session_id, project):
     """Print exactly what a hook would inject, for debugging.
 
@@ -372,9 +472,12 @@ def context_command(session_start, prompt, session_id, project):
         raise click.UsageError("give exactly one of --session-start or --prompt TEXT")
     say_if_no_database()
     if session_id and prompt is None:
-        raise click.UsageError("--session goes with --prompt TEXT (a session start is printed once per session)")
-    text = Memory().context(project=project_root_of(project), prompt=None if session_start else prompt,
-                            session_id=session_id)
+        raise click.UsageError(
+            "--session goes with --prompt TEXT (a session start is printed once per session)"
+        )
+    text = Memory().context(
+        project=project_root_of(project), prompt=None if session_start else prompt, session_id=session_id
+    )
     if text:
         click.echo(text, nl=False)
     else:
@@ -397,12 +500,30 @@ def _scrubber():
 @click.option("--next-steps", help="Suggested follow-ups.")
 @click.option("--file-read", "files_read", multiple=True, help="A file read (repeatable).")
 @click.option("--file-modified", "files_modified", multiple=True, help="A file modified (repeatable).")
-@click.option("--stdin", "from_stdin", is_flag=True,
-              help="Read one JSON object with the seven fields (files as lists) from standard input.")
-@click.option("--project", type=click.Path(file_okay=False, exists=True), help="Project directory (default: the current one).")
+@click.option(
+    "--stdin",
+    "from_stdin",
+    is_flag=True,
+    help="Read one JSON object with the seven fields (files as lists) from standard input.",
+)
+@click.option(
+    "--project",
+    type=click.Path(file_okay=False, exists=True),
+    help="Project directory (default: the current one).",
+)
 @json_option
-def save_summary_command(request, investigated, learned, completed, next_steps, files_read, files_modified,
-                         from_stdin, project, json_):
+def save_summary_command(
+    request,
+    investigated,
+    learned,
+    completed,
+    next_steps,
+    files_read,
+    files_modified,
+    from_stdin,
+    project,
+    json_,
+):
     """Save a structured turn summary as a memory record (what the MCP tool does).
 
     \b
@@ -430,12 +551,20 @@ def save_summary_command(request, investigated, learned, completed, next_steps, 
             raise click.ClickException("standard input must be one JSON object with the seven summary fields")
         unknown = set(doc) - set(summaries.TURN_FIELDS)
         if unknown:
-            raise click.ClickException(f"unknown field(s) {', '.join(sorted(unknown))}; "
-                                       f"expected {', '.join(summaries.TURN_FIELDS)}")
+            raise click.ClickException(
+                f"unknown field(s) {', '.join(sorted(unknown))}; expected {', '.join(summaries.TURN_FIELDS)}"
+            )
         fields = {k: doc.get(k) for k in summaries.TURN_FIELDS}
     else:
-        fields = {"request": request, "investigated": investigated, "learned": learned, "completed": completed,
-                  "next_steps": next_steps, "files_read": list(files_read), "files_modified": list(files_modified)}
+        fields = {
+            "request": request,
+            "investigated": investigated,
+            "learned": learned,
+            "completed": completed,
+            "next_steps": next_steps,
+            "files_read": list(files_read),
+            "files_modified": list(files_modified),
+        }
         missing = [f"--{k.replace('_', '-')}" for k, v in fields.items() if v is None]
         if missing:
             raise click.UsageError(f"missing {', '.join(missing)} (or pass the JSON document with --stdin)")
@@ -443,8 +572,15 @@ def save_summary_command(request, investigated, learned, completed, next_steps, 
 
     record = Memory().save_turn_summary(project=project_root_of(project), **fields)
     if json_:
-        click.echo(json.dumps({"record_id": record.record_id, "title": record.title,
-                               "message": f"Saved turn summary {record.record_id}"}))
+        click.echo(
+            json.dumps(
+                {
+                    "record_id": record.record_id,
+                    "title": record.title,
+                    "message": f"Saved turn summary {record.record_id}",
+                }
+            )
+        )
     else:
         click.echo(f"Saved turn summary {record.record_id}")
 
@@ -458,11 +594,30 @@ def save_summary_command(request, investigated, learned, completed, next_steps, 
 @click.option("--open-question", "open_questions", multiple=True, help="An open question (repeatable).")
 @click.option("--label", default="general", show_default=True, help="Project label (the tool's `project`).")
 @click.option("--auto-compress", is_flag=True, help="Let the configured model draft what is missing.")
-@click.option("--transcript", type=click.File("r", encoding="utf-8"), help="Session log file for --auto-compress ('-' for stdin).")
-@click.option("--project", type=click.Path(file_okay=False, exists=True), help="Project directory (default: the current one).")
+@click.option(
+    "--transcript",
+    type=click.File("r", encoding="utf-8"),
+    help="Session log file for --auto-compress ('-' for stdin).",
+)
+@click.option(
+    "--project",
+    type=click.Path(file_okay=False, exists=True),
+    help="Project directory (default: the current one).",
+)
 @json_option
-def session_end_command(session_id, summary, highlights, pitfalls, next_steps, open_questions, label,
-                        auto_compress, transcript, project, json_):
+def session_end_command(
+    session_id,
+    summary,
+    highlights,
+    pitfalls,
+    next_steps,
+    open_questions,
+    label,
+    auto_compress,
+    transcript,
+    project,
+    json_,
+):
     """Save an end-of-session summary that the next session-init (and session start) returns.
 
     \b
@@ -475,39 +630,55 @@ def session_end_command(session_id, summary, highlights, pitfalls, next_steps, o
     if not (summary or "").strip() and not auto_compress:  # the tool's own message names MCP fields
         raise click.UsageError("give --summary, or --auto-compress to draft it with the configured model")
     result = Memory().end_session(
-        session_id, project=project_root_of(project), summary=summary,
+        session_id,
+        project=project_root_of(project),
+        summary=summary,
         # an option not given is absent (None), so auto_compress may fill it
-        highlights=list(highlights) or None, pitfalls=list(pitfalls) or None, next_steps=list(next_steps) or None,
-        open_questions=list(open_questions) or None, label=label, auto_compress=auto_compress,
-        transcript=transcript.read() if transcript else None)
+        highlights=list(highlights) or None,
+        pitfalls=list(pitfalls) or None,
+        next_steps=list(next_steps) or None,
+        open_questions=list(open_questions) or None,
+        label=label,
+        auto_compress=auto_compress,
+        transcript=transcript.read() if transcript else None,
+    )
     if json_:
         click.echo(json.dumps(result))
         return
-    click.echo(f"Saved session end {result['id']} for {project_where(project)}, label '{result['project']}' "
-               f"({result['summary_len']} characters, {result['next_steps_count']} next steps)")
+    click.echo(
+        f"Saved session end {result['id']} for {project_where(project)}, label '{result['project']}' "
+        f"({result['summary_len']} characters, {result['next_steps_count']} next steps)"
+    )
     if result.get("auto_compress_error"):
         click.echo(f"auto-compress did not help: {result['auto_compress_error']}", err=True)
 
 
 @cli.command(name="session-init")
 @click.option("--label", default="general", show_default=True, help="Project label used at session-end.")
-@click.option("--project", type=click.Path(file_okay=False, exists=True), help="Project directory (default: the current one).")
+@click.option(
+    "--project",
+    type=click.Path(file_okay=False, exists=True),
+    help="Project directory (default: the current one).",
+)
 @json_option
 def session_init_command(label, project, json_):
     """Show the latest session-end summary of this project (it stays until superseded)."""
     from kirolearn import Memory
-
     from kirolearn.manage.records import for_json, terminal
 
-    found = for_json(Memory().init_session(label=label, project=project_root_of(project)))  # memory: untrusted
+    found = for_json(
+        Memory().init_session(label=label, project=project_root_of(project))
+    )  # memory: untrusted
     if json_:
         click.echo(json.dumps(found, ensure_ascii=False))
         return
     if not found["found"]:
         click.echo(found["message"])
         return
-    click.echo(f"Last session {found['session_id']} ended {found['ended_at']}"
-               + (f" on branch {found['branch']}" if found.get("branch") else ""))
+    click.echo(
+        f"Last session {found['session_id']} ended {found['ended_at']}"
+        + (f" on branch {found['branch']}" if found.get("branch") else "")
+    )
     click.echo(terminal(found["summary"]) if found["summary"] else "(it ended without a summary)")
     _echo_lists(found, terminal)
     previous = found.get("previous")
@@ -518,8 +689,12 @@ def session_init_command(label, project, json_):
 
 
 def _echo_lists(found: dict, terminal) -> None:
-    for head, key in (("Next steps", "next_steps"), ("Pitfalls", "pitfalls"), ("Open questions", "open_questions"),
-                      ("Highlights", "highlights")):
+    for head, key in (
+        ("Next steps", "next_steps"),
+        ("Pitfalls", "pitfalls"),
+        ("Open questions", "open_questions"),
+        ("Highlights", "highlights"),
+    ):
         if found.get(key):
             click.echo(f"{head}:")
             for item in found[key]:
@@ -527,23 +702,42 @@ def _echo_lists(found: dict, terminal) -> None:
 
 
 @cli.command(name="install")
-@click.option("--project", type=click.Path(file_okay=False, exists=True),
-              help="Wire this project's .kiro/ (v3 / IDE 1.x hook file, IDE 0.x .kiro.hook files, and the MCP "
-                   "server unless ~/.kiro has it) instead of ~/.kiro; add --global for both.")
-@click.option("--global", "global_", is_flag=True,
-              help="Wire ~/.kiro (the kirolearn agent and the MCP server); the default when --project is not given.")
-@click.option("--portable", is_flag=True,
-              help="Write commands found on PATH (kirolearn-hook, kirolearn-mcp) instead of this machine's "
-                   "absolute paths, for files a team commits (.kiro/, .claude/settings.json, .mcp.json, ...); "
-                   "a hook whose PATH lacks kirolearn-hook says so on stderr and in the log.")
+@click.option(
+    "--project",
+    type=click.Path(file_okay=False, exists=True),
+    help="Wire this project's .kiro/ (v3 / IDE 1.x hook file, IDE 0.x .kiro.hook files, and the MCP "
+    "server unless ~/.kiro has it) instead of ~/.kiro; add --global for both.",
+)
+@click.option(
+    "--global",
+    "global_",
+    is_flag=True,
+    help="Wire ~/.kiro (the kirolearn agent and the MCP server); the default when --project is not given.",
+)
+@click.option(
+    "--portable",
+    is_flag=True,
+    help="Write commands found on PATH (kirolearn-hook, kirolearn-mcp) instead of this machine's "
+    "absolute paths, for files a team commits (.kiro/, .claude/settings.json, .mcp.json, ...); "
+    "a hook whose PATH lacks kirolearn-hook says so on stderr and in the log.",
+)
 @click.option("--dry-run", is_flag=True, help="Print the diff of every file it would touch; write nothing.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before writing.")
 @click.option("--set-default", is_flag=True, help="Also make `kirolearn` Kiro CLI's default agent.")
-@click.option("--agent", "agent", type=click.Choice(AGENT_NAMES), default="kiro", show_default=True,
-              help="Which agent to wire: Kiro (CLI and IDE), Claude Code, or another adapter's agent "
-                   "(docs/agents/NAME.md says what each writes).")
-@click.option("--with-model", is_flag=True,
-              help="Also run `kirolearn model install` (all-MiniLM-L6-v2, ~90 MB, no torch); asked in a terminal.")
+@click.option(
+    "--agent",
+    "agent",
+    type=click.Choice(AGENT_NAMES),
+    default="kiro",
+    show_default=True,
+    help="Which agent to wire: Kiro (CLI and IDE), Claude Code, or another adapter's agent "
+    "(docs/agents/NAME.md says what each writes).",
+)
+@click.option(
+    "--with-model",
+    is_flag=True,
+    help="Also run `kirolearn model install` (all-MiniLM-L6-v2, ~90 MB, no torch); asked in a terminal.",
+)
 def install_command(project, global_, portable, dry_run, yes, set_default, agent, with_model):
     """Wire kirolearn's hooks and MCP server into an agent: Kiro (CLI and IDE; the default), or with
     --agent Claude Code, Codex, Copilot CLI, Gemini CLI, opencode or Cursor.
@@ -573,8 +767,10 @@ def install_command(project, global_, portable, dry_run, yes, set_default, agent
         _note_machine_paths(changes, project, agent)
         if not dry_run:
             cli_model.offer_model(with_model, yes)
-            click.echo(f"next: `kirolearn schedule` to drain in the background; {agent} picks kirolearn up "
-                       "at its next start (docs/agents/" + agent + ".md)")
+            click.echo(
+                f"next: `kirolearn schedule` to drain in the background; {agent} picks kirolearn up "
+                "at its next start (docs/agents/" + agent + ".md)"
+            )
         return
     from kirolearn.install.agents import kiro as kiro_install  # the Kiro-only option: --set-default
 
@@ -585,8 +781,10 @@ def install_command(project, global_, portable, dry_run, yes, set_default, agent
         click.echo(kiro_install.set_default_agent())
     if not dry_run:
         cli_model.offer_model(with_model, yes)
-        click.echo("next: `kirolearn schedule` to drain in the background; Kiro CLI users start "
-                   + ("`kiro-cli chat --agent kirolearn`" if global_ or not project else "`kiro-cli chat` here"))
+        click.echo(
+            "next: `kirolearn schedule` to drain in the background; Kiro CLI users start "
+            + ("`kiro-cli chat --agent kirolearn`" if global_ or not project else "`kiro-cli chat` here")
+        )
 
 
 def _note_machine_paths(changes, project, agent: str) -> None:
@@ -594,8 +792,11 @@ def _note_machine_paths(changes, project, agent: str) -> None:
     from kirolearn.install import engine as install
 
     for path in install.machine_paths(changes, project):
-        click.echo(f"note       {path} holds absolute paths of this machine; if your team commits it, re-run "
-                   "with --portable", err=True)
+        click.echo(
+            f"note       {path} holds absolute paths of this machine; if your team commits it, re-run "
+            "with --portable",
+            err=True,
+        )
 
 
 def _apply_changes(changes, dry_run, yes, *, installing):
@@ -623,15 +824,24 @@ def _apply_changes(changes, dry_run, yes, *, installing):
 
 
 @cli.command(name="uninstall")
-@click.option("--project", type=click.Path(file_okay=False),
-              help="Only undo what was installed into this project (default: every recorded install).")
-@click.option("--purge", is_flag=True,
-              help="Also delete all kirolearn data ($KIROLEARN_HOME); asks first, and without a terminal "
-                   "needs --yes.")
+@click.option(
+    "--project",
+    type=click.Path(file_okay=False),
+    help="Only undo what was installed into this project (default: every recorded install).",
+)
+@click.option(
+    "--purge",
+    is_flag=True,
+    help="Also delete all kirolearn data ($KIROLEARN_HOME); asks first, and without a terminal needs --yes.",
+)
 @click.option("--dry-run", is_flag=True, help="Print what would change; write nothing.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before writing or deleting.")
-@click.option("--agent", "agent", type=click.Choice(AGENT_NAMES),
-              help="Only undo what was installed for this agent (default: every agent).")
+@click.option(
+    "--agent",
+    "agent",
+    type=click.Choice(AGENT_NAMES),
+    help="Only undo what was installed for this agent (default: every agent).",
+)
 def uninstall_command(project, purge, dry_run, yes, agent):
     """Remove exactly what `kirolearn install` added, from every project it recorded.
 
@@ -643,19 +853,27 @@ def uninstall_command(project, purge, dry_run, yes, agent):
     import shutil
 
     from kirolearn.core import paths
-    from kirolearn.install import agents
     from kirolearn.core.errors import KirolearnError
+    from kirolearn.install import agents
 
     home = paths.home()
     if purge and not dry_run and not yes and not sys.stdin.isatty() and os.path.isdir(home):
-        raise KirolearnError(f"refusing to delete {home} and all memory in it without a confirmation",
-                             "run it in a terminal, or pass --yes", exit_code=2)
-    changes = [c for name in ([agent] if agent else agents.names()) for c in agents.get(name).plan_uninstall(project)]
+        raise KirolearnError(
+            f"refusing to delete {home} and all memory in it without a confirmation",
+            "run it in a terminal, or pass --yes",
+            exit_code=2,
+        )
+    changes = [
+        c for name in ([agent] if agent else agents.names()) for c in agents.get(name).plan_uninstall(project)
+    ]
     if not changes:
         from kirolearn.install import engine as install
 
-        click.echo(f"nothing to uninstall: {install.record_path()} records no install"
-                   + (f" into {os.path.abspath(project)}" if project else "") + (f" for {agent}" if agent else ""))
+        click.echo(
+            f"nothing to uninstall: {install.record_path()} records no install"
+            + (f" into {os.path.abspath(project)}" if project else "")
+            + (f" for {agent}" if agent else "")
+        )
     _apply_changes(changes, dry_run, yes, installing=False)
     if purge and not dry_run:
         if os.path.isdir(home):
@@ -672,8 +890,11 @@ def uninstall_command(project, purge, dry_run, yes, agent):
 @click.option("--launchd", "kind", flag_value="launchd", help="A launchd agent (macOS).")
 @click.option("--print", "print_only", is_flag=True, help="Print the job instead of installing it.")
 @click.option("--remove", is_flag=True, help="Remove the job.")
-@click.option("--recall-server", is_flag=True,
-              help="Also (or with --remove: also remove) the recall server as a user service (systemd, launchd).")
+@click.option(
+    "--recall-server",
+    is_flag=True,
+    help="Also (or with --remove: also remove) the recall server as a user service (systemd, launchd).",
+)
 def schedule_command(every, kind, print_only, remove, recall_server):
     """Run `kirolearn drain` periodically (default: launchd on macOS, systemd where it runs, else cron).
 
@@ -688,13 +909,15 @@ def schedule_command(every, kind, print_only, remove, recall_server):
             for job in schedule.recall_server_jobs(kind):
                 click.echo(f"# {job.path}\n{job.content}")
         else:
-            click.echo(schedule.remove_recall_server(kind) if remove else schedule.install_recall_server(kind))
+            click.echo(
+                schedule.remove_recall_server(kind) if remove else schedule.install_recall_server(kind)
+            )
     seconds = schedule.parse_every(every, kind)
     if print_only:
         if kind == "cron":
             click.echo(schedule.cron_line(seconds))
         else:
-            for job in (schedule.systemd_job(seconds) if kind == "systemd" else schedule.launchd_job(seconds)):
+            for job in schedule.systemd_job(seconds) if kind == "systemd" else schedule.launchd_job(seconds):
                 click.echo(f"# {job.path}\n{job.content}")
         return
     click.echo(schedule.remove_job(kind) if remove else schedule.install_job(kind, seconds))
@@ -741,36 +964,61 @@ def rescrub_command(json_):
     """
     from kirolearn.privacy.rescrub import rescrub, rescrub_logs, rules_version
 
-    db = existing_db()
-    if db is None:  # nothing stored yet: only the logs can hold old text
+    store = existing_store()
+    if store is None:  # nothing stored yet: only the logs can hold old text
         scrubber = _scrubber()
         logs = rescrub_logs(scrubber)
         if json_:
-            click.echo(json.dumps({"rules_version": rules_version(), "resumed": False, "rows_changed": {},
-                                   "redactions": dict(scrubber.counts), "fts_rebuilt": [],
-                                   "log_lines_changed": logs, "checkpoint_complete": True,
-                                   "bytes_before": 0, "bytes_after": 0}, indent=2, sort_keys=True))
+            click.echo(
+                json.dumps(
+                    {
+                        "rules_version": rules_version(),
+                        "resumed": False,
+                        "rows_changed": {},
+                        "redactions": dict(scrubber.counts),
+                        "fts_rebuilt": [],
+                        "log_lines_changed": logs,
+                        "checkpoint_complete": True,
+                        "bytes_before": 0,
+                        "bytes_after": 0,
+                    },
+                    indent=2,
+                    sort_keys=True,
+                )
+            )
             return
-        click.echo("Nothing to rescrub: there is no database yet"
-                   + (f"; log lines changed: {sum(logs.values())}" if logs else "") + ".")
+        click.echo(
+            "Nothing to rescrub: there is no database yet"
+            + (f"; log lines changed: {sum(logs.values())}" if logs else "")
+            + "."
+        )
         return
-    result = rescrub(db, _scrubber())
+    result = rescrub(store, _scrubber())
     if json_:
         click.echo(json.dumps(result, indent=2, sort_keys=True))
         return
     rows = result["rows_changed"]
-    click.echo(f"rescrub with rules v{result['rules_version']}{' (resumed)' if result['resumed'] else ''}: "
-               f"{sum(rows.values())} rows changed" + (f" ({', '.join(f'{t}: {n}' for t, n in sorted(rows.items()))})"
-                                                       if rows else ""))
+    click.echo(
+        f"rescrub with rules v{result['rules_version']}{' (resumed)' if result['resumed'] else ''}: "
+        f"{sum(rows.values())} rows changed"
+        + (f" ({', '.join(f'{t}: {n}' for t, n in sorted(rows.items()))})" if rows else "")
+    )
     if result["redactions"]:
         click.echo("redacted: " + ", ".join(f"{n} {k}" for k, n in sorted(result["redactions"].items())))
     logs = result["log_lines_changed"]
-    click.echo(f"log lines changed: {sum(logs.values())}" + (f" ({', '.join(f'{p}: {n}' for p, n in sorted(logs.items()))})"
-                                                            if logs else ""))
-    click.echo(f"database: {result['bytes_before']:,} -> {result['bytes_after']:,} bytes (checkpointed and vacuumed)")
+    click.echo(
+        f"log lines changed: {sum(logs.values())}"
+        + (f" ({', '.join(f'{p}: {n}' for p, n in sorted(logs.items()))})" if logs else "")
+    )
+    click.echo(
+        f"database: {result['bytes_before']:,} -> {result['bytes_after']:,} bytes (checkpointed and vacuumed)"
+    )
     if not result["checkpoint_complete"]:
-        click.echo("kirolearn: another process still reads the database, so the WAL could not be emptied; "
-                   "stop `kirolearn drain --watch` and the MCP server, then run `kirolearn rescrub` again", err=True)
+        click.echo(
+            "kirolearn: another process still reads the database, so the WAL could not be emptied; "
+            "stop `kirolearn drain --watch` and the MCP server, then run `kirolearn rescrub` again",
+            err=True,
+        )
 
 
 @cli.group(name="config", context_settings=CONTEXT_SETTINGS)
@@ -793,28 +1041,35 @@ def config_show(json_):
 
 
 @cli.command(name="reindex")
-@click.option("--all", "everything", is_flag=True, help="Re-embed every record, not only those without a vector.")
+@click.option(
+    "--all", "everything", is_flag=True, help="Re-embed every record, not only those without a vector."
+)
 @json_option
 def reindex_command(everything, json_):
     """(Re)compute what semantic recall needs: session-neighbour text and record vectors.
 
     Run it after changing embeddings.model; the drainer keeps both current otherwise.
     """
-    db = existing_db()
-    if db is None:
+    store = existing_store()
+    if store is None:
         if json_:
-            click.echo(json.dumps({"model": None, "embedded": 0, "dropped": 0, "expanded": 0}, sort_keys=True))
+            click.echo(
+                json.dumps({"model": None, "embedded": 0, "dropped": 0, "expanded": 0}, sort_keys=True)
+            )
         else:
             click.echo("Nothing to reindex: there is no database yet (`kirolearn drain` creates it).")
         return
-    result = reindex_with_bar(db, _load_settings(), everything=everything, bar=not json_)
+    result = reindex_with_bar(store, _load_settings(), everything=everything, bar=not json_)
     if json_:
         click.echo(json.dumps(result, sort_keys=True))
     elif result["model"] is None:
         click.echo(f"Embeddings are off; rebuilt neighbour text of {result['expanded']} records.")
     else:
-        click.echo(f"Embedded {result['embedded']} records with {result['model']}; "
-                   f"rebuilt neighbour text of {result['expanded']}.")
+        click.echo(
+            f"Embedded {result['embedded']} records with {result['model']}; "
+            f"rebuilt neighbour text of {result['expanded']}."
+        )
+
 
 @cli.command(name="repair")
 @click.option("--force", is_flag=True, help="Rebuild even when quick_check finds nothing wrong.")
@@ -827,8 +1082,7 @@ def repair_command(force, json_):
     is installed, else row by row through Python's sqlite3; the report says
     which. Holds the drain lock while it works.
     """
-    from kirolearn.pipeline import drain
-    from kirolearn.pipeline import repair
+    from kirolearn.pipeline import drain, repair
 
     settings = _load_settings()
     held = drain.lock(wait=settings.drain.lock_wait_seconds)
@@ -857,19 +1111,27 @@ def repair_command(force, json_):
     if report.unreadable_tables:
         click.echo(f"unreadable: {', '.join(report.unreadable_tables)}")
     if report.held_before:
-        click.echo(f"held at the last drain: {report.held_before.get('events', 0)} events, "
-                   f"{report.held_before.get('records', 0)} records")
+        click.echo(
+            f"held at the last drain: {report.held_before.get('events', 0)} events, "
+            f"{report.held_before.get('records', 0)} records"
+        )
     if report.lost_events or report.lost_records:
-        click.echo(f"not recoverable: {report.lost_events} events and {report.lost_records} records of those "
-                   f"held at the last drain (the backups above keep the damaged file)")
-    click.echo(f"re-ingested from the spool: {report.reingested} events ({report.already_stored} already recovered, "
-               f"{report.quarantined} quarantined)")
+        click.echo(
+            f"not recoverable: {report.lost_events} events and {report.lost_records} records of those "
+            f"held at the last drain (the backups above keep the damaged file)"
+        )
+    click.echo(
+        f"re-ingested from the spool: {report.reingested} events ({report.already_stored} already recovered, "
+        f"{report.quarantined} quarantined)"
+    )
     click.echo(f"database now: {report.events} events, {report.records} records")
     if report.nothing_saved:
         from kirolearn.core.errors import KirolearnError
 
-        raise KirolearnError("repair saved nothing: the database is rebuilt empty and nothing it held could be read",
-                             "keep the backups above; the spool still feeds new events to the empty database")
+        raise KirolearnError(
+            "repair saved nothing: the database is rebuilt empty and nothing it held could be read",
+            "keep the backups above; the spool still feeds new events to the empty database",
+        )
 
 
 @cli.command(name="doctor")
@@ -894,9 +1156,14 @@ def doctor_command(json_):
 
 
 @cli.command(name="migrate")
-@click.option("--grant", "grant", multiple=True, metavar="ROLE",
-              help="Also let this PostgreSQL role (a developer, or a group role) read and write the team store's "
-                   "tables (repeatable).")
+@click.option(
+    "--grant",
+    "grant",
+    multiple=True,
+    metavar="ROLE",
+    help="Also let this PostgreSQL role (a developer, or a group role) read and write the team store's "
+    "tables (repeatable).",
+)
 @json_option
 def migrate_command(grant, json_):
     """Apply the configured store's schema and say what was applied.
@@ -915,5 +1182,5 @@ def migrate_command(grant, json_):
 
 
 from kirolearn.cli import manage as cli_manage  # noqa: E402,F401 - registers list, show, forget, restore, edit, import, serve
-from kirolearn.cli import team as cli_team  # noqa: E402,F401 - registers team join, leave, status
 from kirolearn.cli import model as cli_model  # noqa: E402,F401 - registers model install, status, and serve-recall
+from kirolearn.cli import team as cli_team  # noqa: E402,F401 - registers team join, leave, status

@@ -24,7 +24,22 @@ def json_option(func):
 COMMAND_SECTIONS = (
     ("Capture and drain", ("drain", "status", "repair")),
     ("Recall", ("search", "context", "reindex", "model", "serve-recall")),
-    ("Memory", ("list", "show", "forget", "restore", "edit", "consolidate", "export", "import", "serve", "scan", "rescrub")),
+    (
+        "Memory",
+        (
+            "list",
+            "show",
+            "forget",
+            "restore",
+            "edit",
+            "consolidate",
+            "export",
+            "import",
+            "serve",
+            "scan",
+            "rescrub",
+        ),
+    ),
     ("Summaries", ("save-summary", "session-end", "session-init")),
     ("Setup", ("install", "uninstall", "schedule", "doctor", "config")),
     ("Team", ("team", "migrate")),
@@ -32,19 +47,55 @@ COMMAND_SECTIONS = (
 
 # Verbs of other tools that people type, and the kirolearn command that does it.
 WRONG_VERBS = {
-    "delete": "forget", "del": "forget", "rm": "forget", "remove": "forget", "erase": "forget",
-    "purge": "forget --purge", "prune": "forget --purge",
-    "undelete": "restore", "unforget": "restore", "recover": "restore",
-    "find": "search", "grep": "search", "query": "search", "recall": "search", "lookup": "search",
-    "ls": "list", "records": "list", "get": "show", "view": "show", "cat": "show", "inspect": "show",
-    "update": "edit", "modify": "edit", "change": "edit",
-    "ingest": "drain", "process": "drain", "sync": "drain", "run": "drain",
-    "backup": "export", "dump": "export", "load": "import",
-    "ui": "serve", "web": "serve", "viewer": "serve",
-    "check": "doctor", "health": "doctor", "info": "status", "stats": "status",
-    "setup": "install", "init": "install", "cron": "schedule",
-    "summary": "save-summary", "save": "save-summary", "end": "session-end", "start": "session-init",
-    "settings": "config show", "share": "team join", "join": "team join", "leave": "team leave",
+    "delete": "forget",
+    "del": "forget",
+    "rm": "forget",
+    "remove": "forget",
+    "erase": "forget",
+    "purge": "forget --purge",
+    "prune": "forget --purge",
+    "undelete": "restore",
+    "unforget": "restore",
+    "recover": "restore",
+    "find": "search",
+    "grep": "search",
+    "query": "search",
+    "recall": "search",
+    "lookup": "search",
+    "ls": "list",
+    "records": "list",
+    "get": "show",
+    "view": "show",
+    "cat": "show",
+    "inspect": "show",
+    "update": "edit",
+    "modify": "edit",
+    "change": "edit",
+    "ingest": "drain",
+    "process": "drain",
+    "sync": "drain",
+    "run": "drain",
+    "backup": "export",
+    "dump": "export",
+    "load": "import",
+    "ui": "serve",
+    "web": "serve",
+    "viewer": "serve",
+    "check": "doctor",
+    "health": "doctor",
+    "info": "status",
+    "stats": "status",
+    "setup": "install",
+    "init": "install",
+    "cron": "schedule",
+    "summary": "save-summary",
+    "save": "save-summary",
+    "end": "session-end",
+    "start": "session-init",
+    "settings": "config show",
+    "share": "team join",
+    "join": "team join",
+    "leave": "team leave",
 }
 
 
@@ -63,8 +114,11 @@ class KirolearnGroup(click.Group):
         A command no section names (a new one) is listed under "Other", so none is ever hidden.
         Sub-groups (`config`, `team`) list their commands in one section, as click does.
         """
-        rows = [(name, cmd.get_short_help_str(limit=200)) for name, cmd in
-                ((n, self.get_command(ctx, n)) for n in self.list_commands(ctx)) if cmd and not cmd.hidden]
+        rows = [
+            (name, cmd.get_short_help_str(limit=200))
+            for name, cmd in ((n, self.get_command(ctx, n)) for n in self.list_commands(ctx))
+            if cmd and not cmd.hidden
+        ]
         if not rows:
             return
         if ctx.parent is not None:  # a sub-group: one list
@@ -86,8 +140,9 @@ class KirolearnGroup(click.Group):
             import difflib
 
             name = args[0]
-            hint = WRONG_VERBS.get(name.lower()) or next(iter(difflib.get_close_matches(
-                name, self.list_commands(ctx), n=1, cutoff=0.6)), None)
+            hint = WRONG_VERBS.get(name.lower()) or next(
+                iter(difflib.get_close_matches(name, self.list_commands(ctx), n=1, cutoff=0.6)), None
+            )
             if hint:
                 ctx.fail(f"No such command {name!r}: did you mean `{hint}`? (`kirolearn --help` lists them)")
         return super().resolve_command(ctx, args)
@@ -127,8 +182,11 @@ class KirolearnGroup(click.Group):
             if os.environ.get("KIROLEARN_DEBUG"):
                 raise
             where = _log_traceback()
-            _fail(f"unexpected {type(exc).__name__}: {exc}; this is a kirolearn bug, "
-                  f"the traceback is in {where}", 1)
+            _fail(
+                f"unexpected {type(exc).__name__}: {exc}; this is a kirolearn bug, "
+                f"the traceback is in {where}",
+                1,
+            )
 
 
 def _fail(message: str, code: int) -> None:
@@ -175,9 +233,9 @@ def cli():
     scrub_stderr_logging()  # library warnings reach logs/drain.log under cron: scrub them too
 
 
-def existing_db():
+def existing_store():
     """The store, or None on a fresh home: read-only commands create no database (a lost one is StoreLost)."""
-    from kirolearn.store.sqlite.db import open_existing
+    from kirolearn.store.backends import open_existing
 
     return open_existing()
 
@@ -215,17 +273,20 @@ def say_if_no_database() -> bool:
     import os
 
     from kirolearn.core import paths
-    from kirolearn.store.sqlite import db as store
+    from kirolearn.store.backends import refuse_lost
 
-    store.refuse_lost(paths.db_path())
+    refuse_lost()
     if os.path.exists(paths.db_path()):
         return False
-    click.echo(f"no database yet at {paths.db_path()}: `kirolearn drain` creates it from the spool "
-               "(nothing has been drained into this KIROLEARN_HOME)", err=True)
+    click.echo(
+        f"no database yet at {paths.db_path()}: `kirolearn drain` creates it from the spool "
+        "(nothing has been drained into this KIROLEARN_HOME)",
+        err=True,
+    )
     return True
 
 
-def reindex_with_bar(db, settings, *, everything: bool = False, bar: bool = True) -> dict:
+def reindex_with_bar(store, settings, *, everything: bool = False, bar: bool = True) -> dict:
     """kirolearn.recall.semantic.reindex with an "embedding" progress bar on stderr (none when not `bar`,
     e.g. for --json): what `kirolearn reindex` and `kirolearn model install` both run."""
     from kirolearn.recall import semantic
@@ -238,7 +299,7 @@ def reindex_with_bar(db, settings, *, everything: bool = False, bar: bool = True
             shown.update(done - shown.pos)
 
     try:
-        return semantic.reindex(db, settings, everything=everything, progress=progress)
+        return semantic.reindex(store, settings, everything=everything, progress=progress)
     finally:
         if shown is not None:
             shown.render_finish()

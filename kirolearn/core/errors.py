@@ -58,15 +58,19 @@ class SchemaTooNew(StoreError):
 class StoreCorrupt(StoreError):
     """SQLite reports the database file as damaged."""
 
-    default_fix = ("run `kirolearn repair` (it backs the file up, recovers what it can and re-ingests the spool); "
-                   "the spool keeps every new event until then")
+    default_fix = (
+        "run `kirolearn repair` (it backs the file up, recovers what it can and re-ingests the spool); "
+        "the spool keeps every new event until then"
+    )
 
 
 class StoreLost(StoreError):
     """The database is missing or empty although events were stored in it before."""
 
-    default_fix = ("run `kirolearn repair` to start a new database from what can be recovered and "
-                   "re-ingest the spool; new events wait in the spool until then")
+    default_fix = (
+        "run `kirolearn repair` to start a new database from what can be recovered and "
+        "re-ingest the spool; new events wait in the spool until then"
+    )
 
 
 class SpoolError(KirolearnError, OSError):
@@ -111,17 +115,22 @@ def from_sqlite(exc: BaseException, path: str) -> StoreError:
     if "malformed" in lowered or "not a database" in lowered or "corrupt" in lowered:
         return StoreCorrupt(f"the database {path} is damaged ({text})")
     if "disk is full" in lowered or "disk i/o error" in lowered:
-        return StoreError(f"cannot write the database {path} ({text})",
-                          "free some disk space (or raise the file-size limit, `ulimit -f`) and run the command again; "
-                          "the spool keeps every event until then")
+        return StoreError(
+            f"cannot write the database {path} ({text})",
+            "free some disk space (or raise the file-size limit, `ulimit -f`) and run the command again; "
+            "the spool keeps every event until then",
+        )
     if "locked" in lowered or "busy" in lowered:
-        return StoreError(f"the database {path} is busy ({text})",
-                          "another kirolearn process holds a long write: try again in a minute")
+        return StoreError(
+            f"the database {path} is busy ({text})",
+            "another kirolearn process holds a long write: try again in a minute",
+        )
     if "readonly" in lowered or "read-only" in lowered or "unable to open" in lowered:
-        return StoreError(f"cannot write or open the database {path} ({text})",
-                          "check that the file and its folder are yours and writable")
-    return StoreError(f"the database {path} failed: {text}",
-                      "run `kirolearn doctor` to check the store")
+        return StoreError(
+            f"cannot write or open the database {path} ({text})",
+            "check that the file and its folder are yours and writable",
+        )
+    return StoreError(f"the database {path} failed: {text}", "run `kirolearn doctor` to check the store")
 
 
 def from_oserror(exc: OSError) -> KirolearnError:
@@ -131,10 +140,14 @@ def from_oserror(exc: OSError) -> KirolearnError:
     where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
     reason = exc.strerror or one_line(str(exc)) or type(exc).__name__
     if exc.errno in (errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", -1)):
-        return DiskError(f"cannot write{where}: {reason}",
-                         "free some disk space (or raise the file-size limit, `ulimit -f`) and run the command "
-                         "again; the spool keeps every event until then")
+        return DiskError(
+            f"cannot write{where}: {reason}",
+            "free some disk space (or raise the file-size limit, `ulimit -f`) and run the command "
+            "again; the spool keeps every event until then",
+        )
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return DiskError(f"cannot write{where}: {reason}",
-                         "check that kirolearn's home ($KIROLEARN_HOME) and its files are yours and writable")
+        return DiskError(
+            f"cannot write{where}: {reason}",
+            "check that kirolearn's home ($KIROLEARN_HOME) and its files are yours and writable",
+        )
     return DiskError(f"file system error{where}: {reason}", "check the disk and kirolearn's home folder")

@@ -59,7 +59,7 @@ def find_git_dir(root: str, home: "str | None" = None) -> "tuple[str, str] | Non
             if os.path.isfile(dot_git):
                 text = _read(dot_git, 4096) or ""
                 if text.startswith("gitdir:"):
-                    target = text[len("gitdir:"):].strip()
+                    target = text[len("gitdir:") :].strip()
                     return current, os.path.normpath(os.path.join(current, target))
                 return None  # a `.git` file that is not a gitdir link: not a repository we can read
         except (OSError, ValueError):
@@ -107,7 +107,7 @@ def _section(line: str) -> "tuple[str, str | None, str] | None":
             i += 1
     if not name or i >= n or line[i] != "]":
         return None
-    return name, sub, line[i + 1:]
+    return name, sub, line[i + 1 :]
 
 
 def _scheme(url: str) -> "str | None":
@@ -121,12 +121,12 @@ def _scheme(url: str) -> "str | None":
 def _scp(url: str) -> "tuple[str, str] | None":
     """(host, path) of scp-like syntax `[user@]host:path` (git's rule: no slash before the colon)."""
     at, slash = url.find("@"), url.find("/")
-    rest = url[at + 1:] if at != -1 and (slash == -1 or at < slash) else url
+    rest = url[at + 1 :] if at != -1 and (slash == -1 or at < slash) else url
     if rest.startswith("["):  # [ipv6]:path
         end = rest.find("]")
-        if end == -1 or rest[end + 1:end + 2] != ":" or "/" in rest[:end]:
+        if end == -1 or rest[end + 1 : end + 2] != ":" or "/" in rest[:end]:
             return None
-        return rest[:end + 1], rest[end + 2:]
+        return rest[: end + 1], rest[end + 2 :]
     host, colon, path = rest.partition(":")
     if not colon or not host or any(c in host for c in "/[]"):
         return None
@@ -230,7 +230,7 @@ def normalise(url: str, base: "str | None" = None) -> "str | None":
         return None
     kind = _scheme(url)
     if kind:
-        rest = url[len(kind) + 3:]
+        rest = url[len(kind) + 3 :]
         for mark in "?#":
             rest = rest.split(mark, 1)[0]
         if kind == "file":

@@ -74,7 +74,9 @@ def since(text: str, now=None) -> str:
     if match:
         now = now or datetime.now(timezone.utc)
         try:
-            return from_datetime(now - timedelta(seconds=int(match.group(1)) * SINCE_UNITS[match.group(2).lower()]))
+            return from_datetime(
+                now - timedelta(seconds=int(match.group(1)) * SINCE_UNITS[match.group(2).lower()])
+            )
         except OverflowError:  # beyond datetime's years 1 to 9999
             raise ValueError(f"{text.strip()} reaches back before the year 1") from None
     return from_datetime(parse(text))

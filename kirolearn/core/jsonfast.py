@@ -73,6 +73,15 @@ def dumps(obj, *, ensure_ascii: bool = True, separators: "tuple[str, str] | None
     if _scan is None:
         return _stdlib().dumps(obj, ensure_ascii=ensure_ascii, separators=separators)
     item_separator, key_separator = separators or (", ", ": ")
-    encoder = _json.make_encoder({}, _default, _json.encode_basestring_ascii if ensure_ascii else _json.encode_basestring,
-                                 None, key_separator, item_separator, False, False, True)
+    encoder = _json.make_encoder(
+        {},
+        _default,
+        _json.encode_basestring_ascii if ensure_ascii else _json.encode_basestring,
+        None,
+        key_separator,
+        item_separator,
+        False,
+        False,
+        True,
+    )
     return "".join(encoder(obj, 0))

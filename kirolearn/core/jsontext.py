@@ -140,7 +140,7 @@ def append(text: str, container: Node, value, key: "str | None" = None) -> "tupl
         raise JSONTextError("append needs an object and a key, or an array and no key")
     nl, unit = newline(text), indent_unit(text)
     close = container.end - 1
-    inner = text[container.start + 1:close]
+    inner = text[container.start + 1 : close]
     one_line = "\n" not in inner and inner.strip() != ""
     if one_line:
         body = json.dumps(value, ensure_ascii=False)
@@ -154,7 +154,10 @@ def append(text: str, container: Node, value, key: "str | None" = None) -> "tupl
         if container.items:
             insertion = (container.items[-1].end, "," + nl + indent + unit + fragment)
         else:  # empty: keep whatever whitespace was inside, put ours first
-            insertion = (container.start + 1, nl + indent + unit + fragment + (nl + indent if not inner else ""))
+            insertion = (
+                container.start + 1,
+                nl + indent + unit + fragment + (nl + indent if not inner else ""),
+            )
     offset, inserted = insertion
     return text[:offset] + inserted + text[offset:], insertion
 
@@ -162,9 +165,9 @@ def append(text: str, container: Node, value, key: "str | None" = None) -> "tupl
 def remove(text: str, insertions: "list[tuple[int, str]]") -> "str | None":
     """`text` without `insertions` (undone newest first); None if they are no longer where they were."""
     for offset, inserted in reversed(insertions):
-        if text[offset:offset + len(inserted)] != inserted:
+        if text[offset : offset + len(inserted)] != inserted:
             return None
-        text = text[:offset] + text[offset + len(inserted):]
+        text = text[:offset] + text[offset + len(inserted) :]
     return text
 
 
@@ -176,7 +179,7 @@ def remove_moved(text: str, insertions: "list[tuple[int, str]]") -> "str | None"
     an insertion, or a copy of it, makes this answer unusable and the caller falls back.
     """
     for offset, inserted in reversed(insertions):
-        if text[offset:offset + len(inserted)] != inserted:
+        if text[offset : offset + len(inserted)] != inserted:
             found, start = [], text.find(inserted)
             while start != -1:
                 found.append(start)
@@ -184,5 +187,5 @@ def remove_moved(text: str, insertions: "list[tuple[int, str]]") -> "str | None"
             if not found:
                 return None
             offset = min(found, key=lambda at: abs(at - offset))
-        text = text[:offset] + text[offset + len(inserted):]
+        text = text[:offset] + text[offset + len(inserted) :]
     return text

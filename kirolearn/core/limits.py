@@ -15,7 +15,11 @@ capped below it (2,400 tokens ≈ 9,600 characters) and the block below 10,000 b
 # ~300 real tokens on code-heavy memory (bench/bench_context.py, #24)
 DEFAULT_BUDGET_TOKENS = 270
 DEFAULT_TIME_BUDGET = 0.25  # seconds for one recall inside a hook
-DEFAULTS = {"budget_tokens": DEFAULT_BUDGET_TOKENS, "prompt_records": 5, "session_start_records": 3,
-            "time_budget_ms": int(DEFAULT_TIME_BUDGET * 1000)}
+DEFAULTS = {
+    "budget_tokens": DEFAULT_BUDGET_TOKENS,
+    "prompt_records": 5,
+    "session_start_records": 3,
+    "time_budget_ms": int(DEFAULT_TIME_BUDGET * 1000),
+}
 # below Kiro CLI's 10,240-byte cut of hook output (see the module docstring)
 MAX_BUDGET_TOKENS = 2400

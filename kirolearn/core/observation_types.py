@@ -9,7 +9,15 @@ fails if one of them drifts.
 """
 
 # conversation: chatter ("write a haiku"), searchable but never listed at start
-OBSERVATION_TYPES = ("tool_use", "decision", "error", "discovery", "pattern", "session_summary", "conversation")
+OBSERVATION_TYPES = (
+    "tool_use",
+    "decision",
+    "error",
+    "discovery",
+    "pattern",
+    "session_summary",
+    "conversation",
+)
 # save_observation's types: summaries have their own tool; chatter is no knowledge
 HAND_MADE_TYPES = tuple(t for t in OBSERVATION_TYPES if t not in ("session_summary", "conversation"))
 # a session end is stored as a session_summary (the seed's schema), shown apart

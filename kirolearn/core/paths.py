@@ -63,8 +63,10 @@ def check_home() -> str:
         here = parent
     if not os.path.isdir(here):
         where = "is a file" if here == root else f"is below {here}, which is a file"
-        raise HomeError(f"kirolearn's home {root} {where}, not a directory",
-                        "set KIROLEARN_HOME (or Memory(home=...)) to a directory, or move that file away")
+        raise HomeError(
+            f"kirolearn's home {root} {where}, not a directory",
+            "set KIROLEARN_HOME (or Memory(home=...)) to a directory, or move that file away",
+        )
     return root
 
 
@@ -74,11 +76,15 @@ def check_project(path) -> str:
 
     text = os.fspath(path)
     if not os.path.exists(text):
-        raise ProjectError(f"Invalid value for 'project': Directory {text!r} does not exist.",
-                           "pass an existing project directory")
+        raise ProjectError(
+            f"Invalid value for 'project': Directory {text!r} does not exist.",
+            "pass an existing project directory",
+        )
     if not os.path.isdir(text):
-        raise ProjectError(f"Invalid value for 'project': Directory {text!r} is a file.",
-                           "pass the project's directory, not a file in it")
+        raise ProjectError(
+            f"Invalid value for 'project': Directory {text!r} is a file.",
+            "pass the project's directory, not a file in it",
+        )
     return os.path.abspath(text)
 
 

@@ -119,8 +119,10 @@ def describe_where(project=None) -> str:
     start = os.path.abspath(project or os.getcwd())
     root, is_global = find_project_root(start)
     if is_global:
-        return (f"the global project ({start} is in no project: no marker such as .git, pyproject.toml or "
-                ".kiro in it or above it)")
+        return (
+            f"the global project ({start} is in no project: no marker such as .git, pyproject.toml or "
+            ".kiro in it or above it)"
+        )
     return f"project {root}" + (f" (found from {start})" if root != start else "")
 
 

@@ -35,8 +35,14 @@ def load(path: str) -> "list[Call]":
                 continue
             try:
                 item = json.loads(line)
-                calls.append(Call(list(item.get("argv", [])), dict(item.get("env", {})), item.get("stdin"),
-                                 dict(item.get("files", {}))))
+                calls.append(
+                    Call(
+                        list(item.get("argv", [])),
+                        dict(item.get("env", {})),
+                        item.get("stdin"),
+                        dict(item.get("files", {})),
+                    )
+                )
             except (ValueError, AttributeError, TypeError) as exc:
                 raise ValueError(f"{path}:{number}: not a recorded hook call ({exc})") from None
     return calls
@@ -70,7 +76,9 @@ def make_project(directory: str) -> str:
     return directory
 
 
-def replay(calls: "list[Call]", project: str, env: "dict | None" = None) -> "list[subprocess.CompletedProcess]":
+def replay(
+    calls: "list[Call]", project: str, env: "dict | None" = None
+) -> "list[subprocess.CompletedProcess]":
     """Run every call through the real hook, in order, from inside `project`."""
     command = hook_command()
     results = []
@@ -90,7 +98,8 @@ def replay(calls: "list[Call]", project: str, env: "dict | None" = None) -> "lis
         call_env = dict(os.environ if env is None else env)
         call_env.update(_substitute(call.env, project))
         results.append(
-            subprocess.run([command, *call.argv], input=data, env=call_env, cwd=project,
-                           capture_output=True, timeout=30)
+            subprocess.run(
+                [command, *call.argv], input=data, env=call_env, cwd=project, capture_output=True, timeout=30
+            )
         )
     return results

@@ -46,7 +46,7 @@ def cut(text: str, limit: int, marker: str = MARKER) -> str:
     room = limit - len(marker)
     if room <= 0:
         return marker.strip()[: max(limit, 0)]
-    head = text[:room + 1]  # a boundary right at the limit counts
+    head = text[: room + 1]  # a boundary right at the limit counts
     floor = room // 2  # an earlier boundary would lose too much
     at = head.rfind("\n", 0, room + 1)
     if at < floor:

@@ -26,8 +26,10 @@ def problem(pattern: str) -> "str | None":
         return f"invalid regex: {err}"
     nested = _nested(tree, parser, under_repeat=False)
     if nested:
-        return (f"{nested} inside a repeat can take exponential time on some text (like (a+)+ or (a|aa)*); "
-                "rewrite it without the nesting, e.g. bound the inner repeat with {0,N} or use a character class")
+        return (
+            f"{nested} inside a repeat can take exponential time on some text (like (a+)+ or (a|aa)*); "
+            "rewrite it without the nesting, e.g. bound the inner repeat with {0,N} or use a character class"
+        )
     return None
 
 

@@ -18,6 +18,10 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # a type only: engine imports this module
+    from kirolearn.install import engine as install
 
 
 @dataclass(frozen=True)
@@ -103,8 +107,16 @@ def _conflict(data: dict, edit, ours) -> "str | None":
     return None
 
 
-def plan(path: str, edits, kind: str, *, ours=lambda value: False, previous: "dict | None" = None,
-         unwired=None, problem=None):
+def plan(
+    path: str,
+    edits,
+    kind: str,
+    *,
+    ours=lambda value: False,
+    previous: "dict | None" = None,
+    unwired=None,
+    problem=None,
+):
     """The Change that puts `edits` into the JSON file at `path` (nothing is written).
 
     `ours(value)` says whether an existing member of the same name is an older
@@ -113,8 +125,8 @@ def plan(path: str, edits, kind: str, *, ours=lambda value: False, previous: "di
     entry of ours taken out) has older entries replaced by that instead, and
     `problem(data)` may then name a shape it cannot edit (nothing is written).
     """
-    from kirolearn.install import engine as install
     from kirolearn.core import jsontext
+    from kirolearn.install import engine as install
 
     before = _current(path)
     if isinstance(before, install.Change):
@@ -136,8 +148,9 @@ def plan(path: str, edits, kind: str, *, ours=lambda value: False, previous: "di
     if wanted == data and before is not None:
         return install.Change(path, before, before, record={**(previous or {}), **record})
     if unwired is None:
-        replaced = any(isinstance(e, Member) and _get(data, (*e.keys, e.name)) not in (None, e.value)
-                       for e in edits)
+        replaced = any(
+            isinstance(e, Member) and _get(data, (*e.keys, e.name)) not in (None, e.value) for e in edits
+        )
     else:
         replaced = base != data  # an older install's entries: the file is written whole
     after, insertions = None, []
@@ -151,13 +164,13 @@ def plan(path: str, edits, kind: str, *, ours=lambda value: False, previous: "di
                 keys = (*edit.keys, edit.name) if isinstance(edit, Member) else edit.keys
                 root = jsontext.parse(text)
                 depth = 0
-                while depth < len(keys) and jsontext.find(root, *keys[:depth + 1]) is not None:
+                while depth < len(keys) and jsontext.find(root, *keys[: depth + 1]) is not None:
                     depth += 1
                 parent = jsontext.find(root, *keys[:depth])
                 if depth == len(keys):  # Item: the list exists
                     text, ins = jsontext.append(text, parent, edit.value)
                 else:
-                    rest = keys[depth + 1:]
+                    rest = keys[depth + 1 :]
                     value = edit.value if isinstance(edit, Member) else [edit.value]
                     text, ins = jsontext.append(text, parent, _nest(rest, value), key=keys[depth])
                 insertions.append(list(ins))
@@ -176,8 +189,8 @@ def undo(entry: dict, edits=(), *, ours=lambda value: False, unwired=None):
 
     With `unwired(data) -> data`, what it takes out is what comes out after a user's edit.
     """
-    from kirolearn.install import engine as install
     from kirolearn.core import jsontext
+    from kirolearn.install import engine as install
 
     path = entry["path"]
     before = _current(path)
@@ -213,15 +226,16 @@ def undo(entry: dict, edits=(), *, ours=lambda value: False, unwired=None):
     if not rest and entry.get("created"):
         return install.Change(path, before, None, record=entry)
     restored = without_insertions(path, before, entry.get("insertions"), lambda left: left == rest)
-    return install.Change(path, before, restored if restored is not None else install.dump_json(rest, before),
-                          record=entry)
+    return install.Change(
+        path, before, restored if restored is not None else install.dump_json(rest, before), record=entry
+    )
 
 
 def without_insertions(path: str, text: str, insertions, accept) -> "str | None":
     """The user's edited `text` with only install's recorded insertions taken out, every other byte kept,
     when `accept(data)` says what is left is the file without kirolearn's entries; else None."""
-    from kirolearn.install import engine as install
     from kirolearn.core import jsontext
+    from kirolearn.install import engine as install
 
     if not insertions:
         return None
@@ -237,7 +251,7 @@ def without_insertions(path: str, text: str, insertions, accept) -> "str | None"
 def _prune(data: dict, keys) -> None:
     """Drop empty containers along `keys`, deepest first."""
     for depth in range(len(keys), 0, -1):
-        parent = _get(data, keys[:depth - 1])
+        parent = _get(data, keys[: depth - 1])
         value = parent.get(keys[depth - 1]) if isinstance(parent, dict) else None
         if value in ({}, []):
             del parent[keys[depth - 1]]
@@ -258,7 +272,9 @@ def owned(path: str, text: str, kind: str, mark: str = "kirolearn"):
     if isinstance(before, install.Change):
         return before
     if before is not None and before != text and mark not in before:
-        return install.Change(path, before, before, problem=f"{path} exists and is not kirolearn's; left untouched")
+        return install.Change(
+            path, before, before, problem=f"{path} exists and is not kirolearn's; left untouched"
+        )
     return install.Change(path, before, text, record={"kind": kind, "written_sha256": sha(text)})
 
 
@@ -300,8 +316,8 @@ def plan_toml(path: str, kind: str, block: str, headers, recorded: "dict | None"
     one of them (not from our recorded insertion) is left untouched, since
     TOML forbids defining a table twice.
     """
-    from kirolearn.install import engine as install
     from kirolearn.core import jsontext
+    from kirolearn.install import engine as install
 
     before = install.read_text(path)
     text = before or ""
@@ -310,8 +326,11 @@ def plan_toml(path: str, kind: str, block: str, headers, recorded: "dict | None"
         if len(previous) == 1 and previous[0][1].strip() == block.strip():
             return install.Change(path, before, before, record={"kind": kind})
         text = jsontext.remove(text, [tuple(i) for i in previous]) or text
-    elif previous and sum(text.count(i[1]) for i in previous) == len(previous) \
-            and all(text.count(i[1]) == 1 for i in previous):
+    elif (
+        previous
+        and sum(text.count(i[1]) for i in previous) == len(previous)
+        and all(text.count(i[1]) == 1 for i in previous)
+    ):
         if len(previous) == 1 and previous[0][1].strip() == block.strip():
             return install.Change(path, before, before, record={"kind": kind})
         for _, inserted in previous:
@@ -319,9 +338,13 @@ def plan_toml(path: str, kind: str, block: str, headers, recorded: "dict | None"
     lines = [line.strip() for line in text.splitlines()]
     clash = [h for h in headers if h in lines]
     if clash:
-        return install.Change(path, before, before,
-                              problem=f"{path} already defines {clash[0]}; left untouched (remove that table "
-                                      "and re-run, or keep your own)")
+        return install.Change(
+            path,
+            before,
+            before,
+            problem=f"{path} already defines {clash[0]}; left untouched (remove that table "
+            "and re-run, or keep your own)",
+        )
     nl = "\r\n" if "\r\n" in text else "\n"
     lead = ""
     if text and not text.endswith("\n"):
@@ -333,14 +356,18 @@ def plan_toml(path: str, kind: str, block: str, headers, recorded: "dict | None"
     problem = _toml_problem(path, after)
     if problem:
         return install.Change(path, before, before, problem=problem)
-    return install.Change(path, before, after, record={"kind": kind, "insertions": [[len(text), inserted]],
-                                                       "written_sha256": sha(after)})
+    return install.Change(
+        path,
+        before,
+        after,
+        record={"kind": kind, "insertions": [[len(text), inserted]], "written_sha256": sha(after)},
+    )
 
 
 def undo_toml(entry: dict) -> "install.Change | None":
     """The change that undoes one recorded `plan_toml` install (None when the file is gone)."""
-    from kirolearn.install import engine as install
     from kirolearn.core import jsontext
+    from kirolearn.install import engine as install
 
     path = entry["path"]
     before = _current(path)
@@ -354,8 +381,12 @@ def undo_toml(entry: dict) -> "install.Change | None":
         for _, text in insertions:
             restored = restored.replace(text, "", 1)
     if restored is None:
-        return install.Change(path, before, before,
-                              problem=f"{path} was edited where kirolearn's tables were; remove them yourself")
+        return install.Change(
+            path,
+            before,
+            before,
+            problem=f"{path} was edited where kirolearn's tables were; remove them yourself",
+        )
     if entry.get("created") and not restored.strip():
         return install.Change(path, before, None, record=record)
     return install.Change(path, before, restored, record=record)

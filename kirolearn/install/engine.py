@@ -21,8 +21,8 @@ import sys
 from dataclasses import dataclass, field
 
 from kirolearn.core import paths
-from kirolearn.core.jsontext import indent_unit, newline
 from kirolearn.core.errors import InstallError
+from kirolearn.core.jsontext import indent_unit, newline
 
 AGENT_NAME = "kirolearn"  # our MCP server in every agent (and Kiro's agent)
 KIRO_KINDS = ("owned", "agent", "mcp")  # Kiro's records name no agent
@@ -52,9 +52,12 @@ class Change:
 
     def diff(self) -> str:
         """A unified diff of the change."""
-        lines = difflib.unified_diff((self.before or "").splitlines(True), (self.after or "").splitlines(True),
-                                     fromfile=self.path if self.before is not None else "/dev/null",
-                                     tofile=self.path if self.after is not None else "/dev/null")
+        lines = difflib.unified_diff(
+            (self.before or "").splitlines(True),
+            (self.after or "").splitlines(True),
+            fromfile=self.path if self.before is not None else "/dev/null",
+            tofile=self.path if self.after is not None else "/dev/null",
+        )
         return "".join(lines)
 
 
@@ -67,7 +70,9 @@ def command_path(name: str, portable: bool = False) -> str:
         return beside
     found = shutil.which(name)
     if not found:
-        raise InstallError(f"{name} is not installed next to {sys.executable} or on PATH", "reinstall kirolearn")
+        raise InstallError(
+            f"{name} is not installed next to {sys.executable} or on PATH", "reinstall kirolearn"
+        )
     return os.path.abspath(found)
 
 
@@ -106,15 +111,19 @@ def mcp_entry(portable: bool = False, agent: "str | None" = None) -> dict:
 # A portable hook command (POSIX shell): `kirolearn-hook` found on PATH, or, when PATH lacks it, one line on
 # stderr and one in hook.log of the kirolearn home when there is one (doctor counts it); exit 0 either way.
 PORTABLE_GUARD = f"if command -v {MARK} >/dev/null 2>&1; then "
-NOT_ON_PATH = (f"kirolearn: {MARK} is not on PATH, so this hook records nothing; install kirolearn where this "
-               "agent's PATH finds it (pipx install kirolearn), or run kirolearn install without --portable")
+NOT_ON_PATH = (
+    f"kirolearn: {MARK} is not on PATH, so this hook records nothing; install kirolearn where this "
+    "agent's PATH finds it (pipx install kirolearn), or run kirolearn install without --portable"
+)
 
 
 def portable_hook_command(args: str) -> str:
     """The portable POSIX hook command running `kirolearn-hook ARGS` (see PORTABLE_GUARD)."""
-    log = ('{ d="${KIROLEARN_HOME:-$HOME/.kirolearn}"; [ -d "$d" ] && (umask 077; mkdir -p "$d/logs" && '
-           'echo "$(date -u +%Y-%m-%dT%H:%M:%S.000Z) $m" >>"$d/logs/hook.log"); } 2>/dev/null')
-    return f"{PORTABLE_GUARD}{MARK} {args} || true; else m=\"{NOT_ON_PATH}\"; echo \"$m\" >&2; {log}; true; fi"
+    log = (
+        '{ d="${KIROLEARN_HOME:-$HOME/.kirolearn}"; [ -d "$d" ] && (umask 077; mkdir -p "$d/logs" && '
+        'echo "$(date -u +%Y-%m-%dT%H:%M:%S.000Z) $m" >>"$d/logs/hook.log"); } 2>/dev/null'
+    )
+    return f'{PORTABLE_GUARD}{MARK} {args} || true; else m="{NOT_ON_PATH}"; echo "$m" >&2; {log}; true; fi'
 
 
 def machine_paths(changes: "list[Change]", project: "str | None") -> "list[str]":
@@ -124,8 +133,15 @@ def machine_paths(changes: "list[Change]", project: "str | None") -> "list[str]"
         return []
     root = os.path.abspath(project) + os.sep
     here = [os.path.dirname(os.path.abspath(sys.executable)), os.path.dirname(LAUNCHER), paths.home()]
-    return [c.path for c in changes if c.changed and c.after and not c.undo and c.path.startswith(root)
-            and any(p and (p in c.after or json.dumps(p)[1:-1] in c.after) for p in here)]
+    return [
+        c.path
+        for c in changes
+        if c.changed
+        and c.after
+        and not c.undo
+        and c.path.startswith(root)
+        and any(p and (p in c.after or json.dumps(p)[1:-1] in c.after) for p in here)
+    ]
 
 
 # JSON text that keeps the user's bytes
@@ -138,8 +154,10 @@ def read_text(path: str) -> "str | None":
             return fh.read()
     except FileNotFoundError:
         return None
-    except UnicodeDecodeError:
-        raise InstallError(f"{path} is not UTF-8 text; left untouched", "fix it or move it aside, then re-run")
+    except UnicodeDecodeError as exc:
+        raise InstallError(
+            f"{path} is not UTF-8 text; left untouched", "fix it or move it aside, then re-run"
+        ) from exc
 
 
 def strip_bom(text: str) -> str:
@@ -152,11 +170,14 @@ def load_json(path: str, text: "str | None") -> dict:
     try:
         data = json.loads(strip_bom(text))
     except ValueError as exc:
-        raise InstallError(f"{path} is not valid JSON ({exc}); left untouched",
-                           "fix it or move it aside, then re-run")
+        raise InstallError(
+            f"{path} is not valid JSON ({exc}); left untouched", "fix it or move it aside, then re-run"
+        ) from exc
     if not isinstance(data, dict):
-        raise InstallError(f"{path} holds a JSON {type(data).__name__}, not an object; left untouched",
-                           "fix it or move it aside, then re-run")
+        raise InstallError(
+            f"{path} holds a JSON {type(data).__name__}, not an object; left untouched",
+            "fix it or move it aside, then re-run",
+        )
     return data
 
 
@@ -222,14 +243,18 @@ def apply(changes: "list[Change]", *, installing: bool) -> None:
     """
     problems = [c for c in changes if c.problem]
     if installing and problems:
-        raise InstallError(f"{len(problems)} file(s) cannot be changed safely, so nothing was written: "
-                           + "; ".join(c.problem for c in problems))
+        raise InstallError(
+            f"{len(problems)} file(s) cannot be changed safely, so nothing was written: "
+            + "; ".join(c.problem for c in problems)
+        )
     todo = [c for c in changes if c.changed]
     targets = {c.path: write_target(c.path) for c in todo}
     refused = [why for why in map(refusal, todo) if why]
     if refused:
-        raise InstallError("; ".join(refused) + "; nothing was changed",
-                           "fix that file (or the link) and run the command again")
+        raise InstallError(
+            "; ".join(refused) + "; nothing was changed",
+            "fix that file (or the link) and run the command again",
+        )
     staged = []
     try:
         for change in todo:
@@ -245,8 +270,10 @@ def apply(changes: "list[Change]", *, installing: bool) -> None:
                 shutil.copymode(target, tmp)
     except OSError as exc:
         _discard(staged)
-        raise InstallError(f"cannot write {exc.filename}: {exc.strerror}; nothing was changed",
-                           "check the folder's permissions")
+        raise InstallError(
+            f"cannot write {exc.filename}: {exc.strerror}; nothing was changed",
+            "check the folder's permissions",
+        ) from exc
     done = []
     for tmp, target, change in staged:
         try:
@@ -254,8 +281,10 @@ def apply(changes: "list[Change]", *, installing: bool) -> None:
         except OSError as exc:
             _discard([s for s in staged if s[1] != target and s not in done] + [(tmp, target, change)])
             _give_back(done)
-            raise InstallError(f"cannot replace {target}: {exc.strerror}; nothing was changed",
-                               "check the file's permissions and attributes (an immutable file cannot be edited)")
+            raise InstallError(
+                f"cannot replace {target}: {exc.strerror}; nothing was changed",
+                "check the file's permissions and attributes (an immutable file cannot be edited)",
+            ) from exc
         done.append((tmp, target, change))
     for change in todo:
         if change.after is None:
@@ -267,7 +296,11 @@ def apply(changes: "list[Change]", *, installing: bool) -> None:
             continue
         if installing and not change.undo:
             previous = recorded.get(change.path, {})
-            entry = {**previous, **change.record, "path": change.path}  # record: what undoing this write needs
+            entry = {
+                **previous,
+                **change.record,
+                "path": change.path,
+            }  # record: what undoing this write needs
             entry["created"] = previous.get("created", change.before is None)
             recorded[change.path] = entry
         else:
@@ -286,13 +319,17 @@ def refusal(change: "Change") -> "str | None":
     if os.path.islink(path):
         target = os.path.realpath(path)
         if not os.path.exists(target):
-            return f"{path} is a symbolic link to {target}, which does not exist (create it, or remove the link)"
+            return (
+                f"{path} is a symbolic link to {target}, which does not exist (create it, or remove the link)"
+            )
         if change.after is None:
             return f"{path} is a symbolic link: kirolearn does not remove a link you made"
         path = target
     if change.after is not None and os.path.exists(path):
         try:
-            with open(path, "a", encoding="utf-8"):  # opens for writing, writes nothing: an immutable file refuses
+            with open(
+                path, "a", encoding="utf-8"
+            ):  # opens for writing, writes nothing: an immutable file refuses
                 pass
         except OSError as exc:
             return f"{path} cannot be written ({exc.strerror})"

@@ -35,7 +35,11 @@ def _cron_intervals() -> "list[int]":
 
 
 def _human(seconds: int) -> str:
-    return f"{seconds // 3600}h" if seconds % 3600 == 0 else (f"{seconds // 60}m" if seconds % 60 == 0 else f"{seconds}s")
+    return (
+        f"{seconds // 3600}h"
+        if seconds % 3600 == 0
+        else (f"{seconds // 60}m" if seconds % 60 == 0 else f"{seconds}s")
+    )
 
 
 def parse_every(text: str, kind: "str | None" = None) -> int:
@@ -49,13 +53,17 @@ def parse_every(text: str, kind: "str | None" = None) -> int:
         raise ScheduleError(f"--every {text!r}: use a number with s, m or h, e.g. 1m, 5m, 1h")
     seconds = int(match.group(1)) * {"s": 1, "m": 60, "h": 3600}[match.group(2)]
     if seconds < 60:
-        raise ScheduleError(f"--every {text}: the shortest interval is 1m (use `kirolearn drain --watch` for less)")
+        raise ScheduleError(
+            f"--every {text}: the shortest interval is 1m (use `kirolearn drain --watch` for less)"
+        )
     if kind == "cron" and seconds not in _cron_intervals():
         lower = max((s for s in _cron_intervals() if s < seconds), default=None)
         higher = min((s for s in _cron_intervals() if s > seconds), default=None)
         near = " or ".join(_human(s) for s in (lower, higher) if s)
-        raise ScheduleError(f"--every {text}: cron cannot run a job evenly every {_human(seconds)}",
-                            f"use {near}, or --systemd / --launchd, which take any interval")
+        raise ScheduleError(
+            f"--every {text}: cron cannot run a job evenly every {_human(seconds)}",
+            f"use {near}, or --systemd / --launchd, which take any interval",
+        )
     return seconds
 
 
@@ -105,13 +113,19 @@ def systemd_job(seconds: int) -> "list[Job]":
     """The service and timer units."""
     unit_dir = os.path.join(os.path.expanduser("~"), ".config", "systemd", "user")
     env = "".join(f'Environment="{k}={_systemd_escape(v)}"\n' for k, v in _env().items())
-    service = ("[Unit]\nDescription=kirolearn: drain the Kiro event spool into memory\n\n"
-               f"[Service]\nType=oneshot\n{env}ExecStart={' '.join(shlex.quote(a) for a in drain_argv())}\n")
-    timer = ("[Unit]\nDescription=Run kirolearn drain periodically\n\n"
-             f"[Timer]\nOnBootSec=1min\nOnUnitActiveSec={seconds}s\nPersistent=true\n\n"
-             "[Install]\nWantedBy=timers.target\n")
-    return [Job("systemd", os.path.join(unit_dir, f"{UNIT}.service"), service),
-            Job("systemd", os.path.join(unit_dir, f"{UNIT}.timer"), timer)]
+    service = (
+        "[Unit]\nDescription=kirolearn: drain the Kiro event spool into memory\n\n"
+        f"[Service]\nType=oneshot\n{env}ExecStart={' '.join(shlex.quote(a) for a in drain_argv())}\n"
+    )
+    timer = (
+        "[Unit]\nDescription=Run kirolearn drain periodically\n\n"
+        f"[Timer]\nOnBootSec=1min\nOnUnitActiveSec={seconds}s\nPersistent=true\n\n"
+        "[Install]\nWantedBy=timers.target\n"
+    )
+    return [
+        Job("systemd", os.path.join(unit_dir, f"{UNIT}.service"), service),
+        Job("systemd", os.path.join(unit_dir, f"{UNIT}.timer"), timer),
+    ]
 
 
 def cron_line(seconds: int) -> str:
@@ -119,8 +133,17 @@ def cron_line(seconds: int) -> str:
     parse_every(_human(seconds), "cron")  # refuses what cron cannot express, rather than rounding it
     minutes = seconds // 60
     hours = minutes // 60
-    when = ("* * * * *" if minutes == 1 else f"*/{minutes} * * * *" if minutes < 60
-            else "0 0 * * *" if hours == 24 else "0 * * * *" if hours == 1 else f"0 */{hours} * * *")
+    when = (
+        "* * * * *"
+        if minutes == 1
+        else f"*/{minutes} * * * *"
+        if minutes < 60
+        else "0 0 * * *"
+        if hours == 24
+        else "0 * * * *"
+        if hours == 1
+        else f"0 */{hours} * * *"
+    )
     env = "".join(f"{k}={shlex.quote(v)} " for k, v in _env().items())
     log = shlex.quote(os.path.join(paths.logs_dir(), "drain.log"))
     return f"{when} {env}{' '.join(shlex.quote(a) for a in drain_argv())} >>{log} 2>&1 {CRON_MARK}"
@@ -132,21 +155,29 @@ def _launchd_plist(label: str, argv: "list[str]", keys: str) -> "Job":
 
     args = "".join(f"    <string>{escape(a)}</string>\n" for a in argv)
     env = "".join(f"    <key>{escape(k)}</key><string>{escape(v)}</string>\n" for k, v in _env().items())
-    plist = ('<?xml version="1.0" encoding="UTF-8"?>\n'
-             '<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">\n'
-             '<plist version="1.0">\n<dict>\n'
-             f"  <key>Label</key><string>{label}</string>\n"
-             f"  <key>ProgramArguments</key>\n  <array>\n{args}  </array>\n"
-             + (f"  <key>EnvironmentVariables</key>\n  <dict>\n{env}  </dict>\n" if env else "")
-             + keys + "</dict>\n</plist>\n")
+    plist = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">\n'
+        '<plist version="1.0">\n<dict>\n'
+        f"  <key>Label</key><string>{label}</string>\n"
+        f"  <key>ProgramArguments</key>\n  <array>\n{args}  </array>\n"
+        + (f"  <key>EnvironmentVariables</key>\n  <dict>\n{env}  </dict>\n" if env else "")
+        + keys
+        + "</dict>\n</plist>\n"
+    )
     path = os.path.join(os.path.expanduser("~"), "Library", "LaunchAgents", f"{label}.plist")
     return Job("launchd", path, plist)
 
 
 def launchd_job(seconds: int) -> "list[Job]":
     """The launchd agent plist."""
-    return [_launchd_plist(LAUNCHD_LABEL, drain_argv(),
-                           f"  <key>StartInterval</key><integer>{seconds}</integer>\n  <key>RunAtLoad</key><true/>\n")]
+    return [
+        _launchd_plist(
+            LAUNCHD_LABEL,
+            drain_argv(),
+            f"  <key>StartInterval</key><integer>{seconds}</integer>\n  <key>RunAtLoad</key><true/>\n",
+        )
+    ]
 
 
 def recall_server_jobs(kind: str) -> "list[Job]":
@@ -155,17 +186,27 @@ def recall_server_jobs(kind: str) -> "list[Job]":
     cron starts jobs, it cannot keep one running: refused (`kirolearn drain --watch` serves recall too).
     """
     if kind == "cron":
-        raise ScheduleError("cron cannot keep the recall server running",
-                            "use --systemd or --launchd, or keep `kirolearn drain --watch` running (it serves recall too)")
+        raise ScheduleError(
+            "cron cannot keep the recall server running",
+            "use --systemd or --launchd, or keep `kirolearn drain --watch` running (it serves recall too)",
+        )
     if kind == "systemd":
         unit_dir = os.path.join(os.path.expanduser("~"), ".config", "systemd", "user")
         env = "".join(f'Environment="{k}={_systemd_escape(v)}"\n' for k, v in _env().items())
-        service = ("[Unit]\nDescription=kirolearn: answer recall queries with the embedding model loaded\n\n"
-                   f"[Service]\nType=simple\n{env}ExecStart={' '.join(shlex.quote(a) for a in serve_argv())}\n"
-                   "Restart=on-failure\nRestartSec=5\nNice=5\n\n[Install]\nWantedBy=default.target\n")
+        service = (
+            "[Unit]\nDescription=kirolearn: answer recall queries with the embedding model loaded\n\n"
+            f"[Service]\nType=simple\n{env}ExecStart={' '.join(shlex.quote(a) for a in serve_argv())}\n"
+            "Restart=on-failure\nRestartSec=5\nNice=5\n\n[Install]\nWantedBy=default.target\n"
+        )
         return [Job("systemd", os.path.join(unit_dir, f"{RECALL_UNIT}.service"), service)]
-    return [_launchd_plist(RECALL_LABEL, serve_argv(), "  <key>KeepAlive</key><true/>\n  <key>RunAtLoad</key><true/>\n"
-                           "  <key>ProcessType</key><string>Background</string>\n")]
+    return [
+        _launchd_plist(
+            RECALL_LABEL,
+            serve_argv(),
+            "  <key>KeepAlive</key><true/>\n  <key>RunAtLoad</key><true/>\n"
+            "  <key>ProcessType</key><string>Background</string>\n",
+        )
+    ]
 
 
 def _write(jobs: list) -> list:

@@ -8,8 +8,17 @@ import subprocess
 
 from kirolearn.core.errors import InstallError
 from kirolearn.install import agents
-from kirolearn.install.engine import (AGENT_NAME, MARK, PORTABLE_GUARD, agent_of, binaries, commands, load_record,
-                                      read_text, strip_bom)
+from kirolearn.install.engine import (
+    AGENT_NAME,
+    MARK,
+    PORTABLE_GUARD,
+    agent_of,
+    binaries,
+    commands,
+    load_record,
+    read_text,
+    strip_bom,
+)
 
 PROBE_SECONDS = 20
 
@@ -24,8 +33,12 @@ def hook_program(command: str) -> "tuple[dict, list[str]]":
     except ValueError:
         words = command.split()
     env = {}
-    while words and "=" in words[0] and not words[0].startswith(("=", "/")) and \
-            words[0].split("=", 1)[0].replace("_", "").isalnum():
+    while (
+        words
+        and "=" in words[0]
+        and not words[0].startswith(("=", "/"))
+        and words[0].split("=", 1)[0].replace("_", "").isalnum()
+    ):
         name, value = words.pop(0).split("=", 1)
         env[name] = value
     upto = next((i for i, w in enumerate(words) if os.path.basename(w) == MARK), None)
@@ -40,8 +53,14 @@ def probe(env: dict, program: "list[str]") -> "str | None":
     """Run a wired hook program as its agent would, with `--version` for the event: None when it answers
     as kirolearn-hook does, else what went wrong (the hook itself always exits 0 and says nothing)."""
     try:
-        done = subprocess.run(program + ["--version"], env={**os.environ, **env}, capture_output=True, text=True,
-                              timeout=PROBE_SECONDS, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            program + ["--version"],
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            timeout=PROBE_SECONDS,
+            stdin=subprocess.DEVNULL,
+        )
     except (OSError, subprocess.SubprocessError) as exc:
         return f"`{shlex.join(program)}` does not run ({type(exc).__name__}: {exc})"
     if done.returncode != 0 or MARK not in done.stdout:
@@ -57,19 +76,23 @@ def wiring(run: bool = False) -> "list[dict]":
     program (its interpreter, or the console script) must exist too: `missing_programs`. With `run`
     (doctor), each distinct hook program is also run once with `--version`: `broken_programs`.
     """
-    probed: "dict[tuple, str | None]" = {}
+    probed: dict[tuple, str | None] = {}
     report = []
     for entry in load_record():
         parses = True
         try:
             text = read_text(entry["path"])
-            data = (_toml(text) if entry["path"].endswith(".toml") else json.loads(strip_bom(text))) if text else None
+            data = (
+                (_toml(text) if entry["path"].endswith(".toml") else json.loads(strip_bom(text)))
+                if text
+                else None
+            )
         except (ValueError, InstallError):
             data, parses = None, not entry["path"].endswith(".json")  # a plugin file is not JSON
         words = [b for c in commands(data) for b in binaries(c)] if data is not None else []
         missing = {w for w in words if not _resolves(w)}
         programs, broken = set(), []
-        for command in (commands(data) if data is not None else ()):
+        for command in commands(data) if data is not None else ():
             env, program = hook_program(command)
             if not program:
                 continue
@@ -85,10 +108,18 @@ def wiring(run: bool = False) -> "list[dict]":
         adapter = _adapter_of(entry)
         if adapter is not None and hasattr(adapter, "wired"):  # files without commands: the adapter knows
             present = adapter.wired(entry, data)
-        report.append({"path": entry["path"], "agent": agent_of(entry), "present": present, "parses": parses,
-                       "mcp": _registers_server(data),
-                       "missing_binaries": sorted(missing), "missing_programs": sorted(programs - missing),
-                       "broken_programs": broken})
+        report.append(
+            {
+                "path": entry["path"],
+                "agent": agent_of(entry),
+                "present": present,
+                "parses": parses,
+                "mcp": _registers_server(data),
+                "missing_binaries": sorted(missing),
+                "missing_programs": sorted(programs - missing),
+                "broken_programs": broken,
+            }
+        )
     return report
 
 

@@ -51,8 +51,10 @@ def describe_project(start: str) -> "tuple[str, str]":
 
     root, is_global = find_project_root(os.path.abspath(start))
     if is_global:
-        return root, (f"the global project (this server started in {start}, which is in no project: "
-                      "no marker such as .git, pyproject.toml or .kiro; pass --project DIR)")
+        return root, (
+            f"the global project (this server started in {start}, which is in no project: "
+            "no marker such as .git, pyproject.toml or .kiro; pass --project DIR)"
+        )
     return root, f"project {root}"
 
 
@@ -67,9 +69,9 @@ class Front:
     def __init__(self, listing: dict, version: str):
         self.listing = listing
         self.version = version
-        self.held: "list[bytes]" = []  # the SDK server must see these first
+        self.held: list[bytes] = []  # the SDK server must see these first
         self.answered_initialize = None  # (request id, our result)
-        self.client_info: "dict | None" = None
+        self.client_info: dict | None = None
 
     def reply(self, line: bytes) -> "dict | None":
         """The response to one line, or None when the SDK server must answer it (and all after it)."""
@@ -83,15 +85,25 @@ class Front:
         if params is not None and not isinstance(params, dict):
             return None
         initialized = self.answered_initialize is not None
-        if method == "initialize" and rid is not None and not initialized and params is not None \
-                and isinstance(params.get("protocolVersion"), str) and isinstance(params.get("capabilities"), dict) \
-                and isinstance(params.get("clientInfo"), dict):
+        if (
+            method == "initialize"
+            and rid is not None
+            and not initialized
+            and params is not None
+            and isinstance(params.get("protocolVersion"), str)
+            and isinstance(params.get("capabilities"), dict)
+            and isinstance(params.get("clientInfo"), dict)
+        ):
             asked = params["protocolVersion"]
             listing = self.listing
-            result = {"protocolVersion": asked if asked in listing["protocol_versions"] else listing["latest_protocol"],
-                      "capabilities": listing["capabilities"],
-                      "serverInfo": {"name": listing["server_name"], "version": self.version},
-                      "instructions": listing["instructions"]}
+            result = {
+                "protocolVersion": asked
+                if asked in listing["protocol_versions"]
+                else listing["latest_protocol"],
+                "capabilities": listing["capabilities"],
+                "serverInfo": {"name": listing["server_name"], "version": self.version},
+                "instructions": listing["instructions"],
+            }
             self.held.append(line)
             self.answered_initialize = (rid, result)
             self.client_info = params["clientInfo"]
@@ -136,9 +148,14 @@ def main(argv=None) -> int:
     """Console-script entry point: serve MCP over stdio until the client hangs up."""
     from kirolearn.core.version import __version__
 
-    parser = argparse.ArgumentParser(prog="kirolearn-mcp", description="kirolearn's MCP stdio server for coding "
-                                     "agents (Kiro, Claude Code, Codex, Copilot, Gemini, opencode, Cursor).")
-    parser.add_argument("--project", help="project directory (default: $KIROLEARN_PROJECT, else the current directory)")
+    parser = argparse.ArgumentParser(
+        prog="kirolearn-mcp",
+        description="kirolearn's MCP stdio server for coding "
+        "agents (Kiro, Claude Code, Codex, Copilot, Gemini, opencode, Cursor).",
+    )
+    parser.add_argument(
+        "--project", help="project directory (default: $KIROLEARN_PROJECT, else the current directory)"
+    )
     parser.add_argument("--version", action="version", version=f"kirolearn-mcp {__version__}")
     args = parser.parse_args(argv)
     start = args.project or os.environ.get("KIROLEARN_PROJECT") or os.getcwd()

@@ -11,7 +11,7 @@ import json
 import logging
 import os
 import sys
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Literal
 
 from mcp.server.fastmcp import FastMCP
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
@@ -19,13 +19,23 @@ from pydantic import BaseModel, Field, StrictBool
 
 from kirolearn import __version__
 from kirolearn.core import marks, paths
-from kirolearn.recall import context
-from kirolearn.store.sqlite import db as store
-from kirolearn.pipeline import summaries
 from kirolearn.core.observation_types import HAND_MADE_TYPES, OBSERVATION_TYPES
-from kirolearn.pipeline.schema import (CONCEPT_MAX, CONCEPTS_COUNT_MAX, FACT_MAX, FACTS_COUNT_MAX, FILE_MAX, FILES_KEPT,
-                                       FORGET_REASON_MAX, RECORD_ID_PATTERN, SUMMARY_MAX, TITLE_MAX)
+from kirolearn.pipeline import summaries
+from kirolearn.recall import context
 from kirolearn.recall.lexical import SEARCH_LIMIT_MAX
+from kirolearn.store import backends
+from kirolearn.store.record import (
+    CONCEPT_MAX,
+    CONCEPTS_COUNT_MAX,
+    FACT_MAX,
+    FACTS_COUNT_MAX,
+    FILE_MAX,
+    FILES_KEPT,
+    FORGET_REASON_MAX,
+    RECORD_ID_PATTERN,
+    SUMMARY_MAX,
+    TITLE_MAX,
+)
 
 log = logging.getLogger("kirolearn.mcp")
 
@@ -37,8 +47,15 @@ SESSION_END_DESCRIPTION = (
 )
 MAX_TEXT = summaries.MAX_FIELD_CHARS
 MAX_ITEMS = summaries.MAX_LIST_ITEMS
-_JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "list": "array",
-               "dict": "object", "NoneType": "null"}
+_JSON_TYPES = {
+    "str": "string",
+    "int": "integer",
+    "float": "number",
+    "bool": "boolean",
+    "list": "array",
+    "dict": "object",
+    "NoneType": "null",
+}
 
 INSTRUCTIONS = (
     "kirolearn is this project's memory. Call session_init at the start of a session to resume where the last "
@@ -65,9 +82,9 @@ class SessionEndResult(BaseModel):
     ended_at: str
     summary_len: int
     next_steps_count: int
-    auto_compress: Optional[bool] = None
-    compressed_used: Optional[bool] = None
-    auto_compress_error: Optional[str] = None
+    auto_compress: bool | None = None
+    compressed_used: bool | None = None
+    auto_compress_error: str | None = None
 
 
 class SessionInitResult(BaseModel):
@@ -75,23 +92,23 @@ class SessionInitResult(BaseModel):
 
     found: bool
     project: str
-    message: Optional[str] = None
-    id: Optional[str] = None
-    session_id: Optional[str] = None
-    project_root: Optional[str] = None
-    branch: Optional[str] = None
-    summary: Optional[str] = None
+    message: str | None = None
+    id: str | None = None
+    session_id: str | None = None
+    project_root: str | None = None
+    branch: str | None = None
+    summary: str | None = None
     highlights: list[str] = Field(default_factory=list)
     pitfalls: list[str] = Field(default_factory=list)
     next_steps: list[str] = Field(default_factory=list)
     open_questions: list[str] = Field(default_factory=list)
-    auto_compress: Optional[bool] = None
-    compressed_used: Optional[bool] = None
-    auto_compress_error: Optional[str] = None
-    record_id: Optional[str] = None
-    ended_at: Optional[str] = None
+    auto_compress: bool | None = None
+    compressed_used: bool | None = None
+    auto_compress_error: str | None = None
+    record_id: str | None = None
+    ended_at: str | None = None
     ended_without_summary: list[dict] = Field(default_factory=list)
-    previous: Optional[dict] = None  # the newest row with a summary, whole, when this one has none
+    previous: dict | None = None  # the newest row with a summary, whole, when this one has none
     known_projects: list[str] = Field(default_factory=list)
 
 
@@ -109,8 +126,8 @@ class Memory(BaseModel):
     # #31: current|changed|deleted; failed|succeeded|unknown (docs/memory-marks.md)
     freshness: str = "current"
     outcome: str = "unknown"
-    superseded_by: Optional[str] = None  # a newer record changed what this one stated (issue #31)
-    merged_into: Optional[str] = None
+    superseded_by: str | None = None  # a newer record changed what this one stated (issue #31)
+    merged_into: str | None = None
 
 
 class MemoryDetails(BaseModel):
@@ -126,12 +143,12 @@ class MemoryDetails(BaseModel):
     files_touched: list[str]
     created_at: str
     session_id: str
-    actor: Optional[str] = None
+    actor: str | None = None
     # issue #31 marks (docs/memory-marks.md), values as in MemoryHit
     freshness: str = "current"
     outcome: str = "unknown"
-    superseded_by: Optional[str] = None
-    merged_into: Optional[str] = None
+    superseded_by: str | None = None
+    merged_into: str | None = None
     supersedes: list[str] = []
     merged_from: list[str] = []
 
@@ -141,7 +158,7 @@ class ForgetResult(BaseModel):
 
     record_id: str
     forgotten: bool
-    title: Optional[str] = None
+    title: str | None = None
     message: str
 
 
@@ -152,8 +169,10 @@ class SearchResult(BaseModel):
 
 
 def _result(text: str, structured: BaseModel) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=text)],
-                          structuredContent=structured.model_dump(exclude_none=True))
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structuredContent=structured.model_dump(exclude_none=True),
+    )
 
 
 def describe_invalid(tool: str, error) -> str:
@@ -164,13 +183,24 @@ def describe_invalid(tool: str, error) -> str:
         name = str(loc[0]) if loc else "arguments"
         name += "".join(f"[{p}]" for p in loc[1:])
         kind = err.get("type", "")
-        ctx = {k: (f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else v)
-               for k, v in (err.get("ctx") or {}).items()}
+        ctx = {
+            k: (f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else v)
+            for k, v in (err.get("ctx") or {}).items()
+        }
         got = _JSON_TYPES.get(type(err.get("input")).__name__, type(err.get("input")).__name__)
-        expected = {"string_type": "a string", "list_type": "a list", "int_type": "an integer",
-                    "int_parsing": "an integer", "int_from_float": "an integer", "bool_type": "true or false",
-                    "bool_parsing": "true or false", "float_type": "a number", "float_parsing": "a number",
-                    "dict_type": "an object", "model_type": "an object"}.get(kind)
+        expected = {
+            "string_type": "a string",
+            "list_type": "a list",
+            "int_type": "an integer",
+            "int_parsing": "an integer",
+            "int_from_float": "an integer",
+            "bool_type": "true or false",
+            "bool_parsing": "true or false",
+            "float_type": "a number",
+            "float_parsing": "a number",
+            "dict_type": "an object",
+            "model_type": "an object",
+        }.get(kind)
         if kind == "missing":
             parts.append(f"'{name}' is required")
         elif expected:
@@ -183,8 +213,12 @@ def describe_invalid(tool: str, error) -> str:
             parts.append(f"'{name}' must have at most {ctx.get('max_length')} items")
         elif kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
             bound = next(iter(ctx.values()), "")
-            word = {"greater_than_equal": "at least", "less_than_equal": "at most",
-                    "greater_than": "more than", "less_than": "less than"}[kind]
+            word = {
+                "greater_than_equal": "at least",
+                "less_than_equal": "at most",
+                "greater_than": "more than",
+                "less_than": "less than",
+            }[kind]
             parts.append(f"'{name}' must be {word} {bound}")
         elif kind == "literal_error":
             parts.append(f"'{name}' must be one of {ctx.get('expected', '')}")
@@ -199,14 +233,11 @@ class ScrubbingFastMCP(FastMCP):
 
     async def call_tool(self, name, arguments):
         from mcp.server.fastmcp.exceptions import ToolError
-
-        from kirolearn.privacy.scrub import scrub_text
-
-        from kirolearn.core.errors import KirolearnError, one_line
-
         from pydantic import ValidationError
 
+        from kirolearn.core.errors import KirolearnError, one_line
         from kirolearn.privacy.sanitize import clean_text
+        from kirolearn.privacy.scrub import scrub_text
 
         def error(text: str) -> ToolError:  # an error can quote memory or input: sanitised like any answer
             return ToolError(scrub_text(clean_text(text)))
@@ -230,7 +261,9 @@ class ScrubbingFastMCP(FastMCP):
     async def run_stdio_async(self) -> None:
         """Serve over stdio, answering a malformed request with a JSON-RPC error that carries its id."""
         async with guarded_stdio() as (read_stream, write_stream):
-            await self._mcp_server.run(read_stream, write_stream, self._mcp_server.create_initialization_options())
+            await self._mcp_server.run(
+                read_stream, write_stream, self._mcp_server.create_initialization_options()
+            )
 
 
 def sanitise_text(text: str, scrubber) -> str:
@@ -252,7 +285,9 @@ def sanitise_text(text: str, scrubber) -> str:
 
 def sanitise_result(result):
     """Every answer of every tool, whatever form FastMCP returns it in, sanitised (text and structured)."""
-    from kirolearn.manage.records import scrubber as configured  # the user's extra patterns and allow-list, cached
+    from kirolearn.manage.records import (
+        scrubber as configured,  # the user's extra patterns and allow-list, cached
+    )
     from kirolearn.privacy.sanitize import outbound_value
 
     scrub = configured()
@@ -298,12 +333,22 @@ def malformed_reply(line: str):
     request_id = message.get("id")
     if isinstance(request_id, bool) or not isinstance(request_id, (str, int)):
         return None
-    params_bad = message.get("params") is not None and not isinstance(message["params"], dict)  # MCP: objects only
+    params_bad = message.get("params") is not None and not isinstance(
+        message["params"], dict
+    )  # MCP: objects only
     method_ok = isinstance(message.get("method"), str) and message.get("jsonrpc") == "2.0"
-    code, text = ((-32602, "Invalid params: 'params' must be an object") if params_bad and method_ok else
-                  (-32600, "Invalid Request: not a JSON-RPC 2.0 request (needs \"jsonrpc\": \"2.0\", an id and "
-                           "a string \"method\")"))
-    return JSONRPCMessage(JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=text)))
+    code, text = (
+        (-32602, "Invalid params: 'params' must be an object")
+        if params_bad and method_ok
+        else (
+            -32600,
+            'Invalid Request: not a JSON-RPC 2.0 request (needs "jsonrpc": "2.0", an id and '
+            'a string "method")',
+        )
+    )
+    return JSONRPCMessage(
+        JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=text))
+    )
 
 
 @contextlib.asynccontextmanager
@@ -346,9 +391,13 @@ async def guarded_stdio(replay=(), answered=None):
                         message = types.JSONRPCMessage.model_validate_json(line)
                     except Exception:  # noqa: BLE001 - pydantic's error quotes the line: never logged
                         reply = malformed_reply(line)
-                        log.warning("malformed MCP message (%d bytes) %s", len(line),
-                                    f"answered with JSON-RPC error {reply.root.error.code}" if reply else
-                                    "ignored (no request id to answer)")
+                        log.warning(
+                            "malformed MCP message (%d bytes) %s",
+                            len(line),
+                            f"answered with JSON-RPC error {reply.root.error.code}"
+                            if reply
+                            else "ignored (no request id to answer)",
+                        )
                         if reply is not None:
                             await replies.send(SessionMessage(reply))
                         continue
@@ -362,15 +411,25 @@ async def guarded_stdio(replay=(), answered=None):
                 pending = answered
                 async for session_message in write_reader:
                     root = session_message.message.root
-                    if pending is not None and isinstance(root, types.JSONRPCResponse) and root.id == pending[0]:
+                    if (
+                        pending is not None
+                        and isinstance(root, types.JSONRPCResponse)
+                        and root.id == pending[0]
+                    ):
                         ours = pending[1]
                         pending = None
                         sdk = root.result
-                        if sdk != ours:  # listing.json is stale for this SDK: scripts/mcp_listing.py rewrites it
-                            log.warning("the start-up answer to initialize differed from the SDK's: %s",
-                                        json.dumps(sdk)[:500])
+                        if (
+                            sdk != ours
+                        ):  # listing.json is stale for this SDK: scripts/mcp_listing.py rewrites it
+                            log.warning(
+                                "the start-up answer to initialize differed from the SDK's: %s",
+                                json.dumps(sdk)[:500],
+                            )
                         continue  # the client has its answer already
-                    await stdout.write(session_message.message.model_dump_json(by_alias=True, exclude_none=True) + "\n")
+                    await stdout.write(
+                        session_message.message.model_dump_json(by_alias=True, exclude_none=True) + "\n"
+                    )
                     await stdout.flush()
         except anyio.ClosedResourceError:
             await anyio.lowlevel.checkpoint()
@@ -382,8 +441,15 @@ async def guarded_stdio(replay=(), answered=None):
 
 
 # clientInfo name -> the agent name our hooks use (the capture adapters' NAMEs)
-CLIENT_AGENTS = (("claude", "claude-code"), ("codex", "codex"), ("copilot", "copilot"), ("gemini", "gemini"),
-                 ("opencode", "opencode"), ("cursor", "cursor"), ("kiro", "kiro"))
+CLIENT_AGENTS = (
+    ("claude", "claude-code"),
+    ("codex", "codex"),
+    ("copilot", "copilot"),
+    ("gemini", "gemini"),
+    ("opencode", "opencode"),
+    ("cursor", "cursor"),
+    ("kiro", "kiro"),
+)
 AGENT_ENV = "KIROLEARN_AGENT"  # a server entry's env may name its agent
 
 SESSION_ENVS = ("KIROLEARN_SESSION_ID", "KIRO_SESSION_ID")  # set by the agent
@@ -402,7 +468,9 @@ def agent_of_client(client_name: "str | None", environ=os.environ) -> "str | Non
 
 def session_of_caller(environ=os.environ) -> "str | None":
     """The calling agent's session id when its environment names one (else the records' session is `mcp`)."""
-    return next((environ[name].strip()[:256] for name in SESSION_ENVS if (environ.get(name) or "").strip()), None)
+    return next(
+        (environ[name].strip()[:256] for name in SESSION_ENVS if (environ.get(name) or "").strip()), None
+    )
 
 
 def build_server(project_root: str, *, settings=None, complete=None, where: "str | None" = None) -> FastMCP:
@@ -415,9 +483,11 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
 
     def tool(annotations, description: "str | None" = None):
         """Register a tool whose description is its docstring without the source indentation."""
+
         def register(fn):
             text = description if description is not None else inspect.cleandoc(fn.__doc__ or "")
             return mcp.tool(annotations=annotations, description=text)(fn)
+
         return register
 
     from kirolearn.memory import Memory as Facade  # the MCP tools are the facade's calls, over MCP
@@ -432,7 +502,9 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
             params = None
         return agent_of_client(params.clientInfo.name if params is not None else None), session_of_caller()
 
-    write = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
+    write = ToolAnnotations(
+        readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False
+    )
     read = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 
     @tool(write)
@@ -442,9 +514,12 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
         learned: Annotated[str, Field(max_length=MAX_TEXT, description="Key findings or discoveries")],
         completed: Annotated[str, Field(max_length=MAX_TEXT, description="What was delivered")],
         next_steps: Annotated[str, Field(max_length=MAX_TEXT, description="Suggested follow-ups")],
-        files_read: Annotated[list[str], Field(max_length=MAX_ITEMS, description="Files read during the turn")],
-        files_modified: Annotated[list[str], Field(max_length=MAX_ITEMS,
-                                                   description="Files modified during the turn")],
+        files_read: Annotated[
+            list[str], Field(max_length=MAX_ITEMS, description="Files read during the turn")
+        ],
+        files_modified: Annotated[
+            list[str], Field(max_length=MAX_ITEMS, description="Files modified during the turn")
+        ],
     ) -> Annotated[CallToolResult, SavedRecord]:
         """Save a structured summary of this turn as a memory record (no LLM involved).
 
@@ -452,38 +527,68 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
         """
         agent, session = caller()
         record = memory.save_turn_summary(
-            project=here.root, agent=agent, session_id=session, request=request, investigated=investigated, learned=learned, completed=completed,
-            next_steps=next_steps, files_read=files_read, files_modified=files_modified)
+            project=here.root,
+            agent=agent,
+            session_id=session,
+            request=request,
+            investigated=investigated,
+            learned=learned,
+            completed=completed,
+            next_steps=next_steps,
+            files_read=files_read,
+            files_modified=files_modified,
+        )
         message = f"Saved turn summary {record.record_id}"
         return _result(message, SavedRecord(record_id=record.record_id, title=record.title, message=message))
 
     @tool(write, description=SESSION_END_DESCRIPTION)
     def session_end(
         session_id: Annotated[str, Field(min_length=1, max_length=256, description="This session's id")],
-        summary: Annotated[Optional[str], Field(max_length=MAX_TEXT,
-                                                description="What was done; required unless auto_compress")] = None,
-        highlights: Annotated[Optional[list[str]], Field(max_length=MAX_ITEMS)] = None,
-        pitfalls: Annotated[Optional[list[str]], Field(max_length=MAX_ITEMS,
-                                                       description="Gotchas the next session must know")] = None,
-        next_steps: Annotated[Optional[list[str]], Field(max_length=MAX_ITEMS)] = None,
-        open_questions: Annotated[Optional[list[str]], Field(max_length=MAX_ITEMS)] = None,
+        summary: Annotated[
+            str | None, Field(max_length=MAX_TEXT, description="What was done; required unless auto_compress")
+        ] = None,
+        highlights: Annotated[list[str] | None, Field(max_length=MAX_ITEMS)] = None,
+        pitfalls: Annotated[
+            list[str] | None, Field(max_length=MAX_ITEMS, description="Gotchas the next session must know")
+        ] = None,
+        next_steps: Annotated[list[str] | None, Field(max_length=MAX_ITEMS)] = None,
+        open_questions: Annotated[list[str] | None, Field(max_length=MAX_ITEMS)] = None,
         project: Annotated[str, Field(max_length=200, description="Project label")] = "general",
         # StrictBool: "yes" or 1 are errors, not coerced (the seed says boolean)
-        auto_compress: Annotated[StrictBool, Field(description="Let the configured LLM draft what is missing")] = False,
-        transcript: Annotated[Optional[str], Field(max_length=MAX_TEXT,
-                                                   description="Session log for auto_compress; a blank one "
-                                                               "falls back to the session's stored events")] = None,
+        auto_compress: Annotated[
+            StrictBool, Field(description="Let the configured LLM draft what is missing")
+        ] = False,
+        transcript: Annotated[
+            str | None,
+            Field(
+                max_length=MAX_TEXT,
+                description="Session log for auto_compress; a blank one "
+                "falls back to the session's stored events",
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, SessionEndResult]:
         # description: SESSION_END_DESCRIPTION, the seed's text byte for byte
         result = memory.end_session(
-            session_id, project=here.root, summary=summary, highlights=highlights, pitfalls=pitfalls,
-            next_steps=next_steps, open_questions=open_questions, label=project, auto_compress=auto_compress,
-            transcript=transcript, complete=complete, agent=caller()[0])
+            session_id,
+            project=here.root,
+            summary=summary,
+            highlights=highlights,
+            pitfalls=pitfalls,
+            next_steps=next_steps,
+            open_questions=open_questions,
+            label=project,
+            auto_compress=auto_compress,
+            transcript=transcript,
+            complete=complete,
+            agent=caller()[0],
+        )
         return _result(json.dumps(result), SessionEndResult(**result))
 
     @tool(read)
     def session_init(
-        project: Annotated[str, Field(max_length=200, description="Project label used at session_end")] = "general",
+        project: Annotated[
+            str, Field(max_length=200, description="Project label used at session_end")
+        ] = "general",
     ) -> Annotated[CallToolResult, SessionInitResult]:
         """Return the latest session_end summary of this project so this session resumes cleanly.
 
@@ -495,14 +600,20 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
     @tool(read)
     def search_memory(
         query: Annotated[str, Field(min_length=1, max_length=1000, description="What to look for")],
-        limit: Annotated[int, Field(ge=1, le=SEARCH_LIMIT_MAX,
-                                    description=f"Most results (1-{SEARCH_LIMIT_MAX})")] = 10,
+        limit: Annotated[
+            int, Field(ge=1, le=SEARCH_LIMIT_MAX, description=f"Most results (1-{SEARCH_LIMIT_MAX})")
+        ] = 10,
         observation_type: Annotated[
-            Optional[Literal[OBSERVATION_TYPES]],
-            Field(description="Only records of this type")] = None,
-        since: Annotated[Optional[str], Field(
-            max_length=40, pattern=r"^\s*(\d{1,6}\s*[smhdwSMHDW]|\d{4}-\d{2}-\d{2}([T ][0-9:.]+)?(Z|[+-]\d{2}:?\d{2})?)\s*$",
-            description="Only records since an age (7d, 12h, 30m, 2w) or an ISO date (2026-11-01)")] = None,
+            Literal[OBSERVATION_TYPES] | None, Field(description="Only records of this type")
+        ] = None,
+        since: Annotated[
+            str | None,
+            Field(
+                max_length=40,
+                pattern=r"^\s*(\d{1,6}\s*[smhdwSMHDW]|\d{4}-\d{2}-\d{2}([T ][0-9:.]+)?(Z|[+-]\d{2}:?\d{2})?)\s*$",
+                description="Only records since an age (7d, 12h, 30m, 2w) or an ISO date (2026-11-01)",
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, SearchResult]:
         """Search this project's memory records (titles, summaries, facts, concepts, files).
 
@@ -510,8 +621,13 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
         """
         from kirolearn.manage.records import parse_since
 
-        hits = memory.search(query, project=here.root, limit=limit,
-                             types=[observation_type] if observation_type else None, since=parse_since(since))
+        hits = memory.search(
+            query,
+            project=here.root,
+            limit=limit,
+            types=[observation_type] if observation_type else None,
+            since=parse_since(since),
+        )
         if not hits:
             return _result(f"No matching memories found in {where}.", SearchResult(results=[]))
         from kirolearn.privacy.sanitize import one_line, quote
@@ -520,57 +636,81 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
         for h in hits:  # untrusted: one-line fields, summary quoted (rule 9)
             flags = "".join(f", {label}" for label in marks.labels(h.freshness, h.outcome))
             mark = f", superseded by {h.superseded_by}" if h.superseded_by else ""
-            block = (f"### {one_line(h.title)}\n({h.record_id}, {context.kind_label(h)}{flags}, {h.created_at[:10]}{mark})\n\n"
-                     f"{quote(h.summary.split(chr(10)))}")
+            block = (
+                f"### {one_line(h.title)}\n({h.record_id}, {context.kind_label(h)}{flags}, {h.created_at[:10]}{mark})\n\n"
+                f"{quote(h.summary.split(chr(10)))}"
+            )
             if h.concepts:
                 block += "\nConcepts: " + ", ".join(one_line(c) for c in h.concepts)
             if h.files_touched:
                 block += "\nFiles:\n" + "\n".join(f"  {one_line(f)}" for f in h.files_touched)
             blocks.append(block)
         text = context.scrub_out("\n\n".join(blocks), context.settings())
-        from kirolearn.manage.records import clean  # structured results are re-scrubbed like the text (architecture.md rule 9)
+        from kirolearn.manage.records import (
+            clean,  # structured results are re-scrubbed like the text (architecture.md rule 9)
+        )
 
-        results = [Memory(record_id=h["record_id"], title=h["title"], summary=h["summary"],
-                          observation_type=h["observation_type"], concepts=[str(c) for c in h["concepts"]],
-                          files_touched=[str(f) for f in h["files_touched"]], created_at=h["created_at"],
-                          score=round(h["score"], 4), freshness=h.get("freshness") or "current",
-                          outcome=h.get("outcome") or "unknown", superseded_by=h.get("superseded_by"),
-                          merged_into=h.get("merged_into")) for h in clean([h.to_dict() for h in hits])]
+        results = [
+            Memory(
+                record_id=h["record_id"],
+                title=h["title"],
+                summary=h["summary"],
+                observation_type=h["observation_type"],
+                concepts=[str(c) for c in h["concepts"]],
+                files_touched=[str(f) for f in h["files_touched"]],
+                created_at=h["created_at"],
+                score=round(h["score"], 4),
+                freshness=h.get("freshness") or "current",
+                outcome=h.get("outcome") or "unknown",
+                superseded_by=h.get("superseded_by"),
+                merged_into=h.get("merged_into"),
+            )
+            for h in clean([h.to_dict() for h in hits])
+        ]
         return _result(text, SearchResult(results=results))
 
     @tool(read)
     def get_memory(
-        record_id: Annotated[str, Field(pattern=RECORD_ID_PATTERN, description="A record id from the context "
-                                        "block or search_memory (mr_...)")],
+        record_id: Annotated[
+            str,
+            Field(
+                pattern=RECORD_ID_PATTERN,
+                description="A record id from the context block or search_memory (mr_...)",
+            ),
+        ],
     ) -> Annotated[CallToolResult, MemoryDetails]:
         """Read one memory record of this project in full: its summary, facts, files and concepts.
 
         The context block shows one line per record with its id; call this when a line looks relevant.
         """
         from kirolearn.manage import records as manage
-        from kirolearn.store.sqlite import records as recordstore
 
-        db = store.open_existing()
-        try:
-            found = recordstore.get_record(db, record_id) if db is not None else None
-            if found is not None:
-                found.update(recordstore.marked_by(db, record_id))  # the chain both ways (issue #31)
-        finally:
-            if db is not None:
-                db.conn.close()
+        store = backends.open_existing()
+        found = None
+        if store is not None:
+            with store:
+                found = store.get_record(record_id)
+                if found is not None:
+                    found.update(store.marked_by(record_id))  # the chain both ways
         if found is None or found["project_id"] != here.id:
             from mcp.server.fastmcp.exceptions import ToolError
 
-            raise ToolError(f"no record {record_id} in {where}: it may have been forgotten; "
-                            "search_memory finds the live ones")
+            raise ToolError(
+                f"no record {record_id} in {where}: it may have been forgotten; "
+                "search_memory finds the live ones"
+            )
         found = manage.clean(found)
         details = MemoryDetails(**{k: found.get(k) for k in MemoryDetails.model_fields if k in found})
         from kirolearn.privacy.sanitize import one_line
 
-        lines = [f"### {one_line(found['title'])}",  # a title with line breaks must not end the heading
-                 f"({record_id}, {context.kind_label(details)}"
-                 + "".join(f", {label}" for label in marks.labels(details.freshness, details.outcome))
-                 + f", {found['created_at'][:10]})", "", found["summary"]]
+        lines = [
+            f"### {one_line(found['title'])}",  # a title with line breaks must not end the heading
+            f"({record_id}, {context.kind_label(details)}"
+            + "".join(f", {label}" for label in marks.labels(details.freshness, details.outcome))
+            + f", {found['created_at'][:10]})",
+            "",
+            found["summary"],
+        ]
         if details.facts:
             lines += ["", "Facts:"] + [f"- {f}" for f in details.facts]
         if details.files_touched:
@@ -578,7 +718,10 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
         if details.concepts:
             lines += ["Concepts: " + ", ".join(details.concepts)]
         if details.superseded_by:
-            lines += ["", f"Superseded by {details.superseded_by}: a newer record changed what this one states."]
+            lines += [
+                "",
+                f"Superseded by {details.superseded_by}: a newer record changed what this one states.",
+            ]
         if details.merged_into:
             lines += ["", f"Merged into {details.merged_into}."]
         if details.supersedes:
@@ -589,10 +732,17 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
 
     @tool(ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False))
     def forget_memory(
-        record_id: Annotated[str, Field(pattern=RECORD_ID_PATTERN, description="The record id "
-                                        "search_memory returned")],
-        reason: Annotated[str, Field(min_length=1, max_length=FORGET_REASON_MAX, description="Why it is wrong or obsolete "
-                                     "(kept in the audit trail the user sees)")],
+        record_id: Annotated[
+            str, Field(pattern=RECORD_ID_PATTERN, description="The record id search_memory returned")
+        ],
+        reason: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=FORGET_REASON_MAX,
+                description="Why it is wrong or obsolete (kept in the audit trail the user sees)",
+            ),
+        ],
     ) -> Annotated[CallToolResult, ForgetResult]:
         """Retract a memory of this project that you know is wrong or obsolete: it leaves recall at once.
 
@@ -600,37 +750,55 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
         """
         from kirolearn.manage import records as manage
 
-        db = store.open_db()
-        try:
-            forgotten = manage.forget([record_id], reason=reason, actor="mcp", project_root=here.root, db=db)
-        finally:
-            db.conn.close()
+        with backends.open_store() as store:
+            forgotten = manage.forget(
+                [record_id], reason=reason, actor="mcp", project_root=here.root, store=store
+            )
         if forgotten:
             title = forgotten[0]["title"]
-            message = f"Forgot {record_id} ({title}); the user can undo it with `kirolearn restore {record_id}`"
+            message = (
+                f"Forgot {record_id} ({title}); the user can undo it with `kirolearn restore {record_id}`"
+            )
         else:
             title, message = None, f"{record_id} was already forgotten"
-        return _result(context.scrub_out(message, context.settings()),
-                       ForgetResult(record_id=record_id, forgotten=True, title=title, message=message))
+        return _result(
+            context.scrub_out(message, context.settings()),
+            ForgetResult(record_id=record_id, forgotten=True, title=title, message=message),
+        )
 
     @tool(write)
     def save_observation(
         title: Annotated[str, Field(min_length=1, max_length=TITLE_MAX, description="One line")],
-        summary: Annotated[str, Field(min_length=1, max_length=SUMMARY_MAX,
-                                      description="What happened and why it matters")],
+        summary: Annotated[
+            str, Field(min_length=1, max_length=SUMMARY_MAX, description="What happened and why it matters")
+        ],
         observation_type: Literal[HAND_MADE_TYPES],
-        facts: Annotated[list[Annotated[str, Field(max_length=FACT_MAX)]],
-                         Field(max_length=FACTS_COUNT_MAX, description="Durable facts")],
-        concepts: Annotated[list[Annotated[str, Field(max_length=CONCEPT_MAX)]],
-                            Field(max_length=CONCEPTS_COUNT_MAX, description="Topics")],
-        files_touched: Annotated[list[Annotated[str, Field(max_length=FILE_MAX)]],
-                                 Field(max_length=FILES_KEPT, description="Paths")],
+        facts: Annotated[
+            list[Annotated[str, Field(max_length=FACT_MAX)]],
+            Field(max_length=FACTS_COUNT_MAX, description="Durable facts"),
+        ],
+        concepts: Annotated[
+            list[Annotated[str, Field(max_length=CONCEPT_MAX)]],
+            Field(max_length=CONCEPTS_COUNT_MAX, description="Topics"),
+        ],
+        files_touched: Annotated[
+            list[Annotated[str, Field(max_length=FILE_MAX)]],
+            Field(max_length=FILES_KEPT, description="Paths"),
+        ],
     ) -> Annotated[CallToolResult, SavedRecord]:
         """Save one observation (a decision, error, discovery, pattern or tool use) to this project's memory."""
         agent, session = caller()
         record = memory.save_observation(
-            project=here.root, agent=agent, session_id=session, title=title, summary=summary, observation_type=observation_type, facts=facts,
-            concepts=concepts, files_touched=files_touched)
+            project=here.root,
+            agent=agent,
+            session_id=session,
+            title=title,
+            summary=summary,
+            observation_type=observation_type,
+            facts=facts,
+            concepts=concepts,
+            files_touched=files_touched,
+        )
         message = f"Saved observation {record.record_id}"
         return _result(message, SavedRecord(record_id=record.record_id, title=record.title, message=message))
 
@@ -672,7 +840,11 @@ async def listing_of(server) -> dict:
     lowlevel = server._mcp_server
     options = lowlevel.create_initialization_options()
     tools = await server.list_tools()
-    return {"server_name": options.server_name, "instructions": options.instructions,
-            "capabilities": options.capabilities.model_dump(by_alias=True, exclude_none=True, mode="json"),
-            "protocol_versions": list(SUPPORTED_PROTOCOL_VERSIONS), "latest_protocol": LATEST_PROTOCOL_VERSION,
-            "tools": [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in tools]}
+    return {
+        "server_name": options.server_name,
+        "instructions": options.instructions,
+        "capabilities": options.capabilities.model_dump(by_alias=True, exclude_none=True, mode="json"),
+        "protocol_versions": list(SUPPORTED_PROTOCOL_VERSIONS),
+        "latest_protocol": LATEST_PROTOCOL_VERSION,
+        "tools": [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in tools],
+    }

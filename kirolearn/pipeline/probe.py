@@ -45,17 +45,30 @@ def model_checks(conf, complete=None):
     """Yield (level, message) pairs about the extraction model."""
     ex = conf.extract
     if not ex.model:
-        yield "OK", ("extractor: deterministic (no [extract] model); a local model takes one step: "
-                     "docs/local-model.md")
+        yield (
+            "OK",
+            (
+                "extractor: deterministic (no [extract] model); a local model takes one step: "
+                "docs/local-model.md"
+            ),
+        )
         return
     if not ex.api_base:
-        yield "OK", f"extract.model {ex.model}: a hosted provider, not probed by doctor (no [extract] api_base)"
+        yield (
+            "OK",
+            f"extract.model {ex.model}: a hosted provider, not probed by doctor (no [extract] api_base)",
+        )
         return
     where = f"{ex.model} at {ex.api_base}"
     why = reachable(ex.api_base)
     if why:
-        yield "FAIL", (f"model server {ex.api_base} is not reachable ({why}): start it (docs/local-model.md) or "
-                       "fix [extract] api_base; meanwhile drains keep batches and then use the deterministic extractor")
+        yield (
+            "FAIL",
+            (
+                f"model server {ex.api_base} is not reachable ({why}): start it (docs/local-model.md) or "
+                "fix [extract] api_base; meanwhile drains keep batches and then use the deterministic extractor"
+            ),
+        )
         return
     structured.forget(ex.model, ex.api_base)  # find the form afresh: the server may have changed
     probing = conf.model_copy(deep=True)
@@ -63,21 +76,37 @@ def model_checks(conf, complete=None):
     seconds = min(ex.timeout_seconds, PROBE_SECONDS)
     began = time.monotonic()
     try:
-        completion = extract.call_bounded(complete or extract.litellm_complete, PROBE_MESSAGES, probing, seconds,
-                                          response_format=Probe)
+        completion = extract.call_bounded(
+            complete or extract.litellm_complete, PROBE_MESSAGES, probing, seconds, response_format=Probe
+        )
     except Exception as exc:  # noqa: BLE001 - any provider error is the finding
-        yield "FAIL", (f"model {where} does not answer a short probe within {seconds:g} s "
-                       f"({type(exc).__name__}: {str(exc)[:200]}): check that the server serves this model, "
-                       "and extract.timeout_seconds")
+        yield (
+            "FAIL",
+            (
+                f"model {where} does not answer a short probe within {seconds:g} s "
+                f"({type(exc).__name__}: {str(exc)[:200]}): check that the server serves this model, "
+                "and extract.timeout_seconds"
+            ),
+        )
         return
     took = time.monotonic() - began
     form = completion.form or "?"
     try:
         Probe.model_validate_json(extract.unfenced(completion.content))
     except ValidationError:
-        yield "WARN", (f"model {where} answers ({took:.1f} s) but not with valid JSON (structured output: {form}; "
-                       f"answer {completion.content[:80]!r}): its batches will fall back to the deterministic "
-                       "extractor; try a larger model")
+        yield (
+            "WARN",
+            (
+                f"model {where} answers ({took:.1f} s) but not with valid JSON (structured output: {form}; "
+                f"answer {completion.content[:80]!r}): its batches will fall back to the deterministic "
+                "extractor; try a larger model"
+            ),
+        )
         return
-    yield "OK", (f"model {where} answers a short probe in {took:.1f} s; JSON output works "
-                 f"(structured output: {form})")
+    yield (
+        "OK",
+        (
+            f"model {where} answers a short probe in {took:.1f} s; JSON output works "
+            f"(structured output: {form})"
+        ),
+    )

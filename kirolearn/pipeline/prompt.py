@@ -11,7 +11,7 @@ import json
 from pydantic import BaseModel, Field
 
 from kirolearn.core.observation_types import OBSERVATION_TYPES
-from kirolearn.pipeline.schema import SUMMARY_MAX, TITLE_MAX, ObservationType
+from kirolearn.store.record import SUMMARY_MAX, TITLE_MAX, ObservationType
 
 PROMPT_VERSION = "extract-2"  # 2: schema in the prompt for servers without json_schema
 
@@ -21,7 +21,9 @@ class Candidate(BaseModel):
 
     observation_type: ObservationType
     title: str = Field(min_length=1, description=f"one line, at most {TITLE_MAX} characters")
-    summary: str = Field(min_length=1, description=f"what happened and why it matters, at most {SUMMARY_MAX} characters")
+    summary: str = Field(
+        min_length=1, description=f"what happened and why it matters, at most {SUMMARY_MAX} characters"
+    )
     facts: list[str] = Field(default_factory=list, description="short durable facts")
     concepts: list[str] = Field(default_factory=list, description="topics, lower case")
     files_touched: list[str] = Field(default_factory=list, description="paths relative to the project root")
@@ -60,5 +62,7 @@ def schema_of(model: "type[BaseModel]") -> dict:
 def schema_instruction(model: "type[BaseModel]") -> str:
     """The schema as words, for servers that cannot be given it as a parameter (json_object, text)."""
     schema = json.dumps(schema_of(model), separators=(",", ":"), ensure_ascii=False)
-    return ("Answer with exactly one JSON object and nothing else: no prose, no code fence. "
-            f"It must validate against this JSON Schema: {schema}")
+    return (
+        "Answer with exactly one JSON object and nothing else: no prose, no code fence. "
+        f"It must validate against this JSON Schema: {schema}"
+    )

@@ -1,6 +1,6 @@
 """`kirolearn repair`: rebuild a damaged or lost database from what SQLite can recover and the spool.
 
-The SQL of it lives in kirolearn.store.sqlite.salvage. With the drain lock held it:
+The file surgery is the store's (backends.rebuild_local). With the drain lock held it:
 1. copies the damaged file (and its -wal / -shm) into $KIROLEARN_HOME/backups/
    (0600), so nothing is ever repaired in place;
 2. recovers rows from that copy, with the `sqlite3` command's `.recover`
@@ -19,14 +19,10 @@ import shutil
 import time
 from dataclasses import asdict, dataclass, field
 
-from kirolearn.core import paths
-from kirolearn.store import state
-from kirolearn.store.sqlite import salvage
-from kirolearn.store.sqlite import db as store
+from kirolearn.core import isotime, paths
+from kirolearn.store import backends, state
 
-CLI_METHOD = "sqlite3 .recover"
-SALVAGE_METHOD = "row-by-row salvage (Python sqlite3)"
-NO_CONTENT_METHOD = "none: no database content to recover"  # the file was missing or empty
+NO_CONTENT_METHOD = backends.NO_CONTENT_METHOD
 
 
 @dataclass
@@ -44,7 +40,9 @@ class RepairReport:
     method: str = ""
     recovered: dict = field(default_factory=dict)
     unreadable_tables: list = field(default_factory=list)
-    header_rebuilt: bool = False  # the 100-byte file header was not SQLite's: rebuilt from the pages (page_size)
+    header_rebuilt: bool = (
+        False  # the 100-byte file header was not SQLite's: rebuilt from the pages (page_size)
+    )
     page_size: int = 0
     held_before: dict = field(default_factory=dict)
     lost_events: int = 0
@@ -95,62 +93,41 @@ def repair(settings, *, force: bool = False) -> RepairReport:
 
     path = paths.db_path()
     found = health.store_health(path)
-    report = RepairReport(database=path, state_before=found["state"], detail=found["detail"],
-                          held_before={k: v for k, v in state.read(state.STORE).items() if k in ("events", "records")})
+    report = RepairReport(
+        database=path,
+        state_before=found["state"],
+        detail=found["detail"],
+        held_before={k: v for k, v in state.read(state.STORE).items() if k in ("events", "records")},
+    )
     if found["state"] in ("ok", "none") and not force:
         return report  # nothing to repair; the caller says so
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     report.backups = _backup(path, stamp)
-    new_path = path + ".repairing"
-    for suffix in ("", "-wal", "-shm"):
-        _remove(new_path + suffix)
-    scratch = None
-    source = None
-    rebuilt = None
-    if report.backups and os.path.getsize(report.backups[0]) > 0:
-        damaged = report.backups[0]  # the original is never modified
-
-        if salvage.header_damaged(damaged):  # nothing reads past a bad header
-            rebuilt = os.path.join(os.path.dirname(damaged), f"header-rebuilt-{stamp}.db")
-            report.page_size = salvage.rebuild_header(damaged, rebuilt) or 0
-            if report.page_size:
-                report.header_rebuilt, damaged = True, rebuilt
-            else:
-                rebuilt = None
-        exe = salvage.sqlite3_cli()
-        if exe:
-            scratch = os.path.join(os.path.dirname(damaged), f"recovered-{stamp}.db")
-            if salvage.recover_with_cli(exe, damaged, scratch):
-                report.method, source = CLI_METHOD, scratch
-        if source is None:
-            report.method, source = SALVAGE_METHOD, damaged
-    else:
-        report.method = NO_CONTENT_METHOD
-    db = store.open_db(new_path, mark=False)
-    if source is not None:
-        salvage.copy_from(source, db, report.recovered, report.unreadable_tables)
-    salvage.close_checkpointed(db)
-    for suffix in ("-wal", "-shm"):  # the damaged file's journal must never be applied to the new one
-        _remove(path + suffix)
-    os.replace(new_path, path)
-    for suffix in ("-wal", "-shm"):
-        _remove(new_path + suffix)
-    for leftover in (scratch, rebuilt):
-        if leftover:
-            _remove(leftover)
-    db = store.open_db(path)
-    stats = drain.Drainer(db, settings).run_once()
-    report.reingested, report.already_stored, report.quarantined = stats.stored, stats.already_stored, stats.quarantined
-    counts = store.counts(db)
+    rebuilt = backends.rebuild_local(path, report.backups[0] if report.backups else None, stamp)
+    for key in ("method", "recovered", "unreadable_tables", "header_rebuilt", "page_size"):
+        setattr(report, key, rebuilt[key])
+    with backends.open_store(path) as store:
+        stats = drain.Drainer(store, settings).run_once()
+        counts = store.counts()
+    report.reingested, report.already_stored, report.quarantined = (
+        stats.stored,
+        stats.already_stored,
+        stats.quarantined,
+    )
     report.events, report.records = counts["events"], counts["records"]
     held = int(report.held_before.get("events") or 0)
     report.lost_events = max(0, held - int(report.recovered.get("events", 0)))
-    report.lost_records = max(0, int(report.held_before.get("records") or 0) - int(report.recovered.get("memory_records", 0)))
-    marker = {**state.store_identity(path), "created_at": store.now_iso(), "repaired_at": store.now_iso(), **counts}
+    report.lost_records = max(
+        0, int(report.held_before.get("records") or 0) - int(report.recovered.get("memory_records", 0))
+    )
+    marker = {
+        **state.store_identity(path),
+        "created_at": isotime.now_iso(),
+        "repaired_at": isotime.now_iso(),
+        **counts,
+    }
     state.write(state.STORE, marker)
     health.drain_finished(None)
-    for leftover in (new_path + ".setup.lock",):
-        _remove(leftover)
     report.rebuilt = True
     held_anything = held > 0 or int(report.held_before.get("records") or 0) > 0
     report.nothing_saved = held_anything and report.events == 0 and report.records == 0

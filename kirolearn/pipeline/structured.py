@@ -20,8 +20,11 @@ FORMS = ("json_schema", "json_object", "text")
 STATE_NAME = "llm_forms"
 
 # How servers refuse a response_format (llama.cpp, OpenAI-compatible others).
-_UNSUPPORTED = re.compile(r"response_format|json_schema|json_object|structured output|Input should be|"
-                          r"not supported|unsupported|grammar", re.I)
+_UNSUPPORTED = re.compile(
+    r"response_format|json_schema|json_object|structured output|Input should be|"
+    r"not supported|unsupported|grammar",
+    re.I,
+)
 
 _lock = threading.Lock()
 _known: "dict[str, str]" = {}
@@ -84,7 +87,7 @@ def forget(model: str = "", api_base: str = "") -> None:
 def forms_to_try(model: str, api_base: str = "") -> "tuple[str, ...]":
     """The remembered form and those below it; every form when none is remembered."""
     form = remembered(model, api_base)
-    return FORMS[FORMS.index(form):] if form else FORMS
+    return FORMS[FORMS.index(form) :] if form else FORMS
 
 
 def unsupported(exc: BaseException) -> bool:

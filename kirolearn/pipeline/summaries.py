@@ -18,23 +18,42 @@ meant for the caller (the MCP server turns it into an error result).
 import json
 import os
 
-from kirolearn.core import isotime
-from kirolearn.core import project
-from kirolearn.store.sqlite import db as store
-from kirolearn.core import observation_types
-from kirolearn.core.ids import new_ulid, new_uuid4
-from kirolearn.core.observation_types import HAND_MADE_TYPES
-from kirolearn.pipeline.schema import (CONCEPT_MAX, CONCEPTS_COUNT_MAX, FACT_MAX, FACTS_COUNT_MAX, FILE_MAX, FILES_KEPT,
-                                       SUMMARY_MAX, TITLE_MAX, MemoryRecord, clip_list)
-from kirolearn.privacy.scrub import Scrubber
+from kirolearn.core import isotime, observation_types, project
 from kirolearn.core.errors import SummaryError
+from kirolearn.core.ids import new_ulid, new_uuid4
+from kirolearn.core.isotime import now_iso
+from kirolearn.core.observation_types import HAND_MADE_TYPES
+from kirolearn.privacy.scrub import Scrubber
+from kirolearn.store.base import Store
+from kirolearn.store.record import (
+    CONCEPT_MAX,
+    CONCEPTS_COUNT_MAX,
+    FACT_MAX,
+    FACTS_COUNT_MAX,
+    FILE_MAX,
+    FILES_KEPT,
+    SUMMARY_MAX,
+    TITLE_MAX,
+    MemoryRecord,
+    clip_list,
+)
 
 MAX_FIELD_CHARS = 100_000  # anything longer is a mistake, not a summary
 MAX_LIST_ITEMS = 200
 TRUNCATED = "[truncated]"
 SECTIONS = ("What was investigated", "What was learned", "What was completed", "Next steps")
-SESSION_END_STRATEGY = observation_types.SESSION_END_STRATEGY  # kept apart from turn summaries in recall and labels
-TURN_FIELDS = ("request", "investigated", "learned", "completed", "next_steps", "files_read", "files_modified")
+SESSION_END_STRATEGY = (
+    observation_types.SESSION_END_STRATEGY
+)  # kept apart from turn summaries in recall and labels
+TURN_FIELDS = (
+    "request",
+    "investigated",
+    "learned",
+    "completed",
+    "next_steps",
+    "files_read",
+    "files_modified",
+)
 
 
 class Project:
@@ -49,14 +68,15 @@ class Project:
         return os.path.basename(self.root.rstrip(os.sep)) or self.root
 
 
-def _who(db, project: Project, session_id: "str | None", settings=None, agent: "str | None" = None) -> dict:
+def _who(
+    store: Store, project: Project, session_id: "str | None", settings=None, agent: "str | None" = None
+) -> dict:
     """Attribution of a summary written now: the configured actor or OS user, this host, and the agent that
     called (an MCP client names itself), else the agent whose hooks recorded the session."""
     from kirolearn.team import membership as team
-    from kirolearn.store.sqlite.team import session_agent
 
     if agent is None and session_id:
-        agent = session_agent(db, project.id, session_id)
+        agent = store.session_agent(project.id, session_id)
     return team.attribution(settings, agent=agent)
 
 
@@ -86,9 +106,8 @@ def _strings(name: str, value, *, required: bool = True) -> "list[str]":
     return value
 
 
-def _insert_record(db, record: MemoryRecord) -> None:
-    with store.writing(db):
-        store.insert_record(db, store.record_row(record))
+def _insert_record(store: Store, record: MemoryRecord) -> None:
+    store.add_record(record.model_dump(mode="json"))
 
 
 # save_session_summary (turn summary)
@@ -96,7 +115,10 @@ def _insert_record(db, record: MemoryRecord) -> None:
 
 def turn_summary_markdown(investigated: str, learned: str, completed: str, next_steps: str) -> str:
     """The seed's four-section summary, at most 4,000 chars: sections dropped from the bottom."""
-    sections = [f"## {head}\n{body.strip()}" for head, body in zip(SECTIONS, (investigated, learned, completed, next_steps))]
+    sections = [
+        f"## {head}\n{body.strip()}"
+        for head, body in zip(SECTIONS, (investigated, learned, completed, next_steps))
+    ]
     text = "\n\n".join(sections)
     if len(text) <= SUMMARY_MAX:
         return text
@@ -109,14 +131,33 @@ def turn_summary_markdown(investigated: str, learned: str, completed: str, next_
     return text + tail
 
 
-def save_turn_summary(db, project: Project, *, request, investigated, learned, completed, next_steps,
-                      files_read, files_modified, session_id: "str | None" = None,
-                      scrubber: "Scrubber | None" = None, agent: "str | None" = None) -> MemoryRecord:
+def save_turn_summary(
+    store: Store,
+    project: Project,
+    *,
+    request,
+    investigated,
+    learned,
+    completed,
+    next_steps,
+    files_read,
+    files_modified,
+    session_id: "str | None" = None,
+    scrubber: "Scrubber | None" = None,
+    agent: "str | None" = None,
+) -> MemoryRecord:
     """Store the agent's structured turn summary as a session_summary record."""
     scrubber = scrubber or Scrubber()
-    fields = {n: _text(n, v) for n, v in (("request", request), ("investigated", investigated),
-                                           ("learned", learned), ("completed", completed),
-                                           ("next_steps", next_steps))}
+    fields = {
+        n: _text(n, v)
+        for n, v in (
+            ("request", request),
+            ("investigated", investigated),
+            ("learned", learned),
+            ("completed", completed),
+            ("next_steps", next_steps),
+        )
+    }
     read, modified = _strings("files_read", files_read), _strings("files_modified", files_modified)
     fields = {k: scrubber.scrub_text(v) for k, v in fields.items()}
     title = " ".join(fields["request"].split())[:TITLE_MAX]
@@ -125,37 +166,62 @@ def save_turn_summary(db, project: Project, *, request, investigated, learned, c
     # The seed's "deduplicated union", modified files first: they say the most.
     files = clip_list(scrubber.scrub_value(modified + read), FILE_MAX, 2 * MAX_LIST_ITEMS)
     record = MemoryRecord(
-        record_id="mr_" + new_ulid(), project_id=project.id, project_root=project.root,
-        session_id=session_id or "mcp", title=title,
-        summary=turn_summary_markdown(fields["investigated"], fields["learned"], fields["completed"],
-                                      fields["next_steps"]),
-        facts=[], concepts=[], files_touched=files, observation_type="session_summary",
-        strategy="mcp_session_summary", source_event_ids=[new_ulid()], created_at=store.now_iso(),
-        **_who(db, project, session_id, agent=agent),
+        record_id="mr_" + new_ulid(),
+        project_id=project.id,
+        project_root=project.root,
+        session_id=session_id or "mcp",
+        title=title,
+        summary=turn_summary_markdown(
+            fields["investigated"], fields["learned"], fields["completed"], fields["next_steps"]
+        ),
+        facts=[],
+        concepts=[],
+        files_touched=files,
+        observation_type="session_summary",
+        strategy="mcp_session_summary",
+        source_event_ids=[new_ulid()],
+        created_at=now_iso(),
+        **_who(store, project, session_id, agent=agent),
     )
-    _insert_record(db, record)
+    _insert_record(store, record)
     return record
 
 
 # save_observation
 
 
-def save_observation(db, project: Project, *, title, summary, observation_type, facts, concepts, files_touched,
-                     session_id: "str | None" = None, scrubber: "Scrubber | None" = None,
-                     agent: "str | None" = None) -> MemoryRecord:
+def save_observation(
+    store: Store,
+    project: Project,
+    *,
+    title,
+    summary,
+    observation_type,
+    facts,
+    concepts,
+    files_touched,
+    session_id: "str | None" = None,
+    scrubber: "Scrubber | None" = None,
+    agent: "str | None" = None,
+) -> MemoryRecord:
     """Store one hand-made observation (any type but session_summary)."""
     scrubber = scrubber or Scrubber()
     if observation_type not in HAND_MADE_TYPES:
-        raise SummaryError(f"'observation_type' must be one of {', '.join(HAND_MADE_TYPES)} "
-                           "(turn summaries go through save_session_summary)")
+        raise SummaryError(
+            f"'observation_type' must be one of {', '.join(HAND_MADE_TYPES)} "
+            "(turn summaries go through save_session_summary)"
+        )
     title = " ".join(scrubber.scrub_text(_text("title", title)).split())
     summary = scrubber.scrub_text(_text("summary", summary)).strip()
     if not 1 <= len(title) <= TITLE_MAX:
         raise SummaryError(f"'title' must be 1-{TITLE_MAX} characters, got {len(title)}")
     if not 1 <= len(summary) <= SUMMARY_MAX:
         raise SummaryError(f"'summary' must be 1-{SUMMARY_MAX} characters, got {len(summary)}")
-    limits = {"facts": (facts, FACT_MAX, FACTS_COUNT_MAX), "concepts": (concepts, CONCEPT_MAX, CONCEPTS_COUNT_MAX),
-              "files_touched": (files_touched, FILE_MAX, FILES_KEPT)}
+    limits = {
+        "facts": (facts, FACT_MAX, FACTS_COUNT_MAX),
+        "concepts": (concepts, CONCEPT_MAX, CONCEPTS_COUNT_MAX),
+        "files_touched": (files_touched, FILE_MAX, FILES_KEPT),
+    }
     lists = {}
     for name, (value, item_max, count_max) in limits.items():
         items = [scrubber.scrub_text(v) for v in _strings(name, value)]
@@ -163,15 +229,25 @@ def save_observation(db, project: Project, *, title, summary, observation_type, 
             raise SummaryError(f"'{name}' has {len(items)} items; the limit is {count_max}")
         too_long = [v for v in items if len(v) > item_max]
         if too_long:
-            raise SummaryError(f"'{name}' items must be at most {item_max} characters ({len(too_long[0])} given)")
+            raise SummaryError(
+                f"'{name}' items must be at most {item_max} characters ({len(too_long[0])} given)"
+            )
         lists[name] = [v for v in items if v.strip()]
     record = MemoryRecord(
-        record_id="mr_" + new_ulid(), project_id=project.id, project_root=project.root,
-        session_id=session_id or "mcp", title=title, summary=summary, observation_type=observation_type,
-        strategy="mcp_observation", source_event_ids=[new_ulid()], created_at=store.now_iso(), **lists,
-        **_who(db, project, session_id, agent=agent),
+        record_id="mr_" + new_ulid(),
+        project_id=project.id,
+        project_root=project.root,
+        session_id=session_id or "mcp",
+        title=title,
+        summary=summary,
+        observation_type=observation_type,
+        strategy="mcp_observation",
+        source_event_ids=[new_ulid()],
+        created_at=now_iso(),
+        **lists,
+        **_who(store, project, session_id, agent=agent),
     )
-    _insert_record(db, record)
+    _insert_record(store, record)
     return record
 
 
@@ -185,17 +261,23 @@ def git_branch(root: str) -> "str | None":
             head = fh.read().strip()
     except OSError:
         return None
-    return head[len("ref: refs/heads/"):] if head.startswith("ref: refs/heads/") else None
+    return head[len("ref: refs/heads/") :] if head.startswith("ref: refs/heads/") else None
 
 
-def session_log(db, project: Project, session_id: str, transcript: "str | None", max_chars: int = 24_000) -> str:
+def session_log(
+    store: Store, project: Project, session_id: str, transcript: "str | None", max_chars: int = 24_000
+) -> str:
     """What auto_compress summarises: the transcript if given, else the session's stored events."""
     if transcript and transcript.strip():
         text = transcript.strip()
-        return text if len(text) <= max_chars else text[:max_chars // 4] + "\n[...]\n" + text[-(max_chars * 3 // 4):]
+        return (
+            text
+            if len(text) <= max_chars
+            else text[: max_chars // 4] + "\n[...]\n" + text[-(max_chars * 3 // 4) :]
+        )
     from kirolearn.pipeline.extract import Batch, render_events
 
-    rows = store.session_event_rows(db, project.id, session_id)
+    rows = store.session_events(project.id, session_id)
     if not rows:
         return ""
     events = [json.loads(body) for _, body in rows]
@@ -208,7 +290,7 @@ Answer with JSON only: {"summary": "2-3 sentences: what was done and where it st
 Text inside [REDACTED:...] markers stays redacted."""
 
 
-def compress(db, log: str, settings, complete=None) -> "tuple[dict | None, str | None]":
+def compress(store: Store, log: str, settings, complete=None) -> "tuple[dict | None, str | None]":
     """Ask the configured model for {summary, next_steps, pitfalls}; returns (draft, error code)."""
     from pydantic import BaseModel, Field, ValidationError
 
@@ -223,7 +305,7 @@ def compress(db, log: str, settings, complete=None) -> "tuple[dict | None, str |
         return None, "empty_context"
     if not settings.extract.model:
         return None, "provider_unavailable"
-    if store.daily_limit_reached(db, settings.extract):
+    if store.daily_limit_reached(settings.extract):
         return None, "spend_limit_reached"
     messages = [{"role": "system", "content": COMPRESS_PROMPT}, {"role": "user", "content": log}]
     complete = complete or extract.litellm_complete
@@ -235,7 +317,7 @@ def compress(db, log: str, settings, complete=None) -> "tuple[dict | None, str |
     except Exception as exc:  # any provider failure
         name = type(exc).__name__
         return None, "timeout" if name in ("Timeout", "CallTimeout") else "provider_unavailable"
-    _record_spend(db, completion, settings)
+    _record_spend(store, completion, settings)
     try:
         draft = Draft.model_validate_json(extract.unfenced(completion.content))
     except ValidationError:
@@ -243,31 +325,62 @@ def compress(db, log: str, settings, complete=None) -> "tuple[dict | None, str |
     return draft.model_dump(), None
 
 
-def _record_spend(db, completion, settings) -> None:
+def _record_spend(store: Store, completion, settings) -> None:
     """Count auto_compress tokens against the same daily limit as extraction."""
-    with store.writing(db):
-        store.insert_run(db, {
-            "run_id": new_ulid(), "batch_key": "session_end", "extractor": "llm", "reason": "auto_compress",
-            "model": settings.extract.model, "event_count": 0, "request": "",
-            "prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens,
-            "cost_usd": completion.cost_usd, "outcome": "ok", "error": "", "fallback_reason": "",
-            "records_written": 0, "started_at": store.now_iso(), "finished_at": store.now_iso(),
-        })
+    store.add_run(
+        {
+            "run_id": new_ulid(),
+            "batch_key": "session_end",
+            "extractor": "llm",
+            "reason": "auto_compress",
+            "model": settings.extract.model,
+            "event_count": 0,
+            "request": "",
+            "prompt_tokens": completion.prompt_tokens,
+            "completion_tokens": completion.completion_tokens,
+            "cost_usd": completion.cost_usd,
+            "outcome": "ok",
+            "error": "",
+            "fallback_reason": "",
+            "records_written": 0,
+            "started_at": now_iso(),
+            "finished_at": now_iso(),
+        },
+    )
 
 
 def _session_record_text(summary: str, highlights, pitfalls, next_steps, open_questions) -> str:
     parts = [summary.strip()]
-    for head, items in (("Next steps", next_steps), ("Pitfalls", pitfalls), ("Open questions", open_questions),
-                        ("Highlights", highlights)):
+    for head, items in (
+        ("Next steps", next_steps),
+        ("Pitfalls", pitfalls),
+        ("Open questions", open_questions),
+        ("Highlights", highlights),
+    ):
         if items:
             parts.append(f"{head}:\n" + "\n".join(f"- {i}" for i in items))
     text = "\n\n".join(p for p in parts if p)
     return text if len(text) <= SUMMARY_MAX else text[: SUMMARY_MAX - 1] + "…"
 
 
-def session_end(db, project: Project, *, session_id, summary=None, highlights=None, pitfalls=None,
-                next_steps=None, open_questions=None, label="general", auto_compress=False, transcript=None,
-                settings=None, complete=None, scrubber: "Scrubber | None" = None, agent: "str | None" = None) -> dict:
+def session_end(
+    store: Store,
+    project: Project,
+    *,
+    session_id,
+    summary=None,
+    highlights=None,
+    pitfalls=None,
+    next_steps=None,
+    open_questions=None,
+    label="general",
+    auto_compress=False,
+    transcript=None,
+    settings=None,
+    complete=None,
+    scrubber: "Scrubber | None" = None,
+    agent: "str | None" = None,
+) -> dict:
     """Save an end-of-session summary; returns the tool's result object. `agent`: the caller, when the
     session's own events (which name the agent whose hooks recorded them) do not say."""
     scrubber = scrubber or Scrubber()
@@ -280,7 +393,12 @@ def session_end(db, project: Project, *, session_id, summary=None, highlights=No
     summary = _text("summary", summary, required=False)
     if not summary.strip() and not auto_compress:
         raise SummaryError("'summary' is required unless auto_compress is true")
-    raw = {"highlights": highlights, "pitfalls": pitfalls, "next_steps": next_steps, "open_questions": open_questions}
+    raw = {
+        "highlights": highlights,
+        "pitfalls": pitfalls,
+        "next_steps": next_steps,
+        "open_questions": open_questions,
+    }
     given = {k: _strings(k, v, required=False) for k, v in raw.items()}
     transcript = _text("transcript", transcript, required=False)
     result_extra: dict = {}
@@ -290,8 +408,8 @@ def session_end(db, project: Project, *, session_id, summary=None, highlights=No
             from kirolearn.settings import load
 
             settings = load()
-        log = scrubber.scrub_text(session_log(db, project, session_id, transcript))
-        draft, error = compress(db, log, settings, complete)
+        log = scrubber.scrub_text(session_log(store, project, session_id, transcript))
+        draft, error = compress(store, log, settings, complete)
         if draft:
             # explicit arguments always win; the model only fills gaps
             if not summary.strip() and draft["summary"].strip():
@@ -304,41 +422,63 @@ def session_end(db, project: Project, *, session_id, summary=None, highlights=No
             result_extra["auto_compress_error"] = error
     summary = scrubber.scrub_text(summary).strip()
     given = {k: [i for i in (scrubber.scrub_text(x).strip() for x in v) if i] for k, v in given.items()}
-    ended_at = store.now_iso()
+    ended_at = now_iso()
     summary_id = new_uuid4().replace("-", "")
     record = None
-    from kirolearn.store.sqlite.team import session_agent
-
-    who = _who(db, project, session_id, settings, agent=session_agent(db, project.id, session_id) or agent)
+    who = _who(
+        store, project, session_id, settings, agent=store.session_agent(project.id, session_id) or agent
+    )
     if summary:  # an empty summary is stored as such (the seed), never as a searchable placeholder
-        source_ids = [event_id for event_id, _ in store.session_event_rows(db, project.id, session_id)] \
-            or [new_ulid()]
+        source_ids = [event_id for event_id, _ in store.session_events(project.id, session_id)] or [
+            new_ulid()
+        ]
         record = MemoryRecord(
-            record_id="mr_" + new_ulid(), project_id=project.id, project_root=project.root, session_id=session_id,
+            record_id="mr_" + new_ulid(),
+            project_id=project.id,
+            project_root=project.root,
+            session_id=session_id,
             title=(f"Session end: {' '.join(summary.split())}")[:TITLE_MAX],
             summary=_session_record_text(summary, **given),
-            facts=clip_list(given["pitfalls"], FACT_MAX, FACTS_COUNT_MAX), concepts=[], files_touched=[],
-            observation_type="session_summary", strategy=SESSION_END_STRATEGY, source_event_ids=source_ids,
-            created_at=store.now_iso(), **who,
+            facts=clip_list(given["pitfalls"], FACT_MAX, FACTS_COUNT_MAX),
+            concepts=[],
+            files_touched=[],
+            observation_type="session_summary",
+            strategy=SESSION_END_STRATEGY,
+            source_event_ids=source_ids,
+            created_at=now_iso(),
+            **who,
         )
-    with store.writing(db):
-        if record is not None:
-            store.insert_record(db, store.record_row(record))
-        store.insert_session_summary(db, {
-            "id": summary_id, "session_id": session_id, "project": label, "project_id": project.id,
-            "project_root": project.root, "branch": git_branch(project.root), "summary": summary,
-            **{k: json.dumps(v, ensure_ascii=False) for k, v in given.items()},
-            "auto_compress": int(auto_compress), "compressed_used": int(compressed_used),
+    store.add_session_summary(
+        {
+            "id": summary_id,
+            "session_id": session_id,
+            "project": label,
+            "project_id": project.id,
+            "project_root": project.root,
+            "branch": git_branch(project.root),
+            "summary": summary,
+            **given,
+            "auto_compress": int(auto_compress),
+            "compressed_used": int(compressed_used),
             "auto_compress_error": result_extra.get("auto_compress_error"),
             "record_id": record.record_id if record is not None else None,
-            "ended_at": ended_at, **who,
-        })
-    return {"id": summary_id, "session_id": session_id, "project": label,
-            "ended_at": isotime.to_seconds(ended_at),  # stored to the ms; the seed shows whole seconds
-            "summary_len": len(summary), "next_steps_count": len(given["next_steps"]), **result_extra}
+            "ended_at": ended_at,
+            **who,
+        },
+        record.model_dump(mode="json") if record is not None else None,
+    )
+    return {
+        "id": summary_id,
+        "session_id": session_id,
+        "project": label,
+        "ended_at": isotime.to_seconds(ended_at),  # stored to the ms; the seed shows whole seconds
+        "summary_len": len(summary),
+        "next_steps_count": len(given["next_steps"]),
+        **result_extra,
+    }
 
 
-def session_init(db, project: Project, label: str = "general") -> dict:
+def session_init(store: Store, project: Project, label: str = "general") -> dict:
     """What this session resumes from: the newest session_end row, as saved (kirolearn.recall.continuity).
 
     One row, never fields of two; when its summary is empty, `previous` is the newest row with one.
@@ -348,7 +488,7 @@ def session_init(db, project: Project, label: str = "general") -> dict:
     from kirolearn.recall import continuity
 
     label = Scrubber().scrub_text((_text("project", label, required=False) or "general").strip() or "general")
-    found = continuity.resume(db.conn, project.id, label)
+    found = continuity.resume(store.recall_connection(), project.id, label)
     if found:
         for row in filter(None, (found, found.get("previous"))):
             row.pop("project_id", None)
@@ -360,10 +500,12 @@ def session_init(db, project: Project, label: str = "general") -> dict:
         for later in found.get("ended_without_summary") or []:
             later["ended_at"] = isotime.to_seconds(later.get("ended_at"))
         return {"found": True, **found}
-    known = continuity.labels(db.conn, project.id)
+    known = continuity.labels(store.recall_connection(), project.id)
     if known:
-        message = (f"No session summary under the label '{label}' in this project yet; "
-                   f"labels used here: {', '.join(known)}.")
+        message = (
+            f"No session summary under the label '{label}' in this project yet; "
+            f"labels used here: {', '.join(known)}."
+        )
     else:
         message = "No earlier session summary for this project: this is a fresh start."
     return {"found": False, "project": label, "known_projects": known, "message": message}

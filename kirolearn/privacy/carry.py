@@ -41,8 +41,10 @@ DEFAULT_TTL = 4
 
 # a line left open: an operator, PEM dashes, `password`/`Bearer` last, a cut token
 _OPEN_CHARS = "=:>(,"
-_OPEN_WORDS = frozenset("pass password passwd passphrase pw pwd secret token key bearer basic authorization auth "
-                        "credential credentials cookie login p".split())  # (`-p`: mysql's, sshpass')
+_OPEN_WORDS = frozenset(
+    "pass password passwd passphrase pw pwd secret token key bearer basic authorization auth "
+    "credential credentials cookie login p".split()
+)  # (`-p`: mysql's, sshpass')
 _ENTRY_WORDS = ("password", "passwd", "login", "account")
 _ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 _TOKEN_CHARS = _ALNUM + "+/=_-."
@@ -80,20 +82,20 @@ def _ends_open(end_of_line: str) -> bool:
         return False
     if t[-1] in _OPEN_CHARS or t.endswith("-----"):
         return True
-    word = t[len(t.rstrip(_ALNUM)):]
+    word = t[len(t.rstrip(_ALNUM)) :]
     if word and word.lower() in _OPEN_WORDS:
         return word != "p" or t.endswith(" -p")
-    return _cut_token(t[len(t.rstrip(_TOKEN_CHARS)):].strip("."))  # `ghp_` + `A1b2…` in the next text
+    return _cut_token(t[len(t.rstrip(_TOKEN_CHARS)) :].strip("."))  # `ghp_` + `A1b2…` in the next text
 
 
 class TurnCarry:
     """Scrubs consecutive texts of one turn with `scrubber`, each also with the open end of the one
     before it as context. Counts go to the scrubber's `counts`."""
 
-    def __init__(self, scrubber: "_scrub.Scrubber | None" = None, *, ttl: int = DEFAULT_TTL) -> None:
+    def __init__(self, scrubber: _scrub.Scrubber | None = None, *, ttl: int = DEFAULT_TTL) -> None:
         self.scrubber = scrubber if scrubber is not None else _scrub.default_scrubber()
         self.ttl = ttl
-        self._tail: "str | None" = None
+        self._tail: str | None = None
         self._left = 0
         self._cut_only = False
         self._private_open = False
@@ -114,8 +116,14 @@ class TurnCarry:
         scrubbed in order with it, the rest of the envelope as the scrubber alone would."""
         generated = _generated_fields()
         scrubber = self.scrubber
-        return {k: v if k in generated else self.scrub_value(v) if k in CARRIED_FIELDS
-                else scrubber.scrub_value(v) for k, v in event.items()}
+        return {
+            k: v
+            if k in generated
+            else self.scrub_value(v)
+            if k in CARRIED_FIELDS
+            else scrubber.scrub_value(v)
+            for k, v in event.items()
+        }
 
     def scrub_value(self, value: object) -> object:
         """`Scrubber.scrub_value`, each string value scrubbed with the carry (keys without)."""
@@ -156,23 +164,25 @@ class TurnCarry:
                 self._closed.add(text)
         else:
             # a redacted end is mostly whole: check only the next text, as its rest (cheap)
-            cut_only = out.rstrip(" \t\r\n").endswith("]") and _scrub.MARKER_RE.search(
-                out, max(0, len(out) - 80)) is not None
+            cut_only = (
+                out.rstrip(" \t\r\n").endswith("]")
+                and _scrub.MARKER_RE.search(out, max(0, len(out) - 80)) is not None
+            )
             self._tail, self._left, self._cut_only = opened, 1 if cut_only else self.ttl, cut_only
         return out
 
-    def _open_tail(self, text: str, out: str) -> "str | None":
+    def _open_tail(self, text: str, out: str) -> str | None:
         """The end of `text` (its last lines, up to TAIL_CHARS) if its last line leaves a secret's
         value to the next text, else None. `out` is the text scrubbed."""
         end = len(text.rstrip(" \t\r\n"))
         if end < 3:
             return None
-        if not _ends_open(text[max(0, end - 40):end]):  # every open end is shorter
+        if not _ends_open(text[max(0, end - 40) : end]):  # every open end is shorter
             return None
         line_start = max(text.rfind("\n", 0, end) + 1, end - TAIL_CHARS)
         line = text[line_start:end]
         if "\\n" in line:  # JSON text: its last escaped line
-            line = line[line.rfind("\\n") + 2:]
+            line = line[line.rfind("\\n") + 2 :]
         if not line.strip() or "[REDACTED:" in line[-40:]:
             return None
         if not self.scrubber.rules_may_apply(line):
@@ -200,9 +210,12 @@ class TurnCarry:
         joins = [] if self._cut_only else [tail.rstrip() + " "]
         if h0 == 0 and (tail[-1:].isalnum() or tail[-1:] in "_-+/:"):
             # cut mid-line; a word is no token's rest (views.breaks' rule)
-            first = head[:len(head) - len(head.lstrip(_TOKEN_CHARS))]
-            if first and not (first.isalpha() and len(first) < 16 and _views.wordlike(first)) and (
-                    not self._cut_only or _cut_token(first)):
+            first = head[: len(head) - len(head.lstrip(_TOKEN_CHARS))]
+            if (
+                first
+                and not (first.isalpha() and len(first) < 16 and _views.wordlike(first))
+                and (not self._cut_only or _cut_token(first))
+            ):
                 joins.append(tail)
         spans = []
         for left in joins:
@@ -213,7 +226,8 @@ class TurnCarry:
                 s, e = max(s, len(left)) - len(left) + h0, min(e - len(left) + h0, h1)
                 piece = text[s:e]
                 if (piece.isalpha() and len(piece) < 16 and _views.wordlike(piece)) or (
-                        _scrub.complete_item(piece)):
+                    _scrub.complete_item(piece)
+                ):
                     continue  # `DB_PASSWORD=` then `exit status 0`: a word, an id, a path starts the text
                 spans.append((s, e, kind))
         return sorted(spans)
@@ -245,7 +259,7 @@ class TurnCarry:
         return "".join(out)
 
 
-def scrub_sequence(texts: Iterable[str], scrubber: "_scrub.Scrubber | None" = None) -> "list[str]":
+def scrub_sequence(texts: Iterable[str], scrubber: _scrub.Scrubber | None = None) -> list[str]:
     """Scrub consecutive texts of one turn (tool outputs, in order), each with the open end of the
     one before it as context: `aws_secret_access_key =` ending one text redacts the value that
     starts the next."""

@@ -7,7 +7,6 @@ logging (which cron appends to logs/drain.log).
 
 import logging
 
-
 _QUOTED_INPUT: list = []
 
 
@@ -24,12 +23,14 @@ def drop_quoted_input(text: str) -> str:
     if not _QUOTED_INPUT:
         import re
 
-        _QUOTED_INPUT.extend((
-            (re.compile(r"input_value=[^\n]*(?=, input_type=)"), "input_value=[not logged]"),
-            (re.compile(r"input_value=(?![\[]not logged)[^\n]*"), "input_value=[not logged]"),
-            # the mcp SDK quotes a whole failed client message: never logged
-            (re.compile(r"(Message was:|Message that failed validation:).*", re.S), r"\1 [not logged]"),
-        ))
+        _QUOTED_INPUT.extend(
+            (
+                (re.compile(r"input_value=[^\n]*(?=, input_type=)"), "input_value=[not logged]"),
+                (re.compile(r"input_value=(?![\[]not logged)[^\n]*"), "input_value=[not logged]"),
+                # the mcp SDK quotes a whole failed client message: never logged
+                (re.compile(r"(Message was:|Message that failed validation:).*", re.S), r"\1 [not logged]"),
+            )
+        )
     for pattern, replacement in _QUOTED_INPUT:
         text = pattern.sub(replacement, text)
     return text

@@ -1,7 +1,7 @@
 """`kirolearn rescrub` and `kirolearn scan`: apply today's scrubbing rules to what is already kept.
 
 rescrub re-applies the scrubber to every stored event, record, summary, run and FTS index
-(kirolearn.store.sqlite.scrubbing walks the tables), to every log file and to the quarantine's reason files, then
+(Store.rescrub walks the tables), to every log file and to the quarantine's reason files, then
 checkpoints the WAL and vacuums so the old bytes leave the database files. It is safe to
 interrupt (progress is committed per chunk) and to re-run. The quarantined event files
 themselves stay raw, like the spool they came from: they wait for a person to repair them.
@@ -14,33 +14,37 @@ import os
 from collections import Counter
 
 from kirolearn.core import paths
-from kirolearn.store.sqlite import reader
-from kirolearn.store.sqlite import scrubbing as store_scrub
 from kirolearn.privacy.scrub import Scrubber, rules_version
+from kirolearn.store.base import Store
 
 LOG_SUFFIXES = (".log",)
 
 
-def note(db) -> str:
+def note(store: Store) -> str:
     """One line when the store's text predates the current rules ('' when it does not)."""
     current = rules_version()
-    have = store_scrub.scrubbed_with(db)
+    have = store.scrubbed_with()
     if have is None or have >= current:
         return ""
-    return (f"the scrubbing rules (v{current}) are newer than this store's last scrub (v{have}): "
-            "run `kirolearn rescrub` to clean what older versions stored")
+    return (
+        f"the scrubbing rules (v{current}) are newer than this store's last scrub (v{have}): "
+        "run `kirolearn rescrub` to clean what older versions stored"
+    )
 
 
-def state(db) -> dict:
+def state(store: Store) -> dict:
     """The scrub part of `status --json`."""
-    have = store_scrub.scrubbed_with(db)
-    return {"rules_version": rules_version(), "store_scrubbed_with": have,
-            "rescrub_needed": have is not None and have < rules_version()}
+    have = store.scrubbed_with()
+    return {
+        "rules_version": rules_version(),
+        "store_scrubbed_with": have,
+        "rescrub_needed": have is not None and have < rules_version(),
+    }
 
 
 def _scrub_cell(scrubber: Scrubber):
-    from kirolearn.core.dedup import event_content_hash
     from kirolearn.capture.events import scrub_event
+    from kirolearn.core.dedup import event_content_hash
 
     def scrub_cell(table: str, column: str, value, derived: dict):
         if not isinstance(value, str) or not value:
@@ -63,15 +67,20 @@ def _scrub_cell(scrubber: Scrubber):
     return scrub_cell
 
 
-def _log_files() -> "list[str]":
+def _log_files() -> list[str]:
     found = []
     logs = paths.logs_dir()
     if os.path.isdir(logs):
-        found += [os.path.join(logs, n) for n in sorted(os.listdir(logs))
-                  if n.endswith(LOG_SUFFIXES) or ".log." in n]
+        found += [
+            os.path.join(logs, n)
+            for n in sorted(os.listdir(logs))
+            if n.endswith(LOG_SUFFIXES) or ".log." in n
+        ]
     quarantine = os.path.join(paths.spool_dir(), "quarantine")
     if os.path.isdir(quarantine):
-        found += [os.path.join(quarantine, n) for n in sorted(os.listdir(quarantine)) if n.endswith(".reason")]
+        found += [
+            os.path.join(quarantine, n) for n in sorted(os.listdir(quarantine)) if n.endswith(".reason")
+        ]
     return found
 
 
@@ -92,7 +101,7 @@ def rescrub_file(path: str, scrubber: Scrubber) -> int:
     return changed
 
 
-def rescrub_logs(scrubber: Scrubber) -> "dict[str, int]":
+def rescrub_logs(scrubber: Scrubber) -> dict[str, int]:
     """Scrub every log and quarantine reason file in place; lines changed per file (relative to the home)."""
     logs = {}
     for path in _log_files():
@@ -105,37 +114,21 @@ def rescrub_logs(scrubber: Scrubber) -> "dict[str, int]":
     return logs
 
 
-def rescrub(db, scrubber: "Scrubber | None" = None, on_chunk=None) -> dict:
+def rescrub(store: Store, scrubber: Scrubber | None = None, on_chunk=None) -> dict:
     """Re-scrub the store and the logs with today's rules; returns the counts `rescrub` reports."""
     scrubber = scrubber or Scrubber()
     version = rules_version()
-    resumed = store_scrub.progress(db)
-    before = {p: os.path.getsize(p) for p in (db_file(db), db_file(db) + "-wal") if os.path.exists(p)}
-    rows = store_scrub.rescrub_rows(db, _scrub_cell(scrubber), version, on_chunk)
-    fts = store_scrub.rebuild_fts(db)
-    store_scrub.finish(db, version)
+    found = store.rescrub(_scrub_cell(scrubber), version, on_chunk)
     logs = rescrub_logs(scrubber)
-    compacted = store_scrub.compact(db)
-    after = {p: os.path.getsize(p) for p in before if os.path.exists(p)}
     return {
         "rules_version": version,
-        "resumed": bool(resumed and resumed.get("version") == version),
-        "rows_changed": rows,
+        **found,
         "redactions": dict(Counter(scrubber.counts)),
-        "fts_rebuilt": fts,
         "log_lines_changed": logs,
-        "checkpoint_complete": compacted["checkpoint_complete"],
-        "bytes_before": sum(before.values()),
-        "bytes_after": sum(after.values()),
     }
 
 
-def db_file(db) -> str:
-    """The main database file of an open store."""
-    return reader.database_file(db)
-
-
-def scan(text: str, scrubber: "Scrubber | None" = None) -> dict:
+def scan(text: str, scrubber: Scrubber | None = None) -> dict:
     """What the scrubber would redact in `text`: counts by type and the redacted lines."""
     import re
 
@@ -145,5 +138,10 @@ def scan(text: str, scrubber: "Scrubber | None" = None) -> dict:
     for number, line in enumerate(out.splitlines(), 1):
         for m in re.finditer(r"\[REDACTED:([A-Za-z0-9_\-]{1,64})\]", line):
             findings.append({"line": number, "type": m.group(1)})
-    return {"total": sum(scrubber.counts.values()), "by_type": dict(sorted(scrubber.counts.items())),
-            "findings": findings, "rules_version": rules_version(), "scrubbed": out}
+    return {
+        "total": sum(scrubber.counts.values()),
+        "by_type": dict(sorted(scrubber.counts.items())),
+        "findings": findings,
+        "rules_version": rules_version(),
+        "scrubbed": out,
+    }

@@ -41,8 +41,9 @@ INVISIBLE_RANGES = (
     "\U000e0100-\U000e01ef\u115f\u1160\u3164\uffa0"  # variation selectors 17-256, Hangul fillers
 )
 # the invisible ones isprintable() accepts (it rejects the rest, all Cf)
-_PRINTABLE_INVISIBLE = frozenset(["\u115f", "\u1160", "\u3164", "\uffa0"]
-                                 + [chr(c) for c in range(0xE0100, 0xE01F0)])
+_PRINTABLE_INVISIBLE = frozenset(
+    ["\u115f", "\u1160", "\u3164", "\uffa0"] + [chr(c) for c in range(0xE0100, 0xE01F0)]
+)
 
 # ESC sequences first, so their parameters go with them; then 8-bit C1 forms
 _ESCAPES_SOURCE = (
@@ -61,12 +62,14 @@ def _compiled() -> list:
     if not _PATTERNS:
         import re  # here: the hook prints printable text without it (re and enum: ~25M instructions)
 
-        _PATTERNS.extend((
-            re.compile("[\ud800-\udfff]"),  # lone surrogates
-            re.compile(_ESCAPES_SOURCE),
-            re.compile(r"\r\n|[" + LINE_BREAKS.replace("\n", "") + "]"),
-            re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f" + BIDI_CONTROLS + INVISIBLE_RANGES + "]"),
-        ))
+        _PATTERNS.extend(
+            (
+                re.compile("[\ud800-\udfff]"),  # lone surrogates
+                re.compile(_ESCAPES_SOURCE),
+                re.compile(r"\r\n|[" + LINE_BREAKS.replace("\n", "") + "]"),
+                re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f" + BIDI_CONTROLS + INVISIBLE_RANGES + "]"),
+            )
+        )
     return _PATTERNS
 
 
@@ -121,7 +124,9 @@ def _marker_patterns() -> list:
     if not _MARKER_PATTERNS:
         import re
 
-        _MARKER_PATTERNS.extend((re.compile(r"(?i)-{2,}[ \t]*context[ \t]+entry"), re.compile(_MARKERISH_SOURCE)))
+        _MARKER_PATTERNS.extend(
+            (re.compile(r"(?i)-{2,}[ \t]*context[ \t]+entry"), re.compile(_MARKERISH_SOURCE))
+        )
     return _MARKER_PATTERNS
 
 
@@ -203,8 +208,10 @@ def visible(text) -> str:
         if not _VISIBLE:
             import re
 
-            _VISIBLE.append(re.compile("[\ud800-\udfff\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029"
-                                       + INVISIBLE_RANGES + "]"))
-        text = _VISIBLE[0].sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256
-                               else f"\\u{ord(m.group()):04x}", text)
+            _VISIBLE.append(
+                re.compile("[\ud800-\udfff\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029" + INVISIBLE_RANGES + "]")
+            )
+        text = _VISIBLE[0].sub(
+            lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256 else f"\\u{ord(m.group()):04x}", text
+        )
     return guard_lines(text) if "\n" in text or markerish(text) or "context" in text.lower() else text

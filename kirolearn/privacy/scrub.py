@@ -21,14 +21,43 @@ from operator import or_
 from kirolearn.privacy import table as _scrub_table
 from kirolearn.privacy import views as _views
 
-__all__ = ["DEFAULT", "TYPES", "Scrubber", "marker", "rules_version", "rule_types", "scrub_text", "scrub_value"]
+__all__ = [  # noqa: F822 - DEFAULT comes from the module __getattr__, built on first use
+    "DEFAULT",
+    "TYPES",
+    "Scrubber",
+    "marker",
+    "rules_version",
+    "rule_types",
+    "scrub_text",
+    "scrub_value",
+]
 
 # every built-in redaction type, as in `[REDACTED:<type>]` and Scrubber.counts
 TYPES = (
-    "private", "private-key", "aws-access-key", "aws-secret-key", "github-token", "gitlab-token",
-    "slack-token", "slack-webhook", "stripe-key", "openai-key", "anthropic-key", "google-api-key",
-    "azure-storage-key", "azure-sas", "npm-token", "pypi-token", "huggingface-token", "sendgrid-key",
-    "twilio-key", "jwt", "url-password", "user-password", "authorization", "secret-assignment",
+    "private",
+    "private-key",
+    "aws-access-key",
+    "aws-secret-key",
+    "github-token",
+    "gitlab-token",
+    "slack-token",
+    "slack-webhook",
+    "stripe-key",
+    "openai-key",
+    "anthropic-key",
+    "google-api-key",
+    "azure-storage-key",
+    "azure-sas",
+    "npm-token",
+    "pypi-token",
+    "huggingface-token",
+    "sendgrid-key",
+    "twilio-key",
+    "jwt",
+    "url-password",
+    "user-password",
+    "authorization",
+    "secret-assignment",
     "high-entropy",
 )
 
@@ -54,12 +83,12 @@ def marker(kind: str) -> str:
 _SOURCES: dict = {}
 
 
-def _lazy(name: str, pattern: str, flags: int = 0) -> "re.Pattern[str]":
+def _lazy(name: str, pattern: str, flags: int = 0) -> re.Pattern[str]:
     _SOURCES[name] = (pattern, flags)
     return None  # type: ignore[return-value]  # compiled by _builtin_rules()
 
 
-def _rare(pattern: str, flags: int = 0) -> "re.Pattern[str]":
+def _rare(pattern: str, flags: int = 0) -> re.Pattern[str]:
     """A pattern compiled when first used, not with the rules (_builtin_rules): the passes of issue
     #34 and the private-tag patterns are large (~60 ms to compile together) and most processes,
     the prompt hook's recall among them, never need them."""
@@ -71,7 +100,7 @@ _TYPE_NAME_RE = _lazy("_TYPE_NAME_RE", r"[A-Za-z0-9][A-Za-z0-9_\-]{0,39}")
 
 # allowed literals hide behind private-use code points no rule can match
 _SENTINEL_BASE = 0xF0000
-_SENTINEL_RANGE_RE = _lazy("_SENTINEL_RANGE_RE", "[\U000F0000-\U000FFFFF]")
+_SENTINEL_RANGE_RE = _lazy("_SENTINEL_RANGE_RE", "[\U000f0000-\U000fffff]")
 
 # --- which names look secret ---
 
@@ -250,7 +279,7 @@ def _ini_value(text: str, s: int, ve: int, value: str, name: str) -> bool:
     INI section header, or when it is long enough (6+) under a password-like name.
     """
     line_start = text.rfind("\n", 0, s) + 1
-    if text[line_start:s].strip() or text[ve:ve + 1] not in ("", "\n", "\r"):
+    if text[line_start:s].strip() or text[ve : ve + 1] not in ("", "\n", "\r"):
         return False
     if not _IDENT_RE.fullmatch(value) or _has_digit(value) or "_" in value:
         return False  # digits: _bare_is_secret already decides; FOO_BAR: a constant
@@ -260,7 +289,9 @@ def _ini_value(text: str, s: int, ve: int, value: str, name: str) -> bool:
     if _INI_SECTION_RE.search(text):
         return True
     parts = _name_parts(name)
-    return len(value) >= 6 and bool(parts) and parts[-1] in ("password", "passwd", "passphrase", "pwd", "pass")
+    return (
+        len(value) >= 6 and bool(parts) and parts[-1] in ("password", "passwd", "passphrase", "pwd", "pass")
+    )
 
 
 def _bare_is_secret(value: str, name: str, op: str, spaced: bool, after: str, flag_space: bool) -> bool:
@@ -352,28 +383,43 @@ def _looks_random(tok: str) -> bool:
     return density >= 0.22 and vowels < 0.3 and digits >= 0.1
 
 
-_IDENTISH_RE = _lazy("_IDENTISH_RE",
-                     r"[A-Za-z]+[0-9]*(?:[_\-.][A-Za-z]+[0-9]*)+|[a-z]+[0-9]{1,4}|[A-Z][a-z]+[0-9]{1,4}")
-_HOSTISH_RE = _lazy("_HOSTISH_RE",
-                    r"[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63})*\.[A-Za-z]{2,24}(?::[0-9]{1,5})?")
-_REL_PATH_RE = _lazy("_REL_PATH_RE",
-                     r"(?:[\w\-]+/)+[\w\-]*\.[A-Za-z][A-Za-z0-9]{0,5}|[a-z0-9_\-]+(?:/[a-z0-9_\-.]+)+/?")
+_IDENTISH_RE = _lazy(
+    "_IDENTISH_RE", r"[A-Za-z]+[0-9]*(?:[_\-.][A-Za-z]+[0-9]*)+|[a-z]+[0-9]{1,4}|[A-Z][a-z]+[0-9]{1,4}"
+)
+_HOSTISH_RE = _lazy(
+    "_HOSTISH_RE", r"[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63})*\.[A-Za-z]{2,24}(?::[0-9]{1,5})?"
+)
+_REL_PATH_RE = _lazy(
+    "_REL_PATH_RE", r"(?:[\w\-]+/)+[\w\-]*\.[A-Za-z][A-Za-z0-9]{0,5}|[a-z0-9_\-]+(?:/[a-z0-9_\-.]+)+/?"
+)
 _USERISH_RE = _lazy("_USERISH_RE", r"[A-Za-z0-9_+=\-]{1,128}")
 _DATEISH_RE = _lazy("_DATEISH_RE", r"[0-9:.\-+TZ_/]+")
 
 
 # name parts saying a hex value is a digest or an id (git SHAs), not a secret
-_DIGEST_NAME_PARTS = frozenset("sha sha1 sha256 commit rev revision hash digest checksum etag git ref head "
-                               "build "
-                               "version id uuid fingerprint".split())
+_DIGEST_NAME_PARTS = frozenset(
+    "sha sha1 sha256 commit rev revision hash digest checksum etag git ref head "
+    "build "
+    "version id uuid fingerprint".split()
+)
 
 
 # names of ordinary values: the shape rule leaves them alone
 _ORDINARY_NAME_PARTS = frozenset(
     "version ver build tag release commit rev revision ref image path dir file files url uri endpoint host "
-    "hostname port region zone env mode level name id ids uuid date time timestamp lang locale tz".split())
-_DIGEST_NAME_WORDS = ("md5", "sha", "checksum", "hash", "digest", "etag", "fingerprint", "integrity",
-                      "chksum")
+    "hostname port region zone env mode level name id ids uuid date time timestamp lang locale tz".split()
+)
+_DIGEST_NAME_WORDS = (
+    "md5",
+    "sha",
+    "checksum",
+    "hash",
+    "digest",
+    "etag",
+    "fingerprint",
+    "integrity",
+    "chksum",
+)
 
 
 def _ordinary_name(name: str) -> bool:
@@ -401,16 +447,27 @@ def _env_value_is_secret(value: str, name: str = "") -> bool:
         return False
     if ":" in v and " " not in v and "," not in v:  # user:password, id:secret
         head, _, tail = v.rpartition(":")
-        if not tail or not head or tail.isdigit() or _VERSIONISH_RE.fullmatch(tail) or (
-                not _USERISH_RE.fullmatch(head)):
+        if (
+            not tail
+            or not head
+            or tail.isdigit()
+            or _VERSIONISH_RE.fullmatch(tail)
+            or (not _USERISH_RE.fullmatch(head))
+        ):
             return False  # host:port, image:tag, a time, a label, a path list
         v = head + tail
         n = len(v)
     if not any(c.isalpha() for c in v):
         return False  # a number
     if not any(c.isdigit() for c in v):  # letters only: random case flips, not CamelCase words
-        return n >= 16 and _mixed_case(v) and "_" not in v and "-" not in v and "." not in v and (
-            len(_PART_RE.findall(v)) / n >= 0.3 and shannon_entropy(v) >= 3.5)
+        return (
+            n >= 16
+            and _mixed_case(v)
+            and "_" not in v
+            and "-" not in v
+            and "." not in v
+            and (len(_PART_RE.findall(v)) / n >= 0.3 and shannon_entropy(v) >= 3.5)
+        )
     if _HEX_RE.fullmatch(v):
         if n in _DIGEST_HEX_LENGTHS and (not name or _DIGEST_NAME_PARTS.intersection(_name_parts(name))):
             return False  # GIT_SHA=<40 hex>; with no name to go by, a digest-sized hex value is kept
@@ -441,10 +498,10 @@ _ENV_PREFIX_RE = _lazy("_ENV_PREFIX_RE", r"(?:^|[;&|]|\\n|\b(?:export|set|env)|[
 
 def _env_context(text: str, start: int) -> bool:
     """Whether `NAME=` at `start` begins an .env line, a shell assignment or an export."""
-    if text[start - 1: start] in ("\"", "'"):
+    if text[start - 1 : start] in ('"', "'"):
         return start < 2 or text[start - 2] in " \t=\n"
     line_start = text.rfind("\n", 0, start) + 1
-    before = text[max(line_start, start - 40):start]
+    before = text[max(line_start, start - 40) : start]
     return not before.strip() or _ENV_PREFIX_RE.search(before) is not None
 
 
@@ -491,8 +548,9 @@ _PROSE_RE = _lazy(  # on the lowered text; the value is read from the original
     (?:["'`\u201c])?(?P<value>[^\s"'`\u201d]{4,256})""",
     re.X,
 )
-_ENV_NAME_RE = _lazy("_ENV_NAME_RE",
-                     r"(?m)(?:^|[;(]|&&|\|\||\\n|\bexport[ \t])[ \t]*[A-Za-z_][A-Za-z0-9_.\-]{0,80}=")
+_ENV_NAME_RE = _lazy(
+    "_ENV_NAME_RE", r"(?m)(?:^|[;(]|&&|\|\||\\n|\bexport[ \t])[ \t]*[A-Za-z_][A-Za-z0-9_.\-]{0,80}="
+)
 
 
 # --- pattern rules ---
@@ -542,8 +600,15 @@ class _Rule:
 
     __slots__ = ("kind", "triggers", "regex", "group", "check", "lower")
 
-    def __init__(self, kind: str, triggers: tuple, regex: "re.Pattern[str]", group: "int | str",
-                 check: "Callable[[str], bool] | None", lower: bool) -> None:
+    def __init__(
+        self,
+        kind: str,
+        triggers: tuple,
+        regex: re.Pattern[str],
+        group: int | str,
+        check: Callable[[str], bool] | None,
+        lower: bool,
+    ) -> None:
         self.kind = kind
         self.triggers = triggers  # substrings one of which must be present (in the lowered text if `lower`)
         self.regex = regex
@@ -560,53 +625,146 @@ _RU = r"(?![A-Za-z0-9_\-])"
 
 # (kind, triggers, pattern, group, check, lower-case triggers?, flags)
 _RULE_SPECS: tuple = (
-    ("aws-access-key", ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
-     _L + r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}" + _R, 0, None, False, 0),
-    ("aws-secret-key", ("aws", "secretaccesskey", "secret_access_key", "secret-access-key"),
-     r"(?i:aws|secret[_\-]?access[_\-]?key)[\w .\-:=>\"'\]]{0,40}?(?<![A-Za-z0-9/+])([A-Za-z0-9/+]{40})"
-     r"(?![A-Za-z0-9/+=])", 1, _aws_secret_ok, True, 0),
-    ("github-token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-     _L + r"(?:gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{22,246})" + _R, 0, None, False, 0),
-    ("gitlab-token", ("glpat-", "gldt-", "glrt-", "glptt-", "glft-", "glsoat-", "glcbt-"),
-     _L + r"gl(?:pat|dt|rt|ptt|ft|soat|cbt)-[A-Za-z0-9_\-]{20,250}", 0, None, False, 0),
-    ("slack-webhook", ("hooks.slack.com",),
-     r"https?://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/+\-]{10,300}", 0, None,
-     False, 0),
-    ("slack-token", ("xox", "xapp-"),
-     _L + r"(?:xox[abposre]-[A-Za-z0-9\-]{10,250}|xapp-[0-9]-[A-Za-z0-9\-]{10,250})", 0, _has_digit,
-     False, 0),
-    ("stripe-key", ("sk_live_", "rk_live_", "sk_test_", "rk_test_", "whsec_"),
-     _L + r"(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,247}|whsec_[A-Za-z0-9+/]{20,100})" + _R, 0, None,
-     False, 0),
+    (
+        "aws-access-key",
+        ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
+        _L + r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}" + _R,
+        0,
+        None,
+        False,
+        0,
+    ),
+    (
+        "aws-secret-key",
+        ("aws", "secretaccesskey", "secret_access_key", "secret-access-key"),
+        r"(?i:aws|secret[_\-]?access[_\-]?key)[\w .\-:=>\"'\]]{0,40}?(?<![A-Za-z0-9/+])([A-Za-z0-9/+]{40})"
+        r"(?![A-Za-z0-9/+=])",
+        1,
+        _aws_secret_ok,
+        True,
+        0,
+    ),
+    (
+        "github-token",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        _L + r"(?:gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{22,246})" + _R,
+        0,
+        None,
+        False,
+        0,
+    ),
+    (
+        "gitlab-token",
+        ("glpat-", "gldt-", "glrt-", "glptt-", "glft-", "glsoat-", "glcbt-"),
+        _L + r"gl(?:pat|dt|rt|ptt|ft|soat|cbt)-[A-Za-z0-9_\-]{20,250}",
+        0,
+        None,
+        False,
+        0,
+    ),
+    (
+        "slack-webhook",
+        ("hooks.slack.com",),
+        r"https?://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/+\-]{10,300}",
+        0,
+        None,
+        False,
+        0,
+    ),
+    (
+        "slack-token",
+        ("xox", "xapp-"),
+        _L + r"(?:xox[abposre]-[A-Za-z0-9\-]{10,250}|xapp-[0-9]-[A-Za-z0-9\-]{10,250})",
+        0,
+        _has_digit,
+        False,
+        0,
+    ),
+    (
+        "stripe-key",
+        ("sk_live_", "rk_live_", "sk_test_", "rk_test_", "whsec_"),
+        _L + r"(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,247}|whsec_[A-Za-z0-9+/]{20,100})" + _R,
+        0,
+        None,
+        False,
+        0,
+    ),
     ("anthropic-key", ("sk-ant-",), _L + r"sk-ant-[A-Za-z0-9_\-]{20,300}", 0, None, False, 0),
-    ("openai-key", ("sk-",),
-     _LU + r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,300}", 0, _mixed_case_digit, False, 0),
+    (
+        "openai-key",
+        ("sk-",),
+        _LU + r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,300}",
+        0,
+        _mixed_case_digit,
+        False,
+        0,
+    ),
     ("google-api-key", ("AIza",), _LU + r"AIza[0-9A-Za-z_\-]{35}" + _RU, 0, None, False, 0),
-    ("azure-storage-key", ("accountkey=", "sharedaccesskey="),
-     r"(?i)(?<![A-Za-z0-9])(?:AccountKey|SharedAccessKey)=([A-Za-z0-9+/]{20,200}={0,2})", 1, None, True, 0),
+    (
+        "azure-storage-key",
+        ("accountkey=", "sharedaccesskey="),
+        r"(?i)(?<![A-Za-z0-9])(?:AccountKey|SharedAccessKey)=([A-Za-z0-9+/]{20,200}={0,2})",
+        1,
+        None,
+        True,
+        0,
+    ),
     ("azure-sas", ("sig=",), r"[?&]sig=([A-Za-z0-9%+/=]{20,200})", 1, None, False, 0),
     ("npm-token", ("npm_",), _L + r"npm_[A-Za-z0-9]{36}" + _R, 0, None, False, 0),
     ("pypi-token", ("pypi-Ag",), _L + r"pypi-Ag[A-Za-z0-9_\-]{50,300}", 0, None, False, 0),
     ("huggingface-token", ("hf_",), _LU + r"hf_[A-Za-z0-9]{30,64}" + _RU, 0, _mixed_case, False, 0),
     ("sendgrid-key", ("SG.",), _L + r"SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64}", 0, None, False, 0),
     ("twilio-key", ("SK",), _L + r"SK[0-9a-fA-F]{32}" + _R, 0, None, False, 0),
-    ("jwt", ("eyJ",),
-     _LU + r"eyJ[A-Za-z0-9_\-]{5,4096}\.[A-Za-z0-9_\-]{5,8192}\.[A-Za-z0-9_\-]{0,4096}"
-     r"(?:\.[A-Za-z0-9_\-]{1,8192}){0,2}={0,2}", 0, None, False, 0),
-    ("url-password", ("://",),
-     r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{1,31}://[^\s:/?#@\"'<>\[\]]{0,256}:"
-     r"([^\s?#\"'<>]{1,256})@", 1, _url_password_ok, False, 0),
-    ("user-password", ("-u", "--user"),
-     r"(?<![\w\-])(?:-u|--user)[ \t]+([\"']?)[^\s:'\"]{1,128}:(" + _NOMARK + r"{1,256})\1", 2,
-     _user_password_ok, False, 0),
-    ("user-password", ("-u", "--user"),  # curl -u user:'pw', --user "bob":"pw"
-     r"(?<![\w\-])(?:-u|--user)(?:[ \t]+|=)[\"']?[^\s:'\"]{1,128}[\"']?:"
-     r"([\"'])((?:(?!\[REDACTED:)[^\"'\n]){1,256})\1", 2,
-     _user_password_ok, False, 0),
-    ("user-password", ("auth=(", "auth = (", "auth =(", "auth= (", "basicauth("),  # requests:
-     # auth=("user", "pw"), HTTPBasicAuth("user", "pw")
-     r"(?i)(?:\bauth[ \t]*=[ \t]*|basicauth)\([ \t]*([\"'])[^\"'\n]{0,128}\1[ \t]*,[ \t]*([\"'])"
-     r"([^\"'\n]{1,256})\2[ \t]*\)", 3, _url_password_ok, True, 0),
+    (
+        "jwt",
+        ("eyJ",),
+        _LU + r"eyJ[A-Za-z0-9_\-]{5,4096}\.[A-Za-z0-9_\-]{5,8192}\.[A-Za-z0-9_\-]{0,4096}"
+        r"(?:\.[A-Za-z0-9_\-]{1,8192}){0,2}={0,2}",
+        0,
+        None,
+        False,
+        0,
+    ),
+    (
+        "url-password",
+        ("://",),
+        r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{1,31}://[^\s:/?#@\"'<>\[\]]{0,256}:"
+        r"([^\s?#\"'<>]{1,256})@",
+        1,
+        _url_password_ok,
+        False,
+        0,
+    ),
+    (
+        "user-password",
+        ("-u", "--user"),
+        r"(?<![\w\-])(?:-u|--user)[ \t]+([\"']?)[^\s:'\"]{1,128}:(" + _NOMARK + r"{1,256})\1",
+        2,
+        _user_password_ok,
+        False,
+        0,
+    ),
+    (
+        "user-password",
+        ("-u", "--user"),  # curl -u user:'pw', --user "bob":"pw"
+        r"(?<![\w\-])(?:-u|--user)(?:[ \t]+|=)[\"']?[^\s:'\"]{1,128}[\"']?:"
+        r"([\"'])((?:(?!\[REDACTED:)[^\"'\n]){1,256})\1",
+        2,
+        _user_password_ok,
+        False,
+        0,
+    ),
+    (
+        "user-password",
+        ("auth=(", "auth = (", "auth =(", "auth= (", "basicauth("),  # requests:
+        # auth=("user", "pw"), HTTPBasicAuth("user", "pw")
+        r"(?i)(?:\bauth[ \t]*=[ \t]*|basicauth)\([ \t]*([\"'])[^\"'\n]{0,128}\1[ \t]*,[ \t]*([\"'])"
+        r"([^\"'\n]{1,256})\2[ \t]*\)",
+        3,
+        _url_password_ok,
+        True,
+        0,
+    ),
 )
 
 _PRIVATE_KEY_RE = _lazy(
@@ -628,27 +786,44 @@ _LOGIN_CMD_RE = _lazy(
 )
 _SPACED_P_RE = _lazy("_SPACED_P_RE", r"(?<=[ \t])-p[ \t]+(?!-)" + _QUOTED_PW)
 # <private> as tools escape it: HTML, JSON, fullwidth, markdown, zero-width
-_LT = r"(?:<|\uff1c|\ufe64|&(?:amp;){0,3}(?:lt|#0*60|#x0*3c|#0*65308|#x0*ff1c|#0*65124|#x0*fe64);" \
-      r"|\\u003c|\\uff1c|\\ufe64)"
-_GT = r"(?:>|\uff1e|\ufe65|&(?:amp;){0,3}(?:gt|#0*62|#x0*3e|#0*65310|#x0*ff1e|#0*65125|#x0*fe65);" \
-      r"|\\u003e|\\uff1e|\\ufe65)"
+_LT = (
+    r"(?:<|\uff1c|\ufe64|&(?:amp;){0,3}(?:lt|#0*60|#x0*3c|#0*65308|#x0*ff1c|#0*65124|#x0*fe64);"
+    r"|\\u003c|\\uff1c|\\ufe64)"
+)
+_GT = (
+    r"(?:>|\uff1e|\ufe65|&(?:amp;){0,3}(?:gt|#0*62|#x0*3e|#0*65310|#x0*ff1e|#0*65125|#x0*fe65);"
+    r"|\\u003e|\\uff1e|\\ufe65)"
+)
 _PRIVATE_WORD = "private"
 # they render as nothing: a tag with one inside `private` still counts
 _ZW_CHARS = "\u00ad\u180e\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\ufeff"
-_ZW = r"(?:[" + _ZW_CHARS + r"]|\\u(?:00[aA][dD]|180[eE]|200[b-fB-F]|206[0-4]|[fF][eE][fF][fF])" \
-      r"|&(?:amp;){0,3}#(?:173|8203|8204|8205|8288|65279|x0*(?:ad|200[b-d]|2060|feff));)*"
+_ZW = (
+    r"(?:[" + _ZW_CHARS + r"]|\\u(?:00[aA][dD]|180[eE]|200[b-fB-F]|206[0-4]|[fF][eE][fF][fF])"
+    r"|&(?:amp;){0,3}#(?:173|8203|8204|8205|8288|65279|x0*(?:ad|200[b-d]|2060|feff));)*"
+)
 
 
 def _private_tag(word: str) -> str:
-    return (_LT + r"[ \t]*(\\?/)?[ \t]*" + word + r"(?:[ \t]*|\s(?:(?!" + _GT + r")[^<>]){0,256}?)(/?)"
-            + r"[ \t]*\\{0,4}" + _GT)
+    return (
+        _LT
+        + r"[ \t]*(\\?/)?[ \t]*"
+        + word
+        + r"(?:[ \t]*|\s(?:(?!"
+        + _GT
+        + r")[^<>]){0,256}?)(/?)"
+        + r"[ \t]*\\{0,4}"
+        + _GT
+    )
 
 
 _PRIVATE_TAG_RE = _rare(_private_tag(_PRIVATE_WORD), re.I)
 _PRIVATE_ZW_RE = _rare(_private_tag(_ZW.join(_PRIVATE_WORD)), re.I)
 _ZW_CHAR_RE = _rare(r"[" + _ZW_CHARS + r"]")
-_ZW_ANY_RE = _rare(r"[" + _ZW_CHARS + r"]|\\u(?:00ad|180e|200[b-f]|206[0-4]|feff)"
-                   r"|&(?:amp;){0,3}#(?:173|8203|8204|8205|8288|65279|x0*(?:ad|200[b-d]|2060|feff));", re.I)
+_ZW_ANY_RE = _rare(
+    r"[" + _ZW_CHARS + r"]|\\u(?:00ad|180e|200[b-f]|206[0-4]|feff)"
+    r"|&(?:amp;){0,3}#(?:173|8203|8204|8205|8288|65279|x0*(?:ad|200[b-d]|2060|feff));",
+    re.I,
+)
 # lowered text: a literal first is ~20x faster than a case-insensitive pattern
 _AUTH_HEADER_RE = _lazy(
     "_AUTH_HEADER_RE",
@@ -656,8 +831,9 @@ _AUTH_HEADER_RE = _lazy(
     r"(?:(bearer|basic|token|digest|negotiate|ntlm|apikey|api-key|api-token|sso-key)[ \t]+)?"
     r"([^\s\"'<>,;(){}\[\]]{1,4096})",
 )
-_BASIC_B64_RE = _lazy("_BASIC_B64_RE",
-                      r"(?<![A-Za-z0-9_])(?i:basic)[ \t]+([A-Za-z0-9+/]{8,4096}={0,2})(?![A-Za-z0-9+/=])")
+_BASIC_B64_RE = _lazy(
+    "_BASIC_B64_RE", r"(?<![A-Za-z0-9_])(?i:basic)[ \t]+([A-Za-z0-9+/]{8,4096}={0,2})(?![A-Za-z0-9+/=])"
+)
 
 
 def _is_basic_credential(b64: str) -> bool:
@@ -711,8 +887,9 @@ _VALUE_RE = _lazy(
     re.X,
 )
 # <password>value</password>, the value also on a line of its own
-_XML_VALUE_RE = _lazy("_XML_VALUE_RE",
-                      r"(?:[ \t]*\r?\n[ \t]*)?([^<\s](?:[^<\n]{0,4094}[^<\s])?)(?:[ \t]*\r?\n[ \t]*)?</")
+_XML_VALUE_RE = _lazy(
+    "_XML_VALUE_RE", r"(?:[ \t]*\r?\n[ \t]*)?([^<\s](?:[^<\n]{0,4094}[^<\s])?)(?:[ \t]*\r?\n[ \t]*)?</"
+)
 _STRING_PREFIXES = frozenset("f r b u rb br fr rf".split())
 _TYPE_EXPR_RE = _lazy(  # Token[Span | None], UserAPIKeyAuth | None
     "_TYPE_EXPR_RE",
@@ -733,11 +910,15 @@ _NETRC_START_RE = _rare(
     re.M,
 )
 _NETRC_PAIR_RE = _rare(
-    _NETRC_SEP + r"(login|password|passwd|account|port|protocol|force)" + _NETRC_SEP
+    _NETRC_SEP
+    + r"(login|password|passwd|account|port|protocol|force)"
+    + _NETRC_SEP
     + r"(?:\"(?P<dq>[^\"\n]{1,256})\"|'(?P<sq>[^'\n]{1,256})'|(?P<bare>[^\s\\\"'`;|&]{1,256}))"
 )
-_NETRC_HOST_RE = _rare(r"(?:[A-Za-z0-9\-_]{1,63}\.)+[A-Za-z0-9\-]{1,63}(?::[0-9]{1,5})?|localhost(?::[0-9]{1,5})?"
-                       r"|\[[0-9A-Fa-f:.]{2,45}\](?::[0-9]{1,5})?")
+_NETRC_HOST_RE = _rare(
+    r"(?:[A-Za-z0-9\-_]{1,63}\.)+[A-Za-z0-9\-]{1,63}(?::[0-9]{1,5})?|localhost(?::[0-9]{1,5})?"
+    r"|\[[0-9A-Fa-f:.]{2,45}\](?::[0-9]{1,5})?"
+)
 _PASSWORD_WORDS = frozenset(("pass", "password", "passwd", "pwd", "pw", "secret", "token"))
 
 
@@ -754,8 +935,9 @@ _COOKIE_PAIR_RE = _rare(
 _COOKIE_SECRET_NAME_RE = _rare(
     r"(?i)sess|sid|token|auth|csrf|xsrf|jwt|remember|login|secret|key|pass|cred|saml|oauth|refresh|access|identity"
 )
-_COOKIE_ATTRIBUTES = frozenset("path domain expires max-age samesite secure httponly priority partitioned version "
-                               "comment".split())
+_COOKIE_ATTRIBUTES = frozenset(
+    "path domain expires max-age samesite secure httponly priority partitioned version comment".split()
+)
 _COOKIE_PLAIN_WORDS = frozenset("deleted expired invalid logout loggedout anonymous guest".split())
 
 
@@ -819,8 +1001,9 @@ def _wrapped_url_password(user: str, pw: str) -> bool:
 _B64_MIN, _B64_MAX = 16, 8192
 _B64_MAX_DEPTH = 2
 # bytes.find over a translate: a regex at every offset cost 1/3 of scrub time
-_B64_MARKS = bytes(0x78 if chr(c).isascii() and (chr(c).isalnum() or chr(c) in "+/") else 0x20
-                   for c in range(256))
+_B64_MARKS = bytes(
+    0x78 if chr(c).isascii() and (chr(c).isalnum() or chr(c) in "+/") else 0x20 for c in range(256)
+)
 _B64_RUN = b"x" * _B64_MIN
 _B64_EDGE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-")
 
@@ -829,7 +1012,9 @@ def _b64_candidates(text: str) -> list:
     """(start, end) of each base64 blob candidate: a run of 16-8192 characters of the alphabet,
     its `=` padding, and no identifier character (`_`, `-`) or more `=` right around it."""
     # one byte per character: non-ASCII becomes `?`, no base64 character
-    marks = (text.encode("ascii") if text.isascii() else text.encode("ascii", "replace")).translate(_B64_MARKS)
+    marks = (text.encode("ascii") if text.isascii() else text.encode("ascii", "replace")).translate(
+        _B64_MARKS
+    )
     i = marks.find(_B64_RUN)
     if i < 0:
         return []
@@ -849,7 +1034,7 @@ def _b64_candidates(text: str) -> list:
     return out
 
 
-def _b64_text(blob: str) -> "str | None":
+def _b64_text(blob: str) -> str | None:
     """The printable UTF-8 text a base64 blob encodes, or None."""
     import base64
     import binascii
@@ -874,7 +1059,7 @@ class _Shape:
 
     __slots__ = ("kind", "triggers", "regex", "lower", "also", "views")
 
-    def __init__(self, kind: str, triggers: tuple, regex: "re.Pattern[str]", also: tuple, views: bool) -> None:
+    def __init__(self, kind: str, triggers: tuple, regex: re.Pattern[str], also: tuple, views: bool) -> None:
         self.kind = kind
         self.triggers = triggers  # lower-case keywords
         self.regex = regex
@@ -905,13 +1090,13 @@ _B64_HINT_RE = _rare(r"(?i)base64|b64decode|atob")
 _NEVER_RE = _lazy("_NEVER_RE", r"(?!)")
 _SHAPES: dict = {}  # name -> _Shape, built with the rules
 _SHAPE_SET: frozenset = frozenset()
-_URL_RULE: "list" = []  # the url-password rule: its `://` trigger also gates the wrapped-URL pass
+_URL_RULE: list = []  # the url-password rule: its `://` trigger also gates the wrapped-URL pass
 _ENTROPY_WINDOW = 40
 _MAX_PASSES = 4
 
 
-_COMPILED: "tuple | None" = None
-_TRIGGER_INDEX: "_scrub_table.KeywordIndex | None" = None  # triggers of the rules above
+_COMPILED: tuple | None = None
+_TRIGGER_INDEX: _scrub_table.KeywordIndex | None = None  # triggers of the rules above
 _RULE_ORDER = operator.attrgetter("order")
 _CLEAN_CACHE_TEXT = 256
 _CLEAN_CACHE_SIZE = 16384
@@ -936,12 +1121,13 @@ def _builtin_rules() -> tuple:
             [(t, r, not r.lower) for r in rules for t in r.triggers]
             + [(t, shape, False) for shape in _SHAPES.values() for t in shape.triggers]
             + [(kw, rule, False) for rule in _scrub_table.table().rules for kw in rule.keywords],
-            segment_chars=_NAME_CHARS)
+            segment_chars=_NAME_CHARS,
+        )
         _COMPILED = rules
     return _COMPILED
 
 
-def _ci(regex: "re.Pattern[str]") -> "re.Pattern[str]":
+def _ci(regex: re.Pattern[str]) -> re.Pattern[str]:
     """The case-insensitive twin of a pattern meant for lowered text (for when lower() changes lengths)."""
     return re.compile(regex.pattern, regex.flags | re.I)  # re's own cache keeps this cheap
 
@@ -968,7 +1154,7 @@ def _verdict(run: str) -> int:
 _LOWERS_TO_ASCII = ("\u0130", "\u212a")
 
 
-def _scan(text: str, low: str, shapes: bool = False) -> "tuple[set, set | None]":
+def _scan(text: str, low: str, shapes: bool = False) -> tuple[set, set | None]:
     """What the text's words say: (the rules whose keyword or trigger occurs, the runs of name
     characters whose keyword hits the assignment pass must judge; None: all hits). `low` is
     text.lower(). `shapes`: the found rules include the shape passes (_Shape) whose keyword occurs.
@@ -1043,7 +1229,7 @@ def _after_key_qualifier(text: str, s: int) -> bool:
     return bool(prev) and prev.group(1).lower() in _KEY_QUALIFIERS
 
 
-def _entropy_after(text: str, e: int) -> "tuple | None":
+def _entropy_after(text: str, e: int) -> tuple | None:
     """The span of a random-looking token a few characters after a secret keyword ending at `e`."""
     eol = text.find("\n", e)
     if eol < 0:
@@ -1074,8 +1260,8 @@ def _break_matters(text: str, s: int, left: str, right: str) -> bool:
         return False
     if not _piece_of_token(left):
         # a value's first piece may be short or read as a word (`Bearer oha` + `zrydar…`)
-        line = text[max(text.rfind("\n", 0, s) + 1, s - 400):s].rstrip("\r")
-        if not left or not _views.value_start(line[:len(line) - len(left)]):
+        line = text[max(text.rfind("\n", 0, s) + 1, s - 400) : s].rstrip("\r")
+        if not left or not _views.value_start(line[: len(line) - len(left)]):
             return False
     if complete_item(left.rsplit("=", 1)[-1]) or complete_item(right):
         return False  # a UUID or digest at the end, a path at the start: whole items
@@ -1110,8 +1296,22 @@ def _letters_wordish(piece: str) -> bool:
     return True
 
 
-_TOKEN_PREFIXES = ("AKIA", "ASIA", "ABIA", "ACCA", "A3T", "eyJ", "ZXlK", "gh", "glpat", "xox", "sk", "AIza",
-                   "npm_", "hf_")
+_TOKEN_PREFIXES = (
+    "AKIA",
+    "ASIA",
+    "ABIA",
+    "ACCA",
+    "A3T",
+    "eyJ",
+    "ZXlK",
+    "gh",
+    "glpat",
+    "xox",
+    "sk",
+    "AIza",
+    "npm_",
+    "hf_",
+)
 
 
 def _piece_of_token(piece: str) -> bool:
@@ -1155,8 +1355,13 @@ def _break_verdict(line: str, left: str, right: str) -> bool:
 class Scrubber:
     """Redacts private spans and credentials; `counts` accumulates redactions per type over calls."""
 
-    def __init__(self, extra_patterns: "dict[str, str] | None" = None, allow: "Iterable[str]" = (),
-                 *, betterleaks: bool = False) -> None:
+    def __init__(
+        self,
+        extra_patterns: dict[str, str] | None = None,
+        allow: Iterable[str] = (),
+        *,
+        betterleaks: bool = False,
+    ) -> None:
         self.counts: Counter = Counter()
         # optional (kirolearn[scan]): betterleaks' Go engine after our own rules
         self._betterleaks = _betterleaks_scan() if betterleaks else None
@@ -1173,8 +1378,8 @@ class Scrubber:
         self._allow = tuple(sorted({a for a in allow if isinstance(a, str) and a}, key=len, reverse=True))
         self._allow_set = frozenset(self._allow)
         self._clean: set = set()
-        self._memo: "tuple | None" = None
-        self._low_memo: "tuple | None" = None
+        self._memo: tuple | None = None
+        self._low_memo: tuple | None = None
         self._b64_depth = 0
 
     # --- public ---
@@ -1317,6 +1522,7 @@ class Scrubber:
         spans.sort()
         out = []
         last = 0
+        out_kind = ""
         for s, e, kind in spans:
             if e <= last:
                 continue
@@ -1376,7 +1582,11 @@ class Scrubber:
     def _wrapped_spans(self, text: str) -> list:
         """Spans of tokens that a line break (real or `\\n`) cuts in two, found joined."""
         lo, hi = self._hot_span(text)
-        cuts = [(s, e) for s, e, left, right in _views.breaks(text, lo, hi) if _break_matters(text, s, left, right)]
+        cuts = [
+            (s, e)
+            for s, e, left, right in _views.breaks(text, lo, hi)
+            if _break_matters(text, s, left, right)
+        ]
         if not cuts:
             return []
         spans = []
@@ -1387,9 +1597,9 @@ class Scrubber:
             j = i
             while j + 1 < len(cuts) and text.find("\n", cuts[j][1], cuts[j + 1][0]) < 0:
                 j += 1
-            spans += self._joined_findings(text, cuts[i:j + 1])
+            spans += self._joined_findings(text, cuts[i : j + 1])
             if j > i:
-                for cut in cuts[i:j + 1]:
+                for cut in cuts[i : j + 1]:
                     if singles >= 16:
                         break
                     singles += 1
@@ -1460,7 +1670,7 @@ class Scrubber:
         """Scrub a JSON-like value recursively (dict keys too), returning new objects."""
         return self.walk(value, self.scrub_text)
 
-    def walk(self, value: object, scrub_text: "Callable[[str], str]") -> object:
+    def walk(self, value: object, scrub_text: Callable[[str], str]) -> object:
         """scrub_value, with `scrub_text` for the string values (keys always use this scrubber's:
         kirolearn.privacy.carry passes one that sees the text before).
 
@@ -1516,7 +1726,7 @@ class Scrubber:
                 code += 1
         return text, table
 
-    def _private_regex(self, text: str) -> "re.Pattern[str] | None":
+    def _private_regex(self, text: str) -> re.Pattern[str] | None:
         """The private-tag pattern this text needs, or None when it cannot hold a tag."""
         low = self._lower(text)
         ascii_text = text.isascii()
@@ -1572,10 +1782,10 @@ class Scrubber:
         out.append(text[last:])
         return "".join(out)
 
-    def _sub(self, text: str, kind: str, regex: "re.Pattern[str]", group: object, check: object) -> str:
+    def _sub(self, text: str, kind: str, regex: re.Pattern[str], group: object, check: object) -> str:
         rep = marker(kind)
 
-        def replace(m: "re.Match[str]") -> str:
+        def replace(m: re.Match[str]) -> str:
             secret = m.group(group)
             if not secret or MARKER_RE.fullmatch(secret) or _only_sentinels(secret):
                 return m.group(0)
@@ -1589,11 +1799,11 @@ class Scrubber:
                 return rep
             base = m.start()
             whole = m.group(0)
-            return whole[: s - base] + rep + whole[e - base:]
+            return whole[: s - base] + rep + whole[e - base :]
 
         return regex.sub(replace, text)
 
-    def _table_pass(self, text: str, found: "set | None" = None) -> str:
+    def _table_pass(self, text: str, found: set | None = None) -> str:
         """Every catalogue rule (rules.py) whose keyword the text holds and that may match it.
 
         `found` is what `_scan` gave for this very text, if known.
@@ -1601,7 +1811,9 @@ class Scrubber:
         low = self._lower(text)
         if found is None:
             found, _ = _scan(text, low)
-        rules = sorted((r for r in found if type(r) is _scrub_table.Rule and r.may_match(text, low)), key=_RULE_ORDER)
+        rules = sorted(
+            (r for r in found if type(r) is _scrub_table.Rule and r.may_match(text, low)), key=_RULE_ORDER
+        )
         for rule in rules:
             text = self._sub_rule(text, rule)
         return text
@@ -1617,7 +1829,7 @@ class Scrubber:
             self.counts[kind] += n
         return text
 
-    def _sub_rule(self, text: str, rule: "_scrub_table.Rule") -> str:
+    def _sub_rule(self, text: str, rule: _scrub_table.Rule) -> str:
         out = []
         last = 0
         for m in rule.regex.finditer(text):
@@ -1628,11 +1840,14 @@ class Scrubber:
             if "[REDACTED:" in secret and MARKER_RE.fullmatch(secret.strip()):
                 continue
             if _only_sentinels(secret) or (
-                    rule.entropy is not None and _scrub_table.entropy(secret) <= rule.entropy):
+                rule.entropy is not None and _scrub_table.entropy(secret) <= rule.entropy
+            ):
                 continue
             if _scrub_table.globally_allowed(secret) or (rule.broad and _scrub_table.is_digest(secret)):
                 continue
-            if rule.allowed(secret, m.group(0), text[m.start():s]) or _cuts_marker(text, m.start(), m.end(), s, e):
+            if rule.allowed(secret, m.group(0), text[m.start() : s]) or _cuts_marker(
+                text, m.start(), m.end(), s, e
+            ):
                 continue
             out.append(text[last:s])
             out.append(marker(rule.id))
@@ -1643,7 +1858,7 @@ class Scrubber:
         out.append(text[last:])
         return "".join(out)
 
-    def _sub_extra(self, text: str, kind: str, regex: "re.Pattern[str]") -> str:
+    def _sub_extra(self, text: str, kind: str, regex: re.Pattern[str]) -> str:
         markers = [m.span() for m in MARKER_RE.finditer(text)]
         group = "secret" if "secret" in regex.groupindex else 0
         out = []
@@ -1663,15 +1878,16 @@ class Scrubber:
         out.append(text[last:])
         return "".join(out)
 
-    def _sub_password_flags(self, command: "re.Match[str]") -> str:
+    def _sub_password_flags(self, command: re.Match[str]) -> str:
         """Redact the -p password(s) of one mysql / login command line."""
-        def replace(m: "re.Match[str]") -> str:
+
+        def replace(m: re.Match[str]) -> str:
             group = m.lastgroup or "bare"
             if _is_placeholder(m.group(group)) or MARKER_RE.fullmatch(m.group(group)):
                 return m.group(0)
             self.counts["user-password"] += 1
             s, e = m.span(group)
-            return m.group(0)[: s - m.start()] + marker("user-password") + m.group(0)[e - m.start():]
+            return m.group(0)[: s - m.start()] + marker("user-password") + m.group(0)[e - m.start() :]
 
         line = command.group(0)
         return (_SPACED_P_RE if "login" in line or "sshpass" in line else _MYSQL_P_RE).sub(replace, line)
@@ -1679,7 +1895,8 @@ class Scrubber:
     def _sub_basic_credentials(self, text: str) -> str:
         """`Basic <base64>` anywhere (a log line, a header dump, a config value) that decodes to
         `user:password`: the whole base64 goes."""
-        def replace(m: "re.Match[str]") -> str:
+
+        def replace(m: re.Match[str]) -> str:
             if not _is_basic_credential(m.group(1)):
                 return m.group(0)
             self.counts["authorization"] += 1
@@ -1701,7 +1918,9 @@ class Scrubber:
                     break
                 pos = pair.end()
                 group = pair.lastgroup
-                if pair.group(1) in ("password", "passwd", "account") and _netrc_password_ok(pair.group(group)):
+                if pair.group(1) in ("password", "passwd", "account") and _netrc_password_ok(
+                    pair.group(group)
+                ):
                     if not spans or pair.start(group) >= spans[-1][1]:
                         spans.append(pair.span(group))
         return self._mark(text, spans, "user-password")
@@ -1739,7 +1958,7 @@ class Scrubber:
         spans = []
         for m in _BEARER_RE.finditer(text):
             value = m.group(2)
-            if _bearer_value_ok(value, text[m.end():m.end() + 1]):
+            if _bearer_value_ok(value, text[m.end() : m.end() + 1]):
                 s = m.start(2)
                 spans.append((s, s + len(value.rstrip("."))))
         return self._mark(text, spans, "authorization")
@@ -1747,9 +1966,13 @@ class Scrubber:
     def _sub_wrapped_url(self, text: str) -> str:
         """A URL password that a line break cut in two: the whole password, break included."""
         # the pattern starts with its literal (fast in re); the scheme is checked here
-        spans = [m.span(2) for m in _WRAPPED_URL_RE.finditer(text)
-                 if m.start() > 0 and text[m.start() - 1].isalnum()
-                 and _wrapped_url_password(m.group(1), m.group(2))]
+        spans = [
+            m.span(2)
+            for m in _WRAPPED_URL_RE.finditer(text)
+            if m.start() > 0
+            and text[m.start() - 1].isalnum()
+            and _wrapped_url_password(m.group(1), m.group(2))
+        ]
         return self._mark(text, spans, "url-password")
 
     def _sub_base64(self, text: str) -> str:
@@ -1770,7 +1993,7 @@ class Scrubber:
                 self.counts.update(counts)
             if out != decoded:
                 found = MARKER_RE.search(out)
-                kind = found.group(0)[len("[REDACTED:"):-1] if found else "secret-assignment"
+                kind = found.group(0)[len("[REDACTED:") : -1] if found else "secret-assignment"
                 spans.append((start, end, kind))
         if not spans:
             return text
@@ -1784,7 +2007,8 @@ class Scrubber:
 
     def _env_pass(self, text: str) -> str:
         """High-entropy values of .env lines and `export NAME=value`, whatever the name."""
-        def replace(m: "re.Match[str]") -> str:
+
+        def replace(m: re.Match[str]) -> str:
             group = m.lastgroup
             if group not in ("dq", "sq", "bare") or not _env_value_is_secret(m.group(group), m.group("name")):
                 return m.group(0)
@@ -1792,7 +2016,7 @@ class Scrubber:
                 return m.group(0)
             self.counts["high-entropy"] += 1
             s, e = m.span(group)
-            return m.group(0)[: s - m.start()] + marker("high-entropy") + m.group(0)[e - m.start():]
+            return m.group(0)[: s - m.start()] + marker("high-entropy") + m.group(0)[e - m.start() :]
 
         return _ENV_LINE_RE.sub(replace, text)
 
@@ -1805,7 +2029,9 @@ class Scrubber:
             s, e = m.span("value")
             value = text[s:e]
             stripped = value.rstrip(".,;:?)]}\u201d")
-            if (spans and s < spans[-1][1]) or not _prose_value_is_secret(value, strict=m.group("pw") is None):
+            if (spans and s < spans[-1][1]) or not _prose_value_is_secret(
+                value, strict=m.group("pw") is None
+            ):
                 continue
             spans.append((s, s + len(stripped)))
         return self._mark(text, spans, "secret-assignment")
@@ -1822,7 +2048,7 @@ class Scrubber:
                 continue
             if value.startswith("\\"):  # a regex source: r"(Authorization:\s*)…"
                 continue
-            if _auth_value_is_code(value, text[e: e + 1]):
+            if _auth_value_is_code(value, text[e : e + 1]):
                 continue  # authorization = headers.get("authorization"), {"Authorization": auth}
             spans.append((s, e))
         return self._mark(text, spans, "authorization")
@@ -1839,7 +2065,7 @@ class Scrubber:
         out.append(text[last:])
         return "".join(out)
 
-    def _keyword_pass(self, text: str, runs: "set | None" = None) -> str:
+    def _keyword_pass(self, text: str, runs: set | None = None) -> str:
         """Redact values of secret-named assignments, and random tokens right after a secret keyword.
 
         `runs`: the runs of name characters whose keyword hits can matter (see `_keyword_hits`);
@@ -1866,7 +2092,7 @@ class Scrubber:
             while e > he and text[e - 1] in ".-":
                 e -= 1
             done = e
-            if s >= 10 and text[s - 10: s] == "[REDACTED:":  # the type inside a marker
+            if s >= 10 and text[s - 10 : s] == "[REDACTED:":  # the type inside a marker
                 continue
             name = text[s:e]
             if _secret_name_cached(name):
@@ -1916,7 +2142,7 @@ class Scrubber:
         return "".join(out)
 
     @staticmethod
-    def _keyword_hits(text: str, low: "str | None", runs: "set | None") -> "Iterable[re.Match[str]]":
+    def _keyword_hits(text: str, low: str | None, runs: set | None) -> Iterable[re.Match[str]]:
         """The keyword hits `_keyword_pass` looks at, in order (`low` None: lower() changed lengths).
 
         Only hits inside `runs` (None: every hit). A hit inside a run of name characters that is
@@ -1932,7 +2158,7 @@ class Scrubber:
         finditer = _KEYWORD_RE.finditer
         return (hit for s, e in _run_spans(text, runs) for hit in finditer(low, s, e))
 
-    def _assignment_at(self, text: str, s: int, e: int, name: str) -> "tuple | None":
+    def _assignment_at(self, text: str, s: int, e: int, name: str) -> tuple | None:
         """(value start, value end, is secret) if secret-named `name` at text[s:e] is assigned a value."""
         flag = name.startswith("-")
         if flag:
@@ -1944,12 +2170,12 @@ class Scrubber:
         pos = e
         quote = ""
         if not flag:
-            if s >= 2 and text[s - 2: s] == '\\"':
+            if s >= 2 and text[s - 2 : s] == '\\"':
                 quote = '\\"'
             elif s >= 1 and text[s - 1] in "\"'<":
                 quote = text[s - 1]
         if quote == "<":  # <password>value</password>
-            if text[e: e + 1] != ">":
+            if text[e : e + 1] != ">":
                 return None
             m = _XML_VALUE_RE.match(text, e + 1)
             if not m:
@@ -1958,7 +2184,7 @@ class Scrubber:
         if quote:
             if text.startswith(quote, pos):
                 pos += len(quote)
-                if text[pos: pos + 1] == "]":  # os.environ["API_KEY"] = "..."
+                if text[pos : pos + 1] == "]":  # os.environ["API_KEY"] = "..."
                     pos += 1
             else:
                 quote = ""
@@ -1967,7 +2193,7 @@ class Scrubber:
             if not sep:
                 return None
             op, spaced_flag = "=", sep.group(0) != "="
-            if spaced_flag and text[sep.end(): sep.end() + 1] in ("-", "=", ":"):
+            if spaced_flag and text[sep.end() : sep.end() + 1] in ("-", "=", ":"):
                 return None  # `--token -v`; `-token_key = "…"` is an assignment, not a flag
             spaced = False
         else:
@@ -1984,7 +2210,7 @@ class Scrubber:
         content = value.group(kind)
         if kind == "marker":
             return vs, ve, False
-        if kind == "bare" and content.lower() in _STRING_PREFIXES and text[ve: ve + 1] in "\"'":
+        if kind == "bare" and content.lower() in _STRING_PREFIXES and text[ve : ve + 1] in "\"'":
             value = _VALUE_RE.match(text, ve)  # f"Bearer {key}", b"…", r'…'
             if not value or value.lastgroup not in ("dq", "sq"):
                 return vs, ve, False
@@ -1994,15 +2220,21 @@ class Scrubber:
         if kind != "bare":
             if _only_sentinels(content.strip()):
                 return vs, ve, False
-            after = text[ve + 1: ve + 3].lstrip(" ")[:1]
-            if after == "+" or (op == ":" and _TYPE_EXPR_RE.fullmatch(content) and (
-                    "|" in content or "[" in content
-                    or (not quote and content[0].isupper() and not _has_digit(content) and after in ")=,"))):
+            after = text[ve + 1 : ve + 3].lstrip(" ")[:1]
+            if after == "+" or (
+                op == ":"
+                and _TYPE_EXPR_RE.fullmatch(content)
+                and (
+                    "|" in content
+                    or "[" in content
+                    or (not quote and content[0].isupper() and not _has_digit(content) and after in ")=,")
+                )
+            ):
                 return vs, ve, False  # "k" + var; def f(token: "Token[Span] | None", auth: "Auth") -> …
             return vs, ve, _literal_is_secret(content, name)
         if _only_sentinels(content):
             return vs, ve, False
-        after = text[ve: ve + 1]
+        after = text[ve : ve + 1]
         if op == ":" and _IDENT_RE.fullmatch(content):
             typed = _TYPED_REST_RE.match(text, ve)
             if typed:  # `password: str = "hunter2"`, `token: Final = f()`, `auth: AuthTypes | None`
@@ -2015,7 +2247,7 @@ class Scrubber:
                 return vs, ve, False  # a CapWords type: `token_cost: Histogram`
         if op == ":" and content.rstrip(".,;!?").replace("-", "").isalpha():
             eol = text.find("\n", ve, ve + 200)
-            rest = text[ve: eol if eol >= 0 else ve + 200].strip()
+            rest = text[ve : eol if eol >= 0 else ve + 200].strip()
             if rest and rest[0] != "#":  # "auth: refreshed session for …" is prose, not YAML
                 return vs, ve, False
         if spaced and op == "=" and _ini_value(text, s, ve, content, name):
@@ -2025,6 +2257,7 @@ class Scrubber:
 
 # --- module-level conveniences ---
 
+
 def _betterleaks_scan():
     """betterleaks.scan_string, or an error that says how to install it."""
     try:
@@ -2032,13 +2265,15 @@ def _betterleaks_scan():
     except ImportError:
         from kirolearn.core.errors import ConfigError
 
-        raise ConfigError("scrub.betterleaks is on but betterleaks is not installed",
-                             fix="pip install 'kirolearn[scan]' (Linux and Windows wheels only), "
-                                 "or set scrub.betterleaks = false") from None
+        raise ConfigError(
+            "scrub.betterleaks is on but betterleaks is not installed",
+            fix="pip install 'kirolearn[scan]' (Linux and Windows wheels only), "
+            "or set scrub.betterleaks = false",
+        ) from None
     return scan_string
 
 
-_DEFAULT: "Scrubber | None" = None
+_DEFAULT: Scrubber | None = None
 
 
 def default_scrubber() -> Scrubber:

@@ -40,8 +40,18 @@ _GLOBAL_ALLOW_SOURCE = (
     r"|^/(?:bin|etc|home|opt|tmp|usr|var)/[\w ./-]+$"
     r"|^<[^<>]{1,80}>$|^\[[^\[\]]{1,80}\]$|^\{[^{}]{0,200}\}$|\$\{[^}]{0,200}\}|\{\{|\*\*\*|\.\.\.|\u2026"
 )
-_GLOBAL_STOPWORDS = ("abcdefghijklmnopqrstuvwxyz", "014df517-39d1-4453-b7b3-9930c563627c", "example",
-                     "xxxxxx", "your_", "your-", "<your", "placeholder", "redacted", "changeme")
+_GLOBAL_STOPWORDS = (
+    "abcdefghijklmnopqrstuvwxyz",
+    "014df517-39d1-4453-b7b3-9930c563627c",
+    "example",
+    "xxxxxx",
+    "your_",
+    "your-",
+    "<your",
+    "placeholder",
+    "redacted",
+    "changeme",
+)
 
 
 class Rule:
@@ -55,12 +65,35 @@ class Rule:
     `sk` is in "task", its tokens start with `SK`.
     """
 
-    __slots__ = ("id", "keywords", "form", "name", "secret", "group", "entropy", "allow", "stopwords",
-                 "order", "broad", "starts", "cased", "_regex")
+    __slots__ = (
+        "id",
+        "keywords",
+        "form",
+        "name",
+        "secret",
+        "group",
+        "entropy",
+        "allow",
+        "stopwords",
+        "order",
+        "broad",
+        "starts",
+        "cased",
+        "_regex",
+    )
 
     def __init__(self, order: int, row: tuple) -> None:
-        (self.id, self.keywords, self.form, self.name, self.secret, self.group, self.entropy,
-         self.allow, self.stopwords) = row
+        (
+            self.id,
+            self.keywords,
+            self.form,
+            self.name,
+            self.secret,
+            self.group,
+            self.entropy,
+            self.allow,
+            self.stopwords,
+        ) = row
         self.order = order
         # a common-word trigger names no provider: a digest is not its secret
         self.broad = bool(_BROAD_KEYWORDS.intersection(self.keywords))
@@ -76,7 +109,7 @@ class Rule:
         return not self.starts or any(s in (text if self.cased else low) for s in self.starts)
 
     @property
-    def regex(self) -> "re.Pattern[str]":
+    def regex(self) -> re.Pattern[str]:
         if self._regex is None:
             if self.form == "KV":
                 pattern = f"(?:{self.name}){_KV_OPERATOR}(?P<_kls>{self.secret}){_KV_RIGHT}"
@@ -88,7 +121,7 @@ class Rule:
                 self._regex = re.compile(self.secret, re.ASCII)
         return self._regex
 
-    def secret_span(self, m: "re.Match[str]") -> "tuple[int, int]":
+    def secret_span(self, m: re.Match[str]) -> tuple[int, int]:
         """The span of the secret in a match (the catalogue's secret-group rules)."""
         if self.form != "RAW":
             return m.span("_kls")
@@ -113,7 +146,11 @@ class Rule:
             bare = secret.strip("'\"` ")
             if "=" in bare.rstrip("="):  # `key, default=_MISSING`: code's name=value, not a value
                 return True
-            if re.fullmatch(_WORDISH, bare) or re.fullmatch(_DOTTED_NAME, bare) or re.fullmatch(_CAMEL_NAME, bare):
+            if (
+                re.fullmatch(_WORDISH, bare)
+                or re.fullmatch(_DOTTED_NAME, bare)
+                or re.fullmatch(_CAMEL_NAME, bare)
+            ):
                 return True
         if self.allow and isinstance(self.allow[0][1], str):  # compiled on the first finding only
             self.allow = tuple((target, re.compile(rx, re.ASCII)) for target, rx in self.allow)
@@ -158,7 +195,7 @@ def _leading_literals(pattern: str) -> tuple:
         while branch.startswith("\\b"):  # a word boundary matches no character
             branch = branch[2:]
         literal = _LITERAL_RE.match(branch).group(0)
-        if branch[len(literal):len(literal) + 1] in ("?", "*", "{"):  # the last character is optional
+        if branch[len(literal) : len(literal) + 1] in ("?", "*", "{"):  # the last character is optional
             literal = literal[:-1]
         if not literal:
             return ()
@@ -166,9 +203,13 @@ def _leading_literals(pattern: str) -> tuple:
     return tuple(literals)
 
 
-_BROAD_KEYWORDS = frozenset("key secret token access api auth password passwd credential creds client".split())
-_DIGEST_SOURCE = (r"(?:[0-9a-f]{40}|[0-9a-f]{64}|[0-9a-f]{96}|[0-9a-f]{128}|[0-9A-F]{40}|[0-9A-F]{64}"
-                        r"|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})")
+_BROAD_KEYWORDS = frozenset(
+    "key secret token access api auth password passwd credential creds client".split()
+)
+_DIGEST_SOURCE = (
+    r"(?:[0-9a-f]{40}|[0-9a-f]{64}|[0-9a-f]{96}|[0-9a-f]{128}|[0-9A-F]{40}|[0-9A-F]{64}"
+    r"|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
+)
 
 
 _WORDISH = r"[A-Za-z_.\-]+"  # gitleaks' generic rule allows these too
@@ -208,21 +249,28 @@ class KeywordIndex:
     looked for in the whole text, which `resolve` does.
     """
 
-    def __init__(self, pairs: "list[tuple]", segment_chars: "frozenset | None" = None) -> None:
+    def __init__(self, pairs: list[tuple], segment_chars: frozenset | None = None) -> None:
         by_run: dict = {}
         for keyword, item, cased in pairs:
             runs = _RUN_RE.findall(keyword.lower())
             run = max(runs, key=len) if runs else ""
             by_run.setdefault(run, {}).setdefault((keyword, cased), []).append(item)
         # run -> ((keyword, items, cased, keyword is the run itself), ...)
-        self._by_run = {run: tuple((kw, tuple(items), cased, kw == run and not cased)
-                                   for (kw, cased), items in kws.items())
-                        for run, kws in by_run.items()}
+        self._by_run = {
+            run: tuple(
+                (kw, tuple(items), cased, kw == run and not cased) for (kw, cased), items in kws.items()
+            )
+            for run, kws in by_run.items()
+        }
         self._always = self._by_run.get("", ())  # keywords without a letter or digit
         # confirmed in one segment, or in the text
         inside = (lambda kw: set(kw) <= segment_chars) if segment_chars else (lambda kw: False)
-        self._in_segment = {run: tuple(e for e in entries if inside(e[0])) for run, entries in self._by_run.items()}
-        self._in_text = {run: tuple(e for e in entries if not inside(e[0])) for run, entries in self._by_run.items()}
+        self._in_segment = {
+            run: tuple(e for e in entries if inside(e[0])) for run, entries in self._by_run.items()
+        }
+        self._in_text = {
+            run: tuple(e for e in entries if not inside(e[0])) for run, entries in self._by_run.items()
+        }
         # by bigram: a new word is tried against a few runs, not all of them
         self._short = tuple(r for r in self._by_run if len(r) == 1)
         self._by_bigram: dict = {}
@@ -230,8 +278,11 @@ class KeywordIndex:
             if len(run) >= 2:
                 self._by_bigram.setdefault(run[:2], []).append(run)
         # mask bits: items first, then runs to confirm in the whole text
-        self._items = tuple(dict.fromkeys(
-            item for entries in self._by_run.values() for _, items, _, _ in entries for item in items))
+        self._items = tuple(
+            dict.fromkeys(
+                item for entries in self._by_run.values() for _, items, _, _ in entries for item in items
+            )
+        )
         self._item_bit = {item: 1 << i for i, item in enumerate(self._items)}
         self._item_mask = (1 << len(self._items)) - 1
         self._text_runs = tuple(run for run, entries in self._in_text.items() if run and entries)
@@ -250,14 +301,14 @@ class KeywordIndex:
                 self._word_cache.clear()
             found = [r for r in self._short if r in word]
             by_bigram = self._by_bigram
-            for bigram in {word[i:i + 2] for i in range(len(word) - 1)}:
+            for bigram in {word[i : i + 2] for i in range(len(word) - 1)}:
                 for run in by_bigram.get(bigram, ()):
                     if run in word:
                         found.append(run)
             hit = self._word_cache[word] = tuple(found)
         return hit
 
-    def find(self, text: str, low: str, words: "set | frozenset") -> set:
+    def find(self, text: str, low: str, words: set | frozenset) -> set:
         """The items whose keyword occurs in `text` (`low` = text.lower(), `words` = words(low))."""
         runs_in = self.runs_in
         return self._confirm(text, low, {run for word in words for run in runs_in(word)}, self._by_run)
@@ -278,11 +329,13 @@ class KeywordIndex:
 
     def resolve(self, text: str, low: str, mask: int) -> set:
         """The items whose keyword occurs in `text`, given the OR of its segments' masks."""
-        found = self._confirm(text, low, [self._text_runs[i] for i in _bits(mask >> len(self._items))], self._in_text)
+        found = self._confirm(
+            text, low, [self._text_runs[i] for i in _bits(mask >> len(self._items))], self._in_text
+        )
         found.update(self._items[i] for i in _bits(mask & self._item_mask))
         return found
 
-    def _confirm(self, text: str, low: str, runs: "set | frozenset", by_run: dict, always: bool = True) -> set:
+    def _confirm(self, text: str, low: str, runs: set | frozenset, by_run: dict, always: bool = True) -> set:
         found: set = set()
         for run in runs:
             for kw, items, cased, exact in by_run[run]:
@@ -295,7 +348,7 @@ class KeywordIndex:
         return found
 
 
-def _bits(mask: int) -> "Iterator[int]":
+def _bits(mask: int) -> Iterator[int]:
     """The positions of the set bits of a mask, lowest first."""
     while mask:
         lowest = mask & -mask
@@ -324,9 +377,9 @@ class Table:
         self.catalogues = dict(secret_rules.CATALOGUES)
         self.rules = tuple(Rule(i, row) for i, row in enumerate(secret_rules.RULES))
         self.ids = tuple(r.id for r in self.rules)
-        self._index: "KeywordIndex | None" = None  # the scrubber indexes the keywords with its own triggers
+        self._index: KeywordIndex | None = None  # the scrubber indexes the keywords with its own triggers
 
-    def candidates(self, low: str, text_words: "set | None" = None) -> "list[Rule]":
+    def candidates(self, low: str, text_words: set | None = None) -> list[Rule]:
         """The rules whose keyword occurs in `low` (the lowered text), in table order."""
         if self._index is None:
             self._index = KeywordIndex([(kw, rule, False) for rule in self.rules for kw in rule.keywords])
@@ -334,7 +387,7 @@ class Table:
         return sorted(found, key=lambda r: r.order)
 
 
-_TABLE: "Table | None" = None
+_TABLE: Table | None = None
 
 
 def table() -> Table:

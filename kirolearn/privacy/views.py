@@ -31,20 +31,43 @@ class Lazy:
             rx = self._rx = re.compile(*self._args)
         return getattr(rx, name)
 
+
 # decoded text is searched once more (`%2522`); `%EF%BC%9C` is one escape
-_UTF8_PCT = (r"%[CDcd][0-9A-Fa-f]%[89ABab][0-9A-Fa-f]|%[Ee][0-9A-Fa-f](?:%[89ABab][0-9A-Fa-f]){2}"
-             r"|%[Ff][0-7](?:%[89ABab][0-9A-Fa-f]){3}")
+_UTF8_PCT = (
+    r"%[CDcd][0-9A-Fa-f]%[89ABab][0-9A-Fa-f]|%[Ee][0-9A-Fa-f](?:%[89ABab][0-9A-Fa-f]){2}"
+    r"|%[Ff][0-7](?:%[89ABab][0-9A-Fa-f]){3}"
+)
 _ESCAPE_RE = Lazy(
     r"\\u([0-9a-fA-F]{4})|\\([/\"\\nrt])|(" + _UTF8_PCT + r")|%([0-9A-Fa-f]{2})"
-    r"|&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z]{2,8});")
+    r"|&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z]{2,8});"
+)
 # no URL escapes: a secret may hold `%` + two hex digits (facebook's `id%token`)
 _ESCAPE_NO_URL_RE = Lazy(
-    r"\\u([0-9a-fA-F]{4})|\\([/\"\\nrt])|(?!)(x)|(?!)(x)|&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z]{2,8});")
+    r"\\u([0-9a-fA-F]{4})|\\([/\"\\nrt])|(?!)(x)|(?!)(x)|&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z]{2,8});"
+)
 _URL_ESCAPE_RE = Lazy(r"%[0-9A-Fa-f]{2}")
 _JSON_CHARS = {"/": "/", '"': '"', "\\": "\\", "n": "\n", "r": "\r", "t": "\t"}
-_ENTITIES = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'", "sol": "/", "colon": ":",
-             "equals": "=", "nbsp": " ", "num": "#", "percnt": "%", "plus": "+", "commat": "@",
-             "lbrack": "[", "rbrack": "]", "lbrace": "{", "rbrace": "}", "comma": ",", "period": "."}
+_ENTITIES = {
+    "lt": "<",
+    "gt": ">",
+    "amp": "&",
+    "quot": '"',
+    "apos": "'",
+    "sol": "/",
+    "colon": ":",
+    "equals": "=",
+    "nbsp": " ",
+    "num": "#",
+    "percnt": "%",
+    "plus": "+",
+    "commat": "@",
+    "lbrack": "[",
+    "rbrack": "]",
+    "lbrace": "{",
+    "rbrace": "}",
+    "comma": ",",
+    "period": ".",
+}
 
 
 def has_escapes(text: str) -> bool:
@@ -58,13 +81,13 @@ class View:
 
     __slots__ = ("text", "_vstarts", "_pieces", "joins")
 
-    def __init__(self, text: str, pieces: list, joins: "list | None" = None) -> None:
+    def __init__(self, text: str, pieces: list, joins: list | None = None) -> None:
         self.text = text
         self._pieces = pieces
         self._vstarts = [p[0] for p in pieces]
         self.joins = joins or []  # view offsets where a line break was removed
 
-    def span(self, s: int, e: int) -> "tuple[int, int]":
+    def span(self, s: int, e: int) -> tuple[int, int]:
         """The original span of view span [s, e) (e > s): every escape it touches, whole."""
         i = bisect.bisect_right(self._vstarts, s) - 1
         vs, os_, vl, ol = self._pieces[i]
@@ -75,7 +98,7 @@ class View:
         return start, end
 
 
-def _decode_once(text: str, url: bool = True) -> "tuple[str, list] | None":
+def _decode_once(text: str, url: bool = True) -> tuple[str, list] | None:
     out = []
     pieces = []
     last = v = 0
@@ -163,7 +186,7 @@ def escape_views(text: str) -> list:
     return out
 
 
-def escape_view(text: str) -> "View | None":
+def escape_view(text: str) -> View | None:
     """The most decoded view (see escape_views), or None."""
     views = escape_views(text)
     return views[-1] if views else None
@@ -189,7 +212,9 @@ def _new_entry(text: str, at: int) -> bool:
     if not m:
         return False
     name = m.group(0).rstrip("=: \t")
-    mixed = any(c.isupper() for c in name) and any(c.islower() for c in name) and any(c.isdigit() for c in name)
+    mixed = (
+        any(c.isupper() for c in name) and any(c.islower() for c in name) and any(c.isdigit() for c in name)
+    )
     return not mixed
 
 
@@ -212,7 +237,7 @@ def value_start(before: str) -> bool:
     return b.endswith("=") or b[-8:].lower().endswith(_VALUE_START_WORDS)
 
 
-def breaks(text: str, start: int = 0, end: "int | None" = None) -> list:
+def breaks(text: str, start: int = 0, end: int | None = None) -> list:
     """(start, end, left run, right run) of each line break that may cut a token in two: token
     characters on both sides (after the next line's indentation), the left run not a plain word
     (PASSED, done), the next line not a new entry (`PORT=8080`, `- item`). Real breaks are found
@@ -229,7 +254,7 @@ def breaks(text: str, start: int = 0, end: "int | None" = None) -> list:
             lines.append("")  # the last line's break, if any, is judged with the next line
             if stop < len(text):
                 nxt = text.find("\n", stop + 1)
-                lines[-1] = text[stop + 1: len(text) if nxt < 0 else nxt]
+                lines[-1] = text[stop + 1 : len(text) if nxt < 0 else nxt]
         else:
             lines = text.split("\n")
         pos = start
@@ -246,9 +271,14 @@ def breaks(text: str, start: int = 0, end: "int | None" = None) -> list:
                     continue
             if line[-1] not in tokens:
                 continue
-            left = line[len(line.rstrip(tokens + ":")):].lstrip(":")  # id:secret split after its colon
-            if left.isalpha() and len(left) < 16 and wordlike(left) and not left.startswith(_TOKEN_PREFIXES) and (
-                    not value_start(line[:len(line) - len(left)])):
+            left = line[len(line.rstrip(tokens + ":")) :].lstrip(":")  # id:secret split after its colon
+            if (
+                left.isalpha()
+                and len(left) < 16
+                and wordlike(left)
+                and not left.startswith(_TOKEN_PREFIXES)
+                and (not value_start(line[: len(line) - len(left)]))
+            ):
                 continue
             nxt = lines[i + 1]
             body = nxt.lstrip(" \t")
@@ -257,16 +287,22 @@ def breaks(text: str, start: int = 0, end: "int | None" = None) -> list:
             e = pos + len(nxt) - len(body)
             if _new_entry(text, e):
                 continue
-            out.append((brk, e, left, body[:len(body) - len(body.lstrip(tokens))]))
+            out.append((brk, e, left, body[: len(body) - len(body.lstrip(tokens))]))
     if "\\n" in text:
         for m in _ESCAPED_BREAK_RE.finditer(text):
             s, e = m.start(1), m.end()
             if _new_entry(text, e):
                 continue
-            before = text[max(0, s - 600):s]
-            after = text[e:e + 600]
-            out.append((s, e, before[len(before.rstrip(_TOKEN_SET)):],
-                        after[:len(after) - len(after.lstrip(_TOKEN_SET))]))
+            before = text[max(0, s - 600) : s]
+            after = text[e : e + 600]
+            out.append(
+                (
+                    s,
+                    e,
+                    before[len(before.rstrip(_TOKEN_SET)) :],
+                    after[: len(after) - len(after.lstrip(_TOKEN_SET))],
+                )
+            )
         out.sort()
     return out
 
@@ -289,7 +325,7 @@ def joined_view(text: str, cuts: list) -> View:
     return View("".join(out), pieces, joins)
 
 
-def redacted_spans(view_text: str, scrubbed: str, marker_re: "re.Pattern[str]") -> list:
+def redacted_spans(view_text: str, scrubbed: str, marker_re: re.Pattern[str]) -> list:
     """(start, end, kind) in `view_text` of each redaction that turned it into `scrubbed`.
 
     The scrubber only replaces spans by markers, so `scrubbed` is the view's text cut into
@@ -305,8 +341,8 @@ def redacted_spans(view_text: str, scrubbed: str, marker_re: "re.Pattern[str]") 
         if m.start() == last and segs:  # two markers side by side: one cut
             last = m.end()
             continue
-        segs.append(scrubbed[last:m.start()])
-        kinds.append(m.group(0)[len("[REDACTED:"):-1])
+        segs.append(scrubbed[last : m.start()])
+        kinds.append(m.group(0)[len("[REDACTED:") : -1])
         last = m.end()
     if not kinds:
         return []

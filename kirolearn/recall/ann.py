@@ -30,7 +30,6 @@ import re
 import time
 
 from kirolearn.core import crashpoint
-from kirolearn.store.sqlite import vector_rows as rows_sql
 
 log = logging.getLogger("kirolearn.recall.ann")
 
@@ -46,7 +45,9 @@ ADD_CHUNK = 4_096
 SAMPLE = 1_024  # records kept to estimate the project's median similarity (semantic._fuse)
 PART_BITS = 3  # a vector blob holds at most 8 parts (record_parts gives 3)
 DTYPE = "i8"  # 384 + ~150 bytes a row; candidates are re-scored in f32 (docs/benchmarks.md)
-CONNECTIVITY = 32  # 16 found 0.95 of a paraphrase's exact ten at 1M rows, 32 finds 0.98 (+28 % build, +24 % bytes)
+CONNECTIVITY = (
+    32  # 16 found 0.95 of a paraphrase's exact ten at 1M rows, 32 finds 0.98 (+28 % build, +24 % bytes)
+)
 EXPANSION_ADD = 64
 EXPANSION_SEARCH = 256  # at least: recall@10 0.94 -> 0.97 on bench_vectors' 20k rows, for +25 % query CPU
 EXPANSION_SHARE = 1_000  # past 256k rows a query explores one row in this many (expansion_for)
@@ -85,9 +86,14 @@ def directory(db_file: str, model_id: str) -> str:
     return os.path.join(folder, "vectors" if stem == "kirolearn" else f"vectors.{stem}", _slug(model_id))
 
 
-def paths(db_file: str, model_id: str, project_id: str) -> "dict[str, str]":
+def paths(db_file: str, model_id: str, project_id: str) -> dict[str, str]:
     base = os.path.join(directory(db_file, model_id), _slug(project_id))
-    return {"index": base + ".usearch", "meta": base + ".json", "sample": base + ".sample.npy", "lock": base + ".lock"}
+    return {
+        "index": base + ".usearch",
+        "meta": base + ".json",
+        "sample": base + ".sample.npy",
+        "lock": base + ".lock",
+    }
 
 
 def _merge_at(size: int) -> int:
@@ -95,7 +101,7 @@ def _merge_at(size: int) -> int:
     return max(floor, min(MERGE_MAX, int(size * MERGE_FRACTION)))
 
 
-def _read_json(path: str) -> "dict | None":
+def _read_json(path: str) -> dict | None:
     try:
         with open(path, encoding="utf-8") as handle:
             found = json.load(handle)
@@ -125,15 +131,20 @@ def unit_rows(blob: bytes, dimensions: int):
 class _Builder:
     """One project's index opened for writing: the index, its meta and its sample."""
 
-    def __init__(self, conn, model_id: str, project_id: str, files: "dict[str, str]", dimensions: int):
+    def __init__(self, vectors, model_id: str, project_id: str, files: dict[str, str], dimensions: int):
         import numpy as np
         from usearch.index import Index
 
-        self.conn, self.model_id, self.project_id, self.files = conn, model_id, project_id, files
+        self.vectors, self.model_id, self.project_id, self.files = vectors, model_id, project_id, files
         meta = _read_json(files["meta"])
         self.index = None
-        if meta and meta.get("format") == FORMAT and meta.get("model_id") == model_id and \
-                meta.get("dimensions") == dimensions and os.path.exists(files["index"]):
+        if (
+            meta
+            and meta.get("format") == FORMAT
+            and meta.get("model_id") == model_id
+            and meta.get("dimensions") == dimensions
+            and os.path.exists(files["index"])
+        ):
             try:
                 self.index = Index.restore(files["index"])
                 sample = np.load(files["sample"])
@@ -141,14 +152,27 @@ class _Builder:
             except Exception as exc:  # noqa: BLE001 - a torn or foreign file: rebuilt
                 log.warning("vector index %s cannot be read (%s): rebuilding it", files["index"], exc)
                 self.index = None
-            if self.index is not None and (self.index.ndim != dimensions or not _first_holds(conn, meta)):
+            if self.index is not None and (self.index.ndim != dimensions or not _first_holds(vectors, meta)):
                 log.warning("vector index %s no longer matches the store: rebuilding it", files["index"])
                 self.index = None
         if self.index is None:
-            meta = {"format": FORMAT, "model_id": model_id, "project_id": project_id, "dimensions": dimensions,
-                    "watermark": 0, "stamp": None, "updated": "", "records": 0}
-            self.index = Index(ndim=dimensions, metric="cos", dtype=DTYPE, connectivity=CONNECTIVITY,
-                               expansion_add=EXPANSION_ADD)
+            meta = {
+                "format": FORMAT,
+                "model_id": model_id,
+                "project_id": project_id,
+                "dimensions": dimensions,
+                "watermark": 0,
+                "stamp": None,
+                "updated": "",
+                "records": 0,
+            }
+            self.index = Index(
+                ndim=dimensions,
+                metric="cos",
+                dtype=DTYPE,
+                connectivity=CONNECTIVITY,
+                expansion_add=EXPANSION_ADD,
+            )
             self.sample = []
         self.meta = meta
         self.added = 0
@@ -183,26 +207,27 @@ class _Builder:
         self.index.add(keys_array, matrix, threads=1)
         self.added += len(rows)
 
-    def catch_up(self, deadline: "float | None") -> bool:
+    def catch_up(self, deadline: float | None) -> bool:
         """Add rows above the watermark (and rewritten rows at its top) until done or the deadline;
         True when the index covers every row of the project."""
         meta = self.meta
-        if not stamp_holds(self.conn, meta):
+        if not stamp_holds(self.vectors, meta):
             # the newest rows deleted, their rowids reused: take those again
-            self._take([r[:4] for r in rewritten_rows(self.conn, self.model_id, self.project_id, meta)])
-            meta["stamp"] = list(rows_sql.vector_row_stamp(self.conn, meta["watermark"]) or ())
+            self._take([r[:4] for r in rewritten_rows(self.vectors, self.model_id, self.project_id, meta)])
+            meta["stamp"] = list(self.vectors.vector_row_stamp(meta["watermark"]) or ())
         while True:
             if deadline is not None and self.added and time.monotonic() >= deadline:
                 return False
-            rows = rows_sql.vector_rows_after(self.conn, self.model_id, self.project_id, meta["watermark"],
-                                              ADD_CHUNK)
+            rows = self.vectors.vector_rows_after(
+                self.model_id, self.project_id, meta["watermark"], ADD_CHUNK
+            )
             if not rows:
                 return True
             if not meta["watermark"]:
-                meta["first"] = [rows[0][0], *(rows_sql.vector_row_stamp(self.conn, rows[0][0]) or ())]
+                meta["first"] = [rows[0][0], *(self.vectors.vector_row_stamp(rows[0][0]) or ())]
             self._take(rows)
             meta["watermark"] = rows[-1][0]
-            meta["stamp"] = list(rows_sql.vector_row_stamp(self.conn, meta["watermark"]) or ())
+            meta["stamp"] = list(self.vectors.vector_row_stamp(meta["watermark"]) or ())
 
     def save(self) -> None:
         """Index, sample, then meta (the commit): a kill before the meta leaves the old meta, whose
@@ -216,7 +241,9 @@ class _Builder:
         crashpoint.reached("ann-after-index")  # tests/test_ann.py: the meta is the commit
         ends = np.cumsum([len(s) for s in self.sample]) if self.sample else np.zeros(0, dtype=np.int64)
         starts = ends - np.asarray([len(s) for s in self.sample], dtype=np.int64) if self.sample else ends
-        rows = np.concatenate(self.sample) if self.sample else np.zeros((0, self.meta["dimensions"]), np.float32)
+        rows = (
+            np.concatenate(self.sample) if self.sample else np.zeros((0, self.meta["dimensions"]), np.float32)
+        )
         tmp = self.files["sample"] + ".tmp"
         with open(tmp, "wb") as handle:
             np.savez(handle, rows=rows.astype(np.float32), starts=starts, ends=ends)
@@ -226,22 +253,22 @@ class _Builder:
         _replace_json(self.files["meta"], self.meta)
 
 
-def _first_holds(conn, meta: dict) -> bool:
+def _first_holds(vectors, meta: dict) -> bool:
     """Whether the first row the index took is still there: else the store was replaced (a backup
     restored, a reindex), or its oldest vector deleted, and the index is rebuilt."""
     first = meta.get("first")
     if not first:
         return not meta.get("watermark")
-    now = rows_sql.vector_row_stamp(conn, first[0])
+    now = vectors.vector_row_stamp(first[0])
     return now is not None and list(now) == list(first[1:])
 
 
-def rewritten_rows(conn, model_id: str, project_id: str, meta: dict, chunk: int = 64):
+def rewritten_rows(vectors, model_id: str, project_id: str, meta: dict, chunk: int = 64):
     """Rows at or below the watermark written after the index took its newest (rowids reused once
     the newest rows were deleted): newest first, until an older row. Reads a few rows when none."""
     at_most = meta.get("watermark") or 0
     while at_most > 0:
-        rows = rows_sql.vector_rows_down(conn, model_id, project_id, at_most, chunk)
+        rows = vectors.vector_rows_down(model_id, project_id, at_most, chunk)
         for row in rows:
             if (row[3] or "") < (meta.get("updated") or ""):
                 return
@@ -251,15 +278,17 @@ def rewritten_rows(conn, model_id: str, project_id: str, meta: dict, chunk: int 
         at_most = rows[-1][0] - 1
 
 
-def stamp_holds(conn, meta: dict) -> bool:
+def stamp_holds(vectors, meta: dict) -> bool:
     """Whether the watermark's row is still the one the index took (not deleted nor rewritten)."""
     if not meta.get("watermark"):
         return True
-    now = rows_sql.vector_row_stamp(conn, meta["watermark"])
+    now = vectors.vector_row_stamp(meta["watermark"])
     return now is not None and list(now) == list(meta.get("stamp") or ())
 
 
-def refresh(conn, model_id: str, db_file: str, *, dimensions: int, seconds: "float | None" = BUILD_SECONDS) -> dict:
+def refresh(
+    vectors, model_id: str, db_file: str, *, dimensions: int, seconds: float | None = BUILD_SECONDS
+) -> dict:
     """The drain's step after its vector backfill: bring each big project's index up to date.
 
     Finds the projects with vectors written since the last call (a per-model watermark file), and
@@ -271,12 +300,21 @@ def refresh(conn, model_id: str, db_file: str, *, dimensions: int, seconds: "flo
     folder = directory(db_file, model_id)
     feed_file = os.path.join(folder, "feed.json")
     feed = _read_json(feed_file) or {"after": 0, "pending": []}
-    top = rows_sql.vector_max_rowid(conn)
+    top = vectors.vector_max_rowid()
     if top < feed["after"] or feed.get("threshold") != threshold():
         feed = {"after": 0, "pending": []}  # a store restored, or a new threshold: every project again
-    projects = list(dict.fromkeys([*feed.get("pending", []),
-                                   *(rows_sql.projects_with_vectors_after(conn, model_id, feed["after"])
-                                     if top > feed["after"] else [])]))
+    projects = list(
+        dict.fromkeys(
+            [
+                *feed.get("pending", []),
+                *(
+                    vectors.projects_with_vectors_after(model_id, feed["after"])
+                    if top > feed["after"]
+                    else []
+                ),
+            ]
+        )
+    )
     deadline = None if seconds is None else time.monotonic() + seconds
     pending = []
     for project_id in projects:
@@ -284,7 +322,7 @@ def refresh(conn, model_id: str, db_file: str, *, dimensions: int, seconds: "flo
             pending.append(project_id)
             continue
         try:
-            if not _refresh_project(conn, model_id, project_id, db_file, dimensions, deadline, done):
+            if not _refresh_project(vectors, model_id, project_id, db_file, dimensions, deadline, done):
                 pending.append(project_id)
         except Exception as exc:  # noqa: BLE001 - search stays exact; the next pass tries again
             log.warning("vector index of project %s not updated: %s", project_id, exc)
@@ -301,31 +339,40 @@ def refresh(conn, model_id: str, db_file: str, *, dimensions: int, seconds: "flo
 _WARNED: list = []  # the missing-usearch warning, once a process
 
 
-def _refresh_project(conn, model_id, project_id, db_file, dimensions, deadline, done) -> bool:
+def _refresh_project(vectors, model_id, project_id, db_file, dimensions, deadline, done) -> bool:
     """Update one project's index; True when nothing is left for a later pass."""
     files = paths(db_file, model_id, project_id)
     meta = _read_json(files["meta"])
     if meta is None or not os.path.exists(files["index"]):
-        if rows_sql.count_vectors_capped(conn, model_id, project_id, max(1, threshold())) < threshold():
+        if vectors.count_vectors_capped(model_id, project_id, max(1, threshold())) < threshold():
             return True  # small: searched exactly
-    elif meta.get("model_id") == model_id and stamp_holds(conn, meta) and _first_holds(conn, meta) and \
-            os.path.getsize(files["index"]) == meta.get("index_bytes"):
-        tail = rows_sql.count_vectors_capped_after(conn, model_id, project_id, meta["watermark"],
-                                                   _merge_at(meta.get("records", 0)))
+    elif (
+        meta.get("model_id") == model_id
+        and stamp_holds(vectors, meta)
+        and _first_holds(vectors, meta)
+        and os.path.getsize(files["index"]) == meta.get("index_bytes")
+    ):
+        tail = vectors.count_vectors_capped_after(
+            model_id, project_id, meta["watermark"], _merge_at(meta.get("records", 0))
+        )
         if tail < _merge_at(meta.get("records", 0)):
             return True  # queries scan the short tail
     if not available():  # usearch is imported only once a project needs an index (~0.3 s)
         if not _WARNED:
             _WARNED.append(project_id)
-            log.warning("project %s is past %s vectors: pip install 'kirolearn[vectors]' for an index, "
-                        "until then its search scans them all", project_id, threshold())
+            log.warning(
+                "project %s is past %s vectors: pip install 'kirolearn[vectors]' for an index, "
+                "until then its search scans them all",
+                project_id,
+                threshold(),
+            )
         return True
     from filelock import FileLock, Timeout
 
     os.makedirs(os.path.dirname(files["index"]), mode=0o700, exist_ok=True)
     try:
         with FileLock(files["lock"], timeout=0):  # a reindex beside a drain: one writes, one waits a pass
-            builder = _Builder(conn, model_id, project_id, files, dimensions)
+            builder = _Builder(vectors, model_id, project_id, files, dimensions)
             complete = builder.catch_up(deadline)
             builder.save()
     except Timeout:
@@ -340,7 +387,7 @@ def _refresh_project(conn, model_id, project_id, db_file, dimensions, deadline, 
 _OPEN: dict = {}  # index file -> (meta file mtime, meta, view, sample matrix, sample starts)
 
 
-def open_index(conn, db_file: str, model_id: str, project_id: str) -> "tuple[object, str]":
+def open_index(vectors, db_file: str, model_id: str, project_id: str) -> tuple[object, str]:
     """(the project's index as a read-only Index view with its meta and sample, '') or (None, why not).
 
     A missing file is the normal case of a small project ('' as the reason)."""
@@ -374,9 +421,9 @@ def open_index(conn, db_file: str, model_id: str, project_id: str) -> "tuple[obj
     meta = cached[1]
     if meta.get("records", 0) < threshold():
         return None, ""  # the threshold was raised past it: exact, as for any small project
-    if not _first_holds(conn, meta):
+    if not _first_holds(vectors, meta):
         return None, f"{files['index']} is not an index of this store's vectors (the drain rebuilds it)"
-    tail = rows_sql.count_vectors_capped_after(conn, model_id, project_id, meta["watermark"], MAX_TAIL + 1)
+    tail = vectors.count_vectors_capped_after(model_id, project_id, meta["watermark"], MAX_TAIL + 1)
     if tail > MAX_TAIL:
         return None, f"{tail}+ vectors are not in {files['index']} yet (the drain adds them)"
     return cached, ""
@@ -390,7 +437,7 @@ def expansion_for(rows: int) -> int:
     return min(EXPANSION_MAX, max(EXPANSION_SEARCH, rows // EXPANSION_SHARE))
 
 
-def nearest_rows(opened, query_vector, k: int = CANDIDATE_ROWS) -> "list[int]":
+def nearest_rows(opened, query_vector, k: int = CANDIDATE_ROWS) -> list[int]:
     """The record_vectors rowids of the index's k nearest rows to the query (any part)."""
     view = opened[2]
     if len(view) == 0:
@@ -399,7 +446,7 @@ def nearest_rows(opened, query_vector, k: int = CANDIDATE_ROWS) -> "list[int]":
     return list(dict.fromkeys(int(key) >> PART_BITS for key in found.keys))
 
 
-def sample_floor(opened, query_vector) -> "float | None":
+def sample_floor(opened, query_vector) -> float | None:
     """The median similarity of the query with the sampled records (each its best part)."""
     import numpy as np
 

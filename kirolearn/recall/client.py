@@ -15,8 +15,7 @@ import os
 import sys
 import time
 
-from kirolearn.core import paths
-from kirolearn.core import jsonfast
+from kirolearn.core import jsonfast, paths
 
 PROMPT_DEADLINE = 0.15  # seconds in all: connect, ask, answer
 SEARCH_DEADLINE = 2.0  # a loaded server answers in tens of ms
@@ -42,9 +41,13 @@ class _Address:
             self.address = path
             return
         if not sys.platform.startswith("linux"):
-            raise OSError(f"the socket path {path} is {len(os.fsencode(path))} bytes, more than this "
-                          f"system's AF_UNIX limit of {SUN_PATH_MAX - 1}")
-        self.fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY | getattr(os, "O_PATH", 0) | os.O_DIRECTORY)
+            raise OSError(
+                f"the socket path {path} is {len(os.fsencode(path))} bytes, more than this "
+                f"system's AF_UNIX limit of {SUN_PATH_MAX - 1}"
+            )
+        self.fd = os.open(
+            os.path.dirname(path) or ".", os.O_RDONLY | getattr(os, "O_PATH", 0) | os.O_DIRECTORY
+        )
         self.address = f"/proc/self/fd/{self.fd}/{os.path.basename(path)}"
 
     def close(self) -> None:
@@ -114,11 +117,25 @@ def hits_of(answer: "dict | None"):
     out.scrubbed = answer.get("scrubbed") is True
     try:
         for d in answer["hits"]:
-            hit = recall.Hit(d["record_id"], d["project_root"], d["session_id"], d["title"], d["summary"],
-                             d["facts"], d["concepts"], d["files_touched"], d["observation_type"], d["strategy"],
-                             d["created_at"], bm25=d.get("bm25") or 0.0, actor=d.get("actor"),
-                             freshness=d.get("freshness"), outcome=d.get("outcome"),
-                             superseded_by=d.get("superseded_by"), merged_into=d.get("merged_into"))
+            hit = recall.Hit(
+                d["record_id"],
+                d["project_root"],
+                d["session_id"],
+                d["title"],
+                d["summary"],
+                d["facts"],
+                d["concepts"],
+                d["files_touched"],
+                d["observation_type"],
+                d["strategy"],
+                d["created_at"],
+                bm25=d.get("bm25") or 0.0,
+                actor=d.get("actor"),
+                freshness=d.get("freshness"),
+                outcome=d.get("outcome"),
+                superseded_by=d.get("superseded_by"),
+                merged_into=d.get("merged_into"),
+            )
             hit.score = float(d.get("score") or 0.0)
             hit.matched_terms = list(d.get("matched_terms") or [])
             out.append(hit)
@@ -129,14 +146,28 @@ def hits_of(answer: "dict | None"):
 
 def prompt_hits(prompt: str, project_id: str, limit: int, exclude=()):
     """Hits to inject for a prompt, chosen by the server (hybrid ranking), or None: use lexical recall."""
-    return hits_of(ask({"op": "prompt", "query": prompt, "project_id": project_id, "limit": limit,
-                        "exclude": list(exclude)}, _deadline("KIROLEARN_RECALL_DEADLINE_MS", PROMPT_DEADLINE)))
+    return hits_of(
+        ask(
+            {
+                "op": "prompt",
+                "query": prompt,
+                "project_id": project_id,
+                "limit": limit,
+                "exclude": list(exclude),
+            },
+            _deadline("KIROLEARN_RECALL_DEADLINE_MS", PROMPT_DEADLINE),
+        )
+    )
 
 
 def search(query: str, *, project_id, limit: int, **filters):
     """Hybrid search by the server (what `kirolearn search` and MCP run), or None when it is not up."""
-    return hits_of(ask(dict({"op": "search", "query": query, "project_id": project_id, "limit": limit}, **filters),
-                       SEARCH_DEADLINE))
+    return hits_of(
+        ask(
+            dict({"op": "search", "query": query, "project_id": project_id, "limit": limit}, **filters),
+            SEARCH_DEADLINE,
+        )
+    )
 
 
 def _deadline(variable: str, default: float) -> float:

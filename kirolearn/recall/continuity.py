@@ -49,10 +49,18 @@ def resume(conn, project_id: str, label: "str | None" = None) -> "dict | None":
     base_at = next((i for i, r in enumerate(rows) if (r.get("summary") or "").strip()), None)
     later = rows[:base_at] if base_at is not None else rows
     newest["previous"] = dict(rows[base_at]) if base_at else None
-    newest["ended_without_summary"] = [
-        {"session_id": r["session_id"], "ended_at": r["ended_at"], "auto_compress_error": r.get("auto_compress_error")}
-        for r in later
-    ] if base_at else []
+    newest["ended_without_summary"] = (
+        [
+            {
+                "session_id": r["session_id"],
+                "ended_at": r["ended_at"],
+                "auto_compress_error": r.get("auto_compress_error"),
+            }
+            for r in later
+        ]
+        if base_at
+        else []
+    )
     return newest
 
 

@@ -14,21 +14,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 import time
 
-import logging
-
-from kirolearn.core import crashpoint
+from kirolearn.core import crashpoint, marks
+from kirolearn.recall import ann, when
 from kirolearn.recall import lexical as recall
-from kirolearn.recall import when
-from kirolearn.core import marks
-from kirolearn.store.sqlite import reader
-from kirolearn.store.sqlite import db as store
-from kirolearn.store.sqlite.derived import SqliteDerived
-from kirolearn.store.sqlite import vector_rows
-from kirolearn.recall import ann
 from kirolearn.recall.embeddings.registry import EmbeddingUnavailable, from_settings
+from kirolearn.store.base import PARTS_MARK, DerivedIndex, Store
 
 # Fusion weights and the meaning-alone floor are the model's (EmbeddingModel).
 NEIGHBOUR_WEIGHT = 0.2
@@ -41,7 +35,7 @@ log = logging.getLogger("kirolearn.recall.semantic")
 _MARKUP = re.compile(r"\*\*(Request|Outcome|Ran|Read|Changed|Tool results|Errors):\*\*")
 
 
-def _listed(value) -> "list[str]":
+def _listed(value) -> list[str]:
     """A JSON list column's items as strings ([] for anything else)."""
     try:
         found = json.loads(value or "[]") if isinstance(value, str) else (value or [])
@@ -60,7 +54,7 @@ def record_text(row) -> str:
     return "\n".join(dict.fromkeys(p.strip() for p in parts if p and p.strip()))
 
 
-def record_parts(row) -> "list[str]":
+def record_parts(row) -> list[str]:
     """What a record is embedded from with a model that reads parts (EmbeddingModel.embeds_parts): its
     whole text (record_text) alone, or, for a record that holds both a request and an outcome, each
     of the two on its own (after the whole text when it holds more than the two). Search scores a
@@ -79,18 +73,22 @@ def record_parts(row) -> "list[str]":
     else:
         outcome = " ".join(summary.split())
         if outcome.startswith(title.rstrip("…")):
-            outcome = outcome[len(title.rstrip("…")):].strip()
+            outcome = outcome[len(title.rstrip("…")) :].strip()
     if not request or not outcome:
         return [whole]
     # the whole text too, unless the two parts hold all of it: fewer model tokens
     inside = f"{request}\n{outcome}".lower()
-    held = [title, *(text for label, text in sections.items() if label not in ("Request", "Outcome")),
-            *_listed(row["facts"]), *_listed(row["concepts"])]
+    held = [
+        title,
+        *(text for label, text in sections.items() if label not in ("Request", "Outcome")),
+        *_listed(row["facts"]),
+        *_listed(row["concepts"]),
+    ]
     covered = all(" ".join(p.split()).lower().rstrip("…") in inside for p in held)
     return list(dict.fromkeys([request, outcome] if covered else [whole, request, outcome]))
 
 
-def embed_records(model, rows) -> "tuple[list, list[list[str]]]":
+def embed_records(model, rows) -> tuple[list, list[list[str]]]:
     """(one float32 matrix per record, the texts of each): one unit row per text it is embedded from
     (record_parts when the model embeds parts, else record_text alone), a batch's texts in one call."""
     texts = [record_parts(r) if getattr(model, "embeds_parts", False) else [record_text(r)] for r in rows]
@@ -106,20 +104,20 @@ def _hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
 
 
-def _text_hash(model, texts: "list[str]") -> str:
-    """A vector's text_hash: a parts model's starts with store.PARTS_MARK, so a vector it made before
+def _text_hash(model, texts: list[str]) -> str:
+    """A vector's text_hash: a parts model's starts with PARTS_MARK, so a vector it made before
     it embedded parts (one row of the whole text) is told apart and re-embedded (index_pending)."""
     digest = _hash("\x00".join(texts))
-    return store.PARTS_MARK + digest[1:] if getattr(model, "embeds_parts", False) else digest
+    return PARTS_MARK + digest[1:] if getattr(model, "embeds_parts", False) else digest
 
 
 BOUNDED_BATCH = 8  # the first batch of a pass bounded in time; later ones are sized to the time left
 
 
-def derived_of(target):
+def derived_of(target: Store | DerivedIndex) -> DerivedIndex:
     """The store-side object recall's passes write through (kirolearn.store.base.DerivedIndex): `target`
-    itself, or the embedded store's over a sqlite-utils Database (callers that hold one)."""
-    return target if hasattr(target, "vectors_to_embed") else SqliteDerived(target)
+    itself, or a store's (Store.derived())."""
+    return target.derived() if isinstance(target, Store) else target
 
 
 def to_embed(db, model) -> int:
@@ -127,11 +125,15 @@ def to_embed(db, model) -> int:
     a parts model those whose vector of it was made before parts."""
     derived = derived_of(db)
     return derived.count_to_embed(model.model_id) + (
-        derived.count_to_embed(model.model_id, before_parts=True) if getattr(model, "embeds_parts", False) else 0)
+        derived.count_to_embed(model.model_id, before_parts=True)
+        if getattr(model, "embeds_parts", False)
+        else 0
+    )
 
 
-def index_pending(db, model, *, batch: int = 512, progress=None, seconds: "float | None" = None,
-                  interrupt=None) -> int:
+def index_pending(
+    db, model, *, batch: int = 512, progress=None, seconds: float | None = None, interrupt=None
+) -> int:
     """Embed every record that has no vector of `model`, then (a parts model) every record whose
     vector of it was made before it embedded parts; returns how many were embedded.
 
@@ -175,11 +177,20 @@ def index_pending(db, model, *, batch: int = 512, progress=None, seconds: "float
                 break
             vectors, texts = embed_records(model, rows)
             # the blob holds the parts' rows in a row (`dimensions` floats each)
-            derived.save_vectors([
-                {"record_id": r["record_id"], "project_id": r["project_id"], "model_id": model.model_id,
-                 "dimensions": int(vectors[i].shape[1]), "vector": vectors[i].tobytes(),
-                 "text_hash": _text_hash(model, texts[i])}
-                for i, r in enumerate(rows)], cursor)
+            derived.save_vectors(
+                [
+                    {
+                        "record_id": r["record_id"],
+                        "project_id": r["project_id"],
+                        "model_id": model.model_id,
+                        "dimensions": int(vectors[i].shape[1]),
+                        "vector": vectors[i].tobytes(),
+                        "text_hash": _text_hash(model, texts[i]),
+                    }
+                    for i, r in enumerate(rows)
+                ],
+                cursor,
+            )
             done += len(rows)
             crashpoint.reached("embed-after-batch")  # tests/test_drain_scale.py: a killed backfill resumes
             if progress:
@@ -190,27 +201,31 @@ def index_pending(db, model, *, batch: int = 512, progress=None, seconds: "float
 class _ProjectIndex:
     """One project's vectors as a matrix, and each record's session neighbours."""
 
-    def __init__(self, conn, model_id: str, project_id: "str | None"):
+    def __init__(self, vectors, model_id: str, project_id: str | None):
         import numpy as np
 
-        rows = store.load_vectors(conn, model_id, project_id)
+        rows = vectors.load_vectors(model_id, project_id)
         self.ids = [r[1] for r in rows]
         self.position = {rid: i for i, rid in enumerate(self.ids)}
         # one row per embedded text; starts[i] is record i's first row
         counts = np.array([max(1, len(r[3]) // (4 * r[4])) if r[4] else 1 for r in rows], dtype=np.int64)
         self.starts = np.concatenate([[0], np.cumsum(counts)[:-1]]) if rows else np.zeros(0, dtype=np.int64)
         self.parts = bool(rows) and int(counts.max()) > 1
-        self.matrix = (np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(int(counts.sum()), -1)
-                       if rows else np.zeros((0, 1), dtype=np.float32))
+        self.matrix = (
+            np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(int(counts.sum()), -1)
+            if rows
+            else np.zeros((0, 1), dtype=np.float32)
+        )
         # record -> [(neighbour, weight)], weights NEIGHBOUR_WEIGHT / QUESTION_WEIGHT
-        self.neighbours: "dict[str, list[tuple[str, float]]]" = {}
-        self.times: "dict[str, float | None]" = {}  # when each record's turn happened (its first event)
+        self.neighbours: dict[str, list[tuple[str, float]]] = {}
+        self.times: dict[str, float | None] = {}  # when each record's turn happened (its first event)
         previous = (None, None, False)
-        for _, record_id, session_id, title, sources, created_at in store.session_order(conn, project_id):
+        for _, record_id, session_id, title, sources, created_at in vectors.session_order(project_id):
             self.times[record_id] = when.record_time(sources, created_at)
             if previous[1] == session_id and previous[0] is not None:
                 self.neighbours.setdefault(record_id, []).append(
-                    (previous[0], NEIGHBOUR_WEIGHT + (QUESTION_WEIGHT if previous[2] else 0.0)))
+                    (previous[0], NEIGHBOUR_WEIGHT + (QUESTION_WEIGHT if previous[2] else 0.0))
+                )
                 self.neighbours.setdefault(previous[0], []).append((record_id, NEIGHBOUR_WEIGHT))
             previous = (record_id, session_id, "?" in (title or ""))
 
@@ -220,7 +235,7 @@ _TAILS: dict = {}  # (index file, watermark) -> {record id: (rowid, part rows)} 
 _WHY: set = set()  # (db file, project, reason) already logged
 
 
-def _best(blobs, q) -> "list[float]":
+def _best(blobs, q) -> list[float]:
     """Each (blob, dimensions)'s best part's cosine with q, in one product."""
     import numpy as np
 
@@ -234,36 +249,39 @@ def _best(blobs, q) -> "list[float]":
 class _AnnIndex:
     """A big project's usearch index (kirolearn.recall.ann) and the rows above its watermark."""
 
-    def __init__(self, conn, model_id: str, project_id: str, opened):
-        self.conn, self.model_id, self.project_id, self.opened = conn, model_id, project_id, opened
+    def __init__(self, vectors, model_id: str, project_id: str, opened):
+        self.vectors, self.model_id, self.project_id, self.opened = vectors, model_id, project_id, opened
         meta = opened[1]
-        key = (ann.paths(reader.database_file(conn), model_id, project_id)["index"], meta["watermark"])
+        key = (ann.paths(vectors.database_file(), model_id, project_id)["index"], meta["watermark"])
         for old in [k for k in _TAILS if k[0] == key[0] and k != key]:
             del _TAILS[old]  # the drain merged that tail into the index
         tail = _TAILS.setdefault(key, {})
         last = max((rowid for rowid, _ in tail.values()), default=meta["watermark"])
         while True:  # only the rows written since the last query
-            found = vector_rows.vector_records_after(conn, model_id, project_id, last, ann.ADD_CHUNK)
+            found = vectors.vector_records_after(model_id, project_id, last, ann.ADD_CHUNK)
             for rowid, record_id, blob, dims in found:
                 tail[record_id] = (rowid, ann.unit_rows(blob, dims))
             if len(found) < ann.ADD_CHUNK:
                 break
             last = found[-1][0]
-        if not ann.stamp_holds(conn, meta):  # rowids at the top reused: those rows count as new
-            for rowid, blob, dims, _, record_id in ann.rewritten_rows(conn, model_id, project_id, meta):
+        if not ann.stamp_holds(vectors, meta):  # rowids at the top reused: those rows count as new
+            for rowid, blob, dims, _, record_id in ann.rewritten_rows(vectors, model_id, project_id, meta):
                 if rowid > tail.get(record_id, (0,))[0]:
                     tail[record_id] = (rowid, ann.unit_rows(blob, dims))
         self.tail = tail
         self.ids = ()  # not a matrix of every record: Searcher.similarities asks candidates()
 
-    def candidates(self, q, extra=()) -> "tuple[_Candidates, object]":
+    def candidates(self, q, extra=()) -> tuple[_Candidates, object]:
         """The query's nearest records (index and tail), `extra` records (the lexical candidates),
         each one's session neighbours and theirs, with exact similarities from their stored vectors."""
         import numpy as np
 
-        sims: "dict[str, tuple[int, float]]" = {}  # record -> (vector rowid, best part's cosine)
-        found = [r for r in vector_rows.vectors_by_rowid(self.conn, ann.nearest_rows(self.opened, q))
-                 if r[3] == self.model_id and r[2] == self.project_id]
+        sims: dict[str, tuple[int, float]] = {}  # record -> (vector rowid, best part's cosine)
+        found = [
+            r
+            for r in self.vectors.vectors_by_rowid(ann.nearest_rows(self.opened, q))
+            if r[3] == self.model_id and r[2] == self.project_id
+        ]
         for row, sim in zip(found, _best([(r[4], r[5]) for r in found], q)):
             sims[row[1]] = (row[0], sim)
         for record_id, (rowid, parts) in self.tail.items():
@@ -277,8 +295,9 @@ class _AnnIndex:
         self._neighbours([n for n in second if n not in rings], view)
         wanted = set(sims) | set(view.neighbours) | {n for near in view.neighbours.values() for n, _ in near}
         missing = [rid for rid in wanted if rid not in sims]
-        found = [r for r in vector_rows.vectors_of_records(self.conn, self.model_id, missing)
-                 if r[1] == self.project_id]
+        found = [
+            r for r in self.vectors.vectors_of_records(self.model_id, missing) if r[1] == self.project_id
+        ]
         for row, sim in zip(found, _best([(r[2], r[3]) for r in found], q)):
             sims[row[0]] = (0, sim)
         view.ids = list(sims)
@@ -287,11 +306,13 @@ class _AnnIndex:
 
     def _neighbours(self, record_ids, view) -> set:
         """Fill view.neighbours and view.times of these records (as _ProjectIndex pairs them)."""
-        found = vector_rows.session_neighbours(self.conn, self.project_id, list(record_ids))
+        found = self.vectors.session_neighbours(self.project_id, list(record_ids))
         for record_id, (row, before, after) in found.items():
             near = []
             if before is not None:
-                near.append((before[1], NEIGHBOUR_WEIGHT + (QUESTION_WEIGHT if "?" in (before[3] or "") else 0.0)))
+                near.append(
+                    (before[1], NEIGHBOUR_WEIGHT + (QUESTION_WEIGHT if "?" in (before[3] or "") else 0.0))
+                )
             if after is not None:
                 near.append((after[1], NEIGHBOUR_WEIGHT))
             if near:
@@ -311,32 +332,26 @@ class _Candidates:
         self.floor = floor
         self.ids: list = []
         self.position: dict = {}
-        self.neighbours: "dict[str, list[tuple[str, float]]]" = {}
-        self.sources: "dict[str, tuple]" = {}  # record -> (source_event_ids, created_at)
+        self.neighbours: dict[str, list[tuple[str, float]]] = {}
+        self.sources: dict[str, tuple] = {}  # record -> (source_event_ids, created_at)
         self._times = None
 
     @property
-    def times(self) -> "dict[str, float | None]":
+    def times(self) -> dict[str, float | None]:
         """When each record's turn happened (read only by a query that names a date)."""
         if self._times is None:
             self._times = {rid: when.record_time(*raw) for rid, raw in self.sources.items()}
         return self._times
 
 
-def _database_file(conn) -> str:
-    try:
-        return reader.database_file(conn)
-    except Exception:  # noqa: BLE001 - a cache key only
-        return ""
-
-
-
 class Searcher:
-    """Hybrid search over one read connection; each project's vectors stay in memory between calls
-    (in this process, until the project's vectors change)."""
+    """Hybrid search over one store (None: no database yet); each project's vectors stay in memory
+    between calls (in this process, until the project's vectors change)."""
 
-    def __init__(self, conn, model=None, *, settings=None):
-        self.conn = conn
+    def __init__(self, store: Store | None, model=None, *, settings=None):
+        self.store = store
+        self.conn = store.recall_connection() if store is not None else None
+        self.vectors = store.derived() if store is not None else None
         self.error = ""
         if model is None:
             if settings is None:
@@ -350,35 +365,39 @@ class Searcher:
             except EmbeddingUnavailable as exc:
                 self.error, model = exc.message, None
         self.model = model
-        self._file = _database_file(conn)
-        self.last_similarity: "dict[str, float]" = {}  # last hits: record id -> cosine
+        self._file = (store.database_file() or "") if store is not None else ""
+        self.last_similarity: dict[str, float] = {}  # last hits: record id -> cosine
 
         self.last_routed = False  # the last search ranked by the vector alone (_fuse)
 
     @property
     def semantic(self) -> bool:
         """Whether vectors take part (a model loaded and this store has vectors of it)."""
-        return self.model is not None and bool(store.vector_counts(self.conn).get(self.model.model_id))
+        return (
+            self.model is not None
+            and self.vectors is not None
+            and bool(self.vectors.vector_counts().get(self.model.model_id))
+        )
 
     def _index(self, project_id):
         """The project's vectors: its usearch index when the drain keeps one (kirolearn.recall.ann),
         else every vector in a matrix (cached until they change)."""
         if project_id and self._file:
-            opened, why = ann.open_index(self.conn, self._file, self.model.model_id, project_id)
+            opened, why = ann.open_index(self.vectors, self._file, self.model.model_id, project_id)
             if opened is not None:
-                return _AnnIndex(self.conn, self.model.model_id, project_id, opened)
+                return _AnnIndex(self.vectors, self.model.model_id, project_id, opened)
             if why and (self._file, project_id, why) not in _WHY:
                 _WHY.add((self._file, project_id, why))
                 log.warning("searching project %s exactly: %s", project_id, why)
         key = (self._file, self.model.model_id, project_id)
-        stamp = store.vector_stamp(self.conn, self.model.model_id, project_id)
+        stamp = self.vectors.vector_stamp(self.model.model_id, project_id)
         cached = _INDEXES.get(key)
         if cached is None or cached[0] != stamp or not self._file:
-            cached = (stamp, _ProjectIndex(self.conn, self.model.model_id, project_id))
+            cached = (stamp, _ProjectIndex(self.vectors, self.model.model_id, project_id))
             _INDEXES[key] = cached
         return cached[1]
 
-    def similarities(self, query: str, project_id: "str | None", extra=(), index=None):
+    def similarities(self, query: str, project_id: str | None, extra=(), index=None):
         """(index, cosine of the query with every record vector of the project); for a project with a
         usearch index, (its candidates: the nearest records, `extra` and their neighbours, their cosines).
         `index`: the project's, when the caller has it (_index)."""
@@ -396,7 +415,7 @@ class Searcher:
             sims = np.maximum.reduceat(sims, index.starts)
         return index, sims
 
-    def vector_only(self, query: str, *, project_id: "str | None" = None, limit: int = 10) -> "list[recall.Hit]":
+    def vector_only(self, query: str, *, project_id: str | None = None, limit: int = 10) -> list[recall.Hit]:
         """Records ranked by cosine similarity alone (the embedding baseline)."""
         if self.model is None:
             return []
@@ -405,12 +424,12 @@ class Searcher:
             return []
         import numpy as np
 
-        top = np.argsort(-sims)[:limit * 2]
+        top = np.argsort(-sims)[: limit * 2]
         scored = recall.marked(self.conn, [(index.ids[i], float(sims[i])) for i in top])
         return self._hits(sorted(scored, key=lambda kv: (-kv[1], kv[0]))[:limit])
 
-    def _hits(self, scored: "list[tuple[str, float]]") -> "list[recall.Hit]":
-        rows = {r["record_id"]: r for r in store.records_by_id(self.conn, [rid for rid, _ in scored])}
+    def _hits(self, scored: list[tuple[str, float]]) -> list[recall.Hit]:
+        rows = {r["record_id"]: r for r in self.vectors.records_by_id([rid for rid, _ in scored])}
         hits = []
         for rid, value in scored:
             if rid not in rows:
@@ -420,8 +439,16 @@ class Searcher:
             hits.append(hit)
         return hits
 
-    def search(self, query: str, *, project_id: "str | None" = None, types=None, limit: int = 10,
-               now: "float | None" = None, **filters) -> "list[recall.Hit]":
+    def search(
+        self,
+        query: str,
+        *,
+        project_id: str | None = None,
+        types=None,
+        limit: int = 10,
+        now: float | None = None,
+        **filters,
+    ) -> list[recall.Hit]:
         """Hybrid ranking; the lexical ranking alone when no vectors can take part.
 
         Keyword filters this module does not know (other issues add them to recall.search)
@@ -430,27 +457,37 @@ class Searcher:
         filters = {k: v for k, v in filters.items() if v not in (None, "", [], ())}
         self.last_routed = False
         if self.conn is None or self.model is None or filters:  # no database yet: recall.search gives []
-            return recall.search(self.conn, query, project_id=project_id, types=types, limit=limit, now=now,
-                                 **filters)
+            return recall.search(
+                self.conn, query, project_id=project_id, types=types, limit=limit, now=now, **filters
+            )
         # Named dates rank the records of those days; their words are not searched.
         dates, words_query = when.windows(query)
         index = self._index(project_id)  # first: a big project's load is kept even if the rest fails
-        lexical = recall.scores(self.conn, words_query, project_id=project_id, types=types, limit=CANDIDATES,
-                                now=now)
-        index, sims = self.similarities(words_query, project_id, extra=[rid for rid, _ in lexical], index=index)
+        lexical = recall.scores(
+            self.conn, words_query, project_id=project_id, types=types, limit=CANDIDATES, now=now
+        )
+        index, sims = self.similarities(
+            words_query, project_id, extra=[rid for rid, _ in lexical], index=index
+        )
         if sims is None:
             return recall.search(self.conn, query, project_id=project_id, types=types, limit=limit, now=now)
         return self._fuse(words_query, lexical, index, sims, types=types, limit=limit, dates=dates)
 
-    def _coverage(self, query: str, record_ids) -> "dict[str, float]":
+    def _coverage(self, query: str, record_ids) -> dict[str, float]:
         """Each record's share of the query's searched words found in its own text (not its neighbours')."""
         words = recall.terms(query)
         if not words:
             return {}
         out = {}
-        for row in store.records_by_id(self.conn, list(record_ids)):
-            text = " ".join([row["title"] or "", row["summary"] or "", str(row["facts"] or ""),
-                             str(row["concepts"] or "")])
+        for row in self.vectors.records_by_id(list(record_ids)):
+            text = " ".join(
+                [
+                    row["title"] or "",
+                    row["summary"] or "",
+                    str(row["facts"] or ""),
+                    str(row["concepts"] or ""),
+                ]
+            )
             out[row["record_id"]] = len(recall.matched(words, text)) / len(words)
         return out
 
@@ -501,11 +538,16 @@ class Searcher:
         if routed:
             fused = {rid: vector_score(rid) for rid in candidates if close_enough(rid)}
         else:
-            fused = {rid: lexical_weight * lexical.get(rid, 0.0) / best_lex
-                     + vector_weight * vector_score(rid) for rid in candidates}
+            fused = {
+                rid: lexical_weight * lexical.get(rid, 0.0) / best_lex + vector_weight * vector_score(rid)
+                for rid in candidates
+            }
             base = dict(fused)
             for rid in list(fused):
-                near = [weight * base.get(n, vector_weight * vector_score(n)) for n, weight in index.neighbours.get(rid, ())]
+                near = [
+                    weight * base.get(n, vector_weight * vector_score(n))
+                    for n, weight in index.neighbours.get(rid, ())
+                ]
                 if near:
                     fused[rid] += max(near)
         if dates:
@@ -513,26 +555,33 @@ class Searcher:
             for rid in fused:
                 fused[rid] += when.DATE_WEIGHT * best * when.closeness(index.times.get(rid), dates)
         # issue #31: marks weigh the fused score once, here (recall.scores skips them)
-        for rid, (fresh, outcome) in reader.marks_of(self.conn, list(fused)).items():
+        for rid, (fresh, outcome) in self.store.marks_of(list(fused)).items():
             fused[rid] *= marks.factor(fresh, outcome)
         # and a merged record is not recalled, a superseded one is demoted
-        ranked = sorted(recall.marked(self.conn, [(rid, s) for rid, s in fused.items() if s > 0]),
-                        key=lambda kv: (-kv[1], kv[0]))
+        ranked = sorted(
+            recall.marked(self.conn, [(rid, s) for rid, s in fused.items() if s > 0]),
+            key=lambda kv: (-kv[1], kv[0]),
+        )
         hits = self._hits(ranked[: max(limit * 3, limit + 10)] if types else ranked[:limit])
         if types:
             hits = [h for h in hits if h.observation_type in types]
         words = recall.terms(query)
         for hit in hits:
-            hit.matched_terms = recall.matched(words, " ".join([hit.title, hit.summary, *map(str, hit.facts),
-                                                                 *map(str, hit.concepts)]))
+            hit.matched_terms = recall.matched(
+                words, " ".join([hit.title, hit.summary, *map(str, hit.facts), *map(str, hit.concepts)])
+            )
         hits = hits[:limit]
-        self.last_similarity = {h.record_id: float(sims[index.position[h.record_id]])
-                                for h in hits if h.record_id in index.position}
+        self.last_similarity = {
+            h.record_id: float(sims[index.position[h.record_id]])
+            for h in hits
+            if h.record_id in index.position
+        }
         return hits
 
 
-def prompt_hits(searcher: Searcher, prompt: str, *, project_id: "str | None", limit: int,
-                exclude=()) -> "list[recall.Hit]":
+def prompt_hits(
+    searcher: Searcher, prompt: str, *, project_id: str | None, limit: int, exclude=()
+) -> list[recall.Hit]:
     """What the prompt hook injects when the recall server answers (kirolearn.recall.server).
 
     The hybrid ranking, kept to hits that hold enough of the prompt's words near the best score
@@ -553,13 +602,21 @@ def prompt_hits(searcher: Searcher, prompt: str, *, project_id: "str | None", li
     floor = getattr(searcher.model, "prompt_min_similarity", None) if searcher.model is not None else None
     sims = searcher.last_similarity
     exclude = set(exclude)
-    keep = [h for h in hits if h.record_id not in exclude and (
-        (recall.holds_enough(h, words) and h.score >= recall.RELATIVE_FLOOR * best)
-        or (floor is not None and sims.get(h.record_id, -1.0) >= floor))][:limit]
+    keep = [
+        h
+        for h in hits
+        if h.record_id not in exclude
+        and (
+            (recall.holds_enough(h, words) and h.score >= recall.RELATIVE_FLOOR * best)
+            or (floor is not None and sims.get(h.record_id, -1.0) >= floor)
+        )
+    ][:limit]
     if len(keep) < limit:
         chosen = exclude | {h.record_id for h in keep}
         lexical = recall.search(searcher.conn, prompt, project_id=project_id, limit=limit * 3)
-        keep += [h for h in recall.relevant(lexical, prompt) if h.record_id not in chosen][: limit - len(keep)]
+        keep += [h for h in recall.relevant(lexical, prompt) if h.record_id not in chosen][
+            : limit - len(keep)
+        ]
     return keep
 
 
@@ -577,15 +634,18 @@ def _turn_text(rec: dict) -> str:
     return text.strip()[:NEIGHBOUR_CHARS]
 
 
-def expansions_for(records: "list[dict]") -> "dict[str, str]":
+def expansions_for(records: list[dict]) -> dict[str, str]:
     """Each record's expansion: the text of the NEIGHBOUR_SPAN records before and after it in its session.
 
     NEIGHBOUR_SPAN measured on LoCoMo (hit@5, hook / hybrid): one each side 0.676 / 0.742, two
     0.691 / 0.750, three (the farthest cut to 100 or 200 characters) at most 0.684 / 0.745."""
     out = {}
     for i, rec in enumerate(records):
-        near = [records[j] for j in range(i - NEIGHBOUR_SPAN, i + NEIGHBOUR_SPAN + 1)
-                if j != i and 0 <= j < len(records)]
+        near = [
+            records[j]
+            for j in range(i - NEIGHBOUR_SPAN, i + NEIGHBOUR_SPAN + 1)
+            if j != i and 0 <= j < len(records)
+        ]
         out[rec["record_id"]] = "\n".join(_turn_text(r) for r in near)
     return out
 
@@ -634,13 +694,14 @@ def enrich_sessions(db, sessions) -> int:
     return len(changes)
 
 
-def search(conn, query: str, *, settings=None, **options) -> "list[recall.Hit]":
+def search(store: Store | None, query: str, *, settings=None, **options) -> list[recall.Hit]:
     """Hybrid search with the configured model (lexical alone when it cannot load)."""
-    return Searcher(conn, settings=settings).search(query, **options)
+    return Searcher(store, settings=settings).search(query, **options)
 
 
-def index_with_settings(db, conf, *, progress=None, seconds: "float | None" = None,
-                        interrupt=None) -> "tuple[int, str]":
+def index_with_settings(
+    db, conf, *, progress=None, seconds: float | None = None, interrupt=None
+) -> tuple[int, str]:
     """Embed pending records with the configured model: (embedded, '' or why not); `seconds` and
     `interrupt`: see index_pending."""
     try:
@@ -657,16 +718,15 @@ def index_with_settings(db, conf, *, progress=None, seconds: "float | None" = No
     return embedded, ""
 
 
-def refresh_ann(db, model, *, seconds: "float | None" = None) -> dict:
+def refresh_ann(db, model, *, seconds: float | None = None) -> dict:
     """Bring the usearch indexes of the embedded store's big projects up to date after embedding
     (kirolearn.recall.ann.refresh; nothing for another store, or without usearch)."""
-    derived = derived_of(db)
-    conn = derived.db.conn if isinstance(derived, SqliteDerived) else None
-    if conn is None or model is None:
+    vectors = derived_of(db)
+    db_file = vectors.database_file() if vectors is not None else ""
+    if not db_file or model is None:
         return {}
     try:
-        return ann.refresh(conn, model.model_id, reader.database_file(conn), dimensions=model.dimensions,
-                           seconds=seconds)
+        return ann.refresh(vectors, model.model_id, db_file, dimensions=model.dimensions, seconds=seconds)
     except OSError as exc:  # a full disk or a read-only home: search stays exact
         log.warning("vector indexes not updated: %s", exc)
         return {"error": str(exc)}
@@ -682,17 +742,17 @@ def vectors_pending(db, conf) -> int:
     return to_embed(db, model) if model is not None else 0
 
 
-def reindex(db, conf, *, everything: bool = False, progress=None) -> dict:
+def reindex(store: Store, conf, *, everything: bool = False, progress=None) -> dict:
     """Re-derive expansions and (re)embed records with the configured model.
 
     Vectors of other models are dropped; `everything` re-embeds records that already
     have a vector of this model too. Raises EmbeddingUnavailable if the model cannot
     load (expansions are still rebuilt first, so the hook's index is current).
     """
-    derived = derived_of(db)
+    derived = derived_of(store)
     derived.clear_expansions()
     expanded = enrich_pending(derived)
-    store.refresh_term_docs(db, force=True)
+    store.refresh_term_docs(force=True)
     model = from_settings(conf)
     if model is None:
         dropped = derived.drop_vectors(None)
@@ -700,7 +760,13 @@ def reindex(db, conf, *, everything: bool = False, progress=None) -> dict:
     model.embed_batch(["kirolearn"])  # fail before touching any vector
     dropped = derived.drop_vectors(None if everything else model.model_id)
     start = time.monotonic()
-    embedded = index_pending(db, model, progress=progress)
-    refresh_ann(db, model)
-    return {"model": model.model_id, "dimensions": model.dimensions, "embedded": embedded, "dropped": dropped,
-            "expanded": expanded, "seconds": round(time.monotonic() - start, 2)}
+    embedded = index_pending(store, model, progress=progress)
+    refresh_ann(store, model)
+    return {
+        "model": model.model_id,
+        "dimensions": model.dimensions,
+        "embedded": embedded,
+        "dropped": dropped,
+        "expanded": expanded,
+        "seconds": round(time.monotonic() - start, 2),
+    }

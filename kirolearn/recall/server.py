@@ -44,7 +44,9 @@ WARM_BUDGET = 60.0  # seconds _warm may take to load a project's vectors
 class ServerError(KirolearnError):
     """The recall server cannot start."""
 
-    default_fix = "recall keeps working without it (lexical in the hook, the model loaded per `kirolearn search`)"
+    default_fix = (
+        "recall keeps working without it (lexical in the hook, the model loaded per `kirolearn search`)"
+    )
 
 
 class RecallServer:
@@ -56,7 +58,7 @@ class RecallServer:
     at 100k records) ran on two, and on two shared, busy cores a prompt's answer took 52 ms (median,
     100k records) against 37 ms on one thread, measured in turns in one process."""
 
-    def __init__(self, settings=None, path: "str | None" = None):
+    def __init__(self, settings=None, path: str | None = None):
         self.path = path or client.socket_path()
         self._settings = settings
         self._config_stamp = self._stamp() if settings is not None else None
@@ -74,7 +76,7 @@ class RecallServer:
 
     # Start and stop
 
-    def start(self) -> "RecallServer":
+    def start(self) -> RecallServer:
         from filelock import FileLock, Timeout
 
         paths.ensure_private_dir(paths.home())
@@ -82,8 +84,10 @@ class RecallServer:
         try:
             lock.acquire()
         except Timeout:
-            raise ServerError(f"another recall server already serves {self.path}",
-                              "nothing to do; `kirolearn doctor` shows which model it uses") from None
+            raise ServerError(
+                f"another recall server already serves {self.path}",
+                "nothing to do; `kirolearn doctor` shows which model it uses",
+            ) from None
         try:
             self._load()
             self._bind()
@@ -101,8 +105,10 @@ class RecallServer:
         try:
             address = client.socket_address(self.path)
         except OSError as exc:
-            raise ServerError(f"cannot serve recall on {self.path}: {exc}",
-                              "set KIROLEARN_HOME to a shorter path to use the recall server") from None
+            raise ServerError(
+                f"cannot serve recall on {self.path}: {exc}",
+                "set KIROLEARN_HOME to a shorter path to use the recall server",
+            ) from None
         try:
             if os.path.lexists(self.path):
                 os.unlink(self.path)  # we hold the lock: whatever is there was left by a server that died
@@ -144,7 +150,9 @@ class RecallServer:
 
     def start_thread(self) -> threading.Thread:
         """Serve in a daemon thread (the drain --watch process)."""
-        self._thread = threading.Thread(target=self.serve_forever, name="kirolearn-recall-server", daemon=True)
+        self._thread = threading.Thread(
+            target=self.serve_forever, name="kirolearn-recall-server", daemon=True
+        )
         self._thread.start()
         return self._thread
 
@@ -182,8 +190,9 @@ class RecallServer:
             self.model, self.model_error = model, ""
         except EmbeddingUnavailable as exc:
             self.model, self.model_error = None, exc.message
-            log.warning("recall server: the embedding model cannot load, answering with words alone: %s",
-                        exc.message)
+            log.warning(
+                "recall server: the embedding model cannot load, answering with words alone: %s", exc.message
+            )
 
     # Serving
 
@@ -207,7 +216,9 @@ class RecallServer:
                 log.warning("recall server: %d connections open already; one refused", MAX_CONNECTIONS)
                 conn.close()
                 continue
-            threading.Thread(target=self._serve_one, args=(conn,), name="kirolearn-recall-conn", daemon=True).start()
+            threading.Thread(
+                target=self._serve_one, args=(conn,), name="kirolearn-recall-conn", daemon=True
+            ).start()
 
     def _serve_one(self, conn) -> None:
         try:
@@ -257,18 +268,18 @@ class RecallServer:
         this, every prompt of a big project would run out of time the same way and never be served."""
         if self.model is None or request.get("op") not in ("search", "prompt"):
             return
-        from kirolearn.recall import lexical as recall
         from kirolearn.recall import semantic
+        from kirolearn.store.backends import open_reading
 
-        conn = recall.connect_readonly(budget=WARM_BUDGET)
-        if conn is None:
+        store = open_reading(budget=WARM_BUDGET)
+        if store is None:
             return
         try:
-            semantic.Searcher(conn, self.model)._index(request.get("project_id") or None)  # cached
+            semantic.Searcher(store, self.model)._index(request.get("project_id") or None)  # cached
         except Exception:  # noqa: BLE001 - warming is best effort; the next request tries again
             log.exception("recall server: loading the project's vectors failed")
         finally:
-            conn.close()
+            store.close()
 
     @staticmethod
     def _send(conn, answer: dict) -> None:
@@ -282,8 +293,13 @@ class RecallServer:
         op = request.get("op")
         self._load()
         if op == "ping":
-            return {"ok": True, "pid": os.getpid(), "model": self.model.model_id if self.model else None,
-                    "model_error": self.model_error, "served": self.served}
+            return {
+                "ok": True,
+                "pid": os.getpid(),
+                "model": self.model.model_id if self.model else None,
+                "model_error": self.model_error,
+                "served": self.served,
+            }
         if op not in ("search", "prompt"):
             return {"ok": False, "error": f"unknown op {op!r}"}
         query = request.get("query")
@@ -293,29 +309,35 @@ class RecallServer:
         project_id = request.get("project_id") or None
         from kirolearn.recall import lexical as recall
         from kirolearn.recall import semantic
+        from kirolearn.store.backends import open_reading
 
         deadline = request.get("deadline")
         budget = max(0.05, deadline - time.time()) if isinstance(deadline, (int, float)) else 5.0
-        conn = recall.connect_readonly(budget=budget)
-        if conn is None:
+        store = open_reading(budget=budget)
+        if store is None:
             return {"ok": True, "hits": []}
+        conn = store.recall_connection()
         try:
-            searcher = semantic.Searcher(conn, self.model) if self.model is not None else None
+            searcher = semantic.Searcher(store, self.model) if self.model is not None else None
             if op == "prompt":
                 exclude = set(request.get("exclude") or ())
                 if searcher is None:
                     found = recall.search(conn, query, project_id=project_id, limit=limit * 3)
                     hits = [h for h in recall.relevant(found, query) if h.record_id not in exclude][:limit]
                 else:
-                    hits = semantic.prompt_hits(searcher, query, project_id=project_id, limit=limit, exclude=exclude)
+                    hits = semantic.prompt_hits(
+                        searcher, query, project_id=project_id, limit=limit, exclude=exclude
+                    )
             else:
-                filters = {k: request.get(k) for k in ("types", "since", "session_id", "file") if request.get(k)}
+                filters = {
+                    k: request.get(k) for k in ("types", "since", "session_id", "file") if request.get(k)
+                }
                 if searcher is None:
                     hits = recall.search(conn, query, project_id=project_id, limit=limit, **filters)
                 else:
                     hits = searcher.search(query, project_id=project_id, limit=limit, **filters)
         finally:
-            conn.close()
+            store.close()
         rows = [h.to_dict() for h in hits]
         scrubbed = False
         if op == "search":  # re-scrubbed here, where the scrubber stays compiled
@@ -324,13 +346,21 @@ class RecallServer:
 
             conf = self._settings_now()  # extra patterns and allow-list, as manage.scrubber()
             if getattr(self, "_scrubber_for", None) is not conf:  # once per config version
-                self._scrubber_for, self._scrubber = conf, Scrubber(conf.scrub.extra_patterns, conf.scrub.allow)
+                self._scrubber_for, self._scrubber = (
+                    conf,
+                    Scrubber(conf.scrub.extra_patterns, conf.scrub.allow),
+                )
             rows = outbound_value(rows, self._scrubber)
             scrubbed = True
-        return {"ok": True, "hits": rows, "scrubbed": scrubbed, "model": self.model.model_id if self.model else None}
+        return {
+            "ok": True,
+            "hits": rows,
+            "scrubbed": scrubbed,
+            "model": self.model.model_id if self.model else None,
+        }
 
 
-def start_in_thread(settings=None) -> "RecallServer | None":
+def start_in_thread(settings=None) -> RecallServer | None:
     """A server serving in a daemon thread (the drain --watch process), or None: embeddings are off
     (the hook's own lexical recall is the same answer, without the round trip), or one cannot start
     here (logged)."""

@@ -12,9 +12,25 @@ day); "May 2023", "May, 2023" (a month); "in 2023", "during 2023" (a year); "in 
 "during October" (that month of any year, a weaker hint).
 """
 
-MONTHS = {name: i + 1 for i, name in enumerate(
-    ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-     "november", "december"))}
+MONTHS = {
+    name: i + 1
+    for i, name in enumerate(
+        (
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        )
+    )
+}
 MONTHS.update({name[:3]: number for name, number in list(MONTHS.items())})
 MONTHS["sept"] = 9
 _MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
@@ -31,7 +47,11 @@ _SOURCES = (
     (DAY, r"\b((?:19|20)\d\d)-(\d\d)-(\d\d)\b", lambda m: (m[1], m[2], m[3])),
     (MONTH, rf"\b({_MONTH})\.?,?\s+{_YEAR}\b", lambda m: (m[2], m[1], None)),
     (YEAR, rf"\b(?:in|during|since|throughout|of)\s+{_YEAR}\b", lambda m: (m[1], None, None)),
-    (ANY_YEAR_MONTH, rf"\b(?:in|during|since|throughout|of)\s+({_MONTH})\b(?!\s*\d)", lambda m: (None, m[1], None)),
+    (
+        ANY_YEAR_MONTH,
+        rf"\b(?:in|during|since|throughout|of)\s+({_MONTH})\b(?!\s*\d)",
+        lambda m: (None, m[1], None),
+    ),
 )
 _PATTERNS: list = []  # lazy: prompts rarely name a date
 # a-z stay, any other byte becomes a space
@@ -61,8 +81,10 @@ def _may_name_a_date(text: str) -> bool:
 
 def _epoch(year: int, month: int, day: int) -> int:
     """Seconds since the epoch of a UTC midnight (days_from_civil, H. Hinnant); ValueError if no such day."""
-    if not (1 <= month <= 12 and 1 <= day <= (31, 29 if _leap(year) else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30,
-                                                   31)[month - 1]):
+    if not (
+        1 <= month <= 12
+        and 1 <= day <= (31, 29 if _leap(year) else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)[month - 1]
+    ):
         raise ValueError("no such day")
     y = year - (month <= 2)
     era = y // 400
@@ -108,8 +130,17 @@ def windows(text: str) -> "tuple[list[tuple[str, int, int]], str]":
             year, month, day = parts(m)
             try:
                 month = None if month is None else (int(month) if month.isdigit() else MONTHS[month.lower()])
-                found.append((kind, *_span(kind, None if year is None else int(year), month,
-                                           None if day is None else int(day))))
+                found.append(
+                    (
+                        kind,
+                        *_span(
+                            kind,
+                            None if year is None else int(year),
+                            month,
+                            None if day is None else int(day),
+                        ),
+                    )
+                )
             except (KeyError, ValueError):
                 continue
             spans.append((m.start(), m.end()))

@@ -20,7 +20,7 @@ guard. Markers written before home ids (no `home_id` field) are still read.
 import json
 import os
 
-from kirolearn.core import paths, isotime
+from kirolearn.core import isotime, paths
 
 STORE = "store"
 DRAIN = "drain"

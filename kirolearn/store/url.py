@@ -16,17 +16,21 @@ SCHEMES = ("postgresql", "postgres")
 # libpq parameters holding a secret: never in a URL kirolearn stores
 SECRET_PARAMS = ("password", "sslpassword")
 
-PASSWORD_FIX = ("leave the password out of the URL and let libpq find it: a line in ~/.pgpass (or the file "
-                "PGPASSFILE names, mode 0600), a service in ~/.pg_service.conf used as "
-                "postgresql:///?service=NAME, or PGPASSWORD in the drainer's environment; see docs/team.md")
+PASSWORD_FIX = (
+    "leave the password out of the URL and let libpq find it: a line in ~/.pgpass (or the file "
+    "PGPASSFILE names, mode 0600), a service in ~/.pg_service.conf used as "
+    "postgresql:///?service=NAME, or PGPASSWORD in the drainer's environment; see docs/team.md"
+)
 
 
 def _split(url: str) -> urllib.parse.SplitResult:
     try:
         return urllib.parse.urlsplit(url)
     except ValueError as exc:  # e.g. an unclosed [ipv6 bracket
-        raise ConfigError(f"the team store URL is not a valid URL ({exc})",
-                          "write it as postgresql://[user@]host[:port]/dbname[?param=value]") from None
+        raise ConfigError(
+            f"the team store URL is not a valid URL ({exc})",
+            "write it as postgresql://[user@]host[:port]/dbname[?param=value]",
+        ) from None
 
 
 def check_store_url(url: str) -> str:
@@ -39,19 +43,27 @@ def check_store_url(url: str) -> str:
         return ""
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
     if scheme not in SCHEMES:
-        shown = f"'{scheme}://'" if scheme and scheme.isascii() and scheme.replace("+", "").isalnum() else "none"
-        raise ConfigError(f"the team store URL must start with postgresql:// (scheme: {shown})",
-                          "only a PostgreSQL server can be a team store; leave [store] url empty for the "
-                          "local SQLite store")
+        shown = (
+            f"'{scheme}://'" if scheme and scheme.isascii() and scheme.replace("+", "").isalnum() else "none"
+        )
+        raise ConfigError(
+            f"the team store URL must start with postgresql:// (scheme: {shown})",
+            "only a PostgreSQL server can be a team store; leave [store] url empty for the "
+            "local SQLite store",
+        )
     parts = _split(url)
     if parts.password is not None or ":" in parts.netloc.rpartition("@")[0]:
-        raise ConfigError("the team store URL holds a password, which kirolearn will not keep in plain text",
-                          PASSWORD_FIX)
+        raise ConfigError(
+            "the team store URL holds a password, which kirolearn will not keep in plain text", PASSWORD_FIX
+        )
     params = {k.lower() for k, _ in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)}
     secret = sorted(params & set(SECRET_PARAMS))
     if secret:
-        raise ConfigError(f"the team store URL holds a '{secret[0]}' parameter, which kirolearn will not keep "
-                          "in plain text", PASSWORD_FIX)
+        raise ConfigError(
+            f"the team store URL holds a '{secret[0]}' parameter, which kirolearn will not keep "
+            "in plain text",
+            PASSWORD_FIX,
+        )
     return url
 
 
@@ -73,8 +85,13 @@ def redact_url(url: str) -> str:
         return url  # nothing to hide: show it exactly as written
     query = parts.query
     if secret_query:
-        query = "&".join(f"{k}=***" if k.lower() in SECRET_PARAMS else f"{k}={urllib.parse.quote(v, safe='/')}"
-                         for k, v in pairs)
+        query = "&".join(
+            f"{k}=***" if k.lower() in SECRET_PARAMS else f"{k}={urllib.parse.quote(v, safe='/')}"
+            for k, v in pairs
+        )
     # by hand: urlunsplit drops the '//' of an empty host (the local socket)
-    return (f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
-            + (f"#{parts.fragment}" if parts.fragment else ""))
+    return (
+        f"{parts.scheme}://{netloc}{parts.path}"
+        + (f"?{query}" if query else "")
+        + (f"#{parts.fragment}" if parts.fragment else "")
+    )

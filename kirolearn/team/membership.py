@@ -16,9 +16,9 @@ from __future__ import annotations
 import os
 
 from kirolearn.core import paths
-from kirolearn.store import state
 from kirolearn.core.errors import KirolearnError
 from kirolearn.core.identity import os_user, this_host
+from kirolearn.store import state
 from kirolearn.store.url import redact_url
 
 # Not team.json: a drain rewriting that must not lose a `team leave`.
@@ -31,8 +31,10 @@ class TeamError(KirolearnError):
 
 # Attribution
 
-def attribution(settings=None, *, actor: "str | None" = None, host: "str | None" = None,
-                agent: "str | None" = None) -> dict:
+
+def attribution(
+    settings=None, *, actor: str | None = None, host: str | None = None, agent: str | None = None
+) -> dict:
     """{"actor", "host", "agent"} of something written now.
 
     `actor`/`host`/`agent` are what the event said (the hook saw the OS user and the host); a
@@ -48,6 +50,7 @@ def attribution(settings=None, *, actor: "str | None" = None, host: "str | None"
 
 # Opt-in sharing
 
+
 def _lock():
     from filelock import FileLock
 
@@ -60,14 +63,17 @@ def _projects() -> dict:
     return projects if isinstance(projects, dict) else {}
 
 
-def shared_project_ids() -> "frozenset[str]":
+def shared_project_ids() -> frozenset[str]:
     """The project ids whose records and events may be uploaded to the team store.
 
     The one function the uploader asks. Only `team join` adds to it; an unreadable or missing
     state file means nothing is shared.
     """
-    return frozenset(pid for pid, entry in _projects().items()
-                     if isinstance(pid, str) and isinstance(entry, dict) and entry.get("shared") is True)
+    return frozenset(
+        pid
+        for pid, entry in _projects().items()
+        if isinstance(pid, str) and isinstance(entry, dict) and entry.get("shared") is True
+    )
 
 
 def _resolve(project_dir) -> dict:
@@ -76,24 +82,38 @@ def _resolve(project_dir) -> dict:
 
     root, is_global = project.find_project_root(paths.check_project(project_dir))
     if is_global:
-        raise TeamError(f"{project_dir} is not inside a project (no marker such as .git or .kiro up to your home)",
-                        "pass the project's directory; the global memory is never shared", exit_code=2)
+        raise TeamError(
+            f"{project_dir} is not inside a project (no marker such as .git or .kiro up to your home)",
+            "pass the project's directory; the global memory is never shared",
+            exit_code=2,
+        )
     remote = gitremote.remote_of(root)
-    return {"root": root, "project_id": project.project_id(root), "identity": project.project_key(root),
-            "remote": remote["normalised"] if remote else None}
+    return {
+        "root": root,
+        "project_id": project.project_id(root),
+        "identity": project.project_key(root),
+        "remote": remote["normalised"] if remote else None,
+    }
 
 
 def join(project_dir) -> dict:
     """Share a project's memory with the team from now on; returns the project's entry."""
     found = _resolve(project_dir)
     if found["remote"] is None:
-        raise TeamError(f"project {found['root']} has no git remote, so teammates' clones cannot be matched to it",
-                        "add one (git remote add origin URL) and run `kirolearn team join` again", exit_code=2)
+        raise TeamError(
+            f"project {found['root']} has no git remote, so teammates' clones cannot be matched to it",
+            "add one (git remote add origin URL) and run `kirolearn team join` again",
+            exit_code=2,
+        )
     with _lock():
         data = state.read(STATE_NAME)
         projects = data.get("projects") if isinstance(data.get("projects"), dict) else {}
-        entry = {"shared": True, "identity": found["identity"], "root": found["root"],
-                 "joined_at": state.utc_now()}
+        entry = {
+            "shared": True,
+            "identity": found["identity"],
+            "root": found["root"],
+            "joined_at": state.utc_now(),
+        }
         previous = projects.get(found["project_id"])
         if isinstance(previous, dict) and previous.get("shared") is True:
             entry["joined_at"] = previous.get("joined_at", entry["joined_at"])
@@ -101,25 +121,28 @@ def join(project_dir) -> dict:
         data["projects"] = projects
         state.write(STATE_NAME, data)
     moved = rekey_local_store()
-    return {"project_id": found["project_id"], **entry, "already": bool(previous and previous.get("shared")),
-            "rekeyed": moved}
+    return {
+        "project_id": found["project_id"],
+        **entry,
+        "already": bool(previous and previous.get("shared")),
+        "rekeyed": moved,
+    }
 
 
-def rekey_local_store() -> "dict[str, str]":
+def rekey_local_store() -> dict[str, str]:
     """Move local rows of projects whose id changed (a remote added since the store was migrated).
 
     Returns {old id: new id}; {} when there is no local store yet.
     """
     from kirolearn.core import project
-    from kirolearn.store.sqlite import db as store
-    from kirolearn.store.sqlite.team import rekey_projects
+    from kirolearn.store.backends import open_existing
 
-    db = store.open_existing()
-    if db is None:
+    store = open_existing()
+    if store is None:
         return {}
     project.forget_cached_ids()
-    with store.writing(db):
-        return rekey_projects(db, project.project_id)
+    with store:
+        return store.rekey_projects(project.project_id)
 
 
 def leave(project_dir) -> dict:
@@ -131,8 +154,12 @@ def leave(project_dir) -> dict:
         was = projects.pop(found["project_id"], None)
         data["projects"] = projects
         state.write(STATE_NAME, data)
-    return {"project_id": found["project_id"], "identity": found["identity"], "root": found["root"],
-            "was_shared": bool(isinstance(was, dict) and was.get("shared"))}
+    return {
+        "project_id": found["project_id"],
+        "identity": found["identity"],
+        "root": found["root"],
+        "was_shared": bool(isinstance(was, dict) and was.get("shared")),
+    }
 
 
 def status() -> dict:
@@ -151,11 +178,23 @@ def status() -> dict:
         root = entry.get("root")
         # its remote changed since it joined: a new id, which is not shared
         stale = bool(isinstance(root, str) and os.path.isdir(root) and project.project_id(root) != pid)
-        projects.append({"project_id": pid, "identity": entry.get("identity"), "root": root,
-                         "joined_at": entry.get("joined_at"), "stale": stale})
-    return {"store_url": redact_url(url) or None, "configured": bool(url),
-            "actor": settings.team.actor or os_user(), "host": this_host(),
-            "state_file": os.path.join(state.state_dir(), STATE_NAME + ".json"), "projects": projects}
+        projects.append(
+            {
+                "project_id": pid,
+                "identity": entry.get("identity"),
+                "root": root,
+                "joined_at": entry.get("joined_at"),
+                "stale": stale,
+            }
+        )
+    return {
+        "store_url": redact_url(url) or None,
+        "configured": bool(url),
+        "actor": settings.team.actor or os_user(),
+        "host": this_host(),
+        "state_file": os.path.join(state.state_dir(), STATE_NAME + ".json"),
+        "projects": projects,
+    }
 
 
 # Doctor
@@ -174,5 +213,10 @@ def doctor_checks(settings):
         yield "WARN", "a team store is configured but no project is shared: kirolearn team join --project DIR"
     for entry in current["projects"]:
         if entry["stale"]:
-            yield "WARN", (f"{entry['root']} was shared as {entry['identity']}, but its git remote changed since: "
-                           f"its new memory is not shared; run `kirolearn team join --project {entry['root']}` again")
+            yield (
+                "WARN",
+                (
+                    f"{entry['root']} was shared as {entry['identity']}, but its git remote changed since: "
+                    f"its new memory is not shared; run `kirolearn team join --project {entry['root']}` again"
+                ),
+            )

@@ -4,11 +4,10 @@ The configured store is a PostgreSQL team store when `[store] url` (or KIROLEARN
 one, else this home's SQLite file. Applying the schema is explicit for a team store: one person's
 upgrade changes everybody's server, so it happens when someone runs `kirolearn migrate` as a role
 allowed to create tables, never as a side effect of a drain. Nothing here prints a password: every
-URL shown goes through kirolearn.store.postgres.store.shown_url.
+URL shown goes through kirolearn.store.url.redact_url.
 """
 
 from __future__ import annotations
-
 
 MIN_SERVER_VERSION = 150000  # PostgreSQL 15: what the team store is built and tested on
 
@@ -31,25 +30,39 @@ def migrate(settings=None, grant=()) -> dict:
     """
     url = store_url(settings)
     if url:
-        from kirolearn.store.postgres.store import PostgresStore, shown_url
+        from kirolearn.store.backends import open_store
+        from kirolearn.store.url import redact_url as shown_url
 
-        with PostgresStore(url, check=False) as store:
+        with open_store(url, check=False) as store:
             applied = store.migrate()
             granted = store.grant(grant) if grant else []
             schema = store.schema()
-        return {"backend": "postgresql", "store": shown_url(url), "applied": applied,
-                "schema": {"applied": schema["applied"], "pending": schema["pending"]}, "granted": granted}
+        return {
+            "backend": "postgresql",
+            "store": shown_url(url),
+            "applied": applied,
+            "schema": {"applied": schema["applied"], "pending": schema["pending"]},
+            "granted": granted,
+        }
     if grant:
         from kirolearn.core.errors import ConfigError
 
-        raise ConfigError("--grant gives roles of a PostgreSQL team store its tables; no team store is configured",
-                          "set [store] url (or KIROLEARN_STORE_URL), or leave --grant out", exit_code=2)
+        raise ConfigError(
+            "--grant gives roles of a PostgreSQL team store its tables; no team store is configured",
+            "set [store] url (or KIROLEARN_STORE_URL), or leave --grant out",
+            exit_code=2,
+        )
     from kirolearn.core import paths
-    from kirolearn.store.sqlite.store import migrate_file
+    from kirolearn.store.backends import migrate_local
 
-    done = migrate_file(paths.db_path())
-    return {"backend": "sqlite", "store": paths.db_path(), "applied": done["applied"], "schema": done["schema"],
-            "granted": []}
+    done = migrate_local(paths.db_path())
+    return {
+        "backend": "sqlite",
+        "store": paths.db_path(),
+        "applied": done["applied"],
+        "schema": done["schema"],
+        "granted": [],
+    }
 
 
 def describe(result: dict) -> str:
@@ -57,8 +70,10 @@ def describe(result: dict) -> str:
     where = "team store" if result["backend"] == "postgresql" else "database"
     total = len(result["schema"]["applied"])
     if result["applied"]:
-        text = (f"applied {len(result['applied'])} migration(s) to the {where} {result['store']}: "
-                f"{', '.join(result['applied'])}")
+        text = (
+            f"applied {len(result['applied'])} migration(s) to the {where} {result['store']}: "
+            f"{', '.join(result['applied'])}"
+        )
     else:
         text = f"the {where} {result['store']} is up to date ({total} migration(s) applied)"
     if result.get("granted"):
@@ -76,11 +91,12 @@ def store_checks(settings):
     if not url:
         return
     from kirolearn.core.errors import KirolearnError
-    from kirolearn.store.postgres.store import PostgresStore, shown_url
+    from kirolearn.store.backends import open_store
+    from kirolearn.store.url import redact_url as shown_url
 
     shown = shown_url(url)
     try:
-        store = PostgresStore(url, check=False)
+        store = open_store(url, check=False)
     except KirolearnError as exc:
         yield "FAIL", str(exc)
         return
@@ -101,13 +117,26 @@ def _checks(store, shown: str):
         yield "FAIL", "the team store URL names a read-only replica: drains upload to the primary server"
     schema = store.schema()
     if schema["unknown"]:
-        yield "FAIL", (f"the team store's schema is newer than this kirolearn (unknown migrations: "
-                       f"{', '.join(schema['unknown'])}): upgrade kirolearn")
+        yield (
+            "FAIL",
+            (
+                f"the team store's schema is newer than this kirolearn (unknown migrations: "
+                f"{', '.join(schema['unknown'])}): upgrade kirolearn"
+            ),
+        )
     elif schema["pending"]:
-        who = ("you may run it" if caps["can_create"] else
-               f"as a role that may create tables in schema {caps['schema'] or '(none on the search_path)'}")
-        yield "FAIL", (f"the team store's schema is behind ({len(schema['pending'])} pending: "
-                       f"{', '.join(schema['pending'])}): run `kirolearn migrate` ({who})")
+        who = (
+            "you may run it"
+            if caps["can_create"]
+            else f"as a role that may create tables in schema {caps['schema'] or '(none on the search_path)'}"
+        )
+        yield (
+            "FAIL",
+            (
+                f"the team store's schema is behind ({len(schema['pending'])} pending: "
+                f"{', '.join(schema['pending'])}): run `kirolearn migrate` ({who})"
+            ),
+        )
     else:
         yield "OK", f"team store schema is current ({len(schema['applied'])} migration(s))"
     if not schema["pending"] and not schema["unknown"]:
@@ -115,11 +144,21 @@ def _checks(store, shown: str):
         if ok:
             yield "OK", "your role may write to the team store (an insert, rolled back)"
         else:
-            yield "FAIL", (f"your role may not write to the team store ({why}): ask the server's owner to "
-                           "GRANT SELECT, INSERT, UPDATE, DELETE on kirolearn's tables")
+            yield (
+                "FAIL",
+                (
+                    f"your role may not write to the team store ({why}): ask the server's owner to "
+                    "GRANT SELECT, INSERT, UPDATE, DELETE on kirolearn's tables"
+                ),
+            )
     if caps["pgvector"] == "installed":
         yield "OK", "pgvector is installed on the server; this kirolearn stores no vectors there yet"
     else:
-        yield "OK", (f"pgvector is {'not installed' if caps['pgvector'] == 'available' else 'absent'} on the "
-                     "server: the team store keeps no vectors, search ranks by words (as SQLite without "
-                     "an embedding model)")
+        yield (
+            "OK",
+            (
+                f"pgvector is {'not installed' if caps['pgvector'] == 'available' else 'absent'} on the "
+                "server: the team store keeps no vectors, search ranks by words (as SQLite without "
+                "an embedding model)"
+            ),
+        )

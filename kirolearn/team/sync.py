@@ -50,7 +50,7 @@ from __future__ import annotations
 import logging
 from dataclasses import asdict, dataclass, field
 
-from kirolearn.store.sqlite import db as store
+from kirolearn.core.isotime import shift
 from kirolearn.store import state
 
 log = logging.getLogger("kirolearn.team.membership")
@@ -104,7 +104,7 @@ def _save(project_id: str, cursor: dict) -> None:
 RECORD_TEXT = ("title", "summary", "facts", "concepts", "files_touched")
 
 
-def _clean_events(page: "list[dict]", scrub) -> "list[dict]":
+def _clean_events(page: list[dict], scrub) -> list[dict]:
     if scrub is None:
         return page
     import json
@@ -119,7 +119,7 @@ def _clean_events(page: "list[dict]", scrub) -> "list[dict]":
     return out
 
 
-def _clean_records(records: "list[dict]", scrub) -> "list[dict]":
+def _clean_records(records: list[dict], scrub) -> list[dict]:
     if scrub is None:
         return records
     return [dict(r, **{k: scrub.scrub_value(r[k]) for k in RECORD_TEXT if k in r}) for r in records]
@@ -129,9 +129,9 @@ def _events_up(local, team, project_id: str, cursor: dict, stats: SyncStats, scr
     """Send the project's events stored after the cursor, and those of the overlap before it that
     the team store lacks (see _held_window)."""
     old = cursor["events"]
-    since = store.iso_shift(old, -EVENT_OVERLAP_SECONDS) if old else None
+    since = shift(old, -EVENT_OVERLAP_SECONDS) if old else None
     key = None  # (stored_at, event_id) of the last event sent in this sync: pages never overlap
-    seen: "list[tuple[str, str]]" = []  # (stored_at, event_id) read in this pass
+    seen: list[tuple[str, str]] = []  # (stored_at, event_id) read in this pass
     while True:
         page = local.events_since([project_id], since, after=key, limit=PAGE)
         if not page:
@@ -146,7 +146,7 @@ def _events_up(local, team, project_id: str, cursor: dict, stats: SyncStats, scr
         seen += [(e["stored_at"], e["event_id"]) for e in page]
         key = (page[-1]["stored_at"], page[-1]["event_id"])
         cursor["events"] = max(cursor["events"] or "", key[0])
-        low = store.iso_shift(cursor["events"], -EVENT_OVERLAP_SECONDS)
+        low = shift(cursor["events"], -EVENT_OVERLAP_SECONDS)
         cursor["window"] = _digest(i for at, i in seen if low <= at <= cursor["events"])
         _save(project_id, cursor)
         if len(page) < PAGE:
@@ -159,7 +159,7 @@ def _digest(event_ids) -> str:
     return hashlib.sha256("\n".join(sorted(event_ids)).encode()).hexdigest()[:32]
 
 
-def _held_window(team, window: "list[dict]", saved: "str | None") -> "list[dict]":
+def _held_window(team, window: list[dict], saved: str | None) -> list[dict]:
     """The events of the overlap (stored up to the cursor) the team store lacks.
 
     The overlap catches an event a racing drain stored with an earlier time after the cursor
@@ -174,7 +174,7 @@ def _held_window(team, window: "list[dict]", saved: "str | None") -> "list[dict]
     return [e for e in window if e["event_id"] not in held]
 
 
-def _team_authors(team, record_ids: "list[str]") -> "dict[str, str | None]":
+def _team_authors(team, record_ids: list[str]) -> dict[str, str | None]:
     """Who made these records, as the team store knows it (its live copy, else its kept tombstone)."""
     authors = {rid: t.get("record_actor") for rid, t in team.tombstones(record_ids).items()}
     for rid in record_ids:
@@ -184,14 +184,21 @@ def _team_authors(team, record_ids: "list[str]") -> "dict[str, str | None]":
     return authors
 
 
-def _marks(found: "list[dict]") -> "list[dict]":
+def _marks(found: list[dict]) -> list[dict]:
     """Marks read from one store's feed as another store's set_marks takes them (an equal mark is no
     change there, so a mark that came down and goes up again stops at once)."""
-    return [{"record_id": m["record_id"], "freshness": m.get("freshness"), "outcome": m.get("outcome"),
-             "reason": "synced from the team store"} for m in found]
+    return [
+        {
+            "record_id": m["record_id"],
+            "freshness": m.get("freshness"),
+            "outcome": m.get("outcome"),
+            "reason": "synced from the team store",
+        }
+        for m in found
+    ]
 
 
-def _count(done: "list[dict]") -> int:
+def _count(done: list[dict]) -> int:
     """How many marks set_marks changed (a record whose freshness and outcome both changed: two), as
     apply_marks counts superseded_by and merged_into."""
     return sum(len(d.get("after") or {}) for d in done)
@@ -205,16 +212,23 @@ def _records_up(local, team, project_id: str, cursor: dict, me: str, stats: Sync
         if found["records"]:
             stats.records_sent += team.add_records(_clean_records(found["records"], scrub))
             # marks made here (#31); a record from the team sends none back
-            stats.marks_sent += team.apply_marks(local.own_marks([r["record_id"] for r in found["records"]]),
-                                                 actor=me)
+            stats.marks_sent += team.apply_marks(
+                local.own_marks([r["record_id"] for r in found["records"]]), actor=me
+            )
             # a merge survivor's new lists (union of its group's facts, files, events), made here
             stats.lists_sent += team.merge_lists(
-                _clean_records(local.own_lists([r["record_id"] for r in found["records"]]), scrub), actor=me)
+                _clean_records(local.own_lists([r["record_id"] for r in found["records"]]), scrub), actor=me
+            )
             _restores_up(team, found["records"], cursor, me, stats)
-        unknown = [t["record_id"] for t in found["forgotten"] if not t.get("record_actor")]  # purged here already
+        unknown = [
+            t["record_id"] for t in found["forgotten"] if not t.get("record_actor")
+        ]  # purged here already
         authors = _team_authors(team, unknown) if unknown else {}
-        mine = [t["record_id"] for t in found["forgotten"]
-                if (t.get("record_actor") or authors.get(t["record_id"])) == me]
+        mine = [
+            t["record_id"]
+            for t in found["forgotten"]
+            if (t.get("record_actor") or authors.get(t["record_id"])) == me
+        ]
         if mine:
             stats.forgets_sent += len(team.forget(mine, reason="forgotten by its author", actor=me))
         purged = [p["record_id"] for p in found.get("purged", [])]
@@ -229,7 +243,7 @@ def _records_up(local, team, project_id: str, cursor: dict, me: str, stats: Sync
         _save(project_id, cursor)
 
 
-def _restores_up(team, records: "list[dict]", cursor: dict, me: str, stats: SyncStats) -> None:
+def _restores_up(team, records: list[dict], cursor: dict, me: str, stats: SyncStats) -> None:
     """My records live here that the team store holds a tombstone for: I restored them, so the team does.
 
     Only a tombstone this home has already read from the team's feed (its number is at or below
@@ -240,8 +254,11 @@ def _restores_up(team, records: "list[dict]", cursor: dict, me: str, stats: Sync
     if not mine:
         return
     held = team.tombstones(mine)
-    wanted = [rid for rid, t in held.items() if not t["purged"] and t.get("seq") is not None
-              and t["seq"] <= cursor["down"]]
+    wanted = [
+        rid
+        for rid, t in held.items()
+        if not t["purged"] and t.get("seq") is not None and t["seq"] <= cursor["down"]
+    ]
     if wanted:
         restored, _ = team.restore(wanted, actor=me)
         stats.restores_sent += len(restored)
@@ -266,7 +283,9 @@ def _records_down(local, team, project_id: str, cursor: dict, stats: SyncStats) 
         for t in found["forgotten"]:
             by_actor.setdefault(t.get("actor") or "?", []).append(t["record_id"])
         for actor, gone in by_actor.items():
-            stats.forgets_received += len(local.forget(gone, reason="forgotten team-wide", actor=f"team:{actor}"))
+            stats.forgets_received += len(
+                local.forget(gone, reason="forgotten team-wide", actor=f"team:{actor}")
+            )
         purged = [p["record_id"] for p in found.get("purged", [])]
         if purged:  # erased team-wide: this cache's tombstone of it goes too
             stats.purges_received += local.purge(purged, actor="team")
@@ -294,8 +313,10 @@ def sync(local, team, project_ids, *, me: str, scrub=None) -> SyncStats:
             _records_up(local, team, project_id, cursor, me, stats, scrub)
             _records_down(local, team, project_id, cursor, stats)
             stats.per_project[project_id] = {
-                "events_sent": stats.events_sent - before[0], "records_sent": stats.records_sent - before[1],
-                "records_received": stats.records_received - before[2]}
+                "events_sent": stats.events_sent - before[0],
+                "records_sent": stats.records_sent - before[1],
+                "records_received": stats.records_received - before[2],
+            }
     except Exception as exc:  # noqa: BLE001 - a team store that is down or refuses must never fail the drain
         from kirolearn.core.errors import one_line
 
@@ -307,15 +328,14 @@ def sync(local, team, project_ids, *, me: str, scrub=None) -> SyncStats:
     return stats
 
 
-def run(settings, db) -> "SyncStats | None":
+def run(settings, local) -> SyncStats | None:
     """Sync this home's shared projects with the configured team store; None when there is nothing to do.
 
-    `db` is the drainer's open local store. Opening the team store can fail
+    `local` is the drainer's open local store. Opening the team store can fail
     (server down, credentials, schema); that is one error in the result and in
     state/team.json, never an exception: the drain it follows already succeeded.
     """
     from kirolearn.team import membership as team
-    from kirolearn.store.sqlite.store import SqliteStore
 
     ids = sorted(team.shared_project_ids())
     if not settings.store.url or not ids:
@@ -333,7 +353,7 @@ def run(settings, db) -> "SyncStats | None":
         state.try_update(STATE, last_sync_at=state.utc_now(), last_error=stats.error)
         return stats
     try:
-        return sync(SqliteStore(db=db), remote, ids, me=me, scrub=outbound_scrubber(settings, db))
+        return sync(local, remote, ids, me=me, scrub=outbound_scrubber(settings, local))
     finally:
         try:
             remote.close()
@@ -341,12 +361,11 @@ def run(settings, db) -> "SyncStats | None":
             pass
 
 
-def outbound_scrubber(settings, db):
+def outbound_scrubber(settings, local):
     """A Scrubber when the local store's text predates the installed rules (or extra patterns are set), else None."""
     from kirolearn.privacy.scrub import Scrubber, rules_version
-    from kirolearn.store.sqlite import reader
 
-    if reader.scrubbed_with(db) == rules_version() and not settings.scrub.extra_patterns:
+    if local.scrubbed_with() == rules_version() and not settings.scrub.extra_patterns:
         return None
     return Scrubber(settings.scrub.extra_patterns, settings.scrub.allow)
 
@@ -354,22 +373,28 @@ def outbound_scrubber(settings, db):
 def cache_state() -> dict:
     """When the cache last synced, and the last error ('' when it worked)."""
     found = state.read(STATE)
-    return {"last_ok_at": found.get("last_ok_at"), "last_sync_at": found.get("last_sync_at"),
-            "last_error": found.get("last_error", "")}
+    return {
+        "last_ok_at": found.get("last_ok_at"),
+        "last_sync_at": found.get("last_sync_at"),
+        "last_error": found.get("last_error", ""),
+    }
 
 
 def status_facts(settings) -> dict:
     """`kirolearn status`'s "team" object: the store (no password), shared projects, the cache's age."""
     import time
 
-    from kirolearn.team import membership as team
     from kirolearn.core.isotime import iso_epoch
     from kirolearn.store.url import redact_url
+    from kirolearn.team import membership as team
 
     found = cache_state()
     ok = iso_epoch(found["last_ok_at"]) if found["last_ok_at"] else None
-    return {"store": redact_url(settings.store.url) if settings.store.url else None,
-            "shared_projects": len(team.shared_project_ids()),
-            "cache_synced_at": found["last_ok_at"], "last_sync_at": found["last_sync_at"],
-            "cache_age_seconds": round(time.time() - ok, 1) if ok is not None else None,
-            "last_error": found["last_error"] or None}
+    return {
+        "store": redact_url(settings.store.url) if settings.store.url else None,
+        "shared_projects": len(team.shared_project_ids()),
+        "cache_synced_at": found["last_ok_at"],
+        "last_sync_at": found["last_sync_at"],
+        "cache_age_seconds": round(time.time() - ok, 1) if ok is not None else None,
+        "last_error": found["last_error"] or None,
+    }

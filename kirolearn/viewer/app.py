@@ -17,8 +17,8 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from kirolearn.manage import records as manage
 from kirolearn.core.observation_types import OBSERVATION_TYPES, kind_label
+from kirolearn.manage import records as manage
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PAGE_SIZE = 50
@@ -26,14 +26,16 @@ SEARCH_LIMIT = 25  # best matches shown; the ranking is recall's (kirolearn sear
 MAX_FORM_BYTES = 64 * 1024
 SECURITY_HEADERS = {
     "content-security-policy": "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
-                               "frame-ancestors 'none'; base-uri 'none'",
+    "frame-ancestors 'none'; base-uri 'none'",
     "x-content-type-options": "nosniff",
     "x-frame-options": "DENY",
     "referrer-policy": "same-origin",  # no-referrer would make Chromium send `Origin: null` on our own forms
     "cache-control": "no-store",
 }
-FORBIDDEN = ("403 Forbidden: this kirolearn viewer needs its token. Open the URL that `kirolearn serve` printed "
-             "(it ends in ?token=...).\n")
+FORBIDDEN = (
+    "403 Forbidden: this kirolearn viewer needs its token. Open the URL that `kirolearn serve` printed "
+    "(it ends in ?token=...).\n"
+)
 
 
 def shown(value):
@@ -56,8 +58,11 @@ def shown(value):
 
 
 def _env() -> Environment:
-    env = Environment(loader=FileSystemLoader(os.path.join(HERE, "templates")),
-                      autoescape=select_autoescape(default=True, default_for_string=True), finalize=shown)
+    env = Environment(
+        loader=FileSystemLoader(os.path.join(HERE, "templates")),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        finalize=shown,
+    )
     env.filters["when"] = lambda iso: (iso or "")[:19].replace("T", " ")
     env.filters["match"] = match
     env.filters["oneline"] = lambda text: " ".join(str(text or "").split())
@@ -77,8 +82,10 @@ def _env() -> Environment:
     return env
 
 
-MATCH_TIP = ("How well this record matches the search, relative to the best result (1.00): the ranking of "
-             "`kirolearn search` (words and meaning), weighed by the record's type, age and marks")
+MATCH_TIP = (
+    "How well this record matches the search, relative to the best result (1.00): the ranking of "
+    "`kirolearn search` (words and meaning), weighed by the record's type, age and marks"
+)
 
 
 def match(score, best) -> str:
@@ -117,7 +124,7 @@ def where(path) -> str:
     path = str(path or "")
     home = os.path.expanduser("~").rstrip(os.sep)
     if home and home != os.sep and (path == home or path.startswith(home + os.sep)):
-        return "~" + path[len(home):]
+        return "~" + path[len(home) :]
     return path
 
 
@@ -190,16 +197,16 @@ def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
     # Pages
 
     def timeline(request):
-        db = manage.open_existing()
-        projects = manage.projects(db) if db else []
+        store = manage.open_existing()
+        projects = manage.projects(store) if store else []
         pid = request.query_params.get("project") or (projects[0]["project_id"] if projects else None)
         current = next((p for p in projects if p["project_id"] == pid), None)
         before = request.query_params.get("before")
         session = request.query_params.get("session") or None
         rows = []
-        if db and current:
+        if store and current:
             key = tuple(before.split("|", 1)) if before and "|" in before else None
-            rows = manage.timeline(pid, session_id=session, before=key, limit=PAGE_SIZE + 1, db=db)
+            rows = manage.timeline(pid, session_id=session, before=key, limit=PAGE_SIZE + 1, store=store)
         more = len(rows) > PAGE_SIZE
         rows = rows[:PAGE_SIZE]
         groups = []
@@ -208,12 +215,13 @@ def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
                 groups[-1]["records"].append(row)
             else:
                 groups.append({"session_id": row["session_id"], "records": [row]})
-        summaries = manage.session_summaries(project_id=pid, limit=200, db=db) if db and pid else []
+        summaries = manage.session_summaries(project_id=pid, limit=200, store=store) if store and pid else []
         by_session = {}
         for s in summaries:
             by_session.setdefault(s["session_id"], s)
-        labels = manage.session_labels(db, pid, [g["session_id"] for g in groups]) \
-            if db and groups else {}
+        labels = (
+            manage.session_labels(store, pid, [g["session_id"] for g in groups]) if store and groups else {}
+        )
         ended = set()
         for g in groups:  # a session's end shows once: in its newest block, in place of its record's card
             end = by_session.get(g["session_id"]) if g["session_id"] not in ended else None
@@ -224,28 +232,49 @@ def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
             g["records"] = [r for r in g["records"] if r["record_id"] not in end_ids]
         groups = [g for g in groups if g["records"] or g["session_end"]]
         next_cursor = f"{rows[-1]['created_at']}|{rows[-1]['record_id']}" if more else None
-        return page("timeline.html", request, projects=projects, current=current, groups=groups,
-                    next_cursor=next_cursor, first_page=not before, session=session)
+        return page(
+            "timeline.html",
+            request,
+            projects=projects,
+            current=current,
+            groups=groups,
+            next_cursor=next_cursor,
+            first_page=not before,
+            session=session,
+        )
 
     def search(request):
         q = request.query_params
         query = q.get("q", "")
-        filters = {"type": q.get("type", ""), "since": q.get("since", ""), "session": q.get("session", ""),
-                   "file": q.get("file", ""), "project": q.get("project", "")}
-        db = manage.open_existing()
-        projects = manage.projects(db) if db else []
+        filters = {
+            "type": q.get("type", ""),
+            "since": q.get("since", ""),
+            "session": q.get("session", ""),
+            "file": q.get("file", ""),
+            "project": q.get("project", ""),
+        }
+        store = manage.open_existing()
+        projects = manage.projects(store) if store else []
         root = next((p["project_root"] for p in projects if p["project_id"] == filters["project"]), None)
         error, hits = "", []
         if query.strip():
             try:
                 since = manage.parse_since(filters["since"]) if filters["since"] else None
                 types = [filters["type"]] if filters["type"] in OBSERVATION_TYPES else None
-                hits = manage.search(query, project_root=root, types=types, since=since,
-                                     session_id=filters["session"] or None, file=filters["file"] or None,
-                                     limit=SEARCH_LIMIT)
+                hits = manage.search(
+                    query,
+                    project_root=root,
+                    types=types,
+                    since=since,
+                    session_id=filters["session"] or None,
+                    file=filters["file"] or None,
+                    limit=SEARCH_LIMIT,
+                )
             except manage.ManageError as exc:
                 error = str(exc)
-        return page("search.html", request, query=query, filters=filters, hits=hits, projects=projects, error=error)
+        return page(
+            "search.html", request, query=query, filters=filters, hits=hits, projects=projects, error=error
+        )
 
     def record(request):
         rid = request.path_params["record_id"]
@@ -254,19 +283,26 @@ def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
         except manage.NotFound:
             return not_found(request, f"No record {rid}.")
         done = request.query_params.get("done", "")
-        return page("record.html", request, found=found, done=done if done in ("forget", "restore", "edit") else "")
+        return page(
+            "record.html", request, found=found, done=done if done in ("forget", "restore", "edit") else ""
+        )
 
     def sessions(request):
-        db = manage.open_existing()
+        store = manage.open_existing()
         pid = request.query_params.get("project") or None
         before = request.query_params.get("before")
         key = tuple(before.split("|", 1)) if before and "|" in before else None
-        rows = manage.session_summaries(project_id=pid, limit=PAGE_SIZE + 1, before=key, db=db) if db else []
+        rows = (
+            manage.session_summaries(project_id=pid, limit=PAGE_SIZE + 1, before=key, store=store)
+            if store
+            else []
+        )
         more = len(rows) > PAGE_SIZE
         rows = rows[:PAGE_SIZE]
         for pid_of in {r["project_id"] for r in rows}:
             labels = manage.session_labels(
-                db, pid_of, [r["session_id"] for r in rows if r["project_id"] == pid_of])
+                store, pid_of, [r["session_id"] for r in rows if r["project_id"] == pid_of]
+            )
             for r in rows:
                 if r["project_id"] == pid_of:
                     r["label"] = labels.get(r["session_id"]) or {}
@@ -274,9 +310,9 @@ def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
         return page("sessions.html", request, summaries=rows, next_cursor=next_cursor, project=pid)
 
     def forgotten(request):
-        db = manage.open_existing()
+        store = manage.open_existing()
         before = request.query_params.get("before")
-        rows = manage.forgotten(limit=PAGE_SIZE + 1, before=before, db=db) if db else []
+        rows = manage.forgotten(limit=PAGE_SIZE + 1, before=before, store=store) if store else []
         more = len(rows) > PAGE_SIZE
         rows = rows[:PAGE_SIZE]
         next_cursor = f"{rows[-1]['forgotten_at']}|{rows[-1]['record_id']}" if more else None
@@ -295,10 +331,13 @@ def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
         body = await request.body()
         if len(body) > MAX_FORM_BYTES:
             return PlainTextResponse("413 form too large\n", status_code=413)
-        fields = {k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True).items()}
+        fields = {
+            k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True).items()
+        }
         if not hmac.compare_digest(fields.get("csrf", "").encode(), csrf.encode()):
-            return PlainTextResponse("403 Forbidden: missing or wrong CSRF token (reload the page)\n",
-                                     status_code=403)
+            return PlainTextResponse(
+                "403 Forbidden: missing or wrong CSRF token (reload the page)\n", status_code=403
+            )
         return fields
 
     def _write(action):
@@ -327,8 +366,13 @@ def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
         manage.restore([rid], actor="viewer")
 
     def edit(rid, fields):
-        manage.edit(rid, title=fields.get("title"), summary=fields.get("summary"), actor="viewer",
-                    reason=fields.get("reason", ""))
+        manage.edit(
+            rid,
+            title=fields.get("title"),
+            summary=fields.get("summary"),
+            actor="viewer",
+            reason=fields.get("reason", ""),
+        )
 
     routes = [
         Route("/", timeline),

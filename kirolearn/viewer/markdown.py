@@ -17,7 +17,8 @@ def _renderer():
         from markdown_it import MarkdownIt
 
         _MD = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).disable(
-            ["image", "link", "autolink", "html_inline", "html_block", "reference"])
+            ["image", "link", "autolink", "html_inline", "html_block", "reference"]
+        )
     return _MD
 
 

@@ -29,8 +29,10 @@ def bind(port: int = 0) -> socket.socket:
         sock.close()
         from kirolearn.core.errors import KirolearnError
 
-        raise KirolearnError(f"cannot listen on 127.0.0.1:{port} ({exc.strerror or exc})",
-                             "choose another --port, or --port 0 for any free one") from None
+        raise KirolearnError(
+            f"cannot listen on 127.0.0.1:{port} ({exc.strerror or exc})",
+            "choose another --port, or --port 0 for any free one",
+        ) from None
     sock.listen(128)
     return sock
 
@@ -53,10 +55,10 @@ class Running:
 def _server(port: int, token: "str | None"):
     import uvicorn
 
+    from kirolearn.store.backends import open_store
     from kirolearn.viewer.app import create_app
-    from kirolearn.store.sqlite.db import open_db
 
-    open_db().close()  # migrate once up front; requests then open the store as it is
+    open_store().close()  # migrate once up front; requests then open the store as it is
     sock = bind(port)
     port = sock.getsockname()[1]
     token = token or secrets.token_urlsafe(32)
@@ -68,7 +70,9 @@ def _server(port: int, token: "str | None"):
 def start(port: int = 0, token: "str | None" = None) -> Running:
     """Serve in a daemon thread; the socket already listens, so the URL works at once."""
     server, sock, url, token, port = _server(port, token)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True, name="kirolearn-viewer")
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, daemon=True, name="kirolearn-viewer"
+    )
     thread.start()
     return Running(server, thread, url, token, port)
 

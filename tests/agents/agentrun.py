@@ -14,20 +14,39 @@ import sys
 
 BIN = pathlib.Path(sys.executable).parent
 OFFLINE = {  # what no agent run may do: phone home, update itself, report telemetry
-    "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_ERROR_REPORTING": "1",
-    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DO_NOT_TRACK": "1",
-    "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",
-    "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
-    "NO_UPDATE_NOTIFIER": "1", "NPM_CONFIG_UPDATE_NOTIFIER": "false",
-    "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DO_NOT_TRACK": "1",
+    "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    "OPENCODE_DISABLE_MODELS_FETCH": "1",
+    "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+    "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+    "NO_UPDATE_NOTIFIER": "1",
+    "NPM_CONFIG_UPDATE_NOTIFIER": "false",
+    "NO_PROXY": "127.0.0.1,localhost",
+    "no_proxy": "127.0.0.1,localhost",
     # opencode installs its plugin SDK into every config folder in the background on each start (its
     # own doing, not kirolearn's); npm offline, with a registry on a closed loopback port, fails it at
     # once (measured: a start went from ~95 s, npm retrying, to ~15 s).
-    "NPM_CONFIG_REGISTRY": "http://127.0.0.1:9/", "NPM_CONFIG_OFFLINE": "true", "NPM_CONFIG_FETCH_RETRIES": "0",
+    "NPM_CONFIG_REGISTRY": "http://127.0.0.1:9/",
+    "NPM_CONFIG_OFFLINE": "true",
+    "NPM_CONFIG_FETCH_RETRIES": "0",
     "BUN_CONFIG_REGISTRY": "http://127.0.0.1:9/",
 }
-KEEP = ("PATH", "HOME", "KIROLEARN_HOME", "KIROLEARN_EMBEDDING_MODEL", "LANG", "LC_ALL", "TMPDIR", "USER",
-        "LITELLM_LOCAL_MODEL_COST_MAP", "LITELLM_MODE")
+KEEP = (
+    "PATH",
+    "HOME",
+    "KIROLEARN_HOME",
+    "KIROLEARN_EMBEDDING_MODEL",
+    "LANG",
+    "LC_ALL",
+    "TMPDIR",
+    "USER",
+    "LITELLM_LOCAL_MODEL_COST_MAP",
+    "LITELLM_MODE",
+)
 
 
 def agent_env(**extra) -> dict:
@@ -40,10 +59,19 @@ def agent_env(**extra) -> dict:
 
 def kirolearn(*args, cwd=None, check=True) -> subprocess.CompletedProcess:
     """Run the `kirolearn` CLI of this venv."""
-    result = subprocess.run([str(BIN / "kirolearn"), *args], cwd=cwd, env=agent_env(), capture_output=True,
-                            text=True, timeout=300, stdin=subprocess.DEVNULL)
+    result = subprocess.run(
+        [str(BIN / "kirolearn"), *args],
+        cwd=cwd,
+        env=agent_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
     if check and result.returncode != 0:
-        raise AssertionError(f"kirolearn {' '.join(args)} exited {result.returncode}:\n{result.stdout}\n{result.stderr}")
+        raise AssertionError(
+            f"kirolearn {' '.join(args)} exited {result.returncode}:\n{result.stdout}\n{result.stderr}"
+        )
     return result
 
 
@@ -60,25 +88,38 @@ def events_of(objects: list, agent: str) -> list:
 
 def run(argv, cwd, env, timeout=240) -> subprocess.CompletedProcess:
     """Run one agent session; a failure shows what the agent said."""
-    result = subprocess.run([str(a) for a in argv], cwd=cwd, env=env, capture_output=True, text=True,
-                            timeout=timeout, stdin=subprocess.DEVNULL)
+    result = subprocess.run(
+        [str(a) for a in argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
     if result.returncode != 0:
-        raise AssertionError(f"{argv[0]} exited {result.returncode}:\nstdout: {result.stdout[-3000:]}\n"
-                             f"stderr: {result.stderr[-3000:]}")
+        raise AssertionError(
+            f"{argv[0]} exited {result.returncode}:\nstdout: {result.stdout[-3000:]}\n"
+            f"stderr: {result.stderr[-3000:]}"
+        )
     return result
 
 
 def snapshot(root) -> dict:
     """Every file under `root` (relative path -> bytes)."""
     root = pathlib.Path(root)
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
-            and ".git" not in p.parts}
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".git" not in p.parts
+    }
 
 
 def run_hook_command(command: str, payload: bytes, cwd) -> subprocess.CompletedProcess:
     """Run an installed hook command line the way the agents do (a POSIX shell, stdin JSON)."""
-    return subprocess.run(["/bin/sh", "-c", command], input=payload, cwd=cwd, env=agent_env(),
-                          capture_output=True, timeout=60)
+    return subprocess.run(
+        ["/bin/sh", "-c", command], input=payload, cwd=cwd, env=agent_env(), capture_output=True, timeout=60
+    )
 
 
 def quarantined() -> list:

@@ -55,8 +55,11 @@ def _id(prefix: str) -> str:
 
 def _only_waits(message: dict) -> bool:
     content = message.get("content")
-    uses = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_use"] \
-        if isinstance(content, list) else []
+    uses = (
+        [b for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
+        if isinstance(content, list)
+        else []
+    )
     return bool(uses) and all(b.get("name") in WAIT_TOOLS for b in uses)
 
 
@@ -87,9 +90,13 @@ class FakeAnthropic(FakeServer):
     def messages_requests(self) -> list:
         """Bodies of the POST /v1/messages requests, in order."""
         with self._lock:
-            return [r["body"] for r in self.requests
-                    if r["method"] == "POST" and r["path"].split("?")[0].endswith("/messages")
-                    and isinstance(r["body"], dict)]
+            return [
+                r["body"]
+                for r in self.requests
+                if r["method"] == "POST"
+                and r["path"].split("?")[0].endswith("/messages")
+                and isinstance(r["body"], dict)
+            ]
 
     def main_requests(self) -> list:
         """The agent loop's requests (those that offer tools)."""
@@ -110,8 +117,11 @@ class FakeAnthropic(FakeServer):
         tools = body.get("tools") or []
         if not tools:
             return self._message([{"type": "text", "text": SIDE_ANSWER}], "end_turn")
-        step = sum(1 for m in body.get("messages", []) if isinstance(m, dict) and m.get("role") == "assistant"
-                   and not _only_waits(m))
+        step = sum(
+            1
+            for m in body.get("messages", [])
+            if isinstance(m, dict) and m.get("role") == "assistant" and not _only_waits(m)
+        )
         if not self.script:
             return self._message([{"type": "text", "text": SIDE_ANSWER}], "end_turn")
         item = self.script[min(step, len(self.script) - 1)]
@@ -123,8 +133,9 @@ class FakeAnthropic(FakeServer):
             waits = [t["name"] for t in tools if t.get("name") in WAIT_TOOLS]
             waited = sum(1 for m in body.get("messages", []) if isinstance(m, dict) and _only_waits(m))
             if waits and waited < 3:
-                return self._message([{"type": "tool_use", "id": _id("toolu"), "name": waits[0], "input": {}}],
-                                     "tool_use")
+                return self._message(
+                    [{"type": "tool_use", "id": _id("toolu"), "name": waits[0], "input": {}}], "tool_use"
+                )
             self.errors.append(str(exc))
             return self._message([{"type": "text", "text": f"fake: {exc}"}], "end_turn")
         content = [{"type": "text", "text": item.text}] if item.text else []
@@ -132,22 +143,44 @@ class FakeAnthropic(FakeServer):
         return self._message(content, "tool_use")
 
     def _message(self, content: list, stop_reason: str) -> dict:
-        return {"id": _id("msg"), "type": "message", "role": "assistant", "model": self.model,
-                "content": content, "stop_reason": stop_reason, "stop_sequence": None,
-                "usage": {"input_tokens": 100, "output_tokens": 20,
-                          "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}
+        return {
+            "id": _id("msg"),
+            "type": "message",
+            "role": "assistant",
+            "model": self.model,
+            "content": content,
+            "stop_reason": stop_reason,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": 100,
+                "output_tokens": 20,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+            },
+        }
 
     def _handler(self):
         fake = self
 
         class AnthropicHandler(Handler):
             def _record(self, body):
-                fake.log(fake.requests, {"method": self.command, "path": self.path,
-                                         "headers": dict(self.headers.items()), "body": body})
+                fake.log(
+                    fake.requests,
+                    {
+                        "method": self.command,
+                        "path": self.path,
+                        "headers": dict(self.headers.items()),
+                        "body": body,
+                    },
+                )
 
             def _send(self, status: int, payload: bytes, content_type: str = "application/json"):
-                self.send(status, payload, content_type,
-                          headers=(("request-id", _id("req")), ("anthropic-organization-id", "fake-org")))
+                self.send(
+                    status,
+                    payload,
+                    content_type,
+                    headers=(("request-id", _id("req")), ("anthropic-organization-id", "fake-org")),
+                )
 
             def do_HEAD(self):
                 self._record(None)
@@ -157,15 +190,32 @@ class FakeAnthropic(FakeServer):
                 self._record(None)
                 path = self.path.split("?")[0]
                 if path.endswith("/models"):
-                    models = [{"type": "model", "id": fake.model, "display_name": fake.model,
-                               "created_at": "2025-09-29T00:00:00Z"}]
-                    self._send(200, json.dumps({"data": models, "has_more": False,
-                                                "first_id": fake.model, "last_id": fake.model}).encode())
+                    models = [
+                        {
+                            "type": "model",
+                            "id": fake.model,
+                            "display_name": fake.model,
+                            "created_at": "2025-09-29T00:00:00Z",
+                        }
+                    ]
+                    self._send(
+                        200,
+                        json.dumps(
+                            {"data": models, "has_more": False, "first_id": fake.model, "last_id": fake.model}
+                        ).encode(),
+                    )
                 elif path in ("", "/"):
                     self._send(200, b"{}")
                 else:
-                    self._send(404, json.dumps({"type": "error", "error": {
-                        "type": "not_found_error", "message": f"fake: no GET {path}"}}).encode())
+                    self._send(
+                        404,
+                        json.dumps(
+                            {
+                                "type": "error",
+                                "error": {"type": "not_found_error", "message": f"fake: no GET {path}"},
+                            }
+                        ).encode(),
+                    )
 
             def do_POST(self):
                 raw = self.read_body()
@@ -180,8 +230,15 @@ class FakeAnthropic(FakeServer):
                     return
                 if not path.endswith("/messages") or not isinstance(body, dict):
                     fake.errors.append(f"unexpected POST {self.path}")
-                    self._send(404, json.dumps({"type": "error", "error": {
-                        "type": "not_found_error", "message": f"fake: no POST {path}"}}).encode())
+                    self._send(
+                        404,
+                        json.dumps(
+                            {
+                                "type": "error",
+                                "error": {"type": "not_found_error", "message": f"fake: no POST {path}"},
+                            }
+                        ).encode(),
+                    )
                     return
                 message = fake.answer(body)
                 if body.get("stream"):
@@ -199,24 +256,47 @@ def sse(message: dict) -> bytes:
     def event(kind: str, data: dict):
         out.append(f"event: {kind}\ndata: {json.dumps(data)}\n\n")
 
-    start = {**message, "content": [], "stop_reason": None,
-             "usage": {**message["usage"], "output_tokens": 1}}
+    start = {**message, "content": [], "stop_reason": None, "usage": {**message["usage"], "output_tokens": 1}}
     event("message_start", {"type": "message_start", "message": start})
     for index, block in enumerate(message["content"]):
         if block["type"] == "text":
-            event("content_block_start", {"type": "content_block_start", "index": index,
-                                          "content_block": {"type": "text", "text": ""}})
-            event("content_block_delta", {"type": "content_block_delta", "index": index,
-                                          "delta": {"type": "text_delta", "text": block["text"]}})
+            event(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            )
+            event(
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "text_delta", "text": block["text"]},
+                },
+            )
         else:
-            event("content_block_start", {"type": "content_block_start", "index": index,
-                                          "content_block": {**block, "input": {}}})
-            event("content_block_delta", {"type": "content_block_delta", "index": index,
-                                          "delta": {"type": "input_json_delta",
-                                                    "partial_json": json.dumps(block["input"])}})
+            event(
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": {**block, "input": {}}},
+            )
+            event(
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])},
+                },
+            )
         event("content_block_stop", {"type": "content_block_stop", "index": index})
-    event("message_delta", {"type": "message_delta",
-                            "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-                            "usage": {"output_tokens": message["usage"]["output_tokens"]}})
+    event(
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+            "usage": {"output_tokens": message["usage"]["output_tokens"]},
+        },
+    )
     event("message_stop", {"type": "message_stop"})
     return "".join(out).encode()

@@ -44,14 +44,17 @@ def tool_results(body: dict) -> "list[dict]":
 
 def request_text(body: dict) -> str:
     """Everything the model was shown in one request, as one string (for `in` checks)."""
-    return json.dumps({"systemInstruction": body.get("systemInstruction"), "contents": body.get("contents")},
-                      ensure_ascii=False)
+    return json.dumps(
+        {"systemInstruction": body.get("systemInstruction"), "contents": body.get("contents")},
+        ensure_ascii=False,
+    )
 
 
 def _is_side_request(body: dict) -> bool:
     config = body.get("generationConfig") or {}
-    return config.get("responseMimeType") == "application/json" or bool(config.get("responseJsonSchema")
-                                                                          or config.get("responseSchema"))
+    return config.get("responseMimeType") == "application/json" or bool(
+        config.get("responseJsonSchema") or config.get("responseSchema")
+    )
 
 
 class FakeGemini(FakeServer):
@@ -70,8 +73,21 @@ class FakeGemini(FakeServer):
 
             def do_GET(self):
                 fake.log(fake.paths, ("GET", self.path))
-                self._json(200, {"models": [{"name": f"models/{MODEL}", "supportedGenerationMethods":
-                                             ["generateContent", "streamGenerateContent", "countTokens"]}]})
+                self._json(
+                    200,
+                    {
+                        "models": [
+                            {
+                                "name": f"models/{MODEL}",
+                                "supportedGenerationMethods": [
+                                    "generateContent",
+                                    "streamGenerateContent",
+                                    "countTokens",
+                                ],
+                            }
+                        ]
+                    },
+                )
 
             def do_POST(self):
                 body = json.loads(self.read_body(b"{}") or b"{}")
@@ -85,8 +101,15 @@ class FakeGemini(FakeServer):
                     return self._json(404, {"error": {"code": 404, "message": f"fake: no {path}"}})
                 if _is_side_request(body):
                     fake.log(fake.side_requests, body)
-                    text = json.dumps({"reasoning": "fake", "next_speaker": "user", "model_choice": "pro",
-                                       "complexity_reasoning": "fake", "complexity_score": 1})
+                    text = json.dumps(
+                        {
+                            "reasoning": "fake",
+                            "next_speaker": "user",
+                            "model_choice": "pro",
+                            "complexity_reasoning": "fake",
+                            "complexity_score": 1,
+                        }
+                    )
                     response = fake._response({"text": text})
                 else:
                     index = fake.log(fake.requests, body) - 1
@@ -116,9 +139,13 @@ class FakeGemini(FakeServer):
             part = {"functionCall": {"name": name, "args": step.get("arguments", {})}}
         else:
             part = {"text": step["text"]}
-        return {"candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
-                "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
-                "modelVersion": MODEL}
+        return {
+            "candidates": [
+                {"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}
+            ],
+            "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+            "modelVersion": MODEL,
+        }
 
 
 class ProxySink:
@@ -144,12 +171,11 @@ class ProxySink:
         return f"http://127.0.0.1:{self._sock.getsockname()[1]}"
 
     def _serve(self):
-        import socket
 
         while not self._stop.is_set():
             try:
                 conn, _ = self._sock.accept()
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 return

@@ -36,7 +36,11 @@ def tool_names(body: dict) -> "list[str]":
 
 def tool_outputs(body: dict) -> "list[dict]":
     """The tool results (function_call_output items) in the request's input."""
-    return [i for i in body.get("input") or [] if isinstance(i, dict) and i.get("type", "").endswith("call_output")]
+    return [
+        i
+        for i in body.get("input") or []
+        if isinstance(i, dict) and i.get("type", "").endswith("call_output")
+    ]
 
 
 def output_of(body: dict, call_id: str) -> "str | None":
@@ -50,7 +54,9 @@ def output_of(body: dict, call_id: str) -> "str | None":
 
 def request_text(body: dict) -> str:
     """Everything the model was shown in one request, as one string (for `in` checks)."""
-    return json.dumps({"instructions": body.get("instructions"), "input": body.get("input")}, ensure_ascii=False)
+    return json.dumps(
+        {"instructions": body.get("instructions"), "input": body.get("input")}, ensure_ascii=False
+    )
 
 
 class FakeOpenAI(FakeServer):
@@ -96,36 +102,80 @@ class FakeOpenAI(FakeServer):
     def stream(self, body: dict, n: int):
         step = self.step_for(body)
         rid = f"resp_{n}"
-        yield _sse("response.created", {"response": {"id": rid, "object": "response", "status": "in_progress",
-                                                     "output": []}})
+        yield _sse(
+            "response.created",
+            {"response": {"id": rid, "object": "response", "status": "in_progress", "output": []}},
+        )
         if "call" in step:
             name = step["call"]
             if callable(name):
                 name = next((t for t in tool_names(body) if name(t)), None) or "missing_tool"
-            item = {"type": "function_call", "id": f"fc_{n}", "call_id": f"call_{n}", "name": name,
-                    "arguments": json.dumps(step.get("arguments", {})), "status": "completed"}
+            item = {
+                "type": "function_call",
+                "id": f"fc_{n}",
+                "call_id": f"call_{n}",
+                "name": name,
+                "arguments": json.dumps(step.get("arguments", {})),
+                "status": "completed",
+            }
             self.calls[item["call_id"]] = name
             if "." in name:  # a namespaced tool: the namespace and the tool's own name
                 item["namespace"], item["name"] = name.rsplit(".", 1)
-            yield _sse("response.output_item.added", {"output_index": 0, "item": {**item, "status": "in_progress"}})
+            yield _sse(
+                "response.output_item.added", {"output_index": 0, "item": {**item, "status": "in_progress"}}
+            )
             yield _sse("response.output_item.done", {"output_index": 0, "item": item})
         else:
             text = step["text"]
             msg_id = f"msg_{n}"
-            item = {"type": "message", "id": msg_id, "role": "assistant", "status": "in_progress", "content": []}
+            item = {
+                "type": "message",
+                "id": msg_id,
+                "role": "assistant",
+                "status": "in_progress",
+                "content": [],
+            }
             yield _sse("response.output_item.added", {"output_index": 0, "item": item})
-            yield _sse("response.content_part.added", {"item_id": msg_id, "output_index": 0, "content_index": 0,
-                                                       "part": {"type": "output_text", "text": "",
-                                                                "annotations": []}})
+            yield _sse(
+                "response.content_part.added",
+                {
+                    "item_id": msg_id,
+                    "output_index": 0,
+                    "content_index": 0,
+                    "part": {"type": "output_text", "text": "", "annotations": []},
+                },
+            )
             for i in range(0, len(text), 40):
-                yield _sse("response.output_text.delta", {"item_id": msg_id, "output_index": 0,
-                                                          "content_index": 0, "delta": text[i:i + 40]})
-            yield _sse("response.output_text.done", {"item_id": msg_id, "output_index": 0, "content_index": 0,
-                                                     "text": text})
-            done = {**item, "status": "completed",
-                    "content": [{"type": "output_text", "text": text, "annotations": []}]}
+                yield _sse(
+                    "response.output_text.delta",
+                    {"item_id": msg_id, "output_index": 0, "content_index": 0, "delta": text[i : i + 40]},
+                )
+            yield _sse(
+                "response.output_text.done",
+                {"item_id": msg_id, "output_index": 0, "content_index": 0, "text": text},
+            )
+            done = {
+                **item,
+                "status": "completed",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }
             yield _sse("response.output_item.done", {"output_index": 0, "item": done})
-        usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
-                 "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15}
-        yield _sse("response.completed", {"response": {"id": rid, "object": "response", "status": "completed",
-                                                       "output": [], "usage": usage}})
+        usage = {
+            "input_tokens": 10,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 5,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 15,
+        }
+        yield _sse(
+            "response.completed",
+            {
+                "response": {
+                    "id": rid,
+                    "object": "response",
+                    "status": "completed",
+                    "output": [],
+                    "usage": usage,
+                }
+            },
+        )

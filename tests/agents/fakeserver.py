@@ -22,8 +22,13 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length else empty
 
-    def send(self, status: int, payload: bytes = b"", content_type: "str | None" = "application/json",
-             headers: tuple = ()) -> None:
+    def send(
+        self,
+        status: int,
+        payload: bytes = b"",
+        content_type: "str | None" = "application/json",
+        headers: tuple = (),
+    ) -> None:
         """One whole answer (`content_type` None: no such header); a HEAD request gets no body."""
         self.send_response(status)
         if content_type:

@@ -62,11 +62,26 @@ def install(package_spec: str, bin_name: str) -> pathlib.Path:
     staging = pathlib.Path(tempfile.mkdtemp(prefix=f".{prefix.name}-", dir=prefix.parent))
     try:
         result = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--no-update-notifier", "--loglevel=error",
-             "--prefix", str(staging), package_spec],
-            capture_output=True, text=True, timeout=INSTALL_TIMEOUT, stdin=subprocess.DEVNULL)
+            [
+                npm,
+                "install",
+                "--no-audit",
+                "--no-fund",
+                "--no-update-notifier",
+                "--loglevel=error",
+                "--prefix",
+                str(staging),
+                package_spec,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=INSTALL_TIMEOUT,
+            stdin=subprocess.DEVNULL,
+        )
         if result.returncode != 0:
-            _missing(f"`npm install {package_spec}` failed: {(result.stderr or result.stdout).strip()[-800:]}")
+            _missing(
+                f"`npm install {package_spec}` failed: {(result.stderr or result.stdout).strip()[-800:]}"
+            )
         if not (staging / "node_modules" / ".bin" / bin_name).exists():
             _missing(f"{package_spec} installed but has no bin {bin_name!r}")
         try:

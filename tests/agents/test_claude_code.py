@@ -11,11 +11,20 @@ bytes.
 
 import json
 
-import pytest
-
 import npmcache
-from agentrun import (agent_env, events_of, export, kirolearn, quarantined, run, run_hook_command, snapshot,
-                      tool_results, tool_uses)
+import pytest
+from agentrun import (
+    agent_env,
+    events_of,
+    export,
+    kirolearn,
+    quarantined,
+    run,
+    run_hook_command,
+    snapshot,
+    tool_results,
+    tool_uses,
+)
 from fake_anthropic import FakeAnthropic, Text, ToolCall
 
 PACKAGE = "@anthropic-ai/claude-code@2.1.197"
@@ -23,7 +32,7 @@ MARK = "KLMARK-7f3a"
 FINAL = f"Done: the marker is {MARK}; echo printed it and nothing else changed."
 USER_FILES = {  # the user's own Claude Code settings, which uninstall must give back byte for byte
     ".claude/settings.json": '{\r\n\t"env": {"THEIR_SETTING": "1"},\r\n\t"hooks": {"PostToolUse": [{"matcher": "Bash", '
-                             '"hooks": [{"type": "command", "command": "true"}]}]}\r\n}',
+    '"hooks": [{"type": "command", "command": "true"}]}]}\r\n}',
     ".claude/settings.local.json": '{"permissions": {"allow": ["Bash(echo:*)"]}}\n',
 }
 
@@ -59,9 +68,14 @@ def test_claude_code_end_to_end(claude, project):
     kirolearn("install", "--agent", "claude-code", "--project", str(project), "--yes")
 
     # 1. a turn: a Bash call (said after "Let me run a command."), then the final answer
-    script = [ToolCall("Bash", {"command": f"echo {MARK}", "description": "Print the marker"},
-                       text="Let me run a command."),
-              Text(FINAL)]
+    script = [
+        ToolCall(
+            "Bash",
+            {"command": f"echo {MARK}", "description": "Print the marker"},
+            text="Let me run a command.",
+        ),
+        Text(FINAL),
+    ]
     with FakeAnthropic(script) as fake:
         out = session(claude, project, fake, "What does the marker command print?")
         assert fake.errors == []
@@ -90,23 +104,31 @@ def test_claude_code_end_to_end(claude, project):
     stored = events_of(export(project), "claude-code")
     assert "mcp__kirolearn__search_memory" in [e.get("tool_name") for e in stored]
     # no destructive tool is approved anywhere install wrote
-    wired = "".join((project / p).read_text() for p in (".claude/settings.json", ".claude/settings.local.json",
-                                                        ".mcp.json"))
+    wired = "".join(
+        (project / p).read_text()
+        for p in (".claude/settings.json", ".claude/settings.local.json", ".mcp.json")
+    )
     assert "forget_memory" not in wired and '"mcp__kirolearn"' not in wired
 
     # 5. a payload shape kirolearn does not know: the installed command exits 0 and keeps it
     settings = json.loads((project / ".claude" / "settings.json").read_text())
-    (command,) = [h["command"] for g in settings["hooks"]["Stop"] for h in g["hooks"] if "kirolearn" in h["command"]]
-    for payload in (b'{"hook_event_name": "PostToolBatch", "session_id": "s", "batch": [1, 2]}',
-                    b'{"hook_event_name": "Stop", "session_id": "s", "last_assistant_message": {"parts": ["x"]}}',
-                    b'{"hook_event_name": "Stop", "sess'):
+    (command,) = [
+        h["command"] for g in settings["hooks"]["Stop"] for h in g["hooks"] if "kirolearn" in h["command"]
+    ]
+    for payload in (
+        b'{"hook_event_name": "PostToolBatch", "session_id": "s", "batch": [1, 2]}',
+        b'{"hook_event_name": "Stop", "session_id": "s", "last_assistant_message": {"parts": ["x"]}}',
+        b'{"hook_event_name": "Stop", "sess',
+    ):
         count = len(quarantined())
         result = run_hook_command(command, payload, project)
         assert result.returncode == 0
         assert result.stdout == b""
         if len(quarantined()) == count:  # not quarantined: then it was stored
-            assert any(e.get("hook") == "Stop" and e.get("session_id") == "s"
-                       for e in events_of(export(project), "claude-code")), payload
+            assert any(
+                e.get("hook") == "Stop" and e.get("session_id") == "s"
+                for e in events_of(export(project), "claude-code")
+            ), payload
     assert len(quarantined()) >= 2
 
     # 4. uninstall: the user's bytes, exactly, and nothing of ours left
@@ -131,14 +153,18 @@ def test_claude_code_runs_portable_wiring_from_path(claude, project, tmp_path):
     wired = (project / ".claude" / "settings.json").read_text() + (project / ".mcp.json").read_text()
     assert str(pathlib.Path(sys.executable).parent) not in wired and "launcher" not in wired
     assert json.loads((project / ".mcp.json").read_text())["mcpServers"]["kirolearn"]["env"] == {
-        "KIROLEARN_AGENT": "claude-code"}
+        "KIROLEARN_AGENT": "claude-code"
+    }
     bare = f"{pathlib.Path(claude).parent}:/usr/bin:/bin"
 
     script = [ToolCall("Bash", {"command": f"echo {MARK}", "description": "Print the marker"}), Text(FINAL)]
     with FakeAnthropic(script) as fake:
-        env = agent_env(ANTHROPIC_BASE_URL=fake.url, ANTHROPIC_API_KEY="dummy-key-for-the-fake",
-                        PATH=f"{path_bin}:{bare}")
-        out = run([claude, "-p", "What does the marker command print?", "--allowedTools", "Bash"], project, env)
+        env = agent_env(
+            ANTHROPIC_BASE_URL=fake.url, ANTHROPIC_API_KEY="dummy-key-for-the-fake", PATH=f"{path_bin}:{bare}"
+        )
+        out = run(
+            [claude, "-p", "What does the marker command print?", "--allowedTools", "Bash"], project, env
+        )
         assert fake.errors == []
         offered = {t["name"] for r in fake.main_requests() for t in r["tools"]}
     assert FINAL in out.stdout
@@ -150,7 +176,9 @@ def test_claude_code_runs_portable_wiring_from_path(claude, project, tmp_path):
     log = pathlib.Path(os.environ["KIROLEARN_HOME"]) / "logs" / "hook.log"
     with FakeAnthropic([Text("Nothing to run.")]) as fake:
         env = agent_env(ANTHROPIC_BASE_URL=fake.url, ANTHROPIC_API_KEY="dummy-key-for-the-fake", PATH=bare)
-        out = run([claude, "-p", "Say something short."], project, env)  # the hooks exit 0: the turn completes
+        out = run(
+            [claude, "-p", "Say something short."], project, env
+        )  # the hooks exit 0: the turn completes
         assert fake.errors == []
     assert "Nothing to run." in out.stdout
     assert "kirolearn-hook is not on PATH" in log.read_text()

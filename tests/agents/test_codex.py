@@ -13,12 +13,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-from click.testing import CliRunner
-
 import npmcache
+import pytest
 from agentrun import first_session
+from click.testing import CliRunner
 from fake_openai import FakeOpenAI, output_of, request_text, tool_names, tool_outputs
+
 from kirolearn.capture.agents import codex
 from kirolearn.capture.agents.common import APPROVED_TOOLS
 from kirolearn.cli.commands import cli
@@ -56,8 +56,15 @@ def run_codex(binary, cwd, prompt, timeout=120, rust_log="error"):
     env = {key: value for key, value in os.environ.items() if not key.startswith(("OPENAI", "CODEX"))}
     env.update({"FAKE_KEY": "dummy", "NO_COLOR": "1", "RUST_LOG": rust_log})
     env.pop("KIROLEARN_RAISE_ERRORS", None)  # the hook must behave as it does for users
-    result = subprocess.run([str(binary), "exec", "--skip-git-repo-check", prompt], cwd=cwd, env=env,
-                            capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    result = subprocess.run(
+        [str(binary), "exec", "--skip-git-repo-check", prompt],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return result
 
@@ -74,8 +81,10 @@ def drain():
     return json.loads(result.stdout)
 
 
-FINAL_1 = ("The webhook handler now dedupes Stripe retries by event id; KLFINAL-7731 is the marker "
-           "of this final answer.")
+FINAL_1 = (
+    "The webhook handler now dedupes Stripe retries by event id; KLFINAL-7731 is the marker "
+    "of this final answer."
+)
 
 
 def test_codex_real_session_capture_memory_mcp_and_exact_uninstall(codex_bin, project, home):
@@ -133,11 +142,15 @@ def session_2(fake, codex_bin, project):
         return {"call": lambda name: name.endswith("search_memory"), "arguments": {"query": "Stripe webhook"}}
 
     fake.script, start = turn_2, len(fake.requests)
-    run = run_codex(codex_bin, project, "What do we know about the webhook?", rust_log="reqwest::connect=debug")
+    run = run_codex(
+        codex_bin, project, "What do we know about the webhook?", rust_log="reqwest::connect=debug"
+    )
     hosts = set(re.findall(r"starting new connection: (\S+)", run.stderr))
     assert hosts and all(h.startswith("http://127.0.0.1:") for h in hosts), hosts  # nothing left loopback
     requests = fake.requests[start:]
-    assert "KLFINAL-7731" in request_text(requests[0]), "the memory kirolearn injected did not reach the model"
+    assert "KLFINAL-7731" in request_text(requests[0]), (
+        "the memory kirolearn injected did not reach the model"
+    )
     # kirolearn-mcp answers tools/list before Codex's first model request (issue #33: it used to come too late)
     assert "mcp__kirolearn.search_memory" in tool_names(requests[0]), tool_names(requests[0])
     assert searches, "kirolearn's search_memory was never offered to the model"
@@ -145,10 +158,17 @@ def session_2(fake, codex_bin, project):
     assert "mcp__kirolearn.search_memory" in offered and "mcp__kirolearn.forget_memory" in offered, offered
     assert fake.calls[searches[0]] == "mcp__kirolearn.search_memory"
     answer = output_of(requests[-1], searches[0])
-    assert answer is not None and "KLFINAL-7731" in answer, answer  # the stored record, through the MCP server
+    assert answer is not None and "KLFINAL-7731" in answer, (
+        answer
+    )  # the stored record, through the MCP server
     drain()
-    mcp_calls = [o for o in export() if o["type"] == "event" and o.get("trigger") == "postToolUse"
-                 and "search_memory" in o.get("tool_name", "")]
+    mcp_calls = [
+        o
+        for o in export()
+        if o["type"] == "event"
+        and o.get("trigger") == "postToolUse"
+        and "search_memory" in o.get("tool_name", "")
+    ]
     assert [c["tool_name"] for c in mcp_calls] == ["mcp__kirolearn__search_memory"]
     return mcp_calls
 
@@ -168,15 +188,19 @@ def session_3_forget_is_not_auto_approved(fake, codex_bin, project):
                 return {"text": "no tools"}
             return {"call": "exec_command", "arguments": {"cmd": "sleep 0.25"}}
         calls.append(f"call_{len(fake.requests)}")
-        return {"call": lambda name: name.endswith("forget_memory"),
-                "arguments": {"record_id": target, "reason": "the model wants it gone"}}
+        return {
+            "call": lambda name: name.endswith("forget_memory"),
+            "arguments": {"record_id": target, "reason": "the model wants it gone"},
+        }
 
-    fake.script, start = turn_3, len(fake.requests)
+    fake.script, _start = turn_3, len(fake.requests)
     run_codex(codex_bin, project, "Forget the webhook memory")
     assert calls, "forget_memory was never offered"
     answer = output_of(fake.requests[-1], calls[0])
     assert answer is not None and "requires approval" in answer and "Forgot" not in answer, answer
-    assert [o for o in export() if o["type"] == "record" and o["record_id"] == target], "the record was forgotten"
+    assert [o for o in export() if o["type"] == "record" and o["record_id"] == target], (
+        "the record was forgotten"
+    )
     return answer
 
 
@@ -184,11 +208,24 @@ def test_codex_trust_hash_matches_what_codex_reports(codex_bin, tmp_path):
     """Our trust entries carry the hash Codex itself computes (its app-server's hooks/list)."""
     CliRunner().invoke(cli, ["install", "--agent", "codex", "--yes"], catch_exceptions=False)
     codex_home = Path(os.environ["HOME"]) / ".codex"
-    requests = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"clientInfo": {"name": "t", "version": "1"}}},
-                {"jsonrpc": "2.0", "method": "initialized"},
-                {"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [str(tmp_path)]}}]
-    proc = subprocess.Popen([str(codex_bin), "app-server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, cwd=tmp_path)
+    requests = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"clientInfo": {"name": "t", "version": "1"}},
+        },
+        {"jsonrpc": "2.0", "method": "initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [str(tmp_path)]}},
+    ]
+    proc = subprocess.Popen(
+        [str(codex_bin), "app-server"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=tmp_path,
+    )
     try:
         for message in requests:
             proc.stdin.write(json.dumps(message) + "\n")
@@ -210,6 +247,7 @@ def test_codex_trust_hash_matches_what_codex_reports(codex_bin, tmp_path):
 
 def test_codex_changed_and_unknown_payloads_are_kept_and_exit_0(home, project):
     from conftest import run_hook
+
     from kirolearn.capture import spool
 
     base = {"session_id": "s1", "cwd": str(project), "transcript_path": "/nonexistent/rollout.jsonl"}
@@ -234,11 +272,24 @@ def test_codex_changed_and_unknown_payloads_are_kept_and_exit_0(home, project):
 
 def test_codex_stop_prefers_last_assistant_message_over_the_rollout(tmp_path):
     rollout = tmp_path / "rollout.jsonl"
-    rollout.write_text(json.dumps({"type": "response_item", "payload": {
-        "type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "older text"}]}}) + "\n")
+    rollout.write_text(
+        json.dumps(
+            {
+                "type": "response_item",
+                "payload": {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": "older text"}],
+                },
+            }
+        )
+        + "\n"
+    )
     payload = {"last_assistant_message": "the real final answer", "transcript_path": str(rollout)}
     assert codex.normalise("stop", payload, {})["assistant_response"] == "the real final answer"
-    assert codex.normalise("stop", {"transcript_path": str(rollout)}, {})["assistant_response"] == "older text"
+    assert (
+        codex.normalise("stop", {"transcript_path": str(rollout)}, {})["assistant_response"] == "older text"
+    )
     out = json.loads(codex.context_output("agentSpawn", "memory"))
     assert out == {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "memory"}}
 
@@ -247,10 +298,18 @@ def test_codex_stop_prefers_last_assistant_message_over_the_rollout(tmp_path):
 def test_codex_install_uninstall_exact_bytes_without_the_client(layout, home):
     codex_home = Path(os.environ["HOME"]) / ".codex"
     codex_home.mkdir()
-    files = {codex_home / "hooks.json": {"absent": None, "empty": "{}\n",
-                                         "crlf-no-newline": '{\r\n\t"hooks": {\r\n\t\t"Stop": []\r\n\t}\r\n}'}[layout],
-             codex_home / "config.toml": {"absent": None, "empty": "",
-                                          "crlf-no-newline": 'model = "o3"\r\n[tui]\r\nnotifications = true'}[layout]}
+    files = {
+        codex_home / "hooks.json": {
+            "absent": None,
+            "empty": "{}\n",
+            "crlf-no-newline": '{\r\n\t"hooks": {\r\n\t\t"Stop": []\r\n\t}\r\n}',
+        }[layout],
+        codex_home / "config.toml": {
+            "absent": None,
+            "empty": "",
+            "crlf-no-newline": 'model = "o3"\r\n[tui]\r\nnotifications = true',
+        }[layout],
+    }
     for path, text in files.items():
         if text is not None:
             path.write_bytes(text.encode())
@@ -265,7 +324,9 @@ def test_codex_install_uninstall_exact_bytes_without_the_client(layout, home):
         parsed = tomllib.loads((codex_home / "config.toml").read_text())
         assert set(parsed["mcp_servers"]["kirolearn"]["tools"]) == set(APPROVED_TOOLS)
         assert len(parsed["hooks"]["state"]) == len(codex.HOOKS)
-    assert runner.invoke(cli, ["uninstall", "--agent", "codex", "--yes"], catch_exceptions=False).exit_code == 0
+    assert (
+        runner.invoke(cli, ["uninstall", "--agent", "codex", "--yes"], catch_exceptions=False).exit_code == 0
+    )
     for path, text in files.items():
         assert (path.read_bytes() if path.exists() else None) == (None if text is None else text.encode())
 
@@ -277,8 +338,10 @@ def test_codex_uninstall_after_the_user_edited_config_toml_takes_out_only_ours(h
     config.write_text('model = "o3"\n')
     runner = CliRunner()
     assert runner.invoke(cli, ["install", "--agent", "codex", "--yes"], catch_exceptions=False).exit_code == 0
-    config.write_text('# added by hand\n' + config.read_text() + '\n[tui]\nnotifications = true\n')
-    assert runner.invoke(cli, ["uninstall", "--agent", "codex", "--yes"], catch_exceptions=False).exit_code == 0
+    config.write_text("# added by hand\n" + config.read_text() + "\n[tui]\nnotifications = true\n")
+    assert (
+        runner.invoke(cli, ["uninstall", "--agent", "codex", "--yes"], catch_exceptions=False).exit_code == 0
+    )
     assert config.read_text() == '# added by hand\nmodel = "o3"\n\n[tui]\nnotifications = true\n'
     assert not (codex_home / "hooks.json").exists()
 

@@ -12,11 +12,20 @@ import json
 import os
 import pathlib
 
-import pytest
-
 import npmcache
-from agentrun import (agent_env, events_of, export, kirolearn, quarantined, run, run_hook_command, snapshot,
-                      tool_results, tool_uses)
+import pytest
+from agentrun import (
+    agent_env,
+    events_of,
+    export,
+    kirolearn,
+    quarantined,
+    run,
+    run_hook_command,
+    snapshot,
+    tool_results,
+    tool_uses,
+)
 from fake_anthropic import FakeAnthropic, Text, ToolCall
 
 PACKAGE = "@github/copilot@1.0.102"
@@ -47,13 +56,30 @@ def trust(home: pathlib.Path, project):
 
 
 def session(copilot, project, fake, prompt, home):
-    env = agent_env(HOME=str(home), COPILOT_OFFLINE="true", COPILOT_PROVIDER_TYPE="anthropic",
-                    COPILOT_PROVIDER_BASE_URL=fake.url, COPILOT_PROVIDER_API_KEY="dummy-key-for-the-fake",
-                    COPILOT_MODEL="claude-sonnet-4.5")
+    env = agent_env(
+        HOME=str(home),
+        COPILOT_OFFLINE="true",
+        COPILOT_PROVIDER_TYPE="anthropic",
+        COPILOT_PROVIDER_BASE_URL=fake.url,
+        COPILOT_PROVIDER_API_KEY="dummy-key-for-the-fake",
+        COPILOT_MODEL="claude-sonnet-4.5",
+    )
     # -p: one non-interactive turn; the tools the scripted model calls are approved for this run
     # only, as a user of -p does (no --allow-all, no COPILOT_ALLOW_ALL); forget_memory is not.
-    return run([copilot, "-p", prompt, "--no-auto-update", "--allow-tool", "shell(echo)",
-                "--allow-tool", "kirolearn(search_memory)"], project, env)
+    return run(
+        [
+            copilot,
+            "-p",
+            prompt,
+            "--no-auto-update",
+            "--allow-tool",
+            "shell(echo)",
+            "--allow-tool",
+            "kirolearn(search_memory)",
+        ],
+        project,
+        env,
+    )
 
 
 def test_copilot_end_to_end(copilot, copilot_home, project):
@@ -67,9 +93,14 @@ def test_copilot_end_to_end(copilot, copilot_home, project):
     assert mcp["mcpServers"]["kirolearn"]["command"].endswith("kirolearn-mcp")
 
     # 1. a turn: bash (after "Let me run a command."), then the final answer
-    script = [ToolCall("bash", {"command": f"echo {MARK}", "description": "Print the marker"},
-                       text="Let me run a command."),
-              Text(FINAL)]
+    script = [
+        ToolCall(
+            "bash",
+            {"command": f"echo {MARK}", "description": "Print the marker"},
+            text="Let me run a command.",
+        ),
+        Text(FINAL),
+    ]
     with FakeAnthropic(script) as fake:
         out = session(copilot, project, fake, "What does the marker command print?", copilot_home)
         assert fake.errors == []
@@ -95,20 +126,28 @@ def test_copilot_end_to_end(copilot, copilot_home, project):
     answers = [text for use_id, text in tool_results(last) if use_id == call[0]]
     assert answers and MARK in answers[0] and "denied" not in answers[0].lower()
     assert "kirolearn-search_memory" in [e.get("tool_name") for e in events_of(export(project), "copilot")]
-    wired = (project / ".github" / "hooks" / "kirolearn.json").read_text() + (project / ".github/mcp.json").read_text()
+    wired = (project / ".github" / "hooks" / "kirolearn.json").read_text() + (
+        project / ".github/mcp.json"
+    ).read_text()
     assert "forget_memory" not in wired
 
     # 5. payloads of shapes kirolearn does not know: exit 0, kept
     hooks = json.loads((project / ".github" / "hooks" / "kirolearn.json").read_text())["hooks"]
     command = hooks["agentStop"][0]["bash"]
     count = len(quarantined())
-    for payload in (b'{"sessionId": "s", "transcriptPath": 42, "stopReason": {"new": true}}',
-                    b'{"sessionId": "s", "timest'):
+    for payload in (
+        b'{"sessionId": "s", "transcriptPath": 42, "stopReason": {"new": true}}',
+        b'{"sessionId": "s", "timest',
+    ):
         result = run_hook_command(command, payload, project)
         assert (result.returncode, result.stdout) == (0, b"")
     assert len(quarantined()) == count + 1  # the broken one; the odd one was stored:
-    assert any(e["session_id"] == "s" and e["trigger"] == "stop" for e in events_of(export(project), "copilot"))
-    result = run_hook_command(command.replace(" agentStop ", " someFutureEvent "), b'{"sessionId": "s"}', project)
+    assert any(
+        e["session_id"] == "s" and e["trigger"] == "stop" for e in events_of(export(project), "copilot")
+    )
+    result = run_hook_command(
+        command.replace(" agentStop ", " someFutureEvent "), b'{"sessionId": "s"}', project
+    )
     assert result.returncode == 0 and len(quarantined()) == count + 2
 
     # 4. uninstall: the user's bytes exactly

@@ -18,16 +18,22 @@ from click.testing import CliRunner
 
 from kirolearn.capture import spool
 from kirolearn.capture.agents import cursor
-from kirolearn.install.agents import cursor as cursor_install
 from kirolearn.cli.commands import cli
+from kirolearn.install.agents import cursor as cursor_install
 
 pytestmark = pytest.mark.agents
 
 
 def common(project, conversation, event):
-    return {"conversation_id": conversation, "generation_id": str(uuid.uuid4()), "model": "claude-4.5-sonnet",
-            "hook_event_name": event, "cursor_version": "2.4.21", "workspace_roots": [str(project)],
-            "user_email": "dev@example.com"}
+    return {
+        "conversation_id": conversation,
+        "generation_id": str(uuid.uuid4()),
+        "model": "claude-4.5-sonnet",
+        "hook_event_name": event,
+        "cursor_version": "2.4.21",
+        "workspace_roots": [str(project)],
+        "user_email": "dev@example.com",
+    }
 
 
 def run_written_hook(project, payload, timeout=20):
@@ -35,8 +41,15 @@ def run_written_hook(project, payload, timeout=20):
     data = json.loads((project / ".cursor" / "hooks.json").read_text())
     (entry,) = [e for e in data["hooks"][payload["hook_event_name"]] if "kirolearn" in e["command"]]
     env = {k: v for k, v in os.environ.items() if k != "KIROLEARN_RAISE_ERRORS"}
-    result = subprocess.run(entry["command"], shell=True, input=json.dumps(payload).encode(), cwd=project,
-                            capture_output=True, env=env, timeout=timeout)
+    result = subprocess.run(
+        entry["command"],
+        shell=True,
+        input=json.dumps(payload).encode(),
+        cwd=project,
+        capture_output=True,
+        env=env,
+        timeout=timeout,
+    )
     assert result.returncode == 0 and result.stderr == b"", result.stderr
     return result.stdout
 
@@ -59,14 +72,36 @@ FINAL = "Stripe retries are now idempotent: the handler upserts by event id (KLC
 def a_turn(project, conversation):
     c = lambda event: common(project, conversation, event)  # noqa: E731
     return [
-        {**c("sessionStart"), "session_id": conversation, "is_background_agent": False, "composer_mode": "agent"},
-        {**c("beforeSubmitPrompt"), "prompt": "Make the Stripe webhook handler idempotent", "attachments": []},
-        {**c("afterShellExecution"), "command": "pytest -q tests/test_webhooks.py", "cwd": str(project),
-         "output": "3 passed KLCTOOL-1", "duration": 812},
-        {**c("afterFileEdit"), "file_path": str(project / "app" / "webhooks.py"),
-         "edits": [{"old_string": "insert(", "new_string": "upsert("}]},
-        {**c("afterMCPExecution"), "tool_name": "search_memory", "tool_input": '{"query": "stripe"}',
-         "result_json": '{"content": [{"type": "text", "text": "nothing yet"}]}', "duration": 40},
+        {
+            **c("sessionStart"),
+            "session_id": conversation,
+            "is_background_agent": False,
+            "composer_mode": "agent",
+        },
+        {
+            **c("beforeSubmitPrompt"),
+            "prompt": "Make the Stripe webhook handler idempotent",
+            "attachments": [],
+        },
+        {
+            **c("afterShellExecution"),
+            "command": "pytest -q tests/test_webhooks.py",
+            "cwd": str(project),
+            "output": "3 passed KLCTOOL-1",
+            "duration": 812,
+        },
+        {
+            **c("afterFileEdit"),
+            "file_path": str(project / "app" / "webhooks.py"),
+            "edits": [{"old_string": "insert(", "new_string": "upsert("}],
+        },
+        {
+            **c("afterMCPExecution"),
+            "tool_name": "search_memory",
+            "tool_input": '{"query": "stripe"}',
+            "result_json": '{"content": [{"type": "text", "text": "nothing yet"}]}',
+            "duration": 40,
+        },
         {**c("afterAgentResponse"), "text": "Let me run the tests first."},
         {**c("afterAgentResponse"), "text": FINAL},
         {**c("stop"), "status": "completed", "loop_count": 0},
@@ -96,10 +131,14 @@ def test_cursor_documented_turn_final_answer_memory_mcp_and_exact_uninstall(home
     assert stop["assistant_response"] == FINAL  # the last afterAgentResponse, not the first
     tools = {e["tool_name"]: e for e in events if e["trigger"] == "postToolUse"}
     assert set(tools) == {"Shell", "Edit", "mcp:search_memory"}
-    assert tools["Shell"]["tool_input"]["command"].startswith("pytest") and "KLCTOOL-1" in json.dumps(tools["Shell"])
+    assert tools["Shell"]["tool_input"]["command"].startswith("pytest") and "KLCTOOL-1" in json.dumps(
+        tools["Shell"]
+    )
     assert tools["mcp:search_memory"]["tool_input"] == {"query": "stripe"}
     assert tools["Edit"]["tool_input"]["file_path"].endswith("webhooks.py")
-    (record,) = [o for o in export() if o["type"] == "record"]  # the deterministic extractor reads these shapes
+    (record,) = [
+        o for o in export() if o["type"] == "record"
+    ]  # the deterministic extractor reads these shapes
     assert "app/webhooks.py" in record["files_touched"] and "KLCFINAL-2525" in record["summary"], record
 
     # The next session's sessionStart hands the memory back in Cursor's documented form.
@@ -121,8 +160,12 @@ async def search_through_mcp(server: dict, cwd: str) -> str:
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    params = StdioServerParameters(command=server["command"], args=server.get("args", []),
-                                   env={**os.environ, **server.get("env", {})}, cwd=cwd)
+    params = StdioServerParameters(
+        command=server["command"],
+        args=server.get("args", []),
+        env={**os.environ, **server.get("env", {})},
+        cwd=cwd,
+    )
     with anyio.fail_after(60):
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:
@@ -134,28 +177,50 @@ async def search_through_mcp(server: dict, cwd: str) -> str:
 
 
 def test_cursor_unknown_and_changed_payloads_are_kept_and_exit_0(home, project):
-    CliRunner().invoke(cli, ["install", "--agent", "cursor", "--project", str(project), "--yes"], catch_exceptions=False)
+    CliRunner().invoke(
+        cli, ["install", "--agent", "cursor", "--project", str(project), "--yes"], catch_exceptions=False
+    )
     conversation = str(uuid.uuid4())
     base = common(project, conversation, "")
     cases = [
         {**base, "hook_event_name": "stop"},  # no status, no text before it, no transcript
-        {**base, "hook_event_name": "afterShellExecution", "stdout": "x", "stderr": "", "exit_code": 0},  # older keys
+        {
+            **base,
+            "hook_event_name": "afterShellExecution",
+            "stdout": "x",
+            "stderr": "",
+            "exit_code": 0,
+        },  # older keys
         {**base, "hook_event_name": "afterMCPExecution", "tool_input": "{not json", "tool_result": "plain"},
-        {**base, "hook_event_name": "postToolUse", "tool_name": "Write", "tool_input": {"path": "a"}, "tool_output": "ok"},
+        {
+            **base,
+            "hook_event_name": "postToolUse",
+            "tool_name": "Write",
+            "tool_input": {"path": "a"},
+            "tool_output": "ok",
+        },
         {**base, "hook_event_name": "afterEverything", "new": [1]},  # an event newer than the adapter
         {"hook_event_name": "afterFileEdit", "file_path": "/x"},  # no conversation, no workspace roots
     ]
-    command = shlex.split(json.loads((project / ".cursor" / "hooks.json").read_text())["hooks"]["stop"][0]["command"]
-                          .replace(" || true", ""))
+    command = shlex.split(
+        json.loads((project / ".cursor" / "hooks.json").read_text())["hooks"]["stop"][0]["command"].replace(
+            " || true", ""
+        )
+    )
     env = {k: v for k, v in os.environ.items() if k != "KIROLEARN_RAISE_ERRORS"}
     env.update(dict(a.split("=", 1) for a in command if "=" in a and a.split("=", 1)[0].isupper()))
     argv = [a for a in command if not ("=" in a and a.split("=", 1)[0].isupper())]
     for payload in cases:
-        result = subprocess.run(argv, input=json.dumps(payload).encode(), cwd=project, capture_output=True,
-                                env=env, timeout=20)
+        result = subprocess.run(
+            argv, input=json.dumps(payload).encode(), cwd=project, capture_output=True, env=env, timeout=20
+        )
         assert result.returncode == 0 and result.stdout == b"", result.stderr
-    assert subprocess.run(argv, input=b"\xff\xfe garbage", cwd=project, capture_output=True, env=env,
-                          timeout=20).returncode == 0
+    assert (
+        subprocess.run(
+            argv, input=b"\xff\xfe garbage", cwd=project, capture_output=True, env=env, timeout=20
+        ).returncode
+        == 0
+    )
     assert len(spool.ready_files()) == len(cases)
     stats = drain()
     assert stats["stored"] == len(cases) and stats["quarantined"] == 0, stats
@@ -166,7 +231,8 @@ LAYOUTS = {
     "empty objects": ("{}\n", "{}\n"),
     "theirs, tabs, CRLF, no final newline": (
         '{\r\n\t"version": 1,\r\n\t"hooks": {\r\n\t\t"stop": [{"command": "notify"}]\r\n\t}\r\n}',
-        '{\r\n\t"mcpServers": {\r\n\t\t"github": {"command": "gh-mcp"}\r\n\t}\r\n}'),
+        '{\r\n\t"mcpServers": {\r\n\t\t"github": {"command": "gh-mcp"}\r\n\t}\r\n}',
+    ),
 }
 
 
@@ -182,12 +248,20 @@ def test_cursor_install_uninstall_exact_bytes(layout, scope, home, project):
             path.write_bytes(text.encode())
     args = ["--project", str(project)] if scope == "project" else []
     runner = CliRunner()
-    assert runner.invoke(cli, ["install", "--agent", "cursor", *args, "--yes"], catch_exceptions=False).exit_code == 0
+    assert (
+        runner.invoke(cli, ["install", "--agent", "cursor", *args, "--yes"], catch_exceptions=False).exit_code
+        == 0
+    )
     once = {p: p.read_bytes() for p in files}
     again = runner.invoke(cli, ["install", "--agent", "cursor", *args, "--yes"], catch_exceptions=False)
     assert "unchanged" in again.output and {p: p.read_bytes() for p in files} == once
     assert json.loads((folder / "hooks.json").read_text())["version"] == 1
-    assert runner.invoke(cli, ["uninstall", "--agent", "cursor", *args, "--yes"], catch_exceptions=False).exit_code == 0
+    assert (
+        runner.invoke(
+            cli, ["uninstall", "--agent", "cursor", *args, "--yes"], catch_exceptions=False
+        ).exit_code
+        == 0
+    )
     for path, text in files.items():
         assert (path.read_bytes() if path.exists() else None) == (None if text is None else text.encode())
 

@@ -11,11 +11,21 @@ import json
 import os
 import pathlib
 
-import pytest
-
 import npmcache
-from agentrun import (BIN, agent_env, events_of, export, kirolearn, quarantined, run, run_hook_command, snapshot,
-                      tool_results, tool_uses)
+import pytest
+from agentrun import (
+    BIN,
+    agent_env,
+    events_of,
+    export,
+    kirolearn,
+    quarantined,
+    run,
+    run_hook_command,
+    snapshot,
+    tool_results,
+    tool_uses,
+)
 from fake_anthropic import FakeAnthropic, Text, ToolCall
 
 PACKAGE = "opencode-ai@1.18.33"
@@ -30,10 +40,22 @@ def opencode():
 
 def user_config(fake) -> str:
     """The user's own opencode.json: a model provider (the fake) and a permission of theirs."""
-    return json.dumps({"$schema": "https://opencode.ai/config.json", "model": "anthropic/claude-sonnet-4-5",
-                       "provider": {"anthropic": {"options": {"baseURL": fake.url + "/v1",
-                                                              "apiKey": "dummy-key-for-the-fake"}}},
-                       "permission": {"bash": "allow"}}, indent=2) + "\n"
+    return (
+        json.dumps(
+            {
+                "$schema": "https://opencode.ai/config.json",
+                "model": "anthropic/claude-sonnet-4-5",
+                "provider": {
+                    "anthropic": {
+                        "options": {"baseURL": fake.url + "/v1", "apiKey": "dummy-key-for-the-fake"}
+                    }
+                },
+                "permission": {"bash": "allow"},
+            },
+            indent=2,
+        )
+        + "\n"
+    )
 
 
 def session(opencode, project, fake, prompt):
@@ -48,15 +70,23 @@ def test_opencode_end_to_end(opencode, project):
         kirolearn("install", "--agent", "opencode", "--project", str(project), "--yes")
         wired = json.loads(config.read_text())
         assert wired["mcp"]["kirolearn"]["command"][0].endswith("kirolearn-mcp")
-        assert wired["permission"] == {"bash": "allow", "kirolearn_forget_memory": "ask"}  # never auto-approved
+        assert wired["permission"] == {
+            "bash": "allow",
+            "kirolearn_forget_memory": "ask",
+        }  # never auto-approved
         (url,) = wired["plugin"]
         plugin = pathlib.Path(url.removeprefix("file://"))
         assert plugin.exists() and "kirolearn-hook" in plugin.read_text()
 
         # 1. a turn: bash (after "Let me run a command."), then the final answer
-        fake.script = [ToolCall("bash", {"command": f"echo {MARK}", "description": "Print the marker"},
-                                text="Let me run a command."),
-                       Text(FINAL)]
+        fake.script = [
+            ToolCall(
+                "bash",
+                {"command": f"echo {MARK}", "description": "Print the marker"},
+                text="Let me run a command.",
+            ),
+            Text(FINAL),
+        ]
         out = session(opencode, project, fake, "What does the marker command print?")
         assert fake.errors == []
         assert FINAL in out.stdout
@@ -80,16 +110,22 @@ def test_opencode_end_to_end(opencode, project):
         (call,) = [u for u in tool_uses(last) if u[1] == "kirolearn_search_memory"]
         answers = [text for use_id, text in tool_results(last) if use_id == call[0]]
         assert answers and MARK in answers[0]
-        assert "kirolearn_search_memory" in [e.get("tool_name") for e in events_of(export(project), "opencode")]
+        assert "kirolearn_search_memory" in [
+            e.get("tool_name") for e in events_of(export(project), "opencode")
+        ]
 
     # 5. payloads kirolearn does not know, sent to the hook the plugin runs: exit 0, kept
     argv = json.loads(plugin.read_text().split("const HOOK = ", 1)[1].split(";\n", 1)[0])
     command = " ".join(f"'{a}'" for a in argv)
     count = len(quarantined())
-    for event, payload in (("session.idle", b'{"hook_event_name": "session.idle", "session_id": "s", '
-                                            b'"assistant_response": {"parts": [1]}}'),
-                           ("session.future", b'{"hook_event_name": "session.future", "session_id": "s"}'),
-                           ("session.idle", b'{"hook_event_name": "session.idle", "sess')):
+    for event, payload in (
+        (
+            "session.idle",
+            b'{"hook_event_name": "session.idle", "session_id": "s", "assistant_response": {"parts": [1]}}',
+        ),
+        ("session.future", b'{"hook_event_name": "session.future", "session_id": "s"}'),
+        ("session.idle", b'{"hook_event_name": "session.idle", "sess'),
+    ):
         result = run_hook_command(f"{command} {event}", payload, project)
         assert (result.returncode, result.stdout) == (0, b"")
     assert len(quarantined()) == count + 2
@@ -123,16 +159,22 @@ def test_opencode_portable_wiring(opencode, project, tmp_path):
         plugin = project / ".kirolearn" / "opencode-plugin.js"
         assert str(BIN) not in plugin.read_text() and str(BIN) not in config.read_text()
 
-        fake.script = [ToolCall("bash", {"command": f"echo {MARK}", "description": "Print the marker"},
-                                text="Let me run a command."),
-                       Text(FINAL)]
+        fake.script = [
+            ToolCall(
+                "bash",
+                {"command": f"echo {MARK}", "description": "Print the marker"},
+                text="Let me run a command.",
+            ),
+            Text(FINAL),
+        ]
         out = run([opencode, "run", "What does the marker command print?"], project / "src", env)
         assert fake.errors == [] and FINAL in out.stdout
         assert "kirolearn_search_memory" in {t["name"] for r in fake.main_requests() for t in r["tools"]}
         stored = events_of(export(project), "opencode")
         assert [s["assistant_response"] for s in stored if s["trigger"] == "stop"] == [FINAL]
-        assert [(t["tool_name"], t["tool_input"]["command"]) for t in stored
-                if t["trigger"] == "postToolUse"] == [("bash", f"echo {MARK}")]
+        assert [
+            (t["tool_name"], t["tool_input"]["command"]) for t in stored if t["trigger"] == "postToolUse"
+        ] == [("bash", f"echo {MARK}")]
 
         fake.clear()
         fake.script = [ToolCall("search_memory", {"query": "marker command"}), Text("It is in memory.")]

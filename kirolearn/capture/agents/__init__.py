@@ -19,41 +19,55 @@ DEFAULT = "kiro"
 # One loader per adapter: a hook call imports only the adapter it runs.
 def _kiro():
     from kirolearn.capture.agents import kiro
+
     return kiro
 
 
 def _claude_code():
     from kirolearn.capture.agents import claude_code
+
     return claude_code
 
 
 def _codex():
     from kirolearn.capture.agents import codex
+
     return codex
 
 
 def _gemini():
     from kirolearn.capture.agents import gemini
+
     return gemini
 
 
 def _cursor():
     from kirolearn.capture.agents import cursor
+
     return cursor
 
 
 def _copilot():
     from kirolearn.capture.agents import copilot
+
     return copilot
 
 
 def _opencode():
     from kirolearn.capture.agents import opencode
+
     return opencode
 
 
-_LOADERS = {"kiro": _kiro, "claude-code": _claude_code, "codex": _codex, "gemini": _gemini,
-            "cursor": _cursor, "copilot": _copilot, "opencode": _opencode}
+_LOADERS = {
+    "kiro": _kiro,
+    "claude-code": _claude_code,
+    "codex": _codex,
+    "gemini": _gemini,
+    "cursor": _cursor,
+    "copilot": _copilot,
+    "opencode": _opencode,
+}
 
 
 # Canonical triggers and the event kind each one makes (shared by every adapter).
@@ -81,7 +95,6 @@ def sent_by(payload: dict) -> "str | None":
 
 class UnknownAgent(ValueError):
     """`--agent` names no adapter."""
-
 
 
 def names() -> "tuple[str, ...]":

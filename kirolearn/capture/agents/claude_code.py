@@ -87,8 +87,11 @@ def _assistant_text(item) -> "str | None":
     if isinstance(content, str):
         return content.strip() or None
     if isinstance(content, list):
-        parts = [block.get("text", "") for block in content
-                 if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)]
+        parts = [
+            block.get("text", "")
+            for block in content
+            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
+        ]
         text = "\n".join(p for p in parts if p.strip()).strip()
         return text or None
     return None

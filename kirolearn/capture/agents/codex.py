@@ -32,8 +32,16 @@ TRANSCRIPT_TAIL_BYTES = common.TRANSCRIPT_TAIL_BYTES
 
 TRIGGERS = common.CLAUDE_TRIGGERS
 # Codex's other documented events: kept as notes, payload in `extra`.
-NOTE_TRIGGERS = ("SessionEnd", "SubagentStart", "SubagentStop", "PreCompact", "PostCompact",
-                 "PermissionRequest", "Interrupt", "StopFailure")
+NOTE_TRIGGERS = (
+    "SessionEnd",
+    "SubagentStart",
+    "SubagentStop",
+    "PreCompact",
+    "PostCompact",
+    "PermissionRequest",
+    "Interrupt",
+    "StopFailure",
+)
 CONTEXT_EVENTS = {"agentSpawn": "SessionStart", "userPromptSubmit": "UserPromptSubmit"}
 
 # What install wires: event, its label in Codex's trust keys, timeout in seconds.
@@ -73,8 +81,11 @@ def last_assistant_text(path: str, tail_bytes: int = TRANSCRIPT_TAIL_BYTES) -> "
             if payload["last_agent_message"].strip():
                 return payload["last_agent_message"].strip()
         if payload.get("type") == "message" and payload.get("role") == "assistant":
-            parts = [c.get("text", "") for c in payload.get("content") or []
-                     if isinstance(c, dict) and c.get("type") == "output_text" and isinstance(c.get("text"), str)]
+            parts = [
+                c.get("text", "")
+                for c in payload.get("content") or []
+                if isinstance(c, dict) and c.get("type") == "output_text" and isinstance(c.get("text"), str)
+            ]
             text = "\n".join(p for p in parts if p.strip()).strip()
             if text:
                 return text

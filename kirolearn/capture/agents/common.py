@@ -8,8 +8,8 @@ nothing more).
 
 import os
 
-from kirolearn.core import jsonfast
 from kirolearn.capture.rejected import Rejected
+from kirolearn.core import jsonfast
 
 MARK = "kirolearn-hook"  # how kirolearn finds its own hook entries again
 
@@ -32,8 +32,9 @@ def is_event_name(name: str, capitalised: bool) -> bool:
     return 3 <= len(name) <= 40 and name[0].isupper() == capitalised and name.isalpha() and name.isascii()
 
 
-def resolve_trigger(name: str, triggers: dict, notes: tuple, generation: str, what: str,
-                    newer: "bool | None" = None) -> "tuple[str, str]":
+def resolve_trigger(
+    name: str, triggers: dict, notes: tuple, generation: str, what: str, newer: "bool | None" = None
+) -> "tuple[str, str]":
     """(canonical trigger, generation) of hook `name` from an adapter's tables.
 
     A name of `triggers` maps onto its canonical trigger, one of `notes` stays
@@ -62,8 +63,9 @@ def payload_from_env(arg, env):
     return None
 
 
-def final_answer(payload: dict, fields: tuple, read_transcript, path_keys: tuple = ("transcript_path",),
-                 keep: bool = False) -> dict:
+def final_answer(
+    payload: dict, fields: tuple, read_transcript, path_keys: tuple = ("transcript_path",), keep: bool = False
+) -> dict:
     """A stop payload with the turn's final answer as `assistant_response`.
 
     The first of `fields` holding text wins (taken out of the payload, so it is

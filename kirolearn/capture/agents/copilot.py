@@ -22,8 +22,8 @@ writes); kirolearn does not trust folders on the user's behalf.
 Standard library only (the hook imports it); its installer half is kirolearn.install.agents.copilot.
 """
 
-from kirolearn.core import jsonfast
 from kirolearn.capture.agents import common
+from kirolearn.core import jsonfast
 
 NAME = "copilot"
 GENERATIONS = ("copilot",)
@@ -41,9 +41,23 @@ TRIGGERS = {
     "agentStop": "stop",
     **common.CLAUDE_TRIGGERS,  # the VS Code compatible spellings of the same events
 }
-NOTE_TRIGGERS = ("sessionEnd", "subagentStart", "subagentStop", "errorOccurred", "preCompact",
-                 "postToolUseFailure", "notification", "permissionRequest", "userPromptTransformed",
-                 "SessionEnd", "SubagentStop", "ErrorOccurred", "PreCompact", "PostToolUseFailure", "Notification")
+NOTE_TRIGGERS = (
+    "sessionEnd",
+    "subagentStart",
+    "subagentStop",
+    "errorOccurred",
+    "preCompact",
+    "postToolUseFailure",
+    "notification",
+    "permissionRequest",
+    "userPromptTransformed",
+    "SessionEnd",
+    "SubagentStop",
+    "ErrorOccurred",
+    "PreCompact",
+    "PostToolUseFailure",
+    "Notification",
+)
 HOOKS = (  # what install wires: event, timeout in seconds
     ("sessionStart", 5),
     ("userPromptSubmitted", 5),
@@ -51,8 +65,13 @@ HOOKS = (  # what install wires: event, timeout in seconds
     ("agentStop", 5),
     ("sessionEnd", 5),
 )
-_KEYS = {"sessionId": "session_id", "toolName": "tool_name", "toolArgs": "tool_input",
-         "toolResult": "tool_response", "tool_result": "tool_response"}
+_KEYS = {
+    "sessionId": "session_id",
+    "toolName": "tool_name",
+    "toolArgs": "tool_input",
+    "toolResult": "tool_response",
+    "tool_result": "tool_response",
+}
 
 
 def resolve_trigger(name: str) -> "tuple[str, str]":
@@ -77,8 +96,12 @@ def normalise(trigger: str, payload: dict, env) -> dict:
     if trigger != "stop":
         return out
     # newer versions send these for subagents
-    return common.final_answer(out, ("last_assistant_message", "response"), final_text,
-                               path_keys=("transcriptPath", "transcript_path"))
+    return common.final_answer(
+        out,
+        ("last_assistant_message", "response"),
+        final_text,
+        path_keys=("transcriptPath", "transcript_path"),
+    )
 
 
 def final_text(path: str, wait: float = FINAL_WAIT) -> "str | None":
@@ -98,7 +121,11 @@ def last_assistant_text(path: str, tail_bytes: int = TRANSCRIPT_TAIL_BYTES) -> "
     assistant message is final: it requests no tool). Bounded in size, tolerant of partial lines."""
     final = None
     for item in common.newest_lines(path, tail_bytes, needle=b"assistant.message"):
-        if isinstance(item, dict) and item.get("type") == "assistant.message" and isinstance(item.get("data"), dict):
+        if (
+            isinstance(item, dict)
+            and item.get("type") == "assistant.message"
+            and isinstance(item.get("data"), dict)
+        ):
             if final is None:
                 final = not item["data"].get("toolRequests")
             content = item["data"].get("content")

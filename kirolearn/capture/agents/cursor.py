@@ -26,8 +26,8 @@ Standard library only (the hook imports it); its installer half is kirolearn.ins
 
 import os
 
-from kirolearn.core import jsonfast
 from kirolearn.capture.agents import common
+from kirolearn.core import jsonfast
 
 NAME = "cursor"
 GENERATIONS = ("cursor",)
@@ -49,8 +49,17 @@ TRIGGERS = {
     "afterFileEdit": "postToolUse",
     "stop": "stop",
 }
-NOTE_TRIGGERS = ("sessionEnd", "afterAgentResponse", "afterAgentThought", "preCompact", "subagentStart",
-                 "subagentStop", "postToolUseFailure", "beforeTabFileRead", "afterTabFileEdit")
+NOTE_TRIGGERS = (
+    "sessionEnd",
+    "afterAgentResponse",
+    "afterAgentThought",
+    "preCompact",
+    "subagentStart",
+    "subagentStop",
+    "postToolUseFailure",
+    "beforeTabFileRead",
+    "afterTabFileEdit",
+)
 
 # Timeouts in seconds; not postToolUse as well: it would record commands twice.
 HOOKS = (
@@ -62,13 +71,25 @@ HOOKS = (
     ("afterAgentResponse", 2),
     ("stop", 5),
 )
-_COMMON = ("conversation_id", "generation_id", "model", "hook_event_name", "cursor_version", "workspace_roots",
-           "user_email", "transcript_path", "cwd", "session_id")
+_COMMON = (
+    "conversation_id",
+    "generation_id",
+    "model",
+    "hook_event_name",
+    "cursor_version",
+    "workspace_roots",
+    "user_email",
+    "transcript_path",
+    "cwd",
+    "session_id",
+)
 
 
 def resolve_trigger(name: str) -> "tuple[str, str]":
     """Map a Cursor hook name to (canonical trigger, generation); an unknown camelCase name is a note."""
-    return common.resolve_trigger(name, TRIGGERS, NOTE_TRIGGERS, "cursor", "Cursor hook event name", newer=False)
+    return common.resolve_trigger(
+        name, TRIGGERS, NOTE_TRIGGERS, "cursor", "Cursor hook event name", newer=False
+    )
 
 
 surface = common.fixed_surface("cursor")
@@ -98,14 +119,21 @@ def _tool_fields(hook: str, payload: dict) -> dict:
         return fields
     if hook in ("afterMCPExecution", "beforeMCPExecution"):
         name = rest.pop("tool_name", None)
-        fields = {"tool_name": f"mcp:{name}" if name else "mcp", "tool_input": _json_or_text(rest.pop("tool_input", None))}
+        fields = {
+            "tool_name": f"mcp:{name}" if name else "mcp",
+            "tool_input": _json_or_text(rest.pop("tool_input", None)),
+        }
         if hook == "afterMCPExecution":
             result = rest.pop("result_json", rest.pop("tool_result", None))
-            fields["tool_response"] = _json_or_text(result) if not rest else {"result": _json_or_text(result), **rest}
+            fields["tool_response"] = (
+                _json_or_text(result) if not rest else {"result": _json_or_text(result), **rest}
+            )
         return fields
     if hook in ("afterFileEdit", "beforeReadFile"):
-        fields = {"tool_name": "Edit" if hook == "afterFileEdit" else "Read",
-                  "tool_input": {"file_path": rest.pop("file_path", None)}}
+        fields = {
+            "tool_name": "Edit" if hook == "afterFileEdit" else "Read",
+            "tool_input": {"file_path": rest.pop("file_path", None)},
+        }
         if hook == "afterFileEdit":
             fields["tool_response"] = rest  # the edits
         return fields
@@ -129,8 +157,18 @@ def normalise(trigger: str, payload: dict, env) -> dict:
         if isinstance(roots, list) and roots and isinstance(roots[0], str):
             out["cwd"] = roots[0]
     if trigger in ("preToolUse", "postToolUse"):
-        for key in ("command", "file_path", "edits", "output", "stdout", "stderr", "exit_code", "result_json",
-                    "tool_result", "tool_output"):
+        for key in (
+            "command",
+            "file_path",
+            "edits",
+            "output",
+            "stdout",
+            "stderr",
+            "exit_code",
+            "result_json",
+            "tool_result",
+            "tool_output",
+        ):
             out.pop(key, None)
         out.update(_tool_fields(hook if isinstance(hook, str) else "", payload))
     elif hook == "afterAgentResponse" and isinstance(payload.get("text"), str):
@@ -198,7 +236,9 @@ def last_assistant_text(path: str, tail_bytes: int = TRANSCRIPT_TAIL_BYTES) -> "
             continue
         content = message.get("content", message.get("text"))
         if isinstance(content, list):
-            content = "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
+            content = "\n".join(
+                b.get("text", "") for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)
+            )
         if isinstance(content, str) and content.strip():
             return content.strip()
     return None

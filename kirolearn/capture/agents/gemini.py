@@ -34,7 +34,14 @@ TRIGGERS = {
     "AfterTool": "postToolUse",
     "AfterAgent": "stop",
 }
-NOTE_TRIGGERS = ("SessionEnd", "BeforeModel", "AfterModel", "BeforeToolSelection", "PreCompress", "Notification")
+NOTE_TRIGGERS = (
+    "SessionEnd",
+    "BeforeModel",
+    "AfterModel",
+    "BeforeToolSelection",
+    "PreCompress",
+    "Notification",
+)
 CONTEXT_EVENTS = {"agentSpawn": "SessionStart", "userPromptSubmit": "BeforeAgent"}
 
 # What install wires: event, timeout in milliseconds (Gemini's unit).
@@ -48,7 +55,9 @@ HOOKS = (
 
 def resolve_trigger(name: str) -> "tuple[str, str]":
     """Map a Gemini CLI hook name to (canonical trigger, generation); an unknown PascalCase name is a note."""
-    return common.resolve_trigger(name, TRIGGERS, NOTE_TRIGGERS, "gemini", "Gemini CLI hook event name", newer=True)
+    return common.resolve_trigger(
+        name, TRIGGERS, NOTE_TRIGGERS, "gemini", "Gemini CLI hook event name", newer=True
+    )
 
 
 surface = common.fixed_surface("gemini-cli")

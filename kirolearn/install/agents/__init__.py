@@ -7,8 +7,15 @@ these modules add its config files, MCP registration and wiring checks, on the C
 from kirolearn.capture.agents import UnknownAgent, names  # noqa: F401 - one list of agents for both halves
 from kirolearn.install.agents import claude_code, codex, copilot, cursor, gemini, kiro, opencode
 
-_ADAPTERS = {"kiro": kiro, "claude-code": claude_code, "codex": codex, "gemini": gemini, "cursor": cursor,
-             "copilot": copilot, "opencode": opencode}
+_ADAPTERS = {
+    "kiro": kiro,
+    "claude-code": claude_code,
+    "codex": codex,
+    "gemini": gemini,
+    "cursor": cursor,
+    "copilot": copilot,
+    "opencode": opencode,
+}
 
 
 def get(name: "str | None" = None):

@@ -5,12 +5,10 @@ The hook-time half of this agent lives in kirolearn.capture.agents.claude_code; 
 
 import os
 
-from kirolearn.capture.agents.claude_code import NAME, HOOKS
+from kirolearn.capture.agents.claude_code import HOOKS, NAME
 from kirolearn.capture.agents.common import MARK
 from kirolearn.core import jsonfast
 from kirolearn.install.agents import common
-
-
 
 
 def settings_path(project: "str | None") -> str:
@@ -27,7 +25,8 @@ def hook_command(portable: bool = False) -> str:
 
 def _is_ours(group) -> bool:
     return isinstance(group, dict) and any(
-        isinstance(h, dict) and MARK in str(h.get("command", "")) for h in group.get("hooks", []) or [])
+        isinstance(h, dict) and MARK in str(h.get("command", "")) for h in group.get("hooks", []) or []
+    )
 
 
 def _wired(data: dict, portable: bool = False) -> dict:
@@ -36,8 +35,9 @@ def _wired(data: dict, portable: bool = False) -> dict:
     command = hook_command(portable)
     for event, timeout in HOOKS:
         groups = [g for g in hooks.get(event, []) or [] if not _is_ours(g)]
-        hooks[event] = groups + [{"matcher": "", "hooks": [{"type": "command", "command": command,
-                                                             "timeout": timeout}]}]
+        hooks[event] = groups + [
+            {"matcher": "", "hooks": [{"type": "command", "command": command, "timeout": timeout}]}
+        ]
     return data
 
 
@@ -68,8 +68,10 @@ def _insert_as_text(before: str, data: dict, portable: bool = False) -> "tuple[s
     text, insertions = before, []
     try:
         for event, timeout in HOOKS:
-            group = {"matcher": "", "hooks": [{"type": "command", "command": hook_command(portable),
-                                                 "timeout": timeout}]}
+            group = {
+                "matcher": "",
+                "hooks": [{"type": "command", "command": hook_command(portable), "timeout": timeout}],
+            }
             root = jsontext.parse(text)
             hooks = jsontext.find(root, "hooks")
             if hooks is None:
@@ -121,8 +123,13 @@ def _local_edits() -> list:
     from kirolearn.core import mcp_tools as agents
     from kirolearn.install.edit import Item
 
-    return [Item(("enabledMcpjsonServers",), agents.MCP_SERVER),
-            *(Item(("permissions", "allow"), f"mcp__{agents.MCP_SERVER}__{tool}") for tool in agents.MCP_SAFE_TOOLS)]
+    return [
+        Item(("enabledMcpjsonServers",), agents.MCP_SERVER),
+        *(
+            Item(("permissions", "allow"), f"mcp__{agents.MCP_SERVER}__{tool}")
+            for tool in agents.MCP_SAFE_TOOLS
+        ),
+    ]
 
 
 def plan_install(project: "str | None", global_: bool = False, portable: bool = False, **options):
@@ -140,8 +147,11 @@ def plan_install(project: "str | None", global_: bool = False, portable: bool = 
     changes = plan_settings(project, portable)
     previous = {e["path"]: e for e in _records()}
     path = mcp_path(project)
-    changes.append(install_edit.plan(path, _mcp_edits(portable), "claude-mcp", ours=_server_is_ours,
-                                     previous=previous.get(path)))
+    changes.append(
+        install_edit.plan(
+            path, _mcp_edits(portable), "claude-mcp", ours=_server_is_ours, previous=previous.get(path)
+        )
+    )
     if project:
         path = local_settings_path(project)
         changes.append(install_edit.plan(path, _local_edits(), "claude-local", previous=previous.get(path)))
@@ -166,8 +176,12 @@ def wired(entry: dict, data) -> bool:
         return _server_is_ours((data.get("mcpServers") or {}).get(agents.MCP_SERVER))
     if entry.get("kind") == "claude-local":
         return agents.MCP_SERVER in (data.get("enabledMcpjsonServers") or [])
-    return any(_is_ours(g) for groups in (data.get("hooks") or {}).values() if isinstance(groups, list)
-               for g in groups)
+    return any(
+        _is_ours(g)
+        for groups in (data.get("hooks") or {}).values()
+        if isinstance(groups, list)
+        for g in groups
+    )
 
 
 def plan_settings(project: "str | None", portable: bool = False):
@@ -186,15 +200,21 @@ def plan_settings(project: "str | None", portable: bool = False):
     except install.InstallError as exc:
         return [install.Change(path, before, before, problem=str(exc))]
     if not isinstance(data.get("hooks", {}), dict) or not all(
-            isinstance(v, list) for v in data.get("hooks", {}).values()):
-        return [install.Change(path, before, before,
-                               problem=f"{path}: 'hooks' is not an object of lists; left untouched")]
+        isinstance(v, list) for v in data.get("hooks", {}).values()
+    ):
+        return [
+            install.Change(
+                path, before, before, problem=f"{path}: 'hooks' is not an object of lists; left untouched"
+            )
+        ]
     wired = _wired(data, portable)
     if before is not None and wired == data:
         return [install.Change(path, before, before, record={"kind": "claude-settings"})]
     record = {"kind": "claude-settings", "insertions": None}
     as_text = None
-    if before is not None and not any(_is_ours(g) for groups in data.get("hooks", {}).values() for g in groups):
+    if before is not None and not any(
+        _is_ours(g) for groups in data.get("hooks", {}).values() for g in groups
+    ):
         as_text = _insert_as_text(before, data, portable)
     if as_text and jsonfast.loads(as_text[0].lstrip("\ufeff")) == wired:
         after, record["insertions"] = as_text
@@ -221,15 +241,17 @@ def plan_uninstall(only_project: "str | None" = None):
 
 def uninstall_settings(only_project: "str | None" = None):
     """Undo the hook groups of each recorded settings file."""
-    from kirolearn.install import engine as install
     from kirolearn.core import jsontext
+    from kirolearn.install import engine as install
 
     changes = []
     for entry in install.load_record():
         if entry.get("kind") != "claude-settings":
             continue
         path = entry["path"]
-        if only_project and not path.startswith(os.path.join(os.path.abspath(only_project), ".claude") + os.sep):
+        if only_project and not path.startswith(
+            os.path.join(os.path.abspath(only_project), ".claude") + os.sep
+        ):
             continue
         before = install.read_text(path)
         if before is None:
@@ -238,8 +260,11 @@ def uninstall_settings(only_project: "str | None" = None):
         if untouched and entry.get("created"):
             changes.append(install.Change(path, before, None, record={"kind": "claude-settings"}))
             continue
-        restored = jsontext.remove(before, [tuple(i) for i in entry["insertions"]]) \
-            if untouched and entry.get("insertions") else None
+        restored = (
+            jsontext.remove(before, [tuple(i) for i in entry["insertions"]])
+            if untouched and entry.get("insertions")
+            else None
+        )
         if restored is None:
             try:
                 data = install.load_json(path, before.lstrip("\ufeff"))
@@ -254,10 +279,14 @@ def uninstall_settings(only_project: "str | None" = None):
             else:  # edited since: take out only what install added, else ours by structure
                 from kirolearn.install.edit import without_insertions
 
-                def accept(left) -> bool:  # none of ours left, and the rest as the user has it (an empty list kept)
+                # none of ours left, and the rest as the user has it (an empty list kept)
+                def accept(left, rest=rest) -> bool:
                     return _unwired(left) == rest and not any(
-                        _is_ours(g) for groups in (left.get("hooks") or {}).values() if isinstance(groups, list)
-                        for g in groups)
+                        _is_ours(g)
+                        for groups in (left.get("hooks") or {}).values()
+                        if isinstance(groups, list)
+                        for g in groups
+                    )
 
                 restored = without_insertions(path, before, entry.get("insertions"), accept)
                 if restored is None:

@@ -5,12 +5,10 @@ The hook-time half of this agent lives in kirolearn.capture.agents.codex; this i
 
 import os
 
-from kirolearn.capture.agents.codex import NAME, HOOKS
+from kirolearn.capture.agents.codex import HOOKS, NAME
 from kirolearn.capture.agents.common import APPROVED_TOOLS
 from kirolearn.core.mcp_tools import MCP_SERVER
 from kirolearn.install.agents import common
-
-
 
 
 def codex_home() -> str:
@@ -64,7 +62,9 @@ def config_block(hooks_path: str, data: dict, portable: bool = False) -> str:
     entry = install.mcp_entry(portable, NAME)
     lines = [f"[mcp_servers.{MCP_SERVER}]", f"command = {_toml_string(entry['command'])}", "args = []"]
     if entry["env"]:
-        lines.append("env = { " + ", ".join(f"{k} = {_toml_string(v)}" for k, v in entry["env"].items()) + " }")
+        lines.append(
+            "env = { " + ", ".join(f"{k} = {_toml_string(v)}" for k, v in entry["env"].items()) + " }"
+        )
     lines.append("")
     for tool in APPROVED_TOOLS:  # the rest keep Codex's default: ask (declined in `codex exec`)
         lines += [f"[mcp_servers.{MCP_SERVER}.tools.{tool}]", 'approval_mode = "approve"', ""]
@@ -72,7 +72,11 @@ def config_block(hooks_path: str, data: dict, portable: bool = False) -> str:
     for event, label, timeout in HOOKS:
         index = len([g for g in existing.get(event, []) or [] if not _is_ours(g)])
         key = f"{hooks_path}:{label}:{index}:0"
-        lines += [f"[hooks.state.{_toml_string(key)}]", f"trusted_hash = {_toml_string(trust_hash(label, _handler(timeout, portable)))}", ""]
+        lines += [
+            f"[hooks.state.{_toml_string(key)}]",
+            f"trusted_hash = {_toml_string(trust_hash(label, _handler(timeout, portable)))}",
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -87,28 +91,34 @@ def plan_install(project: "str | None", global_: bool = False, portable: bool = 
     kirolearn wires the user's Codex home, for every project; kirolearn sorts
     memories by the project each hook's `cwd` is in.
     """
-    from kirolearn.install import engine as install, edit as install_edit
+    from kirolearn.install import edit as install_edit
+    from kirolearn.install import engine as install
     from kirolearn.install.edit import Item
 
     home = codex_home()
     hooks_path = os.path.join(home, "hooks.json")
     recorded = {e["path"]: e for e in install.load_record()}
-    additions = [Item(("hooks", event), {"hooks": [_handler(timeout, portable)]}) for event, _, timeout in HOOKS]
-    hooks_change = install_edit.plan(hooks_path, additions, "codex-hooks", unwired=_unwired,
-                                     problem=_hooks_problem)
+    additions = [
+        Item(("hooks", event), {"hooks": [_handler(timeout, portable)]}) for event, _, timeout in HOOKS
+    ]
+    hooks_change = install_edit.plan(
+        hooks_path, additions, "codex-hooks", unwired=_unwired, problem=_hooks_problem
+    )
     if hooks_change.problem:
         return [hooks_change]
     data = install.load_json(hooks_path, hooks_change.before)
     block = config_block(hooks_path, _unwired(data), portable)
     config_path = os.path.join(home, "config.toml")
-    config_change = install_edit.plan_toml(config_path, "codex-config", block, _headers(block),
-                                           recorded.get(config_path))
+    config_change = install_edit.plan_toml(
+        config_path, "codex-config", block, _headers(block), recorded.get(config_path)
+    )
     return [hooks_change, config_change]
 
 
 def plan_uninstall(only_project: "str | None" = None):
     """Undo each recorded Codex install: the user's exact bytes while the files are as install left them."""
-    from kirolearn.install import engine as install, edit as install_edit
+    from kirolearn.install import edit as install_edit
+    from kirolearn.install import engine as install
 
     changes = []
     if only_project:

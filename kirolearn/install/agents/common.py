@@ -19,12 +19,13 @@ def hook_command(agent: str, *args: str, portable: bool = False) -> str:
     return f"{install.env_prefix()}{' '.join(shlex.quote(a) for a in install.hook_argv())} --agent {agent}{tail} || true"
 
 
-
-
 def is_our_command(entry, agent: str) -> bool:
     """Is `entry` (a {"command": ...} hook object) one that kirolearn installed for `agent`?"""
-    return isinstance(entry, dict) and MARK in str(entry.get("command", "")) \
+    return (
+        isinstance(entry, dict)
+        and MARK in str(entry.get("command", ""))
         and f"--agent {agent}" in str(entry.get("command", ""))
+    )
 
 
 def is_our_group(group, agent: str) -> bool:
@@ -64,7 +65,9 @@ def hooks_problem(data: dict) -> "str | None":
 
 def is_our_server(entry) -> bool:
     """Is an `mcpServers` entry kirolearn's own (its command is kirolearn-mcp)?"""
-    return isinstance(entry, dict) and os.path.basename(str(entry.get("command", ""))).startswith("kirolearn-mcp")
+    return isinstance(entry, dict) and os.path.basename(str(entry.get("command", ""))).startswith(
+        "kirolearn-mcp"
+    )
 
 
 def mcp_server(agent: str, portable: bool = False) -> dict:

@@ -5,10 +5,8 @@ The hook-time half of this agent lives in kirolearn.capture.agents.copilot; this
 
 import os
 
-from kirolearn.capture.agents.copilot import NAME, HOOKS
+from kirolearn.capture.agents.copilot import HOOKS, NAME
 from kirolearn.install.agents import common
-
-
 
 KINDS = ("copilot-hooks", "copilot-mcp")
 
@@ -31,8 +29,10 @@ def hook_command(event: str, portable: bool = False) -> str:
 def hook_file(portable: bool = False) -> str:
     import json
 
-    hooks = {event: [{"type": "command", "bash": hook_command(event, portable), "timeoutSec": timeout}]
-             for event, timeout in HOOKS}
+    hooks = {
+        event: [{"type": "command", "bash": hook_command(event, portable), "timeoutSec": timeout}]
+        for event, timeout in HOOKS
+    }
     return json.dumps({"version": 1, "hooks": hooks}, indent=2) + "\n"
 
 
@@ -56,22 +56,33 @@ def _mcp_edits(portable: bool = False) -> list:
 
 def plan_install(project: "str | None", global_: bool = False, portable: bool = False, **options):
     """Hooks (a project's `.github/hooks/kirolearn.json`, all ours) and the MCP server entry."""
-    from kirolearn.install import engine as install, edit as install_edit
+    from kirolearn.install import edit as install_edit
+    from kirolearn.install import engine as install
 
     if not project:
-        raise install.InstallError("Copilot CLI loads hooks from the repository (.github/hooks/)",
-                                   "run `kirolearn install --agent copilot --project DIR`")
+        raise install.InstallError(
+            "Copilot CLI loads hooks from the repository (.github/hooks/)",
+            "run `kirolearn install --agent copilot --project DIR`",
+        )
     previous = {e["path"]: e for e in install.load_record() if e.get("kind") in KINDS}
-    changes = [install_edit.owned(hooks_path(project), hook_file(portable), "copilot-hooks", mark=common.MARK),
-               install_edit.plan(mcp_path(project), _mcp_edits(portable), "copilot-mcp", ours=_server_is_ours,
-                                 previous=previous.get(mcp_path(project)))]
+    changes = [
+        install_edit.owned(hooks_path(project), hook_file(portable), "copilot-hooks", mark=common.MARK),
+        install_edit.plan(
+            mcp_path(project),
+            _mcp_edits(portable),
+            "copilot-mcp",
+            ours=_server_is_ours,
+            previous=previous.get(mcp_path(project)),
+        ),
+    ]
     for change in changes:
         change.record.setdefault("agent", NAME)
     return changes
 
 
 def plan_uninstall(only_project: "str | None" = None):
-    from kirolearn.install import engine as install, edit as install_edit
+    from kirolearn.install import edit as install_edit
+    from kirolearn.install import engine as install
 
     changes = []
     for entry in install.load_record():
@@ -93,5 +104,10 @@ def wired(entry: dict, data) -> bool:
         return False
     if entry.get("kind") == "copilot-mcp":
         return _server_is_ours((data.get("mcpServers") or {}).get(agents.MCP_SERVER))
-    return any(common.MARK in str(h.get("bash", "")) for groups in (data.get("hooks") or {}).values()
-               if isinstance(groups, list) for h in groups if isinstance(h, dict))
+    return any(
+        common.MARK in str(h.get("bash", ""))
+        for groups in (data.get("hooks") or {}).values()
+        if isinstance(groups, list)
+        for h in groups
+        if isinstance(h, dict)
+    )

@@ -5,11 +5,9 @@ The hook-time half of this agent lives in kirolearn.capture.agents.cursor; this 
 
 import os
 
-from kirolearn.capture.agents.cursor import NAME, HOOKS
+from kirolearn.capture.agents.cursor import HOOKS, NAME
 from kirolearn.core.mcp_tools import MCP_SERVER
 from kirolearn.install.agents import common
-
-
 
 
 def cursor_dir(project: "str | None") -> str:
@@ -45,13 +43,16 @@ _mcp_problem = common.servers_problem
 
 def plan_install(project: "str | None", global_: bool = False, portable: bool = False, **options):
     """hooks.json and mcp.json in the project's .cursor/ (or ~/.cursor/); nothing is written."""
-    from kirolearn.install import engine as install, edit as install_edit
+    from kirolearn.install import edit as install_edit
+    from kirolearn.install import engine as install
     from kirolearn.install.edit import Item, Member
 
     folder = cursor_dir(project)
     hooks_path = os.path.join(folder, "hooks.json")
-    additions = [Item(("hooks", event), {"command": hook_command(portable), "timeout": timeout})
-                 for event, timeout in HOOKS]
+    additions = [
+        Item(("hooks", event), {"command": hook_command(portable), "timeout": timeout})
+        for event, timeout in HOOKS
+    ]
     before = install.read_text(hooks_path)
     try:  # the version key is added with our hooks when the file has none of its own
         has_version = "version" in _hooks_unwired(install.load_json(hooks_path, before))
@@ -59,17 +60,23 @@ def plan_install(project: "str | None", global_: bool = False, portable: bool = 
         has_version = True  # install_edit.plan reports the problem
     if not has_version:
         additions.insert(0, Member((), "version", 1))
-    hooks = install_edit.plan(hooks_path, additions, "cursor-hooks", unwired=_hooks_unwired,
-                              problem=_hooks_problem)
-    mcp = install_edit.plan(os.path.join(folder, "mcp.json"), [Member(("mcpServers",), MCP_SERVER,
-                                                                      common.mcp_server(NAME, portable))],
-                            "cursor-mcp", unwired=_mcp_unwired, problem=_mcp_problem)
+    hooks = install_edit.plan(
+        hooks_path, additions, "cursor-hooks", unwired=_hooks_unwired, problem=_hooks_problem
+    )
+    mcp = install_edit.plan(
+        os.path.join(folder, "mcp.json"),
+        [Member(("mcpServers",), MCP_SERVER, common.mcp_server(NAME, portable))],
+        "cursor-mcp",
+        unwired=_mcp_unwired,
+        problem=_mcp_problem,
+    )
     return [hooks, mcp]
 
 
 def plan_uninstall(only_project: "str | None" = None):
     """Undo each recorded Cursor install: the user's exact bytes while the files are as install left them."""
-    from kirolearn.install import engine as install, edit as install_edit
+    from kirolearn.install import edit as install_edit
+    from kirolearn.install import engine as install
 
     changes = []
     for entry in install.load_record():

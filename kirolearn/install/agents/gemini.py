@@ -6,11 +6,9 @@ The hook-time half of this agent lives in kirolearn.capture.agents.gemini; this 
 import os
 
 from kirolearn.capture.agents.common import APPROVED_TOOLS
-from kirolearn.capture.agents.gemini import NAME, HOOKS
+from kirolearn.capture.agents.gemini import HOOKS, NAME
 from kirolearn.core.mcp_tools import MCP_SERVER
 from kirolearn.install.agents import common
-
-
 
 
 def settings_path(project: "str | None") -> str:
@@ -39,7 +37,11 @@ def _unwired(data: dict) -> dict:
     common.drop_our_server(data)
     tools = data.get("tools")
     ours = {tool_name(t) for t in APPROVED_TOOLS}
-    if isinstance(tools, dict) and isinstance(tools.get("allowed"), list) and ours & set(map(str, tools["allowed"])):
+    if (
+        isinstance(tools, dict)
+        and isinstance(tools.get("allowed"), list)
+        and ours & set(map(str, tools["allowed"]))
+    ):
         tools["allowed"] = [t for t in tools["allowed"] if t not in ours]
         if not tools["allowed"]:
             del tools["allowed"]
@@ -64,9 +66,23 @@ def _problem(data: dict) -> "str | None":
 def _additions(portable: bool = False) -> list:
     from kirolearn.install.edit import Item, Member
 
-    additions = [Item(("hooks", event), {"matcher": "", "hooks": [
-        {"name": f"kirolearn-{event}", "type": "command", "command": hook_command(portable), "timeout": timeout}]})
-        for event, timeout in HOOKS]
+    additions = [
+        Item(
+            ("hooks", event),
+            {
+                "matcher": "",
+                "hooks": [
+                    {
+                        "name": f"kirolearn-{event}",
+                        "type": "command",
+                        "command": hook_command(portable),
+                        "timeout": timeout,
+                    }
+                ],
+            },
+        )
+        for event, timeout in HOOKS
+    ]
     additions.append(Member(("mcpServers",), MCP_SERVER, common.mcp_server(NAME, portable)))
     # Unlisted tools ask, and `gemini -p` does not offer a tool that needs confirming.
     additions += [Item(("tools", "allowed"), tool_name(t)) for t in APPROVED_TOOLS]
@@ -79,18 +95,23 @@ def plan_install(project: "str | None", global_: bool = False, portable: bool = 
 
     # One scope per run: if user and project hooks merge, each would fire twice.
     path = settings_path(project)
-    return [install_edit.plan(path, _additions(portable), "gemini-settings", unwired=_unwired, problem=_problem)]
+    return [
+        install_edit.plan(path, _additions(portable), "gemini-settings", unwired=_unwired, problem=_problem)
+    ]
 
 
 def plan_uninstall(only_project: "str | None" = None):
     """Undo each recorded Gemini CLI install: the user's exact bytes while the file is as install left it."""
-    from kirolearn.install import engine as install, edit as install_edit
+    from kirolearn.install import edit as install_edit
+    from kirolearn.install import engine as install
 
     changes = []
     for entry in install.load_record():
         if entry.get("kind") != "gemini-settings":
             continue
-        if only_project and not entry["path"].startswith(os.path.join(os.path.abspath(only_project), ".gemini") + os.sep):
+        if only_project and not entry["path"].startswith(
+            os.path.join(os.path.abspath(only_project), ".gemini") + os.sep
+        ):
             continue
         change = install_edit.undo(entry, unwired=_unwired)
         if change is not None:

@@ -46,10 +46,25 @@ import shlex
 import shutil
 
 from kirolearn.core import paths
-from kirolearn.core.jsontext import indent_unit, line_indent, newline
 from kirolearn.core.errors import InstallError
-from kirolearn.install.engine import (AGENT_NAME, BOM, KIRO_KINDS, MARK, Change, dump_json, env_prefix,
-                               home_travels, load_json, read_text, strip_bom, hook_argv, load_record, mcp_entry)
+from kirolearn.core.jsontext import indent_unit, line_indent, newline
+from kirolearn.install.engine import (
+    AGENT_NAME,
+    BOM,
+    KIRO_KINDS,
+    MARK,
+    Change,
+    dump_json,
+    env_prefix,
+    home_travels,
+    hook_argv,
+    load_json,
+    load_record,
+    mcp_entry,
+    read_text,
+    strip_bom,
+)
+
 
 # Fields per Kiro's agent reference; see this module's docstring for the traps.
 def _allowed_tools() -> list:
@@ -79,12 +94,24 @@ V3_HOOKS = (  # name, trigger, EVENT argument, timeout seconds
     ("kirolearn-stop", "Stop", "stop", 5),
 )
 IDE_LEGACY_HOOKS = (  # file stem, when, EVENT argument, description
-    ("kirolearn-prompt-submit", {"type": "promptSubmit"}, "ide-prompt-submit",
-     "kirolearn: record your prompt and add recalled project memory to it"),
-    ("kirolearn-post-tool", {"type": "postToolUse", "toolTypes": ["*"]}, "ide-post-tool",
-     "kirolearn: record what each tool call did"),
-    ("kirolearn-agent-stop", {"type": "agentStop"}, "ide-agent-stop",
-     "kirolearn: record the end of the agent's turn"),
+    (
+        "kirolearn-prompt-submit",
+        {"type": "promptSubmit"},
+        "ide-prompt-submit",
+        "kirolearn: record your prompt and add recalled project memory to it",
+    ),
+    (
+        "kirolearn-post-tool",
+        {"type": "postToolUse", "toolTypes": ["*"]},
+        "ide-post-tool",
+        "kirolearn: record what each tool call did",
+    ),
+    (
+        "kirolearn-agent-stop",
+        {"type": "agentStop"},
+        "ide-agent-stop",
+        "kirolearn: record the end of the agent's turn",
+    ),
 )
 
 
@@ -171,7 +198,9 @@ def _insert(text: str, open_at: int, name: str, value) -> "tuple[str, str, str]"
     unit = indent_unit(text)
     if members:
         last_key = members[-1][1]
-        indent = line_indent(text, last_key) if _own_line(text, last_key) else line_indent(text, open_at) + unit
+        indent = (
+            line_indent(text, last_key) if _own_line(text, last_key) else line_indent(text, open_at) + unit
+        )
     else:
         indent = line_indent(text, open_at) + unit
     body = json.dumps(value, indent=unit, ensure_ascii=False).replace("\n", nl + indent)
@@ -180,9 +209,9 @@ def _insert(text: str, open_at: int, name: str, value) -> "tuple[str, str, str]"
         at = members[-1][3]
         snippet = "," + nl + indent + member
         return text[:at] + snippet + text[at:], snippet, ""
-    replaced = text[open_at + 1:close]
+    replaced = text[open_at + 1 : close]
     snippet = nl + indent + member + nl + line_indent(text, open_at)
-    return text[:open_at + 1] + snippet + text[close:], snippet, replaced
+    return text[: open_at + 1] + snippet + text[close:], snippet, replaced
 
 
 def _remove_member_text(text: str, name: str) -> "str | None":
@@ -197,10 +226,10 @@ def _remove_member_text(text: str, name: str) -> "str | None":
     if index < 0:
         return None
     if index > 0:  # from the end of the member before it
-        return text[:members[index - 1][3]] + text[members[index][3]:]
+        return text[: members[index - 1][3]] + text[members[index][3] :]
     if len(members) > 1:  # the first: up to the member after it
-        return text[:members[0][1]] + text[members[1][1]:]
-    return text[:open_at + 1] + text[close:]
+        return text[: members[0][1]] + text[members[1][1] :]
+    return text[: open_at + 1] + text[close:]
 
 
 def _without_ours(text: str, record: dict) -> str:
@@ -266,7 +295,10 @@ def _agent_edit(portable: bool):
         if not isinstance(servers, dict):
             servers = data["mcpServers"] = {}
         if AGENT_NAME not in servers or _is_ours_server(servers[AGENT_NAME]):
-            servers[AGENT_NAME] = {**mcp_entry(portable, "kiro"), "timeout": 120000}  # whichever MCP flag a version reads
+            servers[AGENT_NAME] = {
+                **mcp_entry(portable, "kiro"),
+                "timeout": 120000,
+            }  # whichever MCP flag a version reads
         hooks = data.setdefault("hooks", {})
         for trigger, event, timeout in CLASSIC_HOOKS:
             kept = [h for h in hooks.get(trigger, []) if not _is_ours(h)]
@@ -296,12 +328,20 @@ def _mcp_install(path: str, entry: dict, previous: dict) -> Change:
     if servers.get(AGENT_NAME) == entry:
         return Change(path, before, before, record={"kind": "mcp"})
     if AGENT_NAME in servers and not _is_ours_server(servers[AGENT_NAME]):
-        return Change(path, before, before,
-                      problem=f"{path} already has an MCP server named {AGENT_NAME!r} that is not ours; left untouched")
+        return Change(
+            path,
+            before,
+            before,
+            problem=f"{path} already has an MCP server named {AGENT_NAME!r} that is not ours; left untouched",
+        )
     if before is None or not strip_bom(before).strip():
         after = json.dumps({"mcpServers": {AGENT_NAME: entry}}, indent=2) + "\n"
-        return Change(path, before, after, record={"kind": "mcp", "created": before is None,
-                                                   "snippet": after, "replaced": before or ""})
+        return Change(
+            path,
+            before,
+            after,
+            record={"kind": "mcp", "created": before is None, "snippet": after, "replaced": before or ""},
+        )
     base = _without_ours(before, previous) if AGENT_NAME in servers else before
     if not strip_bom(base).strip():  # what is left was ours alone
         after = json.dumps({"mcpServers": {AGENT_NAME: entry}}, indent=2) + "\n"
@@ -326,9 +366,13 @@ def v3_hook_file(portable: bool = False) -> dict:
     """The v3 / IDE 1.x hook file, all ours."""
     hooks = []
     for name, trigger, event, timeout in V3_HOOKS:
-        hook = {"name": name, "trigger": trigger,
-                "action": {"type": "command", "command": hook_command(event, portable=portable)},
-                "timeout": timeout, "enabled": True}
+        hook = {
+            "name": name,
+            "trigger": trigger,
+            "action": {"type": "command", "command": hook_command(event, portable=portable)},
+            "timeout": timeout,
+            "enabled": True,
+        }
         if trigger == "PostToolUse":
             hook["matcher"] = ".*"
         hooks.append(hook)
@@ -337,9 +381,14 @@ def v3_hook_file(portable: bool = False) -> dict:
 
 def legacy_hook_file(stem: str, when: dict, event: str, description: str, portable: bool = False) -> dict:
     """One IDE 0.x `.kiro.hook` file, all ours."""
-    return {"enabled": True, "name": f"kirolearn {event[4:].replace('-', ' ')}",
-            "description": description, "version": "1",
-            "when": when, "then": {"type": "runCommand", "command": hook_command(event, portable=portable)}}
+    return {
+        "enabled": True,
+        "name": f"kirolearn {event[4:].replace('-', ' ')}",
+        "description": description,
+        "version": "1",
+        "when": when,
+        "then": {"type": "runCommand", "command": hook_command(event, portable=portable)},
+    }
 
 
 def _owned(path: str, data: dict) -> Change:
@@ -354,7 +403,9 @@ def _owned(path: str, data: dict) -> Change:
         except ValueError:
             theirs = None
         if not (isinstance(theirs, dict) and MARK in before):
-            return Change(path, before, before, problem=f"{path} exists and is not kirolearn's; left untouched")
+            return Change(
+                path, before, before, problem=f"{path} exists and is not kirolearn's; left untouched"
+            )
     return Change(path, before, after, record={"kind": "owned"})
 
 
@@ -375,25 +426,38 @@ def plan_install(project: "str | None", global_: bool, portable: bool = False) -
     global_mcp = os.path.join(kiro, "settings", "mcp.json")
     scopes = []
     if global_:
-        changes.append(_edit(os.path.join(kiro, "agents", f"{AGENT_NAME}.json"), _agent_edit(portable), "agent"))
+        changes.append(
+            _edit(os.path.join(kiro, "agents", f"{AGENT_NAME}.json"), _agent_edit(portable), "agent")
+        )
         changes.append(_mcp_install(global_mcp, mcp_entry(portable, "kiro"), recorded.get(global_mcp, {})))
         scopes.append(kiro + os.sep)
     if project:
         dot = project_dot(project)
         if os.path.realpath(dot) == os.path.realpath(kiro):
-            raise InstallError(f"{os.path.abspath(project)} is your home directory, whose .kiro is ~/.kiro",
-                               "wire it with `kirolearn install --global`, and a project with --project DIR")
+            raise InstallError(
+                f"{os.path.abspath(project)} is your home directory, whose .kiro is ~/.kiro",
+                "wire it with `kirolearn install --global`, and a project with --project DIR",
+            )
         changes.append(_owned(os.path.join(dot, "hooks", f"{AGENT_NAME}.json"), v3_hook_file(portable)))
         for stem, when, event, description in IDE_LEGACY_HOOKS:
-            changes.append(_owned(os.path.join(dot, "hooks", f"{stem}.kiro.hook"),
-                                  legacy_hook_file(stem, when, event, description, portable)))
+            changes.append(
+                _owned(
+                    os.path.join(dot, "hooks", f"{stem}.kiro.hook"),
+                    legacy_hook_file(stem, when, event, description, portable),
+                )
+            )
         if not (global_ or _has_our_server(global_mcp)):
             path = os.path.join(dot, "settings", "mcp.json")
             changes.append(_mcp_install(path, mcp_entry(portable, "kiro"), recorded.get(path, {})))
         scopes.append(dot + os.sep)
     planned = {c.path for c in changes}
     for path, entry in recorded.items():
-        if entry["kind"] in KIRO_KINDS and path not in planned and any(path.startswith(s) for s in scopes) and os.path.exists(path):
+        if (
+            entry["kind"] in KIRO_KINDS
+            and path not in planned
+            and any(path.startswith(s) for s in scopes)
+            and os.path.exists(path)
+        ):
             stale = _undo(entry)
             stale.undo = True
             changes.append(stale)
@@ -477,8 +541,11 @@ def set_default_agent() -> str:
 
 
 def _recorded_projects() -> "list[str]":
-    dots = {e["path"].split(os.sep + ".kiro" + os.sep)[0] for e in load_record()
-            if os.sep + ".kiro" + os.sep in e["path"]}
+    dots = {
+        e["path"].split(os.sep + ".kiro" + os.sep)[0]
+        for e in load_record()
+        if os.sep + ".kiro" + os.sep in e["path"]
+    }
     home = paths.user_home_dir()
     return sorted(d for d in dots if d and d != home)
 
@@ -505,7 +572,12 @@ def double_wiring(extra_projects: "list[str]" = ()) -> "list[str]":
         agent = load_json("", read_text(os.path.join(kiro_home(), "agents", f"{AGENT_NAME}.json")))
     except InstallError:
         return []
-    if not any(_is_ours(h) for hooks in (agent.get("hooks") or {}).values() if isinstance(hooks, list) for h in hooks):
+    if not any(
+        _is_ours(h) for hooks in (agent.get("hooks") or {}).values() if isinstance(hooks, list) for h in hooks
+    ):
         return []
-    return [p for p in sorted({*_recorded_projects(), *extra_projects})
-            if os.path.exists(os.path.join(project_dot(p), "hooks", f"{AGENT_NAME}.json"))]
+    return [
+        p
+        for p in sorted({*_recorded_projects(), *extra_projects})
+        if os.path.exists(os.path.join(project_dot(p), "hooks", f"{AGENT_NAME}.json"))
+    ]

@@ -8,8 +8,6 @@ import os
 from kirolearn.capture.agents.opencode import NAME
 from kirolearn.install.agents import common
 
-
-
 KINDS = ("opencode-plugin", "opencode-config")
 PLUGIN_TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "opencode_plugin.js")
 
@@ -23,7 +21,9 @@ def _root(project: "str | None") -> str:
     return os.path.join(os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config"), "opencode")
 
 
-PORTABLE_PLUGIN = "./.kirolearn/opencode-plugin.js"  # `--portable`: in the project, named relative to opencode.json
+PORTABLE_PLUGIN = (
+    "./.kirolearn/opencode-plugin.js"  # `--portable`: in the project, named relative to opencode.json
+)
 
 
 def plugin_path(project: "str | None", portable: bool = False) -> str:
@@ -65,51 +65,85 @@ def plugin_text(portable: bool = False) -> str:
         text = fh.read()
     argv = [*install.hook_argv(portable), "--agent", NAME]
     missing = install.NOT_ON_PATH if portable else None
-    return text.replace("__KIROLEARN_HOOK_ARGV__", json.dumps(argv)).replace(
-        "__KIROLEARN_HOOK_ENV__", json.dumps(env)).replace("__KIROLEARN_NOT_ON_PATH__", json.dumps(missing))
+    return (
+        text.replace("__KIROLEARN_HOOK_ARGV__", json.dumps(argv))
+        .replace("__KIROLEARN_HOOK_ENV__", json.dumps(env))
+        .replace("__KIROLEARN_NOT_ON_PATH__", json.dumps(missing))
+    )
 
 
 def mcp_entry(portable: bool = False) -> dict:
     from kirolearn.install import engine as install
 
     entry = install.mcp_entry(portable, NAME)
-    return {"type": "local", "command": [entry["command"], *entry["args"]], "environment": entry["env"],
-            "enabled": True}
+    return {
+        "type": "local",
+        "command": [entry["command"], *entry["args"]],
+        "environment": entry["env"],
+        "enabled": True,
+    }
 
 
 def _server_is_ours(value) -> bool:
-    return isinstance(value, dict) and isinstance(value.get("command"), list) and bool(value["command"]) \
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("command"), list)
+        and bool(value["command"])
         and str(value["command"][0]).endswith("kirolearn-mcp")
+    )
 
 
 def _config_edits(project: "str | None", portable: bool = False) -> list:
     from kirolearn.core import mcp_tools as agents
     from kirolearn.install.edit import Item, Member
 
-    return [Item(("plugin",), plugin_url(project, portable)),
-            Member(("mcp",), agents.MCP_SERVER, mcp_entry(portable)),
-            *(Member(("permission",), f"{agents.MCP_SERVER}_{tool}", "ask") for tool in agents.MCP_DESTRUCTIVE_TOOLS)]
+    return [
+        Item(("plugin",), plugin_url(project, portable)),
+        Member(("mcp",), agents.MCP_SERVER, mcp_entry(portable)),
+        *(
+            Member(("permission",), f"{agents.MCP_SERVER}_{tool}", "ask")
+            for tool in agents.MCP_DESTRUCTIVE_TOOLS
+        ),
+    ]
 
 
 def plan_install(project: "str | None", global_: bool = False, portable: bool = False, **options):
     """The plugin (a file of ours) and our entries in opencode.json (added as text, recorded)."""
-    from kirolearn.install import engine as install, edit as install_edit
+    from kirolearn.install import edit as install_edit
+    from kirolearn.install import engine as install
 
     if portable and not project:  # the relative plugin name was measured in a project's opencode.json only
         raise install.InstallError(
             "--portable for opencode wires a project: the plugin goes into DIR/.kirolearn/ and opencode.json "
-            "names it relative to itself", "add --project DIR")
+            "names it relative to itself",
+            "add --project DIR",
+        )
 
     previous = {e["path"]: e for e in install.load_record() if e.get("kind") in KINDS}
     path = config_path(project)
     if os.path.exists(os.path.join(os.path.dirname(path), "opencode.jsonc")):
-        return [install.Change(path, None, None, problem=f"{os.path.dirname(path)} has an opencode.jsonc "
-                               "(JSON with comments), which kirolearn does not edit; add the `mcp.kirolearn` "
-                               "entry of docs/agents/opencode.md by hand")]
-    changes = [install_edit.owned(plugin_path(project, portable), plugin_text(portable), "opencode-plugin",
-                                  mark=common.MARK),
-               install_edit.plan(path, _config_edits(project, portable), "opencode-config", ours=_server_is_ours,
-                                 previous=previous.get(path))]
+        return [
+            install.Change(
+                path,
+                None,
+                None,
+                problem=f"{os.path.dirname(path)} has an opencode.jsonc "
+                "(JSON with comments), which kirolearn does not edit; add the `mcp.kirolearn` "
+                "entry of docs/agents/opencode.md by hand",
+            )
+        ]
+    changes = [
+        install_edit.owned(
+            plugin_path(project, portable), plugin_text(portable), "opencode-plugin", mark=common.MARK
+        ),
+        install_edit.plan(
+            path,
+            _config_edits(project, portable),
+            "opencode-config",
+            ours=_server_is_ours,
+            previous=previous.get(path),
+        ),
+    ]
     for change in changes:
         change.record.setdefault("agent", NAME)
         change.record["project"] = project and os.path.abspath(project)
@@ -118,7 +152,8 @@ def plan_install(project: "str | None", global_: bool = False, portable: bool = 
 
 
 def plan_uninstall(only_project: "str | None" = None):
-    from kirolearn.install import engine as install, edit as install_edit
+    from kirolearn.install import edit as install_edit
+    from kirolearn.install import engine as install
 
     changes = []
     for entry in install.load_record():
@@ -131,16 +166,17 @@ def plan_uninstall(only_project: "str | None" = None):
         else:
             if not install_edit.under(entry["path"], only_project):
                 continue
-            change = install_edit.undo(entry, _config_edits(entry.get("project"), bool(entry.get("portable"))),
-                                       ours=_server_is_ours)
+            change = install_edit.undo(
+                entry, _config_edits(entry.get("project"), bool(entry.get("portable"))), ours=_server_is_ours
+            )
         if change is not None:
             changes.append(change)
     return changes
 
 
 def wired(entry: dict, data) -> bool:
-    from kirolearn.install import engine as install
     from kirolearn.core import mcp_tools as agents
+    from kirolearn.install import engine as install
 
     if entry.get("kind") == "opencode-plugin":
         try:

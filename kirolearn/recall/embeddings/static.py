@@ -22,10 +22,12 @@ SHIPPED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BUNDLED = "minilm-l6-w30k"  # the table that ships in the wheel
 
 
-def shipped_models() -> "list[str]":
+def shipped_models() -> list[str]:
     """Names of the tables that ship inside the kirolearn package."""
     try:
-        return sorted(n for n in os.listdir(SHIPPED) if os.path.isfile(os.path.join(SHIPPED, n, "tokenizer.json")))
+        return sorted(
+            n for n in os.listdir(SHIPPED) if os.path.isfile(os.path.join(SHIPPED, n, "tokenizer.json"))
+        )
     except OSError:
         return []
 
@@ -38,11 +40,15 @@ class StaticModel(EmbeddingModel):
     def __init__(self, name: str):
         folder = name if os.path.isabs(name) else os.path.join(SHIPPED, name)
         if not name or not os.path.isfile(os.path.join(folder, "tokenizer.json")):
-            raise EmbeddingUnavailable(f"no static embedding model {name!r}",
-                                       f"use one of: {', '.join('static/' + n for n in shipped_models()) or '(none shipped)'}"
-                                       ", or the absolute path of a model2vec folder")
+            raise EmbeddingUnavailable(
+                f"no static embedding model {name!r}",
+                f"use one of: {', '.join('static/' + n for n in shipped_models()) or '(none shipped)'}"
+                ", or the absolute path of a model2vec folder",
+            )
         self.folder = folder
-        self.model_id = "static/" + (os.path.basename(os.path.normpath(folder)) if os.path.isabs(name) else name)
+        self.model_id = "static/" + (
+            os.path.basename(os.path.normpath(folder)) if os.path.isabs(name) else name
+        )
         self._table = None
         self._tokenizer = None
         self._unk = None
@@ -69,18 +75,24 @@ class StaticModel(EmbeddingModel):
             else:
                 from safetensors.numpy import load_file
 
-                table = load_file(os.path.join(self.folder, "model.safetensors"))["embeddings"].astype(np.float32)
+                table = load_file(os.path.join(self.folder, "model.safetensors"))["embeddings"].astype(
+                    np.float32
+                )
         except ImportError as exc:
-            raise EmbeddingUnavailable(f"the static embedding model needs a package that is missing ({exc})",
-                                       "reinstall kirolearn (`pip install .`); search stays lexical meanwhile") from None
+            raise EmbeddingUnavailable(
+                f"the static embedding model needs a package that is missing ({exc})",
+                "reinstall kirolearn (`pip install .`); search stays lexical meanwhile",
+            ) from None
         except Exception as exc:  # noqa: BLE001 - any unreadable or damaged file means: no vectors
-            raise EmbeddingUnavailable(f"static model {self.model_id} could not load: {type(exc).__name__}: {exc}") from None
+            raise EmbeddingUnavailable(
+                f"static model {self.model_id} could not load: {type(exc).__name__}: {exc}"
+            ) from None
         unk = tokenizer.model.unk_token if hasattr(tokenizer.model, "unk_token") else None
         self._unk = tokenizer.token_to_id(unk) if unk else None
         self._tokenizer, self._table = tokenizer, table
         self.dimensions = int(table.shape[1])
 
-    def token_ids(self, texts: "list[str]") -> "list[list[int]]":
+    def token_ids(self, texts: list[str]) -> list[list[int]]:
         """Each text's token ids (unknown tokens dropped)."""
         self._load()
         encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
@@ -98,4 +110,3 @@ class StaticModel(EmbeddingModel):
             starts = np.concatenate(([0], np.cumsum(lengths[filled])[:-1]))
             out[filled] = np.add.reduceat(self._table[flat], starts, axis=0) / lengths[filled][:, None]
         return out
-

@@ -7,7 +7,8 @@ summaries by end time), so two exports of one store are byte-identical.
 """
 
 import json
-from typing import IO, Iterator
+from collections.abc import Iterator
+from typing import IO
 
 from kirolearn.store.sqlite.records import decode_record, decode_summary
 
@@ -32,8 +33,18 @@ def export(db, out: IO[str]) -> int:
         item = json.loads(row["body"])
         # the stored attribution (a configured actor replaces the OS user the hook saw)
         item.update({k: row[k] for k in ("actor", "host") if row[k]})
-        out.write(json.dumps({"type": "event", **item, "extract_state": row["extract_state"],
-                              "extract_run_id": row["run_id"]}, ensure_ascii=False) + "\n")
+        out.write(
+            json.dumps(
+                {
+                    "type": "event",
+                    **item,
+                    "extract_state": row["extract_state"],
+                    "extract_run_id": row["run_id"],
+                },
+                ensure_ascii=False,
+            )
+            + "\n"
+        )
         lines += 1
     for item in objects(db, kinds=("record", "summary")):
         out.write(json.dumps(item, ensure_ascii=False) + "\n")
@@ -57,8 +68,13 @@ def forgotten_objects(db) -> "Iterator[dict]":
 
     if not has_table(db, "forgotten_records"):
         return
-    for row in db.query("select * from forgotten_records where payload is not null order by forgotten_at, record_id"):
+    for row in db.query(
+        "select * from forgotten_records where payload is not null order by forgotten_at, record_id"
+    ):
         payload = json.loads(row["payload"] or "null") or {}
         if payload.get("record"):
-            yield {"type": "record", **decode_record(payload["record"]),
-                   "forgotten": {k: row[k] for k in FORGOTTEN_KEYS}}
+            yield {
+                "type": "record",
+                **decode_record(payload["record"]),
+                "forgotten": {k: row[k] for k in FORGOTTEN_KEYS},
+            }

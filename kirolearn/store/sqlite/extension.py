@@ -12,8 +12,9 @@ and kirolearn.store.sqlite.derived. It stays for callers that hold a SqliteStore
 """
 
 from kirolearn.core import isotime
-from kirolearn.store.sqlite import reader, db as sqlite
 from kirolearn.store import state
+from kirolearn.store.sqlite import db as sqlite
+from kirolearn.store.sqlite import reader
 
 
 class SqliteExtension:

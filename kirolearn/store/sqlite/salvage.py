@@ -12,6 +12,7 @@ import shutil
 import sqlite3
 import subprocess
 
+from kirolearn.store.base import NO_CONTENT_METHOD, RECOVER_METHOD, SALVAGE_METHOD
 from kirolearn.store.sqlite import db as store
 
 PROBE_LIMIT = 100_000  # rowids probed past the last readable one if max(rowid) is not
@@ -128,8 +129,14 @@ def rebuild_header(damaged: str, scratch: str) -> "int | None":
     struct.pack_into(">I", header, 44, 4)  # schema format number
     struct.pack_into(">I", header, 56, 1)  # text encoding: UTF-8
     struct.pack_into(">I", header, 92, 1)  # version-valid-for = change counter
-    struct.pack_into(">I", header, 96, sqlite3.sqlite_version_info[0] * 1_000_000
-                     + sqlite3.sqlite_version_info[1] * 1000 + sqlite3.sqlite_version_info[2])
+    struct.pack_into(
+        ">I",
+        header,
+        96,
+        sqlite3.sqlite_version_info[0] * 1_000_000
+        + sqlite3.sqlite_version_info[1] * 1000
+        + sqlite3.sqlite_version_info[2],
+    )
     fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o600)
     with os.fdopen(fd, "wb") as out, open(damaged, "rb") as inp:
         inp.seek(HEADER_SIZE)
@@ -145,7 +152,7 @@ def _tables(conn) -> "dict[str, list[str]]":
     rows = conn.execute("select name, type, sql from sqlite_master where type = 'table'").fetchall()
     virtual = [name for name, _, sql in rows if (sql or "").lstrip().upper().startswith("CREATE VIRTUAL")]
     found = {}
-    for name, _, sql in rows:
+    for name, _, _sql in rows:
         if name.startswith("sqlite_") or name in virtual or any(name.startswith(v + "_") for v in virtual):
             continue
         if name == "lost_and_found":
@@ -172,7 +179,9 @@ def _read_rows(conn, table: str, cols: "list[str]"):
             if pos is None:
                 cursor = conn.execute(f"select rowid, {select} from [{table}] order by rowid")
             else:
-                cursor = conn.execute(f"select rowid, {select} from [{table}] where rowid > ? order by rowid", [pos])
+                cursor = conn.execute(
+                    f"select rowid, {select} from [{table}] where rowid > ? order by rowid", [pos]
+                )
             for row in cursor:
                 pos = row[0]
                 yield row[1:]
@@ -251,3 +260,56 @@ def close_checkpointed(db) -> None:
     """Fold the WAL into the file and close, so the file alone holds everything."""
     db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.conn.close()
+
+
+def _remove(path: str) -> None:
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+
+
+def rebuild(path: str, damaged: "str | None", stamp: str) -> dict:
+    """Build a fresh, migrated database at `path` from what the copy `damaged` (None or empty: nothing)
+    still holds: sqlite3's .recover when installed, else row by row; the header rebuilt first when it
+    is not SQLite's. The damaged file's journal is never applied to the new one. Returns {"method",
+    "recovered": {table: rows}, "unreadable_tables", "header_rebuilt", "page_size"}."""
+    out = {
+        "method": NO_CONTENT_METHOD,
+        "recovered": {},
+        "unreadable_tables": [],
+        "header_rebuilt": False,
+        "page_size": 0,
+    }
+    new_path = path + ".repairing"
+    for suffix in ("", "-wal", "-shm"):
+        _remove(new_path + suffix)
+    scratch = source = rebuilt = None
+    if damaged and os.path.getsize(damaged) > 0:
+        if header_damaged(damaged):  # nothing reads past a bad header
+            rebuilt = os.path.join(os.path.dirname(damaged), f"header-rebuilt-{stamp}.db")
+            out["page_size"] = rebuild_header(damaged, rebuilt) or 0
+            if out["page_size"]:
+                out["header_rebuilt"], damaged = True, rebuilt
+            else:
+                rebuilt = None
+        exe = sqlite3_cli()
+        if exe:
+            scratch = os.path.join(os.path.dirname(damaged), f"recovered-{stamp}.db")
+            if recover_with_cli(exe, damaged, scratch):
+                out["method"], source = RECOVER_METHOD, scratch
+        if source is None:
+            out["method"], source = SALVAGE_METHOD, damaged
+    db = store.open_db(new_path, mark=False)
+    if source is not None:
+        copy_from(source, db, out["recovered"], out["unreadable_tables"])
+    close_checkpointed(db)
+    for suffix in ("-wal", "-shm"):  # the damaged file's journal must never be applied to the new one
+        _remove(path + suffix)
+    os.replace(new_path, path)
+    for suffix in ("-wal", "-shm", ".setup.lock"):
+        _remove(new_path + suffix)
+    for leftover in (scratch, rebuilt):
+        if leftover:
+            _remove(leftover)
+    return out

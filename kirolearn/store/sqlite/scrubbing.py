@@ -19,36 +19,54 @@ from kirolearn.store.sqlite.db import writing
 CHUNK_ROWS = 500
 # ids, digests and times hold no secret, and other rows refer to them
 _SKIP_SUFFIXES = ("_id", "_ids", "_hash", "_at")
-_SKIP_NAMES = frozenset(("id", "key", "kind", "trigger", "hook", "generation", "surface", "extract_state",
-                         "outcome", "extractor", "observation_type", "strategy"))
+_SKIP_NAMES = frozenset(
+    (
+        "id",
+        "key",
+        "kind",
+        "trigger",
+        "hook",
+        "generation",
+        "surface",
+        "extract_state",
+        "outcome",
+        "extractor",
+        "observation_type",
+        "strategy",
+    )
+)
 
 
-def scrubbed_with(db) -> "int | None":
+def scrubbed_with(db) -> int | None:
     """The rules version the stored text was last scrubbed with (None: the store predates it)."""
     from kirolearn.store.sqlite import reader
 
     return reader.scrubbed_with(db)
 
 
-def _set(db, key: str, value: "str | None") -> None:
+def _set(db, key: str, value: str | None) -> None:
     if value is None:
         db.execute("delete from scrub_state where key = ?", [key])
     else:
         db.execute("insert or replace into scrub_state (key, value) values (?, ?)", [key, value])
 
 
-def progress(db) -> "dict | None":
+def progress(db) -> dict | None:
     """Where an interrupted rescrub stopped: {"version", "table", "rowid"}, or None."""
     row = db.execute("select value from scrub_state where key = 'rescrub_progress'").fetchone()
     return json.loads(row[0]) if row else None
 
 
-def _virtual_tables(db) -> "dict[str, str]":
-    return {r[0]: r[1] or "" for r in db.execute(
-        "select name, sql from sqlite_master where type = 'table' and sql like 'create virtual table%'")}
+def _virtual_tables(db) -> dict[str, str]:
+    return {
+        r[0]: r[1] or ""
+        for r in db.execute(
+            "select name, sql from sqlite_master where type = 'table' and sql like 'create virtual table%'"
+        )
+    }
 
 
-def text_tables(db) -> "list[tuple[str, list[str]]]":
+def text_tables(db) -> list[tuple[str, list[str]]]:
     """(table, text columns) of every table whose text rescrub must see, in a stable order.
 
     Ordinary tables, and FTS tables that keep their own copy of the text; external-content FTS
@@ -58,21 +76,30 @@ def text_tables(db) -> "list[tuple[str, list[str]]]":
     shadow_prefixes = tuple(name + "_" for name in virtual)
     out = []
     for name in sorted(db.table_names()):
-        if name.startswith(("sqlite_", "_sqlite")) or name == "scrub_state" or name.startswith(shadow_prefixes):
+        if (
+            name.startswith(("sqlite_", "_sqlite"))
+            or name == "scrub_state"
+            or name.startswith(shadow_prefixes)
+        ):
             continue
         sql = virtual.get(name)
         if sql is not None and ("fts5vocab" in sql.lower() or "content=" in sql.replace(" ", "").lower()):
             continue  # a view over an index, or an index over another table's text
         info = db.execute(f"pragma table_info([{name}])").fetchall()
-        cols = [c[1] for c in info
-                if (sql is not None or (c[2] or "").upper() in ("TEXT", "") ) and not c[5]
-                and not c[1].endswith(_SKIP_SUFFIXES) and c[1] not in _SKIP_NAMES]
+        cols = [
+            c[1]
+            for c in info
+            if (sql is not None or (c[2] or "").upper() in ("TEXT", ""))
+            and not c[5]
+            and not c[1].endswith(_SKIP_SUFFIXES)
+            and c[1] not in _SKIP_NAMES
+        ]
         if cols:
             out.append((name, cols))
     return out
 
 
-def rescrub_rows(db, scrub_cell, version: int, on_chunk=None) -> "dict[str, int]":
+def rescrub_rows(db, scrub_cell, version: int, on_chunk=None) -> dict[str, int]:
     """Re-scrub every text cell (resuming an interrupted run); returns rows changed per table.
 
     `scrub_cell(table, column, value, derived) -> new value` decides each cell; it may put a new
@@ -92,8 +119,10 @@ def rescrub_rows(db, scrub_cell, version: int, on_chunk=None) -> "dict[str, int]
         select = ", ".join(f"[{c}]" for c in cols)
         while True:
             try:
-                rows = db.execute(f"select rowid, {select} from [{name}] where rowid > ? order by rowid limit ?",
-                                  [last, CHUNK_ROWS]).fetchall()
+                rows = db.execute(
+                    f"select rowid, {select} from [{name}] where rowid > ? order by rowid limit ?",
+                    [last, CHUNK_ROWS],
+                ).fetchall()
             except sqlite3.OperationalError:
                 if name not in virtual:
                     raise
@@ -123,7 +152,7 @@ def rescrub_rows(db, scrub_cell, version: int, on_chunk=None) -> "dict[str, int]
     return dict(changed)
 
 
-def rebuild_fts(db) -> "list[str]":
+def rebuild_fts(db) -> list[str]:
     """Rebuild and merge every FTS5 index, so no segment keeps a term of text that was replaced."""
     done = []
     for name, sql in _virtual_tables(db).items():
