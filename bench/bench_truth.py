@@ -55,6 +55,7 @@ def norm(text) -> str:
 
 # --- reading kirolearn through its CLI ------------------------------------------------------------
 
+
 class Reader:
     """Everything the scorer knows about kirolearn's records, from the CLI's JSON only."""
 
@@ -113,9 +114,11 @@ class Reader:
                 found[query] = [h for h in data if isinstance(h, dict)]
                 break
             if found[query] is None:
-                self.notes.append(f"`kirolearn search {query!r} --json` failed {attempts} times "
-                                  f"(exit {code}): "
-                                  f"{out.strip()[-160:]}")
+                self.notes.append(
+                    f"`kirolearn search {query!r} --json` failed {attempts} times "
+                    f"(exit {code}): "
+                    f"{out.strip()[-160:]}"
+                )
         return found
 
     def consolidate(self, apply: bool):
@@ -131,8 +134,9 @@ class Reader:
             try:
                 return json.loads(out[start:]) if start >= 0 else None
             except ValueError:
-                self.notes.append(f"`kirolearn {' '.join(args)}` exited {code} without JSON: "
-                                  f"{out.strip()[-200:]}")
+                self.notes.append(
+                    f"`kirolearn {' '.join(args)}` exited {code} without JSON: {out.strip()[-200:]}"
+                )
                 return None
 
 
@@ -146,6 +150,7 @@ def field(sources, rid, name):
 
 
 # --- matching records to turns --------------------------------------------------------------------
+
 
 def match(truth, events, records):
     """{turn key: [record ids, oldest first]}, {record id: turn key}, and how each was matched."""
@@ -184,6 +189,7 @@ def match(truth, events, records):
 
 # --- figures --------------------------------------------------------------------------------------
 
+
 class Figure:
     """A ratio or a count with its misses; n/a when the field it needs is absent everywhere."""
 
@@ -216,8 +222,15 @@ class Figure:
         return f"{100.0 * self.hits / self.total:.0f}% ({self.hits}/{self.total})"
 
     def as_json(self):
-        return {"figure": self.name, "goal": self.goal, "available": self.available, "hits": self.hits,
-                "total": self.total, "value": self.value(), "misses": self.misses}
+        return {
+            "figure": self.name,
+            "goal": self.goal,
+            "available": self.available,
+            "hits": self.hits,
+            "total": self.total,
+            "value": self.value(),
+            "misses": self.misses,
+        }
 
 
 def score(truth, reader):
@@ -250,19 +263,30 @@ def score(truth, reader):
         found = hits_of.get(s["truth"]["query"])
         hits = [h.get("record_id") for h in found or []]
         for j, older in enumerate(chain[:-1]):
-            where = {"scenario": s["index"], "setting": s["truth"]["setting"], "query": s["truth"]["query"],
-                     "older": older, "newest": newest}
+            where = {
+                "scenario": s["index"],
+                "setting": s["truth"]["setting"],
+                "query": s["truth"]["query"],
+                "older": older,
+                "newest": newest,
+            }
             if older is None or newest is None:
                 ranked.add(False, {**where, "why": "a turn has no record"})
                 superseded.add(False, {**where, "why": "a turn has no record"})
                 continue
-            chain_ids[older] = set(c for c in chain[j + 1:] if c)
+            chain_ids[older] = set(c for c in chain[j + 1 :] if c)
             if found is None:
                 ranked.add(False, {**where, "why": "the search failed (see the notes)"})
             else:
                 ok = newest in hits and (older not in hits or hits.index(newest) < hits.index(older))
-                ranked.add(ok, {**where, "rank_newest": hits.index(newest) + 1 if newest in hits else None,
-                                "rank_older": hits.index(older) + 1 if older in hits else None})
+                ranked.add(
+                    ok,
+                    {
+                        **where,
+                        "rank_newest": hits.index(newest) + 1 if newest in hits else None,
+                        "rank_older": hits.index(older) + 1 if older in hits else None,
+                    },
+                )
             has, value = field(views, older, "superseded_by")
             superseded.add(has and value in chain_ids[older], {**where, "superseded_by": value})
     # a later success of the failed command supersedes the failed attempt (its other commands never do)
@@ -275,8 +299,13 @@ def score(truth, reader):
             pairs += [(s, pair) for pair in s["truth"]["pairs"]]
     for s, pair in pairs:
         old, new = primary.get(pair["failed"]), primary.get(pair["retried"])
-        where = {"scenario": s["index"], "shape": s["truth"]["shape"], "failed": old, "retried": new,
-                 "agents": [turns[pair[v]]["agent"] for v in ("failed", "retried")]}
+        where = {
+            "scenario": s["index"],
+            "shape": s["truth"]["shape"],
+            "failed": old,
+            "retried": new,
+            "agents": [turns[pair[v]]["agent"] for v in ("failed", "retried")],
+        }
         if old is None or new is None:
             retried.add(False, {**where, "why": "a turn has no record"})
             continue
@@ -321,11 +350,13 @@ def score(truth, reader):
                 false_changed.count(value == "changed", miss)
         for key, rid in primary.items():
             turn = turns[key]
-            if scenarios[turn["scenario"]]["family"] in ("outcome", "chore") and \
-                    not any(t["op"] in ("write", "edit") for t in turn["tools"]):
+            if scenarios[turn["scenario"]]["family"] in ("outcome", "chore") and not any(
+                t["op"] in ("write", "edit") for t in turn["tools"]
+            ):
                 has, value = field(views, rid, "freshness")
-                nofile_stale.count(has and value != "current",
-                                   {"turn": key, "record": rid, "freshness": value})
+                nofile_stale.count(
+                    has and value != "current", {"turn": key, "record": rid, "freshness": value}
+                )
 
     # d. outcomes
     failed_right = Figure("outcome `failed` right", ">= 95%")
@@ -340,8 +371,14 @@ def score(truth, reader):
             has, value = field(views, rid, "outcome") if rid else (False, None)
             expect = turn["expect"]["outcome"]
             shape = turn["expect"].get("shape")
-            miss = {"turn": turn["key"], "agent": turn["agent"], "shape": shape,
-                    "variant": turn["expect"].get("variant"), "record": rid, "outcome": value}
+            miss = {
+                "turn": turn["key"],
+                "agent": turn["agent"],
+                "shape": shape,
+                "variant": turn["expect"].get("variant"),
+                "record": rid,
+                "outcome": value,
+            }
             if shape:
                 per_shape.setdefault(shape, {}).setdefault(turn["expect"]["variant"], []).append(value)
             if expect == "failed":
@@ -363,8 +400,9 @@ def score(truth, reader):
     merged_present = any("merged_into" in v for view in (list_view, export_view) for v in view.values())
     edges, merge_source = {}, None
     if merged_present:
-        merge_source = "merged_into" + (" after `consolidate --apply`" if applied is not None
-                                        else " (drain only)")
+        merge_source = "merged_into" + (
+            " after `consolidate --apply`" if applied is not None else " (drain only)"
+        )
         for rid in export_view:
             has, value = field((list_view, export_view), rid, "merged_into")
             if has and value:
@@ -399,8 +437,14 @@ def score(truth, reader):
             merged.total += max(0, len(ids) - 1)  # k records of one chore: k - 1 merges to make
             merged.hits += max(0, best - 1)  # made: the records sharing the most common survivor, but one
             if best < len(ids):
-                merged.misses.append({"scenario": s["index"], "chore": s["truth"]["chore"], "records": ids,
-                                      "survivors": sorted(map(str, roots))})
+                merged.misses.append(
+                    {
+                        "scenario": s["index"],
+                        "chore": s["truth"]["chore"],
+                        "records": ids,
+                        "survivors": sorted(map(str, roots)),
+                    }
+                )
 
         def unit(rid):
             key = turn_of.get(rid)
@@ -409,17 +453,44 @@ def score(truth, reader):
         for rid in export_view:
             if rid in edges:
                 bad = unit(rid) != unit(root(rid))
-                wrong_merge.count(bad, {"record": rid, "turn": turn_of.get(rid), "into": root(rid),
-                                        "into_turn": turn_of.get(root(rid))})
+                wrong_merge.count(
+                    bad,
+                    {
+                        "record": rid,
+                        "turn": turn_of.get(rid),
+                        "into": root(rid),
+                        "into_turn": turn_of.get(root(rid)),
+                    },
+                )
             else:
                 wrong_merge.total += 1
 
-    figures = [ranked, superseded, retried, wrong_super, fresh, false_changed, renamed, nofile_stale,
-               failed_right, failed_on_success, succeeded_right, merged, wrong_merge]
-    return {"figures": figures, "matching": how, "present": present, "merge_source": merge_source,
-            "consolidate": "n/a (no such command)" if preview is None else "ran",
-            "per_shape": per_shape, "freshness_by_action": details_fresh, "records": len(export_view),
-            "notes": reader.notes}
+    figures = [
+        ranked,
+        superseded,
+        retried,
+        wrong_super,
+        fresh,
+        false_changed,
+        renamed,
+        nofile_stale,
+        failed_right,
+        failed_on_success,
+        succeeded_right,
+        merged,
+        wrong_merge,
+    ]
+    return {
+        "figures": figures,
+        "matching": how,
+        "present": present,
+        "merge_source": merge_source,
+        "consolidate": "n/a (no such command)" if preview is None else "ran",
+        "per_shape": per_shape,
+        "freshness_by_action": details_fresh,
+        "records": len(export_view),
+        "notes": reader.notes,
+    }
 
 
 def costs(runner):
@@ -427,8 +498,13 @@ def costs(runner):
     out = {}
     for label, values in sorted(runner.costs.items()):
         cpu = [c for c, _ in values]
-        out[label] = {"n": len(cpu), "cpu_median_s": statistics.median(cpu), "cpu_p90_s": pct(cpu, 0.9),
-                      "cpu_total_s": sum(cpu), "wall_median_s": statistics.median([w for _, w in values])}
+        out[label] = {
+            "n": len(cpu),
+            "cpu_median_s": statistics.median(cpu),
+            "cpu_p90_s": pct(cpu, 0.9),
+            "cpu_total_s": sum(cpu),
+            "wall_median_s": statistics.median([w for _, w in values]),
+        }
     return out
 
 
@@ -441,8 +517,11 @@ def cost_rows(c: dict) -> list:
 
     drains = sum(v["cpu_total_s"] for k, v in c.items() if k.startswith("drain"))
     return [
-        ("hook postToolUse CPU, median (p90)",
-         f"{ms('hook postToolUse')} ({ms('hook postToolUse', 'cpu_p90_s')})", "no slower than before"),
+        (
+            "hook postToolUse CPU, median (p90)",
+            f"{ms('hook postToolUse')} ({ms('hook postToolUse', 'cpu_p90_s')})",
+            "no slower than before",
+        ),
         ("hook userPromptSubmit CPU, median", ms("hook userPromptSubmit"), "-"),
         ("drain pass with new turns CPU, median", sec("drain"), "bounded"),
         ("drain pass with nothing new CPU, median", sec("drain (idle)"), "bounded"),
@@ -454,17 +533,23 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--half", choices=history.HALVES, default="tune")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--scenarios", type=int, default=history.SCENARIOS,
-                        help="scenarios per half (default %(default)s)")
+    parser.add_argument(
+        "--scenarios", type=int, default=history.SCENARIOS, help="scenarios per half (default %(default)s)"
+    )
     parser.add_argument("--days", type=int, default=history.DAYS)
-    parser.add_argument("--bin", default=os.environ.get("KIROLEARN_BENCH_BIN", history.DEFAULT_BIN),
-                        help="folder with the kirolearn and kirolearn-hook scripts (default %(default)s)")
+    parser.add_argument(
+        "--bin",
+        default=os.environ.get("KIROLEARN_BENCH_BIN", history.DEFAULT_BIN),
+        help="folder with the kirolearn and kirolearn-hook scripts (default %(default)s)",
+    )
     parser.add_argument("--jobs", type=int, default=3, help="sessions of one day played at once (default 3)")
-    parser.add_argument("--keep", metavar="DIR",
-                        help="build in DIR and keep it (default: a temp folder, removed)")
+    parser.add_argument(
+        "--keep", metavar="DIR", help="build in DIR and keep it (default: a temp folder, removed)"
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    parser.add_argument("--misses", action="store_true",
-                        help="also print every miss (the tune half only, please)")
+    parser.add_argument(
+        "--misses", action="store_true", help="also print every miss (the tune half only, please)"
+    )
     args = parser.parse_args(argv)
 
     started = time.perf_counter()
@@ -472,8 +557,9 @@ def main(argv=None) -> int:
     if args.keep and os.path.exists(os.path.join(workdir, "repo")):
         raise SystemExit(f"{workdir} already holds a run; pass an empty or new folder")
     try:
-        truth, runner = history.build(args.half, args.seed, args.scenarios, workdir, args.bin, jobs=args.jobs,
-                                      days=args.days)
+        truth, runner = history.build(
+            args.half, args.seed, args.scenarios, workdir, args.bin, jobs=args.jobs, days=args.days
+        )
         reading = time.perf_counter()
         result = score(truth, Reader(runner))
         result["costs"] = costs(runner)
@@ -483,30 +569,56 @@ def main(argv=None) -> int:
             shutil.rmtree(workdir, ignore_errors=True)
     seconds = time.perf_counter() - started
     played = truth["played"]
-    summary = {"half": args.half, "seed": args.seed, "scenarios": len(truth["scenarios"]),
-               "turns": len(truth["turns"]), "records": result["records"], "hook_calls": played["hook_calls"],
-               "hook_errors": len(played["hook_errors"]), "commits": played["commits"],
-               "seconds": round(seconds, 1),
-               "phases_seconds": played["phases"], "matching": result["matching"],
-               "fields_present": result["present"], "consolidate": result["consolidate"],
-               "merge_source": result["merge_source"], "notes": result["notes"]}
+    summary = {
+        "half": args.half,
+        "seed": args.seed,
+        "scenarios": len(truth["scenarios"]),
+        "turns": len(truth["turns"]),
+        "records": result["records"],
+        "hook_calls": played["hook_calls"],
+        "hook_errors": len(played["hook_errors"]),
+        "commits": played["commits"],
+        "seconds": round(seconds, 1),
+        "phases_seconds": played["phases"],
+        "matching": result["matching"],
+        "fields_present": result["present"],
+        "consolidate": result["consolidate"],
+        "merge_source": result["merge_source"],
+        "notes": result["notes"],
+    }
     if args.json:
-        print(json.dumps({**summary, "figures": [f.as_json() for f in result["figures"]],
-                          "cost_rows": [{"figure": n, "value": v, "goal": g}
-                                        for n, v, g in cost_rows(result["costs"])],
-                          "outcome_by_shape": result["per_shape"],
-                          "freshness_by_action": result["freshness_by_action"],
-                          "costs": result["costs"], "drains": played["drains"]}, indent=1, default=str))
+        print(
+            json.dumps(
+                {
+                    **summary,
+                    "figures": [f.as_json() for f in result["figures"]],
+                    "cost_rows": [
+                        {"figure": n, "value": v, "goal": g} for n, v, g in cost_rows(result["costs"])
+                    ],
+                    "outcome_by_shape": result["per_shape"],
+                    "freshness_by_action": result["freshness_by_action"],
+                    "costs": result["costs"],
+                    "drains": played["drains"],
+                },
+                indent=1,
+                default=str,
+            )
+        )
         return 0
     rows = [(f.name, f.value(), f.goal) for f in result["figures"]] + cost_rows(result["costs"])
-    print_table(f"issue 31, memory that stays true: half {args.half}, seed {args.seed}, "
-                f"{summary['scenarios']} scenarios, {summary['turns']} turns, {summary['records']} records, "
-                f"{played['hook_calls']} hook calls, {played['commits']} commits, {seconds:.0f} s", rows)
+    print_table(
+        f"issue 31, memory that stays true: half {args.half}, seed {args.seed}, "
+        f"{summary['scenarios']} scenarios, {summary['turns']} turns, {summary['records']} records, "
+        f"{played['hook_calls']} hook calls, {played['commits']} commits, {seconds:.0f} s",
+        rows,
+    )
     m = result["matching"]
-    print(f"matching: a turn's prompt event (its exact text, in `kirolearn export`) in a record's "
-          f"source_event_ids: "
-          f"{m['event id']} records; by title in the turn's session: {m['title']}; unmatched records: "
-          f"{m['unmatched']}; turns without a record: {m['turns without a record']}")
+    print(
+        f"matching: a turn's prompt event (its exact text, in `kirolearn export`) in a record's "
+        f"source_event_ids: "
+        f"{m['event id']} records; by title in the turn's session: {m['title']}; unmatched records: "
+        f"{m['unmatched']}; turns without a record: {m['turns without a record']}"
+    )
     absent = [k for k, v in result["present"].items() if not v]
     if absent:
         print(f"fields absent from every CLI output (their figures n/a): {', '.join(absent)}")
@@ -516,14 +628,22 @@ def main(argv=None) -> int:
     if result["per_shape"]:
         print("outcome by failure shape (failed / recovered / succeeded turns):")
         for shape, variants in sorted(result["per_shape"].items()):
-            print(f"  {shape:30} " + " / ".join(",".join(map(str, variants.get(v, [])))
-                                                for v in ("failed", "recovered", "succeeded")))
+            print(
+                f"  {shape:30} "
+                + " / ".join(
+                    ",".join(map(str, variants.get(v, []))) for v in ("failed", "recovered", "succeeded")
+                )
+            )
     if result["freshness_by_action"]:
-        print("freshness by user action: "
-              + "; ".join(f"{a}: {v}" for a, v in sorted(result["freshness_by_action"].items())))
+        print(
+            "freshness by user action: "
+            + "; ".join(f"{a}: {v}" for a, v in sorted(result["freshness_by_action"].items()))
+        )
     if played["hook_errors"]:
-        print(f"hook calls that reported errors: {len(played['hook_errors'])}, "
-              f"first: {played['hook_errors'][0]}")
+        print(
+            f"hook calls that reported errors: {len(played['hook_errors'])}, "
+            f"first: {played['hook_errors'][0]}"
+        )
     failed_drains = [d for d in played["drains"] if d.get("status")]
     if failed_drains:
         print(f"drains that exited non-zero: {len(failed_drains)}, first: {failed_drains[0]}")

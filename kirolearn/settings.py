@@ -7,11 +7,12 @@ value it cannot use; `kirolearn config show` and every other command report it.)
 """
 
 import os
+
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from kirolearn.core import configfile
+from kirolearn.core import configfile, limits
 from kirolearn.core.errors import ConfigError
-from kirolearn.core import limits
+
 
 class SettingsError(ConfigError):
     """config.toml or a KIROLEARN_* variable holds something invalid."""
@@ -24,46 +25,82 @@ class _Section(BaseModel):
 class Extract(_Section):
     """How batches become memory records."""
 
-    model: str = Field("", description="litellm model string, e.g. 'bedrock/…', 'ollama_chat/qwen2.5'; empty = deterministic extractor")
+    model: str = Field(
+        "",
+        description="litellm model string, e.g. 'bedrock/…', 'ollama_chat/qwen2.5'; empty = deterministic extractor",
+    )
     api_base: str = Field("", description="override the provider's endpoint (e.g. a local Ollama)")
-    timeout_seconds: float = Field(60.0, gt=0, description="one model call: connect, send and wait for the answer")
-    call_budget_seconds: float = Field(120.0, gt=0, description="one batch's extraction in all: every call, retry "
-                                                               "and backoff")
-    drain_llm_budget_seconds: float = Field(300.0, ge=0, description="model time of one drain run; later batches "
-                                                                    "wait for the next drain; 0 = no limit")
-    breaker_failures: int = Field(3, ge=1, le=100, description="failed batches in a row after which a drain stops "
-                                                               "calling the model and uses the deterministic extractor")
+    timeout_seconds: float = Field(
+        60.0, gt=0, description="one model call: connect, send and wait for the answer"
+    )
+    call_budget_seconds: float = Field(
+        120.0, gt=0, description="one batch's extraction in all: every call, retry and backoff"
+    )
+    drain_llm_budget_seconds: float = Field(
+        300.0,
+        ge=0,
+        description="model time of one drain run; later batches wait for the next drain; 0 = no limit",
+    )
+    breaker_failures: int = Field(
+        3,
+        ge=1,
+        le=100,
+        description="failed batches in a row after which a drain stops "
+        "calling the model and uses the deterministic extractor",
+    )
     retries: int = Field(2, ge=0, le=10, description="retries of a transient LLM error within one attempt")
     retry_backoff_seconds: float = Field(1.0, ge=0, description="first backoff; doubles each retry")
-    max_attempts: int = Field(3, ge=1, le=20, description="failed LLM attempts on one batch before the deterministic fallback")
-    daily_token_limit: int = Field(200_000, ge=0, description="prompt+completion tokens per UTC day; 0 = no limit")
-    daily_cost_limit_usd: float = Field(1.0, ge=0, description="dollars per UTC day by litellm's price map; 0 = no limit")
-    max_field_chars: int = Field(2_000, ge=100, description="each event field is cut to this before it is sent")
+    max_attempts: int = Field(
+        3, ge=1, le=20, description="failed LLM attempts on one batch before the deterministic fallback"
+    )
+    daily_token_limit: int = Field(
+        200_000, ge=0, description="prompt+completion tokens per UTC day; 0 = no limit"
+    )
+    daily_cost_limit_usd: float = Field(
+        1.0, ge=0, description="dollars per UTC day by litellm's price map; 0 = no limit"
+    )
+    max_field_chars: int = Field(
+        2_000, ge=100, description="each event field is cut to this before it is sent"
+    )
     max_prompt_chars: int = Field(24_000, ge=1_000, description="whole batch rendering sent to the model")
-    max_answer_tokens: int = Field(2_000, ge=0, description="longest answer asked of the model (max_tokens); an answer "
-                                   "cut there is a botched batch; 0 = the server's own limit")
+    max_answer_tokens: int = Field(
+        2_000,
+        ge=0,
+        description="longest answer asked of the model (max_tokens); an answer "
+        "cut there is a botched batch; 0 = the server's own limit",
+    )
 
 
 class Batch(_Section):
     """When buffered events of one project+session are extracted."""
 
     max_events: int = Field(40, ge=1, description="extract when a session has this many buffered events")
-    idle_seconds: float = Field(300.0, ge=0, description="extract a session idle this long even without a stop")
+    idle_seconds: float = Field(
+        300.0, ge=0, description="extract a session idle this long even without a stop"
+    )
 
 
 class Dedup(_Section):
     """Content dedup of repeated hook calls."""
 
-    window_seconds: float = Field(3.0, ge=0, description="identical events of one session this close together are "
-                                                       "one call seen twice (a hook wired twice fires within ms)")
+    window_seconds: float = Field(
+        3.0,
+        ge=0,
+        description="identical events of one session this close together are "
+        "one call seen twice (a hook wired twice fires within ms)",
+    )
 
 
 class Scrub(_Section):
     """Additions to the built-in secret patterns."""
 
-    extra_patterns: dict[str, str] = Field(default_factory=dict, description="type name = regex; matches become [REDACTED:<type>]")
+    extra_patterns: dict[str, str] = Field(
+        default_factory=dict, description="type name = regex; matches become [REDACTED:<type>]"
+    )
     allow: list[str] = Field(default_factory=list, description="literal strings never redacted")
-    betterleaks: bool = Field(False, description="also run betterleaks (pip install 'kirolearn[scan]') in the drain")
+    betterleaks: bool = Field(
+        False, description="also run betterleaks (pip install 'kirolearn[scan]') in the drain"
+    )
 
     @field_validator("extra_patterns")
     @classmethod
@@ -91,59 +128,102 @@ class Drain(_Section):
 
     poll_seconds: float = Field(1.0, gt=0, description="--watch: how often the spool is checked")
     chunk_size: int = Field(500, ge=1, le=50_000, description="events stored per transaction")
-    lock_wait_seconds: float = Field(2.0, ge=0, description="how long a second drainer waits for the lock before giving up")
-    auto_merge: bool = Field(True, description="merge near-identical records (the very same commands) as they are "
-                                               "stored; `kirolearn consolidate` previews the rest")
-    supersede_model_calls: int = Field(0, ge=0, le=1_000, description="with [extract] model set: record pairs a "
-                                       "drain pass may ask the model about when the rules cannot tell whether "
-                                       "the newer replaces the older (0: never; docs/memory-marks.md)")
-    freshness_per_pass: int = Field(50, ge=0, le=10_000, description="records whose files one drain pass "
-                                    "re-checks, the longest unchecked first (0: none; docs/memory-marks.md)")
+    lock_wait_seconds: float = Field(
+        2.0, ge=0, description="how long a second drainer waits for the lock before giving up"
+    )
+    auto_merge: bool = Field(
+        True,
+        description="merge records of identical work (the same commands and arguments, the same "
+        "files written with the same claims) as they are stored",
+    )
+    supersede_model_calls: int = Field(
+        0,
+        ge=0,
+        le=1_000,
+        description="no longer used: a supersede needs a changed claim, never a model's verdict "
+        "(docs/memory-marks.md); kept so an older config.toml still loads",
+    )
+    freshness_per_pass: int = Field(
+        50,
+        ge=0,
+        le=10_000,
+        description="records whose files one drain pass "
+        "re-checks, the longest unchecked first (0: none; docs/memory-marks.md)",
+    )
 
 
 class Recall(_Section):
     """What the hooks inject (the hook reads this table without pydantic: kirolearn.core.configfile.hook_view)."""
 
     # The defaults and the cap are the hook's own (kirolearn.core.limits).
-    budget_tokens: int = Field(limits.DEFAULTS["budget_tokens"], ge=0, le=limits.MAX_BUDGET_TOKENS,
-                               description="size cap of a prompt's injected block, estimated at 4 characters a token "
-                               "(a session start's is twice this); at "
-                               f"most {limits.MAX_BUDGET_TOKENS:,} because Kiro CLI cuts hook output at 10,240 bytes")
-    prompt_records: int = Field(limits.DEFAULTS["prompt_records"], ge=0, description="most records injected for one prompt")
-    session_start_records: int = Field(limits.DEFAULTS["session_start_records"], ge=0,
-                                       description="recent notable records shown after the last turn summary")
-    time_budget_ms: int = Field(limits.DEFAULTS["time_budget_ms"], ge=0,
-                                description="a recall slower than this is abandoned and prints nothing")
+    budget_tokens: int = Field(
+        limits.DEFAULTS["budget_tokens"],
+        ge=0,
+        le=limits.MAX_BUDGET_TOKENS,
+        description="size cap of a prompt's injected block, estimated at 4 characters a token "
+        "(a session start's is twice this); at "
+        f"most {limits.MAX_BUDGET_TOKENS:,} because Kiro CLI cuts hook output at 10,240 bytes",
+    )
+    prompt_records: int = Field(
+        limits.DEFAULTS["prompt_records"], ge=0, description="most records injected for one prompt"
+    )
+    session_start_records: int = Field(
+        limits.DEFAULTS["session_start_records"],
+        ge=0,
+        description="recent notable records shown after the last turn summary",
+    )
+    time_budget_ms: int = Field(
+        limits.DEFAULTS["time_budget_ms"],
+        ge=0,
+        description="a recall slower than this is abandoned and prints nothing",
+    )
 
 
 class Retention(_Section):
     """How long raw events are kept once memory records were made from them."""
 
-    events_days: float = Field(90.0, ge=0, description="delete extracted events older than this (records keep their "
-                                                       "source ids); 0 = keep forever")
-    forgotten_days: float = Field(30.0, ge=0, description="forgotten records stay restorable this long, then the "
-                                                          "drain purges their bytes; 0 = until `forget --purge`")
+    events_days: float = Field(
+        90.0,
+        ge=0,
+        description="delete extracted events older than this (records keep their "
+        "source ids); 0 = keep forever",
+    )
+    forgotten_days: float = Field(
+        30.0,
+        ge=0,
+        description="forgotten records stay restorable this long, then the "
+        "drain purges their bytes; 0 = until `forget --purge`",
+    )
 
 
 class Embeddings(_Section):
     """Vectors for semantic recall, computed by the drainer (`kirolearn reindex` after a change)."""
 
-    model: str = Field("auto", description="'auto' (local/all-MiniLM-L6-v2 when its weights are installed: "
-                       "`kirolearn model install`; else wordllama), 'wordllama/l2_supercat_256' (offline, shipped), "
-                       "'local/all-MiniLM-L6-v2' (offline: pip install 'kirolearn[model]' and its weights), "
-                       "'litellm/<provider model>' (e.g. litellm/ollama/nomic-embed-text), or 'none'")
+    model: str = Field(
+        "auto",
+        description="'auto' (local/all-MiniLM-L6-v2 when its weights are installed: "
+        "`kirolearn model install`; else wordllama), 'wordllama/l2_supercat_256' (offline, shipped), "
+        "'local/all-MiniLM-L6-v2' (offline: pip install 'kirolearn[model]' and its weights), "
+        "'litellm/<provider model>' (e.g. litellm/ollama/nomic-embed-text), or 'none'",
+    )
     api_base: str = Field("", description="endpoint for a litellm embedding model (e.g. a local Ollama)")
-    model_dir: str = Field("", description="folder holding a local/ model's files (model.safetensors, "
-                           "tokenizer.json, config.json); empty = the Hugging Face cache, then an installed "
-                           "package that ships them")
+    model_dir: str = Field(
+        "",
+        description="folder holding a local/ model's files (model.safetensors, "
+        "tokenizer.json, config.json); empty = the Hugging Face cache, then an installed "
+        "package that ships them",
+    )
 
 
 class Store(_Section):
     """Where memory is kept: the local SQLite file, or a shared PostgreSQL team store (docs/team.md)."""
 
-    url: str = Field("", description="postgresql://[user@]host[:port]/dbname (or postgresql:///?service=NAME) of "
-                     "a team store; empty = local SQLite only. Never a password: libpq reads it from "
-                     "~/.pgpass, a service file or PGPASSWORD")
+    url: str = Field(
+        "",
+        description="postgresql://[user@]host[:port]/dbname (or postgresql:///?service=NAME) of "
+        "a team store; empty = local SQLite only. Never a password: libpq reads it from "
+        "~/.pgpass, a service file or PGPASSWORD",
+    )
 
     @field_validator("url")
     @classmethod
@@ -159,8 +239,11 @@ class Store(_Section):
 class Team(_Section):
     """Who you are in a team store's records (docs/team.md)."""
 
-    actor: str = Field("", max_length=128, description="your name on the records you share; empty = the OS user "
-                       "that ran the hook")
+    actor: str = Field(
+        "",
+        max_length=128,
+        description="your name on the records you share; empty = the OS user that ran the hook",
+    )
 
     @field_validator("actor")
     @classmethod
@@ -209,7 +292,9 @@ def _known_keys(loc: tuple) -> "list[str]":
     model = Settings
     for part in loc:
         field = model.model_fields.get(str(part))
-        if field is None or not (isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)):
+        if field is None or not (
+            isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)
+        ):
             return []
         model = field.annotation
     return list(model.model_fields)
@@ -226,13 +311,20 @@ def _describe(error: ValidationError, source: str) -> str:
         valid = _known_keys(loc[:-1])
         close = difflib.get_close_matches(loc[-1], valid, n=1, cutoff=0.6)
         prefix = ".".join(loc[:-1] + (close[0],)) if close else ""
-        hint = f"did you mean '{prefix}'?" if close else (
-            f"valid keys here: {', '.join(valid)}" if valid else "")
+        hint = (
+            f"did you mean '{prefix}'?"
+            if close
+            else (f"valid keys here: {', '.join(valid)}" if valid else "")
+        )
         return f"{source}: unknown setting '{where}'" + (f"; {hint}" if hint else "")
     ctx = first.get("ctx") or {}
     kind = first["type"]
-    bounds = {"greater_than_equal": "at least", "less_than_equal": "at most", "greater_than": "more than",
-              "less_than": "less than"}
+    bounds = {
+        "greater_than_equal": "at least",
+        "less_than_equal": "at most",
+        "greater_than": "more than",
+        "less_than": "less than",
+    }
     if kind in bounds:
         what = f"must be {bounds[kind]} {next(iter(ctx.values()), '')}"
     elif kind in ("int_parsing", "int_type", "int_from_float"):
@@ -273,7 +365,9 @@ def load(path: "str | None" = None, env=None) -> Settings:
             try:
                 setattr(getattr(settings, table), key, env[var])
             except ValidationError as exc:
-                raise SettingsError(_describe(exc, f"${var}").replace(f"'{key}'", f"'{table}.{key}'")) from None
+                raise SettingsError(
+                    _describe(exc, f"${var}").replace(f"'{key}'", f"'{table}.{key}'")
+                ) from None
     return settings
 
 

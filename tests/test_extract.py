@@ -5,30 +5,52 @@ import json
 import os
 
 import pytest
+from fakellm import FakeLLM
 
 from kirolearn import settings
 from kirolearn.pipeline import extract
 from kirolearn.pipeline.extract import Batch, Completion
 
-from fakellm import FakeLLM
-
 pytestmark = pytest.mark.filterwarnings("ignore:Items? .* `ReadOnly` qualifier:UserWarning")
 
-GOOD = json.dumps({"records": [
-    {"observation_type": "session_summary", "title": "Parameterised the login query",
-     "summary": "find_user built SQL with % formatting; now uses ? placeholders.",
-     "facts": ["Use ? placeholders with sqlite3"], "concepts": ["SQL", "Injection"],
-     "files_touched": ["/p/app/auth.py"]},
-    {"observation_type": "pattern", "title": "String-formatted SQL elsewhere",
-     "summary": "app/orders.py has the same pattern.", "facts": [], "concepts": [], "files_touched": []},
-]})
+GOOD = json.dumps(
+    {
+        "records": [
+            {
+                "observation_type": "session_summary",
+                "title": "Parameterised the login query",
+                "summary": "find_user built SQL with % formatting; now uses ? placeholders.",
+                "facts": ["Use ? placeholders with sqlite3"],
+                "concepts": ["SQL", "Injection"],
+                "files_touched": ["/p/app/auth.py"],
+            },
+            {
+                "observation_type": "pattern",
+                "title": "String-formatted SQL elsewhere",
+                "summary": "app/orders.py has the same pattern.",
+                "facts": [],
+                "concepts": [],
+                "files_touched": [],
+            },
+        ]
+    }
+)
 
 
 def ev(kind, n, **fields):
-    trigger = {"prompt": "userPromptSubmit", "tool_use": "postToolUse", "session_summary": "stop",
-               "note": "agentSpawn"}[kind]
-    return {"event_id": f"01ARZ3NDEKTSV4RRFFQ69G5F{n:02d}", "kind": kind, "trigger": trigger,
-            "received_at": "2026-11-30T10:00:00.000Z", **fields}
+    trigger = {
+        "prompt": "userPromptSubmit",
+        "tool_use": "postToolUse",
+        "session_summary": "stop",
+        "note": "agentSpawn",
+    }[kind]
+    return {
+        "event_id": f"01ARZ3NDEKTSV4RRFFQ69G5F{n:02d}",
+        "kind": kind,
+        "trigger": trigger,
+        "received_at": "2026-11-30T10:00:00.000Z",
+        **fields,
+    }
 
 
 def batch(*events, root="/p"):
@@ -39,20 +61,29 @@ def batch(*events, root="/p"):
 
 
 def test_turns_split_at_prompts_and_stops():
-    events = [ev("note", 1), ev("prompt", 2, prompt="a"), ev("tool_use", 3, tool_name="x"),
-              ev("session_summary", 4), ev("prompt", 5, prompt="b"), ev("prompt", 6, prompt="c")]
+    events = [
+        ev("note", 1),
+        ev("prompt", 2, prompt="a"),
+        ev("tool_use", 3, tool_name="x"),
+        ev("session_summary", 4),
+        ev("prompt", 5, prompt="b"),
+        ev("prompt", 6, prompt="c"),
+    ]
     turns = extract.split_turns(events)
     assert [[e["event_id"][-2:] for e in t] for t in turns] == [["01", "02", "03", "04"], ["05"], ["06"]]
 
 
-@pytest.mark.parametrize("response, is_failure", [
-    ({"success": True, "result": [{"exit_status": "0", "stdout": "ok"}]}, False),
-    ({"success": True, "result": [{"exit_status": "2", "stdout": "boom"}]}, True),
-    ({"success": False, "error": ["No such file"]}, True),
-    ("Output:\nfine\nExit Code: 0", False),
-    ("Output:\nTraceback...\nValueError: x\nExit Code: 1", True),
-    ("Created the src/a.py file.", False),
-])
+@pytest.mark.parametrize(
+    "response, is_failure",
+    [
+        ({"success": True, "result": [{"exit_status": "0", "stdout": "ok"}]}, False),
+        ({"success": True, "result": [{"exit_status": "2", "stdout": "boom"}]}, True),
+        ({"success": False, "error": ["No such file"]}, True),
+        ("Output:\nfine\nExit Code: 0", False),
+        ("Output:\nTraceback...\nValueError: x\nExit Code: 1", True),
+        ("Created the src/a.py file.", False),
+    ],
+)
 def test_failure_detection(response, is_failure):
     assert extract.failed({"tool_response": response}) is is_failure
 
@@ -64,9 +95,11 @@ def test_error_line_prefers_the_exception_over_the_summary_line():
 
 
 def test_pre_tool_input_fills_an_empty_post_tool_input():
-    events = [ev("prompt", 1, prompt="run it"),
-              dict(ev("tool_use", 2, tool_name="shell", tool_input={"command": "make test"}), trigger="preToolUse"),
-              ev("tool_use", 3, tool_name="shell", tool_input={}, tool_response="Output:\nok\nExit Code: 0")]
+    events = [
+        ev("prompt", 1, prompt="run it"),
+        dict(ev("tool_use", 2, tool_name="shell", tool_input={"command": "make test"}), trigger="preToolUse"),
+        ev("tool_use", 3, tool_name="shell", tool_input={}, tool_response="Output:\nok\nExit Code: 0"),
+    ]
     (record,) = extract.deterministic(batch(*events))
     assert "`make test`" in record["summary"]
     assert record["observation_type"] == "tool_use"
@@ -75,16 +108,36 @@ def test_pre_tool_input_fills_an_empty_post_tool_input():
 def test_error_then_fix_after_an_edit():
     events = [
         ev("prompt", 1, prompt="tests fail"),
-        ev("tool_use", 2, tool_name="execute_bash", tool_input={"command": "pytest -q"},
-           tool_response={"success": True, "result": [{"exit_status": "1", "stdout": "E ImportError: no x"}]}),
-        ev("tool_use", 3, tool_name="fs_write", tool_input={"command": "create", "path": "/p/x.py", "file_text": ""}),
-        ev("tool_use", 4, tool_name="execute_bash", tool_input={"command": "pytest -q tests/"},
-           tool_response={"success": True, "result": [{"exit_status": "0", "stdout": "ok"}]}),
+        ev(
+            "tool_use",
+            2,
+            tool_name="execute_bash",
+            tool_input={"command": "pytest -q tests/test_x.py"},
+            tool_response={
+                "success": True,
+                "result": [{"exit_status": "1", "stdout": "E ImportError: no x"}],
+            },
+        ),
+        ev(
+            "tool_use",
+            3,
+            tool_name="fs_write",
+            tool_input={"command": "create", "path": "/p/x.py", "file_text": ""},
+        ),
+        ev(
+            "tool_use",
+            4,
+            tool_name="execute_bash",
+            tool_input={"command": "pytest -q tests/"},
+            tool_response={"success": True, "result": [{"exit_status": "0", "stdout": "ok"}]},
+        ),
     ]
     (record,) = extract.deterministic(batch(*events))
     assert record["observation_type"] == "error"
-    assert record["facts"][0] == ("`pytest -q` failed: E ImportError: no x — fixed after changing x.py: "
-                                  "`pytest -q tests/` then succeeded")
+    assert record["facts"][0] == (
+        "`pytest -q tests/test_x.py` failed: E ImportError: no x — fixed after changing x.py: "
+        "`pytest -q tests/` then succeeded"
+    )
     assert record["files_touched"] == ["x.py"]
 
 
@@ -94,8 +147,15 @@ def test_notes_alone_make_no_record():
 
 def test_a_huge_turn_stays_within_record_limits():
     events = [ev("prompt", 1, prompt="p" * 10_000)] + [
-        ev("tool_use", i, tool_name="execute_bash", tool_input={"command": f"cmd{i} " + "x" * 500},
-           tool_response={"success": False, "error": ["E" * 5000]}) for i in range(2, 60)]
+        ev(
+            "tool_use",
+            i,
+            tool_name="execute_bash",
+            tool_input={"command": f"cmd{i} " + "x" * 500},
+            tool_response={"success": False, "error": ["E" * 5000]},
+        )
+        for i in range(2, 60)
+    ]
     (record,) = extract.deterministic(batch(*events))
     assert len(record["title"]) <= 200 and len(record["summary"]) <= 4000
     assert all(len(f) <= 500 for f in record["facts"]) and len(record["facts"]) <= 20
@@ -106,8 +166,11 @@ def test_a_huge_turn_stays_within_record_limits():
 
 def test_render_shows_kinds_and_cuts_big_fields():
     big = "y" * 50_000
-    text = extract.render_events(batch(ev("prompt", 1, prompt="hello"),
-                                       ev("tool_use", 2, tool_name="shell", tool_response=big)), 2_000, 24_000)
+    text = extract.render_events(
+        batch(ev("prompt", 1, prompt="hello"), ev("tool_use", 2, tool_name="shell", tool_response=big)),
+        2_000,
+        24_000,
+    )
     assert '<event n="1" kind="prompt"' in text and 'tool="shell"' in text
     assert "kirolearn cut" in text and len(text) < 3_000
 
@@ -134,8 +197,9 @@ def test_candidates_are_clipped_and_relative():
 
 
 def test_a_missing_turn_summary_is_added_from_the_deterministic_extractor():
-    answer = extract.parse_answer(json.dumps({"records": [
-        {"observation_type": "discovery", "title": "t", "summary": "s"}]}))
+    answer = extract.parse_answer(
+        json.dumps({"records": [{"observation_type": "discovery", "title": "t", "summary": "s"}]})
+    )
     events = [ev("prompt", 1, prompt="do it"), ev("session_summary", 2, assistant_response="done")]
     records = extract.candidates_from(answer, batch(*events))
     assert [r["observation_type"] for r in records] == ["session_summary", "discovery"]
@@ -177,7 +241,9 @@ def conf(**extract_overrides):
 def test_transient_errors_are_retried_with_backoff():
     sleeps = []
     complete = scripted(Timeout("slow"), Timeout("slow"), GOOD)
-    result = extract.llm_extract(batch(ev("session_summary", 1)), conf(model="m", retries=2), complete, sleeps.append)
+    result = extract.llm_extract(
+        batch(ev("session_summary", 1)), conf(model="m", retries=2), complete, sleeps.append
+    )
     assert len(result.records) == 2 and sleeps == [1.0, 2.0]
     assert result.prompt_tokens == 10 and result.errors == ["Timeout: slow", "Timeout: slow"]
 
@@ -246,15 +312,18 @@ def test_litellm_import_does_not_load_dotenv(tmp_path, monkeypatch):
     import sys
 
     (tmp_path / ".env").write_text("KIROLEARN_LEAK_CHECK=leaked\n")
-    code = ("import os; from kirolearn import settings; from kirolearn.pipeline import extract; "
-            "s = settings.Settings(); s.extract.model = 'openai/x'; s.extract.api_base = 'http://127.0.0.1:9'; "
-            "s.extract.timeout_seconds = 0.5\n"
-            "try: extract.litellm_complete([{'role': 'user', 'content': 'x'}], s)\n"
-            "except Exception: pass\n"
-            "print(os.environ.get('KIROLEARN_LEAK_CHECK', 'clean'))")
+    code = (
+        "import os; from kirolearn import settings; from kirolearn.pipeline import extract; "
+        "s = settings.Settings(); s.extract.model = 'openai/x'; s.extract.api_base = 'http://127.0.0.1:9'; "
+        "s.extract.timeout_seconds = 0.5\n"
+        "try: extract.litellm_complete([{'role': 'user', 'content': 'x'}], s)\n"
+        "except Exception: pass\n"
+        "print(os.environ.get('KIROLEARN_LEAK_CHECK', 'clean'))"
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("LITELLM_")}
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
     assert out.stdout.strip() == "clean", out.stderr[-2000:]
 
 
@@ -266,8 +335,9 @@ def test_a_call_that_ignores_its_own_timeout_is_abandoned_within_the_budget(monk
 
     monkeypatch.setattr(extract, "HARD_CAP_GRACE", 0.05)
     conf = settings.Settings()
-    for key, value in dict(model="m", timeout_seconds=0.2, call_budget_seconds=0.5, retries=5,
-                           retry_backoff_seconds=0).items():
+    for key, value in dict(
+        model="m", timeout_seconds=0.2, call_budget_seconds=0.5, retries=5, retry_backoff_seconds=0
+    ).items():
         setattr(conf.extract, key, value)
     batch = extract.Batch("p", "/p", "s", [{"event_id": "e1", "kind": "prompt", "prompt": "x"}], "flush")
     release, timeouts = threading.Event(), []
@@ -285,19 +355,30 @@ def test_a_call_that_ignores_its_own_timeout_is_abandoned_within_the_budget(monk
 
 
 def _answer(*types):
-    return json.dumps({"records": [{"observation_type": t, "title": f"{t} title", "summary": f"{t} summary"}
-                                   for t in types]})
+    return json.dumps(
+        {
+            "records": [
+                {"observation_type": t, "title": f"{t} title", "summary": f"{t} summary"} for t in types
+            ]
+        }
+    )
 
 
-@pytest.mark.parametrize("second, strategy, note", [
-    (_answer("session_summary"), "llm-summary", ""),
-    (_answer("decision"), "deterministic-turn", "turn summary: the model gave none"),
-])
-def test_the_model_is_asked_for_the_missing_turn_summary(make_event, drain_now, write_config, monkeypatch,
-                                                         second, strategy, note):
+@pytest.mark.parametrize(
+    "second, strategy, note",
+    [
+        (_answer("session_summary"), "llm-summary", ""),
+        (_answer("decision"), "deterministic-turn", "turn summary: the model gave none"),
+    ],
+)
+def test_the_model_is_asked_for_the_missing_turn_summary(
+    make_event, drain_now, write_config, monkeypatch, second, strategy, note
+):
     with FakeLLM() as fake:
         monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-key-for-tests")
-        write_config(f'[extract]\nmodel = "openai/fake-model"\napi_base = "{fake.openai_base}"\nretries = 0\n')
+        write_config(
+            f'[extract]\nmodel = "openai/fake-model"\napi_base = "{fake.openai_base}"\nretries = 0\n'
+        )
         make_event("userPromptSubmit", prompt="fix the login bug")
         make_event("stop", assistant_response="Fixed it.")
         fake.enqueue(_answer("decision"))  # no session_summary record ...

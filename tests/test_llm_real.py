@@ -14,15 +14,19 @@ import signal
 import threading
 from pathlib import Path
 
-import pytest
-
 import llmserver
+import pytest
 from conftest import cli
 
-pytestmark = [pytest.mark.llm, pytest.mark.timeout(1800),
-              pytest.mark.filterwarnings("ignore:Items? .* `ReadOnly` qualifier:UserWarning")]
+pytestmark = [
+    pytest.mark.llm,
+    pytest.mark.timeout(1800),
+    pytest.mark.filterwarnings("ignore:Items? .* `ReadOnly` qualifier:UserWarning"),
+]
 
-CACHE = Path(os.environ.get("KIROLEARN_LLM_CACHE") or llmserver.DEFAULT_CACHE_DIR)  # read at import, before HOME is replaced
+CACHE = Path(
+    os.environ.get("KIROLEARN_LLM_CACHE") or llmserver.DEFAULT_CACHE_DIR
+)  # read at import, before HOME is replaced
 MODEL = "openai/gemma-3-270m"
 
 
@@ -33,8 +37,10 @@ def llama_server():
     python = llmserver._venv_python(cache / "venv")
     marker = llmserver._read_marker(cache / "venv" / llmserver.MARKER_NAME)
     if not (python.exists() and llmserver._marker_matches(marker)):
-        why = (f"no llama.cpp server venv in {cache}: build it with `python tests/llmserver.py --ensure` "
-               "(about 8 min on 2 cores)")
+        why = (
+            f"no llama.cpp server venv in {cache}: build it with `python tests/llmserver.py --ensure` "
+            "(about 8 min on 2 cores)"
+        )
         if os.environ.get("KIROLEARN_REQUIRE_LLM") == "1":
             pytest.fail(why)
         pytest.skip(why)
@@ -45,34 +51,68 @@ def llama_server():
 
 
 def configure(write_config, url, drain="", **keys):
-    values = {"model": MODEL, "api_base": url, "timeout_seconds": 240, "call_budget_seconds": 300,
-              "drain_llm_budget_seconds": 900, "retries": 0, "max_answer_tokens": 256, "max_field_chars": 300,
-              "max_prompt_chars": 3000, **keys}
-    write_config("[extract]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in values.items())
-                 + (f"[drain]\n{drain}\n" if drain else ""))
+    values = {
+        "model": MODEL,
+        "api_base": url,
+        "timeout_seconds": 240,
+        "call_budget_seconds": 300,
+        "drain_llm_budget_seconds": 900,
+        "retries": 0,
+        "max_answer_tokens": 256,
+        "max_field_chars": 300,
+        "max_prompt_chars": 3000,
+        **keys,
+    }
+    write_config(
+        "[extract]\n"
+        + "".join(f"{k} = {json.dumps(v)}\n" for k, v in values.items())
+        + (f"[drain]\n{drain}\n" if drain else "")
+    )
 
 
 def turn(make_event, session, n):
-    make_event("userPromptSubmit", prompt=f"webhooks to the payment provider keep timing out ({n})",
-               session_id=session)
-    make_event(tool_name="fs_write", tool_input={"command": "str_replace", "path": "config/retry.py"},
-               tool_response="WEBHOOK_RETRIES = 7", session_id=session)
-    make_event(tool_name="shell", tool_input={"command": "pytest tests/test_retry.py"},
-               tool_response="4 passed", session_id=session)
-    make_event("stop", assistant_response="Raised WEBHOOK_RETRIES from 3 to 7 in config/retry.py because "
-               "the provider times out under load.", session_id=session)
+    make_event(
+        "userPromptSubmit",
+        prompt=f"webhooks to the payment provider keep timing out ({n})",
+        session_id=session,
+    )
+    make_event(
+        tool_name="fs_write",
+        tool_input={"command": "str_replace", "path": "config/retry.py"},
+        tool_response="WEBHOOK_RETRIES = 7",
+        session_id=session,
+    )
+    make_event(
+        tool_name="shell",
+        tool_input={"command": "pytest tests/test_retry.py"},
+        tool_response="4 passed",
+        session_id=session,
+    )
+    make_event(
+        "stop",
+        assistant_response="Raised WEBHOOK_RETRIES from 3 to 7 in config/retry.py because "
+        "the provider times out under load.",
+        session_id=session,
+    )
 
 
 def check_nothing_lost_or_twice(db, sessions):
     events = [dict(r) for r in db.query("select event_id, session_id, extract_state from events")]
     assert len(events) == 4 * len(sessions) and all(e["extract_state"] == "done" for e in events)
-    cited = [i for r in db.query("select source_event_ids from memory_records") for i in json.loads(r[
-        "source_event_ids"])]
+    cited = [
+        i
+        for r in db.query("select source_event_ids from memory_records")
+        for i in json.loads(r["source_event_ids"])
+    ]
     ids = {e["event_id"] for e in events}
     assert ids <= set(cited)  # every event is behind a record
     for session in sessions:
-        runs = [dict(r) for r in db.query("select * from extraction_runs where session_id = ? and outcome = 'ok'",
-                                          [session])]
+        runs = [
+            dict(r)
+            for r in db.query(
+                "select * from extraction_runs where session_id = ? and outcome = 'ok'", [session]
+            )
+        ]
         assert len(runs) == 1  # one committed extraction per batch: nothing extracted twice
 
 
@@ -99,8 +139,10 @@ def test_drain_batches_through_the_real_server(home, make_event, drain_now, writ
     assert remembered[f"{MODEL}@{llama_server}"]["form"] == "json_object"
     status = json.loads(cli("status", "--json").stdout)["extractor"]["model_runs_24h"]
     assert status["batches"] == 2 - len(fell_back) and status["fallbacks"] == len(fell_back)
-    print(f"\nreal model: {len(model_runs)} calls, {len(fell_back)} fell back; {stats.llm_seconds:.1f} s of model time; "
-          f"answers: {[r['answer'][:120] for r in model_runs]}")
+    print(
+        f"\nreal model: {len(model_runs)} calls, {len(fell_back)} fell back; {stats.llm_seconds:.1f} s of model time; "
+        f"answers: {[r['answer'][:120] for r in model_runs]}"
+    )
 
 
 def test_doctor_probes_the_real_server(home, write_config, llama_server):
@@ -111,53 +153,23 @@ def test_doctor_probes_the_real_server(home, write_config, llama_server):
     assert probe["level"] in ("OK", "WARN") and "structured output: json_object" in probe["message"], probe
 
 
-def test_session_end_auto_compress_through_the_real_server(home, project, make_event, write_config, llama_server):
+def test_session_end_auto_compress_through_the_real_server(
+    home, project, make_event, write_config, llama_server
+):
     from kirolearn import Memory
 
     configure(write_config, llama_server)
     turn(make_event, "compress-me", 0)
     memory = Memory()
     memory.drain(flush=True, wait=0)
-    result = memory.end_session("compress-me", auto_compress=True, project=str(project),
-                                summary="Raised the webhook retries.")
+    result = memory.end_session(
+        "compress-me", auto_compress=True, project=str(project), summary="Raised the webhook retries."
+    )
     assert result["auto_compress"] is True
     # the model either filled gaps (compressed_used) or failed with a named code; the summary is stored either way
     assert result.get("auto_compress_error") in (None, "malformed_json", "timeout"), result
     found = memory.init_session(project=str(project))
     assert "Raised the webhook retries." in json.dumps(found)
-
-
-def test_the_supersede_question_through_the_real_server(home, make_event, drain_now, write_config, llama_server):
-    """The drain's supersede pass asks the real model about a pair the rules cannot decide
-    (kirolearn.pipeline.judge): a 270M model may say yes or no or botch it; either way the answer is
-    checked, the question is a run row, and only a checked yes marks the older record."""
-    from kirolearn import settings
-    from kirolearn.pipeline import judge, truth
-
-    make_event("userPromptSubmit", prompt="how is the nightly export scheduled?", session_id="old")
-    make_event("stop", assistant_response="The nightly export is scheduled by cron on app-1; EXPORT_SCHEDULE "
-               "names it in deploy/crontab.", session_id="old")
-    make_event("userPromptSubmit", prompt="move the nightly export off cron onto the worker queue", session_id="new")
-    make_event("stop", assistant_response='Set EXPORT_SCHEDULE = "worker": the worker queue runs the nightly '
-               "export now, not cron.", session_id="new")
-    stats, db = drain_now(flush=True)  # no model yet: two deterministic records
-    (old_id,), (new_id,) = ([r["record_id"] for r in db.query(
-        "select record_id from memory_records where session_id = ?", [s])] for s in ("old", "new"))
-    assert truth.mark_new(db, [new_id])["superseded"] == []  # the rules cannot tell
-    configure(write_config, llama_server, drain="supersede_model_calls = 2")
-    asker = judge.Judge.configured(db, settings.load())
-    done = truth.mark_new(db, [new_id], judge=asker)
-    (run,) = [dict(r) for r in db.query("select * from extraction_runs where reason = 'supersede'")]
-    assert asker.asked == 1 and run["model"] == MODEL and run["response_form"] == "json_object"
-    marked = db["memory_records"].get(old_id)["superseded_by"]
-    if run["outcome"] == "ok":
-        verdict = judge.Verdict.model_validate_json(judge.extract.FENCE.sub(r"\1", run["answer"]))
-        assert (marked == new_id) == verdict.supersedes and bool(done["superseded"]) == verdict.supersedes
-    else:
-        assert marked is None and run["error"] and done["superseded"] == []
-    assert db["memory_records"].count == 2  # nothing lost, nothing merged
-    print(f"\nreal model's supersede verdict: outcome {run['outcome']}, answer {run['answer'][:200]!r}, "
-          f"error {run['error'][:200]!r}")
 
 
 def test_the_server_killed_mid_batch_loses_nothing(home, make_event, drain_now, write_config):

@@ -12,11 +12,11 @@ import time
 import urllib.parse
 
 import pytest
+from pgserver import pg_database, pg_server  # noqa: F401 - fixtures
+from store_contract import T0, StoreContract, event, record
 
 from kirolearn.core.errors import KirolearnError, SchemaTooNew, StoreError
 from kirolearn.store.backends import open_store
-from pgserver import pg_database, pg_server  # noqa: F401 - fixtures
-from store_contract import StoreContract, T0, event, record
 
 _schemas = itertools.count(1)
 
@@ -72,9 +72,11 @@ class TestPostgresStore(StoreContract):
             url = self.schemas[name] = schema_url(self.database, schema)
             return PostgresStore(url, migrate=True)
         store = PostgresStore(url)
-        tables = store.conn.execute("select table_name from information_schema.tables where table_schema = "
-                                    "current_schema() and table_type = 'BASE TABLE' "
-                                    "and table_name != 'kirolearn_migrations'").fetchall()
+        tables = store.conn.execute(
+            "select table_name from information_schema.tables where table_schema = "
+            "current_schema() and table_type = 'BASE TABLE' "
+            "and table_name != 'kirolearn_migrations'"
+        ).fetchall()
         for row in tables:  # a few rows each: cheaper than TRUNCATE's new files
             store.conn.execute(f'delete from "{row["table_name"]}"')
         store.conn.commit()
@@ -138,15 +140,36 @@ def test_the_search_column_weighs_fields_by_class(new_schema):
 
     assert RANK_WEIGHTS[3] == 1.0 and RANK_WEIGHTS[0] < RANK_WEIGHTS[1] < RANK_WEIGHTS[2] < RANK_WEIGHTS[3]
     with PostgresStore(new_schema(), migrate=True) as store:
-        store.commit_extraction({"run_id": "r1", "batch_key": "b", "extractor": "deterministic", "outcome": "ok",
-                                 "started_at": T0},
-                                [record(1, title="Title words", summary="summary words", facts=["fact words"],
-                                        concepts=["concept"], files=["src/app/main.py"])], [])
+        store.commit_extraction(
+            {
+                "run_id": "r1",
+                "batch_key": "b",
+                "extractor": "deterministic",
+                "outcome": "ok",
+                "started_at": T0,
+            },
+            [
+                record(
+                    1,
+                    title="Title words",
+                    summary="summary words",
+                    facts=["fact words"],
+                    concepts=["concept"],
+                    files=["src/app/main.py"],
+                )
+            ],
+            [],
+        )
         vector = store.conn.execute("select search::text as v from memory_records").fetchone()["v"]
         store.conn.rollback()
     lexemes = dict(part.split(":", 1) for part in vector.replace("'", "").split(" "))
     # PostgreSQL prints class D (the summary's) without a letter
-    assert (lexemes["titl"], lexemes["concept"], lexemes["fact"], lexemes["summari"]) == ("1A", "3B", "8C", "10")
+    assert (lexemes["titl"], lexemes["concept"], lexemes["fact"], lexemes["summari"]) == (
+        "1A",
+        "3B",
+        "8C",
+        "10",
+    )
     assert lexemes["src"] == "4C" and lexemes["main"] == "6C"  # a path is split into its words
 
 
@@ -165,12 +188,18 @@ def test_a_forgotten_hash_blocks_a_concurrent_extraction(new_schema):
             import threading
 
             result = []
-            worker = threading.Thread(target=lambda: result.append(
-                b.commit_extraction(dict(run, run_id="r2"), [dict(rec, record_id="mr_again")], [])))
+            worker = threading.Thread(
+                target=lambda: result.append(
+                    b.commit_extraction(dict(run, run_id="r2"), [dict(rec, record_id="mr_again")], [])
+                )
+            )
             worker.start()
             wait_until_blocked(a, b.conn.info.backend_pid)  # b waits on the lock, it does not write
-            cur.execute("insert into forgotten_records (record_id, record_hash, forgotten_at) "
-                        "select 'mr_0001', %s, %s", [_hash(rec), T0])
+            cur.execute(
+                "insert into forgotten_records (record_id, record_hash, forgotten_at) "
+                "select 'mr_0001', %s, %s",
+                [_hash(rec), T0],
+            )
         worker.join(timeout=30)
         assert result == [0]
         assert b.get_record("mr_again") is None
@@ -183,7 +212,9 @@ def wait_until_blocked(store, pid: int, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     with psycopg.connect(store.url, autocommit=True) as probe:
         while time.monotonic() < deadline:
-            row = probe.execute("select wait_event_type from pg_stat_activity where pid = %s", [pid]).fetchone()
+            row = probe.execute(
+                "select wait_event_type from pg_stat_activity where pid = %s", [pid]
+            ).fetchone()
             if row and row[0] == "Lock":
                 return
             probe.execute("select pg_sleep(0.01)")
@@ -255,16 +286,34 @@ def test_a_restarted_connection_is_reopened(new_schema, pg_server):
 
 def test_a_sqlite_store_moves_to_postgresql_and_back_unchanged(new_schema, tmp_path):
     """What the team upload needs: export objects of one backend import into the other as they were."""
+    from store_contract import run as a_run
+    from store_contract import summary
+
     from kirolearn.store.postgres.store import PostgresStore
     from kirolearn.store.sqlite.store import SqliteStore
-    from store_contract import run as a_run, summary
 
     lite = SqliteStore(str(tmp_path / "local.db"))
     lite.add_events([event(1), event(2, state="done")])
-    lite.commit_extraction(a_run(1), [record(1, facts=["a fact"], concepts=["c"], files=["x.py"]),
-                                      record(2, summary="naïve café ✓")], ["ev0002"])
-    lite.add_session_summary(summary(1, next_steps=["next"], record_id="mr_0003"),
-                             record(3, kind="session_summary"))
+    claim = {
+        "file": "x.py",
+        "kind": "setting",
+        "key": "RETRIES",
+        "digest": "s" + "0" * 64,
+        "shown": "RETRIES = 3",
+    }
+    cited = dict(record(2, summary="naïve café ✓"), cites=["mr_0001"], work_signature="w1")
+    lite.commit_extraction(
+        a_run(1),
+        [dict(record(1, facts=["a fact"], concepts=["c"], files=["x.py"]), claims=[claim]), cited],
+        ["ev0002"],
+    )
+    lite.add_session_summary(
+        summary(1, next_steps=["next"], record_id="mr_0003"), record(3, kind="session_summary")
+    )
+    lite.pin("mr_0001", "supersede", "2026-01-02T00:00:00Z")
+    exported = list(lite.export_objects())
+    first = next(o for o in exported if o.get("record_id") == "mr_0001")
+    assert first["claims"] == [claim] and first["pinned"], first
     exported = list(lite.export_objects())
     with PostgresStore(new_schema(), migrate=True) as pg:
         assert pg.import_objects(exported)["records"] == {"added": 3, "present": 0}
@@ -292,13 +341,19 @@ def test_the_change_feed_never_skips_a_number_still_in_flight(new_schema):
     url = new_schema()
     with PostgresStore(url, migrate=True) as a, PostgresStore(url) as b, PostgresStore(url) as reader:
         with a._tx() as cur:  # a's record takes its number first and stays uncommitted
-            from kirolearn.store.postgres.store import _insert_many, _record_row, RECORD_COLUMNS
+            from kirolearn.store.postgres.store import RECORD_COLUMNS, _insert_many, _record_row
 
             _insert_many(cur, "memory_records", RECORD_COLUMNS, [_record_row(record(1))], "record_id")
             worker = threading.Thread(target=lambda: b.add_records([record(2)]))
             worker.start()
             wait_until_blocked(a, b.conn.info.backend_pid)  # b waits: it cannot take a later number yet
-            assert reader.changes(["p1"]) == {"records": [], "forgotten": [], "purged": [], "marks": [], "after": 0}
+            assert reader.changes(["p1"]) == {
+                "records": [],
+                "forgotten": [],
+                "purged": [],
+                "marks": [],
+                "after": 0,
+            }
         worker.join(timeout=30)
         first = reader.changes(["p1"])
         assert ids_of(first["records"]) == ["mr_0001", "mr_0002"]
@@ -343,8 +398,16 @@ def test_common_words_are_searched_as_in_sqlite(new_schema):
     from kirolearn.store.postgres.store import PostgresStore
 
     with PostgresStore(new_schema(), migrate=True) as store:
-        store.commit_extraction({"run_id": "r1", "batch_key": "b", "extractor": "deterministic", "outcome": "ok",
-                                 "started_at": T0},
-                                [record(1, summary="it is not about the cache"), record(2, summary="cache only")], [])
+        store.commit_extraction(
+            {
+                "run_id": "r1",
+                "batch_key": "b",
+                "extractor": "deterministic",
+                "outcome": "ok",
+                "started_at": T0,
+            },
+            [record(1, summary="it is not about the cache"), record(2, summary="cache only")],
+            [],
+        )
         assert ids_of(store.search(["about"])) == ["mr_0001"]
         assert ids_of(store.search(["not", "about"])) == ["mr_0001"]

@@ -10,22 +10,33 @@ import json
 import re
 
 import pytest
+from pgserver import pg_database, pg_server, pg_url  # noqa: F401 - fixtures
+from store_contract import record
 
 from kirolearn.core import paths
 from kirolearn.store.postgres.migrations import MIGRATIONS
 from kirolearn.store.sqlite.store import SqliteStore
 from kirolearn.team import sync as team_sync
-from pgserver import pg_database, pg_server, pg_url  # noqa: F401 - fixtures
-from store_contract import record
 
-TABLES = {"events", "memory_records", "record_changes", "forgotten_records", "session_summaries",
-          "extraction_runs", "record_audit"}
+TABLES = {
+    "events",
+    "memory_records",
+    "record_changes",
+    "forgotten_records",
+    "session_summaries",
+    "extraction_runs",
+    "record_audit",
+}
 
 
 def rec(n: int, project: str, actor: str, session: str = "s1") -> dict:
-    return dict(record(n, project=project, session=session, title=f"checkout {actor} {n}"), actor=actor,
-                record_id=f"mr_{actor}_{project}_{n:04d}", source_event_ids=[f"ev_{actor}_{n:04d}"],
-                run_id=f"run_{actor}_{n // 10}")
+    return dict(
+        record(n, project=project, session=session, title=f"checkout {actor} {n}"),
+        actor=actor,
+        record_id=f"mr_{actor}_{project}_{n:04d}",
+        source_event_ids=[f"ev_{actor}_{n:04d}"],
+        run_id=f"run_{actor}_{n // 10}",
+    )
 
 
 @pytest.fixture
@@ -63,9 +74,14 @@ class Plans:
     def __enter__(self):
         conn = self.store.conn
         conn.add_notice_handler(self._notice)
-        for setting in ("load 'auto_explain'", "set auto_explain.log_min_duration = 0",
-                        "set auto_explain.log_format = json", "set auto_explain.log_level = notice",
-                        "set client_min_messages = notice", "set enable_seqscan = off"):
+        for setting in (
+            "load 'auto_explain'",
+            "set auto_explain.log_min_duration = 0",
+            "set auto_explain.log_format = json",
+            "set auto_explain.log_level = notice",
+            "set client_min_messages = notice",
+            "set enable_seqscan = off",
+        ):
             conn.execute(setting)
         conn.commit()
         return self
@@ -80,8 +96,11 @@ class Plans:
     def __exit__(self, *exc):
         conn = self.store.conn
         conn.remove_notice_handler(self._notice)
-        for setting in ("set auto_explain.log_min_duration = -1", "set client_min_messages = warning",
-                        "reset enable_seqscan"):
+        for setting in (
+            "set auto_explain.log_min_duration = -1",
+            "set client_min_messages = warning",
+            "reset enable_seqscan",
+        ):
             conn.execute(setting)
         conn.commit()
 
@@ -119,8 +138,9 @@ def test_a_sync_pass_finds_its_pending_work_through_indexes(team, mate, home):
     assert len(feed) >= 3, [doc["Query Text"] for doc in plans.found]
     for plan in feed:
         reads = list(under(plan, "record_changes"))
-        assert reads and all(parent == "Limit" and index == "idx_record_changes_feed"
-                             for parent, index in reads), plan
+        assert reads and all(
+            parent == "Limit" and index == "idx_record_changes_feed" for parent, index in reads
+        ), plan
 
 
 def under(node: dict, table: str, parent: str = ""):
@@ -156,8 +176,10 @@ def test_a_purge_keeps_the_events_a_live_record_or_a_kept_tombstone_cites(team):
     assert team.event_ids_present(["ev0001", "ev0002", "ev0003", "ev0004"]) == {"ev0002", "ev0003"}
 
 
-def test_pg008_upgrades_a_team_store_made_at_pg007(pg_url):
+def test_pg008_upgrades_a_team_store_made_at_pg007(pg_url, monkeypatch):
     import psycopg
+
+    from kirolearn.store.postgres import store as pgstore
 
     from kirolearn.core.errors import StoreError
     from kirolearn.store.postgres.migrations import LEDGER
@@ -170,18 +192,30 @@ def test_pg008_upgrades_a_team_store_made_at_pg007(pg_url):
         for name, ddl in MIGRATIONS[:at]:
             conn.execute(ddl)
             conn.execute("insert into kirolearn_migrations (name) values (%s)", [name])
-    with PostgresStore(pg_url, check=False) as old:
-        old.add_records([rec(n, "p1", "ana") for n in range(30)])
-        old.forget(["mr_ana_p1_0003"], reason="test", actor="ana")
+    with monkeypatch.context() as m:  # pg007's kirolearn knew no later column
+        older = tuple(c for c in pgstore.RECORD_COLUMNS if c not in ("claims", "cites", "work_signature", "pinned"))
+        m.setattr(pgstore, "RECORD_COLUMNS", older)
+        m.setattr(pgstore, "_RECORD_SELECT", ", ".join(f"r.{c}" for c in older))
+        with PostgresStore(pg_url, check=False) as old:
+            old.add_records([rec(n, "p1", "ana") for n in range(30)])
+            old.forget(["mr_ana_p1_0003"], reason="test", actor="ana")
     with pytest.raises(StoreError, match="pg008_scale_indexes"):
         PostgresStore(pg_url)
     with PostgresStore(pg_url, check=False) as store:
         assert store.migrate() == names[at:]
     with PostgresStore(pg_url) as store:
-        indexes = {r["indexname"] for r in store.conn.execute(
-            "select indexname from pg_indexes where schemaname = current_schema()").fetchall()}
-        assert {"idx_records_source_events", "idx_records_run", "idx_forgotten_source_events",
-                "idx_record_changes_feed"} <= indexes and "idx_record_changes_project" not in indexes
+        indexes = {
+            r["indexname"]
+            for r in store.conn.execute(
+                "select indexname from pg_indexes where schemaname = current_schema()"
+            ).fetchall()
+        }
+        assert {
+            "idx_records_source_events",
+            "idx_records_run",
+            "idx_forgotten_source_events",
+            "idx_record_changes_feed",
+        } <= indexes and "idx_record_changes_project" not in indexes
         assert store.counts()["records"] == 29
         assert len(store.changes(["p1"], limit=100)["records"]) == 29
         assert store.purge(["mr_ana_p1_0003"], actor="ana") == 1
@@ -194,14 +228,18 @@ def test_a_sync_after_new_rows_moves_exactly_those_rows(team, mate, home, monkey
     assert (joined.records_received, joined.records_sent) == (9, 0)
     again = team_sync.sync(home, team, ["p1"], me="ana")  # the 9 that came down: held there already
     assert (again.records_received, again.records_sent) == (0, 0)
-    mate.add_records([rec(n, "p1", "ben") for n in range(9, 20)] + [rec(n, "p2", "ben") for n in range(9, 30)])
+    mate.add_records(
+        [rec(n, "p1", "ben") for n in range(9, 20)] + [rec(n, "p2", "ben") for n in range(9, 30)]
+    )
     home.add_records([rec(n, "p1", "ana") for n in range(7)])
     mate.forget(["mr_ben_p1_0002"], reason="wrong", actor="ben")
     stats = team_sync.sync(home, team, ["p1"], me="ana")
     assert (stats.records_received, stats.records_sent, stats.forgets_received) == (11, 7, 1)
     settled = team_sync.sync(home, team, ["p1"], me="ana")
     assert (settled.records_received, settled.records_sent, settled.forgets_received) == (0, 0, 0)
-    held_here = {r[0] for r in home.db.execute("select record_id from memory_records where project_id = 'p1'")}
+    held_here = {
+        r[0] for r in home.db.execute("select record_id from memory_records where project_id = 'p1'")
+    }
     held_there = {r["record_id"] for r in team.list_records(project_id="p1", limit=1000)}
     assert held_here == held_there and len(held_here) == 20 - 1 + 7
     assert not {r for r in held_here if r.startswith("mr_ben_p2")}
@@ -217,9 +255,13 @@ def test_the_feed_pages_of_several_projects_hold_each_change_once_in_order(team)
             break
         read += [r["record_id"] for r in page["records"]] + [f"-{t['record_id']}" for t in page["forgotten"]]
         after = page["after"]
-    want = [r["record_id"] for r in team.conn.execute(
-        "select record_id from record_changes where project_id in ('p1', 'p2') and change = 'record' "
-        "and record_id <> 'mr_ana_p2_0004' order by seq").fetchall()]
+    want = [
+        r["record_id"]
+        for r in team.conn.execute(
+            "select record_id from record_changes where project_id in ('p1', 'p2') and change = 'record' "
+            "and record_id <> 'mr_ana_p2_0004' order by seq"
+        ).fetchall()
+    ]
     team.conn.commit()
     assert len(read) == len(set(read)) == 29 + 1  # 29 live records, one tombstone
     assert [r for r in read if not r.startswith("-")] == want and "-mr_ana_p2_0004" in read
@@ -247,4 +289,5 @@ def test_events_in_the_overlap_go_up_once_and_a_late_one_still_goes(team, home, 
     late = team_sync.sync(home, team, ["p1"], me="ana")
     assert late.events_sent == 1
     assert team.event_ids_present([f"ev_ana_{n:04d}" for n in (0, 1, 2, 3, 4, 9)]) == {
-        f"ev_ana_{n:04d}" for n in (0, 1, 2, 3, 4, 9)}
+        f"ev_ana_{n:04d}" for n in (0, 1, 2, 3, 4, 9)
+    }

@@ -10,14 +10,14 @@ import os
 
 import pytest
 from click.testing import CliRunner
-
-from kirolearn.core import paths
-from kirolearn.team import membership as team
-from kirolearn.core import project as projects
-from kirolearn.cli.commands import cli
-from kirolearn.team import sync as team_sync
-from kirolearn.store.sqlite.store import SqliteStore
 from pgserver import pg_database, pg_server, pg_url  # noqa: F401 - fixtures
+
+from kirolearn.cli.commands import cli
+from kirolearn.core import paths
+from kirolearn.core import project as projects
+from kirolearn.store.sqlite.store import SqliteStore
+from kirolearn.team import membership as team
+from kirolearn.team import sync as team_sync
 
 
 def clone(path, url):
@@ -43,18 +43,24 @@ def team_store(request, tmp_path):
 def world(tmp_path, team_store):
     projects.forget_cached_ids()
     devs = {
-        "ana": {"home": tmp_path / "ana" / ".kirolearn",
-                "shop": clone(tmp_path / "ana" / "src" / "shop", "git@github.com:acme/shop.git")},
-        "ben": {"home": tmp_path / "ben" / ".kirolearn",
-                "shop": clone(tmp_path / "ben" / "work" / "shop-clone", "https://ben:tok@github.com/Acme/shop"),
-                "side": clone(tmp_path / "ben" / "side", "git@github.com:ben/side.git")},
+        "ana": {
+            "home": tmp_path / "ana" / ".kirolearn",
+            "shop": clone(tmp_path / "ana" / "src" / "shop", "git@github.com:acme/shop.git"),
+        },
+        "ben": {
+            "home": tmp_path / "ben" / ".kirolearn",
+            "shop": clone(tmp_path / "ben" / "work" / "shop-clone", "https://ben:tok@github.com/Acme/shop"),
+            "side": clone(tmp_path / "ben" / "side", "git@github.com:ben/side.git"),
+        },
     }
     yield devs, team_store
     projects.forget_cached_ids()
 
 
 def cli_as(dev, *args):
-    result = CliRunner().invoke(cli, list(args), env={"KIROLEARN_HOME": str(dev["home"]), "KIROLEARN_ACTOR": None})
+    result = CliRunner().invoke(
+        cli, list(args), env={"KIROLEARN_HOME": str(dev["home"]), "KIROLEARN_ACTOR": None}
+    )
     assert result.exit_code == 0, result.output
     return result.output
 
@@ -65,7 +71,10 @@ def turn(dev, where, session, prompt, answer):
     from kirolearn.capture import spool
 
     with paths.using_home(str(dev["home"])):
-        for name, payload in (("userPromptSubmit", {"prompt": prompt}), ("stop", {"assistant_response": answer})):
+        for name, payload in (
+            ("userPromptSubmit", {"prompt": prompt}),
+            ("stop", {"assistant_response": answer}),
+        ):
             event = ev.build_event(name, {"cwd": str(dev[where]), "session_id": session, **payload})
             spool.append(event["event_id"], ev.serialize(event))
 
@@ -83,8 +92,13 @@ def test_what_ana_learns_in_her_clone_reaches_bens_clone_and_nothing_else(world,
     devs, team_store = world
     ana, ben = devs["ana"], devs["ben"]
     monkeypatch.setenv("USER", "ana")
-    turn(ana, "shop", "s-ana", "why does the nightly export job time out",
-         "The nightly export scans orders: orders.created_at has no index, so add one.")
+    turn(
+        ana,
+        "shop",
+        "s-ana",
+        "why does the nightly export job time out",
+        "The nightly export scans orders: orders.created_at has no index, so add one.",
+    )
     cli_as(ana, "drain", "--flush")
     cli_as(ana, "team", "join", "--project", str(ana["shop"]))
     sent = sync_as(ana, "ana", team_store)
@@ -100,17 +114,22 @@ def test_what_ana_learns_in_her_clone_reaches_bens_clone_and_nothing_else(world,
     # ben's clone (another path, another URL form) is the same project: ana's memory is there, by ana
     listed = json.loads(cli_as(ben, "list", "--project", str(ben["shop"]), "--json"))
     assert listed and {(r["actor"], r["agent"]) for r in listed} == {("ana", "kiro")}
-    shown = cli_as(ben, "context", "--prompt", "nightly export timeout", "--session", "s2", "--project", str(ben["shop"]))
+    shown = cli_as(
+        ben, "context", "--prompt", "nightly export timeout", "--session", "s2", "--project", str(ben["shop"])
+    )
     assert "orders.created_at has no index" in shown and " · by ana" in shown  # attributed to ana
     start = cli_as(ben, "context", "--session-start", "--project", str(ben["shop"]))
     assert "export" in start and " · by ana" in start
     monkeypatch.setenv("USER", "ana")  # ana's own memory never says "by ana" to her
-    own = cli_as(ana, "context", "--prompt", "nightly export timeout", "--session", "s2", "--project", str(ana["shop"]))
+    own = cli_as(
+        ana, "context", "--prompt", "nightly export timeout", "--session", "s2", "--project", str(ana["shop"])
+    )
     assert "orders.created_at has no index" in own and " · by " not in own
     monkeypatch.setenv("USER", "ben")
     # ben's other project shows nothing of ana's, and nothing of it reached the team store
-    assert "(nothing would be injected)" in cli_as(ben, "context", "--prompt", "nightly export timeout", "--session", "s2",
-                                                   "--project", str(ben["side"]))
+    assert "(nothing would be injected)" in cli_as(
+        ben, "context", "--prompt", "nightly export timeout", "--session", "s2", "--project", str(ben["side"])
+    )
     with paths.using_home(str(ben["home"])):
         side_id = projects.project_id(str(ben["side"]))
     assert team_store.list_records(project_id=side_id) == []
@@ -121,7 +140,9 @@ def test_what_ana_learns_in_her_clone_reaches_bens_clone_and_nothing_else(world,
     cli_as(ana, "forget", record_id, "--reason", "wrong", "--yes")
     assert sync_as(ana, "ana", team_store).forgets_sent == 1
     assert sync_as(ben, "ben", team_store).forgets_received == 1
-    assert record_id not in {r["record_id"] for r in json.loads(cli_as(ben, "list", "--all-projects", "--json"))}
+    assert record_id not in {
+        r["record_id"] for r in json.loads(cli_as(ben, "list", "--all-projects", "--json"))
+    }
 
     # she restores it: team-wide too, so it is back in ben's cache
     cli_as(ana, "restore", record_id)
@@ -166,16 +187,23 @@ def test_the_drain_syncs_and_a_server_that_was_down_gets_everything_once(tmp_pat
     """The issue's two-developer test, through `kirolearn drain` with KIROLEARN_STORE_URL set."""
     cluster, url = own_server
     projects.forget_cached_ids()
-    ana = {"home": tmp_path / "ana" / ".kirolearn",
-           "shop": clone(tmp_path / "ana" / "shop", "git@github.com:acme/shop.git")}
-    ben = {"home": tmp_path / "ben" / ".kirolearn",
-           "shop": clone(tmp_path / "ben" / "co" / "shop", "https://github.com/acme/shop.git"),
-           "side": clone(tmp_path / "ben" / "side", "git@github.com:ben/side.git")}
+    ana = {
+        "home": tmp_path / "ana" / ".kirolearn",
+        "shop": clone(tmp_path / "ana" / "shop", "git@github.com:acme/shop.git"),
+    }
+    ben = {
+        "home": tmp_path / "ben" / ".kirolearn",
+        "shop": clone(tmp_path / "ben" / "co" / "shop", "https://github.com/acme/shop.git"),
+        "side": clone(tmp_path / "ben" / "side", "git@github.com:ben/side.git"),
+    }
 
     def run(dev, who, *args):
         monkeypatch.setenv("USER", who)
-        result = CliRunner().invoke(cli, list(args), env={"KIROLEARN_HOME": str(dev["home"]),
-                                                          "KIROLEARN_STORE_URL": url, "KIROLEARN_ACTOR": None})
+        result = CliRunner().invoke(
+            cli,
+            list(args),
+            env={"KIROLEARN_HOME": str(dev["home"]), "KIROLEARN_STORE_URL": url, "KIROLEARN_ACTOR": None},
+        )
         assert result.exit_code == 0, result.output
         return result.output
 
@@ -188,8 +216,14 @@ def test_the_drain_syncs_and_a_server_that_was_down_gets_everything_once(tmp_pat
 
     run(ana, "ana", "team", "join", "--project", str(ana["shop"]))
     run(ben, "ben", "team", "join", "--project", str(ben["shop"]))
-    spool(ana, "ana", "shop", "s-a1", "why does the nightly export job time out",
-         "The nightly export scans orders: orders.created_at has no index, so add one.")
+    spool(
+        ana,
+        "ana",
+        "shop",
+        "s-a1",
+        "why does the nightly export job time out",
+        "The nightly export scans orders: orders.created_at has no index, so add one.",
+    )
     spool(ben, "ben", "side", "s-b0", "plans for the side project", "Nothing to share here.")
     sent = drain(ana, "ana")["team"]
     assert sent["error"] == "" and sent["events_sent"] == 2 and sent["records_sent"] >= 1
@@ -198,14 +232,38 @@ def test_the_drain_syncs_and_a_server_that_was_down_gets_everything_once(tmp_pat
     assert got["events_sent"] == 0  # ben's side project is not shared: nothing of it left his machine
     start = run(ben, "ben", "context", "--session-start", "--project", str(ben["shop"]))
     assert "orders.created_at has no index" in start and " · by ana" in start  # ana's turn, attributed
-    side = run(ben, "ben", "context", "--prompt", "nightly export timeout", "--session", "s2", "--project", str(ben["side"]))
+    side = run(
+        ben,
+        "ben",
+        "context",
+        "--prompt",
+        "nightly export timeout",
+        "--session",
+        "s2",
+        "--project",
+        str(ben["side"]),
+    )
     assert "orders.created_at" not in side
 
     cluster.pause()  # the team server goes down: both keep capturing and draining
-    spool(ana, "ana", "shop", "s-a2", "the export retries forever on a deadlock", "Cap export retries at three.")
-    spool(ben, "ben", "shop", "s-b1", "replica lag breaks the report", "Never run the report against the replica.")
+    spool(
+        ana, "ana", "shop", "s-a2", "the export retries forever on a deadlock", "Cap export retries at three."
+    )
+    spool(
+        ben,
+        "ben",
+        "shop",
+        "s-b1",
+        "replica lag breaks the report",
+        "Never run the report against the replica.",
+    )
     down_a, down_b = drain(ana, "ana"), drain(ben, "ben")
-    assert down_a["stored"] == 2 and down_a["team"]["error"] and down_b["stored"] == 2 and down_b["team"]["error"]
+    assert (
+        down_a["stored"] == 2
+        and down_a["team"]["error"]
+        and down_b["stored"] == 2
+        and down_b["team"]["error"]
+    )
     status = json.loads(run(ben, "ben", "status", "--json"))["team"]
     assert status["last_error"] and status["cache_synced_at"] and status["shared_projects"] == 1
 
@@ -222,12 +280,22 @@ def test_the_drain_syncs_and_a_server_that_was_down_gets_everything_once(tmp_pat
     with psycopg.connect(url) as conn:
         total, distinct = conn.execute("select count(*), count(distinct event_id) from events").fetchone()
         hashes, distinct_hashes = conn.execute(
-            "select count(*), count(distinct record_hash) from memory_records").fetchone()
+            "select count(*), count(distinct record_hash) from memory_records"
+        ).fetchone()
     assert total == distinct == 6  # ana's 2 + 2, ben's 2 of the shared project; none of his side project
     assert hashes == distinct_hashes
     for dev, who in ((ana, "ana"), (ben, "ben")):
-        found = run(dev, who, "context", "--prompt", "replica report export retries deadlock", "--session", "s2",
-                    "--project", str(dev["shop"]))
+        found = run(
+            dev,
+            who,
+            "context",
+            "--prompt",
+            "replica report export retries deadlock",
+            "--session",
+            "s2",
+            "--project",
+            str(dev["shop"]),
+        )
         assert "replica" in found and "retries" in found.lower()
     projects.forget_cached_ids()
 
@@ -241,10 +309,16 @@ def test_issue_34s_shapes_never_reach_the_team_store(world, monkeypatch):
     devs, team_store = world
     ana = devs["ana"]
     monkeypatch.setenv("USER", "ana")
-    turn(ana, "shop", "s-34", "my netrc:\nmachine api.example.com login bob password " + PW
-         + "\n＜private＞12 Oak Street＜/private＞",
-         f"Cookie: sessionid={SID}; theme=dark\nUPSTREAM=Bearer {TOKEN}\n"
-         f"DATABASE_URL=postgres://app:{PW[:5]}\n{PW[5:]}2@db.internal/app")
+    turn(
+        ana,
+        "shop",
+        "s-34",
+        "my netrc:\nmachine api.example.com login bob password "
+        + PW
+        + "\n＜private＞12 Oak Street＜/private＞",
+        f"Cookie: sessionid={SID}; theme=dark\nUPSTREAM=Bearer {TOKEN}\n"
+        f"DATABASE_URL=postgres://app:{PW[:5]}\n{PW[5:]}2@db.internal/app",
+    )
     cli_as(ana, "drain", "--flush")
     cli_as(ana, "team", "join", "--project", str(ana["shop"]))
     sent = sync_as(ana, "ana", team_store)
@@ -261,11 +335,21 @@ def chore(dev, session, prompt, command, output):
     from kirolearn.capture import spool
 
     with paths.using_home(str(dev["home"])):
-        for name, payload in (("userPromptSubmit", {"prompt": prompt}),
-                              ("postToolUse", {"tool_name": "execute_bash", "tool_input": {"command": command},
-                                               "tool_response": {"success": True, "result": [
-                                                   {"exit_status": "0", "stdout": output, "stderr": ""}]}}),
-                              ("stop", {"assistant_response": f"Done: {output}."})):
+        for name, payload in (
+            ("userPromptSubmit", {"prompt": prompt}),
+            (
+                "postToolUse",
+                {
+                    "tool_name": "execute_bash",
+                    "tool_input": {"command": command},
+                    "tool_response": {
+                        "success": True,
+                        "result": [{"exit_status": "0", "stdout": output, "stderr": ""}],
+                    },
+                },
+            ),
+            ("stop", {"assistant_response": f"Done: {output}."}),
+        ):
             event = ev.build_event(name, {"cwd": str(dev["shop"]), "session_id": session, **payload})
             spool.append(event["event_id"], ev.serialize(event))
 
@@ -277,10 +361,13 @@ def test_a_merge_survivors_new_lists_reach_the_team_store_and_the_teammate_once(
     ana, ben = devs["ana"], devs["ben"]
     monkeypatch.setenv("USER", "ana")
     cli_as(ana, "team", "join", "--project", str(ana["shop"]))
-    for i, (prompt, command) in enumerate((("regenerate the changelog for the release", "git cliff -o CHANGELOG.md"),
-                                           ("refresh CHANGELOG.md from the commits", "git cliff --output CHANGELOG.md"))):
-        chore(ana, f"c{i}", prompt, command, f"wrote {12 + i} entries")
-        cli_as(ana, "drain", "--flush")  # one pass each: the drain's own merge wants the very same lines
+    with open(ana["home"] / "config.toml", "a", encoding="utf-8") as fh:
+        fh.write("\n[drain]\nauto_merge = false\n")  # consolidate does the merging here
+    for i, prompt in enumerate(
+        ("regenerate the changelog for the release", "refresh CHANGELOG.md from the commits")
+    ):
+        chore(ana, f"c{i}", prompt, "git cliff -o CHANGELOG.md", f"wrote {12 + i} entries")
+        cli_as(ana, "drain", "--flush")
     assert sync_as(ana, "ana", team_store).records_sent == 2
     monkeypatch.setenv("USER", "ben")
     cli_as(ben, "team", "join", "--project", str(ben["shop"]))

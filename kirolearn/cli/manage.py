@@ -11,24 +11,47 @@ import sys
 
 import click
 
-from kirolearn.cli.common import existing_db, project_root_of, project_where, say_if_no_database, since_option, cli, json_option
-from kirolearn.core.observation_types import OBSERVATION_TYPES, kind_label
+from kirolearn.cli.common import (
+    cli,
+    existing_store,
+    json_option,
+    project_root_of,
+    project_where,
+    say_if_no_database,
+    since_option,
+)
 from kirolearn.core.marks import OUTCOMES
+from kirolearn.core.observation_types import OBSERVATION_TYPES, kind_label
 
 
 def filter_options(func):
     """The filters `list` and `search` share."""
-    for option in reversed([
-        click.option("--project", type=click.Path(file_okay=False, exists=True),
-                     help="Project directory (default: the current one)."),
-        click.option("--all-projects", is_flag=True, help="Every project."),
-        click.option("--type", "types", multiple=True, type=click.Choice(OBSERVATION_TYPES),
-                     help="Only records of this observation type (repeatable)."),
-        click.option("--since", callback=lambda c, p, v: since_option(v),
-                     help="Only records since an age (7d, 12h, 30m, 2w) or a date (2026-11-01)."),
-        click.option("--session", "session_id", help="Only records of this session id."),
-        click.option("--file", help="Only records that touched this file (a path, or its tail such as src/app.py)."),
-    ]):
+    for option in reversed(
+        [
+            click.option(
+                "--project",
+                type=click.Path(file_okay=False, exists=True),
+                help="Project directory (default: the current one).",
+            ),
+            click.option("--all-projects", is_flag=True, help="Every project."),
+            click.option(
+                "--type",
+                "types",
+                multiple=True,
+                type=click.Choice(OBSERVATION_TYPES),
+                help="Only records of this observation type (repeatable).",
+            ),
+            click.option(
+                "--since",
+                callback=lambda c, p, v: since_option(v),
+                help="Only records since an age (7d, 12h, 30m, 2w) or a date (2026-11-01).",
+            ),
+            click.option("--session", "session_id", help="Only records of this session id."),
+            click.option(
+                "--file", help="Only records that touched this file (a path, or its tail such as src/app.py)."
+            ),
+        ]
+    ):
         func = option(func)
     return func
 
@@ -41,10 +64,9 @@ def _scope(project, all_projects):
 
 def _refuse_lost() -> None:
     """A lost database (the marker says it existed) is StoreLost here too, as in drain, status and export."""
-    from kirolearn.core import paths
-    from kirolearn.store.sqlite import db as store
+    from kirolearn.store.backends import refuse_lost
 
-    store.refuse_lost(paths.db_path())
+    refuse_lost()
 
 
 def _no_database(record_id: str):
@@ -72,7 +94,14 @@ def _line(record, *, with_project=False) -> str:
 
 @cli.command(name="list")
 @filter_options
-@click.option("-n", "--limit", type=click.IntRange(1, 10_000), default=20, show_default=True, help="Most records to show.")
+@click.option(
+    "-n",
+    "--limit",
+    type=click.IntRange(1, 10_000),
+    default=20,
+    show_default=True,
+    help="Most records to show.",
+)
 @click.option("--forgotten", is_flag=True, help="List forgotten records (restorable until purged) instead.")
 @json_option
 def list_command(project, all_projects, types, since, session_id, file, limit, forgotten, json_):
@@ -86,40 +115,82 @@ def list_command(project, all_projects, types, since, session_id, file, limit, f
         kirolearn list --forgotten
     """
     from kirolearn.manage import records as manage
-    from kirolearn.store.sqlite import records as recordstore
 
     root = _scope(project, all_projects)
     if forgotten and (types or since or session_id or file):
-        raise click.UsageError("--forgotten lists tombstones by project only: "
-                               "drop --type, --since, --session, --file")
-    db = existing_db()  # None on a fresh home; StoreLost when it was lost
-    if db is None:
+        raise click.UsageError(
+            "--forgotten lists tombstones by project only: drop --type, --since, --session, --file"
+        )
+    store = existing_store()  # None on a fresh home; StoreLost when it was lost
+    if store is None:
         say_if_no_database()
     if forgotten:
-        rows = manage.clean(recordstore.list_forgotten(db, project_id=manage.project_id_of(root),
-                                                       limit=limit)) if db is not None else []
+        rows = (
+            manage.clean(store.list_forgotten(project_id=manage.project_id_of(root), limit=limit))
+            if store is not None
+            else []
+        )
         if json_:
             _echo_json(rows)
             return
         for row in rows:
             title = row["record"]["title"] if row["record"] else "(purged)"
             reason = f" ({row['reason']})" if row["reason"] else ""
-            click.echo(manage.terminal(f"{row['record_id']}  forgotten {row['forgotten_at'][:16].replace('T', ' ')} "
-                                       f"by {row['actor']}{reason}: {' '.join(title.split())}"))
+            click.echo(
+                manage.terminal(
+                    f"{row['record_id']}  forgotten {row['forgotten_at'][:16].replace('T', ' ')} "
+                    f"by {row['actor']}{reason}: {' '.join(title.split())}"
+                )
+            )
         if not rows:
-            click.echo(f"No forgotten records in {'any project' if all_projects else project_where(project)}.",
-                       err=True)
+            click.echo(
+                f"No forgotten records in {'any project' if all_projects else project_where(project)}.",
+                err=True,
+            )
         return
-    rows = manage.list_records(project_root=root, types=types, since=since, session_id=session_id, file=file,
-                               limit=limit, db=db) if db is not None else []
+    rows = (
+        manage.list_records(
+            project_root=root,
+            types=types,
+            since=since,
+            session_id=session_id,
+            file=file,
+            limit=limit,
+            store=store,
+        )
+        if store is not None
+        else []
+    )
     if json_:
         _echo_json(rows)
         return
     for row in rows:
         click.echo(_line(row, with_project=all_projects))
     if not rows:
-        click.echo(f"No memory records in {'any project' if all_projects else project_where(project)} match.",
-                   err=True)
+        click.echo(
+            f"No memory records in {'any project' if all_projects else project_where(project)} match.",
+            err=True,
+        )
+
+
+def _claim_line(claim: dict) -> str:
+    """One claim and this machine's check of it: `config/app.toml [production] LOG_LEVEL = WARNING: changed,
+    now ERROR (by mr_…)`."""
+    scope, _, name = (claim.get("key") or "").rpartition(".")
+    if claim.get("kind") == "lines":
+        what = f"{claim['file']}: {len(claim.get('lines') or [])} lines written"
+    elif claim.get("kind") == "symbol":
+        what = f"{claim['file']}: {claim['key']}"
+    else:
+        where = f" [{scope}]" if scope and claim.get("kind") == "setting" else ""
+        what = f"{claim['file']}{where} {name if where else claim.get('key')} = {claim.get('shown')}"
+    state = claim.get("state") or "current"
+    if state != "current":
+        what += f": {state}" + (f", now {claim['now']}" if claim.get("now") else "")
+        what += f" (by {claim['by_record']})" if claim.get("by_record") else ""
+    if claim.get("path") and claim["path"] != claim["file"]:
+        what += f" (now at {claim['path']})"
+    return what
 
 
 @cli.command(name="show")
@@ -129,10 +200,10 @@ def show_command(record_id, json_):
     """Show one record with its provenance: source events, extraction run, redactions, session, history."""
     from kirolearn.manage import records as manage
 
-    db = existing_db()  # StoreLost when it was lost, not "there is no database yet"
-    if db is None:
+    store = existing_store()  # StoreLost when it was lost, not "there is no database yet"
+    if store is None:
         raise _no_database(record_id)
-    found = manage.show(record_id, db=db)
+    found = manage.show(record_id, store=store)
     record_id = found["record_id"]  # the full id of a unique prefix
     if json_:
         _echo_json(found)
@@ -141,15 +212,30 @@ def show_command(record_id, json_):
     rec = found["record"]
     if rec is None:
         f = found["forgotten"]
-        click.echo(t(f"{record_id}: forgotten {f['forgotten_at']} and purged {f['purged_at']}: its text is gone"))
+        click.echo(
+            t(f"{record_id}: forgotten {f['forgotten_at']} and purged {f['purged_at']}: its text is gone")
+        )
         return
-    status = "" if found["status"] == "live" else (
-        f"  ** forgotten {found['forgotten']['forgotten_at']} by {found['forgotten']['actor']}"
-        + (f": {found['forgotten']['reason']}" if found["forgotten"]["reason"] else "")
-        + f" (kirolearn restore {record_id}) **")
-    click.echo(t(f"{rec['record_id']}  [{kind_label(rec['observation_type'], rec.get('strategy'))}] {' '.join(rec['title'].split())}{status}"))
-    click.echo(t(f"project {rec['project_root']} · session {rec['session_id']} · {rec['created_at']} · "
-                 f"strategy {rec['strategy']}"))
+    status = (
+        ""
+        if found["status"] == "live"
+        else (
+            f"  ** forgotten {found['forgotten']['forgotten_at']} by {found['forgotten']['actor']}"
+            + (f": {found['forgotten']['reason']}" if found["forgotten"]["reason"] else "")
+            + f" (kirolearn restore {record_id}) **"
+        )
+    )
+    click.echo(
+        t(
+            f"{rec['record_id']}  [{kind_label(rec['observation_type'], rec.get('strategy'))}] {' '.join(rec['title'].split())}{status}"
+        )
+    )
+    click.echo(
+        t(
+            f"project {rec['project_root']} · session {rec['session_id']} · {rec['created_at']} · "
+            f"strategy {rec['strategy']}"
+        )
+    )
     if rec.get("actor"):
         click.echo(t(f"by {rec['actor']} on {rec.get('host') or '?'} with {rec.get('agent') or '?'}"))
     marks = found.get("marks") or {}
@@ -161,35 +247,60 @@ def show_command(record_id, json_):
         click.echo(t("supersedes " + ", ".join(marks["supersedes"])))
     if marks.get("merged_from"):
         click.echo(t("merged from " + ", ".join(marks["merged_from"])))
+    for rule, at in sorted((rec.get("pinned") or {}).items()):
+        click.echo(t(f"pinned against {rule} since {at} (a restore: that rule never marks it again)"))
+    if rec.get("cites"):
+        click.echo(t("cites " + ", ".join(rec["cites"]) + " (it repeats them: their marks are its marks)"))
+    for claim in found.get("claims") or ():
+        click.echo(t("claim: " + _claim_line(claim)))
     click.echo("")
     from kirolearn.privacy.sanitize import quote
 
-    click.echo(quote(t(rec["summary"]).split("\n")))  # memory text: every line quoted, as in the context block
+    click.echo(
+        quote(t(rec["summary"]).split("\n"))
+    )  # memory text: every line quoted, as in the context block
     for head, key in (("facts", "facts"), ("concepts", "concepts"), ("files", "files_touched")):
         if rec[key]:
             click.echo(t(f"{head}: " + "; ".join(" ".join(str(v).split()) for v in rec[key])))
     click.echo("\nprovenance:")
     run = found["run"]
     if run:
-        click.echo(t(f"  extraction run {run['run_id']}: {run['extractor']}"
-                     + (f" ({run['model']})" if run["model"] else "")
-                     + f", {run['prompt_tokens']}+{run['completion_tokens']} tokens, ${run['cost_usd'] or 0:.4f}, "
-                     f"reason {run['reason']}, {run['started_at']}"
-                     + (f", fallback: {run['fallback_reason']}" if run["fallback_reason"] else "")))
+        click.echo(
+            t(
+                f"  extraction run {run['run_id']}: {run['extractor']}"
+                + (f" ({run['model']})" if run["model"] else "")
+                + f", {run['prompt_tokens']}+{run['completion_tokens']} tokens, ${run['cost_usd'] or 0:.4f}, "
+                f"reason {run['reason']}, {run['started_at']}"
+                + (f", fallback: {run['fallback_reason']}" if run["fallback_reason"] else "")
+            )
+        )
     else:
-        click.echo(t(f"  extraction run: {rec.get('run_id') or 'none'} (written directly, or not in this store)"))
-    click.echo(f"  source events: {len(found['events'])} stored"
-               + (f", {found['missing_events']} not in the store (expired, or the record was written directly)"
-                  if found.get("missing_events") else ""))
+        click.echo(
+            t(f"  extraction run: {rec.get('run_id') or 'none'} (written directly, or not in this store)")
+        )
+    click.echo(
+        f"  source events: {len(found['events'])} stored"
+        + (
+            f", {found['missing_events']} not in the store (expired, or the record was written directly)"
+            if found.get("missing_events")
+            else ""
+        )
+    )
     for event in found["events"]:
         click.echo(t("    " + manage.event_line(event)))
     red = found["redactions"]
     for where in ("record", "events"):
         if red[where]:
-            click.echo(f"  redactions in the {where}: " + ", ".join(f"{n} {k}" for k, n in red[where].items()))
+            click.echo(
+                f"  redactions in the {where}: " + ", ".join(f"{n} {k}" for k, n in red[where].items())
+            )
     s = found["session"]
-    click.echo(t(f"  session {s['session_id']}: {s['events']} events, {s['records']} records, "
-                 f"{s['first_at'] or '?'} → {s['last_at'] or '?'}"))
+    click.echo(
+        t(
+            f"  session {s['session_id']}: {s['events']} events, {s['records']} records, "
+            f"{s['first_at'] or '?'} → {s['last_at'] or '?'}"
+        )
+    )
     for summary in s["session_summaries"]:
         click.echo(t(f"    session_end {summary['ended_at']}: {' '.join(summary['summary'].split())[:200]}"))
         for step in summary["next_steps"]:
@@ -214,17 +325,30 @@ def _confirm(question: str, yes: bool) -> bool:
 @click.argument("record_ids", nargs=-1)
 @click.option("--session", "session_id", help="Forget every record of this session.")
 @click.option("--query", help="Forget the records a search for this text finds (at most --limit).")
-@click.option("--project", type=click.Path(file_okay=False, exists=True),
-              help="Project of --session / --query (default: the current one).")
+@click.option(
+    "--project",
+    type=click.Path(file_okay=False, exists=True),
+    help="Project of --session / --query (default: the current one).",
+)
 @click.option("--all-projects", is_flag=True, help="--session / --query over every project.")
-@click.option("-n", "--limit", type=click.IntRange(1, 1000), default=100, show_default=True,
-              help="Most records --query forgets.")
+@click.option(
+    "-n",
+    "--limit",
+    type=click.IntRange(1, 1000),
+    default=100,
+    show_default=True,
+    help="Most records --query forgets.",
+)
 @click.option("--reason", default="", help="Why (kept in the audit trail).")
-@click.option("--purge", is_flag=True,
-              help="Also remove the bytes for good: of these records, or with no others named, "
-                   "of every forgotten record and the old text of edits.")
-@click.option("--yes", "-y", is_flag=True,
-              help="Do not ask (needed for --session, --query and --purge off a terminal).")
+@click.option(
+    "--purge",
+    is_flag=True,
+    help="Also remove the bytes for good: of these records, or with no others named, "
+    "of every forgotten record and the old text of edits.",
+)
+@click.option(
+    "--yes", "-y", is_flag=True, help="Do not ask (needed for --session, --query and --purge off a terminal)."
+)
 @json_option
 def forget_command(record_ids, session_id, query, project, all_projects, limit, reason, purge, yes, json_):
     """Forget records: gone from recall and search at once, never recreated by a drain.
@@ -244,20 +368,36 @@ def forget_command(record_ids, session_id, query, project, all_projects, limit, 
     if not (record_ids or session_id or query or purge):
         raise click.UsageError("name records to forget: IDs, --session ID or --query TEXT (or --purge)")
     root = _scope(project, all_projects) if (session_id or query) else None
-    db = existing_db()  # StoreLost when it was lost
-    if db is None and record_ids:  # an id that is not there is an error
+    store = existing_store()  # StoreLost when it was lost
+    if store is None and record_ids:  # an id that is not there is an error
         raise _no_database(record_ids[0])
-    record_ids = manage.resolve_ids(record_ids, db) if db is not None else record_ids  # unique prefixes
-    targets = manage.resolve_targets(record_ids=record_ids, session_id=session_id, query=query, project_root=root,
-                                     limit=limit, db=db) if db is not None else []
+    record_ids = manage.resolve_ids(record_ids, store) if store is not None else record_ids  # unique prefixes
+    targets = (
+        manage.resolve_targets(
+            record_ids=record_ids,
+            session_id=session_id,
+            query=query,
+            project_root=root,
+            limit=limit,
+            store=store,
+        )
+        if store is not None
+        else []
+    )
     if (session_id or query) and targets and not _confirm(f"forget {len(targets)} record(s)?", yes):
         for record in targets:
             click.echo(_line(record), err=True)
-        raise click.UsageError(f"--session / --query match {len(targets)} record(s); add --yes to forget them "
-                               "(nothing was forgotten)")
+        raise click.UsageError(
+            f"--session / --query match {len(targets)} record(s); add --yes to forget them "
+            "(nothing was forgotten)"
+        )
     if purge and not _confirm("purge for good (no restore possible)?", yes):
         raise click.UsageError("--purge cannot be undone: add --yes (nothing was changed)")
-    forgotten = manage.forget([r["record_id"] for r in targets], reason=reason, actor="cli", db=db) if targets else []
+    forgotten = (
+        manage.forget([r["record_id"] for r in targets], reason=reason, actor="cli", store=store)
+        if targets
+        else []
+    )
     out = {"forgotten": [r["record_id"] for r in forgotten]}
     if purge:
         named = list(record_ids) + out["forgotten"] if (record_ids or session_id or query) else None
@@ -268,13 +408,21 @@ def forget_command(record_ids, session_id, query, project, all_projects, limit, 
     for record in forgotten:
         click.echo(f"forgot   {_line(record)}")
     if purge:
-        click.echo(f"purged {out['purged']} record(s) for good ({out['events_deleted']} source events deleted"
-                   + (f", {out['edit_versions_cleared']} old edit versions cleared"
-                      if out.get("edit_versions_cleared") else "")
-                   + ")")
+        click.echo(
+            f"purged {out['purged']} record(s) for good ({out['events_deleted']} source events deleted"
+            + (
+                f", {out['edit_versions_cleared']} old edit versions cleared"
+                if out.get("edit_versions_cleared")
+                else ""
+            )
+            + ")"
+        )
         if out["wal_checkpoint"] and out["wal_checkpoint"]["busy"]:
-            click.echo("warning: another process held the database: its write-ahead log is truncated on its "
-                       "next checkpoint", err=True)
+            click.echo(
+                "warning: another process held the database: its write-ahead log is truncated on its "
+                "next checkpoint",
+                err=True,
+            )
     elif forgotten:
         click.echo(f"undo with: kirolearn restore {' '.join(out['forgotten'])}", err=True)
     elif not purge:
@@ -299,8 +447,11 @@ def restore_command(record_ids, json_):
 
 
 @cli.command(name="consolidate")
-@click.option("--project", type=click.Path(file_okay=False, exists=True),
-              help="Project directory (default: the current one).")
+@click.option(
+    "--project",
+    type=click.Path(file_okay=False, exists=True),
+    help="Project directory (default: the current one).",
+)
 @click.option("--apply", "apply_", is_flag=True, help="Merge each group (default: only show them).")
 @json_option
 def consolidate_command(project, apply_, json_):
@@ -323,8 +474,12 @@ def consolidate_command(project, apply_, json_):
     from kirolearn.manage.records import terminal as t
 
     for group in found["groups"]:
-        click.echo(t(f"{'merged' if apply_ else 'would merge'} {', '.join(i for i in group['record_ids'] if i != group['into'])}"
-                     f" into {group['into']} ({group['why']})"))
+        click.echo(
+            t(
+                f"{'merged' if apply_ else 'would merge'} {', '.join(i for i in group['record_ids'] if i != group['into'])}"
+                f" into {group['into']} ({group['why']})"
+            )
+        )
     if not apply_:
         click.echo(f"{len(found['groups'])} group(s); run `kirolearn consolidate --apply` to merge them")
 
@@ -333,8 +488,9 @@ def consolidate_command(project, apply_, json_):
 @click.argument("record_id")
 @click.option("--title", help="The new title (one line, at most 200 characters).")
 @click.option("--summary", help="The new summary (at most 4,000 characters).")
-@click.option("--outcome", type=click.Choice(OUTCOMES),
-              help="Correct the record's outcome mark (docs/memory-marks.md).")
+@click.option(
+    "--outcome", type=click.Choice(OUTCOMES), help="Correct the record's outcome mark (docs/memory-marks.md)."
+)
 @click.option("--reason", default="", help="Why (kept in the audit trail).")
 @json_option
 def edit_command(record_id, title, summary, outcome, reason, json_):
@@ -351,8 +507,10 @@ def edit_command(record_id, title, summary, outcome, reason, json_):
         current = manage.show(record_id)
         record_id = current["record_id"]  # the full id of a unique prefix
         if current["status"] != "live":
-            raise manage.ManageError(f"record {record_id!r} is {current['status']}",
-                                     f"`kirolearn restore {record_id}` first" if current["record"] else None)
+            raise manage.ManageError(
+                f"record {record_id!r} is {current['status']}",
+                f"`kirolearn restore {record_id}` first" if current["record"] else None,
+            )
         edited = click.edit(manage.editor_text(current["record"]), extension=".md", require_save=True)
         if edited is None:
             click.echo("unchanged: nothing saved", err=True)
@@ -407,18 +565,25 @@ def import_command(source, json_):
     if json_:
         click.echo(json.dumps(counts, sort_keys=True))
         return
-    parts = [f"{kind} {counts[kind]['added']} added, {counts[kind]['present']} already there"
-             for kind in ("events", "records", "summaries")]
+    parts = [
+        f"{kind} {counts[kind]['added']} added, {counts[kind]['present']} already there"
+        for kind in ("events", "records", "summaries")
+    ]
     gone = counts.get("forgotten", {})
-    click.echo("imported: " + "; ".join(parts)
-               + (f"; forgotten records {gone['added']} added (still forgotten)" if gone.get("added") else "")
-               + (f"; {counts['forgotten_skipped']} forgotten (skipped)" if counts["forgotten_skipped"] else ""))
+    click.echo(
+        "imported: "
+        + "; ".join(parts)
+        + (f"; forgotten records {gone['added']} added (still forgotten)" if gone.get("added") else "")
+        + (f"; {counts['forgotten_skipped']} forgotten (skipped)" if counts["forgotten_skipped"] else "")
+    )
     if counts["redactions"]:
         click.echo("redacted: " + ", ".join(f"{n} {k}" for k, n in counts["redactions"].items()))
 
 
 @cli.command(name="serve")
-@click.option("--port", type=click.IntRange(0, 65535), default=0, help="Port on 127.0.0.1 (default: any free one).")
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=0, help="Port on 127.0.0.1 (default: any free one)."
+)
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in a browser.")
 def serve_command(port, open_browser):
     """Serve the memory viewer on 127.0.0.1, behind a random per-run token in its URL.
@@ -428,5 +593,8 @@ def serve_command(port, open_browser):
     """
     from kirolearn.viewer.server import serve
 
-    serve(port=port, open_browser=open_browser,
-          announce=lambda url: click.echo(f"kirolearn viewer: {url}\n(Ctrl-C to stop)", err=True))
+    serve(
+        port=port,
+        open_browser=open_browser,
+        announce=lambda url: click.echo(f"kirolearn viewer: {url}\n(Ctrl-C to stop)", err=True),
+    )

@@ -24,6 +24,7 @@ DEFAULT_FRESHNESS, DEFAULT_OUTCOME = "current", "unknown"  # old records, until 
 FRESHNESS_FACTORS = {"current": 1.0, "changed": 0.6, "deleted": 0.4}
 OUTCOME_FACTORS = {"failed": 0.5, "succeeded": 1.0, "unknown": 1.0}
 SUPERSEDED_FACTOR = 0.1  # a record a newer one superseded (superseded_by); a merged one is not returned
+ECHO_FACTOR = 0.5  # a record that repeats others (cites): below what it cites
 
 # What the context block says on a marked record's line.
 FRESHNESS_LABELS = {"changed": "files changed since", "deleted": "file deleted"}
@@ -33,7 +34,8 @@ OUTCOME_LABELS = {"failed": "failed attempt"}
 def factor(freshness, outcome) -> float:
     """How much of its score a record keeps in recall (1.0: a current record, or an unmarked one)."""
     return FRESHNESS_FACTORS.get(freshness or DEFAULT_FRESHNESS, 1.0) * OUTCOME_FACTORS.get(
-        outcome or DEFAULT_OUTCOME, 1.0)
+        outcome or DEFAULT_OUTCOME, 1.0
+    )
 
 
 def record_factor(record: dict) -> float:

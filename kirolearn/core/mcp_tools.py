@@ -4,4 +4,20 @@ in tests/test_agents.py)."""
 
 MCP_SERVER = "kirolearn"
 MCP_DESTRUCTIVE_TOOLS = ("forget_memory",)
-MCP_SAFE_TOOLS = ("search_memory", "get_memory", "session_init", "save_session_summary", "save_observation", "session_end")
+MCP_SAFE_TOOLS = (
+    "search_memory",
+    "get_memory",
+    "session_init",
+    "save_session_summary",
+    "save_observation",
+    "session_end",
+)
+
+# The tools that read memory back: a turn that called them repeats memory (it cites, kirolearn.pipeline.claims)
+MCP_READ_TOOLS = ("search_memory", "get_memory", "session_init")
+
+
+def is_memory_tool(name: str) -> bool:
+    """Whether a tool call read kirolearn's own memory back (any agent's naming of its MCP tools)."""
+    base = (name or "").lower()
+    return any(base == t or (base.endswith(t) and MCP_SERVER in base) for t in MCP_READ_TOOLS)

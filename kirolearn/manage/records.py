@@ -5,7 +5,7 @@ forget from any of them is the same tombstone and the same audit row. Memory
 is untrusted text (architecture.md rule 9): everything returned for display is
 re-scrubbed here; each medium escapes it for itself (`terminal()` for a
 terminal, Jinja2's autoescape for HTML, JSON for JSON). SQL lives in
-kirolearn.store.sqlite.records.
+Store (kirolearn.store.base).
 """
 
 import json
@@ -15,12 +15,11 @@ import threading
 from collections import Counter
 from datetime import datetime
 
-from kirolearn.core import paths, isotime
-from kirolearn.store.sqlite import records as recordstore
-from kirolearn.store.base import RECORD_LISTS, SUMMARY_LISTS
-from kirolearn.store.sqlite import db as store
+from kirolearn.core import isotime, paths
 from kirolearn.core.errors import KirolearnError
-from kirolearn.pipeline.schema import FORGET_REASON_MAX, OBSERVATION_TYPES, SUMMARY_MAX, TITLE_MAX, clip
+from kirolearn.store import backends
+from kirolearn.store.base import LINK_MARKS, Store, start_of_day
+from kirolearn.store.record import FORGET_REASON_MAX, OBSERVATION_TYPES, SUMMARY_MAX, TITLE_MAX, clip
 
 ACTORS = ("cli", "mcp", "viewer", "retention")
 DEFAULT_FORGOTTEN_DAYS = 30
@@ -129,19 +128,21 @@ def parse_since(text: "str | None", now: "datetime | None" = None) -> "str | Non
         return isotime.since(str(text), now)  # a leaf: kirolearn.cli.fast reads --since without this module
     except ValueError as exc:
         why = f" ({exc})" if "reaches back" in str(exc) else ""
-        raise ManageError(f"cannot read --since {text!r}{why}",
-                          "give an age such as 7d, 12h, 30m, 2w or a date such as 2026-11-01") from None
+        raise ManageError(
+            f"cannot read --since {text!r}{why}",
+            "give an age such as 7d, 12h, 30m, 2w or a date such as 2026-11-01",
+        ) from None
 
 
-open_existing = store.open_existing  # the store, None on a fresh home, StoreLost when it was lost
+open_existing = backends.open_existing  # the store, None on a fresh home, StoreLost when it was lost
 
 
-def writable():
+def writable() -> Store:
     """The store to change, or a ManageError saying there is none yet."""
-    db = open_existing()
-    if db is None:
+    store = open_existing()
+    if store is None:
         raise ManageError(f"no database at {paths.db_path()}", "run `kirolearn drain` first")
-    return db
+    return store
 
 
 def project_id_of(root: "str | None") -> "str | None":
@@ -154,43 +155,66 @@ def project_id_of(root: "str | None") -> "str | None":
 # List and search
 
 
-def list_records(*, project_root=None, types=None, since=None, session_id=None, file=None, limit=20,
-                 before=None, db=None) -> "list[dict]":
+def list_records(
+    *,
+    project_root=None,
+    types=None,
+    since=None,
+    session_id=None,
+    file=None,
+    limit=20,
+    before=None,
+    store=None,
+) -> "list[dict]":
     """Live records newest first with the shared filters; `before` = 'created_at|record_id' from the last page."""
-    db = db or open_existing()
-    if db is None:
+    store = store or open_existing()
+    if store is None:
         return []
     key = tuple(before.split("|", 1)) if before else None
-    rows = recordstore.list_records(db, limit=limit, before=key, project_id=project_id_of(project_root),
-                                    types=list(types or ()) or None, since=since, session_id=session_id, file=file)
+    rows = store.list_records(
+        limit=limit,
+        before=key,
+        project_id=project_id_of(project_root),
+        types=list(types or ()) or None,
+        since=since,
+        session_id=session_id,
+        file=file,
+    )
     return clean(rows)
 
 
-def search(query: str, *, project_root=None, types=None, since=None, session_id=None, file=None,
-           limit: int = 10) -> "list[dict]":
+def search(
+    query: str, *, project_root=None, types=None, since=None, session_id=None, file=None, limit: int = 10
+) -> "list[dict]":
     """The ranking of `kirolearn search` (kirolearn.recall.semantic.search: words and vectors, the words
     alone when no vectors can take part) with the shared filters; hits as dicts, re-scrubbed."""
-    from kirolearn.recall import lexical
     from kirolearn.recall import semantic
 
-    conn = lexical.connect_readonly(budget=5.0)
+    reading = backends.open_reading(budget=5.0)
     try:
-        hits = semantic.search(conn, query, project_id=project_id_of(project_root),
-                               types=list(types or ()) or None, limit=limit, since=since, session_id=session_id,
-                               file=file)
+        hits = semantic.search(
+            reading,
+            query,
+            project_id=project_id_of(project_root),
+            types=list(types or ()) or None,
+            limit=limit,
+            since=since,
+            session_id=session_id,
+            file=file,
+        )
     finally:
-        if conn is not None:
-            conn.close()
+        if reading is not None:
+            reading.close()
     return clean([h.to_dict() for h in hits])
 
 
 # The viewer's pages: projects, timelines, session summaries, tombstones
 
 
-def projects(db=None) -> "list[dict]":
+def projects(store=None) -> "list[dict]":
     """Every project with records (id, root, record count, newest record time), newest first."""
-    db = db or open_existing()
-    return clean(recordstore.projects(db)) if db else []
+    store = store or open_existing()
+    return clean(store.projects()) if store else []
 
 
 def _brief(record: dict) -> dict:
@@ -200,41 +224,43 @@ def _brief(record: dict) -> dict:
     for mark in ("freshness", "outcome", "superseded_by"):  # the card's labels (issue #31)
         row[mark] = record.get(mark)
     # a turn summary in full; a conversation's card shows its outcome (its title is the request)
-    row["summary"] = record["summary"] if record["observation_type"] in ("session_summary", "conversation") else ""
+    row["summary"] = (
+        record["summary"] if record["observation_type"] in ("session_summary", "conversation") else ""
+    )
     return row
 
 
-def timeline(project_id: str, *, session_id=None, before=None, limit: int = 50, db=None) -> "list[dict]":
+def timeline(project_id: str, *, session_id=None, before=None, limit: int = 50, store=None) -> "list[dict]":
     """A project's live records newest first, as timeline rows (`_brief`).
 
     `before` = (created_at, record_id) of the last row shown.
     """
-    db = db or open_existing()
-    if db is None:
+    store = store or open_existing()
+    if store is None:
         return []
-    rows = recordstore.list_records(db, limit=limit, before=before, project_id=project_id, session_id=session_id)
+    rows = store.list_records(limit=limit, before=before, project_id=project_id, session_id=session_id)
     return clean([_brief(r) for r in rows])
 
 
-def session_labels(db, project_id: str, session_ids: "list[str]") -> dict:
+def session_labels(store: Store, project_id: str, session_ids: "list[str]") -> dict:
     """Each session's label (its first prompt and date), by session id, for the viewer."""
-    return clean(recordstore.session_labels(db, project_id, session_ids))
+    return clean(store.session_labels(project_id, session_ids))
 
 
-def session_summaries(*, project_id=None, limit: int = 20, before=None, db=None) -> "list[dict]":
+def session_summaries(*, project_id=None, limit: int = 20, before=None, store=None) -> "list[dict]":
     """session_end summaries newest first; `before` = (ended_at, id) of the last one shown."""
-    db = db or open_existing()
-    if db is None:
+    store = store or open_existing()
+    if store is None:
         return []
-    return clean(recordstore.list_session_summaries(db, project_id=project_id, limit=limit, before=before))
+    return clean(store.list_session_summaries(project_id=project_id, limit=limit, before=before))
 
 
-def forgotten(*, limit: int = 50, before: "str | None" = None, db=None) -> "list[dict]":
+def forgotten(*, limit: int = 50, before: "str | None" = None, store=None) -> "list[dict]":
     """Tombstones newest first, each with its record while kept; `before` = 'forgotten_at|record_id'."""
-    db = db or open_existing()
-    if db is None:
+    store = store or open_existing()
+    if store is None:
         return []
-    return clean(recordstore.list_forgotten(db, limit=limit, before=before))
+    return clean(store.list_forgotten(limit=limit, before=before))
 
 
 # Show
@@ -254,64 +280,83 @@ class AmbiguousId(ManageError):
     default_fix = "give more characters of the id"
 
 
-def resolve_id(record_id: str, db) -> str:
+def resolve_id(record_id: str, store: "Store | None") -> str:
     """The full id of the one record (live or forgotten) whose id is or starts with `record_id`.
 
     An exact id is returned as it is, and so is a prefix that matches nothing (the
     caller says "no record"); a prefix of several ids is an AmbiguousId naming them.
     """
     record_id = (record_id or "").strip()
-    if db is None or not record_id or recordstore.get_record(db, record_id) is not None \
-            or recordstore.get_forgotten(db, record_id) is not None:
+    if (
+        store is None
+        or not record_id
+        or store.get_record(record_id) is not None
+        or store.get_forgotten(record_id) is not None
+    ):
         return record_id
-    found = recordstore.record_ids_with_prefix(db, record_id, limit=6)
+    found = store.record_ids_with_prefix(record_id, limit=6)
     if len(found) == 1:
         return found[0]
     if len(found) > 1:
         shown = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
-        raise AmbiguousId(f"record id {record_id!r} is the start of {'more than 5' if len(found) > 5 else len(found)} "
-                          f"records' ids: {shown}")
+        raise AmbiguousId(
+            f"record id {record_id!r} is the start of {'more than 5' if len(found) > 5 else len(found)} "
+            f"records' ids: {shown}"
+        )
     return record_id
 
 
-def resolve_ids(record_ids, db) -> "list[str]":
+def resolve_ids(record_ids, store: "Store | None") -> "list[str]":
     """`resolve_id` for each id, keeping their order."""
-    return [resolve_id(rid, db) for rid in record_ids]
+    return [resolve_id(rid, store) for rid in record_ids]
 
 
-def show(record_id: str, db=None) -> dict:
+def show(record_id: str, store=None) -> dict:
     """A record (live, forgotten or purged) with its provenance.
 
     Source events, extraction run, redaction counts, session, history.
     """
-    db = db or open_existing()
-    if db is None:
+    store = store or open_existing()
+    if store is None:
         raise NotFound(f"no record {record_id!r}: there is no database yet")
-    record_id = resolve_id(record_id, db)
-    record = recordstore.get_record(db, record_id)
-    tomb = None if record else recordstore.get_forgotten(db, record_id)
+    record_id = resolve_id(record_id, store)
+    record = store.get_record(record_id)
+    tomb = None if record else store.get_forgotten(record_id)
     if record is None and tomb is None:
         raise NotFound(f"no record {record_id!r}")
     status = "live"
     if tomb is not None:
         record = tomb["record"]
         status = "forgotten" if record is not None else "purged"
-    out = {"record_id": record_id, "status": status, "record": record, "events": [], "run": None,
-           "redactions": {"record": {}, "events": {}}, "session": None,
-           "history": recordstore.audit_for(db, record_id)}
+    out = {
+        "record_id": record_id,
+        "status": status,
+        "record": record,
+        "events": [],
+        "run": None,
+        "redactions": {"record": {}, "events": {}},
+        "session": None,
+        "history": store.audit(record_id),
+        "claims": store.claims_of([record_id]).get(record_id, []),
+    }
     if tomb is not None:
         out["forgotten"] = {k: tomb[k] for k in ("forgotten_at", "reason", "actor", "purged_at")}
     # the marks both ways (issue #31): what replaced this record, what it replaced
-    out["marks"] = {"superseded_by": (record or {}).get("superseded_by"),
-                    "merged_into": (record or {}).get("merged_into"), **recordstore.marked_by(db, record_id)}
+    out["marks"] = {
+        "superseded_by": (record or {}).get("superseded_by"),
+        "merged_into": (record or {}).get("merged_into"),
+        **store.marked_by(record_id),
+    }
     if record is not None:
-        events = recordstore.events_by_ids(db, record["source_event_ids"])
+        events = store.events_by_ids(record["source_event_ids"])
         out["events"] = events
         out["missing_events"] = len(record["source_event_ids"]) - len(events)
-        out["run"] = recordstore.run_by_id(db, record.get("run_id"))
-        out["redactions"] = {"record": redaction_counts(record),
-                             "events": redaction_counts([e["body"] for e in events])}
-        out["session"] = recordstore.session_info(db, record["project_id"], record["session_id"])
+        out["run"] = store.run_by_id(record.get("run_id"))
+        out["redactions"] = {
+            "record": redaction_counts(record),
+            "events": redaction_counts([e["body"] for e in events]),
+        }
+        out["session"] = store.session_info(record["project_id"], record["session_id"])
     return clean(out)
 
 
@@ -325,37 +370,43 @@ def event_line(event: dict) -> str:
     text = " ".join(str(text).split())
     if len(text) > 100:
         text = text[:99] + "…"
-    return " ".join(p for p in (event.get("received_at", ""), f"{event.get('kind')}/{event.get('trigger')}", what,
-                                text) if p)
+    return " ".join(
+        p
+        for p in (event.get("received_at", ""), f"{event.get('kind')}/{event.get('trigger')}", what, text)
+        if p
+    )
 
 
 # Forget, restore, purge
 
 
-def resolve_targets(*, record_ids=(), session_id=None, query=None, project_root=None, limit=100,
-                    db=None) -> "list[dict]":
+def resolve_targets(
+    *, record_ids=(), session_id=None, query=None, project_root=None, limit=100, store=None
+) -> "list[dict]":
     """The live records a forget names: ids, every record of a session, or the search hits of a query."""
-    db = db or open_existing()
-    if db is None:
+    store = store or open_existing()
+    if store is None:
         return []
     found = []
-    for rid in resolve_ids(record_ids, db):
-        record = recordstore.get_record(db, rid)
+    for rid in resolve_ids(record_ids, store):
+        record = store.get_record(rid)
         if record is None:
-            if recordstore.get_forgotten(db, rid):
+            if store.get_forgotten(rid):
                 continue  # already forgotten: forgetting twice is a no-op
             raise NotFound(f"no record {rid!r}")
         found.append(record)
     if session_id:
-        found += [recordstore.get_record(db, rid)
-                  for rid in recordstore.record_ids_of_session(db, session_id, project_id_of(project_root))]
+        found += [
+            store.get_record(rid)
+            for rid in store.record_ids_of_session(session_id, project_id_of(project_root))
+        ]
     if query:
         # Search also matches via neighbours' text: forget only records' own matches.
         from kirolearn.recall.lexical import matched, terms
 
         words = terms(query)
         for hit in search(query, project_root=project_root, limit=limit):
-            record = recordstore.get_record(db, hit["record_id"])
+            record = store.get_record(hit["record_id"])
             if record and matched(words, _own_text(record)):
                 found.append(record)
     unique = {r["record_id"]: r for r in found if r}
@@ -363,79 +414,90 @@ def resolve_targets(*, record_ids=(), session_id=None, query=None, project_root=
 
 
 def _own_text(record: dict) -> str:
-    return " ".join([record.get("title") or "", record.get("summary") or "",
-                     *(str(v) for key in ("facts", "concepts", "files_touched") for v in record.get(key) or ())])
+    return " ".join(
+        [
+            record.get("title") or "",
+            record.get("summary") or "",
+            *(str(v) for key in ("facts", "concepts", "files_touched") for v in record.get(key) or ()),
+        ]
+    )
 
 
-def forget(record_ids, *, reason: str = "", actor: str = "cli", project_root=None, db=None) -> "list[dict]":
+def forget(
+    record_ids, *, reason: str = "", actor: str = "cli", project_root=None, store=None
+) -> "list[dict]":
     """Soft-forget records: gone from recall at once, kept for `restore` until purged. Returns them."""
-    db = db or writable()
+    store = store or writable()
     if project_root is not None:  # the MCP server may only forget its own project's records
         pid = project_id_of(project_root)
         for rid in record_ids:
-            record = recordstore.get_record(db, rid)
+            record = store.get_record(rid)
             if record is not None and record["project_id"] != pid:
                 raise NotFound(f"no record {rid!r} in this project")
-            if record is None and not recordstore.get_forgotten(db, rid):
+            if record is None and not store.get_forgotten(rid):
                 raise NotFound(f"no record {rid!r} in this project")
     reason = " ".join(clean(reason or "").split())[:FORGET_REASON_MAX]
-    forgotten = recordstore.forget(db, record_ids, reason=reason, actor=actor)
-    _rederive(db, forgotten)
+    forgotten = store.forget(record_ids, reason=reason, actor=actor)
+    _rederive(store, forgotten)
     return clean(forgotten)
 
 
-def restore(record_ids, *, actor: str = "cli", db=None) -> "list[dict]":
+def restore(record_ids, *, actor: str = "cli", store=None) -> "list[dict]":
     """Bring forgotten records back into recall; a purged or unknown id is an error."""
-    db = db or writable()
-    record_ids = resolve_ids(record_ids, db)
+    store = store or writable()
+    record_ids = resolve_ids(record_ids, store)
     unmarked = []
     for rid in record_ids:
-        if recordstore.get_forgotten(db, rid) is None:
-            live = recordstore.get_record(db, rid)
+        if store.get_forgotten(rid) is None:
+            live = store.get_record(rid)
             if live is not None and (live.get("superseded_by") or live.get("merged_into")):
                 unmarked.append(rid)  # a superseded or merged record: restoring it clears the mark
                 continue
             if live is not None:
-                raise ManageError(f"record {rid!r} is not forgotten, superseded or merged: nothing to restore")
+                raise ManageError(
+                    f"record {rid!r} is not forgotten, superseded or merged: nothing to restore"
+                )
             raise NotFound(f"no forgotten record {rid!r}")
     done = []
     for rid in unmarked:
-        for mark in recordstore.MARKS:
-            recordstore.set_mark(db, rid, mark, None, actor=actor, reason="restored")
-        done.append(recordstore.get_record(db, rid))
+        live = store.get_record(rid) or {}
+        for mark, rule in zip(LINK_MARKS, ("supersede", "merge")):
+            if live.get(mark):  # the rule that marked it never does so again
+                store.pin(rid, rule, isotime.now_iso())
+            store.set_mark(rid, mark, None, actor=actor, reason="restored")
+        done.append(store.get_record(rid))
     record_ids = [rid for rid in record_ids if rid not in unmarked]
     if not record_ids:
         return clean(done)
-    restored, purged = recordstore.restore(db, record_ids, actor=actor)
+    restored, purged = store.restore(record_ids, actor=actor)
     restored = done + restored
-    _rederive(db, restored)
+    _rederive(store, restored)
     if purged:
-        raise ManageError(f"record(s) {', '.join(purged)} were purged: their text is gone for good",
-                          "nothing can restore a purged record" + (
-                              f" ({len(restored)} other(s) restored)" if restored else ""))
+        raise ManageError(
+            f"record(s) {', '.join(purged)} were purged: their text is gone for good",
+            "nothing can restore a purged record"
+            + (f" ({len(restored)} other(s) restored)" if restored else ""),
+        )
     return clean(restored)
 
 
-def _rederive(db, records) -> None:
+def _rederive(store, records) -> None:
     """Derive again the expansions of the sessions that forget, restore or edit touched, so no old
     text stays searchable (only those sessions: a store with other underived rows waits for the drain)."""
     from kirolearn.recall.semantic import enrich_sessions
 
-    enrich_sessions(db, [(r["project_id"], r["session_id"]) for r in records])
+    enrich_sessions(store, [(r["project_id"], r["session_id"]) for r in records])
 
 
-def purge(record_ids=None, *, older_than: "str | None" = None, actor: str = "cli", db=None) -> dict:
+def purge(record_ids=None, *, older_than: "str | None" = None, actor: str = "cli", store=None) -> dict:
     """Remove the bytes of forgotten records (all, some, or those forgotten before a time) for good."""
-    db = db or writable()
-    ids = recordstore.purgeable(db, record_ids=record_ids, older_than=older_than)
-    if ids:
-        store.forget_terms(db)  # the hook's word counts may name words only the purged records had
-    result = recordstore.purge(db, ids, actor=actor)
+    store = store or writable()
+    ids = store.purgeable(record_ids=record_ids, older_than=older_than)
+    result = store.purge_report(ids, actor=actor)
     if record_ids is None and older_than is None:
-        result["edit_versions_cleared"] = recordstore.purge_edit_history(db)
+        result["edit_versions_cleared"] = store.purge_edit_history()
         if result["edit_versions_cleared"] and not ids:
-            recordstore.compact(db)
-            result["wal_checkpoint"] = recordstore.checkpoint(db)
+            result.update(store.compact())
     result["record_ids"] = ids
     return result
 
@@ -443,14 +505,22 @@ def purge(record_ids=None, *, older_than: "str | None" = None, actor: str = "cli
 # Edit
 
 
-def edit(record_id: str, *, title: "str | None" = None, summary: "str | None" = None, actor: str = "cli",
-         reason: str = "", db=None, outcome: "str | None" = None) -> dict:
+def edit(
+    record_id: str,
+    *,
+    title: "str | None" = None,
+    summary: "str | None" = None,
+    actor: str = "cli",
+    reason: str = "",
+    store=None,
+    outcome: "str | None" = None,
+) -> dict:
     """Change a record's title and/or summary: scrubbed, versioned in the audit, re-indexed; and/or its
     outcome mark (issue #31), kept in the audit as a 'mark'."""
-    db = db or writable()
-    record_id = resolve_id(record_id, db)
-    if recordstore.get_record(db, record_id) is None:
-        if recordstore.get_forgotten(db, record_id):
+    store = store or writable()
+    record_id = resolve_id(record_id, store)
+    if store.get_record(record_id) is None:
+        if store.get_forgotten(record_id):
             raise ManageError(f"record {record_id!r} is forgotten", f"`kirolearn restore {record_id}` first")
         raise NotFound(f"no record {record_id!r}")
     scrub = scrubber()
@@ -460,7 +530,9 @@ def edit(record_id: str, *, title: "str | None" = None, summary: "str | None" = 
         if not text:
             raise ManageError("the title cannot be empty")
         if len(" ".join(title.split())) > TITLE_MAX:
-            raise ManageError(f"the title is {len(' '.join(title.split()))} characters; the limit is {TITLE_MAX}")
+            raise ManageError(
+                f"the title is {len(' '.join(title.split()))} characters; the limit is {TITLE_MAX}"
+            )
         changes["title"] = clip(text, TITLE_MAX)
     if summary is not None:
         text = scrub.scrub_text(summary).strip()
@@ -474,14 +546,22 @@ def edit(record_id: str, *, title: "str | None" = None, summary: "str | None" = 
 
         if outcome not in OUTCOMES:
             raise ManageError(f"unknown outcome {outcome!r}", f"give one of {', '.join(OUTCOMES)}")
-        recordstore.set_marks(db, [{"record_id": record_id, "outcome": outcome,
-                                    "reason": scrub.scrub_text(reason or "") or "edited by hand"}], actor=actor)
+        store.set_marks(
+            [
+                {
+                    "record_id": record_id,
+                    "outcome": outcome,
+                    "reason": scrub.scrub_text(reason or "") or "edited by hand",
+                }
+            ],
+            actor=actor,
+        )
         if not changes:
-            return clean(recordstore.get_record(db, record_id))
+            return clean(store.get_record(record_id))
     if not changes:
         raise ManageError("nothing to change", "give --title, --summary and/or --outcome")
-    edited = recordstore.edit(db, record_id, changes, actor=actor, reason=reason)
-    _rederive(db, [edited] if edited else [])
+    edited = store.edit(record_id, changes, actor=actor, reason=reason)
+    _rederive(store, [edited] if edited else [])
     return clean(edited)
 
 
@@ -496,7 +576,9 @@ EDIT_TEMPLATE = """{title}
 
 def editor_text(record: dict) -> str:
     """What $EDITOR opens for a record."""
-    return EDIT_TEMPLATE.format(title=record["title"], summary=record["summary"], record_id=record["record_id"])
+    return EDIT_TEMPLATE.format(
+        title=record["title"], summary=record["summary"], record_id=record["record_id"]
+    )
 
 
 def parse_editor_text(text: str) -> "tuple[str, str]":
@@ -512,7 +594,7 @@ def parse_editor_text(text: str) -> "tuple[str, str]":
 # Import
 
 
-def import_lines(lines, *, db=None) -> dict:
+def import_lines(lines, *, store=None) -> dict:
     """Restore an `export` (JSON Lines): idempotent, ids and provenance kept, everything scrubbed on the way in.
 
     The whole file is checked before anything is written; a bad line is an
@@ -520,15 +602,14 @@ def import_lines(lines, *, db=None) -> dict:
     """
     from pydantic import ValidationError
 
-    from kirolearn.core import dedup
     from kirolearn.capture.events import scrub_event
+    from kirolearn.core import dedup
+    from kirolearn.pipeline.schema import Event
     from kirolearn.store.base import event_row
-    from kirolearn.pipeline.schema import Event, MemoryRecord
+    from kirolearn.store.record import MemoryRecord
 
     scrub = scrubber(fresh=True)  # its counts are this import's redactions
-    db = db or store.open_db()
-    record_cols = set(recordstore.table_columns(db, "memory_records"))
-    summary_cols = set(recordstore.table_columns(db, "session_summaries"))
+    store = store or backends.open_store()
     record_fields = set(MemoryRecord.model_fields)
     events, records, summaries, forgotten = [], [], [], []
     for number, line in enumerate(lines, 1):
@@ -538,8 +619,10 @@ def import_lines(lines, *, db=None) -> dict:
             item = json.loads(line)
             kind = item.pop("type")
         except (ValueError, AttributeError, KeyError, TypeError):
-            raise ManageError(f"line {number} is not an export object (JSON with a \"type\")",
-                              "import reads what `kirolearn export` writes") from None
+            raise ManageError(
+                f'line {number} is not an export object (JSON with a "type")',
+                "import reads what `kirolearn export` writes",
+            ) from None
         try:
             if kind == "event":
                 state = item.pop("extract_state", "done")
@@ -548,40 +631,51 @@ def import_lines(lines, *, db=None) -> dict:
                 body = scrub_event(item, scrub)
                 row = event_row(body, dedup.event_content_hash(body))  # the drain's own row shape
                 row.update(extract_state=state if state in ("pending", "done") else "done", run_id=run_id)
-                events.append(row)
+                events.append({"type": "event", **row})
             elif kind == "record":
                 mark = item.pop("forgotten", None)  # a forgotten record comes back forgotten
-                if mark is not None and not (isinstance(mark, dict) and isinstance(mark.get("forgotten_at"), str)):
+                if mark is not None and not (
+                    isinstance(mark, dict) and isinstance(mark.get("forgotten_at"), str)
+                ):
                     raise ManageError("a record's 'forgotten' must be an object with forgotten_at")
                 MemoryRecord.model_validate({k: v for k, v in item.items() if k in record_fields})
-                keep = ("record_id", "project_id", "created_at", "record_hash", "run_id", "source_event_ids", "outcome",
-                        "freshness", "freshness_checked_at", "superseded_by", "merged_into",
-                        "observation_type", "strategy")
-                row = {k: v if k in keep else scrub.scrub_value(v) for k, v in item.items() if k in record_cols}
+                keep = (
+                    "record_id",
+                    "project_id",
+                    "created_at",
+                    "record_hash",
+                    "run_id",
+                    "source_event_ids",
+                    "outcome",
+                    "freshness",
+                    "freshness_checked_at",
+                    "superseded_by",
+                    "merged_into",
+                    "observation_type",
+                    "strategy",
+                )
+                row = {k: v if k in keep else scrub.scrub_value(v) for k, v in item.items()}
                 if not row.get("record_hash"):
                     raise ManageError("a record needs its record_hash")
-                for key in RECORD_LISTS:
-                    row[key] = json.dumps(row.get(key) or [], ensure_ascii=False)
-                if isinstance(row.get("file_state"), dict):  # issue #31: what its files were, as JSON text
-                    row["file_state"] = json.dumps(row["file_state"], ensure_ascii=False, sort_keys=True)
                 if mark is not None:
-                    forgotten.append((row, {k: scrub.scrub_value(v) if k == "reason" else v
-                                            for k, v in mark.items()}))
+                    forgotten.append(
+                        (row, {k: scrub.scrub_value(v) if k == "reason" else v for k, v in mark.items()})
+                    )
                 else:
-                    records.append(row)
+                    records.append({"type": "record", **row})
             elif kind == "summary":
                 for key in ("id", "session_id", "project", "project_id", "summary", "ended_at"):
                     if not isinstance(item.get(key), str) or not item[key]:
                         raise ManageError(f"a summary needs '{key}'")
                 keep = ("id", "project_id", "record_id", "ended_at", "auto_compress", "compressed_used")
-                row = {k: v if k in keep else scrub.scrub_value(v) for k, v in item.items() if k in summary_cols}
+                row = {k: v if k in keep else scrub.scrub_value(v) for k, v in item.items()}
                 try:  # an older export's "…:11Z" must sort among "…:11.500Z" (kirolearn.core.isotime)
                     row["ended_at"] = isotime.normalize(item["ended_at"])
                 except ValueError:
-                    raise ManageError(f"a summary's ended_at is not an ISO 8601 time: {item['ended_at'][:40]!r}") from None
-                for key in SUMMARY_LISTS:
-                    row[key] = json.dumps(row.get(key) or [], ensure_ascii=False)
-                summaries.append(row)
+                    raise ManageError(
+                        f"a summary's ended_at is not an ISO 8601 time: {item['ended_at'][:40]!r}"
+                    ) from None
+                summaries.append({"type": "summary", **row})
             else:
                 raise ManageError(f"unknown type {str(kind)[:40]!r}")
         except ValidationError as exc:
@@ -592,8 +686,8 @@ def import_lines(lines, *, db=None) -> dict:
             if exc.message.startswith("line "):
                 raise
             raise ManageError(f"line {number}: {exc.message}", exc.fix) from None
-    counts = recordstore.import_rows(db, events, records, summaries)
-    counts["forgotten"] = recordstore.import_forgotten(db, forgotten)
+    counts = store.import_objects(events + records + summaries)
+    counts["forgotten"] = store.import_forgotten(forgotten)
     counts["redactions"] = dict(sorted(scrub.counts.items())) if hasattr(scrub, "counts") else {}
     return counts
 
@@ -601,7 +695,7 @@ def import_lines(lines, *, db=None) -> dict:
 # Health
 
 
-def health(db=None) -> dict:
+def health(store=None) -> dict:
     """What the viewer's health page shows: spool, quarantine, last drain, failures, spend vs limit, counts."""
     from kirolearn.capture import spool
     from kirolearn.settings import load
@@ -609,23 +703,64 @@ def health(db=None) -> dict:
     conf = load()
     files = spool.ready_files()
     quarantine_dir = os.path.join(spool.root(), spool.QUARANTINE)
-    quarantined = (len([n for n in os.listdir(quarantine_dir) if not n.endswith(".reason")])
-                   if os.path.isdir(quarantine_dir) else 0)
+    quarantined = (
+        len([n for n in os.listdir(quarantine_dir) if not n.endswith(".reason")])
+        if os.path.isdir(quarantine_dir)
+        else 0
+    )
     ex = conf.extract
-    out = {"spool_ready": len(files), "quarantined": quarantined, "last_drain": None, "extraction_failures_24h": 0,
-           "model": ex.model or None, "tokens_today": 0, "cost_usd_today": 0.0,
-           "daily_token_limit": ex.daily_token_limit, "daily_cost_limit_usd": ex.daily_cost_limit_usd,
-           "limit_reached": "", "events": 0, "pending_events": 0, "records": 0, "forgotten": 0}
-    db = db or open_existing()
-    if db is None:
+    out = {
+        "spool_ready": len(files),
+        "quarantined": quarantined,
+        "last_drain": None,
+        "extraction_failures_24h": 0,
+        "model": ex.model or None,
+        "tokens_today": 0,
+        "cost_usd_today": 0.0,
+        "daily_token_limit": ex.daily_token_limit,
+        "daily_cost_limit_usd": ex.daily_cost_limit_usd,
+        "limit_reached": "",
+        "events": 0,
+        "pending_events": 0,
+        "records": 0,
+        "forgotten": 0,
+    }
+    store = store or open_existing()
+    if store is None:
         return out
-    tokens, dollars = store.spend_today(db)
-    found = recordstore.figures(db, store.iso_shift(store.now_iso(), -86400), projects=False)
-    out.update(found, tokens_today=tokens, cost_usd_today=round(dollars, 6),
-               limit_reached=store.daily_limit_reached(db, ex) if ex.model else "")
+    tokens, dollars = store.model_spend(start_of_day())
+    found = store.figures(isotime.shift(isotime.now_iso(), -86400), projects=False)
+    out.update(
+        found,
+        tokens_today=tokens,
+        cost_usd_today=round(dollars, 6),
+        limit_reached=store.daily_limit_reached(ex) if ex.model else "",
+    )
     return clean(out)
 
 
-__all__ = ["AmbiguousId", "ManageError", "NotFound", "OBSERVATION_TYPES", "clean", "edit", "forget", "forgotten", "health",
-           "import_lines", "list_records", "parse_since", "projects", "purge", "resolve_id", "resolve_ids", "restore", "search",
-           "session_labels", "session_summaries", "show", "terminal", "timeline"]
+__all__ = [
+    "AmbiguousId",
+    "ManageError",
+    "NotFound",
+    "OBSERVATION_TYPES",
+    "clean",
+    "edit",
+    "forget",
+    "forgotten",
+    "health",
+    "import_lines",
+    "list_records",
+    "parse_since",
+    "projects",
+    "purge",
+    "resolve_id",
+    "resolve_ids",
+    "restore",
+    "search",
+    "session_labels",
+    "session_summaries",
+    "show",
+    "terminal",
+    "timeline",
+]

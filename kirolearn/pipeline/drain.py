@@ -30,21 +30,31 @@ from dataclasses import asdict, dataclass, field
 from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
-from kirolearn.core import crashpoint, isotime
-from kirolearn.team import membership as team
-from kirolearn.core import dedup
-from kirolearn.pipeline import extract, freshness
 from kirolearn.capture import spool
-from kirolearn.privacy.carry import TurnCarry
-from kirolearn.store import state
-from kirolearn.store.base import Store, event_row
-from kirolearn.store.sqlite.store import SqliteStore
+from kirolearn.core import crashpoint, dedup, isotime
+from kirolearn.core.errors import DrainLocked, SpoolError, StoreCorrupt
 from kirolearn.core.ids import new_ulid
 from kirolearn.core.project import project_id
-from kirolearn.pipeline.schema import (CONCEPT_MAX, CONCEPTS_COUNT_MAX, FACT_MAX, FACTS_COUNT_MAX, FILE_MAX, FILES_KEPT,
-                                       SUMMARY_MAX, TITLE_MAX, Event, MemoryRecord, clip, clip_list)
+from kirolearn.pipeline import claims, extract
+from kirolearn.pipeline.schema import Event
+from kirolearn.privacy.carry import TurnCarry
 from kirolearn.privacy.scrub import Scrubber
-from kirolearn.core.errors import DrainLocked, SpoolError, StoreCorrupt
+from kirolearn.store import state
+from kirolearn.store.base import Store, event_row
+from kirolearn.store.record import (
+    CONCEPT_MAX,
+    CONCEPTS_COUNT_MAX,
+    FACT_MAX,
+    FACTS_COUNT_MAX,
+    FILE_MAX,
+    FILES_KEPT,
+    SUMMARY_MAX,
+    TITLE_MAX,
+    MemoryRecord,
+    clip,
+    clip_list,
+)
+from kirolearn.team import membership as team
 
 TURN_STARTS = ("userPromptSubmit", "agentSpawn")  # nothing of the last turn carries over
 STALE_TMP_SECONDS = 600  # older: its hook died mid-write
@@ -128,20 +138,23 @@ def lock(spool_root: "str | None" = None, wait: float = 2.0) -> FileLock:
 _iso_to_dt = isotime.parse
 
 
+_WORSE = {"current": 0, "changed": 1, "deleted": 2}  # a record's freshness is its worst claim's
+
+
 class Drainer:
     """One drainer over one store; call `run_once()` (or `watch()`) while holding `lock()`.
 
-    `store` is any Store (kirolearn.store.base), or the sqlite-utils Database of an embedded one.
-    The drainer speaks to it through the contract only, which tests/store_contract.py runs on every
+    `store` is any Store (kirolearn.store.base). The drainer speaks to it through the contract only, which tests/store_contract.py runs on every
     backend: what only some backends keep (the hook's word counts, recall's expansions and vectors,
     the marker outside the file) are its optional capability calls, skipped where not supported.
     """
 
     def __init__(self, store, settings, *, complete=None, sleep=time.sleep, progress=None, bars=None):
-        self.store: Store = store if isinstance(store, Store) else SqliteStore(db=store)
+        self.store: Store = store
         self.settings = settings
-        self.scrubber = Scrubber(settings.scrub.extra_patterns, settings.scrub.allow,
-                                 betterleaks=settings.scrub.betterleaks)
+        self.scrubber = Scrubber(
+            settings.scrub.extra_patterns, settings.scrub.allow, betterleaks=settings.scrub.betterleaks
+        )
         self.complete = complete or extract.litellm_complete
         self.sleep = sleep
         self.progress = progress  # callable(n_done) or None
@@ -153,17 +166,10 @@ class Drainer:
         self.model_failures = int(state.read(state.MODEL).get("consecutive_failures", 0) or 0)
         self.llm_deadline = None
         self.last_team_sync = None  # monotonic time
-        self.new_record_ids: "list[str]" = []  # what supersede and merge look at
+        self.new_record_ids: list[str] = []  # what supersede and merge look at
 
-        self._key: "bytes | None" = None  # the home's dedup key, read once
+        self._key: bytes | None = None  # the home's dedup key, read once
         self._carries: dict = {}  # (project root, session) -> TurnCarry
-
-        self._heads: dict = {}  # HEAD commits read this pass, by project root
-
-    @property
-    def db(self):
-        """The embedded store's sqlite-utils Database (for callers of old; None on another backend)."""
-        return getattr(self.store, "db", None)
 
     # Ingest
 
@@ -222,13 +228,17 @@ class Drainer:
             return dedup.event_content_hash(event)
         key = None
         for _, other, _ in reversed(earlier):  # this chunk first: oldest first, like the spool
-            if (other["session_id"] == event["session_id"] and other["project_root"] == event["project_root"]
-                    and other["kind"] not in ("session_summary", "note")):
+            if (
+                other["session_id"] == event["session_id"]
+                and other["project_root"] == event["project_root"]
+                and other["kind"] not in ("session_summary", "note")
+            ):
                 key = other["event_id"]
                 break
         if key is None:
-            key = self.store.last_turn_event_id(project_id(event["project_root"]), event["session_id"],
-                                                event["event_id"])
+            key = self.store.last_turn_event_id(
+                project_id(event["project_root"]), event["session_id"], event["event_id"]
+            )
         if scrubbed:
             return dedup.keyed_content_hash(raw, self._dedup_key(), key, stop=True)
         return dedup.stop_content_hash(event, key)
@@ -324,10 +334,11 @@ class Drainer:
         wanted = {event_id for _, event_id in done if event_id}
         missing = wanted - self.store.event_ids_present(wanted)
         if missing:  # the commit said yes, but the rows are not there: keep every file
-            raise StoreCorrupt(f"{len(missing)} committed events do not read back from {self.db_path()}; "
-                               "their spool files are kept",
-                               "run `kirolearn repair`: it backs the file up, recovers what it can and re-ingests "
-                               "the spool")
+            raise StoreCorrupt(
+                f"{len(missing)} committed events do not read back from {self.db_path()}; "
+                "their spool files are kept",
+                "run `kirolearn repair`: it backs the file up, recovers what it can and re-ingests the spool",
+            )
         return done
 
     def _quarantine(self, path: str, reason: str) -> None:
@@ -336,8 +347,10 @@ class Drainer:
         except FileNotFoundError:
             pass
         except OSError as exc:
-            raise SpoolError(f"cannot move {path} into the spool's quarantine folder ({exc.strerror or exc})",
-                             f"make {os.path.dirname(path)} and {spool.root()} writable by you, then drain again") from None
+            raise SpoolError(
+                f"cannot move {path} into the spool's quarantine folder ({exc.strerror or exc})",
+                f"make {os.path.dirname(path)} and {spool.root()} writable by you, then drain again",
+            ) from None
 
     def check_store(self, before: bool = True) -> None:
         """Raise StoreCorrupt when the store's integrity check (SQLite's quick_check) finds it damaged."""
@@ -345,9 +358,11 @@ class Drainer:
         problem = self.store.integrity_problem()
         if problem:
             what = "nothing was ingested" if before else "the spool files of this drain are kept"
-            raise StoreCorrupt(f"the database {self.db_path()} is damaged ({problem}); {what}",
-                               "run `kirolearn repair`: it backs the file up, recovers what it can and re-ingests "
-                               "the spool, which keeps every event until then")
+            raise StoreCorrupt(
+                f"the database {self.db_path()} is damaged ({problem}); {what}",
+                "run `kirolearn repair`: it backs the file up, recovers what it can and re-ingests "
+                "the spool, which keeps every event until then",
+            )
         self.last_check = time.monotonic()
 
     def _store_key(self) -> str:
@@ -434,8 +449,9 @@ class Drainer:
                 raise SpoolError(
                     f"stored {left} events but cannot remove their spool files from {os.path.dirname(path)} "
                     f"({exc.strerror or exc})",
-                    f"make that folder writable by you (chmod u+w); the next drain recognises them as stored "
-                    f"and removes them") from None
+                    "make that folder writable by you (chmod u+w); the next drain recognises them as stored "
+                    "and removes them",
+                ) from None
             stats.released += 1
 
     # Extraction
@@ -460,13 +476,18 @@ class Drainer:
             cut = next((i + 1 for i, e in enumerate(events) if e["event_id"] == up_to), len(events))
             rest = events[cut:]
             events = events[:cut]
-            if rest and not (flush or now - _iso_to_dt(group["last_received_at"]).timestamp()
-                             >= self.settings.batch.idle_seconds):
+            if rest and not (
+                flush
+                or now - _iso_to_dt(group["last_received_at"]).timestamp() >= self.settings.batch.idle_seconds
+            ):
                 rest = []
             for part, why in ((events, reason), (rest, "flush" if flush else "idle")):
                 if part:
                     batches.append(
-                        extract.Batch(group["project_id"], part[0]["project_root"], group["session_id"], part, why))
+                        extract.Batch(
+                            group["project_id"], part[0]["project_root"], group["session_id"], part, why
+                        )
+                    )
         return batches
 
     def _half_open(self) -> None:
@@ -484,7 +505,10 @@ class Drainer:
 
     def breaker_open(self) -> bool:
         """Has the model failed `extract.breaker_failures` batches in a row (so this run stops calling it)?"""
-        return bool(self.settings.extract.model) and self.model_failures >= self.settings.extract.breaker_failures
+        return (
+            bool(self.settings.extract.model)
+            and self.model_failures >= self.settings.extract.breaker_failures
+        )
 
     def _note_model(self, ok: bool, error: str = "") -> None:
         if ok:
@@ -494,9 +518,13 @@ class Drainer:
             return
         self.model_failures += 1
         previous = int(state.read(state.MODEL).get("consecutive_failures", 0) or 0)
-        state.try_update(state.MODEL, consecutive_failures=max(previous + 1, self.model_failures),
-                         model=self.settings.extract.model, last_error=error[:500],
-                         last_failure_at=isotime.now_iso())
+        state.try_update(
+            state.MODEL,
+            consecutive_failures=max(previous + 1, self.model_failures),
+            model=self.settings.extract.model,
+            last_error=error[:500],
+            last_failure_at=isotime.now_iso(),
+        )
 
     def _fallback_reason(self, batch: extract.Batch) -> str:
         ex = self.settings.extract
@@ -512,7 +540,9 @@ class Drainer:
             return f"model failed {failures} times on this batch"
         return ""
 
-    def _records(self, batch: extract.Batch, candidates: list, run_id: str, now_iso: str) -> "tuple[list, list]":
+    def _records(
+        self, batch: extract.Batch, candidates: list, run_id: str, now_iso: str
+    ) -> "tuple[list, list]":
         """Scrub, then clip (a redaction marker can be longer than what it replaced), then validate.
 
         Returns (records, problems): a candidate that still fails validation is
@@ -520,13 +550,20 @@ class Drainer:
         """
         records, problems = [], []
         by_id = {e["event_id"]: e for e in batch.events}
+        try:
+            claims.annotate(batch, candidates, scrub=self.scrubber.scrub_text, secret=self._dedup_key())
+        except Exception as exc:  # noqa: BLE001 - a file the drain cannot read must never lose the record
+            log.warning("claims of %s not read: %s: %s", batch.project_root, type(exc).__name__, exc)
         for cand in candidates:
-            source = cand.pop("source_event_ids", None) or batch.event_ids  # per turn when the extractor knows
+            source = (
+                cand.pop("source_event_ids", None) or batch.event_ids
+            )  # per turn when the extractor knows
             first = by_id.get(source[0], batch.events[0])
-            who = team.attribution(self.settings, actor=first.get("actor"), host=first.get("host"),
-                                   agent=first.get("agent"))
-            cand = self.scrubber.scrub_value(cand)
-            cand["file_state"] = self._file_state(batch.project_root, cand.get("files_touched"))
+            who = team.attribution(
+                self.settings, actor=first.get("actor"), host=first.get("host"), agent=first.get("agent")
+            )
+            made = {k: cand.pop(k) for k in ("claims", "work_signature") if k in cand}  # scrubbed as made
+            cand = dict(self.scrubber.scrub_value(cand), **made)
             cand.update(
                 title=clip(" ".join(str(cand.get("title", "")).split()), TITLE_MAX),
                 summary=clip(str(cand.get("summary", "")), SUMMARY_MAX),
@@ -535,80 +572,136 @@ class Drainer:
                 files_touched=clip_list(cand.get("files_touched"), FILE_MAX, FILES_KEPT),
             )
             try:
-                records.append(MemoryRecord(
-                    record_id="mr_" + new_ulid(), project_id=batch.project_id, project_root=batch.project_root,
-                    session_id=batch.session_id, source_event_ids=source, run_id=run_id,
-                    created_at=now_iso, **who, **cand))
+                records.append(
+                    MemoryRecord(
+                        record_id="mr_" + new_ulid(),
+                        project_id=batch.project_id,
+                        project_root=batch.project_root,
+                        session_id=batch.session_id,
+                        source_event_ids=source,
+                        run_id=run_id,
+                        created_at=now_iso,
+                        **who,
+                        **cand,
+                    )
+                )
             except ValidationError as exc:
                 first = exc.errors()[0]
                 problems.append(f"dropped a candidate: {'.'.join(map(str, first['loc']))}: {first['msg']}")
         return records, problems
 
-    def _file_state(self, project_root: str, files) -> "dict | None":
-        """What the record's files are now (issue #31, kirolearn.pipeline.freshness), never an error."""
-        try:
-            return freshness.take(project_root, files, self._heads)
-        except Exception as exc:  # noqa: BLE001 - a file the drain cannot read must never lose the record
-            log.warning("file state of %s not taken: %s: %s", project_root, type(exc).__name__, exc)
-            return None
+    def check_claims(self, records: list[dict]) -> tuple[int, int]:
+        """Check these records' claims against their working trees; keep each claim's state and mark a
+        record's freshness when its claims' worst state moved. Returns (claims checked, records marked)."""
+        from kirolearn.claims import check as claimcheck
+        from kirolearn.claims.model import Claim
+
+        found = self.store.claims_of([r["record_id"] for r in records])
+        states, marks, checked = [], [], 0
+        now = isotime.now_iso()
+        for record in records:
+            root = record.get("project_root") or ""
+            rows = found.get(record["record_id"]) or []
+            if not rows or not os.path.isdir(root):
+                continue  # a teammate's record, or a project not on this machine: not judged here
+            worst, why = "current", ""
+            for row in rows:
+                try:
+                    verdict = claimcheck.check(Claim.from_dict(row), root, self._dedup_key())
+                except Exception as exc:  # noqa: BLE001 - an odd file is not judged, never lost
+                    log.warning(
+                        "claim of %s not checked: %s: %s", record["record_id"], type(exc).__name__, exc
+                    )
+                    continue
+                checked += 1
+                state = (
+                    verdict.state if verdict.state != claimcheck.UNKNOWN else row.get("state") or "current"
+                )
+                if (
+                    state != row.get("state")
+                    or verdict.now != (row.get("now") or "")
+                    or verdict.blob != row.get("blob")
+                ):
+                    states.append(
+                        {
+                            **{k: row[k] for k in ("record_id", "file", "kind", "key")},
+                            "state": state,
+                            "now": verdict.now,
+                            "path": verdict.path,
+                            "blob": verdict.blob,
+                            "why": verdict.why or row.get("why") or "",
+                            "at": now,
+                        }
+                    )
+                if _WORSE.get(state, 0) > _WORSE.get(worst, 0):
+                    worst, why = state, verdict.why or row.get("why") or ""
+            if worst != (record.get("freshness") or "current"):
+                marks.append({"record_id": record["record_id"], "freshness": worst, "reason": why, "at": now})
+        if states:
+            self.store.set_claim_states(states)
+        done = len(self.store.set_marks(marks, actor="drain")) if marks else 0
+        return checked, done
 
     def check_freshness(self, stats: DrainStats) -> None:
-        """Re-check the files of at most `drain.freshness_per_pass` records, the longest unchecked first (an
-        index range, never every record: rule 15 in docs/architecture.md); a change of mark is kept with its reason."""
+        """Re-check the claims of at most `drain.freshness_per_pass` records, the longest unchecked first (an
+        index range, never every record: rule 15 in docs/architecture.md); a change of mark keeps its reason."""
         limit = self.settings.drain.freshness_per_pass
         due = (self.store.freshness_due(limit) or []) if limit else []
         if not due:
             return
-        marks, checked = [], []
-        shown = self._phase("checking freshness", len(due))
-        for number, record in enumerate(due, 1):
-            try:
-                value, reason = freshness.check(record)
-            except Exception as exc:  # noqa: BLE001 - an odd file or repository is not checked, never lost
-                log.warning("freshness of %s not checked: %s: %s", record["record_id"], type(exc).__name__, exc)
-                value, reason = record.get("freshness") or "current", ""
-            checked.append(record["record_id"])
-            if shown:
-                shown(number)
-            if value != record.get("freshness"):
-                marks.append({"record_id": record["record_id"], "freshness": value, "reason": reason})
-        now = isotime.now_iso()
-        stats.freshness_checked += len(checked)
-        stats.freshness_marked += len(self.store.set_marks(
-            [dict(m, at=now) for m in marks], actor="drain")) if marks else 0
-        self.store.note_checked(checked, now)
+        shown = self._phase("checking claims", len(due))
+        checked, marked = self.check_claims(due)
+        if shown:
+            shown(len(due))
+        stats.freshness_checked += len(due)
+        stats.freshness_marked += marked
+        self.store.note_checked([r["record_id"] for r in due], isotime.now_iso())
 
     def extract_batch(self, batch: extract.Batch, stats: DrainStats) -> None:
         """Extract one batch and commit its records, or leave it buffered on failure."""
         run_id = new_ulid()
         started = isotime.now_iso()
         fallback = self._fallback_reason(batch)
-        run = {"run_id": run_id, "batch_key": batch.key, "project_id": batch.project_id,
-               "session_id": batch.session_id, "reason": batch.reason, "event_count": len(batch.events),
-               "started_at": started, "model": self.settings.extract.model, "fallback_reason": fallback,
-               "error": ""}
+        run = {
+            "run_id": run_id,
+            "batch_key": batch.key,
+            "project_id": batch.project_id,
+            "session_id": batch.session_id,
+            "reason": batch.reason,
+            "event_count": len(batch.events),
+            "started_at": started,
+            "model": self.settings.extract.model,
+            "fallback_reason": fallback,
+            "error": "",
+        }
         if self.settings.extract.model and not fallback:
             if self.llm_deadline is not None and time.monotonic() >= self.llm_deadline:
                 return  # this drain spent its model time: the batch waits for the next one
             stats.extractor = "llm"
             began = time.monotonic()
             try:
-                result = extract.llm_extract(batch, self.settings, self.complete, sleep=self.sleep,
-                                             deadline=self.llm_deadline)
+                result = extract.llm_extract(
+                    batch, self.settings, self.complete, sleep=self.sleep, deadline=self.llm_deadline
+                )
             except extract.ExtractionError as exc:
                 stats.llm_seconds = round(stats.llm_seconds + time.monotonic() - began, 3)
                 self._note_model(False, str(exc))
                 partial = getattr(exc, "result", None)
                 stats.llm_failures += 1
-                self.store.record_failed_run(dict(
-                    run, extractor="llm", outcome="failed", error=self.scrubber.scrub_text(str(exc))[:2000],
-                    finished_at=isotime.now_iso(),
-                    request=partial.request if partial else "",
-                    prompt_tokens=partial.prompt_tokens if partial else 0,
-                    completion_tokens=partial.completion_tokens if partial else 0,
-                    cost_usd=partial.cost_usd if partial else 0.0,
-                    **self._provenance(partial),
-                ))
+                self.store.record_failed_run(
+                    dict(
+                        run,
+                        extractor="llm",
+                        outcome="failed",
+                        error=self.scrubber.scrub_text(str(exc))[:2000],
+                        finished_at=isotime.now_iso(),
+                        request=partial.request if partial else "",
+                        prompt_tokens=partial.prompt_tokens if partial else 0,
+                        completion_tokens=partial.completion_tokens if partial else 0,
+                        cost_usd=partial.cost_usd if partial else 0.0,
+                        **self._provenance(partial),
+                    )
+                )
                 if partial:
                     stats.tokens_used += partial.prompt_tokens + partial.completion_tokens
                     stats.cost_usd += partial.cost_usd
@@ -622,10 +715,16 @@ class Drainer:
             stats.llm_seconds = round(stats.llm_seconds + time.monotonic() - began, 3)
             self._note_model(True)
             candidates = result.records
-            run.update(extractor="llm", request=result.request, prompt_tokens=result.prompt_tokens,
-                       fallback_reason=result.note, **self._provenance(result),
-                       completion_tokens=result.completion_tokens, cost_usd=result.cost_usd,
-                       error="; ".join(result.errors))
+            run.update(
+                extractor="llm",
+                request=result.request,
+                prompt_tokens=result.prompt_tokens,
+                fallback_reason=result.note,
+                **self._provenance(result),
+                completion_tokens=result.completion_tokens,
+                cost_usd=result.cost_usd,
+                error="; ".join(result.errors),
+            )
             stats.tokens_used += result.prompt_tokens + result.completion_tokens
             stats.cost_usd += result.cost_usd
         else:
@@ -639,10 +738,21 @@ class Drainer:
         """Scrub and validate the candidates, then commit them with the run row and mark the batch done."""
         records, problems = self._records(batch, candidates, run["run_id"], isotime.now_iso())
         crashpoint.reached("extract-before-commit")
-        run.update(outcome="ok", finished_at=isotime.now_iso(),
-                   error="; ".join(filter(None, [run.get("error", ""), *problems]))[:2000])
+        run.update(
+            outcome="ok",
+            finished_at=isotime.now_iso(),
+            error="; ".join(filter(None, [run.get("error", ""), *problems]))[:2000],
+        )
         stats.records_written += self.store.commit_extraction(run, records, batch.event_ids)
         self.new_record_ids += [r.record_id for r in records]
+        made = [
+            {"record_id": r.record_id, "project_root": r.project_root, "freshness": r.freshness}
+            for r in records
+        ]
+        if any(r.claims for r in records):
+            self.check_claims(
+                [m for m, r in zip(made, records) if r.claims]
+            )  # a write reverted since reads so
         stats.batches_extracted += 1
 
     # A model's answers (#36)
@@ -650,15 +760,22 @@ class Drainer:
     def _provenance(self, result) -> dict:
         """The run row's trace of a model call: prompt version, structured-output form, raw answer (scrubbed)."""
         answer = getattr(result, "answer", "") if result is not None else ""
-        return {"prompt_version": extract.PROMPT_VERSION, "response_form": getattr(result, "form", "") or "",
-                "answer": self.scrubber.scrub_text(answer)[:extract.ANSWER_KEPT_CHARS] if answer else ""}
+        return {
+            "prompt_version": extract.PROMPT_VERSION,
+            "response_form": getattr(result, "form", "") or "",
+            "answer": self.scrubber.scrub_text(answer)[: extract.ANSWER_KEPT_CHARS] if answer else "",
+        }
 
     def _botched(self, batch: extract.Batch, run: dict, reason: str, stats: DrainStats) -> None:
         """A batch whose model answer was unusable: this batch only goes to the deterministic extractor, now."""
         stats.fallbacks += 1
         run["fallback_reason"] = f"model answer unusable: {reason}"[:500]
-        log.warning("batch %s (%d events): the model's answer was unusable, deterministic extractor used: %s",
-                    batch.key, len(batch.events), reason[:300])
+        log.warning(
+            "batch %s (%d events): the model's answer was unusable, deterministic extractor used: %s",
+            batch.key,
+            len(batch.events),
+            reason[:300],
+        )
 
     # Whole runs
 
@@ -679,17 +796,14 @@ class Drainer:
     def mark_truth(self, stats: DrainStats) -> None:
         """Supersede what the new records changed and merge near-identical chores (issue #31), right after
         they are stored; the cost follows the new records (a few FTS candidates each)."""
-        if not self.new_record_ids or self.db is None:  # supersede reads the embedded store's text index
+        if not self.new_record_ids or not self.store.has_marks():  # a store that keeps no marks
             return
-        from kirolearn.pipeline import judge, truth
+        from kirolearn.pipeline import truth
 
         lines: list = []
-        asker = judge.Judge.configured(self.db, self.settings, self.complete, scrub=self.scrubber.scrub_text)
-        done = truth.mark_new(self.db, self.new_record_ids, merge=self.settings.drain.auto_merge,
-                              log=lines.append, judge=asker)
-        if asker is not None and asker.asked:
-            lines.append(f"asked the model about {asker.asked} pair(s)"
-                         + (f"; {len(asker.errors)} without a verdict: {asker.errors[-1]}" if asker.errors else ""))
+        done = truth.mark_new(
+            self.store, self.new_record_ids, merge=self.settings.drain.auto_merge, log=lines.append
+        )
         stats.superseded += len(done["superseded"])
         stats.merged += done["merged"]
         if lines:
@@ -706,7 +820,9 @@ class Drainer:
         if derived is not None:
             from kirolearn.recall import semantic  # recall's text rules, above the store
 
-            expanded = semantic.enrich_pending(derived, progress=self._phase("expanding", derived.expansions_pending))
+            expanded = semantic.enrich_pending(
+                derived, progress=self._phase("expanding", derived.expansions_pending)
+            )
         if stats.records_written or expanded:
             # word counts the hook reads with one index range; records an import or a team sync added get
             # their expansions here, and without this copy the hook read fts5vocab's doclists instead
@@ -724,10 +840,15 @@ class Drainer:
         from kirolearn.recall import semantic  # numpy and the model load only here, in the drainer
 
         stats.records_embedded, stats.embedding_error = semantic.index_with_settings(
-            derived, self.settings, seconds=seconds, progress=self._phase("embedding"),
-            interrupt=None if seconds is None else (lambda: bool(spool.ready_files())))
-        self.vectors_pending = (bool(stats.records_embedded)
-                                and semantic.vectors_pending(derived, self.settings) > 0)
+            derived,
+            self.settings,
+            seconds=seconds,
+            progress=self._phase("embedding"),
+            interrupt=None if seconds is None else (lambda: bool(spool.ready_files())),
+        )
+        self.vectors_pending = (
+            bool(stats.records_embedded) and semantic.vectors_pending(derived, self.settings) > 0
+        )
 
     def _phase(self, label: str, total=None):
         """The progress callable of a backfill phase when a person watches (self.bars), else None.
@@ -758,14 +879,12 @@ class Drainer:
         budget = self.settings.extract.drain_llm_budget_seconds
         self.llm_deadline = time.monotonic() + budget if budget else None
         self.new_record_ids = []
-        self._heads = {}
         for batch in self.ready_batches(time.time(), flush=flush):
             self.extract_batch(batch, stats)
         self.mark_truth(stats)
         stats.model_breaker_open = self.breaker_open()
         stats.expired_events = self.expire_events()
         self.expire_forgotten()
-        self._heads = {}  # HEAD commits read this pass, by project root
         self.check_freshness(stats)
         self.embed_records(stats)
         stats.pending_events = self.store.pending_event_count()
@@ -795,15 +914,15 @@ class Drainer:
         After the spool files are released: the team store never holds up the local
         drain, and a server that is down loses nothing (the local store has it all).
         """
-        if not self.settings.store.url or self.db is None:  # a drain into the team store itself: nothing to sync
-            return {}
+        if not self.settings.store.url or self.store.database_file() is None:
+            return {}  # no team, or a drain into the team store itself: nothing to sync
         now = time.monotonic()
         if self.last_team_sync is not None and now - self.last_team_sync < TEAM_SYNC_SECONDS:
             return {}
         self.last_team_sync = now
         from kirolearn.team import sync as team_sync
 
-        found = team_sync.run(self.settings, self.db)
+        found = team_sync.run(self.settings, self.store)
         return found.to_dict() if found is not None else {}
 
     def watch(self, on_pass=None, should_stop=None) -> DrainStats:
@@ -823,8 +942,12 @@ class Drainer:
                     stats = self.run_once()
                     last_idle_check = time.monotonic()
                     total.add(stats)
-                    if on_pass and (stats.events_read or stats.batches_extracted or stats.quarantined
-                                    or stats.team.get("records_received")):
+                    if on_pass and (
+                        stats.events_read
+                        or stats.batches_extracted
+                        or stats.quarantined
+                        or stats.team.get("records_received")
+                    ):
                         on_pass(stats)
                     continue
                 self.sleep(self.settings.drain.poll_seconds)

@@ -20,12 +20,22 @@ from dataclasses import dataclass, field
 from pydantic import ValidationError
 
 from kirolearn.capture.events import cut_text
-from kirolearn.pipeline.schema import (CONCEPT_MAX, CONCEPTS_COUNT_MAX, FACT_MAX, FACTS_COUNT_MAX, FILE_MAX, FILES_KEPT,
-                                       SUMMARY_MAX, TITLE_MAX, ObservationType, clip, clip_list)
 from kirolearn.core.errors import ExtractionError  # noqa: F401 - re-exported for callers
+from kirolearn.core.mcp_tools import is_memory_tool
 from kirolearn.pipeline import structured
-from kirolearn.pipeline.prompt import (PROMPT_VERSION, SUMMARY_REQUEST, SYSTEM_PROMPT, Candidate,  # noqa: F401
-                                       Extraction)
+from kirolearn.pipeline.prompt import PROMPT_VERSION, SUMMARY_REQUEST, SYSTEM_PROMPT, Candidate, Extraction  # noqa: F401
+from kirolearn.store.record import (
+    CONCEPT_MAX,
+    CONCEPTS_COUNT_MAX,
+    FACT_MAX,
+    FACTS_COUNT_MAX,
+    FILE_MAX,
+    FILES_KEPT,
+    SUMMARY_MAX,
+    TITLE_MAX,
+    clip,
+    clip_list,
+)
 
 DETERMINISTIC_STRATEGY = "deterministic-turn"
 LLM_STRATEGY = "llm-summary"
@@ -65,10 +75,26 @@ class Completion:
 
 # What events say
 
-_COMMAND_TOOLS = ("execute_bash", "shell", "execute_pwsh", "bash", "run_command",
-                  "run_shell_command")  # Gemini CLI's
-WRITE_TOOLS = ("fs_write", "write", "str_replace", "create", "edit", "append", "multiedit", "notebookedit",
-                "write_file", "replace")  # Gemini CLI's
+_COMMAND_TOOLS = (
+    "execute_bash",
+    "shell",
+    "execute_pwsh",
+    "bash",
+    "run_command",
+    "run_shell_command",
+)  # Gemini CLI's
+WRITE_TOOLS = (
+    "fs_write",
+    "write",
+    "str_replace",
+    "create",
+    "edit",
+    "append",
+    "multiedit",
+    "notebookedit",
+    "write_file",
+    "replace",
+)  # Gemini CLI's
 _EXIT_CODE = re.compile(r"Exit Code:\s*(-?\d+)", re.I)
 # No leading \w* here: on a long run of word characters search() goes quadratic.
 STRONG_ERROR = re.compile(r"(?:Error|Exception)\b|Traceback|FATAL|fatal:|[Dd]enied|[Nn]o such file|not found")
@@ -122,8 +148,11 @@ def _response_text(event: dict) -> str:
         return response
     if isinstance(response, dict):
         # stdout/stderr: Claude Code; output: Cursor; llmContent: Gemini; the rest Copilot
-        parts = [str(response[k]) for k in ("stdout", "stderr", "output", "llmContent", "textResultForLlm")
-                 if isinstance(response.get(k), str) and response[k]]
+        parts = [
+            str(response[k])
+            for k in ("stdout", "stderr", "output", "llmContent", "textResultForLlm")
+            if isinstance(response.get(k), str) and response[k]
+        ]
         for key in ("result", "error"):
             value = response.get(key)
             items = value if isinstance(value, list) else [value]
@@ -148,51 +177,66 @@ _FAILED_RESULT_TYPES = ("failure", "error", "denied", "rejected")  # Copilot CLI
 _COMPLETED_EXIT = re.compile(r"completed with exit code\s*(-?\d+)", re.I)
 
 
-def tool_status(event: dict) -> "bool | None":
-    """How a tool call ended, in every payload shape the adapters store: False failed, True ended well
-    with a definite status (an exit code 0, a success flag, a "success" result), None unknown.
+def _last(pattern: re.Pattern, text: str) -> "re.Match | None":
+    """The last match in a text's tail: an output's trailer wins over what it printed before."""
+    matches = list(pattern.finditer(text[-2000:]))
+    return matches[-1] if matches else None
 
-    Failed: a false success flag (Kiro classic, the Kiro IDE's toolSuccess), a non-zero exit status
-    (Kiro's result[].exit_status, Codex's / Cursor's exit_code), `Exit Code: N` (N != 0) in a string
-    response (Kiro v3), an agent's error payload (Gemini CLI's `error`, Copilot CLI's resultType
-    "failure", an `is_error` flag), Codex's `exit_code: null` with an error in its output (the
-    sandbox killed it: "Read-only file system").
-    """
+
+def tool_status(event: dict) -> "bool | None":
+    """How a tool call ended, read the way its agent reports it: False failed, True ended well with a
+    definite status, None unknown. Each agent's own shape only (a text pattern of one agent's format
+    never judges another's output), and a status line at the end wins over text earlier in it."""
+    agent = event.get("agent") or "kiro"
     response = event.get("tool_response")
     if isinstance(response, dict):
         if response.get("success") is False or response.get("is_error") is True:
+            return False  # Kiro classic and IDE, Claude Code's PostToolUseFailure, any is_error
+    if agent == "claude-code":
+        if isinstance(response, dict) and response.get("interrupted"):
+            return None
+        return True  # PostToolUse fires only for a call that succeeded
+    if agent == "copilot":
+        text = _response_text(event)
+        trailer = _last(_COMPLETED_EXIT, text)  # "<shellId: 0 completed with exit code 1>"
+        if trailer:
+            return trailer.group(1) == "0"
+        kind = str((response or {}).get("resultType", "")).lower() if isinstance(response, dict) else ""
+        if kind in _FAILED_RESULT_TYPES:
             return False
-        if str(response.get("resultType", "")).lower() in _FAILED_RESULT_TYPES:
-            return False
-        error = response.get("error")
-        if isinstance(error, dict) and (error.get("message") or error.get("type")):
-            return False
-        for item in response.get("result") or () if isinstance(response.get("result"), list) else ():
-            if isinstance(item, dict) and str(item.get("exit_status", "0")) not in ("0", ""):
+        return True if kind == "success" else None
+    if agent == "gemini":
+        if isinstance(response, dict):
+            error = response.get("error")
+            if (
+                isinstance(error, dict)
+                and (error.get("message") or error.get("type"))
+                or isinstance(error, str)
+            ):
                 return False
-        if "exit_code" in response:
-            code = response["exit_code"]
-            if code is None:
-                text = _response_text(event)
-                if STRONG_ERROR.search(text[-2000:]) or "Read-only file system" in text:
-                    return False
-                return None
-            if str(code).strip() not in ("0", ""):
+            if "llmContent" in response:
+                return True  # AfterTool carries `error` when a tool failed, and only then
+        return None
+    if isinstance(response, dict) and "exit_code" in response:  # Codex, Cursor, opencode
+        code = response["exit_code"]
+        if code is None:  # Codex: the sandbox killed it
+            text = _response_text(event)
+            return False if STRONG_ERROR.search(text[-2000:]) or "Read-only file system" in text else None
+        return str(code).strip() in ("0", "")
+    if agent == "kiro":
+        if isinstance(response, dict):
+            items = response.get("result") if isinstance(response.get("result"), list) else []
+            codes = [str(i.get("exit_status", "")) for i in items if isinstance(i, dict)]
+            if any(c not in ("0", "") for c in codes):
                 return False
-    text = _response_text(event)
-    match = _EXIT_CODE.search(text[-500:]) or _COMPLETED_EXIT.search(text[-500:])
-    if match:
-        return match.group(1) == "0"
-    if isinstance(response, dict):
-        if response.get("success") is True or str(response.get("resultType", "")).lower() == "success":
-            return True
-        if str(response.get("exit_code", "")).strip() == "0":
-            return True
-        if "llmContent" in response and "error" not in response:
-            return True  # Gemini CLI's AfterTool carries `error` when a tool failed, and only then
-        if isinstance(response.get("result"), list) and any(
-                isinstance(i, dict) and str(i.get("exit_status", "")) == "0" for i in response["result"]):
-            return True
+            if response.get("success") is True or "0" in codes:
+                return True
+        trailer = _last(_EXIT_CODE, _response_text(event))  # v3 and IDE 1.x: "Exit Code: N" at the end
+        if trailer:
+            return trailer.group(1) == "0"
+        return None
+    if isinstance(response, dict) and response.get("success") is True:
+        return True
     return None
 
 
@@ -209,21 +253,27 @@ def _unnamed(event: dict) -> bool:
 
 
 def _may_rerun(failed_call: dict, later: dict) -> bool:
-    """Can `later` be a re-run of `failed_call`: the same command (same program and first arguments); for
-    a call that is no command, the same tool; or the same tool with its input unknown (`_unnamed`)."""
+    """Can `later` undo `failed_call`: the same command with the same arguments; for a write, a
+    write of the same file; for another call, the same tool with the same input. Kiro v3 alone sends
+    a re-run's PostToolUse without its input (its PreToolUse, identical to the first run's, is a
+    content duplicate): there, the same tool with its input unknown may be the re-run."""
     command, again = command_of(failed_call), command_of(later)
     if command and again:
         return _same_command(command, again)
     if later.get("tool_name") != failed_call.get("tool_name"):
         return False
-    return not again and (not command or _unnamed(later))
+    if tool_base(failed_call.get("tool_name", "")) in WRITE_TOOLS and paths_of(failed_call):
+        return bool(set(paths_of(failed_call)) & set(paths_of(later)))
+    if (later.get("agent") or "kiro") == "kiro" and _unnamed(later) and not again:
+        return True
+    return not command and not again and failed_call.get("tool_input") == later.get("tool_input")
 
 
 def resolved(tools: list, i: int) -> bool:
     """Did something later in the turn undo the failure of tools[i]: a call that may be its re-run
     (`_may_rerun`) and did not fail? So `failed` needs that nothing later in the turn that could be the
     same work succeeded (issue #31, point 3); an unrelated later command does not undo a failure."""
-    return any(_may_rerun(tools[i], later) and not failed(later) for later in tools[i + 1:])
+    return any(_may_rerun(tools[i], later) and not failed(later) for later in tools[i + 1 :])
 
 
 def turn_outcome(tools: list) -> str:
@@ -249,18 +299,36 @@ def error_line(event: dict) -> str:
     return clip(lines[-1], 240) if lines else "failed"
 
 
-def _program(command: str) -> "list[str]":
-    words = command.split()
+_SEGMENTS = re.compile(r"\s*(?:&&|\|\||;)\s*")
+
+
+def _work(command: str) -> "tuple[tuple, tuple, frozenset, tuple]":
+    """A command as (the steps before its last, its program, its flags, its other words): env
+    assignments dropped, `python -m x` one program."""
+    *before, last = _SEGMENTS.split(" ".join(command.split()).rstrip(";")) or [""]
+    words = last.split()
     while words and "=" in words[0] and not words[0].startswith("-"):
-        words.pop(0)  # leading VAR=value assignments
-    return words[:3]
+        words.pop(0)
+    program = words[:1]
+    rest = words[1:]
+    if program and program[0].startswith("python") and rest[:1] == ["-m"] and len(rest) > 1:
+        program, rest = [*program, "-m", rest[1]], rest[2:]
+    flags = frozenset(w for w in rest if w.startswith("-"))
+    return tuple(before), tuple(program), flags, tuple(w for w in rest if not w.startswith("-"))
 
 
 def _same_command(a: str, b: str) -> bool:
-    """Is `b` a re-run of `a` (same program and first arguments, env assignments ignored)?"""
-    first, second = _program(a), _program(b)
-    k = min(len(first), len(second))
-    return k > 0 and first[:k] == second[:k]
+    """Does `b` redo `a`: the same command, or the same program with the same flags over targets that
+    hold a's (`pytest tests/ -q` redoes `pytest tests/test_api.py -q`; `make clean` never redoes `make`,
+    nor `cd repo && git status` redo `cd repo && pytest`)."""
+    if " ".join(a.split()) == " ".join(b.split()):
+        return True
+    first, second = _work(a), _work(b)
+    if first[:3] != second[:3] or not first[1]:
+        return False
+    if not first[3] or not second[3]:
+        return first[3] == second[3]
+    return all(any(t == s or t.startswith(s.rstrip("/") + "/") for s in second[3]) for t in first[3])
 
 
 # Deterministic extractor
@@ -304,12 +372,15 @@ def _concepts(texts) -> "list[str]":
 # A turn without tools is about the project when it names a file or code.
 _CODE_EXTENSIONS = frozenset(
     "py pyi js jsx ts tsx mjs cjs json toml yaml yml cfg ini md rst txt sh bash zsh ps1 sql html css scss "
-    "rs go java kt kts c h cc cpp hpp cs rb php swift lock xml gradle mk proto graphql vue svelte env".split())
+    "rs go java kt kts c h cc cpp hpp cs rb php swift lock xml gradle mk proto graphql vue svelte env".split()
+)
 _FILE_TOKEN = re.compile(r"(?<![\w@])((?:[\w.-]+/)+[\w.-]+|[\w-]+(?:\.[\w-]+)*\.([A-Za-z0-9]{1,8}))(?![\w/])")
 
 
 # code identifiers: snake_case, dotted.names, camelCase, --flags
-_IDENTIFIER = re.compile(r"\b[A-Za-z]\w*_\w*[A-Za-z0-9]\b|\b[a-z]\w*\.[a-z_]\w*[a-z0-9_]\b|\b[a-z]+[A-Z]\w*\b|(?<!\S)--[a-z][\w-]+")
+_IDENTIFIER = re.compile(
+    r"\b[A-Za-z]\w*_\w*[A-Za-z0-9]\b|\b[a-z]\w*\.[a-z_]\w*[a-z0-9_]\b|\b[a-z]+[A-Z]\w*\b|(?<!\S)--[a-z][\w-]+"
+)
 
 
 def names_project_content(*texts: str) -> bool:
@@ -403,10 +474,16 @@ def _fix_of(tools: list, i: int, root: str) -> str:
     return f" — fixed{via}: {rerun} then succeeded"
 
 
+def _memory_tool(event: dict) -> bool:
+    return is_memory_tool(event.get("tool_name", ""))
+
+
 def _describe_turn(turn: list, root: str) -> "dict | None":
     prompts = [e.get("prompt") or "" for e in turn if e["kind"] == "prompt"]
     request = " ".join(p.strip() for p in prompts if p.strip())
-    closing = " ".join((e.get("assistant_response") or "").strip() for e in turn if e["kind"] == "session_summary")
+    closing = " ".join(
+        (e.get("assistant_response") or "").strip() for e in turn if e["kind"] == "session_summary"
+    )
     tools = paired_tools(turn)
     if not (request or closing.strip() or tools):
         return None
@@ -418,11 +495,16 @@ def _describe_turn(turn: list, root: str) -> "dict | None":
         command = command_of(event)
         if command:
             commands.append(command)
-        if name in WRITE_TOOLS:
+        if name in WRITE_TOOLS and not failed(event):  # a denied or failed write changed nothing
             changed.extend(_changed_paths(event, root))
         elif not command:
             read.extend(relative(p, root) for p in paths_of(event))
-        if not command and not paths_of(event) and isinstance(event.get("tool_response"), (str, dict)):
+        if (
+            not command
+            and not paths_of(event)
+            and isinstance(event.get("tool_response"), (str, dict))
+            and not _memory_tool(event)  # memory's own output is no fact of the turn
+        ):
             text = " ".join(_response_text(event).split())
             if text and not failed(event):
                 results.append(f"{event.get('tool_name')}: {clip(text, 160)}")
@@ -445,8 +527,14 @@ def _describe_turn(turn: list, root: str) -> "dict | None":
     else:
         observation_type = "conversation"  # a question about the project that no answer closed yet
 
-    title = clip(" ".join(request.split()), TITLE_MAX) if request else (
-        clip(" ".join(closing.split()), TITLE_MAX) if closing else f"Tool activity: {', '.join(dict.fromkeys(tool_base(t.get('tool_name', '')) for t in tools))}"
+    title = (
+        clip(" ".join(request.split()), TITLE_MAX)
+        if request
+        else (
+            clip(" ".join(closing.split()), TITLE_MAX)
+            if closing
+            else f"Tool activity: {', '.join(dict.fromkeys(tool_base(t.get('tool_name', '')) for t in tools))}"
+        )
     )
     sections = []
     if request:
@@ -458,7 +546,11 @@ def _describe_turn(turn: list, root: str) -> "dict | None":
     if commands:
         shown = list(dict.fromkeys(clip(c, 160) for c in commands))
         verb = "**Tried:** " if outcome == "failed" else "**Ran:** "  # a failed turn's commands were not done
-        sections.append(verb + "; ".join(f"`{c}`" for c in shown[:8]) + (f" (+{len(shown) - 8} more)" if len(shown) > 8 else ""))
+        sections.append(
+            verb
+            + "; ".join(f"`{c}`" for c in shown[:8])
+            + (f" (+{len(shown) - 8} more)" if len(shown) > 8 else "")
+        )
     if read:
         sections.append("**Read:** " + ", ".join(list(dict.fromkeys(read))[:12]))
     if changed:
@@ -530,13 +622,13 @@ def render_events(batch: Batch, field_chars: int, max_chars: int) -> str:
                 break
             head.append(block)
             used += len(block) + 1
-        for block in reversed(blocks[len(head):]):
+        for block in reversed(blocks[len(head) :]):
             if used + len(block) > max_chars:
                 break
             tail.insert(0, block)
             used += len(block) + 1
         omitted = len(blocks) - len(head) - len(tail)
-        text = "\n".join(head + [f"<omitted events=\"{omitted}\"/>"] + tail)
+        text = "\n".join(head + [f'<omitted events="{omitted}"/>'] + tail)
     return text
 
 
@@ -573,7 +665,9 @@ def parse_answer(content: str, finish_reason: str = "") -> Extraction:
     if not text.strip():
         raise BotchedAnswer("malformed answer: empty")
     if len(text) > ANSWER_MAX_CHARS:
-        raise BotchedAnswer(f"malformed answer: too long ({len(text):,} characters, at most {ANSWER_MAX_CHARS:,})")
+        raise BotchedAnswer(
+            f"malformed answer: too long ({len(text):,} characters, at most {ANSWER_MAX_CHARS:,})"
+        )
     text = unfenced(text)
     try:
         return Extraction.model_validate_json(text)
@@ -581,8 +675,9 @@ def parse_answer(content: str, finish_reason: str = "") -> Extraction:
         cut = " (cut off at max_answer_tokens)" if finish_reason == "length" else ""
         first = exc.errors()[0]
         where = ".".join(map(str, first.get("loc") or ()))
-        raise BotchedAnswer(f"malformed answer{cut}: {where + ': ' if where else ''}{first['msg']} "
-                            f"({clip(text, 80)!r})") from None
+        raise BotchedAnswer(
+            f"malformed answer{cut}: {where + ': ' if where else ''}{first['msg']} ({clip(text, 80)!r})"
+        ) from None
 
 
 def candidates_from(extraction: Extraction, batch: Batch) -> "list[dict]":
@@ -595,8 +690,9 @@ def candidates_from(extraction: Extraction, batch: Batch) -> "list[dict]":
                 "summary": clip(c.summary, SUMMARY_MAX),
                 "facts": clip_list(c.facts, FACT_MAX, FACTS_COUNT_MAX),
                 "concepts": clip_list([x.lower() for x in c.concepts], CONCEPT_MAX, CONCEPTS_COUNT_MAX),
-                "files_touched": clip_list([relative(p, batch.project_root) for p in c.files_touched], FILE_MAX,
-                                           FILES_KEPT),
+                "files_touched": clip_list(
+                    [relative(p, batch.project_root) for p in c.files_touched], FILE_MAX, FILES_KEPT
+                ),
                 "observation_type": c.observation_type,
                 "strategy": LLM_STRATEGY,
             }
@@ -611,13 +707,23 @@ def candidates_from(extraction: Extraction, batch: Batch) -> "list[dict]":
         summary = _describe_turn(turns[-1], batch.project_root) if turns else None
         if summary:
             if summary["observation_type"] == "conversation" and records:
-                summary["observation_type"] = "session_summary"  # the model found knowledge in it: not chatter
+                summary["observation_type"] = (
+                    "session_summary"  # the model found knowledge in it: not chatter
+                )
             records.insert(0, summary)
     return records
 
 
-TRANSIENT = ("Timeout", "CallTimeout", "APIConnectionError", "RateLimitError", "InternalServerError",
-             "ServiceUnavailableError", "BadGatewayError", "APIError")
+TRANSIENT = (
+    "Timeout",
+    "CallTimeout",
+    "APIConnectionError",
+    "RateLimitError",
+    "InternalServerError",
+    "ServiceUnavailableError",
+    "BadGatewayError",
+    "APIError",
+)
 
 
 @dataclass
@@ -649,7 +755,10 @@ def _ends_turn(batch: Batch) -> bool:
 
 def _ask_for_summary(messages: list, answer: str, settings, complete, result: LLMResult) -> "list[Candidate]":
     """One follow-up call asking only for the turn's session_summary record (the seed's `llm-summary`)."""
-    follow_up = messages + [{"role": "assistant", "content": answer}, {"role": "user", "content": SUMMARY_REQUEST}]
+    follow_up = messages + [
+        {"role": "assistant", "content": answer},
+        {"role": "user", "content": SUMMARY_REQUEST},
+    ]
     try:
         completion = complete(follow_up, settings)
         result.prompt_tokens += completion.prompt_tokens
@@ -700,7 +809,9 @@ def call_bounded(complete, messages, settings, seconds: float, **kwargs):
     return box["value"]
 
 
-def llm_extract(batch: Batch, settings, complete, sleep=time.sleep, deadline: "float | None" = None) -> LLMResult:
+def llm_extract(
+    batch: Batch, settings, complete, sleep=time.sleep, deadline: "float | None" = None
+) -> LLMResult:
     """Extract with a model: bounded retries with backoff; raises ExtractionError with usage attached.
 
     The whole extraction (every attempt, retry and backoff) ends within
@@ -719,8 +830,11 @@ def llm_extract(batch: Batch, settings, complete, sleep=time.sleep, deadline: "f
     for attempt in range(ex.retries + 1):
         left = until - time.monotonic()
         if left <= 0:
-            result.errors.append(f"out of time: {ex.call_budget_seconds:g} s per batch"
-                                 if deadline is None or until < deadline else "out of the drain's model time")
+            result.errors.append(
+                f"out of time: {ex.call_budget_seconds:g} s per batch"
+                if deadline is None or until < deadline
+                else "out of the drain's model time"
+            )
             break
         try:
             result.botched = ""
@@ -731,7 +845,9 @@ def llm_extract(batch: Batch, settings, complete, sleep=time.sleep, deadline: "f
             result.answer = (completion.content or "")[:ANSWER_KEPT_CHARS]
             result.form = completion.form
             extraction = parse_answer(completion.content, completion.finish_reason)
-            if _ends_turn(batch) and not any(c.observation_type == "session_summary" for c in extraction.records):
+            if _ends_turn(batch) and not any(
+                c.observation_type == "session_summary" for c in extraction.records
+            ):
                 asked = _ask_for_summary(messages, completion.content, settings, complete, result)
                 extraction = Extraction.model_construct(records=asked + list(extraction.records))
                 result.note = "" if asked else NO_SUMMARY_NOTE

@@ -14,16 +14,22 @@ created_at, then record_id.
 
 import time
 
-from kirolearn.core import marks, paths
+from kirolearn.core import jsonfast, marks, paths
 from kirolearn.core.isotime import iso_epoch
 from kirolearn.core.limits import DEFAULT_TIME_BUDGET
 from kirolearn.recall import when
 from kirolearn.store.sqlite import reader
-from kirolearn.core import jsonfast
 
 # One weight per observation type (tests/test_constants.py checks).
-TYPE_WEIGHTS = {"session_summary": 1.3, "decision": 1.3, "error": 1.15, "discovery": 1.1, "pattern": 1.1,
-                "tool_use": 1.0, "conversation": 0.6}
+TYPE_WEIGHTS = {
+    "session_summary": 1.3,
+    "decision": 1.3,
+    "error": 1.15,
+    "discovery": 1.1,
+    "pattern": 1.1,
+    "tool_use": 1.0,
+    "conversation": 0.6,
+}
 RECENCY_HALF_LIFE_DAYS = 30.0
 MAX_TERMS = 24
 SEARCH_LIMIT_MAX = 100  # CLI --limit, MCP limit
@@ -56,19 +62,55 @@ _STOPWORDS = frozenset(
 RELATIVE_DAYS = frozenset(("today", "tonight", "tomorrow", "yesterday"))
 # Superseded (issue #31): this share of its match (kirolearn.core.marks); merged ones are not recalled.
 SUPERSEDED_FACTOR = marks.SUPERSEDED_FACTOR
+ECHO_FACTOR = marks.ECHO_FACTOR
 
 
 class Hit:
     """One ranked memory record (a plain class: dataclasses costs the hook ~5 ms of imports)."""
 
-    FIELDS = ("record_id", "project_root", "session_id", "title", "summary", "facts", "concepts",
-              "files_touched", "observation_type", "strategy", "created_at", "bm25", "score", "matched_terms",
-              "actor", "freshness", "outcome", "superseded_by", "merged_into")
+    FIELDS = (
+        "record_id",
+        "project_root",
+        "session_id",
+        "title",
+        "summary",
+        "facts",
+        "concepts",
+        "files_touched",
+        "observation_type",
+        "strategy",
+        "created_at",
+        "bm25",
+        "score",
+        "matched_terms",
+        "actor",
+        "freshness",
+        "outcome",
+        "superseded_by",
+        "merged_into",
+    )
     __slots__ = FIELDS
 
-    def __init__(self, record_id, project_root, session_id, title, summary, facts, concepts, files_touched,
-                 observation_type, strategy, created_at, bm25=0.0, actor=None, freshness=None, outcome=None,
-                 superseded_by=None, merged_into=None):
+    def __init__(
+        self,
+        record_id,
+        project_root,
+        session_id,
+        title,
+        summary,
+        facts,
+        concepts,
+        files_touched,
+        observation_type,
+        strategy,
+        created_at,
+        bm25=0.0,
+        actor=None,
+        freshness=None,
+        outcome=None,
+        superseded_by=None,
+        merged_into=None,
+    ):
         self.record_id, self.project_root, self.session_id = record_id, project_root, session_id
         self.title, self.summary, self.facts, self.concepts = title, summary, facts, concepts
         self.files_touched, self.observation_type, self.strategy = files_touched, observation_type, strategy
@@ -147,7 +189,9 @@ def terms(text: str, limit: int = MAX_TERMS) -> "list[str]":
         if len(low) < 3 and not short_ok and not any(ch.isdigit() for ch in low) and low.isascii():
             continue
         # identifiers (digits, _, camelCase) say the most, then longer words
-        identifier = any(ch.isdigit() or ch == "_" for ch in word) or (word[:1].islower() and word.lower() != word)
+        identifier = any(ch.isdigit() or ch == "_" for ch in word) or (
+            word[:1].islower() and word.lower() != word
+        )
         seen[low] = (0 if identifier else 1, -min(len(low), 12), position)
     ranked = sorted(seen, key=seen.get)[:limit]
     return sorted(ranked, key=lambda t: seen[t][2])
@@ -178,14 +222,25 @@ def hit_of(row, bm25: float = 0.0) -> Hit:
         except ValueError:
             return []
 
-    return Hit(row["record_id"], row["project_root"], row["session_id"], row["title"], row["summary"],
-               lst(row["facts"]), lst(row["concepts"]), lst(row["files_touched"]), row["observation_type"],
-               row["strategy"], row["created_at"], bm25=bm25,
-               actor=row["actor"] if "actor" in row.keys() else None,
-               freshness=row["freshness"] if "freshness" in row.keys() else None,
-               outcome=row["outcome"] if "outcome" in row.keys() else None,
-               superseded_by=row["superseded_by"] if "superseded_by" in row.keys() else None,
-               merged_into=row["merged_into"] if "merged_into" in row.keys() else None)
+    return Hit(
+        row["record_id"],
+        row["project_root"],
+        row["session_id"],
+        row["title"],
+        row["summary"],
+        lst(row["facts"]),
+        lst(row["concepts"]),
+        lst(row["files_touched"]),
+        row["observation_type"],
+        row["strategy"],
+        row["created_at"],
+        bm25=bm25,
+        actor=row["actor"] if "actor" in row.keys() else None,
+        freshness=row["freshness"] if "freshness" in row.keys() else None,
+        outcome=row["outcome"] if "outcome" in row.keys() else None,
+        superseded_by=row["superseded_by"] if "superseded_by" in row.keys() else None,
+        merged_into=row["merged_into"] if "merged_into" in row.keys() else None,
+    )
 
 
 def _weight(row, now: float, marked: bool = True) -> float:
@@ -205,15 +260,18 @@ def _heavy_phrases(conn, words: "list[str]") -> "list[str]":
     if not phrases:
         return []
     parts = sorted({p for w in phrases for p in reader.word_tokens(w)})
-    found = reader.term_doc_counts(conn, [_stem_prefix(p) if len(p) > 3 else p + "\x00" for p in parts], parts)
+    found = reader.term_doc_counts(
+        conn, [_stem_prefix(p) if len(p) > 3 else p + "\x00" for p in parts], parts
+    )
     if not found or not found[1]:
         return []
     counts = dict(zip(parts, found[1]))
     return [w for w in phrases if max(counts[p] for p in reader.word_tokens(w)) > COMMON_DOCS]
 
 
-def _drop_common(conn, words: "list[str]", floor: "list | None" = None, apart: "list | None" = None
-                 ) -> "list[str]":
+def _drop_common(
+    conn, words: "list[str]", floor: "list | None" = None, apart: "list | None" = None
+) -> "list[str]":
     """The words worth searching; `floor` (a list) gets the rowid the search starts after (0: the whole store).
 
     Words that most records contain get ~0 BM25 weight yet cost the most: scoring a match reads its
@@ -286,8 +344,9 @@ def _ceil(x: float) -> int:
     return int(-(-x // 1))
 
 
-def _query_words(conn, query: str, limit: int, bounded: "list | None" = None, apart: "list | None" = None
-                 ) -> "list[str] | None":
+def _query_words(
+    conn, query: str, limit: int, bounded: "list | None" = None, apart: "list | None" = None
+) -> "list[str] | None":
     """The words to search `query` with, or None when there is nothing to search; `bounded` (a list)
     gets the rowid the search starts after, `apart` the heavy phrases (see _drop_common)."""
     words = terms(query)
@@ -296,8 +355,9 @@ def _query_words(conn, query: str, limit: int, bounded: "list | None" = None, ap
     return _drop_common(conn, words, bounded, apart)
 
 
-def _with_phrases(conn, rows: "list[dict]", phrases: "list[str]", *, limit: int, columns: str,
-                  **filters) -> "list[dict]":
+def _with_phrases(
+    conn, rows: "list[dict]", phrases: "list[str]", *, limit: int, columns: str, **filters
+) -> "list[dict]":
     """`rows` (ranked matches, best first) with the records of the newest RECENT_ROWS that hold a
     heavy phrase (_heavy_phrases). An identifier is the most telling word of a prompt (terms()
     puts it first), so each phrase a record holds adds the best ranked match's score to its own:
@@ -306,16 +366,26 @@ def _with_phrases(conn, rows: "list[dict]", phrases: "list[str]", *, limit: int,
     best = max((-r["bm25"] for r in rows), default=0.0) or 1.0
     merged = {r["record_id"]: dict(r) for r in rows}
     for phrase in phrases:
-        for row in reader.phrase_matches(conn, phrase, after_rowid=after, limit=limit, columns=columns,
-                                         **filters):
+        for row in reader.phrase_matches(
+            conn, phrase, after_rowid=after, limit=limit, columns=columns, **filters
+        ):
             held = merged.setdefault(row["record_id"], dict(row))
             held["bm25"] -= best
-    return sorted(merged.values(), key=lambda r: r["bm25"])[:max(limit, len(rows))]
+    return sorted(merged.values(), key=lambda r: r["bm25"])[: max(limit, len(rows))]
 
 
-def search(conn, query: str, *, project_id: "str | None" = None, types=None, limit: int = 10,
-           now: "float | None" = None, since: "str | None" = None, session_id: "str | None" = None,
-           file: "str | None" = None) -> "list[Hit]":
+def search(
+    conn,
+    query: str,
+    *,
+    project_id: "str | None" = None,
+    types=None,
+    limit: int = 10,
+    now: "float | None" = None,
+    since: "str | None" = None,
+    session_id: "str | None" = None,
+    file: "str | None" = None,
+) -> "list[Hit]":
     """Ranked records matching `query` (any text, never an SQL syntax error).
 
     A missing store gives []; a locked, corrupt or too-slow one raises
@@ -334,11 +404,28 @@ def search(conn, query: str, *, project_id: "str | None" = None, types=None, lim
     narrowed = bool(types or since or session_id or file)
     in_match, share = _project_in_match(conn, project_id)
     columns = reader.RANK_COLUMNS + (", r.source_event_ids" if dates else "")
-    filters = {"project_id": project_id, "types": types, "since": since, "session_id": session_id, "file": file}
+    filters = {
+        "project_id": project_id,
+        "types": types,
+        "since": since,
+        "session_id": session_id,
+        "file": file,
+    }
     # Full rows are read for the best `limit` alone.
-    rows = reader.fts_matches(conn, words, depth=_ceil((depth * 20 if narrowed else depth) / share), limit=depth,
-                              columns=columns, project_in_match=in_match, after_rowid=after[0],
-                              **filters) if words else []
+    rows = (
+        reader.fts_matches(
+            conn,
+            words,
+            depth=_ceil((depth * 20 if narrowed else depth) / share),
+            limit=depth,
+            columns=columns,
+            project_in_match=in_match,
+            after_rowid=after[0],
+            **filters,
+        )
+        if words
+        else []
+    )
     if apart:
         rows = _with_phrases(conn, rows, apart, limit=depth, columns=columns, **filters)
     words = words + apart
@@ -346,27 +433,51 @@ def search(conn, query: str, *, project_id: "str | None" = None, types=None, lim
     scored = marked(conn, scored, key=lambda item: item[0]["record_id"])  # superseded demoted, merged dropped
     if dates:
         best = max((score for _, score in scored), default=0.0) or 1.0
-        scored = [(row, score + when.DATE_WEIGHT * best * when.closeness(
-            when.record_time(row["source_event_ids"], row["created_at"]), dates)) for row, score in scored]
+        scored = [
+            (
+                row,
+                score
+                + when.DATE_WEIGHT
+                * best
+                * when.closeness(when.record_time(row["source_event_ids"], row["created_at"]), dates),
+            )
+            for row, score in scored
+        ]
     ranked = []
     for row, score in scored:
-        ranked.append(((-round(score, 9), _neg(row["created_at"]), row["record_id"]), row["rowid"], -row["bm25"], score))
+        ranked.append(
+            ((-round(score, 9), _neg(row["created_at"]), row["record_id"]), row["rowid"], -row["bm25"], score)
+        )
     ranked.sort()
     ranked = ranked[:limit]
     full = {r["rowid"]: r for r in reader.records_by_rowid(conn, [rowid for _, rowid, _, _ in ranked])}
     hits = []
     for _, rowid, bm25, score in ranked:
         hit = hit_of(full[rowid], bm25=bm25)
-        text = " ".join([hit.title, hit.summary, *map(str, hit.facts), *map(str, hit.concepts),
-                         *map(str, hit.files_touched)])
+        text = " ".join(
+            [
+                hit.title,
+                hit.summary,
+                *map(str, hit.facts),
+                *map(str, hit.concepts),
+                *map(str, hit.files_touched),
+            ]
+        )
         hit.matched_terms = matched(words, text)
         hit.score = score
         hits.append(hit)
     return hits
 
 
-def scores(conn, query: str, *, project_id: "str | None" = None, types=None, limit: int = 60,
-           now: "float | None" = None) -> "list[tuple[str, float]]":
+def scores(
+    conn,
+    query: str,
+    *,
+    project_id: "str | None" = None,
+    types=None,
+    limit: int = 60,
+    now: "float | None" = None,
+) -> "list[tuple[str, float]]":
     """(record_id, score) of the best `limit` matches, scored as search() scores them but
     without building hits, nor the marks (semantic.Searcher weighs the fused score by them once):
     the lexical half of semantic.Searcher's fusion."""
@@ -378,12 +489,25 @@ def scores(conn, query: str, *, project_id: "str | None" = None, types=None, lim
     now = time.time() if now is None else now
     depth = limit * 20 if types else limit
     in_match, share = _project_in_match(conn, project_id)
-    rows = reader.fts_matches(conn, words, depth=_ceil(depth / share), limit=depth, project_id=project_id,
-                              types=types, columns=reader.SCORE_COLUMNS, project_in_match=in_match,
-                              after_rowid=after[0]) if words else []
+    rows = (
+        reader.fts_matches(
+            conn,
+            words,
+            depth=_ceil(depth / share),
+            limit=depth,
+            project_id=project_id,
+            types=types,
+            columns=reader.SCORE_COLUMNS,
+            project_in_match=in_match,
+            after_rowid=after[0],
+        )
+        if words
+        else []
+    )
     if apart:
-        rows = _with_phrases(conn, rows, apart, limit=depth, columns=reader.SCORE_COLUMNS, project_id=project_id,
-                             types=types)
+        rows = _with_phrases(
+            conn, rows, apart, limit=depth, columns=reader.SCORE_COLUMNS, project_id=project_id, types=types
+        )
     # fusion weighs freshness/outcome once; superseded/merged apply here already
     found = [(r["record_id"], -r["bm25"] * _weight(r, now, marked=False)) for r in rows]
     found = marked(conn, found)
@@ -393,7 +517,8 @@ def scores(conn, query: str, *, project_id: "str | None" = None, types=None, lim
 
 def marked(conn, scored: "list[tuple]", key=lambda item: item[0]) -> "list[tuple]":
     """(record id or row, score) pairs with the marks applied: merged records dropped, superseded ones
-    scored SUPERSEDED_FACTOR of their match (reader.record_marks: one primary-key lookup of the candidates)."""
+    scored SUPERSEDED_FACTOR of their match, an echo ECHO_FACTOR and never above a record it cites
+    (reader.record_marks: one primary-key lookup of the candidates)."""
     if not scored:
         return scored
     marks = reader.record_marks(conn, [key(item) for item in scored])
@@ -401,11 +526,27 @@ def marked(conn, scored: "list[tuple]", key=lambda item: item[0]) -> "list[tuple
         return scored
     out = []
     for item in scored:
-        sup, merged = marks.get(key(item), (None, None))
+        sup, merged, _ = marks.get(key(item), (None, None, None))
         if merged:
             continue
         out.append((item[0], item[1] * SUPERSEDED_FACTOR) if sup else item)
-    return out
+    score_of = {key(item): score for item, score in ((o, o[1]) for o in out)}
+    ranked = []
+    for item in out:
+        cites = marks.get(key(item), (None, None, None))[2]
+        if not cites:
+            ranked.append(item)
+            continue
+        try:
+            cited = [c for c in jsonfast.loads(cites) if isinstance(c, str)]
+        except ValueError:
+            cited = []
+        score = item[1] * ECHO_FACTOR
+        ceilings = [score_of[c] for c in cited if c in score_of]
+        if ceilings:
+            score = min(score, min(ceilings) * 0.99)
+        ranked.append((item[0], score))
+    return ranked
 
 
 def _neg(text: str) -> "tuple":
@@ -435,10 +576,13 @@ def relevant(hits: "list[Hit]", query: str) -> "list[Hit]":
     return [h for h in hits if holds_enough(h, words) and h.score >= RELATIVE_FLOOR * best]
 
 
-def latest(conn, project_id: str, *, types=None, limit: int = 5, exclude=(), exclude_strategies=()) -> "list[Hit]":
+def latest(
+    conn, project_id: str, *, types=None, limit: int = 5, exclude=(), exclude_strategies=()
+) -> "list[Hit]":
     """Newest records of a project, optionally of some types and not of some strategies."""
     if conn is None:
         return []
-    rows = reader.latest_records(conn, project_id, types=types, exclude_strategies=exclude_strategies,
-                                 limit=limit + len(exclude))
+    rows = reader.latest_records(
+        conn, project_id, types=types, exclude_strategies=exclude_strategies, limit=limit + len(exclude)
+    )
     return [h for h in (hit_of(r) for r in rows) if h.record_id not in exclude and not h.merged_into][:limit]

@@ -44,14 +44,16 @@ def _field(expr: str, weight: str) -> str:
     return f"setweight(to_tsvector('kirolearn'::regconfig, {_TEXT.format(expr=expr)}), '{weight}')"
 
 
-SEARCH_VECTOR = " || ".join([
-    _field("coalesce(title, '')", "A"),
-    _field("coalesce(concepts::text, '')", "B"),
-    _field("coalesce(files_touched::text, '')", "C"),
-    _field("coalesce(facts::text, '')", "C"),
-    _field("coalesce(expansion, '')", "C"),
-    _field("coalesce(summary, '')", "D"),
-])
+SEARCH_VECTOR = " || ".join(
+    [
+        _field("coalesce(title, '')", "A"),
+        _field("coalesce(concepts::text, '')", "B"),
+        _field("coalesce(files_touched::text, '')", "C"),
+        _field("coalesce(facts::text, '')", "C"),
+        _field("coalesce(expansion, '')", "C"),
+        _field("coalesce(summary, '')", "D"),
+    ]
+)
 
 PG001_TABLES = f"""
 create text search dictionary kirolearn_stem (template = snowball, language = english);
@@ -288,8 +290,21 @@ create index idx_forgotten_source_events on forgotten_records
     using gin ((payload -> 'record' -> 'source_event_ids') jsonb_path_ops) where payload is not null;
 """
 
+# Marks on evidence (SQLite's m023): what a record claims about the code, the records it cites,
+# its work's signature and the rules a restore pinned it against travel with the record. Each
+# machine checks the claims against its own working tree, in its own cache, so their states stay
+# local; a pin or a claim list grown by a teammate feeds record_changes ('record').
+PG009_CLAIMS = """
+alter table memory_records add column claims jsonb, add column cites jsonb,
+    add column work_signature text collate "C", add column pinned jsonb;
+create index idx_records_signature on memory_records (project_id, work_signature) where work_signature is not null;
+create trigger record_changes_pinned after update of pinned on memory_records
+    for each row when (old.pinned is distinct from new.pinned)
+    execute function kirolearn_feed('record');
+"""
+
 # (name, SQL) in the order they apply. Append only.
-MIGRATIONS: "list[tuple[str, str]]" = [
+MIGRATIONS: list[tuple[str, str]] = [
     ("pg001_tables", PG001_TABLES),
     ("pg002_record_changes", PG002_RECORD_CHANGES),
     ("pg003_purge_changes", PG003_PURGE_CHANGES),
@@ -298,11 +313,20 @@ MIGRATIONS: "list[tuple[str, str]]" = [
     ("pg006_extraction_answers", PG006_EXTRACTION_ANSWERS),
     ("pg007_truth2_record_lists", PG007_TRUTH2_RECORD_LISTS),
     ("pg008_scale_indexes", PG008_SCALE_INDEXES),
+    ("pg009_claims", PG009_CLAIMS),
 ]
 
 # what `migrate --grant ROLE` grants a drainer; append when a migration adds one
-TABLES = ("events", "memory_records", "extraction_runs", "drain_runs", "session_summaries", "forgotten_records",
-          "record_audit", "record_changes")
+TABLES = (
+    "events",
+    "memory_records",
+    "extraction_runs",
+    "drain_runs",
+    "session_summaries",
+    "forgotten_records",
+    "record_audit",
+    "record_changes",
+)
 
 LEDGER = """
 create table if not exists kirolearn_migrations (

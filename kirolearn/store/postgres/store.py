@@ -21,34 +21,115 @@ composed with `psycopg.sql`; every value travels as a query parameter, never ins
 from __future__ import annotations
 
 import json
-import urllib.parse
-from typing import Iterator
+from collections.abc import Iterator
 
 from kirolearn.core import marks
 from kirolearn.core.errors import SchemaTooNew, StoreError, one_line
 from kirolearn.store.base import RECORD_LISTS, SUMMARY_LISTS, Store, assemble_changes, record_hash
-from kirolearn.store.postgres.migrations import LEDGER, MIGRATIONS, TABLES
 from kirolearn.store.fields import FIELD_WEIGHTS
+from kirolearn.store.postgres.migrations import LEDGER, MIGRATIONS, TABLES
 
 CONNECT_TIMEOUT_SECONDS = 5
 APPLICATION_NAME = "kirolearn"
 
-EVENT_COLUMNS = ("event_id", "content_hash", "kind", "trigger", "hook", "generation", "surface", "session_id",
-                 "project_id", "project_root", "cwd", "received_at", "stored_at", "actor", "host", "client_version",
-                 "body", "extract_state", "run_id", "agent")
+EVENT_COLUMNS = (
+    "event_id",
+    "content_hash",
+    "kind",
+    "trigger",
+    "hook",
+    "generation",
+    "surface",
+    "session_id",
+    "project_id",
+    "project_root",
+    "cwd",
+    "received_at",
+    "stored_at",
+    "actor",
+    "host",
+    "client_version",
+    "body",
+    "extract_state",
+    "run_id",
+    "agent",
+)
 EVENT_DEFAULTS = {"extract_state": "pending", "agent": "kiro"}
-RECORD_COLUMNS = ("record_id", "project_id", "project_root", "session_id", "title", "summary", "facts", "concepts",
-                  "files_touched", "observation_type", "strategy", "source_event_ids", "run_id", "record_hash",
-                  "created_at", "expansion", "actor", "host", "agent", "outcome", "freshness",
-                  "superseded_by", "merged_into")
+RECORD_COLUMNS = (
+    "record_id",
+    "project_id",
+    "project_root",
+    "session_id",
+    "title",
+    "summary",
+    "facts",
+    "concepts",
+    "files_touched",
+    "observation_type",
+    "strategy",
+    "source_event_ids",
+    "run_id",
+    "record_hash",
+    "created_at",
+    "expansion",
+    "actor",
+    "host",
+    "agent",
+    "outcome",
+    "freshness",
+    "superseded_by",
+    "merged_into",
+    "claims",
+    "cites",
+    "work_signature",
+    "pinned",
+)
 # kept only on the storing machine: another working tree has other files (#31)
 LOCAL_ONLY = ("file_state", "freshness_checked_at")
-SUMMARY_COLUMNS = ("id", "session_id", "project", "project_id", "project_root", "branch", "summary", "highlights",
-                   "pitfalls", "next_steps", "open_questions", "auto_compress", "compressed_used",
-                   "auto_compress_error", "record_id", "ended_at", "actor", "host", "agent")
-RUN_COLUMNS = ("run_id", "batch_key", "project_id", "session_id", "reason", "extractor", "model", "event_count",
-               "request", "prompt_tokens", "completion_tokens", "cost_usd", "outcome", "error", "fallback_reason",
-               "records_written", "started_at", "finished_at", "answer", "prompt_version", "response_form")
+SUMMARY_COLUMNS = (
+    "id",
+    "session_id",
+    "project",
+    "project_id",
+    "project_root",
+    "branch",
+    "summary",
+    "highlights",
+    "pitfalls",
+    "next_steps",
+    "open_questions",
+    "auto_compress",
+    "compressed_used",
+    "auto_compress_error",
+    "record_id",
+    "ended_at",
+    "actor",
+    "host",
+    "agent",
+)
+RUN_COLUMNS = (
+    "run_id",
+    "batch_key",
+    "project_id",
+    "session_id",
+    "reason",
+    "extractor",
+    "model",
+    "event_count",
+    "request",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "outcome",
+    "error",
+    "fallback_reason",
+    "records_written",
+    "started_at",
+    "finished_at",
+    "answer",
+    "prompt_version",
+    "response_form",
+)
 JSON_COLUMNS = frozenset(RECORD_LISTS + SUMMARY_LISTS)
 
 # a page of the change feed: each project's next numbers by index, merged
@@ -60,10 +141,17 @@ cross join lateral (select f.seq, f.record_id, f.change from record_changes f
 order by c.seq limit %s"""
 
 # the setweight class of each field in migrations.SEARCH_VECTOR
-FIELD_CLASSES = {"title": "A", "concepts": "B", "files_touched": "C", "facts": "C", "expansion": "C", "summary": "D"}
+FIELD_CLASSES = {
+    "title": "A",
+    "concepts": "B",
+    "files_touched": "C",
+    "facts": "C",
+    "expansion": "C",
+    "summary": "D",
+}
 
 
-def _class_weights() -> "list[float]":
+def _class_weights() -> list[float]:
     """What each weight class weighs in ts_rank, in its order {D, C, B, A}: the mean of its fields'
     FIELD_WEIGHTS over the heaviest, so a title (A) match counts 8x a summary (D) match, as in
     SQLite's bm25 weights."""
@@ -79,9 +167,12 @@ RANK_WEIGHTS = _class_weights()
 # What a marked record keeps of its relevance (issue #31: kirolearn.core.marks, the factors SQLite's
 # recall applies): freshness times outcome times superseded; a merged record is not returned.
 MARK_FACTOR_SQL = (
-    "(case r.freshness " + " ".join(f"when '{k}' then {v!r}" for k, v in marks.FRESHNESS_FACTORS.items())
-    + " else 1.0 end) * (case r.outcome " + " ".join(f"when '{k}' then {v!r}" for k, v in marks.OUTCOME_FACTORS.items())
-    + f" else 1.0 end) * (case when r.superseded_by is null then 1.0 else {marks.SUPERSEDED_FACTOR!r} end)")
+    "(case r.freshness "
+    + " ".join(f"when '{k}' then {v!r}" for k, v in marks.FRESHNESS_FACTORS.items())
+    + " else 1.0 end) * (case r.outcome "
+    + " ".join(f"when '{k}' then {v!r}" for k, v in marks.OUTCOME_FACTORS.items())
+    + f" else 1.0 end) * (case when r.superseded_by is null then 1.0 else {marks.SUPERSEDED_FACTOR!r} end)"
+)
 RANK_NORMALIZATION = 1  # divide by 1 + log(document length): a long record does not win by length alone
 
 
@@ -96,21 +187,48 @@ def shown_url(url: str) -> str:
 
 
 _FIXES = (
-    (("password authentication failed", "no password supplied", "authentication failed", "peer authentication"),
-     "check your credentials: libpq reads them from ~/.pgpass (mode 0600, or the file PGPASSFILE names), a "
-     "service file or PGPASSWORD; kirolearn keeps no password"),
-    (("permission denied", "must be owner"),
-     "ask the server's owner to grant your role the privilege, or to run `kirolearn migrate` themselves"),
-    (("no schema has been selected",),
-     "the URL's search_path (options=-csearch_path=...) or the server's default names no schema your role may use: "
-     "ask the server's owner for USAGE and CREATE on one, or name one you own"),
+    (
+        (
+            "password authentication failed",
+            "no password supplied",
+            "authentication failed",
+            "peer authentication",
+        ),
+        "check your credentials: libpq reads them from ~/.pgpass (mode 0600, or the file PGPASSFILE names), a "
+        "service file or PGPASSWORD; kirolearn keeps no password",
+    ),
+    (
+        ("permission denied", "must be owner"),
+        "ask the server's owner to grant your role the privilege, or to run `kirolearn migrate` themselves",
+    ),
+    (
+        ("no schema has been selected",),
+        "the URL's search_path (options=-csearch_path=...) or the server's default names no schema your role may use: "
+        "ask the server's owner for USAGE and CREATE on one, or name one you own",
+    ),
     (('relation "',), "the team store's tables are not there: run `kirolearn migrate`"),
-    (("does not exist",), "check the database and user names in the store URL; the server's owner creates them"),
-    (("connection refused", "no such file or directory", "could not translate host name", "timeout expired",
-      "could not connect", "network is unreachable", "no route to host", "name or service not known",
-      "server closed the connection", "terminating connection", "connection is closed", "consuming input failed"),
-     "check that the PostgreSQL server runs and that host and port in the store URL are right; the spool and the "
-     "local store keep everything meanwhile"),
+    (
+        ("does not exist",),
+        "check the database and user names in the store URL; the server's owner creates them",
+    ),
+    (
+        (
+            "connection refused",
+            "no such file or directory",
+            "could not translate host name",
+            "timeout expired",
+            "could not connect",
+            "network is unreachable",
+            "no route to host",
+            "name or service not known",
+            "server closed the connection",
+            "terminating connection",
+            "connection is closed",
+            "consuming input failed",
+        ),
+        "check that the PostgreSQL server runs and that host and port in the store URL are right; the spool and the "
+        "local store keep everything meanwhile",
+    ),
 )
 
 
@@ -131,8 +249,9 @@ def _psycopg():
     try:
         import psycopg
     except ImportError:
-        raise StoreError("a PostgreSQL store is configured but psycopg is not installed",
-                         "pip install 'kirolearn[team]'") from None
+        raise StoreError(
+            "a PostgreSQL store is configured but psycopg is not installed", "pip install 'kirolearn[team]'"
+        ) from None
     return psycopg
 
 
@@ -149,8 +268,14 @@ class PostgresStore(Store):
 
     backend = "postgresql"
 
-    def __init__(self, url: str, *, migrate: bool = False, check: bool = True,
-                 connect_timeout: int = CONNECT_TIMEOUT_SECONDS):
+    def __init__(
+        self,
+        url: str,
+        *,
+        migrate: bool = False,
+        check: bool = True,
+        connect_timeout: int = CONNECT_TIMEOUT_SECONDS,
+    ):
         self.url = url
         self.connect_timeout = connect_timeout
         self.conn = None
@@ -171,9 +296,13 @@ class PostgresStore(Store):
         from psycopg.rows import dict_row
 
         try:
-            self.conn = psycopg.connect(self.url, autocommit=False, row_factory=dict_row,
-                                        connect_timeout=max(2, int(self.connect_timeout)),
-                                        application_name=APPLICATION_NAME)
+            self.conn = psycopg.connect(
+                self.url,
+                autocommit=False,
+                row_factory=dict_row,
+                connect_timeout=max(2, int(self.connect_timeout)),
+                application_name=APPLICATION_NAME,
+            )
             with self.conn.transaction():
                 # phraseto_tsquery of a stop word says so as a NOTICE: not for a user's terminal
                 self.conn.execute("set client_min_messages = warning")
@@ -199,7 +328,7 @@ class PostgresStore(Store):
 
     # --- schema ---
 
-    def _applied(self, cur) -> "list[str]":
+    def _applied(self, cur) -> list[str]:
         cur.execute("select to_regclass('kirolearn_migrations') is not null as present")
         if not cur.fetchone()["present"]:
             return []
@@ -209,21 +338,29 @@ class PostgresStore(Store):
     def _check_schema(self) -> None:
         schema = self.schema()
         if schema["unknown"]:
-            raise SchemaTooNew(f"the team store {shown_url(self.url)} was migrated by a newer kirolearn (unknown "
-                               f"migrations: {', '.join(schema['unknown'])})", "upgrade kirolearn")
+            raise SchemaTooNew(
+                f"the team store {shown_url(self.url)} was migrated by a newer kirolearn (unknown "
+                f"migrations: {', '.join(schema['unknown'])})",
+                "upgrade kirolearn",
+            )
         if schema["pending"]:
-            raise StoreError(f"the team store {shown_url(self.url)} needs {len(schema['pending'])} migration(s), "
-                             f"which `kirolearn migrate` applies ({', '.join(schema['pending'])})",
-                             "run `kirolearn migrate` (as a role allowed to create tables there)")
+            raise StoreError(
+                f"the team store {shown_url(self.url)} needs {len(schema['pending'])} migration(s), "
+                f"which `kirolearn migrate` applies ({', '.join(schema['pending'])})",
+                "run `kirolearn migrate` (as a role allowed to create tables there)",
+            )
 
     def schema(self) -> dict:
         with self._tx("reading the schema of") as cur:
             applied = self._applied(cur)
         known = [name for name, _ in MIGRATIONS]
-        return {"applied": applied, "pending": [n for n in known if n not in applied],
-                "unknown": [n for n in applied if n not in known]}
+        return {
+            "applied": applied,
+            "pending": [n for n in known if n not in applied],
+            "unknown": [n for n in applied if n not in known],
+        }
 
-    def migrate(self) -> "list[str]":
+    def migrate(self) -> list[str]:
         done = []
         with self._tx("migrating") as cur:
             cur.execute("select pg_advisory_xact_lock(hashtext(current_schema() || ':kirolearn:migrate'))")
@@ -232,8 +369,11 @@ class PostgresStore(Store):
                 cur.execute(LEDGER)
             unknown = applied - {name for name, _ in MIGRATIONS}
             if unknown:
-                raise SchemaTooNew(f"the team store {shown_url(self.url)} was migrated by a newer kirolearn "
-                                   f"(unknown migrations: {', '.join(sorted(unknown))})", "upgrade kirolearn")
+                raise SchemaTooNew(
+                    f"the team store {shown_url(self.url)} was migrated by a newer kirolearn "
+                    f"(unknown migrations: {', '.join(sorted(unknown))})",
+                    "upgrade kirolearn",
+                )
             for name, ddl in MIGRATIONS:
                 if name in applied:
                     continue
@@ -242,7 +382,7 @@ class PostgresStore(Store):
                 done.append(name)
         return done
 
-    def grant(self, roles) -> "list[str]":
+    def grant(self, roles) -> list[str]:
         """Let these roles use the store as drainers do (read and write kirolearn's tables, read the
         migrations ledger; never create or alter anything). One transaction; returns the roles."""
         from psycopg import errors, sql
@@ -256,14 +396,23 @@ class PostgresStore(Store):
                 who = sql.Identifier(role)
                 try:
                     with self.conn.transaction():  # a savepoint: name the role that failed
-                        cur.execute(sql.SQL("grant usage on schema {} to {}").format(sql.Identifier(schema), who))
-                        cur.execute(sql.SQL("grant select, insert, update, delete on {} to {}").format(tables, who))
-                        cur.execute(sql.SQL("grant select on {} to {}").format(
-                            sql.Identifier(schema, "kirolearn_migrations"), who))
+                        cur.execute(
+                            sql.SQL("grant usage on schema {} to {}").format(sql.Identifier(schema), who)
+                        )
+                        cur.execute(
+                            sql.SQL("grant select, insert, update, delete on {} to {}").format(tables, who)
+                        )
+                        cur.execute(
+                            sql.SQL("grant select on {} to {}").format(
+                                sql.Identifier(schema, "kirolearn_migrations"), who
+                            )
+                        )
                 except errors.UndefinedObject:
-                    raise StoreError(f"cannot grant the team store's tables to {role!r}: no such role",
-                                     f"create it first (CREATE ROLE \"{role}\" LOGIN, or a group role its "
-                                     "members are IN), or check the name") from None
+                    raise StoreError(
+                        f"cannot grant the team store's tables to {role!r}: no such role",
+                        f'create it first (CREATE ROLE "{role}" LOGIN, or a group role its '
+                        "members are IN), or check the name",
+                    ) from None
         return roles
 
     def capabilities(self) -> dict:
@@ -273,34 +422,43 @@ class PostgresStore(Store):
         Vectors are stored only with pgvector; without it
         the store keeps none and recall ranks by text alone, as SQLite does without an embedding model."""
         with self._tx("reading the capabilities of") as cur:
-            cur.execute("select current_setting('server_version') as version, "
-                        "current_setting('server_version_num')::int as version_num, "
-                        "pg_is_in_recovery() as read_only, current_schema() as schema, "
-                        "coalesce(has_schema_privilege(current_schema(), 'CREATE'), false) as can_create")
+            cur.execute(
+                "select current_setting('server_version') as version, "
+                "current_setting('server_version_num')::int as version_num, "
+                "pg_is_in_recovery() as read_only, current_schema() as schema, "
+                "coalesce(has_schema_privilege(current_schema(), 'CREATE'), false) as can_create"
+            )
             server = cur.fetchone()
             cur.execute("select installed_version from pg_available_extensions where name = 'vector'")
             row = cur.fetchone()
         pgvector = "absent" if row is None else "installed" if row["installed_version"] else "available"
         # no migration stores vectors yet, pgvector or not
-        return {"vectors": False, "pgvector": pgvector, "server_version": server["version"],
-                "server_version_num": server["version_num"], "read_only": server["read_only"],
-                "schema": server["schema"], "can_create": server["can_create"]}
+        return {
+            "vectors": False,
+            "pgvector": pgvector,
+            "server_version": server["version"],
+            "server_version_num": server["version_num"],
+            "read_only": server["read_only"],
+            "schema": server["schema"],
+            "can_create": server["can_create"],
+        }
 
-    def can_write(self) -> "tuple[bool, str]":
+    def can_write(self) -> tuple[bool, str]:
         """(True, "") if this role may insert into the store's tables; tried with a rolled-back insert."""
         psycopg = _psycopg()
         try:
             with self.conn.transaction(force_rollback=True):
                 self.conn.execute(
                     "insert into drain_runs (drain_id, started_at, finished_at, stats, error) "
-                    "values ('doctor-write-check', '', '', '{}', '')")
+                    "values ('doctor-write-check', '', '', '{}', '')"
+                )
         except psycopg.Error as exc:
             return False, _first_line(exc)
         return True, ""
 
     # --- events ---
 
-    def add_events(self, events: "list[dict]") -> int:
+    def add_events(self, events: list[dict]) -> int:
         """COPY into a temporary table (emptied at commit), then one `insert … on conflict do nothing`:
         psycopg formats COPY rows in C, where a list parameter is formatted in Python (3x slower).
         Rows go in in event_id order, so overlapping uploads wait for each other, never deadlock."""
@@ -308,16 +466,23 @@ class PostgresStore(Store):
             return 0
         _refuse_unknown(events, EVENT_COLUMNS, "events")
         with self._tx("storing events in") as cur:
-            cur.execute("create temp table if not exists kirolearn_events_in (like events including defaults) "
-                        "on commit delete rows")
+            cur.execute(
+                "create temp table if not exists kirolearn_events_in (like events including defaults) "
+                "on commit delete rows"
+            )
             with cur.copy("copy kirolearn_events_in (" + ", ".join(EVENT_COLUMNS) + ") from stdin") as copy:
                 for e in events:
                     copy.write_row([e.get(c, EVENT_DEFAULTS.get(c)) for c in EVENT_COLUMNS])
-            cur.execute("insert into events (" + ", ".join(EVENT_COLUMNS) + ") select " + ", ".join(EVENT_COLUMNS)
-                        + " from kirolearn_events_in order by event_id on conflict (event_id) do nothing")
+            cur.execute(
+                "insert into events ("
+                + ", ".join(EVENT_COLUMNS)
+                + ") select "
+                + ", ".join(EVENT_COLUMNS)
+                + " from kirolearn_events_in order by event_id on conflict (event_id) do nothing"
+            )
             return cur.rowcount
 
-    def _events_holding(self, column: str, values) -> "set[str]":
+    def _events_holding(self, column: str, values) -> set[str]:
         """Which of `values` some stored event has in `column` (a fixed column name)."""
         values = list(values)
         if not values:
@@ -326,13 +491,13 @@ class PostgresStore(Store):
             cur.execute(f"select distinct {column} from events where {column} = any(%s::text[])", [values])
             return {r[column] for r in cur.fetchall()}
 
-    def event_ids_present(self, event_ids) -> "set[str]":
+    def event_ids_present(self, event_ids) -> set[str]:
         return self._events_holding("event_id", event_ids)
 
-    def content_hashes_present(self, content_hashes) -> "set[str]":
+    def content_hashes_present(self, content_hashes) -> set[str]:
         return self._events_holding("content_hash", content_hashes)
 
-    def content_duplicate(self, content_hash: str, since: "str | None", until: "str | None") -> bool:
+    def content_duplicate(self, content_hash: str, since: str | None, until: str | None) -> bool:
         query, args = "select 1 from events where content_hash = %s", [content_hash]
         if since is not None:
             query += " and received_at between %s and %s"
@@ -341,11 +506,13 @@ class PostgresStore(Store):
             cur.execute(query + " limit 1", args)
             return cur.fetchone() is not None
 
-    def last_turn_event_id(self, project_id: str, session_id: str, before: str) -> "str | None":
+    def last_turn_event_id(self, project_id: str, session_id: str, before: str) -> str | None:
         with self._tx("reading") as cur:
-            cur.execute("select max(event_id) as event_id from events where project_id = %s and session_id = %s "
-                        "and event_id < %s and kind not in ('session_summary', 'note')",
-                        [project_id, session_id, before])
+            cur.execute(
+                "select max(event_id) as event_id from events where project_id = %s and session_id = %s "
+                "and event_id < %s and kind not in ('session_summary', 'note')",
+                [project_id, session_id, before],
+            )
             row = cur.fetchone()
         return row["event_id"] if row else None
 
@@ -354,7 +521,7 @@ class PostgresStore(Store):
             cur.execute("select count(*)::int as n from events where extract_state = 'pending'")
             return cur.fetchone()["n"]
 
-    def pending_sessions(self) -> "list[dict]":
+    def pending_sessions(self) -> list[dict]:
         with self._tx("reading") as cur:
             cur.execute("""
                 select project_id, session_id, count(*)::int as n, min(event_id) as first_event_id,
@@ -364,8 +531,10 @@ class PostgresStore(Store):
                 group by project_id, session_id order by min(event_id)""")
             return cur.fetchall()
 
-    def pending_events(self, project_id: str, session_id: str, up_to: "str | None" = None) -> "list[dict]":
-        query = "select body from events where extract_state = 'pending' and project_id = %s and session_id = %s"
+    def pending_events(self, project_id: str, session_id: str, up_to: str | None = None) -> list[dict]:
+        query = (
+            "select body from events where extract_state = 'pending' and project_id = %s and session_id = %s"
+        )
         args = [project_id, session_id]
         if up_to:
             query += " and event_id <= %s"
@@ -381,7 +550,7 @@ class PostgresStore(Store):
 
     # --- records ---
 
-    def _insert_records(self, cur, records: "list[dict]", skip_forgotten: bool = True) -> "list[str]":
+    def _insert_records(self, cur, records: list[dict], skip_forgotten: bool = True) -> list[str]:
         """Insert record rows (record_hash set) not yet present nor forgotten; returns the ids written."""
         if not records:
             return []
@@ -389,13 +558,15 @@ class PostgresStore(Store):
             gone = self._forgotten_hashes(cur, [r["record_hash"] for r in records])
             records = [r for r in records if r["record_hash"] not in gone]
         # held already (a record a teammate's cache sends back): its tsvector is not computed again
-        cur.execute("select record_id from memory_records where record_id = any(%s::text[])",
-                    [[r["record_id"] for r in records]])
+        cur.execute(
+            "select record_id from memory_records where record_id = any(%s::text[])",
+            [[r["record_id"] for r in records]],
+        )
         held = {r["record_id"] for r in cur.fetchall()}
         records = [r for r in records if r["record_id"] not in held]
         return _insert_many(cur, "memory_records", RECORD_COLUMNS, records, "record_id")
 
-    def commit_extraction(self, run: dict, records: "list[dict]", event_ids: "list[str]") -> int:
+    def commit_extraction(self, run: dict, records: list[dict], event_ids: list[str]) -> int:
         rows = [_record_row(r) for r in records]
         _refuse_unknown(rows, RECORD_COLUMNS, "memory_records")
         _refuse_unknown([run], RUN_COLUMNS, "extraction_runs")
@@ -404,8 +575,10 @@ class PostgresStore(Store):
             written = len(self._insert_records(cur, rows))
             _insert(cur, "extraction_runs", dict(run, records_written=written))
             if event_ids:
-                cur.execute("update events set extract_state = 'done', run_id = %s where event_id = any(%s::text[])",
-                            [run["run_id"], list(event_ids)])
+                cur.execute(
+                    "update events set extract_state = 'done', run_id = %s where event_id = any(%s::text[])",
+                    [run["run_id"], list(event_ids)],
+                )
         return written
 
     def record_failed_run(self, run: dict) -> None:
@@ -416,19 +589,24 @@ class PostgresStore(Store):
 
     def failed_attempts(self, batch_key: str) -> int:
         with self._tx("reading") as cur:
-            cur.execute("select count(*)::int as n from extraction_runs where batch_key = %s and outcome = 'failed'",
-                        [batch_key])
+            cur.execute(
+                "select count(*)::int as n from extraction_runs where batch_key = %s and outcome = 'failed'",
+                [batch_key],
+            )
             return cur.fetchone()["n"]
 
-    def model_spend(self, since: str) -> "tuple[int, float]":
+    def model_spend(self, since: str) -> tuple[int, float]:
         with self._tx("reading") as cur:
-            cur.execute("select coalesce(sum(prompt_tokens + completion_tokens), 0)::bigint as tokens, "
-                        "coalesce(sum(cost_usd), 0)::float8 as dollars from extraction_runs "
-                        "where extractor = 'llm' and started_at >= %s", [since])
+            cur.execute(
+                "select coalesce(sum(prompt_tokens + completion_tokens), 0)::bigint as tokens, "
+                "coalesce(sum(cost_usd), 0)::float8 as dollars from extraction_runs "
+                "where extractor = 'llm' and started_at >= %s",
+                [since],
+            )
             row = cur.fetchone()
         return int(row["tokens"]), float(row["dollars"])
 
-    def add_records(self, records: "list[dict]") -> int:
+    def add_records(self, records: list[dict]) -> int:
         rows = [_record_row({k: v for k, v in r.items() if k in RECORD_COLUMNS}) for r in records]
         if not rows:
             return 0
@@ -436,28 +614,41 @@ class PostgresStore(Store):
             self._shared_forget_lock(cur)
             return len(self._insert_records(cur, rows))
 
-    def get_record(self, record_id: str) -> "dict | None":
+    def get_record(self, record_id: str) -> dict | None:
         with self._tx("reading") as cur:
             cur.execute(_select_records("where r.record_id = %s"), [record_id])
             row = cur.fetchone()
         return _decode_record(row) if row else None
 
-    def list_records(self, *, project_id=None, types=None, since=None, session_id=None, limit: int = 20,
-                     before=None) -> "list[dict]":
+    def list_records(
+        self,
+        *,
+        project_id=None,
+        types=None,
+        since=None,
+        session_id=None,
+        file=None,
+        limit: int = 20,
+        before=None,
+    ) -> list[dict]:
+        if file:
+            raise self.unsupported("the file filter")
         conds, args = _filters(project_id=project_id, types=types, since=since, session_id=session_id)
         if before:
             conds.append("r.created_at <= %s and (r.created_at < %s or r.record_id < %s)")
             args += [before[0], before[0], before[1]]
         where = ("where " + " and ".join(conds)) if conds else ""
         with self._tx("reading") as cur:
-            cur.execute(_select_records(where + " order by r.created_at desc, r.record_id desc limit %s"),
-                        [*args, limit])
+            cur.execute(
+                _select_records(where + " order by r.created_at desc, r.record_id desc limit %s"),
+                [*args, limit],
+            )
             return [_decode_record(r) for r in cur.fetchall()]
 
-    def latest(self, project_id: str, *, types=None, limit: int = 5) -> "list[dict]":
+    def latest(self, project_id: str, *, types=None, limit: int = 5) -> list[dict]:
         return self.list_records(project_id=project_id, types=types, limit=limit)
 
-    def search(self, words: "list[str]", *, project_id=None, types=None, limit: int = 10) -> "list[dict]":
+    def search(self, words: list[str], *, project_id=None, types=None, limit: int = 10) -> list[dict]:
         """Records holding any of `words` (each a phrase of its stems), best first.
 
         Each word becomes its own tsquery with phraseto_tsquery in the store's `kirolearn` text
@@ -514,7 +705,7 @@ class PostgresStore(Store):
 
     # --- session summaries ---
 
-    def add_session_summary(self, summary: dict, record: "dict | None" = None) -> None:
+    def add_session_summary(self, summary: dict, record: dict | None = None) -> None:
         row = {k: v for k, v in summary.items()}
         _refuse_unknown([row], SUMMARY_COLUMNS, "session_summaries")
         with self._tx("storing a session summary in") as cur:
@@ -523,8 +714,11 @@ class PostgresStore(Store):
                 self._insert_records(cur, [_record_row(record)], skip_forgotten=False)
             _insert(cur, "session_summaries", row)
 
-    def session_summaries(self, project_id: str, *, label: "str | None" = None, limit: int = 50) -> "list[dict]":
-        query, args = f"select {_SUMMARY_SELECT} from session_summaries s where s.project_id = %s", [project_id]
+    def session_summaries(self, project_id: str, *, label: str | None = None, limit: int = 50) -> list[dict]:
+        query, args = (
+            f"select {_SUMMARY_SELECT} from session_summaries s where s.project_id = %s",
+            [project_id],
+        )
         if label is not None:
             query += " and s.project = %s"
             args.append(label)
@@ -532,41 +726,59 @@ class PostgresStore(Store):
             cur.execute(query + " order by s.ended_at desc, s.id desc limit %s", [*args, limit])
             return [_decode_summary(r) for r in cur.fetchall()]
 
-    def apply_marks(self, records: "list[dict]", *, actor: str = "sync") -> int:
+    def apply_marks(self, records: list[dict], *, actor: str = "sync") -> int:
         changed = 0
         with self._tx("marking records in") as cur:
             for rec in records:
                 for mark in ("superseded_by", "merged_into"):
                     if mark not in rec:
                         continue
-                    cur.execute(f"update memory_records set {mark} = %s where record_id = %s "
-                                f"and {mark} is distinct from %s", [rec[mark], rec["record_id"], rec[mark]])
+                    cur.execute(
+                        f"update memory_records set {mark} = %s where record_id = %s "
+                        f"and {mark} is distinct from %s",
+                        [rec[mark], rec["record_id"], rec[mark]],
+                    )
                     if cur.rowcount:
                         changed += 1
-                        self._audit(cur, rec["record_id"], "supersede" if mark == "superseded_by" and rec[mark]
-                                    else "merge" if rec[mark] else "unmark", actor, "from a teammate's store")
+                        self._audit(
+                            cur,
+                            rec["record_id"],
+                            "supersede"
+                            if mark == "superseded_by" and rec[mark]
+                            else "merge"
+                            if rec[mark]
+                            else "unmark",
+                            actor,
+                            "from a teammate's store",
+                        )
         return changed
 
-    def merge_lists(self, records: "list[dict]", *, actor: str = "sync") -> int:
+    def merge_lists(self, records: list[dict], *, actor: str = "sync") -> int:
         changed = 0
         with self._tx("merging a record's lists in") as cur:
             for rec in records:
-                cur.execute(f"select {_RECORD_SELECT} from memory_records r where r.record_id = %s for update",
-                            [rec.get("record_id")])
+                cur.execute(
+                    f"select {_RECORD_SELECT} from memory_records r where r.record_id = %s for update",
+                    [rec.get("record_id")],
+                )
                 row = cur.fetchone()
                 if row is None:
                     continue
                 held = _decode_record(row)
-                if not set(map(str, rec.get("source_event_ids") or ())) - set(map(str, held["source_event_ids"])):
+                if not set(map(str, rec.get("source_event_ids") or ())) - set(
+                    map(str, held["source_event_ids"])
+                ):
                     continue
                 after = {k: _union(held.get(k), rec.get(k)) for k in RECORD_LISTS if k in rec}
                 after = {k: v for k, v in after.items() if v != held.get(k)}
                 if not after:
                     continue
                 # pg007's trigger feeds the change ('record'), so every teammate's cache takes the lists
-                cur.execute(f"update memory_records set {', '.join(f'{k} = %s::jsonb' for k in after)} "
-                            f"where record_id = %s", [*(json.dumps(v, ensure_ascii=False) for v in after.values()),
-                                                      row["record_id"]])
+                cur.execute(
+                    f"update memory_records set {', '.join(f'{k} = %s::jsonb' for k in after)} "
+                    f"where record_id = %s",
+                    [*(json.dumps(v, ensure_ascii=False) for v in after.values()), row["record_id"]],
+                )
                 self._forget_derived(cur, row)
                 self._audit(cur, row["record_id"], "merge-survivor", actor, "lists merged in another store")
                 changed += 1
@@ -578,17 +790,29 @@ class PostgresStore(Store):
         # the session neighbours' expansions hold its text: derive them again
         # (`=` or `is null`: `is not distinct from` cannot use the index)
         same = "session_id is null" if row["session_id"] is None else "session_id = %s"
-        cur.execute(f"update memory_records set expansion = null "
-                    f"where project_id = %s and {same} and expansion is not null",
-                    [row["project_id"], *([] if row["session_id"] is None else [row["session_id"]])])
+        cur.execute(
+            f"update memory_records set expansion = null "
+            f"where project_id = %s and {same} and expansion is not null",
+            [row["project_id"], *([] if row["session_id"] is None else [row["session_id"]])],
+        )
 
-    def _audit(self, cur, record_id: str, action: str, actor: str, reason: str = "", at: "str | None" = None):
+    def _audit(self, cur, record_id: str, action: str, actor: str, reason: str = "", at: str | None = None):
         from kirolearn.core.ids import new_ulid
 
-        _insert(cur, "record_audit", {"audit_id": new_ulid(), "record_id": record_id, "action": action,
-                                      "actor": actor, "reason": reason or "", "at": at or _now()})
+        _insert(
+            cur,
+            "record_audit",
+            {
+                "audit_id": new_ulid(),
+                "record_id": record_id,
+                "action": action,
+                "actor": actor,
+                "reason": reason or "",
+                "at": at or _now(),
+            },
+        )
 
-    def forget(self, record_ids, *, reason: str, actor: str) -> "list[dict]":
+    def forget(self, record_ids, *, reason: str, actor: str) -> list[dict]:
         from psycopg.types.json import Jsonb
 
         done = []
@@ -600,8 +824,10 @@ class PostgresStore(Store):
                 if row is None:
                     continue
                 record = _decode_record(row)
-                cur.execute(f"select {_SUMMARY_SELECT} from session_summaries s where s.record_id = %s "
-                            "order by s.id", [record_id])
+                cur.execute(
+                    f"select {_SUMMARY_SELECT} from session_summaries s where s.record_id = %s order by s.id",
+                    [record_id],
+                )
                 summaries = [_decode_summary(s) for s in cur.fetchall()]
                 at = _now()
                 # replaced whole, as SQLite does, so the feed's insert trigger fires
@@ -609,8 +835,17 @@ class PostgresStore(Store):
                 cur.execute(
                     "insert into forgotten_records (record_id, record_hash, project_id, session_id, reason, actor, "
                     "forgotten_at, payload, purged_at) values (%s, %s, %s, %s, %s, %s, %s, %s, null)",
-                    [record_id, record["record_hash"], record["project_id"], record["session_id"], reason or "",
-                     actor, at, Jsonb({"record": record, "session_summaries": summaries})])
+                    [
+                        record_id,
+                        record["record_hash"],
+                        record["project_id"],
+                        record["session_id"],
+                        reason or "",
+                        actor,
+                        at,
+                        Jsonb({"record": record, "session_summaries": summaries}),
+                    ],
+                )
                 cur.execute("delete from session_summaries where record_id = %s", [record_id])
                 cur.execute("delete from memory_records where record_id = %s", [record_id])
                 self._forget_derived(cur, record)
@@ -618,11 +853,21 @@ class PostgresStore(Store):
                 done.append(record)
         return done
 
-    def restore(self, record_ids, *, actor: str) -> "tuple[list[dict], list[str]]":
+    def pin(self, record_id: str, rule: str, at: str) -> None:
+        with self._tx("pinning a record in") as cur:
+            cur.execute(
+                "update memory_records set pinned = coalesce(pinned, '{}'::jsonb) || jsonb_build_object(%s::text, %s::text) "
+                "where record_id = %s",
+                [rule, at, record_id],
+            )
+
+    def restore(self, record_ids, *, actor: str) -> tuple[list[dict], list[str]]:
         restored, purged = [], []
         with self._tx("restoring records in") as cur:
             for record_id in dict.fromkeys(record_ids):
-                cur.execute("select payload from forgotten_records where record_id = %s for update", [record_id])
+                cur.execute(
+                    "select payload from forgotten_records where record_id = %s for update", [record_id]
+                )
                 row = cur.fetchone()
                 if row is None:
                     continue
@@ -639,27 +884,30 @@ class PostgresStore(Store):
                 restored.append(_decode_record(record))
         return restored, purged
 
-    def _forgotten_hashes(self, cur, hashes) -> "set[str]":
+    def _forgotten_hashes(self, cur, hashes) -> set[str]:
         hashes = list(hashes)
         if not hashes:
             return set()
         cur.execute("select record_hash from forgotten_records where record_hash = any(%s::text[])", [hashes])
         return {r["record_hash"] for r in cur.fetchall()}
 
-    def forgotten_hashes(self, record_hashes) -> "set[str]":
+    def forgotten_hashes(self, record_hashes) -> set[str]:
         with self._tx("reading") as cur:
             return self._forgotten_hashes(cur, record_hashes)
 
-    def tombstones(self, record_ids) -> "dict[str, dict]":
+    def tombstones(self, record_ids) -> dict[str, dict]:
         ids = list(dict.fromkeys(record_ids))
         if not ids:
             return {}
         with self._tx("reading") as cur:
-            cur.execute("select f.record_id, f.record_hash, f.project_id, f.actor, f.forgotten_at, "
-                        "f.purged_at is not null as purged, f.payload -> 'record' ->> 'actor' as record_actor, "
-                        "(select max(c.seq) from record_changes c where c.record_id = f.record_id "
-                        "and c.change = 'forgotten') as seq "
-                        "from forgotten_records f where f.record_id = any(%s::text[])", [ids])
+            cur.execute(
+                "select f.record_id, f.record_hash, f.project_id, f.actor, f.forgotten_at, "
+                "f.purged_at is not null as purged, f.payload -> 'record' ->> 'actor' as record_actor, "
+                "(select max(c.seq) from record_changes c where c.record_id = f.record_id "
+                "and c.change = 'forgotten') as seq "
+                "from forgotten_records f where f.record_id = any(%s::text[])",
+                [ids],
+            )
             return {r.pop("record_id"): r for r in cur.fetchall()}
 
     def purge(self, record_ids, *, actor: str) -> int:
@@ -672,9 +920,12 @@ class PostgresStore(Store):
         with self._tx("purging records in") as cur:
             return self._purge(cur, ids, actor)
 
-    def _purge(self, cur, ids: "list[str]", actor: str) -> int:
-        cur.execute("select record_id, payload -> 'record' as record from forgotten_records "
-                    "where record_id = any(%s::text[]) and payload is not null for update", [ids])
+    def _purge(self, cur, ids: list[str], actor: str) -> int:
+        cur.execute(
+            "select record_id, payload -> 'record' as record from forgotten_records "
+            "where record_id = any(%s::text[]) and payload is not null for update",
+            [ids],
+        )
         found = cur.fetchall()
         if not found:
             return 0
@@ -682,34 +933,45 @@ class PostgresStore(Store):
         events = sorted({e for r in found for e in (r["record"] or {}).get("source_event_ids") or []})
         runs = sorted({r["record"]["run_id"] for r in found if (r["record"] or {}).get("run_id")})
         at = _now()
-        cur.execute("update forgotten_records set payload = null, purged_at = %s "
-                    "where record_id = any(%s::text[])", [at, done])
-        cur.execute("update record_audit set before = null, after = null where record_id = any(%s::text[])",
-                    [done])
+        cur.execute(
+            "update forgotten_records set payload = null, purged_at = %s where record_id = any(%s::text[])",
+            [at, done],
+        )
+        cur.execute(
+            "update record_audit set before = null, after = null where record_id = any(%s::text[])", [done]
+        )
         if events:  # `@>` of a one-id array: pg008's GIN indexes find who cites it
-            cur.execute("delete from events e where e.event_id = any(%s::text[]) "
-                        "and not exists (select 1 from memory_records r "
-                        "where r.source_event_ids @> jsonb_build_array(e.event_id)) "
-                        "and not exists (select 1 from forgotten_records f where f.payload is not null "
-                        "and f.payload -> 'record' -> 'source_event_ids' @> jsonb_build_array(e.event_id))",
-                        [events])
+            cur.execute(
+                "delete from events e where e.event_id = any(%s::text[]) "
+                "and not exists (select 1 from memory_records r "
+                "where r.source_event_ids @> jsonb_build_array(e.event_id)) "
+                "and not exists (select 1 from forgotten_records f where f.payload is not null "
+                "and f.payload -> 'record' -> 'source_event_ids' @> jsonb_build_array(e.event_id))",
+                [events],
+            )
         if runs:
-            cur.execute("update extraction_runs x set request = '' where x.run_id = any(%s::text[]) "
-                        "and not exists (select 1 from memory_records r where r.run_id = x.run_id)", [runs])
+            cur.execute(
+                "update extraction_runs x set request = '' where x.run_id = any(%s::text[]) "
+                "and not exists (select 1 from memory_records r where r.run_id = x.run_id)",
+                [runs],
+            )
         for record_id in done:
             self._audit(cur, record_id, "purge", actor, at=at)
         return len(done)
 
     def expire_forgotten(self, before: str) -> int:
         with self._tx("expiring forgotten records in") as cur:
-            cur.execute("select record_id from forgotten_records where payload is not null and forgotten_at < %s "
-                        "order by record_id", [before])
+            cur.execute(
+                "select record_id from forgotten_records where payload is not null and forgotten_at < %s "
+                "order by record_id",
+                [before],
+            )
             ids = [r["record_id"] for r in cur.fetchall()]
             return self._purge(cur, ids, "retention") if ids else 0
 
     # --- change feed ---
 
-    def changes(self, project_ids: "list[str]", *, after: int = 0, limit: int = 500) -> dict:
+    def changes(self, project_ids: list[str], *, after: int = 0, limit: int = 500) -> dict:
         """The record_changes feed (migrations.PG002_RECORD_CHANGES) of these projects after `after`.
 
         The feed keeps each change's project, so a team server with many projects reads only
@@ -729,29 +991,38 @@ class PostgresStore(Store):
                 return empty
             new_ids = [c["record_id"] for c in feed if c["change"] == "record"]
             gone_ids = [c["record_id"] for c in feed if c["change"] == "forgotten"]
-            cur.execute(_select_records("where r.record_id = any(%s::text[]) and r.project_id = any(%s::text[])"),
-                        [new_ids, list(project_ids)])
+            cur.execute(
+                _select_records("where r.record_id = any(%s::text[]) and r.project_id = any(%s::text[])"),
+                [new_ids, list(project_ids)],
+            )
             live = {r["record_id"]: _decode_record(r) for r in cur.fetchall()}
-            cur.execute("select record_id, record_hash, project_id, actor, forgotten_at, "
-                        "payload -> 'record' ->> 'actor' as record_actor from forgotten_records "
-                        "where record_id = any(%s::text[]) and project_id = any(%s::text[])",
-                        [gone_ids, list(project_ids)])
+            cur.execute(
+                "select record_id, record_hash, project_id, actor, forgotten_at, "
+                "payload -> 'record' ->> 'actor' as record_actor from forgotten_records "
+                "where record_id = any(%s::text[]) and project_id = any(%s::text[])",
+                [gone_ids, list(project_ids)],
+            )
             gone = {r["record_id"]: r for r in cur.fetchall()}
             purged_ids = [c["record_id"] for c in feed if c["change"] == "purged"]
-            cur.execute("select record_id, record_hash, project_id, purged_at from forgotten_records "
-                        "where record_id = any(%s::text[]) and project_id = any(%s::text[]) "
-                        "and purged_at is not null", [purged_ids, list(project_ids)])
+            cur.execute(
+                "select record_id, record_hash, project_id, purged_at from forgotten_records "
+                "where record_id = any(%s::text[]) and project_id = any(%s::text[]) "
+                "and purged_at is not null",
+                [purged_ids, list(project_ids)],
+            )
             purged = {r["record_id"]: r for r in cur.fetchall()}
             mark_ids = [c["record_id"] for c in feed if c["change"] == "mark"]
             marked = {}
             if mark_ids:
-                cur.execute("select record_id, project_id, freshness, outcome from memory_records "
-                            "where record_id = any(%s::text[]) and project_id = any(%s::text[])",
-                            [mark_ids, list(project_ids)])
+                cur.execute(
+                    "select record_id, project_id, freshness, outcome from memory_records "
+                    "where record_id = any(%s::text[]) and project_id = any(%s::text[])",
+                    [mark_ids, list(project_ids)],
+                )
                 marked = {r["record_id"]: dict(r) for r in cur.fetchall()}
         return assemble_changes(feed, live, gone, purged, marked)
 
-    def set_marks(self, marks: "list[dict]", *, actor: str) -> "list[dict]":
+    def set_marks(self, marks: list[dict], *, actor: str) -> list[dict]:
         from kirolearn.core.ids import new_ulid
 
         done = []
@@ -759,28 +1030,62 @@ class PostgresStore(Store):
             return done
         with self._tx("marking records in") as cur:
             for mark in sorted(marks, key=lambda m: m["record_id"]):  # one lock order: no deadlock
-                cur.execute("select record_id, freshness, outcome from memory_records where record_id = %s "
-                            "for update", [mark["record_id"]])
+                cur.execute(
+                    "select record_id, freshness, outcome from memory_records where record_id = %s "
+                    "for update",
+                    [mark["record_id"]],
+                )
                 row = cur.fetchone()
                 if row is None:
                     continue
-                after = {k: mark[k] for k in ("freshness", "outcome") if mark.get(k) is not None and mark[k] != row[k]}
+                after = {
+                    k: mark[k]
+                    for k in ("freshness", "outcome")
+                    if mark.get(k) is not None and mark[k] != row[k]
+                }
                 if not after:
                     continue
                 before = {k: row[k] for k in after}
-                cur.execute("update memory_records set freshness = %s, outcome = %s where record_id = %s",
-                            [after.get("freshness", row["freshness"]), after.get("outcome", row["outcome"]),
-                             mark["record_id"]])
-                _insert(cur, "record_audit", {"audit_id": new_ulid(), "record_id": mark["record_id"],
-                                              "action": "mark", "actor": actor, "reason": mark.get("reason") or "",
-                                              "at": mark.get("at") or _now(), "before": before,
-                                              "after": after})
-                done.append({"record_id": mark["record_id"], "before": before, "after": after,
-                             "reason": mark.get("reason") or ""})
+                cur.execute(
+                    "update memory_records set freshness = %s, outcome = %s where record_id = %s",
+                    [
+                        after.get("freshness", row["freshness"]),
+                        after.get("outcome", row["outcome"]),
+                        mark["record_id"],
+                    ],
+                )
+                _insert(
+                    cur,
+                    "record_audit",
+                    {
+                        "audit_id": new_ulid(),
+                        "record_id": mark["record_id"],
+                        "action": "mark",
+                        "actor": actor,
+                        "reason": mark.get("reason") or "",
+                        "at": mark.get("at") or _now(),
+                        "before": before,
+                        "after": after,
+                    },
+                )
+                done.append(
+                    {
+                        "record_id": mark["record_id"],
+                        "before": before,
+                        "after": after,
+                        "reason": mark.get("reason") or "",
+                    }
+                )
         return done
 
-    def events_since(self, project_ids: "list[str]", stored_since: "str | None", *,
-                     after: "tuple[str, str] | None" = None, limit: int = 1000) -> "list[dict]":
+    def events_since(
+        self,
+        project_ids: list[str],
+        stored_since: str | None,
+        *,
+        after: tuple[str, str] | None = None,
+        limit: int = 1000,
+    ) -> list[dict]:
         if not project_ids:
             return []
         query = "select " + ", ".join(EVENT_COLUMNS) + " from events where project_id = any(%s::text[])"
@@ -799,11 +1104,13 @@ class PostgresStore(Store):
 
     def counts(self) -> dict:
         with self._tx("reading") as cur:
-            cur.execute("select (select count(*) from events)::int as events, "
-                        "(select count(*) from memory_records)::int as records")
+            cur.execute(
+                "select (select count(*) from events)::int as events, "
+                "(select count(*) from memory_records)::int as records"
+            )
             return dict(cur.fetchone())
 
-    def integrity_problem(self) -> "str | None":
+    def integrity_problem(self) -> str | None:
         """None once the server answers a read of the store: PostgreSQL guards its own pages (a damaged
         one is an error on the read that meets it, with data checksums on); there is no cheap whole-store
         check like SQLite's quick_check. An unreachable server raises StoreError."""
@@ -812,40 +1119,66 @@ class PostgresStore(Store):
             cur.fetchone()
         return None
 
-    def figures(self, since: str) -> dict:
+    def figures(self, since: str, *, projects: bool = True) -> dict:
         with self._tx("reading") as cur:
-            cur.execute("""
+            cur.execute(
+                """
                 select (select count(*) from events)::int as events,
                        (select count(*) from memory_records)::int as records,
                        (select count(*) from forgotten_records)::int as forgotten,
                        (select count(*) from events where extract_state = 'pending')::int as pending_events,
                        (select count(*) from extraction_runs where outcome = 'failed' and started_at >= %s)::int
-                           as extraction_failures_24h""", [since])
+                           as extraction_failures_24h""",
+                [since],
+            )
             out = dict(cur.fetchone())
-            cur.execute("select min(project_root) as project_root, count(*)::int as events, "
-                        "(count(*) filter (where extract_state = 'pending'))::int as pending "
-                        "from events group by project_id order by 1")
+            cur.execute(
+                "select min(project_root) as project_root, count(*)::int as events, "
+                "(count(*) filter (where extract_state = 'pending'))::int as pending "
+                "from events group by project_id order by 1"
+            )
             projects = cur.fetchall()
-            cur.execute("select min(project_root) as project_root, count(*)::int as n "
-                        "from memory_records group by project_id")
+            cur.execute(
+                "select min(project_root) as project_root, count(*)::int as n "
+                "from memory_records group by project_id"
+            )
             records = {r["project_root"]: r["n"] for r in cur.fetchall()}
             cur.execute("select finished_at, stats from drain_runs order by drain_id desc limit 1")
             last = cur.fetchone()
         for p in projects:
             p["records"] = records.get(p["project_root"], 0)
         out["projects"] = projects
-        out["last_drain"] = ({"finished_at": last["finished_at"], **json.loads(last["stats"] or "{}")}
-                             if last else None)
-        return {k: out[k] for k in ("events", "records", "forgotten", "pending_events", "projects", "last_drain",
-                                    "extraction_failures_24h")}
+        out["last_drain"] = (
+            {"finished_at": last["finished_at"], **json.loads(last["stats"] or "{}")} if last else None
+        )
+        return {
+            k: out[k]
+            for k in (
+                "events",
+                "records",
+                "forgotten",
+                "pending_events",
+                "projects",
+                "last_drain",
+                "extraction_failures_24h",
+            )
+        }
 
-    def export_objects(self) -> "Iterator[dict]":
+    def export_objects(self) -> Iterator[dict]:
         """Read in one repeatable-read snapshot through a server-side cursor (2,000 rows a fetch)."""
-        selects = (("event", "select " + ", ".join(EVENT_COLUMNS) + " from events order by event_id", None),
-                   ("record", f"select {_RECORD_SELECT} from memory_records r order by r.created_at, r.record_id",
-                    _decode_record),
-                   ("summary", f"select {_SUMMARY_SELECT} from session_summaries s order by s.ended_at, s.id",
-                    _decode_summary))
+        selects = (
+            ("event", "select " + ", ".join(EVENT_COLUMNS) + " from events order by event_id", None),
+            (
+                "record",
+                f"select {_RECORD_SELECT} from memory_records r order by r.created_at, r.record_id",
+                _decode_record,
+            ),
+            (
+                "summary",
+                f"select {_SUMMARY_SELECT} from session_summaries s order by s.ended_at, s.id",
+                _decode_summary,
+            ),
+        )
         with self._tx("exporting") as _:
             self.conn.execute("set transaction isolation level repeatable read, read only")
             for kind, query, decode in selects:
@@ -855,9 +1188,12 @@ class PostgresStore(Store):
                     for row in cur:
                         yield {"type": kind, **(decode(row) if decode else row)}
 
-    def import_objects(self, objects: "list[dict]") -> dict:
-        kinds = {"event": ("events", EVENT_COLUMNS), "record": ("memory_records", RECORD_COLUMNS),
-                 "summary": ("session_summaries", SUMMARY_COLUMNS)}
+    def import_objects(self, objects: list[dict]) -> dict:
+        kinds = {
+            "event": ("events", EVENT_COLUMNS),
+            "record": ("memory_records", RECORD_COLUMNS),
+            "summary": ("session_summaries", SUMMARY_COLUMNS),
+        }
         rows: dict = {"event": [], "record": [], "summary": []}
         for obj in objects:
             table, columns = kinds[obj["type"]]
@@ -866,16 +1202,26 @@ class PostgresStore(Store):
         counts = {"events": [0, 0], "records": [0, 0], "summaries": [0, 0], "forgotten_skipped": 0}
         with self._tx("importing into") as cur:
             self._shared_forget_lock(cur)
-            cur.execute("select record_id from forgotten_records where record_id = any(%s::text[])",
-                        [[r["record_id"] for r in rows["record"]] +
-                         [s["record_id"] for s in rows["summary"] if s.get("record_id")]])
+            cur.execute(
+                "select record_id from forgotten_records where record_id = any(%s::text[])",
+                [
+                    [r["record_id"] for r in rows["record"]]
+                    + [s["record_id"] for s in rows["summary"] if s.get("record_id")]
+                ],
+            )
             gone_ids = {r["record_id"] for r in cur.fetchall()}
             gone_hashes = self._forgotten_hashes(cur, [r["record_hash"] for r in rows["record"]])
-            keys = {"event": ("events", "event_id"), "record": ("records", "record_id"), "summary": ("summaries", "id")}
+            keys = {
+                "event": ("events", "event_id"),
+                "record": ("records", "record_id"),
+                "summary": ("summaries", "id"),
+            }
             for kind, (key, pk) in keys.items():
                 wanted = []
                 for row in rows[kind]:
-                    if kind == "record" and (row["record_id"] in gone_ids or row["record_hash"] in gone_hashes):
+                    if kind == "record" and (
+                        row["record_id"] in gone_ids or row["record_hash"] in gone_hashes
+                    ):
                         counts["forgotten_skipped"] += 1
                     elif kind == "summary" and row.get("record_id") in gone_ids:
                         counts["forgotten_skipped"] += 1
@@ -884,10 +1230,12 @@ class PostgresStore(Store):
                 table, columns = kinds[kind]
                 added = len(_insert_many(cur, table, columns, wanted, pk))
                 counts[key] = [added, len(wanted) - added]
-        return {"events": {"added": counts["events"][0], "present": counts["events"][1]},
-                "records": {"added": counts["records"][0], "present": counts["records"][1]},
-                "summaries": {"added": counts["summaries"][0], "present": counts["summaries"][1]},
-                "forgotten_skipped": counts["forgotten_skipped"]}
+        return {
+            "events": {"added": counts["events"][0], "present": counts["events"][1]},
+            "records": {"added": counts["records"][0], "present": counts["records"][1]},
+            "summaries": {"added": counts["summaries"][0], "present": counts["summaries"][1]},
+            "forgotten_skipped": counts["forgotten_skipped"],
+        }
 
 
 class _Transaction:
@@ -924,8 +1272,14 @@ class _Transaction:
         import psycopg
 
         # programming errors caused by the server's set-up, not by our SQL
-        setup = (psycopg.errors.InsufficientPrivilege, psycopg.errors.InvalidSchemaName, psycopg.errors.UndefinedTable)
-        if isinstance(exc, setup) or (isinstance(exc, psycopg.Error) and not isinstance(exc, psycopg.ProgrammingError)):
+        setup = (
+            psycopg.errors.InsufficientPrivilege,
+            psycopg.errors.InvalidSchemaName,
+            psycopg.errors.UndefinedTable,
+        )
+        if isinstance(exc, setup) or (
+            isinstance(exc, psycopg.Error) and not isinstance(exc, psycopg.ProgrammingError)
+        ):
             raise store_error(exc, self.store.url, self.doing) from None
 
 
@@ -953,7 +1307,7 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _refuse_unknown(rows: "list[dict]", columns, table: str) -> None:
+def _refuse_unknown(rows: list[dict], columns, table: str) -> None:
     unknown = sorted({k for row in rows for k in row} - set(columns))
     if unknown:
         raise ValueError(f"{table} has no column {', '.join(unknown)}")
@@ -972,6 +1326,15 @@ def _record_row(record: dict) -> dict:
             except ValueError:
                 value = []
         data[key] = list(value or [])
+    for key in ("claims", "cites", "pinned"):  # JSON text from a SQLite row; NULL when empty
+        value = data.get(key)
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                value = None
+        if key in data:
+            data[key] = value or None
     if not data.get("record_hash"):
         data["record_hash"] = record_hash(data)
     return data
@@ -982,18 +1345,22 @@ def _insert(cur, table: str, row: dict, conflict: str = "") -> bool:
     from psycopg import sql
     from psycopg.types.json import Jsonb
 
-    values = [Jsonb(v) if (k in JSON_COLUMNS or isinstance(v, (list, dict))) and v is not None else v
-              for k, v in row.items()]
+    values = [
+        Jsonb(v) if (k in JSON_COLUMNS or isinstance(v, (list, dict))) and v is not None else v
+        for k, v in row.items()
+    ]
     query = sql.SQL("insert into {} ({}) values ({})").format(
-        sql.Identifier(table), sql.SQL(", ").join(map(sql.Identifier, row)),
-        sql.SQL(", ").join(sql.Placeholder() * len(row)))
+        sql.Identifier(table),
+        sql.SQL(", ").join(map(sql.Identifier, row)),
+        sql.SQL(", ").join(sql.Placeholder() * len(row)),
+    )
     if conflict:
         query = sql.SQL("{} on conflict {}").format(query, sql.SQL(conflict))
     cur.execute(query, values)
     return cur.rowcount > 0
 
 
-def _insert_many(cur, table: str, columns, rows: "list[dict]", key: str) -> "list[str]":
+def _insert_many(cur, table: str, columns, rows: list[dict], key: str) -> list[str]:
     """Insert rows in one statement (`insert … select from jsonb_populate_recordset … on conflict do
     nothing`); returns the keys of the rows written. A column a row lacks takes its default."""
     if not rows:
@@ -1003,17 +1370,21 @@ def _insert_many(cur, table: str, columns, rows: "list[dict]", key: str) -> "lis
     from psycopg import sql
     from psycopg.types.json import Jsonb
 
-    names = sql.SQL(", ").join(map(sql.Identifier, columns))
-    query = sql.SQL("insert into {table} ({names}) select {names} from jsonb_populate_recordset(null::{table}, %s) "
-                    "on conflict do nothing returning {key}").format(table=sql.Identifier(table), names=names,
-                                                                     key=sql.Identifier(key))
+    present = {k for row in rows for k in row}  # a store a migration behind takes what it has
+    names = sql.SQL(", ").join(sql.Identifier(c) for c in columns if c in present)
+    query = sql.SQL(
+        "insert into {table} ({names}) select {names} from jsonb_populate_recordset(null::{table}, %s) "
+        "on conflict do nothing returning {key}"
+    ).format(table=sql.Identifier(table), names=names, key=sql.Identifier(key))
     cur.execute(query, [Jsonb(rows)])
     return [r[key] for r in cur.fetchall()]
 
 
-_DEFAULTS = {"events": EVENT_DEFAULTS,
-             "memory_records": {**{k: [] for k in RECORD_LISTS}, "outcome": "unknown", "freshness": "current"},
-             "session_summaries": {k: [] for k in SUMMARY_LISTS}}
+_DEFAULTS = {
+    "events": EVENT_DEFAULTS,
+    "memory_records": {**{k: [] for k in RECORD_LISTS}, "outcome": "unknown", "freshness": "current"},
+    "session_summaries": {k: [] for k in SUMMARY_LISTS},
+}
 
 
 def _with_defaults(table: str, row: dict) -> dict:
@@ -1024,7 +1395,7 @@ def _with_defaults(table: str, row: dict) -> dict:
     return out
 
 
-def _filters(*, project_id=None, types=None, since=None, session_id=None) -> "tuple[list[str], list]":
+def _filters(*, project_id=None, types=None, since=None, session_id=None) -> tuple[list[str], list]:
     conds, args = [], []
     if project_id:
         conds.append("r.project_id = %s")
@@ -1051,6 +1422,15 @@ def _decode_record(row: dict) -> dict:
             except ValueError:
                 value = []
         out[key] = value if isinstance(value, list) else []
+    for key, kind in (("claims", list), ("cites", list), ("pinned", dict)):
+        if key in out:
+            value = out[key]
+            if isinstance(value, str):
+                try:
+                    value = json.loads(value)
+                except ValueError:
+                    value = None
+            out[key] = value if isinstance(value, kind) else ([] if kind is list else None)
     return out
 
 

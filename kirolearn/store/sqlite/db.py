@@ -20,11 +20,11 @@ from operator import itemgetter
 
 import sqlite_utils
 
-from kirolearn.core import paths, crashpoint, isotime
-from kirolearn.core.marks import DEFAULT_FRESHNESS, DEFAULT_OUTCOME
-from kirolearn.store.base import record_hash, spend_limit_reason, start_of_day
-from kirolearn.store.sqlite.migrations import migrations
+from kirolearn.core import crashpoint, isotime, paths
 from kirolearn.core.errors import SchemaTooNew
+from kirolearn.core.marks import DEFAULT_FRESHNESS, DEFAULT_OUTCOME
+from kirolearn.store.base import PARTS_MARK, record_hash, spend_limit_reason, start_of_day
+from kirolearn.store.sqlite.migrations import migrations
 
 BUSY_TIMEOUT_SECONDS = 30
 BUSY_TIMEOUT_ENV = "KIROLEARN_BUSY_TIMEOUT"  # seconds; for slow shared disks (and tests)
@@ -67,7 +67,9 @@ def open_db(path: "str | None" = None, *, mark: bool = True) -> sqlite_utils.Dat
             if db.journal_mode != "wal":
                 db.enable_wal()
             migrations.apply(db)
-    db.execute("PRAGMA synchronous = NORMAL")  # safe with WAL: a power cut may lose the last commit, never corrupt
+    db.execute(
+        "PRAGMA synchronous = NORMAL"
+    )  # safe with WAL: a power cut may lose the last commit, never corrupt
     if creating and mark:
         mark_created(path)
     return db
@@ -112,8 +114,10 @@ def lost_reason(path: str) -> str:
     held = f"{events} event{'s' * (events != 1)} and {records} record{'s' * (records != 1)}"
     when = f" ({marker['counted_at']})" if marker.get("counted_at") else ""
     # "at least": writes since that drain (MCP, import) are not counted yet
-    return (f"the database {path} {what}, but it was created on {marker.get('created_at', '?')} and held "
-            f"at least {held} at the last drain{when}")
+    return (
+        f"the database {path} {what}, but it was created on {marker.get('created_at', '?')} and held "
+        f"at least {held} at the last drain{when}"
+    )
 
 
 def refuse_lost(path: str) -> None:
@@ -158,9 +162,13 @@ def quick_check(db) -> str:
 
 def session_event_rows(db, project_id: str, session_id: str) -> "list[tuple[str, str]]":
     """(event_id, body) of a session's stored events, in arrival order."""
-    return [tuple(r) for r in db.execute(
-        "select event_id, body from events where project_id = ? and session_id = ? order by event_id",
-        [project_id, session_id]).fetchall()]
+    return [
+        tuple(r)
+        for r in db.execute(
+            "select event_id, body from events where project_id = ? and session_id = ? order by event_id",
+            [project_id, session_id],
+        ).fetchall()
+    ]
 
 
 def insert_record(db, row: dict) -> None:
@@ -180,26 +188,34 @@ def insert_session_summary(db, row: dict) -> None:
 
 def counts(db) -> dict:
     """How many events and memory records the store holds."""
-    return {"events": db.execute("select count(*) from events").fetchone()[0],
-            "records": db.execute("select count(*) from memory_records").fetchone()[0]}
+    return {
+        "events": db.execute("select count(*) from events").fetchone()[0],
+        "records": db.execute("select count(*) from memory_records").fetchone()[0],
+    }
 
 
 def change_stamp(db) -> "list[int]":
     """[newest event rowid, newest change feed number]: moves whenever an event or a record is added,
     or a record forgotten, restored or purged; read from the ends of two indexes (no count)."""
-    return [db.execute("select coalesce(max(rowid), 0) from events").fetchone()[0],
-            db.execute("select coalesce(max(seq), 0) from record_changes").fetchone()[0]]
+    return [
+        db.execute("select coalesce(max(rowid), 0) from events").fetchone()[0],
+        db.execute("select coalesce(max(seq), 0) from record_changes").fetchone()[0],
+    ]
 
 
 def refuse_newer_schema(db, path: str) -> None:
     known = {m.name for m in getattr(migrations, "_migrations", ())}
     if not known or "_sqlite_migrations" not in db.table_names():
         return
-    applied = {row["name"] for row in db.query(
-        "select name from _sqlite_migrations where migration_set = ?", ["kirolearn"])}
+    applied = {
+        row["name"]
+        for row in db.query("select name from _sqlite_migrations where migration_set = ?", ["kirolearn"])
+    }
     if applied - known:
-        raise SchemaTooNew(f"{path} was written by a newer kirolearn (unknown migrations: "
-                           f"{', '.join(sorted(applied - known))}); upgrade kirolearn")
+        raise SchemaTooNew(
+            f"{path} was written by a newer kirolearn (unknown migrations: "
+            f"{', '.join(sorted(applied - known))}); upgrade kirolearn"
+        )
 
 
 @contextlib.contextmanager
@@ -258,7 +274,9 @@ def last_turn_event_id(db, project_id: str, session_id: str, before: str) -> "st
     """The newest stored event of a session before `before` that a turn holds (no stop, no lifecycle note)."""
     row = db.execute(
         "select max(event_id) from events where project_id = ? and session_id = ? and event_id < ? "
-        "and kind not in ('session_summary', 'note')", [project_id, session_id, before]).fetchone()
+        "and kind not in ('session_summary', 'note')",
+        [project_id, session_id, before],
+    ).fetchone()
     return row[0] if row else None
 
 
@@ -278,7 +296,8 @@ def insert_events(db, rows: "list[dict]") -> None:
         return
     columns = tuple(dict.fromkeys(chain.from_iterable(rows)))
     sql = "insert or ignore into events ({}) values ({})".format(
-        ", ".join(f"[{c}]" for c in columns), ", ".join("?" * len(columns)))
+        ", ".join(f"[{c}]" for c in columns), ", ".join("?" * len(columns))
+    )
     if len(columns) > 1 and all(len(row) == len(columns) for row in rows):  # each row has each column
         values = map(itemgetter(*columns), rows)  # picked in C
     else:
@@ -350,12 +369,19 @@ def record_row(record) -> dict:
     # in every row: insert_all's rows share keys, a missing NOT NULL one drops the row
     data["outcome"] = data.get("outcome") or DEFAULT_OUTCOME
     data["freshness"] = data.get("freshness") or DEFAULT_FRESHNESS
+    for key in ("claims", "cites"):  # NULL when empty: the re-check queue holds records with claims only
+        value = data.get(key)
+        data[key] = json.dumps(value, ensure_ascii=False, sort_keys=True) if value else None
+    if isinstance(data.get("pinned"), dict):
+        data["pinned"] = json.dumps(data["pinned"], sort_keys=True) if data["pinned"] else None
     if isinstance(data.get("file_state"), dict):  # what the record's files were when stored
         data["file_state"] = json.dumps(data["file_state"], ensure_ascii=False, sort_keys=True)
         data["freshness_checked_at"] = data.get("freshness_checked_at") or data.get("created_at")
     else:
         data["file_state"] = data.get("file_state") or None
-        data["freshness_checked_at"] = data.get("freshness_checked_at")
+        data["freshness_checked_at"] = data.get("freshness_checked_at") or (
+            data.get("created_at") if data["claims"] else None
+        )
     return data
 
 
@@ -365,8 +391,13 @@ def forgotten_hashes(db, hashes) -> "set[str]":
     hashes = list(hashes)
     for i in range(0, len(hashes), 500):
         part = hashes[i : i + 500]
-        found.update(r[0] for r in db.execute(
-            f"select record_hash from forgotten_records where record_hash in ({','.join('?' * len(part))})", part))
+        found.update(
+            r[0]
+            for r in db.execute(
+                f"select record_hash from forgotten_records where record_hash in ({','.join('?' * len(part))})",
+                part,
+            )
+        )
     return found
 
 
@@ -406,8 +437,11 @@ def expire_events(db, before: str) -> int:
     """Delete extracted events received before `before` (ISO); returns how many."""
     with writing(db):
         # forced: the planner would otherwise walk every extracted event
-        cursor = db.execute("delete from events indexed by idx_events_expiry "
-                            "where extract_state = 'done' and received_at < ?", [before])
+        cursor = db.execute(
+            "delete from events indexed by idx_events_expiry "
+            "where extract_state = 'done' and received_at < ?",
+            [before],
+        )
     return cursor.rowcount
 
 
@@ -415,8 +449,13 @@ def record_drain(db, drain_id: str, started_at: str, stats: dict, error: str = "
     """Remember one drain run for `kirolearn status`."""
     with writing(db):
         db["drain_runs"].insert(
-            {"drain_id": drain_id, "started_at": started_at, "finished_at": now_iso(),
-             "stats": json.dumps(stats), "error": error},
+            {
+                "drain_id": drain_id,
+                "started_at": started_at,
+                "finished_at": now_iso(),
+                "stats": json.dumps(stats),
+                "error": error,
+            },
             pk="drain_id",
             replace=True,
         )
@@ -430,9 +469,6 @@ def iso_shift(iso: str, seconds: float) -> str:
 # --- embeddings (#11): reads take any sqlite3 connection, no sqlite-utils ---
 
 
-PARTS_MARK = "p"  # no hex digest starts with it (recall/semantic.py)
-
-
 def _to_embed(before_parts: bool) -> str:
     """The condition on `v` (the record's vector of the model) that makes a record one to embed."""
     if before_parts:
@@ -440,21 +476,29 @@ def _to_embed(before_parts: bool) -> str:
     return "v.record_id is null"
 
 
-def records_to_embed(db, model_id: str, limit: int = 1000, after_rowid: int = 0, *,
-                     before_parts: bool = False) -> "list[dict]":
+def records_to_embed(
+    db, model_id: str, limit: int = 1000, after_rowid: int = 0, *, before_parts: bool = False
+) -> "list[dict]":
     """Records (rowid > after_rowid) with no vector of `model_id`, oldest first; `before_parts`:
     instead the ones whose vector of it was made before it embedded parts (the whole text alone)."""
-    sql = ("select r.rowid, r.record_id, r.project_id, r.title, r.summary, r.facts, r.concepts "
-           "from memory_records r left join record_vectors v on v.record_id = r.record_id and v.model_id = ? "
-           f"where {_to_embed(before_parts)} and r.rowid > ? order by r.rowid limit ?")
-    return [dict(zip(("rowid", "record_id", "project_id", "title", "summary", "facts", "concepts"), row))
-            for row in db.execute(sql, [model_id, after_rowid, limit])]
+    sql = (
+        "select r.rowid, r.record_id, r.project_id, r.title, r.summary, r.facts, r.concepts "
+        "from memory_records r left join record_vectors v on v.record_id = r.record_id and v.model_id = ? "
+        f"where {_to_embed(before_parts)} and r.rowid > ? order by r.rowid limit ?"
+    )
+    return [
+        dict(zip(("rowid", "record_id", "project_id", "title", "summary", "facts", "concepts"), row))
+        for row in db.execute(sql, [model_id, after_rowid, limit])
+    ]
 
 
 def count_to_embed(db, model_id: str, *, before_parts: bool = False) -> int:
     """How many records have no vector of `model_id` (`before_parts`: one made before parts)."""
-    return db.execute("select count(*) from memory_records r left join record_vectors v on v.record_id = r.record_id "
-                      f"and v.model_id = ? where {_to_embed(before_parts)}", [model_id]).fetchone()[0]
+    return db.execute(
+        "select count(*) from memory_records r left join record_vectors v on v.record_id = r.record_id "
+        f"and v.model_id = ? where {_to_embed(before_parts)}",
+        [model_id],
+    ).fetchone()[0]
 
 
 def save_vectors(db, rows: "list[dict]") -> None:
@@ -462,7 +506,9 @@ def save_vectors(db, rows: "list[dict]") -> None:
     if rows:
         stamp = now_iso()
         with writing(db):
-            db["record_vectors"].insert_all([dict(r, updated_at=stamp) for r in rows], pk="record_id", replace=True)
+            db["record_vectors"].insert_all(
+                [dict(r, updated_at=stamp) for r in rows], pk="record_id", replace=True
+            )
 
 
 def drop_vectors(db, keep_model_id: "str | None" = None) -> int:
@@ -475,84 +521,44 @@ def drop_vectors(db, keep_model_id: "str | None" = None) -> int:
     return cursor.rowcount
 
 
-def vector_counts(conn) -> "dict[str, int]":
-    """Stored vectors per model id ({} before the migration ran)."""
-    try:
-        return {r[0]: r[1] for r in conn.execute("select model_id, count(*) from record_vectors group by model_id")}
-    except sqlite3.OperationalError:
-        return {}
-
-
-def load_vectors(conn, model_id: str, project_id: "str | None" = None) -> "list[tuple]":
-    """(rowid, record_id, session_id, vector bytes, dimensions) of a project's records, in rowid order
-    (a vector blob may hold several rows of `dimensions` floats: kirolearn.recall.semantic.record_parts)."""
-    sql = ("select r.rowid, r.record_id, r.session_id, v.vector, v.dimensions from record_vectors v "
-           "join memory_records r on r.record_id = v.record_id where v.model_id = ?")
-    args = [model_id]
-    if project_id:
-        sql += " and v.project_id = ?"
-        args.append(project_id)
-    return conn.execute(sql + " order by r.rowid", args).fetchall()
-
-
-def session_order(conn, project_id: "str | None" = None) -> "list[tuple]":
-    """(rowid, record_id, session_id, title, source_event_ids, created_at) of a project's records in
-    rowid (creation) order."""
-    sql, args = "select rowid, record_id, session_id, title, source_event_ids, created_at from memory_records", []
-    if project_id:
-        sql += " where project_id = ?"
-        args.append(project_id)
-    return conn.execute(sql + " order by rowid", args).fetchall()
-
-
-def records_by_id(conn, record_ids: "list[str]") -> list:
-    """memory_records rows for these ids (any order)."""
-    rows = []
-    for i in range(0, len(record_ids), 500):
-        part = record_ids[i : i + 500]
-        rows += conn.execute(f"select * from memory_records where record_id in ({','.join('?' * len(part))})",
-                             part).fetchall()
-    return rows
-
-
 def sessions_needing_expansion(db, limit: int = 500) -> "list[tuple[str, str]]":
     """(project_id, session_id) of sessions holding records whose expansion is not derived yet."""
-    return [tuple(r) for r in db.execute(
-        "select distinct project_id, session_id from memory_records where expansion is null limit ?", [limit])]
+    return [
+        tuple(r)
+        for r in db.execute(
+            "select distinct project_id, session_id from memory_records where expansion is null limit ?",
+            [limit],
+        )
+    ]
 
 
 def session_records(db, project_id: str, session_id: str) -> "list[dict]":
     """A session's records in creation order: rowid, record_id, title, summary, expansion."""
     cols = ("rowid", "record_id", "title", "summary", "expansion")
-    return [dict(zip(cols, r)) for r in db.execute(
-        "select rowid, record_id, title, summary, expansion from memory_records "
-        "where project_id = ? and session_id is ? order by rowid", [project_id, session_id])]
+    return [
+        dict(zip(cols, r))
+        for r in db.execute(
+            "select rowid, record_id, title, summary, expansion from memory_records "
+            "where project_id = ? and session_id is ? order by rowid",
+            [project_id, session_id],
+        )
+    ]
 
 
 def set_expansions(db, values: "dict[str, str]") -> None:
     """Write derived expansion text (the FTS triggers re-index those rows)."""
     if values:
         with writing(db):
-            db.conn.executemany("update memory_records set expansion = ? where record_id = ?",
-                                [(text, rid) for rid, text in values.items()])
+            db.conn.executemany(
+                "update memory_records set expansion = ? where record_id = ?",
+                [(text, rid) for rid, text in values.items()],
+            )
 
 
 def clear_expansions(db) -> None:
     """Mark every record's expansion as not derived (reindex)."""
     with writing(db):
         db.execute("update memory_records set expansion = null")
-
-
-def vector_stamp(conn, model_id: str, project_id: "str | None") -> tuple:
-    """Changes whenever a project's vectors of a model change (a search-side cache key)."""
-    sql, args = "select count(*), max(rowid) from record_vectors where model_id = ?", [model_id]
-    if project_id:
-        sql += " and project_id = ?"
-        args.append(project_id)
-    try:
-        return tuple(conn.execute(sql, args).fetchone())
-    except sqlite3.OperationalError:
-        return (0, None)
 
 
 TERM_DOCS_DRIFT = 0.02  # refresh the copy once the record count moved this much
@@ -576,7 +582,9 @@ def refresh_term_docs(db, force: bool = False) -> bool:
         return False  # recall does not skip common words below 1,000 records
     with writing(db):
         db.execute("delete from term_docs")
-        db.execute("insert into term_docs (term, docs) select term, doc from memory_records_fts_vocab where term != ''")
+        db.execute(
+            "insert into term_docs (term, docs) select term, doc from memory_records_fts_vocab where term != ''"
+        )
         db.execute("insert into term_docs (term, docs) values ('', ?)", [total])
     compact_fts(db)
     return True
@@ -606,3 +614,34 @@ def compact_fts(db) -> bool:
     with writing(db):
         db.execute("insert into memory_records_fts(memory_records_fts) values('optimize')")
     return True
+
+
+def check_file(path: str) -> dict:
+    """{"state": "none" | "ok" | "lost" | "damaged" | "unreadable", "detail": text} without changing anything."""
+    lost = lost_reason(path)
+    if lost:
+        return {"state": "lost", "detail": lost}
+    if not os.path.exists(path):
+        return {"state": "none", "detail": "no database yet (the first drain creates it)"}
+    try:
+        uri = os.path.abspath(path).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+        conn = sqlite3.connect(f"file:{uri}?mode=ro", uri=True, timeout=5)
+    except sqlite3.Error as exc:
+        return {"state": "unreadable", "detail": str(exc)}
+    try:
+        problem = quick_check(conn)
+        if problem:
+            return {"state": "damaged", "detail": problem}
+        try:
+            found = counts(conn)
+            records, events = found["records"], found["events"]
+        except sqlite3.Error as exc:
+            return {"state": "unreadable", "detail": str(exc)}
+        return {
+            "state": "ok",
+            "detail": f"quick_check ok: {events} events, {records} records",
+            "events": events,
+            "records": records,
+        }
+    finally:
+        conn.close()

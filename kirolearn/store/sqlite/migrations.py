@@ -44,7 +44,9 @@ def m001_events(db):
         defaults={"extract_state": "pending"},
     )
     db["events"].create_index(["content_hash", "received_at"], index_name="idx_events_content")
-    db["events"].create_index(["extract_state", "project_id", "session_id", "event_id"], index_name="idx_events_pending")
+    db["events"].create_index(
+        ["extract_state", "project_id", "session_id", "event_id"], index_name="idx_events_pending"
+    )
     db["events"].create_index(["project_id", "session_id"], index_name="idx_events_session")
 
 
@@ -70,7 +72,15 @@ def m002_memory_records(db):
             "created_at": str,
         },
         pk="record_id",
-        not_null={"project_id", "title", "summary", "observation_type", "strategy", "created_at", "record_hash"},
+        not_null={
+            "project_id",
+            "title",
+            "summary",
+            "observation_type",
+            "strategy",
+            "created_at",
+            "record_hash",
+        },
     )
     db["memory_records"].create_index(["project_id", "created_at"], index_name="idx_records_project")
     db["memory_records"].create_index(["record_hash"], index_name="idx_records_hash", unique=True)
@@ -134,7 +144,9 @@ def m006_fts_by_project(db):
     and the join threw most away (36 ms at 100k records over 20 projects).
     """
     db["memory_records"].disable_fts()
-    db["memory_records"].enable_fts(RECORD_FTS_COLUMNS + ["project_id"], create_triggers=True, tokenize="porter")
+    db["memory_records"].enable_fts(
+        RECORD_FTS_COLUMNS + ["project_id"], create_triggers=True, tokenize="porter"
+    )
     db["memory_records"].rebuild_fts()
 
 
@@ -171,7 +183,9 @@ def m008_session_summaries(db):
         pk="id",
         not_null={"session_id", "project", "project_id", "summary", "ended_at"},
     )
-    db["session_summaries"].create_index(["project_id", "project", "ended_at"], index_name="idx_session_summaries")
+    db["session_summaries"].create_index(
+        ["project_id", "project", "ended_at"], index_name="idx_session_summaries"
+    )
     db["session_summaries"].create_index(["session_id"], index_name="idx_session_summaries_session")
 
 
@@ -189,11 +203,19 @@ def m014_placeholder_session_summaries(db):
     summary at session start. Only rows whose text is exactly that placeholder
     change; the searchable record made from it goes too.
     """
-    placeholder = "summary glob 'Session * ended; no summary was written (auto_compress: *).' and auto_compress = 1"
-    ids = [r[0] for r in db.execute(f"select record_id from session_summaries where {placeholder} "
-                                    "and record_id is not null").fetchall()]
+    placeholder = (
+        "summary glob 'Session * ended; no summary was written (auto_compress: *).' and auto_compress = 1"
+    )
+    ids = [
+        r[0]
+        for r in db.execute(
+            f"select record_id from session_summaries where {placeholder} and record_id is not null"
+        ).fetchall()
+    ]
     for record_id in ids:
-        db.execute("delete from memory_records where record_id = ? and strategy = 'mcp_session_end'", [record_id])
+        db.execute(
+            "delete from memory_records where record_id = ? and strategy = 'mcp_session_end'", [record_id]
+        )
     db.execute(f"update session_summaries set summary = '', record_id = null where {placeholder}")
 
 
@@ -254,8 +276,12 @@ def m009_scrub_state(db):
     from kirolearn.core.version import SCRUB_RULES_VERSION
 
     db["scrub_state"].create({"key": str, "value": str}, pk="key")
-    holds_rows = any(db[t].exists() and db[t].count for t in ("events", "memory_records", "session_summaries"))
-    db["scrub_state"].insert({"key": "scrubbed_with", "value": "1" if holds_rows else str(SCRUB_RULES_VERSION)})
+    holds_rows = any(
+        db[t].exists() and db[t].count for t in ("events", "memory_records", "session_summaries")
+    )
+    db["scrub_state"].insert(
+        {"key": "scrubbed_with", "value": "1" if holds_rows else str(SCRUB_RULES_VERSION)}
+    )
 
 
 @migrations()
@@ -266,8 +292,15 @@ def m012_record_vectors(db):
     `kirolearn reindex` rewrites them when the configured model changes.
     """
     db["record_vectors"].create(
-        {"record_id": str, "project_id": str, "model_id": str, "dimensions": int, "vector": bytes,
-         "text_hash": str, "updated_at": str},
+        {
+            "record_id": str,
+            "project_id": str,
+            "model_id": str,
+            "dimensions": int,
+            "vector": bytes,
+            "text_hash": str,
+            "updated_at": str,
+        },
         pk="record_id",
         not_null={"project_id", "model_id", "dimensions", "vector"},
     )
@@ -284,11 +317,13 @@ def m012_record_expansion(db):
     low weight, so the stdlib-only hook benefits with no model. NULL = not derived yet.
     """
     db["memory_records"].add_column("expansion", str)
-    db["memory_records"].create_index(["project_id", "session_id"], index_name="idx_records_project_session",
-                                      if_not_exists=True)
+    db["memory_records"].create_index(
+        ["project_id", "session_id"], index_name="idx_records_project_session", if_not_exists=True
+    )
     db["memory_records"].disable_fts()
-    db["memory_records"].enable_fts(RECORD_FTS_COLUMNS + ["project_id", "expansion"], create_triggers=True,
-                                    tokenize="porter")
+    db["memory_records"].enable_fts(
+        RECORD_FTS_COLUMNS + ["project_id", "expansion"], create_triggers=True, tokenize="porter"
+    )
     db["memory_records"].rebuild_fts()
 
 
@@ -300,7 +335,9 @@ def m012_term_docs(db):
     walks each term's whole doclist (~8 ms a word at 100k records), this table is one
     index range. The row with term '' holds the record count the copy was made at.
     """
-    db.execute("create table if not exists term_docs (term text primary key, docs integer not null) without rowid")
+    db.execute(
+        "create table if not exists term_docs (term text primary key, docs integer not null) without rowid"
+    )
 
 
 @migrations()
@@ -312,16 +349,26 @@ def m017_record_changes(db):
     forgotten; triggers, so every writer feeds it without knowing. Existing records
     and tombstones are fed in creation order.
     """
-    db.execute("create table if not exists record_changes (seq integer primary key autoincrement, "
-               "record_id text not null, change text not null)")
-    db.execute("insert into record_changes (record_id, change) "
-               "select record_id, 'record' from memory_records order by created_at, record_id")
-    db.execute("insert into record_changes (record_id, change) "
-               "select record_id, 'forgotten' from forgotten_records order by forgotten_at, record_id")
-    db.execute("create trigger if not exists record_changes_record after insert on memory_records begin "
-               "insert into record_changes (record_id, change) values (new.record_id, 'record'); end")
-    db.execute("create trigger if not exists record_changes_forgotten after insert on forgotten_records begin "
-               "insert into record_changes (record_id, change) values (new.record_id, 'forgotten'); end")
+    db.execute(
+        "create table if not exists record_changes (seq integer primary key autoincrement, "
+        "record_id text not null, change text not null)"
+    )
+    db.execute(
+        "insert into record_changes (record_id, change) "
+        "select record_id, 'record' from memory_records order by created_at, record_id"
+    )
+    db.execute(
+        "insert into record_changes (record_id, change) "
+        "select record_id, 'forgotten' from forgotten_records order by forgotten_at, record_id"
+    )
+    db.execute(
+        "create trigger if not exists record_changes_record after insert on memory_records begin "
+        "insert into record_changes (record_id, change) values (new.record_id, 'record'); end"
+    )
+    db.execute(
+        "create trigger if not exists record_changes_forgotten after insert on forgotten_records begin "
+        "insert into record_changes (record_id, change) values (new.record_id, 'forgotten'); end"
+    )
 
 
 @migrations()
@@ -345,8 +392,8 @@ def m016_team_attribution(db):
     Older rows take them from the events they were made from, else from this machine (its OS
     user and host) and Kiro, the only agent before event schema 2.
     """
-    from kirolearn.store.sqlite.team import add_attribution_columns, backfill_attribution
     from kirolearn.core.identity import os_user, this_host
+    from kirolearn.store.sqlite.team import add_attribution_columns, backfill_attribution
 
     add_attribution_columns(db)
     backfill_attribution(db, os_user(), this_host())
@@ -360,8 +407,10 @@ def m018_session_end_milliseconds(db):
     "…:11.500Z" as text: without this a session that ended in the same second as an
     older one could read as the older of the two.
     """
-    db.execute("update session_summaries set ended_at = substr(ended_at, 1, 19) || '.000Z' "
-               "where ended_at glob '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]Z'")
+    db.execute(
+        "update session_summaries set ended_at = substr(ended_at, 1, 19) || '.000Z' "
+        "where ended_at glob '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]Z'"
+    )
 
 
 @migrations()
@@ -372,11 +421,15 @@ def m019_purge_changes(db):
     before this migration are fed once, in purge order. An index on record_id lets a sync
     read a tombstone's feed number (Store.tombstones).
     """
-    db.execute("insert into record_changes (record_id, change) select record_id, 'purged' from forgotten_records "
-               "where purged_at is not null order by purged_at, record_id")
-    db.execute("create trigger if not exists record_changes_purged after update of purged_at on forgotten_records "
-               "when old.purged_at is null and new.purged_at is not null begin "
-               "insert into record_changes (record_id, change) values (new.record_id, 'purged'); end")
+    db.execute(
+        "insert into record_changes (record_id, change) select record_id, 'purged' from forgotten_records "
+        "where purged_at is not null order by purged_at, record_id"
+    )
+    db.execute(
+        "create trigger if not exists record_changes_purged after update of purged_at on forgotten_records "
+        "when old.purged_at is null and new.purged_at is not null begin "
+        "insert into record_changes (record_id, change) values (new.record_id, 'purged'); end"
+    )
     db.execute("create index if not exists idx_record_changes_record on record_changes (record_id, seq)")
 
 
@@ -392,17 +445,27 @@ def m020_pending_work(db):
     - `idx_vectors_before_parts`: the vectors a model made before it embedded parts;
     - `idx_events_expiry`: extracted events by time, for retention.
     """
-    db.execute("create index if not exists idx_records_expansion_pending on memory_records (project_id, session_id) "
-               "where expansion is null")
-    db.execute("create table if not exists vector_progress (model_id text primary key, feed_seq integer not null, "
-               "backfill_after integer)")
+    db.execute(
+        "create index if not exists idx_records_expansion_pending on memory_records (project_id, session_id) "
+        "where expansion is null"
+    )
+    db.execute(
+        "create table if not exists vector_progress (model_id text primary key, feed_seq integer not null, "
+        "backfill_after integer)"
+    )
     db.execute("create table if not exists vectors_stale (record_id text primary key)")
-    db.execute("create trigger if not exists vectors_stale_deleted after delete on record_vectors begin "
-               "insert or ignore into vectors_stale (record_id) values (old.record_id); end")
-    db.execute("create index if not exists idx_vectors_before_parts on record_vectors (model_id, record_id) "
-               "where substr(coalesce(text_hash, ''), 1, 1) != 'p'")
+    db.execute(
+        "create trigger if not exists vectors_stale_deleted after delete on record_vectors begin "
+        "insert or ignore into vectors_stale (record_id) values (old.record_id); end"
+    )
+    db.execute(
+        "create index if not exists idx_vectors_before_parts on record_vectors (model_id, record_id) "
+        "where substr(coalesce(text_hash, ''), 1, 1) != 'p'"
+    )
     # retention reads this range, not every event
-    db.execute("create index if not exists idx_events_expiry on events (received_at) where extract_state = 'done'")
+    db.execute(
+        "create index if not exists idx_events_expiry on events (received_at) where extract_state = 'done'"
+    )
 
 
 @migrations()
@@ -423,11 +486,15 @@ def m020_record_freshness_outcome(db):
     table.add_column("freshness", str, not_null_default="current")
     table.add_column("file_state", str)
     table.add_column("freshness_checked_at", str)
-    db.execute("create index if not exists idx_records_freshness_due on memory_records "
-               "(freshness_checked_at, record_id) where file_state is not null")
-    db.execute("create trigger if not exists record_changes_mark after update of freshness, outcome "
-               "on memory_records when old.freshness is not new.freshness or old.outcome is not new.outcome "
-               "begin insert into record_changes (record_id, change) values (new.record_id, 'mark'); end")
+    db.execute(
+        "create index if not exists idx_records_freshness_due on memory_records "
+        "(freshness_checked_at, record_id) where file_state is not null"
+    )
+    db.execute(
+        "create trigger if not exists record_changes_mark after update of freshness, outcome "
+        "on memory_records when old.freshness is not new.freshness or old.outcome is not new.outcome "
+        "begin insert into record_changes (record_id, change) values (new.record_id, 'mark'); end"
+    )
 
 
 @migrations()
@@ -444,14 +511,20 @@ def m021_record_supersede_merge(db):
     for name in ("superseded_by", "merged_into"):
         if name not in columns:
             db["memory_records"].add_column(name, str)
-    db.execute("create index if not exists idx_records_superseded_by on memory_records (superseded_by) "
-               "where superseded_by is not null")
-    db.execute("create index if not exists idx_records_merged_into on memory_records (merged_into) "
-               "where merged_into is not null")
-    db.execute("create trigger if not exists record_changes_marks after update of superseded_by, merged_into "
-               "on memory_records when old.superseded_by is not new.superseded_by "
-               "or old.merged_into is not new.merged_into begin "
-               "insert into record_changes (record_id, change) values (new.record_id, 'record'); end")
+    db.execute(
+        "create index if not exists idx_records_superseded_by on memory_records (superseded_by) "
+        "where superseded_by is not null"
+    )
+    db.execute(
+        "create index if not exists idx_records_merged_into on memory_records (merged_into) "
+        "where merged_into is not null"
+    )
+    db.execute(
+        "create trigger if not exists record_changes_marks after update of superseded_by, merged_into "
+        "on memory_records when old.superseded_by is not new.superseded_by "
+        "or old.merged_into is not new.merged_into begin "
+        "insert into record_changes (record_id, change) values (new.record_id, 'record'); end"
+    )
 
 
 @migrations()
@@ -462,3 +535,73 @@ def m022_extraction_answers(db):
     for column in ("answer", "prompt_version", "response_form"):
         if column not in db["extraction_runs"].columns_dict:
             db["extraction_runs"].add_column(column, str)
+
+
+@migrations()
+def m023_claims(db):
+    """Marks on evidence: each record's claims about the code, what it cites, its work's signature.
+
+    - memory_records gains `claims` (JSON: what the record says, the same on every machine),
+      `cites` (JSON: record ids), `work_signature` and `pinned` (JSON: rules a restore pinned
+      it against);
+    - `record_claims`: one row per claim with this machine's check of it (state, the value now,
+      where the file is now, the blob last read), found by its identity (project, file, kind,
+      key) when a newer record writes the same thing; `record_cites`: who cites whom. Both are
+      kept by triggers from the record's own columns, so every way a record arrives (a drain,
+      an import, a restore, a team sync) indexes its claims and every way it leaves drops them;
+    - `idx_records_signature`: identical work found by an index; `idx_records_claims_due`: the
+      re-check pass's queue, records with claims only.
+    """
+    columns = {c.name for c in db["memory_records"].columns}
+    for name in ("claims", "cites", "work_signature", "pinned"):
+        if name not in columns:
+            db["memory_records"].add_column(name, str)
+    db.execute(
+        "create table if not exists record_claims (record_id text not null, project_id text not null, "
+        "file text not null, kind text not null, key text not null, digest text not null, shown text, "
+        "lines text, fingerprint text, state text not null default 'current', now text, path text, blob text, "
+        "why text, by_record text, checked_at text, created_at text, primary key (record_id, file, kind, key))"
+    )
+    db.execute(
+        "create index if not exists idx_claims_identity on record_claims (project_id, file, kind, key, created_at)"
+    )
+    db.execute(
+        "create table if not exists record_cites (record_id text not null, cited_id text not null, "
+        "primary key (record_id, cited_id))"
+    )
+    db.execute("create index if not exists idx_cites_cited on record_cites (cited_id)")
+    db.execute(
+        "create index if not exists idx_records_signature on memory_records (project_id, work_signature) "
+        "where work_signature is not null"
+    )
+    db.execute(
+        "create index if not exists idx_records_claims_due on memory_records (freshness_checked_at, record_id) "
+        "where claims is not null"
+    )
+    claim_rows = (
+        "insert or ignore into record_claims (record_id, project_id, file, kind, key, digest, shown, lines, "
+        "fingerprint, created_at) select new.record_id, new.project_id, json_extract(j.value, '$.file'), "
+        "json_extract(j.value, '$.kind'), coalesce(json_extract(j.value, '$.key'), ''), "
+        "coalesce(json_extract(j.value, '$.digest'), ''), json_extract(j.value, '$.shown'), "
+        "json_extract(j.value, '$.lines'), json_extract(j.value, '$.fingerprint'), new.created_at "
+        "from json_each(new.claims) j "
+        "where json_valid(new.claims) and json_extract(j.value, '$.file') is not null; "
+    )
+    cite_rows = (
+        "insert or ignore into record_cites (record_id, cited_id) select new.record_id, j.value "
+        "from json_each(new.cites) j where json_valid(new.cites) and j.type = 'text'; "
+    )
+    db.execute(
+        "create trigger if not exists record_claims_in after insert on memory_records "
+        f"begin {claim_rows}{cite_rows}end"
+    )
+    db.execute(
+        "create trigger if not exists record_claims_out after delete on memory_records begin "
+        "delete from record_claims where record_id = old.record_id; "
+        "delete from record_cites where record_id = old.record_id; end"
+    )
+    db.execute(
+        "create trigger if not exists record_claims_changed after update of claims, cites on memory_records "
+        "begin delete from record_claims where record_id = new.record_id; "
+        f"delete from record_cites where record_id = new.record_id; {claim_rows}{cite_rows}end"
+    )

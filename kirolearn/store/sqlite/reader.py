@@ -90,8 +90,10 @@ def record_filters(*, project_id=None, types=None, since=None, session_id=None, 
         args.append(session_id)
     if file:
         # FILE or */FILE: records keep paths as the agent wrote them
-        conds.append(f"exists (select 1 from json_each({alias}.files_touched) j "
-                     "where j.value = ? or j.value like ? escape '\\')")
+        conds.append(
+            f"exists (select 1 from json_each({alias}.files_touched) j "
+            "where j.value = ? or j.value like ? escape '\\')"
+        )
         args.extend([file, "%/" + _like(file.lstrip("/"))])
     return conds, args
 
@@ -130,14 +132,15 @@ def index_terms(words: "list[str]") -> "list[list[str]]":
         conn = _tokenizer[0]
         conn.execute("delete from t")
         conn.executemany("insert into t(rowid, x) values (?, ?)", list(enumerate(words)))
-        out: "list[list[str]]" = [[] for _ in words]
+        out: list[list[str]] = [[] for _ in words]
         for term, doc in conn.execute("select term, doc from v order by doc, offset"):
             out[doc].append(term)
     return out
 
 
-def term_doc_counts(conn, prefixes: "list[str]", words: "list[str] | None" = None
-                    ) -> "tuple[int, list[int]] | None":
+def term_doc_counts(
+    conn, prefixes: "list[str]", words: "list[str] | None" = None
+) -> "tuple[int, list[int]] | None":
     """(records indexed, records containing a term starting with each prefix), or None if unknown.
 
     The drainer keeps these counts in term_docs (one indexed range per word); a
@@ -164,8 +167,10 @@ def term_doc_counts(conn, prefixes: "list[str]", words: "list[str] | None" = Non
         counts = [conn.execute(sql, [p, p + "\U0010ffff"]).fetchone()[0] for p in prefixes]
         if words and row is not None:
             exact = "select coalesce(max(docs), 0) from term_docs where term = ?"
-            counts = [max(count, conn.execute(exact, terms).fetchone()[0]) if len(terms) == 1 else count
-                      for count, terms in zip(counts, index_terms(words))]
+            counts = [
+                max(count, conn.execute(exact, terms).fetchone()[0]) if len(terms) == 1 else count
+                for count, terms in zip(counts, index_terms(words))
+            ]
         return total, counts
     except sqlite3.OperationalError:  # an older store without the vocabulary table
         return None
@@ -186,25 +191,49 @@ def fts_query(words: "list[str]", project_id: "str | None" = None, columns: str 
     return f"project_id : {_phrase(project_id)} AND {text}" if project_id else text
 
 
-def _fts_top(conn, columns: str, match: str, depth: int, weights: str, conds: list, args: list, limit: int,
-             after_rowid: int = 0):
+def _fts_top(
+    conn,
+    columns: str,
+    match: str,
+    depth: int,
+    weights: str,
+    conds: list,
+    args: list,
+    limit: int,
+    after_rowid: int = 0,
+):
     """Up to `limit` rows, best first, of the `depth` best index matches that pass `conds` (and past
     `after_rowid`). Ranked inside the FTS index before the join: joining every match before sorting
     read thousands of full records per query at 100k records."""
     # rank first, join only the top rows; a rowid floor goes inside the FTS query (#32)
     floor = " and rowid > ?" if after_rowid else ""
-    sql = (f"with top as (select rowid, bm25(memory_records_fts, {weights}) as bm25 from memory_records_fts "
-           f"where memory_records_fts match ?{floor} order by bm25 limit ?) "
-           f"select {columns}, top.bm25 from top join memory_records r on r.rowid = top.rowid")
+    sql = (
+        f"with top as (select rowid, bm25(memory_records_fts, {weights}) as bm25 from memory_records_fts "
+        f"where memory_records_fts match ?{floor} order by bm25 limit ?) "
+        f"select {columns}, top.bm25 from top join memory_records r on r.rowid = top.rowid"
+    )
     if conds:
         sql += " where " + " and ".join(conds)
     sql += " order by top.bm25 limit ?"
     return _dicts(conn.execute(sql, [match, *([after_rowid] if after_rowid else []), depth, *args, limit]))
 
 
-def fts_matches(conn, words: "list[str]", *, depth: int, limit: int, project_id=None, types=None,
-                since=None, session_id=None, file=None, columns: str = "r.*", weights: str = BM25_WEIGHTS,
-                project_in_match: bool = True, after_rowid: int = 0) -> list:
+def fts_matches(
+    conn,
+    words: "list[str]",
+    *,
+    depth: int,
+    limit: int,
+    project_id=None,
+    types=None,
+    since=None,
+    session_id=None,
+    file=None,
+    columns: str = "r.*",
+    weights: str = BM25_WEIGHTS,
+    project_in_match: bool = True,
+    after_rowid: int = 0,
+) -> list:
     """Rows (dicts) of memory_records containing any of `words`, best BM25 first, with a `bm25` column
     (lower is better, as SQLite gives it).
 
@@ -217,11 +246,16 @@ def fts_matches(conn, words: "list[str]", *, depth: int, limit: int, project_id=
     to m012 (no `expansion` column) is searched too. The query is always
     well-formed: any other error means a sick store.
     """
-    conds, args = record_filters(project_id=project_id, types=types, since=since, session_id=session_id,
-                                 file=file)
+    conds, args = record_filters(
+        project_id=project_id, types=types, since=since, session_id=session_id, file=file
+    )
     narrow = project_id if project_in_match else None
-    return _on_any_store(lambda cols, text: _fts_ranked(conn, cols, words, narrow, depth, weights, conds, args,
-                                                        limit, after_rowid, text), columns)
+    return _on_any_store(
+        lambda cols, text: _fts_ranked(
+            conn, cols, words, narrow, depth, weights, conds, args, limit, after_rowid, text
+        ),
+        columns,
+    )
 
 
 def _on_any_store(run, columns: str) -> list:
@@ -245,25 +279,42 @@ def _on_any_text(run, columns: str) -> list:
 
 
 def _fts_ranked(conn, columns, words, narrow, depth, weights, conds, args, limit, after_rowid, text):
-    rows = _fts_top(conn, columns, fts_query(words, narrow, text), depth, weights, conds, args, limit, after_rowid)
+    rows = _fts_top(
+        conn, columns, fts_query(words, narrow, text), depth, weights, conds, args, limit, after_rowid
+    )
     if narrow or _project_arg(conds, args) is None or len(rows) >= limit:
         return rows
     # the filters kept fewer than asked of the `depth` best: when the index held more matches, other
     # projects crowded them out, and all the matches are ranked (as many as the words' capped counts:
     # cheaper on a big store than the project's doclist in the MATCH)
     floor = " and rowid > ?" if after_rowid else ""
-    matches = conn.execute(f"select count(*) from memory_records_fts where memory_records_fts match ?{floor}",
-                           [fts_query(words, None, text), *([after_rowid] if after_rowid else [])]).fetchone()[0]
+    matches = conn.execute(
+        f"select count(*) from memory_records_fts where memory_records_fts match ?{floor}",
+        [fts_query(words, None, text), *([after_rowid] if after_rowid else [])],
+    ).fetchone()[0]
     if matches <= depth:
         return rows
-    return _fts_top(conn, columns, fts_query(words, None, text), matches, weights, conds, args, limit, after_rowid)
+    return _fts_top(
+        conn, columns, fts_query(words, None, text), matches, weights, conds, args, limit, after_rowid
+    )
 
 
 PHRASE_SCAN = 5000  # matches of one phrase read past the floor, newest first
 
 
-def phrase_matches(conn, phrase: str, *, after_rowid: int, limit: int, columns: str, project_id=None, types=None,
-                   since=None, session_id=None, file=None) -> list:
+def phrase_matches(
+    conn,
+    phrase: str,
+    *,
+    after_rowid: int,
+    limit: int,
+    columns: str,
+    project_id=None,
+    types=None,
+    since=None,
+    session_id=None,
+    file=None,
+) -> list:
     """Rows (dicts, newest first, `bm25` 0.0) of records past `after_rowid` that hold one word as
     FTS5 reads it, unranked: bm25() would count the word's records over the whole index first.
 
@@ -272,25 +323,33 @@ def phrase_matches(conn, phrase: str, *, after_rowid: int, limit: int, columns: 
     record: ~2 ms at 1M records, where joining its 5,000 newest matches cost ~10 ms). A phrase of
     several terms (an identifier) is read oldest first from the floor and its matches joined
     and sorted: FTS5 walks a phrase backwards ~7x slower, and a phrase has few matches."""
-    conds, args = record_filters(project_id=project_id, types=types, since=since, session_id=session_id,
-                                 file=file)
+    conds, args = record_filters(
+        project_id=project_id, types=types, since=since, session_id=session_id, file=file
+    )
     where = "".join(" and " + c for c in conds)
     several = len(word_tokens(phrase)) > 1
 
     def run(cols, text):
         match = fts_query([phrase], None, text)
         if several:
-            sql = (f"with top as (select rowid from memory_records_fts where memory_records_fts match ? "
-                   f"and rowid > ? limit ?) select {cols}, 0.0 as bm25 from top "
-                   f"join memory_records r on r.rowid = top.rowid where 1{where} order by r.rowid desc limit ?")
+            sql = (
+                f"with top as (select rowid from memory_records_fts where memory_records_fts match ? "
+                f"and rowid > ? limit ?) select {cols}, 0.0 as bm25 from top "
+                f"join memory_records r on r.rowid = top.rowid where 1{where} order by r.rowid desc limit ?"
+            )
             return _dicts(conn.execute(sql, [match, after_rowid, PHRASE_SCAN, *args, limit]))
-        edge = conn.execute("select rowid from memory_records_fts where memory_records_fts match ? and rowid > ? "
-                            "order by rowid desc limit 1 offset ?", [match, after_rowid, PHRASE_SCAN - 1]).fetchone()
+        edge = conn.execute(
+            "select rowid from memory_records_fts where memory_records_fts match ? and rowid > ? "
+            "order by rowid desc limit 1 offset ?",
+            [match, after_rowid, PHRASE_SCAN - 1],
+        ).fetchone()
         floor = max(after_rowid, edge[0] - 1) if edge else after_rowid
         # CROSS JOIN keeps the index outside: the planner would otherwise walk a filter's records
-        sql = (f"select {cols}, 0.0 as bm25 from memory_records_fts f cross join memory_records r "
-               f"on r.rowid = f.rowid where memory_records_fts match ? and f.rowid > ?{where} "
-               f"order by f.rowid desc limit ?")
+        sql = (
+            f"select {cols}, 0.0 as bm25 from memory_records_fts f cross join memory_records r "
+            f"on r.rowid = f.rowid where memory_records_fts match ? and f.rowid > ?{where} "
+            f"order by f.rowid desc limit ?"
+        )
         return _dicts(conn.execute(sql, [match, floor, *args, limit]))
 
     return _on_any_store(run, columns)
@@ -313,8 +372,10 @@ def project_docs(conn, project_id: str) -> "tuple[int, int] | None":
     key = project_id.lower()[:12]
     try:
         total = conn.execute("select docs from term_docs where term = ''").fetchone()
-        docs = conn.execute("select coalesce(sum(docs), 0) from term_docs where term >= ? and term < ?",
-                            [key, key + "\U0010ffff"]).fetchone()
+        docs = conn.execute(
+            "select coalesce(sum(docs), 0) from term_docs where term >= ? and term < ?",
+            [key, key + "\U0010ffff"],
+        ).fetchone()
     except sqlite3.OperationalError:  # a store not migrated to m012 yet
         return None
     if total is None or not total[0] or len(key) < 12:
@@ -340,9 +401,12 @@ def marks_of(conn, record_ids) -> "dict[str, tuple]":
     out = {}
     try:
         for i in range(0, len(ids), 500):
-            part = ids[i:i + 500]
-            for rid, fresh, outcome in conn.execute("select record_id, freshness, outcome from memory_records "
-                                                    f"where record_id in ({_placeholders(part)})", part):
+            part = ids[i : i + 500]
+            for rid, fresh, outcome in conn.execute(
+                "select record_id, freshness, outcome from memory_records "
+                f"where record_id in ({_placeholders(part)})",
+                part,
+            ):
                 out[rid] = (fresh, outcome)
     except sqlite3.OperationalError as exc:
         if "no such column" not in str(exc):
@@ -354,8 +418,11 @@ def records_by_rowid(conn, rowids: "list[int]") -> list:
     """memory_records rows (dicts, with `rowid`) of these rowids, in any order."""
     if not rowids:
         return []
-    return _dicts(conn.execute(f"select rowid, * from memory_records where rowid in ({_placeholders(rowids)})",
-                               list(rowids)))
+    return _dicts(
+        conn.execute(
+            f"select rowid, * from memory_records where rowid in ({_placeholders(rowids)})", list(rowids)
+        )
+    )
 
 
 def scrubbed_with(conn) -> "int | None":
@@ -406,8 +473,13 @@ def session_end_rows(conn, project_id: str, label: "str | None", limit: int) -> 
 def session_end_labels(conn, project_id: str) -> "list[str]":
     """The labels (`project` arguments) this project's session ends used."""
     try:
-        return [r[0] for r in conn.execute(
-            "select distinct project from session_summaries where project_id = ? order by project", [project_id])]
+        return [
+            r[0]
+            for r in conn.execute(
+                "select distinct project from session_summaries where project_id = ? order by project",
+                [project_id],
+            )
+        ]
     except sqlite3.OperationalError:
         return []
 
@@ -431,19 +503,30 @@ def record_count(conn) -> int:
 
 
 def record_marks(conn, record_ids) -> "dict[str, tuple]":
-    """{record_id: (superseded_by, merged_into)} of the marked ones among these ids; {} on a store
-    before m021 (no such columns). Primary-key lookups: recall asks it for its ranked candidates."""
+    """{record_id: (superseded_by, merged_into, cites)} of the marked ones among these ids (cites: the
+    records an echo repeats, a JSON list or None); {} on a store before m021. Primary-key lookups:
+    recall asks it for its ranked candidates."""
     ids = list(dict.fromkeys(record_ids))
     out: dict = {}
-    try:
-        for i in range(0, len(ids), 500):
-            part = ids[i:i + 500]
-            for rid, sup, merged in conn.execute(
-                    f"select record_id, superseded_by, merged_into from memory_records where record_id in "
-                    f"({_placeholders(part)}) and (superseded_by is not null or merged_into is not null)", part):
-                out[rid] = (sup, merged)
-    except sqlite3.OperationalError as exc:
-        if "no such column" not in str(exc):
-            raise
-        return {}
+    for columns, where in (
+        (
+            "superseded_by, merged_into, cites",
+            "superseded_by is not null or merged_into is not null or cites is not null",
+        ),
+        ("superseded_by, merged_into, null", "superseded_by is not null or merged_into is not null"),
+    ):
+        try:
+            for i in range(0, len(ids), 500):
+                part = ids[i : i + 500]
+                for rid, sup, merged, cites in conn.execute(
+                    f"select record_id, {columns} from memory_records where record_id in "
+                    f"({_placeholders(part)}) and ({where})",
+                    part,
+                ):
+                    out[rid] = (sup, merged, cites)
+            return out
+        except sqlite3.OperationalError as exc:
+            if "no such column" not in str(exc):
+                raise
+            out = {}
     return out

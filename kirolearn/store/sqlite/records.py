@@ -15,10 +15,9 @@ the bytes are gone from the file, not just unlinked.
 import json
 
 from kirolearn.core.ids import new_ulid
+from kirolearn.store.base import LINK_MARKS, RECORD_LISTS, SUMMARY_LISTS
 from kirolearn.store.sqlite import db as store
-from kirolearn.store.base import RECORD_LISTS, SUMMARY_LISTS
 from kirolearn.store.sqlite.reader import record_filters
-
 
 
 def _rows(conn, sql: str, args=()) -> "list[dict]":
@@ -58,12 +57,16 @@ def decode_record(row: dict) -> dict:
             except ValueError:
                 value = []
             out[key] = value if isinstance(value, list) else []
-    if isinstance(out.get("file_state"), str):
-        try:
-            state = json.loads(out["file_state"])
-        except ValueError:
-            state = None
-        out["file_state"] = state if isinstance(state, dict) else None
+    for key, kind in (("file_state", dict), ("claims", list), ("cites", list), ("pinned", dict)):
+        if key not in out:
+            continue
+        value = out[key]
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                value = None
+        out[key] = value if isinstance(value, kind) else ([] if kind is list else None)
     return out
 
 
@@ -86,7 +89,10 @@ def record_ids_with_prefix(conn, prefix: str, limit: int = 10) -> "list[str]":
     if has_table(conn, "forgotten_records"):
         sql += " union select record_id from forgotten_records where record_id >= ? and record_id < ?"
         args += [prefix, upper]
-    return [r[0] for r in conn.execute(f"select record_id from ({sql}) order by record_id limit ?", [*args, limit])]
+    return [
+        r[0]
+        for r in conn.execute(f"select record_id from ({sql}) order by record_id limit ?", [*args, limit])
+    ]
 
 
 def get_forgotten(conn, record_id: str) -> "dict | None":
@@ -127,8 +133,13 @@ def forgotten_ids(conn, record_ids) -> "set[str]":
     found = set()
     for i in range(0, len(ids), 500):
         part = ids[i : i + 500]
-        found.update(r[0] for r in conn.execute(
-            f"select record_id from forgotten_records where record_id in ({','.join('?' * len(part))})", part))
+        found.update(
+            r[0]
+            for r in conn.execute(
+                f"select record_id from forgotten_records where record_id in ({','.join('?' * len(part))})",
+                part,
+            )
+        )
     return found
 
 
@@ -137,8 +148,12 @@ def events_by_ids(conn, event_ids, limit: int = 200) -> "list[dict]":
     ids = list(event_ids)[:limit]
     if not ids:
         return []
-    rows = _rows(conn, f"select event_id, kind, trigger, session_id, received_at, extract_state, run_id, body "
-                       f"from events where event_id in ({','.join('?' * len(ids))}) order by event_id", ids)
+    rows = _rows(
+        conn,
+        f"select event_id, kind, trigger, session_id, received_at, extract_state, run_id, body "
+        f"from events where event_id in ({','.join('?' * len(ids))}) order by event_id",
+        ids,
+    )
     for row in rows:
         row["body"] = json.loads(row["body"])
     return rows
@@ -148,26 +163,50 @@ def run_by_id(conn, run_id: "str | None") -> "dict | None":
     """An extraction run without its prompt text (that is what the model saw, shown by `show --json` only)."""
     if not run_id:
         return None
-    rows = _rows(conn, "select run_id, batch_key, reason, extractor, model, event_count, prompt_tokens, "
-                       "completion_tokens, cost_usd, outcome, error, fallback_reason, records_written, started_at, "
-                       "finished_at from extraction_runs where run_id = ?", [run_id])
+    rows = _rows(
+        conn,
+        "select run_id, batch_key, reason, extractor, model, event_count, prompt_tokens, "
+        "completion_tokens, cost_usd, outcome, error, fallback_reason, records_written, started_at, "
+        "finished_at from extraction_runs where run_id = ?",
+        [run_id],
+    )
     return rows[0] if rows else None
 
 
 def session_info(conn, project_id: str, session_id: str) -> dict:
     """A session's span in the store: events, records, first and last times, its session_end summaries."""
-    ev = conn.execute("select count(*), min(received_at), max(received_at) from events "
-                      "where project_id = ? and session_id = ?", [project_id, session_id]).fetchone()
-    rec = conn.execute("select count(*), min(created_at), max(created_at) from memory_records "
-                       "where project_id = ? and session_id = ?", [project_id, session_id]).fetchone()
-    summaries = [decode_summary(r) for r in _rows(
-        conn, "select * from session_summaries where project_id = ? and session_id = ? order by ended_at desc",
-        [project_id, session_id])] if has_table(conn, "session_summaries") else []
+    ev = conn.execute(
+        "select count(*), min(received_at), max(received_at) from events "
+        "where project_id = ? and session_id = ?",
+        [project_id, session_id],
+    ).fetchone()
+    rec = conn.execute(
+        "select count(*), min(created_at), max(created_at) from memory_records "
+        "where project_id = ? and session_id = ?",
+        [project_id, session_id],
+    ).fetchone()
+    summaries = (
+        [
+            decode_summary(r)
+            for r in _rows(
+                conn,
+                "select * from session_summaries where project_id = ? and session_id = ? order by ended_at desc",
+                [project_id, session_id],
+            )
+        ]
+        if has_table(conn, "session_summaries")
+        else []
+    )
     firsts = [t for t in (ev[1], rec[1]) if t]
     lasts = [t for t in (ev[2], rec[2]) if t]
-    return {"session_id": session_id, "events": ev[0], "records": rec[0],
-            "first_at": min(firsts) if firsts else None, "last_at": max(lasts) if lasts else None,
-            "session_summaries": summaries}
+    return {
+        "session_id": session_id,
+        "events": ev[0],
+        "records": rec[0],
+        "first_at": min(firsts) if firsts else None,
+        "last_at": max(lasts) if lasts else None,
+        "session_summaries": summaries,
+    }
 
 
 def session_labels(conn, project_id: str, session_ids) -> "dict[str, dict]":
@@ -175,13 +214,15 @@ def session_labels(conn, project_id: str, session_ids) -> "dict[str, dict]":
     ids = list(dict.fromkeys(session_ids))
     out: dict = {}
     for i in range(0, len(ids), 400):
-        part = ids[i:i + 400]
+        part = ids[i : i + 400]
         marks = ",".join("?" * len(part))
         for sid, first_at, body in conn.execute(
-                f"select e.session_id, e.received_at, e.body from events e where e.project_id = ? "
-                f"and e.session_id in ({marks}) and e.kind = 'prompt' and e.event_id = (select min(x.event_id) "
-                f"from events x where x.project_id = e.project_id and x.session_id = e.session_id "
-                f"and x.kind = 'prompt')", [project_id, *part]).fetchall():
+            f"select e.session_id, e.received_at, e.body from events e where e.project_id = ? "
+            f"and e.session_id in ({marks}) and e.kind = 'prompt' and e.event_id = (select min(x.event_id) "
+            f"from events x where x.project_id = e.project_id and x.session_id = e.session_id "
+            f"and x.kind = 'prompt')",
+            [project_id, *part],
+        ).fetchall():
             try:
                 prompt = json.loads(body).get("prompt") or ""
             except (ValueError, AttributeError):
@@ -192,8 +233,10 @@ def session_labels(conn, project_id: str, session_ids) -> "dict[str, dict]":
         if missing:  # no events left (retention): the oldest record speaks for it
             marks = ",".join("?" * len(missing))
             for sid, title, first_at in conn.execute(
-                    f"select session_id, title, min(created_at) from memory_records where project_id = ? "
-                    f"and session_id in ({marks}) group by session_id", [project_id, *missing]).fetchall():
+                f"select session_id, title, min(created_at) from memory_records where project_id = ? "
+                f"and session_id in ({marks}) group by session_id",
+                [project_id, *missing],
+            ).fetchall():
                 out[sid] = {"prompt": " ".join((title or "").split()), "first_at": first_at}
     return out
 
@@ -226,11 +269,15 @@ def projects(conn) -> "list[dict]":
     Counted from the (project_id, created_at) index alone, then one lookup per
     project for its root: grouping the table itself read every record (1.2 s at 100k).
     """
-    rows = _rows(conn, "select project_id, count(*) as records, max(created_at) as last_at "
-                       "from memory_records indexed by idx_records_project group by project_id order by last_at desc")
+    rows = _rows(
+        conn,
+        "select project_id, count(*) as records, max(created_at) as last_at "
+        "from memory_records indexed by idx_records_project group by project_id order by last_at desc",
+    )
     for row in rows:
-        row["project_root"] = conn.execute("select project_root from memory_records where project_id = ? limit 1",
-                                           [row["project_id"]]).fetchone()[0]
+        row["project_root"] = conn.execute(
+            "select project_root from memory_records where project_id = ? limit 1", [row["project_id"]]
+        ).fetchone()[0]
     return rows
 
 
@@ -260,8 +307,9 @@ def record_ids_of_session(conn, session_id: str, project_id=None) -> "list[str]"
 
 def extraction_failures_since(conn, since_iso: str) -> int:
     """Failed model attempts since a time."""
-    return conn.execute("select count(*) from extraction_runs where outcome = 'failed' and started_at >= ?",
-                        [since_iso]).fetchone()[0]
+    return conn.execute(
+        "select count(*) from extraction_runs where outcome = 'failed' and started_at >= ?", [since_iso]
+    ).fetchone()[0]
 
 
 def model_runs_since(conn, since_iso: str) -> dict:
@@ -276,27 +324,39 @@ def model_runs_since(conn, since_iso: str) -> dict:
         "avg(case when outcome = 'ok' then (julianday(finished_at) - julianday(started_at)) * 86400000.0 end), "
         "max(case when outcome = 'ok' then (julianday(finished_at) - julianday(started_at)) * 86400000.0 end) "
         "from extraction_runs where started_at >= ? and extractor = 'llm' and batch_key != 'session_end' "
-        "and coalesce(reason, '') != 'supersede'", [since_iso]).fetchone()
+        "and coalesce(reason, '') != 'supersede'",
+        [since_iso],
+    ).fetchone()
     asked, answered = conn.execute(
         "select count(*), coalesce(sum(outcome = 'ok'), 0) from extraction_runs "
-        "where started_at >= ? and reason = 'supersede'", [since_iso]).fetchone()
+        "where started_at >= ? and reason = 'supersede'",
+        [since_iso],
+    ).fetchone()
     reasons: dict = {}
-    for (reason,) in conn.execute("select fallback_reason from extraction_runs where started_at >= ? and "
-                                  "extractor = 'deterministic' and coalesce(fallback_reason, '') != ''",
-                                  [since_iso]):
+    for (reason,) in conn.execute(
+        "select fallback_reason from extraction_runs where started_at >= ? and "
+        "extractor = 'deterministic' and coalesce(fallback_reason, '') != ''",
+        [since_iso],
+    ):
         kind = reason.split(":", 1)[0].strip()  # "model answer unusable: …" counts as one kind
         reasons[kind] = reasons.get(kind, 0) + 1
-    return {"batches": int(ok), "failed_attempts": int(failed),
-            "latency_ms_avg": round(avg_ms) if avg_ms is not None else None,
-            "latency_ms_max": round(max_ms) if max_ms is not None else None,
-            "fallbacks": sum(reasons.values()), "fallback_reasons": dict(sorted(reasons.items())),
-            "supersede_questions": int(asked), "supersede_answered": int(answered)}
+    return {
+        "batches": int(ok),
+        "failed_attempts": int(failed),
+        "latency_ms_avg": round(avg_ms) if avg_ms is not None else None,
+        "latency_ms_max": round(max_ms) if max_ms is not None else None,
+        "fallbacks": sum(reasons.values()),
+        "fallback_reasons": dict(sorted(reasons.items())),
+        "supersede_questions": int(asked),
+        "supersede_answered": int(answered),
+    }
 
 
 def events_by_agent_since(conn, since_iso: str) -> dict:
     """{agent: events received since a time} (the agents that sent any)."""
-    rows = conn.execute("select agent, count(*) from events where received_at >= ? group by agent order by agent",
-                        [since_iso]).fetchall()
+    rows = conn.execute(
+        "select agent, count(*) from events where received_at >= ? group by agent order by agent", [since_iso]
+    ).fetchall()
     return {agent: count for agent, count in rows}
 
 
@@ -315,10 +375,15 @@ def last_drain(conn) -> "dict | None":
 
 def project_figures(conn) -> "list[dict]":
     """Per project: its root, events stored, events still buffered for extraction, and records."""
-    projects = _rows(conn, "select project_root, count(*) as events, sum(extract_state = 'pending') as pending "
-                           "from events group by project_id order by project_root")
-    records = {r["project_root"]: r["n"] for r in _rows(
-        conn, "select project_root, count(*) as n from memory_records group by project_id")}
+    projects = _rows(
+        conn,
+        "select project_root, count(*) as events, sum(extract_state = 'pending') as pending "
+        "from events group by project_id order by project_root",
+    )
+    records = {
+        r["project_root"]: r["n"]
+        for r in _rows(conn, "select project_root, count(*) as n from memory_records group by project_id")
+    }
     for p in projects:
         p["records"] = records.get(p["project_root"], 0)
     return projects
@@ -329,8 +394,11 @@ def changes(conn, project_ids: "list[str]", after: int, limit: int) -> dict:
     if not project_ids:
         return {"records": [], "forgotten": [], "purged": [], "marks": [], "after": after}
     marks = ",".join("?" * len(project_ids))
-    feed = _rows(conn, "select seq, record_id, change from record_changes where seq > ? order by seq limit ?",
-                 [after, limit])
+    feed = _rows(
+        conn,
+        "select seq, record_id, change from record_changes where seq > ? order by seq limit ?",
+        [after, limit],
+    )
     if not feed:
         return {"records": [], "forgotten": [], "purged": [], "marks": [], "after": after}
     new_ids = [c["record_id"] for c in feed if c["change"] == "record"]
@@ -339,28 +407,42 @@ def changes(conn, project_ids: "list[str]", after: int, limit: int) -> dict:
     mark_ids = list(dict.fromkeys(c["record_id"] for c in feed if c["change"] == "mark"))
     live, gone, purged, marked = {}, {}, {}, {}
     for i in range(0, len(mark_ids), 500):
-        part = mark_ids[i:i + 500]
-        for row in _rows(conn, "select record_id, project_id, freshness, outcome from memory_records "
-                               f"where record_id in ({','.join('?' * len(part))}) and project_id in ({marks})",
-                         [*part, *project_ids]):
+        part = mark_ids[i : i + 500]
+        for row in _rows(
+            conn,
+            "select record_id, project_id, freshness, outcome from memory_records "
+            f"where record_id in ({','.join('?' * len(part))}) and project_id in ({marks})",
+            [*part, *project_ids],
+        ):
             marked[row["record_id"]] = row
     for i in range(0, len(new_ids), 500):
-        part = new_ids[i:i + 500]
-        for row in _rows(conn, f"select * from memory_records where record_id in ({','.join('?' * len(part))}) "
-                               f"and project_id in ({marks})", [*part, *project_ids]):
+        part = new_ids[i : i + 500]
+        for row in _rows(
+            conn,
+            f"select * from memory_records where record_id in ({','.join('?' * len(part))}) "
+            f"and project_id in ({marks})",
+            [*part, *project_ids],
+        ):
             live[row["record_id"]] = row
     for i in range(0, len(gone_ids), 500):
-        part = gone_ids[i:i + 500]
-        for row in _rows(conn, "select record_id, record_hash, project_id, actor, forgotten_at, "
-                               "json_extract(payload, '$.record.actor') as record_actor from forgotten_records "
-                               f"where record_id in ({','.join('?' * len(part))}) and project_id in ({marks})",
-                         [*part, *project_ids]):
+        part = gone_ids[i : i + 500]
+        for row in _rows(
+            conn,
+            "select record_id, record_hash, project_id, actor, forgotten_at, "
+            "json_extract(payload, '$.record.actor') as record_actor from forgotten_records "
+            f"where record_id in ({','.join('?' * len(part))}) and project_id in ({marks})",
+            [*part, *project_ids],
+        ):
             gone[row["record_id"]] = row
     for i in range(0, len(purged_ids), 500):
-        part = purged_ids[i:i + 500]
-        for row in _rows(conn, "select record_id, record_hash, project_id, purged_at from forgotten_records "
-                               f"where record_id in ({','.join('?' * len(part))}) and project_id in ({marks}) "
-                               "and purged_at is not null", [*part, *project_ids]):
+        part = purged_ids[i : i + 500]
+        for row in _rows(
+            conn,
+            "select record_id, record_hash, project_id, purged_at from forgotten_records "
+            f"where record_id in ({','.join('?' * len(part))}) and project_id in ({marks}) "
+            "and purged_at is not null",
+            [*part, *project_ids],
+        ):
             purged[row["record_id"]] = row
     from kirolearn.store.base import assemble_changes
 
@@ -374,21 +456,33 @@ def tombstones(conn, record_ids) -> "dict[str, dict]":
     if not ids or not has_table(conn, "forgotten_records"):
         return out
     feed = has_table(conn, "record_changes")
-    seq = ("(select max(c.seq) from record_changes c where c.record_id = f.record_id and c.change = 'forgotten')"
-           if feed else "null")
+    seq = (
+        "(select max(c.seq) from record_changes c where c.record_id = f.record_id and c.change = 'forgotten')"
+        if feed
+        else "null"
+    )
     for i in range(0, len(ids), 500):
-        part = ids[i:i + 500]
-        for row in _rows(conn, "select f.record_id, f.record_hash, f.project_id, f.actor, f.forgotten_at, "
-                               "f.purged_at is not null as purged, json_extract(f.payload, '$.record.actor') "
-                               f"as record_actor, {seq} as seq from forgotten_records f "
-                               f"where f.record_id in ({','.join('?' * len(part))})", part):
+        part = ids[i : i + 500]
+        for row in _rows(
+            conn,
+            "select f.record_id, f.record_hash, f.project_id, f.actor, f.forgotten_at, "
+            "f.purged_at is not null as purged, json_extract(f.payload, '$.record.actor') "
+            f"as record_actor, {seq} as seq from forgotten_records f "
+            f"where f.record_id in ({','.join('?' * len(part))})",
+            part,
+        ):
             row["purged"] = bool(row["purged"])
             out[row.pop("record_id")] = row
     return out
 
 
-def events_since(conn, project_ids: "list[str]", stored_since: "str | None", limit: int,
-                 after: "tuple[str, str] | None" = None) -> "list[dict]":
+def events_since(
+    conn,
+    project_ids: "list[str]",
+    stored_since: "str | None",
+    limit: int,
+    after: "tuple[str, str] | None" = None,
+) -> "list[dict]":
     """Store.events_since on SQLite."""
     if not project_ids:
         return []
@@ -407,11 +501,19 @@ def figures(conn, since_iso: str, *, projects: bool = True) -> dict:
     """The status figures `status`, `doctor`, the viewer and Memory.health share: one query each.
 
     `projects=False` leaves out the per-project figures (a group-by over every event)."""
-    forgotten = (conn.execute("select count(*) from forgotten_records").fetchone()[0]
-                 if has_table(conn, "forgotten_records") else 0)
-    found = {**store.counts(conn), "forgotten": forgotten, "pending_events": pending_event_count(conn),
-             "last_drain": last_drain(conn), "extraction_failures_24h": extraction_failures_since(conn, since_iso),
-             "agent_events_24h": events_by_agent_since(conn, since_iso)}
+    forgotten = (
+        conn.execute("select count(*) from forgotten_records").fetchone()[0]
+        if has_table(conn, "forgotten_records")
+        else 0
+    )
+    found = {
+        **store.counts(conn),
+        "forgotten": forgotten,
+        "pending_events": pending_event_count(conn),
+        "last_drain": last_drain(conn),
+        "extraction_failures_24h": extraction_failures_since(conn, since_iso),
+        "agent_events_24h": events_by_agent_since(conn, since_iso),
+    }
     found.update(mark_figures(conn))
     if projects:
         found["projects"] = project_figures(conn)
@@ -422,12 +524,20 @@ def figures(conn, since_iso: str, *, projects: bool = True) -> dict:
 
 
 def _audit(db, record_id, action, actor, reason="", *, before=None, after=None, version=None, at=None):
-    db["record_audit"].insert({
-        "audit_id": new_ulid(), "record_id": record_id, "action": action, "actor": actor, "reason": reason or "",
-        "at": at or store.now_iso(), "version": version,
-        "before": json.dumps(before, ensure_ascii=False) if before is not None else None,
-        "after": json.dumps(after, ensure_ascii=False) if after is not None else None,
-    }, pk="audit_id")
+    db["record_audit"].insert(
+        {
+            "audit_id": new_ulid(),
+            "record_id": record_id,
+            "action": action,
+            "actor": actor,
+            "reason": reason or "",
+            "at": at or store.now_iso(),
+            "version": version,
+            "before": json.dumps(before, ensure_ascii=False) if before is not None else None,
+            "after": json.dumps(after, ensure_ascii=False) if after is not None else None,
+        },
+        pk="audit_id",
+    )
 
 
 def _secure(db) -> None:
@@ -445,8 +555,10 @@ def _forget_derived(db, record_id: str, row: dict) -> None:
     if has_table(db, "record_vectors"):
         db.execute("delete from record_vectors where record_id = ?", [record_id])
     if "expansion" in table_columns(db, "memory_records"):
-        db.execute("update memory_records set expansion = null where project_id = ? and session_id is ?",
-                   [row["project_id"], row["session_id"]])
+        db.execute(
+            "update memory_records set expansion = null where project_id = ? and session_id is ?",
+            [row["project_id"], row["session_id"]],
+        )
 
 
 def forget(db, record_ids, *, reason: str, actor: str) -> "list[dict]":
@@ -461,12 +573,23 @@ def forget(db, record_ids, *, reason: str, actor: str) -> "list[dict]":
             row = rows[0]
             summaries = _rows(db, "select * from session_summaries where record_id = ?", [record_id])
             at = store.now_iso()
-            db["forgotten_records"].insert({
-                "record_id": record_id, "record_hash": row["record_hash"], "project_id": row["project_id"],
-                "session_id": row["session_id"], "reason": reason or "", "actor": actor, "forgotten_at": at,
-                "payload": json.dumps({"record": row, "session_summaries": summaries}, ensure_ascii=False),
-                "purged_at": None,
-            }, pk="record_id", replace=True)
+            db["forgotten_records"].insert(
+                {
+                    "record_id": record_id,
+                    "record_hash": row["record_hash"],
+                    "project_id": row["project_id"],
+                    "session_id": row["session_id"],
+                    "reason": reason or "",
+                    "actor": actor,
+                    "forgotten_at": at,
+                    "payload": json.dumps(
+                        {"record": row, "session_summaries": summaries}, ensure_ascii=False
+                    ),
+                    "purged_at": None,
+                },
+                pk="record_id",
+                replace=True,
+            )
             db.execute("delete from session_summaries where record_id = ?", [record_id])
             db.execute("delete from memory_records where record_id = ?", [record_id])
             _forget_derived(db, record_id, row)
@@ -511,8 +634,12 @@ def edit(db, record_id: str, changes: dict, *, actor: str, reason: str = "") -> 
         before = {k: row[k] for k in changes}
         if before == changes:
             return decode_record(row)
-        version = db.execute("select count(*) from record_audit where record_id = ? and action = 'edit'",
-                             [record_id]).fetchone()[0] + 1
+        version = (
+            db.execute(
+                "select count(*) from record_audit where record_id = ? and action = 'edit'", [record_id]
+            ).fetchone()[0]
+            + 1
+        )
         db["memory_records"].update(record_id, changes)
         _forget_derived(db, record_id, row)
         _audit(db, record_id, "edit", actor, reason, before=before, after=changes, version=version)
@@ -549,8 +676,12 @@ def purge(db, record_ids, *, actor: str) -> dict:
         payloads = {}
         for i in range(0, len(ids), 500):
             part = ids[i : i + 500]
-            for r in _rows(db, f"select record_id, payload from forgotten_records where payload is not null "
-                               f"and record_id in ({','.join('?' * len(part))})", part):
+            for r in _rows(
+                db,
+                f"select record_id, payload from forgotten_records where payload is not null "
+                f"and record_id in ({','.join('?' * len(part))})",
+                part,
+            ):
                 payloads[r["record_id"]] = json.loads(r["payload"])
         cited = set()
         event_ids, run_ids = set(), set()
@@ -561,9 +692,14 @@ def purge(db, record_ids, *, actor: str) -> dict:
                 run_ids.add(record["run_id"])
         if event_ids:
             marks = ",".join("?" * len(event_ids))
-            others = ("select j.value from {table} t, json_each(t.{col}) j where j.value in ({marks})")
-            cited.update(r[0] for r in db.execute(
-                others.format(table="memory_records", col="source_event_ids", marks=marks), list(event_ids)))
+            others = "select j.value from {table} t, json_each(t.{col}) j where j.value in ({marks})"
+            cited.update(
+                r[0]
+                for r in db.execute(
+                    others.format(table="memory_records", col="source_event_ids", marks=marks),
+                    list(event_ids),
+                )
+            )
             for r in db.execute("select payload from forgotten_records where payload is not null"):
                 if r[0]:
                     rec = json.loads(r[0])["record"]
@@ -579,8 +715,10 @@ def purge(db, record_ids, *, actor: str) -> dict:
                 db.execute("update extraction_runs set request = '' where run_id = ?", [run_id])
         now = store.now_iso()
         for record_id in payloads:
-            db.execute("update forgotten_records set payload = null, purged_at = ? where record_id = ?",
-                       [now, record_id])
+            db.execute(
+                "update forgotten_records set payload = null, purged_at = ? where record_id = ?",
+                [now, record_id],
+            )
             db.execute("update record_audit set before = null, after = null where record_id = ?", [record_id])
             _audit(db, record_id, "purge", actor, at=now)
         result["purged"] = len(payloads)
@@ -639,7 +777,7 @@ def purge_edit_history(db, record_ids=None) -> int:
 
 # --- marks (issue #31): superseded_by and merged_into ---
 
-MARKS = ("superseded_by", "merged_into")
+MARKS = LINK_MARKS
 
 
 def has_marks(conn) -> bool:
@@ -647,8 +785,16 @@ def has_marks(conn) -> bool:
     return "superseded_by" in table_columns(conn, "memory_records")
 
 
-def mark_candidates(conn, project_id: str, words: "list[str]", *, exclude=(), before: "str | None" = None,
-                    limit: int = 30, outcome: "str | None" = None) -> "list[dict]":
+def mark_candidates(
+    conn,
+    project_id: str,
+    words: "list[str]",
+    *,
+    exclude=(),
+    before: "str | None" = None,
+    limit: int = 30,
+    outcome: "str | None" = None,
+) -> "list[dict]":
     """Live, unmarked records of a project holding any of `words`, older than `before` (created_at) when
     given, of one `outcome` when given: the only records supersede and consolidation compare a new one
     with, so their cost follows the new records, never the store (rule 15).
@@ -661,10 +807,12 @@ def mark_candidates(conn, project_id: str, words: "list[str]", *, exclude=(), be
     from kirolearn.store.sqlite.reader import OLD_TEXT_COLUMNS, fts_query
 
     ex = list(dict.fromkeys(exclude))
-    sql = ("with top as (select rowid from memory_records_fts where memory_records_fts match ? "
-           "order by rowid desc limit ?) "
-           "select r.* from top join memory_records r on r.rowid = top.rowid "
-           "where r.superseded_by is null and r.merged_into is null")
+    sql = (
+        "with top as (select rowid from memory_records_fts where memory_records_fts match ? "
+        "order by rowid desc limit ?) "
+        "select r.* from top join memory_records r on r.rowid = top.rowid "
+        "where r.superseded_by is null and r.merged_into is null"
+    )
     args: list = [fts_query(words, project_id, OLD_TEXT_COLUMNS), limit * (20 if outcome else 4)]
     if outcome is not None:
         sql += " and r.outcome = ?"
@@ -682,16 +830,34 @@ def marked_by(conn, record_id: str) -> dict:
     """The other end of a record's marks: {"supersedes": ids it superseded, "merged_from": ids merged into it}."""
     if not has_marks(conn):
         return {"supersedes": [], "merged_from": []}
-    return {"supersedes": [r[0] for r in conn.execute(
+    return {
+        "supersedes": [
+            r[0]
+            for r in conn.execute(
                 "select record_id from memory_records where superseded_by = ? order by created_at, record_id",
-                [record_id])],
-            "merged_from": [r[0] for r in conn.execute(
+                [record_id],
+            )
+        ],
+        "merged_from": [
+            r[0]
+            for r in conn.execute(
                 "select record_id from memory_records where merged_into = ? order by created_at, record_id",
-                [record_id])]}
+                [record_id],
+            )
+        ],
+    }
 
 
-def set_mark(db, record_id: str, mark: str, value: "str | None", *, actor: str, reason: str = "",
-             action: "str | None" = None) -> bool:
+def set_mark(
+    db,
+    record_id: str,
+    mark: str,
+    value: "str | None",
+    *,
+    actor: str,
+    reason: str = "",
+    action: "str | None" = None,
+) -> bool:
     """Set (or clear, with None) one mark of a live record, its old and new value in the audit; False when
     the record is not live or already so. The change feed follows (m021's trigger)."""
     if mark not in MARKS:
@@ -706,11 +872,15 @@ def set_mark(db, record_id: str, mark: str, value: "str | None", *, actor: str, 
     return True
 
 
-def merge_records(db, survivor_id: str, merged_ids: "list[str]", union: dict, *, actor: str, reason: str) -> bool:
+def merge_records(
+    db, survivor_id: str, merged_ids: "list[str]", union: dict, *, actor: str, reason: str
+) -> bool:
     """Fold records into a survivor: its list fields become `union` (every source event, fact and file of
     the group), each other record gets merged_into = the survivor. One transaction; nothing is deleted."""
     with store.writing(db):
-        rows = _rows(db, "select * from memory_records where record_id = ? and merged_into is null", [survivor_id])
+        rows = _rows(
+            db, "select * from memory_records where record_id = ? and merged_into is null", [survivor_id]
+        )
         if not rows:
             return False
         row = rows[0]
@@ -721,8 +891,15 @@ def merge_records(db, survivor_id: str, merged_ids: "list[str]", union: dict, *,
             _forget_derived(db, survivor_id, row)
             # its new lists are a change the team sync sends (own_lists, Store.merge_lists), as a 'record'
             db.execute("insert into record_changes (record_id, change) values (?, 'record')", [survivor_id])
-        _audit(db, survivor_id, "merge-survivor", actor, reason, before={**before, "merged": []},
-               after={**{k: changes[k] for k in before}, "merged": list(merged_ids)})
+        _audit(
+            db,
+            survivor_id,
+            "merge-survivor",
+            actor,
+            reason,
+            before={**before, "merged": []},
+            after={**{k: changes[k] for k in before}, "merged": list(merged_ids)},
+        )
         for rid in merged_ids:
             set_mark(db, rid, "merged_into", survivor_id, actor=actor, reason=reason)
     return True
@@ -736,8 +913,9 @@ def apply_marks(db, records: "list[dict]", *, actor: str = "sync") -> int:
     changed = 0
     for rec in records:
         for mark in MARKS:
-            if mark in rec and set_mark(db, rec["record_id"], mark, rec[mark], actor=actor,
-                                        reason="from the team store"):
+            if mark in rec and set_mark(
+                db, rec["record_id"], mark, rec[mark], actor=actor, reason="from the team store"
+            ):
                 changed += 1
     return changed
 
@@ -764,7 +942,9 @@ def merge_lists(db, records: "list[dict]", *, actor: str) -> int:
                 continue
             row = rows[0]
             held = decode_record(dict(row))
-            if not set(map(str, rec.get("source_event_ids") or ())) - set(map(str, held.get("source_event_ids") or ())):
+            if not set(map(str, rec.get("source_event_ids") or ())) - set(
+                map(str, held.get("source_event_ids") or ())
+            ):
                 continue
             after = {k: _union(held.get(k), rec.get(k)) for k in RECORD_LISTS if k in rec}
             after = {k: json.dumps(v, ensure_ascii=False) for k, v in after.items()}
@@ -773,9 +953,18 @@ def merge_lists(db, records: "list[dict]", *, actor: str) -> int:
                 continue
             db["memory_records"].update(row["record_id"], {k: after[k] for k in before})
             _forget_derived(db, row["record_id"], row)
-            _audit(db, row["record_id"], "merge-survivor", actor, "lists merged in another store",
-                   before=before, after={k: after[k] for k in before})
-            db.execute("insert into record_changes (record_id, change) values (?, 'record')", [row["record_id"]])
+            _audit(
+                db,
+                row["record_id"],
+                "merge-survivor",
+                actor,
+                "lists merged in another store",
+                before=before,
+                after={k: after[k] for k in before},
+            )
+            db.execute(
+                "insert into record_changes (record_id, change) values (?, 'record')", [row["record_id"]]
+            )
             changed += 1
     return changed
 
@@ -786,10 +975,14 @@ def own_lists(conn, record_ids) -> "list[dict]":
     ids = list(dict.fromkeys(record_ids))
     out = []
     for i in range(0, len(ids), 500):
-        part = ids[i:i + 500]
-        rows = _rows(conn, f"select r.* from memory_records r where r.record_id in ({','.join('?' * len(part))}) "
-                           f"and exists (select 1 from record_audit a where a.record_id = r.record_id "
-                           f"and a.action = 'merge-survivor' and a.actor != 'team')", part)
+        part = ids[i : i + 500]
+        rows = _rows(
+            conn,
+            f"select r.* from memory_records r where r.record_id in ({','.join('?' * len(part))}) "
+            f"and exists (select 1 from record_audit a where a.record_id = r.record_id "
+            f"and a.action = 'merge-survivor' and a.actor != 'team')",
+            part,
+        )
         for row in rows:
             rec = decode_record(row)
             out.append({"record_id": rec["record_id"], **{k: rec.get(k) or [] for k in RECORD_LISTS}})
@@ -805,17 +998,27 @@ def own_marks(conn, record_ids) -> "list[dict]":
         return []
     out = []
     for i in range(0, len(ids), 500):
-        part = ids[i:i + 500]
-        rows = _rows(conn, f"select a.record_id, a.actor, a.before, a.after from record_audit a "
-                           f"where a.record_id in ({','.join('?' * len(part))}) "
-                           f"and a.action in ('supersede', 'merge', 'unmark') order by a.audit_id", part)
+        part = ids[i : i + 500]
+        rows = _rows(
+            conn,
+            f"select a.record_id, a.actor, a.before, a.after from record_audit a "
+            f"where a.record_id in ({','.join('?' * len(part))}) "
+            f"and a.action in ('supersede', 'merge', 'unmark') order by a.audit_id",
+            part,
+        )
         latest: dict = {}
         for row in rows:
             for mark in json.loads(row["after"] or "{}"):
                 latest[(row["record_id"], mark)] = row["actor"]
-        current = {r["record_id"]: r for r in _rows(
-            conn, f"select record_id, superseded_by, merged_into from memory_records "
-                  f"where record_id in ({','.join('?' * len(part))})", part)}
+        current = {
+            r["record_id"]: r
+            for r in _rows(
+                conn,
+                f"select record_id, superseded_by, merged_into from memory_records "
+                f"where record_id in ({','.join('?' * len(part))})",
+                part,
+            )
+        }
         for (rid, mark), actor in latest.items():
             if actor != "team" and rid in current:
                 out.append({"record_id": rid, mark: current[rid][mark]})
@@ -826,10 +1029,16 @@ def mark_figures(conn) -> dict:
     """How many records are superseded and merged (partial indexes: no table scan)."""
     if not has_marks(conn):
         return {"superseded": 0, "merged": 0}
-    return {"superseded": conn.execute("select count(*) from memory_records indexed by idx_records_superseded_by "
-                                       "where superseded_by is not null").fetchone()[0],
-            "merged": conn.execute("select count(*) from memory_records indexed by idx_records_merged_into "
-                                   "where merged_into is not null").fetchone()[0]}
+    return {
+        "superseded": conn.execute(
+            "select count(*) from memory_records indexed by idx_records_superseded_by "
+            "where superseded_by is not null"
+        ).fetchone()[0],
+        "merged": conn.execute(
+            "select count(*) from memory_records indexed by idx_records_merged_into "
+            "where merged_into is not null"
+        ).fetchone()[0],
+    }
 
 
 # --- import ---
@@ -841,17 +1050,25 @@ def import_forgotten(db, rows: "list[tuple[dict, dict]]") -> dict:
     _secure(db)
     with store.writing(db):
         for row, mark in rows:
-            if (_rows(db, "select 1 from memory_records where record_id = ?", [row["record_id"]])
-                    or _rows(db, "select 1 from forgotten_records where record_id = ?", [row["record_id"]])):
+            if _rows(db, "select 1 from memory_records where record_id = ?", [row["record_id"]]) or _rows(
+                db, "select 1 from forgotten_records where record_id = ?", [row["record_id"]]
+            ):
                 counts[1] += 1
                 continue
-            db["forgotten_records"].insert({
-                "record_id": row["record_id"], "record_hash": row["record_hash"], "project_id": row["project_id"],
-                "session_id": row["session_id"], "reason": str(mark.get("reason") or ""),
-                "actor": str(mark.get("actor") or "import"), "forgotten_at": str(mark.get("forgotten_at") or ""),
-                "payload": json.dumps({"record": row, "session_summaries": []}, ensure_ascii=False),
-                "purged_at": None,
-            }, pk="record_id")
+            db["forgotten_records"].insert(
+                {
+                    "record_id": row["record_id"],
+                    "record_hash": row["record_hash"],
+                    "project_id": row["project_id"],
+                    "session_id": row["session_id"],
+                    "reason": str(mark.get("reason") or ""),
+                    "actor": str(mark.get("actor") or "import"),
+                    "forgotten_at": str(mark.get("forgotten_at") or ""),
+                    "payload": json.dumps({"record": row, "session_summaries": []}, ensure_ascii=False),
+                    "purged_at": None,
+                },
+                pk="record_id",
+            )
             counts[0] += 1
     return {"added": counts[0], "present": counts[1]}
 
@@ -864,27 +1081,37 @@ def import_rows(db, events: "list[dict]", records: "list[dict]", summaries: "lis
     here are skipped, so an old backup cannot bring back what a user removed.
     """
     counts = {"events": [0, 0], "records": [0, 0], "summaries": [0, 0], "forgotten_skipped": 0}
-    gone_ids = forgotten_ids(db, [r["record_id"] for r in records] +
-                             [s["record_id"] for s in summaries if s.get("record_id")])
+    gone_ids = forgotten_ids(
+        db, [r["record_id"] for r in records] + [s["record_id"] for s in summaries if s.get("record_id")]
+    )
     gone_hashes = store.forgotten_hashes(db, [r["record_hash"] for r in records])
     with store.writing(db):
-        for table, key, rows, pk in (("events", "events", events, "event_id"),
-                                     ("memory_records", "records", records, "record_id"),
-                                     ("session_summaries", "summaries", summaries, "id")):
+        for table, key, rows, _pk in (
+            ("events", "events", events, "event_id"),
+            ("memory_records", "records", records, "record_id"),
+            ("session_summaries", "summaries", summaries, "id"),
+        ):
             for row in rows:
-                if table == "memory_records" and (row["record_id"] in gone_ids or row["record_hash"] in gone_hashes):
+                if table == "memory_records" and (
+                    row["record_id"] in gone_ids or row["record_hash"] in gone_hashes
+                ):
                     counts["forgotten_skipped"] += 1
                     continue
                 if table == "session_summaries" and row.get("record_id") in gone_ids:
                     counts["forgotten_skipped"] += 1
                     continue
-                cur = db.execute(f"insert or ignore into {table} ({', '.join(f'[{c}]' for c in row)}) "
-                                 f"values ({', '.join('?' * len(row))})", list(row.values()))
+                cur = db.execute(
+                    f"insert or ignore into {table} ({', '.join(f'[{c}]' for c in row)}) "
+                    f"values ({', '.join('?' * len(row))})",
+                    list(row.values()),
+                )
                 counts[key][0 if cur.rowcount else 1] += 1
-    return {"events": {"added": counts["events"][0], "present": counts["events"][1]},
-            "records": {"added": counts["records"][0], "present": counts["records"][1]},
-            "summaries": {"added": counts["summaries"][0], "present": counts["summaries"][1]},
-            "forgotten_skipped": counts["forgotten_skipped"]}
+    return {
+        "events": {"added": counts["events"][0], "present": counts["events"][1]},
+        "records": {"added": counts["records"][0], "present": counts["records"][1]},
+        "summaries": {"added": counts["summaries"][0], "present": counts["summaries"][1]},
+        "forgotten_skipped": counts["forgotten_skipped"],
+    }
 
 
 def table_columns(db, table: str) -> "list[str]":
@@ -906,39 +1133,73 @@ def set_marks(db, marks: "list[dict]", *, actor: str) -> "list[dict]":
         return done
     with store.writing(db):
         for mark in marks:
-            rows = _rows(db, "select record_id, freshness, outcome from memory_records where record_id = ?",
-                         [mark["record_id"]])
+            rows = _rows(
+                db,
+                "select record_id, freshness, outcome from memory_records where record_id = ?",
+                [mark["record_id"]],
+            )
             if not rows:
                 continue
             after = {k: mark[k] for k in MARK_FIELDS if mark.get(k) is not None and mark[k] != rows[0][k]}
             if not after:
                 continue
             before = {k: rows[0][k] for k in after}
-            db.execute(f"update memory_records set {', '.join(f'{k} = ?' for k in after)} where record_id = ?",
-                       [*after.values(), mark["record_id"]])
-            _audit(db, mark["record_id"], "mark", actor, mark.get("reason") or "", before=before, after=after,
-                   at=mark.get("at"))
-            done.append({"record_id": mark["record_id"], "before": before, "after": after,
-                         "reason": mark.get("reason") or ""})
+            db.execute(
+                f"update memory_records set {', '.join(f'{k} = ?' for k in after)} where record_id = ?",
+                [*after.values(), mark["record_id"]],
+            )
+            _audit(
+                db,
+                mark["record_id"],
+                "mark",
+                actor,
+                mark.get("reason") or "",
+                before=before,
+                after=after,
+                at=mark.get("at"),
+            )
+            done.append(
+                {
+                    "record_id": mark["record_id"],
+                    "before": before,
+                    "after": after,
+                    "reason": mark.get("reason") or "",
+                }
+            )
     return done
 
 
 def freshness_due(conn, limit: int) -> "list[dict]":
     """The records whose files were checked longest ago (never checked first), at most `limit`: one range
     of the partial index idx_records_freshness_due (records with a file_state only), never a scan."""
-    if limit <= 0 or not has_table(conn, "memory_records") or "file_state" not in table_columns(conn, "memory_records"):
+    if (
+        limit <= 0
+        or not has_table(conn, "memory_records")
+        or "claims" not in table_columns(conn, "memory_records")
+    ):
         return []
-    rows = _rows(conn, FRESHNESS_DUE_SQL.replace("select record_id ", "select record_id, project_root, freshness, "
-                                                 "outcome, file_state, freshness_checked_at ", 1), [limit])
+    rows = _rows(
+        conn,
+        FRESHNESS_DUE_SQL.replace(
+            "select record_id ",
+            "select record_id, project_root, freshness, outcome, claims, cites, freshness_checked_at ",
+            1,
+        ),
+        [limit],
+    )
     return [decode_record(r) for r in rows]
 
 
-FRESHNESS_DUE_SQL = ("select record_id from memory_records indexed by idx_records_freshness_due "
-                     "where file_state is not null order by freshness_checked_at, record_id limit ?")
+FRESHNESS_DUE_SQL = (
+    "select record_id from memory_records indexed by idx_records_claims_due "
+    "where claims is not null order by freshness_checked_at, record_id limit ?"
+)
 
 
-NEWEST_CHECKED_SQL = ("select max(freshness_checked_at) from memory_records "
-                      "indexed by idx_records_freshness_due where file_state is not null")
+NEWEST_CHECKED_SQL = (
+    "select max(freshness_checked_at) from memory_records "
+    "indexed by idx_records_claims_due where claims is not null"
+)
 
 
 def note_checked(db, record_ids, at: str) -> None:
@@ -955,6 +1216,9 @@ def note_checked(db, record_ids, at: str) -> None:
         at = isotime.shift(newest, 0.001)
     with store.writing(db):
         for i in range(0, len(ids), 500):
-            part = ids[i:i + 500]
-            db.execute(f"update memory_records set freshness_checked_at = ? where record_id in "
-                       f"({','.join('?' * len(part))})", [at, *part])
+            part = ids[i : i + 500]
+            db.execute(
+                f"update memory_records set freshness_checked_at = ? where record_id in "
+                f"({','.join('?' * len(part))})",
+                [at, *part],
+            )

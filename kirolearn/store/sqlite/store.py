@@ -12,20 +12,36 @@ import sqlite3
 import sqlite_utils
 
 from kirolearn.core import crashpoint, marks, paths
-from kirolearn.store.sqlite import backup, reader, records, db as sqlite
-from kirolearn.store.sqlite import records as recordstore
-from kirolearn.store.base import SUMMARY_LISTS, Store
-from kirolearn.store.sqlite.migrations import migrations
 from kirolearn.store import state
-from kirolearn.store.sqlite.extension import SqliteExtension
+from kirolearn.store.base import SUMMARY_LISTS, Store
+from kirolearn.store.sqlite import backup, reader, records, scrubbing, team
+from kirolearn.store.sqlite import db as sqlite
+from kirolearn.store.sqlite import records as recordstore
+from kirolearn.store.sqlite.claims import ClaimsPart
+from kirolearn.store.sqlite.db import (
+    busy_timeout,
+    commit_extraction,
+    counts,
+    existing_event_ids,
+    expire_events,
+    forget_terms,
+    forgotten_hashes,
+    insert_events,
+    insert_record,
+    insert_session_summary,
+    open_db,
+    pending_events,
+    pending_sessions,
+    record_row,
+    refuse_newer_schema,
+    writing,
+)
 from kirolearn.store.sqlite.derived import SqliteDerived
-from kirolearn.store.sqlite.db import (refuse_newer_schema, busy_timeout, commit_extraction, counts,
-                                    existing_event_ids, expire_events, forget_terms, forgotten_hashes,
-                                    insert_events, insert_record, insert_session_summary, open_db, pending_events,
-                                    pending_sessions, record_row, writing)
+from kirolearn.store.sqlite.extension import SqliteExtension
+from kirolearn.store.sqlite.migrations import migrations
 
 
-class SqliteStore(Store):
+class SqliteStore(ClaimsPart, Store):
     """The embedded store: one SQLite file per home, through sqlite-utils (kirolearn.store.base.Store).
 
     The drainer speaks to it through the contract, and to what only SQLite keeps (term
@@ -40,6 +56,21 @@ class SqliteStore(Store):
     def __init__(self, path: "str | None" = None, *, db: "sqlite_utils.Database | None" = None):
         self.db = db if db is not None else open_db(path)
 
+    @classmethod
+    def in_memory(cls) -> "SqliteStore":
+        """An empty, migrated store in memory."""
+        return cls(db=sqlite.open_memory())
+
+    @classmethod
+    def reading(cls, path: str, budget: float) -> "SqliteStore | None":
+        """The file opened read-only, each query giving up after `budget` seconds; None when absent."""
+        conn = reader.connect_readonly(path, budget)
+        return None if conn is None else cls(db=sqlite_utils.Database(conn, execute_plugins=False))
+
+    def recall_connection(self):
+        """The standard-library connection lexical recall ranks on (kirolearn.store.sqlite.reader)."""
+        return self.db.conn
+
     # schema
     def migrate(self) -> "list[str]":
         names = [m.name for m in migrations.pending(self.db)]
@@ -48,8 +79,10 @@ class SqliteStore(Store):
         return names
 
     def schema(self) -> dict:
-        return {"applied": [m.name for m in migrations.applied(self.db)],
-                "pending": [m.name for m in migrations.pending(self.db)]}
+        return {
+            "applied": [m.name for m in migrations.applied(self.db)],
+            "pending": [m.name for m in migrations.pending(self.db)],
+        }
 
     def close(self) -> None:
         self.db.conn.close()
@@ -69,7 +102,9 @@ class SqliteStore(Store):
         if counted is None:  # counted here, and only when a row was added since the marker's count
             stamp = sqlite.change_stamp(self.db)
             marker = state.read(state.STORE)
-            if marker.get("stamp") == stamp and state.store_marker_matches(marker, self.database_file() or "kirolearn.db"):
+            if marker.get("stamp") == stamp and state.store_marker_matches(
+                marker, self.database_file() or "kirolearn.db"
+            ):
                 return False
             counted = dict(counts(self.db), stamp=stamp)
         return self.extension().remember_counts(counted, path=self.database_file() or "kirolearn.db")
@@ -159,25 +194,54 @@ class SqliteStore(Store):
     def set_marks(self, marks: "list[dict]", *, actor: str) -> "list[dict]":
         return recordstore.set_marks(self.db, marks, actor=actor)
 
-    def events_since(self, project_ids: "list[str]", stored_since: "str | None", *,
-                     after: "tuple[str, str] | None" = None, limit: int = 1000) -> "list[dict]":
+    def events_since(
+        self,
+        project_ids: "list[str]",
+        stored_since: "str | None",
+        *,
+        after: "tuple[str, str] | None" = None,
+        limit: int = 1000,
+    ) -> "list[dict]":
         return recordstore.events_since(self.db, project_ids, stored_since, limit, after)
 
     def get_record(self, record_id: str) -> "dict | None":
         return records.get_record(self.db, record_id)
 
-    def list_records(self, *, project_id=None, types=None, since=None, session_id=None, limit: int = 20,
-                     before=None) -> "list[dict]":
-        return records.list_records(self.db, project_id=project_id, types=types, since=since,
-                                    session_id=session_id, limit=limit, before=before)
+    def list_records(
+        self,
+        *,
+        project_id=None,
+        types=None,
+        since=None,
+        session_id=None,
+        file=None,
+        limit: int = 20,
+        before=None,
+    ) -> "list[dict]":
+        return records.list_records(
+            self.db,
+            project_id=project_id,
+            types=types,
+            since=since,
+            session_id=session_id,
+            file=file,
+            limit=limit,
+            before=before,
+        )
 
     def search(self, words: "list[str]", *, project_id=None, types=None, limit: int = 10) -> "list[dict]":
         if not words or limit <= 0:
             return []
         # marked records (issue #31) keep marks.record_factor of their relevance, merged ones none: a few
         # more matches are ranked so a demoted one can fall below the cut
-        rows = reader.fts_matches(self.db.conn, words, depth=max(limit * 5, 25) * (20 if types else 1),
-                                  limit=limit * 3, project_id=project_id, types=types)
+        rows = reader.fts_matches(
+            self.db.conn,
+            words,
+            depth=max(limit * 5, 25) * (20 if types else 1),
+            limit=limit * 3,
+            project_id=project_id,
+            types=types,
+        )
         out = []
         for row in rows:
             found = records.decode_record(row)
@@ -189,8 +253,10 @@ class SqliteStore(Store):
         return out[:limit]
 
     def latest(self, project_id: str, *, types=None, limit: int = 5) -> "list[dict]":
-        return [records.decode_record(r) for r in reader.latest_records(self.db.conn, project_id, types=types,
-                                                                       limit=limit)]
+        return [
+            records.decode_record(r)
+            for r in reader.latest_records(self.db.conn, project_id, types=types, limit=limit)
+        ]
 
     # session summaries
     def add_session_summary(self, summary: dict, record: "dict | None" = None) -> None:
@@ -202,7 +268,9 @@ class SqliteStore(Store):
                 insert_record(self.db, record_row(record))
             insert_session_summary(self.db, row)
 
-    def session_summaries(self, project_id: str, *, label: "str | None" = None, limit: int = 50) -> "list[dict]":
+    def session_summaries(
+        self, project_id: str, *, label: "str | None" = None, limit: int = 50
+    ) -> "list[dict]":
         rows, columns = reader.session_end_rows(self.db.conn, project_id, label, limit)
         return [records.decode_summary(dict(zip(columns, r))) for r in rows]
 
@@ -229,6 +297,136 @@ class SqliteStore(Store):
         forget_terms(self.db)  # the hook's word counts may name words only the purged records had
         return records.purge(self.db, ids, actor=actor)["purged"]
 
+    def purge_report(self, record_ids, *, actor: str) -> dict:
+        ids = list(record_ids)
+        if ids:
+            forget_terms(self.db)  # the hook's word counts may name words only the purged records had
+        return records.purge(self.db, ids, actor=actor)
+
+    # what the features above the store ask
+    def events_by_ids(self, event_ids, limit: int = 200) -> "list[dict]":
+        return records.events_by_ids(self.db, event_ids, limit=limit)
+
+    def session_events(self, project_id: str, session_id: str) -> "list[tuple[str, str]]":
+        return sqlite.session_event_rows(self.db, project_id, session_id)
+
+    def session_agent(self, project_id: str, session_id: str) -> "str | None":
+        return team.session_agent(self.db, project_id, session_id)
+
+    def add_run(self, run: dict) -> None:
+        with writing(self.db):
+            sqlite.insert_run(self.db, run)
+
+    def run_by_id(self, run_id) -> "dict | None":
+        return records.run_by_id(self.db, run_id)
+
+    def model_runs_since(self, since: str) -> dict:
+        return records.model_runs_since(self.db, since)
+
+    def record_drain(self, drain_id: str, started_at: str, stats: dict, error: str = "") -> None:
+        sqlite.record_drain(self.db, drain_id, started_at, stats, error)
+
+    def add_record(self, record) -> bool:
+        with writing(self.db):
+            before = self.db.conn.total_changes
+            insert_record(self.db, record_row(record))
+            return self.db.conn.total_changes > before
+
+    def record_ids_with_prefix(self, prefix: str, limit: int = 10) -> "list[str]":
+        return records.record_ids_with_prefix(self.db, prefix, limit=limit)
+
+    def record_ids_of_session(self, session_id: str, project_id=None) -> "list[str]":
+        return records.record_ids_of_session(self.db, session_id, project_id)
+
+    def edit(self, record_id: str, changes: dict, *, actor: str, reason: str = "") -> "dict | None":
+        return records.edit(self.db, record_id, changes, actor=actor, reason=reason)
+
+    def audit(self, record_id: str) -> "list[dict]":
+        return records.audit_for(self.db, record_id)
+
+    def projects(self) -> "list[dict]":
+        return records.projects(self.db)
+
+    def session_info(self, project_id: str, session_id: str) -> dict:
+        return records.session_info(self.db, project_id, session_id)
+
+    def session_labels(self, project_id: str, session_ids) -> "dict[str, dict]":
+        return records.session_labels(self.db, project_id, session_ids)
+
+    def list_session_summaries(self, *, project_id=None, limit: int = 20, before=None) -> "list[dict]":
+        return records.list_session_summaries(self.db, project_id=project_id, limit=limit, before=before)
+
+    def get_forgotten(self, record_id: str) -> "dict | None":
+        return records.get_forgotten(self.db, record_id)
+
+    def list_forgotten(self, *, project_id=None, limit: int = 50, before=None) -> "list[dict]":
+        return records.list_forgotten(self.db, project_id=project_id, limit=limit, before=before)
+
+    def purgeable(self, *, record_ids=None, older_than=None) -> "list[str]":
+        return records.purgeable(self.db, record_ids=record_ids, older_than=older_than)
+
+    def purge_edit_history(self, record_ids=None) -> int:
+        return records.purge_edit_history(self.db, record_ids)
+
+    def compact(self) -> dict:
+        records.compact(self.db)
+        return {"wal_checkpoint": records.checkpoint(self.db)}
+
+    def import_forgotten(self, pairs) -> dict:
+        columns = set(records.table_columns(self.db, "memory_records"))
+        rows = [({k: v for k, v in record_row(r).items() if k in columns}, mark) for r, mark in pairs]
+        return records.import_forgotten(self.db, rows)
+
+    def export(self, out) -> int:
+        return backup.export(self.db, out)
+
+    def marks_of(self, record_ids) -> "dict[str, tuple]":
+        return reader.marks_of(self.db.conn, record_ids)
+
+    def rekey_projects(self, project_id_of) -> "dict[str, str]":
+        with writing(self.db):
+            return team.rekey_projects(self.db, project_id_of)
+
+    def scrubbed_with(self) -> "int | None":
+        return scrubbing.scrubbed_with(self.db)
+
+    def rescrub(self, scrub_cell, version: int, on_chunk=None) -> dict:
+        resumed = scrubbing.progress(self.db)
+        files = [self.database_file(), self.database_file() + "-wal"]
+        before = {p: os.path.getsize(p) for p in files if p and os.path.exists(p)}
+        rows = scrubbing.rescrub_rows(self.db, scrub_cell, version, on_chunk)
+        fts = scrubbing.rebuild_fts(self.db)
+        scrubbing.finish(self.db, version)
+        compacted = scrubbing.compact(self.db)
+        after = {p: os.path.getsize(p) for p in before if os.path.exists(p)}
+        return {
+            "resumed": bool(resumed and resumed.get("version") == version),
+            "rows_changed": rows,
+            "fts_rebuilt": fts,
+            "checkpoint_complete": compacted["checkpoint_complete"],
+            "bytes_before": sum(before.values()),
+            "bytes_after": sum(after.values()),
+        }
+
+    def has_marks(self) -> bool:
+        return records.has_marks(self.db)
+
+    def set_mark(self, record_id: str, mark: str, value, *, actor: str, reason: str = "", **evidence) -> bool:
+        return records.set_mark(self.db, record_id, mark, value, actor=actor, reason=reason, **evidence)
+
+    def merge_records(self, survivor_id: str, merged_ids, union: dict, *, actor: str, reason: str) -> bool:
+        return records.merge_records(self.db, survivor_id, merged_ids, union, actor=actor, reason=reason)
+
+    def mark_candidates(
+        self, project_id: str, words, *, exclude=(), before=None, limit: int = 30, outcome=None
+    ):
+        return records.mark_candidates(
+            self.db, project_id, words, exclude=exclude, before=before, limit=limit, outcome=outcome
+        )
+
+    def marked_by(self, record_id: str) -> dict:
+        return records.marked_by(self.db, record_id)
+
     # figures, health, export and import
     def counts(self) -> dict:
         return counts(self.db)
@@ -236,16 +434,22 @@ class SqliteStore(Store):
     def integrity_problem(self) -> "str | None":
         return sqlite.quick_check(self.db) or None
 
-    def figures(self, since: str) -> dict:
-        return records.figures(self.db, since)
+    def figures(self, since: str, *, projects: bool = True) -> dict:
+        return records.figures(self.db, since, projects=projects)
 
     def export_objects(self):
         # no machine-local file_state: only `kirolearn export` keeps it, for this machine
         return (_shared(o) if o["type"] == "record" else o for o in backup.objects(self.db))
 
     def import_objects(self, objects: "list[dict]") -> dict:
-        columns = {kind: set(records.table_columns(self.db, table)) for kind, table in
-                   (("event", "events"), ("record", "memory_records"), ("summary", "session_summaries"))}
+        columns = {
+            kind: set(records.table_columns(self.db, table))
+            for kind, table in (
+                ("event", "events"),
+                ("record", "memory_records"),
+                ("summary", "session_summaries"),
+            )
+        }
         rows: dict = {"event": [], "record": [], "summary": []}
         for obj in objects:
             kind = obj["type"]

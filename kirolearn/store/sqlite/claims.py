@@ -1,0 +1,134 @@
+"""The embedded store's claims: what records say about the code, found by what they cite.
+
+`record_claims` and `record_cites` are kept by m023's triggers from each record's `claims` and
+`cites`; this part reads them by index and keeps this machine's check of each claim. Every query
+is an index range (identity, record id, signature, the re-check queue), never a scan: rule 15.
+"""
+
+from __future__ import annotations
+
+import json
+
+_CLAIM_COLUMNS = (
+    "record_id, file, kind, key, digest, shown, lines, fingerprint, state, now, path, blob, why, by_record, "
+    "checked_at, created_at"
+)
+
+
+def _dicts(cursor) -> list[dict]:
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+
+def _claim(row: dict) -> dict:
+    row = dict(row)
+    for key in ("lines", "fingerprint"):
+        try:
+            row[key] = json.loads(row.get(key) or "[]")
+        except ValueError:
+            row[key] = []
+    return row
+
+
+class ClaimsPart:
+    """Claims, cites, signatures and pins (a part of SqliteStore, over its sqlite-utils `db`)."""
+
+    db = None  # the sqlite-utils Database of SqliteStore
+
+    def claims_of(self, record_ids) -> dict[str, list[dict]]:
+        ids = list(dict.fromkeys(record_ids))
+        out: dict[str, list[dict]] = {}
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            cursor = self.db.execute(
+                f"select {_CLAIM_COLUMNS} from record_claims where record_id in ({','.join('?' * len(part))}) "
+                "order by record_id, file, kind, key",
+                part,
+            )
+            for row in _dicts(cursor):
+                out.setdefault(row["record_id"], []).append(_claim(row))
+        return out
+
+    def records_claiming(self, project_id: str, identities, *, before: str, exclude=()) -> list[dict]:
+        skip = set(exclude)
+        out = []
+        for file, kind, key in dict.fromkeys(map(tuple, identities)):
+            cursor = self.db.execute(
+                f"select c.{_CLAIM_COLUMNS.replace(', ', ', c.')} from record_claims c "
+                "indexed by idx_claims_identity join memory_records r on r.record_id = c.record_id "
+                "where c.project_id = ? and c.file = ? and c.kind = ? and c.key = ? and c.created_at <= ? "
+                "and r.superseded_by is null and r.merged_into is null order by c.created_at desc limit 50",
+                [project_id, file, kind, key, before],
+            )
+            out += [_claim(r) for r in _dicts(cursor) if r["record_id"] not in skip]
+        return out
+
+    def set_claim_states(self, rows: list[dict]) -> int:
+        from kirolearn.core.isotime import now_iso
+        from kirolearn.store.sqlite.db import writing
+
+        changed = 0
+        with writing(self.db):
+            for row in rows:
+                cursor = self.db.execute(
+                    "update record_claims set state = ?, now = ?, path = coalesce(?, path), "
+                    "blob = coalesce(?, blob), why = ?, by_record = coalesce(?, by_record), checked_at = ? "
+                    "where record_id = ? and file = ? and kind = ? and key = ?",
+                    [
+                        row["state"],
+                        row.get("now") or None,
+                        row.get("path") or None,
+                        row.get("blob") or None,
+                        row.get("why") or None,
+                        row.get("by") or None,
+                        row.get("at") or now_iso(),
+                        row["record_id"],
+                        row["file"],
+                        row["kind"],
+                        row.get("key") or "",
+                    ],
+                )
+                changed += cursor.rowcount
+        return changed
+
+    def records_citing(self, record_ids) -> dict[str, list[str]]:
+        ids = list(dict.fromkeys(record_ids))
+        out: dict[str, list[str]] = {}
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            for citing, cited in self.db.execute(
+                f"select record_id, cited_id from record_cites where cited_id in ({','.join('?' * len(part))})",
+                part,
+            ):
+                out.setdefault(cited, []).append(citing)
+        return out
+
+    def records_with_signature(self, project_id: str, signature: str) -> list[dict]:
+        from kirolearn.store.sqlite.records import decode_record
+
+        cursor = self.db.execute(
+            "select * from memory_records indexed by idx_records_signature where project_id = ? "
+            "and work_signature = ? and merged_into is null order by created_at, record_id limit 200",
+            [project_id, signature],
+        )
+        return [decode_record(r) for r in _dicts(cursor)]
+
+    def signature_groups(self, project_id: str, limit: int = 1000) -> list[list[str]]:
+        cursor = self.db.execute(
+            "select group_concat(record_id, ' ') from (select record_id, work_signature from memory_records "
+            "indexed by idx_records_signature where project_id = ? and work_signature is not null "
+            "and merged_into is null order by created_at, record_id) group by work_signature "
+            "having count(*) > 1 limit ?",
+            [project_id, limit],
+        )
+        return [row[0].split(" ") for row in cursor.fetchall()]
+
+    def pin(self, record_id: str, rule: str, at: str) -> None:
+        from kirolearn.store.sqlite.db import writing
+
+        with writing(self.db):
+            self.db.execute(
+                "update memory_records set pinned = json_set(coalesce(pinned, '{}'), '$.' || ?, ?) "
+                "where record_id = ?",
+                [rule, at, record_id],
+            )
