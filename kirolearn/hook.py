@@ -13,7 +13,7 @@ import os
 import sys
 import time
 
-from kirolearn.capture import agents, events, spool
+from kirolearn.capture import agents, events, shown, spool
 from kirolearn.core import jsonfast, paths
 from kirolearn.core.version import __version__  # not the package: it holds the facade (kirolearn.Memory)
 
@@ -256,11 +256,15 @@ def capture(argv: "list[str]", stdin: "bytes | None" = None) -> "str | None":
         except events.Rejected as exc:
             exc.raw = raw  # an agent's payload we cannot read yet is kept in quarantine, never lost
             raise
+        if event["trigger"] == "stop":
+            shown.note_shown(event)
         path = spool.append(event["event_id"], events.serialize(event))
         if event["trigger"] in agents.CONTEXT_TRIGGERS:
             inject_context(event, adapter)
         return path
     event = events.build_event(name, payload, session_lookup=session_file_id, agent=adapter.NAME)
+    if event["trigger"] == "stop":
+        shown.note_shown(event)
     path = spool.append(event["event_id"], events.serialize(event))
     if event["trigger"] in agents.CONTEXT_TRIGGERS:
         inject_context(event, adapter)

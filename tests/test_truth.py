@@ -450,3 +450,42 @@ def test_export_and_import_carry_the_marks(project, tmp_path, monkeypatch):
     monkeypatch.setenv("KIROLEARN_HOME", str(tmp_path / "second-home"))
     assert cli("import", str(dump)).returncode == 0
     assert listed(project)[SET]["superseded_by"] == records[CHANGE]["record_id"]
+
+
+def test_the_block_rechecks_a_claim_before_it_shows_the_line(project):
+    turn(project, "r1", SET, "Set RETRIES to 3.", write=("config/retry.py", "RETRIES = 3\n"))
+    drain()
+    rid = listed(project)[SET]["record_id"]
+
+    def line(session):
+        block = hook(project, "agentSpawn", session)
+        return next(x for x in block.splitlines() if rid in x)
+
+    assert "changed" not in line("r2")
+    (project / "config/retry.py").write_text("RETRIES = 9\n", "utf-8")  # the user's edit, no drain since
+    assert "changed: RETRIES now 9" in line("r3")
+    assert "changed: RETRIES now 9" in line("r3b")  # the next session: the same verdict
+    (project / "config/retry.py").write_text("# retries\nRETRIES  =  3\n", "utf-8")  # back, reformatted
+    assert "changed" not in line("r4")
+    assert shown(rid)["record"]["freshness"] == "current"  # the hook reads only: the drain keeps marks
+
+
+def test_an_answer_that_repeats_what_the_hook_showed_cites_it(project):
+    turn(
+        project,
+        "a1",
+        "set UPLOAD_RETRIES to 5",
+        "UPLOAD_RETRIES = 5.",
+        write=("config/upload.py", "UPLOAD_RETRIES = 5\n"),
+    )
+    drain()
+    first = listed(project)["set UPLOAD_RETRIES to 5"]["record_id"]
+    block = hook(project, "userPromptSubmit", "a2", prompt="what is UPLOAD_RETRIES set to?")
+    assert first in block
+    hook(project, "stop", "a2", assistant_response="UPLOAD_RETRIES is 5.")
+    hook(project, "userPromptSubmit", "a3", prompt="what does the upload retry loop do?")
+    hook(project, "stop", "a3", assistant_response="It retries uploads with backoff; 5 times at most.")
+    drain()
+    records = listed(project)
+    assert records["what is UPLOAD_RETRIES set to?"]["cites"] == [first]
+    assert records["what does the upload retry loop do?"]["cites"] == []  # shown nothing, says no key

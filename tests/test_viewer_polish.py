@@ -139,15 +139,15 @@ def test_cards_and_pages_label_freshness_and_outcome_and_keep_the_chain(client, 
     recordstore.set_mark(db, plain, "superseded_by", changed, actor="drain", reason="newer value")
     html = client.get("/").text
     cards = dict(re.findall(r'href="/record/(mr_\w+)">.*?</a>(.*?)</li>', html, re.S))
-    assert "files changed since" in cards[changed] and "file deleted" in cards[deleted]
+    assert "changed since" in cards[changed] and "gone since" in cards[deleted]
     assert "failed attempt" in cards[failed]
     assert ">superseded<" in cards[plain] and not [
-        w for w in ("files changed since", "file deleted", "failed attempt") if w in cards[plain]
+        w for w in ("changed since", "gone since", "failed attempt") if w in cards[plain]
     ]
-    assert "A file this record touched" in cards[changed]  # the tooltip says what the label means
+    assert "What this record says about the code" in cards[changed]  # the tooltip says what the label means
     for rid, label in (
-        (changed, "files changed since"),
-        (deleted, "file deleted"),
+        (changed, "changed since"),
+        (deleted, "gone since"),
         (failed, "failed attempt"),
     ):
         meta = re.search(r'<p class="meta">(.*?)</p>', client.get(f"/record/{rid}").text, re.S).group(1)
@@ -156,7 +156,7 @@ def test_cards_and_pages_label_freshness_and_outcome_and_keep_the_chain(client, 
     assert f'Superseded by <a href="/record/{changed}">' in page
     assert f'href="/record/{plain}"' in client.get(f"/record/{changed}").text  # and back: "Supersedes ..."
     hits = client.get("/search?q=pool+size").text
-    assert "files changed since" in hits
+    assert "changed since" in hits
 
 
 def test_the_polish_on_the_real_page_in_chromium(add_record, project, monkeypatch):
@@ -190,7 +190,7 @@ def test_the_polish_on_the_real_page_in_chromium(add_record, project, monkeypatc
                 page = browser.new_page()
                 page.goto(running.url)
                 assert page.locator(".session-end").count() == 1
-                assert page.locator(".rec .mark", has_text="files changed since").count() == 1
+                assert page.locator(".rec .mark", has_text="changed since").count() == 1
                 page.goto(running.base + "/search?q=cache+setup")
                 assert page.locator(".score").first.inner_text() == "match 1.00"
                 assert "relative to the best" in page.locator(".score").first.get_attribute("title")

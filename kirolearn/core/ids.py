@@ -74,3 +74,12 @@ def sha256_hex(data: bytes) -> str:
                 from hashlib import sha256
         _SHA256 = sha256
     return _SHA256(data).hexdigest()
+
+
+def sha1_hex(data: bytes) -> str:
+    """The sha1 hex digest of `data` (git's blob ids), through CPython's own `_sha1` when it has it."""
+    try:
+        from _sha1 import sha1
+    except ImportError:  # another interpreter
+        from hashlib import sha1
+    return sha1(data).hexdigest()

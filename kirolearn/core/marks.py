@@ -1,12 +1,13 @@
-"""A record's marks of issue #31 that this module names once: `freshness` and `outcome`.
+"""A record's marks that this module names once: `freshness` and `outcome`.
 
 Standard library only: the hook's recall (kirolearn.recall.lexical ranks by them,
 kirolearn.recall.context labels lines with them) imports it. docs/memory-marks.md says
 how each mark is decided, what it costs and how to undo it.
 
-- freshness: `current` (the record's files are as its turn left them, or it touched
-  none), `changed` (a touched file changed substantially since), `deleted` (a touched
-  file is gone, after following a git rename). Set by the drain (kirolearn.pipeline.freshness).
+- freshness: the worst state of the record's claims about the code (kirolearn.claims):
+  `current` (each still holds, or it makes none), `changed` (a setting, name or line it
+  cites holds something else now), `deleted` (what it cites is gone, after following a
+  move). Kept by the drain; the hook re-checks a line's claims before showing it.
 - outcome: `failed` (the turn's work ended in failure and nothing later in the turn
   fixed it), `succeeded` (its commands ended well), `unknown`. Set at extraction
   (kirolearn.pipeline.extract.turn_outcome).
@@ -27,7 +28,7 @@ SUPERSEDED_FACTOR = 0.1  # a record a newer one superseded (superseded_by); a me
 ECHO_FACTOR = 0.5  # a record that repeats others (cites): below what it cites
 
 # What the context block says on a marked record's line.
-FRESHNESS_LABELS = {"changed": "files changed since", "deleted": "file deleted"}
+FRESHNESS_LABELS = {"changed": "changed since", "deleted": "gone since"}
 OUTCOME_LABELS = {"failed": "failed attempt"}
 
 

@@ -220,7 +220,12 @@ def turn_cites(tools: list[dict], answer: str = "", shown: list[dict] = ()) -> l
         for claim in record.get("claims") or ():
             name = str(claim.get("key") or "").rpartition(".")[2].lower()
             value = str(claim.get("shown") or "").lower()
-            if name and value and name in said and re.search(rf"(?<![\w.]){re.escape(value)}(?![\w.])", said):
+            if (
+                name
+                and value
+                and name in said
+                and re.search(rf"(?<![\w.]){re.escape(value)}(?!\w|\.\w)", said)
+            ):
                 cited.append(record["record_id"])
                 break
     return list(dict.fromkeys(cited))
@@ -249,18 +254,39 @@ def work_signature(
 FACTS_FROM_CLAIMS = 8  # claims told as facts of a record (what its text is searched by)
 
 
-def annotate(batch, candidates: list[dict], *, scrub=None, secret: bytes | None = None) -> None:
+def _shown_ids(turn) -> list[str]:
+    """The records the hook showed the turn's session, as its stop event tells (`recall_shown`)."""
+    out: list[str] = []
+    for event in turn:
+        extra = event.get("extra")
+        if isinstance(extra, str):
+            try:
+                extra = json.loads(extra)
+            except ValueError:
+                extra = None
+        if isinstance(extra, dict) and isinstance(extra.get("recall_shown"), list):
+            out += [r for r in extra["recall_shown"] if isinstance(r, str)]
+    return list(dict.fromkeys(out))
+
+
+def annotate(
+    batch, candidates: list[dict], *, scrub=None, secret: bytes | None = None, claims_of=None
+) -> None:
     """Give each candidate record of a batch its turn's claims, cites and work signature, and tell
     its setting and symbol claims as facts. A record made of one turn (the deterministic extractor)
     gets that turn's; one made of the whole batch (a model's) gets the claims of the files it names,
     or all of them when it names none of their files."""
     turns = []
-    for turn in extract.split_turns(batch.events):
+    split = extract.split_turns(batch.events)
+    wanted = list(dict.fromkeys(r for turn in split for r in _shown_ids(turn)))
+    known = claims_of(wanted) if claims_of and wanted else {}
+    for turn in split:
         tools = extract.paired_tools(turn)
         prompt = " ".join((e.get("prompt") or "") for e in turn if e["kind"] == "prompt")
         answer = " ".join((e.get("assistant_response") or "") for e in turn if e["kind"] == "session_summary")
         claims = turn_claims(tools, batch.project_root, scrub, secret)
-        cites = turn_cites(tools, answer)
+        shown = [{"record_id": r, "claims": known[r]} for r in _shown_ids(turn) if known.get(r)]
+        cites = turn_cites(tools, answer, shown if not claims else ())
         outcome = extract.turn_outcome(tools)
         turns.append(
             {

@@ -551,7 +551,13 @@ class Drainer:
         records, problems = [], []
         by_id = {e["event_id"]: e for e in batch.events}
         try:
-            claims.annotate(batch, candidates, scrub=self.scrubber.scrub_text, secret=self._dedup_key())
+            claims.annotate(
+                batch,
+                candidates,
+                scrub=self.scrubber.scrub_text,
+                secret=self._dedup_key(),
+                claims_of=self.store.claims_of,
+            )
         except Exception as exc:  # noqa: BLE001 - a file the drain cannot read must never lose the record
             log.warning("claims of %s not read: %s: %s", batch.project_root, type(exc).__name__, exc)
         for cand in candidates:

@@ -10,13 +10,12 @@ lives in $KIROLEARN_HOME/sessions/recall-<hash>.json.
 import os
 import time
 
-from kirolearn.capture import agents
+from kirolearn.capture import agents, shown
 from kirolearn.core import identity, isotime, jsonfast, marks, observation_types, paths, textcut
-from kirolearn.core.ids import sha256_hex  # no hashlib: it loads OpenSSL (~3 ms)
 from kirolearn.core.limits import DEFAULTS, MAX_BUDGET_TOKENS  # noqa: F401 - context.DEFAULTS, as callers know them
 from kirolearn.core.observation_types import NOTABLE_TYPES
 from kirolearn.core.project import project_id
-from kirolearn.recall import lexical
+from kirolearn.recall import lexical, recheck
 from kirolearn.store.sqlite import reader as store_reader
 
 SESSION_START_HEADING = "## kirolearn memory: where this project left off"
@@ -67,21 +66,8 @@ def _by(actor, reader: "str | None") -> str:
 # Per-session injection state
 
 
-def _state_path(session_id: str) -> str:
-    key = sha256_hex(session_id.encode("utf-8", "replace"))[:32]
-    return os.path.join(paths.sessions_dir(), f"recall-{key}.json")
-
-
-def load_state(session_id: str) -> dict:
-    """What this session was already shown: {"session_start": bool, "records": [ids]}."""
-    try:
-        with open(_state_path(session_id), encoding="utf-8") as fh:
-            state = jsonfast.load(fh)
-        if isinstance(state, dict) and isinstance(state.get("records"), list):
-            return state
-    except (OSError, ValueError):
-        pass
-    return {"session_start": False, "records": []}
+_state_path = shown.state_path
+load_state = shown.load_state
 
 
 def save_state(session_id: str, state: dict) -> None:
@@ -277,15 +263,20 @@ def kind_label(hit) -> str:
 
 
 def render_hit(
-    hit: lexical.Hit, now: float, summary_chars: int = SUMMARY_CHARS, reader: "str | None" = None
+    hit: lexical.Hit,
+    now: float,
+    summary_chars: int = SUMMARY_CHARS,
+    reader: "str | None" = None,
+    checked: "tuple[str, list[str]] | None" = None,
 ) -> str:
-    """One record as one quoted line: what it holds · its kind · its age [· its author] · its id."""
-    # a superseded record is shown only marked so (issue #31), never as current
+    """One record as one quoted line: what it holds · its kind · its age [· its author] · its id.
+
+    `checked`: its claims re-checked just now (recheck.recheck): their freshness and what changed."""
+    # a superseded record is shown only marked so, never as current
     mark = f"(superseded by {hit.superseded_by}) " if getattr(hit, "superseded_by", None) else ""
-    flags = "".join(
-        f" · {label}"
-        for label in marks.labels(getattr(hit, "freshness", None), getattr(hit, "outcome", None))
-    )
+    freshness = checked[0] if checked else getattr(hit, "freshness", None)
+    said = marks.labels(None if checked and checked[1] else freshness, getattr(hit, "outcome", None))
+    flags = "".join(f" · {label}" for label in [*said, *(checked[1] if checked else ())])
     line = (
         f"- {mark}{outcome_line(hit)} · {kind_label(hit)}{flags} · {age(hit.created_at, now)}"
         f"{_by(getattr(hit, 'actor', None), reader)} · {hit.record_id}"
@@ -370,9 +361,16 @@ def installed_rules_version() -> int:
 
 
 def session_start(
-    conn, project_root: str, *, now: "float | None" = None, conf: "dict | None" = None
+    conn,
+    project_root: str,
+    *,
+    now: "float | None" = None,
+    conf: "dict | None" = None,
+    cache: "dict | None" = None,
 ) -> "tuple[str, list]":
-    """The block for a new session: the last turn summary first, then recent notable records."""
+    """The block for a new session: the last turn summary first, then recent notable records.
+
+    `cache`: the session's re-check cache (recheck.recheck), kept in its state."""
     conf = conf or settings()
     now = time.time() if now is None else now
     if conn is None:
@@ -398,7 +396,8 @@ def session_start(
         exclude_strategies=skip,
     )
     hits = last + notable
-    blocks += [render_hit(h, now, reader=reader) for h in hits]
+    checked = recheck.recheck(conn, project_root, [h.record_id for h in hits], cache)
+    blocks += [render_hit(h, now, reader=reader, checked=checked.get(h.record_id)) for h in hits]
     text, used = render(SESSION_START_HEADING, blocks, min(2 * conf["budget_tokens"], MAX_BUDGET_TOKENS))
     plain = _plain(
         *_hit_texts(hits),
@@ -480,6 +479,7 @@ def for_prompt(
     already=(),
     now: "float | None" = None,
     conf: "dict | None" = None,
+    cache: "dict | None" = None,
 ) -> "tuple[str, list]":
     """The block for one prompt: relevant records not shown before in this session."""
     conf = conf or settings()
@@ -496,8 +496,11 @@ def for_prompt(
             : conf["prompt_records"]
         ]
     reader = me(conf)
+    checked = recheck.recheck(conn, project_root, [h.record_id for h in hits], cache)
     text, used = render(
-        PROMPT_HEADING, [render_hit(h, now, reader=reader) for h in hits], conf["budget_tokens"]
+        PROMPT_HEADING,
+        [render_hit(h, now, reader=reader, checked=checked.get(h.record_id)) for h in hits],
+        conf["budget_tokens"],
     )
     current = bool(text) and _plain(*_hit_texts(hits)) and rules_current(conn)
     return scrub_out(text, conf, store_current=current), [h.record_id for h in hits[:used]]
@@ -562,12 +565,17 @@ def for_event(event: dict, deliver=None) -> str:
     if conn is None:
         return ""
     try:
+        cache = state.setdefault("claims", {})
+        if not isinstance(cache, dict):
+            cache = state["claims"] = {}
         if trigger == "agentSpawn":
-            text, ids = session_start(conn, event["project_root"], conf=conf)
+            text, ids = session_start(conn, event["project_root"], conf=conf, cache=cache)
             state["session_start"] = True
         else:
             prompt = event.get("prompt") or ""
-            text, ids = for_prompt(conn, event["project_root"], prompt, already=state["records"], conf=conf)
+            text, ids = for_prompt(
+                conn, event["project_root"], prompt, already=state["records"], conf=conf, cache=cache
+            )
     finally:
         conn.close()
     if text and deliver is not None and not deliver(text):

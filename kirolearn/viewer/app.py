@@ -97,8 +97,8 @@ def match(score, best) -> str:
 
 
 MARK_TIPS = {  # what each label means (docs/memory-marks.md)
-    "files changed since": "A file this record touched has changed substantially since: it may no longer hold",
-    "file deleted": "A file this record touched is gone",
+    "changed since": "What this record says about the code (a setting, a name, lines it wrote) holds another value now: `kirolearn show` says which",
+    "gone since": "What this record cites in the code (a setting, a name, a file) is gone",
     "failed attempt": "The turn's work ended in failure: what was tried, not what was done",
 }
 

@@ -530,3 +530,26 @@ def record_marks(conn, record_ids) -> "dict[str, tuple]":
                 raise
             out = {}
     return out
+
+
+def claims_shown(conn, record_ids) -> "dict[str, list[dict]]":
+    """{record_id: [claim rows]} of these records, with this machine's last check of each (state,
+    now, path, blob): what the hook re-checks before it shows a line. {} on a store before m023."""
+    ids = list(dict.fromkeys(record_ids))
+    out: dict = {}
+    if not ids:
+        return out
+    try:
+        rows = conn.execute(
+            "select record_id, file, kind, key, digest, shown, lines, fingerprint, state, now, path, blob "
+            f"from record_claims where record_id in ({_placeholders(ids)}) order by record_id, file, key",
+            ids,
+        ).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "no such table" not in str(exc):
+            raise
+        return out
+    names = ("file", "kind", "key", "digest", "shown", "lines", "fingerprint", "state", "now", "path", "blob")
+    for row in rows:
+        out.setdefault(row[0], []).append(dict(zip(names, row[1:])))
+    return out
