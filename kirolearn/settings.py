@@ -147,7 +147,7 @@ class Drain(_Section):
         50,
         ge=0,
         le=10_000,
-        description="records whose files one drain pass "
+        description="records whose claims one drain pass "
         "re-checks, the longest unchecked first (0: none; docs/memory-marks.md)",
     )
 
