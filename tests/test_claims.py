@@ -128,6 +128,8 @@ def test_lines_claim_where_no_reader_knows_the_file(tmp_path):
     write(tmp_path, "docs/deploy.md", text.replace("Then tag the release.", "Then   tag  the release."))
     assert check.check(got[0], str(tmp_path)).state == check.CURRENT
     write(tmp_path, "docs/deploy.md", "# Something else entirely\n")
+    assert check.check(got[0], str(tmp_path)).state == check.CHANGED  # rewritten, not gone
+    os.remove(tmp_path / "docs/deploy.md")
     assert check.check(got[0], str(tmp_path)).state == check.DELETED
 
 
@@ -285,3 +287,26 @@ def test_signatures_are_the_same_only_for_identical_work():
     assert turns.work_signature([], [], "unknown", prompt="What is X?", cites=["a"]) == turns.work_signature(
         [], [], "unknown", prompt="what is x", cites=["a"]
     )
+
+
+def test_a_shell_command_that_writes_a_file_claims_what_it_wrote(tmp_path):
+    root = str(tmp_path)
+    write(tmp_path, "config/limits.py", "BURST_SIZE = 20\nRATE = 5\n")
+    write(tmp_path, "config/app.env", "MODE=fast\n")
+    events = [
+        _event("Bash", {"command": "cat > config/new.py <<'EOF'\nTIMEOUT = 30\nEOF"}, root, agent="codex"),
+        _event(
+            "Bash",
+            {"command": "sed -i 's/^BURST_SIZE = 10$/BURST_SIZE = 20/' config/limits.py"},
+            root,
+            agent="codex",
+        ),
+        _event("Bash", {"command": "echo 'MODE=fast' > config/app.env"}, root, agent="codex"),
+        _event("Bash", {"command": "cat config/limits.py && pytest -q"}, root, agent="codex"),
+    ]
+    got = {(c.file, c.key): c.shown for c in turns.turn_claims(events, root)}
+    assert got == {
+        ("config/new.py", "TIMEOUT"): "30",
+        ("config/limits.py", "BURST_SIZE"): "20",
+        ("config/app.env", "MODE"): "fast",
+    }

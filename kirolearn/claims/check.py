@@ -67,8 +67,8 @@ def judge(claim: Claim, rel: str, data: bytes, secret: bytes | None = None) -> V
         held = sum(1 for d in claim.lines if d in present)
         if not claim.lines or held >= HOLDS_SHARE * len(claim.lines):
             return Verdict(CURRENT, path=rel, blob=blob)
-        if held == 0:
-            return Verdict(DELETED, path=rel, blob=blob, why="none of the lines it wrote are there")
+        if held == 0:  # the file is there, rewritten: changed (deleted is for what is gone)
+            return Verdict(CHANGED, path=rel, blob=blob, why="none of the lines it wrote are there")
         return Verdict(
             CHANGED,
             path=rel,

@@ -253,6 +253,8 @@ def show_command(record_id, json_):
         click.echo(t("cites " + ", ".join(rec["cites"]) + " (it repeats them: their marks are its marks)"))
     for claim in found.get("claims") or ():
         click.echo(t("claim: " + _claim_line(claim)))
+    if not found.get("claims") and found.get("status") == "live":
+        click.echo("claims: none (it wrote no file: talk, a question or a plan; nothing here can go stale)")
     click.echo("")
     from kirolearn.privacy.sanitize import quote
 

@@ -28,7 +28,17 @@ CLAIMS_PER_FILE = 40
 CLAIMS_PER_TURN = 120
 _RECORD_ID = re.compile(r"\bmr_[0-9A-HJKMNP-TV-Z]{26}\b")
 _FULL_KEYS = ("content", "file_text", "text", "contents")
-_NEW_KEYS = ("new_string", "new_str", "newString", "new_text", "newText")
+_NEW_KEYS = ("new_string", "new_str", "newString", "newStr", "new_text", "newText")
+# a shell command that writes a file: a heredoc into it, `sed -i`, an echo redirected into it
+_HEREDOC = re.compile(
+    r"(?:^|[;&|]\s*)(?:cat|tee)\b(?P<a>[^\n<]*?)<<-?\s*(['\"]?)(?P<tag>\w+)\2(?P<b>[^\n]*)\n(?P<body>.*?)\n(?P=tag)[ \t]*(?:\n|$)",
+    re.S,
+)
+_TARGET = re.compile(r"(?:(?P<op>>>?)\s*|\btee\s+(?:-a\s+)?)(?P<path>[\w./-]+)")
+_SED = re.compile(
+    r"\bsed\s+(?:-[a-zA-Z]*i[^\s]*|--in-place\S*)\s+(?:-e\s+)?(['\"])s(.)(.*?)\2(.*?)\2[gI0-9]*\1\s+([\w./-]+)"
+)
+_ECHO = re.compile(r"\b(?:echo|printf)\s+(['\"])(.*?)\1\s*(>>?)\s*([\w./-]+)")
 
 
 def _resolve(path: str, cwd: str, root: str) -> str | None:
@@ -68,11 +78,34 @@ def _patch_files(text: str) -> dict[str, tuple[bool, list[str]]]:
     return out
 
 
+def _shell_writes(command: str) -> list[tuple[str, str | None, list[str]]]:
+    """The files a shell command writes, read from its own syntax: a heredoc into a file (`cat >
+    f <<EOF`, `tee f <<EOF`), `sed -i 's/old/new/' f`, `echo 'x' > f`. Anything else writes
+    nothing here: a command's effects are not guessed."""
+    out: list[tuple[str, str | None, list[str]]] = []
+    for m in _HEREDOC.finditer(command):
+        target = _TARGET.search(m.group("a") + " " + m.group("b"))
+        if target:
+            body = m.group("body") + "\n"
+            whole = target.group("op") != ">>" and "-a" not in m.group("a").split()
+            out.append((target.group("path"), body if whole else None, [body]))
+    for m in _SED.finditer(command):
+        new = m.group(4).replace("\\" + m.group(2), m.group(2)).replace("\\n", "\n").replace("&", m.group(3))
+        out.append((m.group(5), None, [new.lstrip("^").rstrip("$")]))
+    for m in _ECHO.finditer(command):
+        text = m.group(2).replace("\\n", "\n") + "\n"
+        out.append((m.group(4), text if m.group(3) == ">" else None, [text]))
+    return out
+
+
 def _writes(event: dict) -> list[tuple[str, str | None, list[str]]]:
     """(path as given, the whole new text or None, the fragments it wrote) of one write call."""
     tool_input = event.get("tool_input")
     if not isinstance(tool_input, dict):
         return []
+    shell = extract.command_of(event)
+    if shell and "*** Begin Patch" not in shell:
+        return _shell_writes(shell)
     base = extract.tool_base(event.get("tool_name", ""))
     patch = tool_input.get("input") or tool_input.get("patch")
     if base == "apply_patch" or (isinstance(patch, str) and "*** Begin Patch" in patch):
