@@ -899,11 +899,11 @@ def uninstall_command(project, purge, dry_run, yes, agent):
     help="Also (or with --remove: also remove) the recall server as a user service (systemd, launchd).",
 )
 def schedule_command(every, kind, print_only, remove, recall_server):
-    """Run `kirolearn drain` periodically with the scheduler that works here: launchd on macOS, a systemd
-    user timer where `systemctl --user` reaches a user manager, else cron; when none does, it says so and
-    gives the `kirolearn drain --watch` line for a supervisor of your own.
+    """Run `kirolearn drain` periodically, with the scheduler that works here.
 
-    The drain's own lock keeps runs from overlapping. --remove without a flag removes every drain job
+    Without a flag: launchd on macOS, a systemd user timer where `systemctl --user` reaches a user
+    manager, else cron; when none does, it says so and gives the `kirolearn drain --watch` line for a
+    supervisor of your own. The drain's own lock keeps runs from overlapping. --remove without a flag removes every drain job
     installed. --recall-server adds `kirolearn serve-recall` as a service that stays up, so the prompt
     hook and `search` get the embedding model's answers.
     """
