@@ -172,7 +172,8 @@ def systemd_job(seconds: int) -> "list[Job]":
     )
     timer = (
         "[Unit]\nDescription=Run kirolearn drain periodically\n\n"
-        f"[Timer]\nOnBootSec=1min\nOnUnitActiveSec={seconds}s\nPersistent=true\n\n"
+        # OnActiveSec: a first run after install (OnUnitActiveSec counts from a run that never came)
+        f"[Timer]\nOnBootSec=1min\nOnActiveSec=1min\nOnUnitActiveSec={seconds}s\nPersistent=true\n\n"
         "[Install]\nWantedBy=timers.target\n"
     )
     return [
@@ -278,9 +279,10 @@ def _write(jobs: list) -> list:
 def install_recall_server(kind: str) -> str:
     """Install (or replace) and start the recall server's user service; returns a one-line report."""
     jobs = recall_server_jobs(kind)
-    if kind == "systemd" and systemd_problem():
+    why_not = systemd_problem() if kind == "systemd" else None
+    if why_not:
         raise ScheduleError(
-            f"cannot install the recall server's systemd unit: {systemd_problem()}",
+            f"cannot install the recall server's systemd unit: {why_not}",
             "keep `kirolearn drain --watch` running (it serves recall too)",
         )
     before = {j.path: _read(j.path) for j in jobs}
