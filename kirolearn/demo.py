@@ -140,27 +140,51 @@ def main(argv=None) -> int:
         import shutil
 
         shutil.rmtree(work, ignore_errors=True)
-    print(WHAT_NEXT)
+    print(what_next())
     return 0
 
 
-WHAT_NEXT = """
-== what next
-  kirolearn install                    wire the kirolearn agent and MCP server into ~/.kiro
-  kirolearn install --project DIR      also wire one project's .kiro/ files (hooks for every agent)
-  kirolearn schedule                   drain the spool in the background (or run `kirolearn drain --watch`)
-  kirolearn doctor                     check the wiring; `kirolearn status` shows what is stored
-  kirolearn context --session-start    what your next session will be told, from inside a project
-  kirolearn serve                      the web viewer of your memory (the demo's own: `make demo ARGS=--keep`,
-                                       or `python -m kirolearn.demo --keep`, prints the command)
-docs/install-and-agents.md has the details; `make test` runs the tests."""
+WHAT_NEXT = (
+    ("install", "wire the kirolearn agent and MCP server into ~/.kiro"),
+    ("install --project DIR", "also wire one project's .kiro/ files (hooks for every agent)"),
+    ("schedule", "drain the spool in the background (or run `{k} drain --watch`)"),
+    ("doctor", "check the wiring; `{k} status` shows what is stored"),
+    ("context --session-start", "what your next session will be told, from inside a project"),
+    ("serve", "the web viewer of your memory (the demo's own: `make demo ARGS=--keep`,"),
+    ("", "or `python -m kirolearn.demo --keep`, prints the command)"),
+)
+
+
+def kirolearn_command() -> str:
+    """How to type `kirolearn` here: the bare name when PATH finds this installation's, else its path
+    (`.venv/bin/kirolearn` after `make install`, relative to this folder when it is inside it)."""
+    import shutil
+
+    beside = os.path.join(os.path.dirname(sys.executable), "kirolearn")
+    found = shutil.which("kirolearn")
+    if not os.path.exists(beside) or (found and os.path.realpath(found) == os.path.realpath(beside)):
+        return "kirolearn"
+    relative = os.path.relpath(beside)
+    return relative if not relative.startswith(os.pardir) else beside
+
+
+def what_next(k: "str | None" = None) -> str:
+    """The demo's last lines: what to run next, naming `kirolearn` as it can be typed here."""
+    k = k or kirolearn_command()
+    width = max(len(f"{k} {args}") for args, _ in WHAT_NEXT) + 2
+    lines = ["", "== what next"]
+    for args, says in WHAT_NEXT:
+        typed = f"{k} {args}" if args else ""
+        lines.append(f"  {typed:<{width}} {says.format(k=k)}".rstrip())
+    lines.append("docs/install-and-agents.md has the details; `make test` runs the tests.")
+    return "\n".join(lines)
 
 
 def viewer_command(home: str) -> str:
     """The command that opens `kirolearn serve` on a kept demo home."""
     import shlex
 
-    return f"KIROLEARN_HOME={shlex.quote(home)} kirolearn serve"
+    return f"KIROLEARN_HOME={shlex.quote(home)} {shlex.quote(kirolearn_command())} serve"
 
 
 def _why_silent(call) -> str:

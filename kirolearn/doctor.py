@@ -163,8 +163,37 @@ def run_checks():
                 ),
             )
         else:
-            yield "OK", f"{agent}: kirolearn's MCP server is registered"
+            yield from _mcp_runs(agent, [e["path"] for e in wired if e["agent"] == agent and e.get("mcp")])
     yield from _wiring_clashes()
+
+
+def _mcp_runs(agent: str, files: "list[str]"):
+    """Start each distinct MCP command these files register, as the agent would, and ask `initialize`."""
+    from kirolearn.install import mcp_probe
+
+    seen, failed = set(), False
+    for path in files:
+        for command, args, env in mcp_probe.servers(path):
+            key = (command, tuple(args), tuple(sorted(env.items())))
+            if key in seen or not mcp_probe.resolve(command):  # not on this PATH: the wiring check says so
+                continue
+            seen.add(key)
+            why = mcp_probe.probe(command, args, env)
+            if why:
+                failed = True
+                yield (
+                    "FAIL",
+                    (
+                        f"{agent}: {path}: kirolearn's MCP server does not start: {why}, so the model cannot "
+                        f"search memory; re-run `kirolearn install --agent {agent}` (with the same --project) "
+                        "from the current installation"
+                    ),
+                )
+    if not failed:
+        yield (
+            "OK",
+            f"{agent}: kirolearn's MCP server is registered" + (" and answers `initialize`" if seen else ""),
+        )
 
 
 def missing_message(entry: dict) -> str:

@@ -183,36 +183,83 @@ def store_health(path: "str | None" = None) -> dict:
 
 
 def schedule_status() -> dict:
-    """Which drain job is installed: {"installed": bool | None, "kind": str | None, "detail": str}.
-
-    `installed` is None when it cannot be told (no crontab command, say).
-    """
+    """Which drain job is installed: {"installed": bool, "kind": str | None, "detail": str}."""
     import shutil
-    import subprocess
 
     from kirolearn.install import schedule
 
-    for job in schedule.systemd_job(60)[1:] + schedule.launchd_job(60):
-        if os.path.exists(job.path):
-            return {"installed": True, "kind": job.kind, "detail": job.path}
-    if shutil.which("crontab"):
-        try:
-            listing = subprocess.run(["crontab", "-l"], capture_output=True, text=True, timeout=10).stdout
-        except (OSError, subprocess.SubprocessError):
-            listing = None
-        if listing is not None:
-            if schedule.CRON_MARK in listing:
-                return {"installed": True, "kind": "cron", "detail": "crontab line"}
-            return {
-                "installed": False,
-                "kind": None,
-                "detail": "no drain job (systemd, launchd or cron) found",
-            }
+    found = schedule.installed_jobs()
+    if found:
+        kind, where = found[0]
+        return {"installed": True, "kind": kind, "detail": where}
     return {
         "installed": False,
         "kind": None,
-        "detail": "no systemd or launchd drain job found (and no crontab command to check cron)",
+        "detail": "no drain job (systemd, launchd or cron) found"
+        if shutil.which("crontab")
+        else "no systemd or launchd drain job found (and no crontab command to check cron)",
     }
+
+
+def note_scheduled_run() -> None:
+    """Record that the job `kirolearn schedule` installed started this drain (its environment says so)."""
+    from kirolearn.install import schedule
+
+    found = schedule.parse_scheduled(os.environ.get(schedule.SCHEDULED_ENV))
+    if found:
+        state.try_update(state.SCHEDULE, kind=found[0], every=found[1], ran_at=state.utc_now())
+
+
+def last_scheduled_run() -> dict:
+    """{kind, every, ran_at} of the last drain a scheduled job started ({} if none yet)."""
+    return state.read(state.SCHEDULE)
+
+
+SCHEDULE_GRACE_SECONDS = 60  # a job's start-up and the scheduler's own slack, beyond two intervals
+
+JOB_FIX = {
+    "systemd": "see `systemctl --user status kirolearn-drain.timer` (a timer needs a running user manager: "
+    "`loginctl enable-linger $USER`)",
+    "cron": "check that the cron daemon runs and read logs/drain.log",
+    "launchd": "see `launchctl list dev.kirolearn.pipeline.drain`",
+}
+
+
+def _job_checks(sched: dict, now: float):
+    """OK only for an installed job that has started a drain within two of its intervals."""
+    from kirolearn.core.isotime import iso_epoch
+
+    ran = last_scheduled_run()
+    at = iso_epoch(ran.get("ran_at") or "") if ran.get("kind") == sched["kind"] else None
+    every = int(ran.get("every") or 60)
+    where = f"{sched['kind']}: {sched['detail']}"
+    again = "then re-run `kirolearn schedule`, or keep `kirolearn drain --watch` running"
+    if at is None:
+        yield (
+            "WARN",
+            f"a drain job is installed ({where}) but has not run a drain yet: {JOB_FIX[sched['kind']]}; {again}",
+        )
+    elif now - at > 2 * every + SCHEDULE_GRACE_SECONDS:
+        yield (
+            "WARN",
+            (
+                f"a drain job is installed ({where}) but last ran a drain {_ago(now - at)} ago, "
+                f"though it runs every {every}s: {JOB_FIX[sched['kind']]}; {again}"
+            ),
+        )
+    else:
+        yield "OK", f"drain job installed ({where}), last ran {_ago(now - at)} ago"
+
+
+def _ago(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    return (
+        f"{seconds}s"
+        if seconds < 120
+        else f"{seconds // 60} min"
+        if seconds < 7200
+        else f"{seconds / 3600:.1f} h"
+    )
 
 
 def drain_checks(now: "float | None" = None):
@@ -223,7 +270,7 @@ def drain_checks(now: "float | None" = None):
     sched = schedule_status()
     running = drain_running()
     if sched["installed"]:
-        yield "OK", f"drain job installed ({sched['kind']}: {sched['detail']})"
+        yield from _job_checks(sched, now)
     elif running:
         yield "OK", "no drain job installed, but a drain is running now (e.g. `kirolearn drain --watch`)"
     else:

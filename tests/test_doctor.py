@@ -22,7 +22,9 @@ def test_doctor_reports_schedule_and_last_drain(home, filled):
     with open(timer.path, "w") as fh:
         fh.write(timer.content)
     report = json.loads(cli("doctor", "--json").stdout)
-    assert any("drain job installed (systemd" in c["message"] for c in report["checks"])
+    assert any(
+        c["level"] == "WARN" and "drain job is installed (systemd" in c["message"] for c in report["checks"]
+    )  # a timer that never ran a drain is not OK
 
 
 # --- what is wired, run as its agent runs it (issue #33) -------------------------------------------
@@ -45,7 +47,7 @@ def codex_installed():
 def test_doctor_counts_codex_config_toml_as_registering_the_mcp_server(home):
     codex_installed()
     lines = doctor_lines()
-    assert ("OK", "codex: kirolearn's MCP server is registered") in lines
+    assert ("OK", "codex: kirolearn's MCP server is registered and answers `initialize`") in lines
     assert not [m for _, m in lines if "no wired file registers" in m]
     assert all(level == "OK" for level, m in lines if "wired:" in m)  # the real hook program answered
 
@@ -100,3 +102,39 @@ def test_status_of_a_codex_only_user_has_no_kiro_warning(home):
     codex_installed()
     assert "not wired" not in cli("status").stdout
     assert not [m for _, m in doctor_lines() if "Kiro" in m and "wired" in m]
+
+
+# --- the MCP server, started as the agent starts it ------------------------------------------------
+
+
+def test_doctor_fails_naming_an_mcp_server_whose_interpreter_moved(home, tmp_path):
+    """A copy of kirolearn-mcp whose first line names a python that is gone (a moved venv): exit 127."""
+    import sys
+    from pathlib import Path
+
+    from conftest import hook_env, kl
+
+    claude = Path(os.environ["HOME"]) / ".claude"
+    claude.mkdir()
+    assert cli("install", "--agent", "claude-code", "--yes").returncode == 0
+    done = kl("doctor", "--json", env=hook_env())
+    checks = [(c["level"], c["message"]) for c in json.loads(done.stdout)["checks"]]
+    assert ("OK", "claude-code: kirolearn's MCP server is registered and answers `initialize`") in checks
+    wired = [p for p in (Path(os.environ["HOME"]) / ".claude.json", claude / "settings.json") if p.exists()]
+    (config,) = [p for p in wired if "kirolearn-mcp" in p.read_text()]
+    real = str(Path(sys.executable).parent / "kirolearn-mcp")
+    moved = tmp_path / "old venv" / "bin" / "kirolearn-mcp"  # a space, on purpose
+    moved.parent.mkdir(parents=True)
+    script = Path(real).read_text().split("\n", 1)[1]
+    moved.write_text(f"#!{tmp_path}/gone/bin/python3\n{script}")
+    moved.chmod(0o755)
+    assert real in config.read_text()
+    config.write_text(config.read_text().replace(real, str(moved)))
+    done = kl("doctor", "--json", env=hook_env())
+    assert done.returncode == 1
+    (failure,) = [
+        c["message"] for c in json.loads(done.stdout)["checks"] if "MCP server does not start" in c["message"]
+    ]
+    assert str(moved) in failure and f"{tmp_path}/gone/bin/python3" in failure and "does not exist" in failure
+    assert "kirolearn install --agent claude-code" in failure
+    assert not [c for c in json.loads(done.stdout)["checks"] if "answers `initialize`" in c["message"]]

@@ -388,12 +388,16 @@ def test_schedule_texts(home, monkeypatch):
     with pytest.raises(schedule.ScheduleError, match="use a number with s, m or h"):
         schedule.parse_every("often")
     drain = " ".join(schedule.drain_argv())
-    assert schedule.cron_line(300).startswith(f"*/5 * * * * KIROLEARN_HOME={home} {drain} >>")
+    assert schedule.cron_line(300).startswith(
+        f"*/5 * * * * KIROLEARN_HOME={home} KIROLEARN_SCHEDULED=cron:300 {drain} >>"
+    )
     service, timer = schedule.systemd_job(120)
     assert f"ExecStart={drain}" in service.content and "Type=oneshot" in service.content
+    assert 'Environment="KIROLEARN_SCHEDULED=systemd:120"' in service.content
     assert "OnUnitActiveSec=120s" in timer.content and "WantedBy=timers.target" in timer.content
     (plist,) = schedule.launchd_job(600)
     assert "<integer>600</integer>" in plist.content and "<string>drain</string>" in plist.content
+    assert "<key>KIROLEARN_SCHEDULED</key><string>launchd:600</string>" in plist.content
     result = run("schedule", "--every", "10m", "--launchd", "--print")
     assert "dev.kirolearn.pipeline.drain" in result.output
 

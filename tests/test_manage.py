@@ -627,3 +627,42 @@ def test_forget_and_purge_take_the_text_out_of_the_neighbours_too(here, make_eve
     js("forget", "--purge", "--yes")
     assert marker.encode() not in _file_bytes(home)
     assert marker not in run("export").stdout
+
+
+def test_the_text_of_list_shows_each_records_marks(here, add_record):
+    """`kirolearn list`, the console script: superseded, merged and freshness marks, as `show` has them."""
+    from kirolearn.store.backends import open_store
+
+    old = add_record(here, "Use port 8080 for the API")
+    new = add_record(here, "Use port 9090 for the API")
+    twin = add_record(here, "Run the linter before pushing")
+    kept = add_record(here, "Run the linter before every push")
+    moved = add_record(here, "Config lives in settings.toml")
+    plain = add_record(here, "The cache is warmed at start")
+    store = open_store()
+    assert store.set_mark(old, "superseded_by", new, actor="test", reason="port changed")
+    assert store.set_mark(twin, "merged_into", kept, actor="test", reason="identical work")
+    store.set_marks([{"record_id": moved, "freshness": "deleted", "reason": "file gone"}], actor="test")
+    store.close()
+    lines = {line.split()[0]: line for line in kirolearn_list(here).splitlines()}
+    assert f"(superseded by {new})" in lines[old]
+    assert f"(merged into {kept})" in lines[twin]
+    assert "(file deleted)" in lines[moved]
+    assert "(" not in lines[plain].split("]", 1)[1]
+
+
+def kirolearn_list(cwd):
+    import subprocess
+
+    from conftest import KIROLEARN, hook_env
+
+    done = subprocess.run(
+        [KIROLEARN, "list", "--limit", "50"],
+        env=hook_env(),
+        cwd=str(cwd),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout

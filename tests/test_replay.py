@@ -80,7 +80,8 @@ def test_demo_keep_prints_how_to_open_the_viewer_on_its_data(capsys, monkeypatch
     out = capsys.readouterr().out
     line = next(line for line in out.splitlines() if "open the viewer on this demo's memory:" in line)
     words = shlex.split(line.split("memory:", 1)[1])
-    assert words[0].startswith("KIROLEARN_HOME=") and words[1:] == ["kirolearn", "serve"]
+    assert words[0].startswith("KIROLEARN_HOME=") and os.path.basename(words[1]) == "kirolearn"
+    assert words[2:] == ["serve"]
     kept = words[0].split("=", 1)[1]
     try:
         assert os.path.exists(os.path.join(kept, "kirolearn.db"))
@@ -103,3 +104,26 @@ def test_the_viewer_empty_state_names_every_agent(home):
     assert all(
         name in page for name in ("Kiro", "Claude Code", "Codex", "Copilot", "Gemini", "opencode", "Cursor")
     )
+
+
+@pytest.mark.parametrize("on_path", [False, True])
+def test_what_next_names_kirolearn_as_it_can_be_typed_here(on_path):
+    """After `make demo` in a checkout, `kirolearn` is only in .venv/bin unless PATH has it."""
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(demo.__file__)))
+    venv_bin = os.path.dirname(sys.executable)
+    path = os.pathsep.join(([venv_bin] if on_path else []) + ["/usr/bin", "/bin"])
+    done = subprocess.run(
+        [sys.executable, "-c", "from kirolearn import demo; print(demo.what_next())"],
+        env={**os.environ, "PATH": path},
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    typed = "kirolearn" if on_path else os.path.relpath(os.path.join(venv_bin, "kirolearn"), root)
+    assert f"\n  {typed} install " in done.stdout and f"`{typed} drain --watch`" in done.stdout
+    if not on_path:
+        assert "\n  kirolearn install" not in done.stdout

@@ -567,3 +567,29 @@ def test_a_drain_releases_the_spool_and_syncs_the_team_before_it_embeds(
     assert order == ["release", "sync", ("embed", drain.EMBED_SECONDS)]
     stats, _db = drain_now(flush=True)
     assert order[-1] == ("embed", None)  # --flush: every vector now
+
+
+def test_a_restored_record_gets_its_vector_back_at_once(project, wordllama, drain_now):
+    """`kirolearn restore`, the console script: the record is searchable by meaning again and doctor
+    reports no record without a vector, without waiting for the next drain."""
+    from conftest import hook_env, kl
+
+    spool_turn(project, "s1", "the export job fails with database is locked", "switched SQLite to WAL mode")
+    spool_turn(project, "s2", "a turn of another session")
+    stats, db = drain_now(flush=True)
+    assert stats.records_embedded == 2
+    (rid,) = [
+        r["record_id"]
+        for r in db.query("select record_id from memory_records where title like 'the export%'")
+    ]
+
+    def vectors():
+        return {r["record_id"] for r in db.query("select record_id from record_vectors")}
+
+    env = hook_env()
+    assert kl("forget", rid, "--yes", env=env).returncode == 0
+    done = kl("restore", rid, env=env)
+    assert done.returncode == 0, done.stderr
+    assert rid in vectors()
+    report = json.loads(kl("doctor", "--json", env=env).stdout)
+    assert not [c for c in report["checks"] if "vector yet" in c["message"]], report["checks"]

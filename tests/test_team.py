@@ -501,3 +501,24 @@ def test_doctor_warns_about_sharing_only_with_a_team_store(tmp_path, monkeypatch
     projects.forget_cached_ids()
     ((level, message),) = team_lines()
     assert level == "WARN" and "its git remote changed since" in message and str(shop) in message
+
+
+def test_with_no_user_variable_the_actor_is_the_login_name_of_the_passwd_entry(project):
+    """A cron job or a container's `env -i`: no USER, LOGNAME or USERNAME; the real hook and drain."""
+    import pwd
+
+    from conftest import hook_env, kl, run_hook
+
+    env = {k: v for k, v in hook_env().items() if k not in ("USER", "LOGNAME", "USERNAME")}
+    for payload in (
+        {"hook_event_name": "userPromptSubmit", "prompt": "fix the flaky test"},
+        {"hook_event_name": "stop", "assistant_response": "the flaky test waited on a timer"},
+    ):
+        payload.update(cwd=str(project), session_id="s-nouser")
+        assert run_hook([], json.dumps(payload).encode(), env=env, cwd=str(project)).returncode == 0
+    assert kl("drain", "--flush", env=env).returncode == 0
+    login = pwd.getpwuid(os.getuid()).pw_name
+    (record,) = json.loads(kl("list", "--json", "--project", str(project), env=env).stdout)
+    assert record["actor"] == login != "unknown"
+    shown = kl("show", record["record_id"], env=env).stdout
+    assert f"by {login} on" in shown

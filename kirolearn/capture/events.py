@@ -138,7 +138,7 @@ def build_event(
         "project_global": is_global,
         "received_at": utc_iso(now),
         "client_version": __version__,
-        "actor": identity.env_user(env) or "unknown",
+        "actor": identity.event_user(env),
         "host": identity.this_host(env),
     }
     _copy_fields(event, kind, payload, env)

@@ -87,6 +87,9 @@ def drain_command(watch, flush, json_, no_recall_server):
     if watch and flush:
         raise click.UsageError("--flush applies to a single drain; drop it or --watch")
     _own_drain_log()
+    from kirolearn import health
+
+    health.note_scheduled_run()  # a run of `kirolearn schedule`'s job: doctor's proof that it fires
     bars = for_hand_run(watch)  # a person at a terminal: the spool and the backfills show their progress
     stored = None
 
@@ -896,31 +899,53 @@ def uninstall_command(project, purge, dry_run, yes, agent):
     help="Also (or with --remove: also remove) the recall server as a user service (systemd, launchd).",
 )
 def schedule_command(every, kind, print_only, remove, recall_server):
-    """Run `kirolearn drain` periodically (default: launchd on macOS, systemd where it runs, else cron).
+    """Run `kirolearn drain` periodically, with the scheduler that works here.
 
-    The drain's own lock keeps runs from overlapping. --recall-server adds `kirolearn serve-recall`
-    as a service that stays up, so the prompt hook and `search` get the embedding model's answers.
+    Without a flag: launchd on macOS, a systemd user timer where `systemctl --user` reaches a user
+    manager, else cron; when none does, it says so and gives the `kirolearn drain --watch` line for a
+    supervisor of your own. The drain's own lock keeps runs from overlapping. --remove without a flag removes every drain job
+    installed. --recall-server adds `kirolearn serve-recall` as a service that stays up, so the prompt
+    hook and `search` get the embedding model's answers.
     """
     from kirolearn.install import schedule
 
-    kind = kind or schedule.default_kind()
     if recall_server:
         if print_only:
-            for job in schedule.recall_server_jobs(kind):
+            for job in schedule.recall_server_jobs(kind or _printable_kind(schedule)):
                 click.echo(f"# {job.path}\n{job.content}")
-        else:
+        elif remove:
+            kinds = [kind] if kind else schedule.installed_recall_server()
             click.echo(
-                schedule.remove_recall_server(kind) if remove else schedule.install_recall_server(kind)
+                "\n".join(schedule.remove_recall_server(k) for k in kinds)
+                or "no recall server service installed: nothing to remove"
             )
-    seconds = schedule.parse_every(every, kind)
+        else:
+            click.echo(schedule.install_recall_server(kind or schedule.default_kind()))
+    if remove and not print_only:
+        click.echo(schedule.remove_job(kind))
+        return
     if print_only:
+        kind = kind or _printable_kind(schedule)
+        seconds = schedule.parse_every(every, kind)
         if kind == "cron":
             click.echo(schedule.cron_line(seconds))
         else:
             for job in schedule.systemd_job(seconds) if kind == "systemd" else schedule.launchd_job(seconds):
                 click.echo(f"# {job.path}\n{job.content}")
         return
-    click.echo(schedule.remove_job(kind) if remove else schedule.install_job(kind, seconds))
+    kind = kind or schedule.default_kind()
+    seconds = schedule.parse_every(every, kind)
+    click.echo(schedule.install_job(kind, seconds))
+
+
+def _printable_kind(schedule) -> str:
+    """--print without a flag: the scheduler that works here, else the crontab line (text to adapt)."""
+    from kirolearn.core.errors import ScheduleError
+
+    try:
+        return schedule.default_kind()
+    except ScheduleError:
+        return "cron"
 
 
 @cli.command(name="scan")

@@ -82,11 +82,20 @@ def _echo_json(value):
 
 
 def _line(record, *, with_project=False) -> str:
+    from kirolearn.core import marks
     from kirolearn.manage.records import terminal
 
     when = (record.get("created_at") or "")[:16].replace("T", " ")
     kind = kind_label(record["observation_type"], record.get("strategy"))
     text = f"{record['record_id']}  {when}  [{kind}] {' '.join(record['title'].split())}"
+    notes = [
+        f"{label} {record[mark]}"
+        for mark, label in (("superseded_by", "superseded by"), ("merged_into", "merged into"))
+        if record.get(mark)
+    ]
+    notes += marks.labels(record.get("freshness"), record.get("outcome"))
+    if notes:  # the marks `show` and the context block carry, so a marked record does not read as current
+        text += f"  ({'; '.join(notes)})"
     if with_project:
         text += f"  · {record['project_root']}"
     return terminal(text)

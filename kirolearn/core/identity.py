@@ -20,17 +20,15 @@ def env_user(env) -> "str | None":
 def os_user() -> str:
     """The OS user running this process: USER, LOGNAME or USERNAME, else its passwd entry.
 
-    The hook records the variables only (`env_user`, else "unknown"): getpass would cost it imports.
+    The hook calls `event_user` (the variables, else the passwd entry): getpass would cost it imports.
     """
-    user = env_user(os.environ)
-    if user:
-        return user
-    try:
-        import getpass
+    return event_user(os.environ)
 
-        return getpass.getuser()[:128]
-    except Exception:  # no such variable and no passwd entry (a container's random uid)
-        return "unknown"
+
+def event_user(env) -> str:
+    """The user an event names: USER, LOGNAME or USERNAME in `env`, else the login name of this process's
+    passwd entry (a cron job, a container, `env -i`), else "unknown" (a random uid with no entry)."""
+    return env_user(env) or passwd_user()[:128] or "unknown"
 
 
 def passwd_user() -> str:

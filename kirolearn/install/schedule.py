@@ -83,13 +83,64 @@ def _kirolearn_exe() -> str:
     return os.path.abspath(exe)
 
 
+BUS_SECONDS = 5  # `systemctl --user` answers in milliseconds when a user manager runs
+
+
+def systemd_problem() -> "str | None":
+    """Why `systemctl --user` cannot run a timer here (no systemctl, no user bus), or None."""
+    if not shutil.which("systemctl"):
+        return "systemctl is not installed"
+    try:
+        done = subprocess.run(
+            ["systemctl", "--user", "show-environment"],
+            capture_output=True,
+            text=True,
+            timeout=BUS_SECONDS,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"`systemctl --user` does not answer ({type(exc).__name__})"
+    if done.returncode != 0:
+        said = (done.stderr or done.stdout).strip().splitlines()
+        return f"`systemctl --user` cannot reach a user manager ({said[-1][:200] if said else 'no output'})"
+    return None
+
+
+def supervisor_line() -> str:
+    """The command a user's own supervisor (or a terminal) keeps running instead of a schedule."""
+    env = "".join(f"{k}={shlex.quote(v)} " for k, v in _env().items())
+    return env + " ".join(shlex.quote(a) for a in [_kirolearn_exe(), "drain", "--watch"])
+
+
 def default_kind() -> str:
-    """launchd on macOS, systemd where a user manager runs, else cron."""
-    if sys.platform == "darwin":
+    """The scheduler that works here: launchd on macOS, a systemd user timer where `systemctl --user`
+    reaches a user manager, else cron where crontab exists; ScheduleError when none does."""
+    if sys.platform == "darwin" and shutil.which("launchctl"):
         return "launchd"
-    if shutil.which("systemctl") and os.environ.get("XDG_RUNTIME_DIR"):
+    why_not = systemd_problem()
+    if why_not is None:
         return "systemd"
-    return "cron"
+    if shutil.which("crontab"):
+        return "cron"
+    raise ScheduleError(
+        f"no scheduler works here: {why_not}, and crontab is not installed",
+        "keep `kirolearn drain --watch` running (a terminal, tmux), or have your own supervisor run: "
+        + supervisor_line(),
+    )
+
+
+SCHEDULED_ENV = "KIROLEARN_SCHEDULED"  # set by the job: "KIND:SECONDS", so a drain knows the schedule ran it
+
+
+def scheduled_env(kind: str, seconds: int) -> dict:
+    """The job's environment: kirolearn's home, and the mark a scheduled drain records."""
+    return {**_env(), SCHEDULED_ENV: f"{kind}:{seconds}"}
+
+
+def parse_scheduled(value: "str | None") -> "tuple[str, int] | None":
+    """(kind, seconds) from a job's KIROLEARN_SCHEDULED value, None if it is not one."""
+    kind, _, seconds = (value or "").partition(":")
+    return (kind, int(seconds)) if kind in ("systemd", "cron", "launchd") and seconds.isdigit() else None
 
 
 @dataclass
@@ -112,14 +163,17 @@ def _systemd_escape(value: str) -> str:
 def systemd_job(seconds: int) -> "list[Job]":
     """The service and timer units."""
     unit_dir = os.path.join(os.path.expanduser("~"), ".config", "systemd", "user")
-    env = "".join(f'Environment="{k}={_systemd_escape(v)}"\n' for k, v in _env().items())
+    env = "".join(
+        f'Environment="{k}={_systemd_escape(v)}"\n' for k, v in scheduled_env("systemd", seconds).items()
+    )
     service = (
         "[Unit]\nDescription=kirolearn: drain the Kiro event spool into memory\n\n"
         f"[Service]\nType=oneshot\n{env}ExecStart={' '.join(shlex.quote(a) for a in drain_argv())}\n"
     )
     timer = (
         "[Unit]\nDescription=Run kirolearn drain periodically\n\n"
-        f"[Timer]\nOnBootSec=1min\nOnUnitActiveSec={seconds}s\nPersistent=true\n\n"
+        # OnActiveSec: a first run after install (OnUnitActiveSec counts from a run that never came)
+        f"[Timer]\nOnBootSec=1min\nOnActiveSec=1min\nOnUnitActiveSec={seconds}s\nPersistent=true\n\n"
         "[Install]\nWantedBy=timers.target\n"
     )
     return [
@@ -144,17 +198,20 @@ def cron_line(seconds: int) -> str:
         if hours == 1
         else f"0 */{hours} * * *"
     )
-    env = "".join(f"{k}={shlex.quote(v)} " for k, v in _env().items())
+    env = "".join(f"{k}={shlex.quote(v)} " for k, v in scheduled_env("cron", seconds).items())
     log = shlex.quote(os.path.join(paths.logs_dir(), "drain.log"))
     return f"{when} {env}{' '.join(shlex.quote(a) for a in drain_argv())} >>{log} 2>&1 {CRON_MARK}"
 
 
-def _launchd_plist(label: str, argv: "list[str]", keys: str) -> "Job":
+def _launchd_plist(label: str, argv: "list[str]", keys: str, environment: "dict | None" = None) -> "Job":
     """A launchd agent running `argv` under `label`, with kirolearn's environment and the given keys."""
     from xml.sax.saxutils import escape
 
     args = "".join(f"    <string>{escape(a)}</string>\n" for a in argv)
-    env = "".join(f"    <key>{escape(k)}</key><string>{escape(v)}</string>\n" for k, v in _env().items())
+    env = "".join(
+        f"    <key>{escape(k)}</key><string>{escape(v)}</string>\n"
+        for k, v in (_env() if environment is None else environment).items()
+    )
     plist = (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
         '<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">\n'
@@ -176,6 +233,7 @@ def launchd_job(seconds: int) -> "list[Job]":
             LAUNCHD_LABEL,
             drain_argv(),
             f"  <key>StartInterval</key><integer>{seconds}</integer>\n  <key>RunAtLoad</key><true/>\n",
+            scheduled_env("launchd", seconds),
         )
     ]
 
@@ -220,24 +278,46 @@ def _write(jobs: list) -> list:
 
 def install_recall_server(kind: str) -> str:
     """Install (or replace) and start the recall server's user service; returns a one-line report."""
-    (job,) = _write(recall_server_jobs(kind))
-    if kind == "systemd":
-        _run(["systemctl", "--user", "daemon-reload"])
-        _run(["systemctl", "--user", "enable", "--now", f"{RECALL_UNIT}.service"])
-        _run(["systemctl", "--user", "restart", f"{RECALL_UNIT}.service"])  # a new kirolearn: the new code
-        return f"systemd: started {RECALL_UNIT}.service; see `systemctl --user status {RECALL_UNIT}`"
+    jobs = recall_server_jobs(kind)
+    why_not = systemd_problem() if kind == "systemd" else None
+    if why_not:
+        raise ScheduleError(
+            f"cannot install the recall server's systemd unit: {why_not}",
+            "keep `kirolearn drain --watch` running (it serves recall too)",
+        )
+    before = {j.path: _read(j.path) for j in jobs}
+    (job,) = _write(jobs)
     try:
-        _run(["launchctl", "unload", job.path])
-    except ScheduleError:
-        pass  # not loaded yet
-    _run(["launchctl", "load", "-w", job.path])
-    return f"launchd: loaded {job.path}"
+        if kind == "systemd":
+            _run(["systemctl", "--user", "daemon-reload"])
+            _run(["systemctl", "--user", "enable", "--now", f"{RECALL_UNIT}.service"])
+            _run(
+                ["systemctl", "--user", "restart", f"{RECALL_UNIT}.service"]
+            )  # a new kirolearn: the new code
+            return f"systemd: started {RECALL_UNIT}.service; see `systemctl --user status {RECALL_UNIT}`"
+        try:
+            _run(["launchctl", "unload", job.path])
+        except ScheduleError:
+            pass  # not loaded yet
+        _run(["launchctl", "load", "-w", job.path])
+        return f"launchd: loaded {job.path}"
+    except ScheduleError as exc:
+        _restore(before)
+        raise ScheduleError(
+            f"{exc.args[0]} (the service's file was removed again)",
+            "keep `kirolearn drain --watch` running (it serves recall too)",
+        ) from None
+
+
+def installed_recall_server() -> "list[str]":
+    """The kinds whose recall server service file is installed here."""
+    return [k for k in ("systemd", "launchd") if os.path.exists(recall_server_jobs(k)[0].path)]
 
 
 def remove_recall_server(kind: str) -> str:
     """Stop and remove the recall server's user service; returns a one-line report."""
     (job,) = recall_server_jobs(kind)
-    if kind == "systemd":
+    if kind == "systemd" and not systemd_problem():
         try:
             _run(["systemctl", "--user", "disable", "--now", f"{RECALL_UNIT}.service"])
         except ScheduleError:
@@ -259,9 +339,13 @@ def _run(argv: "list[str]", stdin: "str | None" = None) -> str:
     try:
         result = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=30)
     except FileNotFoundError:
-        others = [o for p, o in OPTION_OF.items() if p != argv[0] and shutil.which(p)]
-        fix = (f"try {' or '.join(others)}, " if others else "") + "or keep `kirolearn drain --watch` running"
-        raise ScheduleError(f"{argv[0]} is not installed", fix) from None
+        raise ScheduleError(
+            f"{argv[0]} is not installed", _instead(OPTION_OF.get(argv[0], "--")[2:])
+        ) from None
+    except subprocess.TimeoutExpired:
+        raise ScheduleError(
+            f"`{' '.join(argv)}` did not answer in 30 s", _instead(OPTION_OF.get(argv[0], "--")[2:])
+        ) from None
     if result.returncode != 0:
         raise ScheduleError(f"`{' '.join(argv)}` failed: {(result.stderr or result.stdout).strip()}")
     return result.stdout
@@ -279,31 +363,107 @@ def _crontab_without_ours() -> "list[str]":
 
 
 def install_job(kind: str, seconds: int) -> str:
-    """Install (or replace) the drain job; returns a one-line report."""
+    """Install (or replace) the drain job; returns a one-line report. A job the scheduler refuses
+    leaves nothing behind: its files are removed again."""
     if kind == "cron":
         os.close(paths.open_log("drain.log"))  # the line appends to logs/drain.log: 0600, not the umask's
         lines = _crontab_without_ours() + [cron_line(seconds)]
         _run(["crontab", "-"], "\n".join(lines) + "\n")
         return "crontab: added " + lines[-1]
-    jobs = _write(systemd_job(seconds) if kind == "systemd" else launchd_job(seconds))
     if kind == "systemd":
-        _run(["systemctl", "--user", "daemon-reload"])
-        _run(["systemctl", "--user", "enable", "--now", f"{UNIT}.timer"])
-        return f"systemd: enabled {UNIT}.timer (every {seconds}s); see `systemctl --user list-timers`"
-    _run(["launchctl", "load", "-w", jobs[0].path])
-    return f"launchd: loaded {jobs[0].path}"
+        why_not = systemd_problem()
+        if why_not:  # checked first: the unit files would only sit there, never run
+            raise ScheduleError(
+                f"cannot install a systemd timer: {why_not}",
+                _instead("systemd"),
+            )
+    jobs = systemd_job(seconds) if kind == "systemd" else launchd_job(seconds)
+    before = {job.path: _read(job.path) for job in jobs}
+    _write(jobs)
+    try:
+        if kind == "systemd":
+            _run(["systemctl", "--user", "daemon-reload"])
+            _run(["systemctl", "--user", "enable", "--now", f"{UNIT}.timer"])
+            return f"systemd: enabled {UNIT}.timer (every {seconds}s); see `systemctl --user list-timers`"
+        _run(["launchctl", "load", "-w", jobs[0].path])
+        return f"launchd: loaded {jobs[0].path}"
+    except ScheduleError as exc:
+        _restore(before)
+        raise ScheduleError(f"{exc.args[0]} (the job's files were removed again)", _instead(kind)) from None
 
 
-def remove_job(kind: str) -> str:
-    """Remove the drain job; returns a one-line report."""
+def _read(path: str) -> "str | None":
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def _restore(before: dict) -> None:
+    """Put each file back as it was before a failed install (removed if it was not there)."""
+    for path, text in before.items():
+        try:
+            if text is None:
+                os.remove(path)
+            else:
+                with open(path, "w", encoding="utf-8") as fh:
+                    fh.write(text)
+        except OSError:
+            pass
+
+
+def _instead(failed: str) -> str:
+    """What to do when `failed` cannot schedule the drain here."""
+    others = [o for p, o in OPTION_OF.items() if o != f"--{failed}" and shutil.which(p)]
+    if "--systemd" in others and systemd_problem():
+        others.remove("--systemd")
+    if "--launchd" in others and sys.platform != "darwin":
+        others.remove("--launchd")
+    return (
+        (f"try {' or '.join(others)}, or " if others else "")
+        + "keep `kirolearn drain --watch` running, or have your own supervisor run: "
+        + supervisor_line()
+    )
+
+
+def installed_jobs() -> "list[tuple[str, str]]":
+    """Each drain job installed here, as (kind, where): unit or plist files, and our crontab line.
+
+    The crontab is read only when crontab exists (bounded by a timeout)."""
+    found = [
+        (job.kind, job.path) for job in systemd_job(60)[1:] + launchd_job(60) if os.path.exists(job.path)
+    ]
+    if os.path.exists(systemd_job(60)[0].path) and not any(k == "systemd" for k, _ in found):
+        found.insert(0, ("systemd", systemd_job(60)[0].path))
+    if shutil.which("crontab"):
+        try:
+            listing = subprocess.run(
+                ["crontab", "-l"], capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL
+            ).stdout
+        except (OSError, subprocess.SubprocessError):
+            listing = ""
+        if CRON_MARK in listing:
+            found.append(("cron", "crontab line"))
+    return found
+
+
+def remove_job(kind: "str | None") -> str:
+    """Remove the drain job (with no kind: every one installed); returns the report."""
+    if kind is None:
+        kinds = list(dict.fromkeys(k for k, _ in installed_jobs()))
+        if not kinds:
+            return "no drain job installed (systemd, launchd or cron): nothing to remove"
+        return "\n".join(remove_job(k) for k in kinds)
     if kind == "cron":
         _run(["crontab", "-"], "\n".join(_crontab_without_ours()) + "\n")
         return "crontab: kirolearn line removed"
     if kind == "systemd":
-        try:
-            _run(["systemctl", "--user", "disable", "--now", f"{UNIT}.timer"])
-        except ScheduleError:
-            pass  # not enabled: removing the files is enough
+        if not systemd_problem():
+            try:
+                _run(["systemctl", "--user", "disable", "--now", f"{UNIT}.timer"])
+            except ScheduleError:
+                pass  # not enabled: removing the files is enough
         for job in systemd_job(60):
             if os.path.exists(job.path):
                 os.remove(job.path)

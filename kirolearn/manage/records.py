@@ -472,6 +472,8 @@ def restore(record_ids, *, actor: str = "cli", store=None) -> "list[dict]":
     restored, purged = store.restore(record_ids, actor=actor)
     restored = done + restored
     _rederive(store, restored)
+    if restored:
+        _embed_now(store)
     if purged:
         raise ManageError(
             f"record(s) {', '.join(purged)} were purged: their text is gone for good",
@@ -487,6 +489,28 @@ def _rederive(store, records) -> None:
     from kirolearn.recall.semantic import enrich_sessions
 
     enrich_sessions(store, [(r["project_id"], r["session_id"]) for r in records])
+
+
+RESTORE_EMBED_SECONDS = 5.0  # a restore embeds what it brought back (new records first), not a backfill
+
+
+def _embed_now(store) -> None:
+    """Give restored records their vectors at once, when the embedding model is on and loads: search
+    finds them by meaning, and doctor has no missing vector to report (else the next drain adds them)."""
+    from kirolearn.settings import SettingsError, load
+
+    derived = store.derived()
+    if derived is None:
+        return
+    try:
+        conf = load()
+    except SettingsError:
+        return  # the drain reports the config
+    if conf.embeddings.model.strip().lower() in ("", "none", "off"):
+        return
+    from kirolearn.recall import semantic
+
+    semantic.index_with_settings(derived, conf, seconds=RESTORE_EMBED_SECONDS)  # why not: the drain says
 
 
 def purge(record_ids=None, *, older_than: "str | None" = None, actor: str = "cli", store=None) -> dict:

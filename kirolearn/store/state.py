@@ -5,6 +5,7 @@ beside it, one small JSON file each (0600, replaced atomically):
 - `store.json`: the database was created here and how much it held at the
   last drain, so a missing or 0-byte kirolearn.db reads as "lost", not "new";
 - `drain.json`: when the last drain started and finished, and its error;
+- `schedule.json`: when the job `kirolearn schedule` installed last started a drain, and its interval;
 - `model.json`: the model's consecutive failures across drains (the breaker);
 - `check.json`: when the drain last ran the store's integrity check, how many passes took
   events in since, and whether a pass that takes events in is under way (one that never
@@ -25,6 +26,7 @@ from kirolearn.core import isotime, paths
 STORE = "store"
 DRAIN = "drain"
 MODEL = "model"
+SCHEDULE = "schedule"  # the last drain the scheduled job started: its kind, interval and time
 CHECK = "check"  # the drain's integrity-check schedule (Drainer.check_due)
 
 
