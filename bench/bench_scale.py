@@ -162,7 +162,8 @@ def spool_turns(project: str, count: int, tag: str) -> None:
                 "postToolUse",
                 {
                     "tool_name": "shell",
-                    "tool_input": {"command": f"make export-{t}"},
+                    # new work: a command no earlier pass ran (the same one again merges)
+                    "tool_input": {"command": f"make export-{tag}-{t}"},
                     "tool_response": "ok " * 40,
                 },
             ),

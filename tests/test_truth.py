@@ -489,3 +489,22 @@ def test_an_answer_that_repeats_what_the_hook_showed_cites_it(project):
     records = listed(project)
     assert records["what is UPLOAD_RETRIES set to?"]["cites"] == [first]
     assert records["what does the upload retry loop do?"]["cites"] == []  # shown nothing, says no key
+
+
+def test_writes_drained_together_supersede_the_older_values_with_the_newest(project):
+    """One drain of a day's turns: the older claims read changed at once, and the newest holds."""
+    for value in (3, 7, 9):
+        turn(
+            project,
+            "d1",
+            f"set RETRIES to {value}",
+            f"RETRIES = {value}.",
+            write=("config/retry.py", f"RETRIES = {value}\n"),
+        )
+    stats = drain()
+    records = listed(project)
+    newest = records["set RETRIES to 9"]["record_id"]
+    assert stats["superseded"] == 2
+    assert records["set RETRIES to 3"]["superseded_by"] == newest
+    assert records["set RETRIES to 7"]["superseded_by"] == newest
+    assert records["set RETRIES to 9"]["superseded_by"] is None

@@ -100,8 +100,8 @@ def supersede(store: Store, new: dict, *, log=None) -> list[list[str]]:
     states = []
     for old in olders:
         claim = by_identity.get((old["file"], old["kind"], old["key"]))
-        if claim is None or old["digest"] == claim["digest"] or old.get("state") in ("changed", "deleted"):
-            continue  # the same value again changes nothing
+        if claim is None or old["digest"] == claim["digest"] or old.get("by_record"):
+            continue  # the same value again changes nothing; a change already has its record
         why = f"{_described(claim)} (was {old.get('shown') or '?'}) by {new['record_id']}"
         states.append(
             {
