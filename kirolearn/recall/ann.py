@@ -29,7 +29,7 @@ import os
 import re
 import time
 
-from kirolearn.core import crashpoint
+from kirolearn.core import crashpoint, envnum
 from kirolearn.core.paths import ensure_private_dir
 
 log = logging.getLogger("kirolearn.recall.ann")
@@ -58,10 +58,7 @@ FORMAT = 1
 
 def threshold() -> int:
     """THRESHOLD, or $KIROLEARN_ANN_THRESHOLD when it holds a whole number."""
-    try:
-        return max(0, int(os.environ.get(THRESHOLD_ENV, "")))
-    except ValueError:
-        return THRESHOLD
+    return envnum.number(THRESHOLD_ENV, THRESHOLD, 0, 1 << 62, integer=True)
 
 
 def available() -> bool:
