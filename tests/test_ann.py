@@ -304,6 +304,29 @@ def test_an_untrusted_sidecar_is_scanned_around_and_the_next_drain_rebuilds_it(
     assert ran.returncode == 0, ran.stderr[-2000:]  # the exact scan, no "kirolearn bug"
     assert json.loads(ran.stdout)[0]["title"][:40] == turns[1]["prompt"][:40]
     assert "records" in ran.stderr and "not trusted" in ran.stderr  # one line saying why
+    if bad is None:  # MCP search_memory scans too
+        mcp = subprocess.Popen(
+            [str(Path(sys.executable).parent / "kirolearn-mcp")],
+            env=dict(env, KIROLEARN_PROJECT=str(project)),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        init = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        }
+        call = {"name": "search_memory", "arguments": {"query": turns[1]["ordinary"]}}
+        lines = [
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call},
+        ]
+        out, err = mcp.communicate("".join(json.dumps(m) + "\n" for m in lines).encode(), timeout=120)
+        reply = [json.loads(line) for line in out.splitlines()][-1]
+        assert reply["id"] == 2 and not reply["result"].get("isError"), (reply, err[-2000:])
+        assert turns[1]["prompt"][:30] in json.dumps(reply["result"]), reply
     with caplog.at_level(logging.WARNING, logger="kirolearn.recall.ann"):
         drain_now()  # no new vector: the drain still sees the sidecar changed
     rebuilt, _ = _meta(project)
