@@ -14,7 +14,7 @@ import sys
 import time
 
 from kirolearn.capture import agents, events, shown, spool
-from kirolearn.core import jsonfast, paths
+from kirolearn.core import envnum, jsonfast, paths
 from kirolearn.core.version import __version__  # not the package: it holds the facade (kirolearn.Memory)
 
 USAGE = """\
@@ -38,6 +38,7 @@ Always exits 0. Errors go to stderr and $KIROLEARN_HOME/logs/hook.log.
 """
 
 STDIN_TIMEOUT = 2.0  # rule 1: IDE 0.x keeps stdin open
+STDIN_TIMEOUT_MAX = 600.0  # KIROLEARN_STDIN_TIMEOUT's range ends here: a hook must end
 STDIN_IDLE = 0.25  # a pause after a full payload ends it
 STDIN_LIMIT = 64 * 1024 * 1024
 LOG_MAX_BYTES = 1024 * 1024
@@ -112,10 +113,8 @@ def _read_stdin_thread(stream, timeout: float) -> bytes:
 
 
 def _stdin_timeout() -> float:
-    try:
-        return float(os.environ.get("KIROLEARN_STDIN_TIMEOUT", STDIN_TIMEOUT))
-    except ValueError:
-        return STDIN_TIMEOUT
+    # nan, inf or a negative wait would end the read at once and drop the event: the default instead
+    return envnum.number("KIROLEARN_STDIN_TIMEOUT", STDIN_TIMEOUT, 0.01, STDIN_TIMEOUT_MAX)
 
 
 def session_file_id(surface: str, project_root: str, renew: bool) -> str:

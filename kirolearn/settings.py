@@ -19,7 +19,8 @@ class SettingsError(ConfigError):
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # no inf or nan: an infinite spend limit or wait is a typo, not a setting
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
 
 class Extract(_Section):

@@ -7,6 +7,7 @@ model is the shipped wordllama, through a real drain."""
 
 import json
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from kirolearn.recall import ann, context, semantic
 from kirolearn.recall import lexical as recall
 from kirolearn.store.sqlite import reader
 from kirolearn.store.sqlite.vector_rows import VectorRows
-from tests.conftest import as_store, hook_env
+from tests.conftest import as_store, hook_env, kl
 from tests.test_semantic import _coding_store, spool_turn, wordllama  # noqa: F401 - a fixture
 
 pytest.importorskip("usearch")
@@ -287,3 +288,65 @@ def test_a_lowered_threshold_indexes_a_store_with_no_new_vectors(project, wordll
         .derived()
         .vector_stamp(_model_id(), context.project_id(str(project)))[0]
     )
+
+
+@pytest.mark.parametrize("bad", ["400", None, -3, [1], True])
+def test_an_untrusted_sidecar_is_scanned_around_and_the_next_drain_rebuilds_it(
+    project, wordllama, forced, drain_now, bad, caplog
+):  # noqa: F811
+    turns = _coding_store(project, 6, 30)
+    drain_now(flush=True)
+    meta, files = _meta(project)
+    good_records = meta["records"]
+    Path(files["meta"]).write_text(json.dumps(dict(meta, records=bad)), "utf-8")
+    env = hook_env(KIROLEARN_EMBEDDING_MODEL=_model_id(), KIROLEARN_ANN_THRESHOLD="0")
+    ran = kl("search", turns[1]["ordinary"], "--json", "--project", str(project), env=env, timeout=120)
+    assert ran.returncode == 0, ran.stderr[-2000:]  # the exact scan, no "kirolearn bug"
+    assert json.loads(ran.stdout)[0]["title"][:40] == turns[1]["prompt"][:40]
+    assert "records" in ran.stderr and "not trusted" in ran.stderr  # one line saying why
+    if bad is None:  # MCP search_memory scans too
+        mcp = subprocess.Popen(
+            [str(Path(sys.executable).parent / "kirolearn-mcp")],
+            env=dict(env, KIROLEARN_PROJECT=str(project)),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        init = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        }
+        call = {"name": "search_memory", "arguments": {"query": turns[1]["ordinary"]}}
+        lines = [
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call},
+        ]
+        out, err = mcp.communicate("".join(json.dumps(m) + "\n" for m in lines).encode(), timeout=120)
+        reply = [json.loads(line) for line in out.splitlines()][-1]
+        assert reply["id"] == 2 and not reply["result"].get("isError"), (reply, err[-2000:])
+        assert turns[1]["prompt"][:30] in json.dumps(reply["result"]), reply
+    with caplog.at_level(logging.WARNING, logger="kirolearn.recall.ann"):
+        drain_now()  # no new vector: the drain still sees the sidecar changed
+    rebuilt, _ = _meta(project)
+    assert rebuilt["records"] == good_records
+    assert [r for r in caplog.records if "not trusted" in r.getMessage() and "rebuilding" in r.getMessage()]
+    pid = context.project_id(str(project))
+    opened, why = ann.open_index(
+        as_store(recall.connect_readonly()).derived(), paths.db_path(), _model_id(), pid
+    )
+    assert opened is not None, why
+
+
+def test_the_vectors_folder_and_files_are_private_under_umask_000(project, wordllama, forced, home):  # noqa: F811
+    _coding_store(project, 3, 10)
+    env = hook_env(KIROLEARN_EMBEDDING_MODEL=_model_id(), KIROLEARN_ANN_THRESHOLD="0")
+    ran = kl("drain", "--flush", env=env, preexec_fn=lambda: os.umask(0), timeout=180)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    folder = Path(paths.db_path()).parent / "vectors"
+    made = [folder, *folder.rglob("*")]
+    assert any(p.suffix == ".usearch" for p in made) and any(p.name == "feed.json" for p in made)
+    for p in made:
+        want = 0o700 if p.is_dir() else 0o600
+        assert p.stat().st_mode & 0o777 == want, (p, oct(p.stat().st_mode))

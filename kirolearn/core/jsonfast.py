@@ -13,9 +13,18 @@ try:
 except ImportError:  # not CPython
     _json = None
 
-__all__ = ["loads", "load", "dumps"]
+__all__ = ["loads", "load", "dumps", "int_or_text"]
 
 _WHITESPACE = " \t\n\r"  # what json.JSONDecoder skips around a document
+
+
+def int_or_text(digits: str):
+    """An integer, or its digits as text past Python's int-string conversion limit (4,300 digits):
+    one huge number must not cost the event that holds it."""
+    try:
+        return int(digits)
+    except ValueError:
+        return digits
 
 
 class _Context:
@@ -25,7 +34,7 @@ class _Context:
     object_hook = None
     object_pairs_hook = None
     parse_float = float
-    parse_int = int
+    parse_int = staticmethod(int_or_text)
 
     @staticmethod
     def parse_constant(name: str) -> float:
@@ -52,14 +61,14 @@ except Exception:  # noqa: BLE001 - no _json, or one whose signatures differ: us
 def loads(s):
     """json.loads(s) for a str document (anything else goes to json.loads)."""
     if _scan is None or not isinstance(s, str) or s.startswith("\ufeff"):
-        return _stdlib().loads(s)
+        return _stdlib().loads(s, parse_int=int_or_text)
     start = len(s) - len(s.lstrip(_WHITESPACE))
     try:
         value, end = _scan(s, start)
     except Exception:  # noqa: BLE001 - _json may raise SystemError: json raises the right one
-        return _stdlib().loads(s)
+        return _stdlib().loads(s, parse_int=int_or_text)
     if end != len(s) and s[end:].strip(_WHITESPACE):
-        return _stdlib().loads(s)  # raises json's "Extra data" error
+        return _stdlib().loads(s, parse_int=int_or_text)  # raises json's "Extra data" error
     return value
 
 
@@ -85,3 +94,23 @@ def dumps(obj, *, ensure_ascii: bool = True, separators: "tuple[str, str] | None
         True,
     )
     return "".join(encoder(obj, 0))
+
+
+def _finite(value):
+    if isinstance(value, float) and value - value != 0.0:  # inf - inf and nan - nan are nan
+        return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def strict_dumps(obj, **options) -> str:
+    """json.dumps(obj, **options) as strict JSON: NaN and the infinities, which json.dumps writes
+    bare (not JSON; other readers refuse the line), become the strings "NaN", "Infinity", "-Infinity"."""
+    json = _stdlib()
+    try:
+        return json.dumps(obj, allow_nan=False, **options)
+    except ValueError:  # a non-finite float somewhere: the rare case pays for the walk
+        return json.dumps(_finite(obj), allow_nan=False, **options)

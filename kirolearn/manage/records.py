@@ -710,10 +710,39 @@ def import_lines(lines, *, store=None) -> dict:
             if exc.message.startswith("line "):
                 raise
             raise ManageError(f"line {number}: {exc.message}", exc.fix) from None
+    refuse_mark_cycles(records + [row for row, _ in forgotten])
     counts = store.import_objects(events + records + summaries)
     counts["forgotten"] = store.import_forgotten(forgotten)
     counts["redactions"] = dict(sorted(scrub.counts.items())) if hasattr(scrub, "counts") else {}
     return counts
+
+
+def refuse_mark_cycles(rows: list[dict]) -> None:
+    """ManageError naming the records when an export's merged_into or superseded_by marks point a
+    record at itself or go round in a circle: each of them would hide the others from recall for good."""
+    for mark, verb in (("merged_into", "merge"), ("superseded_by", "supersede")):
+        target = {
+            r.get("record_id"): r.get(mark) for r in rows if isinstance(r.get(mark), str) and r.get(mark)
+        }
+        done: set = set()
+        for start in sorted(target):
+            path, seen, node = [], set(), start
+            while node in target and node not in done and node not in seen:
+                seen.add(node)
+                path.append(node)
+                node = target[node]
+            done.update(path)
+            if node in seen:
+                loop = path[path.index(node) :] + [node]
+                what = (
+                    f"record {node} is {mark} itself"
+                    if len(loop) == 2
+                    else f"records {' -> '.join(loop)} form a {verb} cycle ({mark})"
+                )
+                raise ManageError(
+                    f"{what}: importing it would hide them from recall; nothing was imported",
+                    f"clear {mark} on one of them in the export file, then import it again",
+                )
 
 
 # Health

@@ -314,20 +314,74 @@ def sanitise_result(result):
     return result
 
 
-def malformed_reply(line: str):
+def _too_deep(exc: Exception) -> bool:
+    """Whether pydantic refused a line for its nesting (its JSON parser stops at 200 levels)."""
+    errors = getattr(exc, "errors", None)
+    try:
+        first = errors()[0] if callable(errors) else {}
+    except Exception:  # noqa: BLE001 - not a ValidationError after all
+        return False
+    return first.get("type") == "json_invalid" and "recursion limit" in str(first.get("msg", ""))
+
+
+def _shallow_id(line: str):
+    """The top-level "id" of a JSON object nested too deeply to parse, read without descending
+    into the nesting (None when there is none to read)."""
+    depth, i, n = 0, 0, len(line)
+    while i < n:
+        ch = line[i]
+        if ch == '"':
+            end = i + 1
+            while end < n and line[end] != '"':
+                end += 2 if line[end] == "\\" else 1
+            key, i = line[i : end + 1], end + 1
+            if depth != 1:
+                continue
+            j = i
+            while j < n and line[j] in " \t\r\n":
+                j += 1
+            if j < n and line[j] == ":" and key == '"id"':
+                value = line[j + 1 :].lstrip(" \t\r\n")
+                stop = next((k for k, c in enumerate(value) if c in ",}"), len(value))
+                try:
+                    found = json.loads(value[:stop])
+                except ValueError:
+                    return None
+                return found if isinstance(found, (str, int)) and not isinstance(found, bool) else None
+            continue
+        if ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+        i += 1
+    return None
+
+
+def malformed_reply(line: str, too_deep: bool = False):
     """The JSON-RPC error for a line that is not a valid JSON-RPC message, or None when none is owed.
 
     A request whose id can be read gets -32602 (its params are not an object) or -32600
-    (anything else wrong with it), so the client does not wait for its own timeout. A line that is not
-    JSON, has no usable id or is a response gets none (JSON-RPC answers responses with nothing). The
-    error quotes nothing of the line: it may hold a secret.
+    (anything else wrong with it), so the client does not wait for its own timeout; one nested
+    deeper than the parser goes (`too_deep`) gets -32700, its id read without parsing it. A line that
+    is not JSON, has no usable id or is a response gets none (JSON-RPC answers responses with
+    nothing). The error quotes nothing of the line: it may hold a secret.
     """
     from mcp.types import ErrorData, JSONRPCError, JSONRPCMessage
 
     try:
         message = json.loads(line)
-    except (ValueError, RecursionError):
+    except RecursionError:
+        message, too_deep = {"id": _shallow_id(line)}, True
+    except ValueError:
         return None
+    if too_deep:
+        request_id = message.get("id") if isinstance(message, dict) else None
+        if isinstance(request_id, bool) or not isinstance(request_id, (str, int)):
+            return None
+        text = "Parse error: the message is nested more than 200 levels deep; send it flatter"
+        return JSONRPCMessage(
+            JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=-32700, message=text))
+        )
     if not isinstance(message, dict) or "result" in message or "error" in message:
         return None
     request_id = message.get("id")
@@ -389,8 +443,8 @@ async def guarded_stdio(replay=(), answered=None):
                         continue
                     try:
                         message = types.JSONRPCMessage.model_validate_json(line)
-                    except Exception:  # noqa: BLE001 - pydantic's error quotes the line: never logged
-                        reply = malformed_reply(line)
+                    except Exception as exc:  # noqa: BLE001 - pydantic's error quotes the line: never logged
+                        reply = malformed_reply(line, _too_deep(exc))
                         log.warning(
                             "malformed MCP message (%d bytes) %s",
                             len(line),

@@ -31,7 +31,7 @@ from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
 from kirolearn.capture import spool
-from kirolearn.core import crashpoint, dedup, isotime
+from kirolearn.core import crashpoint, dedup, isotime, jsonfast
 from kirolearn.core.errors import DrainLocked, SpoolError, StoreCorrupt
 from kirolearn.core.ids import new_ulid
 from kirolearn.core.project import project_id
@@ -185,7 +185,7 @@ class Drainer:
             try:
                 if now - os.lstat(path).st_mtime < STALE_TMP_SECONDS:  # lstat: a link's target is not ours
                     continue
-                data = json.loads(spool.read_entry(path))
+                data = json.loads(spool.read_entry(path), parse_int=jsonfast.int_or_text)
                 Event.model_validate(data)
                 os.replace(path, os.path.join(spool.root(), spool.READY, data["event_id"] + spool.SUFFIX))
                 stats.recovered_tmp += 1
@@ -284,7 +284,7 @@ class Drainer:
                 continue
             stats.events_read += 1
             try:
-                data = json.loads(raw)
+                data = json.loads(raw, parse_int=jsonfast.int_or_text)
                 event = Event.model_validate(data)
             except ValidationError as exc:
                 first = exc.errors()[0]

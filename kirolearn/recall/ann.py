@@ -29,7 +29,8 @@ import os
 import re
 import time
 
-from kirolearn.core import crashpoint
+from kirolearn.core import crashpoint, envnum
+from kirolearn.core.paths import ensure_private_dir
 
 log = logging.getLogger("kirolearn.recall.ann")
 
@@ -57,10 +58,7 @@ FORMAT = 1
 
 def threshold() -> int:
     """THRESHOLD, or $KIROLEARN_ANN_THRESHOLD when it holds a whole number."""
-    try:
-        return max(0, int(os.environ.get(THRESHOLD_ENV, "")))
-    except ValueError:
-        return THRESHOLD
+    return envnum.number(THRESHOLD_ENV, THRESHOLD, 0, 1 << 62, integer=True)
 
 
 def available() -> bool:
@@ -110,10 +108,81 @@ def _read_json(path: str) -> dict | None:
     return found if isinstance(found, dict) else None
 
 
+def _count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def meta_problem(meta, model_id: str, dimensions: int | None = None) -> str:
+    """'' when a sidecar's fields have the types and counts its writer gives them, else what is wrong."""
+    if not isinstance(meta, dict):
+        return "not a JSON object"
+    if meta.get("format") != FORMAT or isinstance(meta.get("format"), bool):
+        return f"format {str(meta.get('format'))[:20]!r} is not {FORMAT}"
+    if meta.get("model_id") != model_id:
+        return f"not an index of {model_id}"
+    if not isinstance(meta.get("project_id"), str):
+        return "project_id is not a string"
+    dims = meta.get("dimensions")
+    if not _count(dims) or not dims or (dimensions is not None and dims != dimensions):
+        return f"dimensions {str(dims)[:20]!r} is not {dimensions or 'a positive whole number'}"
+    for key in ("watermark", "records", "rows", "index_bytes"):
+        if not _count(meta.get(key)):
+            return f"{key} {str(meta.get(key))[:20]!r} is not a whole number"
+    if (meta["watermark"] == 0) != (meta["records"] == 0):
+        return f"records {meta['records']} does not fit watermark {meta['watermark']}"
+    if meta["rows"] > meta["records"] << PART_BITS:  # each record adds at most 8 parts
+        return f"rows {meta['rows']} is more than {meta['records']} records hold"
+    if not isinstance(meta.get("updated"), str):
+        return "updated is not a string"
+    for key in ("stamp", "first"):
+        if meta.get(key) is not None and not isinstance(meta[key], list):
+            return f"{key} is not a list"
+    first = meta.get("first")
+    if first and not _count(first[0]):
+        return "first does not start with a row id"
+    return ""
+
+
+def _load_meta(path: str, model_id: str, dimensions: int | None = None) -> tuple[dict | None, str]:
+    """(the sidecar, '') when it can be trusted; (None, '') when there is none; (None, why) else."""
+    if not os.path.lexists(path):
+        return None, ""
+    meta = _read_json(path)
+    problem = "not readable JSON" if meta is None else meta_problem(meta, model_id, dimensions)
+    return (None, problem) if problem else (meta, "")
+
+
+def _feed_problem(feed) -> str:
+    if not isinstance(feed, dict) or not _count(feed.get("after")):
+        return "its watermark is not a whole number"
+    if not isinstance(feed.get("pending"), list) or not all(isinstance(p, str) for p in feed["pending"]):
+        return "pending is not a list of project ids"
+    if feed.get("threshold") is not None and not _count(feed["threshold"]):
+        return "threshold is not a whole number"
+    indexes = feed.get("indexes", {})
+    if not isinstance(indexes, dict) or not all(_count(v) for v in indexes.values()):
+        return "indexes is not a map of project ids to times"
+    return ""
+
+
+def _private_dirs(folder: str) -> None:
+    """The vectors folders at 0700 whatever the umask (rule 3: they hold text's vectors)."""
+    ensure_private_dir(folder)
+    for path in (folder, os.path.dirname(folder)):
+        os.chmod(path, 0o700)
+
+
+def _private_open(path: str):
+    """A new file (truncated) at 0600 whatever the umask, open for binary writing."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    os.fchmod(fd, 0o600)
+    return os.fdopen(fd, "wb")
+
+
 def _replace_json(path: str, value: dict) -> None:
     tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(value, handle)
+    with _private_open(tmp) as handle:
+        handle.write(json.dumps(value).encode("utf-8"))
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)
@@ -136,15 +205,13 @@ class _Builder:
         from usearch.index import Index
 
         self.vectors, self.model_id, self.project_id, self.files = vectors, model_id, project_id, files
-        meta = _read_json(files["meta"])
+        meta, problem = _load_meta(files["meta"], model_id, dimensions)
+        if problem:
+            log.warning(
+                "vector index sidecar %s is not trusted (%s): rebuilding the index", files["meta"], problem
+            )
         self.index = None
-        if (
-            meta
-            and meta.get("format") == FORMAT
-            and meta.get("model_id") == model_id
-            and meta.get("dimensions") == dimensions
-            and os.path.exists(files["index"])
-        ):
+        if meta and os.path.exists(files["index"]):
             try:
                 self.index = Index.restore(files["index"])
                 sample = np.load(files["sample"])
@@ -234,9 +301,11 @@ class _Builder:
         watermark is below what the index holds, and the next update re-adds (replaces) those rows."""
         import numpy as np
 
-        os.makedirs(os.path.dirname(self.files["index"]), mode=0o700, exist_ok=True)
+        _private_dirs(os.path.dirname(self.files["index"]))
         tmp = self.files["index"] + ".tmp"  # a killed writer's is overwritten (under the lock)
+        _private_open(tmp).close()  # usearch writes into a file made 0600 first
         self.index.save(tmp)
+        os.chmod(tmp, 0o600)
         os.replace(tmp, self.files["index"])
         crashpoint.reached("ann-after-index")  # tests/test_ann.py: the meta is the commit
         ends = np.cumsum([len(s) for s in self.sample]) if self.sample else np.zeros(0, dtype=np.int64)
@@ -245,7 +314,7 @@ class _Builder:
             np.concatenate(self.sample) if self.sample else np.zeros((0, self.meta["dimensions"]), np.float32)
         )
         tmp = self.files["sample"] + ".tmp"
-        with open(tmp, "wb") as handle:
+        with _private_open(tmp) as handle:
             np.savez(handle, rows=rows.astype(np.float32), starts=starts, ends=ends)
         os.replace(tmp, self.files["sample"])
         self.meta["index_bytes"] = os.path.getsize(self.files["index"])
@@ -299,10 +368,18 @@ def refresh(
         return done
     folder = directory(db_file, model_id)
     feed_file = os.path.join(folder, "feed.json")
-    feed = _read_json(feed_file) or {"after": 0, "pending": []}
+    feed = _read_json(feed_file) if os.path.lexists(feed_file) else {"after": 0, "pending": []}
+    problem = _feed_problem(feed)
+    if problem:
+        log.warning(
+            "vector index feed %s is not trusted (%s): every project is checked again", feed_file, problem
+        )
+        feed = {"after": 0, "pending": []}
     top = vectors.vector_max_rowid()
     if top < feed["after"] or feed.get("threshold") != threshold():
-        feed = {"after": 0, "pending": []}  # a store restored, or a new threshold: every project again
+        # a store restored, or a new threshold: every project again
+        feed = {"after": 0, "pending": [], "indexes": feed.get("indexes", {})}
+    indexes = dict(feed.get("indexes", {}))
     projects = list(
         dict.fromkeys(
             [
@@ -312,6 +389,7 @@ def refresh(
                     if top > feed["after"]
                     else []
                 ),
+                *_touched(db_file, model_id, indexes),
             ]
         )
     )
@@ -328,12 +406,31 @@ def refresh(
             log.warning("vector index of project %s not updated: %s", project_id, exc)
             done["error"] = str(exc)
             pending.append(project_id)
-    now = {"after": top, "pending": pending, "threshold": threshold()}
+        files = paths(db_file, model_id, project_id)
+        written = _meta_time(files)
+        if written is not None and os.path.exists(files["index"]):
+            indexes[project_id] = written
+        else:
+            indexes.pop(project_id, None)
+    now = {"after": top, "pending": pending, "threshold": threshold(), "indexes": indexes}
     if now != feed:  # an idle pass writes nothing
-        os.makedirs(folder, mode=0o700, exist_ok=True)
+        _private_dirs(folder)
         _replace_json(feed_file, now)
     done["pending"] = len(pending)
     return done
+
+
+def _meta_time(files: dict[str, str]) -> int | None:
+    try:
+        return os.stat(files["meta"]).st_mtime_ns
+    except OSError:
+        return None
+
+
+def _touched(db_file: str, model_id: str, indexes: dict) -> list[str]:
+    """Projects whose sidecar changed since the drain wrote it (edited, truncated, removed): one stat
+    an index a pass, so an index nobody adds to is still checked and rebuilt."""
+    return [p for p, when in indexes.items() if _meta_time(paths(db_file, model_id, p)) != when]
 
 
 _WARNED: list = []  # the missing-usearch warning, once a process
@@ -342,9 +439,14 @@ _WARNED: list = []  # the missing-usearch warning, once a process
 def _refresh_project(vectors, model_id, project_id, db_file, dimensions, deadline, done) -> bool:
     """Update one project's index; True when nothing is left for a later pass."""
     files = paths(db_file, model_id, project_id)
-    meta = _read_json(files["meta"])
+    meta, problem = _load_meta(files["meta"], model_id)
     if meta is None or not os.path.exists(files["index"]):
         if vectors.count_vectors_capped(model_id, project_id, max(1, threshold())) < threshold():
+            if problem:  # nothing to rebuild for a small project: the untrusted files go
+                log.warning("vector index sidecar %s is not trusted (%s): removed", files["meta"], problem)
+                for name in ("meta", "index", "sample"):
+                    if os.path.lexists(files[name]):
+                        os.unlink(files[name])
             return True  # small: searched exactly
     elif (
         meta.get("model_id") == model_id
@@ -369,9 +471,11 @@ def _refresh_project(vectors, model_id, project_id, db_file, dimensions, deadlin
         return True
     from filelock import FileLock, Timeout
 
-    os.makedirs(os.path.dirname(files["index"]), mode=0o700, exist_ok=True)
+    _private_dirs(os.path.dirname(files["index"]))
     try:
-        with FileLock(files["lock"], timeout=0):  # a reindex beside a drain: one writes, one waits a pass
+        with FileLock(
+            files["lock"], timeout=0, mode=0o600
+        ):  # a reindex beside a drain: one writes, one waits a pass
             builder = _Builder(vectors, model_id, project_id, files, dimensions)
             complete = builder.catch_up(deadline)
             builder.save()
@@ -405,13 +509,18 @@ def open_index(vectors, db_file: str, model_id: str, project_id: str) -> tuple[o
         import numpy as np
         from usearch.index import Index
 
-        meta = _read_json(files["meta"])
-        if not meta or meta.get("model_id") != model_id or meta.get("format") != FORMAT:
-            return None, f"{files['meta']} is not an index of {model_id}"
+        meta, problem = _load_meta(files["meta"], model_id)
+        if meta is None:
+            return None, f"{files['meta']} is not trusted ({problem or 'gone'}): the drain rebuilds it"
         try:
             if os.path.getsize(files["index"]) != meta.get("index_bytes"):
                 return None, f"{files['index']} is not the file its meta describes (an update was cut short)"
             view = Index.restore(files["index"], view=True)
+            if len(view) != meta["rows"] or view.ndim != meta["dimensions"]:
+                return (
+                    None,
+                    f"{files['index']} does not hold the rows its meta counts (the drain rebuilds it)",
+                )
             view.expansion_search = expansion_for(len(view))
             sample = np.load(files["sample"])
             cached = (mtime, meta, view, sample["rows"], sample["starts"])
@@ -419,7 +528,7 @@ def open_index(vectors, db_file: str, model_id: str, project_id: str) -> tuple[o
             return None, f"{files['index']} cannot be read ({exc})"
         _OPEN[files["index"]] = cached
     meta = cached[1]
-    if meta.get("records", 0) < threshold():
+    if meta["records"] < threshold():
         return None, ""  # the threshold was raised past it: exact, as for any small project
     if not _first_holds(vectors, meta):
         return None, f"{files['index']} is not an index of this store's vectors (the drain rebuilds it)"

@@ -15,7 +15,7 @@ import os
 import sys
 import time
 
-from kirolearn.core import jsonfast, paths
+from kirolearn.core import envnum, jsonfast, paths
 
 PROMPT_DEADLINE = 0.15  # seconds in all: connect, ask, answer
 SEARCH_DEADLINE = 2.0  # a loaded server answers in tens of ms
@@ -171,10 +171,7 @@ def search(query: str, *, project_id, limit: int, **filters):
 
 
 def _deadline(variable: str, default: float) -> float:
-    try:
-        return max(0.001, float(os.environ[variable]) / 1000) if os.environ.get(variable) else default
-    except ValueError:
-        return default
+    return envnum.number(variable, default * 1000, 1, 60_000) / 1000
 
 
 def terminal(text) -> str:

@@ -383,7 +383,10 @@ class Searcher:
         """The project's vectors: its usearch index when the drain keeps one (kirolearn.recall.ann),
         else every vector in a matrix (cached until they change)."""
         if project_id and self._file:
-            opened, why = ann.open_index(self.vectors, self._file, self.model.model_id, project_id)
+            try:
+                opened, why = ann.open_index(self.vectors, self._file, self.model.model_id, project_id)
+            except Exception as exc:  # noqa: BLE001 - an index is only a shortcut: search scans instead
+                opened, why = None, f"its index cannot be opened ({type(exc).__name__}: {str(exc)[:200]})"
             if opened is not None:
                 return _AnnIndex(self.vectors, self.model.model_id, project_id, opened)
             if why and (self._file, project_id, why) not in _WHY:

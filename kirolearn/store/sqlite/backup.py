@@ -10,6 +10,7 @@ import json
 from collections.abc import Iterator
 from typing import IO
 
+from kirolearn.core.jsonfast import strict_dumps
 from kirolearn.store.sqlite.records import decode_record, decode_summary
 
 
@@ -34,7 +35,7 @@ def export(db, out: IO[str]) -> int:
         # the stored attribution (a configured actor replaces the OS user the hook saw)
         item.update({k: row[k] for k in ("actor", "host") if row[k]})
         out.write(
-            json.dumps(
+            strict_dumps(
                 {
                     "type": "event",
                     **item,
@@ -47,10 +48,10 @@ def export(db, out: IO[str]) -> int:
         )
         lines += 1
     for item in objects(db, kinds=("record", "summary")):
-        out.write(json.dumps(item, ensure_ascii=False) + "\n")
+        out.write(strict_dumps(item, ensure_ascii=False) + "\n")
         lines += 1
     for item in forgotten_objects(db):
-        out.write(json.dumps(item, ensure_ascii=False) + "\n")
+        out.write(strict_dumps(item, ensure_ascii=False) + "\n")
         lines += 1
     return lines
 

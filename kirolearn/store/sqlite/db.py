@@ -20,7 +20,7 @@ from operator import itemgetter
 
 import sqlite_utils
 
-from kirolearn.core import crashpoint, isotime, paths
+from kirolearn.core import crashpoint, envnum, isotime, paths
 from kirolearn.core.errors import SchemaTooNew
 from kirolearn.core.marks import DEFAULT_FRESHNESS, DEFAULT_OUTCOME
 from kirolearn.store.base import PARTS_MARK, record_hash, spend_limit_reason, start_of_day
@@ -32,10 +32,7 @@ BUSY_TIMEOUT_ENV = "KIROLEARN_BUSY_TIMEOUT"  # seconds; for slow shared disks (a
 
 def busy_timeout() -> float:
     """How long a command waits for another process's lock on the database."""
-    try:
-        return max(0.0, float(os.environ.get(BUSY_TIMEOUT_ENV, BUSY_TIMEOUT_SECONDS)))
-    except ValueError:
-        return float(BUSY_TIMEOUT_SECONDS)
+    return float(envnum.number(BUSY_TIMEOUT_ENV, BUSY_TIMEOUT_SECONDS, 0, 24 * 3600))
 
 
 now_iso = isotime.now_iso  # current UTC time in the store's one format (kirolearn.core.isotime)
