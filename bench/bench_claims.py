@@ -112,7 +112,7 @@ def score(world, early: dict, reading: Reading, searches: dict):
     false = Tally()
     superseded, newer, cites, top = Tally(), Tally(), Tally(), Tally()
     echo_above, chores_merged, echo_folded = Tally(), Tally(), Tally()
-    lookalike_merged = Tally()
+    lookalike_merged, claimless, changed_listed = Tally(), Tally(), Tally()
     missing = []
 
     def clean(sc, label, marks=("superseded_by", "merged_into", "freshness")):
@@ -214,6 +214,19 @@ def score(world, early: dict, reading: Reading, searches: dict):
                 for label, rec in zip(check[1], recs):
                     if rec and sc.kind == "chores":
                         clean(sc, label, ("superseded_by", "freshness"))
+            elif what == "no_claim":
+                for label in check[1]:
+                    rec = reading.record(sc, label)
+                    if rec is None:
+                        continue
+                    claimless.add(
+                        not rec.get("claims"), (sc.name, label, rec["record_id"], "claims", rec.get("claims"))
+                    )
+                    if label == "failed":
+                        listed = "**Changed:**" in (rec.get("summary") or "")
+                        changed_listed.add(
+                            not listed, (sc.name, label, rec["record_id"], "summary", "lists **Changed:**")
+                        )
             elif what == "apart":
                 groups = check[1]
                 member_of = {}
@@ -249,8 +262,28 @@ def score(world, early: dict, reading: Reading, searches: dict):
         "chores_merged": chores_merged,
         "echo_folded": echo_folded,
         "lookalike": lookalike_merged,
+        "claimless": claimless,
+        "changed_listed": changed_listed,
         "missing": missing,
     }
+
+
+def cpu() -> float:
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
+def coverage(world) -> str:
+    """What the world exercised: formats, agents, the person's operations (counts)."""
+    counts: dict = {}
+    for sc in world.scenarios:
+        for item in (f"format {sc.config.fmt}", *(f"op {o}" for o in sc.ops_done if o != "commit")):
+            counts[item] = counts.get(item, 0) + 1
+        for turn in sc.turns.values():
+            counts[f"agent {turn.agent}"] = counts.get(f"agent {turn.agent}", 0) + 1
+        if not sc.project.use_git:
+            counts["project without git"] = counts.get("project without git", 0) + 1
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
 
 
 def consolidate_all(world, apply: bool, jobs: int, scenarios=None):
@@ -376,6 +409,16 @@ def main(argv=None) -> int:
                 "0",
             ),
             ("true record in top 5 after talk/hypothetical/failed", figures["top"].pct(), "100%"),
+            (
+                "talk/hypothetical/failed turns making a claim",
+                f"{figures['claimless'].total - figures['claimless'].hits} of {figures['claimless'].total}",
+                "0",
+            ),
+            (
+                "failed write listed under Changed",
+                f"{figures['changed_listed'].total - figures['changed_listed'].hits} of {figures['changed_listed'].total}",
+                "0",
+            ),
             ("restores that last (drain + consolidate --apply)", lasting.pct(), "100%"),
             ("groups consolidate --apply merged after the drains", str(previewed), "-"),
             ("turns with no record found", str(len(figures["missing"])), "0"),
@@ -385,12 +428,15 @@ def main(argv=None) -> int:
                 f"{len(world.drains)} ({sum(1 for d in world.drains if d['code'])})",
                 "- (0)",
             ),
-            ("wall time", f"{seconds:.0f} s", "< 300 s"),
+            ("wall time", f"{seconds:.0f} s", "< 300 s on 2 quiet cores"),
+            ("CPU time, this process and every child", f"{cpu():.0f} s", "-"),
         ]
         if args.json:
             print(json.dumps({name: value for name, value, _ in rows}, indent=2))
         else:
             print_table(f"Memory marks on an independent generator (bench_claims, {args.half} half)", rows)
+        if not args.json:
+            print("covered: " + coverage(world))
         cases = []
         for name in (
             "false",
@@ -402,6 +448,8 @@ def main(argv=None) -> int:
             "echo_folded",
             "lookalike",
             "top",
+            "claimless",
+            "changed_listed",
         ):
             for case in figures[name].cases:
                 cases.append((name, case))
