@@ -8,7 +8,7 @@ BENCH_VENV ?= .venv-bench
 
 .DEFAULT_GOAL := help
 
-.PHONY: lint format help install test test-slow test-all test-agents test-llm demo screenshot docs cli-docs bench bench-scale bench-fulldisk bench-vectors soak mutate clean
+.PHONY: lint format help install test test-slow test-all test-agents test-llm demo screenshot docs cli-docs bench bench-claims bench-scale bench-fulldisk bench-vectors soak mutate clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
@@ -104,6 +104,9 @@ bench: $(BENCH_VENV)/.installed ## print speed figures (never fails the build)
 	@# seeds 1 and 2 were read once each (docs/benchmarks.md), seed 3's is the fresh one (tune on --half tune)
 	$(BENCH_VENV)/bin/python bench/bench_truth.py --half heldout --seed 3 --bin $(BENCH_VENV)/bin
 	@echo
+	@# the same marks on a second, independent generator (bench/claims_world.py); CLAIMS_HALF=heldout reads the other half
+	$(BENCH_VENV)/bin/python bench/bench_claims.py --half $(CLAIMS_HALF) --bin $(BENCH_VENV)/bin
+	@echo
 	$(BENCH_VENV)/bin/python bench/bench_viewer.py
 	@echo
 	$(BENCH_VENV)/bin/python bench/bench_pgstore.py
@@ -119,6 +122,13 @@ bench: $(BENCH_VENV)/.installed ## print speed figures (never fails the build)
 	nice $(BENCH_VENV)/bin/python bench/bench_team.py
 	@echo
 	nice $(BENCH_VENV)/bin/python bench/bench_backfill.py
+
+# Memory marks on worlds bench/bench_truth.py never saw (bench/claims_world.py): tune on the tune half;
+# the held-out half is read once. About 4 minutes on 2 cores (ARGS=--quick: one scenario of each kind).
+CLAIMS_HALF ?= tune
+
+bench-claims: $(BENCH_VENV)/.installed ## memory marks on an independent generator (CLAIMS_HALF=tune|heldout, ARGS=--quick)
+	$(BENCH_VENV)/bin/python bench/bench_claims.py --half $(CLAIMS_HALF) --bin $(BENCH_VENV)/bin $(ARGS)
 
 # SCALE_MAX=1000000 adds the 1M-record store (about an hour on 2 cores; 100k: about 15 minutes).
 SCALE_MAX ?= 100000
