@@ -82,6 +82,11 @@ def _ends_open(end_of_line: str) -> bool:
         return False
     if t[-1] in _OPEN_CHARS or t.endswith("-----"):
         return True
+    if t[-1] in "/%":  # a URL's path or user to come (`webhooks/<id>/`, `https://`), smbclient's `user%`
+        return True
+    flag = t[t.rfind(" ") + 1 :]
+    if flag[:1] == "-" and 2 <= len(flag) <= 32 and flag.lstrip("-")[:1].isalpha():
+        return True  # a flag's value to come: `redis-cli -a`, `ldapsearch -w`, `--password`
     word = t[len(t.rstrip(_ALNUM)) :]
     if word and word.lower() in _OPEN_WORDS:
         return word != "p" or t.endswith(" -p")
