@@ -19,11 +19,7 @@ KNOWN_GAPS = {
     ("dsn-no-scheme", "line-break"),
     ("rman", "line-break"),
     ("github-token-two-lines", "hard-wrap"),
-    ("password-equals", "split"),
-    ("smbclient", "split"),
     ("go-dsn", "split"),
-    ("putty-private-lines", "split"),
-    ("putty-private-mac", "split"),
     ("github-token-two-lines", "json-string"),
     ("github-token-two-lines", "url-encoded"),
     ("github-token-two-lines", "single-quoted"),
@@ -45,7 +41,7 @@ def test_every_shape_is_caught_plain_in_every_carrier():
 
 def test_the_matrix_misses_only_the_known_gaps():
     result = shapes43.matrix(Scrubber())
-    assert result["caught"] / result["total"] >= 0.93, result["caught"]
+    assert result["caught"] / result["total"] >= 0.94, result["caught"]
     assert {(family, name) for family, name, *_ in result["missed"]} <= KNOWN_GAPS, result["missed"][:3]
 
 
