@@ -356,3 +356,30 @@ def test_rescrub_cleans_state_and_session_files_written_raw(home):
     assert KEY not in (home / "state" / "model.json").read_text()
     assert CURSOR_PW not in (home / "sessions" / "cursor-last-c1.txt").read_text()
     assert oct((home / "sessions" / "cursor-last-c1.txt").stat().st_mode & 0o777) == "0o600"
+
+
+def test_cursor_last_answer_is_scrubbed_by_the_drain_and_still_ends_its_turn(home, project):
+    """The drain scrubs the hook's raw sessions/ file in place (0600); the turn's `stop` later still
+    takes that answer, scrubbed."""
+    env = hook_env()
+    start = {"hook_event_name": "beforeSubmitPrompt", "conversation_id": "cur-2", "prompt": "cache status?"}
+    _hook(dict(start, workspace_roots=[str(project)]), "--agent", "cursor", env=env)
+    answer = {
+        "hook_event_name": "afterAgentResponse",
+        "conversation_id": "cur-2",
+        "workspace_roots": [str(project)],
+        "text": f"checked: redis-cli -a {CURSOR_PW} ping answers PONG",
+    }
+    _hook(answer, "--agent", "cursor", env=env)
+    (kept,) = (home / "sessions").glob("cursor-last-*.txt")
+    assert CURSOR_PW in kept.read_text()  # raw until a drain: the hook cannot afford the scrubber
+    assert kl("drain", env=env).returncode == 0
+    assert CURSOR_PW not in kept.read_text() and "[REDACTED:cli-password]" in kept.read_text()
+    assert oct(kept.stat().st_mode & 0o777) == "0o600"
+    stop = {"hook_event_name": "stop", "conversation_id": "cur-2", "workspace_roots": [str(project)]}
+    _hook(stop, "--agent", "cursor", env=env)
+    assert kl("drain", "--flush", env=env).returncode == 0
+    exported = kl("export", env=env).stdout
+    stops = [json.loads(line) for line in exported.splitlines() if '"stop"' in line]
+    assert any("PONG" in json.dumps(s) and "[REDACTED:cli-password]" in json.dumps(s) for s in stops), stops
+    assert CURSOR_PW not in exported
