@@ -17,7 +17,6 @@ KNOWN_GAPS = {
     ("putty-private-mac", "hard-wrap"),
     ("dsn-no-scheme", "hard-wrap"),
     ("dsn-no-scheme", "line-break"),
-    ("rman", "line-break"),
     ("github-token-two-lines", "hard-wrap"),
     ("go-dsn", "split"),
     ("github-token-two-lines", "json-string"),
@@ -41,7 +40,7 @@ def test_every_shape_is_caught_plain_in_every_carrier():
 
 def test_the_matrix_misses_only_the_known_gaps():
     result = shapes43.matrix(Scrubber())
-    assert result["caught"] / result["total"] >= 0.94, result["caught"]
+    assert result["caught"] / result["total"] >= 0.945, result["caught"]
     assert {(family, name) for family, name, *_ in result["missed"]} <= KNOWN_GAPS, result["missed"][:3]
 
 

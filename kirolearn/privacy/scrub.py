@@ -1288,7 +1288,7 @@ _SHAPE_SPECS = (
     (
         "cli",
         _CLI_TOOL_WORDS + ("sqlplus", "sqlldr", "expdp", "impdp", "rman", "dgmgrl", "sqlcl", "conn"),
-        "_NEVER_RE",
+        "_CLI_BREAK_RE",
         (),
         True,
     ),
@@ -1300,6 +1300,12 @@ _SHAPE_SPECS = (
     ("prose", ("pw", "pin", "pass phrase", "pass word"), "_NEVER_RE", (), False),
 )
 _B64_HINT_RE = _rare(r"(?i)base64|b64decode|atob")
+# a line break's verdict: a tool's line whose last word follows a flag may have its value cut
+_CLI_BREAK_RE = _rare(
+    r"(?i)(?<![^\s/;|&(`'\"=])(?:"
+    + "|".join(re.escape(t) for t in _CLI_TOOL_WORDS + ("sqlplus", "rman"))
+    + r")(?:\.exe)?[ \t][^\n|;&]*(?:[ \t]-{1,2}[A-Za-z]{1,16}[ \t]+|[ \t]-[A-Za-z]|pass:|%|/)[^\s]*$"
+)
 _NEVER_RE = _lazy("_NEVER_RE", r"(?!)")
 _SHAPES: dict = {}  # name -> _Shape, built with the rules
 _SHAPE_SET: frozenset = frozenset()
@@ -1474,7 +1480,7 @@ def _break_matters(text: str, s: int, left: str, right: str) -> bool:
     if not _piece_of_token(left):
         # a value's first piece may be short or read as a word (`Bearer oha` + `zrydar…`)
         line = text[max(text.rfind("\n", 0, s) + 1, s - 400) : s].rstrip("\r")
-        if not left or not _views.value_start(line[: len(line) - len(left)]):
+        if not left or not (_views.value_start(line[: len(line) - len(left)])):
             return False
     if complete_item(left.rsplit("=", 1)[-1]) or complete_item(right):
         return False  # a UUID or digest at the end, a path at the start: whole items
