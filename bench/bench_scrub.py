@@ -185,6 +185,17 @@ def matrix_rows(scrubber) -> None:
             ("held out: gitleaks' per-rule negatives kept", f"{held['keep']:.3f} ({held['fps']})", "")
         )
     print_table("secrets as tools write them (issue #23)", rows)
+    import shapes43
+
+    found = shapes43.matrix(scrubber)
+    kept = shapes43.keep(scrubber)
+    print_table(
+        "tokens of everyday tools (issue #43, tests/shapes43.py)",
+        [
+            ("shapes x 10 transforms x 3 carriers caught", f"{found['caught']:,} / {found['total']:,}", ""),
+            ("their look-alikes kept unchanged", f"{kept['kept']:,} / {kept['total']:,}", "all"),
+        ],
+    )
     for kind, name, carrier, _ in sorted(set((k, n, c, "") for k, n, c, _ in catalogue["missed"]))[:12]:
         print(f"  matrix miss: {kind} / {name} / {carrier}")
 

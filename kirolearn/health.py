@@ -30,7 +30,9 @@ def drain_finished(exc: "BaseException | None") -> None:
     if isinstance(exc, (KeyboardInterrupt, SystemExit)):
         state.try_update(state.DRAIN, finished_at=state.utc_now(), error="interrupted", ok=False)
         return
-    state.try_update(state.DRAIN, finished_at=state.utc_now(), error=describe(exc), ok=False)
+    from kirolearn.privacy import writes  # an error's text may quote a secret
+
+    writes.state_try_update(state.DRAIN, finished_at=state.utc_now(), error=describe(exc), ok=False)
 
 
 def describe(exc: BaseException) -> str:

@@ -192,6 +192,48 @@ SECRETS = [
     ),
     ("entropy-bearer", f"bearer {RANDOM}", f"bearer {R('high-entropy')}"),
     ("entropy-hex", "secret is 5f4dcc3b5aa765d61d8327deb882cf99", f"secret is {R('high-entropy')}"),
+    # issue #43: password flags scoped by their tool, DSNs, URL users and path tokens, OAuth tokens
+    (
+        "redis-cli-a",
+        "redis-cli -h cache -a Zq8mP2vL9xR4 ping",
+        f"redis-cli -h cache -a {R('cli-password')} ping",
+    ),
+    (
+        "ldapsearch-w",
+        "ldapsearch -x -w Zq8mP2vL9xR4 -b dc=ex",
+        f"ldapsearch -x -w {R('cli-password')} -b dc=ex",
+    ),
+    (
+        "openssl-pass",
+        "openssl rsa -passin pass:Zq8mP2vL9xR4 -in k",
+        f"openssl rsa -passin pass:{R('cli-password')} -in k",
+    ),
+    (
+        "keytool-storepass",
+        "keytool -list -storepass Zq8mP2vL9xR4",
+        f"keytool -list -storepass {R('cli-password')}",
+    ),
+    (
+        "sqlplus-login",
+        "sqlplus scott/Zq8mP2vL9xR4@//db:1521/X",
+        f"sqlplus scott/{R('cli-password')}@//db:1521/X",
+    ),
+    ("go-mysql-dsn", "app:Zq8mP2vL9xR4@tcp(db:3306)/shop", f"app:{R('user-password')}@tcp(db:3306)/shop"),
+    (
+        "url-user-token",
+        "https://k3x7q2m9p4w8z6r5t1y0u3i7o2a4s6d8f9g1h3j5k7l2z4x6c8v@dev.azure.com/o/p",
+        f"https://{R('url-token')}@dev.azure.com/o/p",
+    ),
+    (
+        "discord-webhook",
+        "https://discord.com/api/webhooks/123456789012345678/Ab3_dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A7bC9dE1fG3hJ5kL7mN",
+        f"https://discord.com/api/webhooks/123456789012345678/{R('url-token')}",
+    ),
+    (
+        "gcloud-access-token",
+        "ya29.a0AfB_byC3xK9mP2qL5vN8wR4tY7uI0oP3aS6dF9gH2jK5lZ8xC1vB4nM7qW0",
+        R("gcp-access-token"),
+    ),
 ]
 
 

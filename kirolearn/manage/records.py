@@ -584,7 +584,7 @@ def edit(
             return clean(store.get_record(record_id))
     if not changes:
         raise ManageError("nothing to change", "give --title, --summary and/or --outcome")
-    edited = store.edit(record_id, changes, actor=actor, reason=reason)
+    edited = store.edit(record_id, changes, actor=actor, reason=scrub.scrub_text(reason or ""))
     _rederive(store, [edited] if edited else [])
     return clean(edited)
 

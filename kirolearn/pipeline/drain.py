@@ -37,6 +37,7 @@ from kirolearn.core.ids import new_ulid
 from kirolearn.core.project import project_id
 from kirolearn.pipeline import claims, extract
 from kirolearn.pipeline.schema import Event
+from kirolearn.privacy import writes
 from kirolearn.privacy.carry import TurnCarry
 from kirolearn.privacy.scrub import Scrubber
 from kirolearn.store import state
@@ -513,12 +514,14 @@ class Drainer:
     def _note_model(self, ok: bool, error: str = "") -> None:
         if ok:
             if self.model_failures or state.read(state.MODEL).get("consecutive_failures"):
-                state.try_update(state.MODEL, consecutive_failures=0, last_success_at=isotime.now_iso())
+                writes.state_try_update(
+                    state.MODEL, consecutive_failures=0, last_success_at=isotime.now_iso()
+                )
             self.model_failures = 0
             return
         self.model_failures += 1
         previous = int(state.read(state.MODEL).get("consecutive_failures", 0) or 0)
-        state.try_update(
+        writes.state_try_update(  # a provider's error may quote the key it refused
             state.MODEL,
             consecutive_failures=max(previous + 1, self.model_failures),
             model=self.settings.extract.model,
@@ -645,6 +648,8 @@ class Drainer:
                 marks.append({"record_id": record["record_id"], "freshness": worst, "reason": why, "at": now})
         if states:
             self.store.set_claim_states(states)
+        for mark in marks:
+            mark["reason"] = writes.text(mark.get("reason"), self.scrubber)
         done = len(self.store.set_marks(marks, actor="drain")) if marks else 0
         return checked, done
 
@@ -812,11 +817,7 @@ class Drainer:
         )
         stats.superseded += len(done["superseded"])
         stats.merged += done["merged"]
-        if lines:
-            from kirolearn.core import paths
-
-            with os.fdopen(paths.open_log("truth.log"), "a", encoding="utf-8") as out:
-                out.writelines(f"{isotime.now_iso()} drain {line}\n" for line in lines)
+        writes.append_log("truth.log", lines, "drain")
 
     def embed_records(self, stats: DrainStats) -> None:
         """Expansions of new records (plain text for the hook's index: no model needed) and the hook's
@@ -895,6 +896,7 @@ class Drainer:
         self.embed_records(stats)
         stats.pending_events = self.store.pending_event_count()
         self.release(done, stats)
+        writes.scrub_session_files(self.scrubber)  # the hook keeps Cursor's last answer raw there
         self.note_counts()
         stats.team = self.sync_team()
         # last: CPU-bound embedding never holds up the spool or team sync

@@ -148,6 +148,9 @@ def save_turn_summary(
 ) -> MemoryRecord:
     """Store the agent's structured turn summary as a session_summary record."""
     scrubber = scrubber or Scrubber()
+    session_id = (
+        scrubber.scrub_text(session_id) if isinstance(session_id, str) else session_id
+    )  # the caller's env
     fields = {
         n: _text(n, v)
         for n, v in (
@@ -206,6 +209,7 @@ def save_observation(
 ) -> MemoryRecord:
     """Store one hand-made observation (any type but session_summary)."""
     scrubber = scrubber or Scrubber()
+    session_id = scrubber.scrub_text(session_id) if isinstance(session_id, str) else session_id
     if observation_type not in HAND_MADE_TYPES:
         raise SummaryError(
             f"'observation_type' must be one of {', '.join(HAND_MADE_TYPES)} "

@@ -25,6 +25,7 @@ Every mark names its evidence in the record's history and in logs/truth.log.
 
 from __future__ import annotations
 
+from kirolearn.privacy import writes
 from kirolearn.store.base import Store
 
 SUPERSEDE, MERGE = "supersede", "merge"  # the rules a restore pins a record against
@@ -52,7 +53,9 @@ def merge_group(store: Store, group: dict, *, actor: str) -> bool:
     survivor = next(r for r in group["records"] if r["record_id"] == group["into"])
     ordered = [survivor] + [r for r in group["records"] if r is not survivor]
     others = [r["record_id"] for r in group["records"] if r is not survivor]
-    return store.merge_records(group["into"], others, union(ordered), actor=actor, reason=group["why"])
+    return store.merge_records(
+        group["into"], others, union(ordered), actor=actor, reason=writes.text(group["why"])
+    )
 
 
 def group_of(records: list[dict], why: str) -> dict | None:
@@ -124,7 +127,7 @@ def supersede(store: Store, new: dict, *, log=None) -> list[list[str]]:
             continue  # another of its claims still holds: changed, not superseded
         why = "; ".join(f["why"] for f in found)
         if store.set_mark(
-            old_id, "superseded_by", new["record_id"], actor="drain", reason=f"superseded: {why}"
+            old_id, "superseded_by", new["record_id"], actor="drain", reason=writes.text(f"superseded: {why}")
         ):
             done.append([old_id, new["record_id"], why])
             if log:
@@ -141,7 +144,9 @@ def _echoes(store: Store, cited_id: str, by: str, *, log=None) -> list[list[str]
         if echo is None or echo.get("claims") or echo.get("superseded_by") or pinned(echo, SUPERSEDE):
             continue
         why = f"it cites {cited_id}, which {by} superseded"
-        if store.set_mark(echo_id, "superseded_by", by, actor="drain", reason=f"superseded: {why}"):
+        if store.set_mark(
+            echo_id, "superseded_by", by, actor="drain", reason=writes.text(f"superseded: {why}")
+        ):
             done.append([echo_id, by, why])
             if log:
                 log(f"superseded {echo_id} by {by}: {why}")

@@ -82,6 +82,11 @@ def _ends_open(end_of_line: str) -> bool:
         return False
     if t[-1] in _OPEN_CHARS or t.endswith("-----"):
         return True
+    if t[-1] in "/%":  # a URL's path or user to come (`webhooks/<id>/`, `https://`), smbclient's `user%`
+        return True
+    flag = t[t.rfind(" ") + 1 :]
+    if flag[:1] == "-" and 2 <= len(flag) <= 32 and flag.lstrip("-")[:1].isalpha():
+        return True  # a flag's value to come: `redis-cli -a`, `ldapsearch -w`, `--password`
     word = t[len(t.rstrip(_ALNUM)) :]
     if word and word.lower() in _OPEN_WORDS:
         return word != "p" or t.endswith(" -p")
@@ -177,6 +182,10 @@ class TurnCarry:
         end = len(text.rstrip(" \t\r\n"))
         if end < 3:
             return None
+        if "Private-Lines" in text:  # a PuTTY key's private lines may go on in the next text
+            i = text.rfind("Private-Lines", max(0, end - PEM_HEAD_CHARS), end)
+            if i >= 0 and "Private-MAC" not in text[i:end]:
+                return text[i:end]
         if not _ends_open(text[max(0, end - 40) : end]):  # every open end is shorter
             return None
         line_start = max(text.rfind("\n", 0, end) + 1, end - TAIL_CHARS)
@@ -201,14 +210,14 @@ class TurnCarry:
     def _spans_after(self, tail: str, text: str) -> list:
         """(start, end, kind) in `text` of what the rules find in `tail` + the start of `text`."""
         h0 = len(text) - len(text.lstrip())
-        limit = PEM_HEAD_CHARS if "PRIVATE KEY" in tail else HEAD_CHARS
+        limit = PEM_HEAD_CHARS if "PRIVATE KEY" in tail or "Private-Lines" in tail else HEAD_CHARS
         h1 = text.find("\n", h0)
         h1 = min(len(text) if h1 < 0 or limit == PEM_HEAD_CHARS else h1, h0 + limit)
         head = text[h0:h1]
         if not head:
             return []
         joins = [] if self._cut_only else [tail.rstrip() + " "]
-        if h0 == 0 and (tail[-1:].isalnum() or tail[-1:] in "_-+/:"):
+        if h0 == 0 and (tail[-1:].isalnum() or tail[-1:] in "_-+/:=%"):
             # cut mid-line; a word is no token's rest (views.breaks' rule)
             first = head[: len(head) - len(head.lstrip(_TOKEN_CHARS))]
             if (
@@ -225,8 +234,9 @@ class TurnCarry:
                     continue
                 s, e = max(s, len(left)) - len(left) + h0, min(e - len(left) + h0, h1)
                 piece = text[s:e]
-                if (piece.isalpha() and len(piece) < 16 and _views.wordlike(piece)) or (
-                    _scrub.complete_item(piece)
+                if kind != "private-key" and (
+                    (piece.isalpha() and len(piece) < 16 and _views.wordlike(piece))
+                    or _scrub.complete_item(piece)
                 ):
                     continue  # `DB_PASSWORD=` then `exit status 0`: a word, an id, a path starts the text
                 spans.append((s, e, kind))

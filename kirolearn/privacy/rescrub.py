@@ -102,8 +102,11 @@ def rescrub_file(path: str, scrubber: Scrubber) -> int:
 
 
 def rescrub_logs(scrubber: Scrubber) -> dict[str, int]:
-    """Scrub every log and quarantine reason file in place; lines changed per file (relative to the home)."""
-    logs = {}
+    """Scrub every log and quarantine reason file, and the state/ and sessions/ files, in place;
+    lines changed per file (relative to the home)."""
+    from kirolearn.privacy import writes
+
+    logs = writes.rescrub_files(scrubber)
     for path in _log_files():
         try:
             n = rescrub_file(path, scrubber)

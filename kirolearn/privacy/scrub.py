@@ -56,6 +56,9 @@ TYPES = (
     "jwt",
     "url-password",
     "user-password",
+    "cli-password",
+    "url-token",
+    "gcp-access-token",
     "authorization",
     "secret-assignment",
     "high-entropy",
@@ -595,6 +598,27 @@ def _user_password_ok(s: str) -> bool:
     return not s.isdigit() and not _is_placeholder(s)  # `docker run -u 1000:1000` is uid:gid
 
 
+def _dsn_password_ok(s: str) -> bool:
+    """`user:pw@host/` without a scheme: not a port, a version or a digest's algorithm."""
+    return (
+        _url_password_ok(s)
+        and not s.isdigit()
+        and not _VERSIONISH_RE.fullmatch(s)
+        and not s.lower().startswith(("sha", "md5"))
+    )
+
+
+def _url_user_token_ok(s: str) -> bool:
+    """A URL's user that is a token (an Azure DevOps PAT), not a name or an e-mail's local part."""
+    if "%40" in s.lower() or _is_placeholder(s) or _IDENTISH_RE.fullmatch(s):
+        return False
+    return _looks_random(s) or (len(s) >= 32 and shannon_entropy(s) >= 4.0 and _has_digit(s))
+
+
+def _path_token_ok(s: str) -> bool:
+    return not _is_placeholder(s) and (_has_digit(s) or _mixed_case(s)) and shannon_entropy(s) >= 3.0
+
+
 class _Rule:
     """One pattern rule: `group` of each match of `regex` becomes `[REDACTED:kind]`."""
 
@@ -765,6 +789,92 @@ _RULE_SPECS: tuple = (
         True,
         0,
     ),
+    # `user:password@` without a scheme: Go's MySQL DSN `app:pw@tcp(host)/db`, `app:pw@host:5432/db`
+    (
+        "user-password",
+        ("@tcp(", "@tcp6(", "@udp(", "@unix(", "@/"),
+        r"(?<![\w.\-+%/:@])[A-Za-z_][\w.\-+%]{0,63}:([^\s:@/\"'`<>()]{1,256})@(?:(?:tcp6?|udp|unix)\(|/)",
+        1,
+        _url_password_ok,
+        True,
+        0,
+    ),
+    (
+        "user-password",
+        ("@",),
+        r"(?<![\w.\-+%/:@])[A-Za-z_][\w.\-+%]{0,63}:([^\s:@/\"'`<>()\[\]{}]{1,256})"
+        r"@[A-Za-z0-9][A-Za-z0-9.\-]{0,253}(?::[0-9]{1,5})?/",
+        1,
+        _dsn_password_ok,
+        False,
+        0,
+    ),
+    # a token as a URL's user, without a password: `https://<PAT>@dev.azure.com/…`
+    (
+        "url-token",
+        ("://",),
+        r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{1,31}://([A-Za-z0-9_\-.~%]{20,256})@(?=[A-Za-z0-9\[])",
+        1,
+        _url_user_token_ok,
+        False,
+        0,
+    ),
+    # tokens that known APIs take as a path segment of their URL
+    (
+        "url-token",
+        (
+            "discord.com/api/webhooks/",
+            "discordapp.com/api/webhooks/",
+            "api.telegram.org/bot",
+            "api.telegram.org/file/bot",
+            "hooks.zapier.com/hooks/catch/",
+            "maker.ifttt.com/trigger/",
+            "/hooks/",
+        ),
+        r"(?i:discord(?:app)?\.com/api/(?:v[0-9]{1,2}/)?webhooks/[0-9]{5,30}/"
+        r"|api\.telegram\.org/(?:file/)?bot[0-9]{3,16}:"
+        r"|hooks\.zapier\.com/hooks/catch/[0-9]{3,16}/"
+        r"|maker\.ifttt\.com/trigger/[^/\s]{1,100}/with/key/"
+        r"|/hooks/(?=[a-z0-9]{26}(?![A-Za-z0-9_\-])))"
+        r"([A-Za-z0-9_\-]{16,128})",
+        1,
+        _path_token_ok,
+        True,
+        0,
+    ),
+    # a Telegram bot token on its own: `<bot id>:AA<33>`
+    (
+        "url-token",
+        (":aa",),
+        r"(?<![A-Za-z0-9_\-:])[0-9]{6,12}:(AA[A-Za-z0-9_\-]{33})(?![A-Za-z0-9_\-])",
+        1,
+        None,
+        True,
+        0,
+    ),
+    # Google OAuth access tokens (`gcloud auth print-access-token`) and refresh tokens
+    ("gcp-access-token", ("ya29.",), _LU + r"ya29\.[A-Za-z0-9_\-]{20,2048}", 0, None, False, 0),
+    ("gcp-access-token", ("1//0",), _LU + r"1//0[A-Za-z0-9_\-]{40,512}", 0, None, False, 0),
+    # PuTTY key files: the private lines and their MAC (the public lines may stay)
+    (
+        "private-key",
+        ("private-lines", "private-mac", "private-hash"),
+        r"(?i:private-lines)[ \t]*:[ \t]*[0-9]{1,4}[ \t]*(?:\r?\n|\\r?\\n)"
+        r"((?:[\"']?[A-Za-z0-9+/=]{1,128}[\"']?(?:\r?\n|\\r?\\n|$)){1,200})",
+        1,
+        None,
+        True,
+        0,
+    ),
+    (
+        "private-key",
+        ("private-mac", "private-hash"),
+        r"(?i:private-(?:mac|hash))[ \t]*:[ \t]*[\"']?([0-9a-fA-F]{32,128})",
+        1,
+        None,
+        True,
+        0,
+    ),
 )
 
 _PRIVATE_KEY_RE = _lazy(
@@ -785,6 +895,102 @@ _LOGIN_CMD_RE = _lazy(
     r"\b(?:(?:docker|podman|buildah|skopeo|nerdctl|oc|helm[ \t]+registry)[ \t]+login|sshpass)\b[^\n|;&]*",
 )
 _SPACED_P_RE = _lazy("_SPACED_P_RE", r"(?<=[ \t])-p[ \t]+(?!-)" + _QUOTED_PW)
+
+# Password flags of command-line tools, scoped by the tool (`-a`, `-w`, `-p` mean other things
+# elsewhere). Forms: "sp" the next word (`redis-cli -a pw`), "at" attached (`7z -ppw`), "both",
+# "pass:" openssl's pass phrase argument (`-pass pass:pw`; `env:`, `file:` name no secret), "user%"
+# smbclient's `-U user%pw`, "colon" FreeRDP's `/p:pw`.
+_CLI_PASSWORD_FLAGS = (
+    ("redis-cli keydb-cli", (("-a", "sp"), ("--pass", "sp"))),
+    (
+        "ldapsearch ldapmodify ldapadd ldapdelete ldapwhoami ldappasswd ldapcompare ldapmodrdn ldapexop",
+        (("-w", "both"),),
+    ),
+    (
+        "openssl",
+        (
+            ("-pass", "pass:"),
+            ("-passin", "pass:"),
+            ("-passout", "pass:"),
+            ("-password", "pass:"),
+            ("-k", "sp"),
+        ),
+    ),
+    (
+        "keytool jarsigner",
+        tuple(
+            (f, "sp")
+            for f in (
+                "-storepass",
+                "-keypass",
+                "-srcstorepass",
+                "-deststorepass",
+                "-srckeypass",
+                "-destkeypass",
+                "-new",
+            )
+        ),
+    ),
+    (
+        "mongo mongosh mongodump mongorestore mongoexport mongoimport mongostat mongotop mongofiles",
+        (("-p", "sp"),),
+    ),
+    ("mysql mysqldump mysqladmin mysqlimport mysqlcheck mysqlsh mariadb mariadb-dump", (("-p", "both"),)),
+    ("sqlcmd bcp isql osql", (("-P", "both"),)),
+    ("mosquitto_pub mosquitto_sub mosquitto_rr", (("-P", "sp"),)),
+    ("cqlsh", (("-p", "sp"),)),
+    ("nodetool", (("-pw", "sp"),)),
+    ("zip unzip zipcloak", (("-P", "sp"),)),
+    ("7z 7za 7zr rar unrar", (("-p", "at"),)),
+    ("ipmitool", (("-P", "sp"),)),
+    ("ssh-keygen", (("-N", "sp"), ("-P", "sp"))),
+    ("smbclient rpcclient smbmap", (("-U", "user%"), ("--user", "user%"))),
+    ("xfreerdp wlfreerdp sdl-freerdp", (("/p", "colon"),)),
+)
+_CLI_TOOL_WORDS = tuple(w for tools, _ in _CLI_PASSWORD_FLAGS for w in tools.split())
+_CLI_VALUE = r"""(?:'(?P<sq>[^'\n]{1,256})'|"(?P<dq>[^"\n]{1,256})"|(?P<bare>""" + _NOMARK + r"{1,256}))"
+
+
+def _cli_flag_regex(flags: tuple) -> str:
+    alts = []
+    for flag, form in flags:
+        f = re.escape(flag)
+        if form in ("sp", "both"):
+            alts.append(f + r"[ \t]+(?!-)")
+        if form in ("at", "both"):
+            alts.append(f + r"(?=[^\s\-=])")
+        if form == "pass:":
+            alts.append(f + r"[ \t]+[\"']?pass:")
+        if form == "user%":
+            alts.append(f + r"(?:[ \t]+|=)[\"']?[^\s%\"']{1,128}%")
+        if form == "colon":
+            alts.append(f + r":")
+    return r"(?<![^\s\"'])(?:" + "|".join(alts) + r")" + _CLI_VALUE
+
+
+# a tool at a command's start (after a pipe, `sudo`, a path): then its password flags
+_CLI_TOOLS = tuple(
+    (
+        _lazy(
+            "_CLI_CMD_RE_" + str(i),
+            r"(?<![^\s/;|&(`'\"=])(?:" + "|".join(re.escape(t) for t in tools.split()) + r")(?:\.exe)?"
+            r"(?=[ \t])[^\n|;&]*",
+            re.I,
+        ),
+        "_CLI_CMD_RE_" + str(i),
+        "_CLI_FLAG_RE_" + str(i),
+        _lazy("_CLI_FLAG_RE_" + str(i), _cli_flag_regex(flags)),
+    )
+    for i, (tools, flags) in enumerate(_CLI_PASSWORD_FLAGS)
+)
+# Oracle's tools take `user/password@db` as their first argument (sqlplus, rman target, connect)
+_ORACLE_LOGIN_RE = _lazy(
+    "_ORACLE_LOGIN_RE",
+    r"(?i)(?<![^\s/;|&(`'\"=])(?:sqlplus|sqlldr|expdp|impdp|rman|dgmgrl|sqlcl|conn(?:ect)?)(?:\.exe)?"
+    r"(?:[ \t]+-[A-Za-z]+)*[ \t]+(?:(?:target|catalog|auxiliary)[ \t]+)?[\"']?[A-Za-z][\w$#.\-]{0,127}/"
+    r"(?P<pw>[^\s@/\"']{1,256})(?=@|[\s\"']|$)"
+    r"|(?<![^\s\"'=])(?:target|catalog|auxiliary)[ \t]+[\"']?[A-Za-z][\w$#.\-]{0,127}/(?P<pw2>[^\s@/\"']{1,256})@",
+)
 # <private> as tools escape it: HTML, JSON, fullwidth, markdown, zero-width
 _LT = (
     r"(?:<|\uff1c|\ufe64|&(?:amp;){0,3}(?:lt|#0*60|#x0*3c|#0*65308|#x0*ff1c|#0*65124|#x0*fe64);"
@@ -1079,6 +1285,13 @@ _SHAPE_SPECS = (
     ("base64", ("base64", "b64decode", "atob"), "_B64_HINT_RE", (), True),  # views: a wrapped blob
     ("mysql", ("mysql", "mariadb"), "_NEVER_RE", (), True),
     ("login", ("login", "sshpass"), "_NEVER_RE", (), True),
+    (
+        "cli",
+        _CLI_TOOL_WORDS + ("sqlplus", "sqlldr", "expdp", "impdp", "rman", "dgmgrl", "sqlcl", "conn"),
+        "_CLI_BREAK_RE",
+        (),
+        True,
+    ),
     ("authorization", ("authorization",), "_NEVER_RE", (), True),
     ("basic-command", ("basic ",), "_NEVER_RE", (), True),
     ("private-key", ("private key",), "_NEVER_RE", (), True),
@@ -1087,6 +1300,12 @@ _SHAPE_SPECS = (
     ("prose", ("pw", "pin", "pass phrase", "pass word"), "_NEVER_RE", (), False),
 )
 _B64_HINT_RE = _rare(r"(?i)base64|b64decode|atob")
+# a line break's verdict: a tool's line whose last word follows a flag may have its value cut
+_CLI_BREAK_RE = _rare(
+    r"(?i)(?<![^\s/;|&(`'\"=])(?:"
+    + "|".join(re.escape(t) for t in _CLI_TOOL_WORDS + ("sqlplus", "rman"))
+    + r")(?:\.exe)?[ \t][^\n|;&]*(?:[ \t]-{1,2}[A-Za-z]{1,16}[ \t]+|[ \t]-[A-Za-z]|pass:|%|/)[^\s]*$"
+)
 _NEVER_RE = _lazy("_NEVER_RE", r"(?!)")
 _SHAPES: dict = {}  # name -> _Shape, built with the rules
 _SHAPE_SET: frozenset = frozenset()
@@ -1261,7 +1480,7 @@ def _break_matters(text: str, s: int, left: str, right: str) -> bool:
     if not _piece_of_token(left):
         # a value's first piece may be short or read as a word (`Bearer oha` + `zrydar…`)
         line = text[max(text.rfind("\n", 0, s) + 1, s - 400) : s].rstrip("\r")
-        if not left or not _views.value_start(line[: len(line) - len(left)]):
+        if not left or not (_views.value_start(line[: len(line) - len(left)])):
             return False
     if complete_item(left.rsplit("=", 1)[-1]) or complete_item(right):
         return False  # a UUID or digest at the end, a path at the start: whole items
@@ -1437,6 +1656,8 @@ class Scrubber:
                 text = _MYSQL_CMD_RE.sub(self._sub_password_flags, text)
             if shapes["login"] in found:
                 text = _LOGIN_CMD_RE.sub(self._sub_password_flags, text)
+            if shapes["cli"] in found:
+                text = self._sub_cli_passwords(text)
             if shapes["authorization"] in found:
                 text = self._sub_auth_header(text)
             if shapes["basic"] in found:
@@ -1878,12 +2099,51 @@ class Scrubber:
         out.append(text[last:])
         return "".join(out)
 
+    def _sub_cli_passwords(self, text: str) -> str:
+        """The password flags of the command-line tools _CLI_PASSWORD_FLAGS names, and Oracle's
+        `user/password@db` logins."""
+        g = globals()
+        low = self._lower(text)
+        for i, (tools, _) in enumerate(_CLI_PASSWORD_FLAGS):
+            if not any(t in low for t in tools.split()):
+                continue
+            flag_re = g["_CLI_FLAG_RE_" + str(i)]
+
+            def command(m: re.Match[str], flag_re=flag_re) -> str:
+                return flag_re.sub(self._cli_value, m.group(0))
+
+            text = g["_CLI_CMD_RE_" + str(i)].sub(command, text)
+        spans = []
+        for m in _ORACLE_LOGIN_RE.finditer(text):
+            group = "pw" if m.group("pw") is not None else "pw2"
+            if not _is_placeholder(m.group(group)) and not MARKER_RE.match(text, m.start(group)):
+                spans.append(m.span(group))
+        return self._mark(text, spans, "cli-password")
+
+    def _cli_value(self, m: re.Match[str]) -> str:
+        group = m.lastgroup or "bare"
+        value = m.group(group)
+        if _is_placeholder(value) or MARKER_RE.match(value) or _only_sentinels(value):
+            return m.group(0)
+        if group == "bare" and (value.startswith(("env:", "file:", "fd:", "stdin")) or value[:1] in "<>|"):
+            return m.group(0)  # openssl `-passin env:VAR`, keytool `-storepass:env`
+        if group == "bare" and value[:1] == "\\":
+            return m.group(0)  # `-p\nEnter password:` in JSON text: the flag ends its line
+        spaced = m.string[m.start(group) - 1 : m.start(group)] in (" ", "\t")
+        if spaced and _IDENT_RE.fullmatch(value) and not _has_digit(value) and value.islower():
+            return m.group(0)  # `mysql -p mydb`: a spaced word is the database, `-p` prompts
+        self.counts["cli-password"] += 1
+        s, e = m.span(group)
+        return m.group(0)[: s - m.start()] + marker("cli-password") + m.group(0)[e - m.start() :]
+
     def _sub_password_flags(self, command: re.Match[str]) -> str:
         """Redact the -p password(s) of one mysql / login command line."""
 
         def replace(m: re.Match[str]) -> str:
             group = m.lastgroup or "bare"
             if _is_placeholder(m.group(group)) or MARKER_RE.fullmatch(m.group(group)):
+                return m.group(0)
+            if group == "bare" and m.group(group)[:1] == "\\":  # `-p\nEnter password:` in JSON text
                 return m.group(0)
             self.counts["user-password"] += 1
             s, e = m.span(group)

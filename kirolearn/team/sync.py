@@ -51,6 +51,7 @@ import logging
 from dataclasses import asdict, dataclass, field
 
 from kirolearn.core.isotime import shift
+from kirolearn.privacy import writes
 from kirolearn.store import state
 
 log = logging.getLogger("kirolearn.team.membership")
@@ -322,7 +323,7 @@ def sync(local, team, project_ids, *, me: str, scrub=None) -> SyncStats:
 
         stats.error = one_line(f"{type(exc).__name__}: {exc}")[:300]
         log.warning("team sync failed: %s", stats.error)
-        state.try_update(STATE, last_sync_at=state.utc_now(), last_error=stats.error)
+        writes.state_try_update(STATE, last_sync_at=state.utc_now(), last_error=stats.error)
         return stats
     state.try_update(STATE, last_sync_at=state.utc_now(), last_ok_at=state.utc_now(), last_error="")
     return stats
@@ -350,7 +351,7 @@ def run(settings, local) -> SyncStats | None:
 
         stats = SyncStats(projects=len(ids), error=one_line(f"{type(exc).__name__}: {exc}")[:300])
         log.warning("team store unavailable: %s", stats.error)
-        state.try_update(STATE, last_sync_at=state.utc_now(), last_error=stats.error)
+        writes.state_try_update(STATE, last_sync_at=state.utc_now(), last_error=stats.error)
         return stats
     try:
         return sync(local, remote, ids, me=me, scrub=outbound_scrubber(settings, local))
