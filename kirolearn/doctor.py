@@ -66,7 +66,8 @@ def run_checks():
             "FAIL",
             (
                 f"the database {paths.db_path()} is {found['state']} ({found['detail']}): run "
-                "`kirolearn repair` (it backs the file up first; the spool keeps new events until then)"
+                "`kirolearn repair` (it backs the file up first and re-ingests the spool, which keeps every "
+                "event not yet drained and, in spool/done/, those drained since the last sound check)"
             ),
         )
     elif found["state"] == "ok":

@@ -4,6 +4,7 @@ start afresh, and `kirolearn repair` brings the store back (the real commands in
 import json
 import os
 import random
+import shutil
 
 import pytest
 from conftest import assert_one_error, cli, kl, ready, spool_events, stored_ids
@@ -119,12 +120,23 @@ def test_a_lost_database_counts_records_written_between_drains(home, project):
 
 
 def test_repair_of_a_lost_database_reads_as_sentences(home, project):
-    spool_events(project, 2)
+    drained = spool_events(project, 2)
     assert cli("drain").returncode == 0
     (home / "kirolearn.db").write_bytes(b"")
     repaired = cli("repair")
     assert "recovered: nothing (the database file was missing or empty)" in repaired.stdout
     assert "recovered with none" not in repaired.stdout
+    assert "2 of them kept in spool/done/" in repaired.stdout  # the write-ahead log brings them back
+    assert "not recoverable" not in repaired.stdout and repaired.returncode == 0
+    assert stored_ids(home) == set(drained)
+
+
+def test_repair_of_a_lost_database_without_its_log_saves_nothing(home, project):
+    spool_events(project, 2)
+    assert cli("drain").returncode == 0
+    shutil.rmtree(home / "spool" / "done")  # the log gone too: nothing can come back
+    (home / "kirolearn.db").write_bytes(b"")
+    repaired = cli("repair")
     assert "not recoverable: 2 events" in repaired.stdout
     assert (
         repaired.returncode == 1 and "repair saved nothing" in repaired.stderr

@@ -1122,7 +1122,7 @@ def repair_command(force, json_):
         )
     click.echo(
         f"re-ingested from the spool: {report.reingested} events ({report.already_stored} already recovered, "
-        f"{report.quarantined} quarantined)"
+        f"{report.quarantined} quarantined; {report.requeued} of them kept in spool/done/ after an earlier drain)"
     )
     click.echo(f"database now: {report.events} events, {report.records} records")
     if report.nothing_saved:

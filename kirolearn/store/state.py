@@ -26,6 +26,7 @@ STORE = "store"
 DRAIN = "drain"
 MODEL = "model"
 CHECK = "check"  # the drain's integrity-check schedule (Drainer.check_due)
+PURGE = "purge"  # tombstones whose retention is due, and on how many drain passes (Drainer.expire_forgotten)
 
 
 def state_dir() -> str:
