@@ -68,6 +68,7 @@ STALE_TMP_SECONDS = 600  # older: its hook died mid-write
 CHECK_EVERY_PASSES = 100
 CHECK_EVERY_SECONDS = 3600.0
 DONE_KEEP_SECONDS = 24 * 3600.0  # spool/done/ keeps a drained file at least this long, and until a check
+CLOCK_SKEW_SECONDS = 300.0  # a stamp further ahead than this was made by a wrong clock
 PURGE_AFTER_PASSES = 10  # passes in a row a tombstone's age must be due on before retention purges it
 BREAKER_COOL_OFF_SECONDS = 300.0  # then an open breaker lets one call through
 
@@ -405,6 +406,8 @@ class Drainer:
             age = isotime.now() - _iso_to_dt(schedule["checked_at"]).timestamp()
         except (TypeError, ValueError, AttributeError):
             return "unreadable time of the last check"
+        if age < -CLOCK_SKEW_SECONDS:  # stamped by a clock that ran ahead: no time since it can be trusted
+            return "the last check's time is in the future"
         return f"{int(age)} s since the last check" if age >= CHECK_EVERY_SECONDS else None
 
     def _begin_pass(self, ingesting: bool) -> None:
