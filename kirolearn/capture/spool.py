@@ -291,3 +291,23 @@ def requeue_done(spool_root: "str | None" = None) -> "list[str]":
         except OSError:
             pass
     return moved
+
+
+def drop_done_events(event_ids, spool_root: "str | None" = None) -> int:
+    """Remove the done/ copies of these events (a purge: their raw text must go too); returns how many."""
+    wanted = {str(e) + SUFFIX for e in event_ids}
+    base = os.path.join(spool_root or root(), DONE)
+    removed = 0
+    for batch in done_batches(spool_root):
+        folder = os.path.join(base, batch)
+        try:
+            names = os.listdir(folder)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for name in wanted.intersection(names):
+            try:
+                os.unlink(os.path.join(folder, name))
+                removed += 1
+            except FileNotFoundError:
+                pass
+    return removed
