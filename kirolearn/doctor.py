@@ -45,7 +45,7 @@ def run_checks():
         else:
             yield "OK", f"{len(files)} events waiting to be drained"
     else:
-        yield "OK", "spool is empty"
+        yield "OK", "no events waiting in the spool"
     qdir = os.path.join(spool.root(), spool.QUARANTINE)
     quarantined = [n for n in os.listdir(qdir) if not n.endswith(".reason")] if os.path.isdir(qdir) else []
     if quarantined:

@@ -54,6 +54,8 @@ def test_a_drained_file_is_kept_private_until_a_later_check_and_its_retention(ho
     done = home / "spool" / "done"
     assert all(os.stat(p).st_mode & 0o777 == 0o700 for p in [done, *done.iterdir()])
     assert all(os.stat(p).st_mode & 0o777 == 0o600 for p in done.glob("*/*.json"))
+    shown = kl("status")
+    assert "0 events waiting" in shown.stdout and "3 drained, kept in spool/done/" in shown.stdout
     # a check 2 h later passes, but 24 h have not gone by: kept
     assert kl("drain", env=later(2 * 3600)).returncode == 0
     assert done_ids(home) == set(ids)
