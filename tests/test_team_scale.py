@@ -179,8 +179,9 @@ def test_a_purge_keeps_the_events_a_live_record_or_a_kept_tombstone_cites(team):
 def test_pg008_upgrades_a_team_store_made_at_pg007(pg_url, monkeypatch):
     import psycopg
 
-    from kirolearn.core.errors import StoreError
     from kirolearn.store.postgres import store as pgstore
+
+    from kirolearn.core.errors import StoreError
     from kirolearn.store.postgres.migrations import LEDGER
     from kirolearn.store.postgres.store import PostgresStore
 
@@ -192,9 +193,7 @@ def test_pg008_upgrades_a_team_store_made_at_pg007(pg_url, monkeypatch):
             conn.execute(ddl)
             conn.execute("insert into kirolearn_migrations (name) values (%s)", [name])
     with monkeypatch.context() as m:  # pg007's kirolearn knew no later column
-        older = tuple(
-            c for c in pgstore.RECORD_COLUMNS if c not in ("claims", "cites", "work_signature", "pinned")
-        )
+        older = tuple(c for c in pgstore.RECORD_COLUMNS if c not in ("claims", "cites", "work_signature", "pinned"))
         m.setattr(pgstore, "RECORD_COLUMNS", older)
         m.setattr(pgstore, "_RECORD_SELECT", ", ".join(f"r.{c}" for c in older))
         with PostgresStore(pg_url, check=False) as old:
