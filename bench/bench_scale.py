@@ -9,7 +9,7 @@ this process (the drain runs in process; embeddings off, so the figures are the 
   counts, the integrity check a new store is due);
 - idle pass: a pass with nothing in the spool;
 - new work: a pass with 100 new turns (300 events) in the spool;
-- quick_check alone (a pass pays it after an unclean stop, else once per 100 passes or 6 hours);
+- quick_check alone (a pass pays it after an unclean stop, else once per 100 passes or an hour, and after an error);
 - in-process search (recall.lexical.search) p50 / p95 over the relevance fixture's prompts, and
   p50 / max over COMMON_PROMPTS (words most records hold);
 - the prompt hook as a whole process, as a ratio to the same venv's `python -c pass` (alternated,

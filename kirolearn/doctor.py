@@ -45,7 +45,7 @@ def run_checks():
         else:
             yield "OK", f"{len(files)} events waiting to be drained"
     else:
-        yield "OK", "spool is empty"
+        yield "OK", "no events waiting in the spool"
     qdir = os.path.join(spool.root(), spool.QUARANTINE)
     quarantined = [n for n in os.listdir(qdir) if not n.endswith(".reason")] if os.path.isdir(qdir) else []
     if quarantined:
@@ -66,7 +66,8 @@ def run_checks():
             "FAIL",
             (
                 f"the database {paths.db_path()} is {found['state']} ({found['detail']}): run "
-                "`kirolearn repair` (it backs the file up first; the spool keeps new events until then)"
+                "`kirolearn repair` (it backs the file up first and re-ingests the spool, which keeps every "
+                "event not yet drained and, in spool/done/, those drained since the last sound check)"
             ),
         )
     elif found["state"] == "ok":

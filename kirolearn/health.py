@@ -126,7 +126,12 @@ def status(settings) -> dict:
     )
     info = {
         "home": paths.home(),
-        "spool": {"ready": len(files), "oldest_age_seconds": oldest_age, "quarantined": quarantined},
+        "spool": {
+            "ready": len(files),
+            "oldest_age_seconds": oldest_age,
+            "quarantined": quarantined,
+            "kept": len(spool.done_files()),  # drained, kept in done/ until a later check (the log)
+        },
         "database": None,
         "extractor": {
             "model": settings.extract.model or None,

@@ -597,6 +597,19 @@ class StoreContract:
         assert got["records"] == [] and got["forgotten"] == []
         assert store.changes(["p1"], after=got["after"])["purged"] == []
 
+    def test_purgeable_lists_the_kept_tombstones_by_id_and_age(self, store):
+        from kirolearn.core.isotime import shift
+
+        store.add_events([event(1, state="done"), event(2, state="done"), event(3, state="done")])
+        self.extract(store, 1, [record(1), record(2), record(3)])
+        store.forget(["mr_0001", "mr_0002"], reason="", actor="ana")
+        first = min(t["forgotten_at"] for t in store.tombstones(["mr_0001", "mr_0002"]).values())
+        assert store.purgeable(older_than=first) == []  # the drain's retention asks this every pass
+        assert sorted(store.purgeable(older_than=shift(first, 86400))) == ["mr_0001", "mr_0002"]
+        assert store.purgeable(record_ids=["mr_0002", "mr_0003"]) == ["mr_0002"]
+        store.purge(["mr_0001"], actor="ana")
+        assert store.purgeable() == ["mr_0002"]
+
     def test_expire_forgotten_purges_only_tombstones_older_than_the_cutoff(self, store):
         from kirolearn.core.isotime import shift
 

@@ -226,7 +226,7 @@ def test_bad_config_is_a_clear_error(write_config):
 def test_status_on_a_fresh_home_creates_nothing(home):
     result = CliRunner().invoke(cli, ["status", "--json"], catch_exceptions=False)
     info = json.loads(result.output)
-    assert info["spool"] == {"ready": 0, "oldest_age_seconds": None, "quarantined": 0}
+    assert info["spool"] == {"ready": 0, "oldest_age_seconds": None, "quarantined": 0, "kept": 0}
     assert info["database"] is None
     assert not home.exists()
 

@@ -93,7 +93,7 @@ def test_a_read_only_ready_folder_fails_cleanly_and_loses_nothing(home, project,
     result = subprocess.run(
         [*prefix, KIROLEARN, "drain"], env=hook_env(), capture_output=True, text=True, timeout=120
     )
-    assert_one_error(result, "cannot remove their spool files", "chmod")
+    assert_one_error(result, "cannot move their spool files", "chmod")
     assert ready(home) == sorted(i + ".json" for i in ids)
     writable_again(home)
     again = cli("drain", "--json")

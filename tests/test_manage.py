@@ -15,6 +15,7 @@ from kirolearn.capture import spool
 from kirolearn.cli.commands import cli
 from kirolearn.core.errors import StoreLost
 from kirolearn.manage import records as manage
+from kirolearn.pipeline.drain import PURGE_AFTER_PASSES
 from kirolearn.store.sqlite import db as store
 
 BIN = os.path.dirname(sys.executable)
@@ -300,6 +301,10 @@ def _file_bytes(home) -> bytes:
     return data
 
 
+def _spool_done_bytes(home) -> bytes:
+    return b"".join(p.read_bytes() for p in (home / "spool" / "done").glob("*/*.json"))
+
+
 def test_purge_removes_the_bytes_from_the_database_file(here, make_event, drain_now, home, tmp_path):
     marker = "zebracornfluxwidget"
     turn(make_event, f"Why does {marker} crash the export?", outcome=f"{marker} was a typo; fixed.")
@@ -312,6 +317,7 @@ def test_purge_removes_the_bytes_from_the_database_file(here, make_event, drain_
     (rid,) = ids(js("search", marker))
     js("forget", rid)
     assert marker.encode() in _file_bytes(home)  # forgotten, not yet purged: still restorable, so still there
+    assert marker.encode() in _spool_done_bytes(home)  # the write-ahead log keeps the drained turn
 
     refused = run("forget", "--purge", ok=False)
     assert refused.exit_code == 2 and "cannot be undone" in refused.stderr
@@ -319,6 +325,8 @@ def test_purge_removes_the_bytes_from_the_database_file(here, make_event, drain_
     assert out["purged"] == 1 and out["record_ids"] == [rid] and out["events_deleted"] == 4
     assert out["wal_checkpoint"]["busy"] is False
     assert marker.encode() not in _file_bytes(home)
+    assert out["spool_files_removed"] == 4 and marker.encode() not in _spool_done_bytes(home)
+    assert b"make cache" in _spool_done_bytes(home)  # the other turn's log stays
     assert js("show", rid)["status"] == "purged"
     assert len(js("list")) == 1 and ids(js("search", "caching"))  # the other record is intact
     failed = run("restore", rid, ok=False)
@@ -340,7 +348,10 @@ def test_retention_purges_old_tombstones_on_drain(here, add_record, drain_now, w
     db.execute("update forgotten_records set forgotten_at = ? where record_id = ?", [old, rid])
     db.conn.commit()
     js("forget", keep)
-    drain_now()
+    drain_now()  # old enough, but due on one pass only: a wrong clock must not purge (docs/drain.md)
+    assert js("show", rid)["status"] == "forgotten"
+    for _ in range(PURGE_AFTER_PASSES - 1):
+        drain_now()
     assert js("show", rid)["status"] == "purged" and js("show", keep)["status"] == "forgotten"
     assert b"quokkas" not in _file_bytes(home)
     write_config("[retention]\nforgotten_days = 0\n")

@@ -4,33 +4,10 @@ start afresh, and `kirolearn repair` brings the store back (the real commands in
 import json
 import os
 import random
+import shutil
 
 import pytest
-from conftest import assert_one_error, cli, kl, ready, spool_events, stored_ids
-
-
-def corrupt(path, seed=1, size=8192):
-    """Overwrite `size` bytes in the middle of the file with random bytes (what the issue did).
-
-    "The middle" is the middle of the events table's pages, not of the file: which table
-    sits at half the file size moves whenever a schema version adds a table or an index.
-    """
-    import sqlite3
-
-    conn = sqlite3.connect(path)
-    try:
-        pages = [
-            r[0] for r in conn.execute("select pageno from dbstat where name = 'events' order by pageno")
-        ]
-        page_size = conn.execute("pragma page_size").fetchone()[0]
-    except sqlite3.OperationalError:  # an SQLite built without dbstat: the file's middle
-        pages, page_size = [], 0
-    finally:
-        conn.close()
-    offset = (pages[len(pages) // 2] - 1) * page_size if pages else os.path.getsize(path) // 2
-    with open(path, "r+b") as fh:
-        fh.seek(offset)
-        fh.write(random.Random(seed).randbytes(size))
+from conftest import assert_one_error, cli, corrupt, kl, ready, spool_events, stored_ids
 
 
 def test_a_corrupt_database_keeps_the_spool_and_repair_brings_it_back(home, project, filled):
@@ -119,12 +96,23 @@ def test_a_lost_database_counts_records_written_between_drains(home, project):
 
 
 def test_repair_of_a_lost_database_reads_as_sentences(home, project):
-    spool_events(project, 2)
+    drained = spool_events(project, 2)
     assert cli("drain").returncode == 0
     (home / "kirolearn.db").write_bytes(b"")
     repaired = cli("repair")
     assert "recovered: nothing (the database file was missing or empty)" in repaired.stdout
     assert "recovered with none" not in repaired.stdout
+    assert "2 of them kept in spool/done/" in repaired.stdout  # the write-ahead log brings them back
+    assert "not recoverable" not in repaired.stdout and repaired.returncode == 0
+    assert stored_ids(home) == set(drained)
+
+
+def test_repair_of_a_lost_database_without_its_log_saves_nothing(home, project):
+    spool_events(project, 2)
+    assert cli("drain").returncode == 0
+    shutil.rmtree(home / "spool" / "done")  # the log gone too: nothing can come back
+    (home / "kirolearn.db").write_bytes(b"")
+    repaired = cli("repair")
     assert "not recoverable: 2 events" in repaired.stdout
     assert (
         repaired.returncode == 1 and "repair saved nothing" in repaired.stderr

@@ -4,6 +4,9 @@ Layout under $KIROLEARN_HOME/spool/ (0700; files 0600):
     tmp/         events being written; never read by the drainer
     ready/       complete events, `<event_id>.json`; sorted names = arrival order
     quarantine/  files the drainer could not parse, each with a `.reason` file
+    done/        drained files, one folder per drain pass (`<UTC stamp>-<pass id>/`), kept as the
+                 write-ahead log until an integrity check after them passed and their retention
+                 went by (kirolearn.pipeline.drain); `kirolearn repair` re-ingests them
 
 Invariant: a file in ready/ is always complete. Writers publish by writing
 tmp/, fsync, then an atomic rename into ready/ (and fsync the directory), so no
@@ -18,6 +21,7 @@ from kirolearn.core import paths
 TMP = "tmp"
 READY = "ready"
 QUARANTINE = "quarantine"
+DONE = "done"
 SUFFIX = ".json"
 LOCK_NAME = ".drain.lock"  # the drainer's lock
 MAX_ENTRY_BYTES = 512 * 1024  # hooks shrink events below it: a bigger file is not ours
@@ -202,3 +206,108 @@ def quarantine(path: str, reason: str, spool_root: "str | None" = None) -> str:
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(reason.rstrip() + "\n")
     return target
+
+
+def keep_done(files: "list[str]", batch: str, spool_root: "str | None" = None) -> str:
+    """Move drained files into done/<batch>/ (0700 folders, the files stay 0600); returns the folder.
+
+    A file already gone is skipped; the folder is fsynced once, after the last move."""
+    spool_root = spool_root or root()
+    target = paths.ensure_private_dir(
+        os.path.join(paths.ensure_private_dir(os.path.join(spool_root, DONE)), batch)
+    )
+    for path in files:
+        try:
+            os.replace(path, os.path.join(target, os.path.basename(path)))
+        except FileNotFoundError:
+            continue
+    _fsync_dir(target)
+    return target
+
+
+def done_batches(spool_root: "str | None" = None) -> "list[str]":
+    """Names of done/'s pass folders, oldest first (their names start with a UTC stamp)."""
+    try:
+        return sorted(
+            n for n in os.listdir(os.path.join(spool_root or root(), DONE)) if not n.startswith(".")
+        )
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def done_files(spool_root: "str | None" = None) -> "list[str]":
+    """Paths of every event file kept in done/, oldest pass first."""
+    base = os.path.join(spool_root or root(), DONE)
+    found = []
+    for batch in done_batches(spool_root):
+        try:
+            names = sorted(os.listdir(os.path.join(base, batch)))
+        except (NotADirectoryError, FileNotFoundError):
+            continue
+        found += [os.path.join(base, batch, n) for n in names if n.endswith(SUFFIX)]
+    return found
+
+
+def drop_done(batch: str, spool_root: "str | None" = None) -> int:
+    """Remove one pass folder of done/ and the files in it; returns how many files went."""
+    folder = os.path.join(spool_root or root(), DONE, batch)
+    removed = 0
+    try:
+        names = os.listdir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return 0
+    for name in names:
+        path = os.path.join(folder, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            continue  # not ours: left alone, and so is the folder
+        os.unlink(path)
+        removed += name.endswith(SUFFIX)
+    try:
+        os.rmdir(folder)
+    except OSError:
+        pass
+    return removed
+
+
+def requeue_done(spool_root: "str | None" = None) -> "list[str]":
+    """Move every file kept in done/ back into ready/ (for `kirolearn repair`); returns their event ids.
+
+    A name already in ready/ is the same event waiting again: its done/ copy stays where it is."""
+    spool_root = ensure_layout(spool_root)
+    ready = os.path.join(spool_root, READY)
+    moved = []
+    for path in done_files(spool_root):
+        name = os.path.basename(path)
+        target = os.path.join(ready, name)
+        if os.path.lexists(target):
+            continue
+        os.replace(path, target)
+        moved.append(name[: -len(SUFFIX)])
+    if moved:
+        _fsync_dir(ready)
+    for batch in done_batches(spool_root):
+        try:
+            os.rmdir(os.path.join(spool_root, DONE, batch))  # only the emptied ones go
+        except OSError:
+            pass
+    return moved
+
+
+def drop_done_events(event_ids, spool_root: "str | None" = None) -> int:
+    """Remove the done/ copies of these events (a purge: their raw text must go too); returns how many."""
+    wanted = {str(e) + SUFFIX for e in event_ids}
+    base = os.path.join(spool_root or root(), DONE)
+    removed = 0
+    for batch in done_batches(spool_root):
+        folder = os.path.join(base, batch)
+        try:
+            names = os.listdir(folder)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for name in wanted.intersection(names):
+            try:
+                os.unlink(os.path.join(folder, name))
+                removed += 1
+            except FileNotFoundError:
+                pass
+    return removed

@@ -264,7 +264,10 @@ def status_command(json_):
     s = info["spool"]
     age = f", oldest {s['oldest_age_seconds']:.0f} s old" if s["oldest_age_seconds"] is not None else ""
     click.echo(f"home: {info['home']}")
-    click.echo(f"spool: {s['ready']} events waiting{age}; {s['quarantined']} quarantined")
+    click.echo(
+        f"spool: {s['ready']} events waiting{age}; {s['quarantined']} quarantined; "
+        f"{s.get('kept', 0)} drained, kept in spool/done/ until a later check finds the database sound"
+    )
     ex = info["extractor"]
     limit = f", {ex.get('tokens_today', 0)} of {ex['daily_token_limit']} tokens today" if ex["model"] else ""
     click.echo(f"extractor: {ex['mode']}{' (' + ex['model'] + ')' if ex['model'] else ''}{limit}")
@@ -1147,7 +1150,7 @@ def repair_command(force, json_):
         )
     click.echo(
         f"re-ingested from the spool: {report.reingested} events ({report.already_stored} already recovered, "
-        f"{report.quarantined} quarantined)"
+        f"{report.quarantined} quarantined; {report.requeued} of them kept in spool/done/ after an earlier drain)"
     )
     click.echo(f"database now: {report.events} events, {report.records} records")
     if report.nothing_saved:

@@ -60,7 +60,8 @@ class StoreCorrupt(StoreError):
 
     default_fix = (
         "run `kirolearn repair` (it backs the file up, recovers what it can and re-ingests the spool); "
-        "the spool keeps every new event until then"
+        "the spool keeps every event not yet drained and, in spool/done/, every one drained since the "
+        "last check that found the database sound"
     )
 
 

@@ -11,12 +11,31 @@ Standard library only: the hook stamps its events with `utc_iso` (datetime is
 imported only by the functions that parse).
 """
 
+import os
 import time
+
+CLOCK_ENV = "KIROLEARN_NOW"  # tests' clock: epoch seconds or an ISO time; unset, the system clock
+
+
+def now() -> float:
+    """Seconds since the epoch: the system clock, or $KIROLEARN_NOW when a test sets it."""
+    fake = os.environ.get(CLOCK_ENV)
+    if not fake:
+        return time.time()
+    try:
+        value = float(fake)
+        return value if 0 <= value < 1e11 else time.time()  # nan, inf or beyond year 5000: no clock
+    except ValueError:
+        pass
+    try:
+        return parse(fake).timestamp()
+    except ValueError:
+        return time.time()  # an unreadable test clock is no clock: the system's
 
 
 def utc_iso(t: "float | None" = None) -> str:
     """`t` (seconds since the epoch; default now) in the stored format."""
-    whole, ms = divmod(int((time.time() if t is None else t) * 1000), 1000)
+    whole, ms = divmod(int((now() if t is None else t) * 1000), 1000)
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{ms:03d}Z"
 
 

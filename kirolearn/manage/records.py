@@ -513,11 +513,33 @@ def _embed_now(store) -> None:
     semantic.index_with_settings(derived, conf, seconds=RESTORE_EMBED_SECONDS)  # why not: the drain says
 
 
+def _source_events(store, record_ids) -> "set[str]":
+    """The event ids the kept records of these tombstones cite (their raw copies may wait in spool/done/)."""
+    found = set()
+    for rid in record_ids:
+        kept = (store.get_forgotten(rid) or {}).get("record") or {}
+        cited = kept.get("source_event_ids") or []
+        if isinstance(cited, str):
+            import json
+
+            try:
+                cited = json.loads(cited)
+            except ValueError:
+                cited = []
+        found.update(str(e) for e in cited if e)
+    return found
+
+
 def purge(record_ids=None, *, older_than: "str | None" = None, actor: str = "cli", store=None) -> dict:
     """Remove the bytes of forgotten records (all, some, or those forgotten before a time) for good."""
     store = store or writable()
     ids = store.purgeable(record_ids=record_ids, older_than=older_than)
+    sources = _source_events(store, ids)
     result = store.purge_report(ids, actor=actor)
+    if sources:
+        from kirolearn.capture import spool
+
+        result["spool_files_removed"] = spool.drop_done_events(sources)  # the log's raw copies go too
     if record_ids is None and older_than is None:
         result["edit_versions_cleared"] = store.purge_edit_history()
         if result["edit_versions_cleared"] and not ids:

@@ -2,14 +2,19 @@
 
 Holds the spool's file lock for its whole run, so a cron job, a watcher and a
 manual run never process the same file twice. Invariants:
-- a spool file is unlinked only at the end of a run, after the transaction
+- a spool file leaves ready/ only at the end of a run, after the transaction
   that stored it (or proved it a duplicate) committed, its rows were read
   back and every later step (extraction, retention) finished; any failure
   before that keeps every spool file, and re-draining stores nothing twice
   (inserts are keyed by event id);
+- it then moves to spool/done/ (the write-ahead log), and is removed only once
+  an integrity check begun after its commit passed and DONE_KEEP_SECONDS went
+  by, so `kirolearn repair` can re-ingest what a damaged database holds;
 - the store's integrity check (quick_check) runs before a pass ingests, when
-  due (CHECK_EVERY_*), and always after an unclean stop: a damaged database it
-  finds stops the run before anything is ingested;
+  due (CHECK_EVERY_*), and always after an unclean stop or an error in a pass:
+  a damaged database it finds stops the run before anything is ingested;
+- a forgotten record is purged by retention only after its age is due on
+  PURGE_AFTER_PASSES drain passes in a row: one pass under a wrong clock purges nothing;
 - spool entries are opened without following links or waiting on FIFOs, and
   anything but a regular file of at most 512 KiB is quarantined unread;
 - a file that does not parse or validate is moved to quarantine/ with the
@@ -62,7 +67,10 @@ STALE_TMP_SECONDS = 600  # older: its hook died mid-write
 
 # quick_check reads every page (~1 s at 1M records): only when due (check_due).
 CHECK_EVERY_PASSES = 100
-CHECK_EVERY_SECONDS = 6 * 3600.0
+CHECK_EVERY_SECONDS = 3600.0
+DONE_KEEP_SECONDS = 24 * 3600.0  # spool/done/ keeps a drained file at least this long, and until a check
+CLOCK_SKEW_SECONDS = 300.0  # a stamp further ahead than this was made by a wrong clock
+PURGE_AFTER_PASSES = 10  # passes in a row a tombstone's age must be due on before retention purges it
 BREAKER_COOL_OFF_SECONDS = 300.0  # then an open breaker lets one call through
 
 EMBED_SECONDS = 3.0  # per pass, after its commit (#22)
@@ -362,7 +370,8 @@ class Drainer:
             raise StoreCorrupt(
                 f"the database {self.db_path()} is damaged ({problem}); {what}",
                 "run `kirolearn repair`: it backs the file up, recovers what it can and re-ingests "
-                "the spool, which keeps every event until then",
+                "the spool, which keeps every event not yet drained and, in spool/done/, every one "
+                "drained since the last check that found the database sound",
             )
         self.last_check = time.monotonic()
 
@@ -388,14 +397,18 @@ class Drainer:
         in, or CHECK_EVERY_SECONDS went by, since the last one (state/check.json)."""
         if not schedule.get("checked_at"):
             return "never checked"
+        if schedule.get("suspect"):
+            return f"an earlier pass failed ({schedule['suspect']})"
         if schedule.get("open") and not self._open:
             return "the last pass that took events in did not finish"
         if int(schedule.get("passes") or 0) >= CHECK_EVERY_PASSES:
             return f"{CHECK_EVERY_PASSES} passes since the last check"
         try:
-            age = time.time() - _iso_to_dt(schedule["checked_at"]).timestamp()
+            age = isotime.now() - _iso_to_dt(schedule["checked_at"]).timestamp()
         except (TypeError, ValueError, AttributeError):
             return "unreadable time of the last check"
+        if age < -CLOCK_SKEW_SECONDS:  # stamped by a clock that ran ahead: no time since it can be trusted
+            return "the last check's time is in the future"
         return f"{int(age)} s since the last check" if age >= CHECK_EVERY_SECONDS else None
 
     def _begin_pass(self, ingesting: bool) -> None:
@@ -405,6 +418,7 @@ class Drainer:
         if due:
             self.check_store()  # a damaged store takes nothing in: the spool keeps it all
             schedule = {"checked_at": isotime.now_iso(), "passes": 0, "open": self._open}  # sound now
+            self.prune_done()  # what done/ holds was committed before this check began
         if ingesting and not self._open:
             schedule = dict(schedule, open=True)
             self._open = True
@@ -437,23 +451,39 @@ class Drainer:
         return found or "kirolearn.db"
 
     def release(self, done: "list[tuple[str, str | None]]", stats: DrainStats) -> None:
-        """Unlink spool files once every step of the run finished (their rows were read back after commit)."""
+        """Move the run's spool files into spool/done/, one folder for this pass, once every step of the
+        run finished (their rows were read back after commit); `prune_done` removes them later."""
         if not done:
             return
-        for path, _ in done:
+        files = [path for path, _ in done]
+        batch = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(isotime.now())) + "-" + new_ulid()
+        try:
+            spool.keep_done(files, batch)
+        except OSError as exc:
+            raise SpoolError(
+                f"stored {len(files)} events but cannot move their spool files from "
+                f"{os.path.dirname(files[0])} into {os.path.join(spool.root(), spool.DONE)} "
+                f"({exc.strerror or exc})",
+                "make the spool's folders writable by you (chmod u+w); the next drain recognises them as "
+                "stored and moves them",
+            ) from None
+        stats.released += len(files)
+
+    def prune_done(self) -> int:
+        """Right after a passing check: remove done/'s pass folders older than DONE_KEEP_SECONDS. Every
+        folder there was committed before the check began, so the database found sound holds it. Names
+        start with their UTC stamp: the walk stops at the first one too young. Returns files removed."""
+        cutoff = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(isotime.now() - DONE_KEEP_SECONDS))
+        removed = 0
+        for batch in spool.done_batches():
+            if batch[: len(cutoff)] >= cutoff:
+                break
             try:
-                os.unlink(path)
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                left = len(done) - stats.released
-                raise SpoolError(
-                    f"stored {left} events but cannot remove their spool files from {os.path.dirname(path)} "
-                    f"({exc.strerror or exc})",
-                    "make that folder writable by you (chmod u+w); the next drain recognises them as stored "
-                    "and removes them",
-                ) from None
-            stats.released += 1
+                removed += spool.drop_done(batch)
+            except OSError as exc:  # kept a while longer: never a reason to fail a drain
+                log.warning("cannot remove %s from spool/done: %s", batch, exc.strerror or exc)
+                break
+        return removed
 
     # Extraction
 
@@ -798,11 +828,28 @@ class Drainer:
         return self.store.expire_events(isotime.shift(isotime.now_iso(), -days * 86400))
 
     def expire_forgotten(self) -> int:
-        """Purge tombstones forgotten more than `retention.forgotten_days` ago (their bytes go); returns how many."""
+        """Purge tombstones forgotten more than `retention.forgotten_days` ago (their bytes go) once their
+        age has been due on PURGE_AFTER_PASSES passes in a row (state/purge.json counts them), so one
+        pass under a clock running ahead, or a forget stamped by a clock running behind, purges nothing.
+        A forgotten_at in the future is never old. Returns how many were purged."""
         days = self.settings.retention.forgotten_days
         if not days:
             return 0
-        return self.store.expire_forgotten(isotime.shift(isotime.now_iso(), -days * 86400))
+        due = self.store.purgeable(older_than=isotime.shift(isotime.now_iso(), -days * 86400))
+        found = state.read(state.PURGE)
+        seen = found.get("due") if found.get("store") == self._store_key() else None
+        seen = seen if isinstance(seen, dict) else {}
+        if not due and not seen:
+            return 0  # the usual pass: one index range, nothing written
+        counts = {rid: int(seen.get(rid) or 0) + 1 for rid in due}
+        ripe = [rid for rid, n in counts.items() if n >= PURGE_AFTER_PASSES]
+        purged = self.store.purge(ripe, actor="retention") if ripe else 0
+        left = {rid: n for rid, n in counts.items() if n < PURGE_AFTER_PASSES}
+        try:
+            state.write(state.PURGE, {"store": self._store_key(), "due": left})
+        except OSError:
+            pass  # unwritten, the count starts again: later, never sooner
+        return purged
 
     def mark_truth(self, stats: DrainStats) -> None:
         """Supersede what the new records changed and merge near-identical chores (issue #31), right after
@@ -865,9 +912,39 @@ class Drainer:
         return self.bars.phase(label, total() if callable(total) else total)
 
     def run_once(self, flush: bool = False) -> DrainStats:
+        """One pass (`_pass`); an error in it (SQLite's, the disk's, a bug's) checks the store now and
+        makes the check due before the next pass ingests."""
+        try:
+            return self._pass(flush)
+        except DrainLocked:
+            raise
+        except Exception as exc:
+            self._after_error(exc)
+            raise
+
+    def _after_error(self, exc: Exception) -> None:
+        """Mark the store suspect (state/check.json) and, unless the error already says it is damaged,
+        run the integrity check now: raise StoreCorrupt when it fails, so the message names the fix."""
+        try:
+            self._write_schedule(dict(self.check_schedule(), suspect=type(exc).__name__))
+            if isinstance(exc, StoreCorrupt):
+                return
+            self.checks += 1
+            problem = self.store.integrity_problem()
+        except Exception:  # noqa: BLE001 - the first error is the one to report
+            return
+        if problem:
+            raise StoreCorrupt(
+                f"the database {self.db_path()} is damaged ({problem}); the spool files of this drain are kept",
+                "run `kirolearn repair`: it backs the file up, recovers what it can and re-ingests the spool, "
+                "which keeps every event not yet drained and, in spool/done/, every one drained since the "
+                "last check that found the database sound",
+            ) from exc
+
+    def _pass(self, flush: bool = False) -> DrainStats:
         """Drain everything in the spool once, extract every ready batch, then release the spool files.
 
-        Spool files are unlinked last (see `release`): if extraction, retention
+        Spool files leave ready/ last (see `release`): if extraction, retention
         or the store fails on the way, every one of them stays for the next run.
         """
         start = time.monotonic()

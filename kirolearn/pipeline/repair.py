@@ -10,8 +10,9 @@ The file surgery is the store's (backends.rebuild_local). With the drain lock he
 3. builds a fresh, migrated database, copies every recovered row of every
    table it knows into it (full-text indexes refill through their triggers),
    and puts it in place of the damaged file;
-4. runs one drain, which stores whatever the spool still holds (the drain
-   keeps spool files until a healthy store has them), and reports counts.
+4. moves what spool/done/ keeps (files already drained, the write-ahead log)
+   back into ready/ and runs one drain, which stores whatever the spool holds
+   (events the recovered rows already have dedupe by event id), and reports counts.
 """
 
 import os
@@ -48,6 +49,7 @@ class RepairReport:
     lost_events: int = 0
     lost_records: int = 0
     reingested: int = 0
+    requeued: int = 0  # files spool/done/ kept that went back to ready/ for this repair's drain
     already_stored: int = 0
     quarantined: int = 0
     events: int = 0
@@ -106,9 +108,15 @@ def repair(settings, *, force: bool = False) -> RepairReport:
     rebuilt = backends.rebuild_local(path, report.backups[0] if report.backups else None, stamp)
     for key in ("method", "recovered", "unreadable_tables", "header_rebuilt", "page_size"):
         setattr(report, key, rebuilt[key])
+    from kirolearn.capture import spool
+
+    requeued = spool.requeue_done()  # drained into the damaged file: the log brings them back
+    report.requeued = len(requeued)
     with backends.open_store(path) as store:
+        before = store.event_ids_present(requeued) if requeued else set()
         stats = drain.Drainer(store, settings).run_once()
         counts = store.counts()
+        from_log = len(store.event_ids_present(requeued) - before) if requeued else 0
     report.reingested, report.already_stored, report.quarantined = (
         stats.stored,
         stats.already_stored,
@@ -116,7 +124,7 @@ def repair(settings, *, force: bool = False) -> RepairReport:
     )
     report.events, report.records = counts["events"], counts["records"]
     held = int(report.held_before.get("events") or 0)
-    report.lost_events = max(0, held - int(report.recovered.get("events", 0)))
+    report.lost_events = max(0, held - int(report.recovered.get("events", 0)) - from_log)
     report.lost_records = max(
         0, int(report.held_before.get("records") or 0) - int(report.recovered.get("memory_records", 0))
     )

@@ -28,6 +28,7 @@ DRAIN = "drain"
 MODEL = "model"
 SCHEDULE = "schedule"  # the last drain the scheduled job started: its kind, interval and time
 CHECK = "check"  # the drain's integrity-check schedule (Drainer.check_due)
+PURGE = "purge"  # tombstones whose retention is due, and on how many drain passes (Drainer.expire_forgotten)
 
 
 def state_dir() -> str:

@@ -910,6 +910,19 @@ class PostgresStore(Store):
             )
             return {r.pop("record_id"): r for r in cur.fetchall()}
 
+    def purgeable(self, *, record_ids=None, older_than: str | None = None) -> list[str]:
+        """Tombstones still holding their record: these ids, those forgotten before a time, or all."""
+        sql, args = "select record_id from forgotten_records where payload is not null", []
+        if older_than:
+            sql += " and forgotten_at < %s"
+            args.append(older_than)
+        if record_ids is not None:
+            sql += " and record_id = any(%s::text[])"
+            args.append(list(record_ids))
+        with self._tx("reading") as cur:
+            cur.execute(sql + " order by record_id", args)
+            return [r["record_id"] for r in cur.fetchall()]
+
     def purge(self, record_ids, *, actor: str) -> int:
         """What SQLite's purge drops, in one transaction: the tombstone's payload, the old text of its
         audit rows, its source events no live or kept record cites, and the prompt of its extraction
