@@ -700,3 +700,19 @@ def test_embedded_secret_never_survives(prefix, left, secret, right, suffix):
 )
 def test_glued_secrets_need_the_second_pass(glued, expected):
     assert scrub.Scrubber().scrub_text(glued) == expected
+
+
+def test_a_complete_setting_leaves_nothing_open_for_the_next_text():
+    """An edit's old and new line (`SMTP_POOL=4`, then `SMTP_POOL=6`) are two settings, not a
+    token cut in two: the carry leaves both as they are."""
+    from kirolearn.privacy import carry
+    from kirolearn.privacy import scrub as scrublib
+
+    turn = carry.TurnCarry(scrublib.Scrubber())
+    event = {"trigger": "postToolUse", "kind": "tool_use", "tool_name": "fs_write"}
+    event["tool_input"] = {"old_str": "SMTP_POOL=4", "new_str": "SMTP_POOL=6"}
+    assert turn.scrub_event(event)["tool_input"] == event["tool_input"]
+    cut = {"old_str": "export API_TOKEN=ghp_", "new_str": "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"}
+    assert "A1b2C3d4" not in str(
+        carry.TurnCarry(scrublib.Scrubber()).scrub_event({**event, "tool_input": cut})
+    )

@@ -508,3 +508,25 @@ def test_writes_drained_together_supersede_the_older_values_with_the_newest(proj
     assert records["set RETRIES to 3"]["superseded_by"] == newest
     assert records["set RETRIES to 7"]["superseded_by"] == newest
     assert records["set RETRIES to 9"]["superseded_by"] is None
+
+
+@pytest.mark.parametrize("how", ["git mv", "mv"])
+def test_a_change_after_the_file_moved_supersedes_the_record_made_before(project, how):
+    (project / ".git").rmdir()
+    git = ["git", "-C", str(project), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    turn(project, "m1", "set WORKERS to 4", "WORKERS = 4.", write=("etc/limits.py", "WORKERS = 4\n"))
+    drain()
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "limits"], check=True)
+    if how == "git mv":
+        subprocess.run([*git, "mv", "etc/limits.py", "etc/base_limits.py"], check=True)
+    else:
+        (project / "etc/limits.py").rename(project / "etc/base_limits.py")
+    drain()  # the re-check follows the move
+    (claim,) = shown(listed(project)["set WORKERS to 4"]["record_id"])["claims"]
+    assert claim["state"] == "current" and claim["path"] == "etc/base_limits.py"
+    turn(project, "m2", "raise WORKERS to 6", "WORKERS = 6.", write=("etc/base_limits.py", "WORKERS = 6\n"))
+    drain()
+    records = listed(project)
+    assert records["set WORKERS to 4"]["superseded_by"] == records["raise WORKERS to 6"]["record_id"]

@@ -660,6 +660,7 @@ class Drainer:
                     state != row.get("state")
                     or verdict.now != (row.get("now") or "")
                     or verdict.blob != row.get("blob")
+                    or (verdict.path and verdict.path != (row.get("path") or row["file"]))
                 ):
                     states.append(
                         {

@@ -102,7 +102,9 @@ def supersede(store: Store, new: dict, *, log=None) -> list[list[str]]:
     changed: dict[str, list[dict]] = {}
     states = []
     for old in olders:
-        claim = by_identity.get((old["file"], old["kind"], old["key"]))
+        claim = by_identity.get((old["file"], old["kind"], old["key"])) or by_identity.get(
+            (old.get("path") or "", old["kind"], old["key"])
+        )
         if claim is None or old["digest"] == claim["digest"] or old.get("by_record"):
             continue  # the same value again changes nothing; a change already has its record
         why = f"{_described(claim)} (was {old.get('shown') or '?'}) by {new['record_id']}"

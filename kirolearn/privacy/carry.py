@@ -72,6 +72,9 @@ def _cut_token(run: str) -> bool:
         return not (run.islower() or run.isupper() or run.istitle())
     if run.isdigit():
         return False
+    name, eq, value = run.rpartition("=")
+    if eq and name:  # `NAME=value`: open only when the value may be a token's start
+        return _cut_token(value)
     return run.isalnum() or not _scrub.complete_item(run)
 
 

@@ -52,15 +52,23 @@ class ClaimsPart:
     def records_claiming(self, project_id: str, identities, *, before: str, exclude=()) -> list[dict]:
         skip = set(exclude)
         out = []
+        columns = f"c.{_CLAIM_COLUMNS.replace(', ', ', c.')}"
         for file, kind, key in dict.fromkeys(map(tuple, identities)):
-            cursor = self.db.execute(
-                f"select c.{_CLAIM_COLUMNS.replace(', ', ', c.')} from record_claims c "
-                "indexed by idx_claims_identity join memory_records r on r.record_id = c.record_id "
-                "where c.project_id = ? and c.file = ? and c.kind = ? and c.key = ? and c.created_at <= ? "
-                "and r.superseded_by is null and r.merged_into is null order by c.created_at desc limit 50",
-                [project_id, file, kind, key, before],
-            )
-            out += [_claim(r) for r in _dicts(cursor) if r["record_id"] not in skip]
+            seen = set()
+            # by the file the claim was made on, then by where a check found that file moved
+            for index, column in (("indexed by idx_claims_identity", "file"), ("", "path")):
+                cursor = self.db.execute(  # the second: idx_claims_moved, which the planner picks
+                    f"select {columns} from record_claims c {index} "
+                    "join memory_records r on r.record_id = c.record_id "
+                    f"where c.project_id = ? and c.{column} = ? and c.kind = ? and c.key = ? "
+                    "and c.created_at <= ? and r.superseded_by is null and r.merged_into is null "
+                    "order by c.created_at desc limit 50",
+                    [project_id, file, kind, key, before],
+                )
+                for row in _dicts(cursor):
+                    if row["record_id"] not in skip and (row["record_id"], row["file"]) not in seen:
+                        seen.add((row["record_id"], row["file"]))
+                        out.append(_claim(row))
         return out
 
     def set_claim_states(self, rows: list[dict]) -> int:

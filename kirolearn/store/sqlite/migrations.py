@@ -565,6 +565,10 @@ def m023_claims(db):
     db.execute(
         "create index if not exists idx_claims_identity on record_claims (project_id, file, kind, key, created_at)"
     )
+    db.execute(  # a claim found again under the path its file moved to
+        "create index if not exists idx_claims_moved on record_claims (project_id, path, kind, key, created_at) "
+        "where path is not null"
+    )
     db.execute(
         "create table if not exists record_cites (record_id text not null, cited_id text not null, "
         "primary key (record_id, cited_id))"
