@@ -7,30 +7,7 @@ import random
 
 import pytest
 from conftest import assert_one_error, cli, kl, ready, spool_events, stored_ids
-
-
-def corrupt(path, seed=1, size=8192):
-    """Overwrite `size` bytes in the middle of the file with random bytes (what the issue did).
-
-    "The middle" is the middle of the events table's pages, not of the file: which table
-    sits at half the file size moves whenever a schema version adds a table or an index.
-    """
-    import sqlite3
-
-    conn = sqlite3.connect(path)
-    try:
-        pages = [
-            r[0] for r in conn.execute("select pageno from dbstat where name = 'events' order by pageno")
-        ]
-        page_size = conn.execute("pragma page_size").fetchone()[0]
-    except sqlite3.OperationalError:  # an SQLite built without dbstat: the file's middle
-        pages, page_size = [], 0
-    finally:
-        conn.close()
-    offset = (pages[len(pages) // 2] - 1) * page_size if pages else os.path.getsize(path) // 2
-    with open(path, "r+b") as fh:
-        fh.seek(offset)
-        fh.write(random.Random(seed).randbytes(size))
+from helpers import corrupt
 
 
 def test_a_corrupt_database_keeps_the_spool_and_repair_brings_it_back(home, project, filled):
