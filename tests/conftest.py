@@ -2,7 +2,6 @@
 
 import json
 import os
-import random
 import shutil
 import sqlite3
 import subprocess
@@ -333,30 +332,6 @@ def spool_events(project, n, session="s", start=0):
         spool.append(event["event_id"], events.serialize(event))
         ids.append(event["event_id"])
     return ids
-
-
-def corrupt(path, seed=1, size=8192):
-    """Overwrite `size` bytes in the middle of the file with random bytes (what the issue did).
-
-    "The middle" is the middle of the events table's pages, not of the file: which table
-    sits at half the file size moves whenever a schema version adds a table or an index.
-    """
-    import sqlite3
-
-    conn = sqlite3.connect(path)
-    try:
-        pages = [
-            r[0] for r in conn.execute("select pageno from dbstat where name = 'events' order by pageno")
-        ]
-        page_size = conn.execute("pragma page_size").fetchone()[0]
-    except sqlite3.OperationalError:  # an SQLite built without dbstat: the file's middle
-        pages, page_size = [], 0
-    finally:
-        conn.close()
-    offset = (pages[len(pages) // 2] - 1) * page_size if pages else os.path.getsize(path) // 2
-    with open(path, "r+b") as fh:
-        fh.seek(offset)
-        fh.write(random.Random(seed).randbytes(size))
 
 
 def ready(home):

@@ -87,7 +87,7 @@ def record(
     }
 
 
-def run(n: int, **extra) -> dict:
+def run_row(n: int, **extra) -> dict:
     return {
         "run_id": f"run{n:04d}",
         "batch_key": f"p1/s1/{n}",
@@ -154,7 +154,7 @@ class StoreContract:
         st.close()
 
     def extract(self, store: Store, n: int, records: "list[dict]", event_ids=None) -> int:
-        return store.commit_extraction(run(n), records, event_ids or [])
+        return store.commit_extraction(run_row(n), records, event_ids or [])
 
     # --- schema -------------------------------------------------------------------------
 
@@ -257,11 +257,13 @@ class StoreContract:
     def test_failed_attempts_are_counted_per_batch(self, store):
         store.add_events([event(1)])
         assert store.failed_attempts("p1/s1/b1") == 0
-        store.record_failed_run(run(1, batch_key="p1/s1/b1", extractor="llm", error="timeout"))
-        store.record_failed_run(run(2, batch_key="p1/s1/b1", extractor="llm", outcome="ok"))  # kept as failed
-        store.record_failed_run(run(3, batch_key="p1/s1/b2", extractor="llm"))
+        store.record_failed_run(run_row(1, batch_key="p1/s1/b1", extractor="llm", error="timeout"))
+        store.record_failed_run(
+            run_row(2, batch_key="p1/s1/b1", extractor="llm", outcome="ok")
+        )  # kept as failed
+        store.record_failed_run(run_row(3, batch_key="p1/s1/b2", extractor="llm"))
         store.commit_extraction(
-            run(4, batch_key="p1/s1/b1"), [record(1)], ["ev0001"]
+            run_row(4, batch_key="p1/s1/b1"), [record(1)], ["ev0001"]
         )  # a success: no failure
         assert store.failed_attempts("p1/s1/b1") == 2
         assert store.failed_attempts("p1/s1/b2") == 1
@@ -270,22 +272,26 @@ class StoreContract:
 
     def test_a_failed_run_leaves_its_events_pending(self, store):
         store.add_events([event(1), event(2)])
-        store.record_failed_run(run(1, extractor="llm"))
+        store.record_failed_run(run_row(1, extractor="llm"))
         assert store.pending_event_count() == 2 and store.figures(T0)["records"] == 0
         assert [e["event_id"] for e in store.pending_events("p1", "s1")] == ["ev0001", "ev0002"]
 
     def test_model_spend_sums_model_runs_since_a_time(self, store):
         assert store.model_spend(T0) == (0, 0.0)
         store.record_failed_run(
-            run(1, extractor="llm", prompt_tokens=100, completion_tokens=20, cost_usd=0.25, started_at=at(1))
+            run_row(
+                1, extractor="llm", prompt_tokens=100, completion_tokens=20, cost_usd=0.25, started_at=at(1)
+            )
         )
         store.commit_extraction(
-            run(2, extractor="llm", prompt_tokens=30, completion_tokens=7, cost_usd=0.5, started_at=at(2)),
+            run_row(
+                2, extractor="llm", prompt_tokens=30, completion_tokens=7, cost_usd=0.5, started_at=at(2)
+            ),
             [record(1)],
             [],
         )
         store.commit_extraction(
-            run(3, prompt_tokens=999, cost_usd=9.0, started_at=at(3)), [], []
+            run_row(3, prompt_tokens=999, cost_usd=9.0, started_at=at(3)), [], []
         )  # deterministic
         tokens, dollars = store.model_spend(at(0))
         assert (tokens, round(dollars, 6)) == (157, 0.75)
@@ -304,10 +310,12 @@ class StoreContract:
 
         today = start_of_day()
         store.record_failed_run(
-            run(1, extractor="llm", prompt_tokens=5000, cost_usd=5.0, started_at=shift(today, -0.001))
+            run_row(1, extractor="llm", prompt_tokens=5000, cost_usd=5.0, started_at=shift(today, -0.001))
         )  # yesterday's spend
         store.record_failed_run(
-            run(2, extractor="llm", prompt_tokens=60, completion_tokens=40, cost_usd=0.5, started_at=today)
+            run_row(
+                2, extractor="llm", prompt_tokens=60, completion_tokens=40, cost_usd=0.5, started_at=today
+            )
         )
         assert store.daily_limit_reached(limits(tokens=100)) == "daily token limit reached (100 of 100)"
         assert store.daily_limit_reached(limits(tokens=101)) == ""
@@ -652,7 +660,7 @@ class StoreContract:
         assert store.figures(T0)["records"] == 0
         store.add_events([event(1), event(2, project="p2", state="done")])
         self.extract(store, 1, [record(1), record(2, project="p2")])
-        store.commit_extraction(run(9, outcome="failed", started_at=at(5)), [], [])
+        store.commit_extraction(run_row(9, outcome="failed", started_at=at(5)), [], [])
         f = store.figures(at(1))
         assert (f["events"], f["records"], f["pending_events"], f["forgotten"]) == (2, 2, 1, 0)
         assert f["extraction_failures_24h"] == 1

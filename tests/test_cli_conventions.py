@@ -9,18 +9,12 @@ import sys
 
 import pytest
 from click.testing import CliRunner
+from helpers import run_cli
 
 from kirolearn.cli.commands import cli
 from kirolearn.cli.common import COMMAND_SECTIONS
 
 BIN = os.path.dirname(sys.executable)
-
-
-def run(*args, ok=True):
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    if ok:
-        assert result.exit_code == 0, (result.output, result.stderr)
-    return result
 
 
 @pytest.fixture
@@ -30,7 +24,7 @@ def here(project, monkeypatch):
 
 
 def test_help_lists_every_command_once_under_its_section():
-    out = run("--help").stdout
+    out = run_cli("--help", ok=True).stdout
     titles = [title for title, _ in COMMAND_SECTIONS]
     positions = [out.index(f"\n{title}:\n") for title in titles]
     assert positions == sorted(positions)  # the sections, in their order
@@ -51,7 +45,7 @@ def test_a_command_no_section_names_is_listed_under_other():
         pass
 
     try:
-        out = run("--help").stdout
+        out = run_cli("--help", ok=True).stdout
         assert "\nOther:\n  zz-new-command  A command added later." in out
     finally:
         del cli.commands["zz-new-command"]
@@ -59,34 +53,40 @@ def test_a_command_no_section_names_is_listed_under_other():
 
 
 def test_subgroup_help_keeps_one_list():
-    assert "\nCommands:\n" in run("team", "--help").stdout
+    assert "\nCommands:\n" in run_cli("team", "--help", ok=True).stdout
 
 
 def test_dash_n_is_limit_wherever_a_limit_is_taken(here, add_record):
     made = [add_record(here, f"Export retry note {i}") for i in range(3)]
-    assert len(json.loads(run("list", "-n", "2", "--json").stdout)) == 2
-    assert len(json.loads(run("search", "export", "-n", "1", "--json").stdout)) == 1
-    forgotten = json.loads(run("forget", "--query", "export", "-n", "1", "--yes", "--json").stdout)[
-        "forgotten"
-    ]
+    assert len(json.loads(run_cli("list", "-n", "2", "--json", ok=True).stdout)) == 2
+    assert len(json.loads(run_cli("search", "export", "-n", "1", "--json", ok=True).stdout)) == 1
+    forgotten = json.loads(
+        run_cli("forget", "--query", "export", "-n", "1", "--yes", "--json", ok=True).stdout
+    )["forgotten"]
     assert len(forgotten) == 1 and forgotten[0] in made
     for command in ("list", "search", "forget"):
-        assert "-n, --limit" in run(command, "--help").stdout
+        assert "-n, --limit" in run_cli(command, "--help", ok=True).stdout
 
 
 def test_unique_prefix_ids_for_show_forget_restore_edit(here, add_record):
     rid = add_record(here, "Export uses port 5433")
     prefix = rid[:-8]  # one record: any unique start of its id names it
-    shown = json.loads(run("show", prefix, "--json").stdout)
+    shown = json.loads(run_cli("show", prefix, "--json", ok=True).stdout)
     assert shown["record_id"] == rid and shown["record"]["title"] == "Export uses port 5433"
-    assert rid in run("show", prefix).stdout
-    edited = json.loads(run("edit", prefix, "--title", "Export uses port 5434", "--json").stdout)
+    assert rid in run_cli("show", prefix, ok=True).stdout
+    edited = json.loads(run_cli("edit", prefix, "--title", "Export uses port 5434", "--json", ok=True).stdout)
     assert edited["record_id"] == rid and edited["title"] == "Export uses port 5434"
-    assert json.loads(run("forget", prefix, "--json").stdout) == {"forgotten": [rid]}
-    assert json.loads(run("show", prefix, "--json").stdout)["status"] == "forgotten"  # a tombstone's id too
-    assert json.loads(run("restore", prefix, "--json").stdout) == {"restored": [rid]}
-    assert json.loads(run("forget", rid, "--json").stdout) == {"forgotten": [rid]}  # the full id still works
-    assert json.loads(run("forget", prefix, "--purge", "--yes", "--json").stdout)["record_ids"] == [rid]
+    assert json.loads(run_cli("forget", prefix, "--json", ok=True).stdout) == {"forgotten": [rid]}
+    assert (
+        json.loads(run_cli("show", prefix, "--json", ok=True).stdout)["status"] == "forgotten"
+    )  # a tombstone's id too
+    assert json.loads(run_cli("restore", prefix, "--json", ok=True).stdout) == {"restored": [rid]}
+    assert json.loads(run_cli("forget", rid, "--json", ok=True).stdout) == {
+        "forgotten": [rid]
+    }  # the full id still works
+    assert json.loads(run_cli("forget", prefix, "--purge", "--yes", "--json", ok=True).stdout)[
+        "record_ids"
+    ] == [rid]
 
 
 def test_an_ambiguous_prefix_is_an_error_listing_the_candidates(here, add_record):
@@ -94,14 +94,14 @@ def test_an_ambiguous_prefix_is_an_error_listing_the_candidates(here, add_record
     common = os.path.commonprefix([first, second])
     assert len(common) >= 3  # both start mr_ (and the ULIDs' time part)
     for args in (("show", common), ("forget", common), ("restore", common), ("edit", common, "--title", "x")):
-        result = run(*args, ok=False)
+        result = run_cli(*args)
         assert result.exit_code == 1, args
         assert (
             f"record id {common!r} is the start of 2 records' ids: {min(first, second)}, {max(first, second)}"
             in result.stderr
         ), (args, result.stderr)
         assert "give more characters of the id" in result.stderr
-    assert json.loads(run("list", "--json").stdout)[0]["title"] in (
+    assert json.loads(run_cli("list", "--json", ok=True).stdout)[0]["title"] in (
         "One note",
         "Another note",
     )  # nothing changed
@@ -109,7 +109,7 @@ def test_an_ambiguous_prefix_is_an_error_listing_the_candidates(here, add_record
 
 def test_an_unknown_id_is_still_no_record(here, add_record):
     add_record(here, "A note")
-    result = run("show", "mr_nothing", ok=False)
+    result = run_cli("show", "mr_nothing")
     assert result.exit_code == 1 and "no record 'mr_nothing'" in result.stderr
 
 
@@ -126,7 +126,7 @@ def test_an_unknown_id_is_still_no_record(here, add_record):
     ],
 )
 def test_a_wrong_verb_gets_a_suggestion(wrong, right):
-    result = run(wrong, "x", ok=False)
+    result = run_cli(wrong, "x")
     assert result.exit_code == 2
     assert f"No such command {wrong!r}: did you mean `{right}`?" in result.stderr
 

@@ -53,7 +53,7 @@ def test_every_type_option_of_the_cli_offers_every_type():
 
 
 def test_the_mcp_tools_offer_the_same_types(project):
-    from test_mcp import list_tools
+    from helpers import list_tools
 
     tools = {t.name: t.inputSchema for t in list_tools(project)}
     search = tools["search_memory"]["properties"]["observation_type"]
@@ -121,7 +121,7 @@ def test_no_module_writes_the_types_out_again():
 
 
 def test_the_mcp_save_observation_limits_are_the_records(project):
-    from test_mcp import list_tools
+    from helpers import list_tools
 
     props = {t.name: t.inputSchema for t in list_tools(project)}["save_observation"]["properties"]
     assert props["title"]["maxLength"] == schema.TITLE_MAX
@@ -254,7 +254,7 @@ def test_the_hook_never_writes_an_event_the_spool_would_refuse():
 
 
 def test_the_cli_and_the_mcp_server_share_their_bounds(project):
-    from test_mcp import list_tools
+    from helpers import list_tools
 
     from kirolearn.cli.commands import cli
     from kirolearn.recall import lexical

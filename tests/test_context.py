@@ -5,7 +5,7 @@ import json
 
 import pytest
 from conftest import run_hook
-from test_mcp import TURN, call
+from helpers import TURN, call
 
 from kirolearn import Memory
 from kirolearn.core import textcut

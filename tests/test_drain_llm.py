@@ -5,8 +5,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from fakellm import FakeLLM
-from test_extract import GOOD
-from test_mcp import call
+from helpers import GOOD, call
 
 from kirolearn import settings
 from kirolearn.core.ids import new_ulid
@@ -16,7 +15,7 @@ from kirolearn.store.sqlite import db as store
 pytestmark = pytest.mark.filterwarnings("ignore:Items? .* `ReadOnly` qualifier:UserWarning")
 
 
-def turn(make_event, session="sess-1", n=0):
+def login_fix_turn(make_event, session="sess-1", n=0):
     make_event("userPromptSubmit", prompt=f"fix the login bug {n}", session_id=session)
     make_event(
         tool_name="shell", tool_input={"command": f"pytest {n}"}, tool_response="ok", session_id=session
@@ -44,7 +43,7 @@ def runs(db):
 
 def test_model_records_are_stored_with_their_run(make_event, drain_now, write_config):
     write_config('[extract]\nmodel = "openai/gpt-4o-mini"\n')
-    turn(make_event)
+    login_fix_turn(make_event)
     complete = complete_with(GOOD)
     stats, db = drain_now(complete=complete)
     assert (stats.extractor, stats.records_written, stats.tokens_used) == ("llm", 2, 15)
@@ -62,7 +61,7 @@ def test_a_failing_provider_keeps_the_batch_and_falls_back_after_max_attempts(
 ):
     """A provider that fails (not a botched answer, see test_llm_batches.py) keeps the batch for later drains."""
     write_config('[extract]\nmodel = "openai/gpt-4o-mini"\nmax_attempts = 2\nretries = 0\n')
-    turn(make_event)
+    login_fix_turn(make_event)
     stats, db = drain_now(complete=complete_with(RuntimeError("provider down")))
     assert (stats.llm_failures, stats.records_written, stats.pending_events) == (1, 0, 3)
     stats, db = drain_now(complete=complete_with(RuntimeError("still down")))
@@ -77,7 +76,7 @@ def test_a_failing_provider_keeps_the_batch_and_falls_back_after_max_attempts(
 
 def test_a_malformed_answer_falls_back_for_that_batch_at_once(make_event, drain_now, write_config):
     write_config('[extract]\nmodel = "openai/gpt-4o-mini"\nretries = 0\n')
-    turn(make_event)
+    login_fix_turn(make_event)
     stats, db = drain_now(complete=complete_with("not json"))
     assert (stats.llm_failures, stats.fallbacks, stats.records_written, stats.pending_events) == (1, 1, 1, 0)
     assert [(r["extractor"], r["outcome"]) for r in runs(db)] == [("llm", "failed"), ("deterministic", "ok")]
@@ -87,7 +86,7 @@ def test_a_malformed_answer_falls_back_for_that_batch_at_once(make_event, drain_
 
 def test_recovery_on_a_later_drain(make_event, drain_now, write_config):
     write_config('[extract]\nmodel = "openai/gpt-4o-mini"\nretries = 0\n')
-    turn(make_event)
+    login_fix_turn(make_event)
     drain_now(complete=complete_with(RuntimeError("provider down")))
     stats, db = drain_now(complete=complete_with(GOOD))
     assert (stats.extractor, stats.records_written, stats.pending_events) == ("llm", 2, 0)
@@ -95,8 +94,8 @@ def test_recovery_on_a_later_drain(make_event, drain_now, write_config):
 
 def test_daily_token_limit_switches_to_the_deterministic_extractor(make_event, drain_now, write_config):
     write_config('[extract]\nmodel = "openai/gpt-4o-mini"\ndaily_token_limit = 100\n')
-    turn(make_event, session="a")
-    turn(make_event, session="b", n=1)
+    login_fix_turn(make_event, session="a")
+    login_fix_turn(make_event, session="b", n=1)
     complete = complete_with(GOOD, tokens=(90, 20))
     stats, db = drain_now(complete=complete)
     assert len(complete.calls) == 1 and stats.fallbacks == 1
@@ -105,7 +104,7 @@ def test_daily_token_limit_switches_to_the_deterministic_extractor(make_event, d
 
 
 def test_turn_end_extracts_only_complete_turns(make_event, drain_now):
-    turn(make_event)
+    login_fix_turn(make_event)
     make_event("userPromptSubmit", prompt="next question, not answered yet")
     stats, db = drain_now()
     assert (stats.batches_extracted, stats.pending_events) == (1, 1)
@@ -129,7 +128,7 @@ def test_end_to_end_through_litellm_and_a_fake_server(make_event, drain_now, wri
             f'[extract]\nmodel = "openai/fake-model"\napi_base = "{fake.openai_base}"\n'
             "timeout_seconds = 0.5\nretries = 1\nretry_backoff_seconds = 0\n"
         )
-        turn(make_event)
+        login_fix_turn(make_event)
         fake.enqueue(delay=1.5, content="late")  # litellm.Timeout, retried ...
         fake.enqueue(raw='{"broken')  # ... a malformed body: the attempt fails
         stats, db = drain_now()
@@ -154,7 +153,7 @@ def test_custom_litellm_provider(make_event, drain_now, write_config):
     litellm.custom_provider_map = [{"provider": "kirofake", "custom_handler": Fake()}]
     try:
         write_config('[extract]\nmodel = "kirofake/anything"\n')
-        turn(make_event)
+        login_fix_turn(make_event)
         stats, db = drain_now()
     finally:
         litellm.custom_provider_map = before
@@ -239,8 +238,8 @@ def test_daily_dollar_limit_switches_to_the_deterministic_extractor(make_event, 
     write_config(
         '[extract]\nmodel = "openai/gpt-4o-mini"\ndaily_token_limit = 0\ndaily_cost_limit_usd = 0.00005\n'
     )
-    turn(make_event, session="a")
-    turn(make_event, session="b", n=1)
+    login_fix_turn(make_event, session="a")
+    login_fix_turn(make_event, session="b", n=1)
     complete = complete_with(GOOD)  # each call costs $0.0001
     stats, db = drain_now(complete=complete)
     assert len(complete.calls) == 1 and stats.fallbacks == 1
@@ -279,7 +278,7 @@ def test_auto_compress_tokens_count_toward_the_daily_limit(project, make_event, 
     assert second.structuredContent["auto_compress_error"] == "spend_limit_reached" and len(calls) == 1
     # and the drainer sees the same spend
     write_config('[extract]\nmodel = "openai/gpt-4o-mini"\ndaily_token_limit = 100\n')
-    turn(make_event)
+    login_fix_turn(make_event)
     extraction = complete_with(GOOD)
     stats, db = drain_now(complete=extraction)
     assert extraction.calls == [] and stats.fallbacks == 1

@@ -4,12 +4,10 @@ FTS index's too) nor in `export`."""
 import base64
 
 from click.testing import CliRunner
+from helpers import PW, SID, TOKEN
 
 from kirolearn.cli.commands import cli
 
-PW = "Zq8mP2vL9xR4tW"  # fake, as every value here
-SID = "wnuh3ylome9odbqwou6tx2k9t3r6uw3p"
-TOKEN = "bPIa84yRnBUb"
 AWS_SECRET = "r7y7qYRPxkfVUX04Wl/ZbTi8MGGaB+Q5ZUoNxYz1"
 BLOB = base64.b64encode(f"DB_PASSWORD={PW}4".encode()).decode()
 SECRETS = (PW, SID, TOKEN, BLOB, "Oak Street")

@@ -6,35 +6,13 @@ import os
 
 import pytest
 from fakellm import FakeLLM
+from helpers import GOOD
 
 from kirolearn import settings
 from kirolearn.pipeline import extract
 from kirolearn.pipeline.extract import Batch, Completion
 
 pytestmark = pytest.mark.filterwarnings("ignore:Items? .* `ReadOnly` qualifier:UserWarning")
-
-GOOD = json.dumps(
-    {
-        "records": [
-            {
-                "observation_type": "session_summary",
-                "title": "Parameterised the login query",
-                "summary": "find_user built SQL with % formatting; now uses ? placeholders.",
-                "facts": ["Use ? placeholders with sqlite3"],
-                "concepts": ["SQL", "Injection"],
-                "files_touched": ["/p/app/auth.py"],
-            },
-            {
-                "observation_type": "pattern",
-                "title": "String-formatted SQL elsewhere",
-                "summary": "app/orders.py has the same pattern.",
-                "facts": [],
-                "concepts": [],
-                "files_touched": [],
-            },
-        ]
-    }
-)
 
 
 def ev(kind, n, **fields):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers import run_cli
 
 from kirolearn.cli.commands import cli
 from kirolearn.install import engine as install
@@ -45,14 +46,10 @@ def snapshot(*roots):
     }
 
 
-def run(*args):
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
-
-
 def test_install_global_and_project_then_uninstall(kiro, project):
     (project / ".kiro" / "settings" / "mcp.json").unlink()  # the malformed file has its own test
     before = snapshot(kiro, project)
-    result = run("install", "--global", "--project", str(project), "--yes")
+    result = run_cli("install", "--global", "--project", str(project), "--yes")
     assert result.exit_code == 0, result.output
 
     # this Python and the launcher file (not pip's console script, which imports re first)
@@ -112,11 +109,11 @@ def test_install_global_and_project_then_uninstall(kiro, project):
         assert path.read_bytes() == before[str(path)]
 
     once = snapshot(kiro, project)
-    again = run("install", "--global", "--project", str(project), "--yes")
+    again = run_cli("install", "--global", "--project", str(project), "--yes")
     assert "create" not in again.output and "update" not in again.output
     assert snapshot(kiro, project) == once  # idempotent
 
-    result = run("uninstall", "--yes")
+    result = run_cli("uninstall", "--yes")
     assert result.exit_code == 0, result.output
     assert snapshot(kiro, project) == before  # exactly what install added is gone
     assert not (project / ".kiro" / "agents").exists()
@@ -124,7 +121,7 @@ def test_install_global_and_project_then_uninstall(kiro, project):
 
 def test_one_malformed_target_and_nothing_is_written(kiro, project, home):
     before = snapshot(kiro, project)
-    result = run(
+    result = run_cli(
         "install", "--project", str(project), "--yes"
     )  # ~/.kiro has no server: the project's mcp.json is a target
     assert result.exit_code == 1
@@ -135,7 +132,7 @@ def test_one_malformed_target_and_nothing_is_written(kiro, project, home):
 
 def test_the_three_ide_hook_files_say_what_each_does(kiro, project):
     (project / ".kiro" / "settings" / "mcp.json").unlink()
-    run("install", "--project", str(project), "--yes")
+    run_cli("install", "--project", str(project), "--yes")
     descriptions = [
         json.loads(p.read_text())["description"]
         for p in sorted((project / ".kiro" / "hooks").glob("kirolearn-*.kiro.hook"))
@@ -145,12 +142,12 @@ def test_the_three_ide_hook_files_say_what_each_does(kiro, project):
 
 
 def test_project_mcp_json_only_when_the_global_one_lacks_our_server(tmp_path, project):
-    assert run("install", "--project", str(project), "--yes").exit_code == 0  # no ~/.kiro at all
+    assert run_cli("install", "--project", str(project), "--yes").exit_code == 0  # no ~/.kiro at all
     assert "kirolearn" in json.loads((project / ".kiro" / "settings" / "mcp.json").read_text())["mcpServers"]
     assert not (Path(os.environ["HOME"]) / ".kiro").exists()  # --project alone leaves ~/.kiro alone
     # then wiring ~/.kiro moves the one definition there, on the next project install
-    assert run("install", "--yes").exit_code == 0
-    result = run("install", "--project", str(project), "--yes")
+    assert run_cli("install", "--yes").exit_code == 0
+    result = run_cli("install", "--project", str(project), "--yes")
     assert result.exit_code == 0 and "remove" in result.output
     assert not (project / ".kiro" / "settings").exists()
 
@@ -173,13 +170,13 @@ def test_reinstall_removes_an_older_workspace_agent(project, home):
     Path(install.record_path()).write_text(
         json.dumps({"installs": [{"path": str(agent), "kind": "agent", "created": True}]})
     )
-    assert run("install", "--global", "--project", str(project), "--yes").exit_code == 0
+    assert run_cli("install", "--global", "--project", str(project), "--yes").exit_code == 0
     assert not agent.exists()
     assert str(agent) not in [e["path"] for e in install.load_record()]
 
 
 def test_portable_install_names_commands_on_path(project, tmp_path, monkeypatch):
-    result = run("install", "--project", str(project), "--portable", "--yes")
+    result = run_cli("install", "--project", str(project), "--portable", "--yes")
     assert result.exit_code == 0 and "absolute paths" not in result.output
     v3 = json.loads((project / ".kiro" / "hooks" / "kirolearn.json").read_text())
     # no venv, no KIROLEARN_HOME: kirolearn-hook from PATH (and a line on stderr and in the log without it)
@@ -203,7 +200,7 @@ def test_a_non_portable_project_install_warns_about_machine_paths(project):
 
 def test_dry_run_prints_diffs_and_writes_nothing(kiro, project):
     before = snapshot(kiro, project)
-    result = run("install", "--global", "--dry-run")
+    result = run_cli("install", "--global", "--dry-run")
     assert result.exit_code == 0
     assert "+++ " + str(kiro / ".kiro" / "agents" / "kirolearn.json") in result.output
     assert '+        "kirolearn": {' in result.output  # the mcp.json diff, in the file's own indent
@@ -212,10 +209,10 @@ def test_dry_run_prints_diffs_and_writes_nothing(kiro, project):
 
 
 def test_uninstall_dry_run_prints_the_removal_and_writes_nothing(kiro, project):
-    run("install", "--yes")
+    run_cli("install", "--yes")
     installed = snapshot(kiro, project)
     record = Path(install.record_path()).read_bytes()
-    result = run("uninstall", "--dry-run")
+    result = run_cli("uninstall", "--dry-run")
     assert result.exit_code == 0
     assert "remove     " + str(kiro / ".kiro" / "agents" / "kirolearn.json") in result.output
     assert '-        "kirolearn": {' in result.output
@@ -228,9 +225,9 @@ def test_uninstall_project_leaves_the_other_installs(kiro, project, tmp_path):
     (project / ".kiro" / "settings" / "mcp.json").write_text('{\r\n\t"mcpServers": {}\r\n}')
     before = snapshot(project)
     for target in (project, other):
-        assert run("install", "--project", str(target), "--yes").exit_code == 0  # ~/.kiro is not wired
+        assert run_cli("install", "--project", str(target), "--yes").exit_code == 0  # ~/.kiro is not wired
     assert "kirolearn" in (project / ".kiro" / "settings" / "mcp.json").read_text()
-    result = run("uninstall", "--project", str(project), "--yes")
+    result = run_cli("uninstall", "--project", str(project), "--yes")
     assert result.exit_code == 0, result.output
     assert snapshot(project) == before  # this project's bytes back, CRLF and tabs included
     assert (other / ".kiro" / "hooks" / "kirolearn.json").exists()
@@ -240,13 +237,13 @@ def test_uninstall_project_leaves_the_other_installs(kiro, project, tmp_path):
 
 
 def test_uninstall_keeps_what_the_user_added_to_our_agent(kiro):
-    run("install", "--yes")
+    run_cli("install", "--yes")
     path = kiro / ".kiro" / "agents" / "kirolearn.json"
     data = json.loads(path.read_text())
     data["hooks"]["stop"].insert(0, {"command": "say done"})
     data["model"] = "claude-sonnet"
     path.write_text(json.dumps(data, indent=2) + "\n")
-    run("uninstall", "--yes")
+    run_cli("uninstall", "--yes")
     left = json.loads(path.read_text())
     assert left["hooks"] == {"stop": [{"command": "say done"}]} and left["model"] == "claude-sonnet"
     assert "mcpServers" not in left
@@ -254,11 +251,11 @@ def test_uninstall_keeps_what_the_user_added_to_our_agent(kiro):
 
 def test_uninstall_of_an_mcp_json_edited_since_takes_out_only_our_entry(kiro):
     path = kiro / ".kiro" / "settings" / "mcp.json"
-    run("install", "--yes")
+    run_cli("install", "--yes")
     data = json.loads(path.read_text())
     data["mcpServers"]["notes"] = {"command": "notes-mcp", "args": []}
     path.write_text(json.dumps(data, indent=4) + "\n")
-    assert run("uninstall", "--yes").exit_code == 0
+    assert run_cli("uninstall", "--yes").exit_code == 0
     assert json.loads(path.read_text()) == {
         "mcpServers": {
             "github": json.loads(GLOBAL_MCP)["mcpServers"]["github"],
@@ -268,15 +265,15 @@ def test_uninstall_of_an_mcp_json_edited_since_takes_out_only_our_entry(kiro):
 
 
 def test_uninstall_purge_removes_data_only_when_asked(kiro, home):
-    run("install", "--yes")
-    run("uninstall", "--yes")
+    run_cli("install", "--yes")
+    run_cli("uninstall", "--yes")
     assert home.exists()  # data kept
-    run("uninstall", "--purge", "--yes")
+    run_cli("uninstall", "--purge", "--yes")
     assert not home.exists()
 
 
 def test_purge_without_a_terminal_and_without_yes_refuses(kiro, home):
-    run("install", "--yes")
+    run_cli("install", "--yes")
     result = CliRunner().invoke(cli, ["uninstall", "--purge"], input="y\n")  # stdin is not a terminal
     assert result.exit_code == 2
     assert "refusing to delete" in result.stderr and "--yes" in result.stderr
@@ -286,7 +283,7 @@ def test_purge_without_a_terminal_and_without_yes_refuses(kiro, home):
 def test_a_foreign_file_with_our_name_is_left_alone(kiro, project):
     theirs = project / ".kiro" / "hooks" / "kirolearn.json"
     theirs.write_text('{"version": "v1", "hooks": []}\n')
-    result = run("install", "--project", str(project), "--yes")
+    result = run_cli("install", "--project", str(project), "--yes")
     assert result.exit_code == 1 and "is not kirolearn's" in result.output
     assert theirs.read_text() == '{"version": "v1", "hooks": []}\n'
 
@@ -294,7 +291,7 @@ def test_a_foreign_file_with_our_name_is_left_alone(kiro, project):
 def test_a_foreign_mcp_server_named_kirolearn_is_left_alone(kiro):
     path = kiro / ".kiro" / "settings" / "mcp.json"
     path.write_text('{"mcpServers": {"kirolearn": {"command": "something-else"}}}\n')
-    result = run("install", "--yes")
+    result = run_cli("install", "--yes")
     assert result.exit_code == 1 and "not ours" in result.output
     assert path.read_text() == '{"mcpServers": {"kirolearn": {"command": "something-else"}}}\n'
     assert not (kiro / ".kiro" / "agents" / "kirolearn.json").exists()
@@ -334,7 +331,7 @@ def test_install_then_uninstall_gives_back_the_exact_bytes(layout, variant, tmp_
     path.parent.mkdir(parents=True)
     original = VARIANTS[variant](LAYOUTS[layout]).encode("utf-8")
     path.write_bytes(original)
-    assert run("install", "--yes").exit_code == 0
+    assert run_cli("install", "--yes").exit_code == 0
     installed = path.read_bytes()
     text = installed.decode("utf-8")
     data = json.loads(text.lstrip("\ufeff"))
@@ -348,21 +345,21 @@ def test_install_then_uninstall_gives_back_the_exact_bytes(layout, variant, tmp_
         assert text.count("\n") == text.count("\r\n")  # no bare LF slipped in
     if b"\n" not in original.strip():
         assert "\n" not in text.strip()  # a one-line file stays one line
-    assert run("install", "--yes").output.count("update") == 0  # idempotent
-    assert run("uninstall", "--yes").exit_code == 0
+    assert run_cli("install", "--yes").output.count("update") == 0  # idempotent
+    assert run_cli("uninstall", "--yes").exit_code == 0
     assert path.read_bytes() == original
 
 
 def test_an_mcp_json_install_created_is_removed_and_an_empty_one_restored(tmp_path):
     path = Path(os.environ["HOME"]) / ".kiro" / "settings" / "mcp.json"
-    run("install", "--yes")
+    run_cli("install", "--yes")
     assert json.loads(path.read_text()) == {"mcpServers": {"kirolearn": install.mcp_entry(agent="kiro")}}
-    run("uninstall", "--yes")
+    run_cli("uninstall", "--yes")
     assert not (Path(os.environ["HOME"]) / ".kiro").exists()
     path.parent.mkdir(parents=True)
     path.write_bytes(b"")
-    run("install", "--yes")
-    run("uninstall", "--yes")
+    run_cli("install", "--yes")
+    run_cli("uninstall", "--yes")
     assert path.read_bytes() == b""
 
 
@@ -373,7 +370,7 @@ def test_set_default_runs_kiro_cli(kiro, tmp_path, monkeypatch):
     fake.write_text(f'#!/bin/sh\necho "$@" > {tmp_path}/kiro-cli-args\n')
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    result = run("install", "--yes", "--set-default")
+    result = run_cli("install", "--yes", "--set-default")
     assert "default agent set" in result.output
     assert (tmp_path / "kiro-cli-args").read_text().strip() == "settings chat.defaultAgent kirolearn"
 
@@ -398,7 +395,7 @@ def test_schedule_texts(home, monkeypatch):
     (plist,) = schedule.launchd_job(600)
     assert "<integer>600</integer>" in plist.content and "<string>drain</string>" in plist.content
     assert "<key>KIROLEARN_SCHEDULED</key><string>launchd:600</string>" in plist.content
-    result = run("schedule", "--every", "10m", "--launchd", "--print")
+    result = run_cli("schedule", "--every", "10m", "--launchd", "--print")
     assert "dev.kirolearn.pipeline.drain" in result.output
 
 
@@ -410,11 +407,11 @@ def test_schedule_cron_against_a_fake_crontab(tmp_path, monkeypatch):
     fake.write_text(f'#!/bin/sh\nif [ "$1" = "-l" ]; then cat {store}; else cat > {store}; fi\n')
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
-    assert run("schedule", "--cron", "--every", "2m").exit_code == 0
-    assert run("schedule", "--cron", "--every", "5m").exit_code == 0  # replaces, never duplicates
+    assert run_cli("schedule", "--cron", "--every", "2m").exit_code == 0
+    assert run_cli("schedule", "--cron", "--every", "5m").exit_code == 0  # replaces, never duplicates
     lines = store.read_text().splitlines()
     assert lines[0] == "0 3 * * * backup.sh" and len(lines) == 2 and lines[1].startswith("*/5 * * * * ")
-    assert run("schedule", "--cron", "--remove").exit_code == 0
+    assert run_cli("schedule", "--cron", "--remove").exit_code == 0
     assert store.read_text() == "0 3 * * * backup.sh\n"
 
 
@@ -424,7 +421,7 @@ def test_schedule_cron_against_a_fake_crontab(tmp_path, monkeypatch):
 def test_config_show_names_sources(write_config, monkeypatch, home):
     write_config("[batch]\nmax_events = 7\n")
     monkeypatch.setenv("KIROLEARN_MODEL", "ollama_chat/qwen2.5")
-    rows = {r["key"]: r for r in json.loads(run("config", "show", "--json").output)}
+    rows = {r["key"]: r for r in json.loads(run_cli("config", "show", "--json").output)}
     assert rows["batch.max_events"] == {
         "key": "batch.max_events",
         "value": 7,
@@ -452,8 +449,8 @@ def test_doctor_and_status_on_a_known_home(kiro, make_event, home, drain_now):
     assert result.exit_code == 1
     assert "no drain is running" in result.output and "1 hook error(s)" in result.output
     assert "no agent is wired" in result.output and "Kiro is not wired" not in result.output
-    run("install", "--yes")
-    info = json.loads(run("status", "--json").output)
+    run_cli("install", "--yes")
+    info = json.loads(run_cli("status", "--json").output)
     assert info["spool"]["ready"] == 1 and info["hook_errors_24h"] == 1
     assert info["database"]["events"] == 1 and len(info["kiro_wiring"]) == 2
     os.remove(home / "spool" / "ready" / (old["event_id"] + ".json"))
@@ -514,12 +511,12 @@ def test_cron_install_creates_the_log_folder(tmp_path, monkeypatch, home):
     )
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
-    assert run("schedule", "--cron").exit_code == 0
+    assert run_cli("schedule", "--cron").exit_code == 0
     assert (home / "logs").is_dir() and "drain.log" in store.read_text()
 
 
 def test_doctor_warns_about_a_workspace_agent_named_like_ours(kiro, project, monkeypatch):
-    run("install", "--yes")
+    run_cli("install", "--yes")
     theirs = project / ".kiro" / "agents" / "kirolearn.json"
     theirs.parent.mkdir(parents=True)
     theirs.write_text('{"name": "kirolearn", "tools": ["*"]}\n')
@@ -530,7 +527,7 @@ def test_doctor_warns_about_a_workspace_agent_named_like_ours(kiro, project, mon
 
 def test_doctor_warns_when_classic_and_v3_hooks_meet_in_one_project(kiro, project):
     (project / ".kiro" / "settings" / "mcp.json").unlink()
-    run("install", "--global", "--project", str(project), "--yes")
+    run_cli("install", "--global", "--project", str(project), "--yes")
     result = CliRunner().invoke(cli, ["doctor"])
     assert f"{project} has kirolearn's v3 hook file" in result.output
     assert "without `--agent kirolearn`" in result.output
@@ -543,15 +540,15 @@ def test_project_install_refuses_the_home_directory(kiro):
 
 
 def test_install_help_says_what_project_and_global_do():
-    text = " ".join(run("install", "--help").output.split())
+    text = " ".join(run_cli("install", "--help").output.split())
     assert "instead of ~/.kiro; add --global for both" in text
     assert "--portable" in text and "# this project's .kiro/ only" in text
 
 
 def test_uninstall_with_nothing_recorded_says_so(kiro, tmp_path):
     """Not a silent exit 0 for a project that was never wired (or a mistyped path)."""
-    result = run("uninstall", "--project", str(tmp_path / "never-wired"), "--yes")
+    result = run_cli("uninstall", "--project", str(tmp_path / "never-wired"), "--yes")
     assert (
         result.exit_code == 0 and "nothing to uninstall" in result.output and "never-wired" in result.output
     )
-    assert "nothing to uninstall" in run("uninstall", "--yes").output
+    assert "nothing to uninstall" in run_cli("uninstall", "--yes").output

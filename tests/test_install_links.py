@@ -11,14 +11,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers import run_cli
 
 from kirolearn.cli.commands import cli
 
 AGENTS = ("kiro", "claude-code", "codex", "gemini", "cursor", "opencode")
-
-
-def run(*args):
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
 def files_under(root: Path) -> "dict[str, bytes]":
@@ -31,10 +28,10 @@ def files_under(root: Path) -> "dict[str, bytes]":
 
 def written_by_install(agent: str, home: Path) -> "list[Path]":
     """The user-level files `kirolearn install --agent agent` writes, learned from a plain install."""
-    result = run("install", "--agent", agent, "--yes")
+    result = run_cli("install", "--agent", agent, "--yes")
     assert result.exit_code == 0, result.output
     written = [home / rel for rel in files_under(home)]
-    assert run("uninstall", "--agent", agent, "--yes").exit_code == 0
+    assert run_cli("uninstall", "--agent", agent, "--yes").exit_code == 0
     shutil.rmtree(home)
     home.mkdir()
     return [
@@ -60,13 +57,13 @@ def test_a_symlinked_config_is_edited_through_its_link_and_given_back(agent, hom
         path.parent.mkdir(parents=True, exist_ok=True)
         path.symlink_to(real)
         links[path] = real
-    result = run("install", "--agent", agent, "--yes")
+    result = run_cli("install", "--agent", agent, "--yes")
     assert result.exit_code == 0, result.output
     for link, real in links.items():
         assert link.is_symlink() and os.path.realpath(link) == str(real), f"{link} is no longer a link"
         assert b"kirolearn" in real.read_bytes()
     assert not list(user_home.rglob("*.kirolearn-tmp")) and not list(dotfiles.rglob("*.kirolearn-tmp"))
-    result = run("uninstall", "--agent", agent, "--yes")
+    result = run_cli("uninstall", "--agent", agent, "--yes")
     assert result.exit_code == 0, result.output
     for link, real in links.items():
         assert link.is_symlink() and real.read_bytes() == seed(link), f"{real} did not get its bytes back"

@@ -8,7 +8,7 @@ import time
 
 import pytest
 from fakellm import FakeLLM
-from test_extract import GOOD
+from helpers import GOOD
 
 from kirolearn.pipeline import extract, structured
 from kirolearn.store import state
@@ -25,7 +25,7 @@ def _fresh_forms(monkeypatch):
     structured._known.clear()
 
 
-def turn(make_event, session="sess-1", n=0):
+def retry_fix_turn(make_event, session="sess-1", n=0):
     make_event("userPromptSubmit", prompt=f"raise WEBHOOK_RETRIES in config/retry.py {n}", session_id=session)
     make_event(
         tool_name="shell",
@@ -72,7 +72,7 @@ def test_a_llama_cpp_like_server_gets_json_object_and_later_batches_go_straight_
 ):
     with FakeLLM(refuse_formats={"json_schema"}) as fake:
         configure(write_config, fake)
-        turn(make_event)
+        retry_fix_turn(make_event)
         fake.enqueue(GOOD)
         stats, db = drain_now()
         assert (stats.extractor, stats.llm_failures, stats.fallbacks, stats.records_written) == (
@@ -96,7 +96,7 @@ def test_a_llama_cpp_like_server_gets_json_object_and_later_batches_go_straight_
         )
 
         structured._known.clear()  # a new process: the state dir remembers
-        turn(make_event, session="sess-2", n=1)
+        retry_fix_turn(make_event, session="sess-2", n=1)
         fake.enqueue(GOOD)
         stats, db = drain_now()
         assert stats.records_written == 2
@@ -108,7 +108,7 @@ def test_a_server_without_structured_output_gets_plain_text_with_the_schema_in_t
 ):
     with FakeLLM(refuse_formats={"json_schema", "json_object"}) as fake:
         configure(write_config, fake)
-        turn(make_event)
+        retry_fix_turn(make_event)
         fake.enqueue("```json\n" + GOOD + "\n```")
         stats, db = drain_now()
         assert stats.records_written == 2 and stats.fallbacks == 0
@@ -121,7 +121,7 @@ def test_a_server_without_structured_output_gets_plain_text_with_the_schema_in_t
 def test_an_error_that_is_not_about_the_format_is_not_a_step_down(make_event, drain_now, write_config):
     with FakeLLM() as fake:
         configure(write_config, fake)
-        turn(make_event)
+        retry_fix_turn(make_event)
         fake.enqueue(status=401, body={"error": {"message": "response_format: invalid api key"}})
         stats, db = drain_now()
         assert stats.llm_failures == 1 and stats.pending_events == 3  # the provider failed: kept for later
@@ -163,8 +163,8 @@ def test_a_botched_answer_falls_back_for_that_batch_only(
 ):
     with FakeLLM(refuse_formats={"json_schema"}) as fake:
         configure(write_config, fake)
-        turn(make_event, session="bad")
-        turn(make_event, session="good", n=1)
+        retry_fix_turn(make_event, session="bad")
+        retry_fix_turn(make_event, session="good", n=1)
         fake.enqueue(**reply)
         fake.enqueue(GOOD)
         stats, db = drain_now()
@@ -206,7 +206,7 @@ def test_the_raw_answer_is_scrubbed_before_it_is_kept(make_event, drain_now, wri
     secret = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
     with FakeLLM() as fake:
         configure(write_config, fake)
-        turn(make_event)
+        retry_fix_turn(make_event)
         fake.enqueue(f"not json, but a token {secret}")
         stats, db = drain_now()
         failed = runs(db)[0]
@@ -218,7 +218,7 @@ def test_the_raw_answer_is_scrubbed_before_it_is_kept(make_event, drain_now, wri
 def test_a_hung_model_is_past_its_deadline_and_the_batch_falls_back(make_event, drain_now, write_config):
     with FakeLLM() as fake:
         configure(write_config, fake, timeout_seconds=0.4, call_budget_seconds=1)
-        turn(make_event)
+        retry_fix_turn(make_event)
         fake.enqueue(delay=60, content="never")  # accepted, never answered
         began = time.monotonic()
         stats, db = drain_now()
@@ -231,7 +231,7 @@ def test_a_hung_model_is_past_its_deadline_and_the_batch_falls_back(make_event, 
 def test_a_server_killed_mid_batch_keeps_the_batch_for_a_later_drain(make_event, drain_now, write_config):
     fake = FakeLLM().start()
     configure(write_config, fake)
-    turn(make_event)
+    retry_fix_turn(make_event)
     fake.enqueue(delay=30, content=GOOD)
     import threading
 

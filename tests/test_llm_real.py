@@ -70,7 +70,7 @@ def configure(write_config, url, drain="", **keys):
     )
 
 
-def turn(make_event, session, n):
+def webhook_retry_turn(make_event, session, n):
     make_event(
         "userPromptSubmit",
         prompt=f"webhooks to the payment provider keep timing out ({n})",
@@ -123,7 +123,7 @@ def test_drain_batches_through_the_real_server(home, make_event, drain_now, writ
     configure(write_config, llama_server)
     sessions = ["real-a", "real-b"]
     for n, session in enumerate(sessions):
-        turn(make_event, session, n)
+        webhook_retry_turn(make_event, session, n)
     stats, db = drain_now()
     assert stats.pending_events == 0 and stats.batches_extracted == 2
     check_nothing_lost_or_twice(db, sessions)
@@ -159,7 +159,7 @@ def test_session_end_auto_compress_through_the_real_server(
     from kirolearn import Memory
 
     configure(write_config, llama_server)
-    turn(make_event, "compress-me", 0)
+    webhook_retry_turn(make_event, "compress-me", 0)
     memory = Memory()
     memory.drain(flush=True, wait=0)
     result = memory.end_session(
@@ -183,7 +183,7 @@ def test_the_server_killed_mid_batch_loses_nothing(home, make_event, drain_now, 
     gguf = llmserver.assemble_model(python)
     with llmserver.running_server(python, gguf, log_path=CACHE / "test-kill.log", startup_timeout=180) as url:
         configure(write_config, url, max_answer_tokens=2000)
-        turn(make_event, "killed", 0)
+        webhook_retry_turn(make_event, "killed", 0)
         port = int(url.rsplit(":", 1)[1].split("/")[0])
         done = threading.Event()
         killed = []

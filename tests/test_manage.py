@@ -9,10 +9,9 @@ import sys
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from click.testing import CliRunner
+from helpers import run_cli
 
 from kirolearn.capture import spool
-from kirolearn.cli.commands import cli
 from kirolearn.core.errors import StoreLost
 from kirolearn.manage import records as manage
 from kirolearn.pipeline.drain import PURGE_AFTER_PASSES
@@ -21,18 +20,11 @@ from kirolearn.store.sqlite import db as store
 BIN = os.path.dirname(sys.executable)
 
 
-def run(*args, input=None, ok=True):
-    result = CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
-    if ok:
-        assert result.exit_code == 0, (result.output, result.stderr)
-    return result
-
-
 def js(*args):
-    return json.loads(run(*args, "--json").stdout)
+    return json.loads(run_cli(*args, "--json", ok=True).stdout)
 
 
-def turn(
+def export_turn(
     make_event,
     prompt,
     *,
@@ -129,13 +121,13 @@ def test_list_filters_newest_first_and_search_shares_them(here, add_record, tmp_
     hits = js("search", "WAL", "--all-projects")
     assert other in ids(hits) and all(h["score"] > 0 for h in hits)
 
-    bad = run("list", "--since", "last tuesday", ok=False)
+    bad = run_cli("list", "--since", "last tuesday")
     assert bad.exit_code == 2 and "7d" in bad.stderr
 
 
 def test_search_scores_are_real_numbers_not_zero(here, add_record):
     add_record(here, "Export job database is locked", summary="busy_timeout fixes the export job")
-    line = run("search", "export").stdout.splitlines()[0]
+    line = run_cli("search", "export", ok=True).stdout.splitlines()[0]
     score = line.split()[1]
     assert float(score) > 0 and score != "0.00", line
 
@@ -143,23 +135,23 @@ def test_search_scores_are_real_numbers_not_zero(here, add_record):
 def test_fresh_machine_list_and_show_create_nothing(home):
     assert js("list") == []
     assert js("list", "--forgotten") == []
-    missing = run("show", "mr_01M8P11TV4D5K3PEVTAMHCTT16", ok=False)
+    missing = run_cli("show", "mr_01M8P11TV4D5K3PEVTAMHCTT16")
     assert missing.exit_code == 1 and "no record" in missing.stderr
     assert not os.path.exists(home / "kirolearn.db")
 
 
 def test_forget_without_a_database_is_the_same_error_as_with_one(home, here, request):
-    before = run("forget", "mr_x", ok=False)
+    before = run_cli("forget", "mr_x")
     assert before.exit_code == 1 and "no record 'mr_x': there is no database yet" in before.stderr
     assert not os.path.exists(home / "kirolearn.db")
     request.getfixturevalue("add_record")(here, "Something stored")  # the fixture opens the store
-    after = run("forget", "mr_x", ok=False)
+    after = run_cli("forget", "mr_x")
     assert after.exit_code == 1 and "no record 'mr_x'" in after.stderr
 
 
 def test_a_lost_database_is_reported_by_show_list_and_forget(home, here, add_record):
     add_record(here, "Something stored")
-    assert run("drain").exit_code == 0
+    assert run_cli("drain", ok=True).exit_code == 0
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(str(home / "kirolearn.db") + suffix):
             os.remove(str(home / "kirolearn.db") + suffix)
@@ -172,7 +164,7 @@ def test_a_lost_database_is_reported_by_show_list_and_forget(home, here, add_rec
         ["restore", "mr_x"],
         ["edit", "mr_x", "--title", "t"],
     ):
-        result = run(*args, ok=False)
+        result = run_cli(*args)
         assert result.exit_code == 1, (args, result.output)
         assert "is missing, but it was created on" in result.stderr and "kirolearn repair" in result.stderr, (
             args
@@ -185,7 +177,7 @@ def test_a_lost_database_is_reported_by_show_list_and_forget(home, here, add_rec
 
 
 def test_show_gives_provenance(here, make_event, drain_now):
-    turn(make_event, "Why does the export job fail? token=ghp_" + "a" * 36)
+    export_turn(make_event, "Why does the export job fail? token=ghp_" + "a" * 36)
     drain_now()
     (record,) = js("list")
     shown = js("show", record["record_id"])
@@ -197,18 +189,18 @@ def test_show_gives_provenance(here, make_event, drain_now):
     assert shown["redactions"]["record"].get("github-token", 0) >= 1
     assert shown["session"]["session_id"] == "sess-1" and shown["session"]["events"] == 4
     assert shown["session"]["records"] == 1
-    text = run("show", record["record_id"]).stdout
+    text = run_cli("show", record["record_id"], ok=True).stdout
     assert "extraction run" in text and "deterministic" in text and "source events: 4 stored" in text
     assert "redactions in the events: 1 github-token" in text and "ghp_aaaa" not in text
 
 
 def test_terminal_output_cannot_carry_escape_sequences(here, add_record):
     rid = add_record(here, "Red \x1b[31malert\x1b[0m and a bell \x07 and \u202eevil")
-    out = run("list").stdout
+    out = run_cli("list", ok=True).stdout
     assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
     assert "\\x1b[31malert" in out and "\\u202e" in out
-    assert "\x1b" not in run("show", rid).stdout
-    assert "\x1b" not in run("search", "alert").stdout
+    assert "\x1b" not in run_cli("show", rid, ok=True).stdout
+    assert "\x1b" not in run_cli("search", "alert", ok=True).stdout
     # --json keeps its shape, its values sanitised like every other medium (issue 23, architecture.md rule 9)
     assert js("list")[0]["title"] == "Red alert and a bell  and evil"
 
@@ -219,7 +211,7 @@ def test_terminal_output_cannot_carry_escape_sequences(here, add_record):
 def test_forgotten_record_stays_gone_when_the_same_events_are_drained_again(
     here, make_event, drain_now, home, tmp_path
 ):
-    turn(make_event, "Why does the export job fail with database is locked?")
+    export_turn(make_event, "Why does the export job fail with database is locked?")
     saved = tmp_path / "spool-copy"
     shutil.copytree(home / "spool" / "ready", saved)
     stats, db = drain_now()
@@ -230,7 +222,7 @@ def test_forgotten_record_stays_gone_when_the_same_events_are_drained_again(
     out = js("forget", rid, "--reason", "wrong: it was the NFS mount")
     assert out == {"forgotten": [rid]}
     assert js("search", "database locked") == [] and js("list") == []
-    run_ctx = run("context", "--prompt", "why is the export database locked?").stderr
+    run_ctx = run_cli("context", "--prompt", "why is the export database locked?", ok=True).stderr
     assert "nothing would be injected" in run_ctx
     assert ids(js("list", "--forgotten")) == [rid]
     assert js("show", rid)["status"] == "forgotten"
@@ -259,22 +251,22 @@ def test_forget_by_session_and_by_query_need_yes(here, add_record):
     a = add_record(here, "Staging password rotated", session_id="s1")
     b = add_record(here, "Staging deploy uses blue green", session_id="s1")
     c = add_record(here, "Unrelated note about staging", session_id="s2")
-    refused = run("forget", "--session", "s1", ok=False)
+    refused = run_cli("forget", "--session", "s1")
     assert refused.exit_code == 2 and "add --yes" in refused.stderr and a in refused.stderr
     assert len(js("list")) == 3
     assert sorted(js("forget", "--session", "s1", "--yes")["forgotten"]) == sorted([a, b])
     assert ids(js("list")) == [c]
     assert js("forget", "--query", "unrelated staging", "--yes")["forgotten"] == [c]
     assert js("list") == []
-    assert run("forget", ok=False).exit_code == 2
-    assert run("forget", "mr_01M8P11TV4D5K3PEVTAMHCTT16", ok=False).exit_code == 1
+    assert run_cli("forget").exit_code == 2
+    assert run_cli("forget", "mr_01M8P11TV4D5K3PEVTAMHCTT16").exit_code == 1
     assert js("forget", a) == {"forgotten": []}  # already forgotten: a no-op
-    restore_unknown = run("restore", "mr_01M8P11TV4D5K3PEVTAMHCTT16", ok=False)
+    restore_unknown = run_cli("restore", "mr_01M8P11TV4D5K3PEVTAMHCTT16")
     assert restore_unknown.exit_code == 1 and "no forgotten record" in restore_unknown.stderr
 
 
 def test_forgetting_a_session_end_record_hides_its_summary_until_restored(here):
-    run(
+    run_cli(
         "session-end",
         "--session-id",
         "s9",
@@ -282,12 +274,13 @@ def test_forgetting_a_session_end_record_hides_its_summary_until_restored(here):
         "Moved JWT checks",
         "--next-step",
         "Rate-limit refresh",
+        ok=True,
     )
     (record,) = js("list")
     assert js("session-init")["found"] is True
     js("forget", record["record_id"])
     assert js("session-init")["found"] is False
-    assert "Moved JWT" not in run("context", "--session-start").stdout
+    assert "Moved JWT" not in run_cli("context", "--session-start", ok=True).stdout
     js("restore", record["record_id"])
     assert js("session-init")["next_steps"] == ["Rate-limit refresh"]
 
@@ -307,8 +300,8 @@ def _spool_done_bytes(home) -> bytes:
 
 def test_purge_removes_the_bytes_from_the_database_file(here, make_event, drain_now, home, tmp_path):
     marker = "zebracornfluxwidget"
-    turn(make_event, f"Why does {marker} crash the export?", outcome=f"{marker} was a typo; fixed.")
-    turn(
+    export_turn(make_event, f"Why does {marker} crash the export?", outcome=f"{marker} was a typo; fixed.")
+    export_turn(
         make_event, "Keep this one about caching", session="sess-2", command="make cache", path="src/cache.py"
     )
     saved = tmp_path / "spool-copy"
@@ -319,7 +312,7 @@ def test_purge_removes_the_bytes_from_the_database_file(here, make_event, drain_
     assert marker.encode() in _file_bytes(home)  # forgotten, not yet purged: still restorable, so still there
     assert marker.encode() in _spool_done_bytes(home)  # the write-ahead log keeps the drained turn
 
-    refused = run("forget", "--purge", ok=False)
+    refused = run_cli("forget", "--purge")
     assert refused.exit_code == 2 and "cannot be undone" in refused.stderr
     out = js("forget", "--purge", "--yes")
     assert out["purged"] == 1 and out["record_ids"] == [rid] and out["events_deleted"] == 4
@@ -329,7 +322,7 @@ def test_purge_removes_the_bytes_from_the_database_file(here, make_event, drain_
     assert b"make cache" in _spool_done_bytes(home)  # the other turn's log stays
     assert js("show", rid)["status"] == "purged"
     assert len(js("list")) == 1 and ids(js("search", "caching"))  # the other record is intact
-    failed = run("restore", rid, ok=False)
+    failed = run_cli("restore", rid)
     assert failed.exit_code == 1 and "purged" in failed.stderr
 
     # the hash stays: the very same spool files drained again bring the events back, never the record
@@ -389,11 +382,11 @@ def test_edit_scrubs_versions_and_reindexes(here, add_record):
     }
     assert history[1]["before"] == {"title": "Export uses port 5433 via pgbouncer"}
     assert history[0]["reason"] == "port was wrong"
-    empty = run("edit", rid, "--title", "   ", ok=False)
+    empty = run_cli("edit", rid, "--title", "   ")
     assert empty.exit_code == 1 and "empty" in empty.stderr
-    long = run("edit", rid, "--title", "x" * 201, ok=False)
+    long = run_cli("edit", rid, "--title", "x" * 201)
     assert long.exit_code == 1 and "200" in long.stderr
-    assert run("edit", rid, ok=False).exit_code == 2  # not a terminal: no $EDITOR
+    assert run_cli("edit", rid).exit_code == 2  # not a terminal: no $EDITOR
     # the purge of edit history drops the old text
     assert js("forget", "--purge", "--yes")["edit_versions_cleared"] == 2
     assert all(h["before"] is None for h in js("show", rid)["history"])
@@ -434,8 +427,8 @@ def test_edit_in_editor_on_a_terminal(here, add_record, tmp_path):
 
 
 def _rich_store(here, make_event, drain_now):
-    turn(make_event, "Why does the export job fail with database is locked?")
-    turn(
+    export_turn(make_event, "Why does the export job fail with database is locked?")
+    export_turn(
         make_event,
         "Add caching to the product page",
         session="sess-2",
@@ -445,7 +438,7 @@ def _rich_store(here, make_event, drain_now):
     drain_now()
     make_event("userPromptSubmit", prompt="Still pending: not extracted yet", session_id="sess-3")
     drain_now()
-    run(
+    run_cli(
         "save-summary",
         "--request",
         "Fix login 500 on plus-sign emails",
@@ -461,8 +454,9 @@ def _rich_store(here, make_event, drain_now):
         "app/auth.py",
         "--file-modified",
         "app/auth.py",
+        ok=True,
     )
-    run(
+    run_cli(
         "session-end",
         "--session-id",
         "sess-1",
@@ -472,6 +466,7 @@ def _rich_store(here, make_event, drain_now):
         "Check the cron job",
         "--pitfall",
         "NFS locks",
+        ok=True,
     )
 
 
@@ -480,7 +475,7 @@ def test_export_import_round_trip_is_byte_identical_and_idempotent(
 ):
     _rich_store(here, make_event, drain_now)
     first = tmp_path / "first.jsonl"
-    run("export", "-o", str(first))
+    run_cli("export", "-o", str(first), ok=True)
     kinds = [json.loads(line)["type"] for line in first.read_text("utf-8").splitlines()]
     assert {"event", "record", "summary"} <= set(kinds)
 
@@ -490,13 +485,13 @@ def test_export_import_round_trip_is_byte_identical_and_idempotent(
     assert counts["records"] == {"added": kinds.count("record"), "present": 0}
     assert counts["summaries"] == {"added": 1, "present": 0}
     second = tmp_path / "second.jsonl"
-    run("export", "-o", str(second))
+    run_cli("export", "-o", str(second), ok=True)
     assert second.read_bytes() == first.read_bytes()
 
-    again = run("import", "-", "--json", input=first.read_text("utf-8"))
+    again = run_cli("import", "-", "--json", input=first.read_text("utf-8"), ok=True)
     assert json.loads(again.stdout)["records"] == {"added": 0, "present": kinds.count("record")}
     third = tmp_path / "third.jsonl"
-    run("export", "-o", str(third))
+    run_cli("export", "-o", str(third), ok=True)
     assert third.read_bytes() == first.read_bytes()
     # provenance survives: ids, source events, the pending event still waits for extraction
     (record,) = [r for r in js("list", "--session", "sess-2")]
@@ -508,20 +503,20 @@ def test_import_scrubs_and_keeps_forgotten_records_forgotten(here, add_record, t
     rid = add_record(here, "Deploy key note", summary="The deploy uses AKIAIOSFODNN7EXAMPLE as its key")
     # what an older kirolearn (weaker rules) might have exported: the raw key
     export = tmp_path / "old.jsonl"
-    run("export", "-o", str(export))
+    run_cli("export", "-o", str(export), ok=True)
     text = export.read_text("utf-8")
     raw = text.replace("[REDACTED:aws-access-key]", "AKIAIOSFODNN7EXAMPLE")
     assert "AKIAIOSFODNN7EXAMPLE" in raw
     js("forget", rid)
-    out = json.loads(run("import", "-", "--json", input=raw).stdout)
+    out = json.loads(run_cli("import", "-", "--json", input=raw, ok=True).stdout)
     assert out["forgotten_skipped"] == 1 and out["records"]["added"] == 0
     assert js("list") == []
     js("forget", "--purge", "--yes")
-    out = json.loads(run("import", "-", "--json", input=raw).stdout)
+    out = json.loads(run_cli("import", "-", "--json", input=raw, ok=True).stdout)
     assert out["forgotten_skipped"] == 1  # even purged: the hash remembers
     # into a fresh home, the raw key is scrubbed on the way in
     monkeypatch.setenv("KIROLEARN_HOME", str(tmp_path / "fresh"))
-    out = json.loads(run("import", "-", "--json", input=raw).stdout)
+    out = json.loads(run_cli("import", "-", "--json", input=raw, ok=True).stdout)
     assert out["records"]["added"] == 1 and out["redactions"].get("aws-access-key") == 1
     assert "AKIA" not in js("list")[0]["summary"]
 
@@ -529,13 +524,13 @@ def test_import_scrubs_and_keeps_forgotten_records_forgotten(here, add_record, t
 def test_import_rejects_a_bad_file_whole(here, add_record, tmp_path, monkeypatch):
     add_record(here, "One good record")
     export = tmp_path / "e.jsonl"
-    run("export", "-o", str(export))
+    run_cli("export", "-o", str(export), ok=True)
     good = export.read_text("utf-8")
     monkeypatch.setenv("KIROLEARN_HOME", str(tmp_path / "fresh"))
-    bad = run("import", "-", input=good + '{"type": "record", "title": "no id"}\n', ok=False)
+    bad = run_cli("import", "-", input=good + '{"type": "record", "title": "no id"}\n')
     assert bad.exit_code == 1 and "line 2" in bad.stderr
     assert js("list") == []
-    garbage = run("import", "-", input="not json\n", ok=False)
+    garbage = run_cli("import", "-", input="not json\n")
     assert garbage.exit_code == 1 and "line 1" in garbage.stderr
 
 
@@ -566,21 +561,21 @@ def test_forget_and_restore_are_one_transaction_each(here, add_record):
 @pytest.mark.parametrize("args", [["list"], ["list", "--forgotten"], ["forget", "--session", "s1", "--yes"]])
 def test_list_and_forget_with_a_missing_project_are_errors(home, tmp_path, args):
     """README: `--project DIR` must be an existing directory, never a silent fall-back to another project."""
-    result = run(*args, "--project", str(tmp_path / "nonexistent"), ok=False)
+    result = run_cli(*args, "--project", str(tmp_path / "nonexistent"))
     assert result.exit_code == 2 and "does not exist" in result.stderr
 
 
 def test_forget_by_a_session_that_matches_nothing_says_so(here, add_record):
     """Not "match 0 record(s); add --yes to forget them": there is nothing to confirm."""
     add_record(here, "Staging password rotated", session_id="s1")
-    result = run("forget", "--session", "no-such-session")
+    result = run_cli("forget", "--session", "no-such-session", ok=True)
     assert "nothing to forget" in result.stderr and "add --yes" not in result.stderr
     assert len(js("list")) == 1
 
 
 @pytest.mark.parametrize("query", ["", "   ", "\t\n"])
 def test_search_with_an_empty_query_is_a_usage_error(home, query):
-    result = run("search", query, ok=False)
+    result = run_cli("search", query)
     assert result.exit_code == 2 and "QUERY is empty" in result.stderr
 
 
@@ -588,7 +583,7 @@ def test_search_on_a_fresh_machine_finds_nothing(home, monkeypatch):
     """With the default embedding model, not only with embeddings off: no database yet is no hit, not a bug."""
     monkeypatch.delenv("KIROLEARN_EMBEDDING_MODEL")
     assert js("search", "database is locked") == []
-    assert "No memory records match" in run("search", "anything").stderr
+    assert "No memory records match" in run_cli("search", "anything", ok=True).stderr
     assert not os.path.exists(home / "kirolearn.db")
 
 
@@ -596,8 +591,10 @@ def test_forget_and_purge_take_the_text_out_of_the_neighbours_too(here, make_eve
     # Each record's hidden `expansion` column carries its session neighbours' text (semantic recall):
     # forgetting one record must re-derive its neighbours, or its words stay searchable and exported.
     marker = "zebracornfluxwidget"
-    turn(make_event, f"Rotated the {marker} staging password", outcome=f"{marker} rotated in the vault.")
-    turn(
+    export_turn(
+        make_event, f"Rotated the {marker} staging password", outcome=f"{marker} rotated in the vault."
+    )
+    export_turn(
         make_event,
         "Fix the flaky CSV export test",
         command="pytest tests/test_csv.py",
@@ -637,7 +634,7 @@ def test_forget_and_purge_take_the_text_out_of_the_neighbours_too(here, make_eve
     js("forget", secret)
     js("forget", "--purge", "--yes")
     assert marker.encode() not in _file_bytes(home)
-    assert marker not in run("export").stdout
+    assert marker not in run_cli("export", ok=True).stdout
 
 
 def test_the_text_of_list_shows_each_records_marks(here, add_record):
@@ -658,7 +655,7 @@ def test_the_text_of_list_shows_each_records_marks(here, add_record):
     lines = {line.split()[0]: line for line in kirolearn_list(here).splitlines()}
     assert f"(superseded by {new})" in lines[old]
     assert f"(merged into {kept})" in lines[twin]
-    assert "(file deleted)" in lines[moved]
+    assert "(gone since)" in lines[moved]
     assert "(" not in lines[plain].split("]", 1)[1]
 
 

@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 from conftest import cli, hook_env, run_hook
+from helpers import drain
 
 GIT = shutil.which("git")
 needs_git = pytest.mark.skipif(GIT is None, reason="git is not installed")
@@ -77,12 +78,6 @@ def write_tool(root, rel, text):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     return ("fs_write", {"command": "create", "path": str(path), "file_text": text}, {"success": True})
-
-
-def drain():
-    done = cli("drain", "--flush", "--json")
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
 
 
 def records():

@@ -5,53 +5,17 @@ import os
 import subprocess
 import sys
 
-import anyio
 import pytest
 from click.testing import CliRunner
-from mcp.shared.memory import create_connected_server_and_client_session
+from helpers import TURN, call, list_tools, text
 
 import kirolearn
-from kirolearn import Memory, __version__, mcp_server, settings
+from kirolearn import Memory, __version__, settings
 from kirolearn.cli.commands import cli
 from kirolearn.pipeline import summaries
 from kirolearn.pipeline.extract import Completion
 
 pytestmark = pytest.mark.filterwarnings("ignore:Items? .* `ReadOnly` qualifier:UserWarning")
-
-TURN = {
-    "request": "Why does login 500 on plus-sign emails?",
-    "investigated": "app/auth.py find_user",
-    "learned": "find_user formats SQL with %",
-    "completed": "Parameterised the query",
-    "next_steps": "Fix app/orders.py the same way",
-    "files_read": ["app/auth.py", "tests/test_auth.py"],
-    "files_modified": ["app/auth.py"],
-}
-
-
-def call(project, tool, args, **server_kwargs):
-    """Call one tool through a real client session; returns the CallToolResult."""
-    server = mcp_server.build_server(str(project), **server_kwargs)
-
-    async def go():
-        async with create_connected_server_and_client_session(server._mcp_server) as client:
-            return await client.call_tool(tool, args)
-
-    return anyio.run(go)
-
-
-def list_tools(project):
-    server = mcp_server.build_server(str(project))
-
-    async def go():
-        async with create_connected_server_and_client_session(server._mcp_server) as client:
-            return (await client.list_tools()).tools
-
-    return anyio.run(go)
-
-
-def text(result):
-    return result.content[0].text
 
 
 def test_tools_schemas_and_annotations(project):

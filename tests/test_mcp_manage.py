@@ -4,7 +4,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from click.testing import CliRunner
-from test_mcp import call, list_tools, text
+from helpers import call, list_tools, text
 
 from kirolearn.cli.commands import cli
 

@@ -137,7 +137,7 @@ def test_concepts_have_no_stop_words_and_no_redaction_marker_words(project):
 
 @pytest.mark.parametrize("value", ["yes", 1, "false", "true", 0, None])
 def test_auto_compress_takes_booleans_only(project, value):
-    from test_mcp import call, text
+    from helpers import call, text
 
     result = call(project, "session_end", {"session_id": "s-1", "summary": "Done.", "auto_compress": value})
     assert result.isError
@@ -145,7 +145,7 @@ def test_auto_compress_takes_booleans_only(project, value):
 
 
 def test_session_init_returns_one_saved_row_never_two_mixed(project):
-    from test_mcp import call
+    from helpers import call
 
     from kirolearn import settings
 
@@ -281,7 +281,7 @@ def _work_turn(project, session, prompt, answer, path):
 
 
 def test_the_block_is_one_line_per_record_from_its_outcome_with_its_id_and_its_size(project):
-    from test_mcp import TURN, call
+    from helpers import TURN, call
 
     _work_turn(
         project,
@@ -364,7 +364,7 @@ def pathlib_home():
 
 
 def test_get_memory_reads_a_record_in_full_over_mcp(project):
-    from test_mcp import call, list_tools, text
+    from helpers import call, list_tools, text
 
     _work_turn(
         project,

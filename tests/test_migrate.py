@@ -4,20 +4,14 @@ import itertools
 import json
 
 import pytest
-from click.testing import CliRunner
+from helpers import run_cli, schema_url
 from pgserver import pg_database, pg_server  # noqa: F401 - fixtures
-from test_store_postgres import schema_url
 
-from kirolearn.cli.commands import cli
 from kirolearn.store.postgres.migrations import MIGRATIONS
 
 ALL = [name for name, _ in MIGRATIONS]
 
 _names = itertools.count(1)
-
-
-def run(*args, env=None):
-    return CliRunner().invoke(cli, list(args), env=env or {}, catch_exceptions=False)
 
 
 @pytest.fixture
@@ -52,23 +46,23 @@ def as_role(url: str, role: str) -> str:
 
 
 def test_migrate_applies_the_local_sqlite_schema_once(home):
-    first = run("migrate", "--json")
+    first = run_cli("migrate", "--json")
     assert first.exit_code == 0, first.output
     data = json.loads(first.stdout)
     assert data["backend"] == "sqlite" and data["store"] == str(home / "kirolearn.db")
     assert "m001_events" in data["applied"] and data["schema"]["pending"] == []
-    again = run("migrate")
+    again = run_cli("migrate")
     assert again.exit_code == 0 and "is up to date" in again.stdout, again.output
 
 
 def test_migrate_applies_the_team_store_schema_once(schema):
     _, url = schema
-    first = run("migrate", "--json", env={"KIROLEARN_STORE_URL": url})
+    first = run_cli("migrate", "--json", env={"KIROLEARN_STORE_URL": url})
     assert first.exit_code == 0, first.output
     data = json.loads(first.stdout)
     assert data["backend"] == "postgresql" and data["applied"] == ALL
     assert data["schema"] == {"applied": ALL, "pending": []}
-    again = run("migrate", env={"KIROLEARN_STORE_URL": url})
+    again = run_cli("migrate", env={"KIROLEARN_STORE_URL": url})
     assert again.exit_code == 0 and "is up to date" in again.stdout, (
         again.output and "team store" in again.stdout
     )
@@ -76,7 +70,7 @@ def test_migrate_applies_the_team_store_schema_once(schema):
 
 def test_migrate_says_when_the_server_is_unreachable(tmp_path):
     url = f"postgresql://dev@/kl?host={tmp_path}&port=5999"
-    result = run("migrate", env={"KIROLEARN_STORE_URL": url})
+    result = run_cli("migrate", env={"KIROLEARN_STORE_URL": url})
     assert result.exit_code == 1
     assert result.stderr.startswith("Error: connecting to the team store postgresql://dev@/kl")
     assert "check that the PostgreSQL server runs" in result.stderr and "Traceback" not in result.output
@@ -84,7 +78,7 @@ def test_migrate_says_when_the_server_is_unreachable(tmp_path):
 
 def test_migrate_without_create_permission_says_who_can(schema, role, admin):
     name, url = schema
-    hidden = run(
+    hidden = run_cli(
         "migrate", env={"KIROLEARN_STORE_URL": as_role(url, role)}
     )  # no USAGE: the schema is not seen
     assert hidden.exit_code == 1
@@ -93,7 +87,7 @@ def test_migrate_without_create_permission_says_who_can(schema, role, admin):
     )
     assert "ask the server's owner for USAGE and CREATE" in hidden.stderr
     admin.execute(f'grant usage on schema "{name}" to "{role}"')
-    denied = run("migrate", env={"KIROLEARN_STORE_URL": as_role(url, role)})
+    denied = run_cli("migrate", env={"KIROLEARN_STORE_URL": as_role(url, role)})
     assert denied.exit_code == 1
     assert (
         "Error: migrating the team store" in denied.stderr and "permission denied for schema" in denied.stderr
@@ -103,15 +97,15 @@ def test_migrate_without_create_permission_says_who_can(schema, role, admin):
 
 def test_doctor_checks_a_team_store(schema, role, admin):
     name, url = schema
-    behind = run("doctor", "--json", env={"KIROLEARN_STORE_URL": url})
+    behind = run_cli("doctor", "--json", env={"KIROLEARN_STORE_URL": url})
     checks = {c["message"].split(" (")[0]: c["level"] for c in json.loads(behind.stdout)["checks"]}
     assert behind.exit_code == 1
     assert any(m.startswith("team store postgresql://") and level == "OK" for m, level in checks.items())
     assert checks.get("the team store's schema is behind") == "FAIL"
     assert any("(you may run it)" in c["message"] for c in json.loads(behind.stdout)["checks"])
 
-    assert run("migrate", env={"KIROLEARN_STORE_URL": url}).exit_code == 0
-    current = json.loads(run("doctor", "--json", env={"KIROLEARN_STORE_URL": url}).stdout)["checks"]
+    assert run_cli("migrate", env={"KIROLEARN_STORE_URL": url}).exit_code == 0
+    current = json.loads(run_cli("doctor", "--json", env={"KIROLEARN_STORE_URL": url}).stdout)["checks"]
     messages = {c["message"]: c["level"] for c in current}
     assert messages[f"team store schema is current ({len(ALL)} migration(s))"] == "OK"
     assert messages["your role may write to the team store (an insert, rolled back)"] == "OK"
@@ -128,13 +122,13 @@ def test_doctor_checks_a_team_store(schema, role, admin):
 
 
 def reader_checks(url: str, role: str) -> "list[dict]":
-    return json.loads(run("doctor", "--json", env={"KIROLEARN_STORE_URL": as_role(url, role)}).stdout)[
+    return json.loads(run_cli("doctor", "--json", env={"KIROLEARN_STORE_URL": as_role(url, role)}).stdout)[
         "checks"
     ]
 
 
 def test_doctor_says_nothing_of_a_team_store_without_one():
-    checks = json.loads(run("doctor", "--json").stdout)["checks"]
+    checks = json.loads(run_cli("doctor", "--json").stdout)["checks"]
     assert not [c for c in checks if "team store" in c["message"]]
 
 
@@ -160,7 +154,7 @@ def test_a_failed_login_says_where_credentials_come_from(pg_server, pg_database,
                 break
             assert time.monotonic() < deadline, "the server never asked for a password"
             time.sleep(0.05)
-        result = run("migrate", env={"KIROLEARN_STORE_URL": url, "PGPASSWORD": "wrong-pw"})
+        result = run_cli("migrate", env={"KIROLEARN_STORE_URL": url, "PGPASSWORD": "wrong-pw"})
         assert result.exit_code == 1
         assert "password authentication failed" in result.stderr and "~/.pgpass" in result.stderr
         assert "wrong-pw" not in result.output and "Traceback" not in result.output
@@ -182,7 +176,7 @@ def test_migrate_grants_a_developer_role_what_a_drainer_needs(schema, role):
     from kirolearn.store.postgres.store import PostgresStore
 
     _, url = schema
-    result = run("migrate", "--grant", role, "--json", env={"KIROLEARN_STORE_URL": url})
+    result = run_cli("migrate", "--grant", role, "--json", env={"KIROLEARN_STORE_URL": url})
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["granted"] == [role]
     with PostgresStore(as_role(url, role)) as store:  # upload, sync down, forget: as a drainer does
@@ -191,15 +185,17 @@ def test_migrate_grants_a_developer_role_what_a_drainer_needs(schema, role):
         assert store.forget(["mr_0002"], reason="", actor=role)[0]["record_id"] == "mr_0002"
         assert [r["record_id"] for r in store.changes(["p1"])["records"]] == ["mr_0001"]
         assert store.can_write() == (True, "") and store.figures(T0)["forgotten"] == 1
-    again = run("migrate", env={"KIROLEARN_STORE_URL": as_role(url, role)})  # nothing to apply: fine as them
+    again = run_cli(
+        "migrate", env={"KIROLEARN_STORE_URL": as_role(url, role)}
+    )  # nothing to apply: fine as them
     assert again.exit_code == 0 and "is up to date" in again.stdout, again.output
 
 
 def test_migrate_grant_names_a_missing_role_and_needs_a_team_store(schema):
     _, url = schema
-    missing = run("migrate", "--grant", "nobody_here", env={"KIROLEARN_STORE_URL": url})
+    missing = run_cli("migrate", "--grant", "nobody_here", env={"KIROLEARN_STORE_URL": url})
     assert missing.exit_code == 1 and "'nobody_here': no such role" in missing.stderr
-    local = run("migrate", "--grant", "dev")
+    local = run_cli("migrate", "--grant", "dev")
     assert local.exit_code == 2 and "no team store is configured" in local.stderr
 
 
@@ -222,20 +218,22 @@ def test_drain_uploads_a_shared_project_to_a_postgresql_team_store(schema, tmp_p
     ):
         event = ev.build_event(name, {"cwd": str(shop), "session_id": "s1", **payload})
         spool.append(event["event_id"], ev.serialize(event))
-    assert run("team", "join", "--project", str(shop)).exit_code == 0
+    assert run_cli("team", "join", "--project", str(shop)).exit_code == 0
     env = {"KIROLEARN_STORE_URL": url}
 
     down = {"KIROLEARN_STORE_URL": f"postgresql://dev@/kl?host={tmp_path}&port=5999"}  # no server there
-    offline = json.loads(run("drain", "--flush", "--json", env=down).stdout)
+    offline = json.loads(run_cli("drain", "--flush", "--json", env=down).stdout)
     assert offline["records_written"] >= 1 and "connecting to the team store" in offline["team"]["error"]
-    behind = json.loads(run("drain", "--json", env=env).stdout)  # schema not applied yet
+    behind = json.loads(run_cli("drain", "--json", env=env).stdout)  # schema not applied yet
     assert "kirolearn migrate" in behind["team"]["error"]
-    assert run("migrate", env=env).exit_code == 0
-    drained = json.loads(run("drain", "--json", env=env).stdout)
+    assert run_cli("migrate", env=env).exit_code == 0
+    drained = json.loads(run_cli("drain", "--json", env=env).stdout)
     assert drained["team"]["error"] == "" and drained["team"]["events_sent"] == 2
     assert drained["team"]["records_sent"] >= 1
     shop_id = projects.project_id(str(shop))
-    again = json.loads(run("drain", "--json", env=env).stdout)  # a re-run re-sends the overlap: stored once
+    again = json.loads(
+        run_cli("drain", "--json", env=env).stdout
+    )  # a re-run re-sends the overlap: stored once
     assert (
         again["team"]["error"] == ""
         and again["team"]["events_sent"] == 0

@@ -57,7 +57,7 @@ def test_a_hung_model_is_bounded_and_skipped_after_failures_in_a_row(
 
 
 def test_the_breaker_lets_one_call_through_after_its_cool_off(home, make_event, drain_now, write_config):
-    from test_drain_llm import GOOD
+    from helpers import GOOD
 
     from kirolearn.store import state
 

@@ -7,7 +7,8 @@ import random
 import shutil
 
 import pytest
-from conftest import assert_one_error, cli, corrupt, kl, ready, spool_events, stored_ids
+from conftest import assert_one_error, cli, kl, ready, spool_events, stored_ids
+from helpers import corrupt
 
 
 def test_a_corrupt_database_keeps_the_spool_and_repair_brings_it_back(home, project, filled):

@@ -272,7 +272,7 @@ def _decoded(text):
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
+def forms_run(tmp_path_factory):
     """Every form and ordinary line through hook -> drain -> export / search, one process each."""
     root = tmp_path_factory.mktemp("forms")
     project = root / "project"
@@ -342,30 +342,30 @@ def run(tmp_path_factory):
     }
 
 
-def _event_text(run, key):
+def _event_text(forms_run, key):
     """The stored text of the form's event: the prompt, the command or the tool output."""
-    n = run["keys"].index(key)
+    n = forms_run["keys"].index(key)
     texts = []
-    for obj in run["by_session"].get(f"s-{n}", []):
+    for obj in forms_run["by_session"].get(f"s-{n}", []):
         for t in _strings(obj):
             texts.append(t)
     return "\n".join(texts)
 
 
 @pytest.mark.parametrize("fid, carrier, text, fragments, kept", FORMS, ids=[f[0] for f in FORMS])
-def test_crafted_form_is_redacted_everywhere(run, fid, carrier, text, fragments, kept):
-    everything = run["everything"]
+def test_crafted_form_is_redacted_everywhere(forms_run, fid, carrier, text, fragments, kept):
+    everything = forms_run["everything"]
     for fragment in fragments:
         for seen in _decoded(everything):
             assert fragment not in seen, (fid, fragment)
-    event = _event_text(run, fid)
+    event = _event_text(forms_run, fid)
     assert "[REDACTED:" in event, (fid, event[:400])
     assert kept in event, (fid, kept, event[:400])  # the rest of the text stays as it was
 
 
-def test_ordinary_lines_are_stored_as_written(run):
+def test_ordinary_lines_are_stored_as_written(forms_run):
     for i, line in enumerate(ORDINARY):
-        assert line in _event_text(run, f"ordinary-{i}"), line
+        assert line in _event_text(forms_run, f"ordinary-{i}"), line
 
 
 def _scan_lines(text, monkeypatch, env):
@@ -388,12 +388,12 @@ def _scan_lines(text, monkeypatch, env):
 @pytest.mark.parametrize(
     "key", [f[0] for f in FORMS if f[1] == "prompt"] + [f"ordinary-{i}" for i in range(len(ORDINARY))]
 )
-def test_scan_gives_the_drains_verdict_on_every_prompt_line(run, key, monkeypatch):
+def test_scan_gives_the_drains_verdict_on_every_prompt_line(forms_run, key, monkeypatch):
     """The same line through `kirolearn scan -` and through hook + drain + export: same verdict,
     same redacted text."""
-    n = run["keys"].index(key)
+    n = forms_run["keys"].index(key)
     text = (FORMS + [(f"ordinary-{i}", "prompt", line, [], "") for i, line in enumerate(ORDINARY)])[n][2]
-    prompts = [obj["body"] if "body" in obj else obj for obj in run["by_session"][f"s-{n}"]]
+    prompts = [obj["body"] if "body" in obj else obj for obj in forms_run["by_session"][f"s-{n}"]]
     stored = [
         t
         for obj in prompts
@@ -401,7 +401,7 @@ def test_scan_gives_the_drains_verdict_on_every_prompt_line(run, key, monkeypatc
         if t.replace("[REDACTED:", "").strip() and _same_shape(t, text)
     ]
     assert stored, (key, prompts)
-    total, printed = _scan_lines(text, monkeypatch, run["env"])
+    total, printed = _scan_lines(text, monkeypatch, forms_run["env"])
     if stored[0] == text:
         assert total == 0 and printed == {}, (key, printed)
     else:
@@ -421,14 +421,14 @@ def _same_shape(stored, original):
 
 
 @pytest.mark.parametrize("fid", [f[0] for f in FORMS if f[1] != "prompt"])
-def test_scan_gives_the_drains_verdict_on_commands_and_outputs(run, fid, monkeypatch):
+def test_scan_gives_the_drains_verdict_on_commands_and_outputs(forms_run, fid, monkeypatch):
     """A command or a tool output scanned as a file: each line it prints redacted is the line the
     drain stored, and it redacts exactly when the drain did."""
-    n = run["keys"].index(fid)
+    n = forms_run["keys"].index(fid)
     text = FORMS[n][2]
-    stored = [t for t in _strings(run["by_session"][f"s-{n}"]) if _same_shape(t, text)]
+    stored = [t for t in _strings(forms_run["by_session"][f"s-{n}"]) if _same_shape(t, text)]
     assert stored, fid
-    total, printed = _scan_lines(text, monkeypatch, run["env"])
+    total, printed = _scan_lines(text, monkeypatch, forms_run["env"])
     assert (total > 0) == (stored[0] != text)
     lines = stored[0].splitlines()
     for number, line in printed.items():

@@ -9,7 +9,8 @@ import sqlite3
 import time
 from pathlib import Path
 
-from conftest import assert_one_error, corrupt, hook_env, kl, ready, run_hook, stored_ids
+from conftest import assert_one_error, hook_env, kl, ready, run_hook, stored_ids
+from helpers import corrupt
 
 from kirolearn.pipeline import drain
 

@@ -9,9 +9,9 @@ migrated from scratch: a fresh, empty store costs a CREATE SCHEMA and the DDL, n
 import itertools
 import json
 import time
-import urllib.parse
 
 import pytest
+from helpers import schema_url
 from pgserver import pg_database, pg_server  # noqa: F401 - fixtures
 from store_contract import T0, StoreContract, event, record
 
@@ -19,11 +19,6 @@ from kirolearn.core.errors import KirolearnError, SchemaTooNew, StoreError
 from kirolearn.store.backends import open_store
 
 _schemas = itertools.count(1)
-
-
-def schema_url(database_url: str, schema: str) -> str:
-    base, query = database_url.split("?", 1)
-    return f"{base}?{query}&options={urllib.parse.quote(f'-csearch_path={schema}')}"
 
 
 @pytest.fixture
@@ -286,8 +281,7 @@ def test_a_restarted_connection_is_reopened(new_schema, pg_server):
 
 def test_a_sqlite_store_moves_to_postgresql_and_back_unchanged(new_schema, tmp_path):
     """What the team upload needs: export objects of one backend import into the other as they were."""
-    from store_contract import run as a_run
-    from store_contract import summary
+    from store_contract import run_row, summary
 
     from kirolearn.store.postgres.store import PostgresStore
     from kirolearn.store.sqlite.store import SqliteStore
@@ -303,7 +297,7 @@ def test_a_sqlite_store_moves_to_postgresql_and_back_unchanged(new_schema, tmp_p
     }
     cited = dict(record(2, summary="naïve café ✓"), cites=["mr_0001"], work_signature="w1")
     lite.commit_extraction(
-        a_run(1),
+        run_row(1),
         [dict(record(1, facts=["a fact"], concepts=["c"], files=["x.py"]), claims=[claim]), cited],
         ["ev0002"],
     )

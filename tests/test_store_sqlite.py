@@ -4,8 +4,8 @@ import shutil
 
 import pytest
 import sqlite_utils
+from helpers import call
 from store_contract import StoreContract
-from test_mcp import call
 
 from kirolearn import Memory
 from kirolearn.store.backends import open_store
@@ -67,8 +67,8 @@ def test_an_older_store_s_placeholder_summaries_are_emptied(project):
 
 
 def test_a_damaged_file_names_its_integrity_problem(tmp_path):
+    from helpers import corrupt
     from store_contract import event
-    from test_repair import corrupt
 
     path = tmp_path / "k.db"
     store = SqliteStore(str(path))
@@ -83,14 +83,14 @@ def test_a_damaged_file_names_its_integrity_problem(tmp_path):
 
 
 def test_the_extension_keeps_the_hook_s_word_counts_and_the_marker(home, tmp_path):
-    from store_contract import record, run
+    from store_contract import record, run_row
 
     from kirolearn.store import state
 
     store = SqliteStore(str(tmp_path / "k.db"))
     local = store.extension()
     assert local.db is store.db and local.database_file() == str(tmp_path / "k.db")
-    store.commit_extraction(run(1), [record(n, title=f"deploy step {n}") for n in range(1000)], [])
+    store.commit_extraction(run_row(1), [record(n, title=f"deploy step {n}") for n in range(1000)], [])
     assert local.refresh_term_docs() is True  # 1,000 records: the hook's copy is made
     assert store.db.execute("select docs from term_docs where term = ''").fetchone()[0] == 1000
     assert local.refresh_term_docs() is False  # nothing moved

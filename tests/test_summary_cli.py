@@ -3,14 +3,10 @@
 import json
 
 from click.testing import CliRunner
-from test_mcp import TURN
+from helpers import TURN, run_cli
 
 from kirolearn import Memory
 from kirolearn.cli.commands import cli
-
-
-def run(args, input=None, project=None):
-    return CliRunner().invoke(cli, args + (["--project", str(project)] if project else []), input=input)
 
 
 def test_save_summary_from_options_and_from_stdin(project):
@@ -31,9 +27,9 @@ def test_save_summary_from_options_and_from_stdin(project):
         "--file-modified",
         "a.py",
     ]
-    result = run(args, project=project)
+    result = run_cli(*args, project=project)
     assert result.exit_code == 0 and result.output.startswith("Saved turn summary mr_")
-    result = run(["save-summary", "--stdin", "--json"], input=json.dumps(TURN), project=project)
+    result = run_cli("save-summary", "--stdin", "--json", input=json.dumps(TURN), project=project)
     saved = json.loads(result.output)
     assert saved["title"] == TURN["request"]
     assert len(Memory().search("plus-sign login", project=project)) == 2
@@ -42,50 +38,46 @@ def test_save_summary_from_options_and_from_stdin(project):
 def test_save_summary_errors(project):
     assert (
         "missing --learned"
-        in run(
-            [
-                "save-summary",
-                "--request",
-                "r",
-                "--investigated",
-                "i",
-                "--completed",
-                "c",
-                "--next-steps",
-                "n",
-            ],
+        in run_cli(
+            "save-summary",
+            "--request",
+            "r",
+            "--investigated",
+            "i",
+            "--completed",
+            "c",
+            "--next-steps",
+            "n",
             project=project,
         ).output
     )
-    bad = run(["save-summary", "--stdin"], input=json.dumps(dict(TURN, extra=1)), project=project)
+    bad = run_cli("save-summary", "--stdin", input=json.dumps(dict(TURN, extra=1)), project=project)
     assert bad.exit_code == 1 and "unknown field(s) extra" in bad.output
-    bad = run(["save-summary", "--stdin"], input="{nope", project=project)
+    bad = run_cli("save-summary", "--stdin", input="{nope", project=project)
     assert bad.exit_code == 1 and "not valid JSON" in bad.output
-    empty = run(["save-summary", "--stdin"], input=json.dumps(dict(TURN, request="")), project=project)
+    empty = run_cli("save-summary", "--stdin", input=json.dumps(dict(TURN, request="")), project=project)
     assert empty.exit_code == 1 and "'request' must not be empty" in empty.output
 
 
 def test_session_end_then_init_then_session_start(project):
-    result = run(
-        [
-            "session-end",
-            "--session-id",
-            "s9",
-            "--summary",
-            "Queue for emails done.",
-            "--next-step",
-            "Monitor the mail worker",
-            "--pitfall",
-            "RQ needs Redis 6",
-            "--json",
-        ],
+    result = run_cli(
+        "session-end",
+        "--session-id",
+        "s9",
+        "--summary",
+        "Queue for emails done.",
+        "--next-step",
+        "Monitor the mail worker",
+        "--pitfall",
+        "RQ needs Redis 6",
+        "--json",
         project=project,
     )
     shape = json.loads(result.output)
     assert shape["next_steps_count"] == 1 and shape["project"] == "general"
-    init = json.loads(run(["session-init", "--json"], project=project).output)
+    init = json.loads(run_cli("session-init", "--json", project=project).output)
     assert init["found"] and init["pitfalls"] == ["RQ needs Redis 6"]
-    text = run(["session-init"], project=project).output
+    text = run_cli("session-init", project=project).output
     assert "Next steps:\n  - Monitor the mail worker" in text
     block = Memory().context(project=project)
     assert "Monitor the mail worker" in block
@@ -93,7 +85,7 @@ def test_session_end_then_init_then_session_start(project):
 
 def test_session_end_requires_a_summary(project):
     for extra in ([], ["--summary", "  "]):  # the CLI's option names, not the MCP tool's field names
-        result = run(["session-end", "--session-id", "s", *extra], project=project)
+        result = run_cli("session-end", "--session-id", "s", *extra, project=project)
         assert result.exit_code == 2, result.output
         assert "give --summary, or --auto-compress to draft it with the configured model" in result.output
         assert "auto_compress is true" not in result.output
@@ -102,8 +94,14 @@ def test_session_end_requires_a_summary(project):
 def test_session_end_auto_compress_without_a_model_still_saves(project, tmp_path):
     log = tmp_path / "log.txt"
     log.write_text("user: fix it\nagent: fixed")
-    result = run(
-        ["session-end", "--session-id", "s", "--auto-compress", "--transcript", str(log), "--json"],
+    result = run_cli(
+        "session-end",
+        "--session-id",
+        "s",
+        "--auto-compress",
+        "--transcript",
+        str(log),
+        "--json",
         project=project,
     )
     assert json.loads(result.output)["auto_compress_error"] == "provider_unavailable"

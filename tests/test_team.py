@@ -6,11 +6,10 @@ import os
 import stat
 
 import pytest
-from click.testing import CliRunner
 from conftest import as_store
+from helpers import run_cli
 
 from kirolearn import settings
-from kirolearn.cli.commands import cli
 from kirolearn.core import project as projects
 from kirolearn.team import membership as team
 
@@ -40,10 +39,6 @@ def add_remote(path, url):
     projects.forget_cached_ids()
 
 
-def run(*args):
-    return CliRunner().invoke(cli, list(args))
-
-
 # --- configuration ---------------------------------------------------------------------------------
 
 
@@ -57,7 +52,7 @@ def test_store_url_comes_from_config_toml_or_the_environment(write_config, monke
 
 def test_config_show_prints_the_store_url(monkeypatch):
     monkeypatch.setenv("KIROLEARN_STORE_URL", "postgresql:///kirolearn?service=team")
-    result = run("config", "show", "--json")
+    result = run_cli("config", "show", "--json")
     assert result.exit_code == 0, result.output
     row = next(r for r in json.loads(result.output) if r["key"] == "store.url")
     assert row == {
@@ -72,7 +67,7 @@ def test_config_show_prints_the_store_url(monkeypatch):
 )
 def test_a_store_url_that_is_not_postgresql_is_a_named_error(write_config, url):
     write_config(f'[store]\nurl = "{url}"\n')
-    result = run("config", "show")
+    result = run_cli("config", "show")
     assert result.exit_code == 1
     assert "invalid setting 'store.url'" in result.output and "must start with postgresql://" in result.output
 
@@ -90,7 +85,7 @@ def test_a_store_url_that_is_not_postgresql_is_a_named_error(write_config, url):
 )
 def test_a_password_in_the_store_url_is_refused_and_never_repeated(monkeypatch, url):
     monkeypatch.setenv("KIROLEARN_STORE_URL", url)
-    result = run("config", "show")
+    result = run_cli("config", "show")
     assert result.exit_code == 1
     assert SECRET not in result.output
     assert "will not keep in plain text" in result.output and "~/.pgpass" in result.output
@@ -296,23 +291,23 @@ def test_list_show_export_and_import_keep_attribution(make_event, drain_now, mon
     make_event("userPromptSubmit", prompt="where is the config loaded")
     make_event("stop", assistant_response="settings.py loads config.toml")
     drain_now(flush=True)
-    listed = json.loads(run("list", "--all-projects", "--json").output)
+    listed = json.loads(run_cli("list", "--all-projects", "--json").output)
     assert listed and all(
         (r["actor"], r["host"], r["agent"]) == ("carol", team.this_host(), "kiro") for r in listed
     )
     record_id = listed[0]["record_id"]
-    shown = json.loads(run("show", record_id, "--json").output)["record"]
+    shown = json.loads(run_cli("show", record_id, "--json").output)["record"]
     assert (shown["actor"], shown["agent"]) == ("carol", "kiro")
-    assert f"by carol on {team.this_host()} with kiro" in run("show", record_id).output
-    exported = run("export").output
+    assert f"by carol on {team.this_host()} with kiro" in run_cli("show", record_id).output
+    exported = run_cli("export").output
     assert '"actor": "carol"' in exported
 
     monkeypatch.setenv("KIROLEARN_HOME", str(tmp_path / "second-home"))
     monkeypatch.setenv("KIROLEARN_ACTOR", "someone-else")  # an import keeps who made it
     source = tmp_path / "export.jsonl"
     source.write_text(exported)
-    assert run("import", str(source)).exit_code == 0
-    again = json.loads(run("list", "--all-projects", "--json").output)
+    assert run_cli("import", str(source)).exit_code == 0
+    again = json.loads(run_cli("list", "--all-projects", "--json").output)
     assert {(r["record_id"], r["actor"], r["agent"]) for r in again} == {
         (r["record_id"], "carol", "kiro") for r in listed
     }
@@ -375,7 +370,7 @@ def test_only_joined_projects_are_shared(tmp_path):
     shop = clone(tmp_path / "shop", "git@github.com:acme/shop.git")
     secret = clone(tmp_path / "secret-side-project", "git@github.com:me/secret.git")
     assert team.shared_project_ids() == frozenset()
-    result = run("team", "join", "--project", str(shop / ".git" / ".."), "--json")
+    result = run_cli("team", "join", "--project", str(shop / ".git" / ".."), "--json")
     assert result.exit_code == 0, result.output
     joined = json.loads(result.output)
     assert (
@@ -389,30 +384,30 @@ def test_only_joined_projects_are_shared(tmp_path):
         projects.project_id(str(clone(tmp_path / "b" / "shop", "https://github.com/acme/shop")))
         in team.shared_project_ids()
     )
-    again = json.loads(run("team", "join", "--project", str(shop), "--json").output)
+    again = json.loads(run_cli("team", "join", "--project", str(shop), "--json").output)
     assert again["already"] and again["joined_at"] == joined["joined_at"]
-    left = run("team", "leave", "--project", str(shop))
+    left = run_cli("team", "leave", "--project", str(shop))
     assert left.exit_code == 0 and "Stopped sharing git:github.com/acme/shop" in left.output
     assert team.shared_project_ids() == frozenset()
-    assert "was not shared" in run("team", "leave", "--project", str(shop)).output
+    assert "was not shared" in run_cli("team", "leave", "--project", str(shop)).output
 
 
 def test_a_project_without_a_remote_or_the_global_memory_cannot_be_shared(tmp_path, home):
-    result = run("team", "join", "--project", str(clone(tmp_path / "local")))
+    result = run_cli("team", "join", "--project", str(clone(tmp_path / "local")))
     assert (
         result.exit_code == 2
         and "has no git remote" in result.output
         and "git remote add origin" in result.output
     )
     user_home = os.environ["HOME"]
-    result = run("team", "join", "--project", user_home)
+    result = run_cli("team", "join", "--project", user_home)
     assert result.exit_code == 2 and "never shared" in result.output
     assert team.shared_project_ids() == frozenset()
 
 
 def test_the_sharing_state_is_private_and_a_damaged_one_shares_nothing(tmp_path, home):
     shop = clone(tmp_path / "shop", "git@github.com:acme/shop.git")
-    assert run("team", "join", "--project", str(shop)).exit_code == 0
+    assert run_cli("team", "join", "--project", str(shop)).exit_code == 0
     path = home / "state" / "sharing.json"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     path.write_text("{not json")
@@ -423,23 +418,23 @@ def test_the_sharing_state_is_private_and_a_damaged_one_shares_nothing(tmp_path,
 
 def test_team_status(tmp_path, monkeypatch):
     monkeypatch.setenv("KIROLEARN_ACTOR", "dana")
-    out = json.loads(run("team", "status", "--json").output)
+    out = json.loads(run_cli("team", "status", "--json").output)
     assert out["configured"] is False and out["store_url"] is None and out["projects"] == []
     shop = clone(tmp_path / "shop", "git@github.com:acme/shop.git")
-    joined = run("team", "join", "--project", str(shop))
+    joined = run_cli("team", "join", "--project", str(shop))
     assert "No team store is configured yet" in joined.output
     monkeypatch.setenv("KIROLEARN_STORE_URL", "postgresql://dana@db.example.com/team")
-    out = json.loads(run("team", "status", "--json").output)
+    out = json.loads(run_cli("team", "status", "--json").output)
     assert out["configured"] is True and out["store_url"] == "postgresql://dana@db.example.com/team"
     assert out["actor"] == "dana" and out["host"] == team.this_host()
     assert [(p["identity"], p["root"]) for p in out["projects"]] == [("git:github.com/acme/shop", str(shop))]
     assert out["projects"][0]["stale"] is False
-    text = run("team", "status").output
+    text = run_cli("team", "status").output
     assert "team store: postgresql://dana@db.example.com/team" in text and "git:github.com/acme/shop" in text
     (shop / ".git" / "config").write_text('[remote "origin"]\n\turl = git@github.com:acme/shop-renamed.git\n')
     projects.forget_cached_ids()
-    assert json.loads(run("team", "status", "--json").output)["projects"][0]["stale"] is True
-    assert "its git remote changed since" in run("team", "status").output
+    assert json.loads(run_cli("team", "status", "--json").output)["projects"][0]["stale"] is True
+    assert "its git remote changed since" in run_cli("team", "status").output
     assert team.shared_project_ids() == {out["projects"][0]["project_id"]}  # the new id is not shared
     assert projects.project_id(str(shop)) not in team.shared_project_ids()
 
@@ -449,7 +444,7 @@ def test_joining_after_adding_a_remote_moves_the_local_memory(tmp_path, make_eve
     make_event("userPromptSubmit", cwd=str(shop), session_id="s1", prompt="before the remote existed")
     _, db = drain_now(flush=True)
     add_remote(shop, "git@github.com:acme/shop.git")
-    out = json.loads(run("team", "join", "--project", str(shop), "--json").output)
+    out = json.loads(run_cli("team", "join", "--project", str(shop), "--json").output)
     assert out["rekeyed"] == {path_id(shop): projects.project_id(str(shop))}
     assert {r["project_id"] for r in db.query("select project_id from events")} == {
         projects.project_id(str(shop))

@@ -8,7 +8,7 @@ which passes the same contract suite (the two-developer test runs it there).
 import json
 
 import pytest
-from store_contract import event, record, run
+from store_contract import event, record, run_row
 
 from kirolearn.core import paths
 from kirolearn.store import state
@@ -45,7 +45,7 @@ def sync(homes, who, team, projects=("shared",)):
 def drained(local, n, *, project="shared", **fields):
     local.add_events([event(n, project=project)])
     local.commit_extraction(
-        run(n), [record(n, project=project, events=[f"ev{n:04d}"], **fields)], [f"ev{n:04d}"]
+        run_row(n), [record(n, project=project, events=[f"ev{n:04d}"], **fields)], [f"ev{n:04d}"]
     )
 
 
@@ -160,7 +160,7 @@ def authored(local, n, who, *, project="shared", **fields):
     """A turn drained by `who` (the record carries its author, as attribution does)."""
     local.add_events([event(n, project=project)])
     made = dict(record(n, project=project, events=[f"ev{n:04d}"], **fields), actor=who)
-    local.commit_extraction(run(n), [made], [f"ev{n:04d}"])
+    local.commit_extraction(run_row(n), [made], [f"ev{n:04d}"])
 
 
 def test_restoring_my_own_record_restores_it_team_wide(homes, team):

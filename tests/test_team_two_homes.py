@@ -65,7 +65,7 @@ def cli_as(dev, *args):
     return result.output
 
 
-def turn(dev, where, session, prompt, answer):
+def dev_turn(dev, where, session, prompt, answer):
     """One prompt and its answer, spooled by the hook's own code."""
     from kirolearn.capture import events as ev
     from kirolearn.capture import spool
@@ -92,7 +92,7 @@ def test_what_ana_learns_in_her_clone_reaches_bens_clone_and_nothing_else(world,
     devs, team_store = world
     ana, ben = devs["ana"], devs["ben"]
     monkeypatch.setenv("USER", "ana")
-    turn(
+    dev_turn(
         ana,
         "shop",
         "s-ana",
@@ -105,7 +105,7 @@ def test_what_ana_learns_in_her_clone_reaches_bens_clone_and_nothing_else(world,
     assert sent.error == "" and sent.records_sent >= 1 and sent.events_sent == 2
 
     monkeypatch.setenv("USER", "ben")
-    turn(ben, "side", "s-ben", "the side project secret plan", "Nothing to share here.")
+    dev_turn(ben, "side", "s-ben", "the side project secret plan", "Nothing to share here.")
     cli_as(ben, "drain", "--flush")
     cli_as(ben, "team", "join", "--project", str(ben["shop"]))
     got = sync_as(ben, "ben", team_store)
@@ -209,7 +209,7 @@ def test_the_drain_syncs_and_a_server_that_was_down_gets_everything_once(tmp_pat
 
     def spool(dev, who, *args):  # the hook runs as its developer's OS user
         monkeypatch.setenv("USER", who)
-        turn(dev, *args)
+        dev_turn(dev, *args)
 
     def drain(dev, who):
         return json.loads(run(dev, who, "drain", "--flush", "--json"))
@@ -304,12 +304,12 @@ def test_issue_34s_shapes_never_reach_the_team_store(world, monkeypatch):
     """A .netrc dump, a Cookie header, a bearer token under a plain name, a wrapped URL password and a
     <private> span in fullwidth brackets go through ana's hook, drain and sync: the team store holds
     none of them (#34)."""
-    from test_drain_shapes34 import PW, SID, TOKEN
+    from helpers import PW, SID, TOKEN
 
     devs, team_store = world
     ana = devs["ana"]
     monkeypatch.setenv("USER", "ana")
-    turn(
+    dev_turn(
         ana,
         "shop",
         "s-34",

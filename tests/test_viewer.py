@@ -3,13 +3,13 @@ then the same pages in a real headless Chromium over a real uvicorn server on 12
 
 import os
 import re
-import shutil
 import urllib.error
 import urllib.request
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from helpers import CHROMIUM, chromium_playwright
 from starlette.testclient import TestClient
 
 from kirolearn.manage import records as manage
@@ -19,7 +19,6 @@ XSS_TITLE = 'Login fails <script>alert(1)</script> "><img src=x onerror=alert(2)
 XSS_SUMMARY = (
     "</textarea><script>window.pwned=1</script><b onmouseover=alert(3)>hover</b> javascript:alert(4)"
 )
-CHROMIUM = os.environ.get("KIROLEARN_CHROMIUM", "/usr/bin/chromium")
 
 
 @pytest.fixture
@@ -212,20 +211,6 @@ def test_search_page_uses_the_cli_ranking_and_filters(client, add_record, projec
 # --- a real browser ----------------------------------------------------------------------------------
 
 
-def _browser():
-    # CI installs both (.ci/run): there a missing browser is a failure, not a skip
-    give_up = pytest.fail if os.environ.get("CI") else pytest.skip
-    if not shutil.which(CHROMIUM) and not os.path.exists(CHROMIUM):
-        give_up(
-            f"no Chromium at {CHROMIUM}: `apt-get install chromium` (as .ci/run does) to run the browser test"
-        )
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        give_up("Playwright for Python is not installed: `pip install -e '.[dev]'` (as .ci/run does)")
-    return sync_playwright
-
-
 def test_templates_and_static_files_ship_in_a_regular_install():
     import configparser
     import fnmatch
@@ -242,7 +227,7 @@ def test_templates_and_static_files_ship_in_a_regular_install():
 
 @pytest.mark.slow
 def test_viewer_in_headless_chromium(project, make_event, drain_now, add_record, tmp_path, monkeypatch):
-    sync_playwright = _browser()
+    sync_playwright = chromium_playwright()
     from kirolearn.viewer.server import start
 
     monkeypatch.chdir(project)

@@ -160,9 +160,9 @@ def test_cards_and_pages_label_freshness_and_outcome_and_keep_the_chain(client, 
 
 
 def test_the_polish_on_the_real_page_in_chromium(add_record, project, monkeypatch):
-    from test_viewer import CHROMIUM, _browser
+    from helpers import CHROMIUM, chromium_playwright
 
-    sync_playwright = _browser()
+    sync_playwright = chromium_playwright()
     from kirolearn.viewer.server import start
 
     rid = add_record(project, "Release checklist", summary=LONG_CODE, facts=[CODE_FACT], session_id="sess-1")
@@ -213,7 +213,7 @@ def test_the_screenshot_script_shoots_the_demo_without_a_temporary_path(tmp_path
     import sys
     from pathlib import Path
 
-    from test_viewer import CHROMIUM
+    from helpers import CHROMIUM
 
     if not (os.environ.get("KIROLEARN_CHROMIUM") or shutil.which("chromium") or os.path.exists(CHROMIUM)):
         pytest.skip("no Chromium: `apt-get install chromium` (as .ci/run does)")

@@ -86,7 +86,7 @@ def events_of(objects: list, agent: str) -> list:
     return [o for o in objects if o.get("type") == "event" and o.get("agent") == agent]
 
 
-def run(argv, cwd, env, timeout=240) -> subprocess.CompletedProcess:
+def run_agent(argv, cwd, env, timeout=240) -> subprocess.CompletedProcess:
     """Run one agent session; a failure shows what the agent said."""
     result = subprocess.run(
         [str(a) for a in argv],

@@ -19,7 +19,7 @@ from agentrun import (
     export,
     kirolearn,
     quarantined,
-    run,
+    run_agent,
     run_hook_command,
     snapshot,
     tool_results,
@@ -46,7 +46,7 @@ def session(claude, project, fake, prompt):
     env = agent_env(ANTHROPIC_BASE_URL=fake.url, ANTHROPIC_API_KEY="dummy-key-for-the-fake")
     # -p: one non-interactive turn. --allowedTools lets the scripted Bash call run without a prompt;
     # kirolearn's MCP tools need nothing here: install approved the server and its safe tools.
-    return run([claude, "-p", prompt, "--allowedTools", "Bash"], project, env)
+    return run_agent([claude, "-p", prompt, "--allowedTools", "Bash"], project, env)
 
 
 def trust(project):
@@ -162,7 +162,7 @@ def test_claude_code_runs_portable_wiring_from_path(claude, project, tmp_path):
         env = agent_env(
             ANTHROPIC_BASE_URL=fake.url, ANTHROPIC_API_KEY="dummy-key-for-the-fake", PATH=f"{path_bin}:{bare}"
         )
-        out = run(
+        out = run_agent(
             [claude, "-p", "What does the marker command print?", "--allowedTools", "Bash"], project, env
         )
         assert fake.errors == []
@@ -176,7 +176,7 @@ def test_claude_code_runs_portable_wiring_from_path(claude, project, tmp_path):
     log = pathlib.Path(os.environ["KIROLEARN_HOME"]) / "logs" / "hook.log"
     with FakeAnthropic([Text("Nothing to run.")]) as fake:
         env = agent_env(ANTHROPIC_BASE_URL=fake.url, ANTHROPIC_API_KEY="dummy-key-for-the-fake", PATH=bare)
-        out = run(
+        out = run_agent(
             [claude, "-p", "Say something short."], project, env
         )  # the hooks exit 0: the turn completes
         assert fake.errors == []

@@ -18,6 +18,7 @@ import pytest
 from agentrun import first_session
 from click.testing import CliRunner
 from fake_openai import FakeOpenAI, output_of, request_text, tool_names, tool_outputs
+from helpers import drain
 
 from kirolearn.capture.agents import codex
 from kirolearn.capture.agents.common import APPROVED_TOOLS
@@ -75,12 +76,6 @@ def export(runner=None):
     return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
 
 
-def drain():
-    result = CliRunner().invoke(cli, ["drain", "--json"])
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
-
-
 FINAL_1 = (
     "The webhook handler now dedupes Stripe retries by event id; KLFINAL-7731 is the marker "
     "of this final answer."
@@ -107,7 +102,7 @@ def test_codex_real_session_capture_memory_mcp_and_exact_uninstall(codex_bin, pr
         assert "KLTOOL-4242" in run.stdout + run.stderr  # the tool really ran
 
         # the real final answer, from last_assistant_message
-        events, tools = first_session(drain(), export(), "codex", FINAL_1)
+        events, tools = first_session(drain(flush=False), export(), "codex", FINAL_1)
         assert [t["tool_name"] for t in tools] == ["Bash"]
         assert "KLTOOL-4242" in json.dumps(tools[0]["tool_input"])
         assert "KLTOOL-4242" in json.dumps(tools[0]["tool_response"])
@@ -128,7 +123,7 @@ def session_2(fake, codex_bin, project):
     Codex starts MCP servers in the background and offers their tools from the first request after
     they are up; until then the script has the model wait with a short shell command (bounded).
     """
-    drain()
+    drain(flush=False)
     searches = []
 
     def turn_2(body):
@@ -161,7 +156,7 @@ def session_2(fake, codex_bin, project):
     assert answer is not None and "KLFINAL-7731" in answer, (
         answer
     )  # the stored record, through the MCP server
-    drain()
+    drain(flush=False)
     mcp_calls = [
         o
         for o in export()
@@ -263,7 +258,7 @@ def test_codex_changed_and_unknown_payloads_are_kept_and_exit_0(home, project):
     garbage = run_hook(["--agent", "codex"], b"{not json", cwd=str(project))
     assert garbage.returncode == 0 and garbage.stdout == b""
     assert len(spool.ready_files()) == len(cases)
-    stats = drain()
+    stats = drain(flush=False)
     assert stats["stored"] == len(cases) and stats["quarantined"] == 0, stats
     stored = [o for o in export() if o["type"] == "event"]
     assert {e["hook"] for e in stored} == {"Stop", "PostToolUse", "BrandNewEvent"}

@@ -20,7 +20,7 @@ from agentrun import (
     export,
     kirolearn,
     quarantined,
-    run,
+    run_agent,
     run_hook_command,
     snapshot,
     tool_results,
@@ -66,7 +66,7 @@ def session(copilot, project, fake, prompt, home):
     )
     # -p: one non-interactive turn; the tools the scripted model calls are approved for this run
     # only, as a user of -p does (no --allow-all, no COPILOT_ALLOW_ALL); forget_memory is not.
-    return run(
+    return run_agent(
         [
             copilot,
             "-p",

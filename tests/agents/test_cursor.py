@@ -15,6 +15,7 @@ import uuid
 import anyio
 import pytest
 from click.testing import CliRunner
+from helpers import drain
 
 from kirolearn.capture import spool
 from kirolearn.capture.agents import cursor
@@ -52,12 +53,6 @@ def run_written_hook(project, payload, timeout=20):
     )
     assert result.returncode == 0 and result.stderr == b"", result.stderr
     return result.stdout
-
-
-def drain():
-    result = CliRunner().invoke(cli, ["drain", "--json"])
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
 
 
 def export():
@@ -122,7 +117,7 @@ def test_cursor_documented_turn_final_answer_memory_mcp_and_exact_uninstall(home
     conversation = str(uuid.uuid4())
     outputs = [run_written_hook(project, payload) for payload in a_turn(project, conversation)]
     assert outputs[1] == b""  # beforeSubmitPrompt: allow, nothing printed (it cannot carry context)
-    stats = drain()
+    stats = drain(flush=False)
     assert stats["quarantined"] == 0 and stats["stored"] == 8, stats
     events = [o for o in export() if o["type"] == "event"]
     assert {e["agent"] for e in events} == {"cursor"} and {e["session_id"] for e in events} == {conversation}
@@ -222,7 +217,7 @@ def test_cursor_unknown_and_changed_payloads_are_kept_and_exit_0(home, project):
         == 0
     )
     assert len(spool.ready_files()) == len(cases)
-    stats = drain()
+    stats = drain(flush=False)
     assert stats["stored"] == len(cases) and stats["quarantined"] == 0, stats
 
 

@@ -15,6 +15,7 @@ import pytest
 from agentrun import first_session
 from click.testing import CliRunner
 from fake_gemini import FakeGemini, ProxySink, request_text, tool_names, tool_results
+from helpers import drain
 
 from kirolearn.capture.agents import gemini
 from kirolearn.cli.commands import cli
@@ -81,12 +82,6 @@ def export():
     return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
 
 
-def drain():
-    result = CliRunner().invoke(cli, ["drain", "--json"])
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
-
-
 def test_gemini_real_session_capture_memory_mcp_and_exact_uninstall(gemini_bin, project, home):
     settings = Path(os.environ["HOME"]) / ".gemini" / "settings.json"
     settings.parent.mkdir()
@@ -111,7 +106,7 @@ def test_gemini_real_session_capture_memory_mcp_and_exact_uninstall(gemini_bin, 
         assert "KLGTOOL-808" in json.dumps(tool_results(fake.requests[-1]))  # the tool really ran
 
         # the real final answer, from prompt_response
-        events, tools = first_session(drain(), export(), "gemini", FINAL_1)
+        events, tools = first_session(drain(flush=False), export(), "gemini", FINAL_1)
         assert [t["tool_name"] for t in tools] == ["read_file"]
         assert "KLGTOOL-808" in json.dumps(tools[0]["tool_response"])
         assert {e["surface"] for e in events} == {"gemini-cli"}
@@ -136,7 +131,7 @@ def test_gemini_real_session_capture_memory_mcp_and_exact_uninstall(gemini_bin, 
         assert answer["name"] == "mcp_kirolearn_search_memory" and "KLGFINAL-5150" in json.dumps(answer), (
             answer
         )
-        drain()
+        drain(flush=False)
         mcp_calls = [
             o
             for o in export()
@@ -179,7 +174,7 @@ def test_gemini_changed_and_unknown_payloads_are_kept_and_exit_0(home, project):
         assert result.returncode == 0 and result.stdout == b"", result.stderr
     assert run_hook(["--agent", "gemini"], b"[1, 2]", cwd=str(project)).returncode == 0
     assert len(spool.ready_files()) == len(cases)
-    stats = drain()
+    stats = drain(flush=False)
     assert stats["stored"] == len(cases) and stats["quarantined"] == 0, stats
 
 
@@ -216,7 +211,7 @@ def test_gemini_tool_shapes_reach_the_record(home, project):
     ]
     for payload in calls:
         assert run_hook(["--agent", "gemini"], json.dumps(payload).encode(), cwd=str(project)).returncode == 0
-    drain()
+    drain(flush=False)
     (record,) = [o for o in export() if o["type"] == "record"]
     assert "tests/test_login.py" in record["files_touched"], record
     assert "waits for the token" in record["summary"], record
@@ -302,6 +297,6 @@ def test_gemini_project_install_fires_in_a_trusted_folder(gemini_bin, project, h
     assert settings.read_text() == USER_SETTINGS  # the user's file is not touched
     with FakeGemini([{"text": "project-scoped answer KLGP-1"}]) as fake:
         run_gemini(gemini_bin, project, "hello", fake.base_url)
-    drain()
+    drain(flush=False)
     (stop,) = [o for o in export() if o["type"] == "event" and o.get("trigger") == "stop"]
     assert stop["assistant_response"] == "project-scoped answer KLGP-1" and stop["agent"] == "gemini"

@@ -20,7 +20,7 @@ from agentrun import (
     export,
     kirolearn,
     quarantined,
-    run,
+    run_agent,
     run_hook_command,
     snapshot,
     tool_results,
@@ -59,7 +59,7 @@ def user_config(fake) -> str:
 
 
 def session(opencode, project, fake, prompt):
-    return run([opencode, "run", prompt], project, agent_env())
+    return run_agent([opencode, "run", prompt], project, agent_env())
 
 
 def test_opencode_end_to_end(opencode, project):
@@ -167,7 +167,7 @@ def test_opencode_portable_wiring(opencode, project, tmp_path):
             ),
             Text(FINAL),
         ]
-        out = run([opencode, "run", "What does the marker command print?"], project / "src", env)
+        out = run_agent([opencode, "run", "What does the marker command print?"], project / "src", env)
         assert fake.errors == [] and FINAL in out.stdout
         assert "kirolearn_search_memory" in {t["name"] for r in fake.main_requests() for t in r["tools"]}
         stored = events_of(export(project), "opencode")
@@ -178,7 +178,7 @@ def test_opencode_portable_wiring(opencode, project, tmp_path):
 
         fake.clear()
         fake.script = [ToolCall("search_memory", {"query": "marker command"}), Text("It is in memory.")]
-        run([opencode, "run", "Which marker did we see last time?"], project, env)
+        run_agent([opencode, "run", "Which marker did we see last time?"], project, env)
         assert fake.errors == []
         first, last = fake.main_requests()[0], fake.main_requests()[-1]
         assert MARK in json.dumps(first["system"])
