@@ -256,7 +256,16 @@ def capture(argv: "list[str]", stdin: "bytes | None" = None) -> "str | None":
         except events.Rejected as exc:
             exc.raw = raw  # an agent's payload we cannot read yet is kept in quarantine, never lost
             raise
-        path = spool.append(event["event_id"], events.serialize(event))
+        marker = claim_call(adapter.NAME, arg, raw)
+        if marker is None:
+            return None
+        try:
+            path = spool.append(event["event_id"], events.serialize(event))
+        except BaseException:
+            from kirolearn.capture import once
+
+            once.release_call(marker)
+            raise
         if event["trigger"] in agents.CONTEXT_TRIGGERS:
             inject_context(event, adapter)
         return path
@@ -265,6 +274,21 @@ def capture(argv: "list[str]", stdin: "bytes | None" = None) -> "str | None":
     if event["trigger"] in agents.CONTEXT_TRIGGERS:
         inject_context(event, adapter)
     return path
+
+
+def claim_call(agent: str, arg: "str | None", raw: bytes) -> "str | None":
+    """This call's marker ("" for none), or None when its twin (the same agent wired in a second scope,
+    run with the same bytes) already recorded it: then it writes nothing and prints nothing."""
+    from kirolearn.capture import once
+
+    root = spool.root()
+    marker = once.claim_call(root, once.call_key(agent, arg, raw, os.environ.get("KIRO_SESSION_ID", "")))
+    if marker is None:
+        log(
+            f"{agent} {arg or 'hook'}: the same call was recorded by another kirolearn hook a moment ago "
+            "(this agent is wired twice: `kirolearn doctor` names both files); kept once"
+        )
+    return marker
 
 
 def inject_context(event: dict, adapter=None) -> None:
