@@ -13,7 +13,7 @@ import os
 import sys
 import time
 
-from kirolearn.capture import agents, events, spool
+from kirolearn.capture import agents, events, once, spool
 from kirolearn.core import jsonfast, paths
 from kirolearn.core.version import __version__  # not the package: it holds the facade (kirolearn.Memory)
 
@@ -262,12 +262,10 @@ def capture(argv: "list[str]", stdin: "bytes | None" = None) -> "str | None":
         try:
             path = spool.append(event["event_id"], events.serialize(event))
         except BaseException:
-            from kirolearn.capture import once
-
             once.release_call(marker)
             raise
-        if event["trigger"] in agents.CONTEXT_TRIGGERS:
-            inject_context(event, adapter)
+        if event["trigger"] in agents.CONTEXT_TRIGGERS and not inject_context(event, adapter):
+            once.release_call(marker)  # the agent got no memory: a retry of this call is not a twin
         return path
     event = events.build_event(name, payload, session_lookup=session_file_id, agent=adapter.NAME)
     path = spool.append(event["event_id"], events.serialize(event))
@@ -279,8 +277,6 @@ def capture(argv: "list[str]", stdin: "bytes | None" = None) -> "str | None":
 def claim_call(agent: str, arg: "str | None", raw: bytes) -> "str | None":
     """This call's marker ("" for none), or None when its twin (the same agent wired in a second scope,
     run with the same bytes) already recorded it: then it writes nothing and prints nothing."""
-    from kirolearn.capture import once
-
     root = spool.root()
     marker = once.claim_call(root, once.call_key(agent, arg, raw, os.environ.get("KIRO_SESSION_ID", "")))
     if marker is None:
@@ -291,8 +287,10 @@ def claim_call(agent: str, arg: "str | None", raw: bytes) -> "str | None":
     return marker
 
 
-def inject_context(event: dict, adapter=None) -> None:
-    """Print recalled memory for the agent. Any failure prints nothing (and is logged)."""
+def inject_context(event: dict, adapter=None) -> bool:
+    """Print recalled memory for the agent. Any failure prints nothing (and is logged); False when
+    memory was there but stdout would not take it."""
+    failed = []
 
     def deliver(text: str) -> bool:
         output = (adapter or agents.get()).context_output(event["trigger"], text)
@@ -305,6 +303,7 @@ def inject_context(event: dict, adapter=None) -> None:
                 f"{event.get('trigger')}: event recorded, but its recalled memory was not printed "
                 f"(stdout is closed or broken: {type(exc).__name__}); the next hook offers it again"
             )
+            failed.append(exc)
             return False
 
     try:
@@ -316,6 +315,7 @@ def inject_context(event: dict, adapter=None) -> None:
         if os.environ.get("KIROLEARN_RAISE_ERRORS"):
             raise
         log(f"recall for {event.get('trigger')}: {type(exc).__name__}: {str(exc)[:200]}")
+    return not failed
 
 
 def keep_rejected(raw: bytes, reason: str) -> "str | None":

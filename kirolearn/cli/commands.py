@@ -911,10 +911,10 @@ def _apply_changes(changes, dry_run, yes, *, installing):
     help="Only undo what was installed for this agent (default: every agent).",
 )
 def uninstall_command(project, purge, dry_run, yes, agent):
-    """Remove exactly what `kirolearn install` added, in one scope: the user's (~/.claude, ~/.kiro, ...)
-    by default, a project's with --project DIR.
+    """Remove exactly what `kirolearn install` added in one scope: the user's, or a project's.
 
-    It prints every file it will touch first. A file install created is removed;
+    The user's scope (~/.claude, ~/.kiro and the like) by default, a project's
+    with --project DIR; a plain uninstall never touches a project. It prints every file it will touch first. A file install created is removed;
     a file that was there before gets its bytes back as they were before install
     (unless you edited it since: then only kirolearn's entry is taken out). Your
     memory is kept unless --purge.
