@@ -256,7 +256,7 @@ def capture(argv: "list[str]", stdin: "bytes | None" = None) -> "str | None":
         except events.Rejected as exc:
             exc.raw = raw  # an agent's payload we cannot read yet is kept in quarantine, never lost
             raise
-        marker = claim_call(adapter.NAME, arg, raw)
+        marker = claim_call(adapter.NAME, arg, raw, event.get("session_id") or "")
         if marker is None:
             return None
         try:
@@ -274,11 +274,12 @@ def capture(argv: "list[str]", stdin: "bytes | None" = None) -> "str | None":
     return path
 
 
-def claim_call(agent: str, arg: "str | None", raw: bytes) -> "str | None":
+def claim_call(agent: str, arg: "str | None", raw: bytes, session_id: str) -> "str | None":
     """This call's marker ("" for none), or None when its twin (the same agent wired in a second scope,
     run with the same bytes) already recorded it: then it writes nothing and prints nothing."""
     root = spool.root()
-    marker = once.claim_call(root, once.call_key(agent, arg, raw, os.environ.get("KIRO_SESSION_ID", "")))
+    key = once.call_key(agent, arg, raw, os.environ.get("KIRO_SESSION_ID", ""))
+    marker = once.claim_call(root, key, once.session_key(agent, session_id))
     if marker is None:
         log(
             f"{agent} {arg or 'hook'}: the same call was recorded by another kirolearn hook a moment ago "

@@ -224,17 +224,29 @@ def test_a_call_claimed_once_within_the_window(tmp_path):
     key = once.call_key("claude-code", None, b'{"a": 1}', "s")
     assert key != once.call_key("claude-code", None, b'{"a": 2}', "s")
     assert key != once.call_key("codex", None, b'{"a": 1}', "s")
+    root, session = str(tmp_path), once.session_key("claude-code", "s-1")
     now = 1_800_000_030.0
-    first = once.claim_call(str(tmp_path), key, now)
+    first = once.claim_call(root, key, session, now)
     os.utime(first, (now, now))
-    assert first and once.claim_call(str(tmp_path), key, now + 0.5) is None  # the twin
-    assert once.claim_call(str(tmp_path), key, now + once.CALL_WINDOW_SECONDS + 1)  # a real repeat, later
+    assert first and once.claim_call(root, key, session, now + 0.5) is None  # the twin
+    assert once.claim_call(root, key, session, now + once.CALL_WINDOW_SECONDS + 1)  # the same bytes, later
     # across a minute's edge the twin still sees the claim; old minutes' folders are swept
     edge = 1_800_000_059.5
-    marker = once.claim_call(str(tmp_path), key, edge)
+    marker = once.claim_call(root, key, session, edge)
     os.utime(marker, (edge, edge))
-    assert once.claim_call(str(tmp_path), key, edge + 1.0) is None
+    assert once.claim_call(root, key, session, edge + 1.0) is None
     later = edge + 600
-    assert once.claim_call(str(tmp_path), key, later)
-    assert sorted(os.listdir(tmp_path / once.CALLS_DIR)) == [str(int(later // 60))]
+    assert once.claim_call(root, key, session, later)
+    assert sorted(n for n in os.listdir(tmp_path / once.CALLS_DIR) if n.isdigit()) == [str(int(later // 60))]
     once.release_call(first)  # a release of a swept marker is harmless
+
+
+def test_the_same_bytes_after_another_call_of_the_session_are_a_new_call(tmp_path):
+    from kirolearn.capture import once
+
+    root, session = str(tmp_path), once.session_key("kiro", "s-1")
+    stop, prompt = (once.call_key("kiro", None, body) for body in (b'{"stop": ""}', b'{"prompt": "next"}'))
+    assert once.claim_call(root, stop, session)
+    assert once.claim_call(root, prompt, session)
+    assert once.claim_call(root, stop, session)  # a second turn ending in the same empty stop
+    assert once.claim_call(root, stop, session) is None  # but its twin is one call

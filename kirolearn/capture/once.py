@@ -89,9 +89,12 @@ def release_session_start(project_root: str) -> None:
 
 
 # One event per hook call, when an agent is wired twice (user and project scope) and runs both commands.
+# A twin is the same bytes with nothing else of its session recorded since: two turns may end in the
+# same empty stop within seconds, and those are two calls.
 CALL_WINDOW_SECONDS = 3.0  # the drain's content dedup window: a twin fires within milliseconds
 CALLS_DIR = "once"  # under the spool; the drain never reads it
 _BUCKET_SECONDS = 60  # one folder a minute, so old markers go with their folder
+_LAST_KEEP_SECONDS = 600  # a session's last-call file outlives any twin by far
 
 
 def _sha256(data: bytes) -> str:
@@ -111,72 +114,105 @@ def call_key(agent: str, event: "str | None", payload: bytes, session: str = "")
     return _sha256(head + payload)
 
 
-def _sweep(calls: str, keep: int) -> None:
-    """Remove the folders of minutes before `keep - 1` (a twin only looks one minute back)."""
+def session_key(agent: str, session_id: str) -> str:
+    return _sha256(f"{agent}\0{session_id}\0{os.getcwd()}".encode("utf-8", "replace"))
+
+
+def _sweep(calls: str, keep: int, now: float) -> None:
+    """Remove the folders of minutes before `keep - 1` (a twin looks one minute back), and old last-call files."""
     try:
         names = os.listdir(calls)
     except OSError:
         return
     for name in names:
-        if name.isdigit() and int(name) < keep - 1:
-            folder = os.path.join(calls, name)
-            try:
-                for marker in os.listdir(folder):
-                    os.unlink(os.path.join(folder, marker))
-                os.rmdir(folder)
-            except OSError:
-                pass  # another hook sweeps it too
+        path = os.path.join(calls, name)
+        try:
+            if name.isdigit() and int(name) < keep - 1:
+                for marker in os.listdir(path):
+                    os.unlink(os.path.join(path, marker))
+                os.rmdir(path)
+            elif name.startswith("last-") and now - os.stat(path).st_mtime > _LAST_KEEP_SECONDS:
+                os.unlink(path)
+        except OSError:
+            pass  # another hook sweeps it too
 
 
-def _fresh(path: str, now: float) -> bool:
+def _mtime_ns(path: str) -> "int | None":
     try:
-        return now - os.stat(path).st_mtime < CALL_WINDOW_SECONDS
+        return os.stat(path).st_mtime_ns
     except OSError:
-        return False
+        return None
 
 
-def claim_call(spool_root: str, key: str, now: "float | None" = None) -> "str | None":
-    """The marker path if this hook call is the first with `key` in the window, None for its twin.
+def _fresh(mtime_ns: "int | None", now: float) -> bool:
+    return mtime_ns is not None and now - mtime_ns / 1e9 < CALL_WINDOW_SECONDS
+
+
+def _twin(last: str, key: str, marker_ns: int) -> bool:
+    """Is a call whose fresh marker exists the twin of that call? Yes unless its session recorded
+    another call since the marker was made (then the same bytes again are a new call)."""
+    try:
+        with open(last, encoding="ascii") as fh:
+            named = fh.read()
+        last_ns = os.stat(last).st_mtime_ns
+    except (OSError, ValueError):
+        return True
+    return named == key or last_ns <= marker_ns
+
+
+def _note_last(last: str, key: str) -> None:
+    tmp = f"{last}.{os.getpid()}.tmp"  # no fsync: a lost note costs at most one duplicate, which the drain drops
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, key.encode("ascii"))
+    finally:
+        os.close(fd)
+    os.replace(tmp, last)
+
+
+def claim_call(spool_root: str, key: str, session: str = "", now: "float | None" = None) -> "str | None":
+    """The marker path if this hook call is the first with `key` (None for its twin).
 
     The marker is created with O_CREAT | O_EXCL, so of two runs at the same moment exactly one wins.
     A marker that cannot be made ("" back) never costs the event: the call is recorded.
     """
     try:
-        return _claim(spool_root, key, time.time() if now is None else now)
+        return _claim(spool_root, key, session, time.time() if now is None else now)
     except OSError:
         return ""
 
 
-def _claim(spool_root: str, key: str, now: float) -> "str | None":
+def _claim(spool_root: str, key: str, session: str, now: float) -> "str | None":
     calls = os.path.join(spool_root, CALLS_DIR)
+    last = os.path.join(calls, f"last-{session or '-'}")
     bucket = int(now // _BUCKET_SECONDS)
-    if now - bucket * _BUCKET_SECONDS < CALL_WINDOW_SECONDS and _fresh(
-        os.path.join(calls, str(bucket - 1), key), now
-    ):
-        return None
+    if now - bucket * _BUCKET_SECONDS < CALL_WINDOW_SECONDS:  # a twin across a minute's edge
+        before = os.path.join(calls, str(bucket - 1), key)
+        made = _mtime_ns(before)
+        if _fresh(made, now) and _twin(last, key, made):
+            return None
     folder = os.path.join(calls, str(bucket))
     marker = os.path.join(folder, key)
     flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY
     for _ in range(2):
         try:
             os.close(os.open(marker, flags, 0o600))
-            return marker
+            break
         except FileNotFoundError:  # the minute's first call: its folder, and the old ones go
             paths.ensure_private_dir(calls)
             try:
                 os.mkdir(folder, 0o700)
             except FileExistsError:
                 continue
-            _sweep(calls, bucket)
+            _sweep(calls, bucket, now)
         except FileExistsError:
-            if _fresh(marker, now):
+            made = _mtime_ns(marker)
+            if _fresh(made, now) and _twin(last, key, made):
                 return None
-            try:
-                os.utime(marker)  # the same call again, later: a real repeat
-            except OSError:
-                pass
-            return marker
-    return None if _fresh(marker, now) else marker
+            os.utime(marker)  # the same bytes as a new call: the marker is this call's now
+            break
+    _note_last(last, key)
+    return marker
 
 
 def release_call(marker: "str | None") -> None:
