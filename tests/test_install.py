@@ -153,8 +153,8 @@ def test_project_mcp_json_only_when_the_global_one_lacks_our_server(tmp_path, pr
     assert "kirolearn" in json.loads((project / ".kiro" / "settings" / "mcp.json").read_text())["mcpServers"]
     assert not (Path(os.environ["HOME"]) / ".kiro").exists()  # --project alone leaves ~/.kiro alone
     # then wiring ~/.kiro moves the one definition there, on the next project install
-    assert run("install", "--also", "--yes").exit_code == 0  # both scopes, knowingly
-    result = run("install", "--project", str(project), "--also", "--yes")
+    assert run("install", "--yes").exit_code == 0
+    result = run("install", "--project", str(project), "--yes")
     assert result.exit_code == 0 and "remove" in result.output
     assert not (project / ".kiro" / "settings").exists()
 

@@ -244,9 +244,12 @@ def test_a_call_claimed_once_within_the_window(tmp_path):
 def test_the_same_bytes_after_another_call_of_the_session_are_a_new_call(tmp_path):
     from kirolearn.capture import once
 
-    root, session = str(tmp_path), once.session_key("kiro", "s-1")
-    stop, prompt = (once.call_key("kiro", None, body) for body in (b'{"stop": ""}', b'{"prompt": "next"}'))
-    assert once.claim_call(root, stop, session)
-    assert once.claim_call(root, prompt, session)
-    assert once.claim_call(root, stop, session)  # a second turn ending in the same empty stop
-    assert once.claim_call(root, stop, session) is None  # but its twin is one call
+    root = str(tmp_path)
+    for turn in range(20):  # microseconds apart, finer than a file system's clock tick
+        session = once.session_key("kiro", f"s-{turn}")
+        bodies = (f'{{"session": {turn}, "stop": ""}}', f'{{"session": {turn}, "prompt": "next"}}')
+        stop, prompt = (once.call_key("kiro", None, b.encode()) for b in bodies)
+        assert once.claim_call(root, stop, session)
+        assert once.claim_call(root, prompt, session)
+        assert once.claim_call(root, stop, session)  # a second turn ending in the same empty stop
+        assert once.claim_call(root, stop, session) is None  # but its twin is one call

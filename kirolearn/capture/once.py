@@ -191,11 +191,9 @@ def _claim(spool_root: str, key: str, session: str, now: float) -> "str | None":
     made = None
     for _ in range(2):
         try:
-            fd = os.open(marker, flags, 0o600)
-            try:
-                made = os.fstat(fd).st_mtime_ns
-            finally:
-                os.close(fd)
+            os.close(os.open(marker, flags, 0o600))
+            made = time.time_ns()  # set, not read: a file's own time may be a clock tick coarse
+            os.utime(marker, ns=(made, made))
             break
         except FileNotFoundError:  # the minute's first call: its folder, and the old ones go
             paths.ensure_private_dir(calls)

@@ -773,9 +773,9 @@ def install_command(project, global_, portable, dry_run, yes, set_default, agent
         kirolearn install --agent claude-code       # ~/.claude/settings.json hooks
         kirolearn install --agent claude-code --project . --portable   # fit to commit
     """
-    from kirolearn.install import agents
+    from kirolearn.install import agents, scopes
 
-    if not also:
+    if not also and agent not in scopes.SCOPES_APART:
         _refuse_second_scope(agent, project, global_)
     if agent != "kiro":
         if set_default:

@@ -191,11 +191,18 @@ def scan(project: "str | None" = None, agents: "list[str] | None" = None) -> "li
     return found
 
 
+# Kiro's two scopes wire different surfaces (the global agent's hooks run only with `--agent kirolearn`,
+# the project's v3 file for every other agent): both at once is its documented layout, and doctor warns
+# about the one combination that runs twice (kiro.double_wiring).
+SCOPES_APART = ("kiro",)
+
+
 def doubles(found: "list[dict]") -> "list[tuple[dict, dict]]":
     """Agents wired in both scopes: every hook call runs twice (the hook keeps one event; the agent pays twice)."""
     by_agent: dict = {}
     for entry in found:
-        by_agent.setdefault(entry["agent"], {})[entry["scope"]] = entry
+        if entry["agent"] not in SCOPES_APART:
+            by_agent.setdefault(entry["agent"], {})[entry["scope"]] = entry
     return [(s[USER], s[PROJECT]) for s in by_agent.values() if USER in s and PROJECT in s]
 
 
