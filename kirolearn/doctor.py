@@ -186,6 +186,12 @@ def scope_checks(found: "list[dict]"):
             )
         else:
             yield "OK", scopes.describe(entry)
+        if not entry["mcp"] and entry["agent"] not in scopes.SCOPES_APART:  # Kiro's project may use ~/.kiro's
+            yield (
+                "WARN",
+                f"{entry['agent']}: its {entry['scope']} wiring registers no kirolearn MCP server, so the model "
+                f"cannot search memory there; re-run `kirolearn install --agent {entry['agent']}` for that scope",
+            )
     for user, project in scopes.doubles(found):
         yield (
             "WARN",

@@ -113,6 +113,9 @@ def test_a_teammates_clone_reads_wired_by_this_project(people):
     assert "no agent is wired" not in doctor.stdout, doctor.stdout
     assert "OK    claude-code: wired by this project (portable)" in doctor.stdout, doctor.stdout
     assert str(clone / ".claude" / "settings.json") in doctor.stdout
+    assert (
+        str(clone / ".mcp.json") in doctor.stdout and "registers no kirolearn MCP server" not in doctor.stdout
+    )
 
     # the committed command records Bob's calls, as Claude Code runs it (a POSIX shell)
     command = post_tool_command(clone / ".claude" / "settings.json")
