@@ -138,6 +138,12 @@ def agent_payloads(cwd: str) -> dict:
 CPU = {}  # command's first words -> CPU ms (user + system) of each run, beside its wall time
 
 
+def unique(body: bytes, run: int, which: int) -> bytes:
+    """`body` made one call's own: the hook keeps one event for the same bytes repeated within seconds
+    (an agent wired twice), and every real call differs (a tool call id, its output, a time)."""
+    return body[:-1] + f', "bench_call": "{run}-{which}"}}'.encode()
+
+
 def time_run(cmd, stdin: bytes, env) -> float:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
@@ -170,16 +176,16 @@ def main() -> int:
             name: (hook[:-1] + argv, json.dumps(body).encode(), [])
             for name, (argv, body) in agent_payloads(project).items()
         }
-        for _ in range(3):  # warm the page cache
+        for run in range(3):  # warm the page cache
             time_run([python, "-c", "pass"], stdin, env)
-            time_run(hook, stdin, env)
-        for _ in range(args.runs):
+            time_run(hook, unique(stdin, -1 - run, 0), env)
+        for run in range(args.runs):
             bare.append(time_run([python, "-c", "pass"], stdin, env))
-            hooked.append(time_run(hook, stdin, env))
+            hooked.append(time_run(hook, unique(stdin, run, 1), env))
             # pip's generated console-script wrapper imports `re` before our code runs
-            wrapper.append(time_run([script, "post-tool"], stdin, env))
+            wrapper.append(time_run([script, "post-tool"], unique(stdin, run, 2), env))
             for cmd, body, times in agents.values():  # each agent's postToolUse, in the same alternation
-                times.append(time_run(cmd, body, env))
+                times.append(time_run(cmd, unique(body, run, 3), env))
         spooled = len(os.listdir(os.path.join(tmp, "home", "spool", "ready")))
         quarantined = os.path.join(tmp, "home", "spool", "quarantine")
         rejected = len(os.listdir(quarantined)) if os.path.isdir(quarantined) else 0

@@ -121,7 +121,10 @@ def run_checks():
         )
     yield from health.drain_checks()
     wired = wiring.wiring(run=True)
-    if not wired:
+    from kirolearn.install import scopes
+
+    found = scopes.scan()
+    if not wired and not found:
         yield (
             "WARN",
             (
@@ -165,6 +168,7 @@ def run_checks():
             )
         else:
             yield from _mcp_runs(agent, [e["path"] for e in wired if e["agent"] == agent and e.get("mcp")])
+    yield from scope_checks(found)
     yield from _wiring_clashes()
 
 
@@ -194,6 +198,39 @@ def _mcp_runs(agent: str, files: "list[str]"):
         yield (
             "OK",
             f"{agent}: kirolearn's MCP server is registered" + (" and answers `initialize`" if seen else ""),
+        )
+
+
+def scope_checks(found: "list[dict]"):
+    """Which scope wires which agent (a teammate's clone is wired by the project), and double wiring."""
+    from kirolearn.install import scopes
+
+    for entry in found:
+        if entry["missing"]:
+            yield (
+                "WARN",
+                scopes.describe(entry)
+                + " (the agent's PATH may differ): install kirolearn where that PATH finds it "
+                "(pipx install kirolearn)"
+                + ("" if entry["portable"] else f", or re-run `kirolearn install --agent {entry['agent']}`"),
+            )
+        else:
+            yield "OK", scopes.describe(entry)
+        if not entry["mcp"] and entry["agent"] not in scopes.SCOPES_APART:  # Kiro's project may use ~/.kiro's
+            yield (
+                "WARN",
+                f"{entry['agent']}: its {entry['scope']} wiring registers no kirolearn MCP server, so the model "
+                f"cannot search memory there; re-run `kirolearn install --agent {entry['agent']}` for that scope",
+            )
+    for user, project in scopes.doubles(found):
+        yield (
+            "WARN",
+            (
+                f"{user['agent']} is wired twice: for this user ({', '.join(user['files'])}) and by this "
+                f"project ({', '.join(project['files'])}): each hook call runs twice (the hook keeps one "
+                f"event, the agent waits for both); keep one: `kirolearn uninstall --agent {user['agent']}` "
+                "removes the user's"
+            ),
         )
 
 

@@ -179,6 +179,9 @@ def status(settings) -> dict:
 
     info["hook_errors_24h"] = hook_errors_since(86400)
     info["kiro_wiring"] = wiring()
+    from kirolearn.install import scopes
+
+    info["wiring_scopes"] = scopes.scan()  # the agents' own files, this user's and this project's
     return info
 
 

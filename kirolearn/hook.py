@@ -13,7 +13,7 @@ import os
 import sys
 import time
 
-from kirolearn.capture import agents, events, shown, spool
+from kirolearn.capture import agents, events, once, shown, spool
 from kirolearn.core import envnum, jsonfast, paths
 from kirolearn.core.version import __version__  # not the package: it holds the facade (kirolearn.Memory)
 
@@ -255,11 +255,18 @@ def capture(argv: "list[str]", stdin: "bytes | None" = None) -> "str | None":
         except events.Rejected as exc:
             exc.raw = raw  # an agent's payload we cannot read yet is kept in quarantine, never lost
             raise
+        marker = claim_call(adapter.NAME, arg, raw, event.get("session_id") or "")
+        if marker is None:
+            return None
         if event["trigger"] == "stop":
             shown.note_shown(event)
-        path = spool.append(event["event_id"], events.serialize(event))
-        if event["trigger"] in agents.CONTEXT_TRIGGERS:
-            inject_context(event, adapter)
+        try:
+            path = spool.append(event["event_id"], events.serialize(event))
+        except BaseException:
+            once.release_call(marker)
+            raise
+        if event["trigger"] in agents.CONTEXT_TRIGGERS and not inject_context(event, adapter):
+            once.release_call(marker)  # the agent got no memory: a retry of this call is not a twin
         return path
     event = events.build_event(name, payload, session_lookup=session_file_id, agent=adapter.NAME)
     if event["trigger"] == "stop":
@@ -270,8 +277,24 @@ def capture(argv: "list[str]", stdin: "bytes | None" = None) -> "str | None":
     return path
 
 
-def inject_context(event: dict, adapter=None) -> None:
-    """Print recalled memory for the agent. Any failure prints nothing (and is logged)."""
+def claim_call(agent: str, arg: "str | None", raw: bytes, session_id: str) -> "str | None":
+    """This call's marker ("" for none), or None when its twin (the same agent wired in a second scope,
+    run with the same bytes) already recorded it: then it writes nothing and prints nothing."""
+    root = spool.root()
+    key = once.call_key(agent, arg, raw, os.environ.get("KIRO_SESSION_ID", ""))
+    marker = once.claim_call(root, key, once.session_key(agent, session_id))
+    if marker is None:
+        log(
+            f"{agent} {arg or 'hook'}: the same call was recorded by another kirolearn hook a moment ago "
+            "(this agent is wired twice: `kirolearn doctor` names both files); kept once"
+        )
+    return marker
+
+
+def inject_context(event: dict, adapter=None) -> bool:
+    """Print recalled memory for the agent. Any failure prints nothing (and is logged); False when
+    memory was there but stdout would not take it."""
+    failed = []
 
     def deliver(text: str) -> bool:
         output = (adapter or agents.get()).context_output(event["trigger"], text)
@@ -284,6 +307,7 @@ def inject_context(event: dict, adapter=None) -> None:
                 f"{event.get('trigger')}: event recorded, but its recalled memory was not printed "
                 f"(stdout is closed or broken: {type(exc).__name__}); the next hook offers it again"
             )
+            failed.append(exc)
             return False
 
     try:
@@ -295,6 +319,7 @@ def inject_context(event: dict, adapter=None) -> None:
         if os.environ.get("KIROLEARN_RAISE_ERRORS"):
             raise
         log(f"recall for {event.get('trigger')}: {type(exc).__name__}: {str(exc)[:200]}")
+    return not failed
 
 
 def keep_rejected(raw: bytes, reason: str) -> "str | None":

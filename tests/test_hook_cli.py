@@ -210,8 +210,11 @@ def test_full_disk_is_reported_not_raised(monkeypatch, capsys, project, home):
 
 
 def test_session_file_fallback_renews_on_spawn(project, spooled):
+    calls = iter(range(100))
+
     def call(name, **fields):
-        body = {"hook_event_name": name, "cwd": str(project / "src"), **fields}
+        # each call its own bytes: the same bytes within seconds are one call run twice (tests/test_wiring_scopes.py)
+        body = {"hook_event_name": name, "cwd": str(project / "src"), "call": next(calls), **fields}
         hooks.handle([], json.dumps(body).encode())
         return spooled()[-1]
 
@@ -246,8 +249,15 @@ def test_log_rotates(home, monkeypatch):
 
 
 def test_fallback_session_ends_after_a_long_pause(project, spooled, home):
+    calls = iter(range(100))
+
     def call():
-        body = {"hook_event_name": "postToolUse", "cwd": str(project), "tool_name": "shell"}
+        body = {
+            "hook_event_name": "postToolUse",
+            "cwd": str(project),
+            "tool_name": "shell",
+            "call": next(calls),
+        }
         hooks.handle([], json.dumps(body).encode())
         return spooled()[-1]["session_id"]
 

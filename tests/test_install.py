@@ -113,7 +113,11 @@ def test_install_global_and_project_then_uninstall(kiro, project):
     assert "create" not in again.output and "update" not in again.output
     assert snapshot(kiro, project) == once  # idempotent
 
-    result = run_cli("uninstall", "--yes")
+    result = run_cli("uninstall", "--yes")  # the user's scope; the project's wiring stays
+    assert result.exit_code == 0, result.output
+    assert f"kept       the wiring of {project}" in result.output
+    assert (project / ".kiro" / "hooks" / "kirolearn.json").exists()
+    result = run_cli("uninstall", "--project", str(project), "--yes")
     assert result.exit_code == 0, result.output
     assert snapshot(kiro, project) == before  # exactly what install added is gone
     assert not (project / ".kiro" / "agents").exists()

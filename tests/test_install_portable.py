@@ -188,7 +188,8 @@ def test_portable_wiring_runs_from_path_and_says_so_when_path_lacks_it(agent, pr
     assert "from PATH" not in doctor.stdout and "wired: " in doctor.stdout, doctor.stdout
 
     # uninstall: every byte of the user's files back, nothing of ours left
-    result = cli("uninstall", "--agent", agent, "--yes")
+    scope = [] if agent == "codex" else ["--project", str(project)]  # the project's wiring, by name
+    result = cli("uninstall", "--agent", agent, *scope, "--yes")
     assert result.returncode == 0, result.stderr
     assert {p: (project / p).read_bytes() for p in user_bytes} == user_bytes
     for f in files:

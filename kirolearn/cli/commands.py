@@ -295,10 +295,20 @@ def status_command(json_):
     if info["hook_errors_24h"]:
         click.echo(f"hook errors in the last 24 h: {info['hook_errors_24h']} (see logs/hook.log)")
     wired = info["kiro_wiring"]  # every agent's files, despite the key's name (kept: --json is stable)
-    if not wired:
+    from kirolearn.install import scopes
+
+    found = info.get("wiring_scopes") or []
+    if not wired and not found:
         from kirolearn.capture.agents import names
 
         click.echo(f"agents: none wired (run `kirolearn install --agent NAME`: {', '.join(names())})")
+    for entry in found:
+        click.echo(scopes.describe(entry))
+    for user, _project in scopes.doubles(found):
+        click.echo(
+            f"{user['agent']}: wired twice (for this user and by this project): each hook runs twice; "
+            "`kirolearn doctor` says how to keep one"
+        )
     for agent in dict.fromkeys(w["agent"] for w in wired):  # one line per agent, in install order
         click.echo(
             f"{agent}: "
@@ -744,7 +754,13 @@ def _echo_lists(found: dict, terminal) -> None:
     is_flag=True,
     help="Also run `kirolearn model install` (all-MiniLM-L6-v2, ~90 MB, no torch); asked in a terminal.",
 )
-def install_command(project, global_, portable, dry_run, yes, set_default, agent, with_model):
+@click.option(
+    "--also",
+    is_flag=True,
+    help="Wire this scope even though the agent is wired in the other one (the user's, or this "
+    "project's committed files): each hook call then runs twice, and the hook keeps one event.",
+)
+def install_command(project, global_, portable, dry_run, yes, set_default, agent, with_model, also):
     """Wire kirolearn's hooks and MCP server into an agent: Kiro (CLI and IDE; the default), or with
     --agent Claude Code, Codex, Copilot CLI, Gemini CLI, opencode or Cursor.
 
@@ -763,12 +779,15 @@ def install_command(project, global_, portable, dry_run, yes, set_default, agent
         kirolearn install --agent claude-code       # ~/.claude/settings.json hooks
         kirolearn install --agent claude-code --project . --portable   # fit to commit
     """
-    from kirolearn.install import agents
+    from kirolearn.install import agents, scopes
 
+    if not also and agent not in scopes.SCOPES_APART:
+        _refuse_second_scope(agent, project, global_)
     if agent != "kiro":
         if set_default:
             raise click.UsageError(f"--set-default is a Kiro option; drop it with --agent {agent}")
         changes = agents.get(agent).plan_install(project, global_ or not project, portable=portable)
+        _mark_scope(changes, project)
         _apply_changes(changes, dry_run, yes, installing=True)
         _note_machine_paths(changes, project, agent)
         if not dry_run:
@@ -781,6 +800,7 @@ def install_command(project, global_, portable, dry_run, yes, set_default, agent
     from kirolearn.install.agents import kiro as kiro_install  # the Kiro-only option: --set-default
 
     changes = agents.get("kiro").plan_install(project, global_ or not project, portable=portable)
+    _mark_scope(changes, project)
     _apply_changes(changes, dry_run, yes, installing=True)
     _note_machine_paths(changes, project, "kiro")
     if set_default and not dry_run:
@@ -791,6 +811,54 @@ def install_command(project, global_, portable, dry_run, yes, set_default, agent
             "next: `kirolearn schedule` to drain in the background; Kiro CLI users start "
             + ("`kiro-cli chat --agent kirolearn`" if global_ or not project else "`kiro-cli chat` here")
         )
+
+
+def _install_scopes(agent: str, project, global_: bool) -> set:
+    """The scopes an install writes: Codex only its user's home; Kiro both with --global --project."""
+    from kirolearn.install import scopes
+
+    if agent == "codex" or not project:
+        return {scopes.USER}
+    if agent == "kiro" and global_:
+        return {scopes.USER, scopes.PROJECT}
+    return {scopes.PROJECT}
+
+
+def _refuse_second_scope(agent: str, project, global_: bool) -> None:
+    """One capture per call: no second scope of an agent already wired in the other one, unless --also."""
+    import os
+
+    from kirolearn.core.errors import InstallError
+    from kirolearn.install import scopes
+
+    target = os.path.abspath(project) if project else scopes.current_project()
+    writing = _install_scopes(agent, project, global_)
+    for entry in scopes.scan(target, [agent]):
+        if entry["scope"] in writing:
+            continue  # the same scope again: install updates it in place
+        where = "for this user" if entry["scope"] == scopes.USER else f"by the project {entry['project']}"
+        undo = (
+            f"`kirolearn uninstall --agent {agent}`"
+            if entry["scope"] == scopes.USER
+            else f"`kirolearn uninstall --agent {agent} --project {entry['project']}` (if you installed it)"
+        )
+        raise InstallError(
+            f"{agent} is already wired {where} ({', '.join(entry['files'])}); wiring the "
+            f"{'project' if entry['scope'] == scopes.USER else 'user'}'s scope too would run every hook "
+            "twice, so nothing was written",
+            f"keep that wiring (`kirolearn status` shows it records your calls), or remove it first with "
+            f"{undo}, or add --also to wire both",
+        )
+
+
+def _mark_scope(changes, project) -> None:
+    """Record which project each written file belongs to (None: the user's), for `uninstall`'s scopes."""
+    import os
+
+    root = os.path.abspath(project) if project else None
+    for change in changes:
+        inside = root is not None and os.path.abspath(change.path).startswith(root + os.sep)
+        change.record.setdefault("project", root if inside else None)
 
 
 def _note_machine_paths(changes, project, agent: str) -> None:
@@ -833,7 +901,7 @@ def _apply_changes(changes, dry_run, yes, *, installing):
 @click.option(
     "--project",
     type=click.Path(file_okay=False),
-    help="Only undo what was installed into this project (default: every recorded install).",
+    help="Undo what was installed into this project (default: the user's scope only, never a project's).",
 )
 @click.option(
     "--purge",
@@ -849,11 +917,13 @@ def _apply_changes(changes, dry_run, yes, *, installing):
     help="Only undo what was installed for this agent (default: every agent).",
 )
 def uninstall_command(project, purge, dry_run, yes, agent):
-    """Remove exactly what `kirolearn install` added, from every project it recorded.
+    """Remove exactly what `kirolearn install` added in one scope: the user's, or a project's.
 
-    Shared files get their bytes back as they were before install (unless you
-    edited them since: then only kirolearn's entry is taken out). Your memory
-    is kept unless --purge.
+    The user's scope (~/.claude, ~/.kiro and the like) by default, a project's
+    with --project DIR; a plain uninstall never touches a project. It prints every file it will touch first. A file install created is removed;
+    a file that was there before gets its bytes back as they were before install
+    (unless you edited it since: then only kirolearn's entry is taken out). Your
+    memory is kept unless --purge.
     """
     import os
     import shutil
@@ -869,15 +939,28 @@ def uninstall_command(project, purge, dry_run, yes, agent):
             "run it in a terminal, or pass --yes",
             exit_code=2,
         )
+    from kirolearn.install import engine as install
+    from kirolearn.install import scopes
+
     changes = [
         c for name in ([agent] if agent else agents.names()) for c in agents.get(name).plan_uninstall(project)
     ]
+    if not project:  # the user's scope: a project's files (often committed) stay
+        recorded = {e["path"]: e for e in install.load_record()}
+        kept = [c for c in changes if scopes.recorded_scope(recorded.get(c.path, c.record)) != scopes.USER]
+        changes = [c for c in changes if c not in kept]
+        for root in sorted({scopes.recorded_project(recorded.get(c.path, c.record)) or "?" for c in kept}):
+            click.echo(f"kept       the wiring of {root} (`kirolearn uninstall --project {root}` removes it)")
+    click.echo(
+        f"uninstall {agent or 'every agent'} from "
+        + (f"the project {os.path.abspath(project)}" if project else "the user's scope")
+        + ": "
+        + (f"{len([c for c in changes if c.changed])} file(s) to change" if changes else "nothing recorded")
+    )
     if not changes:
-        from kirolearn.install import engine as install
-
         click.echo(
             f"nothing to uninstall: {install.record_path()} records no install"
-            + (f" into {os.path.abspath(project)}" if project else "")
+            + (f" into {os.path.abspath(project)}" if project else " in the user's scope")
             + (f" for {agent}" if agent else "")
         )
     _apply_changes(changes, dry_run, yes, installing=False)
