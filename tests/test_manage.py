@@ -295,7 +295,7 @@ def _file_bytes(home) -> bytes:
 
 
 def _spool_done_bytes(home) -> bytes:
-    return b"".join(p.read_bytes() for p in (home / "spool" / "done").glob("*/*.json"))
+    return b"".join(p.read_bytes() for p in (home / "spool" / "done").glob("*/events.jsonl"))
 
 
 def test_purge_removes_the_bytes_from_the_database_file(here, make_event, drain_now, home, tmp_path):

@@ -320,8 +320,10 @@ def test_own_records_are_never_attributed_even_when_the_hook_saw_no_user(project
         body = {"hook_event_name": name, "cwd": str(project), "session_id": "u", **payload}
         assert run_hook([], json.dumps(body).encode(), env=env).returncode == 0
     assert kirolearn("drain", "--flush").returncode == 0
+    import pwd
+
     (record,) = records("--project", str(project))
-    assert record["actor"] == "unknown"
+    assert record["actor"] == pwd.getpwuid(os.getuid()).pw_name  # the login name, never "unknown"
     for reader_env in (env, hook_env(USER="someone")):
         body = {"hook_event_name": "agentSpawn", "cwd": str(project), "session_id": f"r-{len(reader_env)}"}
         out = run_hook([], json.dumps(body).encode(), env=reader_env).stdout.decode()

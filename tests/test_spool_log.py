@@ -34,7 +34,8 @@ def hook_events(project, n, session):
 
 def done_ids(home):
     base = home / "spool" / "done"
-    return {p.name[:-5] for p in base.glob("*/*.json")} if base.exists() else set()
+    lines = [line for p in base.glob("*/events.jsonl") for line in p.read_text("utf-8").splitlines()]
+    return {json.loads(line)["event_id"] for line in lines if line.strip()}
 
 
 def kept(home):
@@ -54,7 +55,7 @@ def test_a_drained_file_is_kept_private_until_a_later_check_and_its_retention(ho
     assert ready(home) == [] and done_ids(home) == set(ids) and set(ids) <= stored_ids(home)
     done = home / "spool" / "done"
     assert all(os.stat(p).st_mode & 0o777 == 0o700 for p in [done, *done.iterdir()])
-    assert all(os.stat(p).st_mode & 0o777 == 0o600 for p in done.glob("*/*.json"))
+    assert all(os.stat(p).st_mode & 0o777 == 0o600 for p in done.glob("*/events.jsonl"))
     shown = kl("status")
     assert "0 events waiting" in shown.stdout and "3 drained, kept in spool/done/" in shown.stdout
     # a check 2 h later passes, but 24 h have not gone by: kept

@@ -4,9 +4,10 @@ Layout under $KIROLEARN_HOME/spool/ (0700; files 0600):
     tmp/         events being written; never read by the drainer
     ready/       complete events, `<event_id>.json`; sorted names = arrival order
     quarantine/  files the drainer could not parse, each with a `.reason` file
-    done/        drained files, one folder per drain pass (`<UTC stamp>-<pass id>/`), kept as the
-                 write-ahead log until an integrity check after them passed and their retention
-                 went by (kirolearn.pipeline.drain); `kirolearn repair` re-ingests them
+    done/        drained events, one folder per drain pass (`<UTC stamp>-<pass id>/events.jsonl`,
+                 each line an event as the drain stored it: scrubbed), kept as the write-ahead log
+                 until an integrity check after them passed and their retention went by
+                 (kirolearn.pipeline.drain); `kirolearn repair` re-ingests them
 
 Invariant: a file in ready/ is always complete. Writers publish by writing
 tmp/, fsync, then an atomic rename into ready/ (and fsync the directory), so no
@@ -16,7 +17,7 @@ SQLite or LLMs; locking between drainers lives with the drainer (the lock file's
 
 import os
 
-from kirolearn.core import paths
+from kirolearn.core import jsonfast, paths
 
 TMP = "tmp"
 READY = "ready"
@@ -208,20 +209,30 @@ def quarantine(path: str, reason: str, spool_root: "str | None" = None) -> str:
     return target
 
 
-def keep_done(files: "list[str]", batch: str, spool_root: "str | None" = None) -> str:
-    """Move drained files into done/<batch>/ (0700 folders, the files stay 0600); returns the folder.
+DONE_LOG = "events.jsonl"  # a pass's log: one line per event, as the drain stored it (scrubbed)
 
-    A file already gone is skipped; the folder is fsynced once, after the last move."""
+
+def keep_done(
+    files: "list[str]", batch: str, lines: "dict[str, bytes]", spool_root: "str | None" = None
+) -> str:
+    """Keep a pass's drained events in done/<batch>/events.jsonl (0700 folders, a 0600 file), then
+    remove their ready/ files; returns the folder.
+
+    `lines`: {path: the event as the drain stored it}, scrubbed, so the log holds no secret the
+    store does not; a file with no line (a duplicate, an event stored before) only goes. The log is
+    fsynced once, before any file is removed."""
     spool_root = spool_root or root()
     target = paths.ensure_private_dir(
         os.path.join(paths.ensure_private_dir(os.path.join(spool_root, DONE)), batch)
     )
+    body = b"".join(lines[p].rstrip(b"\n") + b"\n" for p in files if p in lines)
+    if body:
+        write_atomic(target, DONE_LOG, body, target)
     for path in files:
         try:
-            os.replace(path, os.path.join(target, os.path.basename(path)))
+            os.unlink(path)
         except FileNotFoundError:
             continue
-    _fsync_dir(target)
     return target
 
 
@@ -235,23 +246,36 @@ def done_batches(spool_root: "str | None" = None) -> "list[str]":
         return []
 
 
+def _log_lines(folder: str) -> "list[bytes]":
+    try:
+        with open(os.path.join(folder, DONE_LOG), "rb") as fh:
+            return [line for line in fh.read().split(b"\n") if line.strip()]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _event_id(line: bytes) -> "str | None":
+    try:
+        value = jsonfast.loads(line.decode("utf-8", "replace"))
+    except ValueError:
+        return None
+    event_id = value.get("event_id") if isinstance(value, dict) else None
+    return event_id if isinstance(event_id, str) and event_id.isalnum() else None
+
+
 def done_files(spool_root: "str | None" = None) -> "list[str]":
-    """Paths of every event file kept in done/, oldest pass first."""
+    """The ids of every event kept in done/, oldest pass first."""
     base = os.path.join(spool_root or root(), DONE)
     found = []
     for batch in done_batches(spool_root):
-        try:
-            names = sorted(os.listdir(os.path.join(base, batch)))
-        except (NotADirectoryError, FileNotFoundError):
-            continue
-        found += [os.path.join(base, batch, n) for n in names if n.endswith(SUFFIX)]
+        found += [e for e in map(_event_id, _log_lines(os.path.join(base, batch))) if e]
     return found
 
 
 def drop_done(batch: str, spool_root: "str | None" = None) -> int:
-    """Remove one pass folder of done/ and the files in it; returns how many files went."""
+    """Remove one pass folder of done/ and its log; returns how many events went."""
     folder = os.path.join(spool_root or root(), DONE, batch)
-    removed = 0
+    removed = len(_log_lines(folder))
     try:
         names = os.listdir(folder)
     except (FileNotFoundError, NotADirectoryError):
@@ -261,7 +285,6 @@ def drop_done(batch: str, spool_root: "str | None" = None) -> int:
         if os.path.isdir(path) and not os.path.islink(path):
             continue  # not ours: left alone, and so is the folder
         os.unlink(path)
-        removed += name.endswith(SUFFIX)
     try:
         os.rmdir(folder)
     except OSError:
@@ -270,44 +293,37 @@ def drop_done(batch: str, spool_root: "str | None" = None) -> int:
 
 
 def requeue_done(spool_root: "str | None" = None) -> "list[str]":
-    """Move every file kept in done/ back into ready/ (for `kirolearn repair`); returns their event ids.
+    """Put every event kept in done/ back into ready/ (for `kirolearn repair`); returns their ids.
 
-    A name already in ready/ is the same event waiting again: its done/ copy stays where it is."""
+    An id already in ready/ is the same event waiting again: it is not written twice."""
     spool_root = ensure_layout(spool_root)
-    ready = os.path.join(spool_root, READY)
+    ready, tmp = os.path.join(spool_root, READY), os.path.join(spool_root, TMP)
     moved = []
-    for path in done_files(spool_root):
-        name = os.path.basename(path)
-        target = os.path.join(ready, name)
-        if os.path.lexists(target):
-            continue
-        os.replace(path, target)
-        moved.append(name[: -len(SUFFIX)])
-    if moved:
-        _fsync_dir(ready)
     for batch in done_batches(spool_root):
-        try:
-            os.rmdir(os.path.join(spool_root, DONE, batch))  # only the emptied ones go
-        except OSError:
-            pass
+        for line in _log_lines(os.path.join(spool_root, DONE, batch)):
+            event_id = _event_id(line)
+            if event_id is None or os.path.lexists(os.path.join(ready, event_id + SUFFIX)):
+                continue
+            write_atomic(ready, event_id + SUFFIX, line, tmp)
+            moved.append(event_id)
+        drop_done(batch, spool_root)
     return moved
 
 
 def drop_done_events(event_ids, spool_root: "str | None" = None) -> int:
-    """Remove the done/ copies of these events (a purge: their raw text must go too); returns how many."""
-    wanted = {str(e) + SUFFIX for e in event_ids}
+    """Remove these events from done/'s logs (a purge: their text must go too); returns how many."""
+    wanted = {str(e) for e in event_ids}
     base = os.path.join(spool_root or root(), DONE)
     removed = 0
     for batch in done_batches(spool_root):
         folder = os.path.join(base, batch)
-        try:
-            names = os.listdir(folder)
-        except (FileNotFoundError, NotADirectoryError):
+        lines = _log_lines(folder)
+        kept = [line for line in lines if _event_id(line) not in wanted]
+        if len(kept) == len(lines):
             continue
-        for name in wanted.intersection(names):
-            try:
-                os.unlink(os.path.join(folder, name))
-                removed += 1
-            except FileNotFoundError:
-                pass
+        removed += len(lines) - len(kept)
+        if kept:
+            write_atomic(folder, DONE_LOG, b"\n".join(kept) + b"\n", folder)
+        else:
+            drop_done(batch, spool_root)
     return removed

@@ -88,9 +88,9 @@ def _data(path: str):
         return None
     try:
         if path.endswith(".toml"):
-            from kirolearn.install.wiring import _toml
+            from kirolearn.install.wiring import parse_toml
 
-            return _toml(text)
+            return parse_toml(text)
         return json.loads(strip_bom(text))
     except ValueError:
         return None

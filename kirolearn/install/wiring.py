@@ -83,7 +83,7 @@ def wiring(run: bool = False) -> "list[dict]":
         try:
             text = read_text(entry["path"])
             data = (
-                (_toml(text) if entry["path"].endswith(".toml") else json.loads(strip_bom(text)))
+                (parse_toml(text) if entry["path"].endswith(".toml") else json.loads(strip_bom(text)))
                 if text
                 else None
             )
@@ -123,7 +123,7 @@ def wiring(run: bool = False) -> "list[dict]":
     return report
 
 
-def _toml(text: str) -> dict:
+def parse_toml(text: str) -> dict:
     """A TOML file's data (Codex's config.toml); ValueError when it does not parse."""
     try:
         import tomllib

@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field
 from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
+from kirolearn.capture import events as capture_events
 from kirolearn.capture import spool
 from kirolearn.core import crashpoint, dedup, isotime, jsonfast
 from kirolearn.core.errors import DrainLocked, SpoolError, StoreCorrupt
@@ -179,6 +180,7 @@ class Drainer:
 
         self._key: bytes | None = None  # the home's dedup key, read once
         self._carries: dict = {}  # (project root, session) -> TurnCarry
+        self._done_lines: dict = {}  # spool path -> the event as stored, for spool/done's log
 
     # Ingest
 
@@ -330,6 +332,7 @@ class Drainer:
                 stats.duplicates += 1
                 continue
             done.append((path, clean["event_id"]))
+            self._done_lines[path] = capture_events.serialize(clean)  # the log keeps the scrubbed text
             seen_hashes.setdefault(content_hash, []).append(clean["received_at"])
             rows.append(event_row(clean, content_hash, stored_at, actor=self.settings.team.actor))
         self.store.add_events(rows)  # one transaction (crash point "ingest-in-transaction" inside)
@@ -457,8 +460,9 @@ class Drainer:
             return
         files = [path for path, _ in done]
         batch = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(isotime.now())) + "-" + new_ulid()
+        lines = {path: self._done_lines.pop(path) for path in files if path in self._done_lines}
         try:
-            spool.keep_done(files, batch)
+            spool.keep_done(files, batch, lines)
         except OSError as exc:
             raise SpoolError(
                 f"stored {len(files)} events but cannot move their spool files from "
