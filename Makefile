@@ -38,6 +38,7 @@ TEST_WORKERS ?= auto
 lint: $(VENV)/.installed ## ruff (rules and format check), mypy and the import contracts; CI runs it
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
 
 format: $(VENV)/.installed ## format every Python file with ruff's formatter and apply ruff's safe fixes

@@ -224,7 +224,7 @@ def _shrink(value, cap: int, depth: int, path: str, cut: list):
                 list(value[:head]) + [f"[... kirolearn cut {n - MAX_ITEMS} items ...]"] + list(value[-tail:])
             )
         else:
-            kept = value
+            kept = list(value)
         return [_shrink(item, cap, depth + 1, f"{path}[]", cut) for item in kept]
     return str(value)
 

@@ -183,7 +183,7 @@ def _claim(spool_root: str, key: str, session: str, now: float) -> "str | None":
     if now - bucket * _BUCKET_SECONDS < CALL_WINDOW_SECONDS:  # a twin across a minute's edge
         before = os.path.join(calls, str(bucket - 1), key)
         made = _mtime_ns(before)
-        if _fresh(made, now) and _twin(last, made):
+        if made is not None and _fresh(made, now) and _twin(last, made):
             return None
     folder = os.path.join(calls, str(bucket))
     marker = os.path.join(folder, key)
@@ -204,7 +204,7 @@ def _claim(spool_root: str, key: str, session: str, now: float) -> "str | None":
             _sweep(calls, bucket, now)
         except FileExistsError:
             made = _mtime_ns(marker)
-            if _fresh(made, now) and _twin(last, made):
+            if made is not None and _fresh(made, now) and _twin(last, made):
                 return None
             made = time.time_ns()
             os.utime(marker, ns=(made, made))  # the same bytes as a new call: the marker is this call's now

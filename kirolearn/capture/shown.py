@@ -36,5 +36,5 @@ def note_shown(event: dict) -> None:
         return
     ids = [str(r) for r in load_state(str(event["session_id"]))["records"] if isinstance(r, str)]
     if ids:
-        extra = event.get("extra") if isinstance(event.get("extra"), dict) else {}
-        event["extra"] = {**extra, "recall_shown": ids[-SHOWN_MAX:]}
+        extra = event.get("extra")
+        event["extra"] = {**(extra if isinstance(extra, dict) else {}), "recall_shown": ids[-SHOWN_MAX:]}

@@ -172,7 +172,7 @@ def _candidates(root: str, old: str) -> list[str]:
     ext = os.path.splitext(old)[1].lower()
 
     def same_type(rel: str) -> bool:
-        return factlib.file_type(rel) == kind and (kind or os.path.splitext(rel)[1].lower() == ext)
+        return factlib.file_type(rel) == kind and bool(kind or os.path.splitext(rel)[1].lower() == ext)
 
     untracked = _git(root, "ls-files", "--others", "--exclude-standard")
     if untracked is not None:

@@ -133,6 +133,8 @@ def _python_node(node, prefix: str, out: dict) -> None:
         targets, value = node.targets, node.value
     elif isinstance(node, ast.AnnAssign) and node.value is not None:
         targets, value = [node.target], node.value
+    if value is None:
+        return
     for target in targets:
         if not isinstance(target, ast.Name):
             continue
@@ -211,7 +213,7 @@ def _toml(text: str) -> dict[str, Fact]:
     try:
         import tomllib
     except ModuleNotFoundError:  # Python 3.10: tomli, the same parser
-        import tomli as tomllib  # type: ignore[no-redef]
+        import tomli as tomllib
     data = tomllib.loads(text)
     keys, table, lines = [], "", text.split("\n")
     for number, line in enumerate(lines, 1):
@@ -331,8 +333,8 @@ def _yaml(text: str) -> dict[str, Fact]:
             stack.append((indent, path))
             last_key = (indent, path)
         else:
-            value = _yaml_scalar(rest) if rest[:1] not in "|>" else ""
-            _yaml_set(data, path, value)
+            scalar = _yaml_scalar(rest) if rest[:1] not in "|>" else ""
+            _yaml_set(data, path, scalar)
             last_key = (indent, path)
     return _flatten(data, _close_spans(keys, lines))
 
@@ -360,7 +362,7 @@ def _ini(text: str) -> dict[str, Fact]:
     import configparser
 
     parser = configparser.ConfigParser(interpolation=None, strict=False, delimiters=("=", ":"))
-    parser.optionxform = str  # keys keep their case
+    parser.optionxform = str  # type: ignore[assignment,method-assign]  # keys keep their case
     parser.read_string(text)
     data = {section: dict(parser.items(section, raw=True)) for section in parser.sections()}
     keys, section, lines = [], "", text.split("\n")
@@ -459,11 +461,10 @@ def _go(text: str) -> dict[str, Fact]:
         line = lines[i]
         func, kind_of = _GO_FUNC.match(line), _GO_TYPE.match(line)
         if func or kind_of:
-            key = (
-                f"func {func.group(1) + '.' if func.group(1) else ''}{func.group(2)}"
-                if func
-                else f"type {kind_of.group(1)}"
-            )
+            if func:
+                key = f"func {func.group(1) + '.' if func.group(1) else ''}{func.group(2)}"
+            else:
+                key = f"type {kind_of.group(1)}"  # type: ignore[union-attr]
             end = _block_end(lines, i)
             out[key] = _code_fact(SYMBOL, key, lines, i, end)
             i = end + 1

@@ -75,7 +75,7 @@ def hook_view() -> dict:
     for key in DEFAULTS:
         if isinstance(table.get(key), int) and not isinstance(table.get(key), bool) and table[key] >= 0:
             values[key] = table[key]
-    values["budget_tokens"] = min(values["budget_tokens"], MAX_BUDGET_TOKENS)
+    values["budget_tokens"] = min(int(values["budget_tokens"]), MAX_BUDGET_TOKENS)  # type: ignore[call-overload]
     scrub = data.get("scrub", {}) if isinstance(data.get("scrub"), dict) else {}
     if isinstance(scrub.get("extra_patterns"), dict):
         from kirolearn.core.userpatterns import problem

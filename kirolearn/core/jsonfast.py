@@ -11,7 +11,7 @@ errors. Where `_json` is missing (another Python), this is `json`.
 try:
     import _json
 except ImportError:  # not CPython
-    _json = None
+    _json = None  # type: ignore[assignment]
 
 __all__ = ["loads", "load", "dumps", "int_or_text"]
 
@@ -52,10 +52,10 @@ def _default(o):
 
 
 try:
-    _scan = _json.make_scanner(_Context())
+    _scan = _json.make_scanner(_Context())  # type: ignore[arg-type]
     _json.make_encoder({}, _default, _json.encode_basestring_ascii, None, ": ", ", ", False, False, True)
 except Exception:  # noqa: BLE001 - no _json, or one whose signatures differ: use the json package
-    _scan = None
+    _scan = None  # type: ignore[assignment]
 
 
 def loads(s):

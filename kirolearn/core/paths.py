@@ -40,7 +40,8 @@ class using_home:
     """
 
     def __init__(self, path: "str | None"):
-        self.path, self.token = path, None
+        self.path = path
+        self.token: object = None
 
     def __enter__(self):
         if self.path is not None:
@@ -48,7 +49,7 @@ class using_home:
 
     def __exit__(self, *exc) -> None:
         if self.token is not None:
-            _home_override.reset(self.token)
+            _home_override.reset(self.token)  # type: ignore[arg-type]
             self.token = None
 
 

@@ -80,7 +80,8 @@ def last_assistant_text(path: str, tail_bytes: int = TRANSCRIPT_TAIL_BYTES) -> "
 def _assistant_text(item) -> "str | None":
     if not isinstance(item, dict):
         return None
-    message = item.get("message") if isinstance(item.get("message"), dict) else item
+    message = item.get("message")
+    message = message if isinstance(message, dict) else item
     if item.get("type") != "assistant" and message.get("role") != "assistant":
         return None
     content = message.get("content")

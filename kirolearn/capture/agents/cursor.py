@@ -111,7 +111,7 @@ def _tool_fields(hook: str, payload: dict) -> dict:
     """tool_name / tool_input / tool_response from the shape of each Cursor tool hook."""
     rest = {k: v for k, v in payload.items() if k not in _COMMON}
     if hook in ("afterShellExecution", "beforeShellExecution"):
-        fields = {"tool_name": "Shell", "tool_input": {"command": rest.pop("command", None)}}
+        fields: dict = {"tool_name": "Shell", "tool_input": {"command": rest.pop("command", None)}}
         if "cwd" in payload:
             fields["tool_input"]["cwd"] = payload["cwd"]
         if hook == "afterShellExecution":
@@ -231,7 +231,8 @@ def last_assistant_text(path: str, tail_bytes: int = TRANSCRIPT_TAIL_BYTES) -> "
     for item in common.newest_lines(path, tail_bytes):
         if not isinstance(item, dict):
             continue
-        message = item.get("message") if isinstance(item.get("message"), dict) else item
+        message = item.get("message")
+        message = message if isinstance(message, dict) else item
         if message.get("role") != "assistant" and item.get("type") != "assistant":
             continue
         content = message.get("content", message.get("text"))
