@@ -530,3 +530,18 @@ def test_a_change_after_the_file_moved_supersedes_the_record_made_before(project
     drain()
     records = listed(project)
     assert records["set WORKERS to 4"]["superseded_by"] == records["raise WORKERS to 6"]["record_id"]
+
+
+def test_a_change_written_before_the_drain_saw_the_move_still_supersedes(project):
+    (project / ".git").rmdir()
+    git = ["git", "-C", str(project), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    turn(project, "n1", "set WORKERS to 4", "WORKERS = 4.", write=("etc/limits.py", "WORKERS = 4\n"))
+    drain()
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "limits"], check=True)
+    subprocess.run([*git, "mv", "etc/limits.py", "etc/base_limits.py"], check=True)
+    turn(project, "n2", "raise WORKERS to 6", "WORKERS = 6.", write=("etc/base_limits.py", "WORKERS = 6\n"))
+    drain()  # stores the change, then its re-check of the older claim follows the move
+    records = listed(project)
+    assert records["set WORKERS to 4"]["superseded_by"] == records["raise WORKERS to 6"]["record_id"]

@@ -640,7 +640,7 @@ class Drainer:
         from kirolearn.claims.model import Claim
 
         found = self.store.claims_of([r["record_id"] for r in records])
-        states, marks, checked = [], [], 0
+        states, marks, checked, moved = [], [], 0, []
         now = isotime.now_iso()
         for record in records:
             root = record.get("project_root") or ""
@@ -677,6 +677,15 @@ class Drainer:
                             "at": now,
                         }
                     )
+                if (
+                    state == "changed"
+                    and verdict.path
+                    and verdict.path != row["file"]
+                    and not row.get("by_record")
+                ):
+                    moved.append(
+                        (record.get("project_id") or project_id(root), verdict.path, row["kind"], row["key"])
+                    )
                 if _WORSE.get(state, 0) > _WORSE.get(worst, 0):
                     worst, why = state, verdict.why or row.get("why") or ""
             if worst != (record.get("freshness") or "current"):
@@ -686,7 +695,27 @@ class Drainer:
         for mark in marks:
             mark["reason"] = writes.text(mark.get("reason"), self.scrubber)
         done = len(self.store.set_marks(marks, actor="drain")) if marks else 0
+        if moved:
+            self._supersede_after_moves(moved)
         return checked, done
+
+    def _supersede_after_moves(self, moved: list) -> None:
+        """A claim found changed at the path its file moved to: the newest record that wrote that key
+        there (after the move, before this check saw it) supersedes it, as it would have at store time."""
+        from kirolearn.pipeline import truth
+
+        lines: list = []
+        newest: dict = {}
+        for project, path, kind, key in dict.fromkeys(moved):
+            for row in self.store.records_claiming(project, [(path, kind, key)], before=isotime.now_iso()):
+                if row["file"] == path and row.get("state") == "current":
+                    newest.setdefault(row["record_id"], None)
+                    break
+        for record_id in newest:
+            record = self.store.get_record(record_id)
+            if record is not None:
+                truth.supersede(self.store, record, log=lines.append)
+        writes.append_log("truth.log", lines, "drain")
 
     def check_freshness(self, stats: DrainStats) -> None:
         """Re-check the claims of at most `drain.freshness_per_pass` records, the longest unchecked first (an
