@@ -214,6 +214,11 @@ def tool_status(event: dict) -> "bool | None":
                 or isinstance(error, str)
             ):
                 return False
+            content = response.get("llmContent")
+            # run_shell_command's own text ends "Exit Code: N": a command that failed in a tool that ran
+            trailer = _last(_EXIT_CODE, content) if isinstance(content, str) else None
+            if trailer:
+                return trailer.group(1) == "0"
             if "llmContent" in response:
                 return True  # AfterTool carries `error` when a tool failed, and only then
         return None
