@@ -17,7 +17,7 @@ Figures:
 - true record in the top 5 after talk, a hypothetical, a failed and a discarded attempt: %;
 - restores that last: a restored record unmarked after another drain and `consolidate --apply`.
 
-    python bench/bench_claims.py [--half tune|heldout] [--quick] [--per-kind 8] [--bin .venv/bin]
+    python bench/bench_claims.py [--half tune|heldout|fresh] [--quick] [--per-kind 8] [--bin .venv/bin]
                                  [--jobs 2] [--keep DIR] [--json]
 """
 

@@ -27,7 +27,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-HALF_BASE = {"tune": 0, "heldout": 7919}  # a half's seeds: base + scenario index
+# a half's seeds: base + scenario index. "fresh": a second held-out half, added after the first
+# was read (to check what was fixed on the tune half since), read once
+HALF_BASE = {"tune": 0, "heldout": 7919, "fresh": 15485}
 AGENTS = ("kiro", "claude-code", "copilot", "codex")
 KINDS = ("retune", "keeper", "noop", "echo", "chores")
 
