@@ -128,7 +128,7 @@ bench: $(BENCH_VENV)/.installed ## print speed figures (never fails the build)
 # the held-out half is read once. About 4 minutes on 2 cores (ARGS=--quick: one scenario of each kind).
 CLAIMS_HALF ?= tune
 
-bench-claims: $(BENCH_VENV)/.installed ## memory marks on an independent generator (CLAIMS_HALF=tune|heldout, ARGS=--quick)
+bench-claims: $(BENCH_VENV)/.installed ## memory marks on an independent generator (CLAIMS_HALF=tune|heldout|fresh, ARGS=--quick)
 	$(BENCH_VENV)/bin/python bench/bench_claims.py --half $(CLAIMS_HALF) --bin $(BENCH_VENV)/bin $(ARGS)
 
 # SCALE_MAX=1000000 adds the 1M-record store (about an hour on 2 cores; 100k: about 15 minutes).
