@@ -545,3 +545,42 @@ def test_a_change_written_before_the_drain_saw_the_move_still_supersedes(project
     drain()  # stores the change, then its re-check of the older claim follows the move
     records = listed(project)
     assert records["set WORKERS to 4"]["superseded_by"] == records["raise WORKERS to 6"]["record_id"]
+
+
+def test_a_change_stored_with_a_clock_weeks_behind_still_supersedes(project):
+    """Supersede follows the order the drain stored records in, not their clocks."""
+    import time as _time
+
+    turn(project, "c1", SET, "Set RETRIES to 3.", write=("config/retry.py", "RETRIES = 3\n"))
+    drain()
+    behind = hook_env(KIROLEARN_NOW=str(_time.time() - 40 * 86400))
+    (project / "config/retry.py").write_text("RETRIES = 7\n", "utf-8")
+    for name, payload in (
+        ("userPromptSubmit", {"prompt": CHANGE}),
+        (
+            "postToolUse",
+            {
+                "tool_name": "fs_write",
+                "tool_input": {
+                    "command": "create",
+                    "path": str(project / "config/retry.py"),
+                    "file_text": "RETRIES = 7\n",
+                },
+                "tool_response": {"success": True, "result": ["Created config/retry.py"]},
+            },
+        ),
+        ("stop", {"assistant_response": "Changed RETRIES from 3 to 7."}),
+    ):
+        body = {"hook_event_name": name, "cwd": str(project), "session_id": "c2", **payload}
+        assert run_hook([], json.dumps(body).encode(), env=behind).returncode == 0
+    done = subprocess.run(
+        [str(BIN / "kirolearn"), "drain", "--flush", "--json"],
+        env=behind,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    records = listed(project)
+    assert records[CHANGE]["created_at"] < records[SET]["created_at"]  # the clock said earlier
+    assert records[SET]["superseded_by"] == records[CHANGE]["record_id"]

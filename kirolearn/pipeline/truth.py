@@ -97,6 +97,7 @@ def supersede(store: Store, new: dict, *, log=None) -> list[list[str]]:
         [(c["file"], c["kind"], c["key"]) for c in holding],
         before=new.get("created_at") or "",
         exclude=[new["record_id"]],
+        stored_before=new["record_id"],  # the order they were stored in: a wrong clock cannot reorder it
     )
     by_identity = {(c["file"], c["kind"], c["key"]): c for c in holding}
     changed: dict[str, list[dict]] = {}
@@ -181,8 +182,8 @@ def mark_new(store: Store, record_ids: list[str], *, merge: bool = True, log=Non
     done: dict = {"superseded": [], "merged": []}
     if not record_ids or not store.has_marks():
         return done
+    # in the order the drain stored them (the spool's), not by their clocks
     fresh = [r for r in (store.get_record(rid) for rid in dict.fromkeys(record_ids)) if r]
-    fresh.sort(key=lambda r: (r.get("created_at") or "", r["record_id"]))
     for new in fresh:
         done["superseded"] += supersede(store, new, log=log)
     if merge:

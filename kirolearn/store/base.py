@@ -497,9 +497,12 @@ class Store(abc.ABC):
         checked_at). A backend that keeps no check answers {}."""
         return {}
 
-    def records_claiming(self, project_id: str, identities, *, before: str, exclude=()) -> list[dict]:
-        """The claims of the project's live, unmarked records created at or before `before` that cite one
-        of these (file, kind, key), newest first, through an index (claims_of's shape)."""
+    def records_claiming(
+        self, project_id: str, identities, *, before: str = "", exclude=(), stored_before: str = ""
+    ) -> list[dict]:
+        """The claims of the project's live, unmarked records that cite one of these (file, kind, key),
+        newest first, through an index (claims_of's shape): those created at or before `before`, or,
+        with `stored_before` (a record id), those stored before that record, whatever their clocks said."""
         return []
 
     def set_claim_states(self, rows: list[dict]) -> int:

@@ -49,9 +49,20 @@ class ClaimsPart:
                 out.setdefault(row["record_id"], []).append(_claim(row))
         return out
 
-    def records_claiming(self, project_id: str, identities, *, before: str, exclude=()) -> list[dict]:
+    def records_claiming(
+        self, project_id: str, identities, *, before: str = "", exclude=(), stored_before: str = ""
+    ) -> list[dict]:
         skip = set(exclude)
         out = []
+        # stored order: the claim rows' rowids, inserted with their record, whatever the clock said
+        limit_row = None
+        if stored_before:
+            found = self.db.execute(
+                "select min(rowid) from record_claims where record_id = ?", [stored_before]
+            ).fetchone()
+            limit_row = found[0] if found and found[0] is not None else None
+        order = "c.rowid < ?" if limit_row is not None else "c.created_at <= ?"
+        bound = limit_row if limit_row is not None else (before or "9999")
         columns = f"c.{_CLAIM_COLUMNS.replace(', ', ', c.')}"
         for file, kind, key in dict.fromkeys(map(tuple, identities)):
             seen = set()
@@ -61,9 +72,9 @@ class ClaimsPart:
                     f"select {columns} from record_claims c {index} "
                     "join memory_records r on r.record_id = c.record_id "
                     f"where c.project_id = ? and c.{column} = ? and c.kind = ? and c.key = ? "
-                    "and c.created_at <= ? and r.superseded_by is null and r.merged_into is null "
-                    "order by c.created_at desc limit 50",
-                    [project_id, file, kind, key, before],
+                    f"and {order} and r.superseded_by is null and r.merged_into is null "
+                    "order by c.rowid desc limit 50",
+                    [project_id, file, kind, key, bound],
                 )
                 for row in _dicts(cursor):
                     if row["record_id"] not in skip and (row["record_id"], row["file"]) not in seen:
