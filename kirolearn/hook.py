@@ -256,7 +256,9 @@ def capture(argv: "list[str]", stdin: "bytes | None" = None) -> "str | None":
             exc.raw = raw  # an agent's payload we cannot read yet is kept in quarantine, never lost
             raise
         marker = claim_call(adapter.NAME, arg, raw, event.get("session_id") or "")
-        if marker is None:
+        if marker is None:  # recorded once; recall still runs: it never shows a session a record twice
+            if event["trigger"] in agents.CONTEXT_TRIGGERS:
+                inject_context(event, adapter)
             return None
         if event["trigger"] == "stop":
             shown.note_shown(event)
@@ -279,7 +281,7 @@ def capture(argv: "list[str]", stdin: "bytes | None" = None) -> "str | None":
 
 def claim_call(agent: str, arg: "str | None", raw: bytes, session_id: str) -> "str | None":
     """This call's marker ("" for none), or None when its twin (the same agent wired in a second scope,
-    run with the same bytes) already recorded it: then it writes nothing and prints nothing."""
+    run with the same bytes) already recorded it: then it writes nothing."""
     root = spool.root()
     key = once.call_key(agent, arg, raw, os.environ.get("KIRO_SESSION_ID", ""))
     marker = once.claim_call(root, key, once.session_key(agent, session_id))
