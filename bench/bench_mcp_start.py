@@ -7,7 +7,7 @@ the venv's bare `python -c pass`; `kirolearn-mcp` (its start-up front answers `i
 front); and `kirolearn-mcp` on to its first tool call (the SDK loads then). Medians, and each as a
 ratio of the bare interpreter's (goal: tools/list within 15x). Prints a table; never fails.
 
-    python bench/bench_mcp_start.py [--venv DIR] [--runs N]
+    python bench/bench_mcp_start.py [--venv DIR] [--runs N] [--figures docs/figures.json]
 """
 
 import argparse
@@ -20,6 +20,7 @@ import time
 
 import anyio
 from benchtable import compile_package, print_table
+from figures import merge
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -59,6 +60,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--venv", default=os.path.join(os.path.dirname(HERE), ".venv"))
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument(
+        "--figures", help="merge the quoted figures into this file (make bench: docs/figures.json)"
+    )
     args = parser.parse_args()
     compile_package(args.venv)
     python = os.path.join(args.venv, "bin", "python")
@@ -88,6 +92,15 @@ def main() -> int:
         ("  as a ratio of bare python", f"{med['call'] / med['bare']:.1f}x", ""),
     ]
     print_table(f"MCP server start-up, real mcp client over stdio, median of {args.runs} (alternating)", rows)
+    if args.figures:
+        values = {
+            "runs": args.runs,
+            "bare_ms": med["bare"],
+            "tools_list_ms": med["front"],
+            "first_call_ms": med["call"],
+        }
+        values.update(tools_list_ratio=med["front"] / med["bare"], first_call_ratio=med["call"] / med["bare"])
+        merge(args.figures, "mcp_start", {k: round(v, 3) for k, v in values.items()}, args.venv)
     return 0
 
 

@@ -2,6 +2,8 @@
 
 - Every command has help, and every command is named on a hand-written page (README.md or docs/).
 - docs/cli.md is cog output over every `--help`, and must equal what the commands print now.
+- Every figure the README and the agent pages quote is cog output over docs/figures.json (what
+  `make bench` measured), and must equal what that file renders now; none is written by hand.
 - Every shell example in README.md and docs/ runs (page by page, in a fresh home holding one turn
   summary and a fresh project, with the installed commands first on PATH) or says on the line before it why it cannot run here:
   `<!-- not run: reason -->`.
@@ -93,6 +95,60 @@ def test_the_cli_reference_is_what_the_commands_print():
         assert f"\n## kirolearn {' '.join(path)}\n" in reference
 
 
+COG = re.compile(r"\[\[\[cog.*?\[\[\[end\]\]\]", re.S)
+# a speed claim: "2.1× a bare start", "15 ms", "about a bare Python start"
+FIGURE = re.compile(r"\d+(?:\.\d+)?\s?×|\d+(?:\.\d+)? ?ms\b|bare Python start")
+
+
+def figure_pages():
+    """The pages `make figures` runs cog over, as the Makefile names them."""
+    makefile = (ROOT / "Makefile").read_text("utf-8")
+    return re.search(r"^FIGURE_PAGES := (.*)$", makefile, re.M).group(1).split()
+
+
+def test_the_quoted_figures_are_what_docs_figures_json_renders():
+    pages = figure_pages()
+    with_cog = sorted(str(p.relative_to(ROOT)) for p in HAND_WRITTEN if "[[[cog" in p.read_text("utf-8"))
+    assert sorted(pages) == with_cog, "every page with a cog block is in the Makefile's FIGURE_PAGES"
+    done = subprocess.run(
+        [sys.executable, "-m", "cogapp", "--check", "-I", "bench", *pages],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, (
+        f"a page's figures differ from docs/figures.json: run `make figures`\n{done.stdout}{done.stderr}"
+    )
+
+
+def test_no_figure_on_the_readme_or_an_agent_page_is_written_by_hand():
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs" / "agents").glob("*.md"))]:
+        outside = COG.sub("", page.read_text("utf-8"))
+        found = FIGURE.findall(outside)
+        assert not found, f"{page.name} quotes {found} by hand: measure it in a bench, render it with cog"
+
+
+def test_a_bench_merges_its_figures_and_a_page_renders_them(tmp_path):
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import figures
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    path = tmp_path / "figures.json"
+    figures.merge(str(path), "mcp_start", {"tools_list_ratio": 1.04}, str(tmp_path / "venv"))
+    figures.merge(str(path), "hook", {"ratio": 1.5, "hook_ms": 15.04}, str(tmp_path / "venv"))
+    merged = figures.load(path)
+    assert merged["mcp_start"]["tools_list_ratio"] == 1.04  # another bench's section is kept
+    note = merged["hook"]["measured_on"]
+    assert note["venv"] == "venv" and len(note["load_average"]) == 3 and note["editable_install"] is False
+    text = figures.render("- Capture: {hook[ratio]:.1f}× ({hook[hook_ms]:.1f} ms, " + "x " * 60 + ")", merged)
+    lines = text.splitlines()
+    assert lines[0].startswith("- Capture: 1.5× (15.0 ms, x x") and text.endswith(")\n")
+    assert len(lines) == 2 and lines[1].startswith("  x") and all(len(line) <= 96 for line in lines)
+    assert figures.when(merged["hook"]).endswith(f"on {os.cpu_count()} cores")
+
+
 def test_every_shell_block_runs_or_says_why_not():
     blocks = [(p, line, reason) for p in PAGES for line, _, reason in shell_blocks(p)]
     assert len(blocks) > 10  # the parser finds them
@@ -171,7 +227,7 @@ def test_readme_setup_commands_are_make_targets():
     docs = "\n".join(p.read_text("utf-8") for p in HAND_WRITTEN)
     for target in ("demo", "test"):
         assert f"make {target} " in README
-    for target in ("demo", "test", "test-slow", "test-all", "bench", "docs", "cli-docs"):
+    for target in ("demo", "test", "test-slow", "test-all", "bench", "docs", "cli-docs", "figures"):
         assert f"make {target}" in docs
         assert f"\n{target}:" in makefile
 
