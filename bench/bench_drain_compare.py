@@ -55,9 +55,16 @@ def main() -> int:
             os.makedirs(os.path.join(tmp, name, "project", ".git"))
         for r in range(args.rounds):
             for name, venv in builds.items():
-                env = {**os.environ, "KIROLEARN_HOME": os.path.join(tmp, name, "home"), "KIROLEARN_EMBEDDING_MODEL": "none"}
+                env = {
+                    **os.environ,
+                    "KIROLEARN_HOME": os.path.join(tmp, name, "home"),
+                    "KIROLEARN_EMBEDDING_MODEL": "none",
+                }
                 project = os.path.join(tmp, name, "project")
-                python, kirolearn = os.path.join(venv, "bin", "python"), os.path.join(venv, "bin", "kirolearn")
+                python, kirolearn = (
+                    os.path.join(venv, "bin", "python"),
+                    os.path.join(venv, "bin", "kirolearn"),
+                )
                 subprocess.run([python, "-c", SPOOL, project, f"r{r}"], env=env, check=True)
                 work.setdefault(name, []).append(child_cpu([kirolearn, "drain", "--flush"], env))
                 idle.setdefault(name, []).extend(child_cpu([kirolearn, "drain"], env) for _ in range(3))
