@@ -183,3 +183,42 @@ def test_claude_code_runs_portable_wiring_from_path(claude, project, tmp_path):
     assert "Nothing to run." in out.stdout
     assert "kirolearn-hook is not on PATH" in log.read_text()
     assert len([e for e in events_of(export(project), "claude-code") if e["trigger"] == "stop"]) == 1
+
+
+def test_claude_code_wired_in_both_scopes_records_one_event_per_call(claude, project, tmp_path):
+    """A teammate's portable project wiring plus their own user wiring (`install --also`): real Claude
+    Code runs every hook twice, and kirolearn keeps one event per call."""
+    import pathlib
+    import sys
+
+    trust(project)
+    path_bin = tmp_path / "path-bin"
+    path_bin.mkdir()
+    for name in ("kirolearn-hook", "kirolearn-mcp"):
+        (path_bin / name).symlink_to(pathlib.Path(sys.executable).parent / name)
+    kirolearn("install", "--agent", "claude-code", "--project", str(project), "--portable", "--yes")
+    refused = kirolearn("install", "--agent", "claude-code", "--yes", cwd=str(project), check=False)
+    assert refused.returncode != 0 and ".claude/settings.json" in refused.stderr  # names the other scope
+    kirolearn("install", "--agent", "claude-code", "--also", "--yes", cwd=str(project))
+    bare = f"{pathlib.Path(claude).parent}:/usr/bin:/bin"
+    script = [ToolCall("Bash", {"command": f"echo {MARK}", "description": "Print the marker"}), Text(FINAL)]
+    with FakeAnthropic(script) as fake:
+        env = agent_env(
+            ANTHROPIC_BASE_URL=fake.url, ANTHROPIC_API_KEY="dummy-key-for-the-fake", PATH=f"{path_bin}:{bare}"
+        )
+        out = run_agent(
+            [claude, "-p", "What does the marker command print?", "--allowedTools", "Bash"], project, env
+        )
+        assert fake.errors == []
+    assert FINAL in out.stdout
+    events = events_of(export(project), "claude-code")
+    by_trigger = {}
+    for e in events:
+        by_trigger[e["trigger"]] = by_trigger.get(e["trigger"], 0) + 1
+    assert by_trigger.get("userPromptSubmit") == 1 and by_trigger.get("stop") == 1, by_trigger
+    bash = [e for e in events if e["trigger"] == "postToolUse" and e.get("tool_name") == "Bash"]
+    assert len(bash) == 1, by_trigger
+    import os
+
+    log = (pathlib.Path(os.environ["KIROLEARN_HOME"]) / "logs" / "hook.log").read_text()
+    assert "the same call was recorded by another kirolearn hook" in log  # each hook did run twice
