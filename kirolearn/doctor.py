@@ -100,7 +100,7 @@ def run_checks():
         yield from semantic_checks(conf)
         from kirolearn.pipeline.probe import model_checks
 
-        yield from model_checks(conf)  # reachable, answers, JSON works, in which form (#36)
+        yield from model_checks(conf)  # reachable, answers, JSON works, in which form
         from kirolearn.team import membership as team
         from kirolearn.team.migrate import store_checks
 
@@ -290,13 +290,13 @@ def _wiring_clashes():
 
 
 def semantic_checks(conf):
-    """Can the embedding model load, and how many records have vectors of it (issue #11)."""
+    """Can the embedding model load, and how many records have vectors of it."""
     from kirolearn.recall.embeddings import registry as embeddings
 
     usable, message = embeddings.check(conf)
     yield ("OK" if usable else "WARN"), message
     from kirolearn.recall import (
-        client,  # the recall server (issue #22): whether the hook gets the model's answers
+        client,  # the recall server: whether the hook gets the model's answers
     )
 
     answer = client.ask({"op": "ping"}, deadline=1.0)

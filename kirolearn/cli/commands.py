@@ -349,7 +349,7 @@ def status_command(json_):
             f"last drain: {last['finished_at']}: {last['events_read']} read, {last['stored']} stored, "
             f"{last['records_written']} records"
         )
-        for group in last.get("merged") or ():  # what the drain merged by itself (issue #31)
+        for group in last.get("merged") or ():  # what the drain merged by itself
             click.echo(
                 f"  merged {', '.join(i for i in group['record_ids'] if i != group['into'])} into "
                 f"{group['into']}"

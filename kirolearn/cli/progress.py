@@ -1,4 +1,4 @@
-"""Progress bars for the long jobs a person runs by hand (issue #32): a `kirolearn drain` that stores a big
+"""Progress bars for the long jobs a person runs by hand: a `kirolearn drain` that stores a big
 spool or backfills expansions, vectors or freshness checks, and a `kirolearn import` of a big file.
 
 Shown on stderr, and only when stderr is a terminal: the hook, the MCP server and a scheduled drain (cron,

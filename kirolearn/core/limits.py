@@ -6,13 +6,13 @@ Both start from DEFAULTS and cap the budget at MAX_BUDGET_TOKENS. Standard libra
 
 A prompt's block is at most budget_tokens (estimated at 4 characters a token), a session start's
 twice that. 270 estimated is ~300 tokens of Claude's tokenizer on code-heavy memory (ids and
-punctuation cost more than 4 characters a token): bench/bench_context.py (#24).
+punctuation cost more than 4 characters a token): bench/bench_context.py.
 
 Kiro CLI (like Q CLI) cuts hook output at max_output_size, 10,240 bytes by default: the budget is
 capped below it (2,400 tokens ≈ 9,600 characters) and the block below 10,000 bytes.
 """
 
-# ~300 real tokens on code-heavy memory (bench/bench_context.py, #24)
+# ~300 real tokens on code-heavy memory (bench/bench_context.py)
 DEFAULT_BUDGET_TOKENS = 270
 DEFAULT_TIME_BUDGET = 0.25  # seconds for one recall inside a hook
 DEFAULTS = {

@@ -6,7 +6,7 @@ the nearest directory holding a project marker; the user's home directory is
 never inspected itself (~/.kiro is Kiro's global config, not a project).
 
 A project's id is the same on every machine when it has a git remote (kirolearn.core.gitremote:
-`git:<normalised remote>[//<subpath>]`), else it is derived from its path as before (#16).
+`git:<normalised remote>[//<subpath>]`), else it is derived from its path as before.
 """
 
 import os
@@ -107,7 +107,7 @@ def project_key(project_root: str, home: "str | None" = None) -> str:
 
 
 def path_id(project_root: str) -> str:
-    """The path-derived id every project had before #16 (first 16 hex digits of the root's sha256)."""
+    """The path-derived id every project had before git remotes named them (first 16 hex digits of the root's sha256)."""
     return sha256_hex(project_root.encode("utf-8", "surrogatepass"))[:16]
 
 

@@ -221,7 +221,7 @@ def _brief(record: dict) -> dict:
     """What a timeline row shows (scrubbing the rest would be wasted work): turn summaries in full."""
     keep = ("record_id", "session_id", "title", "observation_type", "strategy", "created_at", "project_root")
     row = {k: record[k] for k in keep}
-    for mark in ("freshness", "outcome", "superseded_by"):  # the card's labels (issue #31)
+    for mark in ("freshness", "outcome", "superseded_by"):  # the card's labels
         row[mark] = record.get(mark)
     # a turn summary in full; a conversation's card shows its outcome (its title is the request)
     row["summary"] = (
@@ -341,7 +341,7 @@ def show(record_id: str, store=None) -> dict:
     }
     if tomb is not None:
         out["forgotten"] = {k: tomb[k] for k in ("forgotten_at", "reason", "actor", "purged_at")}
-    # the marks both ways (issue #31): what replaced this record, what it replaced
+    # the marks both ways: what replaced this record, what it replaced
     out["marks"] = {
         "superseded_by": (record or {}).get("superseded_by"),
         "merged_into": (record or {}).get("merged_into"),
@@ -562,7 +562,7 @@ def edit(
     outcome: "str | None" = None,
 ) -> dict:
     """Change a record's title and/or summary: scrubbed, versioned in the audit, re-indexed; and/or its
-    outcome mark (issue #31), kept in the audit as a 'mark'."""
+    outcome mark, kept in the audit as a 'mark'."""
     store = store or writable()
     record_id = resolve_id(record_id, store)
     if store.get_record(record_id) is None:

@@ -1,7 +1,7 @@
 """`kirolearn-mcp`: the MCP stdio server an agent starts (official SDK, mcp 1.x FastMCP, in `app.py`).
 
 An agent sends its first model request as soon as its MCP servers have listed their tools, or
-without them when a server is slow (real Codex does: issue #33). Importing the SDK and what it
+without them when a server is slow (real Codex does). Importing the SDK and what it
 pulls in (pydantic models of the whole protocol, httpx, jsonschema, starlette) takes ~40x a bare
 Python start; so this module, standard library only, answers the two requests of a client's
 start-up itself from `listing.json` (the SDK server's own `initialize` capabilities and

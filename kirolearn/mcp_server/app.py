@@ -123,10 +123,10 @@ class Memory(BaseModel):
     files_touched: list[str]
     created_at: str
     score: float
-    # #31: current|changed|deleted; failed|succeeded|unknown (docs/memory-marks.md)
+    # current|changed|deleted; failed|succeeded|unknown (docs/memory-marks.md)
     freshness: str = "current"
     outcome: str = "unknown"
-    superseded_by: str | None = None  # a newer record changed what this one stated (issue #31)
+    superseded_by: str | None = None  # a newer record changed what this one stated
     merged_into: str | None = None
 
 
@@ -144,7 +144,7 @@ class MemoryDetails(BaseModel):
     created_at: str
     session_id: str
     actor: str | None = None
-    # issue #31 marks (docs/memory-marks.md), values as in MemoryHit
+    # marks (docs/memory-marks.md), values as in MemoryHit
     freshness: str = "current"
     outcome: str = "unknown"
     superseded_by: str | None = None

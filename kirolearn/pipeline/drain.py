@@ -74,7 +74,7 @@ CLOCK_SKEW_SECONDS = 300.0  # a stamp further ahead than this was made by a wron
 PURGE_AFTER_PASSES = 10  # passes in a row a tombstone's age must be due on before retention purges it
 BREAKER_COOL_OFF_SECONDS = 300.0  # then an open breaker lets one call through
 
-EMBED_SECONDS = 3.0  # per pass, after its commit (#22)
+EMBED_SECONDS = 3.0  # per pass, after its commit
 TEAM_SYNC_SECONDS = 15.0  # --watch: team sync at most this often
 
 log = logging.getLogger("kirolearn.pipeline.drain")
@@ -84,7 +84,7 @@ log = logging.getLogger("kirolearn.pipeline.drain")
 class DrainStats:
     """What one drain did (`kirolearn drain --json` prints this).
 
-    Issue #31's fields: freshness_checked, the records whose files this pass re-checked, and
+    fields: freshness_checked, the records whose files this pass re-checked, and
     freshness_marked, those whose freshness changed; superseded, older records a new one
     superseded (kirolearn.pipeline.truth); merged, the near-identical groups merged
     ({record_ids, into, why}). team: the team store sync of this drain ({} without one)."""
@@ -830,7 +830,7 @@ class Drainer:
             )  # a write reverted since reads so
         stats.batches_extracted += 1
 
-    # A model's answers (#36)
+    # A model's answers
 
     def _provenance(self, result) -> dict:
         """The run row's trace of a model call: prompt version, structured-output form, raw answer (scrubbed)."""
@@ -886,7 +886,7 @@ class Drainer:
         return purged
 
     def mark_truth(self, stats: DrainStats) -> None:
-        """Supersede what the new records changed and merge near-identical chores (issue #31), right after
+        """Supersede what the new records changed and merge near-identical chores, right after
         they are stored; the cost follows the new records (a few FTS candidates each)."""
         if not self.new_record_ids or not self.store.has_marks():  # a store that keeps no marks
             return
@@ -914,7 +914,7 @@ class Drainer:
         if stats.records_written or expanded:
             # word counts the hook reads with one index range; records an import or a team sync added get
             # their expansions here, and without this copy the hook read fts5vocab's doclists instead
-            # (issue #32: 230 ms a prompt at 100k records after an import)
+            # (230 ms a prompt at 100k records after an import)
             self.store.refresh_term_docs()
 
     def embed_vectors(self, stats: DrainStats, seconds: "float | None" = EMBED_SECONDS) -> None:

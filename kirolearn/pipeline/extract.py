@@ -277,7 +277,7 @@ def _may_rerun(failed_call: dict, later: dict) -> bool:
 def resolved(tools: list, i: int) -> bool:
     """Did something later in the turn undo the failure of tools[i]: a call that may be its re-run
     (`_may_rerun`) and did not fail? So `failed` needs that nothing later in the turn that could be the
-    same work succeeded (issue #31, point 3); an unrelated later command does not undo a failure."""
+    same work succeeded; an unrelated later command does not undo a failure."""
     return any(_may_rerun(tools[i], later) and not failed(later) for later in tools[i + 1 :])
 
 

@@ -1,4 +1,4 @@
-"""`kirolearn doctor`'s model checks (#36): is the configured model server reachable, does it answer
+"""`kirolearn doctor`'s model checks: is the configured model server reachable, does it answer
 a short probe, and does JSON output work, in which structured-output form.
 
 Only a model with an `[extract] api_base` (a local or self-hosted server) is probed: a hosted

@@ -1,4 +1,4 @@
-"""Scrub the texts of one turn in order, each with the open end of the text before it (issue #34).
+"""Scrub the texts of one turn in order, each with the open end of the text before it.
 
 A secret can be split over two tool outputs of one turn: `aws_secret_access_key =` ends one, the
 value alone starts the next. Neither text holds the secret with its name, so scrubbing each alone

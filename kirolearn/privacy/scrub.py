@@ -92,8 +92,8 @@ def _lazy(name: str, pattern: str, flags: int = 0) -> re.Pattern[str]:
 
 
 def _rare(pattern: str, flags: int = 0) -> re.Pattern[str]:
-    """A pattern compiled when first used, not with the rules (_builtin_rules): the passes of issue
-    #34 and the private-tag patterns are large (~60 ms to compile together) and most processes,
+    """A pattern compiled when first used, not with the rules (_builtin_rules): the shape passes
+    and the private-tag patterns are large (~60 ms to compile together) and most processes,
     the prompt hook's recall among them, never need them."""
     return _views.Lazy(pattern, flags)  # type: ignore[return-value]
 
@@ -1106,7 +1106,7 @@ _PREV_WORD_RE = _lazy("_PREV_WORD_RE", r"([A-Za-z]+)[ \t_\-]+$")
 _CANDIDATE_RE = _lazy(
     "_CANDIDATE_RE", r"(?<![A-Za-z0-9+/_\-=])[A-Za-z0-9+/_\-]{20,1024}={0,2}(?![A-Za-z0-9+/_\-=])"
 )
-# --- shapes of issue #34: .netrc, cookies, bearer, wrapped URLs, base64 ---
+# --- shapes of .netrc, cookies, bearer, wrapped URLs, base64 ---
 
 # .netrc `machine H login U password P`: pairs in any order, across lines
 _NETRC_SEP = r"(?:[ \t\r\n]|\\[nrt])+"
@@ -1691,7 +1691,7 @@ class Scrubber:
             text = self._betterleaks_pass(text)
         return text
 
-    # --- decoded views (issue #23) ---
+    # --- decoded views ---
 
     def _plain_fixpoint(self, text: str) -> str:
         out = self._scrub_plain(text)

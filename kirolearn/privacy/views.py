@@ -1,4 +1,4 @@
-"""Decoded views of a text, with the way back to the original's offsets (issue #23).
+"""Decoded views of a text, with the way back to the original's offsets.
 
 Tools rarely print a secret in its plain form: JSON escapes it (`\\u0067hp_…`, `postgres:\\/\\/…`),
 a query string URL-encodes it (`%7B%22password%22…`), HTML escapes it (`&lt;private&gt;`), a

@@ -228,7 +228,7 @@ def outcome_line(hit) -> str:
     parts = sections(summary, "**")
     if parts.get("Failed") and not _empty(
         parts["Failed"]
-    ):  # a failed turn (issue #31): what was tried, and why it failed
+    ):  # a failed turn: what was tried, and why it failed
         return _with_request(title, _cut(_flat(parts["Failed"].split("\n")[0]), LINE_CHARS))
     if getattr(hit, "outcome", None) == "failed" and not title.lower().startswith("tried"):
         title = f"Tried: {title}"  # a model's record of a failed turn: never told as done

@@ -7,7 +7,7 @@ sqlite3.Error, which the hook logs and turns into silence. Used by the hook, `ki
 
 Ranking: FTS5 BM25 over title, summary, facts, concepts and files (column
 weights below), then weighted by record type (summaries and decisions outrank
-routine tool use), recency and the record's marks (issue #31: a record whose files changed or were
+routine tool use), recency and the record's marks (a record whose files changed or were
 deleted since, or whose turn failed, keeps kirolearn.core.marks.factor of its score); ties break on
 created_at, then record_id.
 """
@@ -38,13 +38,13 @@ RELATIVE_FLOOR = 0.35  # of the best match's score
 
 COMMON_SHARE = 0.2  # commoner words (idf < log 4): not searched
 KEEP_RAREST = 2  # but a prompt's rarest few are kept
-COMMON_DOCS = 5000  # nor words in more records: a word costs its document count (#32)
+COMMON_DOCS = 5000  # nor words in more records: a word costs its document count
 RECENT_ROWS = 50_000  # newest rowids a heavy phrase is looked up in (_with_phrases)
-MATCH_BUDGET = 3000  # index matches a prompt ranks on a big store; past it, the newest records only (#32)
+MATCH_BUDGET = 3000  # index matches a prompt ranks on a big store; past it, the newest records only
 
 # Filter a big project after ranking: BM25 reads its whole doclist in MATCH.
 PROJECT_IN_MATCH_BELOW = 0.75
-PROJECT_MATCH_DOCS = 20_000  # so is a bigger project: its doclist costs more than it saves (#32)
+PROJECT_MATCH_DOCS = 20_000  # so is a bigger project: its doclist costs more than it saves
 SHARE_MARGIN = 2.0  # rank this many times the project's expected share, or all are ranked again
 
 # words() tokenizes by hand: re costs the hook ~25M instructions.
@@ -60,7 +60,7 @@ _STOPWORDS = frozenset(
 )
 # Searched, but no prompt is about one alone ("that's all for today").
 RELATIVE_DAYS = frozenset(("today", "tonight", "tomorrow", "yesterday"))
-# Superseded (issue #31): this share of its match (kirolearn.core.marks); merged ones are not recalled.
+# Superseded: this share of its match (kirolearn.core.marks); merged ones are not recalled.
 SUPERSEDED_FACTOR = marks.SUPERSEDED_FACTOR
 ECHO_FACTOR = marks.ECHO_FACTOR
 
@@ -115,10 +115,10 @@ class Hit:
         self.title, self.summary, self.facts, self.concepts = title, summary, facts, concepts
         self.files_touched, self.observation_type, self.strategy = files_touched, observation_type, strategy
         self.created_at, self.bm25, self.score, self.matched_terms = created_at, bm25, 0.0, []
-        self.actor = actor  # who made it (#16)
-        # marks of issue #31 (core.marks): demoted and labelled
+        self.actor = actor  # who made it
+        # marks (core.marks): demoted and labelled
         self.freshness, self.outcome = freshness or marks.DEFAULT_FRESHNESS, outcome or marks.DEFAULT_OUTCOME
-        self.superseded_by, self.merged_into = superseded_by, merged_into  # marks (#31): demoted / hidden
+        self.superseded_by, self.merged_into = superseded_by, merged_into  # marks: demoted / hidden
 
     def to_dict(self) -> dict:
         """Plain dict for --json output and MCP results."""
@@ -254,7 +254,7 @@ def _heavy_phrases(conn, words: "list[str]") -> "list[str]":
 
     FTS5 matches such a phrase by reading every token's doclist, and bm25() counts the phrase's
     records over the whole index before it scores one: ~50 ms a phrase at 1M records, whatever
-    rowid floor the query has (issue #32). A token of three characters or fewer is counted
+    rowid floor the query has. A token of three characters or fewer is counted
     exactly, not by prefix ("ci" is not every word that starts with it)."""
     phrases = [w for w in words if len(reader.word_tokens(w)) > 1]
     if not phrases:
@@ -276,7 +276,7 @@ def _drop_common(
 
     Words that most records contain get ~0 BM25 weight yet cost the most: scoring a match reads its
     row's size, so a word's cost is its document count. A word is dropped past COMMON_SHARE of the
-    records or COMMON_DOCS of them (the cap keeps a big store's cost bounded, issue #32), but the
+    records or COMMON_DOCS of them (the cap keeps a big store's cost bounded), but the
     rarest KEEP_RAREST are always kept (past COMMON_DOCS only when no word is under it). A store
     under COMMON_DOCS / COMMON_SHARE records is searched as it always was; on a bigger one, when
     the kept words are in more than MATCH_BUDGET records together, only the newest part of the store
@@ -313,7 +313,7 @@ def _budget_floor(conn, matches: int) -> int:
     """The rowid past which the newest records hold about MATCH_BUDGET of `matches` (the kept words'
     records, taken as spread evenly over the rowids), or 0 when all of them fit the budget. Ranking
     costs 4-10 us a match at 1M records: a prompt of common words ("database locked") ranked a
-    million of them in 2 s, and the hook's deadline gave it no memory (issue #32)."""
+    million of them in 2 s, and the hook's deadline gave it no memory."""
     if matches <= MATCH_BUDGET:
         return 0
     newest = reader.newest_rowid(conn)

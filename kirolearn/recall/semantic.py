@@ -557,7 +557,7 @@ class Searcher:
             best = max(fused.values(), default=0.0) or 1.0
             for rid in fused:
                 fused[rid] += when.DATE_WEIGHT * best * when.closeness(index.times.get(rid), dates)
-        # issue #31: marks weigh the fused score once, here (recall.scores skips them)
+        # marks weigh the fused score once, here (recall.scores skips them)
         for rid, (fresh, outcome) in self.store.marks_of(list(fused)).items():
             fused[rid] *= marks.factor(fresh, outcome)
         # and a merged record is not recalled, a superseded one is demoted

@@ -244,7 +244,7 @@ class Store(abc.ABC):
         other record cites, old audit text) except their hash and ids, so it never comes back. Live or
         unknown ids and tombstones already purged are left alone. Returns how many were purged."""
 
-    # --- marks (issue #31) ---
+    # --- marks ---
 
     @abc.abstractmethod
     def set_marks(self, marks: list[dict], *, actor: str) -> list[dict]:
@@ -262,7 +262,7 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def merge_lists(self, records: list[dict], *, actor: str = "sync") -> int:
-        """A merge survivor's lists, made in another store (issue #31): for each record dict whose
+        """A merge survivor's lists, made in another store: for each record dict whose
         `source_event_ids` hold an event the live record of its id lacks (a merge always brings its
         group's events), each list it carries (RECORD_LISTS) becomes its union with the one held, order
         kept, with a 'merge-survivor' audit row; a dict that brings no new event changes nothing (edits
@@ -290,7 +290,7 @@ class Store(abc.ABC):
         record_actor (who made the record; None when unknown)} of tombstones that
         arrived], "purged": [{record_id, record_hash, project_id, purged_at} of
         tombstones purged], "marks": [{record_id, project_id, freshness, outcome} of live records
-        whose marks changed (issue #31), their values now], "after": the number to pass next time}. Numbers only
+        whose marks changed, their values now], "after": the number to pass next time}. Numbers only
         grow and are never reused; at most `limit` changes are read per call;
         calling again with the returned `after` until "after" stops moving reads
         everything once.
@@ -564,7 +564,7 @@ class Store(abc.ABC):
 
     def freshness_due(self, limit: int) -> list[dict] | None:
         """Up to `limit` records whose files this machine recorded (file_state), the longest unchecked
-        first, through an index (issue #31): the drain's bounded freshness pass. None when the backend
+        first, through an index: the drain's bounded freshness pass. None when the backend
         keeps no file state (a team store: a teammate's working tree is another)."""
         return None
 

@@ -48,11 +48,11 @@ class MemoryRecord(BaseModel):
     source_event_ids: list[NonEmpty] = Field(min_length=1)
     run_id: str | None = None
     created_at: AwareDatetime
-    # who made it (#16): the person, the machine, the agent (agents.names())
+    # who made it: the person, the machine, the agent (agents.names())
     actor: str | None = None
     host: str | None = None
     agent: str | None = None
-    # issue #31 (core.marks): how the turn ended, whether its files still are so
+    # core.marks: how the turn ended, whether what it claims still holds
     outcome: Literal[OUTCOMES] = DEFAULT_OUTCOME
     freshness: Literal[FRESHNESS] = DEFAULT_FRESHNESS
     file_state: dict | None = None

@@ -1,7 +1,6 @@
 """Team sync: send this home's shared projects to the team store, and bring the team's records home.
 
-The drainer runs it after each drain when a team store is configured (issue
-#16). The local SQLite file stays the only thing the hook reads: for a shared
+The drainer runs it after each drain when a team store is configured. The local SQLite file stays the only thing the hook reads: for a shared
 project it is the cache of the team's memory.
 
 Per shared project, in this order:
@@ -18,7 +17,7 @@ Per shared project, in this order:
    restore (a record of this user, live here, that the team store holds a
    tombstone for, is restored there) and a purge (the team store's tombstone
    of this user's record loses its text too).
-   A change of a record's marks (issue #31) goes up as it is now: freshness and outcome
+   A change of a record's marks goes up as it is now: freshness and outcome
    through the feed's 'mark' (`set_marks`), superseded_by and merged_into with the record's
    'record' change, only those set here (`own_marks`, `apply_marks`); an equal mark is no
    change, so a mark that came down stops there. A merge survivor's new lists (the union of its
@@ -65,7 +64,7 @@ EVENT_OVERLAP_SECONDS = 120  # events stored slightly out of order (two drains r
 class SyncStats:
     """What one sync did (`kirolearn drain --json` prints it under "team").
 
-    marks_sent / marks_received (issue #31) count each mark change once: a record's
+    marks_sent / marks_received count each mark change once: a record's
     freshness/outcome change (set_marks, the feed's 'mark') and each superseded_by /
     merged_into change (apply_marks, carried by its 'record')."""
 
@@ -79,10 +78,10 @@ class SyncStats:
     restores_received: int = 0
     purges_sent: int = 0
     purges_received: int = 0
-    # issue #31: each mark change counted once (see SyncStats)
+    # each mark change counted once (see SyncStats)
     marks_sent: int = 0
     marks_received: int = 0
-    # issue #31: merge survivors whose lists (the union of their group's) changed on the other side
+    # merge survivors whose lists (the union of their group's) changed on the other side
     lists_sent: int = 0
     lists_received: int = 0
     error: str = ""
@@ -167,7 +166,7 @@ def _held_window(team, window: list[dict], saved: str | None) -> list[dict]:
     moved past it. When the overlap holds exactly the events it held at the last pass (the
     digest of their ids, `saved`), all were sent then: nothing to ask. Otherwise the team store
     is asked which it holds (one primary-key lookup each) and only the others are sent. So an
-    idle pass sends nothing and asks nothing (issue #32: it re-sent the last two minutes' events).
+    idle pass sends nothing and asks nothing (it re-sent the last two minutes' events).
     """
     if saved is not None and _digest(e["event_id"] for e in window) == saved:
         return []
@@ -212,7 +211,7 @@ def _records_up(local, team, project_id: str, cursor: dict, me: str, stats: Sync
             return
         if found["records"]:
             stats.records_sent += team.add_records(_clean_records(found["records"], scrub))
-            # marks made here (#31); a record from the team sends none back
+            # marks made here; a record from the team sends none back
             stats.marks_sent += team.apply_marks(
                 local.own_marks([r["record_id"] for r in found["records"]]), actor=me
             )
@@ -238,7 +237,7 @@ def _records_up(local, team, project_id: str, cursor: dict, me: str, stats: Sync
             mine = [rid for rid in purged if authors.get(rid) == me]
             if mine:
                 stats.purges_sent += team.purge(mine, actor=me)
-        if found.get("marks"):  # issue #31: a record's freshness or outcome changed here
+        if found.get("marks"):  # a record's freshness or outcome changed here
             stats.marks_sent += _count(team.set_marks(_marks(found["marks"]), actor=me))
         cursor["up"] = found["after"]
         _save(project_id, cursor)
@@ -290,7 +289,7 @@ def _records_down(local, team, project_id: str, cursor: dict, stats: SyncStats) 
         purged = [p["record_id"] for p in found.get("purged", [])]
         if purged:  # erased team-wide: this cache's tombstone of it goes too
             stats.purges_received += local.purge(purged, actor="team")
-        if found.get("marks"):  # a teammate's drain marked a record (issue #31): the same marks here
+        if found.get("marks"):  # a teammate's drain marked a record: the same marks here
             stats.marks_received += _count(local.set_marks(_marks(found["marks"]), actor="team"))
         cursor["down"] = found["after"]
         _save(project_id, cursor)

@@ -104,7 +104,7 @@ MARK_TIPS = {  # what each label means (docs/memory-marks.md)
 
 
 def mark_labels(record) -> "list[tuple[str, str]]":
-    """(label, tooltip) for a record's freshness and outcome when they are not current / unknown (issue #31)."""
+    """(label, tooltip) for a record's freshness and outcome when they are not current / unknown."""
     from kirolearn.core import marks
 
     record = record or {}

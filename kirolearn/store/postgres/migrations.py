@@ -24,7 +24,7 @@ The tables mirror the SQLite store's (kirolearn.store.sqlite.migrations), with t
 - The text search configuration `kirolearn` is PostgreSQL's `english` with its Snowball stemmer
   and no stop-word list: SQLite's porter tokenizer drops no word either, so a search for `about`
   or `not` finds the same records on both backends (rarity, not a list, weighs common words).
-- Attribution (actor, host, agent) is on records and summaries from the start (issue #16).
+- Attribution (actor, host, agent) is on records and summaries from the start.
 - No vector table: pgvector is not assumed (PostgresStore.capabilities says what the server has).
 - The change feed (Store.changes, PG002; SQLite's m017) numbers each record that arrives and
   each tombstone, written by triggers so every writer feeds it. PostgreSQL hands out sequence
@@ -237,7 +237,7 @@ create trigger record_changes_purged after update of purged_at on forgotten_reco
 create index idx_record_changes_record on record_changes (record_id, seq);
 """
 
-# outcome and freshness marks (#31, SQLite's m020), fed so every cache pulls them
+# outcome and freshness marks (SQLite's m020), fed so every cache pulls them
 PG004_RECORD_MARKS = """
 alter table memory_records add column outcome text collate "C" not null default 'unknown';
 alter table memory_records add column freshness text collate "C" not null default 'current';
@@ -246,7 +246,7 @@ create trigger record_changes_mark after update of freshness, outcome on memory_
     execute function kirolearn_feed('mark');
 """
 
-# superseded_by, merged_into (#31, SQLite's m021), fed to teammates' caches
+# superseded_by, merged_into (SQLite's m021), fed to teammates' caches
 PG005_SUPERSEDE_MERGE = """
 alter table memory_records add column superseded_by text collate "C";
 alter table memory_records add column merged_into text collate "C";
@@ -263,7 +263,7 @@ PG006_EXTRACTION_ANSWERS = """
 alter table extraction_runs add column answer text, add column prompt_version text, add column response_form text;
 """
 
-# A merge survivor's lists grown in another store (issue #31: Store.merge_lists, a teammate's
+# A merge survivor's lists grown in another store (Store.merge_lists, a teammate's
 # consolidate or drain) feed record_changes ('record'), so every cache pulls the union.
 PG007_TRUTH2_RECORD_LISTS = """
 create trigger record_changes_lists after update of facts, concepts, files_touched, source_event_ids
@@ -274,7 +274,7 @@ create trigger record_changes_lists after update of facts, concepts, files_touch
     execute function kirolearn_feed('record');
 """
 
-# Issue #32: the queries a sync pass or a purge runs, found through an index at 1M records.
+# the queries a sync pass or a purge runs, found through an index at 1M records.
 # The feed's page of a project is an index-only range of idx_record_changes_feed (it covers
 # record_id and change, so the planner never prefers walking every project's newer numbers by
 # the primary key; it replaces pg002's idx_record_changes_project).

@@ -84,7 +84,7 @@ RECORD_COLUMNS = (
     "work_signature",
     "pinned",
 )
-# kept only on the storing machine: another working tree has other files (#31)
+# kept only on the storing machine: another working tree has other files
 LOCAL_ONLY = ("file_state", "freshness_checked_at")
 SUMMARY_COLUMNS = (
     "id",
@@ -164,7 +164,7 @@ def _class_weights() -> list[float]:
 
 
 RANK_WEIGHTS = _class_weights()
-# What a marked record keeps of its relevance (issue #31: kirolearn.core.marks, the factors SQLite's
+# What a marked record keeps of its relevance (kirolearn.core.marks, the factors SQLite's
 # recall applies): freshness times outcome times superseded; a merged record is not returned.
 MARK_FACTOR_SQL = (
     "(case r.freshness "
@@ -662,7 +662,7 @@ class PostgresStore(Store):
         record count is the planner's estimate (pg_class.reltuples, kept by autovacuum), as
         counting every record would cost more than the search. A marked record's relevance is
         multiplied by the factors SQLite's recall uses (MARK_FACTOR_SQL: changed 0.6, deleted 0.4,
-        failed 0.5, superseded 0.1); a merged record is left out (issue #31).
+        failed 0.5, superseded 0.1); a merged record is left out.
         """
         words = [w for w in words if isinstance(w, str) and w.strip()]
         if not words or limit <= 0:

@@ -463,7 +463,7 @@ def iso_shift(iso: str, seconds: float) -> str:
     return isotime.shift(iso, seconds)
 
 
-# --- embeddings (#11): reads take any sqlite3 connection, no sqlite-utils ---
+# --- embeddings: reads take any sqlite3 connection, no sqlite-utils ---
 
 
 def _to_embed(before_parts: bool) -> str:

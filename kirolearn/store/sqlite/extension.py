@@ -45,7 +45,7 @@ class SqliteExtension:
         return True
 
     def freshness_due(self, limit: int) -> "list[dict]":
-        """Up to `limit` records with a file_state, the longest unchecked first (issue #31; an index
+        """Up to `limit` records with a file_state, the longest unchecked first (an index
         range, kirolearn.store.sqlite.records.freshness_due): the drain's bounded freshness pass."""
         from kirolearn.store.sqlite import records
 

@@ -197,7 +197,7 @@ def m015_events_agent(db):
 
 @migrations()
 def m014_placeholder_session_summaries(db):
-    """Undo the placeholder summary older versions invented when auto_compress failed (issue #14).
+    """Undo the placeholder summary older versions invented when auto_compress failed.
 
     The seed stores an empty summary; the placeholder also hid the previous real
     summary at session start. Only rows whose text is exactly that placeholder
@@ -286,7 +286,7 @@ def m009_scrub_state(db):
 
 @migrations()
 def m012_record_vectors(db):
-    """Embedding vectors of memory records (issue #11), one per record and model.
+    """Embedding vectors of memory records, one per record and model.
 
     The model id is stored with every vector so vectors of two models never mix;
     `kirolearn reindex` rewrites them when the configured model changes.
@@ -309,7 +309,7 @@ def m012_record_vectors(db):
 
 @migrations()
 def m012_record_expansion(db):
-    """A hidden text column the drainer fills from semantics (issue #11), searched by the hook too.
+    """A hidden text column the drainer fills from semantics, searched by the hook too.
 
     `expansion` holds words a record should also be found by: the text of its session
     neighbours for now (a follow-up rarely repeats the words of the turn it needs,
@@ -329,7 +329,7 @@ def m012_record_expansion(db):
 
 @migrations()
 def m012_term_docs(db):
-    """Document counts of indexed terms, copied from fts5vocab by the drainer (issue #11).
+    """Document counts of indexed terms, copied from fts5vocab by the drainer.
 
     The prompt hook skips words most records contain; reading the counts from fts5vocab
     walks each term's whole doclist (~8 ms a word at 100k records), this table is one
@@ -344,7 +344,7 @@ def m012_term_docs(db):
 def m017_record_changes(db):
     """A change feed of records: each insert into memory_records and each tombstone gets a sequence number.
 
-    `Store.changes` reads it (the team store's upload and cache sync, issue #16).
+    `Store.changes` reads it (the team store's upload and cache sync).
     AUTOINCREMENT, so a number is never reused, not even after the newest record is
     forgotten; triggers, so every writer feeds it without knowing. Existing records
     and tombstones are fed in creation order.
@@ -373,7 +373,7 @@ def m017_record_changes(db):
 
 @migrations()
 def m016_team_project_ids(db):
-    """A project whose repository has a git remote is identified by that remote (#16).
+    """A project whose repository has a git remote is identified by that remote.
 
     Two clones of one repository, on two machines or at two paths, now share one project id.
     Rows stored under the old path-derived id of such a project move to the new id (the
@@ -387,7 +387,7 @@ def m016_team_project_ids(db):
 
 @migrations()
 def m016_team_attribution(db):
-    """Who made a record: actor, host and agent on records and session summaries (#16).
+    """Who made a record: actor, host and agent on records and session summaries.
 
     Older rows take them from the events they were made from, else from this machine (its OS
     user and host) and Kiro, the only agent before event schema 2.
@@ -415,7 +415,7 @@ def m018_session_end_milliseconds(db):
 
 @migrations()
 def m019_purge_changes(db):
-    """The change feed also numbers purges ('purged'), so a team sync can carry a purge (#16).
+    """The change feed also numbers purges ('purged'), so a team sync can carry a purge.
 
     A trigger on forgotten_records.purged_at going from NULL to a time; tombstones purged
     before this migration are fed once, in purge order. An index on record_id lets a sync
@@ -435,7 +435,7 @@ def m019_purge_changes(db):
 
 @migrations()
 def m020_pending_work(db):
-    """Pending derived work found through indexes and watermarks, not by reading every record (#32).
+    """Pending derived work found through indexes and watermarks, not by reading every record.
 
     - `idx_records_expansion_pending`: a partial index of the records whose expansion is not
       derived yet, so a drain pass finds them in proportion to how many there are;
@@ -470,7 +470,7 @@ def m020_pending_work(db):
 
 @migrations()
 def m020_record_freshness_outcome(db):
-    """Issue #31: a record's `outcome` and `freshness` marks, and what its files were when it was stored.
+    """a record's `outcome` and `freshness` marks, and what its files were when it was stored.
 
     `outcome` (failed | succeeded | unknown) is decided at extraction; `freshness` (current |
     changed | deleted) by the drain's re-checks against the working tree. `file_state` (JSON:
@@ -499,7 +499,7 @@ def m020_record_freshness_outcome(db):
 
 @migrations()
 def m021_record_supersede_merge(db):
-    """Two marks on a record (issue #31): `superseded_by` (a newer record changed what it stated) and
+    """Two marks on a record: `superseded_by` (a newer record changed what it stated) and
     `merged_into` (consolidation folded it into a survivor). Both name another record's id; NULL = none.
 
     Nothing is deleted: recall demotes a superseded record and hides a merged one, and `kirolearn
@@ -529,7 +529,7 @@ def m021_record_supersede_merge(db):
 
 @migrations()
 def m022_extraction_answers(db):
-    """A model run keeps what it was asked with and what it answered (#36): the prompt's version,
+    """A model run keeps what it was asked with and what it answered: the prompt's version,
     the structured-output form the server took, and the raw answer (scrubbed, cut to 8,000
     characters), so a bad record can be traced to its run."""
     for column in ("answer", "prompt_version", "response_form"):

@@ -205,7 +205,7 @@ def _fts_top(
     """Up to `limit` rows, best first, of the `depth` best index matches that pass `conds` (and past
     `after_rowid`). Ranked inside the FTS index before the join: joining every match before sorting
     read thousands of full records per query at 100k records."""
-    # rank first, join only the top rows; a rowid floor goes inside the FTS query (#32)
+    # rank first, join only the top rows; a rowid floor goes inside the FTS query
     floor = " and rowid > ?" if after_rowid else ""
     sql = (
         f"with top as (select rowid, bm25(memory_records_fts, {weights}) as bm25 from memory_records_fts "
@@ -389,7 +389,7 @@ def project_share(conn, project_id: str) -> "float | None":
     return None if found is None else found[0] / found[1]
 
 
-# the marks (#31) demote stale or failed records; absent before m020
+# the marks demote stale or failed records; absent before m020
 MARK_COLUMNS = ", r.freshness, r.outcome"
 SCORE_COLUMNS = "r.record_id, r.observation_type, r.created_at" + MARK_COLUMNS
 RANK_COLUMNS = "r.rowid, " + SCORE_COLUMNS  # what ranking needs, and where to read the rest
@@ -499,7 +499,7 @@ def record_count(conn) -> int:
     return conn.execute("select count(*) from memory_records").fetchone()[0]
 
 
-# --- marks (issue #31): superseded_by, merged_into ---
+# --- marks: superseded_by, merged_into ---
 
 
 def record_marks(conn, record_ids) -> "dict[str, tuple]":

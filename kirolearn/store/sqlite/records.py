@@ -313,7 +313,7 @@ def extraction_failures_since(conn, since_iso: str) -> int:
 
 
 def model_runs_since(conn, since_iso: str) -> dict:
-    """What the model did since a time (`status`, #36): batches it extracted, their latency, its
+    """What the model did since a time (`status`): batches it extracted, their latency, its
     failed attempts, the batches that fell back to the deterministic extractor, by reason, and the
     supersede questions it was asked (kirolearn.pipeline.judge) and answered.
 
@@ -775,7 +775,7 @@ def purge_edit_history(db, record_ids=None) -> int:
         return db.execute(sql, args).rowcount
 
 
-# --- marks (issue #31): superseded_by and merged_into ---
+# --- marks: superseded_by and merged_into ---
 
 MARKS = LINK_MARKS
 
@@ -1119,7 +1119,7 @@ def table_columns(db, table: str) -> "list[str]":
     return [r[1] for r in db.execute(f"pragma table_info({table})")]
 
 
-# --- marks (issue #31: freshness and outcome) ---
+# --- marks (freshness and outcome) ---
 
 MARK_FIELDS = ("freshness", "outcome")
 

@@ -232,7 +232,7 @@ class SqliteStore(ClaimsPart, Store):
     def search(self, words: "list[str]", *, project_id=None, types=None, limit: int = 10) -> "list[dict]":
         if not words or limit <= 0:
             return []
-        # marked records (issue #31) keep marks.record_factor of their relevance, merged ones none: a few
+        # marked records keep marks.record_factor of their relevance, merged ones none: a few
         # more matches are ranked so a demoted one can fall below the cut
         rows = reader.fts_matches(
             self.db.conn,

@@ -1,4 +1,4 @@
-"""Store-side SQL of team memory (#16) for the local SQLite store: project re-keying and attribution.
+"""Store-side SQL of team memory for the local SQLite store: project re-keying and attribution.
 
 - `rekey_projects`: a project whose repository has a git remote is identified by that remote
   (kirolearn.core.project.project_id), so rows stored under its old path-derived id move to the new one,
