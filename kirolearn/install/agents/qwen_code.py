@@ -1,0 +1,124 @@
+"""Qwen Code's installer targets: ~/.qwen/settings.json or <project>/.qwen/settings.json.
+
+The hook-time half of this agent lives in kirolearn.capture.agents.qwen_code; this is the CLI's half.
+"""
+
+import os
+
+from kirolearn.capture.agents.common import APPROVED_TOOLS
+from kirolearn.capture.agents.qwen_code import HOOKS, NAME
+from kirolearn.core.mcp_tools import MCP_SERVER
+from kirolearn.install.agents import common
+
+KIND = "qwen-settings"
+
+
+def settings_path(project: "str | None") -> str:
+    if project:
+        return os.path.join(os.path.abspath(project), ".qwen", "settings.json")
+    return common.user_path(".qwen", "settings.json")
+
+
+def hook_command(portable: bool = False) -> str:
+    """The command Qwen Code runs (through a shell); a missing binary is a no-op."""
+    return common.hook_command(NAME, portable=portable)
+
+
+def tool_name(tool: str) -> str:
+    """The name Qwen Code gives an MCP tool of ours (and matches in `permissions.allow`)."""
+    return f"mcp__{MCP_SERVER}__{tool}"
+
+
+def _is_ours(group) -> bool:
+    return common.is_our_group(group, NAME)
+
+
+def _unwired(data: dict) -> dict:
+    """`data` without our hooks, our MCP server and our allowed tools (containers only we emptied go too)."""
+    common.drop_our_hooks(data, _is_ours)
+    common.drop_our_server(data)
+    permissions = data.get("permissions")
+    ours = {tool_name(t) for t in APPROVED_TOOLS}
+    if (
+        isinstance(permissions, dict)
+        and isinstance(permissions.get("allow"), list)
+        and ours & set(map(str, permissions["allow"]))
+    ):
+        permissions["allow"] = [t for t in permissions["allow"] if t not in ours]
+        if not permissions["allow"]:
+            del permissions["allow"]
+            if not permissions:
+                del data["permissions"]
+    return data
+
+
+def _problem(data: dict) -> "str | None":
+    problem = common.hooks_problem(data) or common.servers_problem(data)
+    if problem:
+        return problem
+    permissions = data.get("permissions", {})
+    if not isinstance(permissions, dict) or not isinstance(permissions.get("allow", []), list):
+        return "'permissions.allow' is not a list"
+    return None
+
+
+def mcp_server(portable: bool = False) -> dict:
+    """Our stdio server; `alwaysLoadTools` lists its tools at once (else they wait behind tool_search)."""
+    return {**common.mcp_server(NAME, portable), "alwaysLoadTools": True}
+
+
+def _additions(portable: bool = False) -> list:
+    from kirolearn.install.edit import Item, Member
+
+    additions = [
+        Item(
+            ("hooks", event),
+            {
+                "matcher": "",
+                "hooks": [
+                    {
+                        "name": f"kirolearn-{event}",
+                        "type": "command",
+                        "command": hook_command(portable),
+                        "timeout": timeout,
+                    }
+                ],
+            },
+        )
+        for event, timeout in HOOKS
+    ]
+    additions.append(Member(("mcpServers",), MCP_SERVER, mcp_server(portable)))
+    # Read-only tools run without asking; forget_memory and the writers keep asking.
+    additions += [Item(("permissions", "allow"), tool_name(t)) for t in APPROVED_TOOLS]
+    return additions
+
+
+def plan_install(project: "str | None", global_: bool = False, portable: bool = False, **options):
+    """The one settings.json install would write (hooks, the MCP server, its read-only tools allowed)."""
+    from kirolearn.install import edit as install_edit
+
+    # One scope per run: if user and project hooks merge, each would fire twice.
+    change = install_edit.plan(
+        settings_path(project), _additions(portable), KIND, unwired=_unwired, problem=_problem
+    )
+    change.record.setdefault("agent", NAME)
+    return [change]
+
+
+def plan_uninstall(only_project: "str | None" = None):
+    """Undo each recorded Qwen Code install: the user's exact bytes while the file is as install left it."""
+    from kirolearn.install import edit as install_edit
+    from kirolearn.install import engine as install
+
+    changes = []
+    for entry in install.load_record():
+        if entry.get("kind") != KIND:
+            continue
+        if only_project and not entry["path"].startswith(
+            os.path.join(os.path.abspath(only_project), ".qwen") + os.sep
+        ):
+            continue
+        change = install_edit.undo(entry, unwired=_unwired)
+        if change is not None:
+            changes.append(change)
+    return changes
