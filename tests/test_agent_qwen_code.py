@@ -2,6 +2,8 @@
 Qwen Code 0.24.4 sent here (docs/agents/qwen-code.md); tests/agents/test_qwen_code.py runs the real client."""
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -176,10 +178,8 @@ LAYOUTS = {
 @pytest.mark.parametrize("scope", ["project", "user"])
 @pytest.mark.parametrize("layout", LAYOUTS, ids=list(LAYOUTS))
 def test_qwen_install_uninstall_exact_bytes(layout, scope, home, project):
-    import os
-
     args = ["--project", str(project)] if scope == "project" else []
-    root = project if scope == "project" else __import__("pathlib").Path(os.environ["HOME"])
+    root = project if scope == "project" else Path(os.environ["HOME"])
     settings = root / ".qwen" / "settings.json"
     original = LAYOUTS[layout]
     if original is not None:
@@ -209,6 +209,31 @@ def test_qwen_install_uninstall_exact_bytes(layout, scope, home, project):
     assert (settings.read_bytes() if settings.exists() else None) == (
         None if original is None else original.encode()
     )
+    assert not (Path(os.environ["HOME"]) / ".qwen" / "mcpApprovals.json").exists()
+
+
+def test_qwen_project_approval_is_qwens_hash_and_goes_back_exactly(home, project):
+    from kirolearn.install.agents import qwen_code as installer
+
+    # the hash `qwen mcp approve` wrote here (0.24.4) for this config
+    assert installer.config_hash({"command": "/bin/cat", "alwaysLoadTools": True}) == (
+        "77c18af7df5b9a47ae3f42f46a6a2a4c048dadcc167889b38c50db8cb1ab67f4"
+    )
+    approvals = Path(os.environ["HOME"]) / ".qwen" / "mcpApprovals.json"
+    approvals.parent.mkdir()
+    original = '{\n  "/elsewhere": {\n    "gh": {"hash": "abc", "status": "approved"}\n  }\n}\n'
+    approvals.write_text(original)
+    runner = CliRunner()
+    result = runner.invoke(cli, ["install", "--agent", "qwen-code", "--project", str(project), "--yes"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(approvals.read_text())
+    server = json.loads((project / ".qwen" / "settings.json").read_text())["mcpServers"]["kirolearn"]
+    ours = data[os.path.realpath(project)]["kirolearn"]
+    assert ours == {"hash": installer.config_hash(server), "status": "approved"}
+    assert data["/elsewhere"] == {"gh": {"hash": "abc", "status": "approved"}}
+    result = runner.invoke(cli, ["uninstall", "--agent", "qwen-code", "--project", str(project), "--yes"])
+    assert result.exit_code == 0, result.output
+    assert approvals.read_text() == original
 
 
 def test_qwen_uninstall_after_an_edit_removes_only_ours(home, project):

@@ -119,3 +119,24 @@ def test_qwen_real_session_capture_memory_mcp_and_exact_uninstall(qwen_bin, proj
 
     kirolearn("uninstall", "--agent", "qwen-code", "--yes")
     assert settings.read_bytes() == original
+
+
+def test_qwen_project_install_fires_and_its_mcp_server_loads(qwen_bin, project, home):
+    """`--project` wires <project>/.qwen/settings.json; the user's file is not touched."""
+    settings = Path(os.environ["HOME"]) / ".qwen" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(USER_SETTINGS)
+    kirolearn("install", "--agent", "qwen-code", "--project", str(project), "--yes")
+    assert settings.read_text() == USER_SETTINGS
+    with FakeOpenAI([{"text": "project-scoped answer KLQP-1"}]) as fake:
+        run_qwen(qwen_bin, project, "hello", fake.base_url)
+        offered = tool_names(fake.requests[0])
+    (stop,) = [e for e in events_of(export(cwd=project), "qwen-code") if e["trigger"] == "stop"]
+    assert stop["assistant_response"] == "project-scoped answer KLQP-1"
+    # a project's MCP server starts only once approved: install wrote the approval Qwen Code checks
+    assert "mcp__kirolearn__search_memory" in offered, offered
+    approvals = Path(os.environ["HOME"]) / ".qwen" / "mcpApprovals.json"
+    assert json.loads(approvals.read_text())[os.path.realpath(project)]["kirolearn"]["status"] == "approved"
+    kirolearn("uninstall", "--agent", "qwen-code", "--project", str(project), "--yes")
+    assert not (project / ".qwen").exists() and not approvals.exists()
+    assert settings.read_text() == USER_SETTINGS

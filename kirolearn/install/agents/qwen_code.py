@@ -11,6 +11,7 @@ from kirolearn.core.mcp_tools import MCP_SERVER
 from kirolearn.install.agents import common
 
 KIND = "qwen-settings"
+APPROVALS_KIND = "qwen-approvals"
 
 
 def settings_path(project: "str | None") -> str:
@@ -93,16 +94,58 @@ def _additions(portable: bool = False) -> list:
     return additions
 
 
+def approvals_path() -> str:
+    return common.user_path(".qwen", "mcpApprovals.json")
+
+
+def config_hash(server: dict) -> str:
+    """Qwen Code's hash of an MCP server's config (configHash.ts): SHA-256 of its JSON with sorted keys."""
+    import hashlib
+    import json
+
+    behavioral = {k: v for k, v in server.items() if k not in ("scope", "extensionName", "description")}
+    text = json.dumps(behavioral, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _approval(project: str, portable: bool = False):
+    """A project's servers load only once approved (`qwen mcp approve`), bound to their config's hash."""
+    from kirolearn.install.edit import Member
+
+    value = {"hash": config_hash(mcp_server(portable)), "status": "approved"}
+    return Member((os.path.realpath(project),), MCP_SERVER, value)
+
+
+def _approved_projects() -> list:
+    from kirolearn.install import engine as install
+
+    for entry in install.load_record():
+        if entry.get("kind") == APPROVALS_KIND:
+            return list(entry.get("projects") or [])
+    return []
+
+
 def plan_install(project: "str | None", global_: bool = False, portable: bool = False, **options):
-    """The one settings.json install would write (hooks, the MCP server, its read-only tools allowed)."""
+    """The settings.json install would write (hooks, the MCP server, its read-only tools allowed); for a
+    project, also its server's approval in ~/.qwen/mcpApprovals.json (else Qwen Code does not start it)."""
     from kirolearn.install import edit as install_edit
 
     # One scope per run: if user and project hooks merge, each would fire twice.
     change = install_edit.plan(
         settings_path(project), _additions(portable), KIND, unwired=_unwired, problem=_problem
     )
-    change.record.setdefault("agent", NAME)
-    return [change]
+    changes = [change]
+    if project:
+        root = os.path.realpath(project)
+        edit = _approval(project, portable)
+        # an older approval of ours (another install mode's hash) is replaced, a user's own entry too
+        approval = install_edit.plan(approvals_path(), [edit], APPROVALS_KIND, ours=lambda value: True)
+        projects = _approved_projects()
+        approval.record["projects"] = projects + ([root] if root not in projects else [])
+        changes.append(approval)
+    for one in changes:
+        one.record.setdefault("agent", NAME)
+    return changes
 
 
 def plan_uninstall(only_project: "str | None" = None):
@@ -119,6 +162,18 @@ def plan_uninstall(only_project: "str | None" = None):
         ):
             continue
         change = install_edit.undo(entry, unwired=_unwired)
+        if change is not None:
+            changes.append(change)
+    for entry in install.load_record():
+        if entry.get("kind") != APPROVALS_KIND:
+            continue
+        projects = entry.get("projects") or []
+        if only_project:
+            projects = [p for p in projects if p == os.path.realpath(only_project)]
+            if not projects:
+                continue
+        edits = [_approval(p, portable) for p in projects for portable in (False, True)]
+        change = install_edit.undo(entry, edits)
         if change is not None:
             changes.append(change)
     return changes
