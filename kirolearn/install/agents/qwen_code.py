@@ -12,6 +12,7 @@ from kirolearn.install.agents import common
 
 KIND = "qwen-settings"
 APPROVALS_KIND = "qwen-approvals"
+SETTINGS_VERSION = 4  # the settings schema Qwen Code 0.24.4 writes
 
 
 def settings_path(project: "str | None") -> str:
@@ -51,6 +52,12 @@ def _unwired(data: dict) -> dict:
             if not permissions:
                 del data["permissions"]
     return data
+
+
+def _unwired_created(data: dict) -> dict:
+    """A file install created, without ours: nothing is left when only its `$version` is."""
+    data = _unwired(data)
+    return {} if set(data) == {"$version"} else data
 
 
 def _problem(data: dict) -> "str | None":
@@ -131,9 +138,13 @@ def plan_install(project: "str | None", global_: bool = False, portable: bool = 
     from kirolearn.install import edit as install_edit
 
     # One scope per run: if user and project hooks merge, each would fire twice.
-    change = install_edit.plan(
-        settings_path(project), _additions(portable), KIND, unwired=_unwired, problem=_problem
-    )
+    path = settings_path(project)
+    additions = _additions(portable)
+    if not os.path.exists(path):  # a file Qwen Code finds without it, it migrates: adds `$version`
+        from kirolearn.install.edit import Member
+
+        additions.insert(0, Member((), "$version", SETTINGS_VERSION))
+    change = install_edit.plan(path, additions, KIND, unwired=_unwired, problem=_problem)
     changes = [change]
     if project:
         root = os.path.realpath(project)
@@ -161,7 +172,8 @@ def plan_uninstall(only_project: "str | None" = None):
             os.path.join(os.path.abspath(only_project), ".qwen") + os.sep
         ):
             continue
-        change = install_edit.undo(entry, unwired=_unwired)
+        unwired = _unwired_created if entry.get("created") else _unwired
+        change = install_edit.undo(entry, unwired=unwired)
         if change is not None:
             changes.append(change)
     for entry in install.load_record():
