@@ -231,6 +231,8 @@ def test_qwen_project_approval_is_qwens_hash_and_goes_back_exactly(home, project
     ours = data[os.path.realpath(project)]["kirolearn"]
     assert ours == {"hash": installer.config_hash(server), "status": "approved"}
     assert data["/elsewhere"] == {"gh": {"hash": "abc", "status": "approved"}}
+    doctor = runner.invoke(cli, ["doctor"]).output
+    assert f"OK    wired: {approvals}" in doctor and "qwen-code: wired for this user" not in doctor, doctor
     result = runner.invoke(cli, ["uninstall", "--agent", "qwen-code", "--project", str(project), "--yes"])
     assert result.exit_code == 0, result.output
     assert approvals.read_text() == original

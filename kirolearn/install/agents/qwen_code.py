@@ -189,3 +189,20 @@ def plan_uninstall(only_project: "str | None" = None):
         if change is not None:
             changes.append(change)
     return changes
+
+
+def wired(entry: dict, data) -> bool:
+    """Does a recorded file still hold what install put there (the approvals file holds no command)?"""
+    if not isinstance(data, dict):
+        return False
+    if entry.get("kind") == APPROVALS_KIND:
+        return any(
+            isinstance(data.get(p), dict) and (data[p].get(MCP_SERVER) or {}).get("status") == "approved"
+            for p in entry.get("projects") or []
+        )
+    return any(
+        _is_ours(g)
+        for groups in (data.get("hooks") or {}).values()
+        if isinstance(groups, list)
+        for g in groups
+    )
