@@ -15,6 +15,8 @@ from agentrun import agent_env, events_of, export, first_session, kirolearn, run
 from fake_gemini import ProxySink
 from fake_openai import FakeOpenAI
 
+from kirolearn.pipeline import extract
+
 pytestmark = [pytest.mark.agents, pytest.mark.timeout(900)]  # a first run installs the CLI from npm
 SPEC = "@qwen-code/qwen-code@0.24.4"
 
@@ -94,6 +96,8 @@ def test_qwen_real_session_capture_memory_mcp_and_exact_uninstall(qwen_bin, proj
         assert [t["tool_name"] for t in tools] == ["run_shell_command"]
         assert "Exit Code: 0" in json.dumps(tools[0]["tool_response"])
         assert {e["surface"] for e in events} == {"qwen-code"}
+        (record,) = [o for o in objects if o["type"] == "record"]
+        assert "KLQFINAL-5150" in record["summary"] and "KLQTOOL-808" in json.dumps(record), record
 
         # Session 2: memory reaches the model, and search_memory's answer does too.
         def turn_2(body):
@@ -128,11 +132,20 @@ def test_qwen_project_install_fires_and_its_mcp_server_loads(qwen_bin, project, 
     settings.write_text(USER_SETTINGS)
     kirolearn("install", "--agent", "qwen-code", "--project", str(project), "--yes")
     assert settings.read_text() == USER_SETTINGS
-    with FakeOpenAI([{"text": "project-scoped answer KLQP-1"}]) as fake:
+    failing = {
+        "call": "run_shell_command",
+        "arguments": {"command": "ls /nonexistent-KLQP-2", "is_background": False},
+    }
+    with FakeOpenAI([failing, {"text": "project-scoped answer KLQP-1"}]) as fake:
         run_qwen(qwen_bin, project, "hello", fake.base_url)
         offered = tool_names(fake.requests[0])
-    (stop,) = [e for e in events_of(export(cwd=project), "qwen-code") if e["trigger"] == "stop"]
+    events = events_of(export(cwd=project), "qwen-code")
+    (stop,) = [e for e in events if e["trigger"] == "stop"]
     assert stop["assistant_response"] == "project-scoped answer KLQP-1"
+    # a command that exits non-zero comes as PostToolUseFailure, its exit code only in the text
+    (tool,) = [e for e in events if e["trigger"] == "postToolUse"]
+    assert tool["tool_response"]["success"] is False and "Exit Code: 2" in tool["tool_response"]["error"]
+    assert extract.tool_status(tool) is False
     # a project's MCP server starts only once approved: install wrote the approval Qwen Code checks
     assert "mcp__kirolearn__search_memory" in offered, offered
     approvals = Path(os.environ["HOME"]) / ".qwen" / "mcpApprovals.json"
