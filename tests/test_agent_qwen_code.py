@@ -233,6 +233,10 @@ def test_qwen_project_approval_is_qwens_hash_and_goes_back_exactly(home, project
     assert data["/elsewhere"] == {"gh": {"hash": "abc", "status": "approved"}}
     doctor = runner.invoke(cli, ["doctor"]).output
     assert f"OK    wired: {approvals}" in doctor and "qwen-code: wired for this user" not in doctor, doctor
+    # the user's scope keeps a project's wiring, its approval too
+    result = runner.invoke(cli, ["uninstall", "--agent", "qwen-code", "--yes"])
+    assert result.exit_code == 0 and "kept" in result.output, result.output
+    assert os.path.realpath(project) in json.loads(approvals.read_text())
     result = runner.invoke(cli, ["uninstall", "--agent", "qwen-code", "--project", str(project), "--yes"])
     assert result.exit_code == 0, result.output
     assert approvals.read_text() == original

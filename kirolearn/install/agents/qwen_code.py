@@ -153,6 +153,7 @@ def plan_install(project: "str | None", global_: bool = False, portable: bool = 
         approval = install_edit.plan(approvals_path(), [edit], APPROVALS_KIND, ours=lambda value: True)
         projects = _approved_projects()
         approval.record["projects"] = projects + ([root] if root not in projects else [])
+        approval.record["project"] = root  # a project's wiring, though the file is the user's
         changes.append(approval)
     for one in changes:
         one.record.setdefault("agent", NAME)
