@@ -264,3 +264,13 @@ def test_qwen_refuses_a_foreign_server_named_kirolearn(home, project):
     settings.write_text('{"mcpServers": {"kirolearn": {"command": "something-else"}}}\n')
     result = CliRunner().invoke(cli, ["install", "--agent", "qwen-code", "--project", str(project), "--yes"])
     assert result.exit_code != 0 and "not kirolearn-mcp" in result.output
+
+
+def test_qwen_wired_for_the_user_refuses_a_second_scope_that_would_fire_twice(home, project):
+    runner = CliRunner()
+    assert runner.invoke(cli, ["install", "--agent", "qwen-code", "--yes"]).exit_code == 0
+    result = runner.invoke(cli, ["install", "--agent", "qwen-code", "--project", str(project), "--yes"])
+    assert result.exit_code != 0 and "run every hook twice" in result.output, result.output
+    assert not (project / ".qwen").exists()
+    doctor = runner.invoke(cli, ["doctor"], catch_exceptions=False).output
+    assert "qwen-code: wired for this user" in doctor, doctor
