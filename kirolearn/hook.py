@@ -241,6 +241,9 @@ def capture(argv: "list[str]", stdin: "bytes | None" = None) -> "str | None":
         try:
             payload = _decode_payload(raw)
             name = payload.get("hook_event_name") or arg
+            skip = getattr(adapter, "skip", None)
+            if skip is not None and skip(payload):
+                return None  # a call the agent makes that is no event (Qwen Code's empty prompt)
             if not isinstance(name, str) or not name:
                 raise events.Rejected(
                     "no hook name: stdin JSON has no 'hook_event_name' and no EVENT argument was given"

@@ -29,6 +29,7 @@ USER_FILES = {  # files a user already has, which install edits and uninstall mu
         ".mcp.json": '{\n  "mcpServers": {\n    "github": {"command": "gh-mcp"}\n  }\n}\n',
     },
     "gemini": {".gemini/settings.json": '{\r\n    "theme": "dark"\r\n}\r\n'},
+    "qwen-code": {".qwen/settings.json": '{\n  "$version": 4,\n  "ui": {"theme": "dark"}\n}\n'},
     "cursor": {".cursor/mcp.json": '{"mcpServers": {"other": {"command": "x"}}}'},
     "copilot": {".github/mcp.json": '{\n\t"mcpServers": {}\n}\n'},
     "kiro": {".kiro/settings/mcp.json": '{"mcpServers": {"github": {"command": "gh-mcp"}}}\n'},
@@ -38,6 +39,7 @@ PAYLOADS = {  # a prompt, in each agent's own shape
     "claude-code": {"hook_event_name": "UserPromptSubmit", "session_id": "p1", "prompt": "portable hello"},
     "codex": {"hook_event_name": "UserPromptSubmit", "session_id": "p1", "prompt": "portable hello"},
     "gemini": {"hook_event_name": "BeforeAgent", "session_id": "p1", "prompt": "portable hello"},
+    "qwen-code": {"hook_event_name": "UserPromptSubmit", "session_id": "p1", "prompt": "portable hello"},
     "cursor": {"hook_event_name": "beforeSubmitPrompt", "conversation_id": "p1", "prompt": "portable hello"},
     "copilot": {"sessionId": "p1", "prompt": "portable hello"},
     "kiro": {"hook_event_name": "userPromptSubmit", "prompt": "portable hello"},
@@ -125,7 +127,9 @@ def machine_words(home) -> "list[str]":
 
 
 @pytest.mark.slow  # ~10 s an agent: shells, two doctor runs
-@pytest.mark.parametrize("agent", ["claude-code", "codex", "copilot", "gemini", "cursor", "kiro"])
+@pytest.mark.parametrize(
+    "agent", ["claude-code", "codex", "copilot", "gemini", "qwen-code", "cursor", "kiro"]
+)
 def test_portable_wiring_runs_from_path_and_says_so_when_path_lacks_it(agent, project, home, path_bin):
     files = install_portable(agent, project)
     user_bytes = {name: text.encode() for name, text in USER_FILES[agent].items()}

@@ -54,6 +54,7 @@ def candidates(agent: str, scope: str, project: "str | None" = None) -> "list[st
             "cursor": [_user(".cursor", "hooks.json"), _user(".cursor", "mcp.json")],
             "copilot": [_user(".copilot", "mcp-config.json")],
             "opencode": [_opencode_user()],
+            "qwen-code": [_user(".qwen", "settings.json")],
         }
         return table.get(agent, [])
     if not project:
@@ -75,6 +76,7 @@ def candidates(agent: str, scope: str, project: "str | None" = None) -> "list[st
         "cursor": [at(".cursor", "hooks.json"), at(".cursor", "mcp.json")],
         "copilot": [at(".github", "hooks", "kirolearn.json"), at(".github", "mcp.json")],
         "opencode": [at("opencode.json")],
+        "qwen-code": [at(".qwen", "settings.json")],
     }
     return table.get(agent, [])
 
@@ -233,6 +235,7 @@ def _user_dirs() -> "list[str]":
         _user(".gemini"),
         _user(".cursor"),
         _user(".copilot"),
+        _user(".qwen"),
         os.path.dirname(_opencode_user()),
     ]
 
@@ -251,7 +254,17 @@ def recorded_project(entry: dict) -> "str | None":
         return None  # kirolearn's own folder (opencode's plugin)
     parts = path.split(os.sep)
     for i, part in enumerate(parts):
-        if part in (".kiro", ".claude", ".github", ".codex", ".gemini", ".cursor", ".kirolearn", ".opencode"):
+        if part in (
+            ".kiro",
+            ".claude",
+            ".github",
+            ".codex",
+            ".gemini",
+            ".cursor",
+            ".kirolearn",
+            ".opencode",
+            ".qwen",
+        ):
             return os.sep.join(parts[:i]) or os.sep
     return os.path.dirname(path)  # .mcp.json, opencode.json: at the project's top
 

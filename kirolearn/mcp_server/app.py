@@ -500,6 +500,7 @@ CLIENT_AGENTS = (
     ("codex", "codex"),
     ("copilot", "copilot"),
     ("gemini", "gemini"),
+    ("qwen", "qwen-code"),
     ("opencode", "opencode"),
     ("cursor", "cursor"),
     ("kiro", "kiro"),

@@ -205,6 +205,13 @@ def tool_status(event: dict) -> "bool | None":
         if kind in _FAILED_RESULT_TYPES:
             return False
         return True if kind == "success" else None
+    if agent == "qwen-code":
+        content = response.get("llmContent") if isinstance(response, dict) else None
+        # run_shell_command's text ends "Exit Code: N"; a failed call came as PostToolUseFailure (above)
+        trailer = _last(_EXIT_CODE, content) if isinstance(content, str) else None
+        if trailer:
+            return trailer.group(1) == "0"
+        return True if isinstance(response, dict) and "llmContent" in response else None
     if agent == "gemini":
         if isinstance(response, dict):
             error = response.get("error")

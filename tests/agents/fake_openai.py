@@ -1,4 +1,5 @@
-"""A scripted fake of the OpenAI Responses API (`POST /v1/responses`, SSE), on 127.0.0.1 only.
+"""A scripted fake of the OpenAI Responses API (`POST /v1/responses`, SSE) and of Chat Completions
+(`POST /v1/chat/completions`, streamed or not), on 127.0.0.1 only.
 
 Real agent CLIs (Codex) talk to it instead of OpenAI. Each request body is
 logged (`server.requests`), so a test can read exactly what reached the model.
@@ -83,6 +84,12 @@ class FakeOpenAI(FakeServer):
                     fake.requests.append(body)
                     fake.paths.append(("POST", self.path))
                     n = len(fake.requests)
+                if self.path.rstrip("/").endswith("/chat/completions"):
+                    if body.get("stream"):
+                        return self.stream(
+                            fake.chat_stream(body, n), headers=(("Cache-Control", "no-cache"),)
+                        )
+                    return self.send_json(200, fake.chat_reply(body, n))
                 if not self.path.rstrip("/").endswith("/responses"):
                     return self.send(404, content_type=None)
                 self.stream(fake.stream(body, n), headers=(("Cache-Control", "no-cache"),))
@@ -98,6 +105,69 @@ class FakeOpenAI(FakeServer):
             return self.script(body)
         steps = self.script
         return steps[min(len(tool_outputs(body)), len(steps) - 1)]
+
+    def chat_step(self, body: dict) -> dict:
+        """The step for a Chat Completions request (its tool results are `role: tool` messages)."""
+        if callable(self.script):
+            return self.script(body)
+        done = sum(1 for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "tool")
+        return self.script[min(done, len(self.script) - 1)]
+
+    def chat_message(self, body: dict, n: int) -> dict:
+        step = self.chat_step(body)
+        if "call" not in step:
+            return {"role": "assistant", "content": step["text"]}
+        name = step["call"]
+        if callable(name):
+            names = [
+                t.get("function", {}).get("name") for t in body.get("tools") or [] if isinstance(t, dict)
+            ]
+            name = next((t for t in names if t and name(t)), None) or "missing_tool"
+        self.calls[f"call_{n}"] = name
+        call = {
+            "id": f"call_{n}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(step.get("arguments", {}))},
+        }
+        return {"role": "assistant", "content": None, "tool_calls": [call]}
+
+    def chat_reply(self, body: dict, n: int) -> dict:
+        message = self.chat_message(body, n)
+        return {
+            "id": f"chatcmpl-{n}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model") or "gpt-fake",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
+
+    def chat_stream(self, body: dict, n: int):
+        """The same reply as Chat Completions SSE chunks (`data: {...}`, then `data: [DONE]`)."""
+        reply = self.chat_reply(body, n)
+        message, finish = reply["choices"][0]["message"], reply["choices"][0]["finish_reason"]
+        base = {"id": reply["id"], "object": "chat.completion.chunk", "created": 0, "model": reply["model"]}
+
+        def chunk(delta, finish_reason=None, **more):
+            data = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}], **more}
+            return f"data: {json.dumps(data)}\n\n".encode()
+
+        yield chunk({"role": "assistant", "content": ""})
+        if message.get("tool_calls"):
+            calls = [dict(c, index=i) for i, c in enumerate(message["tool_calls"])]
+            yield chunk({"tool_calls": calls})
+        else:
+            text = message["content"]
+            for i in range(0, len(text), 40):
+                yield chunk({"content": text[i : i + 40]})
+        yield chunk({}, finish, usage=reply["usage"])
+        yield b"data: [DONE]\n\n"
 
     def stream(self, body: dict, n: int):
         step = self.step_for(body)

@@ -59,6 +59,12 @@ def _opencode():
     return opencode
 
 
+def _qwen_code():
+    from kirolearn.capture.agents import qwen_code
+
+    return qwen_code
+
+
 _LOADERS = {
     "kiro": _kiro,
     "claude-code": _claude_code,
@@ -67,6 +73,7 @@ _LOADERS = {
     "cursor": _cursor,
     "copilot": _copilot,
     "opencode": _opencode,
+    "qwen-code": _qwen_code,
 }
 
 

@@ -5,7 +5,7 @@ these modules add its config files, MCP registration and wiring checks, on the C
 """
 
 from kirolearn.capture.agents import UnknownAgent, names  # noqa: F401 - one list of agents for both halves
-from kirolearn.install.agents import claude_code, codex, copilot, cursor, gemini, kiro, opencode
+from kirolearn.install.agents import claude_code, codex, copilot, cursor, gemini, kiro, opencode, qwen_code
 
 _ADAPTERS = {
     "kiro": kiro,
@@ -15,6 +15,7 @@ _ADAPTERS = {
     "cursor": cursor,
     "copilot": copilot,
     "opencode": opencode,
+    "qwen-code": qwen_code,
 }
 
 
