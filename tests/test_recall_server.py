@@ -171,6 +171,7 @@ def test_mcp_search_memory_uses_the_server(minilm, filled, server_process):
     assert TURN[0] in result.content[0].text
 
 
+@pytest.mark.slow  # a long-lived watcher with the model: in the parallel suite its Ctrl-C waited past 120 s
 def test_drain_watch_serves_recall_until_it_stops(minilm, filled, home):
     proc = subprocess.Popen(
         [str(BIN / "kirolearn"), "drain", "--watch"],
