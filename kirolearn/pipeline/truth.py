@@ -59,11 +59,9 @@ def merge_group(store: Store, group: dict, *, actor: str) -> bool:
 
 
 def group_of(records: list[dict], why: str) -> dict | None:
-    """A merge group of records with one signature (none pinned against merging), newest the survivor."""
-    members = sorted(
-        (r for r in records if not pinned(r, MERGE) and not r.get("merged_into")),
-        key=lambda r: (r.get("created_at") or "", r["record_id"]),
-    )
+    """A merge group of records with one signature (none pinned against merging), given in the order
+    they were stored: the last stored is the survivor, whatever the clocks said."""
+    members = [r for r in records if not pinned(r, MERGE) and not r.get("merged_into")]
     if len(members) < 2:
         return None
     return {

@@ -127,7 +127,7 @@ class ClaimsPart:
 
         cursor = self.db.execute(
             "select * from memory_records indexed by idx_records_signature where project_id = ? "
-            "and work_signature = ? and merged_into is null order by created_at, record_id limit 200",
+            "and work_signature = ? and merged_into is null order by rowid limit 200",  # stored order
             [project_id, signature],
         )
         return [decode_record(r) for r in _dicts(cursor)]
@@ -136,7 +136,7 @@ class ClaimsPart:
         cursor = self.db.execute(
             "select group_concat(record_id, ' ') from (select record_id, work_signature from memory_records "
             "indexed by idx_records_signature where project_id = ? and work_signature is not null "
-            "and merged_into is null order by created_at, record_id) group by work_signature "
+            "and merged_into is null order by rowid) group by work_signature "
             "having count(*) > 1 limit ?",
             [project_id, limit],
         )
