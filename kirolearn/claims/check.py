@@ -14,13 +14,13 @@ the parse while the file is unchanged (the hook does, before it shows a line).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 from dataclasses import dataclass
 
 from kirolearn.claims import facts as factlib
 from kirolearn.claims.model import HOLDS_SHARE, Claim, digest_holds
+from kirolearn.core.ids import git_blob_id
 
 CURRENT, CHANGED, DELETED, UNKNOWN = "current", "changed", "deleted", "unknown"
 READ_MAX = 2 * 1024 * 1024  # bytes of a file read, at most
@@ -39,9 +39,7 @@ class Verdict:
     why: str = ""
 
 
-def blob_id(data: bytes) -> str:
-    """git's blob id of these bytes (sha1 of 'blob <size>\\0' and them)."""
-    return hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest()
+blob_id = git_blob_id
 
 
 def read_file(root: str, rel: str) -> bytes | None:

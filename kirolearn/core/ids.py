@@ -83,3 +83,8 @@ def sha1_hex(data: bytes) -> str:
     except ImportError:  # another interpreter
         from hashlib import sha1
     return sha1(data).hexdigest()
+
+
+def git_blob_id(data: bytes) -> str:
+    """git's blob id of these bytes (sha1 of 'blob <size>\\0' and them)."""
+    return sha1_hex(b"blob %d\x00" % len(data) + data)

@@ -311,14 +311,15 @@ def annotate(
     or all of them when it names none of their files."""
     turns = []
     split = extract.split_turns(batch.events)
-    wanted = list(dict.fromkeys(r for turn in split for r in _shown_ids(turn)))
+    shown_of = [_shown_ids(turn) for turn in split]
+    wanted = list(dict.fromkeys(r for ids in shown_of for r in ids))
     known = claims_of(wanted) if claims_of and wanted else {}
-    for turn in split:
+    for turn, shown_ids in zip(split, shown_of):
         tools = extract.paired_tools(turn)
         prompt = " ".join((e.get("prompt") or "") for e in turn if e["kind"] == "prompt")
         answer = " ".join((e.get("assistant_response") or "") for e in turn if e["kind"] == "session_summary")
         claims = turn_claims(tools, batch.project_root, scrub, secret)
-        shown = [{"record_id": r, "claims": known[r]} for r in _shown_ids(turn) if known.get(r)]
+        shown = [{"record_id": r, "claims": known[r]} for r in shown_ids if known.get(r)]
         cites = turn_cites(tools, answer, shown if not claims else ())
         outcome = extract.turn_outcome(tools)
         turns.append(

@@ -10,7 +10,7 @@ the drain's verdict. A file missing here keeps it too: following a move needs gi
 
 import os
 
-from kirolearn.core.ids import sha1_hex
+from kirolearn.core.ids import git_blob_id
 from kirolearn.store.sqlite import reader as store_reader
 
 FILES_MAX = 16  # files read, at most, for one block
@@ -85,7 +85,7 @@ def _blob(path: str, files: dict, reads: list) -> "tuple[str | None, bytes | Non
     data = _read(path)
     if data is None:
         return None, None
-    blob = sha1_hex(b"blob %d\x00" % len(data) + data)
+    blob = git_blob_id(data)
     files.pop(path, None)
     files[path] = [st.st_size, st.st_mtime_ns, blob]
     return blob, data
