@@ -224,10 +224,6 @@ class Store(abc.ABC):
         """Bring tombstoned records back: (records restored, ids purged for good)."""
 
     @abc.abstractmethod
-    def forgotten_hashes(self, record_hashes) -> set[str]:
-        """Which of these record hashes were forgotten (so must never be stored again)."""
-
-    @abc.abstractmethod
     def expire_forgotten(self, before: str) -> int:
         """Purge (as `purge`, by actor "retention") the tombstones forgotten before `before` that still
         keep their record: retention.forgotten_days. Returns how many were purged (0: none due)."""
@@ -477,19 +473,6 @@ class Store(abc.ABC):
     ) -> bool:
         """Fold records into a survivor: its lists become `union`, the others are marked merged_into it."""
         raise self.unsupported("merging records")
-
-    def mark_candidates(
-        self,
-        project_id: str,
-        words: list[str],
-        *,
-        exclude=(),
-        before: str | None = None,
-        limit: int = 30,
-        outcome: str | None = None,
-    ) -> list[dict]:
-        """Live, unmarked records of a project holding any of `words`, newest first, found by index."""
-        return []
 
     def claims_of(self, record_ids) -> dict[str, list[dict]]:
         """{record_id: [its claims]}: each {file, kind, key, digest, shown, lines, fingerprint} and this

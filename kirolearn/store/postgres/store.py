@@ -891,10 +891,6 @@ class PostgresStore(Store):
         cur.execute("select record_hash from forgotten_records where record_hash = any(%s::text[])", [hashes])
         return {r["record_hash"] for r in cur.fetchall()}
 
-    def forgotten_hashes(self, record_hashes) -> set[str]:
-        with self._tx("reading") as cur:
-            return self._forgotten_hashes(cur, record_hashes)
-
     def tombstones(self, record_ids) -> dict[str, dict]:
         ids = list(dict.fromkeys(record_ids))
         if not ids:

@@ -785,47 +785,6 @@ def has_marks(conn) -> bool:
     return "superseded_by" in table_columns(conn, "memory_records")
 
 
-def mark_candidates(
-    conn,
-    project_id: str,
-    words: "list[str]",
-    *,
-    exclude=(),
-    before: "str | None" = None,
-    limit: int = 30,
-    outcome: "str | None" = None,
-) -> "list[dict]":
-    """Live, unmarked records of a project holding any of `words`, older than `before` (created_at) when
-    given, of one `outcome` when given: the only records supersede and consolidation compare a new one
-    with, so their cost follows the new records, never the store (rule 15).
-
-    Newest first: FTS5 walks its rowids backwards and stops at the pool's size (deeper for failed
-    attempts, as few matches are). No BM25: its per-phrase document counts read each word's and the
-    project's whole doclist, 14 ms a call at 100k records against 0.4 ms without (bench/bench_scale.py)."""
-    if not words or not has_marks(conn):
-        return []
-    from kirolearn.store.sqlite.reader import OLD_TEXT_COLUMNS, fts_query
-
-    ex = list(dict.fromkeys(exclude))
-    sql = (
-        "with top as (select rowid from memory_records_fts where memory_records_fts match ? "
-        "order by rowid desc limit ?) "
-        "select r.* from top join memory_records r on r.rowid = top.rowid "
-        "where r.superseded_by is null and r.merged_into is null"
-    )
-    args: list = [fts_query(words, project_id, OLD_TEXT_COLUMNS), limit * (20 if outcome else 4)]
-    if outcome is not None:
-        sql += " and r.outcome = ?"
-        args.append(outcome)
-    if before is not None:
-        sql += " and r.created_at <= ?"
-        args.append(before)
-    if ex:
-        sql += f" and r.record_id not in ({','.join('?' * len(ex))})"
-        args.extend(ex)
-    return [decode_record(r) for r in _rows(conn, sql + " order by top.rowid desc limit ?", [*args, limit])]
-
-
 def marked_by(conn, record_id: str) -> dict:
     """The other end of a record's marks: {"supersedes": ids it superseded, "merged_from": ids merged into it}."""
     if not has_marks(conn):

@@ -281,9 +281,6 @@ class SqliteStore(ClaimsPart, Store):
     def restore(self, record_ids, *, actor: str) -> "tuple[list[dict], list[str]]":
         return records.restore(self.db, record_ids, actor=actor)
 
-    def forgotten_hashes(self, record_hashes) -> "set[str]":
-        return forgotten_hashes(self.db, record_hashes)
-
     def expire_forgotten(self, before: str) -> int:
         return records.purge_forgotten_before(self.db, before)
 
@@ -416,13 +413,6 @@ class SqliteStore(ClaimsPart, Store):
 
     def merge_records(self, survivor_id: str, merged_ids, union: dict, *, actor: str, reason: str) -> bool:
         return records.merge_records(self.db, survivor_id, merged_ids, union, actor=actor, reason=reason)
-
-    def mark_candidates(
-        self, project_id: str, words, *, exclude=(), before=None, limit: int = 30, outcome=None
-    ):
-        return records.mark_candidates(
-            self.db, project_id, words, exclude=exclude, before=before, limit=limit, outcome=outcome
-        )
 
     def marked_by(self, record_id: str) -> dict:
         return records.marked_by(self.db, record_id)
