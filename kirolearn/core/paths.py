@@ -132,7 +132,8 @@ def ensure_private_dir(path: str) -> str:
         return path
     parent = os.path.dirname(os.path.abspath(path))
     if parent != path and not os.path.isdir(parent):
-        ensure_private_dir(parent)  # makedirs would give parents the umask's mode
+        # makedirs would give parents the umask's mode
+        ensure_private_dir(parent)
     try:
         os.mkdir(path, 0o700)
     except FileExistsError:

@@ -8,7 +8,8 @@ characters or classes under a repeat (`[A-Z0-9]{32}`, `\\w+`) are fine. Standard
 settings check it when config.toml is loaded, and the hook's own reading of [scrub] does too.
 """
 
-UNBOUNDED = 16  # a repeat that may match more than this many times counts as unbounded
+# a repeat that may match more than this many times counts as unbounded
+UNBOUNDED = 16
 
 
 def problem(pattern: str) -> "str | None":
