@@ -70,7 +70,8 @@ class RecallServer:
         self._blas = None
         self._stop = threading.Event()
         self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
-        self._answering = threading.Lock()  # requests are read concurrently, answered one at a time
+        # requests are read concurrently, answered one at a time
+        self._answering = threading.Lock()
         self._thread = None
         self.served = 0
 
@@ -111,9 +112,11 @@ class RecallServer:
             ) from None
         try:
             if os.path.lexists(self.path):
-                os.unlink(self.path)  # we hold the lock: whatever is there was left by a server that died
+                # we hold the lock: whatever is there was left by a dead server
+                os.unlink(self.path)
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            old = os.umask(0o177)  # created 0600; chmod below too, for filesystems that ignore the umask
+            # created 0600; chmod too, where filesystems ignore the umask
+            old = os.umask(0o177)
             try:
                 sock.bind(address.address)
             finally:
@@ -223,7 +226,8 @@ class RecallServer:
     def _serve_one(self, conn) -> None:
         try:
             self._handle(conn)
-        except Exception:  # noqa: BLE001 - one bad request never ends the server
+        except Exception:  # noqa: BLE001
+            # one bad request never ends the server
             log.exception("recall server: request failed")
         finally:
             conn.close()
@@ -252,7 +256,8 @@ class RecallServer:
                 return  # the client has given up already
             try:
                 answer = self.answer(request)
-            except Exception as exc:  # noqa: BLE001 - the client falls back; the log keeps why
+            except Exception as exc:  # noqa: BLE001
+                # the client falls back; the log keeps why
                 log.exception("recall server: %s failed", request.get("op"))
                 answer = {"ok": False, "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
             self.served += 1
@@ -275,8 +280,10 @@ class RecallServer:
         if store is None:
             return
         try:
-            semantic.Searcher(store, self.model)._index(request.get("project_id") or None)  # cached
-        except Exception:  # noqa: BLE001 - warming is best effort; the next request tries again
+            # cached
+            semantic.Searcher(store, self.model)._index(request.get("project_id") or None)
+        except Exception:  # noqa: BLE001
+            # warming is best effort; the next request tries again
             log.exception("recall server: loading the project's vectors failed")
         finally:
             store.close()
@@ -340,12 +347,15 @@ class RecallServer:
             store.close()
         rows = [h.to_dict() for h in hits]
         scrubbed = False
-        if op == "search":  # re-scrubbed here, where the scrubber stays compiled
+        # re-scrubbed here, where the scrubber stays compiled
+        if op == "search":
             from kirolearn.privacy.sanitize import outbound_value
             from kirolearn.privacy.scrub import Scrubber
 
-            conf = self._settings_now()  # extra patterns and allow-list, as manage.scrubber()
-            if getattr(self, "_scrubber_for", None) is not conf:  # once per config version
+            # extra patterns and allow-list, as manage.scrubber()
+            conf = self._settings_now()
+            # once per config version
+            if getattr(self, "_scrubber_for", None) is not conf:
                 self._scrubber_for, self._scrubber = (
                     conf,
                     Scrubber(conf.scrub.extra_patterns, conf.scrub.allow),

