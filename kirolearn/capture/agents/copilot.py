@@ -30,7 +30,8 @@ GENERATIONS = ("copilot",)
 SURFACES = ("copilot-cli",)
 SESSION_ENV = None  # every payload has sessionId
 TRANSCRIPT_TAIL_BYTES = common.TRANSCRIPT_TAIL_BYTES
-FINAL_WAIT = 1.5  # seconds a stop hook waits for the final answer to reach the transcript
+# seconds a stop hook waits for the final answer to reach the transcript
+FINAL_WAIT = 1.5
 FINAL_POLL = 0.02
 
 TRIGGERS = {
@@ -39,7 +40,8 @@ TRIGGERS = {
     "preToolUse": "preToolUse",
     "postToolUse": "postToolUse",
     "agentStop": "stop",
-    **common.CLAUDE_TRIGGERS,  # the VS Code compatible spellings of the same events
+    # the VS Code compatible spellings of the same events
+    **common.CLAUDE_TRIGGERS,
 }
 NOTE_TRIGGERS = (
     "sessionEnd",
