@@ -129,7 +129,8 @@ def serve(root: str, where: str, *, stdin=None, stdout=None) -> int:
     while True:
         line = stdin.readline()
         if not line:
-            return 0  # the client hung up before calling a tool: the SDK was never needed
+            # the client hung up before calling a tool: the SDK was never needed
+            return 0
         if not line.strip():
             continue
         reply = front.reply(line)
