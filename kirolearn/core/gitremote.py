@@ -62,7 +62,7 @@ def find_git_dir(root: str, home: "str | None" = None) -> "tuple[str, str] | Non
                 if text.startswith("gitdir:"):
                     target = text[len("gitdir:") :].strip()
                     return current, os.path.normpath(os.path.join(current, target))
-                # a `.git` file that is no gitdir link: no repository we can read
+                # a `.git` file but no gitdir link: unreadable
                 return None
         except (OSError, ValueError):
             return None

@@ -251,7 +251,7 @@ class TurnCarry:
                     (piece.isalpha() and len(piece) < 16 and _views.wordlike(piece))
                     or _scrub.complete_item(piece)
                 ):
-                    # `DB_PASSWORD=` then `exit status 0`: a word starts the text
+                    # `DB_PASSWORD=` then `exit status 0`: a word starts
                     continue
                 spans.append((s, e, kind))
         return sorted(spans)
