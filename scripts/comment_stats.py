@@ -5,7 +5,8 @@
 - comment lines: physical lines holding a `#` comment (tokenize's COMMENT tokens, shebangs and
   `# type:`/`# noqa` pragmas included), and how many of them are longer than --width characters;
 - docstrings holding measured figures: a number with a unit (ms, µs, s, min, %, ×, KB, MB, GB) or
-  the word "measured";
+  the word "measured" (not "measured in docs/…", which points to the figures, nor "measured on"
+  an agent's version);
 - issue references (`#31`) in comments and docstrings.
 
 --verbose lists each long line, figure docstring and issue reference with its place.
@@ -22,7 +23,8 @@ import tokenize
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 FIGURE = re.compile(
-    r"\d(?:[\d,.]*\d)?\s?(?:ms|µs|us|s|min|%|×|x\b|KB|MB|GB|KiB|MiB|GiB)(?![A-Za-z])|\bmeasured\b",
+    r"(?<![\w'])\d(?:[\d,.]*\d)?\s?(?:ms|µs|us|s|min|%|×|x\b|KB|MB|GB|KiB|MiB|GiB)(?![A-Za-z])"
+    r"|\bmeasured\b(?!\s+in\s+docs/)(?!\s+(?:on|with)\s+[\w@/ -]*\d+\.\d+)",
     re.IGNORECASE,
 )
 ISSUE = re.compile(r"(?<![\w&/])#\d+\b")

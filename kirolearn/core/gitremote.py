@@ -12,8 +12,8 @@ at or above the project root (below the user's home, like the project marker wal
 `origin`, else of the first remote in the file. `include` files, `insteadOf` rewrites and
 $GIT_DIR are not followed: identity must not depend on a user's global git settings.
 
-Plain string code, no regular expressions: compiling the few patterns this would need cost
-~0.8 ms per hook process, more than the parsing itself.
+Plain string code, no regular expressions: compiling the few patterns this would need costs
+more than the parsing itself (docs/benchmarks.md, 'What the hot paths avoid').
 """
 
 import os  # no __future__ import on the hook path: annotations are strings

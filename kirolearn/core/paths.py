@@ -36,7 +36,7 @@ def home() -> str:
 class using_home:
     """Within the block, `home()` is `path` (None: leave it as the environment says).
 
-    A class, not contextlib.contextmanager: contextlib costs every hook call ~1 ms of imports.
+    A class, not contextlib.contextmanager: contextlib's imports would cost every hook call.
     """
 
     def __init__(self, path: "str | None"):

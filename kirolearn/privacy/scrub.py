@@ -94,8 +94,8 @@ def _lazy(name: str, pattern: str, flags: int = 0) -> re.Pattern[str]:
 
 def _rare(pattern: str, flags: int = 0) -> re.Pattern[str]:
     """A pattern compiled when first used, not with the rules (_builtin_rules): the shape passes
-    and the private-tag patterns are large (~60 ms to compile together) and most processes,
-    the prompt hook's recall among them, never need them."""
+    and the private-tag patterns are large (slow to compile: docs/benchmarks.md, 'Secrets') and
+    most processes, the prompt hook's recall among them, never need them."""
     return _views.Lazy(pattern, flags)  # type: ignore[return-value]
 
 
@@ -1283,8 +1283,8 @@ def _b64_text(blob: str) -> str | None:
 
 class _Shape:
     """A pass gated by words, as the trigger index sees it: in a text's `found` when one of its
-    keywords occurs, so that no pass scans the text for its words again (a dozen `in` scans of
-    every text were ~4% of the drain's scrub). `views`: its words make the decoded views and the
+    keywords occurs, so that no pass scans the text for its words again (docs/benchmarks.md,
+    'Secrets'). `views`: its words make the decoded views and the
     wrapped-token view worth a look (rules_may_apply); `regex`: what a line break's verdict tries."""
 
     __slots__ = ("kind", "triggers", "regex", "lower", "also", "views")
@@ -1812,7 +1812,7 @@ class Scrubber:
 
     def _lower(self, text: str) -> str:
         """text.lower(), remembered for the last text: the private pass, the scan and the table pass
-        of one text share it (three lower() calls were ~3% of the drain's scrub)."""
+        of one text share it (docs/benchmarks.md, 'Secrets')."""
         memo = self._low_memo
         if memo is not None and memo[0] is text:
             return memo[1]

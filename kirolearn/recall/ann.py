@@ -559,9 +559,8 @@ def open_index(vectors, db_file: str, model_id: str, project_id: str) -> tuple[o
 
 def expansion_for(rows: int) -> int:
     """The search expansion of an index of `rows` rows: EXPANSION_SEARCH, growing with the index
-    past EXPANSION_SEARCH x EXPANSION_SHARE rows up to EXPANSION_MAX. On bench_vectors' 1M rows
-    256 found 0.91 / 0.47 of the exact ten for a paraphrase / a mixture of two rows, 1,024
-    found 0.95 / 0.93 for 2.3 -> 5.8 ms of CPU; at 100k, 256 already found all of them."""
+    past EXPANSION_SEARCH x EXPANSION_SHARE rows up to EXPANSION_MAX: a fixed expansion misses
+    more of the exact ten as the index grows (measured in docs/benchmarks.md, 'The vector index')."""
     return min(EXPANSION_MAX, max(EXPANSION_SEARCH, rows // EXPANSION_SHARE))
 
 

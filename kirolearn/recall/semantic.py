@@ -662,8 +662,7 @@ def _turn_text(rec: dict) -> str:
 def expansions_for(records: list[dict]) -> dict[str, str]:
     """Each record's expansion: the text of the NEIGHBOUR_SPAN records before and after it in its session.
 
-    NEIGHBOUR_SPAN measured on LoCoMo (hit@5, hook / hybrid): one each side 0.676 / 0.742, two
-    0.691 / 0.750, three (the farthest cut to 100 or 200 characters) at most 0.684 / 0.745."""
+    NEIGHBOUR_SPAN: two each side ranked best on LoCoMo (docs/benchmarks.md, 'Recall quality')."""
     out = {}
     for i, rec in enumerate(records):
         near = [

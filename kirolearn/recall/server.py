@@ -53,10 +53,8 @@ class RecallServer:
     """Bind with `start()`, then `serve_forever()` (or `start_thread()`); `close()` removes the socket.
 
     numpy's BLAS runs on one thread while serving (embeddings.local.one_blas_thread): a query's
-    matrices are small, and a second thread mostly waits for a core another process holds. The
-    forward pass is limited already; the cosine of the query with a project's vectors (5,000 x 384
-    at 100k records) ran on two, and on two shared, busy cores a prompt's answer took 52 ms (median,
-    100k records) against 37 ms on one thread, measured in turns in one process."""
+    matrices are small, and a second thread mostly waits for a core another process holds
+    (measured in docs/benchmarks.md, 'With the local model')."""
 
     def __init__(self, settings=None, path: str | None = None):
         self.path = path or client.socket_path()
@@ -268,8 +266,8 @@ class RecallServer:
 
     def _warm(self, request: dict) -> None:
         """Load the project's vectors with time to spare, after an answer that failed (the usual cause: its
-        deadline cut the load short). A project's first load takes longer than the prompt hook waits (~0.3 s
-        for 5,000 records, 100k in the store, on a busy machine), and it is kept only once complete: without
+        deadline cut the load short). A big project's first load takes longer than the prompt hook waits
+        (docs/benchmarks.md, 'With the local model'), and it is kept only once complete: without
         this, every prompt of a big project would run out of time the same way and never be served."""
         if self.model is None or request.get("op") not in ("search", "prompt"):
             return

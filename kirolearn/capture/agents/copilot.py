@@ -8,9 +8,9 @@ the payload on stdin is camelCase (`sessionId`, `toolName`, `toolArgs`,
 command names its event (`kirolearn-hook --agent copilot postToolUse`). Tool
 names are lowercase (`bash`, `view`, `create`, `edit`); MCP tools are
 `<server>-<tool>`. Stdout is parsed as one JSON object: `{"additionalContext":
-"…"}` from sessionStart and userPromptSubmitted reached the model (measured).
+"…"}` from sessionStart and userPromptSubmitted reached the model (observed).
 `agentStop` carries no answer text, and its `transcriptPath` (events.jsonl) may
-not hold the turn's final `assistant.message` yet when the hook runs (measured:
+not hold the turn's final `assistant.message` yet when the hook runs (observed:
 sometimes the newest message is still the turn's first, "Let me run a
 command.", with its tool requests). So the hook reads it until the newest
 assistant message asks for no tool (the final answer), for at most

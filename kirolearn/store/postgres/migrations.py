@@ -19,8 +19,8 @@ The tables mirror the SQLite store's (kirolearn.store.sqlite.migrations), with t
   `drain` (PostgreSQL's parser would keep a path, URL or e-mail as one token; SQLite's porter
   tokenizer splits them). A GIN index serves the `@@` matches, with `fastupdate = off`: drains
   add records a few at a time, and GIN's pending list of such inserts is read linearly by every
-  search and priced so by the planner, which then chose a sequential scan (p50 26 ms -> 4 ms at
-  10,000 records).
+  search and priced so by the planner, which then chose a sequential scan (measured in
+  docs/benchmarks.md, 'The two store backends').
 - The text search configuration `kirolearn` is PostgreSQL's `english` with its Snowball stemmer
   and no stop-word list: SQLite's porter tokenizer drops no word either, so a search for `about`
   or `not` finds the same records on both backends (rarity, not a list, weighs common words).

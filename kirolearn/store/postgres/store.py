@@ -462,7 +462,8 @@ class PostgresStore(Store):
 
     def add_events(self, events: list[dict]) -> int:
         """COPY into a temporary table (emptied at commit), then one `insert … on conflict do nothing`:
-        psycopg formats COPY rows in C, where a list parameter is formatted in Python (3x slower).
+        psycopg formats COPY rows in C, where a list parameter is formatted in Python, slower
+        (docs/benchmarks.md, 'The two store backends').
         Rows go in in event_id order, so overlapping uploads wait for each other, never deadlock."""
         if not events:
             return 0

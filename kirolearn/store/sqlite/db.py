@@ -291,7 +291,7 @@ def insert_events(db, rows: "list[dict]") -> None:
 
     One executemany over the union of the rows' keys (a missing key stores NULL). Values are text,
     numbers or None, as the drain's rows hold; sqlite3 refuses anything else. (sqlite-utils'
-    insert_all inspects every value of every row for JSON conversion: ~8 % of a drain.)
+    insert_all inspects every value of every row for JSON conversion: docs/benchmarks.md, 'Scale'.)
     """
     if not rows:
         return
@@ -608,9 +608,8 @@ def compact_fts(db) -> bool:
     """Merge the records' FTS5 index into one segment ('optimize') when it has more than FTS_MAX_SEGMENTS.
 
     A query reads each of its words' doclists once per segment and merges them, and BM25 re-reads
-    every phrase's whole doclist for its IDF: at 100k records (bench_recall's store), 11 segments
-    made the prompt hook's query cost 1.75x the instructions of one segment (callgrind). Runs with
-    the term_docs refresh, so about once per 2 % of growth: ~1 s of drainer time at 100k records.
+    every phrase's whole doclist for its IDF, so many segments cost the prompt hook's query
+    (measured in docs/benchmarks.md, 'Scale'). Runs with the term_docs refresh.
     """
     try:
         if fts_segments(db) <= FTS_MAX_SEGMENTS:

@@ -144,7 +144,7 @@ def m006_fts_by_project(db):
     """Index project_id in the FTS table too, so a search only ranks its own project's records.
 
     With the project only in the joined table, FTS5 scored every project's matches
-    and the join threw most away (36 ms at 100k records over 20 projects).
+    and the join threw most away (docs/benchmarks.md, 'Scale').
     """
     db["memory_records"].disable_fts()
     db["memory_records"].enable_fts(
@@ -336,7 +336,7 @@ def m012_term_docs(db):
     """Document counts of indexed terms, copied from fts5vocab by the drainer.
 
     The prompt hook skips words most records contain; reading the counts from fts5vocab
-    walks each term's whole doclist (~8 ms a word at 100k records), this table is one
+    walks each term's whole doclist (docs/benchmarks.md, 'Scale'), this table is one
     index range. The row with term '' holds the record count the copy was made at.
     """
     db.execute(

@@ -269,7 +269,7 @@ def projects(conn) -> "list[dict]":
     """Every project with records: id, root, record count, newest record time (newest first).
 
     Counted from the (project_id, created_at) index alone, then one lookup per
-    project for its root: grouping the table itself read every record (1.2 s at 100k).
+    project for its root: grouping the table itself read every record (docs/benchmarks.md, 'Scale').
     """
     rows = _rows(
         conn,
@@ -749,8 +749,8 @@ def compact(db) -> None:
     """Merge the FTS index into one segment, with secure_delete on.
 
     A deleted record's words stay in FTS5's old segments, beside a delete marker,
-    until a merge applies the marker; 'optimize' merges everything (0.8 s at 100k
-    records, against 3.3 s for a 'rebuild' that re-reads every record). SQLite
+    until a merge applies the marker; 'optimize' merges everything, much faster than
+    a 'rebuild' that re-reads every record (docs/benchmarks.md, 'Scale'). SQLite
     3.42's FTS5 'secure-delete' option would make this unnecessary; 3.40 is common.
     """
     _secure(db)
@@ -804,7 +804,7 @@ def mark_candidates(
 
     Newest first: FTS5 walks its rowids backwards and stops at the pool's size (deeper for failed
     attempts, as few matches are). No BM25: its per-phrase document counts read each word's and the
-    project's whole doclist, 14 ms a call at 100k records against 0.4 ms without (bench/bench_scale.py)."""
+    project's whole doclist (measured in docs/benchmarks.md, 'Scale')."""
     if not words or not has_marks(conn):
         return []
     from kirolearn.store.sqlite.reader import OLD_TEXT_COLUMNS, fts_query
