@@ -17,7 +17,8 @@ def problem(pattern: str) -> "str | None":
     import re
 
     try:
-        from re import _parser as parser  # type: ignore[attr-defined]  # Python 3.11+
+        # Python 3.11+
+        from re import _parser as parser  # type: ignore[attr-defined]
     except ImportError:  # Python 3.10
         import sre_parse as parser
     try:

@@ -484,7 +484,7 @@ async def guarded_stdio(replay=(), answered=None):
                         sdk = root.result
                         if (
                             sdk != ours
-                            # stale listing.json: scripts/mcp_listing.py rewrites it
+                            # stale listing.json: scripts/mcp_listing.py
                         ):
                             log.warning(
                                 "the start-up answer to initialize differed from the SDK's: %s",
