@@ -39,7 +39,7 @@ from benchtable import compile_package, installed_hook, pct, print_table
 
 PROJECTS = 20
 # prompts of words most of the synthetic records hold ("database" and "lock" are in every one at 1M):
-# at 1M before the match budget, 0.5 s, 2.2 s and an interrupted 9 s (docs/benchmarks.md)
+# at 1M before the match budget, 0.5 s, 2.2 s and an interrupted 9 s (docs/benchmarks-history.md)
 COMMON_PROMPTS = [
     "fix the database lock",
     "database locked",

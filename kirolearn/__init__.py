@@ -12,7 +12,8 @@ __all__ = ["Memory", "__version__"]
 
 def __getattr__(name):
     if name == "Memory":
-        from kirolearn.memory import Memory  # the facade sits above all it calls: only surfaces import it
+        # the facade sits above all it calls: only surfaces import it
+        from kirolearn.memory import Memory
 
         return Memory
     if name == "__version__":

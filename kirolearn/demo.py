@@ -61,7 +61,8 @@ def _short(event: dict) -> str:
         or (json.dumps(event["tool_input"]) if event.get("tool_input") else "")
         or (event["tool_response"] if isinstance(event.get("tool_response"), str) else "")
     )
-    text = " ".join(scrub_text(str(text)).split())  # the spool holds raw text until the drain scrubs it
+    # the spool holds raw text until the drain scrubs it
+    text = " ".join(scrub_text(str(text)).split())
     return text[:70] + ("…" if len(text) > 70 else "")
 
 

@@ -100,11 +100,13 @@ def run_checks():
         yield from semantic_checks(conf)
         from kirolearn.pipeline.probe import model_checks
 
-        yield from model_checks(conf)  # reachable, answers, JSON works, in which form
+        # reachable, answers, JSON works, in which form
+        yield from model_checks(conf)
         from kirolearn.team import membership as team
         from kirolearn.team.migrate import store_checks
 
-        yield from store_checks(conf)  # the server: nothing unless [store] url names a team store
+        # the server: nothing unless [store] url names a team store
+        yield from store_checks(conf)
         yield from team.doctor_checks(conf)  # what sharing adds
     model = health.model_state()
     if (
@@ -157,7 +159,8 @@ def run_checks():
             )
         else:
             yield "OK", f"wired: {entry['path']}"
-    for agent in dict.fromkeys(e["agent"] for e in wired):  # every wired agent: is the MCP server registered?
+    # every wired agent: is the MCP server registered?
+    for agent in dict.fromkeys(e["agent"] for e in wired):
         if not any(e["mcp"] for e in wired if e["agent"] == agent and e.get("mcp") is not None):
             yield (
                 "WARN",
@@ -180,7 +183,8 @@ def _mcp_runs(agent: str, files: "list[str]"):
     for path in files:
         for command, args, env in mcp_probe.servers(path):
             key = (command, tuple(args), tuple(sorted(env.items())))
-            if key in seen or not mcp_probe.resolve(command):  # not on this PATH: the wiring check says so
+            # not on this PATH: the wiring check says so
+            if key in seen or not mcp_probe.resolve(command):
                 continue
             seen.add(key)
             why = mcp_probe.probe(command, args, env)
@@ -216,7 +220,8 @@ def scope_checks(found: "list[dict]"):
             )
         else:
             yield "OK", scopes.describe(entry)
-        if not entry["mcp"] and entry["agent"] not in scopes.SCOPES_APART:  # Kiro's project may use ~/.kiro's
+        # Kiro's project may use ~/.kiro's
+        if not entry["mcp"] and entry["agent"] not in scopes.SCOPES_APART:
             yield (
                 "WARN",
                 f"{entry['agent']}: its {entry['scope']} wiring registers no kirolearn MCP server, so the model "

@@ -14,7 +14,8 @@ import time
 from kirolearn.core import isotime, paths
 from kirolearn.store import state
 
-DRAIN_STALE_SECONDS = 3600  # no drain for this long while events wait: the schedule is not running
+# no drain for this long while events wait: the schedule is not running
+DRAIN_STALE_SECONDS = 3600
 
 
 def drain_started() -> None:
@@ -101,7 +102,8 @@ def hook_errors_since(seconds: float) -> int:
             lines = fh.readlines()
     except OSError:
         return 0
-    cutoff = isotime.utc_iso(time.time() - seconds)[:19]  # log lines start with a stored timestamp
+    # log lines start with a stored timestamp
+    cutoff = isotime.utc_iso(time.time() - seconds)[:19]
     return sum(1 for line in lines if line[:19] >= cutoff)
 
 
@@ -130,7 +132,8 @@ def status(settings) -> dict:
             "ready": len(files),
             "oldest_age_seconds": oldest_age,
             "quarantined": quarantined,
-            "kept": len(spool.done_files()),  # drained, kept in done/ until a later check (the log)
+            # drained, kept in done/ until a later check (the log)
+            "kept": len(spool.done_files()),
         },
         "database": None,
         "extractor": {
@@ -145,7 +148,8 @@ def status(settings) -> dict:
     from kirolearn.store.base import start_of_day
 
     status_facts(info, settings)
-    store = backends.open_existing()  # a lost database is an error to report (StoreLost), not "none yet"
+    # a lost database is an error to report (StoreLost), not "none yet"
+    store = backends.open_existing()
     if store is not None:
         day_ago = shift(now_iso(), -86400)
         tokens, dollars = store.model_spend(start_of_day())
@@ -181,7 +185,8 @@ def status(settings) -> dict:
     info["kiro_wiring"] = wiring()
     from kirolearn.install import scopes
 
-    info["wiring_scopes"] = scopes.scan()  # the agents' own files, this user's and this project's
+    # the agents' own files, this user's and this project's
+    info["wiring_scopes"] = scopes.scan()
     return info
 
 
@@ -225,7 +230,8 @@ def last_scheduled_run() -> dict:
     return state.read(state.SCHEDULE)
 
 
-SCHEDULE_GRACE_SECONDS = 60  # a job's start-up and the scheduler's own slack, beyond two intervals
+# a job's start-up and the scheduler's own slack, beyond two intervals
+SCHEDULE_GRACE_SECONDS = 60
 
 JOB_FIX = {
     "systemd": "see `systemctl --user status kirolearn-drain.timer` (a timer needs a running user manager: "

@@ -26,7 +26,8 @@ class Memory:
 
     def __init__(self, home: str | os.PathLike | None = None, *, settings=None):
         self.home = os.path.abspath(os.path.expanduser(os.fspath(home))) if home is not None else None
-        self.settings = settings  # None: read config.toml and KIROLEARN_* on each call
+        # None: read config.toml and KIROLEARN_* on each call
+        self.settings = settings
 
     def _settings(self):
         from kirolearn.settings import load
@@ -41,7 +42,8 @@ class Memory:
     @contextlib.contextmanager
     def _here(self):
         with paths.using_home(self.home):
-            paths.check_home()  # a home that is a file: HomeError, as the CLI says, not NotADirectoryError
+            # a home that is a file: HomeError, as the CLI says
+            paths.check_home()
             yield
 
     @staticmethod
@@ -120,7 +122,8 @@ class Memory:
                     if watch:
 
                         def each_pass(stats):
-                            store.record_drain(new_ulid(), now_iso(), asdict(stats))  # status sees it
+                            # status sees it
+                            store.record_drain(new_ulid(), now_iso(), asdict(stats))
                             if on_pass is not None:
                                 on_pass(stats)
 
@@ -129,7 +132,8 @@ class Memory:
                         stats = drainer.run_once(flush=flush)
                     store.record_drain(new_ulid(), started, asdict(stats))
             except BaseException as exc:
-                drain_finished(exc)  # for `doctor` and `status`, even when the database is what failed
+                # for `doctor` and `status`, even when the database failed
+                drain_finished(exc)
                 raise
             finally:
                 held.release()
@@ -173,7 +177,8 @@ class Memory:
                 return served
             from kirolearn.recall import semantic
 
-            with self._reading() as store:  # hybrid (words + vectors) when the embedding model loads
+            # hybrid (words + vectors) when the embedding model loads
+            with self._reading() as store:
                 return semantic.search(
                     store,
                     query,
@@ -377,13 +382,15 @@ class Memory:
 
         ids = list(record_ids)
         with self._here():
-            store = manage.open_existing()  # a lost database is StoreLost, as in the CLI
+            # a lost database is StoreLost, as in the CLI
+            store = manage.open_existing()
             if store is None:
                 if ids:
                     raise manage.NotFound(f"no record {ids[0]!r}: there is no database yet")
                 return []
             with store:
-                targets = manage.resolve_targets(record_ids=ids, store=store)  # NotFound for an unknown id
+                # NotFound for an unknown id
+                targets = manage.resolve_targets(record_ids=ids, store=store)
                 if not targets:  # already forgotten: a no-op, as in the CLI
                     return []
                 return manage.forget(

@@ -233,7 +233,8 @@ class Store(_Section):
 
         try:
             return check_store_url(value)
-        except ConfigError as exc:  # message + fix as one line; never the URL itself
+        except ConfigError as exc:
+            # message + fix as one line; never the URL itself
             raise ValueError(str(exc)) from None
 
 
@@ -389,7 +390,8 @@ def effective(path: "str | None" = None, env=None) -> "list[dict]":
                 source = path
             else:
                 source = "default"
-            if dotted == "store.url":  # validation refuses a password; never print one all the same
+            # validation refuses a password; never print one all the same
+            if dotted == "store.url":
                 from kirolearn.store.url import redact_url
 
                 value = redact_url(value)

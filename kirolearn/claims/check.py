@@ -65,7 +65,8 @@ def judge(claim: Claim, rel: str, data: bytes, secret: bytes | None = None) -> V
         held = sum(1 for d in claim.lines if d in present)
         if not claim.lines or held >= HOLDS_SHARE * len(claim.lines):
             return Verdict(CURRENT, path=rel, blob=blob)
-        if held == 0:  # the file is there, rewritten: changed (deleted is for what is gone)
+        # the file is there, rewritten: changed (deleted is for what is gone)
+        if held == 0:
             return Verdict(CHANGED, path=rel, blob=blob, why="none of the lines it wrote are there")
         return Verdict(
             CHANGED,
@@ -152,7 +153,8 @@ def _renamed_to(root: str, old: str) -> list[str]:
         _git(root, "log", "-M50%", "--diff-filter=R", "--name-status", "--format=", "-n", "200"),
         _git(root, "diff", "--cached", "-M50%", "--name-status"),
     ):
-        for line in reversed(lines or []):  # oldest first: a later rename of the new path chains on
+        # oldest first: a later rename of the new path chains on
+        for line in reversed(lines or []):
             parts = line.split("\t")
             if len(parts) == 3 and parts[0].startswith("R"):
                 renames[parts[1]] = parts[2]

@@ -99,7 +99,7 @@ def shown(value) -> str:
     return text if len(text) <= DISPLAY_MAX else text[: DISPLAY_MAX - 1] + "…"
 
 
-# --- Python: ast -------------------------------------------------------------------------------
+# --- Python: ast ---
 
 
 def _python(text: str) -> dict[str, Fact]:
@@ -162,7 +162,7 @@ def _jsonable(value):
     return value
 
 
-# --- nested data (TOML, JSON, YAML, INI): flattened to dotted keys ------------------------------
+# --- nested data (TOML, JSON, YAML, INI): flattened to dotted keys ---
 
 
 def _flatten(data, spans: dict[str, tuple[int, int]], prefix: str = "", out=None) -> dict[str, Fact]:
@@ -236,7 +236,8 @@ def _json_spans(text: str) -> dict[str, tuple[int, int]]:
     """Each object key's line, by path, from a scan of the text (json.loads keeps no positions).
     Keys inside arrays are not named: a list is one value."""
     keys: list[tuple[str, int]] = []
-    frames: list[str | None] = []  # per open container: its key prefix, None inside an array
+    # per open container: its key prefix, None inside an array
+    frames: list[str | None] = []
     pending: str | None = None  # the key whose value comes next
     line, i, n = 1, 0, len(text)
     while i < n:
@@ -317,7 +318,8 @@ def _yaml(text: str) -> dict[str, Fact]:
             continue
         found = _YAML_KEY.match(line)
         if not found:
-            if last_key is not None and indent > last_key[0]:  # a continued or block scalar
+            # a continued or block scalar
+            if last_key is not None and indent > last_key[0]:
                 held = _yaml_get(data, last_key[1])
                 text_now = " ".join([held if isinstance(held, str) else "", stripped]).strip()
                 _yaml_set(data, last_key[1], text_now)
@@ -362,7 +364,8 @@ def _ini(text: str) -> dict[str, Fact]:
     import configparser
 
     parser = configparser.ConfigParser(interpolation=None, strict=False, delimiters=("=", ":"))
-    parser.optionxform = str  # type: ignore[assignment,method-assign]  # keys keep their case
+    # keys keep their case
+    parser.optionxform = str  # type: ignore[assignment,method-assign]
     parser.read_string(text)
     data = {section: dict(parser.items(section, raw=True)) for section in parser.sections()}
     keys, section, lines = [], "", text.split("\n")
@@ -400,7 +403,7 @@ def _env(text: str) -> dict[str, Fact]:
     return out
 
 
-# --- code without a standard-library parser: Go, TypeScript and JavaScript ----------------------
+# --- code without a standard-library parser: Go, TypeScript, JavaScript ---
 
 _STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|`[^`]*`')
 
@@ -567,7 +570,7 @@ def _statement_end(lines: list[str], start: int) -> int:
     return i
 
 
-# --- dependency lists: one fact per package ------------------------------------------------------
+# --- dependency lists: one fact per package ---
 
 _DEPENDENCY_KEYS = re.compile(
     r"^(?:dependencies|devDependencies|peerDependencies|optionalDependencies|project\.dependencies|"
@@ -611,7 +614,7 @@ _READERS = {
 }
 
 
-# --- lines: what a claim cites when no reader knows the file -------------------------------------
+# --- lines: what a claim cites when no reader knows the file ---
 
 
 def line_key(line: str) -> str:

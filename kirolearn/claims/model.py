@@ -26,7 +26,8 @@ class Claim:
 
     file: str  # relative to the project root, '/' separated
     kind: str
-    key: str  # the setting's dotted path, 'def render', 'require github.com/x'; '' for lines
+    # the setting's dotted path, 'def render', 'require x'; '' for lines
+    key: str
     digest: str
     shown: str
     lines: tuple[str, ...] = ()

@@ -27,7 +27,8 @@ from kirolearn.cli.common import (
 from kirolearn.core.observation_types import OBSERVATION_TYPES
 from kirolearn.recall.lexical import SEARCH_LIMIT_MAX
 
-AGENT_NAMES = list(agent_names())  # `--agent` of install / uninstall: every adapter's agent
+# `--agent` of install / uninstall: every adapter's agent
+AGENT_NAMES = list(agent_names())
 
 
 def _load_settings():
@@ -89,11 +90,14 @@ def drain_command(watch, flush, json_, no_recall_server):
     _own_drain_log()
     from kirolearn import health
 
-    health.note_scheduled_run()  # a run of `kirolearn schedule`'s job: doctor's proof that it fires
-    bars = for_hand_run(watch)  # a person at a terminal: the spool and the backfills show their progress
+    # a run of `kirolearn schedule`'s job: doctor's proof that it fires
+    health.note_scheduled_run()
+    # a person at a terminal: the spool and the backfills show their progress
+    bars = for_hand_run(watch)
     stored = None
 
-    def start():  # the lock is held: show progress for a big spool, or say we are watching
+    # the lock is held: show progress for a big spool, or say we are watching
+    def start():
         nonlocal stored
         if bars is not None:
             stored = bars.phase("storing the spool", spool.size())
@@ -108,7 +112,8 @@ def drain_command(watch, flush, json_, no_recall_server):
         click.echo(json.dumps(asdict(s)) if json_ else _describe(s), err=not json_)
 
     server = None
-    if watch and not no_recall_server:  # the watcher keeps the model loaded anyway: answer recall too
+    # the watcher keeps the model loaded anyway: answer recall too
+    if watch and not no_recall_server:
         from kirolearn.recall.server import start_in_thread
 
         server = start_in_thread()
@@ -212,7 +217,8 @@ class _PrivateOutput:
 
             mode = os.fstat(fd).st_mode
             if stat.S_ISREG(mode) and mode & 0o077 and hasattr(os, "fchmod"):
-                os.fchmod(fd, 0o600)  # an existing file others could read: memory is not theirs to read
+                # an existing file others could read: memory is not theirs
+                os.fchmod(fd, 0o600)
             self.fh = os.fdopen(fd, "w", encoding="utf-8")
         return self.fh.write(text)
 
@@ -257,7 +263,8 @@ def status_command(json_):
 
     settings = _load_settings()
     info = status(settings)
-    info["team"] = team_facts(settings)  # a feature's own facts: health sits below the team sync
+    # a feature's own facts: health sits below the team sync
+    info["team"] = team_facts(settings)
     if json_:
         click.echo(json.dumps(info, indent=2, sort_keys=True))
         return
@@ -294,7 +301,8 @@ def status_command(json_):
         click.echo(f"last drain failed: {info['last_drain_error']}")
     if info["hook_errors_24h"]:
         click.echo(f"hook errors in the last 24 h: {info['hook_errors_24h']} (see logs/hook.log)")
-    wired = info["kiro_wiring"]  # every agent's files, despite the key's name (kept: --json is stable)
+    # every agent's files, despite the key's name (kept: --json is stable)
+    wired = info["kiro_wiring"]
     from kirolearn.install import scopes
 
     found = info.get("wiring_scopes") or []
@@ -309,7 +317,8 @@ def status_command(json_):
             f"{user['agent']}: wired twice (for this user and by this project): each hook runs twice; "
             "`kirolearn doctor` says how to keep one"
         )
-    for agent in dict.fromkeys(w["agent"] for w in wired):  # one line per agent, in install order
+    # one line per agent, in install order
+    for agent in dict.fromkeys(w["agent"] for w in wired):
         click.echo(
             f"{agent}: "
             + ", ".join(
@@ -349,7 +358,8 @@ def status_command(json_):
             f"last drain: {last['finished_at']}: {last['events_read']} read, {last['stored']} stored, "
             f"{last['records_written']} records"
         )
-        for group in last.get("merged") or ():  # what the drain merged by itself
+        # what the drain merged by itself
+        for group in last.get("merged") or ():
             click.echo(
                 f"  merged {', '.join(i for i in group['record_ids'] if i != group['into'])} into "
                 f"{group['into']}"
@@ -421,7 +431,8 @@ def search_command(query, project, all_projects, types, since, session_id, file,
 
     if project and all_projects:
         raise click.UsageError("--project and --all-projects cannot be combined")
-    if not query.strip():  # would match nothing: say so, not "No memory records match ''"
+    # would match nothing: say so, not "No memory records match ''"
+    if not query.strip():
         raise click.UsageError(
             "QUERY is empty: give words to search for (`kirolearn list` shows the newest records)"
         )
@@ -437,7 +448,8 @@ def search_command(query, project, all_projects, types, since, session_id, file,
         session_id=session_id,
         file=file,
     )
-    if getattr(hits, "scrubbed", False):  # the recall server re-scrubbed them (kirolearn.recall.server)
+    # the recall server re-scrubbed them (kirolearn.recall.server)
+    if getattr(hits, "scrubbed", False):
         from kirolearn.recall.client import terminal
 
         def clean(value):
@@ -455,7 +467,8 @@ def search_command(query, project, all_projects, types, since, session_id, file,
         click.echo(f"No memory records match {query!r} in {where}.", err=True)
         return
     now = time.time()
-    for hit in hits:  # BM25 of a small store is tiny: significant digits, not a fixed 0.00
+    # BM25 of a small store is tiny: significant digits, not a fixed 0.00
+    for hit in hits:
         kind = context.kind_label(hit)
         click.echo(terminal(clean(f"{hit.record_id}  {hit.score:8.3g}  [{kind}] {hit.title}")))
         click.echo(
@@ -554,7 +567,8 @@ def save_summary_command(
     given = (request, investigated, learned, completed, next_steps, files_read, files_modified)
     piped = None
     if not from_stdin and not any(given) and not sys.stdin.isatty():
-        piped = sys.stdin.read()  # `… | kirolearn save-summary`: the JSON document, without --stdin
+        # `… | kirolearn save-summary`: the JSON document, without --stdin
+        piped = sys.stdin.read()
         from_stdin = bool(piped.strip())
     if from_stdin:
         if any(given):
@@ -643,7 +657,8 @@ def session_end_command(
     """
     from kirolearn import Memory
 
-    if not (summary or "").strip() and not auto_compress:  # the tool's own message names MCP fields
+    # the tool's own message names MCP fields
+    if not (summary or "").strip() and not auto_compress:
         raise click.UsageError("give --summary, or --auto-compress to draft it with the configured model")
     result = Memory().end_session(
         session_id,
@@ -698,7 +713,8 @@ def session_init_command(label, project, json_):
     click.echo(terminal(found["summary"]) if found["summary"] else "(it ended without a summary)")
     _echo_lists(found, terminal)
     previous = found.get("previous")
-    if previous:  # the newest row with a summary, shown apart: never mixed into the row above
+    # the newest row with a summary, shown apart: never mixed into the row above
+    if previous:
         click.echo(f"Before that, session {previous['session_id']} ended {previous['ended_at']}:")
         click.echo(terminal(previous["summary"]))
         _echo_lists(previous, terminal)
@@ -797,7 +813,8 @@ def install_command(project, global_, portable, dry_run, yes, set_default, agent
                 "at its next start (docs/agents/" + agent + ".md)"
             )
         return
-    from kirolearn.install.agents import kiro as kiro_install  # the Kiro-only option: --set-default
+    # the Kiro-only option: --set-default
+    from kirolearn.install.agents import kiro as kiro_install
 
     changes = agents.get("kiro").plan_install(project, global_ or not project, portable=portable)
     _mark_scope(changes, project)
@@ -945,7 +962,8 @@ def uninstall_command(project, purge, dry_run, yes, agent):
     changes = [
         c for name in ([agent] if agent else agents.names()) for c in agents.get(name).plan_uninstall(project)
     ]
-    if not project:  # the user's scope: a project's files (often committed) stay
+    # the user's scope: a project's files (often committed) stay
+    if not project:
         recorded = {e["path"]: e for e in install.load_record()}
         kept = [c for c in changes if scopes.recorded_scope(recorded.get(c.path, c.record)) != scopes.USER]
         changes = [c for c in changes if c not in kept]
@@ -1292,6 +1310,11 @@ def migrate_command(grant, json_):
         click.echo(migrate.describe(result))
 
 
-from kirolearn.cli import manage as cli_manage  # noqa: E402,F401 - registers list, show, forget, restore, edit, import, serve
-from kirolearn.cli import model as cli_model  # noqa: E402,F401 - registers model install, status, and serve-recall
-from kirolearn.cli import team as cli_team  # noqa: E402,F401 - registers team join, leave, status
+# registers list, show, forget, restore, edit, import, serve
+from kirolearn.cli import manage as cli_manage  # noqa: E402,F401
+
+# registers model install, status, and serve-recall
+from kirolearn.cli import model as cli_model  # noqa: E402,F401
+
+# registers team join, leave, status
+from kirolearn.cli import team as cli_team  # noqa: E402,F401

@@ -158,27 +158,32 @@ class KirolearnGroup(click.Group):
             raise
         except KirolearnError as exc:
             _fail(str(exc), exc.exit_code)
-        except BrokenPipeError:  # the reader went away (`kirolearn export | head`): not a disk problem
+        except BrokenPipeError:
+            # the reader went away (`| head`): not a disk problem
             devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush does not fail again
+            # so the interpreter's final flush does not fail again
+            os.dup2(devnull, sys.stdout.fileno())
             raise click.exceptions.Exit(141) from None
         except sqlite3.Error as exc:
             from kirolearn.core import paths
 
             err = from_sqlite(exc, paths.db_path())
             _fail(str(err), err.exit_code)
-        except OSError as exc:  # a full disk, a file-size limit, a read-only folder: not a bug
+        except OSError as exc:
+            # a full disk, a file-size limit, a read-only folder: not a bug
             from kirolearn.core import paths
             from kirolearn.core.errors import HomeError, from_oserror
 
             err = from_oserror(exc)
             if isinstance(exc, NotADirectoryError):
                 try:
-                    paths.check_home()  # KIROLEARN_HOME is a file: say so, not "check the disk"
+                    # KIROLEARN_HOME is a file: say so, not "check the disk"
+                    paths.check_home()
                 except HomeError as home_err:
                     err = home_err
             _fail(str(err), err.exit_code)
-        except Exception as exc:  # noqa: BLE001 - a bug: log it whole, tell the user one line
+        except Exception as exc:  # noqa: BLE001
+            # a bug: log it whole, tell the user one line
             if os.environ.get("KIROLEARN_DEBUG"):
                 raise
             where = _log_traceback()
@@ -213,7 +218,8 @@ def _log_traceback() -> str:
         with os.fdopen(fd, "a", encoding="utf-8") as fh:
             fh.write(scrub_text(traceback.format_exc()) + "\n")
         return path
-    except Exception:  # noqa: BLE001 - logging must not mask the original failure
+    except Exception:  # noqa: BLE001
+        # logging must not mask the original failure
         return "(no log: the logs folder is not writable)"
 
 
@@ -230,7 +236,8 @@ def cli():
     """
     from kirolearn.privacy.logscrub import scrub_stderr_logging
 
-    scrub_stderr_logging()  # library warnings reach logs/drain.log under cron: scrub them too
+    # library warnings reach logs/drain.log under cron: scrub them too
+    scrub_stderr_logging()
 
 
 def existing_store():
@@ -251,7 +258,8 @@ def project_root_of(project):
 
 def since_option(value):
     if value is None:
-        return None  # importing manage.records costs ~1 s (pydantic, sqlite-utils)
+        # importing manage.records costs ~1 s (pydantic, sqlite-utils)
+        return None
     from kirolearn.manage.records import ManageError, parse_since
 
     try:

@@ -4,7 +4,8 @@ With the recall server up (kirolearn.recall.server), `kirolearn search` needs no
 settings (pydantic), the store's sqlite-utils, numpy or kirolearn.manage.records: the server ranked the
 hits and re-scrubbed them with the user's scrub settings (kirolearn.privacy.sanitize.outbound_value,
 which is what `--json` applies), and kirolearn.recall.client.terminal escapes them for a terminal
-as the click command does. Loading those costs ~0.7 s a call; this path costs the interpreter,
+as the click command does. Loading those is most of a call's cost (docs/benchmarks.md, 'What the
+hot paths avoid loading'); this path costs the interpreter,
 a few standard-library-only kirolearn modules and one round trip (bench/bench_recall.py).
 
 `main` reads the command line the way kirolearn.cli.commands's `search` does and prints what that command
@@ -17,7 +18,8 @@ group from the start as before: its help, its errors and their exit statuses sta
 import os
 import sys
 
-COMPLETE_ENV = "_KIROLEARN_COMPLETE"  # click's shell completion for the `kirolearn` program
+# click's shell completion for the `kirolearn` program
+COMPLETE_ENV = "_KIROLEARN_COMPLETE"
 VALUED = {
     "--project": "project",
     "--type": "types",
@@ -36,7 +38,8 @@ def main():
     if argv[:1] == ["search"] and not os.environ.get(COMPLETE_ENV):
         try:
             out = search(argv[1:])
-        except Exception:  # noqa: BLE001 - whatever went wrong, the click command says it properly
+        except Exception:  # noqa: BLE001
+            # whatever went wrong, the click command says it properly
             out = None
         if out is not None:
             return write(*out)
@@ -75,7 +78,8 @@ def parse(args: "list[str]") -> "dict | None":
                 return None
             i += 1
         elif arg.startswith("-") or opts["query"] is not None:
-            return None  # help, another spelling, a second argument: click's to read or refuse
+            # help, another spelling, a second argument: click's to read
+            return None
         else:
             opts["query"] = arg
         i += 1
@@ -99,7 +103,8 @@ def parse(args: "list[str]") -> "dict | None":
         opts["since"] = isotime.since(opts["since"]) if opts["since"].strip() else None
     project = opts["project"]
     if project is not None and not (os.path.isdir(project) and os.access(project, os.R_OK)):
-        return None  # click.Path(file_okay=False, exists=True) says what is wrong with it
+        # click.Path(file_okay=False, exists=True) says what is wrong with it
+        return None
     return opts
 
 
@@ -124,7 +129,7 @@ def search(args: "list[str]") -> "tuple | None":
     paths.check_home()
     try:
         if os.path.getsize(paths.db_path()) <= 0:
-            return None  # empty: kirolearn.store.backends.refuse_lost may have something to say
+            return None  # empty: refuse_lost may have something to say
     except OSError:
         return None  # no database: the click command says so
     if not os.path.exists(paths.recall_socket()):
@@ -132,7 +137,8 @@ def search(args: "list[str]") -> "tuple | None":
     from kirolearn.recall import client, context
 
     project_id = None
-    if not opts["all_projects"]:  # as the command, then Memory.search, resolve it
+    # as the command, then Memory.search, resolve it
+    if not opts["all_projects"]:
         root, _ = find_project_root(os.path.abspath(opts["project"] or os.getcwd()))
         project_id = context.project_id(find_project_root(paths.check_project(root))[0])
     hits = client.search(
@@ -185,7 +191,8 @@ def _plain_stream(stream) -> bool:
 def _checked(stream, text: str) -> "tuple | None":
     """(stream, text) when click.echo would write `text` as it is; None (click's turn) when it would not."""
     if "\x1b" in text:
-        return None  # click.echo strips ANSI sequences when the stream is not a terminal
+        # click.echo strips ANSI sequences when the stream is not a terminal
+        return None
     try:
         text.encode(stream.encoding, stream.errors or "strict")
     except (UnicodeError, LookupError):
@@ -198,9 +205,11 @@ def write(stream, text: str) -> int:
     try:
         stream.write(text)
         stream.flush()
-    except BrokenPipeError:  # the reader went away (`kirolearn search x | head`): not a disk problem
+    except BrokenPipeError:
+        # the reader went away (`kirolearn search x | head`): not a disk problem
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, stream.fileno())  # so the interpreter's final flush does not fail again
+        # so the interpreter's final flush does not fail again
+        os.dup2(devnull, stream.fileno())
         return 141
     except OSError as exc:  # a full disk, a file-size limit
         from kirolearn.core.errors import from_oserror, one_line

@@ -76,7 +76,8 @@ def _no_database(record_id: str):
 
 
 def _echo_json(value):
-    from kirolearn.manage.records import for_json  # same shape; every string sanitised (memory is untrusted)
+    # same shape; every string sanitised (memory is untrusted)
+    from kirolearn.manage.records import for_json
 
     click.echo(json.dumps(for_json(value), ensure_ascii=False, indent=2))
 
@@ -94,7 +95,8 @@ def _line(record, *, with_project=False) -> str:
         if record.get(mark)
     ]
     notes += marks.labels(record.get("freshness"), record.get("outcome"))
-    if notes:  # the marks `show` and the context block carry, so a marked record does not read as current
+    # the marks `show` carries: a marked record does not read as current
+    if notes:
         text += f"  ({'; '.join(notes)})"
     if with_project:
         text += f"  · {record['project_root']}"
@@ -209,7 +211,8 @@ def show_command(record_id, json_):
     """Show one record with its provenance: source events, extraction run, redactions, session, history."""
     from kirolearn.manage import records as manage
 
-    store = existing_store()  # StoreLost when it was lost, not "there is no database yet"
+    # StoreLost when it was lost, not "there is no database yet"
+    store = existing_store()
     if store is None:
         raise _no_database(record_id)
     found = manage.show(record_id, store=store)
@@ -382,7 +385,8 @@ def forget_command(record_ids, session_id, query, project, all_projects, limit, 
     store = existing_store()  # StoreLost when it was lost
     if store is None and record_ids:  # an id that is not there is an error
         raise _no_database(record_ids[0])
-    record_ids = manage.resolve_ids(record_ids, store) if store is not None else record_ids  # unique prefixes
+    # unique prefixes
+    record_ids = manage.resolve_ids(record_ids, store) if store is not None else record_ids
     targets = (
         manage.resolve_targets(
             record_ids=record_ids,

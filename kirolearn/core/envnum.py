@@ -22,9 +22,11 @@ def number(name: str, default, low, high, *, integer: bool = False, env=None):
         return default
     try:
         value = int(text) if integer else float(text)
-    except (ValueError, OverflowError):  # int(): also the int-string conversion limit
+    except (ValueError, OverflowError):
+        # int(): also the int-string conversion limit
         value = None
-    if value is not None and value == value and low <= value <= high:  # value == value: not NaN
+    # value == value: not NaN
+    if value is not None and value == value and low <= value <= high:
         return value
     _warn(name, text, default, low, high)
     return default
@@ -45,5 +47,6 @@ def _warn(name: str, text: str, default, low, high) -> None:
             os.write(fd, line.encode("utf-8", "replace"))
         finally:
             os.close(fd)
-    except Exception:  # noqa: BLE001 - a log that cannot be written must not cost the caller its value
+    except Exception:  # noqa: BLE001
+        # a log that cannot be written must not cost the caller its value
         pass

@@ -12,8 +12,8 @@ at or above the project root (below the user's home, like the project marker wal
 `origin`, else of the first remote in the file. `include` files, `insteadOf` rewrites and
 $GIT_DIR are not followed: identity must not depend on a user's global git settings.
 
-Plain string code, no regular expressions: compiling the few patterns this would need cost
-~0.8 ms per hook process, more than the parsing itself.
+Plain string code, no regular expressions: compiling the few patterns this would need costs
+more than the parsing itself (docs/benchmarks.md, 'What the hot paths avoid loading').
 """
 
 import os  # no __future__ import on the hook path: annotations are strings
@@ -21,7 +21,8 @@ import os  # no __future__ import on the hook path: annotations are strings
 # no regex: compiling them cost ~0.8 ms a hook, more than the parsing
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-")
 _SCHEME_CHARS = _NAME_CHARS | {"+"}
-_MAX_CONFIG_BYTES = 1 << 20  # bigger git configs are not parsed on the hook path
+# bigger git configs are not parsed on the hook path
+_MAX_CONFIG_BYTES = 1 << 20
 
 
 def _read(path: str, limit: int = _MAX_CONFIG_BYTES) -> "str | None":
@@ -61,7 +62,8 @@ def find_git_dir(root: str, home: "str | None" = None) -> "tuple[str, str] | Non
                 if text.startswith("gitdir:"):
                     target = text[len("gitdir:") :].strip()
                     return current, os.path.normpath(os.path.join(current, target))
-                return None  # a `.git` file that is not a gitdir link: not a repository we can read
+                # a `.git` file but no gitdir link: unreadable
+                return None
         except (OSError, ValueError):
             return None
         parent = os.path.dirname(current)
@@ -182,7 +184,8 @@ def remote_urls(config_text: str) -> "list[tuple[str, str]]":
                 continue
             name, sub, rest = header
             name = name.lower()
-            if sub is None and "." in name:  # [remote.origin]: deprecated, subsection lower-cased
+            # [remote.origin]: deprecated, subsection lower-cased
+            if sub is None and "." in name:
                 name, sub = name.split(".", 1)
             section = sub if name == "remote" and sub else None
             stripped = rest.strip()
@@ -241,7 +244,8 @@ def normalise(url: str, base: "str | None" = None) -> "str | None":
         if host.startswith("["):  # [ipv6]:port
             host = host[: host.find("]") + 1] if "]" in host else host
         else:
-            host = host.split(":", 1)[0]  # the port goes: ssh on :22 and https on :443 are one repository
+            # the port goes: ssh on :22 and https on :443 are one repository
+            host = host.split(":", 1)[0]
         path = _strip_repo_suffix(path).lstrip("/")
         if not host or not path:
             return None

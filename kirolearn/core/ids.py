@@ -58,10 +58,10 @@ _SHA256 = None  # the constructor sha256_hex found, looked for once per process
 def sha256_hex(data: bytes) -> str:
     """The sha256 hex digest of `data`, without hashlib where CPython has its own sha256.
 
-    `import hashlib` loads OpenSSL's libcrypto (~3 ms of the prompt hook's recall); CPython's
-    built-in module (`_sha2` from 3.12, `_sha256` before) gives the same digest and loads in
-    ~0.1 ms. Any other interpreter gets hashlib. The search runs once: a failed import walks
-    sys.path again every time (~0.1 ms), and the drain hashes a project path per event.
+    `import hashlib` loads OpenSSL's libcrypto; CPython's built-in module (`_sha2` from 3.12,
+    `_sha256` before) gives the same digest at a fraction of the cost (docs/benchmarks.md,
+    'What the hot paths avoid loading'). Any other interpreter gets hashlib. The search runs once:
+    a failed import walks sys.path again every time, and the drain hashes a project path per event.
     """
     global _SHA256
     if _SHA256 is None:

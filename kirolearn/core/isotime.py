@@ -14,7 +14,8 @@ imported only by the functions that parse).
 import os
 import time
 
-CLOCK_ENV = "KIROLEARN_NOW"  # tests' clock: epoch seconds or an ISO time; unset, the system clock
+# tests' clock: epoch seconds or an ISO time; unset, the system clock
+CLOCK_ENV = "KIROLEARN_NOW"
 
 
 def now() -> float:
@@ -24,7 +25,8 @@ def now() -> float:
         return time.time()
     try:
         value = float(fake)
-        return value if 0 <= value < 1e11 else time.time()  # nan, inf or beyond year 5000: no clock
+        # nan, inf or beyond year 5000: no clock
+        return value if 0 <= value < 1e11 else time.time()
     except ValueError:
         pass
     try:

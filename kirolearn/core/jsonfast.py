@@ -54,7 +54,8 @@ def _default(o):
 try:
     _scan = _json.make_scanner(_Context())  # type: ignore[arg-type]
     _json.make_encoder({}, _default, _json.encode_basestring_ascii, None, ": ", ", ", False, False, True)
-except Exception:  # noqa: BLE001 - no _json, or one whose signatures differ: use the json package
+except Exception:  # noqa: BLE001
+    # no _json, or one whose signatures differ: use the json package
     _scan = None  # type: ignore[assignment]
 
 
@@ -65,10 +66,12 @@ def loads(s):
     start = len(s) - len(s.lstrip(_WHITESPACE))
     try:
         value, end = _scan(s, start)
-    except Exception:  # noqa: BLE001 - _json may raise SystemError: json raises the right one
+    except Exception:  # noqa: BLE001
+        # _json may raise SystemError: json raises the right one
         return _stdlib().loads(s, parse_int=int_or_text)
     if end != len(s) and s[end:].strip(_WHITESPACE):
-        return _stdlib().loads(s, parse_int=int_or_text)  # raises json's "Extra data" error
+        # raises json's "Extra data" error
+        return _stdlib().loads(s, parse_int=int_or_text)
     return value
 
 
@@ -97,7 +100,8 @@ def dumps(obj, *, ensure_ascii: bool = True, separators: "tuple[str, str] | None
 
 
 def _finite(value):
-    if isinstance(value, float) and value - value != 0.0:  # inf - inf and nan - nan are nan
+    # inf - inf and nan - nan are nan
+    if isinstance(value, float) and value - value != 0.0:
         return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, dict):
         return {k: _finite(v) for k, v in value.items()}
@@ -112,5 +116,6 @@ def strict_dumps(obj, **options) -> str:
     json = _stdlib()
     try:
         return json.dumps(obj, allow_nan=False, **options)
-    except ValueError:  # a non-finite float somewhere: the rare case pays for the walk
+    except ValueError:
+        # a non-finite float somewhere: the rare case pays for the walk
         return json.dumps(_finite(obj), allow_nan=False, **options)

@@ -21,8 +21,10 @@ class Node:
     start: int
     end: int
     kind: str  # object | array | scalar
-    members: "dict[str, Node]" = field(default_factory=dict)  # object: key -> value
-    items: "list[Node]" = field(default_factory=list)  # also an object's values, in order
+    # object: key -> value
+    members: "dict[str, Node]" = field(default_factory=dict)
+    # also an object's values, in order
+    items: "list[Node]" = field(default_factory=list)
 
 
 class JSONTextError(ValueError):

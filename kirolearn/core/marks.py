@@ -19,12 +19,14 @@ better matches, but below a record of the same relevance that is still true.
 
 FRESHNESS = ("current", "changed", "deleted")
 OUTCOMES = ("failed", "succeeded", "unknown")
-DEFAULT_FRESHNESS, DEFAULT_OUTCOME = "current", "unknown"  # old records, until checked
+# old records, until checked
+DEFAULT_FRESHNESS, DEFAULT_OUTCOME = "current", "unknown"
 
-# Recall's demotion factors (lexical ranking, semantic fusion, the recall server).
+# Recall's demotion factors (lexical, semantic fusion, the recall server).
 FRESHNESS_FACTORS = {"current": 1.0, "changed": 0.6, "deleted": 0.4}
 OUTCOME_FACTORS = {"failed": 0.5, "succeeded": 1.0, "unknown": 1.0}
-SUPERSEDED_FACTOR = 0.1  # a record a newer one superseded (superseded_by); a merged one is not returned
+# a record a newer one superseded (superseded_by); a merged one is not returned
+SUPERSEDED_FACTOR = 0.1
 ECHO_FACTOR = 0.5  # a record that repeats others (cites): below what it cites
 
 # What the context block says on a marked record's line.

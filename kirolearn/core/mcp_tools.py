@@ -13,7 +13,7 @@ MCP_SAFE_TOOLS = (
     "session_end",
 )
 
-# The tools that read memory back: a turn that called them repeats memory (it cites, kirolearn.pipeline.claims)
+# Tools that read memory back: a turn calling them repeats memory (claims)
 MCP_READ_TOOLS = ("search_memory", "get_memory", "session_init")
 
 

@@ -18,7 +18,7 @@ OBSERVATION_TYPES = (
     "session_summary",
     "conversation",
 )
-# save_observation's types: summaries have their own tool; chatter is no knowledge
+# save_observation's types: summaries have their own tool; chatter is none
 HAND_MADE_TYPES = tuple(t for t in OBSERVATION_TYPES if t not in ("session_summary", "conversation"))
 # a session end is stored as a session_summary (the seed's schema), shown apart
 SESSION_END_STRATEGY = "mcp_session_end"

@@ -36,7 +36,7 @@ def home() -> str:
 class using_home:
     """Within the block, `home()` is `path` (None: leave it as the environment says).
 
-    A class, not contextlib.contextmanager: contextlib costs every hook call ~1 ms of imports.
+    A class, not contextlib.contextmanager: contextlib's imports would cost every hook call.
     """
 
     def __init__(self, path: "str | None"):
@@ -132,7 +132,8 @@ def ensure_private_dir(path: str) -> str:
         return path
     parent = os.path.dirname(os.path.abspath(path))
     if parent != path and not os.path.isdir(parent):
-        ensure_private_dir(parent)  # makedirs would give parents the umask's mode
+        # makedirs would give parents the umask's mode
+        ensure_private_dir(parent)
     try:
         os.mkdir(path, 0o700)
     except FileExistsError:

@@ -12,7 +12,8 @@ A project's id is the same on every machine when it has a git remote (kirolearn.
 import os
 import time
 
-from kirolearn.core.ids import sha256_hex  # not hashlib: it loads OpenSSL on every hook call (~3 ms)
+# not hashlib: it loads OpenSSL on every hook call (~3 ms)
+from kirolearn.core.ids import sha256_hex
 
 # order is only for the reader: any marker makes a directory a project root
 MARKERS = (
@@ -73,7 +74,7 @@ def find_project_root(cwd: str, home: "str | None" = None) -> "tuple[str, bool]"
     while True:
         parent = os.path.dirname(current)
         if current == home_real or parent == current:
-            # Reached home (not inspected) or the filesystem root (not a project).
+            # Reached home (not inspected) or the root (not a project).
             return global_root, True
         if _has_marker(current):
             return current, False
@@ -94,11 +95,13 @@ def project_key(project_root: str, home: "str | None" = None) -> str:
     hit = _key_cache.get(cache_key)
     if hit is not None and hit[0] > now:
         return hit[1]
-    from . import gitremote  # only when an id is needed: it compiles a few patterns
+    # only when an id is needed: it compiles a few patterns
+    from . import gitremote
 
     try:
         key = gitremote.identity(project_root, home) or project_root
-    except (OSError, ValueError):  # identity must never break the caller: fall back to the path
+    except (OSError, ValueError):
+        # identity must never break the caller: fall back to the path
         key = project_root
     if len(_key_cache) >= _ID_CACHE_MAX:
         _key_cache.clear()

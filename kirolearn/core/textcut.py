@@ -6,7 +6,8 @@ back to before the span opened. The cut text ends with a visible marker.
 """
 
 MARKER = " [… cut]"
-SENTENCE_ENDS = ".!?:;"  # a sentence ends at one of these followed by white space
+# a sentence ends at one of these followed by white space
+SENTENCE_ENDS = ".!?:;"
 
 
 def _tick_runs(piece: str):

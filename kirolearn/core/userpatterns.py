@@ -8,7 +8,8 @@ characters or classes under a repeat (`[A-Z0-9]{32}`, `\\w+`) are fine. Standard
 settings check it when config.toml is loaded, and the hook's own reading of [scrub] does too.
 """
 
-UNBOUNDED = 16  # a repeat that may match more than this many times counts as unbounded
+# a repeat that may match more than this many times counts as unbounded
+UNBOUNDED = 16
 
 
 def problem(pattern: str) -> "str | None":
@@ -16,7 +17,8 @@ def problem(pattern: str) -> "str | None":
     import re
 
     try:
-        from re import _parser as parser  # type: ignore[attr-defined]  # Python 3.11+
+        # Python 3.11+
+        from re import _parser as parser  # type: ignore[attr-defined]
     except ImportError:  # Python 3.10
         import sre_parse as parser
     try:

@@ -152,7 +152,8 @@ def plan(
             isinstance(e, Member) and _get(data, (*e.keys, e.name)) not in (None, e.value) for e in edits
         )
     else:
-        replaced = base != data  # an older install's entries: the file is written whole
+        # an older install's entries: the file is written whole
+        replaced = base != data
     after, insertions = None, []
     if before is not None and install.strip_bom(before).strip() and not replaced:
         text = before

@@ -97,7 +97,8 @@ def hook_argv(portable: bool = False) -> "list[str]":
     return [os.path.abspath(sys.executable), LAUNCHER]
 
 
-AGENT_ENV = "KIROLEARN_AGENT"  # the MCP server reads it (mcp_server/app.py): records name the agent without clientInfo
+# read by the MCP server: records name the agent without clientInfo
+AGENT_ENV = "KIROLEARN_AGENT"
 
 
 def mcp_entry(portable: bool = False, agent: "str | None" = None) -> dict:
@@ -108,8 +109,7 @@ def mcp_entry(portable: bool = False, agent: "str | None" = None) -> dict:
     return {"command": command_path("kirolearn-mcp", portable), "args": [], "env": env}
 
 
-# A portable hook command (POSIX shell): `kirolearn-hook` found on PATH, or, when PATH lacks it, one line on
-# stderr and one in hook.log of the kirolearn home when there is one (doctor counts it); exit 0 either way.
+# A portable hook command: a missing `kirolearn-hook` is said, never fatal.
 PORTABLE_GUARD = f"if command -v {MARK} >/dev/null 2>&1; then "
 NOT_ON_PATH = (
     f"kirolearn: {MARK} is not on PATH, so this hook records nothing; install kirolearn where this "
@@ -150,7 +150,8 @@ def machine_paths(changes: "list[Change]", project: "str | None") -> "list[str]"
 def read_text(path: str) -> "str | None":
     """The file's text exactly (BOM and CRLF kept), or None if it does not exist."""
     try:
-        with open(path, encoding="utf-8", newline="") as fh:  # keep CRLF: the bytes are the user's
+        # keep CRLF: the bytes are the user's
+        with open(path, encoding="utf-8", newline="") as fh:
             return fh.read()
     except FileNotFoundError:
         return None
@@ -212,7 +213,8 @@ def load_record() -> "list[dict]":
 def _save_record(entries: "list[dict]") -> None:
     paths.ensure_private_dir(paths.home())
     tmp = record_path() + ".tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # 0600 whatever the umask
+    # 0600 whatever the umask
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         json.dump({"installs": entries}, fh, indent=2)
     os.replace(tmp, record_path())
@@ -230,7 +232,7 @@ def _prune_empty_dirs(directory: str) -> None:
         directory = os.path.dirname(directory)
 
 
-# agent folders (and a project's .kirolearn/ of opencode --portable) pruned when install left them empty
+# agent folders pruned when install left them empty
 TOP_DIRS = (".kiro", ".claude", ".github", ".opencode", ".codex", ".gemini", ".cursor", ".kirolearn", ".qwen")
 
 
@@ -361,7 +363,8 @@ def _give_back(done) -> None:
 def commands(value):
     if isinstance(value, dict):
         for key, item in value.items():
-            if key in ("command", "bash") and isinstance(item, str):  # Copilot's hook files say "bash"
+            # Copilot's hook files say "bash"
+            if key in ("command", "bash") and isinstance(item, str):
                 yield item
             elif key == "command" and isinstance(item, list) and item and isinstance(item[0], str):
                 yield shlex.join(item)  # opencode: the command as a list
@@ -383,10 +386,12 @@ def binaries(command: str) -> "list[str]":
 def agent_of(entry: dict) -> str:
     """Which agent a recorded install wires: 'kiro', 'claude-code' (its settings file), else the kind."""
     if entry.get("agent"):
-        return str(entry["agent"])  # adapters record their name beside what they wrote
+        # adapters record their name beside what they wrote
+        return str(entry["agent"])
     if entry.get("kind") in KIRO_KINDS:
         return "kiro"
-    for name in ("codex", "gemini", "cursor"):  # their kinds are "<agent>-<file>"
+    # their kinds are "<agent>-<file>"
+    for name in ("codex", "gemini", "cursor"):
         if str(entry.get("kind")).startswith(name + "-"):
             return name
     return "claude-code" if entry.get("kind") == "claude-settings" else str(entry.get("kind"))

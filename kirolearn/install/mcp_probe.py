@@ -50,7 +50,8 @@ def servers(path: str) -> "list[tuple[str, list[str], dict]]":
         if not isinstance(entry, dict):
             continue
         command, args = entry.get("command"), entry.get("args") or []
-        if isinstance(command, list):  # opencode: the command and its arguments in one list
+        # opencode: the command and its arguments in one list
+        if isinstance(command, list):
             command, args = (command[0] if command else ""), command[1:]
         env = entry.get("env") or entry.get("environment") or {}
         if isinstance(command, str) and command.endswith("kirolearn-mcp") and isinstance(args, list):

@@ -26,7 +26,8 @@ RECALL_UNIT = "kirolearn-recall"
 RECALL_LABEL = "dev.kirolearn.recall.server"
 
 
-CRON_MINUTES = (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30)  # */N that fires evenly every hour
+# */N that fires evenly every hour
+CRON_MINUTES = (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30)
 CRON_HOURS = (1, 2, 3, 4, 6, 8, 12, 24)  # 0 */N that fires evenly every day
 
 
@@ -83,7 +84,8 @@ def _kirolearn_exe() -> str:
     return os.path.abspath(exe)
 
 
-BUS_SECONDS = 5  # `systemctl --user` answers in milliseconds when a user manager runs
+# `systemctl --user` answers in milliseconds when a user manager runs
+BUS_SECONDS = 5
 
 
 def systemd_problem() -> "str | None":
@@ -129,7 +131,8 @@ def default_kind() -> str:
     )
 
 
-SCHEDULED_ENV = "KIROLEARN_SCHEDULED"  # set by the job: "KIND:SECONDS", so a drain knows the schedule ran it
+# set by the job: "KIND:SECONDS", so a drain knows the schedule ran it
+SCHEDULED_ENV = "KIROLEARN_SCHEDULED"
 
 
 def scheduled_env(kind: str, seconds: int) -> dict:
@@ -172,7 +175,7 @@ def systemd_job(seconds: int) -> "list[Job]":
     )
     timer = (
         "[Unit]\nDescription=Run kirolearn drain periodically\n\n"
-        # OnActiveSec: a first run after install (OnUnitActiveSec counts from a run that never came)
+        # OnActiveSec: a first run right after install
         f"[Timer]\nOnBootSec=1min\nOnActiveSec=1min\nOnUnitActiveSec={seconds}s\nPersistent=true\n\n"
         "[Install]\nWantedBy=timers.target\n"
     )
@@ -184,7 +187,8 @@ def systemd_job(seconds: int) -> "list[Job]":
 
 def cron_line(seconds: int) -> str:
     """One crontab line (minute granularity)."""
-    parse_every(_human(seconds), "cron")  # refuses what cron cannot express, rather than rounding it
+    # refuses what cron cannot express, rather than rounding it
+    parse_every(_human(seconds), "cron")
     minutes = seconds // 60
     hours = minutes // 60
     when = (
@@ -366,13 +370,15 @@ def install_job(kind: str, seconds: int) -> str:
     """Install (or replace) the drain job; returns a one-line report. A job the scheduler refuses
     leaves nothing behind: its files are removed again."""
     if kind == "cron":
-        os.close(paths.open_log("drain.log"))  # the line appends to logs/drain.log: 0600, not the umask's
+        # the line appends to logs/drain.log: 0600, not the umask's
+        os.close(paths.open_log("drain.log"))
         lines = _crontab_without_ours() + [cron_line(seconds)]
         _run(["crontab", "-"], "\n".join(lines) + "\n")
         return "crontab: added " + lines[-1]
     if kind == "systemd":
         why_not = systemd_problem()
-        if why_not:  # checked first: the unit files would only sit there, never run
+        # checked first: the unit files would only sit there, never run
+        if why_not:
             raise ScheduleError(
                 f"cannot install a systemd timer: {why_not}",
                 _instead("systemd"),

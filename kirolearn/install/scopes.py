@@ -177,7 +177,8 @@ def scan(project: "str | None" = None, agents: "list[str] | None" = None) -> "li
                     hooks += h
                     servers += s
             if not hooks:
-                continue  # an MCP entry alone records nothing: not a wiring of the hooks
+                # an MCP entry alone records nothing: not a wiring of the hooks
+                continue
             wired = [*hooks, *servers]
             found.append(
                 {
@@ -193,9 +194,7 @@ def scan(project: "str | None" = None, agents: "list[str] | None" = None) -> "li
     return found
 
 
-# Kiro's two scopes wire different surfaces (the global agent's hooks run only with `--agent kirolearn`,
-# the project's v3 file for every other agent): both at once is its documented layout, and doctor warns
-# about the one combination that runs twice (kiro.double_wiring).
+# Kiro's two scopes wire different surfaces: both at once is its layout.
 SCOPES_APART = ("kiro",)
 
 
@@ -266,7 +265,8 @@ def recorded_project(entry: dict) -> "str | None":
             ".qwen",
         ):
             return os.sep.join(parts[:i]) or os.sep
-    return os.path.dirname(path)  # .mcp.json, opencode.json: at the project's top
+    # .mcp.json, opencode.json: at the project's top
+    return os.path.dirname(path)
 
 
 def recorded_scope(entry: dict) -> str:

@@ -26,7 +26,8 @@ PROBE_SECONDS = 20
 def hook_program(command: str) -> "tuple[dict, list[str]]":
     """(environment assignments, the words up to and including the hook's own word) of a wired hook
     command such as `KIROLEARN_HOME=/h /venv/bin/python /pkg/launcher/kirolearn-hook --agent codex || true`."""
-    if command.startswith(PORTABLE_GUARD):  # `--portable`: kirolearn-hook from PATH, guarded
+    # `--portable`: kirolearn-hook from PATH, guarded
+    if command.startswith(PORTABLE_GUARD):
         return {}, [MARK]
     try:
         words = shlex.split(command)
@@ -88,7 +89,8 @@ def wiring(run: bool = False) -> "list[dict]":
                 else None
             )
         except (ValueError, InstallError):
-            data, parses = None, not entry["path"].endswith(".json")  # a plugin file is not JSON
+            # a plugin file is not JSON
+            data, parses = None, not entry["path"].endswith(".json")
         words = [b for c in commands(data) for b in binaries(c)] if data is not None else []
         missing = {w for w in words if not _resolves(w)}
         programs, broken = set(), []
@@ -106,7 +108,8 @@ def wiring(run: bool = False) -> "list[dict]":
                     broken.append(probed[key])
         present = bool(words)
         adapter = _adapter_of(entry)
-        if adapter is not None and hasattr(adapter, "wired"):  # files without commands: the adapter knows
+        # files without commands: the adapter knows
+        if adapter is not None and hasattr(adapter, "wired"):
             present = adapter.wired(entry, data)
         report.append(
             {
@@ -136,7 +139,8 @@ def _registers_server(data) -> bool:
     """Does a config file define kirolearn's MCP server (`mcpServers`, opencode's `mcp`, Codex's `mcp_servers`)?"""
     if not isinstance(data, dict):
         return False
-    for key in ("mcpServers", "mcp", "mcp_servers"):  # mcp_servers: Codex's config.toml
+    # mcp_servers: Codex's config.toml
+    for key in ("mcpServers", "mcp", "mcp_servers"):
         servers = data.get(key)
         entry = servers.get(AGENT_NAME) if isinstance(servers, dict) else None
         command = entry.get("command") if isinstance(entry, dict) else None

@@ -104,7 +104,7 @@ def terminal(text) -> str:
 
     text = str(text)
     if not is_plain(text):
-        # Removing invisible characters may reveal a split secret: re-scrub that.
+        # Removing invisible characters may reveal a secret: re-scrub.
         cleaned = clean_text(text)
         scrubbed = scrubber().scrub_text(cleaned)
         if scrubbed != cleaned:
@@ -125,7 +125,8 @@ def parse_since(text: "str | None", now: "datetime | None" = None) -> "str | Non
     if text is None or not str(text).strip():
         return None
     try:
-        return isotime.since(str(text), now)  # a leaf: kirolearn.cli.fast reads --since without this module
+        # a leaf: kirolearn.cli.fast reads --since without this module
+        return isotime.since(str(text), now)
     except ValueError as exc:
         why = f" ({exc})" if "reaches back" in str(exc) else ""
         raise ManageError(
@@ -134,7 +135,8 @@ def parse_since(text: "str | None", now: "datetime | None" = None) -> "str | Non
         ) from None
 
 
-open_existing = backends.open_existing  # the store, None on a fresh home, StoreLost when it was lost
+# the store, None on a fresh home, StoreLost when it was lost
+open_existing = backends.open_existing
 
 
 def writable() -> Store:
@@ -223,7 +225,7 @@ def _brief(record: dict) -> dict:
     row = {k: record[k] for k in keep}
     for mark in ("freshness", "outcome", "superseded_by"):  # the card's labels
         row[mark] = record.get(mark)
-    # a turn summary in full; a conversation's card shows its outcome (its title is the request)
+    # a turn summary in full; a conversation's card shows its outcome
     row["summary"] = (
         record["summary"] if record["observation_type"] in ("session_summary", "conversation") else ""
     )
@@ -401,7 +403,7 @@ def resolve_targets(
             for rid in store.record_ids_of_session(session_id, project_id_of(project_root))
         ]
     if query:
-        # Search also matches via neighbours' text: forget only records' own matches.
+        # Search matches via neighbours too: forget only own matches.
         from kirolearn.recall.lexical import matched, terms
 
         words = terms(query)
@@ -428,7 +430,8 @@ def forget(
 ) -> "list[dict]":
     """Soft-forget records: gone from recall at once, kept for `restore` until purged. Returns them."""
     store = store or writable()
-    if project_root is not None:  # the MCP server may only forget its own project's records
+    # the MCP server may only forget its own project's records
+    if project_root is not None:
         pid = project_id_of(project_root)
         for rid in record_ids:
             record = store.get_record(rid)
@@ -451,7 +454,8 @@ def restore(record_ids, *, actor: str = "cli", store=None) -> "list[dict]":
         if store.get_forgotten(rid) is None:
             live = store.get_record(rid)
             if live is not None and (live.get("superseded_by") or live.get("merged_into")):
-                unmarked.append(rid)  # a superseded or merged record: restoring it clears the mark
+                # a superseded or merged record: restoring it clears the mark
+                unmarked.append(rid)
                 continue
             if live is not None:
                 raise ManageError(
@@ -491,7 +495,8 @@ def _rederive(store, records) -> None:
     enrich_sessions(store, [(r["project_id"], r["session_id"]) for r in records])
 
 
-RESTORE_EMBED_SECONDS = 5.0  # a restore embeds what it brought back (new records first), not a backfill
+# a restore embeds what it brought back (new records first), not a backfill
+RESTORE_EMBED_SECONDS = 5.0
 
 
 def _embed_now(store) -> None:
@@ -510,7 +515,8 @@ def _embed_now(store) -> None:
         return
     from kirolearn.recall import semantic
 
-    semantic.index_with_settings(derived, conf, seconds=RESTORE_EMBED_SECONDS)  # why not: the drain says
+    # why not: the drain says
+    semantic.index_with_settings(derived, conf, seconds=RESTORE_EMBED_SECONDS)
 
 
 def _source_events(store, record_ids) -> "set[str]":
@@ -539,7 +545,8 @@ def purge(record_ids=None, *, older_than: "str | None" = None, actor: str = "cli
     if sources:
         from kirolearn.capture import spool
 
-        result["spool_files_removed"] = spool.drop_done_events(sources)  # the log's raw copies go too
+        # the log's raw copies go too
+        result["spool_files_removed"] = spool.drop_done_events(sources)
     if record_ids is None and older_than is None:
         result["edit_versions_cleared"] = store.purge_edit_history()
         if result["edit_versions_cleared"] and not ids:
@@ -675,11 +682,13 @@ def import_lines(lines, *, store=None) -> dict:
                 run_id = item.pop("extract_run_id", None)
                 Event.model_validate(item)
                 body = scrub_event(item, scrub)
-                row = event_row(body, dedup.event_content_hash(body))  # the drain's own row shape
+                # the drain's own row shape
+                row = event_row(body, dedup.event_content_hash(body))
                 row.update(extract_state=state if state in ("pending", "done") else "done", run_id=run_id)
                 events.append({"type": "event", **row})
             elif kind == "record":
-                mark = item.pop("forgotten", None)  # a forgotten record comes back forgotten
+                # a forgotten record comes back forgotten
+                mark = item.pop("forgotten", None)
                 if mark is not None and not (
                     isinstance(mark, dict) and isinstance(mark.get("forgotten_at"), str)
                 ):
@@ -715,7 +724,7 @@ def import_lines(lines, *, store=None) -> dict:
                         raise ManageError(f"a summary needs '{key}'")
                 keep = ("id", "project_id", "record_id", "ended_at", "auto_compress", "compressed_used")
                 row = {k: v if k in keep else scrub.scrub_value(v) for k, v in item.items()}
-                try:  # an older export's "…:11Z" must sort among "…:11.500Z" (kirolearn.core.isotime)
+                try:  # an older export's "…:11Z" must sort among "…:11.500Z"
                     row["ended_at"] = isotime.normalize(item["ended_at"])
                 except ValueError:
                     raise ManageError(

@@ -2,9 +2,9 @@
 
 An agent sends its first model request as soon as its MCP servers have listed their tools, or
 without them when a server is slow (real Codex does). Importing the SDK and what it
-pulls in (pydantic models of the whole protocol, httpx, jsonschema, starlette) takes ~40x a bare
-Python start; so this module, standard library only, answers the two requests of a client's
-start-up itself from `listing.json` (the SDK server's own `initialize` capabilities and
+pulls in (pydantic models of the whole protocol, httpx, jsonschema, starlette) takes many times a
+bare Python start (docs/benchmarks.md, 'The MCP server's start-up'); so this module, standard
+library only, answers the two requests of a client's start-up itself from `listing.json` (the SDK server's own `initialize` capabilities and
 `tools/list` answer, written by `scripts/mcp_listing.py` and checked against the SDK server by
 tests/test_mcp_start.py), and hands the conversation to the SDK server at the first other message
 (a tool call): that server sees the client's `initialize` and `initialized` first, its reply to the
@@ -129,7 +129,8 @@ def serve(root: str, where: str, *, stdin=None, stdout=None) -> int:
     while True:
         line = stdin.readline()
         if not line:
-            return 0  # the client hung up before calling a tool: the SDK was never needed
+            # the client hung up before calling a tool: the SDK was never needed
+            return 0
         if not line.strip():
             continue
         reply = front.reply(line)

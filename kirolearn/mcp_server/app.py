@@ -108,7 +108,8 @@ class SessionInitResult(BaseModel):
     record_id: str | None = None
     ended_at: str | None = None
     ended_without_summary: list[dict] = Field(default_factory=list)
-    previous: dict | None = None  # the newest row with a summary, whole, when this one has none
+    # the newest row with a summary, whole, when this one has none
+    previous: dict | None = None
     known_projects: list[str] = Field(default_factory=list)
 
 
@@ -126,7 +127,8 @@ class Memory(BaseModel):
     # current|changed|deleted; failed|succeeded|unknown (docs/memory-marks.md)
     freshness: str = "current"
     outcome: str = "unknown"
-    superseded_by: str | None = None  # a newer record changed what this one stated
+    # a newer record changed what this one stated
+    superseded_by: str | None = None
     merged_into: str | None = None
 
 
@@ -239,16 +241,19 @@ class ScrubbingFastMCP(FastMCP):
         from kirolearn.privacy.sanitize import clean_text
         from kirolearn.privacy.scrub import scrub_text
 
-        def error(text: str) -> ToolError:  # an error can quote memory or input: sanitised like any answer
+        # an error can quote memory or input: sanitised like any answer
+        def error(text: str) -> ToolError:
             return ToolError(scrub_text(clean_text(text)))
 
         try:
             result = await super().call_tool(name, arguments)
         except ToolError as exc:
             cause = exc.__cause__ or exc.__context__
-            if isinstance(cause, KirolearnError):  # FastMCP wraps what a tool raised
+            # FastMCP wraps what a tool raised
+            if isinstance(cause, KirolearnError):
                 raise error(str(cause)) from None
-            if isinstance(cause, ValidationError):  # wrong argument types or sizes
+            # wrong argument types or sizes
+            if isinstance(cause, ValidationError):
                 raise error(describe_invalid(name, cause)) from None
             raise error(one_line(str(exc))) from None
         except KirolearnError as exc:
@@ -278,7 +283,8 @@ def sanitise_text(text: str, scrubber) -> str:
         except ValueError:
             pass
         else:
-            indent = 2 if stripped.startswith(("{\n", "[\n")) else None  # the layout it came in
+            # the layout it came in
+            indent = 2 if stripped.startswith(("{\n", "[\n")) else None
             return json.dumps(outbound_value(value, scrubber), ensure_ascii=text.isascii(), indent=indent)
     return outbound_text(text, scrubber)
 
@@ -286,7 +292,8 @@ def sanitise_text(text: str, scrubber) -> str:
 def sanitise_result(result):
     """Every answer of every tool, whatever form FastMCP returns it in, sanitised (text and structured)."""
     from kirolearn.manage.records import (
-        scrubber as configured,  # the user's extra patterns and allow-list, cached
+        # the user's extra patterns and allow-list, cached
+        scrubber as configured,
     )
     from kirolearn.privacy.sanitize import outbound_value
 
@@ -427,7 +434,8 @@ async def guarded_stdio(replay=(), answered=None):
     stdout = anyio.wrap_file(TextIOWrapper(sys.stdout.buffer, encoding="utf-8"))
     read_writer, read_stream = anyio.create_memory_object_stream(0)
     write_stream, write_reader = anyio.create_memory_object_stream(0)
-    replies = write_stream.clone()  # the session closes its own copy when it ends
+    # the session closes its own copy when it ends
+    replies = write_stream.clone()
 
     async def lines():
         for raw in replay:
@@ -443,7 +451,8 @@ async def guarded_stdio(replay=(), answered=None):
                         continue
                     try:
                         message = types.JSONRPCMessage.model_validate_json(line)
-                    except Exception as exc:  # noqa: BLE001 - pydantic's error quotes the line: never logged
+                    except Exception as exc:  # noqa: BLE001
+                        # pydantic's error quotes the line: never logged
                         reply = malformed_reply(line, _too_deep(exc))
                         log.warning(
                             "malformed MCP message (%d bytes) %s",
@@ -475,7 +484,8 @@ async def guarded_stdio(replay=(), answered=None):
                         sdk = root.result
                         if (
                             sdk != ours
-                        ):  # listing.json is stale for this SDK: scripts/mcp_listing.py rewrites it
+                            # stale listing.json: scripts/mcp_listing.py
+                        ):
                             log.warning(
                                 "the start-up answer to initialize differed from the SDK's: %s",
                                 json.dumps(sdk)[:500],
@@ -530,11 +540,12 @@ def session_of_caller(environ=os.environ) -> "str | None":
 
 def build_server(project_root: str, *, settings=None, complete=None, where: "str | None" = None) -> FastMCP:
     """The FastMCP server bound to one project (tests call this directly); `where` names it in messages."""
-    # Tools take a `project` *label* (the seed's API); the resolved one is `here`.
+    # Tools take a `project` label; the resolved one is `here`.
     here = summaries.Project(project_root)
     where = where or f"project {project_root}"
     mcp = ScrubbingFastMCP("kirolearn", instructions=INSTRUCTIONS)
-    mcp._mcp_server.version = __version__  # serverInfo.version: ours, not the MCP SDK's
+    # serverInfo.version: ours, not the MCP SDK's
+    mcp._mcp_server.version = __version__
 
     def tool(annotations, description: "str | None" = None):
         """Register a tool whose description is its docstring without the source indentation."""
@@ -545,7 +556,8 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
 
         return register
 
-    from kirolearn.memory import Memory as Facade  # the MCP tools are the facade's calls, over MCP
+    # the MCP tools are the facade's calls, over MCP
+    from kirolearn.memory import Memory as Facade
 
     memory = Facade(settings=settings)
 
@@ -702,7 +714,7 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
             blocks.append(block)
         text = context.scrub_out("\n\n".join(blocks), context.settings())
         from kirolearn.manage.records import (
-            clean,  # structured results are re-scrubbed like the text (architecture.md rule 9)
+            clean,  # structured results are re-scrubbed like the text
         )
 
         results = [
@@ -746,7 +758,8 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
             with store:
                 found = store.get_record(record_id)
                 if found is not None:
-                    found.update(store.marked_by(record_id))  # the chain both ways
+                    # the chain both ways
+                    found.update(store.marked_by(record_id))
         if found is None or found["project_id"] != here.id:
             from mcp.server.fastmcp.exceptions import ToolError
 
@@ -759,7 +772,8 @@ def build_server(project_root: str, *, settings=None, complete=None, where: "str
         from kirolearn.privacy.sanitize import one_line
 
         lines = [
-            f"### {one_line(found['title'])}",  # a title with line breaks must not end the heading
+            # a title with line breaks must not end the heading
+            f"### {one_line(found['title'])}",
             f"({record_id}, {context.kind_label(details)}"
             + "".join(f", {label}" for label in marks.labels(details.freshness, details.outcome))
             + f", {found['created_at'][:10]})",
@@ -868,7 +882,8 @@ def setup_logging() -> None:
         pass
     from kirolearn.privacy.logscrub import use_scrubbing
 
-    use_scrubbing(handlers, "%(asctime)s kirolearn-mcp %(levelname)s %(message)s")  # no secret in a log line
+    # no secret in a log line
+    use_scrubbing(handlers, "%(asctime)s kirolearn-mcp %(levelname)s %(message)s")
     logging.basicConfig(level=logging.WARNING, handlers=handlers)
 
 

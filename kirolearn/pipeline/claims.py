@@ -29,7 +29,7 @@ CLAIMS_PER_TURN = 120
 _RECORD_ID = re.compile(r"\bmr_[0-9A-HJKMNP-TV-Z]{26}\b")
 _FULL_KEYS = ("content", "file_text", "text", "contents")
 _NEW_KEYS = ("new_string", "new_str", "newString", "newStr", "new_text", "newText")
-# a shell command that writes a file: a heredoc into it, `sed -i`, an echo redirected into it
+# a shell command that writes a file: a heredoc, `sed -i`, a redirected echo
 _HEREDOC = re.compile(
     r"(?:^|[;&|]\s*)(?:cat|tee)\b(?P<a>[^\n<]*?)<<-?\s*(['\"]?)(?P<tag>\w+)\2(?P<b>[^\n]*)\n(?P<body>.*?)\n(?P=tag)[ \t]*(?:\n|$)",
     re.S,
@@ -192,7 +192,8 @@ def file_claims(
 def turn_claims(tools: list[dict], root: str, scrub=None, secret: bytes | None = None) -> list[model.Claim]:
     """The claims of one turn's tool calls (paired, oldest first); see the module docstring. `scrub`
     cleans each value shown; one it would redact is digested with the home's `secret`."""
-    final: dict[str, tuple[str | None, list[str], str]] = {}  # rel -> (whole text, fragments, cwd)
+    # rel -> (whole text, fragments, cwd)
+    final: dict[str, tuple[str | None, list[str], str]] = {}
     for event in tools:
         if extract.tool_status(event) is False:
             continue  # a failed or denied write claims nothing
@@ -216,7 +217,8 @@ def turn_claims(tools: list[dict], root: str, scrub=None, secret: bytes | None =
             data = read_file(root, rel)
             text = data.decode("utf-8", "replace").replace("\r\n", "\n") if data is not None else None
             spans = _spans(text, fragments) if text is not None else None
-            if spans is None:  # the file moved on since the turn: cite only the lines it wrote
+            # the file moved on since the turn: cite only the lines it wrote
+            if spans is None:
                 written = set().union(*(factlib.line_digests(f) for f in fragments)) if fragments else set()
                 if written:
                     out.append(model.lines_claim(rel, written))
@@ -284,7 +286,8 @@ def work_signature(
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=list).encode()).hexdigest()[:32]
 
 
-FACTS_FROM_CLAIMS = 8  # claims told as facts of a record (what its text is searched by)
+# claims told as facts of a record (what its text is searched by)
+FACTS_FROM_CLAIMS = 8
 
 
 def _shown_ids(turn) -> list[str]:
@@ -334,7 +337,8 @@ def annotate(
         source = set(cand.get("source_event_ids") or batch.event_ids)
         mine = [t for t in turns if source <= t["ids"]] or [t for t in turns if source & t["ids"]]
         claims = [c for t in mine for c in t["claims"]]
-        if len(mine) > 1:  # a record of several turns: the claims of the files it names
+        # a record of several turns: the claims of the files it names
+        if len(mine) > 1:
             named = set(cand.get("files_touched") or ())
             claims = [
                 c for c in claims if c.file in named or any(n.endswith("/" + c.file) for n in named)

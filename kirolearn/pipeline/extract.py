@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from pydantic import ValidationError
 
 from kirolearn.capture.events import cut_text
-from kirolearn.core.errors import ExtractionError  # noqa: F401 - re-exported for callers
+
+# re-exported for callers
+from kirolearn.core.errors import ExtractionError  # noqa: F401
 from kirolearn.core.mcp_tools import is_memory_tool
 from kirolearn.pipeline import structured
 from kirolearn.pipeline.prompt import PROMPT_VERSION, SUMMARY_REQUEST, SYSTEM_PROMPT, Candidate, Extraction  # noqa: F401
@@ -147,7 +149,7 @@ def _response_text(event: dict) -> str:
     if isinstance(response, str):
         return response
     if isinstance(response, dict):
-        # stdout/stderr: Claude Code; output: Cursor; llmContent: Gemini; the rest Copilot
+        # stdout/stderr: Claude Code; output: Cursor; llmContent: Gemini
         parts = [
             str(response[k])
             for k in ("stdout", "stderr", "output", "llmContent", "textResultForLlm")
@@ -171,7 +173,8 @@ def response_text(event: dict) -> str:
     return _response_text(event)
 
 
-_FAILED_RESULT_TYPES = ("failure", "error", "denied", "rejected")  # Copilot CLI's
+# Copilot CLI's
+_FAILED_RESULT_TYPES = ("failure", "error", "denied", "rejected")
 
 # Copilot's shell text ends "<shellId: 0 completed with exit code 1>"
 _COMPLETED_EXIT = re.compile(r"completed with exit code\s*(-?\d+)", re.I)
@@ -191,14 +194,16 @@ def tool_status(event: dict) -> "bool | None":
     response = event.get("tool_response")
     if isinstance(response, dict):
         if response.get("success") is False or response.get("is_error") is True:
-            return False  # Kiro classic and IDE, Claude Code's PostToolUseFailure, any is_error
+            # Kiro classic and IDE, PostToolUseFailure, any is_error
+            return False
     if agent == "claude-code":
         if isinstance(response, dict) and response.get("interrupted"):
             return None
         return True  # PostToolUse fires only for a call that succeeded
     if agent == "copilot":
         text = _response_text(event)
-        trailer = _last(_COMPLETED_EXIT, text)  # "<shellId: 0 completed with exit code 1>"
+        # "<shellId: 0 completed with exit code 1>"
+        trailer = _last(_COMPLETED_EXIT, text)
         if trailer:
             return trailer.group(1) == "0"
         kind = str((response or {}).get("resultType", "")).lower() if isinstance(response, dict) else ""
@@ -207,7 +212,7 @@ def tool_status(event: dict) -> "bool | None":
         return True if kind == "success" else None
     if agent == "qwen-code":
         content = response.get("llmContent") if isinstance(response, dict) else None
-        # run_shell_command's text ends "Exit Code: N"; a failed call came as PostToolUseFailure (above)
+        # run_shell_command's text ends "Exit Code: N"
         trailer = _last(_EXIT_CODE, content) if isinstance(content, str) else None
         if trailer:
             return trailer.group(1) == "0"
@@ -222,14 +227,16 @@ def tool_status(event: dict) -> "bool | None":
             ):
                 return False
             content = response.get("llmContent")
-            # run_shell_command's own text ends "Exit Code: N": a command that failed in a tool that ran
+            # "Exit Code: N": a command that failed in a tool that ran
             trailer = _last(_EXIT_CODE, content) if isinstance(content, str) else None
             if trailer:
                 return trailer.group(1) == "0"
             if "llmContent" in response:
-                return True  # AfterTool carries `error` when a tool failed, and only then
+                # AfterTool carries `error` when a tool failed, and only then
+                return True
         return None
-    if isinstance(response, dict) and "exit_code" in response:  # Codex, Cursor, opencode
+    # Codex, Cursor, opencode
+    if isinstance(response, dict) and "exit_code" in response:
         code = response["exit_code"]
         if code is None:  # Codex: the sandbox killed it
             text = _response_text(event)
@@ -243,7 +250,8 @@ def tool_status(event: dict) -> "bool | None":
                 return False
             if response.get("success") is True or "0" in codes:
                 return True
-        trailer = _last(_EXIT_CODE, _response_text(event))  # v3 and IDE 1.x: "Exit Code: N" at the end
+        # v3 and IDE 1.x: "Exit Code: N" at the end
+        trailer = _last(_EXIT_CODE, _response_text(event))
         if trailer:
             return trailer.group(1) == "0"
         return None
@@ -365,7 +373,7 @@ _STOPWORDS = frozenset(
     "first second last next back right left well good great better best fine".split()
 )
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_\-']{3,}")
-# What the scrubber put in place of a secret: its words are not the turn's topic.
+# The scrubber's stand-in for a secret: its words are not the topic.
 _REDACTION = re.compile(r"\[REDACTED:[A-Za-z0-9_\-]{1,64}\]")
 
 
@@ -460,7 +468,7 @@ def paired_tools(turn: list) -> "list[dict]":
 def _changed_paths(event: dict, root: str) -> "list[str]":
     paths = [relative(p, root) for p in paths_of(event)]
     if not paths and isinstance(event.get("tool_response"), (str, dict)):
-        # IDE payloads name the file only in the result: "Created the src/store.py file."
+        # IDE payloads name the file only in the result
         paths = _PATH_IN_TEXT.findall(_response_text(event)[:300])
     return paths
 
@@ -507,7 +515,8 @@ def _describe_turn(turn: list, root: str) -> "dict | None":
         command = command_of(event)
         if command:
             commands.append(command)
-        if name in WRITE_TOOLS and not failed(event):  # a denied or failed write changed nothing
+        # a denied or failed write changed nothing
+        if name in WRITE_TOOLS and not failed(event):
             changed.extend(_changed_paths(event, root))
         elif not command:
             read.extend(relative(p, root) for p in paths_of(event))
@@ -515,7 +524,8 @@ def _describe_turn(turn: list, root: str) -> "dict | None":
             not command
             and not paths_of(event)
             and isinstance(event.get("tool_response"), (str, dict))
-            and not _memory_tool(event)  # memory's own output is no fact of the turn
+            # memory's own output is no fact of the turn
+            and not _memory_tool(event)
         ):
             text = " ".join(_response_text(event).split())
             if text and not failed(event):
@@ -529,7 +539,8 @@ def _describe_turn(turn: list, root: str) -> "dict | None":
 
     has_stop = any(e["kind"] == "session_summary" for e in turn)
     if not tools and not names_project_content(request, closing):
-        observation_type = "conversation"  # chatter: kept, weighed low, never a session start's headline
+        # chatter: kept, weighed low, never a session start's headline
+        observation_type = "conversation"
     elif has_stop:
         observation_type = "session_summary"
     elif errors or tried:
@@ -537,7 +548,8 @@ def _describe_turn(turn: list, root: str) -> "dict | None":
     elif tools:
         observation_type = "tool_use"
     else:
-        observation_type = "conversation"  # a question about the project that no answer closed yet
+        # a question about the project that no answer closed yet
+        observation_type = "conversation"
 
     title = (
         clip(" ".join(request.split()), TITLE_MAX)
@@ -557,7 +569,8 @@ def _describe_turn(turn: list, root: str) -> "dict | None":
         sections.append("**Failed:** " + "\n".join(tried[:6]))
     if commands:
         shown = list(dict.fromkeys(clip(c, 160) for c in commands))
-        verb = "**Tried:** " if outcome == "failed" else "**Ran:** "  # a failed turn's commands were not done
+        # a failed turn's commands were not done
+        verb = "**Tried:** " if outcome == "failed" else "**Ran:** "
         sections.append(
             verb
             + "; ".join(f"`{c}`" for c in shown[:8])
@@ -592,7 +605,7 @@ def deterministic(batch: Batch) -> "list[dict]":
     for turn in split_turns(batch.events):
         record = _describe_turn(turn, batch.project_root)
         if record is not None:
-            # Per turn: forgetting one turn must not leave its events cited elsewhere.
+            # Per turn: forgetting a turn leaves none of its events cited.
             record["source_event_ids"] = [e["event_id"] for e in turn]
             records.append(record)
     return records
@@ -627,7 +640,8 @@ def render_events(batch: Batch, field_chars: int, max_chars: int) -> str:
         if len(text) <= max_chars or cap <= 200:
             break
         cap //= 2
-    if len(text) > max_chars:  # too many events even at the smallest cap: keep both ends
+    # too many events even at the smallest cap: keep both ends
+    if len(text) > max_chars:
         head, tail, used = [], [], 0
         for block in blocks:
             if used + len(block) > max_chars // 2:
@@ -710,7 +724,8 @@ def candidates_from(extraction: Extraction, batch: Batch) -> "list[dict]":
             }
         )
     records = [r for r in records if r["title"] and r["summary"]]
-    outcome = turn_outcome(paired_tools(batch.events))  # the model does not decide a turn's outcome
+    # the model does not decide a turn's outcome
+    outcome = turn_outcome(paired_tools(batch.events))
     for r in records:
         r["outcome"] = outcome
     ended = any(e["kind"] == "session_summary" for e in batch.events)
@@ -720,7 +735,8 @@ def candidates_from(extraction: Extraction, batch: Batch) -> "list[dict]":
         if summary:
             if summary["observation_type"] == "conversation" and records:
                 summary["observation_type"] = (
-                    "session_summary"  # the model found knowledge in it: not chatter
+                    # the model found knowledge in it: not chatter
+                    "session_summary"
                 )
             records.insert(0, summary)
     return records
@@ -777,7 +793,8 @@ def _ask_for_summary(messages: list, answer: str, settings, complete, result: LL
         result.completion_tokens += completion.completion_tokens
         result.cost_usd += completion.cost_usd
         found = parse_answer(completion.content, completion.finish_reason).records
-    except Exception as exc:  # noqa: BLE001 - the first answer's records still count
+    except Exception as exc:  # noqa: BLE001
+        # the first answer's records still count
         result.errors.append(f"asking for the turn summary: {type(exc).__name__}: {clip(str(exc), 200)}")
         return []
     return [c for c in found if c.observation_type == "session_summary"][:1]
@@ -808,7 +825,8 @@ def call_bounded(complete, messages, settings, seconds: float, **kwargs):
     def run():
         try:
             box["value"] = complete(messages, settings, **kwargs)
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+        except BaseException as exc:  # noqa: BLE001
+            # handed to the caller's thread
             box["error"] = exc
 
     worker = threading.Thread(target=run, name="kirolearn-llm-call", daemon=True)
@@ -881,7 +899,8 @@ def llm_extract(
             sleep(delay)
             delay *= 2
     if result.errors and result.errors[-1].startswith("out of time") and not result.botched:
-        result.botched = result.errors[-1]  # a slow model used the batch's whole budget
+        # a slow model used the batch's whole budget
+        result.botched = result.errors[-1]
     error = ExtractionError("; ".join(result.errors))
     error.result = result  # type: ignore[attr-defined]
     raise error
@@ -889,8 +908,10 @@ def llm_extract(
 
 def load_litellm():
     """Import litellm (seconds, once per process) with no network fetch and no ./.env."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no price-map fetch at import
-    os.environ.setdefault("LITELLM_MODE", "PRODUCTION")  # do not load ./.env into our environment
+    # no price-map fetch at import
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    # do not load ./.env into our environment
+    os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
     import litellm
 
     litellm.suppress_debug_info = True
@@ -919,9 +940,11 @@ def litellm_complete(messages: "list[dict]", settings, response_format=None) -> 
         if ex.api_base:
             kwargs["api_base"] = ex.api_base
             if ex.model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
-                kwargs["api_key"] = "local"  # a local server wants none, but the OpenAI client insists on one
+                # a local server wants no key, but the OpenAI client insists
+                kwargs["api_key"] = "local"
         if ex.model.startswith("openai/"):
-            kwargs["max_retries"] = 0  # the OpenAI SDK retries on its own otherwise; we retry ourselves
+            # the OpenAI SDK retries on its own otherwise; we retry ourselves
+            kwargs["max_retries"] = 0
         try:
             response = litellm.completion(**kwargs)
         except Exception as exc:
@@ -933,7 +956,8 @@ def litellm_complete(messages: "list[dict]", settings, response_format=None) -> 
     usage = getattr(response, "usage", None)
     try:
         cost = float(litellm.completion_cost(completion_response=response) or 0.0)
-    except Exception:  # unknown model in the price map: tokens are still counted
+    except Exception:
+        # unknown model in the price map: tokens are still counted
         cost = 0.0
     choice = response.choices[0]
     return Completion(

@@ -14,7 +14,8 @@ from pydantic import BaseModel, ValidationError
 
 from kirolearn.pipeline import extract, structured
 
-PROBE_SECONDS = 60.0  # a small local model on a busy machine answers a short probe in 1-30 s
+# a small local model on a busy machine answers a short probe in 1-30 s
+PROBE_SECONDS = 60.0
 REACH_SECONDS = 5.0
 
 
@@ -70,7 +71,8 @@ def model_checks(conf, complete=None):
             ),
         )
         return
-    structured.forget(ex.model, ex.api_base)  # find the form afresh: the server may have changed
+    # find the form afresh: the server may have changed
+    structured.forget(ex.model, ex.api_base)
     probing = conf.model_copy(deep=True)
     probing.extract.max_answer_tokens = 32
     seconds = min(ex.timeout_seconds, PROBE_SECONDS)

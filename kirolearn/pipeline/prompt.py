@@ -13,7 +13,8 @@ from pydantic import BaseModel, Field
 from kirolearn.core.observation_types import OBSERVATION_TYPES
 from kirolearn.store.record import SUMMARY_MAX, TITLE_MAX, ObservationType
 
-PROMPT_VERSION = "extract-2"  # 2: schema in the prompt for servers without json_schema
+# 2: schema in the prompt for servers without json_schema
+PROMPT_VERSION = "extract-2"
 
 
 class Candidate(BaseModel):

@@ -41,15 +41,15 @@ class RepairReport:
     method: str = ""
     recovered: dict = field(default_factory=dict)
     unreadable_tables: list = field(default_factory=list)
-    header_rebuilt: bool = (
-        False  # the 100-byte file header was not SQLite's: rebuilt from the pages (page_size)
-    )
+    # the file header was not SQLite's: rebuilt from the pages
+    header_rebuilt: bool = False
     page_size: int = 0
     held_before: dict = field(default_factory=dict)
     lost_events: int = 0
     lost_records: int = 0
     reingested: int = 0
-    requeued: int = 0  # files spool/done/ kept that went back to ready/ for this repair's drain
+    # files spool/done/ kept that went back to ready/ for this repair's drain
+    requeued: int = 0
     already_stored: int = 0
     quarantined: int = 0
     events: int = 0
@@ -110,7 +110,8 @@ def repair(settings, *, force: bool = False) -> RepairReport:
         setattr(report, key, rebuilt[key])
     from kirolearn.capture import spool
 
-    requeued = spool.requeue_done()  # drained into the damaged file: the log brings them back
+    # drained into the damaged file: the log brings them back
+    requeued = spool.requeue_done()
     report.requeued = len(requeued)
     with backends.open_store(path) as store:
         before = store.event_ids_present(requeued) if requeued else set()

@@ -126,7 +126,8 @@ def turn_summary_markdown(investigated: str, learned: str, completed: str, next_
     while len(sections) > 1 and len("\n\n".join(sections)) + len(tail) > SUMMARY_MAX:
         sections.pop()
     text = "\n\n".join(sections)
-    if len(text) + len(tail) > SUMMARY_MAX:  # even the first section alone is too long: cut it
+    # even the first section alone is too long: cut it
+    if len(text) + len(tail) > SUMMARY_MAX:
         text = text[: SUMMARY_MAX - len(tail)]
     return text + tail
 
@@ -315,7 +316,8 @@ def compress(store: Store, log: str, settings, complete=None) -> "tuple[dict | N
     complete = complete or extract.litellm_complete
     try:
         if complete is extract.litellm_complete:
-            extract.load_litellm()  # its import takes seconds: not out of the call's time
+            # its import takes seconds: not out of the call's time
+            extract.load_litellm()
         seconds = min(settings.extract.timeout_seconds, settings.extract.call_budget_seconds)
         completion = extract.call_bounded(complete, messages, settings, seconds, response_format=Draft)
     except Exception as exc:  # any provider failure
@@ -419,7 +421,8 @@ def session_end(
             if not summary.strip() and draft["summary"].strip():
                 summary, compressed_used = draft["summary"], True
             for key in ("next_steps", "pitfalls"):
-                if raw[key] is None and draft[key]:  # only absent values: an explicit [] stays empty
+                # only absent values: an explicit [] stays empty
+                if raw[key] is None and draft[key]:
                     given[key], compressed_used = [str(x) for x in draft[key]][:MAX_LIST_ITEMS], True
         result_extra = {"auto_compress": True, "compressed_used": compressed_used}
         if error:
@@ -432,7 +435,7 @@ def session_end(
     who = _who(
         store, project, session_id, settings, agent=store.session_agent(project.id, session_id) or agent
     )
-    if summary:  # an empty summary is stored as such (the seed), never as a searchable placeholder
+    if summary:  # an empty summary is stored as such, never as a placeholder
         source_ids = [event_id for event_id, _ in store.session_events(project.id, session_id)] or [
             new_ulid()
         ]
@@ -475,7 +478,8 @@ def session_end(
         "id": summary_id,
         "session_id": session_id,
         "project": label,
-        "ended_at": isotime.to_seconds(ended_at),  # stored to the ms; the seed shows whole seconds
+        # stored to the ms; the seed shows whole seconds
+        "ended_at": isotime.to_seconds(ended_at),
         "summary_len": len(summary),
         "next_steps_count": len(given["next_steps"]),
         **result_extra,
@@ -498,7 +502,8 @@ def session_init(store: Store, project: Project, label: str = "general") -> dict
             row.pop("project_id", None)
             row["auto_compress"] = bool(row["auto_compress"])
             row["compressed_used"] = bool(row["compressed_used"])
-            row["ended_at"] = isotime.to_seconds(row.get("ended_at"))  # stored to the ms; the seed's shape
+            # stored to the ms; the seed's shape
+            row["ended_at"] = isotime.to_seconds(row.get("ended_at"))
         if found.get("previous") is None:
             found.pop("previous", None)
         for later in found.get("ended_without_summary") or []:

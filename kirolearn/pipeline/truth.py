@@ -28,7 +28,8 @@ from __future__ import annotations
 from kirolearn.privacy import writes
 from kirolearn.store.base import Store
 
-SUPERSEDE, MERGE = "supersede", "merge"  # the rules a restore pins a record against
+# the rules a restore pins a record against
+SUPERSEDE, MERGE = "supersede", "merge"
 
 
 def pinned(record: dict, rule: str) -> bool:
@@ -95,7 +96,8 @@ def supersede(store: Store, new: dict, *, log=None) -> list[list[str]]:
         [(c["file"], c["kind"], c["key"]) for c in holding],
         before=new.get("created_at") or "",
         exclude=[new["record_id"]],
-        stored_before=new["record_id"],  # the order they were stored in: a wrong clock cannot reorder it
+        # the order they were stored in: a wrong clock cannot reorder it
+        stored_before=new["record_id"],
     )
     by_identity = {(c["file"], c["kind"], c["key"]): c for c in holding}
     changed: dict[str, list[dict]] = {}
@@ -105,7 +107,7 @@ def supersede(store: Store, new: dict, *, log=None) -> list[list[str]]:
             (old.get("path") or "", old["kind"], old["key"])
         )
         if claim is None or old["digest"] == claim["digest"] or old.get("by_record"):
-            continue  # the same value again changes nothing; a change already has its record
+            continue  # the same value again changes nothing
         why = f"{_described(claim)} (was {old.get('shown') or '?'}) by {new['record_id']}"
         states.append(
             {
@@ -125,7 +127,8 @@ def supersede(store: Store, new: dict, *, log=None) -> list[list[str]]:
             continue
         claims = store.claims_of([old_id]).get(old_id, [])
         if any(c.get("state") == "current" for c in claims):
-            continue  # another of its claims still holds: changed, not superseded
+            # another of its claims still holds: changed, not superseded
+            continue
         why = "; ".join(f["why"] for f in found)
         if store.set_mark(
             old_id, "superseded_by", new["record_id"], actor="drain", reason=writes.text(f"superseded: {why}")

@@ -39,7 +39,7 @@ HEAD_CHARS = 4096
 PEM_HEAD_CHARS = 16384
 DEFAULT_TTL = 4
 
-# a line left open: an operator, PEM dashes, `password`/`Bearer` last, a cut token
+# a line left open: an operator, PEM dashes, `password`/`Bearer`, a cut token
 _OPEN_CHARS = "=:>(,"
 _OPEN_WORDS = frozenset(
     "pass password passwd passphrase pw pwd secret token key bearer basic authorization auth "
@@ -50,14 +50,16 @@ _ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 _TOKEN_CHARS = _ALNUM + "+/=_-."
 _PRIVATE_OPEN = "<private>"
 _PRIVATE_MARKER = _scrub.marker("private")
-CLOSED_CACHE_TEXT, CLOSED_CACHE_SIZE = 256, 4096  # short texts found not to leave a value open
+# short texts found not to leave a value open
+CLOSED_CACHE_TEXT, CLOSED_CACHE_SIZE = 256, 4096
 MIN_VALUE_CHARS = 6
 # what a person or a tool wrote; the envelope is scrubbed without the carry
 CARRIED_FIELDS = frozenset(("prompt", "tool_input", "tool_response", "assistant_response", "extra"))
 
 
 def _generated_fields() -> frozenset:
-    from kirolearn.capture.events import GENERATED_FIELDS  # down the layers; loaded when first used
+    # down the layers; loaded when first used
+    from kirolearn.capture.events import GENERATED_FIELDS
 
     return GENERATED_FIELDS
 
@@ -73,7 +75,8 @@ def _cut_token(run: str) -> bool:
     if run.isdigit():
         return False
     name, eq, value = run.rpartition("=")
-    if eq and name:  # `NAME=value`: open only when the value may be a token's start
+    # `NAME=value`: open only when the value may be a token's start
+    if eq and name:
         return _cut_token(value)
     return run.isalnum() or not _scrub.complete_item(run)
 
@@ -85,15 +88,17 @@ def _ends_open(end_of_line: str) -> bool:
         return False
     if t[-1] in _OPEN_CHARS or t.endswith("-----"):
         return True
-    if t[-1] in "/%":  # a URL's path or user to come (`webhooks/<id>/`, `https://`), smbclient's `user%`
+    if t[-1] in "/%":  # a URL's path or user to come, smbclient's `user%`
         return True
     flag = t[t.rfind(" ") + 1 :]
     if flag[:1] == "-" and 2 <= len(flag) <= 32 and flag.lstrip("-")[:1].isalpha():
-        return True  # a flag's value to come: `redis-cli -a`, `ldapsearch -w`, `--password`
+        # a flag's value to come: `redis-cli -a`, `ldapsearch -w`, `--password`
+        return True
     word = t[len(t.rstrip(_ALNUM)) :]
     if word and word.lower() in _OPEN_WORDS:
         return word != "p" or t.endswith(" -p")
-    return _cut_token(t[len(t.rstrip(_TOKEN_CHARS)) :].strip("."))  # `ghp_` + `A1b2…` in the next text
+    # `ghp_` + `A1b2…` in the next text
+    return _cut_token(t[len(t.rstrip(_TOKEN_CHARS)) :].strip("."))
 
 
 class TurnCarry:
@@ -140,7 +145,8 @@ class TurnCarry:
     def scrub_text(self, text: str) -> str:
         """`Scrubber.scrub_text(text)`, plus what the open end of the texts before reveals in it."""
         scrubber = self.scrubber
-        if self._private_open:  # a text before opened a private span and did not close it
+        # a text before opened a private span and did not close it
+        if self._private_open:
             joined = _PRIVATE_OPEN + text
             out = scrubber.scrub_text(joined)
             if out.startswith(_PRIVATE_MARKER):
@@ -159,10 +165,12 @@ class TurnCarry:
                     self._tail = None
         out = scrubber.scrub_text(text)
         if out.endswith(_PRIVATE_MARKER) and scrubber.private_unclosed(text):
-            self._private_open = True  # what follows, up to the closing tag, is private too
+            # what follows, up to the closing tag, is private too
+            self._private_open = True
             return out
         short = len(text) <= CLOSED_CACHE_TEXT
-        if short and text in self._closed:  # a short text seen before that leaves nothing open
+        # a short text seen before that leaves nothing open
+        if short and text in self._closed:
             return out
         opened = self._open_tail(text, out)
         if opened is None:
@@ -171,7 +179,7 @@ class TurnCarry:
                     self._closed.clear()
                 self._closed.add(text)
         else:
-            # a redacted end is mostly whole: check only the next text, as its rest (cheap)
+            # a redacted end is mostly whole: check only the next text (cheap)
             cut_only = (
                 out.rstrip(" \t\r\n").endswith("]")
                 and _scrub.MARKER_RE.search(out, max(0, len(out) - 80)) is not None
@@ -185,11 +193,13 @@ class TurnCarry:
         end = len(text.rstrip(" \t\r\n"))
         if end < 3:
             return None
-        if "Private-Lines" in text:  # a PuTTY key's private lines may go on in the next text
+        # a PuTTY key's private lines may go on in the next text
+        if "Private-Lines" in text:
             i = text.rfind("Private-Lines", max(0, end - PEM_HEAD_CHARS), end)
             if i >= 0 and "Private-MAC" not in text[i:end]:
                 return text[i:end]
-        if not _ends_open(text[max(0, end - 40) : end]):  # every open end is shorter
+        # every open end is shorter
+        if not _ends_open(text[max(0, end - 40) : end]):
             return None
         line_start = max(text.rfind("\n", 0, end) + 1, end - TAIL_CHARS)
         line = text[line_start:end]
@@ -241,7 +251,8 @@ class TurnCarry:
                     (piece.isalpha() and len(piece) < 16 and _views.wordlike(piece))
                     or _scrub.complete_item(piece)
                 ):
-                    continue  # `DB_PASSWORD=` then `exit status 0`: a word, an id, a path starts the text
+                    # `DB_PASSWORD=` then `exit status 0`: a word starts
+                    continue
                 spans.append((s, e, kind))
         return sorted(spans)
 

@@ -57,7 +57,8 @@ def _scrub_cell(scrubber: Scrubber):
             if isinstance(data, (dict, list)):
                 if table == "events" and column == "body" and isinstance(data, dict):
                     clean = scrub_event(data, scrubber)
-                    if clean != data:  # dedup compares new events with this hash
+                    # dedup compares new events with this hash
+                    if clean != data:
                         derived["content_hash"] = event_content_hash(clean)
                 else:
                     clean = scrubber.scrub_value(data)

@@ -38,7 +38,8 @@ INVISIBLE_RANGES = (
     "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e"
     "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
     "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
-    "\U000e0100-\U000e01ef\u115f\u1160\u3164\uffa0"  # variation selectors 17-256, Hangul fillers
+    # variation selectors 17-256, Hangul fillers
+    "\U000e0100-\U000e01ef\u115f\u1160\u3164\uffa0"
 )
 # the invisible ones isprintable() accepts (it rejects the rest, all Cf)
 _PRINTABLE_INVISIBLE = frozenset(
@@ -47,7 +48,8 @@ _PRINTABLE_INVISIBLE = frozenset(
 
 # ESC sequences first, so their parameters go with them; then 8-bit C1 forms
 _ESCAPES_SOURCE = (
-    r"\x1b\][^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"  # OSC ... BEL / ST (never past a line end)
+    # OSC ... BEL / ST (never past a line end)
+    r"\x1b\][^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
     r"|\x1b[P^_X][^\x1b\x9c\n]*(?:\x1b\\|\x9c)?"  # DCS, PM, APC, SOS ... ST
     r"|\x1b\[[0-?]*[ -/]*[@-~]?"  # CSI
     r"|\x1b[ -/]*[0-~]?"  # other two-byte and nF escapes
@@ -55,12 +57,14 @@ _ESCAPES_SOURCE = (
     r"|[\x90\x98\x9e\x9f][^\x1b\x9c\n]*\x9c?"  # 8-bit DCS, SOS, PM, APC
     r"|\x9b[0-?]*[ -/]*[@-~]?"  # 8-bit CSI
 )
-_PATTERNS: list = []  # compiled on first use: printable text, the common case, never needs them
+# compiled on first use: printable text, the common case, never needs them
+_PATTERNS: list = []
 
 
 def _compiled() -> list:
     if not _PATTERNS:
-        import re  # here: the hook prints printable text without it (re and enum: ~25M instructions)
+        # here: the hook prints printable text without it (re is costly)
+        import re
 
         _PATTERNS.extend(
             (
@@ -105,13 +109,15 @@ def clean_lines(text: str) -> "list[str]":
 
 # --- markers: no line of memory may pass for one ---
 
-KIRO_MARKER = "--- CONTEXT ENTRY"  # Kiro wraps hook output between "--- CONTEXT ENTRY BEGIN/END ---"
+# Kiro wraps hook output between "--- CONTEXT ENTRY BEGIN/END ---"
+KIRO_MARKER = "--- CONTEXT ENTRY"
 DEFUSED_MARKER = "— context entry"
 # rules, fences, role labels, headings, "ignore previous instructions"
 _MARKERISH_SOURCE = (
     r"(?i)^[ \t]*(?:"
     r"[-=_*~`<>\[\]|+]{3,}|#{3,}[ \t]*$"
-    r"|#{1,6}[ \t]*(?:system|assistant|user|human|developer|tool|instructions?|inst|sys)\b"  # a role heading
+    # a role heading
+    r"|#{1,6}[ \t]*(?:system|assistant|user|human|developer|tool|instructions?|inst|sys)\b"
     r"|(?:#{1,6}|\*\*|__|\[|<\|?|\{\{)?[ \t]*/?(?:system|assistant|user|human|developer|tool|instructions?"
     r"|inst|sys|im_start|im_end|endoftext)\b[ \t]*(?:prompt|message|note|override)?[ \t]*(?:[:\]>|}]|$)"
     r"|.*\bignore\b.{0,30}\b(?:previous|prior|above|earlier|all)\b.{0,30}\b(?:instructions?|prompts?|rules)\b"
@@ -181,7 +187,8 @@ def clean_value(value):
 def _scrubber(scrubber):
     if scrubber is not None:
         return scrubber
-    from kirolearn.privacy.scrub import Scrubber  # only when something is shown: it compiles patterns
+    # only when something is shown: it compiles patterns
+    from kirolearn.privacy.scrub import Scrubber
 
     return Scrubber()
 

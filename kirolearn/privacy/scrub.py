@@ -21,7 +21,8 @@ from operator import or_
 from kirolearn.privacy import table as _scrub_table
 from kirolearn.privacy import views as _views
 
-__all__ = [  # noqa: F822 - DEFAULT comes from the module __getattr__, built on first use
+# DEFAULT comes from the module __getattr__, built on first use
+__all__ = [  # noqa: F822
     "DEFAULT",
     "TYPES",
     "Scrubber",
@@ -93,8 +94,8 @@ def _lazy(name: str, pattern: str, flags: int = 0) -> re.Pattern[str]:
 
 def _rare(pattern: str, flags: int = 0) -> re.Pattern[str]:
     """A pattern compiled when first used, not with the rules (_builtin_rules): the shape passes
-    and the private-tag patterns are large (~60 ms to compile together) and most processes,
-    the prompt hook's recall among them, never need them."""
+    and the private-tag patterns are large (slow to compile: docs/benchmarks.md, 'Secrets') and
+    most processes, the prompt hook's recall among them, never need them."""
     return _views.Lazy(pattern, flags)  # type: ignore[return-value]
 
 
@@ -215,9 +216,11 @@ _FORMAT_RE = _lazy(  # '%s:%s' % (user, pw), '{0}:{1}'.format(...), f"{token}"
     "_FORMAT_RE",
     r"%(?![0-9A-Fa-f]{2})[-#0 +]?[0-9]*(?:\.[0-9]+)?[sdrxfi]|%\([A-Za-z_]\w{0,40}\)[sdr]|\{[^{}\n]{0,200}\}",
 )
-_VERSIONISH_RE = _lazy("_VERSIONISH_RE", r"v?[0-9]{1,9}(?:\.[0-9]{1,9}){1,12}")  # 1.2.3, OIDs
+# 1.2.3, OIDs
+_VERSIONISH_RE = _lazy("_VERSIONISH_RE", r"v?[0-9]{1,9}(?:\.[0-9]{1,9}){1,12}")
 _KEY_NAME_RE = _lazy("_KEY_NAME_RE", r"[A-Za-z][A-Za-z0-9]*(?:[_.\-][A-Za-z0-9]+)+")
-_DIGIT_PART_RE = _lazy("_DIGIT_PART_RE", r"(?:^|[_.\-])[0-9]+(?:$|[_.\-])")  # password_123
+# password_123
+_DIGIT_PART_RE = _lazy("_DIGIT_PART_RE", r"(?:^|[_.\-])[0-9]+(?:$|[_.\-])")
 _CONSTANT_RE = _lazy("_CONSTANT_RE", r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
 _DOTTED_RE = _lazy("_DOTTED_RE", r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+")
 _IDENT_RE = _lazy("_IDENT_RE", r"[A-Za-z_$][\w$]*")
@@ -255,7 +258,8 @@ def _literal_is_secret(value: str, name: str = "") -> bool:
     if name and _squash(s) in (_squash(name.rsplit(".", 1)[-1]), *_name_parts(name)):
         return False  # AUTH = "auth", PASSWORD = "password": an enum constant
     if _PATHLIKE_RE.match(s) or s.startswith("urn:"):
-        return False  # a URL (passwords in URLs have their own rule), a path, a URN
+        # a URL (passwords in URLs have their own rule), a path, a URN
+        return False
     if _KEY_NAME_RE.fullmatch(s) and (s.isupper() or s.islower()) and not _DIGIT_PART_RE.search(s):
         if "." in s or _is_secret_name(s) or _related(s, name):
             return False  # a name
@@ -285,7 +289,8 @@ def _ini_value(text: str, s: int, ve: int, value: str, name: str) -> bool:
     if text[line_start:s].strip() or text[ve : ve + 1] not in ("", "\n", "\r"):
         return False
     if not _IDENT_RE.fullmatch(value) or _has_digit(value) or "_" in value:
-        return False  # digits: _bare_is_secret already decides; FOO_BAR: a constant
+        # digits: _bare_is_secret already decides; FOO_BAR: a constant
+        return False
     low = value.lower()
     if low in _CODE_WORDS or low in _PLACEHOLDER_WORDS or _is_secret_name(value) or _related(value, name):
         return False
@@ -304,16 +309,21 @@ def _bare_is_secret(value: str, name: str, op: str, spaced: bool, after: str, fl
     if _FORMAT_RE.search(value):  # "server=%s"
         return False
     if value.isdigit() and len(value) < 8 and _name_parts(name)[-1:] == ["token"]:
-        return False  # token=11098 is a token id; a numeric password or PIN is still redacted
+        # token=11098 is a token id; a numeric password or PIN is still redacted
+        return False
     if _PATHLIKE_RE.match(value) or _EMAIL_RE.fullmatch(value):
         return False
-    if after[:1] in ("(", "[", "{"):  # call, subscription, template: f(), os.environ["X"], ${{ x }}
+    # call, subscription, template: f(), os.environ["X"], ${{ x }}
+    if after[:1] in ("(", "[", "{"):
         return False
-    if after[:1] in ('"', "'") and value.endswith("."):  # SQL: sl."api_key" = vt."token"
+    # SQL: sl."api_key" = vt."token"
+    if after[:1] in ('"', "'") and value.endswith("."):
         return False
-    if (flag_space or op == ":") and value.lower() in _STOPWORDS:  # "use --token to pass the token"
+    # "use --token to pass the token"
+    if (flag_space or op == ":") and value.lower() in _STOPWORDS:
         return False
-    if _DOTTED_RE.fullmatch(value) or _CONSTANT_RE.fullmatch(value):  # self._token, DEFAULT_TOKEN
+    # self._token, DEFAULT_TOKEN
+    if _DOTTED_RE.fullmatch(value) or _CONSTANT_RE.fullmatch(value):
         return False
     if _IDENT_RE.fullmatch(value):
         low = value.lower()
@@ -323,13 +333,16 @@ def _bare_is_secret(value: str, name: str, op: str, spaced: bool, after: str, fl
         if (not has_digit or "_" in value) and (
             _is_secret_name(value) or _squash(value) == _squash(name.rsplit(".", 1)[-1])
         ):
-            return False  # password=password, token=auth_token, api_key=apiKey, key=s3_api_key
+            return False  # password=password, token=auth_token, api_key=apiKey
         if not has_digit and not flag_space:
-            if "_" in value.strip("_") and value == value.lower():  # token=key_hash, auth=jwt_claims
+            # token=key_hash, auth=jwt_claims
+            if "_" in value.strip("_") and value == value.lower():
                 return False
-            if spaced and op != ":":  # `token = value` in code (INI files lose digit-less values here)
+            # `token = value` in code (INI files lose digit-less values here)
+            if spaced and op != ":":
                 return False
-            if after[:1] in (",", ")", "}", ";"):  # f(password=pw), {token: tok}
+            # f(password=pw), {token: tok}
+            if after[:1] in (",", ")", "}", ";"):
                 return False
     return True
 
@@ -338,8 +351,10 @@ def _bare_is_secret(value: str, name: str, op: str, spaced: bool, after: str, fl
 
 _HEX_RE = _lazy("_HEX_RE", r"[0-9a-fA-F]+")
 _UUID_RE = _lazy("_UUID_RE", r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
-_NOT_RANDOM_RE = _lazy("_NOT_RANDOM_RE", r"~?/[^/]+/|sha(?:1|224|256|384|512)-")  # absolute paths, SRI hashes
-_DIGEST_HEX_LENGTHS = frozenset((40, 64, 96, 128))  # git SHA-1, SHA-256/384/512 digests
+# absolute paths, SRI hashes
+_NOT_RANDOM_RE = _lazy("_NOT_RANDOM_RE", r"~?/[^/]+/|sha(?:1|224|256|384|512)-")
+# git SHA-1, SHA-256/384/512 digests
+_DIGEST_HEX_LENGTHS = frozenset((40, 64, 96, 128))
 ENTROPY_MIN_LENGTH = 20
 ENTROPY_THRESHOLD = 3.5
 HEX_ENTROPY_THRESHOLD = 3.0
@@ -377,7 +392,7 @@ def _looks_random(tok: str) -> bool:
     density = len(_PART_RE.findall(tok)) / n
     if density >= RUN_DENSITY_THRESHOLD:
         return True
-    # single-case tokens: told from identifiers by unpronounceable letters, digits
+    # single-case tokens: told from identifiers by odd letters, digits
     letters = [c for c in tok if c.isalpha()]
     if not letters or (any(c.isupper() for c in letters) and any(c.islower() for c in letters)):
         return False
@@ -462,7 +477,8 @@ def _env_value_is_secret(value: str, name: str = "") -> bool:
         n = len(v)
     if not any(c.isalpha() for c in v):
         return False  # a number
-    if not any(c.isdigit() for c in v):  # letters only: random case flips, not CamelCase words
+    # letters only: random case flips, not CamelCase words
+    if not any(c.isdigit() for c in v):
         return (
             n >= 16
             and _mixed_case(v)
@@ -473,7 +489,8 @@ def _env_value_is_secret(value: str, name: str = "") -> bool:
         )
     if _HEX_RE.fullmatch(v):
         if n in _DIGEST_HEX_LENGTHS and (not name or _DIGEST_NAME_PARTS.intersection(_name_parts(name))):
-            return False  # GIT_SHA=<40 hex>; with no name to go by, a digest-sized hex value is kept
+            # GIT_SHA=<40 hex>: with no name to go by, a digest is kept
+            return False
         return n >= 16 and shannon_entropy(v) >= HEX_ENTROPY_THRESHOLD
     if _HOSTISH_RE.fullmatch(v) and not _mixed_case(v):
         return False
@@ -572,16 +589,19 @@ def _mixed_case(s: str) -> bool:
 
 
 def _aws_secret_ok(s: str) -> bool:
-    return _mixed_case(s) and _looks_random(s)  # not docs.aws.amazon.com/AmazonS3/latest/dev/Uploading…
+    # not docs.aws.amazon.com/AmazonS3/latest/dev/Uploading…
+    return _mixed_case(s) and _looks_random(s)
 
 
 def _auth_value_is_code(value: str, after: str) -> bool:
     """An Authorization value that is an expression, a type or a constant name, not a credential."""
     if after in ("(", "[", ".") or _CONSTANT_RE.fullmatch(value) or _DOTTED_RE.fullmatch(value):
-        return True  # headers.get(...), ReadOnly[...], Bearer LITELLM_VIRTUAL_KEY
+        # headers.get(...), ReadOnly[...], Bearer LITELLM_VIRTUAL_KEY
+        return True
     if not _IDENT_RE.fullmatch(value) or _has_digit(value):
         return False
-    return value.islower() or (value[0].isupper() and value[1:2].islower())  # auth, auth_header, MyAuth
+    # auth, auth_header, MyAuth
+    return value.islower() or (value[0].isupper() and value[1:2].islower())
 
 
 def _url_password_ok(s: str) -> bool:
@@ -595,7 +615,8 @@ def _url_password_ok(s: str) -> bool:
 
 
 def _user_password_ok(s: str) -> bool:
-    return not s.isdigit() and not _is_placeholder(s)  # `docker run -u 1000:1000` is uid:gid
+    # `docker run -u 1000:1000` is uid:gid
+    return not s.isdigit() and not _is_placeholder(s)
 
 
 def _dsn_password_ok(s: str) -> bool:
@@ -634,7 +655,8 @@ class _Rule:
         lower: bool,
     ) -> None:
         self.kind = kind
-        self.triggers = triggers  # substrings one of which must be present (in the lowered text if `lower`)
+        # one of these substrings must be present (lowered if `lower`)
+        self.triggers = triggers
         self.regex = regex
         self.group = group  # the replaced group; the rest of the match is kept
         self.check = check  # veto on the replaced text
@@ -644,7 +666,8 @@ class _Rule:
 _L = r"(?<![A-Za-z0-9])"  # left edge of a token
 _LU = r"(?<![A-Za-z0-9_\-])"
 _R = r"(?![A-Za-z0-9])"
-_NOMARK = r"(?:(?!\[REDACTED:)[^\s'\"<>])"  # a value character that does not start a marker
+# a value character that does not start a marker
+_NOMARK = r"(?:(?!\[REDACTED:)[^\s'\"<>])"
 _RU = r"(?![A-Za-z0-9_\-])"
 
 # (kind, triggers, pattern, group, check, lower-case triggers?, flags)
@@ -789,7 +812,7 @@ _RULE_SPECS: tuple = (
         True,
         0,
     ),
-    # `user:password@` without a scheme: Go's MySQL DSN `app:pw@tcp(host)/db`, `app:pw@host:5432/db`
+    # `user:password@` without a scheme: Go's MySQL DSN `app:pw@tcp(host)/db`
     (
         "user-password",
         ("@tcp(", "@tcp6(", "@udp(", "@unix(", "@/"),
@@ -809,7 +832,7 @@ _RULE_SPECS: tuple = (
         False,
         0,
     ),
-    # a token as a URL's user, without a password: `https://<PAT>@dev.azure.com/…`
+    # a token as a URL's user, without a password: `https://<PAT>@host/`
     (
         "url-token",
         ("://",),
@@ -852,10 +875,10 @@ _RULE_SPECS: tuple = (
         True,
         0,
     ),
-    # Google OAuth access tokens (`gcloud auth print-access-token`) and refresh tokens
+    # Google OAuth access tokens and refresh tokens
     ("gcp-access-token", ("ya29.",), _LU + r"ya29\.[A-Za-z0-9_\-]{20,2048}", 0, None, False, 0),
     ("gcp-access-token", ("1//0",), _LU + r"1//0[A-Za-z0-9_\-]{40,512}", 0, None, False, 0),
-    # PuTTY key files: the private lines and their MAC (the public lines may stay)
+    # PuTTY key files: the private lines and their MAC
     (
         "private-key",
         ("private-lines", "private-mac", "private-hash"),
@@ -896,10 +919,8 @@ _LOGIN_CMD_RE = _lazy(
 )
 _SPACED_P_RE = _lazy("_SPACED_P_RE", r"(?<=[ \t])-p[ \t]+(?!-)" + _QUOTED_PW)
 
-# Password flags of command-line tools, scoped by the tool (`-a`, `-w`, `-p` mean other things
-# elsewhere). Forms: "sp" the next word (`redis-cli -a pw`), "at" attached (`7z -ppw`), "both",
-# "pass:" openssl's pass phrase argument (`-pass pass:pw`; `env:`, `file:` name no secret), "user%"
-# smbclient's `-U user%pw`, "colon" FreeRDP's `/p:pw`.
+# Password flags of command-line tools, scoped by the tool.
+# Forms: "sp" next word, "at" attached, "both", "pass:", "user%", "colon".
 _CLI_PASSWORD_FLAGS = (
     ("redis-cli keydb-cli", (("-a", "sp"), ("--pass", "sp"))),
     (
@@ -968,7 +989,7 @@ def _cli_flag_regex(flags: tuple) -> str:
     return r"(?<![^\s\"'])(?:" + "|".join(alts) + r")" + _CLI_VALUE
 
 
-# a tool at a command's start (after a pipe, `sudo`, a path): then its password flags
+# a tool at a command's start (after a pipe, `sudo`, a path): its flags
 _CLI_TOOLS = tuple(
     (
         _lazy(
@@ -983,7 +1004,7 @@ _CLI_TOOLS = tuple(
     )
     for i, (tools, flags) in enumerate(_CLI_PASSWORD_FLAGS)
 )
-# Oracle's tools take `user/password@db` as their first argument (sqlplus, rman target, connect)
+# Oracle's tools take `user/password@db` as their first argument
 _ORACLE_LOGIN_RE = _lazy(
     "_ORACLE_LOGIN_RE",
     r"(?i)(?<![^\s/;|&(`'\"=])(?:sqlplus|sqlldr|expdp|impdp|rman|dgmgrl|sqlcl|conn(?:ect)?)(?:\.exe)?"
@@ -1068,7 +1089,8 @@ def _run_matters(run: str) -> bool:
     if not _KEYWORD_RE.search(run.lower()):
         return False
     if len(run) > 64:
-        return True  # the pass bounds its name expansion: judge such runs in context
+        # the pass bounds its name expansion: judge such runs in context
+        return True
     name = run
     while name[-1:] in (".", "-") and len(name) > 1:
         name = name[:-1]
@@ -1152,7 +1174,8 @@ def _cookie_value_is_secret(name: str, value: str) -> bool:
     any other name (theme, lang, consent) only when it looks random."""
     v = value.strip("\"'")
     if "&" in v or "\\" in v:
-        return False  # an HTML entity or a JSON escape: the decoded view judges the value
+        # an HTML entity or a JSON escape: the decoded view judges the value
+        return False
     if len(v) < 6 or "[REDACTED:" in v or _is_placeholder(v) or v.lower() in _COOKIE_PLAIN_WORDS:
         return False
     if _COOKIE_SECRET_NAME_RE.search(name):
@@ -1198,7 +1221,8 @@ def _wrapped_url_password(user: str, pw: str) -> bool:
         return False
     first = next((piece for piece in re.split(r"\r?\n[ \t]*", pw) if piece), "")
     if first.isdigit() and len(first) <= 5 and ("." in user or user.lower() == "localhost" or not user):
-        return False  # http://host:8080 at a line's end, an e-mail address on the next line
+        # http://host:8080 at a line's end, an e-mail address on the next line
+        return False
     joined = re.sub(r"\r?\n[ \t]*", "", pw)
     return bool(joined) and _url_password_ok(joined)
 
@@ -1259,8 +1283,8 @@ def _b64_text(blob: str) -> str | None:
 
 class _Shape:
     """A pass gated by words, as the trigger index sees it: in a text's `found` when one of its
-    keywords occurs, so that no pass scans the text for its words again (a dozen `in` scans of
-    every text were ~4% of the drain's scrub). `views`: its words make the decoded views and the
+    keywords occurs, so that no pass scans the text for its words again (docs/benchmarks.md,
+    'Secrets'). `views`: its words make the decoded views and the
     wrapped-token view worth a look (rules_may_apply); `regex`: what a line break's verdict tries."""
 
     __slots__ = ("kind", "triggers", "regex", "lower", "also", "views")
@@ -1282,7 +1306,8 @@ _SHAPE_SPECS = (
     ("netrc", ("machine", "default"), "_NETRC_START_RE", ("password", "passwd"), True),
     ("cookie", ("cookie",), "_COOKIE_RE", (), True),
     ("bearer", ("bearer",), "_BEARER_RE", (), True),
-    ("base64", ("base64", "b64decode", "atob"), "_B64_HINT_RE", (), True),  # views: a wrapped blob
+    # views: a wrapped blob
+    ("base64", ("base64", "b64decode", "atob"), "_B64_HINT_RE", (), True),
     ("mysql", ("mysql", "mariadb"), "_NEVER_RE", (), True),
     ("login", ("login", "sshpass"), "_NEVER_RE", (), True),
     (
@@ -1300,7 +1325,7 @@ _SHAPE_SPECS = (
     ("prose", ("pw", "pin", "pass phrase", "pass word"), "_NEVER_RE", (), False),
 )
 _B64_HINT_RE = _rare(r"(?i)base64|b64decode|atob")
-# a line break's verdict: a tool's line whose last word follows a flag may have its value cut
+# a tool's line ending in a flag's word may have its value cut by the break
 _CLI_BREAK_RE = _rare(
     r"(?i)(?<![^\s/;|&(`'\"=])(?:"
     + "|".join(re.escape(t) for t in _CLI_TOOL_WORDS + ("sqlplus", "rman"))
@@ -1309,13 +1334,15 @@ _CLI_BREAK_RE = _rare(
 _NEVER_RE = _lazy("_NEVER_RE", r"(?!)")
 _SHAPES: dict = {}  # name -> _Shape, built with the rules
 _SHAPE_SET: frozenset = frozenset()
-_URL_RULE: list = []  # the url-password rule: its `://` trigger also gates the wrapped-URL pass
+# the url-password rule: its `://` trigger also gates the wrapped-URL pass
+_URL_RULE: list = []
 _ENTROPY_WINDOW = 40
 _MAX_PASSES = 4
 
 
 _COMPILED: tuple | None = None
-_TRIGGER_INDEX: _scrub_table.KeywordIndex | None = None  # triggers of the rules above
+# triggers of the rules above
+_TRIGGER_INDEX: _scrub_table.KeywordIndex | None = None
 _RULE_ORDER = operator.attrgetter("order")
 _CLEAN_CACHE_TEXT = 256
 _CLEAN_CACHE_SIZE = 16384
@@ -1332,10 +1359,11 @@ def _builtin_rules() -> tuple:
             for kind, triggers, pattern, group, check, lower, flags in _RULE_SPECS
         )
         for name, keywords, regex, also, views in _SHAPE_SPECS:
-            _SHAPES[name] = _Shape(name, keywords, g[regex], also, views)  # (_rare: compiled when used)
+            # (_rare: compiled when used)
+            _SHAPES[name] = _Shape(name, keywords, g[regex], also, views)
         _SHAPE_SET = frozenset(_SHAPES.values())
         _URL_RULE[:] = [r for r in rules if r.kind == "url-password"][:1]
-        # one index for all triggers and keywords: a text's words are looked up once
+        # one index for all triggers and keywords: words looked up once
         _TRIGGER_INDEX = _scrub_table.KeywordIndex(
             [(t, r, not r.lower) for r in rules for t in r.triggers]
             + [(t, shape, False) for shape in _SHAPES.values() for t in shape.triggers]
@@ -1348,7 +1376,8 @@ def _builtin_rules() -> tuple:
 
 def _ci(regex: re.Pattern[str]) -> re.Pattern[str]:
     """The case-insensitive twin of a pattern meant for lowered text (for when lower() changes lengths)."""
-    return re.compile(regex.pattern, regex.flags | re.I)  # re's own cache keeps this cheap
+    # re's own cache keeps this cheap
+    return re.compile(regex.pattern, regex.flags | re.I)
 
 
 # --- which rules a text needs ---
@@ -1356,7 +1385,8 @@ def _ci(regex: re.Pattern[str]) -> re.Pattern[str]:
 # run -> keyword mask << 1 | matters to the assignment pass (see _scan)
 _RUN_VERDICTS: dict = {}
 _RUN_CACHE_SIZE = 65536
-_RUN_CACHE_MAX_LEN = 128  # longer runs (random blobs) are judged each time they occur, not remembered
+# longer runs (random blobs) are judged each time they occur, not remembered
+_RUN_CACHE_MAX_LEN = 128
 
 
 def _verdict(run: str) -> int:
@@ -1402,11 +1432,12 @@ def _scan(text: str, low: str, shapes: bool = False) -> tuple[set, set | None]:
     verdicts = list(map(_RUN_VERDICTS.get, runs))
     if None in verdicts:
         verdicts = [_verdict(run) if v is None else v for run, v in zip(runs, verdicts)]
-    # Most runs share a few verdicts (0, or the same rule): OR each distinct one once.
+    # Most runs share a few verdicts: OR each distinct one once.
     total = reduce(or_, set(verdicts), 0)
     matter = {run for run, v in zip(runs, verdicts) if v & 1} if total & 1 else set()
     if not ascii_text:
-        if any(c in text for c in _LOWERS_TO_ASCII):  # the pass must look at every hit in `low`
+        # the pass must look at every hit in `low`
+        if any(c in text for c in _LOWERS_TO_ASCII):
             matter = None if any(k in low for k in _KEYWORD_TRIGGERS) else set()
         found = _TRIGGER_INDEX.find(text, low, _scrub_table.words(low))
     else:
@@ -1455,7 +1486,8 @@ def _entropy_after(text: str, e: int) -> tuple | None:
         eol = len(text)
     limit = min(eol, e + _ENTROPY_WINDOW)
     redacted = text.find("[REDACTED:", e, limit)
-    if redacted >= 0:  # already handled; looking past a marker would break idempotence
+    # already handled; looking past a marker would break idempotence
+    if redacted >= 0:
         limit = redacted
     for i, m in enumerate(_CANDIDATE_RE.finditer(text, e, min(eol, limit + 1100))):
         if m.start() > limit or i >= 3:
@@ -1478,12 +1510,13 @@ def _break_matters(text: str, s: int, left: str, right: str) -> bool:
     if not _piece_of_token(right):
         return False
     if not _piece_of_token(left):
-        # a value's first piece may be short or read as a word (`Bearer oha` + `zrydar…`)
+        # a value's first piece may be short or read as a word
         line = text[max(text.rfind("\n", 0, s) + 1, s - 400) : s].rstrip("\r")
         if not left or not (_views.value_start(line[: len(line) - len(left)])):
             return False
     if complete_item(left.rsplit("=", 1)[-1]) or complete_item(right):
-        return False  # a UUID or digest at the end, a path at the start: whole items
+        # a UUID or digest at the end, a path at the start: whole items
+        return False
     line_start = max(text.rfind("\n", 0, s) + 1, s - 400)
     line = text[line_start:s]
     key = (line, right)
@@ -1537,7 +1570,8 @@ def _piece_of_token(piece: str) -> bool:
     """Whether a run of token characters at a line break may be a piece of a random token: a
     word ("done", "PASSED") is not; a random piece of 4+ characters almost always holds a digit,
     both cases or a symbol."""
-    if piece[:1] in "-./" or piece[-1:] in ".":  # --verbose, ./run, a sentence's end
+    # --verbose, ./run, a sentence's end
+    if piece[:1] in "-./" or piece[-1:] in ".":
         piece = piece.strip("-./")
     if len(piece) < 2:
         return False
@@ -1607,11 +1641,11 @@ class Scrubber:
         """Return `text` with every private span and credential replaced by `[REDACTED:<type>]`."""
         if not isinstance(text, str):
             raise TypeError(f"scrub_text expects str, got {type(text).__name__}")
-        # short texts recur (paths, ids): one found clean costs a dict look-up next
+        # short texts recur (paths, ids): a clean one costs a look-up next
         short = len(text) <= _CLEAN_CACHE_TEXT
         if short and text in self._clean:
             return text
-        # a redaction changes what rules saw: repeat until stable (module docstring)
+        # a redaction changes what rules saw: repeat until stable
         original = text
         out = self._scrub_once(text)
         for _ in range(_MAX_PASSES - 1):
@@ -1679,12 +1713,13 @@ class Scrubber:
         if matter is None or matter:
             text = self._keyword_pass(text, matter)
         text = self._table_pass(text, found if text is before else None)
-        if bearer:  # after the keyword pass, which names a long random token high-entropy
+        # after the keyword pass, which names a long random token high-entropy
+        if bearer:
             text = self._sub_bearer(text)
-        # Shape rules last: a catalogue rule names the secret better than "high-entropy".
+        # Shape rules last: a catalogue rule names the secret better.
         if "=" in text:
             text = self._env_pass(text)
-        # (every prose word but these is a secret-looking name, so `matter` holds it)
+        # (every prose word but these is a secret-looking name)
         if matter is None or matter or prose:
             text = self._prose_pass(text)
         if self._betterleaks is not None and len(text) >= 16:
@@ -1723,7 +1758,7 @@ class Scrubber:
         spans = []
         if _views.has_escapes(text):
             for view in _views.escape_views(text):
-                # a decoded private tag (`%EF%BC%9Cprivate`) is the private pass's too
+                # a decoded private tag is the private pass's too
                 if self.rules_may_apply(view.text) or self._private_regex(view.text) is not None:
                     spans += [(*view.span(s, e), kind) for s, e, kind in self._view_spans(view.text)]
         # breaks only where a rule may apply: every line doubled the scrub time
@@ -1749,7 +1784,8 @@ class Scrubber:
                 continue
             if s < last:  # overlapping: extend the previous redaction
                 s = last
-                out.pop()  # the previous marker is re-emitted below with the extended span
+                # the previous marker is re-emitted below with the extended span
+                out.pop()
                 kind = out_kind
             else:
                 out.append(text[last:s])
@@ -1776,7 +1812,7 @@ class Scrubber:
 
     def _lower(self, text: str) -> str:
         """text.lower(), remembered for the last text: the private pass, the scan and the table pass
-        of one text share it (three lower() calls were ~3% of the drain's scrub)."""
+        of one text share it (docs/benchmarks.md, 'Secrets')."""
         memo = self._low_memo
         if memo is not None and memo[0] is text:
             return memo[1]
@@ -1791,7 +1827,8 @@ class Scrubber:
         low, found, matter = self._scanned(text)
         if matter is None or matter or self._extra or self._betterleaks is not None:
             return True
-        for rule in found:  # a command word (mysql, login, authorization, ...) is a _Shape too
+        # a command word (mysql, login, authorization, ...) is a _Shape too
+        for rule in found:
             kind = type(rule)
             if kind is _Shape:
                 if rule.may_match(low):
@@ -1811,7 +1848,7 @@ class Scrubber:
         if not cuts:
             return []
         spans = []
-        # one window per tied group, each break alone too (`--verbose` + `AKCp…`)
+        # one window per tied group, each break alone too
         i = 0
         singles = 0
         while i < len(cuts):
@@ -1852,7 +1889,8 @@ class Scrubber:
                 if not rule.starts:
                     for kw in rule.keywords:
                         at(low, kw)
-            elif type(rule) is not _Shape or rule.views:  # (command words are shapes: see _SHAPE_SPECS)
+            elif type(rule) is not _Shape or rule.views:
+                # (command words are shapes: see _SHAPE_SPECS)
                 for lit in rule.triggers:
                     at(low if rule.lower else text, lit)
         if "=" in text:
@@ -1881,7 +1919,7 @@ class Scrubber:
         view = _views.joined_view(text[ws:we], [(s - ws, e - ws) for s, e in cuts])
         out = []
         for s, e, kind in self._view_spans(view.text):
-            # A PEM block spans lines by itself: the plain rule judges it in the whole text.
+            # A PEM block spans lines: the plain rule judges the whole text.
             if kind != "private-key" and any(s < jn < e for jn in view.joins):
                 a, b = view.span(s, e)
                 out.append((a + ws, b + ws, kind))
@@ -1901,7 +1939,7 @@ class Scrubber:
         if isinstance(value, str):
             return scrub_text(value)
         if isinstance(value, dict):
-            # secret-named key: replaced whole; keys scrubbing alike: the later wins
+            # secret-named key: replaced whole; alike keys: the later wins
             out = {}
             for key, item in value.items():
                 new_key = self.scrub_text(key) if isinstance(key, str) else key
@@ -1919,7 +1957,7 @@ class Scrubber:
     # --- helpers ---
 
     def _scrub_secret_field(self, item: str) -> str:
-        # a secret-named key's value is secret unless placeholder, allowed or redacted
+        # a secret-named key's value is secret unless placeholder or allowed
         if item.strip() in self._allow_set:
             return item
         scrubbed = self.scrub_text(item)
@@ -1938,10 +1976,12 @@ class Scrubber:
         code = _SENTINEL_BASE
         for literal in self._allow:
             if literal in text:
-                while chr(code) in taken:  # private-use characters already in the input stay theirs
+                # private-use characters already in the input stay theirs
+                while chr(code) in taken:
                     code += 1
                 if code > 0xFFFFD:
-                    break  # over 65,000 distinct literals in one text: the rest are not protected
+                    # over 65,000 distinct literals: the rest are not protected
+                    break
                 text = text.replace(literal, chr(code))
                 table[code] = literal
                 code += 1
@@ -1952,7 +1992,7 @@ class Scrubber:
         low = self._lower(text)
         ascii_text = text.isascii()
         if "private" not in low:
-            # a zero-width char hides `private`; in ASCII it is an escape the views decode
+            # a zero-width char hides `private`; views decode ASCII escapes
             if ascii_text or not _ZW_CHAR_RE.search(text):
                 return None
             return _PRIVATE_ZW_RE
@@ -2088,7 +2128,8 @@ class Scrubber:
             s, e = m.span(group)
             if s < 0 or s == e or s < last:
                 continue
-            if any(ms < e and s < me for ms, me in markers):  # never rewrite a marker
+            # never rewrite a marker
+            if any(ms < e and s < me for ms, me in markers):
                 continue
             out.append(text[last:s])
             out.append(marker(kind))
@@ -2126,12 +2167,15 @@ class Scrubber:
         if _is_placeholder(value) or MARKER_RE.match(value) or _only_sentinels(value):
             return m.group(0)
         if group == "bare" and (value.startswith(("env:", "file:", "fd:", "stdin")) or value[:1] in "<>|"):
-            return m.group(0)  # openssl `-passin env:VAR`, keytool `-storepass:env`
+            # openssl `-passin env:VAR`, keytool `-storepass:env`
+            return m.group(0)
         if group == "bare" and value[:1] == "\\":
-            return m.group(0)  # `-p\nEnter password:` in JSON text: the flag ends its line
+            # `-p\nEnter password:` in JSON text: the flag ends its line
+            return m.group(0)
         spaced = m.string[m.start(group) - 1 : m.start(group)] in (" ", "\t")
         if spaced and _IDENT_RE.fullmatch(value) and not _has_digit(value) and value.islower():
-            return m.group(0)  # `mysql -p mydb`: a spaced word is the database, `-p` prompts
+            # `mysql -p mydb`: a spaced word is the database, `-p` prompts
+            return m.group(0)
         self.counts["cli-password"] += 1
         s, e = m.span(group)
         return m.group(0)[: s - m.start()] + marker("cli-password") + m.group(0)[e - m.start() :]
@@ -2143,7 +2187,8 @@ class Scrubber:
             group = m.lastgroup or "bare"
             if _is_placeholder(m.group(group)) or MARKER_RE.fullmatch(m.group(group)):
                 return m.group(0)
-            if group == "bare" and m.group(group)[:1] == "\\":  # `-p\nEnter password:` in JSON text
+            # `-p\nEnter password:` in JSON text
+            if group == "bare" and m.group(group)[:1] == "\\":
                 return m.group(0)
             self.counts["user-password"] += 1
             s, e = m.span(group)
@@ -2190,7 +2235,8 @@ class Scrubber:
         spans = []
         for m in _COOKIE_RE.finditer(text):
             region, base = m.group(2), m.start(2)
-            for esc in ("\\n", "\\r", '\\"'):  # a header inside a JSON string ends at its escape
+            # a header inside a JSON string ends at its escape
+            for esc in ("\\n", "\\r", '\\"'):
                 cut = region.find(esc)
                 if cut >= 0:
                     region = region[:cut]
@@ -2225,7 +2271,7 @@ class Scrubber:
 
     def _sub_wrapped_url(self, text: str) -> str:
         """A URL password that a line break cut in two: the whole password, break included."""
-        # the pattern starts with its literal (fast in re); the scheme is checked here
+        # the pattern starts with its literal (fast); the scheme is checked here
         spans = [
             m.span(2)
             for m in _WRAPPED_URL_RE.finditer(text)
@@ -2306,10 +2352,12 @@ class Scrubber:
             value = text[s:e]
             if value.rstrip(".,:").lower() in _AUTH_SCHEMES or _is_placeholder(value):
                 continue
-            if value.startswith("\\"):  # a regex source: r"(Authorization:\s*)…"
+            # a regex source: r"(Authorization:\s*)…"
+            if value.startswith("\\"):
                 continue
             if _auth_value_is_code(value, text[e : e + 1]):
-                continue  # authorization = headers.get("authorization"), {"Authorization": auth}
+                # authorization = headers.get("authorization")
+                continue
             spans.append((s, e))
         return self._mark(text, spans, "authorization")
 
@@ -2352,7 +2400,8 @@ class Scrubber:
             while e > he and text[e - 1] in ".-":
                 e -= 1
             done = e
-            if s >= 10 and text[s - 10 : s] == "[REDACTED:":  # the type inside a marker
+            # the type inside a marker
+            if s >= 10 and text[s - 10 : s] == "[REDACTED:":
                 continue
             name = text[s:e]
             if _secret_name_cached(name):
@@ -2365,7 +2414,8 @@ class Scrubber:
                     continue
             else:
                 lowname = name.lower()
-                if lowname.endswith("key") and lowname != "key":  # STRIPE_KEY=…, mailgunKey: …
+                # STRIPE_KEY=…, mailgunKey: …
+                if lowname.endswith("key") and lowname != "key":
                     found = self._assignment_at(text, s, e, name)
                     if found is not None:
                         vs, ve, secret = found
@@ -2375,7 +2425,7 @@ class Scrubber:
                         continue
                 if lowname != "bearer" and (lowname != "key" or not _after_key_qualifier(text, s)):
                     continue
-            # a token after a keyword keeps the text before it parsed; spans merge below
+            # a token after a keyword keeps the text before parsed; spans merge
             tok = _entropy_after(text, e)
             if tok is not None:
                 spans.append((tok[0], tok[1], "high-entropy"))
@@ -2454,7 +2504,8 @@ class Scrubber:
                 return None
             op, spaced_flag = "=", sep.group(0) != "="
             if spaced_flag and text[sep.end() : sep.end() + 1] in ("-", "=", ":"):
-                return None  # `--token -v`; `-token_key = "…"` is an assignment, not a flag
+                # `--token -v`; `-token_key = "…"` is an assignment, not a flag
+                return None
             spaced = False
         else:
             sep = _SEP_RE.match(text, pos)
@@ -2490,14 +2541,16 @@ class Scrubber:
                     or (not quote and content[0].isupper() and not _has_digit(content) and after in ")=,")
                 )
             ):
-                return vs, ve, False  # "k" + var; def f(token: "Token[Span] | None", auth: "Auth") -> …
+                # "k" + var; def f(token: "Token[Span] | None") -> …
+                return vs, ve, False
             return vs, ve, _literal_is_secret(content, name)
         if _only_sentinels(content):
             return vs, ve, False
         after = text[ve : ve + 1]
         if op == ":" and _IDENT_RE.fullmatch(content):
             typed = _TYPED_REST_RE.match(text, ve)
-            if typed:  # `password: str = "hunter2"`, `token: Final = f()`, `auth: AuthTypes | None`
+            # `password: str = "x"`, `token: Final = f()`, `auth: Auth | None`
+            if typed:
                 lit = _VALUE_RE.match(text, typed.end()) if typed.group(1) == "=" else None
                 if lit and lit.lastgroup in ("dq", "sq", "edq", "bt"):
                     ls, le = lit.span(lit.lastgroup)
@@ -2508,7 +2561,8 @@ class Scrubber:
         if op == ":" and content.rstrip(".,;!?").replace("-", "").isalpha():
             eol = text.find("\n", ve, ve + 200)
             rest = text[ve : eol if eol >= 0 else ve + 200].strip()
-            if rest and rest[0] != "#":  # "auth: refreshed session for …" is prose, not YAML
+            # "auth: refreshed session for …" is prose, not YAML
+            if rest and rest[0] != "#":
                 return vs, ve, False
         if spaced and op == "=" and _ini_value(text, s, ve, content, name):
             return vs, ve, True
@@ -2544,7 +2598,8 @@ def default_scrubber() -> Scrubber:
 
 
 def __getattr__(name: str) -> object:
-    if name == "DEFAULT":  # built on first use: keeps `import kirolearn.privacy.scrub` cheap for the hook
+    # built on first use: keeps importing the scrubber cheap for the hook
+    if name == "DEFAULT":
         return default_scrubber()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

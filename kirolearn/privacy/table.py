@@ -97,7 +97,7 @@ class Rule:
         self.order = order
         # a common-word trigger names no provider: a digest is not its secret
         self.broad = bool(_BROAD_KEYWORDS.intersection(self.keywords))
-        # a keyword alone is weak evidence (`test_`, `sk`): see the class docstring
+        # a keyword alone is weak evidence (`test_`, `sk`): class docstring
         if self.form == "KV":
             self.starts, self.cased = tuple(s.lower() for s in _leading_literals(self.name)), False
         else:
@@ -144,7 +144,8 @@ class Rule:
             if "==" in before or "!=" in before:
                 return True
             bare = secret.strip("'\"` ")
-            if "=" in bare.rstrip("="):  # `key, default=_MISSING`: code's name=value, not a value
+            # `key, default=_MISSING`: code's name=value, not a value
+            if "=" in bare.rstrip("="):
                 return True
             if (
                 re.fullmatch(_WORDISH, bare)
@@ -152,7 +153,8 @@ class Rule:
                 or re.fullmatch(_CAMEL_NAME, bare)
             ):
                 return True
-        if self.allow and isinstance(self.allow[0][1], str):  # compiled on the first finding only
+        # compiled on the first finding only
+        if self.allow and isinstance(self.allow[0][1], str):
             self.allow = tuple((target, re.compile(rx, re.ASCII)) for target, rx in self.allow)
         for target, rx in self.allow:
             if rx.search(match if target == "match" else secret):
@@ -195,7 +197,8 @@ def _leading_literals(pattern: str) -> tuple:
         while branch.startswith("\\b"):  # a word boundary matches no character
             branch = branch[2:]
         literal = _LITERAL_RE.match(branch).group(0)
-        if branch[len(literal) : len(literal) + 1] in ("?", "*", "{"):  # the last character is optional
+        # the last character is optional
+        if branch[len(literal) : len(literal) + 1] in ("?", "*", "{"):
             literal = literal[:-1]
         if not literal:
             return ()
@@ -214,12 +217,14 @@ _DIGEST_SOURCE = (
 
 _WORDISH = r"[A-Za-z_.\-]+"  # gitleaks' generic rule allows these too
 _DOTTED_NAME = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+"
-_CAMEL_NAME = r"[A-Z][a-z]+(?:[0-9]+|[A-Z][a-z]{2,})+"  # a class name: Ed25519PrivateKey
+# a class name: Ed25519PrivateKey
+_CAMEL_NAME = r"[A-Z][a-z]+(?:[0-9]+|[A-Z][a-z]{2,})+"
 
 
 def is_digest(secret: str) -> bool:
     """A hex digest of a standard length (SHA-1, SHA-256/384/512) or a UUID."""
-    return re.fullmatch(_DIGEST_SOURCE, secret) is not None  # re's cache compiles it once
+    # re's cache compiles it once
+    return re.fullmatch(_DIGEST_SOURCE, secret) is not None
 
 
 def entropy(s: str) -> float:
@@ -262,7 +267,8 @@ class KeywordIndex:
             )
             for run, kws in by_run.items()
         }
-        self._always = self._by_run.get("", ())  # keywords without a letter or digit
+        # keywords without a letter or digit
+        self._always = self._by_run.get("", ())
         # confirmed in one segment, or in the text
         inside = (lambda kw: set(kw) <= segment_chars) if segment_chars else (lambda kw: False)
         self._in_segment = {
@@ -288,7 +294,7 @@ class KeywordIndex:
         self._text_runs = tuple(run for run, entries in self._in_text.items() if run and entries)
         self._run_bit = {run: 1 << (len(self._items) + i) for i, run in enumerate(self._text_runs)}
         self._word_cache: dict = {}
-        # no all-digit run today: numbers, tool output's commonest word, are skipped
+        # no all-digit run today: numbers, the commonest words, are skipped
         self._digit_runs = any(run.isdigit() for run in self._by_run)
 
     def runs_in(self, word: str) -> tuple:
@@ -377,7 +383,8 @@ class Table:
         self.catalogues = dict(secret_rules.CATALOGUES)
         self.rules = tuple(Rule(i, row) for i, row in enumerate(secret_rules.RULES))
         self.ids = tuple(r.id for r in self.rules)
-        self._index: KeywordIndex | None = None  # the scrubber indexes the keywords with its own triggers
+        # the scrubber indexes the keywords with its own triggers
+        self._index: KeywordIndex | None = None
 
     def candidates(self, low: str, text_words: set | None = None) -> list[Rule]:
         """The rules whose keyword occurs in `low` (the lowered text), in table order."""

@@ -108,7 +108,8 @@ def _decode_once(text: str, url: bool = True) -> tuple[str, list] | None:
         if utf8 is not None:
             try:
                 ch = bytes.fromhex(utf8.replace("%", "")).decode("utf-8")
-            except UnicodeDecodeError:  # an overlong or surrogate form: left as written
+            except UnicodeDecodeError:
+                # an overlong or surrogate form: left as written
                 continue
         elif u is not None:
             ch = chr(int(u, 16))
@@ -150,7 +151,8 @@ def _compose(outer: list, inner: View) -> list:
     composed = []
     for vs, os_, vl, ol in outer:
         a, b = inner.span(os_, os_ + ol) if ol else (0, 0)
-        if vl == ol:  # copied from inner: split again where inner's pieces split
+        # copied from inner: split again where inner's pieces split
+        if vl == ol:
             pos = os_
             end = os_ + ol
             while pos < end:
@@ -246,12 +248,14 @@ def breaks(text: str, start: int = 0, end: int | None = None) -> list:
     out = []
     if "\n" in text:
         tokens = _TOKEN_SET
-        if start or end is not None:  # only the lines of text[start:end] (whole lines)
+        # only the lines of text[start:end] (whole lines)
+        if start or end is not None:
             start = text.rfind("\n", 0, start) + 1 if start else 0
             stop = len(text) if end is None else text.find("\n", min(end, len(text)))
             stop = len(text) if stop < 0 else stop
             lines = text[start:stop].split("\n")
-            lines.append("")  # the last line's break, if any, is judged with the next line
+            # the last line's break, if any, is judged with the next line
+            lines.append("")
             if stop < len(text):
                 nxt = text.find("\n", stop + 1)
                 lines[-1] = text[stop + 1 : len(text) if nxt < 0 else nxt]
@@ -271,7 +275,8 @@ def breaks(text: str, start: int = 0, end: int | None = None) -> list:
                     continue
             if line[-1] not in tokens:
                 continue
-            left = line[len(line.rstrip(tokens + ":")) :].lstrip(":")  # id:secret split after its colon
+            # id:secret split after its colon
+            left = line[len(line.rstrip(tokens + ":")) :].lstrip(":")
             if (
                 left.isalpha()
                 and len(left) < 16
@@ -353,7 +358,8 @@ def redacted_spans(view_text: str, scrubbed: str, marker_re: re.Pattern[str]) ->
         return []
     k = len(segs) - 1
     if not view_text.startswith(segs[0]) or not view_text.endswith(segs[-1]):
-        return [(0, n, cuts_kind[0])]  # cannot happen for a scrubber's output; redact everything
+        # cannot happen for a scrubber's output; redact everything
+        return [(0, n, cuts_kind[0])]
     lo = [0] * (k + 1)
     hi = [0] * (k + 1)
     lo[0] = hi[0] = 0
@@ -370,6 +376,7 @@ def redacted_spans(view_text: str, scrubbed: str, marker_re: re.Pattern[str]) ->
         e = hi[i]
         if e <= s:
             s, e = min(s, e), max(s, e)
-        if not marker_re.fullmatch(view_text, s, max(e, s + 1)):  # a marker already in the view
+        # a marker already in the view
+        if not marker_re.fullmatch(view_text, s, max(e, s + 1)):
             out.append((s, max(e, s + 1), cuts_kind[i - 1]))
     return out

@@ -95,7 +95,8 @@ def _rewrite(path: str, scrubber: Scrubber, *, unless_changed: bool) -> int:
                 now = fh.read()
         except OSError:
             now = None
-        if now != before:  # the hook wrote a newer text: the next pass scrubs that one
+        # the hook wrote a newer text: the next pass scrubs that one
+        if now != before:
             os.remove(tmp)
             return 0
     os.replace(tmp, path)

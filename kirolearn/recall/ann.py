@@ -34,24 +34,33 @@ from kirolearn.core.paths import ensure_private_dir
 
 log = logging.getLogger("kirolearn.recall.ann")
 
-THRESHOLD = 50_000  # records with a vector below which a project's search stays exact (see docs)
-THRESHOLD_ENV = "KIROLEARN_ANN_THRESHOLD"  # overrides THRESHOLD (benches and tests force 0)
-CANDIDATE_ROWS = 200  # index rows a query asks for, re-scored exactly from the store
-MERGE_FRACTION = 0.01  # tail share of the index that makes the drain merge it in
+# records with a vector below which a project's search stays exact (see docs)
+THRESHOLD = 50_000
+# overrides THRESHOLD (benches and tests force 0)
+THRESHOLD_ENV = "KIROLEARN_ANN_THRESHOLD"
+# index rows a query asks for, re-scored exactly from the store
+CANDIDATE_ROWS = 200
+# tail share of the index that makes the drain merge it in
+MERGE_FRACTION = 0.01
 MERGE_MIN = 2_000
 MERGE_MAX = 10_000
-MAX_TAIL = 2 * MERGE_MAX  # rows past the index a query still scans exactly; more: exact fallback
-BUILD_SECONDS = 20.0  # per drain pass, for a bounded pass's first build or merge
+# rows past the index a query still scans exactly; more: exact fallback
+MAX_TAIL = 2 * MERGE_MAX
+# per drain pass, for a bounded pass's first build or merge
+BUILD_SECONDS = 20.0
 ADD_CHUNK = 4_096
-SAMPLE = 1_024  # records kept to estimate the project's median similarity (semantic._fuse)
+# records kept to estimate the project's median similarity (semantic._fuse)
+SAMPLE = 1_024
 PART_BITS = 3  # a vector blob holds at most 8 parts (record_parts gives 3)
-DTYPE = "i8"  # 384 + ~150 bytes a row; candidates are re-scored in f32 (docs/benchmarks.md)
-CONNECTIVITY = (
-    32  # 16 found 0.95 of a paraphrase's exact ten at 1M rows, 32 finds 0.98 (+28 % build, +24 % bytes)
-)
+# 384 + ~150 bytes a row; candidates are re-scored in f32 (docs/benchmarks.md)
+DTYPE = "i8"
+# 32 finds more of the exact ten than 16 at 1M rows (docs/benchmarks.md)
+CONNECTIVITY = 32
 EXPANSION_ADD = 64
-EXPANSION_SEARCH = 256  # at least: recall@10 0.94 -> 0.97 on bench_vectors' 20k rows, for +25 % query CPU
-EXPANSION_SHARE = 1_000  # past 256k rows a query explores one row in this many (expansion_for)
+# at least: recall@10 gains for a little query CPU (docs/benchmarks.md)
+EXPANSION_SEARCH = 256
+# past 256k rows a query explores one row in this many (expansion_for)
+EXPANSION_SHARE = 1_000
 EXPANSION_MAX = 1_024
 FORMAT = 1
 
@@ -130,7 +139,8 @@ def meta_problem(meta, model_id: str, dimensions: int | None = None) -> str:
             return f"{key} {str(meta.get(key))[:20]!r} is not a whole number"
     if (meta["watermark"] == 0) != (meta["records"] == 0):
         return f"records {meta['records']} does not fit watermark {meta['watermark']}"
-    if meta["rows"] > meta["records"] << PART_BITS:  # each record adds at most 8 parts
+    # each record adds at most 8 parts
+    if meta["rows"] > meta["records"] << PART_BITS:
         return f"rows {meta['rows']} is more than {meta['records']} records hold"
     if not isinstance(meta.get("updated"), str):
         return "updated is not a string"
@@ -216,7 +226,8 @@ class _Builder:
                 self.index = Index.restore(files["index"])
                 sample = np.load(files["sample"])
                 self.sample = [sample["rows"][a:b] for a, b in zip(sample["starts"], sample["ends"])]
-            except Exception as exc:  # noqa: BLE001 - a torn or foreign file: rebuilt
+            except Exception as exc:  # noqa: BLE001
+                # a torn or foreign file: rebuilt
                 log.warning("vector index %s cannot be read (%s): rebuilding it", files["index"], exc)
                 self.index = None
             if self.index is not None and (self.index.ndim != dimensions or not _first_holds(vectors, meta)):
@@ -268,7 +279,8 @@ class _Builder:
         keys_array = np.asarray(keys, dtype=np.uint64)
         matrix = np.ascontiguousarray(np.concatenate(vectors).astype(np.float32))
         present = np.asarray(self.index.contains(keys_array), dtype=bool).reshape(-1)
-        if present.any():  # a resumed update, or a reused rowid: the store's row wins
+        # a resumed update, or a reused rowid: the store's row wins
+        if present.any():
             for key in keys_array[present]:
                 self.index.remove(int(key))
         self.index.add(keys_array, matrix, threads=1)
@@ -302,12 +314,14 @@ class _Builder:
         import numpy as np
 
         _private_dirs(os.path.dirname(self.files["index"]))
-        tmp = self.files["index"] + ".tmp"  # a killed writer's is overwritten (under the lock)
+        # a killed writer's is overwritten (under the lock)
+        tmp = self.files["index"] + ".tmp"
         _private_open(tmp).close()  # usearch writes into a file made 0600 first
         self.index.save(tmp)
         os.chmod(tmp, 0o600)
         os.replace(tmp, self.files["index"])
-        crashpoint.reached("ann-after-index")  # tests/test_ann.py: the meta is the commit
+        # tests/test_ann.py: the meta is the commit
+        crashpoint.reached("ann-after-index")
         ends = np.cumsum([len(s) for s in self.sample]) if self.sample else np.zeros(0, dtype=np.int64)
         starts = ends - np.asarray([len(s) for s in self.sample], dtype=np.int64) if self.sample else ends
         rows = (
@@ -402,7 +416,8 @@ def refresh(
         try:
             if not _refresh_project(vectors, model_id, project_id, db_file, dimensions, deadline, done):
                 pending.append(project_id)
-        except Exception as exc:  # noqa: BLE001 - search stays exact; the next pass tries again
+        except Exception as exc:  # noqa: BLE001
+            # search stays exact; the next pass tries again
             log.warning("vector index of project %s not updated: %s", project_id, exc)
             done["error"] = str(exc)
             pending.append(project_id)
@@ -442,7 +457,8 @@ def _refresh_project(vectors, model_id, project_id, db_file, dimensions, deadlin
     meta, problem = _load_meta(files["meta"], model_id)
     if meta is None or not os.path.exists(files["index"]):
         if vectors.count_vectors_capped(model_id, project_id, max(1, threshold())) < threshold():
-            if problem:  # nothing to rebuild for a small project: the untrusted files go
+            # nothing to rebuild for a small project: the untrusted files go
+            if problem:
                 log.warning("vector index sidecar %s is not trusted (%s): removed", files["meta"], problem)
                 for name in ("meta", "index", "sample"):
                     if os.path.lexists(files[name]):
@@ -459,7 +475,8 @@ def _refresh_project(vectors, model_id, project_id, db_file, dimensions, deadlin
         )
         if tail < _merge_at(meta.get("records", 0)):
             return True  # queries scan the short tail
-    if not available():  # usearch is imported only once a project needs an index (~0.3 s)
+    # usearch is imported only once a project needs an index (~0.3 s)
+    if not available():
         if not _WARNED:
             _WARNED.append(project_id)
             log.warning(
@@ -488,7 +505,8 @@ def _refresh_project(vectors, model_id, project_id, db_file, dimensions, deadlin
 
 # query side
 
-_OPEN: dict = {}  # index file -> (meta file mtime, meta, view, sample matrix, sample starts)
+# index file -> (meta file mtime, meta, view, sample matrix, sample starts)
+_OPEN: dict = {}
 
 
 def open_index(vectors, db_file: str, model_id: str, project_id: str) -> tuple[object, str]:
@@ -529,7 +547,8 @@ def open_index(vectors, db_file: str, model_id: str, project_id: str) -> tuple[o
         _OPEN[files["index"]] = cached
     meta = cached[1]
     if meta["records"] < threshold():
-        return None, ""  # the threshold was raised past it: exact, as for any small project
+        # the threshold was raised past it: exact, as for any small project
+        return None, ""
     if not _first_holds(vectors, meta):
         return None, f"{files['index']} is not an index of this store's vectors (the drain rebuilds it)"
     tail = vectors.count_vectors_capped_after(model_id, project_id, meta["watermark"], MAX_TAIL + 1)
@@ -540,9 +559,8 @@ def open_index(vectors, db_file: str, model_id: str, project_id: str) -> tuple[o
 
 def expansion_for(rows: int) -> int:
     """The search expansion of an index of `rows` rows: EXPANSION_SEARCH, growing with the index
-    past EXPANSION_SEARCH x EXPANSION_SHARE rows up to EXPANSION_MAX. On bench_vectors' 1M rows
-    256 found 0.91 / 0.47 of the exact ten for a paraphrase / a mixture of two rows, 1,024
-    found 0.95 / 0.93 for 2.3 -> 5.8 ms of CPU; at 100k, 256 already found all of them."""
+    past EXPANSION_SEARCH x EXPANSION_SHARE rows up to EXPANSION_MAX: a fixed expansion misses
+    more of the exact ten as the index grows (measured in docs/benchmarks.md, 'The vector index')."""
     return min(EXPANSION_MAX, max(EXPANSION_SEARCH, rows // EXPANSION_SHARE))
 
 

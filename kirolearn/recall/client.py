@@ -10,7 +10,8 @@ macOS): a longer one is reached on Linux through /proc/self/fd/<fd of the home f
 (`socket_address`); elsewhere it cannot be used and the server says so when it starts.
 """
 
-import _socket  # not socket: it imports enum and selectors (~30 ms cold in the hook)
+# not socket: it imports enum and selectors (~30 ms cold in the hook)
+import _socket
 import os
 import sys
 import time
@@ -20,7 +21,8 @@ from kirolearn.core import envnum, jsonfast, paths
 PROMPT_DEADLINE = 0.15  # seconds in all: connect, ask, answer
 SEARCH_DEADLINE = 2.0  # a loaded server answers in tens of ms
 MAX_ANSWER = 4 * 1024 * 1024
-SUN_PATH_MAX = 104 if sys.platform == "darwin" else 108  # bytes, with the terminating NUL
+# bytes, with the terminating NUL
+SUN_PATH_MAX = 104 if sys.platform == "darwin" else 108
 
 
 def socket_path() -> str:
@@ -68,7 +70,8 @@ def ask(request: dict, deadline: float = PROMPT_DEADLINE, path: "str | None" = N
     try:
         if not os.path.exists(path):
             return None  # no server: the common case costs one stat
-        request = dict(request, deadline=time.time() + deadline)  # the server skips what came too late
+        # the server skips what came too late
+        request = dict(request, deadline=time.time() + deadline)
         data = (jsonfast.dumps(request) + "\n").encode("utf-8", "replace")
         address = _Address(path)
         sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
@@ -177,7 +180,8 @@ def _deadline(variable: str, default: float) -> float:
 def terminal(text) -> str:
     """Text safe to print on a terminal, as kirolearn.manage.records.terminal makes it for text the server has
     already cleaned and re-scrubbed (kirolearn.privacy.sanitize.visible: standard library only, so
-    `kirolearn search` with the server up still skips kirolearn.manage.records's ~1 s of imports)."""
+    `kirolearn search` with the server up still skips kirolearn.manage.records's imports: see
+    docs/benchmarks.md, 'What the hot paths avoid loading')."""
     from kirolearn.privacy.sanitize import visible
 
     return visible(text)

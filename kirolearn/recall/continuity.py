@@ -15,7 +15,8 @@ import json
 from kirolearn.store.sqlite import reader
 
 SUMMARY_LISTS = ("highlights", "pitfalls", "next_steps", "open_questions")
-SCAN = 50  # session ends looked at, newest first: enough to find the last one with content
+# session ends looked at, newest first: enough to find the last one with content
+SCAN = 50
 
 
 def decode(row, columns=None) -> dict:

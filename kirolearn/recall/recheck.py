@@ -100,7 +100,8 @@ def _read(path: str) -> "bytes | None":
 
 
 def _judge(claim: dict, rel: str, data: bytes) -> "tuple[str, str]":
-    from kirolearn.claims import check  # re and ast: only for a file changed since the drain read it
+    # re and ast: only for a file changed since the drain read it
+    from kirolearn.claims import check
     from kirolearn.claims.model import Claim
     from kirolearn.core import jsonfast
 
@@ -114,7 +115,8 @@ def _judge(claim: dict, rel: str, data: bytes) -> "tuple[str, str]":
                 row[name] = []
     try:
         verdict = check.judge(Claim.from_dict(row), rel, data, None)
-    except Exception:  # noqa: BLE001 - an odd file is not judged here; the drain logs it
+    except Exception:  # noqa: BLE001
+        # an odd file is not judged here; the drain logs it
         return "unknown", ""
     return verdict.state, verdict.now
 

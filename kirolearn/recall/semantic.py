@@ -26,9 +26,11 @@ from kirolearn.store.base import PARTS_MARK, DerivedIndex, Store
 
 # Fusion weights and the meaning-alone floor are the model's (EmbeddingModel).
 NEIGHBOUR_WEIGHT = 0.2
-QUESTION_WEIGHT = 0.3  # extra share a question passes to the turn right after it (its likely answer)
+# extra share a question passes to the turn right after it (its likely answer)
+QUESTION_WEIGHT = 0.3
 CANDIDATES = 60
-ROUTE_TOP = 10  # lexical candidates routed fusion reads (EmbeddingModel.route_below_coverage)
+# lexical candidates routed fusion reads (EmbeddingModel.route_below_coverage)
+ROUTE_TOP = 10
 
 log = logging.getLogger("kirolearn.recall.semantic")
 
@@ -76,7 +78,7 @@ def record_parts(row) -> list[str]:
             outcome = outcome[len(title.rstrip("…")) :].strip()
     if not request or not outcome:
         return [whole]
-    # the whole text too, unless the two parts hold all of it: fewer model tokens
+    # the whole text too, unless the parts hold it all: fewer tokens
     inside = f"{request}\n{outcome}".lower()
     held = [
         title,
@@ -111,7 +113,8 @@ def _text_hash(model, texts: list[str]) -> str:
     return PARTS_MARK + digest[1:] if getattr(model, "embeds_parts", False) else digest
 
 
-BOUNDED_BATCH = 8  # the first batch of a pass bounded in time; later ones are sized to the time left
+# a pass's first batch is bounded; later ones fit the time left
+BOUNDED_BATCH = 8
 
 
 def derived_of(target: Store | DerivedIndex) -> DerivedIndex:
@@ -155,7 +158,8 @@ def index_pending(
     start = time.monotonic()
     if seconds is not None:
         batch = min(batch, BOUNDED_BATCH)
-    scanned = False  # a backfill call that found nothing to embed still spends the pass's time
+    # a backfill call that found nothing to embed still spends the pass's time
+    scanned = False
     for before_parts in (False, True) if getattr(model, "embeds_parts", False) else (False,):
         while True:
             if interrupt is not None and done and interrupt():
@@ -170,7 +174,8 @@ def index_pending(
             rows, cursor = derived.vectors_to_embed(model.model_id, batch, before_parts=before_parts)
             if not rows:
                 if cursor:
-                    derived.save_vectors([], cursor)  # a watermark moved past records that have a vector
+                    # a watermark moved past records that have a vector
+                    derived.save_vectors([], cursor)
                 if cursor.get("more"):
                     scanned = True
                     continue
@@ -192,7 +197,8 @@ def index_pending(
                 cursor,
             )
             done += len(rows)
-            crashpoint.reached("embed-after-batch")  # tests/test_drain_scale.py: a killed backfill resumes
+            # tests/test_drain_scale.py: a killed backfill resumes
+            crashpoint.reached("embed-after-batch")
             if progress:
                 progress(done, max(total, done))
     return done
@@ -216,9 +222,10 @@ class _ProjectIndex:
             if rows
             else np.zeros((0, 1), dtype=np.float32)
         )
-        # record -> [(neighbour, weight)], weights NEIGHBOUR_WEIGHT / QUESTION_WEIGHT
+        # record -> [(neighbour, weight)]
         self.neighbours: dict[str, list[tuple[str, float]]] = {}
-        self.times: dict[str, float | None] = {}  # when each record's turn happened (its first event)
+        # when each record's turn happened (its first event)
+        self.times: dict[str, float | None] = {}
         previous = (None, None, False)
         for _, record_id, session_id, title, sources, created_at in vectors.session_order(project_id):
             self.times[record_id] = when.record_time(sources, created_at)
@@ -231,7 +238,8 @@ class _ProjectIndex:
 
 
 _INDEXES: dict = {}  # (db file, model id, project id) -> (stamp, _ProjectIndex)
-_TAILS: dict = {}  # (index file, watermark) -> {record id: (rowid, part rows)} above it
+# (index file, watermark) -> {record id: (rowid, part rows)} above it
+_TAILS: dict = {}
 _WHY: set = set()  # (db file, project, reason) already logged
 
 
@@ -264,19 +272,22 @@ class _AnnIndex:
             if len(found) < ann.ADD_CHUNK:
                 break
             last = found[-1][0]
-        if not ann.stamp_holds(vectors, meta):  # rowids at the top reused: those rows count as new
+        # rowids at the top reused: those rows count as new
+        if not ann.stamp_holds(vectors, meta):
             for rowid, blob, dims, _, record_id in ann.rewritten_rows(vectors, model_id, project_id, meta):
                 if rowid > tail.get(record_id, (0,))[0]:
                     tail[record_id] = (rowid, ann.unit_rows(blob, dims))
         self.tail = tail
-        self.ids = ()  # not a matrix of every record: Searcher.similarities asks candidates()
+        # not a matrix of every record: Searcher.similarities asks candidates()
+        self.ids = ()
 
     def candidates(self, q, extra=()) -> tuple[_Candidates, object]:
         """The query's nearest records (index and tail), `extra` records (the lexical candidates),
         each one's session neighbours and theirs, with exact similarities from their stored vectors."""
         import numpy as np
 
-        sims: dict[str, tuple[int, float]] = {}  # record -> (vector rowid, best part's cosine)
+        # record -> (vector rowid, best part's cosine)
+        sims: dict[str, tuple[int, float]] = {}
         found = [
             r
             for r in self.vectors.vectors_by_rowid(ann.nearest_rows(self.opened, q))
@@ -333,7 +344,8 @@ class _Candidates:
         self.ids: list = []
         self.position: dict = {}
         self.neighbours: dict[str, list[tuple[str, float]]] = {}
-        self.sources: dict[str, tuple] = {}  # record -> (source_event_ids, created_at)
+        # record -> (source_event_ids, created_at)
+        self.sources: dict[str, tuple] = {}
         self._times = None
 
     @property
@@ -361,14 +373,17 @@ class Searcher:
             try:
                 model = from_settings(settings)
                 if model is not None:
-                    model.embed_batch(["warm up"])  # load now: a broken model shows here, not mid-search
+                    # load now: a broken model shows here, not mid-search
+                    model.embed_batch(["warm up"])
             except EmbeddingUnavailable as exc:
                 self.error, model = exc.message, None
         self.model = model
         self._file = (store.database_file() or "") if store is not None else ""
-        self.last_similarity: dict[str, float] = {}  # last hits: record id -> cosine
+        # last hits: record id -> cosine
+        self.last_similarity: dict[str, float] = {}
 
-        self.last_routed = False  # the last search ranked by the vector alone (_fuse)
+        # the last search ranked by the vector alone (_fuse)
+        self.last_routed = False
 
     @property
     def semantic(self) -> bool:
@@ -385,7 +400,8 @@ class Searcher:
         if project_id and self._file:
             try:
                 opened, why = ann.open_index(self.vectors, self._file, self.model.model_id, project_id)
-            except Exception as exc:  # noqa: BLE001 - an index is only a shortcut: search scans instead
+            except Exception as exc:  # noqa: BLE001
+                # an index is only a shortcut: search scans instead
                 opened, why = None, f"its index cannot be opened ({type(exc).__name__}: {str(exc)[:200]})"
             if opened is not None:
                 return _AnnIndex(self.vectors, self.model.model_id, project_id, opened)
@@ -459,13 +475,15 @@ class Searcher:
         """
         filters = {k: v for k, v in filters.items() if v not in (None, "", [], ())}
         self.last_routed = False
-        if self.conn is None or self.model is None or filters:  # no database yet: recall.search gives []
+        # no database yet: recall.search gives []
+        if self.conn is None or self.model is None or filters:
             return recall.search(
                 self.conn, query, project_id=project_id, types=types, limit=limit, now=now, **filters
             )
-        # Named dates rank the records of those days; their words are not searched.
+        # Named dates rank the records of those days, not as words.
         dates, words_query = when.windows(query)
-        index = self._index(project_id)  # first: a big project's load is kept even if the rest fails
+        # first: a big project's load is kept even if the rest fails
+        index = self._index(project_id)
         lexical = recall.scores(
             self.conn, words_query, project_id=project_id, types=types, limit=CANDIDATES, now=now
         )
@@ -502,19 +520,20 @@ class Searcher:
 
         lexical = dict(lexical_scores)
         best_lex = max(lexical.values(), default=0.0) or 1.0
-        # An incidental word match would count in full: weigh it by query coverage.
+        # An incidental word match is weighed by query coverage.
         power = self.model.lexical_coverage_power
         route_below = self.model.route_below_coverage
         coverage = self._coverage(query, lexical) if (power or route_below) and lexical else {}
         if power and lexical:
             lexical = {rid: value * coverage.get(rid, 1.0) ** power for rid, value in lexical.items()}
-        # Routed fusion: no top lexical match reads like the question, so meaning alone.
+        # Routed fusion: no top lexical match reads like the question.
         top_lexical = sorted(lexical_scores, key=lambda kv: -kv[1])[:ROUTE_TOP]
         routed = bool(route_below) and all(coverage.get(rid, 0.0) < route_below for rid, _ in top_lexical)
         self.last_routed = routed
         # Vector scores: how far above the project's typical similarity.
         order = np.argsort(-sims)
-        floor = getattr(index, "floor", None)  # an index's: from its sample of the project
+        # an index's: from its sample of the project
+        floor = getattr(index, "floor", None)
         if floor is None:
             floor = float(np.median(sims)) if len(sims) >= 3 else float(sims.min()) - 1e-6
         top_sim = float(sims[order[0]])
@@ -528,7 +547,7 @@ class Searcher:
             pos = index.position.get(rid)
             return max(0.0, (float(sims[pos]) - floor) / span) if pos is not None else 0.0
 
-        # The vector score is relative: without this floor any query finds something.
+        # The vector score is relative: without a floor all finds something.
         reached = set(lexical) | {n for rid in lexical for n, _ in index.neighbours.get(rid, ())}
 
         def close_enough(rid):
@@ -536,7 +555,8 @@ class Searcher:
             return pos is not None and float(sims[pos]) >= min_similarity
 
         candidates = {rid for rid in candidates if rid in reached or close_enough(rid)}
-        if dates and when.narrow(dates):  # a named day or month: its records are candidates on their own
+        # a named day or month: its records are candidates on their own
+        if dates and when.narrow(dates):
             candidates.update(rid for rid, t in index.times.items() if when.closeness(t, dates) > 0)
         if routed:
             fused = {rid: vector_score(rid) for rid in candidates if close_enough(rid)}
@@ -600,7 +620,8 @@ def prompt_hits(
     words = recall.prompt_words(prompt)
     if not words:
         return []
-    hits = searcher.search(prompt, project_id=project_id, limit=limit * 3)  # routed: maybe none close enough
+    # routed: maybe none close enough
+    hits = searcher.search(prompt, project_id=project_id, limit=limit * 3)
     best = max((h.score for h in hits), default=0.0)
     floor = getattr(searcher.model, "prompt_min_similarity", None) if searcher.model is not None else None
     sims = searcher.last_similarity
@@ -623,7 +644,8 @@ def prompt_hits(
     return keep
 
 
-NEIGHBOUR_CHARS = 200  # of each neighbour's text copied into a record's expansion
+# of each neighbour's text copied into a record's expansion
+NEIGHBOUR_CHARS = 200
 
 # Turns each side that lend their text (measured: see expansions_for).
 NEIGHBOUR_SPAN = 2
@@ -640,8 +662,7 @@ def _turn_text(rec: dict) -> str:
 def expansions_for(records: list[dict]) -> dict[str, str]:
     """Each record's expansion: the text of the NEIGHBOUR_SPAN records before and after it in its session.
 
-    NEIGHBOUR_SPAN measured on LoCoMo (hit@5, hook / hybrid): one each side 0.676 / 0.742, two
-    0.691 / 0.750, three (the farthest cut to 100 or 200 characters) at most 0.684 / 0.745."""
+    NEIGHBOUR_SPAN: two each side ranked best on LoCoMo (docs/benchmarks.md, 'Recall quality')."""
     out = {}
     for i, rec in enumerate(records):
         near = [
@@ -669,9 +690,11 @@ def enrich_pending(db, *, progress=None) -> int:
         if not sessions:
             return updated
         changed = enrich_sessions(derived, sessions)
-        crashpoint.reached("expand-after-batch")  # tests/test_drain_scale.py: a killed backfill resumes
+        # tests/test_drain_scale.py: a killed backfill resumes
+        crashpoint.reached("expand-after-batch")
         if not changed:
-            return updated  # nothing could be derived (a writer racing us): the next pass tries again
+            # nothing derived (a writer racing us): the next pass tries again
+            return updated
         updated += changed
         if progress:
             progress(updated)
@@ -730,7 +753,8 @@ def refresh_ann(db, model, *, seconds: float | None = None) -> dict:
         return {}
     try:
         return ann.refresh(vectors, model.model_id, db_file, dimensions=model.dimensions, seconds=seconds)
-    except OSError as exc:  # a full disk or a read-only home: search stays exact
+    except OSError as exc:
+        # a full disk or a read-only home: search stays exact
         log.warning("vector indexes not updated: %s", exc)
         return {"error": str(exc)}
 

@@ -53,10 +53,8 @@ class RecallServer:
     """Bind with `start()`, then `serve_forever()` (or `start_thread()`); `close()` removes the socket.
 
     numpy's BLAS runs on one thread while serving (embeddings.local.one_blas_thread): a query's
-    matrices are small, and a second thread mostly waits for a core another process holds. The
-    forward pass is limited already; the cosine of the query with a project's vectors (5,000 x 384
-    at 100k records) ran on two, and on two shared, busy cores a prompt's answer took 52 ms (median,
-    100k records) against 37 ms on one thread, measured in turns in one process."""
+    matrices are small, and a second thread mostly waits for a core another process holds
+    (measured in docs/benchmarks.md, 'With the local model')."""
 
     def __init__(self, settings=None, path: str | None = None):
         self.path = path or client.socket_path()
@@ -70,7 +68,8 @@ class RecallServer:
         self._blas = None
         self._stop = threading.Event()
         self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
-        self._answering = threading.Lock()  # requests are read concurrently, answered one at a time
+        # requests are read concurrently, answered one at a time
+        self._answering = threading.Lock()
         self._thread = None
         self.served = 0
 
@@ -111,9 +110,11 @@ class RecallServer:
             ) from None
         try:
             if os.path.lexists(self.path):
-                os.unlink(self.path)  # we hold the lock: whatever is there was left by a server that died
+                # we hold the lock: whatever is there was left by a dead server
+                os.unlink(self.path)
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            old = os.umask(0o177)  # created 0600; chmod below too, for filesystems that ignore the umask
+            # created 0600; chmod too, where filesystems ignore the umask
+            old = os.umask(0o177)
             try:
                 sock.bind(address.address)
             finally:
@@ -223,7 +224,8 @@ class RecallServer:
     def _serve_one(self, conn) -> None:
         try:
             self._handle(conn)
-        except Exception:  # noqa: BLE001 - one bad request never ends the server
+        except Exception:  # noqa: BLE001
+            # one bad request never ends the server
             log.exception("recall server: request failed")
         finally:
             conn.close()
@@ -252,7 +254,8 @@ class RecallServer:
                 return  # the client has given up already
             try:
                 answer = self.answer(request)
-            except Exception as exc:  # noqa: BLE001 - the client falls back; the log keeps why
+            except Exception as exc:  # noqa: BLE001
+                # the client falls back; the log keeps why
                 log.exception("recall server: %s failed", request.get("op"))
                 answer = {"ok": False, "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
             self.served += 1
@@ -263,8 +266,8 @@ class RecallServer:
 
     def _warm(self, request: dict) -> None:
         """Load the project's vectors with time to spare, after an answer that failed (the usual cause: its
-        deadline cut the load short). A project's first load takes longer than the prompt hook waits (~0.3 s
-        for 5,000 records, 100k in the store, on a busy machine), and it is kept only once complete: without
+        deadline cut the load short). A big project's first load takes longer than the prompt hook waits
+        (docs/benchmarks.md, 'With the local model'), and it is kept only once complete: without
         this, every prompt of a big project would run out of time the same way and never be served."""
         if self.model is None or request.get("op") not in ("search", "prompt"):
             return
@@ -275,8 +278,10 @@ class RecallServer:
         if store is None:
             return
         try:
-            semantic.Searcher(store, self.model)._index(request.get("project_id") or None)  # cached
-        except Exception:  # noqa: BLE001 - warming is best effort; the next request tries again
+            # cached
+            semantic.Searcher(store, self.model)._index(request.get("project_id") or None)
+        except Exception:  # noqa: BLE001
+            # warming is best effort; the next request tries again
             log.exception("recall server: loading the project's vectors failed")
         finally:
             store.close()
@@ -340,12 +345,15 @@ class RecallServer:
             store.close()
         rows = [h.to_dict() for h in hits]
         scrubbed = False
-        if op == "search":  # re-scrubbed here, where the scrubber stays compiled
+        # re-scrubbed here, where the scrubber stays compiled
+        if op == "search":
             from kirolearn.privacy.sanitize import outbound_value
             from kirolearn.privacy.scrub import Scrubber
 
-            conf = self._settings_now()  # extra patterns and allow-list, as manage.scrubber()
-            if getattr(self, "_scrubber_for", None) is not conf:  # once per config version
+            # extra patterns and allow-list, as manage.scrubber()
+            conf = self._settings_now()
+            # once per config version
+            if getattr(self, "_scrubber_for", None) is not conf:
                 self._scrubber_for, self._scrubber = (
                     conf,
                     Scrubber(conf.scrub.extra_patterns, conf.scrub.allow),

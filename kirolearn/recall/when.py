@@ -37,10 +37,12 @@ _MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
 _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
 _YEAR = r"((?:19|20)\d\d)"
 DAY, MONTH, YEAR, ANY_YEAR_MONTH = "day", "month", "year", "month-of-any-year"
-GRACE_SECONDS = 7 * 86400  # a turn often tells what happened in the days before it
+# a turn often tells what happened in the days before it
+GRACE_SECONDS = 7 * 86400
 ANY_YEAR_MONTH_CLOSENESS = 0.5
 
-DATE_WEIGHT = 0.5  # share of the best score a record gains for happening on a date the query names
+# share of the best score a record gains for happening on a date the query names
+DATE_WEIGHT = 0.5
 _SOURCES = (
     (DAY, rf"\b{_DAY}\s+({_MONTH})\.?,?\s+{_YEAR}\b", lambda m: (m[3], m[2], m[1])),
     (DAY, rf"\b({_MONTH})\.?\s+{_DAY},?\s+{_YEAR}\b", lambda m: (m[3], m[1], m[2])),
@@ -63,7 +65,7 @@ _IGNORECASE_EXTRA = {0x131: "i", 0x130: "i", 0x17F: "s", 0x212A: "k"}
 
 def _patterns() -> list:
     if not _PATTERNS:
-        import re  # here: re and enum cost the hook ~25M instructions, and most prompts name no date
+        import re  # here: re and enum are costly, and most prompts name no date
 
         _PATTERNS.extend((kind, re.compile(source, re.I), parts) for kind, source, parts in _SOURCES)
     return _PATTERNS
@@ -126,7 +128,7 @@ def windows(text: str) -> "tuple[list[tuple[str, int, int]], str]":
     for kind, pattern, parts in _patterns():
         for m in pattern.finditer(text):
             if any(a < m.end() and m.start() < b for a, b in spans):
-                continue  # already part of a longer date ("3 May 2023" is not also "May 2023")
+                continue  # already part of a longer date
             year, month, day = parts(m)
             try:
                 month = None if month is None else (int(month) if month.isdigit() else MONTHS[month.lower()])

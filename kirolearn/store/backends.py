@@ -11,7 +11,9 @@ from __future__ import annotations
 import os
 
 from kirolearn.core import paths
-from kirolearn.store.base import NO_CONTENT_METHOD, Store  # noqa: F401 - repair's report names it
+
+# repair's report names it
+from kirolearn.store.base import NO_CONTENT_METHOD, Store  # noqa: F401
 
 
 def open_store(url: str | None = None, *, check: bool = True) -> Store:

@@ -45,16 +45,21 @@ from kirolearn.core.dedup import tagged_hash
 from kirolearn.core.errors import StoreError
 from kirolearn.core.isotime import from_datetime, now_iso
 from kirolearn.core.project import project_id
-from kirolearn.store.fields import FIELD_WEIGHTS  # noqa: F401 - part of the contract: how search weighs fields
+
+# part of the contract: how search weighs fields
+from kirolearn.store.fields import FIELD_WEIGHTS  # noqa: F401
 
 RECORD_LISTS = ("facts", "concepts", "files_touched", "source_event_ids")
 SUMMARY_LISTS = ("highlights", "pitfalls", "next_steps", "open_questions")
-LINK_MARKS = ("superseded_by", "merged_into")  # the marks that name another record
-# how `kirolearn repair` got a damaged file's rows back (backends.rebuild_local's "method")
+# the marks that name another record
+LINK_MARKS = ("superseded_by", "merged_into")
+# how `kirolearn repair` got a damaged file's rows back
 RECOVER_METHOD = "sqlite3 .recover"
 SALVAGE_METHOD = "row-by-row salvage (Python sqlite3)"
-NO_CONTENT_METHOD = "none: no database content to recover"  # the file was missing or empty
-PARTS_MARK = "p"  # a vector's text_hash starts with it when it embeds a record's parts (no hex digest does)
+# the file was missing or empty
+NO_CONTENT_METHOD = "none: no database content to recover"
+# starts a text_hash that embeds a record's parts (no hex digest does)
+PARTS_MARK = "p"
 
 
 class Store(abc.ABC):
@@ -320,9 +325,8 @@ class Store(abc.ABC):
         which reads every page; a server that guards its own pages (PostgreSQL) answers None once it
         responds. A store that cannot be reached raises, as every method does."""
 
-    # --- what the features above the store ask (manage, summaries, the marks, health) ---
-    # A backend that cannot answer one says so (`unsupported`): the team store keeps no audit
-    # history, for example, and its users manage memory through their own home's store.
+    # --- what the features above the store ask ---
+    # A backend that cannot answer says so (`unsupported`).
 
     def unsupported(self, what: str) -> StoreError:
         """The error a backend raises for a call it does not support."""
@@ -513,7 +517,7 @@ class Store(abc.ABC):
         """The other end of a record's marks: {"supersedes": ids, "merged_from": ids}."""
         return {"supersedes": [], "merged_from": []}
 
-    # --- optional capabilities: None means "not supported" (module docstring) ---
+    # --- optional capabilities: None means "not supported" ---
 
     def recall_connection(self):
         """The read connection lexical recall ranks on (the hook's reader, kirolearn.store.sqlite.reader),
@@ -623,8 +627,7 @@ class DerivedIndex(abc.ABC):
     def drop_vectors(self, keep_model_id: str | None = None) -> int:
         """Delete the vectors of every model but `keep_model_id` (all when None); returns how many."""
 
-    # What recall reads back (kirolearn.recall.semantic, kirolearn.recall.ann): SQLite's are
-    # kirolearn.store.sqlite.vector_rows.VectorRows' methods, each documented there.
+    # What recall reads back: SQLite's are VectorRows' methods.
     def database_file(self) -> str:
         """The file the vectors live beside (an index's folder is named after it); '' in memory."""
         return ""

@@ -13,14 +13,17 @@ from kirolearn.core.marks import DEFAULT_FRESHNESS, DEFAULT_OUTCOME, FRESHNESS, 
 from kirolearn.core.observation_types import OBSERVATION_TYPES
 
 NonEmpty = Annotated[str, Field(min_length=1)]
-ObservationType = Literal[OBSERVATION_TYPES]  # the tuple, written once in observation_types.py
+# the tuple, written once in observation_types.py
+ObservationType = Literal[OBSERVATION_TYPES]
 TITLE_MAX, SUMMARY_MAX, FACT_MAX, CONCEPT_MAX, FILE_MAX = 200, 4000, 500, 100, 500
 FACTS_COUNT_MAX = CONCEPTS_COUNT_MAX = 50
 # A turn summary keeps both file lists whole; other records keep FILES_KEPT.
 FILES_COUNT_MAX, FILES_KEPT = 400, 100
 RECORD_ID_PATTERN = "^mr_" + ULID_PATTERN.lstrip("^")
-CLAIMS_COUNT_MAX = 120  # a turn's claims kept, at most (kirolearn.pipeline.claims)
-FORGET_REASON_MAX = 500  # a forget's reason is kept (and shown) up to this many characters
+# a turn's claims kept, at most (kirolearn.pipeline.claims)
+CLAIMS_COUNT_MAX = 120
+# a forget's reason is kept (and shown) up to this many characters
+FORGET_REASON_MAX = 500
 
 
 class MemoryRecord(BaseModel):
@@ -56,7 +59,7 @@ class MemoryRecord(BaseModel):
     outcome: Literal[OUTCOMES] = DEFAULT_OUTCOME
     freshness: Literal[FRESHNESS] = DEFAULT_FRESHNESS
     file_state: dict | None = None
-    # what it says about the code (kirolearn.claims), the records it repeats, its work's signature
+    # its claims on the code, the records it repeats, its signature
     claims: list[dict] = Field(default_factory=list, max_length=CLAIMS_COUNT_MAX)
     cites: list[Annotated[str, Field(pattern=RECORD_ID_PATTERN)]] = Field(default_factory=list, max_length=50)
     work_signature: str | None = None

@@ -26,9 +26,11 @@ from kirolearn.core import isotime, paths
 STORE = "store"
 DRAIN = "drain"
 MODEL = "model"
-SCHEDULE = "schedule"  # the last drain the scheduled job started: its kind, interval and time
+# the last drain the scheduled job started: its kind, interval and time
+SCHEDULE = "schedule"
 CHECK = "check"  # the drain's integrity-check schedule (Drainer.check_due)
-PURGE = "purge"  # tombstones whose retention is due, and on how many drain passes (Drainer.expire_forgotten)
+# tombstones whose retention is due, and on how many drain passes
+PURGE = "purge"
 
 
 def state_dir() -> str:
@@ -40,7 +42,8 @@ def _path(name: str) -> str:
     return os.path.join(state_dir(), name + ".json")
 
 
-utc_now = isotime.now_iso  # UTC time as the store writes it (ISO 8601, milliseconds, Z)
+# UTC time as the store writes it (ISO 8601, milliseconds, Z)
+utc_now = isotime.now_iso
 
 
 HOME_ID = "home_id"  # the file in state/ that names this home
@@ -62,7 +65,8 @@ def home_id(create: bool = False) -> "str | None":
                 return found
             if not create:
                 return None
-            os.remove(path)  # damaged: a new id (the markers that named the old one are read by path)
+            # damaged: a new id (markers naming the old one are read by path)
+            os.remove(path)
         except FileNotFoundError:
             if not create:
                 return None
@@ -160,7 +164,8 @@ def try_update(name: str, **values) -> None:
         pass
 
 
-DEDUP_KEY = "dedup.key"  # the file in state/ holding this home's key for hashes of raw text
+# the file in state/ holding this home's key for hashes of raw text
+DEDUP_KEY = "dedup.key"
 
 
 def dedup_key() -> bytes:
@@ -173,7 +178,8 @@ def dedup_key() -> bytes:
                 key = fh.read(64)
             if len(key) == 32:
                 return key
-            os.remove(path)  # damaged: a new key only makes the next window's twins miss each other
+            # damaged: a new key only makes this window's twins miss
+            os.remove(path)
         except FileNotFoundError:
             pass
         directory = paths.ensure_private_dir(state_dir())

@@ -45,7 +45,8 @@ def attribution(
 
         settings = settings_mod.load()
     configured = settings.team.actor
-    if actor == "unknown":  # an event of an older hook that found no USER: this process's user
+    # an event of an older hook that found no USER: this process's user
+    if actor == "unknown":
         actor = None
     return {"actor": configured or actor or os_user(), "host": host or this_host(), "agent": agent or "kiro"}
 

@@ -9,7 +9,8 @@ URL shown goes through kirolearn.store.url.redact_url.
 
 from __future__ import annotations
 
-MIN_SERVER_VERSION = 150000  # PostgreSQL 15: what the team store is built and tested on
+# PostgreSQL 15: what the team store is built and tested on
+MIN_SERVER_VERSION = 150000
 
 
 def store_url(settings=None) -> str:
@@ -103,7 +104,8 @@ def store_checks(settings):
     with store:
         try:
             yield from _checks(store, shown)
-        except KirolearnError as exc:  # the server went away half-way, or refused a read
+        except KirolearnError as exc:
+            # the server went away half-way, or refused a read
             yield "FAIL", str(exc)
 
 

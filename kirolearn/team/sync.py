@@ -57,7 +57,8 @@ log = logging.getLogger("kirolearn.team.membership")
 
 STATE = "team"
 PAGE = 500
-EVENT_OVERLAP_SECONDS = 120  # events stored slightly out of order (two drains racing) are still sent
+# events stored slightly out of order (two drains racing) are still sent
+EVENT_OVERLAP_SECONDS = 120
 
 
 @dataclass
@@ -81,7 +82,7 @@ class SyncStats:
     # each mark change counted once (see SyncStats)
     marks_sent: int = 0
     marks_received: int = 0
-    # merge survivors whose lists (the union of their group's) changed on the other side
+    # merge survivors whose lists changed on the other side
     lists_sent: int = 0
     lists_received: int = 0
     error: str = ""
@@ -130,7 +131,7 @@ def _events_up(local, team, project_id: str, cursor: dict, stats: SyncStats, scr
     the team store lacks (see _held_window)."""
     old = cursor["events"]
     since = shift(old, -EVENT_OVERLAP_SECONDS) if old else None
-    key = None  # (stored_at, event_id) of the last event sent in this sync: pages never overlap
+    key = None  # the last event sent in this sync: pages never overlap
     seen: list[tuple[str, str]] = []  # (stored_at, event_id) read in this pass
     while True:
         page = local.events_since([project_id], since, after=key, limit=PAGE)
@@ -139,7 +140,8 @@ def _events_up(local, team, project_id: str, cursor: dict, stats: SyncStats, scr
         fresh = [e for e in page if old is None or e["stored_at"] > old]
         window = [e for e in page if old is not None and e["stored_at"] <= old]
         if window:
-            whole = key is None and (len(page) < PAGE or bool(fresh))  # all of the overlap is in this page
+            # all of the overlap is in this page
+            whole = key is None and (len(page) < PAGE or bool(fresh))
             fresh = _held_window(team, window, cursor.get("window") if whole else None) + fresh
         if fresh:
             stats.events_sent += team.add_events(_clean_events(fresh, scrub))
@@ -215,7 +217,7 @@ def _records_up(local, team, project_id: str, cursor: dict, me: str, stats: Sync
             stats.marks_sent += team.apply_marks(
                 local.own_marks([r["record_id"] for r in found["records"]]), actor=me
             )
-            # a merge survivor's new lists (union of its group's facts, files, events), made here
+            # a merge survivor's new lists, made here
             stats.lists_sent += team.merge_lists(
                 _clean_records(local.own_lists([r["record_id"] for r in found["records"]]), scrub), actor=me
             )
@@ -273,7 +275,7 @@ def _records_down(local, team, project_id: str, cursor: dict, stats: SyncStats) 
             stats.records_received += local.add_records(found["records"])
             stats.marks_received += local.apply_marks(found["records"], actor="team")
             stats.lists_received += local.merge_lists(found["records"], actor="team")
-            # forgotten by the team, restored since: back here, unless forgotten here
+            # forgotten by the team, restored since: back, unless forgotten here
             held = local.tombstones([r["record_id"] for r in found["records"]])
             back = [rid for rid, t in held.items() if str(t.get("actor") or "").startswith("team:")]
             if back:
@@ -289,7 +291,8 @@ def _records_down(local, team, project_id: str, cursor: dict, stats: SyncStats) 
         purged = [p["record_id"] for p in found.get("purged", [])]
         if purged:  # erased team-wide: this cache's tombstone of it goes too
             stats.purges_received += local.purge(purged, actor="team")
-        if found.get("marks"):  # a teammate's drain marked a record: the same marks here
+        # a teammate's drain marked a record: the same marks here
+        if found.get("marks"):
             stats.marks_received += _count(local.set_marks(_marks(found["marks"]), actor="team"))
         cursor["down"] = found["after"]
         _save(project_id, cursor)
@@ -317,7 +320,8 @@ def sync(local, team, project_ids, *, me: str, scrub=None) -> SyncStats:
                 "records_sent": stats.records_sent - before[1],
                 "records_received": stats.records_received - before[2],
             }
-    except Exception as exc:  # noqa: BLE001 - a team store that is down or refuses must never fail the drain
+    except Exception as exc:  # noqa: BLE001
+        # a team store that is down or refuses must never fail the drain
         from kirolearn.core.errors import one_line
 
         stats.error = one_line(f"{type(exc).__name__}: {exc}")[:300]

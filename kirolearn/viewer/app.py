@@ -22,14 +22,16 @@ from kirolearn.manage import records as manage
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PAGE_SIZE = 50
-SEARCH_LIMIT = 25  # best matches shown; the ranking is recall's (kirolearn search)
+# best matches shown; the ranking is recall's (kirolearn search)
+SEARCH_LIMIT = 25
 MAX_FORM_BYTES = 64 * 1024
 SECURITY_HEADERS = {
     "content-security-policy": "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
     "frame-ancestors 'none'; base-uri 'none'",
     "x-content-type-options": "nosniff",
     "x-frame-options": "DENY",
-    "referrer-policy": "same-origin",  # no-referrer would make Chromium send `Origin: null` on our own forms
+    # no-referrer would make Chromium send `Origin: null` on our own forms
+    "referrer-policy": "same-origin",
     "cache-control": "no-store",
 }
 FORBIDDEN = (
@@ -70,9 +72,12 @@ def _env() -> Environment:
     env.filters["where"] = where
     from kirolearn.viewer import markdown
 
-    env.filters["markdown"] = markdown.render  # markdown-it-py, raw HTML, links and images off
-    env.filters["inline"] = markdown.render_inline  # a fact: `code` as code, escaped first
-    env.filters["snippet"] = markdown.snippet  # a cut summary whose code spans stay closed
+    # markdown-it-py, raw HTML, links and images off
+    env.filters["markdown"] = markdown.render
+    # a fact: `code` as code, escaped first
+    env.filters["inline"] = markdown.render_inline
+    # a cut summary whose code spans stay closed
+    env.filters["snippet"] = markdown.snippet
     env.globals["mark_labels"] = mark_labels
     env.globals["match_tip"] = MATCH_TIP
     env.globals["event_line"] = manage.event_line
@@ -154,7 +159,8 @@ class TokenGate:
         if given is not None and hmac.compare_digest(given.encode(), self.token.encode()):
             # Trade the URL's token for a cookie; drop it from the address bar.
             rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
-            target = "/" + request.url.path.lstrip("/")  # never "//host": no redirect off this server
+            # never "//host": no redirect off this server
+            target = "/" + request.url.path.lstrip("/")
             target += "?" + urlencode(rest) if rest else ""
             response = RedirectResponse(target, status_code=303)
             response.set_cookie(self.cookie, self.token, httponly=True, samesite="strict", path="/")
@@ -223,7 +229,7 @@ def create_app(token: str, port: int, extra_hosts=()) -> Starlette:
             manage.session_labels(store, pid, [g["session_id"] for g in groups]) if store and groups else {}
         )
         ended = set()
-        for g in groups:  # a session's end shows once: in its newest block, in place of its record's card
+        for g in groups:  # a session's end shows once, in its newest block
             end = by_session.get(g["session_id"]) if g["session_id"] not in ended else None
             ended.add(g["session_id"])
             g["session_end"] = end

@@ -50,7 +50,8 @@ def snippet(text, limit: int = 300) -> str:
         cut = cut[:space]
     cut = cut.rstrip()
     fences = cut.count("```")
-    if fences % 2:  # inside a fenced block: close it on its own line, the marker after it
+    # inside a fenced block: close it on its own line, the marker after it
+    if fences % 2:
         return cut + "…\n```"
     ticks = cut.replace("```", "").count("`")
     if ticks % 2:  # inside a code span: close it before the marker

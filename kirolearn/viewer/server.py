@@ -58,7 +58,8 @@ def _server(port: int, token: "str | None"):
     from kirolearn.store.backends import open_store
     from kirolearn.viewer.app import create_app
 
-    open_store().close()  # migrate once up front; requests then open the store as it is
+    # migrate once up front; requests then open the store as it is
+    open_store().close()
     sock = bind(port)
     port = sock.getsockname()[1]
     token = token or secrets.token_urlsafe(32)

@@ -77,7 +77,7 @@ _LOADERS = {
 }
 
 
-# Canonical triggers and the event kind each one makes (shared by every adapter).
+# Canonical triggers and the event kind each makes.
 TRIGGER_KIND = {
     "agentSpawn": "note",
     "userPromptSubmit": "prompt",
@@ -88,7 +88,7 @@ TRIGGER_KIND = {
 SESSION_START_TRIGGERS = ("agentSpawn",)
 CONTEXT_TRIGGERS = ("agentSpawn", "userPromptSubmit")
 
-# Keys only one agent sends: a hint for a hook run without --agent, never a guess.
+# Keys only one agent sends: a hint without --agent, never a guess.
 ONLY_KEYS = {"claude-code": ("transcript_path",)}
 
 
@@ -116,7 +116,8 @@ def get(name: "str | None" = None):
     """The adapter module for `name` (None: the default, Kiro)."""
     key = DEFAULT if name is None else name
     module = _LOADED.get(key)
-    if module is None:  # the drain asks twice per event: a dict look-up, not an import each time
+    # the drain asks twice per event: a dict look-up, not an import each time
+    if module is None:
         if key not in _LOADERS:
             raise UnknownAgent(f"unknown agent {str(key)[:40]!r}; expected one of {', '.join(_LOADERS)}")
         module = _LOADED[key] = _LOADERS[key]()

@@ -44,9 +44,11 @@ def resolve_trigger(name: str) -> "tuple[str, str]":
 surface = common.fixed_surface("claude-code")
 
 
-payload_from_env = common.payload_from_env  # Claude Code always sends its payload on stdin
+# Claude Code always sends its payload on stdin
+payload_from_env = common.payload_from_env
 
-FINAL_TEXT_KEY = "last_assistant_message"  # Stop's final text (Claude Code >= 2.x; Codex sends it too)
+# Stop's final text (Claude Code >= 2.x; Codex sends it too)
+FINAL_TEXT_KEY = "last_assistant_message"
 
 
 def normalise(trigger: str, payload: dict, env) -> dict:

@@ -44,7 +44,7 @@ NOTE_TRIGGERS = (
 )
 CONTEXT_EVENTS = {"agentSpawn": "SessionStart", "userPromptSubmit": "UserPromptSubmit"}
 
-# What install wires: event, its label in Codex's trust keys, timeout in seconds.
+# What install wires: event, its trust-key label, timeout in seconds.
 HOOKS = (
     ("SessionStart", "session_start", 5),
     ("UserPromptSubmit", "user_prompt_submit", 5),
@@ -61,7 +61,8 @@ def resolve_trigger(name: str) -> "tuple[str, str]":
 surface = common.fixed_surface("codex-cli")
 
 
-payload_from_env = common.payload_from_env  # Codex always sends its payload on stdin
+# Codex always sends its payload on stdin
+payload_from_env = common.payload_from_env
 
 
 def normalise(trigger: str, payload: dict, env) -> dict:

@@ -15,7 +15,8 @@ MARK = "kirolearn-hook"  # how kirolearn finds its own hook entries again
 
 # Read-only tools only: forget_memory and the writers keep asking.
 APPROVED_TOOLS = ("search_memory", "get_memory", "session_init")
-TRANSCRIPT_TAIL_BYTES = 256 * 1024  # how much of a transcript's end a stop hook reads
+# how much of a transcript's end a stop hook reads
+TRANSCRIPT_TAIL_BYTES = 256 * 1024
 
 # Claude Code's hook names, which Codex and Copilot CLI use too.
 CLAUDE_TRIGGERS = {

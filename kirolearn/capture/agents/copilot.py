@@ -8,9 +8,9 @@ the payload on stdin is camelCase (`sessionId`, `toolName`, `toolArgs`,
 command names its event (`kirolearn-hook --agent copilot postToolUse`). Tool
 names are lowercase (`bash`, `view`, `create`, `edit`); MCP tools are
 `<server>-<tool>`. Stdout is parsed as one JSON object: `{"additionalContext":
-"…"}` from sessionStart and userPromptSubmitted reached the model (measured).
+"…"}` from sessionStart and userPromptSubmitted reached the model (observed).
 `agentStop` carries no answer text, and its `transcriptPath` (events.jsonl) may
-not hold the turn's final `assistant.message` yet when the hook runs (measured:
+not hold the turn's final `assistant.message` yet when the hook runs (observed:
 sometimes the newest message is still the turn's first, "Let me run a
 command.", with its tool requests). So the hook reads it until the newest
 assistant message asks for no tool (the final answer), for at most
@@ -30,7 +30,8 @@ GENERATIONS = ("copilot",)
 SURFACES = ("copilot-cli",)
 SESSION_ENV = None  # every payload has sessionId
 TRANSCRIPT_TAIL_BYTES = common.TRANSCRIPT_TAIL_BYTES
-FINAL_WAIT = 1.5  # seconds a stop hook waits for the final answer to reach the transcript
+# seconds a stop hook waits for the final answer to reach the transcript
+FINAL_WAIT = 1.5
 FINAL_POLL = 0.02
 
 TRIGGERS = {
@@ -39,7 +40,8 @@ TRIGGERS = {
     "preToolUse": "preToolUse",
     "postToolUse": "postToolUse",
     "agentStop": "stop",
-    **common.CLAUDE_TRIGGERS,  # the VS Code compatible spellings of the same events
+    # the VS Code compatible spellings of the same events
+    **common.CLAUDE_TRIGGERS,
 }
 NOTE_TRIGGERS = (
     "sessionEnd",

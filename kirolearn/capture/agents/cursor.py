@@ -95,7 +95,8 @@ def resolve_trigger(name: str) -> "tuple[str, str]":
 surface = common.fixed_surface("cursor")
 
 
-payload_from_env = common.payload_from_env  # Cursor always sends its payload on stdin
+# Cursor always sends its payload on stdin
+payload_from_env = common.payload_from_env
 
 
 def _json_or_text(value):

@@ -63,7 +63,8 @@ def resolve_trigger(name: str) -> "tuple[str, str]":
 surface = common.fixed_surface("gemini-cli")
 
 
-payload_from_env = common.payload_from_env  # Gemini CLI always sends its payload on stdin
+# Gemini CLI always sends its payload on stdin
+payload_from_env = common.payload_from_env
 
 
 def normalise(trigger: str, payload: dict, env) -> dict:
@@ -72,7 +73,8 @@ def normalise(trigger: str, payload: dict, env) -> dict:
         return payload
     out = common.final_answer(payload, ("prompt_response",), last_assistant_text)
     if out is not payload:
-        out.pop("prompt_response", None)  # an empty one too, once the chat file gave the answer
+        # an empty one too, once the chat file gave the answer
+        out.pop("prompt_response", None)
     return out
 
 

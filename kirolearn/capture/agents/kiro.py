@@ -16,7 +16,8 @@ from kirolearn.core import jsonfast
 NAME = "kiro"
 GENERATIONS = ("classic", "v3", "ide-legacy", "unknown")
 SURFACES = ("kiro-cli", "kiro-ide")
-SESSION_ENV = "KIRO_SESSION_ID"  # a session id some builds put in the environment
+# a session id some builds put in the environment
+SESSION_ENV = "KIRO_SESSION_ID"
 
 V3_TRIGGERS = {
     "SessionStart": "agentSpawn",
@@ -104,7 +105,7 @@ def ide_legacy_payload(trigger: str, user_prompt: str) -> "dict | None":
         return {"prompt": user_prompt}
     if trigger == "stop":
         return {"assistant_response": user_prompt} if user_prompt.strip() else None
-    # postToolUse: camelCase JSON {"toolName","toolArgs","toolResult","toolSuccess"}.
+    # postToolUse: camelCase {"toolName","toolArgs","toolResult",...}.
     try:
         data = jsonfast.loads(user_prompt) if user_prompt.strip() else None
     except ValueError:

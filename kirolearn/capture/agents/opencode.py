@@ -9,7 +9,7 @@ and every bus event (`message.updated`, `message.part.updated`, `session.idle`).
 Install lists the plugin in opencode.json's `plugin` array as a file:// URL of a
 file in $KIROLEARN_HOME/opencode/: a plugin inside `.opencode/` makes opencode
 create `.opencode/node_modules` and install its plugin SDK from npm on every
-start (measured), which kirolearn's plugin does not need.
+start (observed), which kirolearn's plugin does not need.
 The plugin kirolearn installs (opencode_plugin.js) sends kirolearn-hook
 payloads already in kirolearn's own shape: `session.created` (the first sight
 of a session), `chat.message` (prompt), `tool.execute.after`, and

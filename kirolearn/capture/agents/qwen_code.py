@@ -63,7 +63,8 @@ def resolve_trigger(name: str) -> "tuple[str, str]":
 surface = common.fixed_surface("qwen-code")
 
 
-payload_from_env = common.payload_from_env  # Qwen Code always sends its payload on stdin
+# Qwen Code always sends its payload on stdin
+payload_from_env = common.payload_from_env
 
 
 def skip(payload: dict) -> bool:

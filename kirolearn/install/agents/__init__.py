@@ -4,7 +4,8 @@ The hook-time half of each agent (hook names, payloads, context) is kirolearn.ca
 these modules add its config files, MCP registration and wiring checks, on the CLI's side only.
 """
 
-from kirolearn.capture.agents import UnknownAgent, names  # noqa: F401 - one list of agents for both halves
+# one list of agents for both halves
+from kirolearn.capture.agents import UnknownAgent, names  # noqa: F401
 from kirolearn.install.agents import claude_code, codex, copilot, cursor, gemini, kiro, opencode, qwen_code
 
 _ADAPTERS = {

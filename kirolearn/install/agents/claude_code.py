@@ -86,7 +86,8 @@ def _insert_as_text(before: str, data: dict, portable: bool = False) -> "tuple[s
     return text, insertions
 
 
-KINDS = ("claude-settings", "claude-mcp", "claude-local")  # the install records this adapter writes
+# the install records this adapter writes
+KINDS = ("claude-settings", "claude-mcp", "claude-local")
 
 
 def mcp_path(project: "str | None") -> str:
@@ -272,14 +273,15 @@ def uninstall_settings(only_project: "str | None" = None):
                 changes.append(install.Change(path, before, before, problem=str(exc)))
                 continue
             rest = _unwired(data)
-            if rest == data:  # nothing of kirolearn's is left: nothing to remove
+            # nothing of kirolearn's is left: nothing to remove
+            if rest == data:
                 restored = before
             elif not rest and entry.get("created"):
                 restored = None
-            else:  # edited since: take out only what install added, else ours by structure
+            else:  # edited since: take out only what install added
                 from kirolearn.install.edit import without_insertions
 
-                # none of ours left, and the rest as the user has it (an empty list kept)
+                # none of ours left, the rest as the user has it
                 def accept(left, rest=rest) -> bool:
                     return _unwired(left) == rest and not any(
                         _is_ours(g)

@@ -52,7 +52,8 @@ def trust_hash(label: str, handler: dict) -> str:
 def _toml_string(text: str) -> str:
     import json
 
-    return json.dumps(text, ensure_ascii=False)  # a JSON string is a TOML basic string (BMP text)
+    # a JSON string is a TOML basic string (BMP text)
+    return json.dumps(text, ensure_ascii=False)
 
 
 def config_block(hooks_path: str, data: dict, portable: bool = False) -> str:
@@ -66,7 +67,8 @@ def config_block(hooks_path: str, data: dict, portable: bool = False) -> str:
             "env = { " + ", ".join(f"{k} = {_toml_string(v)}" for k, v in entry["env"].items()) + " }"
         )
     lines.append("")
-    for tool in APPROVED_TOOLS:  # the rest keep Codex's default: ask (declined in `codex exec`)
+    # the rest keep Codex's default: ask (declined in `codex exec`)
+    for tool in APPROVED_TOOLS:
         lines += [f"[mcp_servers.{MCP_SERVER}.tools.{tool}]", 'approval_mode = "approve"', ""]
     existing = data.get("hooks", {}) if isinstance(data.get("hooks"), dict) else {}
     for event, label, timeout in HOOKS:
@@ -122,7 +124,8 @@ def plan_uninstall(only_project: "str | None" = None):
 
     changes = []
     if only_project:
-        return changes  # Codex is wired in the user's Codex home, never into a project
+        # Codex is wired in the user's Codex home, never into a project
+        return changes
     for entry in install.load_record():
         if entry.get("kind") == "codex-hooks":
             change = install_edit.undo(entry, unwired=_unwired)

@@ -39,7 +39,7 @@ def hook_file(portable: bool = False) -> str:
 def mcp_entry(portable: bool = False) -> dict:
     from kirolearn.install import engine as install
 
-    # tools: what Copilot offers; approving a call stays the user's (--allow-tool).
+    # tools: what Copilot offers; approving a call stays the user's.
     return {"type": "local", **install.mcp_entry(portable, NAME), "tools": ["*"]}
 
 

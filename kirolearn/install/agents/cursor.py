@@ -54,7 +54,8 @@ def plan_install(project: "str | None", global_: bool = False, portable: bool = 
         for event, timeout in HOOKS
     ]
     before = install.read_text(hooks_path)
-    try:  # the version key is added with our hooks when the file has none of its own
+    try:
+        # our version key only when the file has none of its own
         has_version = "version" in _hooks_unwired(install.load_json(hooks_path, before))
     except install.InstallError:
         has_version = True  # install_edit.plan reports the problem

@@ -84,7 +84,7 @@ def _additions(portable: bool = False) -> list:
         for event, timeout in HOOKS
     ]
     additions.append(Member(("mcpServers",), MCP_SERVER, common.mcp_server(NAME, portable)))
-    # Unlisted tools ask, and `gemini -p` does not offer a tool that needs confirming.
+    # Unlisted tools ask, and `gemini -p` offers none that asks.
     additions += [Item(("tools", "allowed"), tool_name(t)) for t in APPROVED_TOOLS]
     return additions
 

@@ -136,7 +136,7 @@ def hook_command(event: str, windows: "bool | None" = None, portable: bool = Fal
 
         home = f'set "{paths.HOME_ENV}={paths.home()}" && ' if home_travels(portable) else ""
         return f"{home}{subprocess.list2cmdline([*argv, event])} || exit /b 0"
-    if portable:  # found on PATH; when it is not, a line on stderr and in the log, not silence
+    if portable:  # not on PATH: a line on stderr and in the log, not silence
         from kirolearn.install.engine import portable_hook_command
 
         return portable_hook_command(event)
@@ -289,7 +289,8 @@ def _agent_edit(portable: bool):
     def edit(data: dict) -> dict:
         if not data:
             data = json.loads(json.dumps(AGENT_SKELETON))
-        if data.get("allowedTools") == [f"@{AGENT_NAME}"]:  # older installs approved every tool, forget too
+        # older installs approved every tool, forget too
+        if data.get("allowedTools") == [f"@{AGENT_NAME}"]:
             data["allowedTools"] = _allowed_tools()
         servers = data.get("mcpServers")
         if not isinstance(servers, dict):

@@ -22,7 +22,8 @@ def _root(project: "str | None") -> str:
 
 
 PORTABLE_PLUGIN = (
-    "./.kirolearn/opencode-plugin.js"  # `--portable`: in the project, named relative to opencode.json
+    # `--portable`: in the project, named relative to opencode.json
+    "./.kirolearn/opencode-plugin.js"
 )
 
 
@@ -112,7 +113,8 @@ def plan_install(project: "str | None", global_: bool = False, portable: bool = 
     from kirolearn.install import edit as install_edit
     from kirolearn.install import engine as install
 
-    if portable and not project:  # the relative plugin name was measured in a project's opencode.json only
+    # the relative plugin name was measured in a project's opencode.json only
+    if portable and not project:
         raise install.InstallError(
             "--portable for opencode wires a project: the plugin goes into DIR/.kirolearn/ and opencode.json "
             "names it relative to itself",

@@ -96,7 +96,7 @@ def _additions(portable: bool = False) -> list:
         for event, timeout in HOOKS
     ]
     additions.append(Member(("mcpServers",), MCP_SERVER, mcp_server(portable)))
-    # Read-only tools run without asking; forget_memory and the writers keep asking.
+    # Read-only tools run without asking; the writers keep asking.
     additions += [Item(("permissions", "allow"), tool_name(t)) for t in APPROVED_TOOLS]
     return additions
 
@@ -140,7 +140,8 @@ def plan_install(project: "str | None", global_: bool = False, portable: bool = 
     # One scope per run: if user and project hooks merge, each would fire twice.
     path = settings_path(project)
     additions = _additions(portable)
-    if not os.path.exists(path):  # a file Qwen Code finds without it, it migrates: adds `$version`
+    # a file Qwen Code finds without it, it migrates: adds `$version`
+    if not os.path.exists(path):
         from kirolearn.install.edit import Member
 
         additions.insert(0, Member((), "$version", SETTINGS_VERSION))
@@ -149,11 +150,12 @@ def plan_install(project: "str | None", global_: bool = False, portable: bool = 
     if project:
         root = os.path.realpath(project)
         edit = _approval(project, portable)
-        # an older approval of ours (another install mode's hash) is replaced, a user's own entry too
+        # an older approval (any install mode's) is replaced, a user's too
         approval = install_edit.plan(approvals_path(), [edit], APPROVALS_KIND, ours=lambda value: True)
         projects = _approved_projects()
         approval.record["projects"] = projects + ([root] if root not in projects else [])
-        approval.record["project"] = root  # a project's wiring, though the file is the user's
+        # a project's wiring, though the file is the user's
+        approval.record["project"] = root
         changes.append(approval)
     for one in changes:
         one.record.setdefault("agent", NAME)

@@ -22,14 +22,12 @@ class EmbeddingModel:
     """One embedding model. Subclasses set model_id, dimensions and implement `_embed`.
 
     How search fuses this model's cosine with BM25 (kirolearn/recall/semantic.py) is the model's,
-    measured per model (a stronger model carries more weight); the defaults are wordllama's,
-    chosen on LoCoMo:
+    chosen per model (a stronger model carries more weight); the defaults are wordllama's,
+    chosen on LoCoMo (docs/benchmarks.md, 'Embedding models side by side'):
     - lexical_weight, vector_weight: the weighted fusion.
     - vector_only_min_similarity: the cosine a record needs to be returned on meaning alone (no
-      query word reaches it). wordllama, measured: an ordinary follow-up's turn scores 0.50-0.89;
-      a paraphrase that shares no word ("session dropped while people were working" for "users get
-      logged out…") 0.25-0.30; the nearest record for an unrelated question 0.02-0.10 in a small
-      project, 0.18-0.30 among 2,000 commit messages, where the floor cannot tell them apart.
+      query word reaches it); in a large store no floor tells a paraphrase from an unrelated
+      question.
     - lexical_coverage_power: > 0, a lexical match counts by (share of query words it holds) ** this.
     - route_below_coverage: > 0, when no lexical candidate of the best 10 holds this share of the
       query's words, rank by the vector alone (routed fusion); 0 keeps the weighted fusion always.

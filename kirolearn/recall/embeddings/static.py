@@ -83,7 +83,8 @@ class StaticModel(EmbeddingModel):
                 f"the static embedding model needs a package that is missing ({exc})",
                 "reinstall kirolearn (`pip install .`); search stays lexical meanwhile",
             ) from None
-        except Exception as exc:  # noqa: BLE001 - any unreadable or damaged file means: no vectors
+        except Exception as exc:  # noqa: BLE001
+            # any unreadable or damaged file means: no vectors
             raise EmbeddingUnavailable(
                 f"static model {self.model_id} could not load: {type(exc).__name__}: {exc}"
             ) from None

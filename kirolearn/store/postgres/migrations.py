@@ -19,8 +19,8 @@ The tables mirror the SQLite store's (kirolearn.store.sqlite.migrations), with t
   `drain` (PostgreSQL's parser would keep a path, URL or e-mail as one token; SQLite's porter
   tokenizer splits them). A GIN index serves the `@@` matches, with `fastupdate = off`: drains
   add records a few at a time, and GIN's pending list of such inserts is read linearly by every
-  search and priced so by the planner, which then chose a sequential scan (p50 26 ms -> 4 ms at
-  10,000 records).
+  search and priced so by the planner, which then chose a sequential scan (measured in
+  docs/benchmarks.md, 'The two store backends').
 - The text search configuration `kirolearn` is PostgreSQL's `english` with its Snowball stemmer
   and no stop-word list: SQLite's porter tokenizer drops no word either, so a search for `about`
   or `not` finds the same records on both backends (rarity, not a list, weighs common words).
@@ -258,13 +258,12 @@ create trigger record_changes_marks after update of superseded_by, merged_into o
     execute function kirolearn_feed('record');
 """
 
-# a model run keeps its prompt version, output form and raw answer (SQLite's m022)
+# a model run keeps its prompt version, output form and raw answer
 PG006_EXTRACTION_ANSWERS = """
 alter table extraction_runs add column answer text, add column prompt_version text, add column response_form text;
 """
 
-# A merge survivor's lists grown in another store (Store.merge_lists, a teammate's
-# consolidate or drain) feed record_changes ('record'), so every cache pulls the union.
+# A survivor's lists grown elsewhere feed record_changes: caches pull the union.
 PG007_TRUTH2_RECORD_LISTS = """
 create trigger record_changes_lists after update of facts, concepts, files_touched, source_event_ids
     on memory_records
@@ -274,13 +273,7 @@ create trigger record_changes_lists after update of facts, concepts, files_touch
     execute function kirolearn_feed('record');
 """
 
-# the queries a sync pass or a purge runs, found through an index at 1M records.
-# The feed's page of a project is an index-only range of idx_record_changes_feed (it covers
-# record_id and change, so the planner never prefers walking every project's newer numbers by
-# the primary key; it replaces pg002's idx_record_changes_project).
-# A purge keeps an event that a live record or a kept tombstone cites: `@>` on these GIN
-# indexes (jsonb_path_ops: hashes of paths, a third of jsonb_ops' size); a run keeps its prompt
-# while a record cites it (run_id). Without them each purge read every record.
+# Indexes for what a sync pass or a purge queries: no full scan at 1M records.
 PG008_SCALE_INDEXES = """
 create index idx_record_changes_feed on record_changes (project_id, seq) include (record_id, change);
 drop index if exists idx_record_changes_project;
@@ -290,10 +283,7 @@ create index idx_forgotten_source_events on forgotten_records
     using gin ((payload -> 'record' -> 'source_event_ids') jsonb_path_ops) where payload is not null;
 """
 
-# Marks on evidence (SQLite's m023): what a record claims about the code, the records it cites,
-# its work's signature and the rules a restore pinned it against travel with the record. Each
-# machine checks the claims against its own working tree, in its own cache, so their states stay
-# local; a pin or a claim list grown by a teammate feeds record_changes ('record').
+# Marks on evidence travel with the record; claim states stay in each cache.
 PG009_CLAIMS = """
 alter table memory_records add column claims jsonb, add column cites jsonb,
     add column work_signature text collate "C", add column pinned jsonb;

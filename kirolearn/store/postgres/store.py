@@ -164,8 +164,7 @@ def _class_weights() -> list[float]:
 
 
 RANK_WEIGHTS = _class_weights()
-# What a marked record keeps of its relevance (kirolearn.core.marks, the factors SQLite's
-# recall applies): freshness times outcome times superseded; a merged record is not returned.
+# A marked record keeps freshness × outcome × superseded of its relevance.
 MARK_FACTOR_SQL = (
     "(case r.freshness "
     + " ".join(f"when '{k}' then {v!r}" for k, v in marks.FRESHNESS_FACTORS.items())
@@ -173,7 +172,8 @@ MARK_FACTOR_SQL = (
     + " ".join(f"when '{k}' then {v!r}" for k, v in marks.OUTCOME_FACTORS.items())
     + f" else 1.0 end) * (case when r.superseded_by is null then 1.0 else {marks.SUPERSEDED_FACTOR!r} end)"
 )
-RANK_NORMALIZATION = 1  # divide by 1 + log(document length): a long record does not win by length alone
+# divide by 1 + log(document length): a long record does not win by length alone
+RANK_NORMALIZATION = 1
 
 
 # --- URLs and errors ---
@@ -304,7 +304,7 @@ class PostgresStore(Store):
                 application_name=APPLICATION_NAME,
             )
             with self.conn.transaction():
-                # phraseto_tsquery of a stop word says so as a NOTICE: not for a user's terminal
+                # a stop word's phraseto_tsquery NOTICE is not for a terminal
                 self.conn.execute("set client_min_messages = warning")
         except psycopg.Error as exc:
             self.conn = None
@@ -365,7 +365,8 @@ class PostgresStore(Store):
         with self._tx("migrating") as cur:
             cur.execute("select pg_advisory_xact_lock(hashtext(current_schema() || ':kirolearn:migrate'))")
             applied = set(self._applied(cur))
-            if not applied:  # only then: `create … if not exists` still needs CREATE, which drainers lack
+            # only then: `create … if not exists` needs CREATE, drainers lack it
+            if not applied:
                 cur.execute(LEDGER)
             unknown = applied - {name for name, _ in MIGRATIONS}
             if unknown:
@@ -395,7 +396,8 @@ class PostgresStore(Store):
             for role in roles:
                 who = sql.Identifier(role)
                 try:
-                    with self.conn.transaction():  # a savepoint: name the role that failed
+                    # a savepoint: name the role that failed
+                    with self.conn.transaction():
                         cur.execute(
                             sql.SQL("grant usage on schema {} to {}").format(sql.Identifier(schema), who)
                         )
@@ -460,7 +462,8 @@ class PostgresStore(Store):
 
     def add_events(self, events: list[dict]) -> int:
         """COPY into a temporary table (emptied at commit), then one `insert … on conflict do nothing`:
-        psycopg formats COPY rows in C, where a list parameter is formatted in Python (3x slower).
+        psycopg formats COPY rows in C, where a list parameter is formatted in Python, slower
+        (docs/benchmarks.md, 'The two store backends').
         Rows go in in event_id order, so overlapping uploads wait for each other, never deadlock."""
         if not events:
             return 0
@@ -557,7 +560,7 @@ class PostgresStore(Store):
         if skip_forgotten:
             gone = self._forgotten_hashes(cur, [r["record_hash"] for r in records])
             records = [r for r in records if r["record_hash"] not in gone]
-        # held already (a record a teammate's cache sends back): its tsvector is not computed again
+        # held already (sent back by a cache): its tsvector is kept
         cur.execute(
             "select record_id from memory_records where record_id = any(%s::text[])",
             [[r["record_id"] for r in records]],
@@ -773,7 +776,7 @@ class PostgresStore(Store):
                 after = {k: v for k, v in after.items() if v != held.get(k)}
                 if not after:
                     continue
-                # pg007's trigger feeds the change ('record'), so every teammate's cache takes the lists
+                # pg007's trigger feeds the change: every cache takes the lists
                 cur.execute(
                     f"update memory_records set {', '.join(f'{k} = %s::jsonb' for k in after)} "
                     f"where record_id = %s",
@@ -830,7 +833,7 @@ class PostgresStore(Store):
                 )
                 summaries = [_decode_summary(s) for s in cur.fetchall()]
                 at = _now()
-                # replaced whole, as SQLite does, so the feed's insert trigger fires
+                # replaced whole, as SQLite does, so the feed's trigger fires
                 cur.execute("delete from forgotten_records where record_id = %s", [record_id])
                 cur.execute(
                     "insert into forgotten_records (record_id, record_hash, project_id, session_id, reason, actor, "
@@ -949,7 +952,8 @@ class PostgresStore(Store):
         cur.execute(
             "update record_audit set before = null, after = null where record_id = any(%s::text[])", [done]
         )
-        if events:  # `@>` of a one-id array: pg008's GIN indexes find who cites it
+        # `@>` of a one-id array: pg008's GIN indexes find who cites it
+        if events:
             cur.execute(
                 "delete from events e where e.event_id = any(%s::text[]) "
                 "and not exists (select 1 from memory_records r "
@@ -1038,7 +1042,8 @@ class PostgresStore(Store):
         if not marks:
             return done
         with self._tx("marking records in") as cur:
-            for mark in sorted(marks, key=lambda m: m["record_id"]):  # one lock order: no deadlock
+            # one lock order: no deadlock
+            for mark in sorted(marks, key=lambda m: m["record_id"]):
                 cur.execute(
                     "select record_id, freshness, outcome from memory_records where record_id = %s "
                     "for update",
@@ -1256,7 +1261,8 @@ class _Transaction:
     def __enter__(self):
         if self.store.conn is None or self.store.conn.broken:
             self.store.close()
-            self.store._connect()  # the server came back (or the store was used after an outage)
+            # the server came back (or the store was used after an outage)
+            self.store._connect()
         self._tx = self.store.conn.transaction()
         try:
             self._tx.__enter__()
@@ -1270,7 +1276,8 @@ class _Transaction:
         try:
             self.cur.close()
             self._tx.__exit__(kind, exc, tb)
-        except Exception as failure:  # noqa: BLE001 - a failed COMMIT (the connection dropped)
+        except Exception as failure:  # noqa: BLE001
+            # a failed COMMIT (the connection dropped)
             self._translate(failure)
             raise
         if exc is not None:
@@ -1335,7 +1342,8 @@ def _record_row(record: dict) -> dict:
             except ValueError:
                 value = []
         data[key] = list(value or [])
-    for key in ("claims", "cites", "pinned"):  # JSON text from a SQLite row; NULL when empty
+    # JSON text from a SQLite row; NULL when empty
+    for key in ("claims", "cites", "pinned"):
         value = data.get(key)
         if isinstance(value, str):
             try:
@@ -1379,7 +1387,8 @@ def _insert_many(cur, table: str, columns, rows: list[dict], key: str) -> list[s
     from psycopg import sql
     from psycopg.types.json import Jsonb
 
-    present = {k for row in rows for k in row}  # a store a migration behind takes what it has
+    # a store a migration behind takes what it has
+    present = {k for row in rows for k in row}
     names = sql.SQL(", ").join(sql.Identifier(c) for c in columns if c in present)
     query = sql.SQL(
         "insert into {table} ({names}) select {names} from jsonb_populate_recordset(null::{table}, %s) "

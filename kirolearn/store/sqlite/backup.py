@@ -32,7 +32,7 @@ def export(db, out: IO[str]) -> int:
     lines = 0
     for row in db.query("select body, extract_state, run_id, actor, host from events order by event_id"):
         item = json.loads(row["body"])
-        # the stored attribution (a configured actor replaces the OS user the hook saw)
+        # the stored attribution (a configured actor replaces the OS user)
         item.update({k: row[k] for k in ("actor", "host") if row[k]})
         out.write(
             strict_dumps(

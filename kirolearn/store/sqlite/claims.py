@@ -54,7 +54,7 @@ class ClaimsPart:
     ) -> list[dict]:
         skip = set(exclude)
         out = []
-        # stored order: the claim rows' rowids, inserted with their record, whatever the clock said
+        # stored order: the claim rows' rowids, whatever the clock said
         limit_row = None
         if stored_before:
             found = self.db.execute(
@@ -66,9 +66,10 @@ class ClaimsPart:
         columns = f"c.{_CLAIM_COLUMNS.replace(', ', ', c.')}"
         for file, kind, key in dict.fromkeys(map(tuple, identities)):
             seen = set()
-            # by the file the claim was made on, then by where a check found that file moved
+            # by the claim's file, then by where a check found it moved
             for index, column in (("indexed by idx_claims_identity", "file"), ("", "path")):
-                cursor = self.db.execute(  # the second: idx_claims_moved, which the planner picks
+                # the second: idx_claims_moved, which the planner picks
+                cursor = self.db.execute(
                     f"select {columns} from record_claims c {index} "
                     "join memory_records r on r.record_id = c.record_id "
                     f"where c.project_id = ? and c.{column} = ? and c.kind = ? and c.key = ? "
@@ -127,7 +128,8 @@ class ClaimsPart:
 
         cursor = self.db.execute(
             "select * from memory_records indexed by idx_records_signature where project_id = ? "
-            "and work_signature = ? and merged_into is null order by rowid limit 200",  # stored order
+            # stored order
+            "and work_signature = ? and merged_into is null order by rowid limit 200",
             [project_id, signature],
         )
         return [decode_record(r) for r in _dicts(cursor)]

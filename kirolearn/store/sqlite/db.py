@@ -27,7 +27,8 @@ from kirolearn.store.base import PARTS_MARK, record_hash, spend_limit_reason, st
 from kirolearn.store.sqlite.migrations import migrations
 
 BUSY_TIMEOUT_SECONDS = 30
-BUSY_TIMEOUT_ENV = "KIROLEARN_BUSY_TIMEOUT"  # seconds; for slow shared disks (and tests)
+# seconds; for slow shared disks (and tests)
+BUSY_TIMEOUT_ENV = "KIROLEARN_BUSY_TIMEOUT"
 
 
 def busy_timeout() -> float:
@@ -35,7 +36,8 @@ def busy_timeout() -> float:
     return float(envnum.number(BUSY_TIMEOUT_ENV, BUSY_TIMEOUT_SECONDS, 0, 24 * 3600))
 
 
-now_iso = isotime.now_iso  # current UTC time in the store's one format (kirolearn.core.isotime)
+# current UTC time in the store's one format (kirolearn.core.isotime)
+now_iso = isotime.now_iso
 
 
 def open_db(path: "str | None" = None, *, mark: bool = True) -> sqlite_utils.Database:
@@ -59,7 +61,8 @@ def open_db(path: "str | None" = None, *, mark: bool = True) -> sqlite_utils.Dat
         # drainer, MCP and CLI may open a fresh store at once: one sets it up
         from filelock import FileLock
 
-        os.close(os.open(path + ".setup.lock", os.O_WRONLY | os.O_CREAT, 0o600))  # 0600 whatever the umask
+        # 0600 whatever the umask
+        os.close(os.open(path + ".setup.lock", os.O_WRONLY | os.O_CREAT, 0o600))
         with FileLock(path + ".setup.lock", timeout=wait, mode=0o600):
             if db.journal_mode != "wal":
                 db.enable_wal()
@@ -76,7 +79,8 @@ def open_db(path: "str | None" = None, *, mark: bool = True) -> sqlite_utils.Dat
 
 
 def _marker_matches(marker: dict, path: str) -> bool:
-    from kirolearn.store import state  # keyed by the home's id, so a moved home keeps its guard
+    # keyed by the home's id, so a moved home keeps its guard
+    from kirolearn.store import state
 
     return state.store_marker_matches(marker, path)
 
@@ -287,7 +291,7 @@ def insert_events(db, rows: "list[dict]") -> None:
 
     One executemany over the union of the rows' keys (a missing key stores NULL). Values are text,
     numbers or None, as the drain's rows hold; sqlite3 refuses anything else. (sqlite-utils'
-    insert_all inspects every value of every row for JSON conversion: ~8 % of a drain.)
+    insert_all inspects every value of every row for JSON conversion: docs/benchmarks.md, 'Scale'.)
     """
     if not rows:
         return
@@ -295,7 +299,8 @@ def insert_events(db, rows: "list[dict]") -> None:
     sql = "insert or ignore into events ({}) values ({})".format(
         ", ".join(f"[{c}]" for c in columns), ", ".join("?" * len(columns))
     )
-    if len(columns) > 1 and all(len(row) == len(columns) for row in rows):  # each row has each column
+    # each row has each column
+    if len(columns) > 1 and all(len(row) == len(columns) for row in rows):
         values = map(itemgetter(*columns), rows)  # picked in C
     else:
         values = (tuple(row.get(c) for c in columns) for row in rows)
@@ -363,15 +368,17 @@ def record_row(record) -> dict:
     data["record_hash"] = data.get("record_hash") or record_hash(data)
     for key in ("facts", "concepts", "files_touched", "source_event_ids"):
         data[key] = json.dumps(data.get(key) or [], ensure_ascii=False)
-    # in every row: insert_all's rows share keys, a missing NOT NULL one drops the row
+    # in every row: insert_all drops a row missing a NOT NULL key
     data["outcome"] = data.get("outcome") or DEFAULT_OUTCOME
     data["freshness"] = data.get("freshness") or DEFAULT_FRESHNESS
-    for key in ("claims", "cites"):  # NULL when empty: the re-check queue holds records with claims only
+    # NULL when empty: the re-check queue holds records with claims only
+    for key in ("claims", "cites"):
         value = data.get(key)
         data[key] = json.dumps(value, ensure_ascii=False, sort_keys=True) if value else None
     if isinstance(data.get("pinned"), dict):
         data["pinned"] = json.dumps(data["pinned"], sort_keys=True) if data["pinned"] else None
-    if isinstance(data.get("file_state"), dict):  # what the record's files were when stored
+    # what the record's files were when stored
+    if isinstance(data.get("file_state"), dict):
         data["file_state"] = json.dumps(data["file_state"], ensure_ascii=False, sort_keys=True)
         data["freshness_checked_at"] = data.get("freshness_checked_at") or data.get("created_at")
     else:
@@ -406,7 +413,8 @@ def commit_extraction(db, run: dict, records: list, event_ids: "list[str]") -> i
     with writing(db):
         before = db["memory_records"].count
         rows = [record_row(r) for r in records]
-        gone = forgotten_hashes(db, [r["record_hash"] for r in rows])  # a user forgot it: never recreate
+        # a user forgot it: never recreate
+        gone = forgotten_hashes(db, [r["record_hash"] for r in rows])
         rows = [r for r in rows if r["record_hash"] not in gone]
         if rows:
             db["memory_records"].insert_all(rows, pk="record_id", ignore=True)
@@ -587,7 +595,8 @@ def refresh_term_docs(db, force: bool = False) -> bool:
     return True
 
 
-FTS_MAX_SEGMENTS = 1  # more than this many FTS5 index segments and compact_fts merges them into one
+# more than this many FTS5 index segments and compact_fts merges them into one
+FTS_MAX_SEGMENTS = 1
 
 
 def fts_segments(db) -> int:
@@ -599,9 +608,8 @@ def compact_fts(db) -> bool:
     """Merge the records' FTS5 index into one segment ('optimize') when it has more than FTS_MAX_SEGMENTS.
 
     A query reads each of its words' doclists once per segment and merges them, and BM25 re-reads
-    every phrase's whole doclist for its IDF: at 100k records (bench_recall's store), 11 segments
-    made the prompt hook's query cost 1.75x the instructions of one segment (callgrind). Runs with
-    the term_docs refresh, so about once per 2 % of growth: ~1 s of drainer time at 100k records.
+    every phrase's whole doclist for its IDF, so many segments cost the prompt hook's query
+    (measured in docs/benchmarks.md, 'Scale'). Runs with the term_docs refresh.
     """
     try:
         if fts_segments(db) <= FTS_MAX_SEGMENTS:

@@ -20,7 +20,8 @@ from kirolearn.store.sqlite.vector_rows import VectorRows
 
 BACKFILL_WINDOW = 5000  # rowids per backfill query: each stays bounded
 BACKFILL_WINDOWS = 40  # per call at most: 200k rowids, well under a second
-PARTS = "substr(coalesce(v.text_hash, ''), 1, 1) != 'p'"  # idx_vectors_before_parts' condition, verbatim
+# idx_vectors_before_parts' condition, verbatim
+PARTS = "substr(coalesce(v.text_hash, ''), 1, 1) != 'p'"
 _EMBED_COLUMNS = ("rowid", "record_id", "project_id", "title", "summary", "facts", "concepts")
 _SELECT = "r.rowid, r.record_id, r.project_id, r.title, r.summary, r.facts, r.concepts"
 _NO_VECTOR = "left join record_vectors v on v.record_id = r.record_id and v.model_id = ?"
@@ -129,7 +130,8 @@ class SqliteDerived(VectorRows, DerivedIndex):
         if rows:
             return rows, {"stale": [r["record_id"] for r in rows], "more": True}
         if self.db.execute("select exists (select 1 from vectors_stale)").fetchone()[0]:
-            self.clear_stale()  # marks of records that have a vector again, or are gone
+            # marks of records that have a vector again, or are gone
+            self.clear_stale()
         feed, backfill = self._progress(model_id)
         top = self.db.execute("select coalesce(max(seq), 0) from record_changes").fetchone()[0]
         if feed < top:
@@ -233,6 +235,8 @@ class SqliteDerived(VectorRows, DerivedIndex):
         """Delete vectors of every model but `keep_model_id` (all when None), and their progress."""
         with sqlite.writing(self.db):
             dropped = sqlite.drop_vectors(self.db, keep_model_id)
-            self.db.execute("delete from vectors_stale")  # the backfill finds what is dropped
-            self.db.execute("delete from vector_progress")  # every model starts over
+            # the backfill finds what is dropped
+            self.db.execute("delete from vectors_stale")
+            # every model starts over
+            self.db.execute("delete from vector_progress")
         return dropped

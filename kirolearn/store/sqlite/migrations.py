@@ -93,20 +93,23 @@ def m003_extraction_runs(db):
     db["extraction_runs"].create(
         {
             "run_id": str,
-            "batch_key": str,  # first event id of the batch: groups retries of one batch
+            # first event id of the batch: groups retries of one batch
+            "batch_key": str,
             "project_id": str,
             "session_id": str,
             "reason": str,  # turn-end | size | idle | flush
             "extractor": str,  # deterministic | llm
             "model": str,
             "event_count": int,
-            "request": str,  # the prompt sent (scrubbed), or "" for deterministic
+            # the prompt sent (scrubbed), or "" for deterministic
+            "request": str,
             "prompt_tokens": int,
             "completion_tokens": int,
             "cost_usd": float,
             "outcome": str,  # ok | failed
             "error": str,
-            "fallback_reason": str,  # why the deterministic extractor ran instead of the model
+            # why the deterministic extractor ran instead of the model
+            "fallback_reason": str,
             "records_written": int,
             "started_at": str,
             "finished_at": str,
@@ -141,7 +144,7 @@ def m006_fts_by_project(db):
     """Index project_id in the FTS table too, so a search only ranks its own project's records.
 
     With the project only in the joined table, FTS5 scored every project's matches
-    and the join threw most away (36 ms at 100k records over 20 projects).
+    and the join threw most away (docs/benchmarks.md, 'Scale').
     """
     db["memory_records"].disable_fts()
     db["memory_records"].enable_fts(
@@ -237,7 +240,8 @@ def m011_forgotten_and_audit(db):
             "reason": str,
             "actor": str,  # cli | mcp | viewer | retention
             "forgotten_at": str,
-            "payload": str,  # JSON {"record": row, "session_summaries": [rows]}; NULL once purged
+            # JSON {"record": row, "session_summaries": [rows]}; NULL if purged
+            "payload": str,
             "purged_at": str,
         },
         pk="record_id",
@@ -332,7 +336,7 @@ def m012_term_docs(db):
     """Document counts of indexed terms, copied from fts5vocab by the drainer.
 
     The prompt hook skips words most records contain; reading the counts from fts5vocab
-    walks each term's whole doclist (~8 ms a word at 100k records), this table is one
+    walks each term's whole doclist (docs/benchmarks.md, 'Scale'), this table is one
     index range. The row with term '' holds the record count the copy was made at.
     """
     db.execute(

@@ -37,7 +37,8 @@ def has_table(conn, name: str) -> bool:
 def list_records(conn, *, limit: int = 20, before=None, **filters) -> "list[dict]":
     """Records newest first (created_at, then record_id), after the keyset `before` = (created_at, record_id)."""
     conds, args = record_filters(**filters)
-    if before:  # the first condition alone is an index range; the second breaks ties
+    # the first condition alone is an index range; the second breaks ties
+    if before:
         conds.append("r.created_at <= ? and (r.created_at < ? or r.record_id < ?)")
         args.extend([before[0], before[0], before[1]])
     sql = "select r.* from memory_records r"
@@ -230,7 +231,8 @@ def session_labels(conn, project_id: str, session_ids) -> "dict[str, dict]":
             if prompt.strip():
                 out[sid] = {"prompt": " ".join(prompt.split()), "first_at": first_at}
         missing = [s for s in part if s not in out]
-        if missing:  # no events left (retention): the oldest record speaks for it
+        # no events left (retention): the oldest record speaks for it
+        if missing:
             marks = ",".join("?" * len(missing))
             for sid, title, first_at in conn.execute(
                 f"select session_id, title, min(created_at) from memory_records where project_id = ? "
@@ -267,7 +269,7 @@ def projects(conn) -> "list[dict]":
     """Every project with records: id, root, record count, newest record time (newest first).
 
     Counted from the (project_id, created_at) index alone, then one lookup per
-    project for its root: grouping the table itself read every record (1.2 s at 100k).
+    project for its root: grouping the table itself read every record (docs/benchmarks.md, 'Scale').
     """
     rows = _rows(
         conn,
@@ -338,7 +340,8 @@ def model_runs_since(conn, since_iso: str) -> dict:
         "extractor = 'deterministic' and coalesce(fallback_reason, '') != ''",
         [since_iso],
     ):
-        kind = reason.split(":", 1)[0].strip()  # "model answer unusable: …" counts as one kind
+        # "model answer unusable: …" counts as one kind
+        kind = reason.split(":", 1)[0].strip()
         reasons[kind] = reasons.get(kind, 0) + 1
     return {
         "batches": int(ok),
@@ -541,7 +544,7 @@ def _audit(db, record_id, action, actor, reason="", *, before=None, after=None, 
 
 
 def _secure(db) -> None:
-    # Deleted rows (and freed pages) are overwritten with zeros, not just unlinked.
+    # Deleted rows and freed pages are overwritten, not just unlinked.
     db.execute("PRAGMA secure_delete = ON")
 
 
@@ -746,8 +749,8 @@ def compact(db) -> None:
     """Merge the FTS index into one segment, with secure_delete on.
 
     A deleted record's words stay in FTS5's old segments, beside a delete marker,
-    until a merge applies the marker; 'optimize' merges everything (0.8 s at 100k
-    records, against 3.3 s for a 'rebuild' that re-reads every record). SQLite
+    until a merge applies the marker; 'optimize' merges everything, much faster than
+    a 'rebuild' that re-reads every record (docs/benchmarks.md, 'Scale'). SQLite
     3.42's FTS5 'secure-delete' option would make this unnecessary; 3.40 is common.
     """
     _secure(db)
@@ -848,7 +851,7 @@ def merge_records(
         if before:
             db["memory_records"].update(survivor_id, {k: changes[k] for k in before})
             _forget_derived(db, survivor_id, row)
-            # its new lists are a change the team sync sends (own_lists, Store.merge_lists), as a 'record'
+            # its new lists are a change the team sync sends, as a 'record'
             db.execute("insert into record_changes (record_id, change) values (?, 'record')", [survivor_id])
         _audit(
             db,

@@ -15,7 +15,8 @@ import subprocess
 from kirolearn.store.base import NO_CONTENT_METHOD, RECOVER_METHOD, SALVAGE_METHOD
 from kirolearn.store.sqlite import db as store
 
-PROBE_LIMIT = 100_000  # rowids probed past the last readable one if max(rowid) is not
+# rowids probed past the last readable one if max(rowid) is not
+PROBE_LIMIT = 100_000
 
 
 def sqlite3_cli() -> "str | None":
@@ -25,7 +26,7 @@ def sqlite3_cli() -> "str | None":
         return None
     import tempfile
 
-    # tried, not trusted by version: Debian's 3.40 lacks the sqlite_dbpage it needs
+    # tried, not trusted by version: some 3.40 builds lack sqlite_dbpage
     with tempfile.TemporaryDirectory() as tmp:
         probe = os.path.join(tmp, "probe.db")
         conn = sqlite3.connect(probe)
@@ -46,7 +47,7 @@ def recover_with_cli(exe: str, damaged: str, scratch: str) -> bool:
     os.close(fd)
     try:
         dump = subprocess.Popen([exe, damaged, ".recover"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        # no -bail: the shell goes past a failing statement, one bad row costs one row
+        # no -bail: past a failing statement, one bad row costs one row
         subprocess.run([exe, scratch], stdin=dump.stdout, capture_output=True, timeout=3600)
         dump.stdout.close()
         dump.wait(timeout=60)
@@ -63,7 +64,8 @@ def recover_with_cli(exe: str, damaged: str, scratch: str) -> bool:
 
 HEADER_MAGIC = b"SQLite format 3\x00"
 HEADER_SIZE = 100
-_BTREE_PAGE_TYPES = (0x02, 0x05, 0x0A, 0x0D)  # interior/leaf index, interior/leaf table
+# interior/leaf index, interior/leaf table
+_BTREE_PAGE_TYPES = (0x02, 0x05, 0x0A, 0x0D)
 
 
 def header_damaged(path: str) -> bool:
@@ -121,10 +123,13 @@ def rebuild_header(damaged: str, scratch: str) -> "int | None":
     header = bytearray(HEADER_SIZE)
     header[0:16] = HEADER_MAGIC
     struct.pack_into(">H", header, 16, 1 if page_size == 65536 else page_size)
-    header[18], header[19] = 1, 1  # file format write/read version: legacy (no WAL needed to read it)
-    header[20], header[21], header[22], header[23] = 0, 64, 32, 32  # reserved bytes; payload fractions
+    # file format write/read version: legacy (no WAL needed to read it)
+    header[18], header[19] = 1, 1
+    # reserved bytes; payload fractions
+    header[20], header[21], header[22], header[23] = 0, 64, 32, 32
     struct.pack_into(">I", header, 24, 1)  # file change counter
-    struct.pack_into(">I", header, 28, pages)  # database size in pages (valid: 92 holds the same counter)
+    # database size in pages (valid: 92 holds the same counter)
+    struct.pack_into(">I", header, 28, pages)
     struct.pack_into(">I", header, 40, 1)  # schema cookie
     struct.pack_into(">I", header, 44, 4)  # schema format number
     struct.pack_into(">I", header, 56, 1)  # text encoding: UTF-8
@@ -188,7 +193,7 @@ def _read_rows(conn, table: str, cols: "list[str]"):
             return
         except sqlite3.DatabaseError:
             pass
-        # A damaged page: probe the next rowids one by one until a range read works again.
+        # A damaged page: probe rowids one by one until a range reads.
         start = (pos if pos is not None else 0) + 1
         limit = top if top is not None else start + PROBE_LIMIT
         pos = start
@@ -304,7 +309,8 @@ def rebuild(path: str, damaged: "str | None", stamp: str) -> dict:
     if source is not None:
         copy_from(source, db, out["recovered"], out["unreadable_tables"])
     close_checkpointed(db)
-    for suffix in ("-wal", "-shm"):  # the damaged file's journal must never be applied to the new one
+    # the damaged file's journal must never be applied to the new one
+    for suffix in ("-wal", "-shm"):
         _remove(path + suffix)
     os.replace(new_path, path)
     for suffix in ("-wal", "-shm", ".setup.lock"):

@@ -84,7 +84,8 @@ def text_tables(db) -> list[tuple[str, list[str]]]:
             continue
         sql = virtual.get(name)
         if sql is not None and ("fts5vocab" in sql.lower() or "content=" in sql.replace(" ", "").lower()):
-            continue  # a view over an index, or an index over another table's text
+            # a view over an index, or an index over another table's text
+            continue
         info = db.execute(f"pragma table_info([{name}])").fetchall()
         cols = [
             c[1]
@@ -126,7 +127,8 @@ def rescrub_rows(db, scrub_cell, version: int, on_chunk=None) -> dict[str, int]:
             except sqlite3.OperationalError:
                 if name not in virtual:
                     raise
-                break  # a virtual table whose module is not loaded here (it holds vectors, not text)
+                # a virtual table whose module is not loaded here (vectors)
+                break
             if not rows:
                 break
             updates = []

@@ -91,7 +91,7 @@ class SqliteStore(ClaimsPart, Store):
         """What only this backend keeps, beside the contract (kirolearn.store.sqlite.extension)."""
         return SqliteExtension(self.db)
 
-    # the optional capabilities of the contract, all of which the embedded store has
+    # the contract's optional capabilities, all held by this store
     def derived(self) -> "SqliteDerived":
         return SqliteDerived(self.db)
 
@@ -99,7 +99,8 @@ class SqliteStore(ClaimsPart, Store):
         return sqlite.refresh_term_docs(self.db, force=force)
 
     def remember_counts(self, counted: "dict | None" = None) -> bool:
-        if counted is None:  # counted here, and only when a row was added since the marker's count
+        # counted here, and only when a row was added since the marker's count
+        if counted is None:
             stamp = sqlite.change_stamp(self.db)
             marker = state.read(state.STORE)
             if marker.get("stamp") == stamp and state.store_marker_matches(
@@ -121,9 +122,11 @@ class SqliteStore(ClaimsPart, Store):
     # events
     def add_events(self, events: "list[dict]") -> int:
         with writing(self.db):
-            before = self.db.conn.total_changes  # rows inserted; an id already stored adds none
+            # rows inserted; an id already stored adds none
+            before = self.db.conn.total_changes
             insert_events(self.db, events)
-            crashpoint.reached("ingest-in-transaction")  # tests/test_drain_crash.py: inserted, not committed
+            # tests/test_drain_crash.py: inserted, not committed
+            crashpoint.reached("ingest-in-transaction")
             return self.db.conn.total_changes - before
 
     def event_ids_present(self, event_ids) -> "set[str]":
@@ -232,8 +235,8 @@ class SqliteStore(ClaimsPart, Store):
     def search(self, words: "list[str]", *, project_id=None, types=None, limit: int = 10) -> "list[dict]":
         if not words or limit <= 0:
             return []
-        # marked records keep marks.record_factor of their relevance, merged ones none: a few
-        # more matches are ranked so a demoted one can fall below the cut
+        # marked records keep part of their relevance: rank a few more
+        # so a demoted one can fall below the cut
         rows = reader.fts_matches(
             self.db.conn,
             words,
@@ -291,13 +294,15 @@ class SqliteStore(ClaimsPart, Store):
         ids = records.purgeable(self.db, record_ids=list(record_ids))
         if not ids:
             return 0
-        forget_terms(self.db)  # the hook's word counts may name words only the purged records had
+        # the hook's word counts may name words only the purged records had
+        forget_terms(self.db)
         return records.purge(self.db, ids, actor=actor)["purged"]
 
     def purge_report(self, record_ids, *, actor: str) -> dict:
         ids = list(record_ids)
         if ids:
-            forget_terms(self.db)  # the hook's word counts may name words only the purged records had
+            # the hook's word counts may name words only the purged records had
+            forget_terms(self.db)
         return records.purge(self.db, ids, actor=actor)
 
     # what the features above the store ask
@@ -428,7 +433,7 @@ class SqliteStore(ClaimsPart, Store):
         return records.figures(self.db, since, projects=projects)
 
     def export_objects(self):
-        # no machine-local file_state: only `kirolearn export` keeps it, for this machine
+        # no machine-local file_state: only `kirolearn export` keeps it
         return (_shared(o) if o["type"] == "record" else o for o in backup.objects(self.db))
 
     def import_objects(self, objects: "list[dict]") -> dict:
@@ -466,7 +471,8 @@ def _shared(record: dict) -> dict:
 def migrate_file(path: "str | None" = None) -> dict:
     """Apply the file's pending migrations (`kirolearn migrate`): {"applied": names now, "schema": schema()}."""
     path = path or paths.db_path()
-    pending = [m.name for m in getattr(migrations, "_migrations", ())]  # a new file gets every migration
+    # a new file gets every migration
+    pending = [m.name for m in getattr(migrations, "_migrations", ())]
     if os.path.exists(path) and os.path.getsize(path):
         probe = sqlite_utils.Database(sqlite3.connect(path, timeout=busy_timeout()))
         try:
