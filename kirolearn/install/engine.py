@@ -231,7 +231,18 @@ def _prune_empty_dirs(directory: str) -> None:
 
 
 # agent folders (and a project's .kirolearn/ of opencode --portable) pruned when install left them empty
-TOP_DIRS = (".kiro", ".claude", ".github", ".opencode", ".codex", ".gemini", ".cursor", ".kirolearn", ".qwen")
+TOP_DIRS = (
+    ".kiro",
+    ".claude",
+    ".github",
+    ".opencode",
+    ".codex",
+    ".gemini",
+    ".cursor",
+    ".kirolearn",
+    ".qwen",
+    ".augment",
+)
 
 
 def apply(changes: "list[Change]", *, installing: bool) -> None:
