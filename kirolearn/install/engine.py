@@ -220,7 +220,7 @@ def _save_record(entries: "list[dict]") -> None:
 
 def _prune_empty_dirs(directory: str) -> None:
     """Remove empty folders install created, up to and including the agent's folder (`.kiro`, `.claude`, …)."""
-    while os.path.basename(directory) in ("agents", "hooks", "settings", "plugin", *TOP_DIRS):
+    while os.path.basename(directory) in ("agents", "hooks", "settings", "plugin", "rules", *TOP_DIRS):
         try:
             os.rmdir(directory)  # only succeeds when empty
         except OSError:

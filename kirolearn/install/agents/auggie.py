@@ -121,7 +121,8 @@ def _hook_written(only_project: "str | None") -> list:
             continue
         if only_project and not path.startswith(os.path.abspath(only_project) + os.sep):
             continue
-        entries.append({"path": path, "kind": RULES_KIND, "agent": NAME})
+        # the user's wiring made it, though it lies in a project: a user-scope uninstall takes it
+        entries.append({"path": path, "kind": RULES_KIND, "agent": NAME, "project": ""})
     return entries
 
 
