@@ -115,9 +115,17 @@ def test_return_code_is_the_status_of_an_auggie_shell_call():
     assert status(head + "127\n</return-code>\n<output>\nsh: nope: not found\n</output>") is False
     assert status("Successfully edited the file") is True  # a tool that is no shell ran
     assert status("", error="Tool call failed") is False
+    assert (
+        extract.tool_status({"agent": "auggie", "tool_response": {"output": "x", "is_error": True}}) is False
+    )
     assert extract.tool_status({"agent": "auggie", "tool_response": "plain"}) is None
-    normal = auggie.normalise("postToolUse", {**_shell("/p", "ls", 0), "tool_error": "boom"}, {})
-    assert normal["tool_response"]["error"] == "boom" and "tool_output" not in normal
+    failed = _shell("/p", "ls", 2)
+    normal = auggie.normalise("postToolUse", {**failed, "tool_error": failed["tool_output"]}, {})
+    assert normal["tool_response"] == {"output": failed["tool_output"], "is_error": True}  # stored once
+    assert "tool_output" not in normal and "tool_error" not in normal
+    other = auggie.normalise("postToolUse", {**failed, "tool_error": "boom"}, {})
+    assert other["tool_response"]["error"] == "boom"
+    assert extract.tool_status({"agent": "auggie", **normal}) is False
 
 
 def test_stop_reads_the_exchange_then_the_conversation_data(project):

@@ -128,17 +128,22 @@ def test_auggie_project_install_fires_and_its_mcp_server_loads(auggie_bin, proje
     assert settings.read_text() == USER_SETTINGS
     assert project.joinpath(*RULES).exists()
     failing = shell("ls /nonexistent-KLAP-2", project)
-    with FakeAugment([failing, {"text": "project-scoped answer KLAP-1"}]) as fake:
+    forget = {"call": "forget_memory_kirolearn", "arguments": {"record_id": "KLAP-3", "reason": "test"}}
+    with FakeAugment([failing, forget, {"text": "project-scoped answer KLAP-1"}]) as fake:
         run_auggie(auggie_bin, project, "hello", fake.url)
         offered = tool_names(fake.requests[0])
         first = request_text(fake.requests[0])
+        (forgot,) = [r for r in tool_results(fake.requests[-1]) if r["tool_use_id"] == "toolu_fake_2"]
+    # never auto-approved: the ask-user rule install wrote stops it (nobody can answer in --print)
+    assert forgot["content"].startswith("Tool execution denied: forget_memory_kirolearn"), forgot
     events = events_of(export(cwd=project), "auggie")
     (stop,) = [e for e in events if e["trigger"] == "stop"]
     assert stop["assistant_response"] == "project-scoped answer KLAP-1"
-    # a command that exits non-zero is a PostToolUse too: its return code is in the text
-    (tool,) = [e for e in events if e["trigger"] == "postToolUse"]
+    # a command that exits non-zero is a PostToolUse too: tool_error repeats the text, which opens with the code
+    tool, denied = [e for e in events if e["trigger"] == "postToolUse"]
     assert "<return-code>\n2\n</return-code>" in tool["tool_response"]["output"], tool["tool_response"]
-    assert extract.tool_status(tool) is False
+    assert tool["tool_response"]["is_error"] is True and extract.tool_status(tool) is False
+    assert denied["tool_name"] == "forget_memory_kirolearn" and extract.tool_status(denied) is False
     assert "search_memory_kirolearn" in offered, offered
     assert "kirolearn writes this project's memory here" in first  # the project's rule reached the model
     kirolearn("uninstall", "--agent", "auggie", "--project", str(project), "--yes")

@@ -10,8 +10,9 @@ backend turns its `enable_hooks` flag on. The events are `SessionStart`,
 `conversation_id` (the session) and `workspace_roots`; there is no `cwd`.
 PromptSubmit has `user_prompt`; the tool events have `tool_name`
 (`launch-process`, an MCP tool as `<tool>_<server>`), `tool_input`,
-`tool_output` (text; a shell's ends in `<return-code>N</return-code>` and
-`<output>`), `tool_error` and `is_mcp_tool`. Stop has `agent_stop_cause` and
+`tool_output` (text; a shell's opens with `<return-code>N</return-code>`, then
+`<output>`), `tool_error` (the same text again when the call failed: a non-zero
+exit, a denied tool) and `is_mcp_tool`. Stop has `agent_stop_cause` and
 `_exchange.exchange.response_text`, the turn's final text.
 
 Auggie runs SessionStart and PromptSubmit without waiting and drops their
@@ -95,7 +96,12 @@ def normalise(trigger: str, payload: dict, env) -> dict:
         output = out.pop("tool_output")
         if trigger == "postToolUse":
             error = out.pop("tool_error", None)
-            out["tool_response"] = {"output": output, "error": error} if error else {"output": output}
+            response = {"output": output}
+            if error:  # a failed call: Auggie repeats its text as tool_error
+                response["is_error"] = True
+                if error != output:
+                    response["error"] = error
+            out["tool_response"] = response
     if trigger != "stop":
         return out
     exchange = out.pop("_exchange", None)  # the whole turn again (tool results too): only its answer is kept
