@@ -165,6 +165,27 @@ def test_session_start_writes_the_memory_rule_for_the_next_session(home, project
     assert exclude == (project / ".git" / "info" / "exclude").read_text()
 
 
+def test_install_placeholder_is_git_excluded_once_filled_and_portable_writes_no_rule(home, project):
+    (project / ".git" / "info").mkdir()
+    runner = CliRunner()
+    assert (
+        runner.invoke(cli, ["install", "--agent", "auggie", "--project", str(project), "--yes"]).exit_code
+        == 0
+    )
+    assert auggie.write_rules(str(project), "memory KLA-9") == str(project.joinpath(*RULE))
+    assert "/.augment/rules/kirolearn-memory.md" in (project / ".git" / "info" / "exclude").read_text()
+    assert (
+        runner.invoke(cli, ["uninstall", "--agent", "auggie", "--project", str(project), "--yes"]).exit_code
+        == 0
+    )
+    assert not (project / ".augment").exists()
+    result = runner.invoke(
+        cli, ["install", "--agent", "auggie", "--project", str(project), "--portable", "--yes"]
+    )
+    assert result.exit_code == 0, result.output
+    assert not project.joinpath(*RULE).exists()
+
+
 def test_a_users_own_rule_of_that_name_is_never_overwritten(home, project):
     rule = project.joinpath(*RULE)
     rule.parent.mkdir(parents=True)

@@ -136,8 +136,8 @@ def write_rules(root: str, text: str, home: "str | None" = None) -> "str | None"
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(RULES_HEADER + text.rstrip("\n") + "\n")
     os.replace(tmp, path)
+    _exclude_from_git(root)  # install's placeholder too, once the hook fills it
     if created:
-        _exclude_from_git(root)
         if home:
             os.makedirs(home, exist_ok=True)
             with open(os.path.join(home, RULES_LIST), "a", encoding="utf-8") as fh:

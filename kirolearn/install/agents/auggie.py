@@ -95,7 +95,7 @@ def plan_install(project: "str | None", global_: bool = False, portable: bool = 
             settings_path(project), _additions(portable), KIND, unwired=_unwired, problem=_problem
         )
     ]
-    if project:
+    if project and not portable:  # files to commit hold no memory: each clone's hook writes its own
         rule = install_edit.owned(
             rules_path(os.path.abspath(project)), RULES_HEADER + PLACEHOLDER, RULES_KIND
         )
