@@ -186,6 +186,26 @@ def test_install_placeholder_is_git_excluded_once_filled_and_portable_writes_no_
     assert not project.joinpath(*RULE).exists()
 
 
+def test_the_drain_writes_the_rule_for_a_project_auggie_worked_in_and_only_there(home, project, tmp_path):
+    for payload in (
+        {**_base(project, "PromptSubmit"), "user_prompt": "make the webhook idempotent"},
+        _shell(project, "pytest -q tests/test_webhook.py", 0),
+        _stop(project, "Deduplicated by event id, KLA-6160."),
+    ):
+        assert hook(payload, project).returncode == 0
+    other = tmp_path / "claude-only"
+    (other / ".git").mkdir(parents=True)
+    claude = {"session_id": "c1", "cwd": str(other), "hook_event_name": "Stop", "last_assistant_message": "x"}
+    assert run_hook(["--agent", "claude-code"], json.dumps(claude).encode(), cwd=str(other)).returncode == 0
+    assert not project.joinpath(*RULE).exists()  # no memory yet at this session's start: no rule
+    drain(flush=True)
+    # the next session's first request carries it: Auggie reads rules before its SessionStart hook
+    assert "KLA-6160" in project.joinpath(*RULE).read_text()
+    assert not (other / ".augment").exists()  # another agent's project gets no Auggie rule
+    result = CliRunner().invoke(cli, ["uninstall", "--agent", "auggie", "--yes"])
+    assert result.exit_code == 0 and not project.joinpath(*RULE).exists(), result.output
+
+
 def test_a_users_own_rule_of_that_name_is_never_overwritten(home, project):
     rule = project.joinpath(*RULE)
     rule.parent.mkdir(parents=True)

@@ -119,17 +119,21 @@ def rules_path(root: str) -> str:
     return os.path.join(root, *RULES_FILE)
 
 
+def is_ours(path: str) -> bool:
+    """Is the rule at `path` one kirolearn wrote (its header's mark)?"""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return "kirolearn" in fh.read(4096)
+    except OSError:
+        return False
+
+
 def write_rules(root: str, text: str, home: "str | None" = None) -> "str | None":
     """Write the memory rule under workspace `root` (atomic, 0600); the path, or None when it cannot."""
     path = rules_path(root)
     created = not os.path.exists(path)
-    if not created:
-        try:
-            with open(path, encoding="utf-8") as fh:
-                if "kirolearn" not in fh.read(4096):
-                    return None  # a file of the user's by that name: never overwritten
-        except OSError:
-            return None
+    if not created and not is_ours(path):
+        return None  # a file of the user's by that name: never overwritten
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
