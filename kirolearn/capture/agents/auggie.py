@@ -17,10 +17,11 @@ exit, a denied tool) and `is_mcp_tool`. Stop has `agent_stop_cause` and
 
 Auggie runs SessionStart and PromptSubmit without waiting and drops their
 output (a PromptSubmit's plain stdout is shown to the user), so context cannot
-go back through a hook. It goes through a rules file instead: at SessionStart
-the hook writes the session-start block to `.augment/rules/kirolearn-memory.md`
-in the workspace (an always-applied rule). Auggie reads its rules before that
-hook runs, so the next session's first model request carries it.
+go back through a hook. It goes through a rules file instead,
+`.augment/rules/kirolearn-memory.md` in the workspace (an always-applied rule).
+Auggie reads its rules before its SessionStart hook runs, so the drain writes
+that file after each pass (kirolearn.pipeline.drain), and the SessionStart hook
+rewrites it for the session after.
 
 Standard library only (the hook imports it); its installer half is kirolearn.install.agents.auggie.
 """
