@@ -3,8 +3,8 @@
 Auggie talks to its tenant URL, not to a model API: the session JSON
 (`AUGMENT_SESSION_AUTH`, `session_json(fake.url)`) names it. What it calls
 (measured on 0.36.0): `get-models` (models and feature flags; hooks run only
-when `enable_hooks` is on), `settings/get-mcp-*-configs`, `agents/list-remote-tools`
-and `chat-stream` (the model call: one JSON object per line, each a chunk of
+when `enable_hooks` is on), `settings/get-mcp-*-configs`, `agents/list-remote-tools`,
+`find-missing` (which of the workspace's file blobs it must upload) and `chat-stream` (the model call: one JSON object per line, each a chunk of
 `text` and response `nodes`). Every other path gets `{}`.
 
 Each chat-stream body is logged (`fake.requests`), so a test reads what reached
@@ -57,6 +57,7 @@ class FakeAugment(FakeServer):
         self.feature_flags = {"enable_hooks": True} if feature_flags is None else feature_flags
         self.requests: list = []  # chat-stream bodies, in arrival order
         self.paths: list = []
+        self.others: list = []  # (path, body) of every other call (errors Auggie reports, indexing)
         self.calls = 0
         fake = self
 
@@ -73,7 +74,11 @@ class FakeAugment(FakeServer):
                     return self.send_json(200, fake.models())
                 if path == "agents/list-remote-tools":
                     return self.send_json(200, {"tools": []})
+                if path == "find-missing":  # the workspace index: every blob is known, so none is uploaded
+                    fake.log(fake.others, (path, raw[:4000]))
+                    return self.send_json(200, {"unknown_memory_names": [], "nonindexed_blob_names": []})
                 if path != "chat-stream":
+                    fake.log(fake.others, (path, raw[:4000]))
                     return self.send_json(200, {})
                 body = json.loads(raw)
                 fake.log(fake.requests, body)

@@ -108,6 +108,13 @@ def test_auggie_real_session_capture_memory_mcp_and_exact_uninstall(auggie_bin, 
             if e.get("tool_name") == "search_memory_kirolearn"
         ]
         assert calls, "Auggie reported no PostToolUse for the MCP call"
+        # what Auggie called besides the model: its setup, and the workspace index (no upload: all known)
+        called = {path for path, _ in fake.others}
+        assert called <= {
+            "settings/get-mcp-tenant-configs",
+            "settings/get-mcp-user-configs",
+            "find-missing",
+        }, called
 
     kirolearn("uninstall", "--agent", "auggie", "--yes")
     assert settings.read_bytes() == original
