@@ -20,4 +20,8 @@ MCP_READ_TOOLS = ("search_memory", "get_memory", "session_init")
 def is_memory_tool(name: str) -> bool:
     """Whether a tool call read kirolearn's own memory back (any agent's naming of its MCP tools)."""
     base = (name or "").lower()
-    return any(base == t or (base.endswith(t) and MCP_SERVER in base) for t in MCP_READ_TOOLS)
+    # mcp__kirolearn__search_memory, kirolearn.search_memory, ...; Auggie's is search_memory_kirolearn
+    return any(
+        base == t or ((base.endswith(t) or base.startswith(t + "_")) and MCP_SERVER in base)
+        for t in MCP_READ_TOOLS
+    )

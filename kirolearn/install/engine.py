@@ -222,7 +222,7 @@ def _save_record(entries: "list[dict]") -> None:
 
 def _prune_empty_dirs(directory: str) -> None:
     """Remove empty folders install created, up to and including the agent's folder (`.kiro`, `.claude`, …)."""
-    while os.path.basename(directory) in ("agents", "hooks", "settings", "plugin", *TOP_DIRS):
+    while os.path.basename(directory) in ("agents", "hooks", "settings", "plugin", "rules", *TOP_DIRS):
         try:
             os.rmdir(directory)  # only succeeds when empty
         except OSError:
@@ -233,7 +233,18 @@ def _prune_empty_dirs(directory: str) -> None:
 
 
 # agent folders pruned when install left them empty
-TOP_DIRS = (".kiro", ".claude", ".github", ".opencode", ".codex", ".gemini", ".cursor", ".kirolearn", ".qwen")
+TOP_DIRS = (
+    ".kiro",
+    ".claude",
+    ".github",
+    ".opencode",
+    ".codex",
+    ".gemini",
+    ".cursor",
+    ".kirolearn",
+    ".qwen",
+    ".augment",
+)
 
 
 def apply(changes: "list[Change]", *, installing: bool) -> None:

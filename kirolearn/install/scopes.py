@@ -55,6 +55,7 @@ def candidates(agent: str, scope: str, project: "str | None" = None) -> "list[st
             "copilot": [_user(".copilot", "mcp-config.json")],
             "opencode": [_opencode_user()],
             "qwen-code": [_user(".qwen", "settings.json")],
+            "auggie": [_user(".augment", "settings.json")],
         }
         return table.get(agent, [])
     if not project:
@@ -77,6 +78,7 @@ def candidates(agent: str, scope: str, project: "str | None" = None) -> "list[st
         "copilot": [at(".github", "hooks", "kirolearn.json"), at(".github", "mcp.json")],
         "opencode": [at("opencode.json")],
         "qwen-code": [at(".qwen", "settings.json")],
+        "auggie": [at(".augment", "settings.json"), at(".augment", "settings.local.json")],
     }
     return table.get(agent, [])
 
@@ -235,6 +237,7 @@ def _user_dirs() -> "list[str]":
         _user(".cursor"),
         _user(".copilot"),
         _user(".qwen"),
+        _user(".augment"),
         os.path.dirname(_opencode_user()),
     ]
 
@@ -263,6 +266,7 @@ def recorded_project(entry: dict) -> "str | None":
             ".kirolearn",
             ".opencode",
             ".qwen",
+            ".augment",
         ):
             return os.sep.join(parts[:i]) or os.sep
     # .mcp.json, opencode.json: at the project's top

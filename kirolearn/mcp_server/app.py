@@ -511,6 +511,7 @@ CLIENT_AGENTS = (
     ("copilot", "copilot"),
     ("gemini", "gemini"),
     ("qwen", "qwen-code"),
+    ("augment", "auggie"),
     ("opencode", "opencode"),
     ("cursor", "cursor"),
     ("kiro", "kiro"),

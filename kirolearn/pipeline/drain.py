@@ -820,6 +820,7 @@ class Drainer:
         )
         stats.records_written += self.store.commit_extraction(run, records, batch.event_ids)
         self.new_record_ids += [r.record_id for r in records]
+        self.new_record_roots.update((r.project_root, r.agent) for r in records if r.project_root)
         made = [
             {"record_id": r.record_id, "project_root": r.project_root, "freshness": r.freshness}
             for r in records
@@ -997,6 +998,7 @@ class Drainer:
         budget = self.settings.extract.drain_llm_budget_seconds
         self.llm_deadline = time.monotonic() + budget if budget else None
         self.new_record_ids = []
+        self.new_record_roots: set = set()
         for batch in self.ready_batches(time.time(), flush=flush):
             self.extract_batch(batch, stats)
         self.mark_truth(stats)
@@ -1009,6 +1011,7 @@ class Drainer:
         self.release(done, stats)
         writes.scrub_session_files(self.scrubber)  # the hook keeps Cursor's last answer raw there
         self.note_counts()
+        self.refresh_memory_rules()
         stats.team = self.sync_team()
         # last: CPU-bound embedding never holds up the spool or team sync
         self.embed_vectors(stats, None if flush else EMBED_SECONDS)  # --flush: all now
@@ -1017,6 +1020,38 @@ class Drainer:
         self._end_pass()
         stats.duration_ms = int((time.monotonic() - start) * 1000)
         return stats
+
+    def refresh_memory_rules(self) -> None:
+        """Auggie reads its memory rule before its session-start hook runs: a project that got records
+        has its rule (one kirolearn wrote, or a new one after an Auggie session) rewritten now, so the
+        next session starts with them."""
+        from kirolearn.capture.agents import auggie
+
+        by_auggie = {root for root, agent in self.new_record_roots if agent == auggie.NAME}
+        roots = sorted(
+            root
+            for root in {root for root, _ in self.new_record_roots}
+            if (root in by_auggie and not os.path.exists(auggie.rules_path(root)))
+            or auggie.is_ours(auggie.rules_path(root))
+        )
+        if not roots:
+            return
+        from kirolearn.core import paths
+        from kirolearn.recall import context, lexical
+
+        conf = context.settings()
+        conn = lexical.connect_readonly(budget=conf["time_budget_ms"] / 1000)
+        if conn is None:
+            return
+        try:
+            for root in roots:
+                text, _ = context.session_start(conn, root, conf=conf)
+                if text and os.path.isdir(root):
+                    auggie.write_rules(root, text, paths.home())
+        except Exception as exc:  # noqa: BLE001 - the rule is a convenience: the drain's work is done
+            log.warning("memory rule not refreshed: %s: %s", type(exc).__name__, str(exc)[:200])
+        finally:
+            conn.close()
 
     def note_counts(self) -> None:
         """Keep the marker outside the database (kirolearn.store.state) at what the store holds now.

@@ -178,6 +178,8 @@ _FAILED_RESULT_TYPES = ("failure", "error", "denied", "rejected")
 
 # Copilot's shell text ends "<shellId: 0 completed with exit code 1>"
 _COMPLETED_EXIT = re.compile(r"completed with exit code\s*(-?\d+)", re.I)
+# Auggie's launch-process text opens "...<return-code>\nN\n</return-code>\n<output>"
+_RETURN_CODE = re.compile(r"<return-code>\s*(-?\d+)\s*</return-code>")
 
 
 def _last(pattern: re.Pattern, text: str) -> "re.Match | None":
@@ -217,6 +219,15 @@ def tool_status(event: dict) -> "bool | None":
         if trailer:
             return trailer.group(1) == "0"
         return True if isinstance(response, dict) and "llmContent" in response else None
+    if agent == "auggie":
+        output = response.get("output") if isinstance(response, dict) else None
+        if isinstance(response, dict) and response.get("error"):
+            return False
+        # the return code comes first, before the command's own output
+        code = _RETURN_CODE.search(output[:400]) if isinstance(output, str) else None
+        if code:
+            return code.group(1) == "0"
+        return True if isinstance(output, str) else None
     if agent == "gemini":
         if isinstance(response, dict):
             error = response.get("error")

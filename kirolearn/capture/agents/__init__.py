@@ -65,6 +65,12 @@ def _qwen_code():
     return qwen_code
 
 
+def _auggie():
+    from kirolearn.capture.agents import auggie
+
+    return auggie
+
+
 _LOADERS = {
     "kiro": _kiro,
     "claude-code": _claude_code,
@@ -74,6 +80,7 @@ _LOADERS = {
     "copilot": _copilot,
     "opencode": _opencode,
     "qwen-code": _qwen_code,
+    "auggie": _auggie,
 }
 
 

@@ -6,7 +6,17 @@ these modules add its config files, MCP registration and wiring checks, on the C
 
 # one list of agents for both halves
 from kirolearn.capture.agents import UnknownAgent, names  # noqa: F401
-from kirolearn.install.agents import claude_code, codex, copilot, cursor, gemini, kiro, opencode, qwen_code
+from kirolearn.install.agents import (
+    auggie,
+    claude_code,
+    codex,
+    copilot,
+    cursor,
+    gemini,
+    kiro,
+    opencode,
+    qwen_code,
+)
 
 _ADAPTERS = {
     "kiro": kiro,
@@ -17,6 +27,7 @@ _ADAPTERS = {
     "copilot": copilot,
     "opencode": opencode,
     "qwen-code": qwen_code,
+    "auggie": auggie,
 }
 
 
