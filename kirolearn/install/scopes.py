@@ -39,8 +39,8 @@ def _codex_home() -> str:
     return os.path.abspath(os.environ["CODEX_HOME"]) if os.environ.get("CODEX_HOME") else _user(".codex")
 
 
-def _opencode_user() -> str:
-    return os.path.join(os.environ.get("XDG_CONFIG_HOME") or _user(".config"), "opencode", "opencode.json")
+def _opencode_user(folder: str = "opencode", name: str = "opencode.json") -> str:
+    return os.path.join(os.environ.get("XDG_CONFIG_HOME") or _user(".config"), folder, name)
 
 
 def candidates(agent: str, scope: str, project: "str | None" = None) -> "list[str]":
@@ -55,6 +55,7 @@ def candidates(agent: str, scope: str, project: "str | None" = None) -> "list[st
             "copilot": [_user(".copilot", "mcp-config.json")],
             "opencode": [_opencode_user()],
             "qwen-code": [_user(".qwen", "settings.json")],
+            "kilo-code": [_opencode_user("kilo", "kilo.json")],
         }
         return table.get(agent, [])
     if not project:
@@ -77,6 +78,7 @@ def candidates(agent: str, scope: str, project: "str | None" = None) -> "list[st
         "copilot": [at(".github", "hooks", "kirolearn.json"), at(".github", "mcp.json")],
         "opencode": [at("opencode.json")],
         "qwen-code": [at(".qwen", "settings.json")],
+        "kilo-code": [at("kilo.json")],
     }
     return table.get(agent, [])
 
@@ -118,7 +120,7 @@ def _servers(data) -> "list[str]":
 
 def _our_hooks(agent: str, data) -> "list[str]":
     """kirolearn's hook commands for `agent` in a config file's data."""
-    if agent == "opencode":  # its hooks are a plugin the config names
+    if agent in ("opencode", "kilo-code"):  # their hooks are a plugin the config names
         plugins = data.get("plugin") if isinstance(data, dict) else None
         return [p for p in plugins or [] if isinstance(p, str) and "kirolearn" in p]
     ours = []
@@ -237,6 +239,7 @@ def _user_dirs() -> "list[str]":
         _user(".copilot"),
         _user(".qwen"),
         os.path.dirname(_opencode_user()),
+        os.path.dirname(_opencode_user("kilo")),
     ]
 
 
@@ -266,7 +269,7 @@ def recorded_project(entry: dict) -> "str | None":
             ".qwen",
         ):
             return os.sep.join(parts[:i]) or os.sep
-    return os.path.dirname(path)  # .mcp.json, opencode.json: at the project's top
+    return os.path.dirname(path)  # .mcp.json, opencode.json, kilo.json: at the project's top
 
 
 def recorded_scope(entry: dict) -> str:

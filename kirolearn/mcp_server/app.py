@@ -501,6 +501,7 @@ CLIENT_AGENTS = (
     ("copilot", "copilot"),
     ("gemini", "gemini"),
     ("qwen", "qwen-code"),
+    ("kilo", "kilo-code"),
     ("opencode", "opencode"),
     ("cursor", "cursor"),
     ("kiro", "kiro"),

@@ -229,6 +229,12 @@ def tool_status(event: dict) -> "bool | None":
             if "llmContent" in response:
                 return True  # AfterTool carries `error` when a tool failed, and only then
         return None
+    if agent == "kilo-code":
+        meta = response.get("metadata") if isinstance(response, dict) else None
+        code = meta.get("exit") if isinstance(meta, dict) else None  # its bash tool's exit status
+        if isinstance(code, int) and not isinstance(code, bool):
+            return code == 0
+        return None
     if isinstance(response, dict) and "exit_code" in response:  # Codex, Cursor, opencode
         code = response["exit_code"]
         if code is None:  # Codex: the sandbox killed it

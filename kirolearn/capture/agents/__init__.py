@@ -65,6 +65,12 @@ def _qwen_code():
     return qwen_code
 
 
+def _kilo_code():
+    from kirolearn.capture.agents import kilo_code
+
+    return kilo_code
+
+
 _LOADERS = {
     "kiro": _kiro,
     "claude-code": _claude_code,
@@ -74,6 +80,7 @@ _LOADERS = {
     "copilot": _copilot,
     "opencode": _opencode,
     "qwen-code": _qwen_code,
+    "kilo-code": _kilo_code,
 }
 
 

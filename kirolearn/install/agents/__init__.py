@@ -5,7 +5,17 @@ these modules add its config files, MCP registration and wiring checks, on the C
 """
 
 from kirolearn.capture.agents import UnknownAgent, names  # noqa: F401 - one list of agents for both halves
-from kirolearn.install.agents import claude_code, codex, copilot, cursor, gemini, kiro, opencode, qwen_code
+from kirolearn.install.agents import (
+    claude_code,
+    codex,
+    copilot,
+    cursor,
+    gemini,
+    kilo_code,
+    kiro,
+    opencode,
+    qwen_code,
+)
 
 _ADAPTERS = {
     "kiro": kiro,
@@ -16,6 +26,7 @@ _ADAPTERS = {
     "copilot": copilot,
     "opencode": opencode,
     "qwen-code": qwen_code,
+    "kilo-code": kilo_code,
 }
 
 
