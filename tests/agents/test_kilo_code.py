@@ -22,11 +22,10 @@ from agentrun import (
     kirolearn,
     run_agent,
     snapshot,
-    tool_results,
-    tool_uses,
 )
-from fake_anthropic import FakeAnthropic, Text, ToolCall
+from fake_anthropic import FakeAnthropic
 from fake_gemini import ProxySink
+from opencode_family import assert_captured, assert_recalled, marker_turn, path_with_kirolearn, recall_turn
 
 from kirolearn.pipeline import extract
 
@@ -79,29 +78,6 @@ def session(kilo, cwd, prompt, **env):
     return result
 
 
-def marker_turn(fake, command=f"echo {MARK}"):
-    fake.script = [
-        ToolCall(
-            "bash", {"command": command, "description": "Print the marker"}, text="Let me run a command."
-        ),
-        Text(FINAL),
-    ]
-
-
-def recall_turn(fake):
-    fake.script = [ToolCall("search_memory", {"query": "marker command"}), Text("It is in memory.")]
-
-
-def assert_recalled(fake):
-    """3 and 4: memory in the first request's system prompt; search_memory's answer reaches the model."""
-    assert fake.errors == []
-    first, last = fake.main_requests()[0], fake.main_requests()[-1]
-    assert MARK in json.dumps(first["system"])  # the plugin's system-prompt transform
-    (call,) = [u for u in tool_uses(last) if u[1] == "kirolearn_search_memory"]
-    answers = [text for use_id, text in tool_results(last) if use_id == call[0]]
-    assert answers and MARK in answers[0]
-
-
 def test_kilo_code_end_to_end(kilo, project):
     user = pathlib.Path(os.environ["HOME"]) / ".config" / "kilo" / "kilo.json"
     with FakeAnthropic() as fake:
@@ -126,36 +102,33 @@ def test_kilo_code_end_to_end(kilo, project):
         wired_bytes = config.read_bytes()
 
         # 2. a turn: bash (after "Let me run a command."), then the final answer
-        marker_turn(fake)
+        marker_turn(fake, MARK, FINAL)
         out = session(kilo, project, "What does the marker command print?")
         assert fake.errors == []
         assert FINAL in out.stdout
         assert "kirolearn_search_memory" in {t["name"] for r in fake.main_requests() for t in r["tools"]}
         assert config.read_bytes() == wired_bytes and user.read_bytes() == user_before  # Kilo left them
-        objects = export(project)
-        stored = events_of(objects, "kilo-code")
+        stored = assert_captured(project, "kilo-code", MARK, FINAL)
         assert [e["trigger"] for e in stored][:2] == ["agentSpawn", "userPromptSubmit"]
-        assert [s["assistant_response"] for s in stored if s["trigger"] == "stop"] == [FINAL]
         tools = [e for e in stored if e["trigger"] == "postToolUse"]
-        assert [(t["tool_name"], t["tool_input"]["command"]) for t in tools] == [("bash", f"echo {MARK}")]
         assert MARK in json.dumps(tools[0]["tool_response"])
         assert extract.tool_status(tools[0]) is True  # metadata.exit 0
         assert len({e["session_id"] for e in stored}) == 1
-        records = [o for o in objects if o.get("type") == "record"]
+        records = [o for o in export(project) if o.get("type") == "record"]
         assert any(MARK in json.dumps(r) and FINAL in json.dumps(r) for r in records), records
 
         # 3 and 4. the next session: memory in the system prompt; search_memory's answer reaches the model
         fake.clear()
         recall_turn(fake)
         session(kilo, project, "Which marker did we see last time?")
-        assert_recalled(fake)
+        assert_recalled(fake, MARK)
         assert "kirolearn_search_memory" in [
             e.get("tool_name") for e in events_of(export(project), "kilo-code")
         ]
 
         # a failing command: its exit status reaches the record's outcome
         fake.clear()
-        marker_turn(fake, command="ls /no/such/folder-k1l0")
+        marker_turn(fake, MARK, FINAL, command="ls /no/such/folder-k1l0")
         session(kilo, project, "List the missing folder.")
         failing = [
             e
@@ -178,11 +151,7 @@ def test_kilo_code_portable_wiring(kilo, project, tmp_path):
     """`--portable` into the project's own kilo.json: the plugin is `./.kirolearn/kilo-plugin.js` (relative
     to kilo.json, found from a subfolder too), running `kirolearn-hook` from PATH; the MCP command is bare
     `kirolearn-mcp`. Uninstall gives the user's kilo.json back byte for byte."""
-    path_bin = tmp_path / "path-bin"  # kirolearn's console scripts only, as pipx would put them on PATH
-    path_bin.mkdir()
-    for name in ("kirolearn-hook", "kirolearn-mcp"):
-        (path_bin / name).symlink_to(BIN / name)
-    path = f"{path_bin}:{os.environ['PATH']}"
+    path = path_with_kirolearn(tmp_path, os.environ["PATH"])
     with FakeAnthropic() as fake:
         config = project / "kilo.json"
         config.write_text(offline_config(fake, permission={"bash": "allow"}))
@@ -196,19 +165,15 @@ def test_kilo_code_portable_wiring(kilo, project, tmp_path):
         plugin = project / ".kirolearn" / "kilo-plugin.js"
         assert str(BIN) not in plugin.read_text() and str(BIN) not in config.read_text()
 
-        marker_turn(fake)
+        marker_turn(fake, MARK, FINAL)
         out = session(kilo, project / "src", "What does the marker command print?", PATH=path)
         assert fake.errors == [] and FINAL in out.stdout
-        stored = events_of(export(project), "kilo-code")
-        assert [s["assistant_response"] for s in stored if s["trigger"] == "stop"] == [FINAL]
-        assert [
-            (t["tool_name"], t["tool_input"]["command"]) for t in stored if t["trigger"] == "postToolUse"
-        ] == [("bash", f"echo {MARK}")]
+        assert_captured(project, "kilo-code", MARK, FINAL)
 
         fake.clear()
         recall_turn(fake)
         session(kilo, project, "Which marker did we see last time?", PATH=path)
-        assert_recalled(fake)
+        assert_recalled(fake, MARK)
         assert not (project / ".kilo").exists() and not (project / "node_modules").exists()
 
     kirolearn("uninstall", "--agent", "kilo-code", "--project", str(project), "--yes")

@@ -26,7 +26,7 @@ _ADAPTERS = {
     "copilot": copilot,
     "opencode": opencode,
     "qwen-code": qwen_code,
-    "kilo-code": kilo_code,
+    "kilo-code": kilo_code.KILO,
 }
 
 

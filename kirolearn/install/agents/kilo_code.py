@@ -12,10 +12,5 @@ from kirolearn.install.agents.opencode import Wiring
 
 SCHEMA = "https://app.kilo.ai/config.json"
 
+# the installer half the registry names (plan_install, plan_uninstall, wired, KINDS)
 KILO = Wiring(NAME, "kilo", "kilo.json", "kilo-plugin.js", seed={"$schema": SCHEMA}, merged_jsonc=True)
-KINDS = KILO.KINDS
-plugin_path = KILO.plugin_path
-config_path = KILO.config_path
-plan_install = KILO.plan_install
-plan_uninstall = KILO.plan_uninstall
-wired = KILO.wired
