@@ -179,3 +179,18 @@ def test_kilo_refuses_a_foreign_server_named_kirolearn(home, project):
     result = CliRunner().invoke(cli, ["install", "--agent", "kilo-code", "--project", str(project), "--yes"])
     assert result.exit_code != 0 or "left untouched" in result.output
     assert (project / "kilo.json").read_text() == mine
+
+
+def test_doctor_warns_when_a_project_wires_opencode_and_kilo_code(home, project, monkeypatch):
+    """Kilo Code loads a project's opencode.json beside kilo.json (measured with 7.7.7): both plugins run."""
+    runner = CliRunner()
+    for agent in ("kilo-code", "opencode"):
+        result = runner.invoke(cli, ["install", "--agent", agent, "--project", str(project), "--yes"])
+        assert result.exit_code == 0, result.output
+    monkeypatch.chdir(project)
+    doctor = runner.invoke(cli, ["doctor"])
+    (line,) = [row for row in doctor.output.splitlines() if "runs both plugins" in row]
+    assert line.startswith("WARN") and "opencode.json" in line and "kilo.json" in line
+    result = runner.invoke(cli, ["uninstall", "--agent", "opencode", "--project", str(project), "--yes"])
+    assert result.exit_code == 0, result.output
+    assert "runs both plugins" not in runner.invoke(cli, ["doctor"]).output
