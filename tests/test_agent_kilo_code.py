@@ -164,9 +164,20 @@ def test_kilo_install_uninstall_exact_bytes(layout, scope, home, project):
     assert not Path(plugin.removeprefix("file://")).exists()
 
 
-def test_kilo_leaves_a_jsonc_of_its_own_wiring_alone(home, project):
-    (project / "kilo.jsonc").write_text('{\n  // mine\n  "plugin": ["x"]\n}\n')
+@pytest.mark.parametrize(
+    "jsonc",
+    [
+        '{\n  // mine\n  "model": "x"\n}\n',
+        '{"plugin": ["x"]}',
+        '{"mcp": {"kirolearn": {"type": "remote", "url": "x"}}}',
+        '{"permission": "allow"}',
+        '{"permission": {"kirolearn_forget_memory": "allow"}}',
+    ],
+)
+def test_kilo_leaves_a_jsonc_whose_members_would_win_alone(jsonc, home, project):
+    (project / "kilo.jsonc").write_text(jsonc)
     result = CliRunner().invoke(cli, ["install", "--agent", "kilo-code", "--project", str(project), "--yes"])
+    assert result.exit_code != 0
     assert "kilo.jsonc" in result.output and "docs/agents/kilo-code.md" in result.output
     assert not (project / "kilo.json").exists()
 

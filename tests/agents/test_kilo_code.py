@@ -179,3 +179,26 @@ def test_kilo_code_portable_wiring(kilo, project, tmp_path):
     kirolearn("uninstall", "--agent", "kilo-code", "--project", str(project), "--yes")
     assert snapshot(project) == before
     assert not (project / ".kirolearn").exists()
+
+
+def test_kilo_code_user_scope_beside_its_own_kilo_jsonc(kilo, project):
+    """For the user: the offline settings in the ~/.config/kilo/kilo.jsonc Kilo Code creates (plain JSON),
+    kirolearn's wiring in a kilo.json install creates beside it; Kilo Code merges the two."""
+    folder = pathlib.Path(os.environ["HOME"]) / ".config" / "kilo"
+    folder.mkdir(parents=True)
+    with FakeAnthropic() as fake:
+        jsonc = folder / "kilo.jsonc"
+        jsonc.write_text(offline_config(fake, permission={"bash": "allow"}))
+        mine = jsonc.read_bytes()
+        kirolearn("install", "--agent", "kilo-code", "--yes")
+        assert json.loads((folder / "kilo.json").read_text())["mcp"]["kirolearn"]
+        marker_turn(fake, MARK, FINAL)
+        out = session(kilo, project, "What does the marker command print?")
+        assert fake.errors == [] and FINAL in out.stdout
+        assert_captured(project, "kilo-code", MARK, FINAL)
+        fake.clear()
+        recall_turn(fake)
+        session(kilo, project, "Which marker did we see last time?")
+        assert_recalled(fake, MARK)
+    kirolearn("uninstall", "--agent", "kilo-code", "--yes")
+    assert not (folder / "kilo.json").exists() and jsonc.read_bytes() == mine

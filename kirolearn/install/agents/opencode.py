@@ -117,17 +117,21 @@ class Wiring:
         jsonc = path + "c"
         if not os.path.exists(jsonc):
             return None
-        if self.merged_jsonc:  # e.g. the `{"$schema": …}` Kilo Code writes on its first run
+        if self.merged_jsonc:  # e.g. the `{"$schema": …}` Kilo Code writes on its first run; it loads last
             try:
                 data = json.loads(install.strip_bom(install.read_text(jsonc) or "") or "{}")
             except (ValueError, install.InstallError):
                 data = None
-            if isinstance(data, dict) and not {"plugin", "mcp", "permission"} & set(data):
+            if isinstance(data, dict) and not _overrides(data):
                 return None
+        why = "JSON with comments" + (
+            ", or a `plugin` list or kirolearn entries of its own, which would win over kirolearn's"
+            if self.merged_jsonc
+            else ""
+        )
         return (
-            f"{os.path.dirname(path)} has a {os.path.basename(jsonc)} (JSON with comments, or with its own "
-            f"plugin, mcp or permission), which kirolearn does not edit; add the `mcp.kirolearn` entry of "
-            f"docs/agents/{self.agent}.md by hand"
+            f"{os.path.dirname(path)} has a {os.path.basename(jsonc)} ({why}), which kirolearn does not edit; "
+            f"add the entries of docs/agents/{self.agent}.md by hand"
         )
 
     def plan_install(self, project: "str | None", global_: bool = False, portable: bool = False, **options):
@@ -202,6 +206,20 @@ class Wiring:
             except install.InstallError:
                 return False
         return isinstance(data, dict) and _server_is_ours((data.get("mcp") or {}).get(agents.MCP_SERVER))
+
+
+def _overrides(data: dict) -> bool:
+    """Would this merged config's members replace ours: its own `plugin` list, a `kirolearn` server, a
+    permission that is no table of names or names a kirolearn tool?"""
+    from kirolearn.core import mcp_tools as agents
+
+    permission = data.get("permission", {})
+    return (
+        "plugin" in data
+        or (isinstance(data.get("mcp"), dict) and agents.MCP_SERVER in data["mcp"])
+        or not isinstance(permission, dict)
+        or any(str(name).startswith(agents.MCP_SERVER) for name in permission)
+    )
 
 
 def _server_is_ours(value) -> bool:
