@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from conftest import run_hook
-from helpers import drain
+from helpers import drain, exported
 
 from kirolearn.capture import spool
 from kirolearn.cli.commands import cli
@@ -39,12 +39,6 @@ def hook(payload, project):
     return run_hook(["--agent", "kilo-code"], json.dumps(payload).encode(), cwd=str(project))
 
 
-def export():
-    result = CliRunner().invoke(cli, ["export"])
-    assert result.exit_code == 0, result.output
-    return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
-
-
 def test_a_session_of_kilo_payloads_becomes_one_record_with_its_final_text(home, project):
     base = {"session_id": SESSION, "cwd": str(project)}
     calls = [
@@ -68,7 +62,7 @@ def test_a_session_of_kilo_payloads_becomes_one_record_with_its_final_text(home,
     assert len(spool.ready_files()) == len(calls)
     stats = drain(flush=False)
     assert stats["stored"] == len(calls) and stats["quarantined"] == 0, stats
-    objects = export()
+    objects = exported()
     events = [o for o in objects if o["type"] == "event"]
     assert [e["trigger"] for e in events] == [
         "agentSpawn",
