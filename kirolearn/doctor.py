@@ -237,6 +237,15 @@ def scope_checks(found: "list[dict]"):
                 "removes the user's"
             ),
         )
+    here = {e["agent"]: e for e in found if e["scope"] == scopes.PROJECT}
+    if "opencode" in here and "kilo-code" in here:  # Kilo Code loads a project's opencode.json too
+        yield (
+            "WARN",
+            f"this project wires opencode ({', '.join(here['opencode']['files'])}) and Kilo Code "
+            f"({', '.join(here['kilo-code']['files'])}); Kilo Code loads both files, so each of its sessions "
+            "runs both plugins: every event is sent twice and memory shown twice; keep one: "
+            "`kirolearn uninstall --agent opencode --project .` if the project uses Kilo Code",
+        )
 
 
 def missing_message(entry: dict) -> str:

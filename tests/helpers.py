@@ -164,3 +164,9 @@ def drain(flush=True):
     """`kirolearn drain [--flush] --json` in this process; returns its parsed report."""
     result = run_cli("drain", *(["--flush"] if flush else []), "--json", ok=True)
     return json.loads(result.stdout)
+
+
+def exported() -> list:
+    """`kirolearn export` in this process: every stored object, parsed."""
+    result = run_cli("export", ok=True)
+    return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]

@@ -182,6 +182,7 @@ def test_what_the_front_does_not_know_goes_to_the_sdk(project, home):
         ("gemini-cli-mcp-client", None, "gemini"),
         ("qwen-cli-mcp-client-kirolearn", None, "qwen-code"),  # what Qwen Code 0.24.4 sends
         ("augment-mcp-client", None, "auggie"),  # what Auggie 0.36.0 sends
+        ("kilo", None, "kilo-code"),  # what Kilo Code 7.7.7 sends
         ("mcp", None, None),
         ("codex-mcp-client", "copilot", "copilot"),
         ("codex-mcp-client", "nonsense", "codex"),

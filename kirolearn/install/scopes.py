@@ -39,8 +39,8 @@ def _codex_home() -> str:
     return os.path.abspath(os.environ["CODEX_HOME"]) if os.environ.get("CODEX_HOME") else _user(".codex")
 
 
-def _opencode_user() -> str:
-    return os.path.join(os.environ.get("XDG_CONFIG_HOME") or _user(".config"), "opencode", "opencode.json")
+def _opencode_user(folder: str = "opencode", name: str = "opencode.json") -> str:
+    return os.path.join(os.environ.get("XDG_CONFIG_HOME") or _user(".config"), folder, name)
 
 
 def candidates(agent: str, scope: str, project: "str | None" = None) -> "list[str]":
@@ -56,6 +56,7 @@ def candidates(agent: str, scope: str, project: "str | None" = None) -> "list[st
             "opencode": [_opencode_user()],
             "qwen-code": [_user(".qwen", "settings.json")],
             "auggie": [_user(".augment", "settings.json")],
+            "kilo-code": [_opencode_user("kilo", "kilo.json")],
         }
         return table.get(agent, [])
     if not project:
@@ -79,6 +80,7 @@ def candidates(agent: str, scope: str, project: "str | None" = None) -> "list[st
         "opencode": [at("opencode.json")],
         "qwen-code": [at(".qwen", "settings.json")],
         "auggie": [at(".augment", "settings.json"), at(".augment", "settings.local.json")],
+        "kilo-code": [at("kilo.json")],
     }
     return table.get(agent, [])
 
@@ -120,7 +122,7 @@ def _servers(data) -> "list[str]":
 
 def _our_hooks(agent: str, data) -> "list[str]":
     """kirolearn's hook commands for `agent` in a config file's data."""
-    if agent == "opencode":  # its hooks are a plugin the config names
+    if agent in ("opencode", "kilo-code"):  # their hooks are a plugin the config names
         plugins = data.get("plugin") if isinstance(data, dict) else None
         return [p for p in plugins or [] if isinstance(p, str) and "kirolearn" in p]
     ours = []
@@ -239,6 +241,7 @@ def _user_dirs() -> "list[str]":
         _user(".qwen"),
         _user(".augment"),
         os.path.dirname(_opencode_user()),
+        os.path.dirname(_opencode_user("kilo")),
     ]
 
 
@@ -269,7 +272,7 @@ def recorded_project(entry: dict) -> "str | None":
             ".augment",
         ):
             return os.sep.join(parts[:i]) or os.sep
-    # .mcp.json, opencode.json: at the project's top
+    # .mcp.json, opencode.json, kilo.json: at the project's top
     return os.path.dirname(path)
 
 

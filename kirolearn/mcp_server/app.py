@@ -512,6 +512,7 @@ CLIENT_AGENTS = (
     ("gemini", "gemini"),
     ("qwen", "qwen-code"),
     ("augment", "auggie"),
+    ("kilo", "kilo-code"),
     ("opencode", "opencode"),
     ("cursor", "cursor"),
     ("kiro", "kiro"),

@@ -246,6 +246,13 @@ def tool_status(event: dict) -> "bool | None":
                 # AfterTool carries `error` when a tool failed, and only then
                 return True
         return None
+    if agent == "kilo-code":
+        meta = response.get("metadata") if isinstance(response, dict) else None
+        # its bash tool's exit status
+        code = meta.get("exit") if isinstance(meta, dict) else None
+        if isinstance(code, int) and not isinstance(code, bool):
+            return code == 0
+        return None
     # Codex, Cursor, opencode
     if isinstance(response, dict) and "exit_code" in response:
         code = response["exit_code"]

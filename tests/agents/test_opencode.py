@@ -23,10 +23,9 @@ from agentrun import (
     run_agent,
     run_hook_command,
     snapshot,
-    tool_results,
-    tool_uses,
 )
-from fake_anthropic import FakeAnthropic, Text, ToolCall
+from fake_anthropic import FakeAnthropic
+from opencode_family import assert_captured, assert_recalled, marker_turn, path_with_kirolearn, recall_turn
 
 PACKAGE = "opencode-ai@1.18.33"
 MARK = "KLMARK-0pc0"
@@ -79,37 +78,22 @@ def test_opencode_end_to_end(opencode, project):
         assert plugin.exists() and "kirolearn-hook" in plugin.read_text()
 
         # 1. a turn: bash (after "Let me run a command."), then the final answer
-        fake.script = [
-            ToolCall(
-                "bash",
-                {"command": f"echo {MARK}", "description": "Print the marker"},
-                text="Let me run a command.",
-            ),
-            Text(FINAL),
-        ]
+        marker_turn(fake, MARK, FINAL)
         out = session(opencode, project, fake, "What does the marker command print?")
         assert fake.errors == []
         assert FINAL in out.stdout
         assert "kirolearn_search_memory" in {t["name"] for r in fake.main_requests() for t in r["tools"]}
-        stored = events_of(export(project), "opencode")
-        stops = [e for e in stored if e["trigger"] == "stop"]
-        assert [s["assistant_response"] for s in stops] == [FINAL]
+        stored = assert_captured(project, "opencode", MARK, FINAL)
         tools = [e for e in stored if e["trigger"] == "postToolUse"]
-        assert [(t["tool_name"], t["tool_input"]["command"]) for t in tools] == [("bash", f"echo {MARK}")]
         assert MARK in json.dumps(tools[0]["tool_response"])
         assert [e["trigger"] for e in stored][:2] == ["agentSpawn", "userPromptSubmit"]
         assert len({e["session_id"] for e in stored}) == 1
 
         # 2 and 3. the next session: memory in the system prompt; search_memory's answer reaches the model
         fake.clear()
-        fake.script = [ToolCall("search_memory", {"query": "marker command"}), Text("It is in memory.")]
+        recall_turn(fake)
         session(opencode, project, fake, "Which marker did we see last time?")
-        assert fake.errors == []
-        first, last = fake.main_requests()[0], fake.main_requests()[-1]
-        assert MARK in json.dumps(first["system"])  # the plugin's system-prompt transform
-        (call,) = [u for u in tool_uses(last) if u[1] == "kirolearn_search_memory"]
-        answers = [text for use_id, text in tool_results(last) if use_id == call[0]]
-        assert answers and MARK in answers[0]
+        assert_recalled(fake, MARK)
         assert "kirolearn_search_memory" in [
             e.get("tool_name") for e in events_of(export(project), "opencode")
         ]
@@ -142,11 +126,7 @@ def test_opencode_portable_wiring(opencode, project, tmp_path):
     `./.kirolearn/opencode-plugin.js` (relative to opencode.json, so opencode started in a subfolder finds
     it), running `kirolearn-hook` from PATH; the MCP command is bare `kirolearn-mcp`. opencode loads it
     without an npm install into the project (no .opencode/ appears)."""
-    path_bin = tmp_path / "path-bin"  # kirolearn's console scripts only, as pipx would put them on PATH
-    path_bin.mkdir()
-    for name in ("kirolearn-hook", "kirolearn-mcp"):
-        (path_bin / name).symlink_to(BIN / name)
-    env = agent_env(PATH=f"{path_bin}:{os.environ['PATH']}")
+    env = agent_env(PATH=path_with_kirolearn(tmp_path, os.environ["PATH"]))
     with FakeAnthropic() as fake:
         config = project / "opencode.json"
         config.write_text(user_config(fake))
@@ -159,32 +139,16 @@ def test_opencode_portable_wiring(opencode, project, tmp_path):
         plugin = project / ".kirolearn" / "opencode-plugin.js"
         assert str(BIN) not in plugin.read_text() and str(BIN) not in config.read_text()
 
-        fake.script = [
-            ToolCall(
-                "bash",
-                {"command": f"echo {MARK}", "description": "Print the marker"},
-                text="Let me run a command.",
-            ),
-            Text(FINAL),
-        ]
+        marker_turn(fake, MARK, FINAL)
         out = run_agent([opencode, "run", "What does the marker command print?"], project / "src", env)
         assert fake.errors == [] and FINAL in out.stdout
         assert "kirolearn_search_memory" in {t["name"] for r in fake.main_requests() for t in r["tools"]}
-        stored = events_of(export(project), "opencode")
-        assert [s["assistant_response"] for s in stored if s["trigger"] == "stop"] == [FINAL]
-        assert [
-            (t["tool_name"], t["tool_input"]["command"]) for t in stored if t["trigger"] == "postToolUse"
-        ] == [("bash", f"echo {MARK}")]
+        assert_captured(project, "opencode", MARK, FINAL)
 
         fake.clear()
-        fake.script = [ToolCall("search_memory", {"query": "marker command"}), Text("It is in memory.")]
+        recall_turn(fake)
         run_agent([opencode, "run", "Which marker did we see last time?"], project, env)
-        assert fake.errors == []
-        first, last = fake.main_requests()[0], fake.main_requests()[-1]
-        assert MARK in json.dumps(first["system"])
-        (call,) = [u for u in tool_uses(last) if u[1] == "kirolearn_search_memory"]
-        answers = [text for use_id, text in tool_results(last) if use_id == call[0]]
-        assert answers and MARK in answers[0]
+        assert_recalled(fake, MARK)
         assert not (project / ".opencode").exists() and not (project / "node_modules").exists()
 
     kirolearn("uninstall", "--agent", "opencode", "--project", str(project), "--yes")

@@ -71,6 +71,12 @@ def _auggie():
     return auggie
 
 
+def _kilo_code():
+    from kirolearn.capture.agents import kilo_code
+
+    return kilo_code
+
+
 _LOADERS = {
     "kiro": _kiro,
     "claude-code": _claude_code,
@@ -81,6 +87,7 @@ _LOADERS = {
     "opencode": _opencode,
     "qwen-code": _qwen_code,
     "auggie": _auggie,
+    "kilo-code": _kilo_code,
 }
 
 

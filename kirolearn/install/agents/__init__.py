@@ -13,6 +13,7 @@ from kirolearn.install.agents import (
     copilot,
     cursor,
     gemini,
+    kilo_code,
     kiro,
     opencode,
     qwen_code,
@@ -28,6 +29,7 @@ _ADAPTERS = {
     "opencode": opencode,
     "qwen-code": qwen_code,
     "auggie": auggie,
+    "kilo-code": kilo_code.KILO,
 }
 
 
