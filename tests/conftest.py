@@ -60,7 +60,7 @@ def home(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(user_home))
     monkeypatch.setenv("KIROLEARN_RAISE_ERRORS", "1")
     # Loading the embedding model costs ~1 s per process: tests that need vectors turn it on
-    # (tests/test_semantic.py, fixture `wordllama`).
+    # (fixture `wordllama` below).
     monkeypatch.setenv("KIROLEARN_EMBEDDING_MODEL", "none")
     for var in (
         "KIRO_SESSION_ID",
@@ -418,3 +418,9 @@ def as_store(db_or_conn):
     if isinstance(db_or_conn, sqlite3.Connection):
         db_or_conn = sqlite_utils.Database(db_or_conn, execute_plugins=False)
     return SqliteStore(db=db_or_conn)
+
+
+@pytest.fixture
+def wordllama(monkeypatch):
+    """Turn the default (shipped, offline) embedding model on for this test."""
+    monkeypatch.setenv("KIROLEARN_EMBEDDING_MODEL", "wordllama/l2_supercat_256")

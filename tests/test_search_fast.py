@@ -19,8 +19,7 @@ import pytest
 from kirolearn.recall import client
 from kirolearn.recall.server import RecallServer
 from tests.conftest import BIN, hook_env
-from tests.test_recall_server import stale_socket, wait_for
-from tests.test_semantic import spool_turn
+from tests.helpers import spool_turn, stale_socket, wait_for
 
 # What a terminal must not receive as it is: an escape sequence, a bell, a bidi override, a zero-width
 # space, a line that looks like a context marker, and a key. The drain cleans and scrubs what it stores;

@@ -2,12 +2,10 @@
 written by the drainer, hybrid search, `kirolearn reindex`, the lexical fallback that `doctor`
 reports, and a small coding-recall set with a floor."""
 
-import gzip
 import json
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,40 +17,7 @@ from kirolearn.recall import context, semantic
 from kirolearn.recall import lexical as recall
 from kirolearn.recall.embeddings import registry as embeddings
 from kirolearn.store.sqlite import db as store
-
-ROOT = Path(__file__).parent.parent
-DISTRACTORS = ROOT / "bench" / "data" / "coding_distractors.jsonl.gz"
-CODING_SET = ROOT / "bench" / "data" / "coding_set.json"
-
-
-@pytest.fixture
-def wordllama(monkeypatch):
-    """Turn the default (shipped, offline) embedding model on for this test."""
-    monkeypatch.setenv("KIROLEARN_EMBEDDING_MODEL", embeddings.DEFAULT_MODEL)
-
-
-def spool_turn(project, session_id, prompt, outcome=None, when=None):
-    """One turn through the real capture code (what kirolearn-hook runs), into the spool."""
-    from kirolearn.capture import events, spool
-
-    payload = {
-        "hook_event_name": "userPromptSubmit",
-        "cwd": str(project),
-        "session_id": session_id,
-        "prompt": prompt,
-    }
-    event = events.build_event("userPromptSubmit", payload, now=when)
-    spool.append(event["event_id"], events.serialize(event))
-    if outcome is not None:
-        payload = {
-            "hook_event_name": "stop",
-            "cwd": str(project),
-            "session_id": session_id,
-            "assistant_response": outcome,
-        }
-        event = events.build_event("stop", payload, now=(when or 0) + 1 if when else None)
-        spool.append(event["event_id"], events.serialize(event))
-
+from tests.helpers import coding_store, spool_turn
 
 # --- the seam -------------------------------------------------------------------------------------
 
@@ -190,29 +155,13 @@ def test_the_hook_finds_a_turn_by_its_neighbours_words(project, drain_now):
 # --- hybrid search ------------------------------------------------------------------------------------
 
 
-def _coding_store(project, n_turns, n_noise):
-    turns = json.loads(CODING_SET.read_text("utf-8"))["turns"][:n_turns]
-    with gzip.open(DISTRACTORS, "rt", encoding="utf-8") as fh:
-        noise = [json.loads(line)["text"] for _, line in zip(range(n_noise), fh)]
-    items = [("noise", t) for t in noise]
-    step = max(1, len(items) // (len(turns) + 1))
-    for i, turn in enumerate(turns):
-        items.insert((i + 1) * step + i, ("turn", turn))
-    for n, (kind, item) in enumerate(items):
-        if kind == "noise":
-            spool_turn(project, f"s{n // 20}", item)
-        else:
-            spool_turn(project, f"s{n // 20}", item["prompt"], item["outcome"])
-    return turns
-
-
 def test_coding_recall_floor(project, wordllama, drain_now):
     """A small version of bench/bench_coding.py: its 40 turns among 400 real commit messages.
 
     Floors sit a little under what this build measures (ordinary 40/40, hard 1/40 hybrid vs
     0/40 lexical): a regression of the fusion shows here; `make bench` has the full set.
     """
-    turns = _coding_store(project, 40, 400)
+    turns = coding_store(project, 40, 400)
     drain_now(flush=True)
     conn = recall.connect_readonly(budget=60)
     pid = context.project_id(str(project))

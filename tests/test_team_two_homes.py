@@ -197,7 +197,7 @@ def test_the_drain_syncs_and_a_server_that_was_down_gets_everything_once(tmp_pat
         "side": clone(tmp_path / "ben" / "side", "git@github.com:ben/side.git"),
     }
 
-    def run(dev, who, *args):
+    def as_dev(dev, who, *args):
         monkeypatch.setenv("USER", who)
         result = CliRunner().invoke(
             cli,
@@ -211,11 +211,11 @@ def test_the_drain_syncs_and_a_server_that_was_down_gets_everything_once(tmp_pat
         monkeypatch.setenv("USER", who)
         dev_turn(dev, *args)
 
-    def drain(dev, who):
-        return json.loads(run(dev, who, "drain", "--flush", "--json"))
+    def drain_as(dev, who):
+        return json.loads(as_dev(dev, who, "drain", "--flush", "--json"))
 
-    run(ana, "ana", "team", "join", "--project", str(ana["shop"]))
-    run(ben, "ben", "team", "join", "--project", str(ben["shop"]))
+    as_dev(ana, "ana", "team", "join", "--project", str(ana["shop"]))
+    as_dev(ben, "ben", "team", "join", "--project", str(ben["shop"]))
     spool(
         ana,
         "ana",
@@ -225,14 +225,14 @@ def test_the_drain_syncs_and_a_server_that_was_down_gets_everything_once(tmp_pat
         "The nightly export scans orders: orders.created_at has no index, so add one.",
     )
     spool(ben, "ben", "side", "s-b0", "plans for the side project", "Nothing to share here.")
-    sent = drain(ana, "ana")["team"]
+    sent = drain_as(ana, "ana")["team"]
     assert sent["error"] == "" and sent["events_sent"] == 2 and sent["records_sent"] >= 1
-    got = drain(ben, "ben")["team"]
+    got = drain_as(ben, "ben")["team"]
     assert got["error"] == "" and got["records_received"] == sent["records_sent"]
     assert got["events_sent"] == 0  # ben's side project is not shared: nothing of it left his machine
-    start = run(ben, "ben", "context", "--session-start", "--project", str(ben["shop"]))
+    start = as_dev(ben, "ben", "context", "--session-start", "--project", str(ben["shop"]))
     assert "orders.created_at has no index" in start and " · by ana" in start  # ana's turn, attributed
-    side = run(
+    side = as_dev(
         ben,
         "ben",
         "context",
@@ -257,20 +257,20 @@ def test_the_drain_syncs_and_a_server_that_was_down_gets_everything_once(tmp_pat
         "replica lag breaks the report",
         "Never run the report against the replica.",
     )
-    down_a, down_b = drain(ana, "ana"), drain(ben, "ben")
+    down_a, down_b = drain_as(ana, "ana"), drain_as(ben, "ben")
     assert (
         down_a["stored"] == 2
         and down_a["team"]["error"]
         and down_b["stored"] == 2
         and down_b["team"]["error"]
     )
-    status = json.loads(run(ben, "ben", "status", "--json"))["team"]
+    status = json.loads(as_dev(ben, "ben", "status", "--json"))["team"]
     assert status["last_error"] and status["cache_synced_at"] and status["shared_projects"] == 1
 
     cluster.resume()  # back: what waited arrives, once
-    up_a = drain(ana, "ana")["team"]
-    up_b = drain(ben, "ben")["team"]
-    again_a = drain(ana, "ana")["team"]
+    up_a = drain_as(ana, "ana")["team"]
+    up_b = drain_as(ben, "ben")["team"]
+    again_a = drain_as(ana, "ana")["team"]
     assert up_a["error"] == up_b["error"] == again_a["error"] == ""
     assert up_a["events_sent"] == 2 and up_b["events_sent"] == 2 and up_b["records_received"] >= 1
     assert again_a["records_received"] >= 1 and again_a["events_sent"] == 0
@@ -285,7 +285,7 @@ def test_the_drain_syncs_and_a_server_that_was_down_gets_everything_once(tmp_pat
     assert total == distinct == 6  # ana's 2 + 2, ben's 2 of the shared project; none of his side project
     assert hashes == distinct_hashes
     for dev, who in ((ana, "ana"), (ben, "ben")):
-        found = run(
+        found = as_dev(
             dev,
             who,
             "context",

@@ -52,7 +52,7 @@ def turn(project, session, prompt, answer, *, write=None, commands=(), failed=Fa
     hook(project, "stop", session, assistant_response=answer)
 
 
-def drain():
+def drain_in_a_process():
     result = subprocess.run(
         [str(BIN / "kirolearn"), "drain", "--flush", "--json"],
         capture_output=True,
@@ -89,7 +89,7 @@ def settings_history(project):
         "PAGE_SIZE is now 25 (config/api.py).",
         write=("config/api.py", "PAGE_SIZE = 25\nMAX_PAGE_SIZE = 200\n"),
     )
-    assert drain()["superseded"] == 0
+    assert drain_in_a_process()["superseded"] == 0
     turn(project, "s2", CHANGE, "Changed RETRIES from 3 to 7.", write=("config/retry.py", "RETRIES = 7\n"))
     # near misses: another setting of the same file, a question, the same value again
     turn(
@@ -100,7 +100,7 @@ def settings_history(project):
         write=("config/api.py", "PAGE_SIZE = 25\nMAX_PAGE_SIZE = 500\n"),
     )
     turn(project, "s2", "explain what RETRIES does", "RETRIES is how often the client retries a request.")
-    stats = drain()
+    stats = drain_in_a_process()
     assert stats["superseded"] == 1, stats
     return listed(project)
 
@@ -127,7 +127,7 @@ def test_a_changed_setting_supersedes_the_older_record_and_nothing_else(project,
         "Set RETRIES to 9.",
         write=("config/retry.py", "RETRIES = 9\n"),
     )
-    assert drain()["superseded"] == 0
+    assert drain_in_a_process()["superseded"] == 0
     assert listed(project)[CHANGE]["superseded_by"] is None
     # the history names the evidence; show gives the chain both ways
     old_shown, new_shown = shown(old["record_id"]), shown(new["record_id"])
@@ -162,7 +162,7 @@ def test_a_turn_that_only_read_the_setting_is_not_superseded_when_it_changes(pro
         tool_response={"success": True, "result": ["MAX_PAGE_SIZE = 200\n"]},
     )
     hook(project, "stop", "r2", assistant_response="The upgrade went through; MAX_PAGE_SIZE = 200.")
-    drain()
+    drain_in_a_process()
     turn(
         project,
         "r3",
@@ -170,7 +170,7 @@ def test_a_turn_that_only_read_the_setting_is_not_superseded_when_it_changes(pro
         "MAX_PAGE_SIZE = 500 now.",
         write=("config/api.py", "MAX_PAGE_SIZE = 500\n"),
     )
-    assert drain()["superseded"] == 1
+    assert drain_in_a_process()["superseded"] == 1
     records = listed(project)
     new = records["raise MAX_PAGE_SIZE from 200 to 500"]["record_id"]
     assert records["make MAX_PAGE_SIZE 200 (config/api.py)"]["superseded_by"] == new
@@ -179,7 +179,7 @@ def test_a_turn_that_only_read_the_setting_is_not_superseded_when_it_changes(pro
 
 def test_talk_questions_hypotheticals_and_failed_or_reverted_attempts_never_supersede(project):
     turn(project, "h1", "set WORKERS to 4", "Set WORKERS = 4.", write=("settings.py", "WORKERS = 4\n"))
-    drain()
+    drain_in_a_process()
     turn(
         project,
         "h2",
@@ -199,7 +199,7 @@ def test_talk_questions_hypotheticals_and_failed_or_reverted_attempts_never_supe
     (project / "settings.py").write_text("WORKERS = 4\n")  # the user put it back
     turn(project, "h5", "try WORKERS = 6", "Set WORKERS = 6.", write=("settings.py", "WORKERS = 6\n"))
     (project / "settings.py").write_text("WORKERS = 4\n")  # reverted before the drain ran
-    stats = drain()
+    stats = drain_in_a_process()
     assert stats["superseded"] == 0, stats
     records = listed(project)
     first = records["set WORKERS to 4"]
@@ -217,7 +217,7 @@ def test_a_section_is_part_of_the_key(project):
         write=("config/app.toml", '[staging]\nLOG_LEVEL = "DEBUG"\n'),
     )
     turn(project, "k2", "set production logging to WARNING", "Done.", write=("config/app.toml", toml))
-    drain()
+    drain_in_a_process()
     turn(
         project,
         "k3",
@@ -225,7 +225,7 @@ def test_a_section_is_part_of_the_key(project):
         "Done.",
         write=("config/app.toml", toml.replace('"WARNING"', '"ERROR"')),
     )
-    assert drain()["superseded"] == 0  # k2 also claims [staging], which still holds
+    assert drain_in_a_process()["superseded"] == 0  # k2 also claims [staging], which still holds
     records = listed(project)
     assert records["set staging logging to DEBUG"]["superseded_by"] is None
     assert records["set staging logging to DEBUG"]["freshness"] == "current"
@@ -263,7 +263,7 @@ def test_restore_clears_the_mark_pins_the_record_and_the_rule_never_marks_it_aga
     assert shown(old["record_id"])["record"]["pinned"]["supersede"]
     assert "pinned" in cli("show", old["record_id"]).stdout
     turn(project, "s4", "set RETRIES to 9", "RETRIES = 9.", write=("config/retry.py", "RETRIES = 9\n"))
-    drain()
+    drain_in_a_process()
     assert listed(project)[SET]["superseded_by"] is None  # pinned: the rule leaves it alone
     again = cli("restore", old["record_id"])
     assert again.returncode == 1 and "nothing to restore" in again.stderr
@@ -329,7 +329,7 @@ def chores(project, times=3):
 
 def test_the_drain_merges_identical_work_only_and_status_says_so(project, tmp_path):
     chores(project)
-    stats = drain()
+    stats = drain_in_a_process()
     assert len(stats["merged"]) == 1 and len(stats["merged"][0]["record_ids"]) == 3, stats
     records = listed(project)
     assert all(records[p]["merged_into"] is None for p, _ in LOOK_ALIKES)
@@ -343,7 +343,7 @@ def test_the_drain_merges_identical_work_only_and_status_says_so(project, tmp_pa
 def test_consolidate_groups_identical_work_and_a_restore_lasts(project, write_config):
     write_config("[drain]\nauto_merge = false\n")
     chores(project)
-    drain()
+    drain_in_a_process()
     records = listed(project)
     chore_ids = [records[f"{CHORE[0]} ({i})"]["record_id"] for i in range(3)]
     groups = json.loads(cli("consolidate", "--json", "--project", str(project)).stdout)["groups"]
@@ -380,7 +380,7 @@ def test_the_preview_finds_every_group_whatever_words_they_share(project, write_
                 "Done.",
                 commands=[(f"make check TARGET=t{g}", "ok")],
             )
-    drain()
+    drain_in_a_process()
     groups = json.loads(cli("consolidate", "--json", "--project", str(project)).stdout)["groups"]
     assert len(groups) == 30 and all(len(g["record_ids"]) == 3 for g in groups)
 
@@ -393,7 +393,7 @@ def test_an_echo_cites_what_it_repeats_ranks_below_it_and_goes_with_it(project):
         "UPLOAD_RETRIES = 5.",
         write=("config/upload.py", "UPLOAD_RETRIES = 5\n"),
     )
-    drain()
+    drain_in_a_process()
     first = listed(project)["set UPLOAD_RETRIES to 5"]["record_id"]
     memory = cli("search", "UPLOAD_RETRIES", "--json", "--project", str(project)).stdout
     for i in range(3):
@@ -407,7 +407,7 @@ def test_an_echo_cites_what_it_repeats_ranks_below_it_and_goes_with_it(project):
             tool_response={"success": True, "result": [memory]},
         )
         hook(project, "stop", f"q{i}", assistant_response="UPLOAD_RETRIES is 5.")
-    stats = drain()
+    stats = drain_in_a_process()
     assert len(stats["merged"]) == 1 and len(stats["merged"][0]["record_ids"]) == 3  # one question, folded
     every = json.loads(cli("list", "--json", "--limit", "100", "--project", str(project)).stdout)
     echo = next(r for r in every if r["title"] == "what is UPLOAD_RETRIES?" and not r["merged_into"])
@@ -425,7 +425,7 @@ def test_an_echo_cites_what_it_repeats_ranks_below_it_and_goes_with_it(project):
         "UPLOAD_RETRIES = 8.",
         write=("config/upload.py", "UPLOAD_RETRIES = 8\n"),
     )
-    drain()
+    drain_in_a_process()
     records = listed(project)
     change = records["raise UPLOAD_RETRIES to 8"]["record_id"]
     assert records["set UPLOAD_RETRIES to 5"]["superseded_by"] == change
@@ -454,7 +454,7 @@ def test_export_and_import_carry_the_marks(project, tmp_path, monkeypatch):
 
 def test_the_block_rechecks_a_claim_before_it_shows_the_line(project):
     turn(project, "r1", SET, "Set RETRIES to 3.", write=("config/retry.py", "RETRIES = 3\n"))
-    drain()
+    drain_in_a_process()
     rid = listed(project)[SET]["record_id"]
 
     def line(session):
@@ -478,14 +478,14 @@ def test_an_answer_that_repeats_what_the_hook_showed_cites_it(project):
         "UPLOAD_RETRIES = 5.",
         write=("config/upload.py", "UPLOAD_RETRIES = 5\n"),
     )
-    drain()
+    drain_in_a_process()
     first = listed(project)["set UPLOAD_RETRIES to 5"]["record_id"]
     block = hook(project, "userPromptSubmit", "a2", prompt="what is UPLOAD_RETRIES set to?")
     assert first in block
     hook(project, "stop", "a2", assistant_response="UPLOAD_RETRIES is 5.")
     hook(project, "userPromptSubmit", "a3", prompt="what does the upload retry loop do?")
     hook(project, "stop", "a3", assistant_response="It retries uploads with backoff; 5 times at most.")
-    drain()
+    drain_in_a_process()
     records = listed(project)
     assert records["what is UPLOAD_RETRIES set to?"]["cites"] == [first]
     assert records["what does the upload retry loop do?"]["cites"] == []  # shown nothing, says no key
@@ -501,7 +501,7 @@ def test_writes_drained_together_supersede_the_older_values_with_the_newest(proj
             f"RETRIES = {value}.",
             write=("config/retry.py", f"RETRIES = {value}\n"),
         )
-    stats = drain()
+    stats = drain_in_a_process()
     records = listed(project)
     newest = records["set RETRIES to 9"]["record_id"]
     assert stats["superseded"] == 2
@@ -516,18 +516,18 @@ def test_a_change_after_the_file_moved_supersedes_the_record_made_before(project
     git = ["git", "-C", str(project), "-c", "user.name=t", "-c", "user.email=t@example.com"]
     subprocess.run(["git", "init", "-q", str(project)], check=True)
     turn(project, "m1", "set WORKERS to 4", "WORKERS = 4.", write=("etc/limits.py", "WORKERS = 4\n"))
-    drain()
+    drain_in_a_process()
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-qm", "limits"], check=True)
     if how == "git mv":
         subprocess.run([*git, "mv", "etc/limits.py", "etc/base_limits.py"], check=True)
     else:
         (project / "etc/limits.py").rename(project / "etc/base_limits.py")
-    drain()  # the re-check follows the move
+    drain_in_a_process()  # the re-check follows the move
     (claim,) = shown(listed(project)["set WORKERS to 4"]["record_id"])["claims"]
     assert claim["state"] == "current" and claim["path"] == "etc/base_limits.py"
     turn(project, "m2", "raise WORKERS to 6", "WORKERS = 6.", write=("etc/base_limits.py", "WORKERS = 6\n"))
-    drain()
+    drain_in_a_process()
     records = listed(project)
     assert records["set WORKERS to 4"]["superseded_by"] == records["raise WORKERS to 6"]["record_id"]
 
@@ -537,12 +537,12 @@ def test_a_change_written_before_the_drain_saw_the_move_still_supersedes(project
     git = ["git", "-C", str(project), "-c", "user.name=t", "-c", "user.email=t@example.com"]
     subprocess.run(["git", "init", "-q", str(project)], check=True)
     turn(project, "n1", "set WORKERS to 4", "WORKERS = 4.", write=("etc/limits.py", "WORKERS = 4\n"))
-    drain()
+    drain_in_a_process()
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-qm", "limits"], check=True)
     subprocess.run([*git, "mv", "etc/limits.py", "etc/base_limits.py"], check=True)
     turn(project, "n2", "raise WORKERS to 6", "WORKERS = 6.", write=("etc/base_limits.py", "WORKERS = 6\n"))
-    drain()  # stores the change, then its re-check of the older claim follows the move
+    drain_in_a_process()  # stores the change, then its re-check of the older claim follows the move
     records = listed(project)
     assert records["set WORKERS to 4"]["superseded_by"] == records["raise WORKERS to 6"]["record_id"]
 
@@ -552,7 +552,7 @@ def test_a_change_stored_with_a_clock_weeks_behind_still_supersedes(project):
     import time as _time
 
     turn(project, "c1", SET, "Set RETRIES to 3.", write=("config/retry.py", "RETRIES = 3\n"))
-    drain()
+    drain_in_a_process()
     behind = hook_env(KIROLEARN_NOW=str(_time.time() - 40 * 86400))
     (project / "config/retry.py").write_text("RETRIES = 7\n", "utf-8")
     for name, payload in (

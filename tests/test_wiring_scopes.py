@@ -34,14 +34,14 @@ def env_for(user_home: Path, extra_path: bool = True) -> dict:
     return env
 
 
-def run(args, env, cwd, stdin=None):
+def run_process(args, env, cwd, stdin=None):
     return subprocess.run(
         args, env=env, cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT, input=stdin
     )
 
 
 def kl(env, cwd, *args):
-    return run([str(BIN / "kirolearn"), *args], env, cwd)
+    return run_process([str(BIN / "kirolearn"), *args], env, cwd)
 
 
 def post_tool(cwd: Path, tool_use_id: str) -> str:
@@ -93,16 +93,16 @@ def test_a_teammates_clone_reads_wired_by_this_project(people):
     repo = alice / "src" / "repo"
     repo.mkdir(parents=True)
     a = env_for(alice)
-    assert run(["git", "init", "-q", str(repo)], a, alice).returncode == 0
+    assert run_process(["git", "init", "-q", str(repo)], a, alice).returncode == 0
     (repo / "README.md").write_text("hello\n")
     done = kl(a, repo, "install", "--agent", "claude-code", "--portable", "--project", str(repo), "--yes")
     assert done.returncode == 0, done.stderr
-    assert run(["git", "add", "-A"], a, repo).returncode == 0
-    assert run(["git", "commit", "-qm", "wire kirolearn"], a, repo).returncode == 0
+    assert run_process(["git", "add", "-A"], a, repo).returncode == 0
+    assert run_process(["git", "commit", "-qm", "wire kirolearn"], a, repo).returncode == 0
 
     clone = bob / "work" / "repo"
     b = env_for(bob)
-    assert run(["git", "clone", "-q", str(repo), str(clone)], b, bob).returncode == 0
+    assert run_process(["git", "clone", "-q", str(repo), str(clone)], b, bob).returncode == 0
     assert (clone / ".claude" / "settings.json").exists() and not (bob / ".kirolearn").exists()
 
     status = kl(b, clone, "status")
@@ -119,7 +119,7 @@ def test_a_teammates_clone_reads_wired_by_this_project(people):
 
     # the committed command records Bob's calls, as Claude Code runs it (a POSIX shell)
     command = post_tool_command(clone / ".claude" / "settings.json")
-    hooked = run(["sh", "-c", command], b, clone, stdin=post_tool(clone, "toolu_1"))
+    hooked = run_process(["sh", "-c", command], b, clone, stdin=post_tool(clone, "toolu_1"))
     assert hooked.returncode == 0 and len(spooled(bob)) == 1, hooked.stderr
 
     # following the old advice (install the user's scope too) is refused, naming the project's file
