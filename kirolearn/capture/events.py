@@ -17,10 +17,12 @@ from kirolearn.capture.agents import SESSION_START_TRIGGERS, TRIGGER_KIND
 from kirolearn.capture.rejected import Rejected  # noqa: F401 - events.Rejected, as callers know it
 from kirolearn.core import identity, isotime, jsonfast
 from kirolearn.core.ids import new_ulid, new_uuid4
-from kirolearn.core.project import find_project_root
+from kirolearn.core.project import find_project_root, project_id
 from kirolearn.core.version import __version__
 
-SCHEMA_VERSION = 2  # 2 added `agent`; version 1 files (no agent) are Kiro's and still drain
+# 2 added `agent` (version 1 files, no agent, are Kiro's); 3 added `project_id`, computed once here
+# (a version 1 or 2 file without it still drains: the drain computes it)
+SCHEMA_VERSION = 3
 
 # Made by the hook, constrained by Event: no user text, so scrubbing skips them.
 GENERATED_FIELDS = frozenset(
@@ -37,6 +39,7 @@ GENERATED_FIELDS = frozenset(
         "received_at",
         "client_version",
         "project_global",
+        "project_id",
     )
 )
 
@@ -136,6 +139,7 @@ def build_event(
         "cwd": event_cwd,
         "project_root": project_root,
         "project_global": is_global,
+        "project_id": project_id(project_root),  # the drain and the prompt's recall read it from here
         "received_at": utc_iso(now),
         "client_version": __version__,
         "actor": identity.event_user(env),

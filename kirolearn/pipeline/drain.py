@@ -47,7 +47,7 @@ from kirolearn.privacy import writes
 from kirolearn.privacy.carry import TurnCarry
 from kirolearn.privacy.scrub import Scrubber
 from kirolearn.store import state
-from kirolearn.store.base import Store, event_row
+from kirolearn.store.base import Store, event_project_id, event_row
 from kirolearn.store.record import (
     CONCEPT_MAX,
     CONCEPTS_COUNT_MAX,
@@ -248,7 +248,7 @@ class Drainer:
                 break
         if key is None:
             key = self.store.last_turn_event_id(
-                project_id(event["project_root"]), event["session_id"], event["event_id"]
+                event_project_id(event), event["session_id"], event["event_id"]
             )
         if scrubbed:
             return dedup.keyed_content_hash(raw, self._dedup_key(), key, stop=True)

@@ -19,11 +19,12 @@ Json = Any  # any value json.loads can produce
 
 
 class Event(BaseModel):
-    """One captured hook call (spool format version 2, see queue/README.md; version 1 had no `agent`)."""
+    """One captured hook call (spool format version 3, see queue/README.md; version 2 had no `project_id`,
+    version 1 no `agent`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    schema_version: Literal[1, 2]
+    schema_version: Literal[1, 2, 3]
     agent: NonEmpty = "kiro"  # one of agents.names() (checked below); version 1 events are all Kiro's
     event_id: Annotated[str, Field(pattern=ULID_PATTERN)]
     kind: Literal["prompt", "tool_use", "session_summary", "note"]
@@ -36,6 +37,8 @@ class Event(BaseModel):
     cwd: NonEmpty
     project_root: NonEmpty
     project_global: bool
+    # version 3: core.project.project_id of project_root, computed by the hook (absent before)
+    project_id: Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")] | None = None
     received_at: AwareDatetime
     client_version: NonEmpty
     actor: NonEmpty

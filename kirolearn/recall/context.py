@@ -367,15 +367,17 @@ def session_start(
     now: "float | None" = None,
     conf: "dict | None" = None,
     cache: "dict | None" = None,
+    pid: "str | None" = None,
 ) -> "tuple[str, list]":
     """The block for a new session: the last turn summary first, then recent notable records.
 
-    `cache`: the session's re-check cache (recheck.recheck), kept in its state."""
+    `cache`: the session's re-check cache (recheck.recheck), kept in its state. `pid`: the project's
+    id when the caller has it (an event carries it), else project_root's is computed."""
     conf = conf or settings()
     now = time.time() if now is None else now
     if conn is None:
         return "", []
-    pid = project_id(project_root)
+    pid = pid or project_id(project_root)
     ended = last_session_end(conn, pid)
     blocks, ids = [], []
     reader = me(conf)
@@ -480,13 +482,15 @@ def for_prompt(
     now: "float | None" = None,
     conf: "dict | None" = None,
     cache: "dict | None" = None,
+    pid: "str | None" = None,
 ) -> "tuple[str, list]":
-    """The block for one prompt: relevant records not shown before in this session."""
+    """The block for one prompt: relevant records not shown before in this session (`pid`: as
+    session_start's)."""
     conf = conf or settings()
     now = time.time() if now is None else now
     if conn is None:
         return "", []
-    pid = project_id(project_root)
+    pid = pid or project_id(project_root)
     hits = _served(
         prompt, pid, conf["prompt_records"], already
     )  # the recall server's hybrid pick, if it is up
@@ -569,12 +573,20 @@ def for_event(event: dict, deliver=None) -> str:
         if not isinstance(cache, dict):
             cache = state["claims"] = {}
         if trigger == "agentSpawn":
-            text, ids = session_start(conn, event["project_root"], conf=conf, cache=cache)
+            text, ids = session_start(
+                conn, event["project_root"], conf=conf, cache=cache, pid=_event_pid(event)
+            )
             state["session_start"] = True
         else:
             prompt = event.get("prompt") or ""
             text, ids = for_prompt(
-                conn, event["project_root"], prompt, already=state["records"], conf=conf, cache=cache
+                conn,
+                event["project_root"],
+                prompt,
+                already=state["records"],
+                conf=conf,
+                cache=cache,
+                pid=_event_pid(event),
             )
     finally:
         conn.close()
@@ -598,8 +610,14 @@ def for_event(event: dict, deliver=None) -> str:
 START_ADOPT_SECONDS = 600  # a session's first prompt this soon after a project's session start belongs to it
 
 
+def _event_pid(event: dict) -> str:
+    """The project id the event carries (the hook computed it), else its root's."""
+    carried = event.get("project_id")
+    return carried if isinstance(carried, str) and carried else project_id(event["project_root"])
+
+
 def _project_key(event: dict) -> str:
-    return "project-start:" + project_id(event["project_root"])
+    return "project-start:" + _event_pid(event)
 
 
 def _recent_start(event: dict) -> list:

@@ -695,6 +695,12 @@ def record_hash(data: dict) -> str:
     )
 
 
+def event_project_id(event: dict) -> str:
+    """The project id an event carries (spool format 3: the hook computed it), else its root's."""
+    carried = event.get("project_id")
+    return carried if isinstance(carried, str) and carried else project_id(event["project_root"])
+
+
 def event_row(event: dict, content_hash: str, stored_at: str | None = None, *, actor: str = "") -> dict:
     """The stored row of a scrubbed event (what `Store.add_events` takes): its envelope as columns,
     the whole event as JSON `body`, extraction 'pending'. `actor`, a configured one ([team] actor /
@@ -710,7 +716,7 @@ def event_row(event: dict, content_hash: str, stored_at: str | None = None, *, a
         "surface": event["surface"],
         "agent": event.get("agent", "kiro"),
         "session_id": event["session_id"],
-        "project_id": project_id(event["project_root"]),
+        "project_id": event_project_id(event),
         "project_root": event["project_root"],
         "cwd": event["cwd"],
         "received_at": event["received_at"],
