@@ -14,7 +14,7 @@ from kirolearn.core.observation_types import OBSERVATION_TYPES
 
 NonEmpty = Annotated[str, Field(min_length=1)]
 # the tuple, written once in observation_types.py
-ObservationType = Literal[OBSERVATION_TYPES]
+ObservationType = Literal[OBSERVATION_TYPES]  # type: ignore[valid-type]
 TITLE_MAX, SUMMARY_MAX, FACT_MAX, CONCEPT_MAX, FILE_MAX = 200, 4000, 500, 100, 500
 FACTS_COUNT_MAX = CONCEPTS_COUNT_MAX = 50
 # A turn summary keeps both file lists whole; other records keep FILES_KEPT.
@@ -56,8 +56,8 @@ class MemoryRecord(BaseModel):
     host: str | None = None
     agent: str | None = None
     # core.marks: how the turn ended, whether what it claims still holds
-    outcome: Literal[OUTCOMES] = DEFAULT_OUTCOME
-    freshness: Literal[FRESHNESS] = DEFAULT_FRESHNESS
+    outcome: Literal[OUTCOMES] = DEFAULT_OUTCOME  # type: ignore[valid-type]
+    freshness: Literal[FRESHNESS] = DEFAULT_FRESHNESS  # type: ignore[valid-type]
     file_state: dict | None = None
     # its claims on the code, the records it repeats, its signature
     claims: list[dict] = Field(default_factory=list, max_length=CLAIMS_COUNT_MAX)

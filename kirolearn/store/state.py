@@ -101,7 +101,7 @@ def _inside_home(path: str) -> "str | None":
 
 def store_identity(path: str) -> dict:
     """The fields by which store.json names the database at `path` (home id, path in the home, absolute path)."""
-    identity = {"path": os.path.abspath(path)}
+    identity: dict[str, str | None] = {"path": os.path.abspath(path)}
     relative = _inside_home(path)
     if relative is not None:
         identity.update(home_id=home_id(create=True), db=relative)

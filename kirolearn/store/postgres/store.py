@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Any
 
 from kirolearn.core import marks
 from kirolearn.core.errors import SchemaTooNew, StoreError, one_line
@@ -278,7 +279,7 @@ class PostgresStore(Store):
     ):
         self.url = url
         self.connect_timeout = connect_timeout
-        self.conn = None
+        self.conn: Any = None  # a psycopg Connection once _connect ran
         self._connect()
         try:
             if migrate:
@@ -501,7 +502,7 @@ class PostgresStore(Store):
         return self._events_holding("content_hash", content_hashes)
 
     def content_duplicate(self, content_hash: str, since: str | None, until: str | None) -> bool:
-        query, args = "select 1 from events where content_hash = %s", [content_hash]
+        query, args = "select 1 from events where content_hash = %s", list[Any]([content_hash])
         if since is not None:
             query += " and received_at between %s and %s"
             args += [since, until]
@@ -911,7 +912,7 @@ class PostgresStore(Store):
 
     def purgeable(self, *, record_ids=None, older_than: str | None = None) -> list[str]:
         """Tombstones still holding their record: these ids, those forgotten before a time, or all."""
-        sql, args = "select record_id from forgotten_records where payload is not null", []
+        sql, args = "select record_id from forgotten_records where payload is not null", list[Any]()
         if older_than:
             sql += " and forgotten_at < %s"
             args.append(older_than)
@@ -1038,7 +1039,7 @@ class PostgresStore(Store):
     def set_marks(self, marks: list[dict], *, actor: str) -> list[dict]:
         from kirolearn.core.ids import new_ulid
 
-        done = []
+        done: list[dict] = []
         if not marks:
             return done
         with self._tx("marking records in") as cur:
@@ -1151,7 +1152,7 @@ class PostgresStore(Store):
                 "(count(*) filter (where extract_state = 'pending'))::int as pending "
                 "from events group by project_id order by 1"
             )
-            projects = cur.fetchall()
+            per_project = cur.fetchall()
             cur.execute(
                 "select min(project_root) as project_root, count(*)::int as n "
                 "from memory_records group by project_id"
@@ -1159,9 +1160,9 @@ class PostgresStore(Store):
             records = {r["project_root"]: r["n"] for r in cur.fetchall()}
             cur.execute("select finished_at, stats from drain_runs order by drain_id desc limit 1")
             last = cur.fetchone()
-        for p in projects:
+        for p in per_project:
             p["records"] = records.get(p["project_root"], 0)
-        out["projects"] = projects
+        out["projects"] = per_project
         out["last_drain"] = (
             {"finished_at": last["finished_at"], **json.loads(last["stats"] or "{}")} if last else None
         )
@@ -1213,7 +1214,12 @@ class PostgresStore(Store):
             table, columns = kinds[obj["type"]]
             row = {k: v for k, v in obj.items() if k in columns}
             rows[obj["type"]].append(_record_row(row) if obj["type"] == "record" else row)
-        counts = {"events": [0, 0], "records": [0, 0], "summaries": [0, 0], "forgotten_skipped": 0}
+        counts: dict[str, Any] = {
+            "events": [0, 0],
+            "records": [0, 0],
+            "summaries": [0, 0],
+            "forgotten_skipped": 0,
+        }
         with self._tx("importing into") as cur:
             self._shared_forget_lock(cur)
             cur.execute(
@@ -1398,7 +1404,7 @@ def _insert_many(cur, table: str, columns, rows: list[dict], key: str) -> list[s
     return [r[key] for r in cur.fetchall()]
 
 
-_DEFAULTS = {
+_DEFAULTS: dict[str, dict[str, Any]] = {
     "events": EVENT_DEFAULTS,
     "memory_records": {**{k: [] for k in RECORD_LISTS}, "outcome": "unknown", "freshness": "current"},
     "session_summaries": {k: [] for k in SUMMARY_LISTS},

@@ -8,6 +8,10 @@ is an index range (identity, record id, signature, the re-check queue), never a 
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 _CLAIM_COLUMNS = (
     "record_id, file, kind, key, digest, shown, lines, fingerprint, state, now, path, blob, why, by_record, "
@@ -33,7 +37,7 @@ def _claim(row: dict) -> dict:
 class ClaimsPart:
     """Claims, cites, signatures and pins (a part of SqliteStore, over its sqlite-utils `db`)."""
 
-    db = None  # the sqlite-utils Database of SqliteStore
+    db: sqlite_utils.Database  # SqliteStore's
 
     def claims_of(self, record_ids) -> dict[str, list[dict]]:
         ids = list(dict.fromkeys(record_ids))

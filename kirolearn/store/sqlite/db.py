@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import sqlite3
+from collections.abc import Iterable
 from datetime import datetime
 from itertools import chain
 from operator import itemgetter
@@ -263,6 +264,7 @@ def existing_event_ids(db, event_ids) -> "set[str]":
 
 def has_content_duplicate(db, content_hash: str, since: "str | None", until: "str | None") -> bool:
     """Is an event with this content stored, received in [since, until] (None = any time)?"""
+    args: list[str | None]
     if since is None:
         sql, args = "select 1 from events where content_hash = ? limit 1", [content_hash]
     else:
@@ -301,7 +303,7 @@ def insert_events(db, rows: "list[dict]") -> None:
     )
     # each row has each column
     if len(columns) > 1 and all(len(row) == len(columns) for row in rows):
-        values = map(itemgetter(*columns), rows)  # picked in C
+        values: Iterable[tuple] = map(itemgetter(*columns), rows)  # picked in C
     else:
         values = (tuple(row.get(c) for c in columns) for row in rows)
     db.conn.executemany(sql, values)

@@ -151,7 +151,7 @@ class SqliteDerived(VectorRows, DerivedIndex):
         if backfill is None:
             return [], {}
         last = self.db.execute("select coalesce(max(rowid), 0) from memory_records").fetchone()[0]
-        found: list[dict] = []
+        found = []
         for _ in range(BACKFILL_WINDOWS):
             if backfill >= last or len(found) >= limit:
                 break

@@ -17,7 +17,7 @@ import time
 try:  # not the sqlite3 package: its unused datetime adapters cost the hook ~3 ms
     import _sqlite3 as sqlite3
 except ImportError:  # not CPython
-    import sqlite3
+    import sqlite3  # type: ignore[no-redef]
 
 from kirolearn.store.fields import FIELD_WEIGHTS
 

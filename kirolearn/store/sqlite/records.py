@@ -13,6 +13,7 @@ the bytes are gone from the file, not just unlinked.
 """
 
 import json
+from typing import Any
 
 from kirolearn.core.ids import new_ulid
 from kirolearn.store.base import LINK_MARKS, RECORD_LISTS, SUMMARY_LISTS
@@ -123,7 +124,8 @@ def list_forgotten(conn, *, project_id=None, limit: int = 50, before: "str | Non
         sql += " and (forgotten_at < ? or (forgotten_at = ? and record_id < ?))"
         args.extend([at, at, rid])
     sql += " order by forgotten_at desc, record_id desc limit ?"
-    return [get_forgotten(conn, r["record_id"]) for r in _rows(conn, sql, [*args, limit])]
+    found = (get_forgotten(conn, r["record_id"]) for r in _rows(conn, sql, [*args, limit]))
+    return [f for f in found if f is not None]
 
 
 def forgotten_ids(conn, record_ids) -> "set[str]":
@@ -131,7 +133,7 @@ def forgotten_ids(conn, record_ids) -> "set[str]":
     ids = list(record_ids)
     if not ids or not has_table(conn, "forgotten_records"):
         return set()
-    found = set()
+    found: set[str] = set()
     for i in range(0, len(ids), 500):
         part = ids[i : i + 500]
         found.update(
@@ -671,7 +673,7 @@ def purge(db, record_ids, *, actor: str) -> dict:
     still held their words) and truncates the WAL, all with secure_delete on.
     """
     ids = list(dict.fromkeys(record_ids))
-    result = {"purged": 0, "events_deleted": 0, "wal_checkpoint": None}
+    result: dict[str, Any] = {"purged": 0, "events_deleted": 0, "wal_checkpoint": None}
     if not ids:
         return result
     _secure(db)
@@ -686,7 +688,7 @@ def purge(db, record_ids, *, actor: str) -> dict:
                 part,
             ):
                 payloads[r["record_id"]] = json.loads(r["payload"])
-        cited = set()
+        cited: set[str] = set()
         event_ids, run_ids = set(), set()
         for payload in payloads.values():
             record = payload["record"]
@@ -908,8 +910,8 @@ def merge_lists(db, records: "list[dict]", *, actor: str) -> int:
                 map(str, held.get("source_event_ids") or ())
             ):
                 continue
-            after = {k: _union(held.get(k), rec.get(k)) for k in RECORD_LISTS if k in rec}
-            after = {k: json.dumps(v, ensure_ascii=False) for k, v in after.items()}
+            merged = {k: _union(held.get(k), rec.get(k)) for k in RECORD_LISTS if k in rec}
+            after = {k: json.dumps(v, ensure_ascii=False) for k, v in merged.items()}
             before = {k: row[k] for k in after if row[k] != after[k]}
             if not before:
                 continue
@@ -1042,7 +1044,12 @@ def import_rows(db, events: "list[dict]", records: "list[dict]", summaries: "lis
     left as they are. Records (and their session_end summaries) that were forgotten
     here are skipped, so an old backup cannot bring back what a user removed.
     """
-    counts = {"events": [0, 0], "records": [0, 0], "summaries": [0, 0], "forgotten_skipped": 0}
+    counts: dict[str, Any] = {
+        "events": [0, 0],
+        "records": [0, 0],
+        "summaries": [0, 0],
+        "forgotten_skipped": 0,
+    }
     gone_ids = forgotten_ids(
         db, [r["record_id"] for r in records] + [s["record_id"] for s in summaries if s.get("record_id")]
     )
@@ -1090,7 +1097,7 @@ def set_marks(db, marks: "list[dict]", *, actor: str) -> "list[dict]":
     """Store.set_marks on SQLite: each {record_id, freshness?, outcome?, reason?, at?} applied to a live
     record whose marks differ, with an audit row ('mark': before, after, reason, time); the change
     feed numbers it through its trigger (m020). Nothing is removed. Returns the changes made."""
-    done = []
+    done: list[dict] = []
     if not marks or "freshness" not in table_columns(db, "memory_records"):
         return done
     with store.writing(db):

@@ -49,7 +49,8 @@ def recover_with_cli(exe: str, damaged: str, scratch: str) -> bool:
         dump = subprocess.Popen([exe, damaged, ".recover"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         # no -bail: past a failing statement, one bad row costs one row
         subprocess.run([exe, scratch], stdin=dump.stdout, capture_output=True, timeout=3600)
-        dump.stdout.close()
+        if dump.stdout is not None:
+            dump.stdout.close()
         dump.wait(timeout=60)
     except (OSError, subprocess.SubprocessError):
         return False
@@ -93,13 +94,13 @@ def guess_page_size(path: str) -> "int | None":
         return None
     if len(data) <= HEADER_SIZE or data[HEADER_SIZE] not in (0x05, 0x0D):
         return None
-    best, best_score = None, -1
+    best, best_score = None, -1.0
     for page_size in (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536):
         if size % page_size or size < page_size:
             continue
         starts = range(page_size, min(len(data), size), page_size)
         if not starts:
-            score = 0
+            score = 0.0
         else:
             score = sum(1 for at in starts if data[at] in _BTREE_PAGE_TYPES) / len(starts)
         if score > best_score:
@@ -279,10 +280,12 @@ def rebuild(path: str, damaged: "str | None", stamp: str) -> dict:
     still holds: sqlite3's .recover when installed, else row by row; the header rebuilt first when it
     is not SQLite's. The damaged file's journal is never applied to the new one. Returns {"method",
     "recovered": {table: rows}, "unreadable_tables", "header_rebuilt", "page_size"}."""
+    recovered: dict[str, int] = {}
+    unreadable: list[str] = []
     out = {
         "method": NO_CONTENT_METHOD,
-        "recovered": {},
-        "unreadable_tables": [],
+        "recovered": recovered,
+        "unreadable_tables": unreadable,
         "header_rebuilt": False,
         "page_size": 0,
     }
@@ -307,7 +310,7 @@ def rebuild(path: str, damaged: "str | None", stamp: str) -> dict:
             out["method"], source = SALVAGE_METHOD, damaged
     db = store.open_db(new_path, mark=False)
     if source is not None:
-        copy_from(source, db, out["recovered"], out["unreadable_tables"])
+        copy_from(source, db, recovered, unreadable)
     close_checkpointed(db)
     # the damaged file's journal must never be applied to the new one
     for suffix in ("-wal", "-shm"):

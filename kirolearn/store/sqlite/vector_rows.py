@@ -152,7 +152,7 @@ class VectorRows:
                 [*part, project_id],
             ).fetchall()
             sides = sorted({rowid for row in found for rowid in row[6:8] if rowid is not None})
-            by_rowid = {}
+            by_rowid: dict[int, tuple] = {}
             for j in range(0, len(sides), 500):
                 chunk = sides[j : j + 500]
                 by_rowid.update(
