@@ -254,7 +254,9 @@ def capture(argv: "list[str]", stdin: "bytes | None" = None) -> "str | None":
                     "a payload with transcript_path (a Claude Code field) came without --agent: stored as kiro; "
                     "run `kirolearn install --agent claude-code` to wire Claude Code properly"
                 )
-            event = events.build_event(name, payload, session_lookup=session_file_id, agent=adapter.NAME)
+            event, data = events.spooled_event(
+                name, payload, session_lookup=session_file_id, agent=adapter.NAME, annotate=_note_shown
+            )
         except events.Rejected as exc:
             exc.raw = raw  # an agent's payload we cannot read yet is kept in quarantine, never lost
             raise
@@ -263,23 +265,26 @@ def capture(argv: "list[str]", stdin: "bytes | None" = None) -> "str | None":
             if event["trigger"] in agents.CONTEXT_TRIGGERS:
                 inject_context(event, adapter)
             return None
-        if event["trigger"] == "stop":
-            shown.note_shown(event)
         try:
-            path = spool.append(event["event_id"], events.serialize(event))
+            path = spool.append(event["event_id"], data)
         except BaseException:
             once.release_call(marker)
             raise
         if event["trigger"] in agents.CONTEXT_TRIGGERS and not inject_context(event, adapter):
             once.release_call(marker)  # the agent got no memory: a retry of this call is not a twin
         return path
-    event = events.build_event(name, payload, session_lookup=session_file_id, agent=adapter.NAME)
-    if event["trigger"] == "stop":
-        shown.note_shown(event)
-    path = spool.append(event["event_id"], events.serialize(event))
+    event, data = events.spooled_event(
+        name, payload, session_lookup=session_file_id, agent=adapter.NAME, annotate=_note_shown
+    )
+    path = spool.append(event["event_id"], data)
     if event["trigger"] in agents.CONTEXT_TRIGGERS:
         inject_context(event, adapter)
     return path
+
+
+def _note_shown(event: dict) -> None:
+    if event["trigger"] == "stop":  # what recall showed the session, inside the size caps
+        shown.note_shown(event)
 
 
 def claim_call(agent: str, arg: "str | None", raw: bytes, session_id: str) -> "str | None":

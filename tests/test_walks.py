@@ -4,7 +4,7 @@ spool files without it still drain."""
 import json
 
 from kirolearn import hook as hooks
-from kirolearn.capture import events, spool
+from kirolearn.capture import events, shown, spool
 from kirolearn.core import project as project_mod
 
 REMOTE = '[remote "origin"]\n\turl = git@github.com:example/shop.git\n'
@@ -70,3 +70,32 @@ def test_a_bad_project_id_is_quarantined(project, drain_now, home):
     assert stats.stored == 0 and stats.quarantined == 1
     reason = next((home / "spool" / "quarantine").glob("*.reason")).read_text()
     assert "project_id" in reason
+
+
+def test_the_hook_serialises_its_event_once(project, spooled, monkeypatch):
+    calls = []
+    real = events.serialize
+
+    def counting(event):
+        calls.append(event["event_id"])
+        return real(event)
+
+    monkeypatch.setattr(events, "serialize", counting)
+    payload = {"hook_event_name": "postToolUse", "cwd": str(project), "session_id": "s1", "tool_name": "x"}
+    assert hooks.handle([], json.dumps(payload).encode()) == 0
+    (event,) = spooled()
+    assert calls == [event["event_id"]]  # the size check's bytes are the ones written
+
+
+def test_a_stop_event_keeps_the_ids_recall_showed_inside_the_size_caps(project, spooled, monkeypatch):
+    shown_ids = [f"01J{i:023d}" for i in range(3)]
+    monkeypatch.setattr(shown, "load_state", lambda session_id: {"records": shown_ids})
+    small = {"hook_event_name": "stop", "cwd": str(project), "session_id": "s1"}
+    # too big even at the smallest caps: the payload fields are cut to text, the shown ids stay
+    huge = {**small, "blob": [[f"v{i:08d}" for i in range(500)] for _ in range(500)]}
+    for payload in (small, huge):
+        assert hooks.handle([], json.dumps(payload).encode()) == 0
+    kept, cut = spooled()
+    assert kept["extra"] == {"recall_shown": shown_ids}
+    assert cut["extra"] == {"recall_shown": shown_ids} and "extra" in cut["truncated"]
+    assert len(events.serialize(cut)) <= events.MAX_EVENT_BYTES

@@ -94,13 +94,38 @@ def build_event(
     session_lookup=None,
     now: "float | None" = None,
     agent: "str | None" = None,
+    annotate=None,
 ) -> dict:
     """Build the event dict for `agent`'s hook `name` with its decoded `payload`.
 
     `session_lookup(surface, project_root, renew)` supplies a session id when
     neither the payload nor the agent's session variable has one (see
-    hooks.session_file_id).
+    hooks.session_file_id). `annotate(event)` may add fields before the size caps apply.
     """
+    return spooled_event(
+        name,
+        payload,
+        env=env,
+        cwd=cwd,
+        session_lookup=session_lookup,
+        now=now,
+        agent=agent,
+        annotate=annotate,
+    )[0]
+
+
+def spooled_event(
+    name: str,
+    payload: dict,
+    *,
+    env=None,
+    cwd: "str | None" = None,
+    session_lookup=None,
+    now: "float | None" = None,
+    agent: "str | None" = None,
+    annotate=None,
+) -> "tuple[dict, bytes]":
+    """build_event's event and its spool bytes: the hook serialises it once, in the size check."""
     env = os.environ if env is None else env
     now = time.time() if now is None else now
     agent = agent or agents.DEFAULT
@@ -151,7 +176,9 @@ def build_event(
         extra.update(payload["extra"])
     if extra:
         event["extra"] = extra
-    return shrink_event(event)
+    if annotate is not None:
+        annotate(event)
+    return shrink_to_bytes(event)
 
 
 def _text(value) -> "str | None":
@@ -249,7 +276,12 @@ def serialize(event: dict) -> bytes:
 
 
 def shrink_event(event: dict) -> dict:
-    """Apply the size caps; records what was cut in `event["truncated"]`.
+    """Apply the size caps; records what was cut in `event["truncated"]` (shrink_to_bytes)."""
+    return shrink_to_bytes(event)[0]
+
+
+def shrink_to_bytes(event: dict) -> "tuple[dict, bytes]":
+    """The event with the size caps applied, and its spool bytes (the ones the check measured).
 
     Strings longer than the cap (MAX_STRING_CHARS, then a quarter of it, down to
     MIN_STRING_CHARS) keep their head and tail around a marker; containers keep
@@ -263,14 +295,19 @@ def shrink_event(event: dict) -> dict:
         shrunk = {k: _shrink(v, cap, 0, k, cut) for k, v in event.items()}
         if cut:
             shrunk["truncated"] = sorted(set(cut))
-        if len(serialize(shrunk)) <= MAX_EVENT_BYTES:
-            return shrunk
+        data = serialize(shrunk)
+        if len(data) <= MAX_EVENT_BYTES:
+            return shrunk, data
         if cap <= MIN_STRING_CHARS:
             break
         cap //= 4
     # Too big even at the smallest cap: keep the envelope, cut each payload field.
+    extra = shrunk.get("extra")
+    shown = extra.get("recall_shown") if isinstance(extra, dict) else None
     for key in ("tool_input", "tool_response", "extra", "prompt", "assistant_response"):
         if key in shrunk:
             shrunk[key] = cut_text(_text(shrunk[key]) or "", MAX_STRING_CHARS // 4)
             shrunk.setdefault("truncated", []).append(key)
-    return shrunk
+    if shown is not None:  # a stop event's shown ids (capture.shown) outlive the cut
+        shrunk["extra"] = {"recall_shown": shown}
+    return shrunk, serialize(shrunk)
