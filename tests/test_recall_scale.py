@@ -77,7 +77,7 @@ def test_a_word_indexed_by_a_shorter_stem_is_counted(big):
     ]
     total, counts = reader.term_doc_counts(conn, ["refere"], ["reference"])
     assert total == 1200 and counts == [1200]
-    assert lexical._drop_common(conn, ["zanzibar", "quokka", "reference", "went"]) == ["zanzibar", "quokka"]
+    assert lexical.plan(conn, ["zanzibar", "quokka", "reference", "went"]).words == ["zanzibar", "quokka"]
 
 
 def test_common_words_only_are_looked_up_in_the_newest_records(big, project, monkeypatch):
@@ -86,26 +86,17 @@ def test_common_words_only_are_looked_up_in_the_newest_records(big, project, mon
     monkeypatch.setattr(lexical, "MATCH_BUDGET", 600)
     conn = lexical.connect_readonly()
     pid = project_id(str(project))
-    floor: list = []
     # a rare word among them: the common ones are not searched, the rare one in the whole store
-    assert lexical._drop_common(conn, ["deploy", "zanzibar", "went", "fine"], floor) == ["zanzibar"]
-    assert floor == [0]
+    planned = lexical.plan(conn, ["deploy", "zanzibar", "went", "fine"])
+    assert planned.words == ["zanzibar"] and planned.after_rowid == 0
     hits = lexical.search(conn, "deploy zanzibar went fine", project_id=pid)
     assert hits[0].title == "note 7"
     # common words only, ranked: the newest part of the store holding MATCH_BUDGET of their 2,400 matches
-    floor = []
-    assert lexical._drop_common(conn, ["deploy", "went", "fine"], floor) == [
-        "deploy",
-        "went",
-    ]  # the rarest two
-    assert floor == [1200 - 1200 * 600 // 2400]
+    assert lexical._budget_floor(1200, 2400) == 1200 - 1200 * 600 // 2400
     # search() ranks none of them (bm25() would read their whole doclists): each is looked up unranked
     # in the newest RECENT_ROWS records, newest first
-    apart: list = []
-    assert lexical._drop_common(conn, ["deploy", "went", "fine"], [], apart) == [] and apart == [
-        "deploy",
-        "went",
-    ]
+    planned = lexical.plan(conn, ["deploy", "went", "fine"])
+    assert planned.words == [] and planned.apart == ["deploy", "went"]
     seen: list = []
     conn.set_trace_callback(seen.append)
     hits = lexical.search(conn, "deploy went fine", project_id=pid, limit=100)
@@ -118,13 +109,13 @@ def test_common_words_only_are_looked_up_in_the_newest_records(big, project, mon
     assert len(lexical.search(conn, "deploy went fine", project_id=pid, types=["discovery"])) == 10
     assert not lexical.search(conn, "deploy went fine", project_id="another-project")
     # two words alone are bounded too (they were searched unbounded: 2 s at 1M records)
-    apart = []
-    assert lexical._drop_common(conn, ["deploy", "went"], [], apart) == [] and apart == ["deploy", "went"]
+    planned = lexical.plan(conn, ["deploy", "went"])
+    assert planned.words == [] and planned.apart == ["deploy", "went"]
     # on a store under COMMON_DOCS / COMMON_SHARE records nothing is bounded (the real constants: 25,000)
     monkeypatch.undo()
-    floor, apart = [], []
-    assert lexical._drop_common(conn, ["deploy", "went", "fine"], floor, apart) == ["deploy", "went"]
-    assert floor == [0] and apart == []
+    planned = lexical.plan(conn, ["deploy", "went", "fine"])
+    assert planned.words == ["deploy", "went"]
+    assert planned.after_rowid == 0 and planned.apart == []
 
 
 def test_words_matching_more_than_the_budget_rank_the_newest_records(project, new_store, monkeypatch):
@@ -145,16 +136,14 @@ def test_words_matching_more_than_the_budget_rank_the_newest_records(project, ne
     monkeypatch.setattr(lexical, "MATCH_BUDGET", 500)
     conn = lexical.connect_readonly()
     pid = project_id(str(project))
-    floor: list = []
     # "died" (1,500 records, indexed as "di") and "cron" (1,000): 2,500 matches, five times the budget
-    assert lexical._drop_common(conn, ["died", "cron", "zanzibar"], floor) == ["died", "cron"]
-    assert floor == [3000 - 3000 * 500 // 2500]
+    planned = lexical.plan(conn, ["died", "cron", "zanzibar"])
+    assert planned.words == ["died", "cron"]
+    assert planned.after_rowid == 3000 - 3000 * 500 // 2500
     hits = lexical.search(conn, "died cron zanzibar", project_id=pid, limit=50)
     assert len(hits) == 50 and all(int(h.title.split()[1]) >= 2400 for h in hits)
     monkeypatch.setattr(lexical, "MATCH_BUDGET", 2500)  # within the budget: the whole store
-    floor = []
-    lexical._drop_common(conn, ["died", "cron", "zanzibar"], floor)
-    assert floor == [0]
+    assert lexical.plan(conn, ["died", "cron", "zanzibar"]).after_rowid == 0
 
 
 def test_a_big_project_is_filtered_after_ranking_with_the_same_hits(big, project, tmp_path, monkeypatch):
@@ -169,14 +158,15 @@ def test_a_big_project_is_filtered_after_ranking_with_the_same_hits(big, project
     store.refresh_term_docs(big, force=True)
     conn = lexical.connect_readonly()
     pid = project_id(str(project))
-    assert lexical._project_in_match(conn, pid) == (True, 1.0)  # 1,200 records: narrowed in the MATCH
+    planned = lexical.plan(conn, ["zanzibar"], pid)
+    assert (planned.in_match, planned.share) == (True, 1.0)  # 1,200 records: narrowed in the MATCH
     now = 1.9e9
     narrowed = [
         (h.record_id, h.score) for h in lexical.search(conn, "zanzibar fine", project_id=pid, now=now)
     ]
     monkeypatch.setattr(lexical, "PROJECT_MATCH_DOCS", 1000)
-    in_match, share = lexical._project_in_match(conn, pid)
-    assert not in_match and share == pytest.approx(1200 / 1800 / lexical.SHARE_MARGIN)
+    planned = lexical.plan(conn, ["zanzibar"], pid)
+    assert not planned.in_match and planned.share == pytest.approx(1200 / 1800 / lexical.SHARE_MARGIN)
     after = [(h.record_id, h.score) for h in lexical.search(conn, "zanzibar fine", project_id=pid, now=now)]
     assert after == narrowed and len(narrowed) == 10  # the other project's 600 matches crowded the ranking
     rare = [(h.record_id, h.score) for h in lexical.search(conn, "quokka fine", project_id=pid, now=now)]
@@ -197,12 +187,8 @@ def test_an_identifier_of_common_words_is_looked_up_unranked_in_the_newest_recor
     monkeypatch.setattr(lexical, "RECENT_ROWS", 1)
     conn = lexical.connect_readonly()
     pid = project_id(str(project))
-    apart: list = []
-    assert lexical._drop_common(conn, ["deploy_went_fine", "quokka", "zanzibar"], [], apart) == [
-        "quokka",
-        "zanzibar",
-    ]
-    assert apart == ["deploy_went_fine"]
+    planned = lexical.plan(conn, ["deploy_went_fine", "quokka", "zanzibar"])
+    assert planned.words == ["quokka", "zanzibar"] and planned.apart == ["deploy_went_fine"]
     seen: list = []
     conn.set_trace_callback(seen.append)
     hits = lexical.search(conn, "deploy_went_fine quokka zanzibar", project_id=pid)
@@ -214,11 +200,8 @@ def test_an_identifier_of_common_words_is_looked_up_unranked_in_the_newest_recor
     assert any("deploy_went_fine" in sql and "rowid >" in sql for sql in seen)
     assert lexical.scores(conn, "deploy_went_fine quokka zanzibar", project_id=pid)[0][0] == hits[0].record_id
     monkeypatch.undo()  # a store under COMMON_DOCS records: the phrase is ranked as always
-    apart = []
-    assert "deploy_went_fine" in lexical._drop_common(
-        conn, ["deploy_went_fine", "quokka", "zanzibar"], [], apart
-    )
-    assert apart == []
+    planned = lexical.plan(conn, ["deploy_went_fine", "quokka", "zanzibar"])
+    assert "deploy_went_fine" in planned.words and planned.apart == []
 
 
 def plans(conn, run) -> "list[str]":
@@ -257,7 +240,7 @@ def test_the_recall_queries_use_the_fts_index_and_the_rowid(big, project, monkey
             "SEARCH r USING INTEGER PRIMARY KEY (rowid=?)" in p for p in joined
         )  # top rows only
     # the word counts and the newest rowid: index lookups, never a scan
-    counted = plans(conn, lambda: lexical._drop_common(conn, ["deploy", "went", "fine"], []))
+    counted = plans(conn, lambda: lexical.plan(conn, ["deploy", "went", "fine"], pid))
     assert counted and all("SCAN" not in p for p in counted), counted
 
 

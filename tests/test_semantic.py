@@ -275,7 +275,7 @@ def test_word_counts_for_the_hook_come_from_the_drainers_copy(project, add_recor
     assert store.refresh_term_docs(db) is False  # 0.1 % drift: the copy stays
     conn = recall.connect_readonly()
     # words in every record are skipped; the two rarest always stay
-    assert recall._drop_common(conn, ["deploy", "went", "zanzibar", "fine"]) == ["deploy", "zanzibar"]
+    assert recall.plan(conn, ["deploy", "went", "zanzibar", "fine"]).words == ["deploy", "zanzibar"]
     hits = recall.search(conn, "deploy zanzibar went fine", project_id=context.project_id(str(project)))
     assert hits[0].title == "deploy note 7"
 

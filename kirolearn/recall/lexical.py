@@ -249,30 +249,24 @@ def _weight(row, now: float, marked: bool = True) -> float:
     return weight * marks.factor(row.get("freshness"), row.get("outcome")) if marked else weight
 
 
-def _heavy_phrases(conn, words: "list[str]") -> "list[str]":
-    """The words made of several tokens one of which is in more than COMMON_DOCS records.
+class Plan:
+    """How a prompt's words are searched (plan): `words` ranked after rowid `after_rowid` (0: the whole
+    store), `apart` looked up unranked in the newest records (_with_phrases), the project narrowed in
+    the MATCH (`in_match`) or after ranking, `share` its expected part of the matches."""
 
-    FTS5 matches such a phrase by reading every token's doclist, and bm25() counts the phrase's
-    records over the whole index before it scores one: ~50 ms a phrase at 1M records, whatever
-    rowid floor the query has. A token of three characters or fewer is counted
-    exactly, not by prefix ("ci" is not every word that starts with it)."""
-    phrases = [w for w in words if len(reader.word_tokens(w)) > 1]
-    if not phrases:
-        return []
-    parts = sorted({p for w in phrases for p in reader.word_tokens(w)})
-    found = reader.term_doc_counts(
-        conn, [_stem_prefix(p) if len(p) > 3 else p + "\x00" for p in parts], parts
-    )
-    if not found or not found[1]:
-        return []
-    counts = dict(zip(parts, found[1]))
-    return [w for w in phrases if max(counts[p] for p in reader.word_tokens(w)) > COMMON_DOCS]
+    __slots__ = ("words", "after_rowid", "apart", "in_match", "share", "newest_rowid")
+
+    def __init__(self, words, after_rowid=0, apart=(), in_match=True, share=1.0, newest_rowid=0) -> None:
+        self.words = list(words)
+        self.after_rowid = after_rowid
+        self.apart = list(apart)
+        self.in_match = in_match
+        self.share = share
+        self.newest_rowid = newest_rowid
 
 
-def _drop_common(
-    conn, words: "list[str]", floor: "list | None" = None, apart: "list | None" = None
-) -> "list[str]":
-    """The words worth searching; `floor` (a list) gets the rowid the search starts after (0: the whole store).
+def plan(conn, words: "list[str]", project_id: "str | None" = None) -> Plan:
+    """The plan for searching `words` (one reader call: reader.query_stats).
 
     Words that most records contain get ~0 BM25 weight yet cost the most: scoring a match reads its
     row's size, so a word's cost is its document count. A word is dropped past COMMON_SHARE of the
@@ -280,17 +274,15 @@ def _drop_common(
     rarest KEEP_RAREST are always kept (past COMMON_DOCS only when no word is under it). A store
     under COMMON_DOCS / COMMON_SHARE records is searched as it always was; on a bigger one, when
     the kept words are in more than MATCH_BUDGET records together, only the newest part of the store
-    expected to hold MATCH_BUDGET of their matches is searched (`_budget_floor`).
+    expected to hold MATCH_BUDGET of their matches is searched (_budget_floor).
 
-    `apart` (a list), when given, gets the kept words of a big store that are in more than
-    COMMON_DOCS records, or are heavy phrases (_heavy_phrases): BM25 would read their whole
-    doclists whatever the floor, so they leave the ranked words, and the caller looks them up
-    unranked in the newest records (_with_phrases)."""
-    floor = [] if floor is None else floor
-    found = reader.term_doc_counts(conn, [_stem_prefix(w) for w in words], words)
+    On a big store, kept words in more than COMMON_DOCS records, and heavy phrases (_heavy_phrases),
+    go `apart`: BM25 would read their whole doclists whatever the floor."""
+    stats = reader.query_stats(conn, words, [_stem_prefix(w) for w in words], project_id)
+    in_match, share = _project_in_match(stats.project)
+    found = stats.words
     if not found or not found[1]:  # counts unknown, or too few records for them to matter
-        floor.append(0)
-        return words
+        return Plan(words, 0, (), in_match, share, stats.newest_rowid)
     total, docs = found
     counts = dict(zip(words, docs))
     big = COMMON_SHARE * total > COMMON_DOCS  # a smaller store is searched as it always was
@@ -302,26 +294,45 @@ def _drop_common(
         pool = pool or words
         rarest = set(sorted(pool, key=lambda w: counts[w])[:KEEP_RAREST])
         kept = [w for w in words if w in rarest or counts[w] <= limit]
-    if apart is not None and big:  # bm25() would count these words' records over the whole index
-        apart.extend(dict.fromkeys([w for w in kept if counts[w] > COMMON_DOCS] + _heavy_phrases(conn, kept)))
-        kept = [w for w in kept if w not in apart]
-    floor.append(_budget_floor(conn, sum(counts[w] for w in kept)) if big else 0)
-    return kept
+    if not big:
+        return Plan(kept, 0, (), in_match, share, stats.newest_rowid)
+    # bm25() would count these words' records over the whole index
+    apart = list(
+        dict.fromkeys(
+            [w for w in kept if counts[w] > COMMON_DOCS]
+            + _heavy_phrases(kept, dict(zip(words, stats.tokens)), stats.parts)
+        )
+    )
+    kept = [w for w in kept if w not in apart]
+    after = _budget_floor(stats.newest_rowid, sum(counts[w] for w in kept))
+    return Plan(kept, after, apart, in_match, share, stats.newest_rowid)
 
 
-def _budget_floor(conn, matches: int) -> int:
+def _heavy_phrases(words: "list[str]", tokens: "dict[str, list[str]]", counts) -> "list[str]":
+    """The words made of several `tokens` one of which is in more than COMMON_DOCS records (`counts`:
+    token -> records holding it, reader.query_stats; None when unknown).
+
+    FTS5 matches such a phrase by reading every token's doclist, and bm25() counts the phrase's
+    records over the whole index before it scores one: ~50 ms a phrase at 1M records, whatever
+    rowid floor the query has."""
+    if not counts:
+        return []
+    return [w for w in words if len(tokens[w]) > 1 and max(counts[p] for p in tokens[w]) > COMMON_DOCS]
+
+
+def _budget_floor(newest: int, matches: int) -> int:
     """The rowid past which the newest records hold about MATCH_BUDGET of `matches` (the kept words'
     records, taken as spread evenly over the rowids), or 0 when all of them fit the budget. Ranking
     costs 4-10 us a match at 1M records: a prompt of common words ("database locked") ranked a
     million of them in 2 s, and the hook's deadline gave it no memory."""
     if matches <= MATCH_BUDGET:
         return 0
-    newest = reader.newest_rowid(conn)
     return max(0, newest - newest * MATCH_BUDGET // matches)
 
 
-def _project_in_match(conn, project_id: "str | None") -> "tuple[bool, float]":
-    """(narrow the MATCH by the project?, the share of ranked matches expected to be the project's).
+def _project_in_match(found) -> "tuple[bool, float]":
+    """(narrow the MATCH by the project?, the share of ranked matches expected to be the project's),
+    from `found`: reader.project_docs of the project (None: no project, or unknown).
 
     In the MATCH, FTS5 scores only the project's rows, but BM25 reads the project phrase's whole
     doclist for its weight: as long as the project (PROJECT_MATCH_DOCS). A bigger project, or one
@@ -329,9 +340,6 @@ def _project_in_match(conn, project_id: "str | None") -> "tuple[bool, float]":
     are the same either way (the project column weighs 0), and the ranking depth grows by
     SHARE_MARGIN/share so that enough of the project's matches are ranked: with fewer than asked,
     reader.fts_matches ranks every match again (twice the cost; ranking deeper costs only the join)."""
-    if not project_id:
-        return True, 1.0
-    found = reader.project_docs(conn, project_id)
     if found is None or not found[0]:
         return True, 1.0
     docs, total = found
@@ -344,25 +352,22 @@ def _ceil(x: float) -> int:
     return int(-(-x // 1))
 
 
-def _query_words(
-    conn, query: str, limit: int, bounded: "list | None" = None, apart: "list | None" = None
-) -> "list[str] | None":
-    """The words to search `query` with, or None when there is nothing to search; `bounded` (a list)
-    gets the rowid the search starts after, `apart` the heavy phrases (see _drop_common)."""
+def _query_plan(conn, query: str, limit: int, project_id: "str | None") -> "Plan | None":
+    """The plan to search `query` with, or None when there is nothing to search."""
     words = terms(query)
     if conn is None or not words or limit <= 0:
         return None
-    return _drop_common(conn, words, bounded, apart)
+    return plan(conn, words, project_id)
 
 
 def _with_phrases(
-    conn, rows: "list[dict]", phrases: "list[str]", *, limit: int, columns: str, **filters
+    conn, rows: "list[dict]", phrases: "list[str]", *, newest_rowid: int, limit: int, columns: str, **filters
 ) -> "list[dict]":
     """`rows` (ranked matches, best first) with the records of the newest RECENT_ROWS that hold a
     heavy phrase (_heavy_phrases). An identifier is the most telling word of a prompt (terms()
     puts it first), so each phrase a record holds adds the best ranked match's score to its own:
     it ranks above the matches of the other words alone. Best first again."""
-    after = max(0, reader.newest_rowid(conn) - RECENT_ROWS)
+    after = max(0, newest_rowid - RECENT_ROWS)
     best = max((-r["bm25"] for r in rows), default=0.0) or 1.0
     merged = {r["record_id"]: dict(r) for r in rows}
     for phrase in phrases:
@@ -394,15 +399,13 @@ def search(
     """
     # Named dates ("on 3 May 2023") are not words: they rank that day's matches.
     dates, query = when.windows(query)
-    after: list = []
-    apart: list = []
-    words = _query_words(conn, query, limit, after, apart)
-    if words is None:
+    planned = _query_plan(conn, query, limit, project_id)
+    if planned is None:
         return []
+    words, apart = planned.words, planned.apart
     now = time.time() if now is None else now
     depth = max(limit * 5, 25)
     narrowed = bool(types or since or session_id or file)
-    in_match, share = _project_in_match(conn, project_id)
     columns = reader.RANK_COLUMNS + (", r.source_event_ids" if dates else "")
     filters = {
         "project_id": project_id,
@@ -416,18 +419,20 @@ def search(
         reader.fts_matches(
             conn,
             words,
-            depth=_ceil((depth * 20 if narrowed else depth) / share),
+            depth=_ceil((depth * 20 if narrowed else depth) / planned.share),
             limit=depth,
             columns=columns,
-            project_in_match=in_match,
-            after_rowid=after[0],
+            project_in_match=planned.in_match,
+            after_rowid=planned.after_rowid,
             **filters,
         )
         if words
         else []
     )
     if apart:
-        rows = _with_phrases(conn, rows, apart, limit=depth, columns=columns, **filters)
+        rows = _with_phrases(
+            conn, rows, apart, newest_rowid=planned.newest_rowid, limit=depth, columns=columns, **filters
+        )
     words = words + apart
     scored = [(row, -row["bm25"] * _weight(row, now)) for row in rows]
     scored = marked(conn, scored, key=lambda item: item[0]["record_id"])  # superseded demoted, merged dropped
@@ -481,32 +486,37 @@ def scores(
     """(record_id, score) of the best `limit` matches, scored as search() scores them but
     without building hits, nor the marks (semantic.Searcher weighs the fused score by them once):
     the lexical half of semantic.Searcher's fusion."""
-    after: list = []
-    apart: list = []
-    words = _query_words(conn, query, limit, after, apart)
-    if words is None:
+    planned = _query_plan(conn, query, limit, project_id)
+    if planned is None:
         return []
+    words, apart = planned.words, planned.apart
     now = time.time() if now is None else now
     depth = limit * 20 if types else limit
-    in_match, share = _project_in_match(conn, project_id)
     rows = (
         reader.fts_matches(
             conn,
             words,
-            depth=_ceil(depth / share),
+            depth=_ceil(depth / planned.share),
             limit=depth,
             project_id=project_id,
             types=types,
             columns=reader.SCORE_COLUMNS,
-            project_in_match=in_match,
-            after_rowid=after[0],
+            project_in_match=planned.in_match,
+            after_rowid=planned.after_rowid,
         )
         if words
         else []
     )
     if apart:
         rows = _with_phrases(
-            conn, rows, apart, limit=depth, columns=reader.SCORE_COLUMNS, project_id=project_id, types=types
+            conn,
+            rows,
+            apart,
+            newest_rowid=planned.newest_rowid,
+            limit=depth,
+            columns=reader.SCORE_COLUMNS,
+            project_id=project_id,
+            types=types,
         )
     # fusion weighs freshness/outcome once; superseded/merged apply here already
     found = [(r["record_id"], -r["bm25"] * _weight(r, now, marked=False)) for r in rows]

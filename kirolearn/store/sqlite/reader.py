@@ -360,6 +360,49 @@ def _project_arg(conds: list, args: list) -> "str | None":
     return args[0] if conds and conds[0].endswith(".project_id = ?") else None
 
 
+class QueryStats:
+    """What planning a prompt's ranking needs from the index, read in one call (query_stats)."""
+
+    __slots__ = ("words", "tokens", "parts", "project", "newest_rowid")
+
+    def __init__(self, words, tokens, parts, project, newest: int) -> None:
+        self.words = words  # term_doc_counts of the words
+        self.tokens = tokens  # word_tokens of each word
+        self.parts = parts  # {token: records holding it} of the words of several tokens (None: unknown)
+        self.project = project  # project_docs (None: no project, or unknown)
+        self.newest_rowid = newest
+
+
+def _token_prefix(token: str) -> str:
+    # the stem-like prefix recall.lexical looks a word up by; a short token exactly
+    if len(token) <= 3:
+        return token + "\x00"
+    return token if len(token) <= 4 else token[: max(4, len(token) - 3)]
+
+
+def query_stats(conn, words: "list[str]", prefixes: "list[str]", project_id: "str | None") -> QueryStats:
+    """term_doc_counts of the words (looked up by `prefixes`) and of the tokens of those made of
+    several, project_docs and newest_rowid. A token of three characters or fewer is counted exactly,
+    not by prefix ("ci" is not every word that starts with it)."""
+    tokens = [word_tokens(w) for w in words]
+    parts = sorted({p for split in tokens if len(split) > 1 for p in split})
+    part_counts = None
+    if parts:
+        found = term_doc_counts(conn, [_token_prefix(p) for p in parts], parts)
+        part_counts = dict(zip(parts, found[1])) if found and found[1] else None
+    try:
+        newest = newest_rowid(conn)
+    except sqlite3.OperationalError:  # no records table: nothing to bound
+        newest = 0
+    return QueryStats(
+        term_doc_counts(conn, prefixes, words),
+        tokens,
+        part_counts,
+        project_docs(conn, project_id) if project_id else None,
+        newest,
+    )
+
+
 def newest_rowid(conn) -> int:
     """The highest rowid of memory_records (0 when empty): one step down the table's b-tree."""
     return conn.execute("select coalesce(max(rowid), 0) from memory_records").fetchone()[0]
