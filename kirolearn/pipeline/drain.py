@@ -332,9 +332,11 @@ class Drainer:
                 stats.duplicates += 1
                 continue
             done.append((path, clean["event_id"]))
-            self._done_lines[path] = capture_events.serialize(clean)  # the log keeps the scrubbed text
+            line = capture_events.serialize(clean)  # the row and spool/done's log keep the scrubbed text
+            self._done_lines[path] = line
             seen_hashes.setdefault(content_hash, []).append(clean["received_at"])
-            rows.append(event_row(clean, content_hash, stored_at, actor=self.settings.team.actor))
+            body = line.decode("utf-8")
+            rows.append(event_row(clean, content_hash, stored_at, actor=self.settings.team.actor, body=body))
         self.store.add_events(rows)  # one transaction (crash point "ingest-in-transaction" inside)
         crashpoint.reached("ingest-after-commit")
         stats.stored += len(rows)

@@ -701,11 +701,14 @@ def event_project_id(event: dict) -> str:
     return carried if isinstance(carried, str) and carried else project_id(event["project_root"])
 
 
-def event_row(event: dict, content_hash: str, stored_at: str | None = None, *, actor: str = "") -> dict:
+def event_row(
+    event: dict, content_hash: str, stored_at: str | None = None, *, actor: str = "", body: str | None = None
+) -> dict:
     """The stored row of a scrubbed event (what `Store.add_events` takes): its envelope as columns,
-    the whole event as JSON `body`, extraction 'pending'. `actor`, a configured one ([team] actor /
-    KIROLEARN_ACTOR), wins over the OS user the event recorded; an import passes none and keeps
-    what it reads. `stored_at` defaults to now (the drain passes one time per chunk)."""
+    the whole event as JSON `body` (given when the caller serialised it already), extraction 'pending'.
+    `actor`, a configured one ([team] actor / KIROLEARN_ACTOR), wins over the OS user the event
+    recorded; an import passes none and keeps what it reads. `stored_at` defaults to now (the drain
+    passes one time per chunk)."""
     return {
         "event_id": event["event_id"],
         "content_hash": content_hash,
@@ -724,6 +727,6 @@ def event_row(event: dict, content_hash: str, stored_at: str | None = None, *, a
         "actor": actor or event["actor"],
         "host": event["host"],
         "client_version": event["client_version"],
-        "body": json.dumps(event, ensure_ascii=False),
+        "body": json.dumps(event, ensure_ascii=False) if body is None else body,
         "extract_state": "pending",
     }
