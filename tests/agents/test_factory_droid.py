@@ -12,6 +12,7 @@ wrapper only picks it): Linux x64 only.
 import json
 import os
 import platform
+import subprocess
 import sys
 from pathlib import Path
 
@@ -50,8 +51,9 @@ def user_settings(base_url: str) -> str:
     return json.dumps({"customModels": [model]}, indent=2) + "\n"
 
 
-def run_droid(binary, cwd, prompt, timeout=180):
-    """One `droid exec` run; every request that is not for loopback goes to a proxy that records it."""
+def run_droid(binary, cwd, prompt, timeout=180, check=True):
+    """One `droid exec` run (its default autonomy: read-only tools only); every request that is not for
+    loopback goes to a proxy that records it."""
     with ProxySink() as sink:
         env = agent_env(
             FACTORY_AIRGAP_ENABLED="1",
@@ -59,13 +61,29 @@ def run_droid(binary, cwd, prompt, timeout=180):
             HTTPS_PROXY=sink.url,
             HTTP_PROXY=sink.url,
         )
-        result = run_agent([binary, "exec", "-m", "custom:gpt-fake", prompt], cwd, env, timeout=timeout)
+        argv = [binary, "exec", "-m", "custom:gpt-fake", prompt]
+        if check:
+            result = run_agent(argv, cwd, env, timeout=timeout)
+        else:
+            result = subprocess.run(
+                argv,
+                cwd=cwd,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
+            )
     assert sink.attempts == [], sink.attempts  # nothing tried to leave loopback
     return result
 
 
 def messages_text(body: dict) -> str:
     return json.dumps(body.get("messages"), ensure_ascii=False)
+
+
+def tool_names(body: dict) -> "list[str]":
+    return [t.get("function", {}).get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
 
 
 def tool_messages(body: dict) -> "list[dict]":
@@ -121,10 +139,26 @@ def test_droid_real_session_capture_memory_mcp_and_exact_uninstall(droid_bin, pr
         assert "KLDFINAL-5150" in messages_text(requests[0]), (
             "the memory kirolearn injected did not reach the model"
         )
+        # Droid defers MCP tools behind its ToolSearch: named in a system reminder, callable by that name
+        assert MCP_TOOL in messages_text(requests[0]) and "ToolSearch" in tool_names(requests[0])
         (answer,) = tool_messages(requests[-1])
         assert "KLDFINAL-5150" in json.dumps(answer), answer
         calls = [e for e in events_of(export(cwd=project), "factory-droid") if e.get("tool_name") == MCP_TOOL]
         assert calls, "Droid reported no PostToolUse for the MCP call"
+
+        # Session 3: forget_memory (destructive) is not run without asking; `droid exec` stops instead
+        fake.script = [
+            {
+                "call": "kirolearn___forget_memory",
+                "arguments": {"record_id": record["record_id"], "reason": "test"},
+            },
+            {"text": "forgotten"},
+        ]
+        refused = run_droid(droid_bin, project, "Forget the webhook record", check=False)
+        assert refused.returncode != 0 and "insufficient permission" in refused.stdout + refused.stderr
+        assert [
+            o for o in export(cwd=project) if o["type"] == "record" and o["record_id"] == record["record_id"]
+        ]
 
     kirolearn("uninstall", "--agent", "factory-droid", "--yes")
     assert settings.read_bytes() == original
