@@ -15,7 +15,18 @@ from helpers import run_cli
 
 from kirolearn.cli.commands import cli
 
-AGENTS = ("kiro", "claude-code", "codex", "gemini", "qwen-code", "auggie", "cursor", "opencode", "kilo-code")
+AGENTS = (
+    "kiro",
+    "claude-code",
+    "codex",
+    "gemini",
+    "qwen-code",
+    "auggie",
+    "factory-droid",
+    "cursor",
+    "opencode",
+    "kilo-code",
+)
 
 
 def files_under(root: Path) -> "dict[str, bytes]":

@@ -31,6 +31,10 @@ USER_FILES = {  # files a user already has, which install edits and uninstall mu
     "gemini": {".gemini/settings.json": '{\r\n    "theme": "dark"\r\n}\r\n'},
     "qwen-code": {".qwen/settings.json": '{\n  "$version": 4,\n  "ui": {"theme": "dark"}\n}\n'},
     "auggie": {".augment/settings.json": '{\n  "model": "sonnet4.5"\n}\n'},
+    "factory-droid": {
+        ".factory/settings.json": '{\n  "model": "custom:m"\n}\n',
+        ".factory/mcp.json": '{"mcpServers": {"gh": {"type": "stdio", "command": "gh-mcp"}}}\n',
+    },
     "cursor": {".cursor/mcp.json": '{"mcpServers": {"other": {"command": "x"}}}'},
     "copilot": {".github/mcp.json": '{\n\t"mcpServers": {}\n}\n'},
     "kiro": {".kiro/settings/mcp.json": '{"mcpServers": {"github": {"command": "gh-mcp"}}}\n'},
@@ -42,6 +46,7 @@ PAYLOADS = {  # a prompt, in each agent's own shape
     "gemini": {"hook_event_name": "BeforeAgent", "session_id": "p1", "prompt": "portable hello"},
     "qwen-code": {"hook_event_name": "UserPromptSubmit", "session_id": "p1", "prompt": "portable hello"},
     "auggie": {"hook_event_name": "PromptSubmit", "conversation_id": "p1", "user_prompt": "portable hello"},
+    "factory-droid": {"hook_event_name": "SessionStart", "session_id": "p1", "source": "startup"},
     "cursor": {"hook_event_name": "beforeSubmitPrompt", "conversation_id": "p1", "prompt": "portable hello"},
     "copilot": {"sessionId": "p1", "prompt": "portable hello"},
     "kiro": {"hook_event_name": "userPromptSubmit", "prompt": "portable hello"},
@@ -132,7 +137,8 @@ def machine_words(home) -> "list[str]":
 
 @pytest.mark.slow  # ~10 s an agent: shells, two doctor runs
 @pytest.mark.parametrize(
-    "agent", ["claude-code", "codex", "copilot", "gemini", "qwen-code", "auggie", "cursor", "kiro"]
+    "agent",
+    ["claude-code", "codex", "copilot", "gemini", "qwen-code", "auggie", "factory-droid", "cursor", "kiro"],
 )
 def test_portable_wiring_runs_from_path_and_says_so_when_path_lacks_it(agent, project, home, path_bin):
     files = install_portable(agent, project)

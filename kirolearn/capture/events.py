@@ -2,7 +2,7 @@
 
 What differs between agents (hook names, payload shapes, environment hints)
 lives in their adapters, one per agent in kirolearn.capture.agents (Kiro, Claude Code, Codex,
-Copilot CLI, Gemini CLI, Qwen Code, Auggie, opencode, Kilo Code, Cursor).
+Copilot CLI, Gemini CLI, Qwen Code, Auggie, Factory Droid, opencode, Kilo Code, Cursor).
 `build_event` asks the adapter to map the hook name onto kirolearn's canonical
 triggers and returns the one flat shape described in queue/README.md and
 validated by kirolearn.pipeline.schema.Event. Invalid input raises `Rejected`; nothing

@@ -227,7 +227,7 @@ def _log_traceback() -> str:
 @click.version_option(__version__, prog_name="kirolearn")
 def cli():
     """kirolearn: durable memory for coding agents (Kiro CLI and IDE, Claude Code, Codex, Copilot CLI,
-    Gemini CLI, Qwen Code, Auggie, opencode, Kilo Code, Cursor).
+    Gemini CLI, Qwen Code, Auggie, Factory Droid, opencode, Kilo Code, Cursor).
 
     Hooks capture each agent turn into a spool; `kirolearn drain` turns the
     spool into searchable memory records in $KIROLEARN_HOME/kirolearn.db, and

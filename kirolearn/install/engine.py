@@ -244,6 +244,7 @@ TOP_DIRS = (
     ".kirolearn",
     ".qwen",
     ".augment",
+    ".factory",
 )
 
 

@@ -57,6 +57,7 @@ def candidates(agent: str, scope: str, project: "str | None" = None) -> "list[st
             "qwen-code": [_user(".qwen", "settings.json")],
             "auggie": [_user(".augment", "settings.json")],
             "kilo-code": [_opencode_user("kilo", "kilo.json")],
+            "factory-droid": [_user(".factory", "settings.json"), _user(".factory", "mcp.json")],
         }
         return table.get(agent, [])
     if not project:
@@ -81,6 +82,7 @@ def candidates(agent: str, scope: str, project: "str | None" = None) -> "list[st
         "qwen-code": [at(".qwen", "settings.json")],
         "auggie": [at(".augment", "settings.json"), at(".augment", "settings.local.json")],
         "kilo-code": [at("kilo.json")],
+        "factory-droid": [at(".factory", "settings.json"), at(".factory", "mcp.json")],
     }
     return table.get(agent, [])
 
@@ -240,6 +242,7 @@ def _user_dirs() -> "list[str]":
         _user(".copilot"),
         _user(".qwen"),
         _user(".augment"),
+        _user(".factory"),
         os.path.dirname(_opencode_user()),
         os.path.dirname(_opencode_user("kilo")),
     ]
@@ -270,6 +273,7 @@ def recorded_project(entry: dict) -> "str | None":
             ".opencode",
             ".qwen",
             ".augment",
+            ".factory",
         ):
             return os.sep.join(parts[:i]) or os.sep
     # .mcp.json, opencode.json, kilo.json: at the project's top

@@ -152,7 +152,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="kirolearn-mcp",
         description="kirolearn's MCP stdio server for coding "
-        "agents (Kiro, Claude Code, Codex, Copilot, Gemini, opencode, Kilo Code, Cursor).",
+        "agents (Kiro, Claude Code, Codex, Copilot, Gemini, Qwen Code, Auggie, Factory Droid, opencode, Kilo Code, "
+        "Cursor).",
     )
     parser.add_argument(
         "--project", help="project directory (default: $KIROLEARN_PROJECT, else the current directory)"

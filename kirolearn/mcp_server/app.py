@@ -513,6 +513,7 @@ CLIENT_AGENTS = (
     ("qwen", "qwen-code"),
     ("augment", "auggie"),
     ("kilo", "kilo-code"),
+    ("factory", "factory-droid"),
     ("opencode", "opencode"),
     ("cursor", "cursor"),
     ("kiro", "kiro"),

@@ -178,6 +178,8 @@ _FAILED_RESULT_TYPES = ("failure", "error", "denied", "rejected")
 
 # Copilot's shell text ends "<shellId: 0 completed with exit code 1>"
 _COMPLETED_EXIT = re.compile(r"completed with exit code\s*(-?\d+)", re.I)
+# Factory Droid's Execute text ends "[Process exited with code N]"
+_PROCESS_EXITED = re.compile(r"\[Process exited with code\s*(-?\d+)\]")
 # Auggie's launch-process text opens "...<return-code>\nN\n</return-code>\n<output>"
 _RETURN_CODE = re.compile(r"<return-code>\s*(-?\d+)\s*</return-code>")
 
@@ -246,6 +248,12 @@ def tool_status(event: dict) -> "bool | None":
                 # AfterTool carries `error` when a tool failed, and only then
                 return True
         return None
+    if agent == "factory-droid":
+        # PostToolUse fires only for a call that ran; a shell call's text ends with its exit code
+        trailer = _last(_PROCESS_EXITED, response) if isinstance(response, str) else None
+        if trailer:
+            return trailer.group(1) == "0"
+        return True if response is not None else None
     if agent == "kilo-code":
         meta = response.get("metadata") if isinstance(response, dict) else None
         # its bash tool's exit status

@@ -47,10 +47,15 @@ def folder_name(package_spec: str) -> str:
     return "".join(c if c.isalnum() or c in "-._" else "-" for c in name)
 
 
-def install(package_spec: str, bin_name: str) -> pathlib.Path:
-    """The `bin_name` binary of the pinned `package_spec`, from the cache or installed into it."""
+def install(package_spec: str, bin_name: str, path: "str | None" = None) -> pathlib.Path:
+    """The `bin_name` binary of the pinned `package_spec`, from the cache or installed into it.
+
+    `path`: the binary's path inside the install folder, for a package that links no bin (a platform
+    package such as `@factory/cli-linux-x64`); by default node_modules/.bin/`bin_name`.
+    """
     prefix = cache_root() / folder_name(package_spec)
-    binary = prefix / "node_modules" / ".bin" / bin_name
+    inside = path or os.path.join("node_modules", ".bin", bin_name)
+    binary = prefix / inside
     if binary.exists():
         return binary
     if not required():
@@ -82,8 +87,8 @@ def install(package_spec: str, bin_name: str) -> pathlib.Path:
             _missing(
                 f"`npm install {package_spec}` failed: {(result.stderr or result.stdout).strip()[-800:]}"
             )
-        if not (staging / "node_modules" / ".bin" / bin_name).exists():
-            _missing(f"{package_spec} installed but has no bin {bin_name!r}")
+        if not (staging / inside).exists():
+            _missing(f"{package_spec} installed but has no bin {bin_name!r} ({inside})")
         try:
             os.rename(staging, prefix)  # atomic: a parallel worker sees all of it or nothing
         except OSError:

@@ -77,6 +77,12 @@ def _kilo_code():
     return kilo_code
 
 
+def _factory_droid():
+    from kirolearn.capture.agents import factory_droid
+
+    return factory_droid
+
+
 _LOADERS = {
     "kiro": _kiro,
     "claude-code": _claude_code,
@@ -88,6 +94,7 @@ _LOADERS = {
     "qwen-code": _qwen_code,
     "auggie": _auggie,
     "kilo-code": _kilo_code,
+    "factory-droid": _factory_droid,
 }
 
 

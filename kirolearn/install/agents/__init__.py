@@ -12,6 +12,7 @@ from kirolearn.install.agents import (
     codex,
     copilot,
     cursor,
+    factory_droid,
     gemini,
     kilo_code,
     kiro,
@@ -30,6 +31,7 @@ _ADAPTERS = {
     "qwen-code": qwen_code,
     "auggie": auggie,
     "kilo-code": kilo_code.KILO,
+    "factory-droid": factory_droid,
 }
 
 
