@@ -18,6 +18,10 @@ import os
 import re
 from dataclasses import dataclass
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # types only: the hook re-checks claims, and `typing` would cost it the import
+    from typing import Any  # a parsed file's values (TOML, JSON, YAML): any JSON-like shape
+
 SETTING, DEPENDENCY, SYMBOL, LINES = "setting", "dependency", "symbol", "lines"
 DISPLAY_MAX = 120  # characters of a value shown ("now 7")
 FACTS_MAX = 2000  # facts read from one file, at most
@@ -87,12 +91,12 @@ def read(path: str, text: str) -> dict[str, Fact] | None:
     return dict(list(found.items())[:FACTS_MAX])
 
 
-def canonical(value) -> str:
+def canonical(value: object) -> str:
     """A parsed value as canonical text: JSON with sorted keys."""
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def shown(value) -> str:
+def shown(value: object) -> str:
     """A value as a person reads it: a string as itself, anything else as JSON, clipped."""
     text = value if isinstance(value, str) else canonical(value)
     text = " ".join(text.split())
@@ -113,7 +117,7 @@ def _python(text: str) -> dict[str, Fact]:
     return out
 
 
-def _python_node(node, prefix: str, out: dict) -> None:
+def _python_node(node: ast.stmt, prefix: str, out: dict[str, Fact]) -> None:
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         word = "class" if isinstance(node, ast.ClassDef) else "def"
         start = min([node.lineno] + [d.lineno for d in node.decorator_list])
@@ -149,7 +153,7 @@ def _python_node(node, prefix: str, out: dict) -> None:
         out[key] = Fact(SETTING, key, fact_value, fact_shown, node.lineno, node.end_lineno or node.lineno)
 
 
-def _jsonable(value):
+def _jsonable(value: object) -> object:
     if isinstance(value, (list, tuple, set, frozenset)):
         items = [_jsonable(v) for v in value]
         return sorted(items, key=canonical) if isinstance(value, (set, frozenset)) else items
@@ -165,7 +169,9 @@ def _jsonable(value):
 # --- nested data (TOML, JSON, YAML, INI): flattened to dotted keys ---
 
 
-def _flatten(data, spans: dict[str, tuple[int, int]], prefix: str = "", out=None) -> dict[str, Fact]:
+def _flatten(
+    data: object, spans: dict[str, tuple[int, int]], prefix: str = "", out: dict[str, Fact] | None = None
+) -> dict[str, Fact]:
     out = {} if out is None else out
     for key, value in data.items() if isinstance(data, dict) else ():
         path = f"{prefix}{key}"
@@ -177,7 +183,7 @@ def _flatten(data, spans: dict[str, tuple[int, int]], prefix: str = "", out=None
     return out
 
 
-def _nearest_span(path: str, spans: dict) -> tuple[int, int]:
+def _nearest_span(path: str, spans: dict[str, tuple[int, int]]) -> tuple[int, int]:
     """The span of the closest ancestor whose line the scanner saw (an inline table's leaf)."""
     while "." in path:
         path = path.rpartition(".")[0]
@@ -281,7 +287,7 @@ _YAML_KEY = re.compile(
 )
 
 
-def _yaml_scalar(raw: str):
+def _yaml_scalar(raw: str) -> str:
     raw = raw.strip()
     if raw[:1] in ('"', "'"):
         quote = raw[0]
@@ -294,7 +300,7 @@ def _yaml_scalar(raw: str):
 def _yaml(text: str) -> dict[str, Fact]:
     """Block mappings of scalars and lists of scalars (what configuration files hold); anything else
     (flow collections, anchors, block scalars) is kept as its normalised text."""
-    data: dict = {}
+    data: dict[str, Any] = {}
     keys: list[tuple[str, int]] = []
     stack: list[tuple[int, str]] = []  # (indent, path) of open mappings
     lines = text.split("\n")
@@ -341,7 +347,7 @@ def _yaml(text: str) -> dict[str, Fact]:
     return _flatten(data, _close_spans(keys, lines))
 
 
-def _yaml_get(data: dict, path: str):
+def _yaml_get(data: dict[str, Any], path: str) -> object:
     node = data
     for part in path.split("."):
         if not isinstance(node, dict) or part not in node:
@@ -350,7 +356,7 @@ def _yaml_get(data: dict, path: str):
     return node
 
 
-def _yaml_set(data: dict, path: str, value) -> None:
+def _yaml_set(data: dict[str, Any], path: str, value: object) -> None:
     node = data
     parts = path.split(".")
     for part in parts[:-1]:
@@ -442,7 +448,9 @@ def _block_end(lines: list[str], start: int) -> int:
     return len(lines) - 1
 
 
-def _code_fact(kind: str, key: str, lines: list[str], start: int, end: int, shown_as: str | None = None):
+def _code_fact(
+    kind: str, key: str, lines: list[str], start: int, end: int, shown_as: str | None = None
+) -> Fact:
     body = normalised_code("\n".join(lines[start : end + 1]))
     if kind == SYMBOL:
         digest = hashlib.sha256(body.encode()).hexdigest()[:16]

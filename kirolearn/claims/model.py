@@ -13,6 +13,11 @@ from dataclasses import asdict, dataclass, field
 
 from kirolearn.claims.facts import DEPENDENCY, LINES, SETTING, SYMBOL, Fact
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # types only: the hook re-checks claims, and `typing` would cost it the import
+    from collections.abc import Callable, Iterable
+    from typing import Any  # a claim as JSON: what the store keeps
+
 KINDS = (SETTING, DEPENDENCY, SYMBOL, LINES)
 ANCHOR_LINES = 24  # lines a lines claim cites, at most
 FINGERPRINT_LINES = 48  # lines of a file kept to follow it when it moves
@@ -44,14 +49,14 @@ class Claim:
         """What two claims must share to be about the same thing: file, kind and key."""
         return (self.file, self.kind, self.key)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["lines"] = list(self.lines)
         data["fingerprint"] = list(self.fingerprint)
         return data
 
     @classmethod
-    def from_dict(cls, data: dict) -> Claim:
+    def from_dict(cls, data: dict[str, Any]) -> Claim:
         return cls(
             file=str(data["file"]),
             kind=str(data["kind"]),
@@ -99,7 +104,14 @@ def digest_holds(digest: str, fact: Fact, secret: bytes | None) -> bool | None:
     return claim_digest(fact.kind, fact.key, fact.value) == digest
 
 
-def from_fact(file: str, fact: Fact, fingerprint=(), *, scrub=None, secret: bytes | None = None) -> Claim:
+def from_fact(
+    file: str,
+    fact: Fact,
+    fingerprint: Iterable[str] = (),
+    *,
+    scrub: Callable[[str], str] | None = None,
+    secret: bytes | None = None,
+) -> Claim:
     """The claim a record makes by writing `fact`; `scrub` cleans the value shown, and a value it
     would redact is digested with `secret` (claim_digest)."""
     shown_as = scrub(fact.shown) if scrub else fact.shown
@@ -114,7 +126,7 @@ def from_fact(file: str, fact: Fact, fingerprint=(), *, scrub=None, secret: byte
     )
 
 
-def lines_claim(file: str, digests, fingerprint=()) -> Claim:
+def lines_claim(file: str, digests: Iterable[str], fingerprint: Iterable[str] = ()) -> Claim:
     """The claim of the lines a turn wrote where no reader knows the file (at most ANCHOR_LINES)."""
     chosen = tuple(sorted(digests))[:ANCHOR_LINES]
     return Claim(
@@ -128,6 +140,6 @@ def lines_claim(file: str, digests, fingerprint=()) -> Claim:
     )
 
 
-def fingerprint_of(digests) -> tuple[str, ...]:
+def fingerprint_of(digests: Iterable[str]) -> tuple[str, ...]:
     """A file's sample of line digests, the same for the same set of lines."""
     return tuple(sorted(digests))[:FINGERPRINT_LINES]

@@ -10,6 +10,10 @@ import os
 from kirolearn.core import paths
 from kirolearn.core.limits import DEFAULTS, MAX_BUDGET_TOKENS
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # types only: `typing` would cost the hook its import
+    from typing import Any
+
 
 class ConfigFileError(ValueError):
     """config.toml cannot be read as TOML; the message names the file and what is wrong."""
@@ -29,7 +33,7 @@ def read_bytes(path: "str | None" = None) -> "bytes | None":
         return None
 
 
-def parse(raw: bytes, path: str) -> dict:
+def parse(raw: bytes, path: str) -> "dict[str, Any]":
     """The tables of a config file's bytes; ConfigFileError when they are not UTF-8 TOML."""
     try:
         import tomllib
@@ -42,19 +46,20 @@ def parse(raw: bytes, path: str) -> dict:
     except UnicodeDecodeError as exc:
         raise ConfigFileError(f"{path}: not UTF-8 (byte {exc.start}); save it as UTF-8") from None
     try:
-        return tomllib.loads(text)
+        tables: dict[str, Any] = tomllib.loads(text)  # tomllib has no stubs for Python 3.10
+        return tables
     except tomllib.TOMLDecodeError as exc:
         raise ConfigFileError(f"{path}: not valid TOML ({exc})") from None
 
 
-def load(path: "str | None" = None) -> dict:
+def load(path: "str | None" = None) -> "dict[str, Any]":
     """The file's tables ({} without a file); ConfigFileError when it cannot be read as TOML."""
     path = path or config_path()
     raw = read_bytes(path)
     return {} if raw is None else parse(raw, path)
 
 
-def hook_view() -> dict:
+def hook_view() -> "dict[str, Any]":
     """The [recall] table over DEFAULTS, the [scrub] extras and the [team] actor, for the hook path.
 
     tomllib (docs/benchmarks.md, 'What the hot paths avoid loading') loads only when the file

@@ -8,6 +8,10 @@ change of either is visible in the data.
 import hashlib
 import json
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 HASH_PREFIX = "sha256:"
 
 # "the same hook call": what the agent sent, not when or how it arrived
@@ -25,23 +29,23 @@ EVENT_CONTENT_FIELDS = (
 )
 
 
-def canonical_json(value) -> str:
+def canonical_json(value: object) -> str:
     """Deterministic JSON text of a JSON-like value."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def tagged_hash(value) -> str:
+def tagged_hash(value: object) -> str:
     """`sha256:<hex>` of the canonical JSON of `value`."""
     data = canonical_json(value).encode("utf-8", "surrogatepass")
     return HASH_PREFIX + hashlib.sha256(data).hexdigest()
 
 
-def event_content_hash(event: dict) -> str:
+def event_content_hash(event: "Mapping[str, object]") -> str:
     """Content hash of an event (see EVENT_CONTENT_FIELDS)."""
     return tagged_hash({k: event.get(k) for k in EVENT_CONTENT_FIELDS})
 
 
-def stop_content_hash(event: dict, turn_key: "str | None") -> str:
+def stop_content_hash(event: "Mapping[str, object]", turn_key: "str | None") -> str:
     """Content hash of an end-of-turn event, keyed on what its turn holds.
 
     Kiro CLI posts empty stops, so two turns of one session can end with identical
@@ -56,7 +60,9 @@ def stop_content_hash(event: dict, turn_key: "str | None") -> str:
 KEYED_PREFIX = "hmac-sha256:"
 
 
-def keyed_content_hash(event: dict, key: bytes, turn_key: "str | None" = None, stop: bool = False) -> str:
+def keyed_content_hash(
+    event: "Mapping[str, object]", key: bytes, turn_key: "str | None" = None, stop: bool = False
+) -> str:
     """A content hash of an event's raw text, keyed: for an event whose scrubbing removed something
     (a <private> span, a secret). Two such events that differ only in what was removed get different
     hashes, and without the home's key the hash reveals nothing of the removed text."""

@@ -11,11 +11,49 @@ import time
 
 from kirolearn.core import paths
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # types only: `typing` would cost the hook its import
+    from collections.abc import Mapping
+    from typing import Literal, overload
+
+
 LOG_NAME = "env.log"
-_SAID: set = set()  # variables already logged by this process
+_SAID: "set[str]" = set()  # variables already logged by this process
 
 
-def number(name: str, default, low, high, *, integer: bool = False, env=None):
+if TYPE_CHECKING:  # integer=True: an int (`default` one too); else a float (an int `default` is one)
+
+    @overload
+    def number(
+        name: str,
+        default: int,
+        low: int,
+        high: int,
+        *,
+        integer: Literal[True],
+        env: "Mapping[str, str] | None" = None,
+    ) -> int: ...
+    @overload
+    def number(
+        name: str,
+        default: float,
+        low: float,
+        high: float,
+        *,
+        integer: bool = False,
+        env: "Mapping[str, str] | None" = None,
+    ) -> float: ...
+
+
+def number(
+    name: str,
+    default: float,
+    low: float,
+    high: float,
+    *,
+    integer: bool = False,
+    env: "Mapping[str, str] | None" = None,
+) -> float:
     """$`name` as an int (`integer`) or float within [low, high], else `default` (logged if set)."""
     text = (os.environ if env is None else env).get(name)
     if text is None or not text.strip():
@@ -32,7 +70,7 @@ def number(name: str, default, low, high, *, integer: bool = False, env=None):
     return default
 
 
-def _warn(name: str, text: str, default, low, high) -> None:
+def _warn(name: str, text: str, default: float, low: float, high: float) -> None:
     if name in _SAID:
         return
     _SAID.add(name)

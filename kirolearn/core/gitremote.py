@@ -164,7 +164,7 @@ def _value(raw: str) -> str:
 
 def remote_urls(config_text: str) -> "list[tuple[str, str]]":
     """(remote name, first url) for every remote with a url, in file order."""
-    found: dict = {}
+    found: dict[str, str] = {}
     section = None
     pending = ""
     for line in config_text.splitlines():
@@ -262,7 +262,7 @@ def normalise(url: str, base: "str | None" = None) -> "str | None":
     return _strip_repo_suffix(os.path.normpath(path)) or None
 
 
-def remote_of(root: str, home: "str | None" = None) -> "dict | None":
+def remote_of(root: str, home: "str | None" = None) -> "dict[str, str] | None":
     """The git remote identifying `root`: {"remote", "normalised", "top", "subpath"}, or None.
 
     `subpath` is `root` relative to the work tree's top ("" at the top, "packages/web" for a

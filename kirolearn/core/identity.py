@@ -6,10 +6,14 @@ attribution (kirolearn.team.membership) and migration m016 fall back to the same
 
 import os
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # types only: `typing` would cost the hook its import
+    from collections.abc import Mapping
+
 USER_VARIABLES = ("USER", "LOGNAME", "USERNAME")
 
 
-def env_user(env) -> "str | None":
+def env_user(env: "Mapping[str, str]") -> "str | None":
     """The user that USER, LOGNAME or USERNAME in `env` names (at most 128 characters), or None."""
     for key in USER_VARIABLES:
         if env.get(key):
@@ -25,7 +29,7 @@ def os_user() -> str:
     return event_user(os.environ)
 
 
-def event_user(env) -> str:
+def event_user(env: "Mapping[str, str]") -> str:
     """The user an event names: USER, LOGNAME or USERNAME in `env`, else the login name of this process's
     passwd entry (a cron job, a container, `env -i`), else "unknown" (a random uid with no entry)."""
     return env_user(env) or passwd_user()[:128] or "unknown"
@@ -41,7 +45,7 @@ def passwd_user() -> str:
         return ""
 
 
-def this_host(env=None) -> str:
+def this_host(env: "Mapping[str, str] | None" = None) -> str:
     """This machine's name; on Windows (no os.uname) COMPUTERNAME from `env` (default os.environ)."""
     try:
         return os.uname().nodename or "unknown"

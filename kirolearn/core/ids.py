@@ -8,6 +8,11 @@ arrival order to the millisecond. uuid/secrets are avoided for import cost.
 import os
 import time
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # types only: `typing` would cost the hook its import
+    from _hashlib import HASH
+    from collections.abc import Callable
+
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 ULID_PATTERN = r"^[0-9A-HJKMNP-TV-Z]{26}$"
 
@@ -52,7 +57,8 @@ def new_uuid4() -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
-_SHA256 = None  # the constructor sha256_hex found, looked for once per process
+# the constructor sha256_hex found, looked for once per process
+_SHA256: "Callable[[bytes], HASH] | None" = None
 
 
 def sha256_hex(data: bytes) -> str:
@@ -82,7 +88,8 @@ def sha1_hex(data: bytes) -> str:
         from _sha1 import sha1
     except ImportError:  # another interpreter
         from hashlib import sha1
-    return sha1(data).hexdigest()
+    digest: str = sha1(data).hexdigest()  # a str either way; _sha1 has no stubs
+    return digest
 
 
 def git_blob_id(data: bytes) -> str:

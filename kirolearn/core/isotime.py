@@ -14,6 +14,10 @@ imported only by the functions that parse).
 import os
 import time
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # types only: the hook does not load datetime
+    from datetime import datetime
+
 # tests' clock: epoch seconds or an ISO time; unset, the system clock
 CLOCK_ENV = "KIROLEARN_NOW"
 
@@ -54,7 +58,7 @@ def to_seconds(iso: "str | None") -> "str | None":
     return iso[:19] + "Z"
 
 
-def parse(iso: str):
+def parse(iso: str) -> "datetime":
     """A stored (or any ISO 8601) timestamp as an aware datetime; no offset means UTC."""
     from datetime import datetime, timezone
 
@@ -62,7 +66,7 @@ def parse(iso: str):
     return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
 
 
-def from_datetime(dt) -> str:
+def from_datetime(dt: "datetime") -> str:
     """A datetime in the stored format (a naive one is taken as UTC)."""
     from datetime import timezone
 
@@ -85,7 +89,7 @@ def shift(iso: str, seconds: float) -> str:
 SINCE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
-def since(text: str, now=None) -> str:
+def since(text: str, now: "datetime | None" = None) -> str:
     """An age ('7d', '12h', '30m', '2w', '90s') back from `now` (an aware datetime; default now), a date
     (UTC midnight) or an ISO time, in the stored format; ValueError when it is none of them."""
     import re  # not at the top: the hook imports this module

@@ -8,6 +8,12 @@ trailing text) goes to the `json` package itself, which raises its usual
 errors. Where `_json` is missing (another Python), this is `json`.
 """
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # types only: `typing` would cost the hook its import
+    from typing import Any, NoReturn
+
+    from _typeshed import SupportsRead
+
 try:
     import _json
 except ImportError:  # not CPython
@@ -18,7 +24,7 @@ __all__ = ["loads", "load", "dumps", "int_or_text"]
 _WHITESPACE = " \t\n\r"  # what json.JSONDecoder skips around a document
 
 
-def int_or_text(digits: str):
+def int_or_text(digits: str) -> "int | str":
     """An integer, or its digits as text past Python's int-string conversion limit (4,300 digits):
     one huge number must not cost the event that holds it."""
     try:
@@ -41,13 +47,7 @@ class _Context:
         return {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}[name]
 
 
-def _stdlib():
-    import json
-
-    return json
-
-
-def _default(o):
+def _default(o: object) -> "NoReturn":
     raise TypeError(f"Object of type {o.__class__.__name__} is not JSON serializable")
 
 
@@ -59,31 +59,39 @@ except Exception:  # noqa: BLE001
     _scan = None  # type: ignore[assignment]
 
 
-def loads(s):
+def loads(s: "str | bytes | bytearray") -> "Any":
     """json.loads(s) for a str document (anything else goes to json.loads)."""
     if _scan is None or not isinstance(s, str) or s.startswith("\ufeff"):
-        return _stdlib().loads(s, parse_int=int_or_text)
+        import json  # here, not at the top: it imports `re`; only the unusual documents pay for it
+
+        return json.loads(s, parse_int=int_or_text)
     start = len(s) - len(s.lstrip(_WHITESPACE))
     try:
         value, end = _scan(s, start)
     except Exception:  # noqa: BLE001
         # _json may raise SystemError: json raises the right one
-        return _stdlib().loads(s, parse_int=int_or_text)
+        import json
+
+        return json.loads(s, parse_int=int_or_text)
     if end != len(s) and s[end:].strip(_WHITESPACE):
         # raises json's "Extra data" error
-        return _stdlib().loads(s, parse_int=int_or_text)
+        import json
+
+        return json.loads(s, parse_int=int_or_text)
     return value
 
 
-def load(fh):
+def load(fh: "SupportsRead[str | bytes]") -> "Any":
     """json.load(fh)."""
     return loads(fh.read())
 
 
-def dumps(obj, *, ensure_ascii: bool = True, separators: "tuple[str, str] | None" = None) -> str:
+def dumps(obj: object, *, ensure_ascii: bool = True, separators: "tuple[str, str] | None" = None) -> str:
     """json.dumps(obj, ensure_ascii=..., separators=...) with json's other defaults."""
     if _scan is None:
-        return _stdlib().dumps(obj, ensure_ascii=ensure_ascii, separators=separators)
+        import json
+
+        return json.dumps(obj, ensure_ascii=ensure_ascii, separators=separators)
     item_separator, key_separator = separators or (", ", ": ")
     encoder = _json.make_encoder(
         {},
@@ -99,7 +107,7 @@ def dumps(obj, *, ensure_ascii: bool = True, separators: "tuple[str, str] | None
     return "".join(encoder(obj, 0))
 
 
-def _finite(value):
+def _finite(value: object) -> object:
     # inf - inf and nan - nan are nan
     if isinstance(value, float) and value - value != 0.0:
         return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
@@ -110,10 +118,11 @@ def _finite(value):
     return value
 
 
-def strict_dumps(obj, **options) -> str:
+def strict_dumps(obj: object, **options: "Any") -> str:
     """json.dumps(obj, **options) as strict JSON: NaN and the infinities, which json.dumps writes
     bare (not JSON; other readers refuse the line), become the strings "NaN", "Infinity", "-Infinity"."""
-    json = _stdlib()
+    import json
+
     try:
         return json.dumps(obj, allow_nan=False, **options)
     except ValueError:

@@ -133,7 +133,9 @@ def line_indent(text: str, offset: int) -> str:
     return line[: len(line) - len(line.lstrip(" \t"))]
 
 
-def append(text: str, container: Node, value, key: "str | None" = None) -> "tuple[str, tuple[int, str]]":
+def append(
+    text: str, container: Node, value: object, key: "str | None" = None
+) -> "tuple[str, tuple[int, str]]":
     """`text` with `value` added at the end of `container` (as member `key` of an object).
 
     Returns the new text and the insertion (offset, inserted text) for `remove`.

@@ -17,6 +17,11 @@ file rewritten since, or deleted, or a failed attempt, still comes back when not
 better matches, but below a record of the same relevance that is still true.
 """
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # types only: `typing` would cost the hook its import
+    from collections.abc import Mapping
+    from typing import Any
+
 FRESHNESS = ("current", "changed", "deleted")
 OUTCOMES = ("failed", "succeeded", "unknown")
 # old records, until checked
@@ -34,21 +39,21 @@ FRESHNESS_LABELS = {"changed": "changed since", "deleted": "gone since"}
 OUTCOME_LABELS = {"failed": "failed attempt"}
 
 
-def factor(freshness, outcome) -> float:
+def factor(freshness: "str | None", outcome: "str | None") -> float:
     """How much of its score a record keeps in recall (1.0: a current record, or an unmarked one)."""
     return FRESHNESS_FACTORS.get(freshness or DEFAULT_FRESHNESS, 1.0) * OUTCOME_FACTORS.get(
         outcome or DEFAULT_OUTCOME, 1.0
     )
 
 
-def record_factor(record: dict) -> float:
+def record_factor(record: "Mapping[str, Any]") -> float:
     """factor() times SUPERSEDED_FACTOR for a superseded record: what a store's own search (the
     Store contract's `search`, SQLite and the team store alike) multiplies a match's relevance by."""
     keep = factor(record.get("freshness"), record.get("outcome"))
     return keep * SUPERSEDED_FACTOR if record.get("superseded_by") else keep
 
 
-def labels(freshness, outcome) -> "list[str]":
+def labels(freshness: "str | None", outcome: "str | None") -> "list[str]":
     """The words a context-block line carries for these marks ([] for a current record of any other outcome)."""
     out = []
     if outcome in OUTCOME_LABELS:

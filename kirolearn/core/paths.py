@@ -39,17 +39,17 @@ class using_home:
     A class, not contextlib.contextmanager: contextlib's imports would cost every hook call.
     """
 
-    def __init__(self, path: "str | None"):
+    def __init__(self, path: "str | None") -> None:
         self.path = path
-        self.token: object = None
+        self.token: contextvars.Token[str | None] | None = None
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         if self.path is not None:
             self.token = _home_override.set(os.path.abspath(os.path.expanduser(str(self.path))))
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.token is not None:
-            _home_override.reset(self.token)  # type: ignore[arg-type]
+            _home_override.reset(self.token)
             self.token = None
 
 
@@ -71,7 +71,7 @@ def check_home() -> str:
     return root
 
 
-def check_project(path) -> str:
+def check_project(path: "str | os.PathLike[str]") -> str:
     """The absolute path of an existing project directory, or ProjectError (as the CLI's --project says)."""
     from kirolearn.core.errors import ProjectError
 

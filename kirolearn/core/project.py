@@ -114,7 +114,7 @@ def path_id(project_root: str) -> str:
     return sha256_hex(project_root.encode("utf-8", "surrogatepass"))[:16]
 
 
-def describe_where(project=None) -> str:
+def describe_where(project: "str | os.PathLike[str] | None" = None) -> str:
     """The project `project` (or the current directory) resolves to, and why, for messages.
 
     Outside any project the answer is the global project, named as such: never as $HOME.

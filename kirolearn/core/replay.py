@@ -15,15 +15,19 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import overload
+
 
 @dataclass(frozen=True)
 class Call:
     """One recorded hook call."""
 
-    argv: list
-    env: dict
+    argv: list[str]
+    env: dict[str, str]
     stdin: object
-    files: dict
+    files: dict[str, str]
 
 
 def load(path: str) -> "list[Call]":
@@ -48,7 +52,17 @@ def load(path: str) -> "list[Call]":
     return calls
 
 
-def _substitute(value, project: str):
+if TYPE_CHECKING:  # a value keeps its type
+
+    @overload
+    def _substitute(value: str, project: str) -> str: ...
+    @overload
+    def _substitute(value: dict[str, str], project: str) -> dict[str, str]: ...
+    @overload
+    def _substitute(value: object, project: str) -> object: ...
+
+
+def _substitute(value: object, project: str) -> object:
     if isinstance(value, str):
         return value.replace("${PROJECT}", project)
     if isinstance(value, list):
@@ -77,8 +91,8 @@ def make_project(directory: str) -> str:
 
 
 def replay(
-    calls: "list[Call]", project: str, env: "dict | None" = None
-) -> "list[subprocess.CompletedProcess]":
+    calls: "list[Call]", project: str, env: "dict[str, str] | None" = None
+) -> "list[subprocess.CompletedProcess[bytes]]":
     """Run every call through the real hook, in order, from inside `project`."""
     command = hook_command()
     results = []

@@ -5,12 +5,16 @@ boundary, and never inside a `code span` or a ``` fenced block: the cut moves
 back to before the span opened. The cut text ends with a visible marker.
 """
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # types only: `typing` would cost the hook its import
+    from collections.abc import Iterator
+
 MARKER = " [… cut]"
 # a sentence ends at one of these followed by white space
 SENTENCE_ENDS = ".!?:;"
 
 
-def _tick_runs(piece: str):
+def _tick_runs(piece: str) -> "Iterator[tuple[int, int]]":
     """(start, length) of each run of backticks. By hand: `re` costs the hook ~25M instructions."""
     at = piece.find("`")
     while at >= 0:

@@ -8,6 +8,12 @@ characters or classes under a repeat (`[A-Z0-9]{32}`, `\\w+`) are fine. Standard
 settings check it when config.toml is loaded, and the hook's own reading of [scrub] does too.
 """
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # types only: `typing` would cost the hook its import
+    from collections.abc import Iterable, Sequence
+    from types import ModuleType
+    from typing import Any  # the parser's tree: (opcode, argument) pairs, the argument's shape by opcode
+
 # a repeat that may match more than this many times counts as unbounded
 UNBOUNDED = 16
 
@@ -35,7 +41,7 @@ def problem(pattern: str) -> "str | None":
     return None
 
 
-def _nested(items, parser, under_repeat: bool) -> "str | None":
+def _nested(items: "Iterable[tuple[Any, Any]]", parser: "ModuleType", under_repeat: bool) -> "str | None":
     """A description of the first choice nested under an unbounded repeat in `items`, or None."""
     consts = parser if hasattr(parser, "MAX_REPEAT") else parser._constants
     repeats = (consts.MAX_REPEAT, consts.MIN_REPEAT, getattr(consts, "POSSESSIVE_REPEAT", None))
@@ -66,7 +72,7 @@ def _nested(items, parser, under_repeat: bool) -> "str | None":
     return None
 
 
-def _can_vary(sub, consts) -> bool:
+def _can_vary(sub: "Sequence[tuple[Any, Any]]", consts: "ModuleType") -> bool:
     """Can `sub` match in more than one way (anything beyond a single literal, class or any-character)?"""
     simple = (consts.LITERAL, consts.NOT_LITERAL, consts.IN, consts.ANY, consts.CATEGORY)
     return not (len(sub) == 1 and sub[0][0] in simple)
