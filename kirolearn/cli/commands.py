@@ -777,9 +777,10 @@ def _echo_lists(found: dict, terminal) -> None:
     "project's committed files): each hook call then runs twice, and the hook keeps one event.",
 )
 def install_command(project, global_, portable, dry_run, yes, set_default, agent, with_model, also):
-    """Wire kirolearn's hooks and MCP server into an agent: Kiro (CLI and IDE; the default), or with
-    --agent Claude Code, Codex, Copilot CLI, Gemini CLI, Qwen Code, Auggie, Factory Droid, opencode, Kilo Code
-    or Cursor.
+    """Wire kirolearn's hooks and MCP server into an agent: Kiro (the default) or another (--agent).
+
+    Kiro CLI and IDE, Claude Code, Codex, Copilot CLI, Gemini CLI, Qwen Code, Auggie, Factory Droid,
+    opencode, Kilo Code or Cursor.
 
     Writes only its own entries, keeps everything else in shared files byte
     for byte, and records what it wrote so `kirolearn uninstall` can undo
