@@ -228,6 +228,7 @@ class Memory:
                         for h in lexical.latest(conn, pid, types=list(types or []) or None, limit=limit)
                     ]
                     return sorted(hits, key=lambda h: h.created_at, reverse=True)[:limit]
+                assert pid is not None  # one project: its id was found above
                 return lexical.latest(conn, pid, types=list(types or []) or None, limit=limit)
 
     # Summaries

@@ -3,3 +3,5 @@
 
 class Rejected(ValueError):
     """The hook input cannot become an event; the message says why."""
+
+    raw: "bytes | None" = None  # the payload, which the hook keeps in quarantine

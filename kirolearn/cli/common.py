@@ -174,14 +174,14 @@ class KirolearnGroup(click.Group):
             from kirolearn.core import paths
             from kirolearn.core.errors import HomeError, from_oserror
 
-            err = from_oserror(exc)
+            problem = from_oserror(exc)
             if isinstance(exc, NotADirectoryError):
                 try:
                     # KIROLEARN_HOME is a file: say so, not "check the disk"
                     paths.check_home()
                 except HomeError as home_err:
-                    err = home_err
-            _fail(str(err), err.exit_code)
+                    problem = home_err
+            _fail(str(problem), problem.exit_code)
         except Exception as exc:  # noqa: BLE001
             # a bug: log it whole, tell the user one line
             if os.environ.get("KIROLEARN_DEBUG"):

@@ -7,6 +7,7 @@ time; work smaller than MIN_ITEMS gets none (a bar that flashes by says nothing)
 """
 
 import sys
+from typing import Any
 
 import click
 
@@ -29,15 +30,15 @@ class Bars:
     def __init__(self, stream=None, minimum: int = MIN_ITEMS):
         self.stream = sys.stderr if stream is None else stream
         self.minimum = minimum
-        self.bar = None
-        self._state = None
+        self.bar: Any = None  # a click progress bar while a phase shows one
+        self._state: dict | None = None
 
     def phase(self, label: str, total: "int | None" = None):
         """An update callable for `label`; with `total` None, the first update's own total sizes the bar."""
         self.close()
         if total is not None and total < self.minimum:
             return None
-        state = {"total": total}
+        state: dict[str, Any] = {"total": total}
         self._state = state
 
         def update(done: int, of: "int | None" = None) -> None:

@@ -288,7 +288,7 @@ def apply(changes: "list[Change]", *, installing: bool) -> None:
             f"cannot write {exc.filename}: {exc.strerror}; nothing was changed",
             "check the folder's permissions",
         ) from exc
-    done = []
+    done: list = []
     for tmp, target, change in staged:
         try:
             os.replace(tmp, target)

@@ -81,7 +81,7 @@ def probe(command: str, args: "list[str]", env: dict) -> "str | None":
         return None  # not on this PATH: the wiring check names it
     shown = shlex.join([command, *args])
     interpreter = _shebang(program)
-    missing = bool(interpreter) and not os.path.exists(interpreter.split()[0])
+    missing = interpreter is not None and bool(interpreter) and not os.path.exists(interpreter.split()[0])
     try:
         done = subprocess.run(
             [program, *args],

@@ -108,7 +108,7 @@ def _servers(data) -> "list[str]":
     """The commands of kirolearn's MCP server entries in a config file (every agent's key for them)."""
     from kirolearn.core.mcp_tools import MCP_SERVER
 
-    found = []
+    found: list = []
     if not isinstance(data, dict):
         return found
     for key in ("mcpServers", "mcp", "mcp_servers"):

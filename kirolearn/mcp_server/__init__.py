@@ -70,7 +70,7 @@ class Front:
         self.listing = listing
         self.version = version
         self.held: list[bytes] = []  # the SDK server must see these first
-        self.answered_initialize = None  # (request id, our result)
+        self.answered_initialize: tuple[object, dict] | None = None  # (request id, our result)
         self.client_info: dict | None = None
 
     def reply(self, line: bytes) -> "dict | None":

@@ -122,8 +122,13 @@ def supersede(store: Store, new: dict, *, log=None) -> list[list[str]]:
     if states:
         store.set_claim_states(states)
     for old_id, found in changed.items():
-        old = store.get_record(old_id)
-        if old is None or old.get("superseded_by") or old.get("merged_into") or pinned(old, SUPERSEDE):
+        current = store.get_record(old_id)
+        if (
+            current is None
+            or current.get("superseded_by")
+            or current.get("merged_into")
+            or pinned(current, SUPERSEDE)
+        ):
             continue
         claims = store.claims_of([old_id]).get(old_id, [])
         if any(c.get("state") == "current" for c in claims):

@@ -7,6 +7,10 @@ logging (which cron appends to logs/drain.log).
 
 import logging
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from kirolearn.privacy.scrub import Scrubber
+
 _QUOTED_INPUT: list = []
 
 
@@ -40,17 +44,18 @@ class ScrubbingFormatter(logging.Formatter):
     """A logging.Formatter whose output has passed through the scrubber (and the sanitiser: one line
     of log is one line, with no terminal escape)."""
 
-    _scrubber = None
+    _scrubber: "Scrubber | None" = None
 
     def format(self, record: logging.LogRecord) -> str:
         from kirolearn.privacy.sanitize import clean_text
 
         text = drop_quoted_input(super().format(record))
-        if ScrubbingFormatter._scrubber is None:
+        scrubber = ScrubbingFormatter._scrubber
+        if scrubber is None:
             from kirolearn.privacy.scrub import Scrubber
 
-            ScrubbingFormatter._scrubber = Scrubber()
-        return ScrubbingFormatter._scrubber.scrub_text(clean_text(text))
+            scrubber = ScrubbingFormatter._scrubber = Scrubber()
+        return scrubber.scrub_text(clean_text(text))
 
 
 def use_scrubbing(handlers, fmt: str) -> None:

@@ -55,6 +55,7 @@ def _scrub_cell(scrubber: Scrubber):
             except ValueError:
                 data = None
             if isinstance(data, (dict, list)):
+                clean: object
                 if table == "events" and column == "body" and isinstance(data, dict):
                     clean = scrub_event(data, scrubber)
                     # dedup compares new events with this hash

@@ -193,7 +193,7 @@ def terms(text: str, limit: int = MAX_TERMS) -> "list[str]":
             word[:1].islower() and word.lower() != word
         )
         seen[low] = (0 if identifier else 1, -min(len(low), 12), position)
-    ranked = sorted(seen, key=seen.get)[:limit]
+    ranked = sorted(seen, key=lambda t: seen[t])[:limit]
     return sorted(ranked, key=lambda t: seen[t][2])
 
 

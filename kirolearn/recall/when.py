@@ -124,7 +124,8 @@ def windows(text: str) -> "tuple[list[tuple[str, int, int]], str]":
     """([(kind, start, end)], `text` with every date it names blanked out); ([], text) if it names none."""
     if not text or not _may_name_a_date(text):
         return [], text
-    found, spans = [], []
+    found: list = []
+    spans: list = []
     for kind, pattern, parts in _patterns():
         for m in pattern.finditer(text):
             if any(a < m.end() and m.start() < b for a, b in spans):

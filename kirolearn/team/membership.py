@@ -110,7 +110,7 @@ def join(project_dir) -> dict:
         )
     with _lock():
         data = state.read(STATE_NAME)
-        projects = data.get("projects") if isinstance(data.get("projects"), dict) else {}
+        projects: dict = data["projects"] if isinstance(data.get("projects"), dict) else {}
         entry = {
             "shared": True,
             "identity": found["identity"],
@@ -153,7 +153,7 @@ def leave(project_dir) -> dict:
     found = _resolve(project_dir)
     with _lock():
         data = state.read(STATE_NAME)
-        projects = data.get("projects") if isinstance(data.get("projects"), dict) else {}
+        projects: dict = data["projects"] if isinstance(data.get("projects"), dict) else {}
         was = projects.pop(found["project_id"], None)
         data["projects"] = projects
         state.write(STATE_NAME, data)

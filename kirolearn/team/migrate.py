@@ -36,7 +36,8 @@ def migrate(settings=None, grant=()) -> dict:
 
         with open_store(url, check=False) as store:
             applied = store.migrate()
-            granted = store.grant(grant) if grant else []
+            # only the team store grants, and a URL opens one
+            granted = store.grant(grant) if grant else []  # type: ignore[attr-defined]
             schema = store.schema()
         return {
             "backend": "postgresql",

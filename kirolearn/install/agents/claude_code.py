@@ -74,12 +74,13 @@ def _insert_as_text(before: str, data: dict, portable: bool = False) -> "tuple[s
             }
             root = jsontext.parse(text)
             hooks = jsontext.find(root, "hooks")
+            groups = None if hooks is None else jsontext.find(root, "hooks", event)
             if hooks is None:
                 text, ins = jsontext.append(text, root, {event: [group]}, key="hooks")
-            elif jsontext.find(root, "hooks", event) is None:
+            elif groups is None:
                 text, ins = jsontext.append(text, hooks, [group], key=event)
             else:
-                text, ins = jsontext.append(text, jsontext.find(root, "hooks", event), group)
+                text, ins = jsontext.append(text, groups, group)
             insertions.append(list(ins))
     except jsontext.JSONTextError:
         return None
@@ -211,7 +212,7 @@ def plan_settings(project: "str | None", portable: bool = False):
     wired = _wired(data, portable)
     if before is not None and wired == data:
         return [install.Change(path, before, before, record={"kind": "claude-settings"})]
-    record = {"kind": "claude-settings", "insertions": None}
+    record: dict = {"kind": "claude-settings", "insertions": None}
     as_text = None
     if before is not None and not any(
         _is_ours(g) for groups in data.get("hooks", {}).values() for g in groups

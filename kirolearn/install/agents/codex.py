@@ -122,7 +122,7 @@ def plan_uninstall(only_project: "str | None" = None):
     from kirolearn.install import edit as install_edit
     from kirolearn.install import engine as install
 
-    changes = []
+    changes: list = []
     if only_project:
         # Codex is wired in the user's Codex home, never into a project
         return changes

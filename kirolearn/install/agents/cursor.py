@@ -49,7 +49,7 @@ def plan_install(project: "str | None", global_: bool = False, portable: bool = 
 
     folder = cursor_dir(project)
     hooks_path = os.path.join(folder, "hooks.json")
-    additions = [
+    additions: list = [
         Item(("hooks", event), {"command": hook_command(portable), "timeout": timeout})
         for event, timeout in HOOKS
     ]

@@ -66,7 +66,7 @@ def _problem(data: dict) -> "str | None":
 def _additions(portable: bool = False) -> list:
     from kirolearn.install.edit import Item, Member
 
-    additions = [
+    additions: list = [
         Item(
             ("hooks", event),
             {

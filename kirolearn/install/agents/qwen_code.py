@@ -78,7 +78,7 @@ def mcp_server(portable: bool = False) -> dict:
 def _additions(portable: bool = False) -> list:
     from kirolearn.install.edit import Item, Member
 
-    additions = [
+    additions: list = [
         Item(
             ("hooks", event),
             {

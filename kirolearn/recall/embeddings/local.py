@@ -37,11 +37,12 @@ import hashlib
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from kirolearn.recall.embeddings.base import EmbeddingModel, EmbeddingUnavailable
 
 # The release's files on the Hugging Face hub (detail in the module docstring).
-OFFICIAL = {
+OFFICIAL: dict[str, dict[str, Any]] = {
     "all-MiniLM-L6-v2": {
         "repo": "sentence-transformers/all-MiniLM-L6-v2",
         "files": {
